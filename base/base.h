@@ -1,0 +1,177 @@
+/* base.h: the one interface of base/, shared by the compiler and the runtime.
+ *
+ * What lives here: the per-compilation arena, source locations and the
+ * diagnostics sink, status codes, growable vectors and a string map.
+ *
+ * Memory contract: the compiler side allocates from arenas and treats host
+ * allocation failure as fatal (base_die, as QBE does); the runtime (libtpurt)
+ * never calls base_die for a condition a caller can cause, and uses its own
+ * caller-provided allocator. */
+#ifndef TPUCC_BASE_H
+#define TPUCC_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define BASE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define BASE_NORETURN __attribute__((noreturn))
+#else
+#define BASE_PRINTF(f, a)
+#define BASE_NORETURN
+#endif
+
+#define COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- internal errors ------------------------------------------------- */
+
+/* Aborts with "file:line: internal error: msg". For bugs only, never for
+ * anything a user's input can cause. */
+BASE_NORETURN void base_die_at(const char *file, int line, const char *fmt, ...)
+    BASE_PRINTF(3, 4);
+#define base_die(...) base_die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define BASE_ASSERT(c) ((c) ? (void)0 : base_die("assertion failed: %s", #c))
+
+/* malloc/realloc/calloc that die on failure (compiler side only). */
+void *base_xmalloc(size_t n);
+void *base_xcalloc(size_t n, size_t size);
+void *base_xrealloc(void *p, size_t n);
+
+/* Checked size arithmetic: false on overflow, *out unchanged then. */
+bool base_mul_overflow(size_t a, size_t b, size_t *out);
+bool base_add_overflow(size_t a, size_t b, size_t *out);
+
+/* ---- status codes ---------------------------------------------------- */
+
+typedef enum base_status {
+  ST_OK = 0,
+  ST_INVALID_ARGUMENT, /* a caller passed something malformed */
+  ST_PARSE_ERROR,      /* text input was rejected; diagnostics say where */
+  ST_UNSUPPORTED,      /* well-formed but outside what tpucc handles */
+  ST_OUT_OF_MEMORY,
+  ST_IO_ERROR,
+  ST_NOT_FOUND,
+  ST_RESOURCE_EXHAUSTED, /* a configured limit (size, cycles) was reached */
+  ST_RUNTIME_FAULT,      /* a program stopped on a fault while executing */
+  ST_FAILED_PRECONDITION,
+  ST_INTERNAL,
+  ST__COUNT
+} base_status;
+
+/* A short constant description ("invalid argument"). Never NULL. */
+const char *base_status_str(base_status s);
+
+/* ---- arena ----------------------------------------------------------- */
+
+/* A bump allocator: everything allocated dies together with arena_destroy.
+ * A mark/reset pair frees scratch memory in LIFO order. Not thread-safe. */
+typedef struct arena arena;
+typedef struct arena_mark {
+  void *block;
+  size_t used;
+} arena_mark;
+
+arena *arena_create(void);
+void arena_destroy(arena *a); /* accepts NULL */
+void *arena_alloc(arena *a, size_t n); /* 16-byte aligned, zeroed */
+void *arena_array(arena *a, size_t count, size_t size); /* overflow-checked */
+void *arena_dup(arena *a, const void *p, size_t n);
+char *arena_strdup(arena *a, const char *s);
+char *arena_strndup(arena *a, const char *s, size_t n);
+char *arena_printf(arena *a, const char *fmt, ...) BASE_PRINTF(2, 3);
+arena_mark arena_get_mark(arena *a);
+void arena_reset(arena *a, arena_mark m);
+size_t arena_bytes(const arena *a); /* bytes handed out so far */
+
+/* ---- growable vectors ------------------------------------------------ */
+
+/* VEC(T) is a struct { T *v; int n, cap; } grown in an arena. The old
+ * storage is abandoned in the arena on growth (fine for compile-time data).
+ *   VEC(int) xs = {0}; VEC_PUSH(a, xs, 3); for (i=0;i<xs.n;i++) xs.v[i]... */
+#define VEC(T) struct { T *v; int n, cap; }
+#define VEC_PUSH(ar, vec, x)                                                  \
+  do {                                                                        \
+    if ((vec).n == (vec).cap) {                                               \
+      int nc_ = (vec).cap ? (vec).cap * 2 : 8;                                \
+      void *nv_ = arena_array((ar), (size_t)nc_, sizeof(*(vec).v));           \
+      if ((vec).n)                                                            \
+        memcpy(nv_, (vec).v, (size_t)(vec).n * sizeof(*(vec).v));             \
+      (vec).v = nv_;                                                          \
+      (vec).cap = nc_;                                                        \
+    }                                                                         \
+    (vec).v[(vec).n++] = (x);                                                 \
+  } while (0)
+
+/* A heap-backed byte buffer for building text; die on OOM. */
+typedef struct strbuf {
+  char *s;
+  size_t len, cap;
+} strbuf;
+void sb_init(strbuf *b);
+void sb_free(strbuf *b);
+void sb_putc(strbuf *b, char c);
+void sb_puts(strbuf *b, const char *s);
+void sb_putn(strbuf *b, const char *s, size_t n);
+void sb_printf(strbuf *b, const char *fmt, ...) BASE_PRINTF(2, 3);
+void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
+/* Returns the text (NUL-terminated, owned by b) */
+const char *sb_str(strbuf *b);
+
+/* ---- string map ------------------------------------------------------ */
+
+/* Maps strings to int32 values; keys are copied into the arena given at
+ * creation. Open addressing; not thread-safe. */
+typedef struct strmap strmap;
+strmap *strmap_create(arena *a);
+/* Returns the value or -1 when absent. */
+int32_t strmap_get(const strmap *m, const char *key, size_t len);
+/* Inserts or replaces. Values must be >= 0. */
+void strmap_put(strmap *m, const char *key, size_t len, int32_t value);
+int strmap_count(const strmap *m);
+
+/* ---- source locations and diagnostics -------------------------------- */
+
+/* A position in a user's source text. line and col are 1-based; line 0
+ * means "no location". file is interned and outlives the compilation. */
+typedef struct src_loc {
+  const char *file;
+  int32_t line, col;
+} src_loc;
+
+typedef enum diag_level { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } diag_level;
+
+/* A sink that collects diagnostics, counts them and prints them as
+ *   file:line:col: error: message
+ *     source line
+ *         ^
+ * Sources registered with diag_add_source are used to show the line.
+ * The sink keeps the formatted text so tests can compare it (diag_text).
+ * Not thread-safe. */
+typedef struct diag diag;
+
+diag *diag_create(void);
+void diag_destroy(diag *d); /* accepts NULL */
+/* Registers source text for file (copied). Used to print the source line. */
+void diag_add_source(diag *d, const char *file, const char *text, size_t len);
+/* When set, each diagnostic is also written to f as it arrives. */
+void diag_set_stream(diag *d, FILE *f);
+/* Stop recording after this many errors (default 50); one final line says so. */
+void diag_set_max_errors(diag *d, int n);
+void diag_report(diag *d, diag_level lvl, src_loc loc, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
+void diag_vreport(diag *d, diag_level lvl, src_loc loc, const char *fmt,
+                  va_list ap);
+#define diag_error(d, loc, ...) diag_report((d), DIAG_ERROR, (loc), __VA_ARGS__)
+#define diag_note(d, loc, ...) diag_report((d), DIAG_NOTE, (loc), __VA_ARGS__)
+int diag_error_count(const diag *d);
+bool diag_too_many(const diag *d); /* the error limit was reached */
+/* All diagnostics so far, formatted, NUL-terminated; owned by d. */
+const char *diag_text(const diag *d);
+/* The first error's message alone (without location), or "" */
+const char *diag_first_message(const diag *d);
+
+#endif

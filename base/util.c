@@ -1,0 +1,116 @@
+/* util.c: internal-error exit, checked allocation and size arithmetic,
+ * status strings and the string builder. */
+#include "base.h"
+
+#include <stdlib.h>
+
+void base_die_at(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s:%d: internal error: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  abort();
+}
+
+void *base_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) base_die("out of memory allocating %zu bytes", n);
+  return p;
+}
+
+void *base_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) base_die("out of memory allocating %zu x %zu bytes", n, size);
+  return p;
+}
+
+void *base_xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) base_die("out of memory allocating %zu bytes", n);
+  return q;
+}
+
+bool base_mul_overflow(size_t a, size_t b, size_t *out) {
+  size_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return true;
+  *out = r;
+  return false;
+}
+
+bool base_add_overflow(size_t a, size_t b, size_t *out) {
+  size_t r;
+  if (__builtin_add_overflow(a, b, &r)) return true;
+  *out = r;
+  return false;
+}
+
+const char *base_status_str(base_status s) {
+  static const char *const names[ST__COUNT] = {
+      [ST_OK] = "ok",
+      [ST_INVALID_ARGUMENT] = "invalid argument",
+      [ST_PARSE_ERROR] = "parse error",
+      [ST_UNSUPPORTED] = "unsupported",
+      [ST_OUT_OF_MEMORY] = "out of memory",
+      [ST_IO_ERROR] = "I/O error",
+      [ST_NOT_FOUND] = "not found",
+      [ST_RESOURCE_EXHAUSTED] = "resource exhausted",
+      [ST_RUNTIME_FAULT] = "runtime fault",
+      [ST_FAILED_PRECONDITION] = "failed precondition",
+      [ST_INTERNAL] = "internal error",
+  };
+  if ((unsigned)s >= ST__COUNT) return "unknown status";
+  return names[s];
+}
+
+void sb_init(strbuf *b) {
+  b->s = NULL;
+  b->len = b->cap = 0;
+}
+
+void sb_free(strbuf *b) {
+  free(b->s);
+  sb_init(b);
+}
+
+static void sb_reserve(strbuf *b, size_t extra) {
+  if (b->len + extra + 1 <= b->cap) return;
+  size_t nc = b->cap ? b->cap : 64;
+  while (nc < b->len + extra + 1) nc *= 2;
+  b->s = base_xrealloc(b->s, nc);
+  b->cap = nc;
+}
+
+void sb_putn(strbuf *b, const char *s, size_t n) {
+  sb_reserve(b, n);
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+void sb_putc(strbuf *b, char c) { sb_putn(b, &c, 1); }
+void sb_puts(strbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+
+void sb_vprintf(strbuf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return;
+  sb_reserve(b, (size_t)n);
+  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+}
+
+void sb_printf(strbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+const char *sb_str(strbuf *b) {
+  if (!b->s) sb_reserve(b, 0), b->s[0] = 0;
+  return b->s;
+}

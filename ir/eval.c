@@ -1,0 +1,2 @@
+/* eval.c: placeholder until written. */
+#include "ir/ir.h"

@@ -1,0 +1,2 @@
+/* infer.c: placeholder until written. */
+#include "ir/ir.h"

@@ -1,0 +1,352 @@
+/* ir.h: the one interface of ir/: HLO-style modules, computations,
+ * instructions, shapes, literals, and the facilities over them (printer,
+ * verifier, shape inference, reference evaluator, tensor I/O).
+ *
+ * Representation (QBE/SQLite style): a module owns an arena; computations
+ * live in an array indexed by ir_comp_id; each computation holds its
+ * instructions in an array indexed by ir_id, in definition order (operands
+ * always precede users after ir_comp_topo_sort). Operands and called
+ * computations are small integer ids, never pointers, so passes can copy
+ * and rewrite freely. Everything a module points to lives in its arena.
+ * Nothing here is thread-safe; distinct modules may be used by distinct
+ * threads. */
+#ifndef TPUCC_IR_H
+#define TPUCC_IR_H
+
+#include "base/base.h"
+
+/* ---- element types --------------------------------------------------- */
+
+#define IR_ELEM_TYPES(X)                                                     \
+  X(PRED, "pred", 1) X(S8, "s8", 1) X(S32, "s32", 4) X(BF16, "bf16", 2)       \
+  X(F16, "f16", 2) X(F32, "f32", 4)
+
+typedef enum ir_type {
+#define X(e, s, n) IR_##e,
+  IR_ELEM_TYPES(X)
+#undef X
+  IR_TUPLE, /* shape is a tuple of shapes */
+  IR_TYPE_INVALID
+} ir_type;
+
+const char *ir_type_name(ir_type t);           /* "f32"; "tuple" */
+int ir_type_size(ir_type t);                   /* bytes per element */
+bool ir_type_is_float(ir_type t);              /* bf16, f16, f32 */
+bool ir_type_is_int(ir_type t);                /* s8, s32 */
+/* Looks up a spelling; returns IR_TYPE_INVALID when unknown. */
+ir_type ir_type_from_name(const char *s, size_t len);
+
+/* Exact conversions: f32 -> bf16/f16 round to nearest even (NaN stays NaN,
+ * overflow goes to infinity); widening is exact. */
+uint16_t ir_f32_to_bf16(float f);
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float f);
+float ir_f16_to_f32(uint16_t h);
+
+/* ---- shapes ---------------------------------------------------------- */
+
+enum { IR_MAX_RANK = 8, IR_MAX_TILES = 4 };
+#define IR_TILE_COMBINE (-1) /* a '*' tile dimension */
+
+typedef struct ir_tile {
+  int8_t rank;
+  int64_t dims[IR_MAX_RANK];
+} ir_tile;
+
+/* The physical layout: minor_to_major is a permutation of 0..rank-1;
+ * tiles as in XLA's tiled layout ("{1,0:T(8,128)(2,1)}"); memory_space as
+ * S(n); element_bits as E(n) (0 = natural). */
+typedef struct ir_layout {
+  int8_t minor_to_major[IR_MAX_RANK];
+  int8_t ntiles;
+  ir_tile tiles[IR_MAX_TILES];
+  int32_t memory_space;
+  int32_t element_bits;
+} ir_layout;
+
+typedef struct ir_shape ir_shape;
+struct ir_shape {
+  ir_type type;
+  int8_t rank;         /* arrays only */
+  bool has_layout;     /* layout given (else default: row-major) */
+  int64_t dims[IR_MAX_RANK];
+  ir_layout layout;
+  int32_t ntuple;      /* IR_TUPLE only: element count */
+  ir_shape *tuple;     /* IR_TUPLE only: elements, in the module's arena */
+};
+
+/* Makes an array shape with the default (row-major, untiled) layout. */
+ir_shape ir_shape_array(ir_type t, int rank, const int64_t *dims);
+ir_shape ir_shape_scalar(ir_type t);
+/* Sets minor_to_major to rank-1..0 and clears tiles; has_layout = true. */
+void ir_shape_default_layout(ir_shape *s);
+bool ir_shape_is_array(const ir_shape *s);
+/* Element count; false when it overflows int64 or exceeds IR_MAX_ELEMENTS. */
+#define IR_MAX_ELEMENTS ((int64_t)1 << 40)
+bool ir_shape_elements(const ir_shape *s, int64_t *out);
+/* Element count of an array shape known to be valid. */
+int64_t ir_shape_count(const ir_shape *s);
+/* Same type and dims (and same tuple structure); layouts ignored. */
+bool ir_shape_equal(const ir_shape *a, const ir_shape *b);
+/* Same as ir_shape_equal and also same layout (when both have one). */
+bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b);
+/* Deep copy of tuple elements into arena a. */
+ir_shape ir_shape_clone(arena *a, const ir_shape *s);
+/* Appends the HLO spelling ("f32[2,3]{1,0}" or "(f32[], s32[4])"). */
+void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout);
+
+/* ---- literals -------------------------------------------------------- */
+
+/* A dense value: array elements in row-major (logical) order, whatever
+ * the shape's layout; pred as uint8 0/1, s8 int8, s32 int32, bf16 and f16
+ * as uint16 bits, f32 float. A tuple literal holds element literals. */
+typedef struct ir_literal ir_literal;
+struct ir_literal {
+  ir_shape shape;
+  void *data;          /* arrays: ir_shape_count * ir_type_size bytes */
+  size_t nbytes;
+  ir_literal **elems;  /* tuples: shape.ntuple elements */
+};
+
+/* Allocates a zero-filled literal of shape s in arena a, or NULL (with
+ * ST_RESOURCE_EXHAUSTED semantics) when the byte size exceeds limit. */
+ir_literal *ir_literal_create(arena *a, const ir_shape *s);
+/* Element access as double / int64 (for tests, printing and the evaluator's
+ * slow paths); idx is the row-major linear index. */
+double ir_literal_get_f64(const ir_literal *l, int64_t idx);
+int64_t ir_literal_get_i64(const ir_literal *l, int64_t idx);
+/* Stores with conversion to the literal's type (RNE for floats, wrap for
+ * ints, nonzero -> 1 for pred). */
+void ir_literal_set_f64(ir_literal *l, int64_t idx, double v);
+void ir_literal_set_i64(ir_literal *l, int64_t idx, int64_t v);
+/* Bitwise equality of shape (ignoring layout) and data. */
+bool ir_literal_equal(const ir_literal *a, const ir_literal *b);
+/* Prints in HLO constant syntax: "{ {1, 2}, {3, 4} }", scalars bare,
+ * tuples "( ... )". Floats print shortest round-trip; inf, -inf, nan. */
+void ir_literal_print(strbuf *b, const ir_literal *l);
+
+/* ---- instructions ---------------------------------------------------- */
+
+typedef enum ir_op {
+#define OP(e, s, n, f, doc) IR_OP_##e,
+#include "ir/ops.def"
+#undef OP
+  IR_OP__COUNT
+} ir_op;
+
+enum {
+  OPF_ELEMWISE = 1 << 0,
+  OPF_UNARY = 1 << 1,
+  OPF_BINARY = 1 << 2,
+  OPF_TERNARY = 1 << 3,
+  OPF_FLOAT = 1 << 4,
+  OPF_INT = 1 << 5,
+  OPF_CALLS = 1 << 6,
+};
+
+const char *ir_op_name(ir_op op);      /* HLO spelling */
+int ir_op_arity(ir_op op);             /* -1 variadic */
+unsigned ir_op_flags(ir_op op);
+/* Looks up an HLO spelling; returns IR_OP__COUNT when unknown. */
+ir_op ir_op_from_name(const char *s, size_t len);
+
+typedef int32_t ir_id;      /* instruction index within its computation */
+typedef int32_t ir_comp_id; /* computation index within its module */
+#define IR_NONE (-1)
+
+typedef enum ir_cmp_dir { IR_CMP_EQ, IR_CMP_NE, IR_CMP_LT, IR_CMP_LE, IR_CMP_GT, IR_CMP_GE } ir_cmp_dir;
+/* Comparison type attribute ("type=TOTALORDER"); DEFAULT means by element type. */
+typedef enum ir_cmp_type { IR_CMPT_DEFAULT, IR_CMPT_FLOAT, IR_CMPT_TOTALORDER, IR_CMPT_SIGNED, IR_CMPT_UNSIGNED } ir_cmp_type;
+
+typedef enum ir_precision { IR_PREC_DEFAULT, IR_PREC_HIGH, IR_PREC_HIGHEST } ir_precision;
+
+typedef enum ir_fusion_kind { IR_FUSION_LOOP, IR_FUSION_INPUT, IR_FUSION_OUTPUT, IR_FUSION_CUSTOM } ir_fusion_kind;
+
+/* An int64 list attribute ("dimensions={1,0}"). */
+typedef struct ir_ints {
+  int32_t n;
+  int64_t *v;
+} ir_ints;
+
+/* One window dimension (convolution, reduce-window). Defaults: size 1,
+ * stride 1, pads 0, dilations 1, no reversal. */
+typedef struct ir_window_dim {
+  int64_t size, stride, pad_lo, pad_hi, lhs_dilate, rhs_dilate;
+  bool reversal;
+} ir_window_dim;
+
+typedef struct ir_window {
+  int32_t rank;
+  ir_window_dim dims[IR_MAX_RANK];
+} ir_window;
+
+/* Convolution dimension labels, e.g. "b01f_01io->b01f": dimension indices
+ * of batch/feature/spatial for input and output, and of input-feature,
+ * output-feature and spatial for the kernel. nspatial <= IR_MAX_RANK - 2. */
+typedef struct ir_conv_dims {
+  int32_t nspatial;
+  int8_t in_batch, in_feature, in_spatial[IR_MAX_RANK];
+  int8_t k_in, k_out, k_spatial[IR_MAX_RANK];
+  int8_t out_batch, out_feature, out_spatial[IR_MAX_RANK];
+} ir_conv_dims;
+
+typedef struct ir_padding_dim {
+  int64_t lo, hi, interior; /* lo and hi may be negative */
+} ir_padding_dim;
+
+/* A replica group list ("replica_groups={{0,1},{2,3}}"). */
+typedef struct ir_replica_groups {
+  int32_t ngroups;
+  ir_ints *groups;
+} ir_replica_groups;
+
+/* An attribute kept verbatim so that it round-trips (backend_config,
+ * frontend_attributes, sharding, ...): never interpreted by tpucc. */
+typedef struct ir_raw_attr {
+  const char *name;
+  const char *text; /* everything after '=' as written */
+} ir_raw_attr;
+
+/* Source metadata (metadata={op_name="..." source_file="..." source_line=N}). */
+typedef struct ir_metadata {
+  const char *op_name, *op_type, *source_file;
+  int32_t source_line;
+} ir_metadata;
+
+/* Attributes, one struct for all ops; each op uses the fields documented
+ * beside it and leaves the others zero. */
+typedef struct ir_attrs {
+  int64_t parameter_number;  /* parameter */
+  ir_literal *literal;       /* constant */
+  int64_t index;             /* get-tuple-element: index; iota: iota_dimension */
+  ir_ints dimensions;        /* broadcast, transpose, reduce, reverse,
+                                concatenate (one), all-reduce unused */
+  ir_ints slice_start, slice_limit, slice_stride; /* slice */
+  int32_t npad;
+  ir_padding_dim *padding;   /* pad: one per dimension */
+  ir_cmp_dir cmp_dir;        /* compare */
+  ir_cmp_type cmp_type;      /* compare */
+  ir_ints lhs_batch, rhs_batch, lhs_contracting, rhs_contracting; /* dot */
+  ir_precision precision[2]; /* dot, convolution: operand_precision */
+  ir_window window;          /* convolution, reduce-window */
+  bool has_window;
+  ir_conv_dims conv;         /* convolution */
+  int64_t feature_group_count, batch_group_count; /* convolution (>= 1) */
+  ir_replica_groups replica_groups; /* all-reduce */
+  int64_t channel_id;        /* all-reduce; 0 = absent */
+  ir_fusion_kind fusion_kind;/* fusion */
+  ir_type preferred_type;    /* dot/convolution preferred_element_type, or IR_TYPE_INVALID */
+} ir_attrs;
+
+typedef struct ir_inst {
+  ir_op op;
+  const char *name;          /* unique within the module */
+  ir_shape shape;
+  int32_t nops;
+  ir_id *ops;                /* operand instruction ids (same computation) */
+  int32_t ncalls;
+  ir_comp_id *calls;         /* to_apply= (reduce, reduce-window, all-reduce)
+                                or calls= (fusion) */
+  ir_attrs a;
+  int32_t nraw;
+  ir_raw_attr *raw;
+  ir_metadata meta;
+  src_loc loc;               /* where it was written (HLO or .tg line) */
+  bool dead;                 /* removed by a pass; skipped by printers */
+} ir_inst;
+
+typedef struct ir_comp {
+  const char *name;
+  VEC(ir_inst) insts;
+  ir_id root;                /* IR_NONE until set */
+  int32_t nparams;
+  ir_id *params;             /* params[i] = id of parameter(i), set by ir_comp_finish */
+  bool is_fusion;            /* called by a fusion instruction */
+  src_loc loc;
+} ir_comp;
+
+typedef struct ir_module {
+  arena *arena;
+  const char *name;
+  VEC(ir_comp) comps;
+  ir_comp_id entry;          /* IR_NONE until set */
+  bool is_scheduled;         /* header flag, kept for round trips */
+  int32_t nraw;
+  ir_raw_attr *raw;          /* other header attributes kept verbatim */
+  const char *source_file;   /* interned; for diagnostics */
+} ir_module;
+
+/* ---- building -------------------------------------------------------- */
+
+/* Creates an empty module with its own arena. Destroy with ir_module_destroy. */
+ir_module *ir_module_create(const char *name);
+void ir_module_destroy(ir_module *m); /* accepts NULL */
+/* Adds an empty computation and returns its id. */
+ir_comp_id ir_comp_add(ir_module *m, const char *name);
+ir_comp *ir_comp_get(ir_module *m, ir_comp_id c);
+/* Appends an instruction (copied; operands/calls arrays copied into the
+ * arena) and returns its id. name may be NULL: a unique name is made from
+ * the op spelling ("add.3"). */
+ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto);
+ir_inst *ir_inst_get(ir_module *m, ir_comp_id c, ir_id i);
+/* A fresh module-unique name derived from base ("add" -> "add.7"). */
+const char *ir_unique_name(ir_module *m, const char *base);
+/* Recomputes params[] from parameter instructions (after building). */
+void ir_comp_finish(ir_module *m, ir_comp_id c);
+/* Reorders instructions so that operands precede users (stable for
+ * already-ordered input); false when there is a cycle. */
+bool ir_comp_topo_sort(ir_module *m, ir_comp_id c);
+/* Deep-copies a module (new arena). */
+ir_module *ir_module_clone(const ir_module *m);
+
+/* Convenience builders used by frontends and passes (operands already in
+ * computation c; shapes inferred with ir_infer_shape, which must succeed:
+ * a builder never creates an ill-typed instruction, it dies instead; a
+ * frontend checks with ir_infer_shape first to report user errors). */
+ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
+               int nops, const ir_attrs *attrs, const ir_comp_id *calls,
+               int ncalls, src_loc loc);
+
+/* ---- shape inference and verification -------------------------------- */
+
+/* Infers the result shape of `op` with operands of shapes `ops` and
+ * attributes `a` (called computations as `calls`). On failure returns false
+ * and writes a one-line reason ("dot: contracting dimensions differ (784 vs
+ * 768)") into err (size errlen). Layout of the result: default. */
+bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
+                    int nops, const ir_attrs *a, const ir_comp_id *calls,
+                    int ncalls, ir_shape *out, char *err, size_t errlen);
+
+/* Checks every invariant of m (operand ids in range and defined before use,
+ * arity, shapes agree with ir_infer_shape, attributes in range, called
+ * computations exist with the right signatures, no cycles in calls, a root
+ * in every computation, an entry, unique names). Reports each problem at the
+ * instruction's location into d; returns the number of problems. */
+int ir_verify(const ir_module *m, diag *d);
+
+/* ---- text ------------------------------------------------------------ */
+
+/* Prints m as HLO text that ir_parse_hlo reads back to an equal module. */
+void ir_print_module(strbuf *b, const ir_module *m);
+/* Prints one instruction line (without indentation or newline). */
+void ir_print_inst(strbuf *b, const ir_module *m, ir_comp_id c, ir_id i);
+
+/* (Parsing HLO text is the frontend's job: see frontend/frontend.h.) */
+
+/* ---- reference evaluator --------------------------------------------- */
+
+typedef struct ir_eval_options {
+  int32_t replica_count;   /* 1 today; all-reduce over N replicas later */
+  int32_t replica_id;
+  int64_t max_bytes;       /* refuse to materialise more than this (0 = 16 GiB) */
+} ir_eval_options;
+void ir_eval_options_init(ir_eval_options *o);
+
+/* Evaluates the entry computation of m on args (one per parameter, shapes
+ * must match). On success *out is a literal in arena `out_arena`. On
+ * failure returns a status and writes a message into err. */
+base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
+                    ir_literal *const *args, int nargs, arena *out_arena,
+                    ir_literal **out, char *err, size_t errlen);
+
+#endif

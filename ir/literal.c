@@ -1,0 +1,86 @@
+/* literal.c: dense values: creation, element access with conversion,
+ * equality. (Printing in HLO syntax lives in print.c.) */
+#include "ir/ir.h"
+
+#include <math.h>
+
+ir_literal *ir_literal_create(arena *a, const ir_shape *s) {
+  ir_literal *l = arena_alloc(a, sizeof *l);
+  l->shape = ir_shape_clone(a, s);
+  if (s->type == IR_TUPLE) {
+    l->elems = arena_array(a, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_literal *));
+    for (int i = 0; i < s->ntuple; i++) l->elems[i] = ir_literal_create(a, &s->tuple[i]);
+    return l;
+  }
+  int64_t n;
+  if (!ir_shape_elements(s, &n)) return NULL;
+  size_t bytes;
+  if (base_mul_overflow((size_t)n, (size_t)ir_type_size(s->type), &bytes)) return NULL;
+  l->nbytes = bytes;
+  l->data = arena_alloc(a, bytes ? bytes : 1);
+  return l;
+}
+
+double ir_literal_get_f64(const ir_literal *l, int64_t i) {
+  switch (l->shape.type) {
+  case IR_PRED: return ((const uint8_t *)l->data)[i] ? 1.0 : 0.0;
+  case IR_S8: return ((const int8_t *)l->data)[i];
+  case IR_S32: return ((const int32_t *)l->data)[i];
+  case IR_BF16: return ir_bf16_to_f32(((const uint16_t *)l->data)[i]);
+  case IR_F16: return ir_f16_to_f32(((const uint16_t *)l->data)[i]);
+  case IR_F32: return ((const float *)l->data)[i];
+  default: base_die("ir_literal_get_f64 on %s", ir_type_name(l->shape.type));
+  }
+}
+
+int64_t ir_literal_get_i64(const ir_literal *l, int64_t i) {
+  switch (l->shape.type) {
+  case IR_PRED: return ((const uint8_t *)l->data)[i] ? 1 : 0;
+  case IR_S8: return ((const int8_t *)l->data)[i];
+  case IR_S32: return ((const int32_t *)l->data)[i];
+  default: {
+    double d = ir_literal_get_f64(l, i);
+    if (isnan(d)) return 0;
+    if (d >= 9.2233720368547758e18) return INT64_MAX;
+    if (d <= -9.2233720368547758e18) return INT64_MIN;
+    return (int64_t)d;
+  }
+  }
+}
+
+void ir_literal_set_f64(ir_literal *l, int64_t i, double v) {
+  switch (l->shape.type) {
+  case IR_PRED: ((uint8_t *)l->data)[i] = v != 0; break;
+  case IR_S8:
+  case IR_S32: {
+    /* float -> int saturates, NaN -> 0 (XLA's convert semantics) */
+    int64_t x = isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+    if (l->shape.type == IR_S8) ((int8_t *)l->data)[i] = (int8_t)(x > 127 ? 127 : x < -128 ? -128 : x);
+    else ((int32_t *)l->data)[i] = (int32_t)(x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : x);
+    break;
+  }
+  case IR_BF16: ((uint16_t *)l->data)[i] = ir_f32_to_bf16((float)v); break;
+  case IR_F16: ((uint16_t *)l->data)[i] = ir_f32_to_f16((float)v); break;
+  case IR_F32: ((float *)l->data)[i] = (float)v; break;
+  default: base_die("ir_literal_set_f64 on %s", ir_type_name(l->shape.type));
+  }
+}
+
+void ir_literal_set_i64(ir_literal *l, int64_t i, int64_t v) {
+  switch (l->shape.type) {
+  case IR_PRED: ((uint8_t *)l->data)[i] = v != 0; break;
+  case IR_S8: ((int8_t *)l->data)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+  case IR_S32: ((int32_t *)l->data)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+  default: ir_literal_set_f64(l, i, (double)v); break;
+  }
+}
+
+bool ir_literal_equal(const ir_literal *a, const ir_literal *b) {
+  if (!ir_shape_equal(&a->shape, &b->shape)) return false;
+  if (a->shape.type == IR_TUPLE) {
+    for (int i = 0; i < a->shape.ntuple; i++)
+      if (!ir_literal_equal(a->elems[i], b->elems[i])) return false;
+    return true;
+  }
+  return a->nbytes == b->nbytes && memcmp(a->data, b->data, a->nbytes) == 0;
+}

@@ -1,0 +1,225 @@
+/* module.c: creating modules, computations and instructions; unique
+ * names; topological order; deep copies. */
+#include "ir/ir.h"
+
+#include <stdlib.h>
+
+/* Per-module bookkeeping for unique names lives beside the module. */
+typedef struct module_impl {
+  ir_module m;
+  strmap *names; /* every instruction name in use -> 1 */
+  int64_t counter;
+} module_impl;
+
+ir_module *ir_module_create(const char *name) {
+  arena *a = arena_create();
+  module_impl *mi = arena_alloc(a, sizeof *mi);
+  mi->m.arena = a;
+  mi->m.name = arena_strdup(a, name ? name : "module");
+  mi->m.entry = IR_NONE;
+  mi->names = strmap_create(a);
+  return &mi->m;
+}
+
+void ir_module_destroy(ir_module *m) {
+  if (m) arena_destroy(m->arena);
+}
+
+ir_comp_id ir_comp_add(ir_module *m, const char *name) {
+  ir_comp c;
+  memset(&c, 0, sizeof c);
+  c.name = arena_strdup(m->arena, name ? name : "computation");
+  c.root = IR_NONE;
+  VEC_PUSH(m->arena, m->comps, c);
+  return m->comps.n - 1;
+}
+
+ir_comp *ir_comp_get(ir_module *m, ir_comp_id c) {
+  BASE_ASSERT(c >= 0 && c < m->comps.n);
+  return &m->comps.v[c];
+}
+
+ir_inst *ir_inst_get(ir_module *m, ir_comp_id c, ir_id i) {
+  ir_comp *cp = ir_comp_get(m, c);
+  BASE_ASSERT(i >= 0 && i < cp->insts.n);
+  return &cp->insts.v[i];
+}
+
+const char *ir_unique_name(ir_module *m, const char *base) {
+  module_impl *mi = (module_impl *)m;
+  size_t bl = strlen(base);
+  if (strmap_get(mi->names, base, bl) < 0) {
+    strmap_put(mi->names, base, bl, 1);
+    return arena_strdup(m->arena, base);
+  }
+  for (;;) {
+    char *n = arena_printf(m->arena, "%s.%lld", base, (long long)++mi->counter);
+    size_t nl = strlen(n);
+    if (strmap_get(mi->names, n, nl) < 0) {
+      strmap_put(mi->names, n, nl, 1);
+      return n;
+    }
+  }
+}
+
+static ir_ints dup_ints(arena *a, ir_ints v) {
+  ir_ints r = v;
+  r.v = v.n ? arena_dup(a, v.v, sizeof(int64_t) * (size_t)v.n) : NULL;
+  return r;
+}
+
+/* Deep-copies every pointer field of an attribute set into arena a. */
+static void dup_attrs(arena *a, ir_attrs *at) {
+  at->dimensions = dup_ints(a, at->dimensions);
+  at->slice_start = dup_ints(a, at->slice_start);
+  at->slice_limit = dup_ints(a, at->slice_limit);
+  at->slice_stride = dup_ints(a, at->slice_stride);
+  at->lhs_batch = dup_ints(a, at->lhs_batch);
+  at->rhs_batch = dup_ints(a, at->rhs_batch);
+  at->lhs_contracting = dup_ints(a, at->lhs_contracting);
+  at->rhs_contracting = dup_ints(a, at->rhs_contracting);
+  if (at->npad) at->padding = arena_dup(a, at->padding, sizeof(ir_padding_dim) * (size_t)at->npad);
+  if (at->replica_groups.ngroups) {
+    ir_ints *g = arena_array(a, (size_t)at->replica_groups.ngroups, sizeof(ir_ints));
+    for (int i = 0; i < at->replica_groups.ngroups; i++)
+      g[i] = dup_ints(a, at->replica_groups.groups[i]);
+    at->replica_groups.groups = g;
+  }
+}
+
+ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto) {
+  module_impl *mi = (module_impl *)m;
+  ir_comp *cp = ir_comp_get(m, c);
+  ir_inst in = *proto;
+  arena *a = m->arena;
+  if (in.name) {
+    size_t nl = strlen(in.name);
+    in.name = arena_strndup(a, in.name, nl);
+    strmap_put(mi->names, in.name, nl, 1);
+  } else {
+    in.name = ir_unique_name(m, ir_op_name(in.op));
+  }
+  in.shape = ir_shape_clone(a, &proto->shape);
+  if (in.nops) in.ops = arena_dup(a, proto->ops, sizeof(ir_id) * (size_t)in.nops);
+  if (in.ncalls) in.calls = arena_dup(a, proto->calls, sizeof(ir_comp_id) * (size_t)in.ncalls);
+  if (in.nraw) in.raw = arena_dup(a, proto->raw, sizeof(ir_raw_attr) * (size_t)in.nraw);
+  dup_attrs(a, &in.a);
+  VEC_PUSH(a, cp->insts, in);
+  return cp->insts.n - 1;
+}
+
+void ir_comp_finish(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int64_t n = 0;
+  for (int i = 0; i < cp->insts.n; i++)
+    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER &&
+        cp->insts.v[i].a.parameter_number + 1 > n)
+      n = cp->insts.v[i].a.parameter_number + 1;
+  cp->nparams = (int32_t)n;
+  cp->params = arena_array(m->arena, (size_t)(n ? n : 1), sizeof(ir_id));
+  for (int64_t i = 0; i < n; i++) cp->params[i] = IR_NONE;
+  for (int i = 0; i < cp->insts.n; i++)
+    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER)
+      cp->params[cp->insts.v[i].a.parameter_number] = i;
+}
+
+/* Depth-first post-order; state 0 unvisited, 1 on stack, 2 done. */
+bool ir_comp_topo_sort(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int n = cp->insts.n;
+  if (n == 0) return true;
+  arena_mark mk = arena_get_mark(m->arena);
+  int8_t *state = arena_alloc(m->arena, (size_t)n);
+  ir_id *order = arena_array(m->arena, (size_t)n, sizeof(ir_id));
+  ir_id *remap = arena_array(m->arena, (size_t)n, sizeof(ir_id));
+  ir_id *stack = arena_array(m->arena, (size_t)n, sizeof(ir_id));
+  int32_t *next = arena_array(m->arena, (size_t)n, sizeof(int32_t));
+  int no = 0;
+  bool ok = true;
+  for (int s = 0; s < n && ok; s++) {
+    if (state[s]) continue;
+    int sp = 0;
+    stack[sp++] = s;
+    state[s] = 1;
+    next[s] = 0;
+    while (sp && ok) {
+      ir_id x = stack[sp - 1];
+      ir_inst *in = &cp->insts.v[x];
+      if (next[x] < in->nops) {
+        ir_id o = in->ops[next[x]++];
+        if (o < 0 || o >= n) continue; /* the verifier reports it */
+        if (state[o] == 1) ok = false;
+        else if (state[o] == 0) {
+          state[o] = 1;
+          next[o] = 0;
+          stack[sp++] = o;
+        }
+      } else {
+        state[x] = 2;
+        order[no++] = x;
+        sp--;
+      }
+    }
+  }
+  if (ok) {
+    ir_inst *copy = arena_dup(m->arena, cp->insts.v, sizeof(ir_inst) * (size_t)n);
+    for (int i = 0; i < n; i++) remap[order[i]] = i;
+    for (int i = 0; i < n; i++) {
+      ir_inst in = copy[order[i]];
+      /* operand arrays are arena-owned and may be shared by copies: rewrite in place once */
+      for (int k = 0; k < in.nops; k++)
+        if (in.ops[k] >= 0 && in.ops[k] < n) in.ops[k] = remap[in.ops[k]];
+      cp->insts.v[i] = in;
+    }
+    if (cp->root >= 0 && cp->root < n) cp->root = remap[cp->root];
+  }
+  /* scratch cannot be released: copies of ops[] arrays live before the mark */
+  (void)mk;
+  if (ok) ir_comp_finish(m, c);
+  return ok;
+}
+
+ir_module *ir_module_clone(const ir_module *src) {
+  ir_module *m = ir_module_create(src->name);
+  m->entry = src->entry;
+  m->is_scheduled = src->is_scheduled;
+  if (src->source_file) m->source_file = arena_strdup(m->arena, src->source_file);
+  if (src->nraw) {
+    m->nraw = src->nraw;
+    m->raw = arena_dup(m->arena, src->raw, sizeof(ir_raw_attr) * (size_t)src->nraw);
+  }
+  for (int c = 0; c < src->comps.n; c++) {
+    const ir_comp *sc = &src->comps.v[c];
+    ir_comp_id nc = ir_comp_add(m, sc->name);
+    ir_comp *dc = ir_comp_get(m, nc);
+    dc->root = sc->root;
+    dc->is_fusion = sc->is_fusion;
+    dc->loc = sc->loc;
+    for (int i = 0; i < sc->insts.n; i++) ir_inst_add(m, nc, &sc->insts.v[i]);
+    ir_comp_finish(m, nc);
+  }
+  return m;
+}
+
+ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops, int nops,
+               const ir_attrs *attrs, const ir_comp_id *calls, int ncalls,
+               src_loc loc) {
+  ir_inst in;
+  memset(&in, 0, sizeof in);
+  in.op = op;
+  in.nops = nops;
+  in.ops = (ir_id *)ops;
+  if (attrs) in.a = *attrs;
+  in.loc = loc;
+  in.ncalls = ncalls;
+  in.calls = (ir_comp_id *)calls;
+  ir_shape opshapes[64];
+  ir_shape *os = nops <= 64 ? opshapes : arena_array(m->arena, (size_t)nops, sizeof(ir_shape));
+  for (int i = 0; i < nops; i++) os[i] = ir_inst_get(m, c, ops[i])->shape;
+  char err[256];
+  if (op == IR_OP_PARAMETER || op == IR_OP_CONSTANT)
+    base_die("ir_build: use ir_inst_add with an explicit shape for %s", ir_op_name(op));
+  if (!ir_infer_shape(m, op, os, nops, &in.a, calls, ncalls, &in.shape, err, sizeof err))
+    base_die("ir_build: ill-typed %s: %s", ir_op_name(op), err);
+  return ir_inst_add(m, c, &in);
+}

@@ -1,0 +1,2 @@
+/* print.c: placeholder until written. */
+#include "ir/ir.h"

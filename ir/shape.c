@@ -1,0 +1,124 @@
+/* shape.c: array and tuple shapes, their equality and HLO spelling. */
+#include "ir/ir.h"
+
+ir_shape ir_shape_array(ir_type t, int rank, const int64_t *dims) {
+  ir_shape s;
+  memset(&s, 0, sizeof s);
+  BASE_ASSERT(rank >= 0 && rank <= IR_MAX_RANK);
+  s.type = t;
+  s.rank = (int8_t)rank;
+  for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
+  ir_shape_default_layout(&s);
+  return s;
+}
+
+ir_shape ir_shape_scalar(ir_type t) { return ir_shape_array(t, 0, NULL); }
+
+void ir_shape_default_layout(ir_shape *s) {
+  memset(&s->layout, 0, sizeof s->layout);
+  for (int i = 0; i < s->rank; i++)
+    s->layout.minor_to_major[i] = (int8_t)(s->rank - 1 - i);
+  s->has_layout = true;
+}
+
+bool ir_shape_is_array(const ir_shape *s) { return s->type != IR_TUPLE; }
+
+bool ir_shape_elements(const ir_shape *s, int64_t *out) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) {
+    if (s->dims[i] < 0) return false;
+    if (__builtin_mul_overflow(n, s->dims[i], &n)) return false;
+  }
+  if (n > IR_MAX_ELEMENTS) return false;
+  *out = n;
+  return true;
+}
+
+int64_t ir_shape_count(const ir_shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n *= s->dims[i];
+  return n;
+}
+
+bool ir_shape_equal(const ir_shape *a, const ir_shape *b) {
+  if (a->type != b->type) return false;
+  if (a->type == IR_TUPLE) {
+    if (a->ntuple != b->ntuple) return false;
+    for (int i = 0; i < a->ntuple; i++)
+      if (!ir_shape_equal(&a->tuple[i], &b->tuple[i])) return false;
+    return true;
+  }
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+static bool layout_equal(const ir_shape *a, const ir_shape *b) {
+  if (!a->has_layout || !b->has_layout) return true;
+  const ir_layout *x = &a->layout, *y = &b->layout;
+  if (memcmp(x->minor_to_major, y->minor_to_major, (size_t)a->rank) != 0) return false;
+  if (x->ntiles != y->ntiles || x->memory_space != y->memory_space ||
+      x->element_bits != y->element_bits)
+    return false;
+  for (int t = 0; t < x->ntiles; t++) {
+    if (x->tiles[t].rank != y->tiles[t].rank) return false;
+    for (int i = 0; i < x->tiles[t].rank; i++)
+      if (x->tiles[t].dims[i] != y->tiles[t].dims[i]) return false;
+  }
+  return true;
+}
+
+bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b) {
+  if (!ir_shape_equal(a, b)) return false;
+  if (a->type == IR_TUPLE) {
+    for (int i = 0; i < a->ntuple; i++)
+      if (!ir_shape_equal_with_layout(&a->tuple[i], &b->tuple[i])) return false;
+    return true;
+  }
+  return layout_equal(a, b);
+}
+
+ir_shape ir_shape_clone(arena *a, const ir_shape *s) {
+  ir_shape r = *s;
+  if (s->type == IR_TUPLE && s->ntuple > 0) {
+    r.tuple = arena_array(a, (size_t)s->ntuple, sizeof(ir_shape));
+    for (int i = 0; i < s->ntuple; i++) r.tuple[i] = ir_shape_clone(a, &s->tuple[i]);
+  }
+  return r;
+}
+
+void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
+  if (s->type == IR_TUPLE) {
+    sb_putc(b, '(');
+    for (int i = 0; i < s->ntuple; i++) {
+      if (i) sb_puts(b, ", ");
+      ir_shape_print(b, &s->tuple[i], with_layout);
+    }
+    sb_putc(b, ')');
+    return;
+  }
+  sb_puts(b, ir_type_name(s->type));
+  sb_putc(b, '[');
+  for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
+  sb_putc(b, ']');
+  if (!with_layout || !s->has_layout || s->rank == 0) return;
+  const ir_layout *l = &s->layout;
+  sb_putc(b, '{');
+  for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%d", i ? "," : "", l->minor_to_major[i]);
+  if (l->ntiles || l->element_bits || l->memory_space) {
+    sb_putc(b, ':');
+    for (int t = 0; t < l->ntiles; t++) {
+      sb_puts(b, "T(");
+      for (int i = 0; i < l->tiles[t].rank; i++) {
+        if (i) sb_putc(b, ',');
+        if (l->tiles[t].dims[i] == IR_TILE_COMBINE) sb_putc(b, '*');
+        else sb_printf(b, "%lld", (long long)l->tiles[t].dims[i]);
+      }
+      sb_putc(b, ')');
+    }
+    if (l->element_bits) sb_printf(b, "E(%d)", l->element_bits);
+    if (l->memory_space) sb_printf(b, "S(%d)", l->memory_space);
+  }
+  sb_putc(b, '}');
+}

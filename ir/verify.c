@@ -1,0 +1,2 @@
+/* verify.c: placeholder until written. */
+#include "ir/ir.h"
