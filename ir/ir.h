@@ -349,4 +349,10 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
                     ir_literal *const *args, int nargs, arena *out_arena,
                     ir_literal **out, char *err, size_t errlen);
 
+/* ---- tensor I/O (ir/tensor_io.c) ------------------------------------ */
+/* Owned by the tensor-I/O work: .npy/.npz read and write (little and big
+ * endian, C and Fortran order on read), raw .bin with an explicit shape and
+ * type, and IREE-style literals ("2x3xf32=1 2 3 4 5 6"). Declarations are
+ * added below by that work. */
+
 #endif
