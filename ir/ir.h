@@ -312,7 +312,11 @@ ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
 /* Infers the result shape of `op` with operands of shapes `ops` and
  * attributes `a` (called computations as `calls`). On failure returns false
  * and writes a one-line reason ("dot: contracting dimensions differ (784 vs
- * 768)") into err (size errlen). Layout of the result: default. */
+ * 768)") into err (size errlen). Layout of the result: default.
+ * Where operands and attributes do not determine the result (parameter,
+ * constant, iota, broadcast, reshape, convert's and bitcast-convert's
+ * element type), the caller pre-fills *out with the target shape, which is
+ * validated and kept; see ir/infer.c for dot/convolution result types. */
 bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
                     int nops, const ir_attrs *a, const ir_comp_id *calls,
                     int ncalls, ir_shape *out, char *err, size_t errlen);
