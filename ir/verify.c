@@ -1,2 +1,401 @@
-/* verify.c: placeholder until written. */
+/* verify.c: the IR verifier. Checks every structural invariant of a module
+ * and reports each violation at the offending instruction's location:
+ *   verify: %add.3: operand 1 shape f32[3] does not match f32[2]
+ *
+ * Checked: an entry computation exists; computation and instruction names
+ * are unique; every computation has a live root; parameters are numbered
+ * 0..n-1 without gaps or repeats and params[] agrees (ir_comp_finish);
+ * operand ids are in range, live, and defined before their users (a cycle
+ * is reported as such); op arity and attributes; the declared shape equals
+ * ir_infer_shape's (layouts aside) and its layout is well formed;
+ * constants carry a literal of their shape; called computations exist with
+ * the right signatures (checked by inference) and never recurse; replica
+ * groups name distinct non-negative replicas.
+ * Requires nothing; modifies nothing (scratch lives above an arena mark). */
 #include "ir/ir.h"
+
+typedef struct vctx {
+  const ir_module *m;
+  diag *d;
+  int count;
+} vctx;
+
+static void report(vctx *v, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
+static void report(vctx *v, src_loc loc, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!loc.file && v->m->source_file && loc.line > 0) loc.file = v->m->source_file;
+  diag_error(v->d, loc, "verify: %s", msg);
+  v->count++;
+}
+
+static const char *shape_str(char *buf, size_t n, const ir_shape *s) {
+  strbuf b;
+  sb_init(&b);
+  ir_shape_print(&b, s, false);
+  snprintf(buf, n, "%s", sb_str(&b));
+  sb_free(&b);
+  return buf;
+}
+#define SHP(s) shape_str((char[128]){0}, 128, (s))
+
+/* ---- layouts --------------------------------------------------------- */
+
+static bool layout_ok(const ir_shape *s, char *why, size_t n) {
+  if (s->type == IR_TUPLE) {
+    for (int i = 0; i < s->ntuple; i++)
+      if (!layout_ok(&s->tuple[i], why, n)) return false;
+    return true;
+  }
+  if (!s->has_layout || s->rank < 0 || s->rank > IR_MAX_RANK) return true;
+  const ir_layout *l = &s->layout;
+  bool seen[IR_MAX_RANK] = {0};
+  for (int i = 0; i < s->rank; i++) {
+    int d = l->minor_to_major[i];
+    if (d < 0 || d >= s->rank || seen[d]) {
+      snprintf(why, n, "layout minor_to_major is not a permutation of 0..%d", s->rank - 1);
+      return false;
+    }
+    seen[d] = true;
+  }
+  if (l->ntiles < 0 || l->ntiles > IR_MAX_TILES) {
+    snprintf(why, n, "layout has %d tiles", l->ntiles);
+    return false;
+  }
+  for (int t = 0; t < l->ntiles; t++) {
+    if (l->tiles[t].rank < 1 || l->tiles[t].rank > IR_MAX_RANK) {
+      snprintf(why, n, "layout tile %d has rank %d", t, l->tiles[t].rank);
+      return false;
+    }
+    for (int i = 0; i < l->tiles[t].rank; i++)
+      if (l->tiles[t].dims[i] < 1 && l->tiles[t].dims[i] != IR_TILE_COMBINE) {
+        snprintf(why, n, "layout tile %d has dimension %lld", t, (long long)l->tiles[t].dims[i]);
+        return false;
+      }
+  }
+  if (l->element_bits < 0 || l->memory_space < 0) {
+    snprintf(why, n, "layout has a negative E() or S()");
+    return false;
+  }
+  return true;
+}
+
+/* ---- per computation -------------------------------------------------- */
+
+/* Finds a cycle among operand edges; returns an instruction on it or
+ * IR_NONE. Out-of-range operands are ignored (reported elsewhere). */
+static ir_id find_cycle(const ir_comp *cp, arena *a) {
+  int n = cp->insts.n;
+  int8_t *state = arena_alloc(a, (size_t)n + 1);
+  ir_id *stack = arena_array(a, (size_t)n + 1, sizeof(ir_id));
+  int32_t *next = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  for (int s = 0; s < n; s++) {
+    if (state[s]) continue;
+    int sp = 0;
+    stack[sp++] = s;
+    state[s] = 1;
+    next[s] = 0;
+    while (sp) {
+      ir_id x = stack[sp - 1];
+      const ir_inst *in = &cp->insts.v[x];
+      if (next[x] < in->nops) {
+        ir_id o = in->ops[next[x]++];
+        if (o < 0 || o >= n) continue;
+        if (state[o] == 1) return o;
+        if (state[o] == 0) {
+          state[o] = 1;
+          next[o] = 0;
+          stack[sp++] = o;
+        }
+      } else {
+        state[x] = 2;
+        sp--;
+      }
+    }
+  }
+  return IR_NONE;
+}
+
+static void check_params(vctx *v, const ir_comp *cp) {
+  int n = cp->insts.n, np = 0;
+  int64_t maxno = -1;
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &cp->insts.v[i];
+    if (in->dead || in->op != IR_OP_PARAMETER) continue;
+    np++;
+    if (in->a.parameter_number > maxno) maxno = in->a.parameter_number;
+  }
+  if (np == 0) {
+    if (cp->nparams != 0)
+      report(v, cp->loc, "computation %s: nparams is %d but it has no parameters (call ir_comp_finish)",
+             cp->name, cp->nparams);
+    return;
+  }
+  /* Numbers must be exactly 0..np-1. */
+  arena_mark mk = arena_get_mark(v->m->arena);
+  ir_id *owner = arena_array(v->m->arena, (size_t)np, sizeof(ir_id));
+  for (int k = 0; k < np; k++) owner[k] = IR_NONE;
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &cp->insts.v[i];
+    if (in->dead || in->op != IR_OP_PARAMETER) continue;
+    int64_t k = in->a.parameter_number;
+    if (k < 0 || k >= np) {
+      report(v, in->loc, "%%%s: parameter number %lld out of range: computation %s has %d parameters",
+             in->name, (long long)k, cp->name, np);
+      ok = false;
+    } else if (owner[k] != IR_NONE) {
+      report(v, in->loc, "%%%s: parameter number %lld already used by %%%s", in->name, (long long)k,
+             cp->insts.v[owner[k]].name);
+      ok = false;
+    } else {
+      owner[k] = i;
+    }
+  }
+  if (ok) {
+    bool stale = cp->nparams != np || !cp->params;
+    for (int k = 0; !stale && k < np; k++) stale = cp->params[k] != owner[k];
+    if (stale)
+      report(v, cp->loc, "computation %s: params[] is out of date (call ir_comp_finish)", cp->name);
+  }
+  arena_reset(v->m->arena, mk);
+}
+
+static void check_replica_groups(vctx *v, const ir_inst *in) {
+  const ir_replica_groups *g = &in->a.replica_groups;
+  if (g->ngroups < 0 || (g->ngroups > 0 && !g->groups)) {
+    report(v, in->loc, "%%%s: malformed replica_groups", in->name);
+    return;
+  }
+  for (int i = 0; i < g->ngroups; i++)
+    for (int j = 0; j < g->groups[i].n; j++) {
+      int64_t r = g->groups[i].v[j];
+      if (r < 0) {
+        report(v, in->loc, "%%%s: replica_groups has negative replica id %lld", in->name, (long long)r);
+        return;
+      }
+      for (int i2 = 0; i2 <= i; i2++)
+        for (int j2 = 0; j2 < (i2 == i ? j : g->groups[i2].n); j2++)
+          if (g->groups[i2].v[j2] == r) {
+            report(v, in->loc, "%%%s: replica_groups lists replica %lld twice", in->name, (long long)r);
+            return;
+          }
+    }
+}
+
+static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
+  const ir_module *m = v->m;
+  const ir_comp *cp = &m->comps.v[c];
+  const ir_inst *in = &cp->insts.v[i];
+  const char *nm = in->name ? in->name : "?";
+  if ((unsigned)in->op >= IR_OP__COUNT) {
+    report(v, in->loc, "%%%s: unknown opcode %d", nm, (int)in->op);
+    return;
+  }
+  const char *opn = ir_op_name(in->op);
+  int arity = ir_op_arity(in->op);
+  if (in->nops < 0 || (in->nops > 0 && !in->ops)) {
+    report(v, in->loc, "%%%s: malformed operand list", nm);
+    return;
+  }
+  if (in->ncalls < 0 || (in->ncalls > 0 && !in->calls)) {
+    report(v, in->loc, "%%%s: malformed called-computation list", nm);
+    return;
+  }
+  if (arity >= 0 && in->nops != arity) {
+    report(v, in->loc, "%%%s: %s takes %d operand%s, has %d", nm, opn, arity, arity == 1 ? "" : "s", in->nops);
+    return;
+  }
+  bool ops_ok = true;
+  for (int k = 0; k < in->nops; k++) {
+    ir_id o = in->ops[k];
+    if (o < 0 || o >= cp->insts.n) {
+      report(v, in->loc, "%%%s: operand %d refers to instruction %d, not in computation %s", nm, k, o, cp->name);
+      ops_ok = false;
+    } else if (cp->insts.v[o].dead) {
+      report(v, in->loc, "%%%s: operand %d refers to removed instruction %%%s", nm, k, cp->insts.v[o].name);
+      ops_ok = false;
+    } else if (o >= i) {
+      /* Reported once per computation as a cycle when there is one. */
+      ops_ok = false;
+    }
+  }
+  for (int k = 0; k < in->ncalls; k++)
+    if (in->calls[k] < 0 || in->calls[k] >= m->comps.n) {
+      report(v, in->loc, "%%%s: called computation %d does not exist", nm, in->calls[k]);
+      ops_ok = false;
+    }
+  if (!(ir_op_flags(in->op) & OPF_CALLS) && in->ncalls) {
+    report(v, in->loc, "%%%s: %s calls no computations, has %d", nm, opn, in->ncalls);
+    ops_ok = false;
+  }
+  {
+    char why[160];
+    if (!layout_ok(&in->shape, why, sizeof why)) report(v, in->loc, "%%%s: %s", nm, why);
+  }
+  if (in->op == IR_OP_CONSTANT) {
+    const ir_literal *l = in->a.literal;
+    if (!l) {
+      report(v, in->loc, "%%%s: constant has no literal", nm);
+      ops_ok = false;
+    } else if (!ir_shape_equal(&l->shape, &in->shape)) {
+      report(v, in->loc, "%%%s: literal shape %s does not match instruction shape %s", nm, SHP(&l->shape),
+             SHP(&in->shape));
+      ops_ok = false;
+    } else if (ir_shape_is_array(&l->shape)) {
+      int64_t cnt;
+      if (ir_shape_elements(&l->shape, &cnt) &&
+          (l->data == NULL || l->nbytes != (size_t)cnt * (size_t)ir_type_size(l->shape.type))) {
+        report(v, in->loc, "%%%s: literal holds %zu bytes, shape %s needs %lld", nm, l->nbytes, SHP(&l->shape),
+               (long long)(cnt * ir_type_size(l->shape.type)));
+        ops_ok = false;
+      }
+    }
+  }
+  if (in->op == IR_OP_ALL_REDUCE) check_replica_groups(v, in);
+  if (!ops_ok) return;
+
+  /* Shapes: inference with the declared shape as the pre-filled target. */
+  arena_mark mk = arena_get_mark(m->arena);
+  ir_shape *os = arena_array(m->arena, (size_t)(in->nops ? in->nops : 1), sizeof(ir_shape));
+  for (int k = 0; k < in->nops; k++) os[k] = cp->insts.v[in->ops[k]].shape;
+  ir_attrs at = in->a;
+  if ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && ir_shape_is_array(&in->shape))
+    at.preferred_type = in->shape.type;
+  ir_shape out = in->shape;
+  char err[400];
+  if (!ir_infer_shape(m, in->op, os, in->nops, &at, in->calls, in->ncalls, &out, err, sizeof err)) {
+    /* Drop inference's "op: " prefix: the instruction name says it. */
+    const char *msg = err;
+    size_t ol = strlen(opn);
+    if (strncmp(msg, opn, ol) == 0 && msg[ol] == ':' && msg[ol + 1] == ' ') msg += ol + 2;
+    report(v, in->loc, "%%%s: %s", nm, msg);
+  } else if (!ir_shape_equal(&out, &in->shape)) {
+    report(v, in->loc, "%%%s: shape %s does not match inferred %s", nm, SHP(&in->shape), SHP(&out));
+  }
+  arena_reset(m->arena, mk);
+}
+
+static void check_comp(vctx *v, ir_comp_id c) {
+  const ir_comp *cp = &v->m->comps.v[c];
+  const char *cn = cp->name ? cp->name : "?";
+  if (cp->insts.n == 0) {
+    report(v, cp->loc, "computation %s is empty", cn);
+    return;
+  }
+  if (cp->root < 0 || cp->root >= cp->insts.n)
+    report(v, cp->loc, "computation %s has no root", cn);
+  else if (cp->insts.v[cp->root].dead)
+    report(v, cp->loc, "computation %s: root %%%s was removed", cn, cp->insts.v[cp->root].name);
+  check_params(v, cp);
+
+  /* Order: a cycle, or uses before definitions. */
+  arena_mark mk = arena_get_mark(v->m->arena);
+  ir_id cyc = find_cycle(cp, v->m->arena);
+  arena_reset(v->m->arena, mk);
+  if (cyc != IR_NONE) {
+    const ir_inst *in = &cp->insts.v[cyc];
+    report(v, in->loc, "%%%s: computation %s has a cycle through this instruction", in->name, cn);
+  } else {
+    for (int i = 0; i < cp->insts.n; i++) {
+      const ir_inst *in = &cp->insts.v[i];
+      if (in->dead || in->nops < 0 || (in->nops && !in->ops)) continue;
+      for (int k = 0; k < in->nops; k++)
+        if (in->ops[k] >= i && in->ops[k] < cp->insts.n) {
+          report(v, in->loc, "%%%s: operand %d %%%s is used before its definition", in->name, k,
+                 cp->insts.v[in->ops[k]].name);
+          break;
+        }
+    }
+  }
+  for (int i = 0; i < cp->insts.n; i++)
+    if (!cp->insts.v[i].dead) check_inst(v, c, i);
+}
+
+/* ---- module ----------------------------------------------------------- */
+
+static void check_names(vctx *v) {
+  const ir_module *m = v->m;
+  arena_mark mk = arena_get_mark(m->arena);
+  strmap *comps = strmap_create(m->arena), *insts = strmap_create(m->arena);
+  for (int c = 0; c < m->comps.n; c++) {
+    const ir_comp *cp = &m->comps.v[c];
+    if (!cp->name) {
+      report(v, cp->loc, "computation %d has no name", c);
+    } else {
+      size_t l = strlen(cp->name);
+      if (strmap_get(comps, cp->name, l) >= 0) report(v, cp->loc, "computation name %s is used twice", cp->name);
+      else strmap_put(comps, cp->name, l, c);
+    }
+    for (int i = 0; i < cp->insts.n; i++) {
+      const ir_inst *in = &cp->insts.v[i];
+      if (in->dead) continue;
+      if (!in->name || !in->name[0]) {
+        report(v, in->loc, "instruction %d of computation %s has no name", i, cp->name ? cp->name : "?");
+        continue;
+      }
+      size_t l = strlen(in->name);
+      if (strmap_get(insts, in->name, l) >= 0) report(v, in->loc, "%%%s: instruction name is used twice", in->name);
+      else strmap_put(insts, in->name, l, 1);
+    }
+  }
+  arena_reset(m->arena, mk);
+}
+
+/* Reports calls that lead back to the caller (the call graph must be a DAG). */
+static void check_call_graph(vctx *v) {
+  const ir_module *m = v->m;
+  int n = m->comps.n;
+  arena_mark mk = arena_get_mark(m->arena);
+  int8_t *state = arena_alloc(m->arena, (size_t)n + 1);
+  ir_comp_id *stack = arena_array(m->arena, (size_t)n + 1, sizeof(ir_comp_id));
+  int32_t *ni = arena_array(m->arena, (size_t)n + 1, sizeof(int32_t)); /* next inst */
+  int32_t *nc = arena_array(m->arena, (size_t)n + 1, sizeof(int32_t)); /* next call in it */
+  for (int s = 0; s < n; s++) {
+    if (state[s]) continue;
+    int sp = 0;
+    stack[sp++] = s;
+    state[s] = 1;
+    ni[s] = nc[s] = 0;
+    while (sp) {
+      ir_comp_id x = stack[sp - 1];
+      const ir_comp *cp = &m->comps.v[x];
+      if (ni[x] >= cp->insts.n) {
+        state[x] = 2;
+        sp--;
+        continue;
+      }
+      const ir_inst *in = &cp->insts.v[ni[x]];
+      if (in->dead || in->ncalls <= 0 || !in->calls || nc[x] >= in->ncalls) {
+        ni[x]++;
+        nc[x] = 0;
+        continue;
+      }
+      ir_comp_id t = in->calls[nc[x]++];
+      if (t < 0 || t >= n) continue;
+      if (state[t] == 1) {
+        report(v, in->loc, "%%%s: call to %s is recursive (computation %s calls itself)", in->name,
+               m->comps.v[t].name, m->comps.v[t].name);
+      } else if (state[t] == 0) {
+        state[t] = 1;
+        ni[t] = nc[t] = 0;
+        stack[sp++] = t;
+      }
+    }
+  }
+  arena_reset(m->arena, mk);
+}
+
+int ir_verify(const ir_module *m, diag *d) {
+  vctx v = {m, d, 0};
+  src_loc none = {m->source_file, 0, 0};
+  if (m->entry < 0 || m->entry >= m->comps.n)
+    report(&v, none, "module %s has no entry computation", m->name ? m->name : "?");
+  check_names(&v);
+  check_call_graph(&v);
+  for (int c = 0; c < m->comps.n; c++) check_comp(&v, c);
+  return v.count;
+}
