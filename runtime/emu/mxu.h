@@ -61,8 +61,25 @@ enum {
   EMU_MXU_W_TRANSPOSED = 1u << 1,    /* w is stored [n][k] (transpose on load) */
 };
 
+/* Host kernels of the fast path. All give identical bits; AUTO picks the
+ * fastest the host supports. Selecting one by flag (EMU_MXU_IMPL(x)) exists
+ * for tests and benchmarks; an unavailable choice falls back to AUTO. */
+typedef enum emu_mxu_impl {
+  EMU_MXU_IMPL_AUTO,
+  EMU_MXU_IMPL_PORTABLE, /* plain C, fmaf */
+  EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 register tiles */
+  EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 register tiles */
+  EMU_MXU_IMPL__COUNT
+} emu_mxu_impl;
+#define EMU_MXU_IMPL(x) ((unsigned)(x) << 8) /* flag bits 8..11 */
+int emu_mxu_impl_available(emu_mxu_impl impl); /* 1 when usable here */
+const char *emu_mxu_impl_name(emu_mxu_impl impl);
+
 /* acc[m][n] += lhs[m][k] x w[k][n] under the contract above, defaults
- * (bf16 subnormal inputs read as signed zero, w not transposed). */
+ * (bf16 subnormal inputs read as signed zero, w not transposed). Allocates
+ * scratch with malloc (about k x 1 KiB plus emu_mxu_scratch_bytes()); if
+ * that fails it computes the same bits with a slow scalar loop instead, so it
+ * never fails. The emulator's hot path uses the packed API below. */
 void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
                          int m, int k, int n, int lds_lhs, int ld_w,
                          int ld_acc);
@@ -71,6 +88,27 @@ void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
 void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
                             int m, int k, int n, int lds_lhs, int ld_w,
                             int ld_acc, unsigned flags);
+
+/* ---- Stationary weights (what the emulator uses per weight tile) -------
+ * A weight matrix is converted once into an f32 "packed" form (flags
+ * EMU_MXU_KEEP_SUBNORMALS and EMU_MXU_W_TRANSPOSED apply here), then any
+ * number of lhs row blocks stream against it without touching memory other
+ * than the caller's: no allocation happens in these calls.
+ *
+ * Packed layout (for reference; treat it as opaque): ceil(n/32) panels of 32
+ * columns, panel p holding f32 w[kk][32p + c] at [p][kk][c], columns past n
+ * zero. emu_mxu_packed_w_bytes gives the size; 64-byte alignment is best. */
+size_t emu_mxu_packed_w_bytes(int k, int n);
+void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
+                    float *packed);
+/* Bytes of scratch that emu_mxu_matmul_packed needs (a constant, ~220 KiB). */
+size_t emu_mxu_scratch_bytes(void);
+/* acc[m][n] += lhs[m][k] x W where W was packed for exactly this k and n.
+ * flags: EMU_MXU_KEEP_SUBNORMALS (for lhs) and EMU_MXU_IMPL(x); scratch is
+ * emu_mxu_scratch_bytes() of caller memory (any alignment >= 16). */
+void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
+                           int m, int k, int n, int lds_lhs, int ld_acc,
+                           unsigned flags, void *scratch);
 
 /* The PE-by-PE systolic model of the same operation (mxu_systolic.c) on an
  * array of rows x cols processing elements, weight stationary:

@@ -1,0 +1,389 @@
+/* mxu.c: the fast host kernel of the emulated MXU (contract in mxu.h).
+ *
+ * Structure (GotoBLAS/BLIS style, kept bit-exact):
+ *   - weights are converted once to f32 and packed in panels of 32 columns
+ *     (emu_mxu_pack_w); bf16 -> f32 is a 16-bit shift, subnormals flushed
+ *     here unless EMU_MXU_KEEP_SUBNORMALS;
+ *   - lhs is converted in blocks of MC rows x KC columns into micro-panels of
+ *     MR rows, k-major, so a micro-kernel broadcasts MR consecutive floats;
+ *   - a micro-kernel keeps an MR x 32 tile of the accumulator in registers,
+ *     loads it from acc, runs kc fused multiply-adds per element in ascending
+ *     k, canonicalises NaNs and stores it back.
+ * Why this is bit-exact: every output element's value is a chain
+ * acc = fma(a_kk, w_kk, acc) over kk ascending. Blocking k (KC) only splits
+ * that chain at a store/load of the same f32 value; blocking m and n, the
+ * register tiles and the SIMD lanes only change which outputs are computed
+ * together, never the order within one output. Padded rows and columns of
+ * the packed blocks (zeros) feed only outputs that are never stored.
+ * NaN canonicalisation at every store is idempotent (NaN stays NaN through
+ * any later fma), so storing between k blocks does not change results. */
+#include "runtime/emu/mxu.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MXU_X86 1
+#else
+#define MXU_X86 0
+#endif
+
+enum {
+  PANEL = 32,    /* columns per packed weight panel (and per micro-tile) */
+  KC = 256,      /* k per block: a 32-column weight slice is 32 KiB (L1) */
+  MC = 192,      /* lhs rows per packed block: MC x KC floats (L2) */
+  MR_MAX = 16,   /* largest micro-tile height of any kernel */
+};
+
+#define CANONICAL_NAN_BITS 0x7FC00000u
+
+/* ---- conversions -------------------------------------------------------- */
+
+/* bf16 bits -> f32 bits, with the MXU's input rule for subnormals. */
+static inline uint32_t in_bits(uint16_t h, int keep_sub) {
+  if (!keep_sub && (h & 0x7F80u) == 0)
+    h &= 0x8000u;
+  return (uint32_t)h << 16;
+}
+
+static inline float in_f32(uint16_t h, int keep_sub) {
+  uint32_t u = in_bits(h, keep_sub);
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+void emu_bf16_row_to_f32(const uint16_t *src, float *dst, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    dst[i] = emu_bf16_to_f32(src[i]);
+}
+
+void emu_f32_row_to_bf16(const float *src, uint16_t *dst, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    dst[i] = emu_f32_to_bf16(src[i]);
+}
+
+static inline float canon(float x) {
+  if (x != x) {
+    uint32_t u = CANONICAL_NAN_BITS;
+    memcpy(&x, &u, sizeof x);
+  }
+  return x;
+}
+
+/* ---- packing ------------------------------------------------------------ */
+
+size_t emu_mxu_packed_w_bytes(int k, int n) {
+  if (k <= 0 || n <= 0)
+    return 0;
+  size_t panels = ((size_t)n + PANEL - 1) / PANEL;
+  return panels * (size_t)k * PANEL * sizeof(float);
+}
+
+void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
+                    float *packed) {
+  int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
+  int panels = (n + PANEL - 1) / PANEL;
+  for (int p = 0; p < panels; p++) {
+    int j0 = p * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
+    float *dst = packed + (size_t)p * (size_t)k * PANEL;
+    if (flags & EMU_MXU_W_TRANSPOSED) {
+      /* w[kk][j] = w[j * ld_w + kk]: walk each source row once. */
+      for (int kk = 0; kk < k; kk++)
+        for (int c = nr; c < PANEL; c++)
+          dst[(size_t)kk * PANEL + c] = 0.0f;
+      for (int c = 0; c < nr; c++) {
+        const uint16_t *src = w + (size_t)(j0 + c) * (size_t)ld_w;
+        for (int kk = 0; kk < k; kk++)
+          dst[(size_t)kk * PANEL + c] = in_f32(src[kk], keep);
+      }
+    } else {
+      for (int kk = 0; kk < k; kk++) {
+        const uint16_t *src = w + (size_t)kk * (size_t)ld_w + j0;
+        float *d = dst + (size_t)kk * PANEL;
+        for (int c = 0; c < nr; c++)
+          d[c] = in_f32(src[c], keep);
+        for (int c = nr; c < PANEL; c++)
+          d[c] = 0.0f;
+      }
+    }
+  }
+}
+
+/* lhs[mc][kc] (stride lds) -> micro-panels [ceil(mc/mr)][kc][mr], rows past
+ * mc zero. */
+static void pack_a(const uint16_t *lhs, int lds, int mc, int kc, int mr,
+                   int keep, float *dst) {
+  for (int i0 = 0; i0 < mc; i0 += mr) {
+    int rows = mc - i0 < mr ? mc - i0 : mr;
+    float *d = dst + (size_t)i0 * (size_t)kc;
+    for (int r = 0; r < rows; r++) {
+      const uint16_t *src = lhs + (size_t)(i0 + r) * (size_t)lds;
+      for (int kk = 0; kk < kc; kk++)
+        d[(size_t)kk * (size_t)mr + r] = in_f32(src[kk], keep);
+    }
+    for (int r = rows; r < mr; r++)
+      for (int kk = 0; kk < kc; kk++)
+        d[(size_t)kk * (size_t)mr + r] = 0.0f;
+  }
+}
+
+/* ---- micro-kernels -------------------------------------------------------
+ * Contract of every kernel: for i < MR, j < 32:
+ *   c[i*ldc + j] = canon(fma chain over kk < kc of a[kk*MR + i] * b[kk*32 + j]
+ *                        starting from c[i*ldc + j]). */
+typedef void ukr_fn(int kc, const float *a, const float *b, float *c,
+                    size_t ldc);
+
+enum { MR_PORTABLE = 4 };
+
+static void ukr_portable(int kc, const float *a, const float *b, float *c,
+                         size_t ldc) {
+  float t[MR_PORTABLE][PANEL];
+  for (int i = 0; i < MR_PORTABLE; i++)
+    memcpy(t[i], c + (size_t)i * ldc, sizeof t[i]);
+  for (int kk = 0; kk < kc; kk++) {
+    const float *ak = a + (size_t)kk * MR_PORTABLE;
+    const float *bk = b + (size_t)kk * PANEL;
+    for (int i = 0; i < MR_PORTABLE; i++)
+      for (int j = 0; j < PANEL; j++)
+        t[i][j] = fmaf(ak[i], bk[j], t[i][j]);
+  }
+  for (int i = 0; i < MR_PORTABLE; i++)
+    for (int j = 0; j < PANEL; j++)
+      c[(size_t)i * ldc + j] = canon(t[i][j]);
+}
+
+#if MXU_X86
+enum { MR_AVX2 = 6, MR_AVX512 = 12 };
+
+/* AVX2: a 6 x 16 half tile in 12 ymm accumulators, called for both halves
+ * of the 32-column panel. */
+__attribute__((target("avx2,fma"))) static void
+ukr_avx2_half(int kc, const float *a, const float *b, float *c, size_t ldc) {
+  __m256 c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
+  __m256 c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
+  __m256 c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+  __m256 c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+  __m256 c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+  __m256 c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  for (int kk = 0; kk < kc; kk++) {
+    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 x;
+    x = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
+    a += MR_AVX2;
+    b += PANEL;
+  }
+  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)CANONICAL_NAN_BITS));
+#define ST(p, v) _mm256_storeu_ps((p), _mm256_blendv_ps((v), qnan, _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
+  ST(c + 0 * ldc, c00), ST(c + 0 * ldc + 8, c01);
+  ST(c + 1 * ldc, c10), ST(c + 1 * ldc + 8, c11);
+  ST(c + 2 * ldc, c20), ST(c + 2 * ldc + 8, c21);
+  ST(c + 3 * ldc, c30), ST(c + 3 * ldc + 8, c31);
+  ST(c + 4 * ldc, c40), ST(c + 4 * ldc + 8, c41);
+  ST(c + 5 * ldc, c50), ST(c + 5 * ldc + 8, c51);
+#undef ST
+}
+
+__attribute__((target("avx2,fma"))) static void
+ukr_avx2(int kc, const float *a, const float *b, float *c, size_t ldc) {
+  ukr_avx2_half(kc, a, b, c, ldc);
+  ukr_avx2_half(kc, a, b + 16, c + 16, ldc);
+}
+
+/* AVX-512: a 12 x 32 tile in 24 zmm accumulators; the broadcasts fold into
+ * the fma as {1to16} memory operands. */
+__attribute__((target("avx512f"))) static void
+ukr_avx512(int kc, const float *a, const float *b, float *c, size_t ldc) {
+#define LD(i) __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc), c##i##1 = _mm512_loadu_ps(c + i * ldc + 16)
+  LD(0); LD(1); LD(2); LD(3); LD(4); LD(5);
+  LD(6); LD(7); LD(8); LD(9); LD(10); LD(11);
+#undef LD
+  for (int kk = 0; kk < kc; kk++) {
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define FM(i)                                                                  \
+  do {                                                                         \
+    __m512 x = _mm512_set1_ps(a[i]);                                           \
+    c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                 \
+    c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                 \
+  } while (0)
+    FM(0); FM(1); FM(2); FM(3); FM(4); FM(5);
+    FM(6); FM(7); FM(8); FM(9); FM(10); FM(11);
+#undef FM
+    a += MR_AVX512;
+    b += PANEL;
+  }
+  const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS));
+#define ST(i)                                                                           \
+  _mm512_storeu_ps(c + i * ldc,                                                         \
+                   _mm512_mask_mov_ps(c##i##0, _mm512_cmp_ps_mask(c##i##0, c##i##0, _CMP_UNORD_Q), qnan)); \
+  _mm512_storeu_ps(c + i * ldc + 16,                                                    \
+                   _mm512_mask_mov_ps(c##i##1, _mm512_cmp_ps_mask(c##i##1, c##i##1, _CMP_UNORD_Q), qnan))
+  ST(0); ST(1); ST(2); ST(3); ST(4); ST(5);
+  ST(6); ST(7); ST(8); ST(9); ST(10); ST(11);
+#undef ST
+}
+#endif
+
+/* ---- selection -------------------------------------------------------- */
+
+typedef struct kernel {
+  int mr;
+  ukr_fn *ukr;
+} kernel;
+
+int emu_mxu_impl_available(emu_mxu_impl impl) {
+  switch (impl) {
+  case EMU_MXU_IMPL_AUTO:
+  case EMU_MXU_IMPL_PORTABLE:
+    return 1;
+#if MXU_X86
+  case EMU_MXU_IMPL_AVX2:
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case EMU_MXU_IMPL_AVX512:
+    return __builtin_cpu_supports("avx512f");
+#endif
+  default:
+    return 0;
+  }
+}
+
+const char *emu_mxu_impl_name(emu_mxu_impl impl) {
+  switch (impl) {
+  case EMU_MXU_IMPL_AUTO: return "auto";
+  case EMU_MXU_IMPL_PORTABLE: return "portable";
+  case EMU_MXU_IMPL_AVX2: return "avx2";
+  case EMU_MXU_IMPL_AVX512: return "avx512";
+  default: return "?";
+  }
+}
+
+static kernel pick(unsigned flags) {
+  emu_mxu_impl want = (emu_mxu_impl)((flags >> 8) & 0xFu);
+  if (want >= EMU_MXU_IMPL__COUNT || !emu_mxu_impl_available(want))
+    want = EMU_MXU_IMPL_AUTO;
+#if MXU_X86
+  if (want == EMU_MXU_IMPL_AUTO)
+    want = emu_mxu_impl_available(EMU_MXU_IMPL_AVX512) ? EMU_MXU_IMPL_AVX512
+           : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
+                                                        : EMU_MXU_IMPL_PORTABLE;
+  if (want == EMU_MXU_IMPL_AVX512)
+    return (kernel){MR_AVX512, ukr_avx512};
+  if (want == EMU_MXU_IMPL_AVX2)
+    return (kernel){MR_AVX2, ukr_avx2};
+#endif
+  return (kernel){MR_PORTABLE, ukr_portable};
+}
+
+/* ---- drivers ---------------------------------------------------------- */
+
+size_t emu_mxu_scratch_bytes(void) {
+  return ((size_t)(MC + MR_MAX) * KC + (size_t)MR_MAX * PANEL) * sizeof(float) + 64;
+}
+
+void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
+                           int m, int k, int n, int lds_lhs, int ld_acc,
+                           unsigned flags, void *scratch) {
+  if (m <= 0 || k <= 0 || n <= 0)
+    return;
+  kernel kr = pick(flags);
+  int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
+  uintptr_t p = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+  float *abuf = (float *)p;
+  float *tile = abuf + (size_t)(MC + MR_MAX) * KC; /* MR_MAX x PANEL edge tile */
+  int panels = (n + PANEL - 1) / PANEL;
+  size_t ldc = (size_t)ld_acc;
+
+  for (int pc = 0; pc < k; pc += KC) {
+    int kc = k - pc < KC ? k - pc : KC;
+    for (int ic = 0; ic < m; ic += MC) {
+      int mc = m - ic < MC ? m - ic : MC;
+      pack_a(lhs + (size_t)ic * (size_t)lds_lhs + pc, lds_lhs, mc, kc, kr.mr,
+             keep, abuf);
+      for (int jp = 0; jp < panels; jp++) {
+        const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * PANEL;
+        int j0 = jp * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
+        for (int ir = 0; ir < mc; ir += kr.mr) {
+          int mr = mc - ir < kr.mr ? mc - ir : kr.mr;
+          const float *a = abuf + (size_t)ir * (size_t)kc;
+          float *c = acc + (size_t)(ic + ir) * ldc + (size_t)j0;
+          if (mr == kr.mr && nr == PANEL) {
+            kr.ukr(kc, a, b, c, ldc);
+            continue;
+          }
+          /* Edge tile: run on a copy; lanes past the edge are discarded. */
+          memset(tile, 0, (size_t)kr.mr * PANEL * sizeof(float));
+          for (int i = 0; i < mr; i++)
+            memcpy(tile + (size_t)i * PANEL, c + (size_t)i * ldc, (size_t)nr * sizeof(float));
+          kr.ukr(kc, a, b, tile, PANEL);
+          for (int i = 0; i < mr; i++)
+            memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
+        }
+      }
+    }
+  }
+}
+
+/* The contract, one element at a time: the fallback when scratch memory is
+ * not available. */
+static void matmul_scalar(const uint16_t *lhs, const uint16_t *w, float *acc,
+                          int m, int k, int n, int lds, int ld_w, int ld_acc,
+                          unsigned flags) {
+  int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
+  int tr = (flags & EMU_MXU_W_TRANSPOSED) != 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      float s = acc[(size_t)i * (size_t)ld_acc + j];
+      for (int kk = 0; kk < k; kk++) {
+        uint16_t wv = tr ? w[(size_t)j * (size_t)ld_w + kk] : w[(size_t)kk * (size_t)ld_w + j];
+        s = fmaf(in_f32(lhs[(size_t)i * (size_t)lds + kk], keep), in_f32(wv, keep), s);
+      }
+      acc[(size_t)i * (size_t)ld_acc + j] = canon(s);
+    }
+}
+
+enum { NC = 256 }; /* weight columns packed per chunk in the general entry */
+
+void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
+                            int m, int k, int n, int lds_lhs, int ld_w,
+                            int ld_acc, unsigned flags) {
+  if (m <= 0 || k <= 0 || n <= 0)
+    return;
+  int nc_max = n < NC ? n : NC;
+  size_t wbytes = emu_mxu_packed_w_bytes(k, nc_max);
+  size_t sbytes = emu_mxu_scratch_bytes();
+  char *mem = malloc(wbytes + sbytes + 64);
+  if (!mem) {
+    matmul_scalar(lhs, w, acc, m, k, n, lds_lhs, ld_w, ld_acc, flags);
+    return;
+  }
+  float *packed = (float *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+  void *scratch = (char *)packed + wbytes;
+  int tr = (flags & EMU_MXU_W_TRANSPOSED) != 0;
+  for (int jc = 0; jc < n; jc += NC) {
+    int nc = n - jc < NC ? n - jc : NC;
+    const uint16_t *wc = tr ? w + (size_t)jc * (size_t)ld_w : w + jc;
+    emu_mxu_pack_w(wc, k, nc, ld_w, flags, packed);
+    emu_mxu_matmul_packed(lhs, packed, acc + jc, m, k, nc, lds_lhs, ld_acc,
+                          flags, scratch);
+  }
+  free(mem);
+}
+
+void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
+                         int m, int k, int n, int lds_lhs, int ld_w,
+                         int ld_acc) {
+  emu_mxu_matmul_bf16_ex(lhs, w, acc, m, k, n, lds_lhs, ld_w, ld_acc, 0);
+}
