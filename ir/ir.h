@@ -356,7 +356,96 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
 /* ---- tensor I/O (ir/tensor_io.c) ------------------------------------ */
 /* Owned by the tensor-I/O work: .npy/.npz read and write (little and big
  * endian, C and Fortran order on read), raw .bin with an explicit shape and
- * type, and IREE-style literals ("2x3xf32=1 2 3 4 5 6"). Declarations are
- * added below by that work. */
+ * type, and IREE-style literals ("2x3xf32=1 2 3 4 5 6").
+ *
+ * Error contract for everything below: a function returns ST_OK, or a
+ * status and one line in err (errlen bytes, always NUL-terminated) that
+ * names the file or argument (`what`) and says what is wrong. Nothing a
+ * file or argument contains crashes these functions: every size is checked
+ * against the data length before anything is allocated. Literals are
+ * allocated in the arena given; file buffers are malloc'ed (free them). */
+
+/* A tensor with a name (an .npz entry without ".npy", or the argument). */
+typedef struct ir_named_literal {
+  const char *name;
+  ir_literal *lit;
+} ir_named_literal;
+
+/* Largest tensor file read (4 GiB): a bound on what a file can make us
+ * allocate. */
+#define IR_TENSOR_MAX_FILE ((size_t)1 << 32)
+
+/* Reads a whole file (at most max_bytes) into a malloc'ed buffer with a
+ * NUL appended (*out_len excludes it). Missing files, directories and
+ * oversized files are errors naming the path. */
+base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
+                         size_t *out_len, char *err, size_t errlen);
+/* Writes len bytes to path (created or truncated). */
+base_status ir_file_write(const char *path, const void *data, size_t len,
+                          char *err, size_t errlen);
+
+/* .npy (numpy format 1.0/2.0/3.0). Reads dtypes |b1 (pred), |i1 (s8),
+ * <i4 >i4 (s32), <f2 >f2 (f16), <f4 >f4 (f32), C or Fortran order, into a
+ * row-major literal. numpy has no bfloat16: ir_npy_encode writes bf16 as
+ * <f4 (exact widening); read bf16 from raw .bin files. Encoding writes
+ * format 1.0, little endian, C order. Tuples are rejected. */
+base_status ir_npy_decode(arena *a, const char *what, const void *data,
+                          size_t len, ir_literal **out, char *err,
+                          size_t errlen);
+base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err,
+                          size_t errlen);
+
+/* .npz (a zip of .npy files, as numpy.savez writes). Reads stored entries
+ * and, when built with zlib, deflated ones (numpy.savez_compressed);
+ * zip64 records are understood; CRCs are checked. *out is an arena array
+ * of *out_n arrays in archive order, named without ".npy". Encoding writes
+ * stored entries "NAME.npy" (no zip64: each entry under 4 GiB). */
+base_status ir_npz_decode(arena *a, const char *what, const void *data,
+                          size_t len, ir_named_literal **out, int *out_n,
+                          char *err, size_t errlen);
+base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n,
+                          char *err, size_t errlen);
+
+/* Raw .bin: the elements of shape s, row-major, little endian, nothing
+ * else (pred one byte 0/1, bf16/f16 their 16 bits). The length must match
+ * exactly. */
+base_status ir_bin_decode(arena *a, const char *what, const void *data,
+                          size_t len, const ir_shape *s, ir_literal **out,
+                          char *err, size_t errlen);
+void ir_bin_encode(strbuf *b, const ir_literal *l);
+
+/* Reads a tensor file chosen by its extension (.npy, .npz, .bin; other
+ * names are sniffed by their magic). A .bin needs `shape` (else NULL). */
+base_status ir_tensor_read_file(arena *a, const char *path,
+                                const ir_shape *shape, ir_named_literal **out,
+                                int *out_n, char *err, size_t errlen);
+/* Writes an array literal to path by extension: .npy, .npz (one entry
+ * "arr_0"), .bin (raw). */
+base_status ir_tensor_write_file(const char *path, const ir_literal *l,
+                                 char *err, size_t errlen);
+
+/* Parses a tensor argument, IREE style:
+ *   2x3xf32=1 2 3 4 5 6    values in row-major order; spaces, commas and
+ *                          [ ] separate them; one value fills all (splat)
+ *   f32=3.5                a scalar;   f32[2,3]=...  HLO spelling works too
+ *   2x2xbf16=@a.bin        raw little-endian file of that shape and type
+ *   2x2xf32=@a.npy         .npy/.npz checked against the shape; an f32
+ *                          file given as bf16/f16 is rounded (RNE)
+ *   @x.npy  @x.npz  @x.npz:name   whole files (.npz: every array, in order)
+ * Types: pred s8 s32 bf16 f16 f32, and IREE's i1 i8 i32. Values: decimal
+ * integers, floats, nan, inf, -inf, true/false for pred. */
+base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out,
+                            int *out_n, char *err, size_t errlen);
+/* Parses "2x3xf32" (or "f32[2,3]", "f32") into an array shape. */
+base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out,
+                                 char *err, size_t errlen);
+/* Appends "2x3xf32" (scalars: "f32"). */
+void ir_tensor_print_spec(strbuf *b, const ir_shape *s);
+/* Appends IREE-style text: "2x3xf32=[1 2 3][4 5 6]", "3xf32=1 2 3",
+ * "f32=3.5"; floats shortest round-trip, pred as 0/1. After max_elems
+ * elements (0: no limit) prints "..." and stops. Tuples: one line each. */
+void ir_tensor_print(strbuf *b, const ir_literal *l, int64_t max_elems);
+/* Appends one element as ir_tensor_print spells it. */
+void ir_tensor_print_elem(strbuf *b, const ir_literal *l, int64_t idx);
 
 #endif

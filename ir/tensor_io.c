@@ -1,2 +1,578 @@
-/* tensor_io.c: placeholder until written. */
+/* tensor_io.c: tensors in and out of files and command-line text: whole
+ * files, raw .bin, choosing a format by extension, IREE-style tensor
+ * literals ("2x3xf32=1 2 3 4 5 6") and their printing. The .npy and .npz
+ * codecs live in npy.c and npz.c. Contracts are in ir.h. */
 #include "ir/ir.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static base_status fail(char *err, size_t errlen, base_status st,
+                        const char *fmt, ...) BASE_PRINTF(4, 5);
+static base_status fail(char *err, size_t errlen, base_status st,
+                        const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (errlen) vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
+                         size_t *out_len, char *err, size_t errlen) {
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return fail(err, errlen, errno == ENOENT ? ST_NOT_FOUND : ST_IO_ERROR, "%s: %s", path,
+                strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+  FILE *f = fopen(path, "rb");
+  if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+  /* Regular files: read the size announced; others (pipes): grow. Either
+   * way never more than max_bytes. */
+  size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size : 65536;
+  if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
+    fclose(f);
+    return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (%lld bytes, limit %zu)",
+                path, (long long)sb.st_size, max_bytes);
+  }
+  if (cap > max_bytes) cap = max_bytes;
+  char *buf = base_xmalloc(cap + 1);
+  size_t len = 0;
+  for (;;) {
+    if (len == cap) {
+      if (cap >= max_bytes) {
+        /* a regular file that grew, or a stream: one more byte means too big */
+        int c = fgetc(f);
+        if (c == EOF) break;
+        free(buf);
+        fclose(f);
+        return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (limit %zu bytes)",
+                    path, max_bytes);
+      }
+      if (S_ISREG(sb.st_mode)) {
+        int c = fgetc(f);
+        if (c == EOF) break;
+        ungetc(c, f);
+      }
+      cap = cap * 2 + 1 > max_bytes ? max_bytes : cap * 2 + 1;
+      buf = base_xrealloc(buf, cap + 1);
+    }
+    size_t r = fread(buf + len, 1, cap - len, f);
+    len += r;
+    if (r == 0) break;
+  }
+  bool bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return fail(err, errlen, ST_IO_ERROR, "%s: read error", path);
+  }
+  buf[len] = 0;
+  *out_data = buf;
+  *out_len = len;
+  return ST_OK;
+}
+
+base_status ir_file_write(const char *path, const void *data, size_t len,
+                          char *err, size_t errlen) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+  size_t w = len ? fwrite(data, 1, len, f) : 0;
+  bool bad = w != len || ferror(f);
+  if (fclose(f) != 0) bad = true;
+  if (bad) return fail(err, errlen, ST_IO_ERROR, "%s: write error", path);
+  return ST_OK;
+}
+
+/* ---- raw .bin -------------------------------------------------------- */
+
+base_status ir_bin_decode(arena *a, const char *what, const void *data,
+                          size_t len, const ir_shape *s, ir_literal **out,
+                          char *err, size_t errlen) {
+  int64_t n;
+  size_t bytes;
+  if (s->type == IR_TUPLE || !ir_shape_elements(s, &n) ||
+      base_mul_overflow((size_t)n, (size_t)ir_type_size(s->type), &bytes))
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: shape too large for a raw tensor", what);
+  if (bytes != len) {
+    strbuf sp;
+    sb_init(&sp);
+    ir_tensor_print_spec(&sp, s);
+    base_status st = fail(err, errlen, ST_INVALID_ARGUMENT,
+                          "%s: raw file has %zu bytes but %s needs %zu", what, len,
+                          sb_str(&sp), bytes);
+    sb_free(&sp);
+    return st;
+  }
+  ir_literal *l = ir_literal_create(a, s);
+  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+  const uint8_t *src = data;
+  uint8_t *dst = l->data;
+  int size = ir_type_size(s->type);
+  /* little endian to host order, portably */
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *p = src + i * size;
+    if (size == 1) dst[i] = s->type == IR_PRED ? p[0] != 0 : p[0];
+    else if (size == 2) ((uint16_t *)l->data)[i] = (uint16_t)(p[0] | p[1] << 8);
+    else ((uint32_t *)l->data)[i] = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                      (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  }
+  *out = l;
+  return ST_OK;
+}
+
+void ir_bin_encode(strbuf *b, const ir_literal *l) {
+  int64_t n = ir_shape_count(&l->shape);
+  int size = ir_type_size(l->shape.type);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t v = size == 1   ? ((const uint8_t *)l->data)[i]
+                 : size == 2 ? ((const uint16_t *)l->data)[i]
+                             : ((const uint32_t *)l->data)[i];
+    for (int k = 0; k < size; k++) sb_putc(b, (char)(v >> (8 * k) & 0xff));
+  }
+}
+
+/* ---- files by extension ---------------------------------------------- */
+
+static bool ends_with(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+base_status ir_tensor_read_file(arena *a, const char *path,
+                                const ir_shape *shape, ir_named_literal **out,
+                                int *out_n, char *err, size_t errlen) {
+  char *data;
+  size_t len;
+  base_status st = ir_file_read(path, IR_TENSOR_MAX_FILE, &data, &len, err, errlen);
+  if (st != ST_OK) return st;
+  bool npy = ends_with(path, ".npy"), npz = ends_with(path, ".npz"),
+       bin = ends_with(path, ".bin");
+  if (!npy && !npz && !bin) { /* sniff */
+    npy = len >= 6 && memcmp(data, "\x93NUMPY", 6) == 0;
+    npz = len >= 4 && memcmp(data, "PK\3\4", 4) == 0;
+    bin = !npy && !npz && shape;
+  }
+  if (npy) {
+    ir_literal *l;
+    st = ir_npy_decode(a, path, data, len, &l, err, errlen);
+    if (st == ST_OK) {
+      ir_named_literal *r = arena_alloc(a, sizeof *r);
+      r->name = arena_strdup(a, path);
+      r->lit = l;
+      *out = r;
+      *out_n = 1;
+    }
+  } else if (npz) {
+    st = ir_npz_decode(a, path, data, len, out, out_n, err, errlen);
+  } else if (bin && shape) {
+    ir_literal *l;
+    st = ir_bin_decode(a, path, data, len, shape, &l, err, errlen);
+    if (st == ST_OK) {
+      ir_named_literal *r = arena_alloc(a, sizeof *r);
+      r->name = arena_strdup(a, path);
+      r->lit = l;
+      *out = r;
+      *out_n = 1;
+    }
+  } else if (bin) {
+    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+              "%s: a raw .bin needs an explicit shape and type, e.g. 2x2xbf16=@%s", path, path);
+  } else {
+    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+              "%s: not an .npy or .npz file (give SHAPExTYPE=@file for raw data)", path);
+  }
+  free(data);
+  return st;
+}
+
+base_status ir_tensor_write_file(const char *path, const ir_literal *l,
+                                 char *err, size_t errlen) {
+  if (l->shape.type == IR_TUPLE)
+    return fail(err, errlen, ST_UNSUPPORTED, "%s: a tuple cannot be written to one tensor file",
+                path);
+  strbuf b;
+  sb_init(&b);
+  base_status st = ST_OK;
+  if (ends_with(path, ".npy")) {
+    st = ir_npy_encode(&b, l, err, errlen);
+  } else if (ends_with(path, ".npz")) {
+    ir_named_literal one = {"arr_0", (ir_literal *)l};
+    st = ir_npz_encode(&b, &one, 1, err, errlen);
+  } else if (ends_with(path, ".bin")) {
+    ir_bin_encode(&b, l);
+  } else {
+    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+              "%s: unknown tensor file extension (use .npy, .npz or .bin)", path);
+  }
+  if (st == ST_OK) st = ir_file_write(path, b.s ? b.s : "", b.len, err, errlen);
+  sb_free(&b);
+  return st;
+}
+
+/* ---- shape specs ------------------------------------------------------ */
+
+static ir_type spec_type(const char *s, size_t n) {
+  ir_type t = ir_type_from_name(s, n);
+  if (t != IR_TYPE_INVALID) return t;
+  static const struct {
+    const char *alias;
+    ir_type t;
+  } aliases[] = {{"i1", IR_PRED}, {"i8", IR_S8}, {"si8", IR_S8}, {"i32", IR_S32},
+                 {"si32", IR_S32}, {"bool", IR_PRED}};
+  for (unsigned i = 0; i < COUNTOF(aliases); i++)
+    if (strlen(aliases[i].alias) == n && memcmp(aliases[i].alias, s, n) == 0)
+      return aliases[i].t;
+  return IR_TYPE_INVALID;
+}
+
+static bool parse_dim(const char *s, size_t n, int64_t *out) {
+  if (n == 0) return false;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    if (v > (INT64_MAX - 9) / 10) return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out,
+                                 char *err, size_t errlen) {
+  while (len && (*text == ' ' || *text == '\t')) text++, len--;
+  while (len && (text[len - 1] == ' ' || text[len - 1] == '\t')) len--;
+  int64_t dims[IR_MAX_RANK];
+  int rank = 0;
+  ir_type t;
+  const char *br = memchr(text, '[', len);
+  if (br) { /* HLO spelling: f32[2,3] */
+    t = spec_type(text, (size_t)(br - text));
+    if (t == IR_TYPE_INVALID || text[len - 1] != ']')
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "bad shape '%.*s' (expected e.g. 2x3xf32 or f32[2,3])", (int)len, text);
+    const char *p = br + 1, *end = text + len - 1;
+    while (p < end) {
+      const char *c = memchr(p, ',', (size_t)(end - p));
+      const char *e = c ? c : end;
+      if (rank == IR_MAX_RANK)
+        return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
+                    (int)len, text, IR_MAX_RANK);
+      if (!parse_dim(p, (size_t)(e - p), &dims[rank++]))
+        return fail(err, errlen, ST_INVALID_ARGUMENT, "bad dimension '%.*s' in shape '%.*s'",
+                    (int)(e - p), p, (int)len, text);
+      p = c ? c + 1 : end;
+    }
+  } else {
+    const char *p = text, *end = text + len;
+    for (;;) {
+      const char *x = memchr(p, 'x', (size_t)(end - p));
+      if (!x) break;
+      if (rank == IR_MAX_RANK)
+        return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
+                    (int)len, text, IR_MAX_RANK);
+      if (!parse_dim(p, (size_t)(x - p), &dims[rank++]))
+        return fail(err, errlen, ST_INVALID_ARGUMENT,
+                    "bad dimension '%.*s' in shape '%.*s' (expected e.g. 2x3xf32)",
+                    (int)(x - p), p, (int)len, text);
+      p = x + 1;
+    }
+    t = spec_type(p, (size_t)(end - p));
+    if (t == IR_TYPE_INVALID)
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "unknown element type '%.*s' in '%.*s' (known: pred s8 s32 bf16 f16 f32, "
+                  "i1 i8 i32)",
+                  (int)(end - p), p, (int)len, text);
+  }
+  ir_shape s = ir_shape_array(t, rank, dims);
+  int64_t n;
+  if (!ir_shape_elements(&s, &n))
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' is too large", (int)len, text);
+  *out = s;
+  return ST_OK;
+}
+
+void ir_tensor_print_spec(strbuf *b, const ir_shape *s) {
+  if (s->type == IR_TUPLE) {
+    sb_putc(b, '(');
+    for (int i = 0; i < s->ntuple; i++) {
+      if (i) sb_puts(b, ", ");
+      ir_tensor_print_spec(b, &s->tuple[i]);
+    }
+    sb_putc(b, ')');
+    return;
+  }
+  for (int i = 0; i < s->rank; i++) sb_printf(b, "%lldx", (long long)s->dims[i]);
+  sb_puts(b, ir_type_name(s->type));
+}
+
+/* ---- literal values ------------------------------------------------- */
+
+static bool is_sep(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '[' || c == ']';
+}
+
+/* Stores one value token into element i of l; false with a reason. */
+static bool parse_value(ir_literal *l, int64_t i, const char *tok, size_t n, char *why,
+                        size_t whylen) {
+  char buf[64];
+  if (n >= sizeof buf) {
+    snprintf(why, whylen, "value '%.20s...' is too long", tok);
+    return false;
+  }
+  memcpy(buf, tok, n);
+  buf[n] = 0;
+  ir_type t = l->shape.type;
+  if (t == IR_PRED) {
+    if (!strcmp(buf, "true") || !strcmp(buf, "True") || !strcmp(buf, "1"))
+      ir_literal_set_i64(l, i, 1);
+    else if (!strcmp(buf, "false") || !strcmp(buf, "False") || !strcmp(buf, "0"))
+      ir_literal_set_i64(l, i, 0);
+    else {
+      snprintf(why, whylen, "'%s' is not a pred value (0, 1, true, false)", buf);
+      return false;
+    }
+    return true;
+  }
+  char *end;
+  errno = 0;
+  if (ir_type_is_int(t)) {
+    long long v = strtoll(buf, &end, 10);
+    int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+    if (end == buf || *end) {
+      snprintf(why, whylen, "'%s' is not an integer", buf);
+      return false;
+    }
+    if (errno == ERANGE || v < lo || v > hi) {
+      snprintf(why, whylen, "%s is out of range for %s", buf, ir_type_name(t));
+      return false;
+    }
+    ir_literal_set_i64(l, i, v);
+    return true;
+  }
+  double v = strtod(buf, &end);
+  if (end == buf || *end) {
+    snprintf(why, whylen, "'%s' is not a number", buf);
+    return false;
+  }
+  /* ERANGE on underflow is fine (the value rounds to zero or a subnormal);
+   * overflow gives +-inf as the type would. */
+  ir_literal_set_f64(l, i, v);
+  return true;
+}
+
+static base_status parse_values(arena *a, const ir_shape *s, const char *text, ir_literal **out,
+                                char *err, size_t errlen) {
+  ir_literal *l = NULL;
+  int64_t n = ir_shape_count(s);
+  /* Count tokens first, so the literal is allocated only for a valid count. */
+  int64_t count = 0;
+  for (const char *p = text; *p;) {
+    while (*p && is_sep(*p)) p++;
+    if (!*p) break;
+    count++;
+    while (*p && !is_sep(*p)) p++;
+  }
+  if (count != n && !(count == 1 && n > 0))
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld",
+                (long long)n, n == 1 ? "" : "s", (long long)count);
+  l = ir_literal_create(a, s);
+  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "shape too large");
+  int64_t i = 0;
+  char why[160];
+  for (const char *p = text; *p;) {
+    while (*p && is_sep(*p)) p++;
+    if (!*p) break;
+    const char *b = p;
+    while (*p && !is_sep(*p)) p++;
+    if (!parse_value(l, i, b, (size_t)(p - b), why, sizeof why))
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "value %lld: %s", (long long)i, why);
+    i++;
+  }
+  if (count == 1 && n > 1) { /* splat */
+    size_t sz = (size_t)ir_type_size(s->type);
+    for (int64_t k = 1; k < n; k++) memcpy((char *)l->data + k * sz, l->data, sz);
+  }
+  *out = l;
+  return ST_OK;
+}
+
+/* Converts a file's literal to the shape the argument spelled: same dims;
+ * same type, or f32 given as bf16/f16 (rounded). */
+static base_status fit_to_spec(arena *a, const char *path, ir_literal **l, const ir_shape *s,
+                               char *err, size_t errlen) {
+  ir_literal *g = *l;
+  ir_shape want = *s;
+  want.type = g->shape.type;
+  if (!ir_shape_equal(&want, &g->shape) ||
+      (g->shape.type != s->type &&
+       !(g->shape.type == IR_F32 && (s->type == IR_BF16 || s->type == IR_F16)))) {
+    strbuf x, y;
+    sb_init(&x);
+    sb_init(&y);
+    ir_tensor_print_spec(&x, s);
+    ir_tensor_print_spec(&y, &g->shape);
+    base_status st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s holds %s, not %s", path,
+                          sb_str(&y), sb_str(&x));
+    sb_free(&x);
+    sb_free(&y);
+    return st;
+  }
+  if (g->shape.type != s->type) {
+    ir_literal *c = ir_literal_create(a, s);
+    int64_t n = ir_shape_count(s);
+    for (int64_t i = 0; i < n; i++) ir_literal_set_f64(c, i, ir_literal_get_f64(g, i));
+    *l = c;
+  }
+  return ST_OK;
+}
+
+/* Reads "@path", "@path.npz:name"; shape (or NULL) as the argument gave. */
+static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
+                              ir_named_literal **out, int *out_n, char *err, size_t errlen) {
+  const char *sel = NULL;
+  char *p = arena_strdup(a, path);
+  char *z = strstr(p, ".npz:");
+  if (z) {
+    sel = z + 5;
+    z[4] = 0;
+  }
+  if (!*p) return fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name after '@'");
+  bool raw = shape && !ends_with(p, ".npy") && !ends_with(p, ".npz");
+  ir_named_literal *r;
+  int n;
+  base_status st = ir_tensor_read_file(a, p, raw ? shape : NULL, &r, &n, err, errlen);
+  if (st != ST_OK) return st;
+  if (sel) {
+    int k = 0;
+    while (k < n && strcmp(r[k].name, sel) != 0) k++;
+    if (k == n) {
+      strbuf names;
+      sb_init(&names);
+      for (int i = 0; i < n; i++) sb_printf(&names, "%s%s", i ? ", " : "", r[i].name);
+      st = fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", p, sel,
+                n ? sb_str(&names) : "none");
+      sb_free(&names);
+      return st;
+    }
+    r += k;
+    n = 1;
+  }
+  if (shape && !raw) {
+    if (n != 1)
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "%s holds %d arrays; with a shape, select one as @%s:NAME", p, n, p);
+    st = fit_to_spec(a, p, &r[0].lit, shape, err, errlen);
+    if (st != ST_OK) return st;
+  }
+  *out = r;
+  *out_n = n;
+  return ST_OK;
+}
+
+base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out,
+                            int *out_n, char *err, size_t errlen) {
+  while (*text == ' ' || *text == '\t') text++;
+  if (*text == '@') return parse_file(a, text + 1, NULL, out, out_n, err, errlen);
+  const char *eq = strchr(text, '=');
+  if (!eq)
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "expected SHAPExTYPE=VALUES (e.g. 2x3xf32=1 2 3 4 5 6), "
+                "SHAPExTYPE=@file.bin or @file.npy");
+  ir_shape s;
+  base_status st = ir_tensor_parse_spec(text, (size_t)(eq - text), &s, err, errlen);
+  if (st != ST_OK) return st;
+  const char *rhs = eq + 1;
+  while (*rhs == ' ' || *rhs == '\t') rhs++;
+  if (*rhs == '@') return parse_file(a, rhs + 1, &s, out, out_n, err, errlen);
+  ir_named_literal *r = arena_alloc(a, sizeof *r);
+  r->name = "";
+  st = parse_values(a, &s, rhs, &r->lit, err, errlen);
+  if (st != ST_OK) return st;
+  *out = r;
+  *out_n = 1;
+  return ST_OK;
+}
+
+/* ---- printing -------------------------------------------------------- */
+
+/* Shortest "%.*g" that reads back to the same value in type t. */
+static void print_float(strbuf *b, double v, ir_type t) {
+  if (isnan(v)) {
+    sb_puts(b, signbit(v) ? "-nan" : "nan");
+    return;
+  }
+  if (isinf(v)) {
+    sb_puts(b, v < 0 ? "-inf" : "inf");
+    return;
+  }
+  char buf[40];
+  for (int p = 1; p <= 17; p++) {
+    snprintf(buf, sizeof buf, "%.*g", p, v);
+    double r = strtod(buf, NULL);
+    bool same;
+    if (t == IR_F32) same = (float)r == (float)v;
+    else if (t == IR_BF16) same = ir_f32_to_bf16((float)r) == ir_f32_to_bf16((float)v);
+    else if (t == IR_F16) same = ir_f32_to_f16((float)r) == ir_f32_to_f16((float)v);
+    else same = r == v;
+    if (same) break;
+  }
+  sb_puts(b, buf);
+}
+
+void ir_tensor_print_elem(strbuf *b, const ir_literal *l, int64_t idx) {
+  ir_type t = l->shape.type;
+  if (ir_type_is_float(t)) print_float(b, ir_literal_get_f64(l, idx), t);
+  else sb_printf(b, "%lld", (long long)ir_literal_get_i64(l, idx));
+}
+
+typedef struct printer {
+  strbuf *b;
+  const ir_literal *l;
+  int64_t next, max;
+  bool stopped;
+} printer;
+
+static void print_dim(printer *p, int d) {
+  const ir_shape *s = &p->l->shape;
+  if (d == s->rank - 1) {
+    for (int64_t i = 0; i < s->dims[d] && !p->stopped; i++) {
+      if (p->max && p->next >= p->max) {
+        sb_puts(p->b, i ? " ..." : "...");
+        p->stopped = true;
+        return;
+      }
+      if (i) sb_putc(p->b, ' ');
+      ir_tensor_print_elem(p->b, p->l, p->next++);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < s->dims[d] && !p->stopped; i++) {
+    sb_putc(p->b, '[');
+    print_dim(p, d + 1);
+    sb_putc(p->b, ']');
+  }
+}
+
+void ir_tensor_print(strbuf *b, const ir_literal *l, int64_t max_elems) {
+  if (l->shape.type == IR_TUPLE) {
+    for (int i = 0; i < l->shape.ntuple; i++) {
+      if (i) sb_putc(b, '\n');
+      ir_tensor_print(b, l->elems[i], max_elems);
+    }
+    return;
+  }
+  ir_tensor_print_spec(b, &l->shape);
+  sb_putc(b, '=');
+  if (l->shape.rank == 0) {
+    ir_tensor_print_elem(b, l, 0);
+    return;
+  }
+  printer p = {b, l, 0, max_elems, false};
+  print_dim(&p, 0);
+}

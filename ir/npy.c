@@ -1,0 +1,357 @@
+/* npy.c: numpy's .npy format, read and write.
+ *
+ * Layout (numpy/lib/format.py, versions 1.0, 2.0 and 3.0):
+ *
+ *   "\x93NUMPY" MAJOR MINOR HEADER_LEN HEADER DATA
+ *
+ *   HEADER_LEN  uint16 little endian (1.0), uint32 little endian (2.0, 3.0)
+ *   HEADER      a Python dict literal, ASCII (1.0, 2.0) or UTF-8 (3.0):
+ *                 {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ *               padded with spaces and ended by '\n'; numpy pads so that
+ *               DATA starts on a 64-byte boundary
+ *   DATA        the elements, C (row-major) or Fortran (column-major)
+ *               order, in the byte order the descr names ('<' little,
+ *               '>' big, '|' not applicable, '=' native = little here)
+ *
+ * Supported dtypes: b1 (pred), i1 (s8), i4 (s32), f2 (f16), f4 (f32).
+ * numpy has no bfloat16; bf16 literals are written as <f4 (exact). */
+#include "ir/ir.h"
+
+#include <stdlib.h>
+
+static base_status fail(char *err, size_t errlen, base_status st,
+                        const char *fmt, ...) BASE_PRINTF(4, 5);
+static base_status fail(char *err, size_t errlen, base_status st,
+                        const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (errlen) vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+
+/* ---- header dict ----------------------------------------------------- */
+
+typedef struct hdr {
+  const char *p, *end;
+  char descr[16];
+  bool have_descr, have_fortran, have_shape;
+  bool fortran;
+  int rank;
+  int64_t dims[IR_MAX_RANK];
+} hdr;
+
+static void skip_ws(hdr *h) {
+  while (h->p < h->end && (*h->p == ' ' || *h->p == '\t' || *h->p == '\n' || *h->p == '\r'))
+    h->p++;
+}
+
+static bool eat(hdr *h, char c) {
+  skip_ws(h);
+  if (h->p < h->end && *h->p == c) {
+    h->p++;
+    return true;
+  }
+  return false;
+}
+
+/* A quoted string ('...' or "..."); no escapes (numpy never writes them in
+ * keys or simple descrs). */
+static bool read_str(hdr *h, const char **s, size_t *n) {
+  skip_ws(h);
+  if (h->p >= h->end || (*h->p != '\'' && *h->p != '"')) return false;
+  char q = *h->p++;
+  const char *b = h->p;
+  while (h->p < h->end && *h->p != q) {
+    if (*h->p == '\\') return false;
+    h->p++;
+  }
+  if (h->p >= h->end) return false;
+  *s = b;
+  *n = (size_t)(h->p - b);
+  h->p++;
+  return true;
+}
+
+static bool read_word(hdr *h, const char *w) {
+  skip_ws(h);
+  size_t n = strlen(w);
+  if ((size_t)(h->end - h->p) < n || memcmp(h->p, w, n) != 0) return false;
+  h->p += n;
+  return true;
+}
+
+/* Parses the dict; on failure writes the reason into why. */
+static bool parse_header(hdr *h, char *why, size_t whylen) {
+  if (!eat(h, '{')) {
+    snprintf(why, whylen, "header does not start with '{'");
+    return false;
+  }
+  for (;;) {
+    if (eat(h, '}')) break;
+    const char *k;
+    size_t kn;
+    if (!read_str(h, &k, &kn)) {
+      snprintf(why, whylen, "expected a quoted key in the header dict");
+      return false;
+    }
+    if (!eat(h, ':')) {
+      snprintf(why, whylen, "expected ':' after key '%.*s'", (int)kn, k);
+      return false;
+    }
+    if (kn == 5 && memcmp(k, "descr", 5) == 0) {
+      const char *v;
+      size_t vn;
+      skip_ws(h);
+      if (h->p < h->end && *h->p == '[') {
+        snprintf(why, whylen, "structured dtypes (descr is a list) are not supported");
+        return false;
+      }
+      if (!read_str(h, &v, &vn)) {
+        snprintf(why, whylen, "'descr' is not a quoted string");
+        return false;
+      }
+      if (vn >= sizeof h->descr) {
+        snprintf(why, whylen, "unsupported dtype '%.*s'", (int)(vn > 40 ? 40 : vn), v);
+        return false;
+      }
+      memcpy(h->descr, v, vn);
+      h->descr[vn] = 0;
+      h->have_descr = true;
+    } else if (kn == 13 && memcmp(k, "fortran_order", 13) == 0) {
+      if (read_word(h, "True")) h->fortran = true;
+      else if (read_word(h, "False")) h->fortran = false;
+      else {
+        snprintf(why, whylen, "'fortran_order' is neither True nor False");
+        return false;
+      }
+      h->have_fortran = true;
+    } else if (kn == 5 && memcmp(k, "shape", 5) == 0) {
+      if (!eat(h, '(')) {
+        snprintf(why, whylen, "'shape' is not a tuple");
+        return false;
+      }
+      h->rank = 0;
+      for (;;) {
+        if (eat(h, ')')) break;
+        skip_ws(h);
+        if (h->p >= h->end || *h->p < '0' || *h->p > '9') {
+          snprintf(why, whylen, "'shape' holds something other than non-negative integers");
+          return false;
+        }
+        int64_t v = 0;
+        while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
+          if (v > (INT64_MAX - 9) / 10) {
+            snprintf(why, whylen, "a dimension in 'shape' is too large");
+            return false;
+          }
+          v = v * 10 + (*h->p++ - '0');
+        }
+        if (h->p < h->end && (*h->p == 'L' || *h->p == 'l')) h->p++; /* Python 2 */
+        if (h->rank == IR_MAX_RANK) {
+          snprintf(why, whylen, "'shape' has more than %d dimensions", IR_MAX_RANK);
+          return false;
+        }
+        h->dims[h->rank++] = v;
+        if (eat(h, ')')) break;
+        if (!eat(h, ',')) {
+          snprintf(why, whylen, "expected ',' or ')' in 'shape'");
+          return false;
+        }
+      }
+      h->have_shape = true;
+    } else {
+      snprintf(why, whylen, "unexpected key '%.*s' in the header", (int)(kn > 40 ? 40 : kn), k);
+      return false;
+    }
+    if (eat(h, '}')) break;
+    if (!eat(h, ',')) {
+      snprintf(why, whylen, "expected ',' or '}' in the header dict");
+      return false;
+    }
+  }
+  skip_ws(h);
+  if (h->p != h->end) {
+    snprintf(why, whylen, "unexpected text after the header dict");
+    return false;
+  }
+  if (!h->have_descr || !h->have_fortran || !h->have_shape) {
+    snprintf(why, whylen, "header lacks '%s'",
+             !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
+    return false;
+  }
+  return true;
+}
+
+/* Maps a descr to a type and byte order; false when unsupported. */
+static bool descr_type(const char *d, ir_type *t, bool *big) {
+  char order = d[0];
+  if (order != '<' && order != '>' && order != '|' && order != '=') return false;
+  const char *k = d + 1;
+  if (!strcmp(k, "b1")) *t = IR_PRED;
+  else if (!strcmp(k, "i1")) *t = IR_S8;
+  else if (!strcmp(k, "i4")) *t = IR_S32;
+  else if (!strcmp(k, "f2")) *t = IR_F16;
+  else if (!strcmp(k, "f4")) *t = IR_F32;
+  else return false;
+  if (order == '|' && ir_type_size(*t) > 1) return false;
+  *big = order == '>';
+  return true;
+}
+
+static const char *numpy_name(const char *descr) {
+  static const struct {
+    const char *k, *name;
+  } names[] = {{"f8", "float64"}, {"i8", "int64"},     {"u1", "uint8"},
+               {"u2", "uint16"},  {"u4", "uint32"},    {"u8", "uint64"},
+               {"i2", "int16"},   {"c8", "complex64"}, {"c16", "complex128"},
+               {"V2", "void16 (bfloat16?)"}};
+  for (unsigned i = 0; i < COUNTOF(names); i++)
+    if (descr[0] && !strcmp(descr + 1, names[i].k)) return names[i].name;
+  return "unknown";
+}
+
+/* ---- decode ---------------------------------------------------------- */
+
+static void copy_elem(uint8_t *dst, const uint8_t *src, int size, bool swap) {
+  if (!swap) {
+    memcpy(dst, src, (size_t)size);
+    return;
+  }
+  for (int i = 0; i < size; i++) dst[i] = src[size - 1 - i];
+}
+
+base_status ir_npy_decode(arena *a, const char *what, const void *data,
+                          size_t len, ir_literal **out, char *err,
+                          size_t errlen) {
+  const uint8_t *d = data;
+  if (len < 10 || memcmp(d, npy_magic, 6) != 0)
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npy file (bad magic)", what);
+  int major = d[6], minor = d[7];
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = (size_t)d[8] | (size_t)d[9] << 8;
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    if (len < 12)
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: truncated .npy header", what);
+    hlen = (size_t)d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24;
+    hstart = 12;
+  } else {
+    return fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
+                major, minor);
+  }
+  if (minor != 0)
+    return fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
+                major, minor);
+  if (hlen > len - hstart)
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "%s: .npy header length %zu exceeds the file (%zu bytes)", what, hlen, len);
+  hdr h;
+  memset(&h, 0, sizeof h);
+  h.p = (const char *)d + hstart;
+  h.end = h.p + hlen;
+  char why[160];
+  if (!parse_header(&h, why, sizeof why))
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: malformed .npy header: %s", what, why);
+  ir_type t;
+  bool big;
+  if (!descr_type(h.descr, &t, &big))
+    return fail(err, errlen, ST_UNSUPPORTED,
+                "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8, int32, float16 and "
+                "float32 (convert with .astype(), or use a raw .bin for bf16)",
+                what, h.descr, numpy_name(h.descr));
+  ir_shape s = ir_shape_array(t, h.rank, h.dims);
+  int64_t n;
+  size_t bytes;
+  if (!ir_shape_elements(&s, &n) ||
+      base_mul_overflow((size_t)n, (size_t)ir_type_size(t), &bytes))
+    return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+  size_t doff = hstart + hlen, avail = len - doff;
+  if (bytes > avail)
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "%s: truncated: shape needs %zu data bytes, the file has %zu", what, bytes,
+                avail);
+  if (bytes < avail)
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "%s: %zu unexpected bytes after the array data", what, avail - bytes);
+  ir_literal *l = ir_literal_create(a, &s);
+  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+  const uint8_t *src = d + doff;
+  uint8_t *dst = l->data;
+  int size = ir_type_size(t);
+  bool swap = big && size > 1;
+  if (!h.fortran || h.rank <= 1) {
+    if (!swap) memcpy(dst, src, bytes);
+    else
+      for (int64_t i = 0; i < n; i++) copy_elem(dst + i * size, src + i * size, size, true);
+  } else {
+    /* Walk the row-major index; keep the column-major offset in step. */
+    int64_t idx[IR_MAX_RANK] = {0}, stride[IR_MAX_RANK];
+    int64_t st = 1;
+    for (int k = 0; k < h.rank; k++) {
+      stride[k] = st;
+      st *= h.dims[k];
+    }
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; i++) {
+      copy_elem(dst + i * size, src + off * size, size, swap);
+      for (int k = h.rank - 1; k >= 0; k--) {
+        if (++idx[k] < h.dims[k]) {
+          off += stride[k];
+          break;
+        }
+        off -= stride[k] * (idx[k] - 1);
+        idx[k] = 0;
+      }
+    }
+  }
+  if (t == IR_PRED)
+    for (int64_t i = 0; i < n; i++) dst[i] = dst[i] != 0;
+  *out = l;
+  return ST_OK;
+}
+
+/* ---- encode ---------------------------------------------------------- */
+
+base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err, size_t errlen) {
+  const ir_shape *s = &l->shape;
+  if (s->type == IR_TUPLE)
+    return fail(err, errlen, ST_UNSUPPORTED, "a tuple cannot be written to .npy");
+  static const char *const descr[] = {[IR_PRED] = "|b1", [IR_S8] = "|i1", [IR_S32] = "<i4",
+                                      [IR_BF16] = "<f4", [IR_F16] = "<f2", [IR_F32] = "<f4"};
+  strbuf h;
+  sb_init(&h);
+  sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[s->type]);
+  for (int i = 0; i < s->rank; i++) sb_printf(&h, "%lld, ", (long long)s->dims[i]);
+  if (s->rank > 1) h.len -= 2; /* numpy spells (3,) and (2, 3) */
+  else if (s->rank == 1) h.len -= 1;
+  sb_puts(&h, "), }");
+  /* Pad with spaces so that 10 + header (with '\n') is a multiple of 64. */
+  while ((10 + h.len + 1) % 64 != 0) sb_putc(&h, ' ');
+  sb_putc(&h, '\n');
+  sb_putn(b, npy_magic, 6);
+  sb_putc(b, 1);
+  sb_putc(b, 0);
+  sb_putc(b, (char)(h.len & 0xff));
+  sb_putc(b, (char)(h.len >> 8));
+  sb_putn(b, h.s, h.len);
+  sb_free(&h);
+  if (s->type == IR_BF16) {
+    int64_t n = ir_shape_count(s);
+    const uint16_t *v = l->data;
+    for (int64_t i = 0; i < n; i++) {
+      float f = ir_bf16_to_f32(v[i]);
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      char le[4] = {(char)(u & 0xff), (char)(u >> 8 & 0xff), (char)(u >> 16 & 0xff),
+                    (char)(u >> 24)};
+      sb_putn(b, le, 4);
+    }
+  } else {
+    ir_bin_encode(b, l);
+  }
+  return ST_OK;
+}
