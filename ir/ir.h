@@ -296,6 +296,12 @@ void ir_comp_finish(ir_module *m, ir_comp_id c);
 /* Reorders instructions so that operands precede users (stable for
  * already-ordered input); false when there is a cycle. */
 bool ir_comp_topo_sort(ir_module *m, ir_comp_id c);
+/* Removes instructions marked dead and renumbers operands and the root;
+ * a live instruction must not use a dead one (dies otherwise). */
+void ir_comp_compact(ir_module *m, ir_comp_id c);
+/* Computes users: out_counts[i] = number of uses of instruction i in c
+ * (the root counts as a use). Arrays allocated in the module's arena. */
+int32_t *ir_comp_use_counts(ir_module *m, ir_comp_id c);
 /* Deep-copies a module (new arena). */
 ir_module *ir_module_clone(const ir_module *m);
 

@@ -223,3 +223,38 @@ ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops, int nops,
     base_die("ir_build: ill-typed %s: %s", ir_op_name(op), err);
   return ir_inst_add(m, c, &in);
 }
+
+void ir_comp_compact(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int n = cp->insts.n, k = 0;
+  ir_id *remap = arena_array(m->arena, (size_t)(n ? n : 1), sizeof(ir_id));
+  for (int i = 0; i < n; i++) remap[i] = cp->insts.v[i].dead ? IR_NONE : k++;
+  k = 0;
+  for (int i = 0; i < n; i++) {
+    ir_inst in = cp->insts.v[i];
+    if (in.dead) continue;
+    for (int j = 0; j < in.nops; j++) {
+      if (remap[in.ops[j]] == IR_NONE)
+        base_die("ir_comp_compact: %s uses dead instruction", in.name);
+      in.ops[j] = remap[in.ops[j]];
+    }
+    cp->insts.v[k++] = in;
+  }
+  cp->insts.n = k;
+  if (cp->root != IR_NONE) {
+    if (remap[cp->root] == IR_NONE) base_die("ir_comp_compact: root is dead");
+    cp->root = remap[cp->root];
+  }
+  ir_comp_finish(m, c);
+}
+
+int32_t *ir_comp_use_counts(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int32_t *u = arena_array(m->arena, (size_t)(cp->insts.n ? cp->insts.n : 1), sizeof(int32_t));
+  for (int i = 0; i < cp->insts.n; i++) {
+    if (cp->insts.v[i].dead) continue;
+    for (int j = 0; j < cp->insts.v[i].nops; j++) u[cp->insts.v[i].ops[j]]++;
+  }
+  if (cp->root != IR_NONE) u[cp->root]++;
+  return u;
+}
