@@ -1,0 +1,60 @@
+/* passes.h: the one interface of passes/: IR-to-IR transformations and
+ * the ordered pipeline that runs them.
+ *
+ * Each pass lives in its own file and exports one entry point
+ *     bool pass_<name>(ir_module *m, pass_ctx *ctx);
+ * that returns true when it changed the module. A pass leaves the module
+ * verified (the pipeline re-verifies after every pass when ctx->verify).
+ * Decisions worth explaining (fusion, tiling) are recorded with
+ * pass_explain; `--explain` prints them. */
+#ifndef TPUCC_PASSES_H
+#define TPUCC_PASSES_H
+
+#include "ir/ir.h"
+
+typedef struct pass_ctx {
+  diag *d;               /* user-facing diagnostics (located errors) */
+  int opt_level;         /* 0..3 */
+  bool verify;           /* run ir_verify after each pass */
+  strbuf *explain;       /* when non-NULL, passes append their reasons */
+  const void *target;    /* backend target description, or NULL */
+} pass_ctx;
+
+typedef bool (*pass_fn)(ir_module *m, pass_ctx *ctx);
+
+typedef struct pass_info {
+  const char *name;      /* as in --passes= and dump file names */
+  pass_fn run;
+  int min_opt_level;     /* runs in the pipeline from this -O level */
+  const char *doc;       /* one line for --list-passes */
+} pass_info;
+
+/* The pipeline in order (pipeline.c); terminated by a NULL name. */
+extern const pass_info pass_pipeline[];
+/* Looks a pass up by name; NULL when unknown. */
+const pass_info *pass_find(const char *name);
+
+/* Appends "pass: instruction: reason\n" to ctx->explain when enabled. */
+void pass_explain(pass_ctx *ctx, const char *pass, const char *inst,
+                  const char *fmt, ...) BASE_PRINTF(4, 5);
+
+typedef struct pass_run_options {
+  const char *dump_dir;      /* write HLO after each pass here, or NULL */
+  const char *dump_after;    /* POSIX extended regex over pass names, or NULL = all */
+  bool time_passes;          /* print per-pass wall time to `report` */
+  FILE *report;              /* where --time-passes goes (stderr if NULL) */
+} pass_run_options;
+
+/* Runs `passes` (NULL: the pipeline for ctx->opt_level; else a comma-
+ * separated list of names run in that order regardless of level).
+ * Dump files are named <module>.<NNNN>.after_<pass>.hlo (NNNN counts from
+ * 0000 = the input) so they sort in pipeline order. Returns ST_OK, or an
+ * error status with the reason in ctx->d (unknown pass name, verifier
+ * failure after a pass, dump directory not writable). */
+base_status pass_run(ir_module *m, pass_ctx *ctx, const char *passes,
+                     const pass_run_options *opts);
+
+/* ---- the passes ------------------------------------------------------ */
+bool pass_dce(ir_module *m, pass_ctx *ctx);
+
+#endif
