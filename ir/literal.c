@@ -48,6 +48,21 @@ int64_t ir_literal_get_i64(const ir_literal *l, int64_t i) {
   }
 }
 
+/* double -> float rounding to odd: truncate, then set the last bit when
+ * inexact. Rounding that result again to bf16/f16 (nearest even) equals
+ * rounding v directly, which (float)v followed by RNE would not be
+ * (double rounding on near-ties). */
+static float to_f32_round_odd(double v) {
+  float f = (float)v;
+  if (isnan(v) || (double)f == v) return f;
+  if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u |= 1;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
 void ir_literal_set_f64(ir_literal *l, int64_t i, double v) {
   switch (l->shape.type) {
   case IR_PRED: ((uint8_t *)l->data)[i] = v != 0; break;
@@ -59,8 +74,8 @@ void ir_literal_set_f64(ir_literal *l, int64_t i, double v) {
     else ((int32_t *)l->data)[i] = (int32_t)(x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : x);
     break;
   }
-  case IR_BF16: ((uint16_t *)l->data)[i] = ir_f32_to_bf16((float)v); break;
-  case IR_F16: ((uint16_t *)l->data)[i] = ir_f32_to_f16((float)v); break;
+  case IR_BF16: ((uint16_t *)l->data)[i] = ir_f32_to_bf16(to_f32_round_odd(v)); break;
+  case IR_F16: ((uint16_t *)l->data)[i] = ir_f32_to_f16(to_f32_round_odd(v)); break;
   case IR_F32: ((float *)l->data)[i] = (float)v; break;
   default: base_die("ir_literal_set_f64 on %s", ir_type_name(l->shape.type));
   }

@@ -108,19 +108,24 @@ ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto) {
   return cp->insts.n - 1;
 }
 
+/* nparams is the number of live parameter instructions; a parameter whose
+ * number is outside 0..nparams-1 (negative, huge, or leaving a gap) gets no
+ * slot, so user-written numbers never size an allocation; the verifier
+ * reports it. */
 void ir_comp_finish(ir_module *m, ir_comp_id c) {
   ir_comp *cp = ir_comp_get(m, c);
-  int64_t n = 0;
+  int32_t n = 0;
   for (int i = 0; i < cp->insts.n; i++)
-    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER &&
-        cp->insts.v[i].a.parameter_number + 1 > n)
-      n = cp->insts.v[i].a.parameter_number + 1;
-  cp->nparams = (int32_t)n;
+    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER) n++;
+  cp->nparams = n;
   cp->params = arena_array(m->arena, (size_t)(n ? n : 1), sizeof(ir_id));
-  for (int64_t i = 0; i < n; i++) cp->params[i] = IR_NONE;
-  for (int i = 0; i < cp->insts.n; i++)
-    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER)
-      cp->params[cp->insts.v[i].a.parameter_number] = i;
+  for (int32_t i = 0; i < n; i++) cp->params[i] = IR_NONE;
+  for (int i = 0; i < cp->insts.n; i++) {
+    const ir_inst *in = &cp->insts.v[i];
+    if (!in->dead && in->op == IR_OP_PARAMETER && in->a.parameter_number >= 0 &&
+        in->a.parameter_number < n)
+      cp->params[in->a.parameter_number] = i;
+  }
 }
 
 /* Depth-first post-order; state 0 unvisited, 1 on stack, 2 done. */
@@ -179,6 +184,34 @@ bool ir_comp_topo_sort(ir_module *m, ir_comp_id c) {
   return ok;
 }
 
+static const char *dup_str(arena *a, const char *s) { return s ? arena_strdup(a, s) : NULL; }
+
+static ir_literal *clone_literal(arena *a, const ir_literal *l) {
+  ir_literal *r = arena_alloc(a, sizeof *r);
+  r->shape = ir_shape_clone(a, &l->shape);
+  if (l->shape.type == IR_TUPLE) {
+    int n = l->shape.ntuple;
+    r->elems = arena_array(a, (size_t)(n ? n : 1), sizeof(ir_literal *));
+    for (int i = 0; i < n; i++) r->elems[i] = l->elems[i] ? clone_literal(a, l->elems[i]) : NULL;
+    return r;
+  }
+  r->nbytes = l->nbytes;
+  r->data = l->data ? arena_dup(a, l->data, l->nbytes ? l->nbytes : 1) : NULL;
+  return r;
+}
+
+static ir_raw_attr *clone_raw(arena *a, const ir_raw_attr *raw, int32_t n) {
+  ir_raw_attr *r = arena_array(a, (size_t)(n ? n : 1), sizeof(ir_raw_attr));
+  for (int32_t i = 0; i < n; i++) {
+    r[i].name = dup_str(a, raw[i].name);
+    r[i].text = dup_str(a, raw[i].text);
+  }
+  return r;
+}
+
+/* Everything the copy points to lives in its own arena (literals, raw
+ * attributes and metadata strings included), except src_loc.file, which
+ * is interned for the whole compilation. */
 ir_module *ir_module_clone(const ir_module *src) {
   ir_module *m = ir_module_create(src->name);
   m->entry = src->entry;
@@ -186,7 +219,7 @@ ir_module *ir_module_clone(const ir_module *src) {
   if (src->source_file) m->source_file = arena_strdup(m->arena, src->source_file);
   if (src->nraw) {
     m->nraw = src->nraw;
-    m->raw = arena_dup(m->arena, src->raw, sizeof(ir_raw_attr) * (size_t)src->nraw);
+    m->raw = clone_raw(m->arena, src->raw, src->nraw);
   }
   for (int c = 0; c < src->comps.n; c++) {
     const ir_comp *sc = &src->comps.v[c];
@@ -195,7 +228,15 @@ ir_module *ir_module_clone(const ir_module *src) {
     dc->root = sc->root;
     dc->is_fusion = sc->is_fusion;
     dc->loc = sc->loc;
-    for (int i = 0; i < sc->insts.n; i++) ir_inst_add(m, nc, &sc->insts.v[i]);
+    for (int i = 0; i < sc->insts.n; i++) {
+      ir_id ni = ir_inst_add(m, nc, &sc->insts.v[i]);
+      ir_inst *in = ir_inst_get(m, nc, ni);
+      if (in->a.literal) in->a.literal = clone_literal(m->arena, in->a.literal);
+      if (in->nraw) in->raw = clone_raw(m->arena, in->raw, in->nraw);
+      in->meta.op_name = dup_str(m->arena, in->meta.op_name);
+      in->meta.op_type = dup_str(m->arena, in->meta.op_type);
+      in->meta.source_file = dup_str(m->arena, in->meta.source_file);
+    }
     ir_comp_finish(m, nc);
   }
   return m;

@@ -108,8 +108,10 @@ void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%d", i ? "," : "", l->minor_to_major[i]);
   if (l->ntiles || l->element_bits || l->memory_space) {
     sb_putc(b, ':');
+    /* XLA spells several tiles with one T: "T(8,128)(2,1)". */
+    if (l->ntiles) sb_putc(b, 'T');
     for (int t = 0; t < l->ntiles; t++) {
-      sb_puts(b, "T(");
+      sb_putc(b, '(');
       for (int i = 0; i < l->tiles[t].rank; i++) {
         if (i) sb_putc(b, ',');
         if (l->tiles[t].dims[i] == IR_TILE_COMBINE) sb_putc(b, '*');
