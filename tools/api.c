@@ -1,0 +1,445 @@
+/* api.c: libtpucc, the compile API of include/tpucc.h, over the frontends,
+ * the IR printer and the target table (targets.c). Contracts are in the
+ * header; this file only adds how: a session keeps a diag sink per
+ * compilation and a message buffer; a module wraps an ir_module plus its
+ * flattened result shapes; a result owns an arena with the literals. */
+#include "tpucc.h"
+
+#include <stdlib.h>
+
+#include "frontend/frontend.h"
+#include "tools/tools.h"
+
+/* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
+_Static_assert((int)TPUCC_INTERNAL == (int)ST_INTERNAL, "status codes diverged");
+_Static_assert((int)TPUCC_RUNTIME_FAULT == (int)ST_RUNTIME_FAULT, "status codes diverged");
+_Static_assert((int)TPUCC_DTYPE_PRED == (int)IR_PRED && (int)TPUCC_DTYPE_S8 == (int)IR_S8 &&
+                   (int)TPUCC_DTYPE_S32 == (int)IR_S32 && (int)TPUCC_DTYPE_BF16 == (int)IR_BF16 &&
+                   (int)TPUCC_DTYPE_F16 == (int)IR_F16 && (int)TPUCC_DTYPE_F32 == (int)IR_F32,
+               "dtypes diverged");
+
+enum { MAX_SOURCE = 256 << 20 };
+
+struct tpucc_session {
+  int32_t max_errors;
+  strbuf msg;
+  diag *last; /* diagnostics of the last compilation */
+};
+
+struct tpucc_module {
+  tpucc_session *s;
+  ir_module *m;
+  strbuf hlo;
+  int32_t nparams, nresults;
+  ir_id *params;      /* entry parameter instructions by number */
+  ir_shape *results;  /* leaves of the root shape, depth first */
+};
+
+struct tpucc_result {
+  arena *a;
+  int32_t n;
+  tpucc_tensor *t;
+};
+
+/* ---- versions, statuses, dtypes --------------------------------------- */
+
+const char *tpucc_version(void) { return TPUCC_VERSION_STRING; }
+
+const char *tpucc_status_str(tpucc_status s) {
+  if ((unsigned)s >= ST__COUNT) return "unknown status";
+  return base_status_str((base_status)s);
+}
+
+const char *tpucc_dtype_name(tpucc_dtype t) {
+  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_name((ir_type)t) : "invalid";
+}
+
+int tpucc_dtype_size(tpucc_dtype t) {
+  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_size((ir_type)t) : 0;
+}
+
+/* ---- sessions ---------------------------------------------------------- */
+
+static tpucc_status set_msg(tpucc_session *s, base_status st, const char *fmt, ...)
+    BASE_PRINTF(3, 4);
+static tpucc_status set_msg(tpucc_session *s, base_status st, const char *fmt, ...) {
+  va_list ap;
+  s->msg.len = 0;
+  va_start(ap, fmt);
+  sb_vprintf(&s->msg, fmt, ap);
+  va_end(ap);
+  return (tpucc_status)st;
+}
+
+static void clear_msg(tpucc_session *s) {
+  s->msg.len = 0;
+  sb_puts(&s->msg, "");
+}
+
+void tpucc_session_options_init(tpucc_session_options *o) {
+  memset(o, 0, sizeof *o);
+  o->max_errors = 50;
+}
+
+tpucc_status tpucc_session_create(const tpucc_session_options *opts, tpucc_session **out_session) {
+  if (!out_session) return TPUCC_INVALID_ARGUMENT;
+  tpucc_session_options def;
+  tpucc_session_options_init(&def);
+  if (!opts) opts = &def;
+  tpucc_session *s = calloc(1, sizeof *s);
+  if (!s) return TPUCC_OUT_OF_MEMORY;
+  s->max_errors = opts->max_errors > 0 ? opts->max_errors : 50;
+  sb_init(&s->msg);
+  clear_msg(s);
+  *out_session = s;
+  return TPUCC_OK;
+}
+
+void tpucc_session_destroy(tpucc_session *s) {
+  if (!s) return;
+  diag_destroy(s->last);
+  sb_free(&s->msg);
+  free(s);
+}
+
+const char *tpucc_session_message(const tpucc_session *s) {
+  return s && s->msg.s ? s->msg.s : "";
+}
+
+const char *tpucc_session_diagnostics(const tpucc_session *s) {
+  return s && s->last ? diag_text(s->last) : "";
+}
+
+/* ---- compiling --------------------------------------------------------- */
+
+void tpucc_compile_options_init(tpucc_compile_options *o) {
+  memset(o, 0, sizeof *o);
+  o->language = TPUCC_LANGUAGE_AUTO;
+}
+
+static bool has_suffix(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* AUTO: by extension, else HLO when the text looks like HLO. */
+static tpucc_language pick_language(const char *name, const char *text, size_t len) {
+  if (has_suffix(name, ".hlo") || has_suffix(name, ".txt")) return TPUCC_LANGUAGE_HLO;
+  if (has_suffix(name, ".tg")) return TPUCC_LANGUAGE_TG;
+  size_t n = len < 4096 ? len : 4096;
+  for (size_t i = 0; i + 9 <= n; i++)
+    if (memcmp(text + i, "HloModule", 9) == 0 || memcmp(text + i, "ENTRY", 5) == 0)
+      return TPUCC_LANGUAGE_HLO;
+  return TPUCC_LANGUAGE_AUTO;
+}
+
+typedef VEC(ir_shape) shape_vec;
+typedef VEC(ir_literal *) literal_vec;
+
+static void collect_results(arena *a, const ir_shape *s, shape_vec *out) {
+  if (s->type == IR_TUPLE) {
+    for (int i = 0; i < s->ntuple; i++) collect_results(a, &s->tuple[i], out);
+    return;
+  }
+  VEC_PUSH(a, *out, *s);
+}
+
+/* The first line of the diagnostics, for the one-line message. */
+static void first_line(strbuf *b, const char *text) {
+  const char *nl = strchr(text, '\n');
+  sb_putn(b, text, nl ? (size_t)(nl - text) : strlen(text));
+}
+
+tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options *opts,
+                                  const char *name, const char *text, size_t len,
+                                  tpucc_module **out_module) {
+  if (!s) return TPUCC_INVALID_ARGUMENT;
+  if (!out_module || (!text && len) || !name)
+    return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_compile_memory: NULL argument");
+  clear_msg(s);
+  tpucc_compile_options def;
+  tpucc_compile_options_init(&def);
+  if (!opts) opts = &def;
+  tpucc_language lang = opts->language;
+  if (lang == TPUCC_LANGUAGE_AUTO) lang = pick_language(name, text ? text : "", len);
+  if (lang == TPUCC_LANGUAGE_AUTO)
+    return set_msg(s, ST_INVALID_ARGUMENT,
+                   "%s: cannot tell the language (name it .hlo or .tg, or choose one)", name);
+  diag_destroy(s->last);
+  s->last = diag_create();
+  diag_set_max_errors(s->last, s->max_errors);
+  /* The frontends get a NUL-terminated copy and the text for carets. */
+  char *copy = base_xmalloc(len + 1);
+  if (len) memcpy(copy, text, len);
+  copy[len] = 0;
+  diag_add_source(s->last, name, copy, len);
+  ir_module *m = NULL;
+  if (lang == TPUCC_LANGUAGE_HLO) {
+#ifdef HAVE_HLO
+    m = fe_parse_hlo(name, copy, len, s->last);
+#else
+    free(copy);
+    return set_msg(s, ST_UNSUPPORTED, "%s: this tpucc was built without the HLO frontend", name);
+#endif
+  } else {
+#ifdef HAVE_TG
+    m = fe_parse_tg(name, copy, len, opts->entry, s->last);
+#else
+    free(copy);
+    return set_msg(s, ST_UNSUPPORTED, "%s: this tpucc was built without the .tg frontend", name);
+#endif
+  }
+  free(copy);
+  if (!m || diag_error_count(s->last) > 0) {
+    ir_module_destroy(m);
+    s->msg.len = 0;
+    if (diag_error_count(s->last) > 0) first_line(&s->msg, diag_text(s->last));
+    else sb_printf(&s->msg, "%s: the frontend rejected the input", name);
+    if (diag_error_count(s->last) > 1)
+      sb_printf(&s->msg, " (and %d more errors)", diag_error_count(s->last) - 1);
+    return TPUCC_PARSE_ERROR;
+  }
+  if (m->entry == IR_NONE) {
+    ir_module_destroy(m);
+    return set_msg(s, ST_INVALID_ARGUMENT, "%s: the module has no entry computation", name);
+  }
+  tpucc_module *tm = calloc(1, sizeof *tm);
+  if (!tm) {
+    ir_module_destroy(m);
+    return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
+  }
+  tm->s = s;
+  tm->m = m;
+  sb_init(&tm->hlo);
+  ir_comp *c = ir_comp_get(m, m->entry);
+  /* Parameters by number (the verifier made them 0..n-1, each once). */
+  int32_t np = 0;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *p = &c->insts.v[i];
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
+        p->a.parameter_number < c->insts.n && p->a.parameter_number + 1 > np)
+      np = (int32_t)p->a.parameter_number + 1;
+  }
+  tm->params = arena_array(m->arena, (size_t)(np ? np : 1), sizeof(ir_id));
+  for (int i = 0; i < np; i++) tm->params[i] = IR_NONE;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *p = &c->insts.v[i];
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
+        p->a.parameter_number < np)
+      tm->params[p->a.parameter_number] = i;
+  }
+  tm->nparams = np;
+  shape_vec res = {0};
+  if (c->root != IR_NONE) collect_results(m->arena, &c->insts.v[c->root].shape, &res);
+  tm->results = res.v;
+  tm->nresults = res.n;
+  *out_module = tm;
+  return TPUCC_OK;
+}
+
+tpucc_status tpucc_compile_file(tpucc_session *s, const tpucc_compile_options *opts,
+                                const char *path, tpucc_module **out_module) {
+  if (!s) return TPUCC_INVALID_ARGUMENT;
+  if (!path || !out_module)
+    return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_compile_file: NULL argument");
+  char *text;
+  size_t len;
+  char err[512];
+  base_status st = ir_file_read(path, MAX_SOURCE, &text, &len, err, sizeof err);
+  if (st != ST_OK) return set_msg(s, st, "%s", err);
+  tpucc_status r = tpucc_compile_memory(s, opts, path, text, len, out_module);
+  free(text);
+  return r;
+}
+
+void tpucc_module_destroy(tpucc_module *m) {
+  if (!m) return;
+  ir_module_destroy(m->m);
+  sb_free(&m->hlo);
+  free(m);
+}
+
+tpucc_status tpucc_module_emit_hlo(tpucc_module *m, const char **out_text, size_t *out_len) {
+  if (!m) return TPUCC_INVALID_ARGUMENT;
+  if (!out_text) return set_msg(m->s, ST_INVALID_ARGUMENT, "emit_hlo: NULL out_text");
+  clear_msg(m->s);
+  m->hlo.len = 0;
+  sb_puts(&m->hlo, "");
+  ir_print_module(&m->hlo, m->m);
+  *out_text = sb_str(&m->hlo);
+  if (out_len) *out_len = m->hlo.len;
+  return TPUCC_OK;
+}
+
+/* ---- signature -------------------------------------------------------- */
+
+static void describe(const ir_shape *s, const char *name, tpucc_tensor *t) {
+  memset(t, 0, sizeof *t);
+  t->dtype = (tpucc_dtype)s->type;
+  t->rank = s->rank;
+  for (int i = 0; i < s->rank; i++) t->dims[i] = s->dims[i];
+  t->nbytes = (size_t)ir_shape_count(s) * (size_t)ir_type_size(s->type);
+  t->name = name;
+}
+
+int32_t tpucc_module_parameter_count(const tpucc_module *m) { return m ? m->nparams : 0; }
+int32_t tpucc_module_result_count(const tpucc_module *m) { return m ? m->nresults : 0; }
+
+tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i, tpucc_tensor *out_desc) {
+  if (!m) return TPUCC_INVALID_ARGUMENT;
+  if (i < 0 || i >= m->nparams || !out_desc)
+    return set_msg(m->s, ST_INVALID_ARGUMENT, "parameter index %d out of range (%d parameters)",
+                   (int)i, (int)m->nparams);
+  if (m->params[i] == IR_NONE)
+    return set_msg(m->s, ST_INVALID_ARGUMENT, "the entry has no parameter(%d)", (int)i);
+  const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
+  if (p->shape.type == IR_TUPLE)
+    return set_msg(m->s, ST_UNSUPPORTED,
+                   "parameter %d '%s' is a tuple; tuple parameters cannot be passed as tensors",
+                   (int)i, p->name);
+  clear_msg(m->s);
+  describe(&p->shape, p->name, out_desc);
+  return TPUCC_OK;
+}
+
+tpucc_status tpucc_module_result(const tpucc_module *m, int32_t i, tpucc_tensor *out_desc) {
+  if (!m) return TPUCC_INVALID_ARGUMENT;
+  if (i < 0 || i >= m->nresults || !out_desc)
+    return set_msg(m->s, ST_INVALID_ARGUMENT, "result index %d out of range (%d results)", (int)i,
+                   (int)m->nresults);
+  clear_msg(m->s);
+  describe(&m->results[i], NULL, out_desc);
+  return TPUCC_OK;
+}
+
+/* ---- executing -------------------------------------------------------- */
+
+int32_t tpucc_target_count(void) { return tool_ntargets; }
+const char *tpucc_target_name(int32_t i) {
+  return i >= 0 && i < tool_ntargets ? tool_targets[i].name : NULL;
+}
+const char *tpucc_target_description(int32_t i) {
+  return i >= 0 && i < tool_ntargets ? tool_targets[i].description : NULL;
+}
+
+void tpucc_execute_options_init(tpucc_execute_options *o) { memset(o, 0, sizeof *o); }
+
+static void spec(strbuf *b, const ir_shape *s) {
+  b->len = 0;
+  ir_tensor_print_spec(b, s);
+}
+
+static void collect_literals(arena *a, ir_literal *l, literal_vec *out) {
+  if (l->shape.type == IR_TUPLE) {
+    for (int i = 0; i < l->shape.ntuple; i++) collect_literals(a, l->elems[i], out);
+    return;
+  }
+  VEC_PUSH(a, *out, l);
+}
+
+tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
+                           const tpucc_tensor *inputs, int32_t ninputs, tpucc_result **out_result) {
+  if (!m) return TPUCC_INVALID_ARGUMENT;
+  tpucc_session *s = m->s;
+  if (!out_result || (ninputs && !inputs) || ninputs < 0)
+    return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_execute: NULL argument");
+  clear_msg(s);
+  tpucc_execute_options def;
+  tpucc_execute_options_init(&def);
+  if (!opts) opts = &def;
+  const tool_target *t = opts->target ? tool_target_find(opts->target) : &tool_targets[0];
+  if (!t) {
+    strbuf known;
+    sb_init(&known);
+    for (int i = 0; i < tool_ntargets; i++)
+      sb_printf(&known, "%s%s", i ? ", " : "", tool_targets[i].name);
+    set_msg(s, ST_NOT_FOUND, "unknown target '%s' (known: %s)", opts->target, sb_str(&known));
+    sb_free(&known);
+    return TPUCC_NOT_FOUND;
+  }
+  const char *entry = ir_comp_get(m->m, m->m->entry)->name;
+  if (ninputs != m->nparams)
+    return set_msg(s, ST_INVALID_ARGUMENT, "entry '%s' takes %d parameter%s, %d given", entry,
+                   (int)m->nparams, m->nparams == 1 ? "" : "s", (int)ninputs);
+  arena *a = arena_create();
+  ir_literal **args = arena_array(a, (size_t)(ninputs ? ninputs : 1), sizeof *args);
+  strbuf x, y;
+  sb_init(&x);
+  sb_init(&y);
+  tpucc_status st = TPUCC_OK;
+  for (int32_t i = 0; i < ninputs && st == TPUCC_OK; i++) {
+    tpucc_tensor want;
+    st = tpucc_module_parameter(m, i, &want);
+    if (st != TPUCC_OK) break;
+    const tpucc_tensor *g = &inputs[i];
+    const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
+    if ((unsigned)g->dtype > TPUCC_DTYPE_F32 || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
+      st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': invalid tensor (dtype %d, rank %d)",
+                   (int)i, p->name, (int)g->dtype, (int)g->rank);
+      break;
+    }
+    ir_shape gs = ir_shape_array((ir_type)g->dtype, (int)g->rank, g->dims);
+    int64_t n;
+    if (!ir_shape_equal(&gs, &p->shape)) {
+      spec(&x, &p->shape);
+      if (ir_shape_elements(&gs, &n)) spec(&y, &gs);
+      else sb_puts(&y, "an invalid shape");
+      st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': expected %s, given %s", (int)i,
+                   p->name, sb_str(&x), sb_str(&y));
+      break;
+    }
+    if (!g->data || g->nbytes != want.nbytes) {
+      st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': %zu data bytes, expected %zu",
+                   (int)i, p->name, g->data ? g->nbytes : 0, want.nbytes);
+      break;
+    }
+    ir_literal *l = arena_alloc(a, sizeof *l);
+    l->shape = gs;
+    l->data = g->data; /* read only: targets never write their arguments */
+    l->nbytes = g->nbytes;
+    args[i] = l;
+  }
+  sb_free(&x);
+  sb_free(&y);
+  if (st != TPUCC_OK) {
+    arena_destroy(a);
+    return st;
+  }
+  ir_literal *out = NULL;
+  char err[512] = "";
+  base_status bs = t->run(m->m, opts->max_bytes, args, ninputs, a, &out, err, sizeof err);
+  if (bs != ST_OK || !out) {
+    arena_destroy(a);
+    return set_msg(s, bs != ST_OK ? bs : ST_INTERNAL, "%s: %s", t->name,
+                   err[0] ? err : "execution failed");
+  }
+  tpucc_result *r = calloc(1, sizeof *r);
+  if (!r) {
+    arena_destroy(a);
+    return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
+  }
+  literal_vec leaves = {0};
+  collect_literals(a, out, &leaves);
+  r->a = a;
+  r->n = leaves.n;
+  r->t = arena_array(a, (size_t)(leaves.n ? leaves.n : 1), sizeof(tpucc_tensor));
+  for (int i = 0; i < leaves.n; i++) {
+    describe(&leaves.v[i]->shape, NULL, &r->t[i]);
+    r->t[i].data = leaves.v[i]->data;
+    r->t[i].nbytes = leaves.v[i]->nbytes;
+  }
+  *out_result = r;
+  return TPUCC_OK;
+}
+
+int32_t tpucc_result_count(const tpucc_result *r) { return r ? r->n : 0; }
+
+const tpucc_tensor *tpucc_result_tensor(const tpucc_result *r, int32_t i) {
+  return r && i >= 0 && i < r->n ? &r->t[i] : NULL;
+}
+
+void tpucc_result_destroy(tpucc_result *r) {
+  if (!r) return;
+  arena_destroy(r->a);
+  free(r);
+}

@@ -1,0 +1,439 @@
+/* cmd_run.c: `tpucc run`: compile a module, feed it tensors, execute it on
+ * a target, print or write the results, and optionally check them against
+ * expected tensors. The help text below is the reference for its flags. */
+#include "tools/tools.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void tool_help_run(FILE *f) {
+  fputs(
+      "usage: tpucc run FILE [options]\n"
+      "\n"
+      "Compiles FILE (.hlo: XLA HLO text; .tg: tpucc graph) and runs its entry\n"
+      "computation on a target.\n"
+      "\n"
+      "options:\n"
+      "  --target=NAME          where to run (default: the first listed below)\n"
+      "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
+      "  --language=hlo|tg      override the choice by file extension\n"
+      "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
+      "                         (an .npz file supplies one per array). TENSOR is:\n"
+      "                           2x3xf32=1 2 3 4 5 6   values, row-major; spaces,\n"
+      "                                                 commas and [ ] separate;\n"
+      "                                                 one value fills all\n"
+      "                           f32=3.5               a scalar (f32[2,3]=... too)\n"
+      "                           64x128xbf16=@a.bin    raw little-endian data\n"
+      "                           2x3xf32=@x.npy        .npy checked against the shape\n"
+      "                                                 (an f32 file given as bf16/f16\n"
+      "                                                 is rounded to nearest even)\n"
+      "                           @x.npy  @x.npz  @x.npz:NAME   numpy files\n"
+      "                         types: pred s8 s32 bf16 f16 f32 (also i1 i8 i32);\n"
+      "                         values: integers, floats, nan, inf, true/false\n"
+      "  --random-inputs        generate the parameters not given by --input\n"
+      "  --seed=N               seed of --random-inputs (default 1): one splitmix64\n"
+      "                         stream over the parameters in order, row-major;\n"
+      "                         floats uniform in [-1,1), s8/s32 in [-8,8), pred 0/1\n"
+      "  --output=@FILE         one per result, in order (a tuple root has one per\n"
+      "                         element): @f.npy, @f.npz or @f.bin writes the result\n"
+      "                         (bf16 goes to .npy as f32, exactly); --output=-\n"
+      "                         prints it; --output= discards it. Without any\n"
+      "                         --output every result is printed, one per line:\n"
+      "                           2x3xf32=[1 2 3][4 5 6]\n"
+      "  --print-max-elements=N print at most N elements per result (default 1024,\n"
+      "                         0: all), then '...'\n"
+      "  --expected-output=TENSOR  one per result (same syntax as --input, e.g.\n"
+      "                         @y.npy): compare, print the first mismatch (index,\n"
+      "                         got, expected) and exit 1. Floats match when both\n"
+      "                         are NaN, equal, or |got - expected| <= atol +\n"
+      "                         rtol * |expected|; float results may be compared\n"
+      "                         with any float type (bf16 with an f32 .npy)\n"
+      "  --atol=X               absolute tolerance (default 1e-5)\n"
+      "  --rtol=X               relative tolerance (default 1e-5)\n"
+      "  -h, --help             this text\n"
+      "\n"
+      "targets:\n",
+      f);
+  for (int i = 0; i < tpucc_target_count(); i++)
+    fprintf(f, "  %-22s %s\n", tpucc_target_name(i), tpucc_target_description(i));
+  fputs("\n"
+        "exit status: 0 success; 1 mismatch against --expected-output, or an error\n"
+        "while executing or writing outputs; 2 usage error, unreadable or malformed\n"
+        "input, or a compile error (reported as file:line:col: error: ...).\n",
+        f);
+}
+
+/* One tensor argument as given, and where it came from (for messages). */
+typedef struct given {
+  ir_literal *lit;
+  int arg;          /* 1-based index of the --input / --expected-output flag */
+  const char *text; /* the flag's text */
+} given;
+
+typedef struct run_cfg {
+  const char *file, *target, *entry;
+  tpucc_language lang;
+  const char **inputs, **outputs, **expected;
+  int ninputs, noutputs, nexpected;
+  bool random;
+  uint64_t seed;
+  double atol, rtol;
+  int64_t print_max;
+} run_cfg;
+
+static const char *const CMD = "tpucc run";
+
+/* Shortens an argument for messages. */
+static const char *shown(arena *a, const char *s) {
+  return strlen(s) <= 60 ? s : arena_printf(a, "%.57s...", s);
+}
+
+static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *help) {
+  tool_args ar = {argc, 0, argv, CMD, false};
+  c->inputs = arena_array(a, (size_t)argc + 1, sizeof(char *));
+  c->outputs = arena_array(a, (size_t)argc + 1, sizeof(char *));
+  c->expected = arena_array(a, (size_t)argc + 1, sizeof(char *));
+  const char *name, *v;
+  while (tool_args_next(&ar, &name, &v)) {
+    if (!name) {
+      if (c->file) {
+        tool_error(CMD, "more than one FILE ('%s' and '%s')", c->file, v);
+        return false;
+      }
+      c->file = v;
+      continue;
+    }
+#define VALUE()                                     \
+  do {                                              \
+    if (!(v = tool_args_value(&ar, name, v))) return false; \
+  } while (0)
+    if (!strcmp(name, "h") || !strcmp(name, "help")) {
+      *help = true;
+      return true;
+    } else if (!strcmp(name, "input")) {
+      VALUE();
+      c->inputs[c->ninputs++] = v;
+    } else if (!strcmp(name, "output")) {
+      VALUE();
+      c->outputs[c->noutputs++] = v;
+    } else if (!strcmp(name, "expected-output")) {
+      VALUE();
+      c->expected[c->nexpected++] = v;
+    } else if (!strcmp(name, "target")) {
+      VALUE();
+      c->target = v;
+    } else if (!strcmp(name, "entry")) {
+      VALUE();
+      c->entry = v;
+    } else if (!strcmp(name, "language")) {
+      VALUE();
+      if (!strcmp(v, "hlo")) c->lang = TPUCC_LANGUAGE_HLO;
+      else if (!strcmp(v, "tg")) c->lang = TPUCC_LANGUAGE_TG;
+      else {
+        tool_error(CMD, "--language: '%s' is not hlo or tg", v);
+        return false;
+      }
+    } else if (!strcmp(name, "random-inputs")) {
+      if (v) {
+        tool_error(CMD, "--random-inputs takes no value");
+        return false;
+      }
+      c->random = true;
+    } else if (!strcmp(name, "seed")) {
+      VALUE();
+      int64_t s;
+      if (!tool_parse_int(CMD, name, v, 0, INT64_MAX, &s)) return false;
+      c->seed = (uint64_t)s;
+    } else if (!strcmp(name, "atol") || !strcmp(name, "rtol")) {
+      VALUE();
+      if (!tool_parse_double(CMD, name, v, name[0] == 'a' ? &c->atol : &c->rtol)) return false;
+    } else if (!strcmp(name, "print-max-elements")) {
+      VALUE();
+      if (!tool_parse_int(CMD, name, v, 0, INT64_MAX, &c->print_max)) return false;
+    } else {
+      tool_error(CMD, "unknown option '%s%s' (see tpucc run --help)", strlen(name) == 1 ? "-" : "--",
+                 name);
+      return false;
+    }
+#undef VALUE
+  }
+  if (!c->file) {
+    tool_error(CMD, "no FILE given (see tpucc run --help)");
+    return false;
+  }
+  for (int i = 0; i < c->noutputs; i++) {
+    const char *o = c->outputs[i];
+    if (strcmp(o, "-") != 0 && o[0] != 0 && (o[0] != '@' || o[1] == 0)) {
+      tool_error(CMD, "--output '%s': expected @FILE, - (print) or nothing (discard)", o);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Parses tensor flags (inputs or expected outputs) into a list. */
+static bool parse_tensors(arena *a, const char *flag, const char **texts, int n, given **out,
+                          int *out_n) {
+  VEC(given) v = {0};
+  for (int i = 0; i < n; i++) {
+    ir_named_literal *r;
+    int k;
+    char err[512];
+    if (ir_tensor_parse(a, texts[i], &r, &k, err, sizeof err) != ST_OK) {
+      tool_error(CMD, "%s %d ('%s'): %s", flag, i + 1, shown(a, texts[i]), err);
+      return false;
+    }
+    for (int j = 0; j < k; j++) {
+      given g = {r[j].lit, i + 1, texts[i]};
+      VEC_PUSH(a, v, g);
+    }
+  }
+  *out = v.v;
+  *out_n = v.n;
+  return true;
+}
+
+static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
+  memset(t, 0, sizeof *t);
+  t->dtype = (tpucc_dtype)l->shape.type;
+  t->rank = l->shape.rank;
+  for (int i = 0; i < l->shape.rank; i++) t->dims[i] = l->shape.dims[i];
+  t->data = l->data;
+  t->nbytes = l->nbytes;
+}
+
+static ir_shape desc_shape(const tpucc_tensor *t) {
+  return ir_shape_array((ir_type)t->dtype, (int)t->rank, t->dims);
+}
+
+static ir_literal *literal_of(arena *a, const tpucc_tensor *t) {
+  ir_literal *l = arena_alloc(a, sizeof *l);
+  l->shape = desc_shape(t);
+  l->data = t->data;
+  l->nbytes = t->nbytes;
+  return l;
+}
+
+static const char *spec_of(arena *a, const ir_shape *s) {
+  strbuf b;
+  sb_init(&b);
+  ir_tensor_print_spec(&b, s);
+  char *r = arena_strdup(a, sb_str(&b));
+  sb_free(&b);
+  return r;
+}
+
+static void print_signature(tpucc_module *m, arena *a) {
+  int np = tpucc_module_parameter_count(m);
+  for (int i = 0; i < np; i++) {
+    tpucc_tensor d;
+    if (tpucc_module_parameter(m, i, &d) != TPUCC_OK) continue;
+    ir_shape s = desc_shape(&d);
+    fprintf(stderr, "  parameter %d '%s': %s\n", i, d.name, spec_of(a, &s));
+  }
+}
+
+/* The coordinates of linear index idx in shape s: "[1, 2]". */
+static const char *coords(arena *a, const ir_shape *s, int64_t idx) {
+  int64_t c[IR_MAX_RANK];
+  for (int k = s->rank - 1; k >= 0; k--) {
+    c[k] = s->dims[k] ? idx % s->dims[k] : 0;
+    idx = s->dims[k] ? idx / s->dims[k] : 0;
+  }
+  strbuf b;
+  sb_init(&b);
+  sb_putc(&b, '[');
+  for (int k = 0; k < s->rank; k++) sb_printf(&b, "%s%lld", k ? ", " : "", (long long)c[k]);
+  sb_putc(&b, ']');
+  char *r = arena_strdup(a, sb_str(&b));
+  sb_free(&b);
+  return r;
+}
+
+static const char *elem_text(arena *a, const ir_literal *l, int64_t i) {
+  strbuf b;
+  sb_init(&b);
+  ir_tensor_print_elem(&b, l, i);
+  char *r = arena_strdup(a, sb_str(&b));
+  sb_free(&b);
+  return r;
+}
+
+/* Compares result k with its expected tensor; true when they match. */
+static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *got,
+                         const given *exp) {
+  const ir_literal *e = exp->lit;
+  ir_shape es = e->shape;
+  es.type = got->shape.type;
+  bool types_ok = e->shape.type == got->shape.type ||
+                  (ir_type_is_float(e->shape.type) && ir_type_is_float(got->shape.type));
+  if (!ir_shape_equal(&es, &got->shape) || !types_ok) {
+    fprintf(stderr, "%s: result %d: got %s, expected %s (--expected-output %d)\n", CMD, k,
+            spec_of(a, &got->shape), spec_of(a, &e->shape), exp->arg);
+    return false;
+  }
+  int64_t n = ir_shape_count(&got->shape), bad = 0, first = -1;
+  bool fl = ir_type_is_float(got->shape.type);
+  for (int64_t i = 0; i < n; i++) {
+    bool ok;
+    if (fl) {
+      double g = ir_literal_get_f64(got, i), x = ir_literal_get_f64(e, i);
+      ok = (isnan(g) && isnan(x)) || g == x || fabs(g - x) <= c->atol + c->rtol * fabs(x);
+    } else {
+      int64_t g = ir_literal_get_i64(got, i), x = ir_literal_get_i64(e, i);
+      ok = g == x || fabs((double)g - (double)x) <= c->atol + c->rtol * fabs((double)x);
+    }
+    if (!ok && bad++ == 0) first = i;
+  }
+  if (!bad) return true;
+  fprintf(stderr,
+          "%s: result %d (%s): mismatch at index %lld %s: got %s, expected %s "
+          "(%lld of %lld elements differ; atol=%g rtol=%g)\n",
+          CMD, k, spec_of(a, &got->shape), (long long)first, coords(a, &got->shape, first),
+          elem_text(a, got, first), elem_text(a, e, first), (long long)bad, (long long)n, c->atol,
+          c->rtol);
+  return false;
+}
+
+int tool_cmd_run(int argc, char **argv) {
+  arena *a = arena_create();
+  run_cfg c = {0};
+  c.target = NULL;
+  c.seed = 1;
+  c.atol = 1e-5;
+  c.rtol = 1e-5;
+  c.print_max = 1024;
+  bool help = false;
+  int rc = TOOL_EXIT_USAGE;
+  tpucc_session *s = NULL;
+  tpucc_module *m = NULL;
+  tpucc_result *res = NULL;
+  if (!parse_cmdline(argc, argv, &c, a, &help)) goto done;
+  if (help) {
+    tool_help_run(stdout);
+    rc = TOOL_EXIT_OK;
+    goto done;
+  }
+  if (c.target && !tool_target_find(c.target)) {
+    strbuf known;
+    sb_init(&known);
+    for (int i = 0; i < tpucc_target_count(); i++)
+      sb_printf(&known, "%s%s", i ? ", " : "", tpucc_target_name(i));
+    tool_error(CMD, "unknown target '%s' (known: %s)", c.target, sb_str(&known));
+    sb_free(&known);
+    goto done;
+  }
+  given *ins = NULL, *exps = NULL;
+  int nins = 0, nexps = 0;
+  if (!parse_tensors(a, "--input", c.inputs, c.ninputs, &ins, &nins)) goto done;
+  if (!parse_tensors(a, "--expected-output", c.expected, c.nexpected, &exps, &nexps)) goto done;
+
+  if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
+    tool_error(CMD, "out of memory");
+    goto done;
+  }
+  tpucc_compile_options co;
+  tpucc_compile_options_init(&co);
+  co.language = c.lang;
+  co.entry = c.entry;
+  if (tpucc_compile_file(s, &co, c.file, &m) != TPUCC_OK) {
+    const char *d = tpucc_session_diagnostics(s);
+    if (d[0]) fputs(d, stderr);
+    else tool_error(CMD, "%s", tpucc_session_message(s));
+    goto done;
+  }
+
+  /* Match inputs to parameters. */
+  int np = tpucc_module_parameter_count(m), nr = tpucc_module_result_count(m);
+  if (nins > np || (nins < np && !c.random)) {
+    tool_error(CMD, "%s: the entry takes %d parameter%s, %d input%s given%s", c.file, np,
+               np == 1 ? "" : "s", nins, nins == 1 ? "" : "s",
+               nins < np ? " (give one --input per parameter, or --random-inputs)" : "");
+    print_signature(m, a);
+    goto done;
+  }
+  tpucc_tensor *args = arena_array(a, (size_t)(np ? np : 1), sizeof *args);
+  uint64_t state = c.seed;
+  for (int i = 0; i < np; i++) {
+    tpucc_tensor want;
+    if (tpucc_module_parameter(m, i, &want) != TPUCC_OK) {
+      tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
+      goto done;
+    }
+    ir_shape ws = desc_shape(&want);
+    if (i >= nins) {
+      int64_t count;
+      if (!ir_shape_elements(&ws, &count) || count > ((int64_t)1 << 30)) {
+        tool_error(CMD, "parameter %d '%s' (%s) is too large to generate", i, want.name,
+                   spec_of(a, &ws));
+        goto done;
+      }
+      ir_literal *l = ir_literal_create(a, &ws);
+      tool_random_fill(l, &state);
+      tensor_view(l, &args[i]);
+      continue;
+    }
+    const ir_literal *g = ins[i].lit;
+    if (!ir_shape_equal(&g->shape, &ws)) {
+      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s",
+                 ins[i].arg, shown(a, ins[i].text), i, want.name, spec_of(a, &ws),
+                 spec_of(a, &g->shape));
+      goto done;
+    }
+    tensor_view(g, &args[i]);
+  }
+
+  /* Check the result flags against the signature before running. */
+  if (c.noutputs && c.noutputs != nr) {
+    tool_error(CMD, "%s: the entry has %d result%s, %d --output given", c.file, nr,
+               nr == 1 ? "" : "s", c.noutputs);
+    goto done;
+  }
+  if (nexps && nexps != nr) {
+    tool_error(CMD, "%s: the entry has %d result%s, %d expected output%s given", c.file, nr,
+               nr == 1 ? "" : "s", nexps, nexps == 1 ? "" : "s");
+    goto done;
+  }
+
+  tpucc_execute_options eo;
+  tpucc_execute_options_init(&eo);
+  eo.target = c.target;
+  tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
+  if (st != TPUCC_OK) {
+    tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
+    rc = st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
+    goto done;
+  }
+
+  rc = TOOL_EXIT_OK;
+  strbuf out;
+  sb_init(&out);
+  for (int k = 0; k < tpucc_result_count(res); k++) {
+    ir_literal *l = literal_of(a, tpucc_result_tensor(res, k));
+    const char *o = c.noutputs ? c.outputs[k] : "-";
+    if (!strcmp(o, "-")) {
+      out.len = 0;
+      ir_tensor_print(&out, l, c.print_max);
+      sb_putc(&out, '\n');
+      fwrite(out.s, 1, out.len, stdout);
+    } else if (o[0] == '@') {
+      char err[512];
+      if (ir_tensor_write_file(o + 1, l, err, sizeof err) != ST_OK) {
+        tool_error(CMD, "--output %d: %s", k + 1, err);
+        rc = TOOL_EXIT_FAIL;
+      }
+    }
+  }
+  sb_free(&out);
+  fflush(stdout);
+  for (int k = 0; k < nexps && k < tpucc_result_count(res); k++)
+    if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)), &exps[k]))
+      rc = TOOL_EXIT_FAIL;
+
+done:
+  tpucc_result_destroy(res);
+  tpucc_module_destroy(m);
+  tpucc_session_destroy(s);
+  arena_destroy(a);
+  return rc;
+}

@@ -1,0 +1,66 @@
+/* main.c: the `tpucc` command: subcommand dispatch, --help and --version.
+ * Each subcommand lives in its own cmd_*.c with its help text. */
+#include "tools/tools.h"
+
+static const struct {
+  const char *name, *summary;
+  int (*run)(int argc, char **argv);
+  void (*help)(FILE *f);
+} cmds[] = {
+    {"run", "compile a module and run it on a target", tool_cmd_run, tool_help_run},
+    {"compile", "compile a module and emit it (HLO text)", tool_cmd_compile, tool_help_compile},
+};
+
+static void usage(FILE *f) {
+  fputs("usage: tpucc COMMAND [options]   (tpucc COMMAND --help for its options)\n"
+        "\n"
+        "commands:\n",
+        f);
+  for (unsigned i = 0; i < COUNTOF(cmds); i++)
+    fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+  fputs("  help CMD   the options of CMD\n"
+        "\n"
+        "options:\n"
+        "  -h, --help     this text\n"
+        "  --version      print the version\n"
+        "\n"
+        "exit status: 0 success; 1 a mismatch or an error while running;\n"
+        "2 a usage or compile error.\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return TOOL_EXIT_USAGE;
+  }
+  const char *c = argv[1];
+  if (!strcmp(c, "-h") || !strcmp(c, "--help")) {
+    usage(stdout);
+    return TOOL_EXIT_OK;
+  }
+  if (!strcmp(c, "--version")) {
+    printf("tpucc %s\n", tpucc_version());
+    return TOOL_EXIT_OK;
+  }
+  bool help = !strcmp(c, "help");
+  if (help) {
+    if (argc < 3) {
+      usage(stdout);
+      return TOOL_EXIT_OK;
+    }
+    c = argv[2];
+  }
+  for (unsigned i = 0; i < COUNTOF(cmds); i++) {
+    if (strcmp(cmds[i].name, c) != 0) continue;
+    if (help) {
+      cmds[i].help(stdout);
+      return TOOL_EXIT_OK;
+    }
+    return cmds[i].run(argc - 2, argv + 2);
+  }
+  fprintf(stderr, "tpucc: error: unknown command '%s' (known: ", c);
+  for (unsigned i = 0; i < COUNTOF(cmds); i++) fprintf(stderr, "%s%s", i ? ", " : "", cmds[i].name);
+  fprintf(stderr, "; see tpucc --help)\n");
+  return TOOL_EXIT_USAGE;
+}

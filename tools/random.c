@@ -1,0 +1,33 @@
+/* random.c: the deterministic generator behind `tpucc run --random-inputs`.
+ *
+ * One splitmix64 stream (Steele, Lea, Flood 2014) seeded with --seed walks
+ * the parameters in order and each parameter's elements in row-major
+ * order; each element takes one 64-bit draw x:
+ *   bf16, f16, f32   (x >> 40) * 2^-24 * 2 - 1, uniform in [-1, 1), then
+ *                    rounded to the type (to nearest even)
+ *   s8, s32          (int)(x >> 60) - 8, uniform in [-8, 8)
+ *   pred             x >> 63
+ * The same seed gives the same inputs on every machine and target. */
+#include "tools/tools.h"
+
+uint64_t tool_random_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void tool_random_fill(ir_literal *l, uint64_t *state) {
+  BASE_ASSERT(l->shape.type != IR_TUPLE);
+  int64_t n = ir_shape_count(&l->shape);
+  ir_type t = l->shape.type;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t x = tool_random_next(state);
+    if (ir_type_is_float(t))
+      ir_literal_set_f64(l, i, (double)(x >> 40) * (1.0 / 16777216.0) * 2.0 - 1.0);
+    else if (t == IR_PRED)
+      ir_literal_set_i64(l, i, (int64_t)(x >> 63));
+    else
+      ir_literal_set_i64(l, i, (int64_t)(x >> 60) - 8);
+  }
+}

@@ -1,0 +1,77 @@
+/* tools.h: the one internal interface of tools/: the target table shared
+ * by libtpucc and the CLI, the CLI's subcommands and their helpers.
+ * Prefix tool_. Not installed; the public surface is include/tpucc.h. */
+#ifndef TPUCC_TOOLS_H
+#define TPUCC_TOOLS_H
+
+#include "ir/ir.h"
+#include "tpucc.h"
+
+/* ---- targets (targets.c) --------------------------------------------- */
+
+/* Executes the entry of m on args (already checked against the entry's
+ * parameters). On success *out is the entry's result literal (a tuple for
+ * tuple roots) allocated in a. On failure returns a status and writes one
+ * line into err. */
+typedef base_status (*tool_target_run_fn)(const ir_module *m, int64_t max_bytes,
+                                          ir_literal *const *args, int nargs,
+                                          arena *a, ir_literal **out,
+                                          char *err, size_t errlen);
+
+typedef struct tool_target {
+  const char *name;        /* --target=NAME */
+  const char *description; /* one line for --help */
+  tool_target_run_fn run;
+} tool_target;
+
+/* The table, in order; entry 0 is the default target. */
+extern const tool_target tool_targets[];
+extern const int tool_ntargets;
+/* Finds a target by name, or NULL. */
+const tool_target *tool_target_find(const char *name);
+
+/* ---- random inputs (random.c) ---------------------------------------- */
+
+/* splitmix64: the generator behind --random-inputs. */
+uint64_t tool_random_next(uint64_t *state);
+/* Fills an array literal in row-major order from *state: floats uniform in
+ * [-1, 1) (rounded to the type), s8/s32 uniform in [-8, 8), pred 0/1. */
+void tool_random_fill(ir_literal *l, uint64_t *state);
+
+/* ---- command line (args.c) -------------------------------------------- */
+
+/* A tiny option scanner: "--name=value", "--name value", "-o value",
+ * "-ovalue" and bare positional arguments; "--" ends options. */
+typedef struct tool_args {
+  int argc, i;
+  char **argv;
+  const char *cmd;   /* "tpucc run", for messages */
+  bool only_positional;
+} tool_args;
+
+/* Advances to the next argument. Returns false at the end. On return:
+ * *name is the option's name without dashes ("input", "o") or NULL for a
+ * positional argument; *value its value: after '=' when written inline,
+ * else NULL (call tool_args_value to take the next argument). */
+bool tool_args_next(tool_args *a, const char **name, const char **value);
+/* Returns the option's value: inline, or the next argument; NULL (after
+ * printing an error) when missing. */
+const char *tool_args_value(tool_args *a, const char *name, const char *inline_value);
+/* Prints "CMD: error: ..." to stderr. */
+void tool_error(const char *cmd, const char *fmt, ...) BASE_PRINTF(2, 3);
+/* Parses a number option; false after printing an error. */
+bool tool_parse_double(const char *cmd, const char *name, const char *v, double *out);
+bool tool_parse_int(const char *cmd, const char *name, const char *v, int64_t min, int64_t max,
+                    int64_t *out);
+
+/* ---- subcommands (cmd_*.c) -------------------------------------------- */
+
+/* Exit codes of the CLI. */
+enum { TOOL_EXIT_OK = 0, TOOL_EXIT_FAIL = 1, TOOL_EXIT_USAGE = 2 };
+
+int tool_cmd_run(int argc, char **argv);
+int tool_cmd_compile(int argc, char **argv);
+void tool_help_run(FILE *f);
+void tool_help_compile(FILE *f);
+
+#endif
