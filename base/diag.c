@@ -66,11 +66,13 @@ static bool source_line(const diag *d, const char *file, int line,
   for (int i = d->nsrcs - 1; i >= 0; i--) {
     if (strcmp(d->srcs[i].file, file) != 0) continue;
     const char *p = d->srcs[i].text, *end = p + d->srcs[i].len;
-    for (int l = 1; l < line && p < end; l++) {
+    int l = 1;
+    for (; l < line && p < end; l++) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
       if (!nl) return false;
       p = nl + 1;
     }
+    if (l < line) return false; /* past the end of the text */
     const char *e = p;
     while (e < end && *e != '\n' && *e != '\r') e++;
     *out = p;
