@@ -4,11 +4,16 @@
  *   - weights are converted once to f32 and packed in panels of 32 columns
  *     (emu_mxu_pack_w); bf16 -> f32 is a 16-bit shift, subnormals flushed
  *     here unless EMU_MXU_KEEP_SUBNORMALS;
- *   - lhs is converted in blocks of MC rows x KC columns into micro-panels of
- *     MR rows, k-major, so a micro-kernel broadcasts MR consecutive floats;
+ *   - lhs is converted in blocks of MC rows x KC columns into f32 rows
+ *     (pack_a), so a micro-kernel broadcasts one float per row and k;
  *   - a micro-kernel keeps an MR x 32 tile of the accumulator in registers,
  *     loads it from acc, runs kc fused multiply-adds per element in ascending
- *     k, canonicalises NaNs and stores it back.
+ *     k, canonicalises NaNs and stores it back;
+ *   - loop order per k block: lhs block (L2), then chunks of JPC weight
+ *     panels (L2), then a row of micro-tiles walking acc left to right (so
+ *     the hardware prefetcher streams each acc row; walking acc down a
+ *     column instead cost 15% at 2048^3 in TLB and cache misses).
+ * Block sizes were tuned on the machine in docs/performance.md.
  * Why this is bit-exact: every output element's value is a chain
  * acc = fma(a_kk, w_kk, acc) over kk ascending. Blocking k (KC) only splits
  * that chain at a store/load of the same f32 value; blocking m and n, the
@@ -31,9 +36,11 @@
 
 enum {
   PANEL = 32,    /* columns per packed weight panel (and per micro-tile) */
-  KC = 256,      /* k per block: a 32-column weight slice is 32 KiB (L1) */
-  MC = 192,      /* lhs rows per packed block: MC x KC floats (L2) */
+  KC = 512,      /* k per block: fewer passes of acc through memory */
+  MC = 96,       /* lhs rows per packed block: MC x KC floats (L2) */
+  JPC = 8,       /* weight panels per chunk: KC x 256 floats (L2) */
   MR_MAX = 16,   /* largest micro-tile height of any kernel */
+  A_PAD = 16,    /* floats of padding per packed lhs row */
 };
 
 #define CANONICAL_NAN_BITS 0x7FC00000u
@@ -72,83 +79,48 @@ static inline float canon(float x) {
   return x;
 }
 
-/* ---- packing ------------------------------------------------------------ */
+/* ---- packing of lhs ---------------------------------------------------- */
 
-size_t emu_mxu_packed_w_bytes(int k, int n) {
-  if (k <= 0 || n <= 0)
-    return 0;
-  size_t panels = ((size_t)n + PANEL - 1) / PANEL;
-  return panels * (size_t)k * PANEL * sizeof(float);
+/* Row conversion with the input rule: the one step of packing that touches
+ * every element, so it has vector versions below. */
+typedef void cvt_fn(const uint16_t *src, float *dst, int count, int keep);
+
+static void cvt_portable(const uint16_t *src, float *dst, int count, int keep) {
+  for (int i = 0; i < count; i++)
+    dst[i] = in_f32(src[i], keep);
 }
 
-void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
-                    float *packed) {
-  int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
-  int panels = (n + PANEL - 1) / PANEL;
-  for (int p = 0; p < panels; p++) {
-    int j0 = p * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
-    float *dst = packed + (size_t)p * (size_t)k * PANEL;
-    if (flags & EMU_MXU_W_TRANSPOSED) {
-      /* w[kk][j] = w[j * ld_w + kk]: walk each source row once. */
-      for (int kk = 0; kk < k; kk++)
-        for (int c = nr; c < PANEL; c++)
-          dst[(size_t)kk * PANEL + c] = 0.0f;
-      for (int c = 0; c < nr; c++) {
-        const uint16_t *src = w + (size_t)(j0 + c) * (size_t)ld_w;
-        for (int kk = 0; kk < k; kk++)
-          dst[(size_t)kk * PANEL + c] = in_f32(src[kk], keep);
-      }
-    } else {
-      for (int kk = 0; kk < k; kk++) {
-        const uint16_t *src = w + (size_t)kk * (size_t)ld_w + j0;
-        float *d = dst + (size_t)kk * PANEL;
-        for (int c = 0; c < nr; c++)
-          d[c] = in_f32(src[c], keep);
-        for (int c = nr; c < PANEL; c++)
-          d[c] = 0.0f;
-      }
-    }
-  }
-}
-
-/* lhs[mc][kc] (stride lds) -> micro-panels [ceil(mc/mr)][kc][mr], rows past
- * mc zero. */
-static void pack_a(const uint16_t *lhs, int lds, int mc, int kc, int mr,
-                   int keep, float *dst) {
-  for (int i0 = 0; i0 < mc; i0 += mr) {
-    int rows = mc - i0 < mr ? mc - i0 : mr;
-    float *d = dst + (size_t)i0 * (size_t)kc;
-    for (int r = 0; r < rows; r++) {
-      const uint16_t *src = lhs + (size_t)(i0 + r) * (size_t)lds;
-      for (int kk = 0; kk < kc; kk++)
-        d[(size_t)kk * (size_t)mr + r] = in_f32(src[kk], keep);
-    }
-    for (int r = rows; r < mr; r++)
-      for (int kk = 0; kk < kc; kk++)
-        d[(size_t)kk * (size_t)mr + r] = 0.0f;
-  }
+/* lhs[mc][kc] (stride lds) -> f32 rows dst[mc][kc] (stride lda), then zero
+ * rows up to the next multiple of mr (read by edge tiles, never stored).
+ * lda = kc + 16 keeps the rows of a micro-tile in different L1 sets. */
+static void pack_a(cvt_fn *cvt, const uint16_t *lhs, int lds, int mc, int kc,
+                   size_t lda, int mr, int keep, float *dst) {
+  int padded = (mc + mr - 1) / mr * mr;
+  for (int r = 0; r < mc; r++)
+    cvt(lhs + (size_t)r * (size_t)lds, dst + (size_t)r * lda, kc, keep);
+  for (int r = mc; r < padded; r++)
+    memset(dst + (size_t)r * lda, 0, (size_t)kc * sizeof(float));
 }
 
 /* ---- micro-kernels -------------------------------------------------------
  * Contract of every kernel: for i < MR, j < 32:
- *   c[i*ldc + j] = canon(fma chain over kk < kc of a[kk*MR + i] * b[kk*32 + j]
+ *   c[i*ldc + j] = canon(fma chain over kk < kc of a[i*lda + kk] * b[kk*32 + j]
  *                        starting from c[i*ldc + j]). */
-typedef void ukr_fn(int kc, const float *a, const float *b, float *c,
-                    size_t ldc);
+typedef void ukr_fn(int kc, const float *a, size_t lda, const float *b,
+                    float *c, size_t ldc);
 
 enum { MR_PORTABLE = 4 };
 
-static void ukr_portable(int kc, const float *a, const float *b, float *c,
-                         size_t ldc) {
+static void ukr_portable(int kc, const float *a, size_t lda, const float *b,
+                         float *c, size_t ldc) {
   float t[MR_PORTABLE][PANEL];
   for (int i = 0; i < MR_PORTABLE; i++)
     memcpy(t[i], c + (size_t)i * ldc, sizeof t[i]);
   for (int kk = 0; kk < kc; kk++) {
-    const float *ak = a + (size_t)kk * MR_PORTABLE;
     const float *bk = b + (size_t)kk * PANEL;
     for (int i = 0; i < MR_PORTABLE; i++)
       for (int j = 0; j < PANEL; j++)
-        t[i][j] = fmaf(ak[i], bk[j], t[i][j]);
+        t[i][j] = fmaf(a[(size_t)i * lda + kk], bk[j], t[i][j]);
   }
   for (int i = 0; i < MR_PORTABLE; i++)
     for (int j = 0; j < PANEL; j++)
@@ -158,10 +130,43 @@ static void ukr_portable(int kc, const float *a, const float *b, float *c,
 #if MXU_X86
 enum { MR_AVX2 = 6, MR_AVX512 = 12 };
 
+__attribute__((target("avx2"))) static void
+cvt_avx2(const uint16_t *src, float *dst, int count, int keep) {
+  const __m256i expo = _mm256_set1_epi32(0x7F800000), sign = _mm256_set1_epi32((int)0x80000000u);
+  int i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256i x = _mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i))), 16);
+    if (!keep) {
+      __m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(x, expo), _mm256_setzero_si256());
+      x = _mm256_blendv_epi8(x, _mm256_and_si256(x, sign), z);
+    }
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(x));
+  }
+  cvt_portable(src + i, dst + i, count - i, keep);
+}
+
+__attribute__((target("avx512f"))) static void
+cvt_avx512(const uint16_t *src, float *dst, int count, int keep) {
+  const __m512i expo = _mm512_set1_epi32(0x7F800000), sign = _mm512_set1_epi32((int)0x80000000u);
+  int i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m512i x = _mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + i))), 16);
+    if (!keep) {
+      __mmask16 nz = _mm512_test_epi32_mask(x, expo);
+      x = _mm512_mask_mov_epi32(_mm512_and_si512(x, sign), nz, x);
+    }
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(x));
+  }
+  cvt_portable(src + i, dst + i, count - i, keep);
+}
+
 /* AVX2: a 6 x 16 half tile in 12 ymm accumulators, called for both halves
  * of the 32-column panel. */
 __attribute__((target("avx2,fma"))) static void
-ukr_avx2_half(int kc, const float *a, const float *b, float *c, size_t ldc) {
+ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c,
+              size_t ldc) {
   __m256 c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
   __m256 c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
   __m256 c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
@@ -171,19 +176,19 @@ ukr_avx2_half(int kc, const float *a, const float *b, float *c, size_t ldc) {
   for (int kk = 0; kk < kc; kk++) {
     __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     __m256 x;
-    x = _mm256_broadcast_ss(a + 0);
+    x = _mm256_broadcast_ss(a + 0 * lda);
     c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1);
+    x = _mm256_broadcast_ss(a + 1 * lda);
     c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2);
+    x = _mm256_broadcast_ss(a + 2 * lda);
     c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3);
+    x = _mm256_broadcast_ss(a + 3 * lda);
     c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4);
+    x = _mm256_broadcast_ss(a + 4 * lda);
     c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5);
+    x = _mm256_broadcast_ss(a + 5 * lda);
     c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
-    a += MR_AVX2;
+    a++;
     b += PANEL;
   }
   const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)CANONICAL_NAN_BITS));
@@ -198,15 +203,17 @@ ukr_avx2_half(int kc, const float *a, const float *b, float *c, size_t ldc) {
 }
 
 __attribute__((target("avx2,fma"))) static void
-ukr_avx2(int kc, const float *a, const float *b, float *c, size_t ldc) {
-  ukr_avx2_half(kc, a, b, c, ldc);
-  ukr_avx2_half(kc, a, b + 16, c + 16, ldc);
+ukr_avx2(int kc, const float *a, size_t lda, const float *b, float *c,
+         size_t ldc) {
+  ukr_avx2_half(kc, a, lda, b, c, ldc);
+  ukr_avx2_half(kc, a, lda, b + 16, c + 16, ldc);
 }
 
 /* AVX-512: a 12 x 32 tile in 24 zmm accumulators; the broadcasts fold into
  * the fma as {1to16} memory operands. */
 __attribute__((target("avx512f"))) static void
-ukr_avx512(int kc, const float *a, const float *b, float *c, size_t ldc) {
+ukr_avx512(int kc, const float *a, size_t lda, const float *b, float *c,
+           size_t ldc) {
 #define LD(i) __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc), c##i##1 = _mm512_loadu_ps(c + i * ldc + 16)
   LD(0); LD(1); LD(2); LD(3); LD(4); LD(5);
   LD(6); LD(7); LD(8); LD(9); LD(10); LD(11);
@@ -215,14 +222,14 @@ ukr_avx512(int kc, const float *a, const float *b, float *c, size_t ldc) {
     __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #define FM(i)                                                                  \
   do {                                                                         \
-    __m512 x = _mm512_set1_ps(a[i]);                                           \
+    __m512 x = _mm512_set1_ps(a[i * lda]);                                           \
     c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                 \
     c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                 \
   } while (0)
     FM(0); FM(1); FM(2); FM(3); FM(4); FM(5);
     FM(6); FM(7); FM(8); FM(9); FM(10); FM(11);
 #undef FM
-    a += MR_AVX512;
+    a++;
     b += PANEL;
   }
   const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS));
@@ -242,6 +249,7 @@ ukr_avx512(int kc, const float *a, const float *b, float *c, size_t ldc) {
 typedef struct kernel {
   int mr;
   ukr_fn *ukr;
+  cvt_fn *cvt;
 } kernel;
 
 int emu_mxu_impl_available(emu_mxu_impl impl) {
@@ -280,17 +288,75 @@ static kernel pick(unsigned flags) {
            : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
                                                         : EMU_MXU_IMPL_PORTABLE;
   if (want == EMU_MXU_IMPL_AVX512)
-    return (kernel){MR_AVX512, ukr_avx512};
+    return (kernel){MR_AVX512, ukr_avx512, cvt_avx512};
   if (want == EMU_MXU_IMPL_AVX2)
-    return (kernel){MR_AVX2, ukr_avx2};
+    return (kernel){MR_AVX2, ukr_avx2, cvt_avx2};
 #endif
-  return (kernel){MR_PORTABLE, ukr_portable};
+  return (kernel){MR_PORTABLE, ukr_portable, cvt_portable};
+}
+
+static cvt_fn *pick_cvt(unsigned flags) { return pick(flags).cvt; }
+
+/* ---- packing of weights ---------------------------------------------- */
+
+size_t emu_mxu_packed_w_bytes(int k, int n) {
+  if (k <= 0 || n <= 0)
+    return 0;
+  size_t panels = ((size_t)n + PANEL - 1) / PANEL;
+  return panels * (size_t)k * PANEL * sizeof(float);
+}
+
+void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
+                    float *packed) {
+  int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
+  int panels = (n + PANEL - 1) / PANEL;
+  cvt_fn *cvt = pick_cvt(flags);
+  for (int p = 0; p < panels; p++) {
+    int j0 = p * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
+    float *dst = packed + (size_t)p * (size_t)k * PANEL;
+    if (flags & EMU_MXU_W_TRANSPOSED) {
+      /* w[kk][j] = w[j * ld_w + kk]: walk each source row once. */
+      for (int kk = 0; kk < k; kk++)
+        for (int c = nr; c < PANEL; c++)
+          dst[(size_t)kk * PANEL + c] = 0.0f;
+      for (int c = 0; c < nr; c++) {
+        const uint16_t *src = w + (size_t)(j0 + c) * (size_t)ld_w;
+        for (int kk = 0; kk < k; kk++)
+          dst[(size_t)kk * PANEL + c] = in_f32(src[kk], keep);
+      }
+    } else {
+      for (int kk = 0; kk < k; kk++) {
+        const uint16_t *src = w + (size_t)kk * (size_t)ld_w + j0;
+        float *d = dst + (size_t)kk * PANEL;
+        cvt(src, d, nr, keep);
+        for (int c = nr; c < PANEL; c++)
+          d[c] = 0.0f;
+      }
+    }
+  }
 }
 
 /* ---- drivers ---------------------------------------------------------- */
 
 size_t emu_mxu_scratch_bytes(void) {
-  return ((size_t)(MC + MR_MAX) * KC + (size_t)MR_MAX * PANEL) * sizeof(float) + 64;
+  return ((size_t)(MC + MR_MAX) * (KC + A_PAD) + (size_t)MR_MAX * PANEL) * sizeof(float) + 64;
+}
+
+/* One micro-tile: mr x nr live outputs of the kernel's MR x 32 tile. */
+static void run_tile(const kernel *kr, int kc, const float *a, size_t lda,
+                     const float *b, float *c, size_t ldc, int mr, int nr,
+                     float *tile) {
+  if (mr == kr->mr && nr == PANEL) {
+    kr->ukr(kc, a, lda, b, c, ldc);
+    return;
+  }
+  /* Edge tile: run on a copy; lanes past the edge are discarded. */
+  memset(tile, 0, (size_t)kr->mr * PANEL * sizeof(float));
+  for (int i = 0; i < mr; i++)
+    memcpy(tile + (size_t)i * PANEL, c + (size_t)i * ldc, (size_t)nr * sizeof(float));
+  kr->ukr(kc, a, lda, b, tile, PANEL);
+  for (int i = 0; i < mr; i++)
+    memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
 }
 
 void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
@@ -302,34 +368,28 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   uintptr_t p = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
   float *abuf = (float *)p;
-  float *tile = abuf + (size_t)(MC + MR_MAX) * KC; /* MR_MAX x PANEL edge tile */
+  float *tile = abuf + (size_t)(MC + MR_MAX) * (KC + A_PAD); /* edge tile */
   int panels = (n + PANEL - 1) / PANEL;
   size_t ldc = (size_t)ld_acc;
 
   for (int pc = 0; pc < k; pc += KC) {
     int kc = k - pc < KC ? k - pc : KC;
+    size_t lda = (size_t)kc + A_PAD;
     for (int ic = 0; ic < m; ic += MC) {
       int mc = m - ic < MC ? m - ic : MC;
-      pack_a(lhs + (size_t)ic * (size_t)lds_lhs + pc, lds_lhs, mc, kc, kr.mr,
-             keep, abuf);
-      for (int jp = 0; jp < panels; jp++) {
-        const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * PANEL;
-        int j0 = jp * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
+      pack_a(kr.cvt, lhs + (size_t)ic * (size_t)lds_lhs + pc, lds_lhs, mc, kc,
+             lda, kr.mr, keep, abuf);
+      for (int jc = 0; jc < panels; jc += JPC) {
+        int jend = panels - jc < JPC ? panels : jc + JPC;
         for (int ir = 0; ir < mc; ir += kr.mr) {
           int mr = mc - ir < kr.mr ? mc - ir : kr.mr;
-          const float *a = abuf + (size_t)ir * (size_t)kc;
-          float *c = acc + (size_t)(ic + ir) * ldc + (size_t)j0;
-          if (mr == kr.mr && nr == PANEL) {
-            kr.ukr(kc, a, b, c, ldc);
-            continue;
+          const float *a = abuf + (size_t)ir * lda;
+          for (int jp = jc; jp < jend; jp++) {
+            const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * PANEL;
+            int j0 = jp * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
+            run_tile(&kr, kc, a, lda, b, acc + (size_t)(ic + ir) * ldc + (size_t)j0,
+                     ldc, mr, nr, tile);
           }
-          /* Edge tile: run on a copy; lanes past the edge are discarded. */
-          memset(tile, 0, (size_t)kr.mr * PANEL * sizeof(float));
-          for (int i = 0; i < mr; i++)
-            memcpy(tile + (size_t)i * PANEL, c + (size_t)i * ldc, (size_t)nr * sizeof(float));
-          kr.ukr(kc, a, b, tile, PANEL);
-          for (int i = 0; i < mr; i++)
-            memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
         }
       }
     }
@@ -354,15 +414,18 @@ static void matmul_scalar(const uint16_t *lhs, const uint16_t *w, float *acc,
     }
 }
 
-enum { NC = 256 }; /* weight columns packed per chunk in the general entry */
+/* The general entry packs weights one k block at a time (KC x NC columns)
+ * and streams all of lhs against it, so lhs and w are each converted once
+ * when n <= NC. Splitting k into blocks keeps each output's chain in
+ * ascending k (the blocks run in order, acc carries the value). */
+enum { NC = 4096 };
 
 void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
                             int m, int k, int n, int lds_lhs, int ld_w,
                             int ld_acc, unsigned flags) {
   if (m <= 0 || k <= 0 || n <= 0)
     return;
-  int nc_max = n < NC ? n : NC;
-  size_t wbytes = emu_mxu_packed_w_bytes(k, nc_max);
+  size_t wbytes = emu_mxu_packed_w_bytes(k < KC ? k : KC, n < NC ? n : NC);
   size_t sbytes = emu_mxu_scratch_bytes();
   char *mem = malloc(wbytes + sbytes + 64);
   if (!mem) {
@@ -374,10 +437,14 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
   int tr = (flags & EMU_MXU_W_TRANSPOSED) != 0;
   for (int jc = 0; jc < n; jc += NC) {
     int nc = n - jc < NC ? n - jc : NC;
-    const uint16_t *wc = tr ? w + (size_t)jc * (size_t)ld_w : w + jc;
-    emu_mxu_pack_w(wc, k, nc, ld_w, flags, packed);
-    emu_mxu_matmul_packed(lhs, packed, acc + jc, m, k, nc, lds_lhs, ld_acc,
-                          flags, scratch);
+    for (int pc = 0; pc < k; pc += KC) {
+      int kc = k - pc < KC ? k - pc : KC;
+      const uint16_t *wb = tr ? w + (size_t)jc * (size_t)ld_w + pc
+                              : w + (size_t)pc * (size_t)ld_w + jc;
+      emu_mxu_pack_w(wb, kc, nc, ld_w, flags, packed);
+      emu_mxu_matmul_packed(lhs + pc, packed, acc + jc, m, kc, nc, lds_lhs,
+                            ld_acc, flags, scratch);
+    }
   }
   free(mem);
 }
