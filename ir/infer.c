@@ -423,13 +423,15 @@ static ir_type result_type(ctx *c, ir_type l, ir_type r, ir_type pref) {
   return ir_type_size(r) > ir_type_size(l) ? r : l;
 }
 
+/* XLA's rules: operands of one type, or floats of different precision;
+ * the result (preferred) type is a float iff the operands are, and an
+ * integer result is no narrower than the operands (pred only from pred). */
 static bool compatible_types(ctx *c, ir_type l, ir_type r, ir_type res) {
   bool lf = ir_type_is_float(l), rf = ir_type_is_float(r);
-  if (l != r && (lf != rf || l == IR_PRED || r == IR_PRED))
+  if (l != r && !(lf && rf))
     return fail(c, "operand types %s and %s are incompatible", ir_type_name(l), ir_type_name(r));
-  if (res == IR_PRED && l != IR_PRED)
-    return fail(c, "result type pred is incompatible with operand type %s", ir_type_name(l));
-  if (ir_type_is_float(res) != lf && l != IR_PRED)
+  bool narrower = !lf && (res == IR_PRED ? l != IR_PRED : ir_type_size(res) < ir_type_size(l));
+  if (ir_type_is_float(res) != lf || narrower)
     return fail(c, "result type %s is incompatible with operand type %s", ir_type_name(res), ir_type_name(l));
   return true;
 }

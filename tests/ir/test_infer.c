@@ -320,7 +320,22 @@ static void dot_outer_product_and_result_types(void **st) {
   a.preferred_type = IR_S32;
   assert_string_equal(INFER(DOT, &a, NULL, "f32[2,3]", "f32[3,4]"),
                       "error: dot: result type s32 is incompatible with operand type f32");
+  /* XLA's type rules: pred from pred; integers widen but never narrow and
+   * never become floats; float operands may mix precisions */
+  a.preferred_type = IR_PRED;
+  assert_string_equal(INFER(DOT, &a, NULL, "pred[2,3]", "pred[3,4]"), "pred[2,4]");
+  a.preferred_type = IR_S32;
+  assert_string_equal(INFER(DOT, &a, NULL, "s8[2,3]", "s8[3,4]"), "s32[2,4]");
+  a.preferred_type = IR_S8;
+  assert_string_equal(INFER(DOT, &a, NULL, "s32[2,3]", "s32[3,4]"),
+                      "error: dot: result type s8 is incompatible with operand type s32");
+  a.preferred_type = IR_F32;
+  assert_string_equal(INFER(DOT, &a, NULL, "s8[2,3]", "s8[3,4]"),
+                      "error: dot: result type f32 is incompatible with operand type s8");
   a.preferred_type = IR_TYPE_INVALID;
+  assert_string_equal(INFER(DOT, &a, NULL, "bf16[2,3]", "f32[3,4]"), "f32[2,4]");
+  assert_string_equal(INFER(DOT, &a, NULL, "s8[2,3]", "s32[3,4]"),
+                      "error: dot: operand types s8 and s32 are incompatible");
   assert_string_equal(INFER(DOT, &a, NULL, "f32[2,3]", "s32[3,4]"),
                       "error: dot: operand types f32 and s32 are incompatible");
   a.lhs_contracting = INTS(2);
