@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# cli_test.sh: end-to-end tests of the tpucc command line.
+#
+#   cli_test.sh TPUCC CORPUS_DIR DATA_DIR WORK_DIR CASE
+#
+# TPUCC is the built tpucc, CORPUS_DIR the XLA HLO corpus, DATA_DIR this
+# folder (small hand-written modules), WORK_DIR a scratch folder, CASE the
+# test to run (see the functions below). Exit 0 pass, 1 fail, 77 skip.
+set -u
+TPUCC=$1 CORPUS=$2 DATA=$3 WORK=$4 CASE=$5
+mkdir -p "$WORK"
+T=$(mktemp -d "$WORK/$CASE.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# run EXPECTED_RC ARGS...: runs tpucc, keeps stdout in $T/out, stderr in $T/err.
+run() {
+  local want=$1; shift
+  "$TPUCC" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" != "$want" ]; then
+    fail "tpucc $* exited $rc, expected $want"
+    sed 's/^/  stdout: /' "$T/out" | head -5 >&2
+    sed 's/^/  stderr: /' "$T/err" | head -10 >&2
+  fi
+}
+out_is() { [ "$(cat "$T/out")" == "$1" ] || fail "stdout is '$(cat "$T/out")', expected '$1'"; }
+err_has() { grep -qF -- "$1" "$T/err" || { fail "stderr lacks '$1'"; sed 's/^/  stderr: /' "$T/err" | head -10 >&2; }; }
+out_has() { grep -qF -- "$1" "$T/out" || fail "stdout lacks '$1'"; }
+
+# --help documents every flag; --version; usage errors exit 2.
+case_help() {
+  run 0 --version
+  out_has "tpucc 0.1.0"
+  run 0 run --help
+  for f in --target= --entry= --language= --input= --random-inputs --seed= --output=@ \
+           --output=- --print-max-elements= --expected-output= --atol= --rtol= --help \
+           "exit status" interp; do
+    out_has "$f"
+  done
+  run 0 compile --help
+  for f in --emit= "-o FILE" --entry= --language= --help "exit status"; do out_has "$f"; done
+  run 0 help run
+  out_has "--random-inputs"
+  run 0 --help
+  out_has "compile"
+  run 2 run
+  err_has "no FILE given"
+  run 2 run "$DATA/add.hlo" --frobnicate
+  err_has "unknown option '--frobnicate'"
+  run 2 run "$DATA/add.hlo" --target=nosuch
+  err_has "unknown target 'nosuch' (known: interp"
+  run 2 run "$DATA/add.hlo" --seed=abc
+  err_has "--seed: 'abc' is not an integer"
+  run 2 run "$DATA/add.hlo" --output=out.npy
+  err_has "expected @FILE, - (print) or nothing"
+  run 2 frobnicate
+  err_has "unknown command 'frobnicate'"
+  run 2 compile "$DATA/add.hlo" --emit=asm
+  err_has "unknown kind 'asm' (known: hlo)"
+  run 2 run "$T/missing.hlo"
+  err_has "missing.hlo: No such file or directory"
+  run 2 run "$T"
+  err_has "is a directory"
+}
+
+# XLA's AddConstants: 3.14 + 3.14 printed shortest: 6.28.
+case_add_constants() {
+  run 0 run "$CORPUS/hlo_parser_test__AddConstants.hlo" --target=interp
+  out_is "f32=6.28"
+}
+
+# Two given inputs, values checked by hand.
+case_add_inputs() {
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=[10 20 30][40 50 60]"
+  out_is "2x3xf32=[11 22 33][44 55 66]"
+  run 0 run "$DATA/add.hlo" --input "2x3xf32=0.5" --input "f32[2,3]=1,2,3,4,5,6" --output=-
+  out_is "2x3xf32=[1.5 2.5 3.5][4.5 5.5 6.5]"
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1" --input="2x3xf32=1" --output=
+  out_is ""
+  # tuple results: one line each, or one --output each
+  run 0 run "$DATA/tuple.hlo" --input="3xs32=1 -2 3"
+  out_is "$(printf '3xs32=-1 2 -3\n3xs32=1 4 9')"
+  run 0 run "$DATA/tuple.hlo" --input="3xi32=1 -2 3" --output= --output=-
+  out_is "3xs32=1 4 9"
+  run 2 run "$DATA/tuple.hlo" --input="3xs32=1 -2 3" --output=-
+  err_has "the entry has 2 results, 1 --output given"
+  # bf16 through a raw .bin: 1.5 (0x3fc0) and -0.25 (0xbe80), little endian
+  printf '\xc0\x3f\x80\xbe\xc0\x3f\x80\xbe' >"$T/a.bin"
+  run 0 run "$DATA/bf16.hlo" --input="2x2xbf16=@$T/a.bin"
+  out_is "2x2xbf16=[3 -0.5][3 -0.5]"
+}
+
+# --expected-output: match exits 0; a mismatch exits 1 naming index, got, expected.
+case_expected_output() {
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=1 2 3 4 5 6" \
+      --expected-output="2x3xf32=2 4 6 8 10 12" --output=
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=1 2 3 4 5 6" \
+      --expected-output="2x3xf32=2 4 6 8 10.05 12" --atol=0.1 --output=
+  run 1 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=1 2 3 4 5 6" \
+      --expected-output="2x3xf32=2 4 6 8 11 12" --output=
+  err_has "result 0 (2x3xf32): mismatch at index 4 [1, 1]: got 10, expected 11"
+  err_has "1 of 6 elements differ"
+  run 1 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=1 2 3 4 5 6" \
+      --expected-output="3x2xf32=2 4 6 8 10 12" --output=
+  err_has "result 0: got 2x3xf32, expected 3x2xf32"
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=nan" --input="2x3xf32=1" \
+      --expected-output="2x3xf32=nan" --output=
+  run 2 run "$DATA/add.hlo" --random-inputs --expected-output="f32=1" --expected-output="f32=1"
+  err_has "the entry has 1 result, 2 expected outputs given"
+}
+
+# A wrong input names the parameter (index and name), expected and given.
+case_wrong_input() {
+  run 2 run "$DATA/add.hlo" --input="2x3xf32=1" --input="3x2xf32=1"
+  err_has "--input 2 ('3x2xf32=1') for parameter 1 'y': expected 2x3xf32, given 3x2xf32"
+  run 2 run "$DATA/add.hlo" --input="2x3xs32=1" --input="2x3xf32=1"
+  err_has "parameter 0 'x': expected 2x3xf32, given 2x3xs32"
+  run 2 run "$DATA/add.hlo" --input="2x3xf32=1"
+  err_has "the entry takes 2 parameters, 1 input given"
+  err_has "parameter 1 'y': 2x3xf32"
+  run 2 run "$DATA/add.hlo" --input="2x3xf32=1 2" --input="2x3xf32=1"
+  err_has "--input 1 ('2x3xf32=1 2'): expected 6 values, got 2"
+  run 2 run "$DATA/add.hlo" --input="@$T/nope.npy" --input="2x3xf32=1"
+  err_has "nope.npy: No such file or directory"
+  printf 'garbage' >"$T/g.npy"
+  run 2 run "$DATA/add.hlo" --input="@$T/g.npy" --input="2x3xf32=1"
+  err_has "g.npy: not an .npy file (bad magic)"
+  # --random-inputs fills what --input does not give
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=100" --random-inputs --output=
+}
+
+# npy written by tpucc reads back (and feeds the next run); .npz and .bin too.
+case_npy_output() {
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=0.5" \
+      --output="@$T/r.npy"
+  out_is ""
+  [ "$(od -An -tx1 -N8 "$T/r.npy" | tr -d ' \n')" == "934e554d50590100" ] ||
+    fail "r.npy does not start with the .npy 1.0 magic: $(od -An -tx1 -N8 "$T/r.npy")"
+  run 0 run "$DATA/add.hlo" --input="@$T/r.npy" --input="@$T/r.npy"
+  out_is "2x3xf32=[3 5 7][9 11 13]"
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=1 2 3 4 5 6" --input="2x3xf32=0.5" \
+      --expected-output="@$T/r.npy" --rtol=0 --atol=0 --output=
+  run 0 run "$DATA/tuple.hlo" --input="3xs32=1 2 3" --output="@$T/n.npy" --output="@$T/s.npz"
+  run 0 run "$DATA/tuple.hlo" --input="@$T/s.npz:arr_0" --output= --output=-
+  out_is "3xs32=1 16 81"
+  run 0 run "$DATA/tuple.hlo" --input="@$T/n.npy" --output="@$T/b.bin" --output=
+  [ "$(od -An -tx1 "$T/b.bin" | tr -d ' \n')" == "010000000200000003000000" ] ||
+    fail "b.bin bytes: $(od -An -tx1 "$T/b.bin")"
+  run 1 run "$DATA/add.hlo" --random-inputs --output="@$T/nodir/x.npy"
+  err_has "nodir/x.npy"
+}
+
+# Source errors print file:line:col, the line and a caret; exit 2.
+case_diagnostics() {
+  run 2 run "$DATA/bad.hlo" --random-inputs
+  err_has "bad.hlo:5:"
+  err_has "error:"
+  err_has "frobnicate"
+  grep -q '^ *\^$' "$T/err" || fail "no caret line in: $(cat "$T/err")"
+  run 2 compile "$DATA/bad.hlo"
+  err_has "bad.hlo:5:"
+}
+
+# compile --emit=hlo prints the module; -o writes it; the output runs again.
+case_compile() {
+  run 0 compile "$DATA/add.hlo" --emit=hlo
+  out_has "HloModule"
+  out_has "add("
+  run 0 compile "$DATA/add.hlo" -o "$T/re.hlo"
+  out_is ""
+  run 0 run "$T/re.hlo" --input="2x3xf32=1" --input="2x3xf32=2"
+  out_is "2x3xf32=[3 3 3][3 3 3]"
+}
+
+# Random inputs are deterministic per seed and differ across seeds.
+case_random_inputs() {
+  run 0 run "$DATA/add.hlo" --random-inputs --seed=7
+  cp "$T/out" "$T/a"
+  run 0 run "$DATA/add.hlo" --random-inputs --seed=7
+  cmp -s "$T/out" "$T/a" || fail "--seed=7 twice gives different outputs"
+  run 0 run "$DATA/add.hlo" --random-inputs --seed=8
+  cmp -s "$T/out" "$T/a" && fail "--seed=7 and --seed=8 give the same outputs"
+  for m in hlo_parser_test__AxpyParam hlo_parser_test__Dot hlo_parser_test__Reduce \
+           concatenate_test__ThreeR2Axis1 cpu_tiled__elementwise__compare \
+           reduce_window_test__R2General2x5 dot_operation_test__Einsum; do
+    run 0 run "$CORPUS/$m.hlo" --random-inputs --output=
+  done
+}
+
+# numpy writes, tpucc reads (C/Fortran order, both byte orders); tpucc
+# writes, numpy reads. Skipped when no python3 with numpy is found.
+case_numpy() {
+  local py=""
+  for p in python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
+  done
+  [ -n "$py" ] || { echo "no python3 with numpy: skipped"; exit 77; }
+  "$py" - "$T" <<'EOF' || fail "numpy could not write inputs"
+import sys, numpy as np
+t = sys.argv[1]
+x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+np.save(t + "/x.npy", x)
+np.save(t + "/xf.npy", np.asfortranarray(x.astype(">f4")))
+np.savez(t + "/xy.npz", x=x, y=np.full((2, 3), 10, np.float32))
+np.savez_compressed(t + "/xyc.npz", x=x, y=np.full((2, 3), 10, np.float32))
+EOF
+  run 0 run "$DATA/add.hlo" --input="@$T/x.npy" --input="@$T/xf.npy" --output="@$T/s.npy"
+  run 0 run "$DATA/add.hlo" --input="@$T/xy.npz" --output="@$T/t.npy"
+  run 0 run "$DATA/add.hlo" --input="@$T/xyc.npz" --output=-
+  out_is "2x3xf32=[10 10.25 10.5][10.75 11 11.25]"
+  "$py" - "$T" <<'EOF' || fail "numpy disagrees with tpucc's .npy output"
+import sys, numpy as np
+t = sys.argv[1]
+x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+s = np.load(t + "/s.npy"); u = np.load(t + "/t.npy")
+assert s.dtype == np.float32 and s.shape == (2, 3), (s.dtype, s.shape)
+assert (s == 2 * x).all(), s
+assert (u == x + 10).all(), u
+EOF
+}
+
+# Every corpus module whose inputs can be generated runs on interp without
+# crashing; a module that is rejected must say why (a non-empty error).
+case_corpus_all() {
+  local n=0 ok=0 rejected=0
+  for f in "$CORPUS"/*.hlo; do
+    n=$((n + 1))
+    timeout 120 "$TPUCC" run "$f" --random-inputs --output= >"$T/out" 2>"$T/err"
+    local rc=$?
+    case $rc in
+      0) ok=$((ok + 1)) ;;
+      1|2)
+        rejected=$((rejected + 1))
+        if [ ! -s "$T/err" ]; then fail "$(basename "$f"): exit $rc without a message"; fi
+        echo "rejected (exit $rc): $(basename "$f"): $(grep -m1 error "$T/err")" ;;
+      124) fail "$(basename "$f"): timed out" ;;
+      *) fail "$(basename "$f"): crashed (exit $rc)"; head -5 "$T/err" >&2 ;;
+    esac
+  done
+  echo "corpus: $n modules, $ok ran, $rejected rejected with a message"
+  [ "$n" -gt 0 ] || fail "no corpus modules in $CORPUS"
+}
+
+"case_$CASE"
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+echo "ok"
