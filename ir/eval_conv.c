@@ -1,0 +1,172 @@
+/* eval_conv.c: N-d convolution with dim_labels, window strides, padding,
+ * lhs (base) and rhs (window) dilation, window reversal, feature groups
+ * and batch groups.
+ *
+ * Semantics follow XLA's HloEvaluator. For output element (b, f, o[]):
+ *   for each kernel window position k[] (row-major over the spatial dims in
+ *   dim_labels order), for each spatial dim i:
+ *     u = o[i] * stride - pad_lo + k[i] * rhs_dilation
+ *     skip the position if u % lhs_dilation != 0 (a hole of the dilated
+ *     input) or u / lhs_dilation is outside the input;
+ *     the kernel index is k[i], or size - 1 - k[i] under window reversal;
+ *   then for each input feature z of the group (ascending):
+ *     acc += lhs[batch, g_f * Cg + z, in[]] * rhs[z, f, k[]]
+ *   where Cg = kernel input features, g_f = f / (out_features /
+ *   feature_group_count) and batch = g_b * (in_batch / batch_group_count) + b
+ *   with g_b = f / (out_features / batch_group_count).
+ * That batch-group rule is StableHLO's (split the lhs batch and the output
+ * features into batch_group_count contiguous groups); XLA's evaluator agrees
+ * whenever in_batch == batch_group_count, the form it supports.
+ *
+ * Numerics as dot (eval_dot.c): operands converted to the result type first,
+ * f32 accumulation from +0 in the order above for float results, int64
+ * wraparound for integer results, one final rounding. */
+#include "ir/eval_internal.h"
+
+/* Checks that a, b and sp[0..n) are a permutation of 0..n+1. */
+static bool is_perm(int a, int b, const int8_t *sp, int n) {
+  bool used[IR_MAX_RANK] = {false};
+  int all[IR_MAX_RANK];
+  all[0] = a;
+  all[1] = b;
+  for (int i = 0; i < n; i++) all[2 + i] = sp[i];
+  for (int i = 0; i < n + 2; i++) {
+    if (all[i] < 0 || all[i] >= n + 2 || used[all[i]]) return false;
+    used[all[i]] = true;
+  }
+  return true;
+}
+
+base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  const ir_literal *lhs = ops[0], *rhs = ops[1];
+  const ir_conv_dims *cd = &in->a.conv;
+  ir_type rt = in->shape.type;
+  int ns = cd->nspatial;
+  if (ns < 0 || ns > IR_MAX_RANK - 2 || lhs->shape.rank != ns + 2 || rhs->shape.rank != ns + 2 ||
+      in->shape.rank != ns + 2)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand and result ranks must be %d", ns + 2);
+  if (!is_perm(cd->in_batch, cd->in_feature, cd->in_spatial, ns) ||
+      !is_perm(cd->k_in, cd->k_out, cd->k_spatial, ns) ||
+      !is_perm(cd->out_batch, cd->out_feature, cd->out_spatial, ns))
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dim_labels are not permutations");
+  if (in->a.has_window && in->a.window.rank != ns)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, expected %d",
+                   (int)in->a.window.rank, ns);
+  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
+  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  int64_t in_b = lhs->shape.dims[cd->in_batch], in_f = lhs->shape.dims[cd->in_feature];
+  int64_t k_i = rhs->shape.dims[cd->k_in], k_o = rhs->shape.dims[cd->k_out];
+  if (in_f % fgc != 0 || k_i != in_f / fgc || k_o % fgc != 0 || k_o % bgc != 0 || in_b % bgc != 0)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                   "groups do not divide the features: input features %lld, kernel %lld in / %lld "
+                   "out, feature_group_count %lld, batch_group_count %lld, batch %lld",
+                   (long long)in_f, (long long)k_i, (long long)k_o, (long long)fgc, (long long)bgc,
+                   (long long)in_b);
+
+  /* The window, defaulted to the kernel's size when absent. */
+  ir_window_dim win[IR_MAX_RANK];
+  int64_t want[IR_MAX_RANK], ksz[IR_MAX_RANK];
+  want[cd->out_batch] = in_b / bgc;
+  want[cd->out_feature] = k_o;
+  for (int i = 0; i < ns; i++) {
+    ksz[i] = rhs->shape.dims[cd->k_spatial[i]];
+    ir_window_dim w = {ksz[i], 1, 0, 0, 1, 1, false};
+    if (in->a.has_window) w = in->a.window.dims[i];
+    if (w.size != ksz[i] || w.stride < 1 || w.lhs_dilate < 1 || w.rhs_dilate < 1 ||
+        w.stride > IR_MAX_ELEMENTS || w.lhs_dilate > IR_MAX_ELEMENTS ||
+        w.rhs_dilate > IR_MAX_ELEMENTS || w.pad_lo < -IR_MAX_ELEMENTS ||
+        w.pad_lo > IR_MAX_ELEMENTS || w.pad_hi < -IR_MAX_ELEMENTS || w.pad_hi > IR_MAX_ELEMENTS)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window dimension %d invalid for kernel size %lld",
+                     i, (long long)ksz[i]);
+    win[i] = w;
+    int64_t n = lhs->shape.dims[cd->in_spatial[i]];
+    /* sizes <= 2^40 and factors <= 2^40 could overflow int64: use double
+     * only to reject, then exact arithmetic */
+    if ((double)n * (double)w.lhs_dilate > 4e15 || (double)ksz[i] * (double)w.rhs_dilate > 4e15)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dilated sizes too large in dimension %d", i);
+    int64_t padded = (n > 0 ? (n - 1) * w.lhs_dilate + 1 : 0) + w.pad_lo + w.pad_hi;
+    int64_t eff = ksz[i] > 0 ? (ksz[i] - 1) * w.rhs_dilate + 1 : 0;
+    want[cd->out_spatial[i]] = padded < eff || padded <= 0 ? 0 : (padded - eff) / w.stride + 1;
+  }
+  for (int d = 0; d < ns + 2; d++)
+    if (want[d] != in->shape.dims[d])
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", d,
+                     (long long)in->shape.dims[d], (long long)want[d]);
+
+  ir_literal *lc = (ir_literal *)lhs, *rc = (ir_literal *)rhs, *r;
+  base_status st;
+  if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;
+  if (rhs->shape.type != rt && (st = ev_convert_to(cx, in, rhs, rt, &rc)) != ST_OK) return st;
+  if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
+  int64_t nout = ir_shape_count(&in->shape);
+  if (nout == 0) {
+    *out = r;
+    return ST_OK;
+  }
+  bool is_float = ir_type_is_float(rt);
+  int64_t nl = ir_shape_count(&lhs->shape), nr = ir_shape_count(&rhs->shape);
+  size_t es = (size_t)ir_type_size(rt);
+  float *fl = NULL, *fr = NULL;
+  int64_t *il = NULL, *ir_ = NULL;
+  if (is_float) {
+    if ((st = ev_alloc_array(cx, in, nl, 4, (void **)&fl)) != ST_OK) return st;
+    if ((st = ev_alloc_array(cx, in, nr, 4, (void **)&fr)) != ST_OK) return st;
+    for (int64_t i = 0; i < nl; i++) fl[i] = ev_load_f(rt, (uint8_t *)lc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nr; i++) fr[i] = ev_load_f(rt, (uint8_t *)rc->data + (size_t)i * es);
+  } else {
+    if ((st = ev_alloc_array(cx, in, nl, 8, (void **)&il)) != ST_OK) return st;
+    if ((st = ev_alloc_array(cx, in, nr, 8, (void **)&ir_)) != ST_OK) return st;
+    for (int64_t i = 0; i < nl; i++) il[i] = ev_load_i(rt, (uint8_t *)lc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nr; i++) ir_[i] = ev_load_i(rt, (uint8_t *)rc->data + (size_t)i * es);
+  }
+
+  int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK];
+  ev_strides(&lhs->shape, ls);
+  ev_strides(&rhs->shape, rs);
+  int64_t out_fg = k_o / fgc, out_bg = k_o / bgc, bgs = in_b / bgc;
+  int64_t idx[IR_MAX_RANK] = {0};
+  uint8_t *po = r->data;
+  for (int64_t oi = 0; oi < nout; oi++, ev_next_index(in->shape.rank, in->shape.dims, idx)) {
+    int64_t f = idx[cd->out_feature];
+    int64_t lb = (f / out_bg) * bgs + idx[cd->out_batch];
+    int64_t zbase = (f / out_fg) * k_i;
+    int64_t lbase = lb * ls[cd->in_batch], rbase = f * rs[cd->k_out];
+    float facc = 0.0f;
+    uint64_t iacc = 0;
+    bool any = false;
+    int64_t k[IR_MAX_RANK] = {0};
+    bool more = true;
+    for (int i = 0; i < ns; i++)
+      if (ksz[i] == 0) more = false;
+    for (; more; more = ev_next_index(ns, ksz, k)) {
+      int64_t loff = lbase, roff = rbase;
+      bool ok = true;
+      for (int i = 0; i < ns && ok; i++) {
+        const ir_window_dim *w = &win[i];
+        int64_t u = idx[cd->out_spatial[i]] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
+        if (u % w->lhs_dilate != 0) ok = false;
+        int64_t x = u / w->lhs_dilate;
+        if (x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) ok = false;
+        loff += x * ls[cd->in_spatial[i]];
+        roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
+      }
+      if (!ok) continue;
+      for (int64_t z = 0; z < k_i; z++) {
+        int64_t li = loff + (zbase + z) * ls[cd->in_feature], ri = roff + z * rs[cd->k_in];
+        if (is_float) {
+          float p = fl[li] * fr[ri];
+          facc += p;
+        } else {
+          uint64_t p = (uint64_t)il[li] * (uint64_t)ir_[ri];
+          iacc += p;
+          any |= p != 0;
+        }
+      }
+    }
+    uint8_t *o = po + (size_t)oi * es;
+    if (is_float) ev_store_f(rt, o, facc);
+    else ev_store_i(rt, o, rt == IR_PRED ? (int64_t)any : ev_wrap(rt, iacc));
+  }
+  *out = r;
+  return ST_OK;
+}

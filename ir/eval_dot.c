@@ -1,0 +1,144 @@
+/* eval_dot.c: dot with general dimension numbers.
+ *
+ * Result dims: the batch dims (in lhs_batch order), then lhs's free dims,
+ * then rhs's free dims (free = neither batch nor contracting, ascending).
+ *
+ * Numerics (fixed; backends are compared against this):
+ *  - Both operands are first converted to the result element type (the
+ *    preferred_element_type when given), as XLA's evaluator does.
+ *  - Float results: each product is an f32 multiply of the (exactly
+ *    widened) operands and is added to an f32 accumulator that starts at
+ *    +0, in ascending contraction index order: row-major over the
+ *    contracting dims taken in lhs_contracting_dimensions order. The sum is
+ *    rounded to the result type once at the end (nearest even).
+ *  - Integer and pred results: products and sums in int64 with two's
+ *    complement wraparound (computed in uint64), wrapped to the result type
+ *    at the end; pred results are "any product nonzero".
+ *  - operand_precision is ignored: the oracle always computes as above.
+ *
+ * Implementation: both operands are permuted to [batch, free, contracting]
+ * row-major, so each output element is one contiguous inner product. */
+#include "ir/eval_internal.h"
+
+/* Checks one operand's batch and contracting lists and builds its
+ * permutation [batch..., free..., contracting...]; nfree gets the count. */
+static base_status operand_perm(ev_ctx *cx, const ir_inst *in, const char *side, const ir_shape *s,
+                                const ir_ints *batch, const ir_ints *contr, int64_t *perm,
+                                int *nfree) {
+  bool used[IR_MAX_RANK] = {false};
+  int np = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const ir_ints *l = pass == 0 ? batch : contr;
+    for (int i = 0; i < l->n; i++) {
+      int64_t d = l->v[i];
+      if (d < 0 || d >= s->rank || used[d])
+        return ev_fail(cx, in, ST_INVALID_ARGUMENT, "%s dimension %lld invalid or repeated", side,
+                       (long long)d);
+      used[d] = true;
+    }
+  }
+  for (int i = 0; i < batch->n; i++) perm[np++] = batch->v[i];
+  *nfree = 0;
+  for (int d = 0; d < s->rank; d++)
+    if (!used[d]) {
+      perm[np++] = d;
+      (*nfree)++;
+    }
+  for (int i = 0; i < contr->n; i++) perm[np++] = contr->v[i];
+  return ST_OK;
+}
+
+base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  const ir_literal *lhs = ops[0], *rhs = ops[1];
+  const ir_attrs *at = &in->a;
+  ir_type rt = in->shape.type;
+  if (at->lhs_batch.n != at->rhs_batch.n || at->lhs_contracting.n != at->rhs_contracting.n)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "lhs and rhs have different numbers of batch or contracting dimensions");
+  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
+  int lfree, rfree;
+  base_status st = operand_perm(cx, in, "lhs", &lhs->shape, &at->lhs_batch, &at->lhs_contracting, lp, &lfree);
+  if (st == ST_OK)
+    st = operand_perm(cx, in, "rhs", &rhs->shape, &at->rhs_batch, &at->rhs_contracting, rp, &rfree);
+  if (st != ST_OK) return st;
+
+  int nb = at->lhs_batch.n, nc = at->lhs_contracting.n;
+  int64_t B = 1, M = 1, N = 1, K = 1;
+  int64_t want[IR_MAX_RANK * 2];
+  int nw = 0;
+  for (int i = 0; i < nb; i++) {
+    int64_t a = lhs->shape.dims[at->lhs_batch.v[i]], b = rhs->shape.dims[at->rhs_batch.v[i]];
+    if (a != b)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "batch dimension %d sizes differ (%lld vs %lld)", i,
+                     (long long)a, (long long)b);
+    want[nw++] = a;
+    B *= a;
+  }
+  for (int i = 0; i < lfree; i++) M *= (want[nw++] = lhs->shape.dims[lp[nb + i]]);
+  for (int i = 0; i < rfree; i++) N *= (want[nw++] = rhs->shape.dims[rp[nb + i]]);
+  for (int i = 0; i < nc; i++) {
+    int64_t a = lhs->shape.dims[at->lhs_contracting.v[i]], b = rhs->shape.dims[at->rhs_contracting.v[i]];
+    if (a != b)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                     "contracting dimension %d sizes differ (%lld vs %lld)", i, (long long)a, (long long)b);
+    K *= a;
+  }
+  if (nw != in->shape.rank)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result rank %d, expected %d", (int)in->shape.rank, nw);
+  for (int i = 0; i < nw; i++)
+    if (want[i] != in->shape.dims[i])
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", i,
+                     (long long)in->shape.dims[i], (long long)want[i]);
+
+  /* Convert to the result type, then pack as [B, M, K] and [B, N, K]. */
+  ir_literal *lc = (ir_literal *)lhs, *rc = (ir_literal *)rhs, *a, *b, *r;
+  if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;
+  if (rhs->shape.type != rt && (st = ev_convert_to(cx, in, rhs, rt, &rc)) != ST_OK) return st;
+  if ((st = ev_permute(cx, in, lc, lp, &a)) != ST_OK) return st;
+  if ((st = ev_permute(cx, in, rc, rp, &b)) != ST_OK) return st;
+  if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
+  int64_t na = ir_shape_count(&a->shape), nbv = ir_shape_count(&b->shape);
+  size_t es = (size_t)ir_type_size(rt);
+  const uint8_t *pa = a->data, *pb = b->data;
+  uint8_t *po = r->data;
+
+  if (ir_type_is_float(rt)) {
+    float *fa, *fb;
+    if ((st = ev_alloc_array(cx, in, na, 4, (void **)&fa)) != ST_OK) return st;
+    if ((st = ev_alloc_array(cx, in, nbv, 4, (void **)&fb)) != ST_OK) return st;
+    for (int64_t i = 0; i < na; i++) fa[i] = ev_load_f(rt, pa + (size_t)i * es);
+    for (int64_t i = 0; i < nbv; i++) fb[i] = ev_load_f(rt, pb + (size_t)i * es);
+    for (int64_t bi = 0; bi < B; bi++)
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          const float *x = fa + (bi * M + m) * K, *y = fb + (bi * N + n) * K;
+          float acc = 0.0f;
+          for (int64_t k = 0; k < K; k++) {
+            float p = x[k] * y[k];
+            acc += p;
+          }
+          ev_store_f(rt, po + (size_t)((bi * M + m) * N + n) * es, acc);
+        }
+  } else {
+    int64_t *ia, *ib;
+    if ((st = ev_alloc_array(cx, in, na, 8, (void **)&ia)) != ST_OK) return st;
+    if ((st = ev_alloc_array(cx, in, nbv, 8, (void **)&ib)) != ST_OK) return st;
+    for (int64_t i = 0; i < na; i++) ia[i] = ev_load_i(rt, pa + (size_t)i * es);
+    for (int64_t i = 0; i < nbv; i++) ib[i] = ev_load_i(rt, pb + (size_t)i * es);
+    for (int64_t bi = 0; bi < B; bi++)
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          const int64_t *x = ia + (bi * M + m) * K, *y = ib + (bi * N + n) * K;
+          uint64_t acc = 0;
+          bool any = false;
+          for (int64_t k = 0; k < K; k++) {
+            uint64_t p = (uint64_t)x[k] * (uint64_t)y[k];
+            acc += p;
+            any |= p != 0;
+          }
+          ev_store_i(rt, po + (size_t)((bi * M + m) * N + n) * es,
+                     rt == IR_PRED ? (int64_t)any : ev_wrap(rt, acc));
+        }
+  }
+  *out = r;
+  return ST_OK;
+}

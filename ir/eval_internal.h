@@ -1,0 +1,211 @@
+/* eval_internal.h: private interface between the files of the reference
+ * evaluator (ir/eval*.c). Not for use outside ir/eval*.c.
+ *
+ * Values: every evaluated instruction yields an ir_literal (row-major,
+ * logical order, see ir.h). Values are immutable once produced, so ops that
+ * do not change data (copy, reshape, get-tuple-element, tuple) share the
+ * operand's storage instead of copying it.
+ *
+ * Memory: all values and temporaries live in the context's scratch arena;
+ * every allocation goes through ev_alloc, which checks the running total
+ * against the byte limit first and fails with ST_RESOURCE_EXHAUSTED naming
+ * the instruction. Per-element calls of to_apply computations run between an
+ * arena mark and reset, so they use constant memory.
+ *
+ * Numerics (the contract every backend is checked against):
+ *  - bf16 and f16 elementwise ops load exactly into f32, compute in f32 and
+ *    round the result to nearest even, once per op (as XLA's evaluator).
+ *  - f32 ops are single IEEE f32 operations (the build is ISO C11, so
+ *    floating-point contraction into FMA is off).
+ *  - integers are two's complement and wrap; arithmetic is done in uint64
+ *    and truncated to the type's width (no signed overflow in C). pred is an
+ *    unsigned 1-bit integer: add = or, subtract = xor, multiply = and,
+ *    maximum = or, minimum = and, power(x, y) = x | !y. */
+#ifndef TPUCC_IR_EVAL_INTERNAL_H
+#define TPUCC_IR_EVAL_INTERNAL_H
+
+#include "ir/ir.h"
+
+#include <math.h>
+
+enum { EV_MAX_DEPTH = 64 }; /* nesting of called computations */
+
+typedef struct ev_ctx {
+  const ir_module *m;
+  ir_eval_options opts;
+  arena *scratch;    /* all values and temporaries */
+  int64_t max_bytes; /* limit on arena_bytes(scratch) + bytes copied out */
+  int64_t out_bytes; /* bytes of the result copied into the caller's arena */
+  int depth;         /* current nesting of called computations */
+  char *err;
+  size_t errlen;
+} ev_ctx;
+
+/* ---- errors and memory (eval.c) ---- */
+
+/* Writes "<loc>: <name> (<op>): <message>" into the context's error buffer
+ * and returns st. inst may be NULL for errors that belong to no instruction. */
+base_status ev_fail(ev_ctx *cx, const ir_inst *inst, base_status st, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
+/* Allocates n zeroed bytes (n may be 0) in the scratch arena after checking
+ * the byte limit; fails with ST_RESOURCE_EXHAUSTED naming inst. */
+base_status ev_alloc(ev_ctx *cx, const ir_inst *inst, int64_t n, void **out);
+/* As ev_alloc, for count * size bytes with overflow checked. */
+base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64_t size,
+                           void **out);
+/* A new zero-filled array literal of shape s (its type and dims). */
+base_status ev_new_array(ev_ctx *cx, const ir_inst *inst, const ir_shape *s, ir_literal **out);
+/* A tuple literal whose elements are the given literals (shared). */
+base_status ev_new_tuple(ev_ctx *cx, const ir_inst *inst, ir_literal **elems, int n,
+                         ir_literal **out);
+/* Evaluates computation c on args (one per parameter, shapes checked) and
+ * returns its root value. */
+base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal *const *args,
+                    int nargs, ir_literal **out);
+/* True when a and b are arrays of the same rank and dims (types ignored). */
+bool ev_dims_equal(const ir_shape *a, const ir_shape *b);
+
+/* ---- element access (inline: used in every loop) ---- */
+
+static inline int64_t ev_wrap(ir_type t, uint64_t v) {
+  switch (t) {
+  case IR_PRED: return v != 0;
+  case IR_S8: {
+    uint64_t x = v & 0xffu;
+    return x >= 0x80u ? (int64_t)x - 0x100 : (int64_t)x;
+  }
+  default: {
+    uint64_t x = v & 0xffffffffu;
+    return x >= 0x80000000u ? (int64_t)x - (int64_t)0x100000000 : (int64_t)x;
+  }
+  }
+}
+
+/* Bits of the integer types: pred 1, s8 8, s32 32. */
+static inline int ev_int_bits(ir_type t) { return t == IR_PRED ? 1 : t == IR_S8 ? 8 : 32; }
+
+static inline float ev_load_f(ir_type t, const void *p) {
+  switch (t) {
+  case IR_F32: {
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+  }
+  case IR_BF16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return ir_bf16_to_f32(h);
+  }
+  case IR_F16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return ir_f16_to_f32(h);
+  }
+  case IR_PRED: return *(const uint8_t *)p ? 1.0f : 0.0f;
+  case IR_S8: return (float)*(const int8_t *)p;
+  default: {
+    int32_t i;
+    memcpy(&i, p, 4);
+    return (float)i;
+  }
+  }
+}
+
+static inline int64_t ev_load_i(ir_type t, const void *p) {
+  switch (t) {
+  case IR_PRED: return *(const uint8_t *)p != 0;
+  case IR_S8: return *(const int8_t *)p;
+  default: {
+    int32_t i;
+    memcpy(&i, p, 4);
+    return i;
+  }
+  }
+}
+
+/* Stores an f32 value into a float type, rounding to nearest even. */
+static inline void ev_store_f(ir_type t, void *p, float v) {
+  if (t == IR_F32) {
+    memcpy(p, &v, 4);
+  } else {
+    uint16_t h = t == IR_BF16 ? ir_f32_to_bf16(v) : ir_f32_to_f16(v);
+    memcpy(p, &h, 2);
+  }
+}
+
+/* Stores an integer value into an integer type, wrapping. */
+static inline void ev_store_i(ir_type t, void *p, int64_t v) {
+  int64_t w = ev_wrap(t, (uint64_t)v);
+  if (t == IR_S32) {
+    int32_t i = (int32_t)w;
+    memcpy(p, &i, 4);
+  } else if (t == IR_S8) {
+    *(int8_t *)p = (int8_t)w;
+  } else {
+    *(uint8_t *)p = (uint8_t)w;
+  }
+}
+
+/* Row-major strides of dims (strides[rank-1] = 1). */
+static inline void ev_strides(const ir_shape *s, int64_t *strides) {
+  int64_t st = 1;
+  for (int i = s->rank - 1; i >= 0; i--) {
+    strides[i] = st;
+    st *= s->dims[i];
+  }
+}
+
+/* Advances a row-major multi-index over dims; false after the last one. */
+static inline bool ev_next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int i = rank - 1; i >= 0; i--) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+/* ---- scalar semantics (eval_scalar.c) ---- */
+
+/* Each takes pointers to single elements of type t (compare and is-finite
+ * write a pred). They return false when the op is not defined on t. */
+bool ev_unary_elem(ir_op op, ir_type t, const void *a, void *out);
+bool ev_binary_elem(ir_op op, ir_type t, const void *a, const void *b, void *out);
+bool ev_compare_elem(ir_cmp_dir dir, ir_cmp_type ct, ir_type t, const void *a, const void *b);
+/* Converts one element from type `from` to type `to` (XLA's convert). */
+void ev_convert_elem(ir_type from, const void *a, ir_type to, void *out);
+/* Stores an int64 into any element type (ints wrap, floats round once to
+ * nearest even, pred = nonzero); used by convert and iota. */
+void ev_store_from_i64(ir_type t, void *p, int64_t v);
+
+/* ---- op handlers (one file per family) ---- */
+
+/* Each evaluates inst with operand values ops[] into *out. */
+typedef base_status ev_handler(ev_ctx *cx, const ir_inst *inst, ir_literal *const *ops,
+                               ir_literal **out);
+
+ev_handler ev_elementwise;       /* eval_elementwise.c: unary, binary, compare, select, clamp */
+ev_handler ev_convert;           /* eval_elementwise.c */
+ev_handler ev_bitcast_convert;   /* eval_elementwise.c */
+ev_handler ev_iota;              /* eval_layout.c */
+ev_handler ev_broadcast;         /* eval_layout.c */
+ev_handler ev_reshape;           /* eval_layout.c */
+ev_handler ev_transpose;         /* eval_layout.c */
+ev_handler ev_slice;             /* eval_layout.c */
+ev_handler ev_concatenate;       /* eval_layout.c */
+ev_handler ev_pad;               /* eval_layout.c */
+ev_handler ev_reverse;           /* eval_layout.c */
+ev_handler ev_dot;               /* eval_dot.c */
+ev_handler ev_convolution;       /* eval_conv.c */
+ev_handler ev_reduce;            /* eval_reduce.c */
+ev_handler ev_reduce_window;     /* eval_reduce.c */
+ev_handler ev_all_reduce;        /* eval_reduce.c */
+
+/* Transposes an array value: result dim i = operand dim perm[i] (shared by
+ * transpose and dot's operand packing). */
+base_status ev_permute(ev_ctx *cx, const ir_inst *inst, const ir_literal *a, const int64_t *perm,
+                       ir_literal **out);
+/* Converts an array value to element type t (same dims). */
+base_status ev_convert_to(ev_ctx *cx, const ir_inst *inst, const ir_literal *a, ir_type t,
+                          ir_literal **out);
+
+#endif

@@ -1,0 +1,374 @@
+/* eval_reduce.c: reduce, reduce-window and all-reduce: everything that
+ * folds values with a to_apply computation.
+ *
+ * A reducer folds N values at a time (variadic reduce: N inputs, N
+ * accumulators): acc[0..N) = to_apply(acc[0..N), x[0..N)), evaluating the
+ * computation on scalar literals. Order (the contract backends are checked
+ * against):
+ *  - reduce: for each output element, the accumulators start as the init
+ *    values and take the input elements in row-major order of the reduced
+ *    dimensions (ascending dimension numbers);
+ *  - reduce-window: for each output element, the accumulators start as the
+ *    init values and take the window's elements in row-major order of the
+ *    window; positions in the padding or in the holes of base dilation are
+ *    skipped (to_apply is not called for them), as XLA's evaluator does;
+ *    window reversal is not part of reduce-window and is ignored;
+ *  - all-reduce: the contributions of the replicas of a group, folded in
+ *    group order starting from the first (no init value).
+ * The accumulator argument comes first: to_apply(acc..., x...).
+ *
+ * Fast path: when to_apply is exactly one add, multiply, maximum, minimum,
+ * and, or of its two scalar parameters (in either order), the reducer
+ * applies that op with ev_binary_elem instead of evaluating the
+ * computation. It is the same function the elementwise op uses, with the
+ * same operand order and the same per-step rounding, so both paths give
+ * the same bits. */
+#include "ir/eval_internal.h"
+
+typedef struct reducer {
+  const ir_inst *in;
+  ir_comp_id comp;
+  int n;
+  ir_type *types;     /* element type of value k */
+  size_t *es;         /* its size */
+  ir_literal **args;  /* 2n scalar literals: accumulators, then inputs */
+  uint8_t *tmp;       /* room for n results (sum of es) */
+  bool fast, swapped; /* fast: acc = fast_op(acc, x), or (x, acc) when swapped */
+  ir_op fast_op;
+} reducer;
+
+static bool is_scalar_of(const ir_shape *s, ir_type t) {
+  return s->type == t && s->rank == 0;
+}
+
+static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n,
+                                const ir_type *types, reducer *r) {
+  memset(r, 0, sizeof *r);
+  r->in = in;
+  r->comp = c;
+  r->n = n;
+  if (c < 0 || c >= cx->m->comps.n)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "to_apply computation %d does not exist", (int)c);
+  const ir_comp *cp = &cx->m->comps.v[c];
+  base_status st;
+  if ((st = ev_alloc_array(cx, in, n, (int64_t)sizeof *r->types, (void **)&r->types)) != ST_OK ||
+      (st = ev_alloc_array(cx, in, n, (int64_t)sizeof *r->es, (void **)&r->es)) != ST_OK ||
+      (st = ev_alloc_array(cx, in, 2 * (int64_t)n, (int64_t)sizeof *r->args, (void **)&r->args)) != ST_OK ||
+      (st = ev_alloc_array(cx, in, n, 4, (void **)&r->tmp)) != ST_OK)
+    return st;
+  for (int k = 0; k < n; k++) {
+    r->types[k] = types[k];
+    r->es[k] = (size_t)ir_type_size(types[k]);
+    ir_shape s = ir_shape_scalar(types[k]);
+    if ((st = ev_new_array(cx, in, &s, &r->args[k])) != ST_OK) return st;
+    if ((st = ev_new_array(cx, in, &s, &r->args[n + k])) != ST_OK) return st;
+  }
+  /* Signature: 2n scalar parameters, a scalar (n = 1) or n-tuple root. */
+  const ir_shape *rs = cp->root >= 0 && cp->root < cp->insts.n ? &cp->insts.v[cp->root].shape : NULL;
+  bool ok = rs != NULL;
+  if (ok && n == 1) ok = is_scalar_of(rs, types[0]);
+  else if (ok) {
+    ok = rs->type == IR_TUPLE && rs->ntuple == n;
+    for (int k = 0; ok && k < n; k++) ok = is_scalar_of(&rs->tuple[k], types[k]);
+  }
+  if (!ok)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "to_apply %s must return %d scalar%s of the init types",
+                   cp->name, n, n == 1 ? "" : "s");
+
+  /* The fast path: params 0 and 1 and one binary op at the root. */
+  if (n != 1) return ST_OK;
+  int live = 0;
+  for (int i = 0; i < cp->insts.n; i++) live += !cp->insts.v[i].dead;
+  const ir_inst *root = &cp->insts.v[cp->root];
+  if (live != 3 || root->nops != 2) return ST_OK;
+  switch (root->op) {
+  case IR_OP_ADD: case IR_OP_MULTIPLY: case IR_OP_MAXIMUM: case IR_OP_MINIMUM: case IR_OP_AND:
+  case IR_OP_OR: break;
+  default: return ST_OK;
+  }
+  int64_t pn[2];
+  for (int k = 0; k < 2; k++) {
+    ir_id o = root->ops[k];
+    if (o < 0 || o >= cp->insts.n) return ST_OK;
+    const ir_inst *p = &cp->insts.v[o];
+    if (p->dead || p->op != IR_OP_PARAMETER || !is_scalar_of(&p->shape, types[0])) return ST_OK;
+    pn[k] = p->a.parameter_number;
+  }
+  if (!((pn[0] == 0 && pn[1] == 1) || (pn[0] == 1 && pn[1] == 0))) return ST_OK;
+  r->fast = true;
+  r->swapped = pn[0] == 1;
+  r->fast_op = root->op;
+  return ST_OK;
+}
+
+/* One fold step: args[0..n) = to_apply(args[0..n), args[n..2n)). */
+static base_status reducer_step(ev_ctx *cx, reducer *r) {
+  if (r->fast) {
+    void *acc = r->args[0]->data, *x = r->args[1]->data;
+    if (!ev_binary_elem(r->fast_op, r->types[0], r->swapped ? x : acc, r->swapped ? acc : x, r->tmp))
+      return ev_fail(cx, r->in, ST_INVALID_ARGUMENT, "to_apply's %s is not defined on %s",
+                     ir_op_name(r->fast_op), ir_type_name(r->types[0]));
+    memcpy(acc, r->tmp, r->es[0]);
+    return ST_OK;
+  }
+  arena_mark mk = arena_get_mark(cx->scratch);
+  ir_literal *res;
+  base_status st = ev_call(cx, r->in, r->comp, r->args, 2 * r->n, &res);
+  if (st == ST_OK) {
+    /* Results may alias the arguments: stage them, then store. */
+    size_t off = 0;
+    for (int k = 0; k < r->n; k++) {
+      const ir_literal *v = r->n == 1 ? res : res->elems[k];
+      memcpy(r->tmp + off, v->data, r->es[k]);
+      off += r->es[k];
+    }
+    off = 0;
+    for (int k = 0; k < r->n; k++) {
+      memcpy(r->args[k]->data, r->tmp + off, r->es[k]);
+      off += r->es[k];
+    }
+  }
+  arena_reset(cx->scratch, mk);
+  return st;
+}
+
+/* Checks the 2n operands: n arrays of equal dims, n scalar inits of the
+ * same element types; fills types[]. */
+static base_status check_inputs(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, int n,
+                                ir_type *types) {
+  if (in->nops < 2 || in->nops % 2 != 0 || in->ncalls != 1)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                   "needs N inputs, N init values and one to_apply (has %d operands, %d calls)",
+                   (int)in->nops, (int)in->ncalls);
+  for (int k = 0; k < n; k++) {
+    const ir_literal *a = ops[k], *init = ops[n + k];
+    if (!ev_dims_equal(&a->shape, &ops[0]->shape))
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "input %d dims differ from input 0's", k);
+    if (!is_scalar_of(&init->shape, a->shape.type))
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "init value %d is not a %s scalar", k,
+                     ir_type_name(a->shape.type));
+    types[k] = a->shape.type;
+  }
+  return ST_OK;
+}
+
+/* Allocates the n results with dims `dims` and checks them against the
+ * instruction's shape (an array for n = 1, else an n-tuple). */
+static base_status new_results(ev_ctx *cx, const ir_inst *in, int n, const ir_type *types, int rank,
+                               const int64_t *dims, ir_literal **res) {
+  for (int k = 0; k < n; k++) {
+    ir_shape s = ir_shape_array(types[k], rank, dims);
+    const ir_shape *want = n == 1 ? &in->shape
+                           : in->shape.type == IR_TUPLE && in->shape.ntuple == n ? &in->shape.tuple[k]
+                                                                                 : NULL;
+    if (!want || !ir_shape_equal(want, &s)) {
+      strbuf b;
+      sb_init(&b);
+      ir_shape_print(&b, &s, false);
+      base_status st = ev_fail(cx, in, ST_INVALID_ARGUMENT, "result %d should be %s", k, sb_str(&b));
+      sb_free(&b);
+      return st;
+    }
+    base_status st = ev_new_array(cx, in, &s, &res[k]);
+    if (st != ST_OK) return st;
+  }
+  return ST_OK;
+}
+
+static base_status finish(ev_ctx *cx, const ir_inst *in, int n, ir_literal **res, ir_literal **out) {
+  if (n == 1) {
+    *out = res[0];
+    return ST_OK;
+  }
+  return ev_new_tuple(cx, in, res, n, out);
+}
+
+base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  int n = in->nops / 2;
+  ir_type *types;
+  ir_literal **res;
+  base_status st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *types, (void **)&types);
+  if (st == ST_OK) st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *res, (void **)&res);
+  if (st == ST_OK) st = check_inputs(cx, in, ops, n, types);
+  if (st != ST_OK) return st;
+  const ir_shape *is = &ops[0]->shape;
+  bool red[IR_MAX_RANK] = {false};
+  for (int i = 0; i < in->a.dimensions.n; i++) {
+    int64_t d = in->a.dimensions.v[i];
+    if (d < 0 || d >= is->rank || red[d])
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "reduce dimension %lld invalid or repeated", (long long)d);
+    red[d] = true;
+  }
+  int64_t strides[IR_MAX_RANK], kdims[IR_MAX_RANK], kstr[IR_MAX_RANK], rdims[IR_MAX_RANK],
+      rstr[IR_MAX_RANK];
+  int nk = 0, nr = 0;
+  ev_strides(is, strides);
+  for (int d = 0; d < is->rank; d++) {
+    if (red[d]) {
+      rdims[nr] = is->dims[d];
+      rstr[nr++] = strides[d];
+    } else {
+      kdims[nk] = is->dims[d];
+      kstr[nk++] = strides[d];
+    }
+  }
+  if ((st = new_results(cx, in, n, types, nk, kdims, res)) != ST_OK) return st;
+  reducer r;
+  if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
+
+  /* Offsets of the reduced index space, in row-major order. */
+  int64_t nred = 1, nout = ir_shape_count(&res[0]->shape);
+  for (int i = 0; i < nr; i++) nred *= rdims[i];
+  int64_t *roff;
+  if ((st = ev_alloc_array(cx, in, nred, 8, (void **)&roff)) != ST_OK) return st;
+  int64_t ridx[IR_MAX_RANK] = {0}, kidx[IR_MAX_RANK] = {0};
+  for (int64_t j = 0; j < nred; j++, ev_next_index(nr, rdims, ridx)) {
+    roff[j] = 0;
+    for (int i = 0; i < nr; i++) roff[j] += ridx[i] * rstr[i];
+  }
+  for (int64_t o = 0; o < nout; o++, ev_next_index(nk, kdims, kidx)) {
+    int64_t base = 0;
+    for (int i = 0; i < nk; i++) base += kidx[i] * kstr[i];
+    for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
+    for (int64_t j = 0; j < nred; j++) {
+      for (int k = 0; k < n; k++)
+        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + roff[j]) * r.es[k], r.es[k]);
+      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+    }
+    for (int k = 0; k < n; k++)
+      memcpy((uint8_t *)res[k]->data + (size_t)o * r.es[k], r.args[k]->data, r.es[k]);
+  }
+  return finish(cx, in, n, res, out);
+}
+
+base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  int n = in->nops / 2;
+  ir_type *types;
+  ir_literal **res;
+  base_status st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *types, (void **)&types);
+  if (st == ST_OK) st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *res, (void **)&res);
+  if (st == ST_OK) st = check_inputs(cx, in, ops, n, types);
+  if (st != ST_OK) return st;
+  const ir_shape *is = &ops[0]->shape;
+  int rank = is->rank;
+  if ((in->a.has_window ? in->a.window.rank : 0) != rank)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, the input %d",
+                   in->a.has_window ? (int)in->a.window.rank : 0, rank);
+  int64_t odims[IR_MAX_RANK], wsz[IR_MAX_RANK], strides[IR_MAX_RANK];
+  const ir_window_dim *win = in->a.window.dims;
+  for (int d = 0; d < rank; d++) {
+    const ir_window_dim *w = &win[d];
+    if (w->size < 0 || w->size > IR_MAX_ELEMENTS || w->stride < 1 || w->stride > IR_MAX_ELEMENTS ||
+        w->lhs_dilate < 1 || w->lhs_dilate > IR_MAX_ELEMENTS || w->rhs_dilate < 1 ||
+        w->rhs_dilate > IR_MAX_ELEMENTS || w->pad_lo < -IR_MAX_ELEMENTS ||
+        w->pad_lo > IR_MAX_ELEMENTS || w->pad_hi < -IR_MAX_ELEMENTS || w->pad_hi > IR_MAX_ELEMENTS ||
+        (double)is->dims[d] * (double)w->lhs_dilate > 4e15 ||
+        (double)w->size * (double)w->rhs_dilate > 4e15)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window dimension %d invalid", d);
+    int64_t nd = is->dims[d];
+    int64_t padded = (nd > 0 ? (nd - 1) * w->lhs_dilate + 1 : 0) + w->pad_lo + w->pad_hi;
+    int64_t eff = w->size > 0 ? (w->size - 1) * w->rhs_dilate + 1 : 0;
+    odims[d] = padded < eff || padded < 0 ? 0 : (padded - eff) / w->stride + 1;
+    wsz[d] = w->size;
+  }
+  if ((st = new_results(cx, in, n, types, rank, odims, res)) != ST_OK) return st;
+  reducer r;
+  if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
+  ev_strides(is, strides);
+  int64_t nout = ir_shape_count(&res[0]->shape), nwin = 1;
+  for (int d = 0; d < rank; d++) nwin *= wsz[d];
+  int64_t oidx[IR_MAX_RANK] = {0};
+  for (int64_t o = 0; o < nout; o++, ev_next_index(rank, odims, oidx)) {
+    for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
+    int64_t widx[IR_MAX_RANK] = {0};
+    for (int64_t j = 0; j < nwin; j++, ev_next_index(rank, wsz, widx)) {
+      int64_t off = 0;
+      bool ok = true;
+      for (int d = 0; d < rank && ok; d++) {
+        const ir_window_dim *w = &win[d];
+        int64_t u = oidx[d] * w->stride + widx[d] * w->rhs_dilate - w->pad_lo;
+        if (u % w->lhs_dilate != 0) ok = false;
+        int64_t x = u / w->lhs_dilate;
+        if (x < 0 || x >= is->dims[d]) ok = false;
+        off += x * strides[d];
+      }
+      if (!ok) continue;
+      for (int k = 0; k < n; k++)
+        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)off * r.es[k], r.es[k]);
+      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+    }
+    for (int k = 0; k < n; k++)
+      memcpy((uint8_t *)res[k]->data + (size_t)o * r.es[k], r.args[k]->data, r.es[k]);
+  }
+  return finish(cx, in, n, res, out);
+}
+
+/* Folds the contributions of the replicas of one group, in group order,
+ * for one array operand. With a single contribution the result is that
+ * contribution itself: to_apply is not called. */
+static base_status all_reduce_fold(ev_ctx *cx, const ir_inst *in, ir_literal *const *contrib,
+                                   int ncontrib, ir_literal **out) {
+  const ir_literal *first = contrib[0];
+  if (ncontrib == 1) {
+    *out = contrib[0];
+    return ST_OK;
+  }
+  ir_type t = first->shape.type;
+  reducer r;
+  ir_literal *res;
+  base_status st = reducer_init(cx, in, in->calls[0], 1, &t, &r);
+  if (st == ST_OK) st = ev_new_array(cx, in, &first->shape, &res);
+  if (st != ST_OK) return st;
+  int64_t cnt = ir_shape_count(&first->shape);
+  size_t es = r.es[0];
+  for (int64_t i = 0; i < cnt; i++) {
+    memcpy(r.args[0]->data, (uint8_t *)first->data + (size_t)i * es, es);
+    for (int c = 1; c < ncontrib; c++) {
+      memcpy(r.args[1]->data, (uint8_t *)contrib[c]->data + (size_t)i * es, es);
+      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+    }
+    memcpy((uint8_t *)res->data + (size_t)i * es, r.args[0]->data, es);
+  }
+  *out = res;
+  return ST_OK;
+}
+
+/* all-reduce. The evaluator runs one replica (opts.replica_count == 1), so
+ * each operand's group holds only this replica's contribution and the
+ * result is the operand. How N replicas fit later: ir_eval evaluates the N
+ * replicas in lockstep (one value table per replica, every instruction
+ * evaluated for all replicas before the next one), and at an all-reduce
+ * gathers, for each replica group (replica_groups, or all replicas when
+ * empty), the operand values of the group's replicas in group order and
+ * passes them to all_reduce_fold, whose result every member receives. The
+ * signature of to_apply is checked now so that a module that would fail
+ * with N replicas fails with one. */
+base_status ev_all_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  if (in->nops < 1 || in->ncalls != 1)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "needs operands and one to_apply");
+  if (cx->opts.replica_count != 1)
+    return ev_fail(cx, in, ST_UNSUPPORTED,
+                   "all-reduce over %d replicas needs lockstep evaluation of all replicas, "
+                   "which the evaluator does not do yet",
+                   (int)cx->opts.replica_count);
+  ir_literal **res;
+  base_status st = ev_alloc_array(cx, in, in->nops, (int64_t)sizeof *res, (void **)&res);
+  if (st != ST_OK) return st;
+  for (int k = 0; k < in->nops; k++) {
+    if (ops[k]->shape.type != IR_TUPLE) {
+      reducer r;
+      ir_type t = ops[k]->shape.type;
+      arena_mark mk = arena_get_mark(cx->scratch);
+      st = reducer_init(cx, in, in->calls[0], 1, &t, &r);
+      arena_reset(cx->scratch, mk);
+      if (st != ST_OK) return st;
+    }
+    ir_literal *contrib[1] = {ops[k]};
+    if ((st = all_reduce_fold(cx, in, contrib, 1, &res[k])) != ST_OK) return st;
+  }
+  if (in->nops == 1) {
+    *out = res[0];
+    return ST_OK;
+  }
+  return ev_new_tuple(cx, in, res, in->nops, out);
+}
