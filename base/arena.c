@@ -79,7 +79,8 @@ char *arena_printf(arena *a, const char *fmt, ...) {
   va_list ap, ap2;
   va_start(ap, fmt);
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  /* fmt ? fmt : "": GCC's -Wformat-truncation misfires under -fsanitize */
+  int n = vsnprintf(NULL, 0, fmt ? fmt : "", ap);
   va_end(ap);
   char *s = arena_alloc(a, (size_t)(n < 0 ? 0 : n) + 1);
   if (n > 0) vsnprintf(s, (size_t)n + 1, fmt, ap2);

@@ -95,7 +95,8 @@ void sb_puts(strbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
 void sb_vprintf(strbuf *b, const char *fmt, va_list ap) {
   va_list ap2;
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
+  /* fmt ? fmt : "": GCC's -Wformat-truncation misfires under -fsanitize */
+  int n = vsnprintf(NULL, 0, fmt ? fmt : "", ap2);
   va_end(ap2);
   if (n < 0) return;
   sb_reserve(b, (size_t)n);
