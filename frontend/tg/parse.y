@@ -1,0 +1,327 @@
+/* parse.y: the .tg grammar (bison, pure, with locations).
+ *
+ *   file     := graph*
+ *   graph    := "graph" IDENT "(" [param ("," param)*] ")" ["->" results] "{" stmt* "}"
+ *   param    := IDENT ":" type
+ *   results  := type | "(" type ("," type)* ")"
+ *   type     := TYPE | TYPE "[" [INT ("," INT)*] "]"
+ *   stmt     := "let" IDENT ("," IDENT)* "=" expr ";"
+ *             | "return" expr ("," expr)* ";"
+ *   expr     := expr binop expr | "-" expr | "!" expr | postfix | type
+ *   postfix  := atom | postfix "[" index ("," index)* "]"
+ *   index    := expr | [expr] ":" [expr] [":" [expr]]
+ *   atom     := NUMBER | "true" | "false" | STRING | IDENT
+ *             | IDENT "(" [arg ("," arg)*] ")" | "(" expr ")"
+ *             | "[" [expr ("," expr)*] "]"
+ *   arg      := expr | IDENT "=" expr
+ * Precedence, loosest first: || ; && ; == != < <= > >= (non-associative);
+ * + - ; * / % @ ; unary - ! ; ** (right-associative).
+ *
+ * Recovery: a bad statement is skipped up to its ';' (or the graph's '}'),
+ * a bad graph header up to the next '}', so one run reports several
+ * syntax errors. The tree lives in the parser's arena. */
+%define api.pure full
+%define api.prefix {tg_yy}
+%define parse.error detailed
+%define parse.lac full
+%locations
+%lex-param {void *scanner}
+%parse-param {void *scanner} {tg_parser *p}
+
+%code requires {
+#include "frontend/tg/tg.h"
+}
+
+%code provides {
+int tg_yylex(TG_YYSTYPE *lval, TG_YYLTYPE *lloc, void *scanner);
+void tg_yyerror(TG_YYLTYPE *lloc, void *scanner, tg_parser *p, const char *msg);
+}
+
+%code {
+static src_loc mkloc(tg_parser *p, TG_YYLTYPE l) {
+  src_loc s = {p->file, l.first_line, l.first_column};
+  return s;
+}
+#define LOC(l) mkloc(p, (l))
+
+static tg_stmt mkstmt(bool ret, src_loc loc) {
+  tg_stmt s;
+  memset(&s, 0, sizeof s);
+  s.is_return = ret;
+  s.loc = loc;
+  return s;
+}
+
+static tg_node *mktype(tg_parser *p, src_loc loc, int type) {
+  tg_node *n = fe_tg_node(p, TG_TYPE, loc);
+  n->type = (ir_type)type;
+  n->rank = -1;
+  return n;
+}
+
+/* Checks the dimension list of a type and copies it into n. */
+static void set_dims(tg_parser *p, tg_node *n, const tg_nodes *dims) {
+  if (dims->n > IR_MAX_RANK) {
+    diag_error(p->d, n->loc, "type has %d dimensions; at most %d are supported",
+               dims->n, IR_MAX_RANK);
+    p->syntax_errors++;
+    n->rank = 0;
+    return;
+  }
+  n->rank = dims->n;
+  for (int i = 0; i < dims->n; i++) {
+    tg_node *d = dims->v[i];
+    if (!d->is_int) {
+      diag_error(p->d, d->loc, "dimension must be a non-negative integer");
+      p->syntax_errors++;
+      n->dims[i] = 1;
+    } else {
+      n->dims[i] = d->ival;
+    }
+  }
+}
+}
+
+%union {
+  tg_node *node;
+  const char *str;
+  int type;
+  tg_nodes nodes;
+  tg_args args;
+  tg_param param;
+  tg_params params;
+  tg_stmt stmt;
+  tg_stmts stmts;
+  tg_graph *graph;
+}
+
+%token GRAPH "graph" LET "let" RETURN "return"
+%token <node> NUMBER "number" BOOLEAN "boolean"
+%token <str> IDENT "identifier" STRING "string"
+%token <type> TYPE "element type"
+%token ARROW "->" POW "**" EQ "==" NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||"
+
+%type <graph> graph
+%type <params> params param_list
+%type <param> param
+%type <node> type expr postfix atom index opt_expr
+%type <nodes> results dims type_list expr_list list_items index_list names
+%type <args> args arg_list
+%type <stmt> stmt
+%type <stmts> stmts
+
+%left OROR
+%left ANDAND
+%nonassoc EQ NE '<' LE '>' GE
+%left '+' '-'
+%left '*' '/' '%' '@'
+%precedence UNARY
+%right POW
+
+%%
+
+file:
+    %empty
+  | file graph       { if ($2) VEC_PUSH(p->a, p->graphs, $2); }
+  | file error '}'   { yyerrok; }
+  ;
+
+graph:
+    "graph" IDENT '(' params ')' results '{' stmts '}' {
+      tg_graph *g = arena_alloc(p->a, sizeof *g);
+      g->name = $2;
+      g->loc = LOC(@2);
+      g->params = $4;
+      g->results = $6;
+      g->has_results = $6.n > 0;
+      if ($6.n) g->results_loc = $6.v[0]->loc;
+      g->body = $8;
+      g->end_loc = LOC(@9);
+      $$ = g;
+    }
+  ;
+
+params:
+    %empty           { memset(&$$, 0, sizeof $$); }
+  | param_list
+  ;
+
+param_list:
+    param                 { memset(&$$, 0, sizeof $$); VEC_PUSH(p->a, $$, $1); }
+  | param_list ',' param  { $$ = $1; VEC_PUSH(p->a, $$, $3); }
+  ;
+
+param:
+    IDENT ':' type   { $$.name = $1; $$.loc = LOC(@1); $$.type = $3; }
+  ;
+
+results:
+    %empty                  { memset(&$$, 0, sizeof $$); }
+  | "->" type               { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $2); }
+  | "->" '(' type_list ')'  { $$ = $3; }
+  ;
+
+type_list:
+    type                 { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $1); }
+  | type_list ',' type   { $$ = $1; fe_tg_push(p, &$$, $3); }
+  ;
+
+type:
+    TYPE                 { $$ = mktype(p, LOC(@1), $1); }
+  | TYPE '[' ']'         { $$ = mktype(p, LOC(@1), $1); $$->rank = 0; }
+  | TYPE '[' dims ']'    { $$ = mktype(p, LOC(@1), $1); set_dims(p, $$, &$3); }
+  ;
+
+dims:
+    NUMBER               { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $1); }
+  | dims ',' NUMBER      { $$ = $1; fe_tg_push(p, &$$, $3); }
+  ;
+
+stmts:
+    %empty               { memset(&$$, 0, sizeof $$); }
+  | stmts stmt           { $$ = $1; VEC_PUSH(p->a, $$, $2); }
+  | stmts error ';'      { $$ = $1; yyerrok; }
+  ;
+
+stmt:
+    "let" names '=' expr ';' {
+      $$ = mkstmt(false, LOC(@1));
+      $$.nnames = $2.n;
+      $$.names = arena_array(p->a, (size_t)$2.n, sizeof(char *));
+      $$.name_locs = arena_array(p->a, (size_t)$2.n, sizeof(src_loc));
+      for (int i = 0; i < $2.n; i++) {
+        $$.names[i] = $2.v[i]->name;
+        $$.name_locs[i] = $2.v[i]->loc;
+      }
+      fe_tg_push(p, &$$.values, $4);
+    }
+  | IDENT '=' expr ';' {
+      diag_error(p->d, LOC(@1), "a binding needs 'let': write 'let %s = ...'", $1);
+      p->syntax_errors++;
+      $$ = mkstmt(false, LOC(@1));
+      $$.nnames = 1;
+      $$.names = arena_array(p->a, 1, sizeof(char *));
+      $$.name_locs = arena_array(p->a, 1, sizeof(src_loc));
+      $$.names[0] = $1;
+      $$.name_locs[0] = LOC(@1);
+      fe_tg_push(p, &$$.values, $3);
+    }
+  | "return" expr_list ';' { $$ = mkstmt(true, LOC(@1)); $$.values = $2; }
+  ;
+
+names:
+    IDENT                { memset(&$$, 0, sizeof $$);
+                           tg_node *n = fe_tg_node(p, TG_NAME, LOC(@1)); n->name = $1;
+                           fe_tg_push(p, &$$, n); }
+  | names ',' IDENT      { $$ = $1;
+                           tg_node *n = fe_tg_node(p, TG_NAME, LOC(@3)); n->name = $3;
+                           fe_tg_push(p, &$$, n); }
+  ;
+
+expr_list:
+    expr                 { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $1); }
+  | expr_list ',' expr   { $$ = $1; fe_tg_push(p, &$$, $3); }
+  ;
+
+expr:
+    postfix
+  | type
+  | expr OROR expr       { $$ = fe_tg_binary(p, TG_OR, LOC(@2), $1, $3); }
+  | expr ANDAND expr     { $$ = fe_tg_binary(p, TG_AND, LOC(@2), $1, $3); }
+  | expr EQ expr         { $$ = fe_tg_binary(p, TG_EQ, LOC(@2), $1, $3); }
+  | expr NE expr         { $$ = fe_tg_binary(p, TG_NE, LOC(@2), $1, $3); }
+  | expr '<' expr        { $$ = fe_tg_binary(p, TG_LT, LOC(@2), $1, $3); }
+  | expr LE expr         { $$ = fe_tg_binary(p, TG_LE, LOC(@2), $1, $3); }
+  | expr '>' expr        { $$ = fe_tg_binary(p, TG_GT, LOC(@2), $1, $3); }
+  | expr GE expr         { $$ = fe_tg_binary(p, TG_GE, LOC(@2), $1, $3); }
+  | expr '+' expr        { $$ = fe_tg_binary(p, TG_ADD, LOC(@2), $1, $3); }
+  | expr '-' expr        { $$ = fe_tg_binary(p, TG_SUB, LOC(@2), $1, $3); }
+  | expr '*' expr        { $$ = fe_tg_binary(p, TG_MUL, LOC(@2), $1, $3); }
+  | expr '/' expr        { $$ = fe_tg_binary(p, TG_DIV, LOC(@2), $1, $3); }
+  | expr '%' expr        { $$ = fe_tg_binary(p, TG_MOD, LOC(@2), $1, $3); }
+  | expr '@' expr        { $$ = fe_tg_binary(p, TG_MATMUL, LOC(@2), $1, $3); }
+  | expr POW expr        { $$ = fe_tg_binary(p, TG_POW, LOC(@2), $1, $3); }
+  | '-' expr %prec UNARY { $$ = fe_tg_node(p, TG_UNARY, LOC(@1)); $$->op = '-'; $$->a = $2; }
+  | '!' expr %prec UNARY { $$ = fe_tg_node(p, TG_UNARY, LOC(@1)); $$->op = '!'; $$->a = $2; }
+  ;
+
+postfix:
+    atom
+  | postfix '[' index_list ']' {
+      $$ = fe_tg_node(p, TG_INDEX, LOC(@2)); $$->a = $1; $$->args = $3;
+    }
+  ;
+
+index_list:
+    index                  { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $1); }
+  | index_list ',' index   { $$ = $1; fe_tg_push(p, &$$, $3); }
+  ;
+
+index:
+    expr
+  | opt_expr ':' opt_expr {
+      $$ = fe_tg_node(p, TG_SLICE, LOC(@2)); $$->a = $1; $$->b = $3;
+    }
+  | opt_expr ':' opt_expr ':' opt_expr {
+      $$ = fe_tg_node(p, TG_SLICE, LOC(@2)); $$->a = $1; $$->b = $3; $$->c = $5;
+    }
+  ;
+
+opt_expr:
+    %empty  { $$ = NULL; }
+  | expr
+  ;
+
+atom:
+    NUMBER
+  | BOOLEAN
+  | STRING               { $$ = fe_tg_node(p, TG_STR, LOC(@1)); $$->name = $1; }
+  | IDENT                { $$ = fe_tg_node(p, TG_NAME, LOC(@1)); $$->name = $1; }
+  | IDENT '(' args ')'   {
+      $$ = fe_tg_node(p, TG_CALL, LOC(@1)); $$->name = $1;
+      $$->args = $3.pos; $$->kws = $3.kw;
+    }
+  | '(' expr ')'         { $$ = $2; }
+  | '[' list_items ']'   { $$ = fe_tg_node(p, TG_LIST, LOC(@1)); $$->args = $2; }
+  ;
+
+list_items:
+    %empty               { memset(&$$, 0, sizeof $$); }
+  | expr_list
+  ;
+
+args:
+    %empty               { memset(&$$, 0, sizeof $$); }
+  | arg_list
+  ;
+
+arg_list:
+    expr                 { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$.pos, $1); }
+  | IDENT '=' expr       { memset(&$$, 0, sizeof $$); fe_tg_push_kw(p, &$$.kw, $1, LOC(@1), $3); }
+  | arg_list ',' expr    {
+      $$ = $1;
+      if ($$.kw.n) {
+        diag_error(p->d, LOC(@3), "positional argument after a keyword argument");
+        p->syntax_errors++;
+      }
+      fe_tg_push(p, &$$.pos, $3);
+    }
+  | arg_list ',' IDENT '=' expr {
+      $$ = $1;
+      for (int i = 0; i < $$.kw.n; i++)
+        if (strcmp($$.kw.v[i].name, $3) == 0) {
+          diag_error(p->d, LOC(@3), "keyword argument '%s' given twice", $3);
+          p->syntax_errors++;
+        }
+      fe_tg_push_kw(p, &$$.kw, $3, LOC(@3), $5);
+    }
+  ;
+
+%%
+
+void tg_yyerror(TG_YYLTYPE *lloc, void *scanner, tg_parser *p, const char *msg) {
+  (void)scanner;
+  p->syntax_errors++;
+  if (p->lex_fatal) return;
+  diag_error(p->d, mkloc(p, *lloc), "%s", msg);
+}
