@@ -677,6 +677,15 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
   if (nops < 0 || (nops > 0 && !ops)) return fail(&c, "malformed operand list");
   static const ir_attrs zero_attrs;
   if (!a) a = &zero_attrs;
+  {
+    const ir_ints *lists[] = {&a->dimensions, &a->slice_start, &a->slice_limit, &a->slice_stride,
+                              &a->lhs_batch, &a->rhs_batch, &a->lhs_contracting, &a->rhs_contracting};
+    for (size_t i = 0; i < COUNTOF(lists); i++)
+      if (lists[i]->n < 0 || (lists[i]->n > 0 && !lists[i]->v)) return fail(&c, "malformed attribute list");
+    if (a->npad < 0 || (a->npad > 0 && !a->padding)) return fail(&c, "malformed padding");
+    if (a->has_window && (a->window.rank < 0 || a->window.rank > IR_MAX_RANK))
+      return fail(&c, "window rank %d out of range", a->window.rank);
+  }
   unsigned flags = ir_op_flags(op);
   int arity = ir_op_arity(op);
   if (arity >= 0 && !want_arity(&c, nops, arity)) return false;

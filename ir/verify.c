@@ -42,7 +42,45 @@ static const char *shape_str(char *buf, size_t n, const ir_shape *s) {
 }
 #define SHP(s) shape_str((char[128]){0}, 128, (s))
 
-/* ---- layouts --------------------------------------------------------- */
+/* ---- shapes and layouts ----------------------------------------------- */
+
+/* Structure of a shape: a known type, rank within limits, no negative
+ * dims, an element count that fits, a tuple array when there are elements. */
+static bool shape_wellformed(const ir_shape *s, int depth, char *why, size_t n) {
+  if (s->type == IR_TUPLE) {
+    if (depth > 16) {
+      snprintf(why, n, "tuple shape nested too deeply");
+      return false;
+    }
+    if (s->ntuple < 0 || (s->ntuple > 0 && !s->tuple)) {
+      snprintf(why, n, "malformed tuple shape");
+      return false;
+    }
+    for (int i = 0; i < s->ntuple; i++)
+      if (!shape_wellformed(&s->tuple[i], depth + 1, why, n)) return false;
+    return true;
+  }
+  if ((unsigned)s->type >= IR_TUPLE) {
+    snprintf(why, n, "shape has an invalid element type");
+    return false;
+  }
+  if (s->rank < 0 || s->rank > IR_MAX_RANK) {
+    snprintf(why, n, "shape has rank %d, outside 0..%d", s->rank, IR_MAX_RANK);
+    return false;
+  }
+  int64_t cnt;
+  for (int i = 0; i < s->rank; i++)
+    if (s->dims[i] < 0) {
+      snprintf(why, n, "shape has negative dimension %lld", (long long)s->dims[i]);
+      return false;
+    }
+  if (!ir_shape_elements(s, &cnt)) {
+    snprintf(why, n, "shape has more than 2^40 elements");
+    return false;
+  }
+  return true;
+}
+
 
 static bool layout_ok(const ir_shape *s, char *why, size_t n) {
   if (s->type == IR_TUPLE) {
@@ -209,6 +247,11 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
     report(v, in->loc, "%%%s: %s takes %d operand%s, has %d", nm, opn, arity, arity == 1 ? "" : "s", in->nops);
     return;
   }
+  char why[160];
+  if (!shape_wellformed(&in->shape, 0, why, sizeof why)) {
+    report(v, in->loc, "%%%s: %s", nm, why);
+    return;
+  }
   bool ops_ok = true;
   for (int k = 0; k < in->nops; k++) {
     ir_id o = in->ops[k];
@@ -221,6 +264,8 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
     } else if (o >= i) {
       /* Reported once per computation as a cycle when there is one. */
       ops_ok = false;
+    } else if (!shape_wellformed(&cp->insts.v[o].shape, 0, why, sizeof why)) {
+      ops_ok = false; /* reported at the operand */
     }
   }
   for (int k = 0; k < in->ncalls; k++)
@@ -232,10 +277,9 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
     report(v, in->loc, "%%%s: %s calls no computations, has %d", nm, opn, in->ncalls);
     ops_ok = false;
   }
-  {
-    char why[160];
-    if (!layout_ok(&in->shape, why, sizeof why)) report(v, in->loc, "%%%s: %s", nm, why);
-  }
+  if (!layout_ok(&in->shape, why, sizeof why)) report(v, in->loc, "%%%s: %s", nm, why);
+  if (in->op == IR_OP_FUSION && (unsigned)in->a.fusion_kind > IR_FUSION_CUSTOM)
+    report(v, in->loc, "%%%s: invalid fusion kind %d", nm, (int)in->a.fusion_kind);
   if (in->op == IR_OP_CONSTANT) {
     const ir_literal *l = in->a.literal;
     if (!l) {

@@ -325,6 +325,75 @@ static void several_problems_are_all_counted(void **st) {
   expect(f, 3, "verify: module verify_test has no entry computation");
 }
 
+static void malformed_shapes_are_reported_once(void **st) {
+  fixture *f = *st;
+  inst(f, f->p0)->shape.dims[0] = -4;
+  inst(f, f->p1)->shape.rank = 9;
+  ir_verify(f->m, f->d);
+  assert_string_equal(diag_text(f->d), "error: verify: %p0: shape has negative dimension -4\n"
+                                       "error: verify: %p1: shape has rank 9, outside 0..8\n");
+  assert_int_equal(diag_error_count(f->d), 2); /* add is not blamed for them */
+}
+
+static void huge_shape_is_reported(void **st) {
+  fixture *f = *st;
+  ir_inst *p = inst(f, f->p0);
+  p->shape = tu_shape(f->m->arena, "f32[1048576,1048576,2]");
+  expect(f, 1, "verify: %p0: shape has more than 2^40 elements");
+}
+
+static void replica_groups_must_be_distinct(void **st) {
+  fixture *f = *st;
+  ir_comp_id r = tu_reducer(f->m, "sum", IR_F32, IR_OP_ADD);
+  ir_inst in;
+  memset(&in, 0, sizeof in);
+  in.op = IR_OP_ALL_REDUCE;
+  in.name = "ar";
+  in.shape = tu_shape(f->m->arena, "f32[2]");
+  in.nops = 1;
+  in.ops = &f->add;
+  in.ncalls = 1;
+  in.calls = &r;
+  ir_ints groups[2] = {INTS(0, 1), INTS(2, 1)};
+  in.a.replica_groups.ngroups = 2;
+  in.a.replica_groups.groups = groups;
+  ir_id ar = ir_inst_add(f->m, f->c, &in);
+  expect(f, 1, "verify: %ar: replica_groups lists replica 1 twice");
+  inst(f, ar)->a.replica_groups.groups[1].v[1] = 3;
+  assert_int_equal(ir_verify(f->m, f->d), 0);
+  inst(f, ar)->a.replica_groups.groups[0].v[0] = -1;
+  assert_int_equal(ir_verify(f->m, f->d), 1);
+}
+
+static void fusion_kind_out_of_range(void **st) {
+  fixture *f = *st;
+  ir_comp_id g = ir_comp_add(f->m, "fused");
+  ir_id x = tu_param(f->m, g, 0, "fx", "f32[2]");
+  ir_comp_get(f->m, g)->root = tu_inst(f->m, g, IR_OP_NEGATE, "fn", "f32[2]", 1, &x, NULL);
+  ir_comp_finish(f->m, g);
+  ir_inst in;
+  memset(&in, 0, sizeof in);
+  in.op = IR_OP_FUSION;
+  in.name = "fu";
+  in.shape = tu_shape(f->m->arena, "f32[2]");
+  in.nops = 1;
+  in.ops = &f->add;
+  in.ncalls = 1;
+  in.calls = &g;
+  in.a.fusion_kind = (ir_fusion_kind)9;
+  ir_inst_add(f->m, f->c, &in);
+  expect(f, 1, "verify: %fu: invalid fusion kind 9");
+}
+
+static void malformed_attribute_list(void **st) {
+  fixture *f = *st;
+  ir_attrs a = attrs();
+  a.dimensions = INTS(0);
+  ir_id t = tu_inst(f->m, f->c, IR_OP_TRANSPOSE, "tr", "f32[2]", 1, &f->add, &a);
+  inst(f, t)->a.dimensions = (ir_ints){2, NULL}; /* a count without an array */
+  expect(f, 1, "verify: %tr: malformed attribute list");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -358,6 +427,11 @@ int main(void) {
       T(dot_declared_result_type_is_honoured),
       T(located_report_shows_source_line),
       T(several_problems_are_all_counted),
+      T(malformed_shapes_are_reported_once),
+      T(huge_shape_is_reported),
+      T(replica_groups_must_be_distinct),
+      T(fusion_kind_out_of_range),
+      T(malformed_attribute_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
