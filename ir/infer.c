@@ -308,8 +308,6 @@ static bool infer_broadcast(ctx *c, const ir_shape *x, const ir_attrs *a, ir_sha
     return fail(c, "dimensions has %d entries, operand %s has rank %d", d->n, SHP(x), x->rank);
   if (!check_dim_list(c, d, out->rank, "dimensions", true)) return false;
   for (int i = 0; i < d->n; i++) {
-    if (i > 0 && d->v[i] <= d->v[i - 1])
-      return fail(c, "dimensions must be strictly increasing");
     if (x->dims[i] != out->dims[d->v[i]])
       return fail(c, "operand dimension %d (size %lld) does not match result dimension %lld (size %lld)",
                   i, (long long)x->dims[i], (long long)d->v[i], (long long)out->dims[d->v[i]]);

@@ -160,9 +160,12 @@ static void broadcast_takes_target_and_maps_dims(void **st) {
   a.dimensions = INTS(1);
   assert_string_equal(INFER(BROADCAST, &a, "s32[2,3]", "f32[3]"),
                       "error: broadcast: result type s32 differs from operand type f32");
-  a.dimensions = INTS(1, 0);
+  /* XLA's verifier allows any order (a transposing broadcast), no repeats */
+  a.dimensions = INTS(2, 0);
+  assert_string_equal(INFER(BROADCAST, &a, "f32[3,4,2]", "f32[2,3]"), "f32[3,4,2]");
+  a.dimensions = INTS(1, 1);
   assert_string_equal(INFER(BROADCAST, &a, "f32[2,2]", "f32[2,2]"),
-                      "error: broadcast: dimensions must be strictly increasing");
+                      "error: broadcast: dimensions repeats dimension 1");
 }
 
 static void reshape_keeps_element_count(void **st) {
