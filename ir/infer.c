@@ -5,7 +5,8 @@
  *  - Ops whose result follows from operands and attributes ignore *out on
  *    input and overwrite it.
  *  - Ops whose result does not (parameter, constant, iota, broadcast,
- *    reshape, and the element type of convert) take the target from *out:
+ *    reshape, and the element type of convert and bitcast-convert) take the
+ *    target from *out:
  *    the caller pre-fills out->type/rank/dims (and ntuple/tuple for a tuple
  *    parameter). The target is validated against operands and attributes
  *    and returned with the default layout.
@@ -225,7 +226,8 @@ static bool window_out(ctx *c, const ir_window_dim *w, int i, int64_t in, int64_
   if (w->size > big || w->stride > big || w->lhs_dilate > big || w->rhs_dilate > big ||
       w->pad_lo > big || w->pad_lo < -big || w->pad_hi > big || w->pad_hi < -big)
     return fail(c, "window dimension %d has out-of-range values", i);
-  /* in <= 2^40, so these products stay far below 2^63 only with a guard. */
+  /* Every term is bounded by 2^48 (inputs by 2^40), so the products are
+   * checked and the sums below cannot overflow. */
   int64_t dil_in;
   if (in == 0) dil_in = 0;
   else if (__builtin_mul_overflow(in - 1, w->lhs_dilate, &dil_in) || dil_in > big)
