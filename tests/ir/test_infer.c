@@ -561,6 +561,43 @@ static void result_layout_is_default(void **st) {
   assert_int_equal(out.layout.ntiles, 0);
 }
 
+/* Shapes from the XLA corpus (../shared/corpus/hlo), checked by hand. */
+static void corpus_integer_dot_batch_last(void **st) {
+  (void)st;
+  /* dot_operation_test__IntegerDotTest: batch 5, lhs free 4, rhs free 6 */
+  ir_attrs a = attrs();
+  a.lhs_batch = INTS(2);
+  a.lhs_contracting = INTS(1);
+  a.rhs_batch = INTS(1);
+  a.rhs_contracting = INTS(0);
+  a.preferred_type = IR_S32;
+  assert_string_equal(INFER(DOT, &a, NULL, "s32[4,3,5]", "s32[3,5,6]"), "s32[5,4,6]");
+}
+
+static void corpus_conv0d_and_boolean_conv(void **st) {
+  (void)st;
+  /* convolution_test__TestConv0D: dim_labels=bf_io->bf, no window */
+  ir_attrs a = attrs();
+  a.conv.nspatial = 0;
+  a.conv.in_batch = 0, a.conv.in_feature = 1;
+  a.conv.k_in = 0, a.conv.k_out = 1;
+  a.conv.out_batch = 0, a.conv.out_feature = 1;
+  assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[10,5]", "f32[5,7]"), "f32[10,7]");
+  /* convolution_test__TestBooleanInput: bf0_oi0->bf0, size=3 pad=1_1 */
+  a = conv1d();
+  a.window.dims[0].pad_lo = a.window.dims[0].pad_hi = 1;
+  a.preferred_type = IR_PRED;
+  assert_string_equal(INFER(CONVOLUTION, &a, NULL, "pred[3,3,3]", "pred[3,3,3]"), "pred[3,3,3]");
+}
+
+static void corpus_reduce_window_scalar_and_variadic(void **st) {
+  (void)st;
+  /* hlo_parser_test__ReduceWindowScalar / ReduceWindowVariadic: rank 0, no window */
+  ir_attrs a = attrs();
+  assert_string_equal(INFER_CALL(REDUCE_WINDOW, &a, ADD_F32, "f32[]", "f32[]"), "f32[]");
+  assert_string_equal(INFER_CALL(REDUCE_WINDOW, &a, VAR_RED, "f32[]", "s32[]", "f32[]", "s32[]"), "(f32[], s32[])");
+}
+
 static void errors_are_truncated_to_buffer(void **st) {
   (void)st;
   ir_shape ops[2] = {tu_shape(M->arena, "f32[2]"), tu_shape(M->arena, "f32[3]")}, out;
@@ -601,6 +638,9 @@ int main(void) {
       cmocka_unit_test(fusion_returns_root_shape),
       cmocka_unit_test(iota_parameter_constant_validate_target),
       cmocka_unit_test(result_layout_is_default),
+      cmocka_unit_test(corpus_integer_dot_batch_last),
+      cmocka_unit_test(corpus_conv0d_and_boolean_conv),
+      cmocka_unit_test(corpus_reduce_window_scalar_and_variadic),
       cmocka_unit_test(errors_are_truncated_to_buffer),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
