@@ -1,0 +1,253 @@
+/* tpurt.h: libtpurt, the embeddable runtime of tpucc.
+ *
+ * libtpurt loads compiled TPU programs (.tpub files, or assembly text),
+ * checks them once, moves tensors in and out, runs them on the bundled
+ * TensorCore emulator and reports what the run cost in cycles. It depends
+ * on nothing but the C library: link with `pkg-config --libs tpurt`.
+ *
+ *   tpurt_device_options_t o;  tpurt_device_options_init(&o);
+ *   o.target = "v3";
+ *   tpurt_device_t *dev;       tpurt_device_create(&o, &dev);
+ *   tpurt_program_t *prog;     tpurt_program_load_file(dev, "m.tpub", &prog);
+ *   tpurt_buffer_t *x;         tpurt_buffer_create(dev, TPURT_F32, 2, dims,
+ *                                                  data, bytes, &x);
+ *   tpurt_buffer_t *y;         tpurt_program_execute(prog, &x, 1, &y, 1, &st);
+ *   tpurt_buffer_read(y, out, bytes);
+ *   tpurt_buffer_destroy(y); ... tpurt_program_destroy(prog);
+ *   tpurt_device_destroy(dev);
+ *
+ * Conventions. Every fallible call returns a tpurt_status_t (TPURT_OK is
+ * 0); on failure the device keeps a message saying what went wrong, read
+ * with tpurt_device_message (like sqlite3_errmsg: owned by the device,
+ * valid until the next call on it). Out-parameters come last and are named
+ * out_*; on failure they are set to NULL / 0. destroy functions accept NULL.
+ *
+ * Ownership. A device owns nothing the caller made; programs and buffers
+ * are created from a device, must be destroyed before it, and are owned by
+ * the caller. Memory comes from the device's allocator (malloc/free when
+ * none is given); the library has no global state.
+ *
+ * Threads. A device and everything made from it is thread-compatible: use
+ * it from one thread at a time (different devices are independent and may
+ * be used from different threads at once). tpurt_version and
+ * tpurt_status_string are thread-safe. */
+#ifndef TPURT_H
+#define TPURT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TPURT_API
+#else
+#define TPURT_API __attribute__((visibility("default")))
+#endif
+
+#define TPURT_VERSION_MAJOR 0
+#define TPURT_VERSION_MINOR 1
+#define TPURT_VERSION_PATCH 0
+#define TPURT_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define TPURT_VERSION_NUMBER \
+  (TPURT_VERSION_MAJOR * 10000 + TPURT_VERSION_MINOR * 100 + TPURT_VERSION_PATCH)
+
+/* The version of the library actually linked (TPURT_VERSION_NUMBER). */
+TPURT_API int tpurt_version(void);
+TPURT_API const char *tpurt_version_string(void);
+
+typedef enum tpurt_status {
+  TPURT_OK = 0,
+  TPURT_INVALID_ARGUMENT = 1, /* a caller passed something malformed */
+  TPURT_PARSE_ERROR = 2,      /* assembly text was rejected */
+  TPURT_UNSUPPORTED = 3,      /* well-formed but not supported (e.g. target) */
+  TPURT_OUT_OF_MEMORY = 4,
+  TPURT_IO_ERROR = 5,
+  TPURT_NOT_FOUND = 6,
+  TPURT_RESOURCE_EXHAUSTED = 7, /* the cycle limit was reached */
+  TPURT_RUNTIME_FAULT = 8,      /* the program faulted while running */
+  TPURT_FAILED_PRECONDITION = 9,
+  TPURT_INTERNAL = 10,
+  TPURT_INVALID_PROGRAM = 11 /* a .tpub file failed verification */
+} tpurt_status_t;
+
+/* "ok", "invalid argument", ... Never NULL. */
+TPURT_API const char *tpurt_status_string(tpurt_status_t s);
+
+/* An optional allocator (like lua_Alloc / iree_allocator_t). alloc returns
+ * NULL on failure; free accepts NULL. Both get `user`. Every allocation of
+ * a device and of everything made from it goes through it. */
+typedef struct tpurt_allocator {
+  void *(*alloc)(void *user, size_t size);
+  void (*free)(void *user, void *ptr);
+  void *user;
+} tpurt_allocator_t;
+
+/* Element types (values match the .tpub format). */
+typedef enum tpurt_dtype {
+  TPURT_PRED = 1,
+  TPURT_S8 = 2,
+  TPURT_S32 = 3,
+  TPURT_BF16 = 4,
+  TPURT_F16 = 5,
+  TPURT_F32 = 6,
+  TPURT_U8 = 7
+} tpurt_dtype_t;
+
+/* Size in bytes of one element, 0 for an unknown dtype. Name: "f32". */
+TPURT_API size_t tpurt_dtype_size(tpurt_dtype_t d);
+TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
+
+#define TPURT_MAX_RANK 8
+
+/* ---- device -------------------------------------------------------------
+ * One emulated TensorCore of the given target ("v2", "v3", "v3-8",
+ * overrides such as "v3,mxu=64x64,vmem=8MiB"; docs/isa.md lists them). */
+typedef struct tpurt_device tpurt_device_t;
+
+typedef struct tpurt_device_options {
+  const char *target;                 /* default "v3"; copied */
+  const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
+  uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^12 */
+} tpurt_device_options_t;
+
+TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);
+/* Fails with TPURT_INVALID_ARGUMENT for a bad target (out_device is then
+ * NULL and the reason is lost: use tpurt_target_check to get it). */
+TPURT_API tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
+                                             tpurt_device_t **out_device);
+TPURT_API void tpurt_device_destroy(tpurt_device_t *dev);
+/* The message of the last failed call on dev or its children ("" if none). */
+TPURT_API const char *tpurt_device_message(const tpurt_device_t *dev);
+/* The canonical target spec, every figure spelled out. Owned by dev. */
+TPURT_API const char *tpurt_device_target(const tpurt_device_t *dev);
+/* Checks a target spec without a device; writes the reason into err. */
+TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err,
+                                            size_t errlen);
+
+/* ---- program ------------------------------------------------------------
+ * A verified program and its signature. Owned by the caller; must be
+ * destroyed before its device. */
+typedef struct tpurt_program tpurt_program_t;
+
+/* Loads a .tpub image (bytes are copied) and verifies it against the
+ * device's target. TPURT_INVALID_PROGRAM with the reason as the message. */
+TPURT_API tpurt_status_t tpurt_program_load(tpurt_device_t *dev,
+                                            const void *bytes, size_t size,
+                                            tpurt_program_t **out_program);
+TPURT_API tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev,
+                                                 const char *path,
+                                                 tpurt_program_t **out_program);
+/* Assembles text in the assembler form of docs/isa.md and verifies the
+ * result. `name` names the text in messages. TPURT_PARSE_ERROR with
+ * "name:line:col: error: ..." lines as the message. */
+TPURT_API tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev,
+                                                const char *text, size_t len,
+                                                const char *name,
+                                                tpurt_program_t **out_program);
+TPURT_API void tpurt_program_destroy(tpurt_program_t *prog);
+/* Serialises the program as a .tpub file. */
+TPURT_API tpurt_status_t tpurt_program_save_file(tpurt_program_t *prog,
+                                                 const char *path);
+
+/* The entry signature. */
+typedef struct tpurt_tensor_info {
+  const char *name; /* owned by the program */
+  tpurt_dtype_t dtype;
+  int rank;
+  int64_t dims[TPURT_MAX_RANK];
+  size_t bytes;
+} tpurt_tensor_info_t;
+
+TPURT_API size_t tpurt_program_param_count(const tpurt_program_t *prog);
+TPURT_API size_t tpurt_program_result_count(const tpurt_program_t *prog);
+/* Fill *out_info for parameter/result i; TPURT_INVALID_ARGUMENT when out of
+ * range. */
+TPURT_API tpurt_status_t tpurt_program_param_info(const tpurt_program_t *prog,
+                                                  size_t i,
+                                                  tpurt_tensor_info_t *out_info);
+TPURT_API tpurt_status_t tpurt_program_result_info(const tpurt_program_t *prog,
+                                                   size_t i,
+                                                   tpurt_tensor_info_t *out_info);
+
+/* ---- buffers ------------------------------------------------------------
+ * A dense row-major tensor in device memory. Owned by the caller; must be
+ * destroyed before its device. */
+typedef struct tpurt_buffer tpurt_buffer_t;
+
+/* Creates a buffer of dtype[dims] holding a copy of `data` (bytes must be
+ * exactly the tensor's size; data may be NULL for zeros). */
+TPURT_API tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev,
+                                             tpurt_dtype_t dtype, int rank,
+                                             const int64_t *dims,
+                                             const void *data, size_t bytes,
+                                             tpurt_buffer_t **out_buffer);
+TPURT_API void tpurt_buffer_destroy(tpurt_buffer_t *buf);
+/* Copies the contents to host memory; bytes must equal the buffer's size. */
+TPURT_API tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *buf,
+                                           void *data, size_t bytes);
+/* Shape of a buffer (name is NULL). */
+TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf,
+                                 tpurt_tensor_info_t *out_info);
+
+/* ---- execution and statistics ------------------------------------------
+ * Counter meanings are documented in docs/isa.md ("Counters"). Units are
+ * indexed 0 scalar, 1 vector, 2..5 mxu0..3, 6..13 dma0..7; units absent
+ * from the target stay zero. */
+#define TPURT_MAX_UNITS 14
+
+typedef struct tpurt_unit_stats {
+  const char *name; /* "scalar", "vector", "mxu0", "dma1", ... */
+  uint64_t instructions;
+  uint64_t busy_cycles;
+  uint64_t stall_dependency;
+  uint64_t stall_sync;
+  uint64_t stall_dma;
+  uint64_t stall_weight_load;
+  uint64_t stall_hbm;
+  uint64_t stall_queue_full;
+  uint64_t last_cycle;
+} tpurt_unit_stats_t;
+
+typedef struct tpurt_stats {
+  uint64_t cycles;
+  double seconds; /* cycles / clock */
+  uint64_t instructions;
+  uint64_t mxu_macs;
+  uint64_t mxu_busy_cycles;
+  uint64_t mxu_peak_macs; /* cycles x MXUs x rows x cols */
+  uint64_t mxu_weight_loads;
+  uint64_t hbm_read_bytes, hbm_write_bytes;
+  uint64_t hbm_busy_cycles;
+  uint64_t dma_transfers;
+  tpurt_unit_stats_t units[TPURT_MAX_UNITS];
+} tpurt_stats_t;
+
+/* Runs prog with the given parameter buffers (their dtypes and shapes must
+ * match the signature exactly). On success creates result buffers into
+ * results[0..nresults) (nresults must equal the result count; the caller
+ * destroys them) and fills *out_stats if not NULL. A runtime fault returns
+ * TPURT_RUNTIME_FAULT (or TPURT_RESOURCE_EXHAUSTED for the cycle limit)
+ * with "fault at pc N (instruction): reason" as the message, results set to
+ * NULL, and *out_stats holding the counts up to the fault. */
+TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog,
+                                               tpurt_buffer_t *const *params,
+                                               size_t nparams,
+                                               tpurt_buffer_t **out_results,
+                                               size_t nresults,
+                                               tpurt_stats_t *out_stats);
+
+/* The program's text form (assembler syntax), NUL-terminated, allocated
+ * with the device allocator; free it with tpurt_free. */
+TPURT_API tpurt_status_t tpurt_program_disassemble(tpurt_program_t *prog,
+                                                   char **out_text);
+TPURT_API void tpurt_free(tpurt_device_t *dev, void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

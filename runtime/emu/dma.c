@@ -1,0 +1,87 @@
+/* dma.c: the DMA queues: HBM <-> VMEM copies described by a descriptor of
+ * ten SMEM words at the byte address in the third register operand:
+ *   [0] run      contiguous bytes per innermost copy (>= 1)
+ *   [1..3] n1..n3  counts of the three outer dimensions (>= 1)
+ *   [4..6] hbm stride of dimensions 1..3 (signed bytes)
+ *   [7..9] vmem stride of dimensions 1..3 (signed bytes)
+ * Run i3 < n3, i2 < n2, i1 < n1 (i1 fastest) copies `run` bytes between
+ * HBM at hb + i1*h1 + i2*h2 + i3*h3 and VMEM at vb + i1*v1 + i2*v2 + i3*v3.
+ * Every byte of both sides is range-checked before anything moves.
+ * Timing (docs/isa.md, "DMA timing"): the transfer holds HBM, shared by all
+ * queues of the core, for ceil(bytes * 1024 / bpc_q10) cycles starting when
+ * both the queue and HBM are free; the queue may start its next transfer
+ * then; the semaphore is signalled dma_latency cycles after the data. */
+#include "emu.h"
+
+#include <string.h>
+
+static emu_time tmax(emu_time a, emu_time b) { return a > b ? a : b; }
+
+/* Lowest and highest start address over the index box. */
+static void span(int64_t base, const int64_t st[3], const uint32_t n[3],
+                 int64_t *lo, int64_t *hi) {
+  *lo = *hi = base;
+  for (int k = 0; k < 3; k++) {
+    int64_t e = st[k] * (int64_t)(n[k] - 1);
+    if (e < 0) *lo += e;
+    else *hi += e;
+  }
+}
+
+int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
+                 emu_time *start, emu_time *occ, emu_time *lat) {
+  int load = in->op == OP_DMALD;
+  const char *mn = load ? "dmald" : "dmast";
+  uint32_t vb = m->s[in->a], hb = m->s[in->b], da = m->s[in->c];
+  if (emu_check_range(m, "DMA descriptor (SMEM)", da, 40, m->t.smem_bytes, 4))
+    return -1;
+  uint32_t w[10];
+  memcpy(w, m->smem + da, sizeof w);
+  uint32_t run = w[0];
+  uint32_t n[3] = {w[1], w[2], w[3]};
+  int64_t hs[3] = {(int32_t)w[4], (int32_t)w[5], (int32_t)w[6]};
+  int64_t vs[3] = {(int32_t)w[7], (int32_t)w[8], (int32_t)w[9]};
+  if (run == 0 || run > (1u << 30) || !n[0] || !n[1] || !n[2])
+    return emu_fail(m, EMU_FAULT_OPERAND,
+                    "%s: descriptor at SMEM %u has a zero or huge size "
+                    "(run %u, counts %u x %u x %u)",
+                    mn, da, run, n[0], n[1], n[2]);
+  uint64_t count = (uint64_t)n[0] * n[1] * n[2];
+  if (count > ((uint64_t)1 << 40) / run)
+    return emu_fail(m, EMU_FAULT_OPERAND, "%s: transfer larger than 2^40 bytes",
+                    mn);
+  uint64_t bytes = count * run;
+  int64_t hlo, hhi, vlo, vhi;
+  span(hb, hs, n, &hlo, &hhi);
+  span(vb, vs, n, &vlo, &vhi);
+  if (emu_check_range(m, load ? "dmald HBM source" : "dmast HBM destination",
+                      hlo, (uint64_t)(hhi - hlo) + run, m->hbm_bytes, 1) ||
+      emu_check_range(m, load ? "dmald VMEM destination" : "dmast VMEM source",
+                      vlo, (uint64_t)(vhi - vlo) + run, m->t.vmem_bytes, 1))
+    return -1;
+  for (uint32_t i3 = 0; i3 < n[2]; i3++)
+    for (uint32_t i2 = 0; i2 < n[1]; i2++) {
+      int64_t h = (int64_t)hb + hs[1] * i2 + hs[2] * i3;
+      int64_t v = (int64_t)vb + vs[1] * i2 + vs[2] * i3;
+      for (uint32_t i1 = 0; i1 < n[0]; i1++, h += hs[0], v += vs[0]) {
+        if (load) memmove(m->vmem + v, m->hbm + h, run);
+        else memmove(m->hbm + h, m->vmem + v, run);
+      }
+    }
+  /* Timing. */
+  emu_stats *st = m->st;
+  emu_time hstart = tmax(earliest, m->hbm_free);
+  if (hstart > earliest)
+    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
+  emu_time data = tgt_hbm_cycles(&m->t, bytes);
+  if (data == 0) data = 1;
+  m->hbm_free = hstart + data;
+  *start = hstart;
+  *occ = data;
+  *lat = data + (emu_time)m->t.dma_latency;
+  st->hbm_busy_cycles += data;
+  st->dma_transfers++;
+  if (load) st->hbm_read_bytes += bytes;
+  else st->hbm_write_bytes += bytes;
+  return emu_sem_signal(m, in->d, 1, hstart + *lat, ISA_UNIT_DMA0 + in->x);
+}

@@ -1,0 +1,175 @@
+/* emu.h: the emulator of one TensorCore, private to runtime/.
+ *
+ * One semantics for values and cycles: the dispatch loop (emu.c) walks the
+ * instruction stream in program order the way the scalar unit fetches it,
+ * computes each instruction's values at once, and computes when it starts
+ * and finishes on its unit from the timing rules of docs/isa.md ("Timing").
+ * Units: emu.c (front end, scalar unit, dispatch, timing), vector.c,
+ * matrix.c (MXU unit; the arithmetic is mxu.c), dma.c, sync.c (semaphores).
+ *
+ * Programs run here have passed tpub_verify; everything else they can do
+ * wrong (addresses computed at run time, semaphore misuse, running too
+ * long) stops the run with an emu_fault. Not thread-safe: one machine per
+ * thread at a time. */
+#ifndef TPUCC_EMU_EMU_H
+#define TPUCC_EMU_EMU_H
+
+#include <stdint.h>
+
+#include "alloc.h"
+#include "isa.h"
+#include "target.h"
+#include "tpub.h"
+
+typedef struct emu_unit_stats {
+  uint64_t instructions;     /* instructions this unit executed */
+  uint64_t busy_cycles;      /* cycles its issue slot was occupied */
+  uint64_t stall_dependency; /* waiting for a register (or MXU result) */
+  uint64_t stall_sync;       /* waiting on a semaphore a non-DMA unit signals */
+  uint64_t stall_dma;        /* waiting on a semaphore a DMA signals */
+  uint64_t stall_weight;     /* mswap waiting for its weight load */
+  uint64_t stall_hbm;        /* DMA waiting for HBM held by another queue */
+  uint64_t stall_queue;      /* front end: the target unit's queue was full */
+  uint64_t last_cycle;       /* when its last instruction completed */
+} emu_unit_stats;
+
+typedef struct emu_stats {
+  uint64_t cycles;           /* from start until every unit drained */
+  uint64_t instructions;     /* instructions issued by the front end */
+  uint64_t mxu_macs;         /* useful multiply-accumulates */
+  uint64_t mxu_busy_cycles;  /* array cycles spent streaming lhs rows */
+  uint64_t mxu_weight_loads; /* weight tiles loaded */
+  uint64_t hbm_read_bytes, hbm_write_bytes;
+  uint64_t hbm_busy_cycles;  /* cycles HBM was transferring */
+  uint64_t dma_transfers;
+  emu_unit_stats units[ISA_UNIT_COUNT];
+} emu_stats;
+
+typedef enum emu_fault_kind {
+  EMU_OK = 0,
+  EMU_FAULT_MEMORY,     /* address out of range or misaligned */
+  EMU_FAULT_SEMAPHORE,  /* wait that can never be satisfied, overflow */
+  EMU_FAULT_CYCLES,     /* the cycle limit was reached */
+  EMU_FAULT_OOM,        /* host memory ran out */
+  EMU_FAULT_OPERAND     /* a run-time operand is out of range */
+} emu_fault_kind;
+
+typedef struct emu_fault {
+  emu_fault_kind kind;
+  uint32_t pc;
+  uint64_t word;
+  uint64_t cycle;
+  char reason[256];
+} emu_fault;
+
+typedef struct emu_machine emu_machine;
+
+/* Creates a core for target t with memories from a (VMEM, SMEM, MXU
+ * accumulators and weights). NULL when memory runs out. */
+emu_machine *emu_create(const tgt_target *t, const rt_allocator *a);
+void emu_destroy(emu_machine *m); /* accepts NULL */
+
+/* Runs a verified program. hbm is the program's HBM (img->hbm_bytes,
+ * already holding constants and parameters). Registers, VMEM, SMEM (from
+ * the image), accumulators and timing start from zero. Fills *st. Returns
+ * 0, or -1 with *f describing the fault (st then holds the counts up to the
+ * fault). cycle_limit 0 means no limit. */
+int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
+            uint64_t cycle_limit, emu_stats *st, emu_fault *f);
+
+/* ---- shared between the unit files (not for other folders) -------------- */
+
+typedef uint64_t emu_time;
+
+typedef struct emu_token {
+  emu_time t;
+  uint8_t unit; /* who signalled */
+} emu_token;
+
+typedef struct emu_sem {
+  emu_token *heap; /* min-heap on t, n entries */
+  uint32_t n, cap;
+} emu_sem;
+
+enum { EMU_SEM_MAX = 65535 }; /* pending signals per semaphore */
+
+typedef struct emu_mxu {
+  float *acc;           /* acc_rows x mxu_cols */
+  float *packed[2];     /* weights packed for emu_mxu_matmul_packed */
+  int active;           /* index of the active buffer; shadow is !active */
+  void *scratch;
+  uint16_t *tile;       /* K x N bf16 gather buffer */
+  uint16_t *lhs;        /* acc_rows x K bf16 gather buffer */
+  emu_time wl_free;     /* weight path free (shadow loaded) */
+  emu_time *acc_ready;  /* per 8-row block: results ready */
+} emu_mxu;
+
+typedef struct emu_unit {
+  emu_time free_at;     /* issue slot free */
+  emu_time done_at;     /* all issued work complete */
+  emu_time *ring;       /* start times of the last queue_depth instructions */
+  uint32_t ring_head, ring_n;
+} emu_unit;
+
+struct emu_machine {
+  tgt_target t;
+  rt_allocator alloc;
+  uint32_t s[TGT_SREGS];
+  uint32_t v[TGT_VREGS][TGT_SUBLANES][TGT_LANES];
+  uint8_t mk[TGT_MREGS][TGT_SUBLANES][TGT_LANES];
+  uint32_t tbuf[TGT_LANES][TGT_LANES];
+  uint8_t *vmem, *smem;
+  uint8_t *hbm;
+  uint64_t hbm_bytes;
+  emu_mxu mxu[TGT_MAX_MXUS];
+  emu_sem sem[TGT_SEMS];
+  emu_unit unit[ISA_UNIT_COUNT];
+  emu_time v_ready[TGT_VREGS], v_read[TGT_VREGS];
+  emu_time m_ready[TGT_MREGS], m_read[TGT_MREGS];
+  emu_time tbuf_ready;
+  emu_time hbm_free;
+  emu_stats *st;
+  emu_fault *f;
+  uint32_t pc;
+  uint64_t word;
+  emu_time now; /* front-end time of the instruction being executed */
+};
+
+/* Records a fault for the current instruction; returns -1. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int emu_fail(emu_machine *m, emu_fault_kind k, const char *fmt, ...);
+
+/* Checks [addr, addr + len) against a memory of `size` bytes and an
+ * alignment; faults naming `what` otherwise. */
+int emu_check_range(emu_machine *m, const char *what, int64_t addr,
+                    uint64_t len, uint64_t size, int align);
+
+/* Vector unit (vector.c): values of one vector instruction. */
+int emu_vector_exec(emu_machine *m, const isa_inst *in);
+/* Register operands a vector instruction reads and writes (for timing):
+ * fills masks of vregs/mregs read and written. */
+void emu_vector_regs(const isa_inst *in, uint32_t *vread, uint32_t *vwrite,
+                     uint32_t *mread, uint32_t *mwrite);
+
+/* MXU unit (matrix.c): values and timing of one MXU instruction issued at
+ * `earliest` (queue and issue constraints applied); returns the start time
+ * through *start and the occupancy/latency through *occ, *lat. */
+int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
+                    emu_time *start, emu_time *occ, emu_time *lat);
+
+/* DMA (dma.c): values and timing of one DMA instruction. */
+int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
+                 emu_time *start, emu_time *occ, emu_time *lat);
+
+/* Semaphores (sync.c). */
+int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t,
+                   int unit);
+/* Consumes count tokens; *ready = when the last was signalled, *from_dma
+ * when that token came from a DMA queue. */
+int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready,
+                 int *from_dma);
+void emu_sem_reset(emu_machine *m);
+
+#endif

@@ -1,0 +1,126 @@
+/* tpub.h: compiled TPU programs (.tpub files) in memory and on disk.
+ *
+ * ---- File format (version 1, all integers little-endian) ---------------
+ *   offset size
+ *   0      8   magic "TPUB\r\n\x1a\n"
+ *   8      2   format version (TPUB_FORMAT_VERSION)
+ *   10     2   ISA version (ISA_VERSION)
+ *   12     4   section count (1..16)
+ *   16     8   file size in bytes
+ *   24     4   CRC-32 (IEEE 802.3, as zlib) of the whole file computed with
+ *              these four bytes set to zero
+ *   28     4   flags, must be 0
+ *   32     8   HBM bytes the program uses (params, results, constants,
+ *              scratch all lie below it)
+ *   40     24  reserved, must be 0
+ *   64     24 x count   section table: u32 kind, u32 item count,
+ *                        u64 offset, u64 size
+ * Sections start 8-aligned, after the table, in table order, without
+ * overlap, inside the file; each kind appears at most once:
+ *   1 TARGET     the target spec text (runtime/isa/target.h), count = 0
+ *   2 SIGNATURE  count entries, each: u8 role (0 param, 1 result), u8 dtype
+ *                (tpub_dtype), u8 rank (0..8), u8 name length (1..63),
+ *                u32 0, u64 HBM offset, i64 dims[rank], name bytes, zero
+ *                padding to 8. Tensors are dense row-major in HBM.
+ *   3 CODE       count instruction words (u64, isa.h), 1..2^24
+ *   4 CONST      count entries, each: u64 HBM offset, u64 size, data, zero
+ *                padding to 8: written to HBM before each execution
+ *   5 SMEM       count u32 words: SMEM's initial contents from address 0
+ * TARGET, SIGNATURE and CODE are required.
+ *
+ * One CODE section, not one per unit: the scalar unit fetches a single
+ * instruction stream and dispatches each instruction to its unit's queue
+ * (docs/isa.md, "Why decoupled queues").
+ *
+ * ---- Verification --------------------------------------------------------
+ * tpub_read checks the container (sizes, bounds, checksum, versions, every
+ * field) and tpub_verify checks the program against a target: every word
+ * decodes, every instruction passes isa_check, the last instruction is halt
+ * or jmp (the pc cannot run off the end), every tensor and constant lies in
+ * [0, hbm_bytes) without overlapping another, hbm_bytes fits the target's
+ * HBM, the SMEM image fits SMEM. A verified program cannot make the
+ * emulator misbehave: what remains (dynamic addresses, semaphores, cycle
+ * limits) is checked while running and stops with a fault. */
+#ifndef TPUCC_TPUB_H
+#define TPUCC_TPUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "target.h"
+
+#define TPUB_FORMAT_VERSION 1
+#define TPUB_MAX_RANK 8
+#define TPUB_MAX_NAME 63
+#define TPUB_MAX_CODE (1u << 24)
+#define TPUB_MAX_TENSORS 4096
+
+typedef enum tpub_dtype {
+  TPUB_PRED = 1, /* 1 byte, 0 or 1 */
+  TPUB_S8 = 2,
+  TPUB_S32 = 3,
+  TPUB_BF16 = 4,
+  TPUB_F16 = 5,
+  TPUB_F32 = 6,
+  TPUB_U8 = 7,
+  TPUB_DTYPE_END
+} tpub_dtype;
+
+/* Element size in bytes (0 for an invalid dtype) and name ("f32"). */
+int tpub_dtype_size(int dtype);
+const char *tpub_dtype_name(int dtype);
+int tpub_dtype_lookup(const char *name, size_t len); /* -1 when unknown */
+
+typedef struct tpub_tensor {
+  char name[TPUB_MAX_NAME + 1];
+  int dtype;
+  int rank;
+  int64_t dims[TPUB_MAX_RANK];
+  uint64_t hbm_offset;
+  uint64_t bytes; /* product of dims x element size */
+} tpub_tensor;
+
+typedef struct tpub_const {
+  uint64_t hbm_offset, size;
+  uint8_t *data; /* owned by the image */
+} tpub_const;
+
+/* A program in memory. Every pointer is owned by the image and freed by
+ * tpub_free with the allocator it was made with. */
+typedef struct tpub_image {
+  rt_allocator alloc;
+  char *target;        /* spec text, NUL-terminated */
+  uint64_t hbm_bytes;
+  uint32_t nparams, nresults;
+  tpub_tensor *params, *results;
+  uint32_t ncode;
+  uint64_t *code;
+  uint32_t nconsts;
+  tpub_const *consts;
+  uint32_t nsmem;      /* words */
+  uint32_t *smem;
+} tpub_image;
+
+/* Creates an empty image (all counts 0, target "v3"). NULL on OOM. */
+tpub_image *tpub_new(const rt_allocator *a);
+void tpub_free(tpub_image *img); /* accepts NULL */
+
+/* Parses and checks a file image. Returns 0 and *out (owned by the caller),
+ * or -1 with a reason in err; -2 when memory ran out. bytes are not kept. */
+int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
+              tpub_image **out, char *err, size_t errlen);
+
+/* Serialises img. Returns 0 and a buffer from a (free with rt_free), or -1
+ * when memory ran out or img is not representable (err says why). */
+int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
+               size_t *out_size, char *err, size_t errlen);
+
+/* Checks img against a target (see "Verification"). Returns 0 or -1. */
+int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
+                size_t errlen);
+
+/* CRC-32 (IEEE, reflected, init and xorout 0xFFFFFFFF) of n bytes. */
+uint32_t tpub_crc32(const void *p, size_t n);
+
+#endif

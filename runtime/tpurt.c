@@ -1,0 +1,512 @@
+/* tpurt.c: libtpurt's public API (include/tpurt.h) over the ISA tools
+ * (runtime/isa) and the emulator (runtime/emu). */
+#include "tpurt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "asm.h"
+#include "emu.h"
+#include "isa.h"
+#include "target.h"
+#include "tpub.h"
+
+_Static_assert(TPURT_MAX_UNITS == ISA_UNIT_COUNT, "unit numbering");
+_Static_assert(TPURT_MAX_RANK == TPUB_MAX_RANK, "rank limit");
+_Static_assert((int)TPURT_F32 == (int)TPUB_F32 && (int)TPURT_BF16 == (int)TPUB_BF16 &&
+                   (int)TPURT_U8 == (int)TPUB_U8,
+               "dtype numbering");
+
+enum { MSG_BYTES = 4096 };
+#define DEFAULT_CYCLE_LIMIT 1000000000000ull
+
+struct tpurt_device {
+  rt_allocator alloc;
+  tgt_target target;
+  char target_text[512];
+  uint64_t cycle_limit;
+  emu_machine *emu; /* created at the first execution */
+  char msg[MSG_BYTES];
+};
+
+struct tpurt_program {
+  tpurt_device_t *dev;
+  tpub_image *img;
+};
+
+struct tpurt_buffer {
+  tpurt_device_t *dev;
+  tpurt_dtype_t dtype;
+  int rank;
+  int64_t dims[TPURT_MAX_RANK];
+  size_t bytes;
+  uint8_t *data;
+};
+
+int tpurt_version(void) { return TPURT_VERSION_NUMBER; }
+const char *tpurt_version_string(void) { return TPURT_VERSION_STRING; }
+
+const char *tpurt_status_string(tpurt_status_t s) {
+  switch (s) {
+    case TPURT_OK: return "ok";
+    case TPURT_INVALID_ARGUMENT: return "invalid argument";
+    case TPURT_PARSE_ERROR: return "parse error";
+    case TPURT_UNSUPPORTED: return "unsupported";
+    case TPURT_OUT_OF_MEMORY: return "out of memory";
+    case TPURT_IO_ERROR: return "I/O error";
+    case TPURT_NOT_FOUND: return "not found";
+    case TPURT_RESOURCE_EXHAUSTED: return "resource exhausted";
+    case TPURT_RUNTIME_FAULT: return "runtime fault";
+    case TPURT_FAILED_PRECONDITION: return "failed precondition";
+    case TPURT_INTERNAL: return "internal error";
+    case TPURT_INVALID_PROGRAM: return "invalid program";
+  }
+  return "unknown status";
+}
+
+size_t tpurt_dtype_size(tpurt_dtype_t d) { return (size_t)tpub_dtype_size((int)d); }
+const char *tpurt_dtype_name(tpurt_dtype_t d) { return tpub_dtype_name((int)d); }
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static tpurt_status_t fail(tpurt_device_t *dev, tpurt_status_t st,
+                           const char *fmt, ...) {
+  if (dev) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dev->msg, sizeof dev->msg, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
+
+/* ---- device --------------------------------------------------------------- */
+
+void tpurt_device_options_init(tpurt_device_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->target = "v3";
+}
+
+tpurt_status_t tpurt_target_check(const char *target, char *err,
+                                  size_t errlen) {
+  tgt_target t;
+  if (!target) {
+    if (err && errlen) snprintf(err, errlen, "no target given");
+    return TPURT_INVALID_ARGUMENT;
+  }
+  return tgt_parse(target, &t, err, errlen) ? TPURT_INVALID_ARGUMENT : TPURT_OK;
+}
+
+tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
+                                   tpurt_device_t **out_device) {
+  if (!out_device) return TPURT_INVALID_ARGUMENT;
+  *out_device = NULL;
+  tpurt_device_options_t def;
+  tpurt_device_options_init(&def);
+  if (!opts) opts = &def;
+  rt_allocator a = {NULL, NULL, NULL};
+  if (opts->allocator) {
+    a.alloc = opts->allocator->alloc;
+    a.free = opts->allocator->free;
+    a.user = opts->allocator->user;
+    if (!a.alloc || !a.free) return TPURT_INVALID_ARGUMENT;
+  }
+  tgt_target t;
+  if (tgt_parse(opts->target ? opts->target : "v3", &t, NULL, 0))
+    return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *d = rt_calloc(&a, 1, sizeof *d);
+  if (!d) return TPURT_OUT_OF_MEMORY;
+  d->alloc = a;
+  d->target = t;
+  tgt_format(&t, d->target_text, sizeof d->target_text);
+  d->cycle_limit = opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT;
+  *out_device = d;
+  return TPURT_OK;
+}
+
+void tpurt_device_destroy(tpurt_device_t *dev) {
+  if (!dev) return;
+  rt_allocator a = dev->alloc;
+  emu_destroy(dev->emu);
+  rt_free(&a, dev);
+}
+
+const char *tpurt_device_message(const tpurt_device_t *dev) {
+  return dev ? dev->msg : "no device";
+}
+
+const char *tpurt_device_target(const tpurt_device_t *dev) {
+  return dev ? dev->target_text : "";
+}
+
+void tpurt_free(tpurt_device_t *dev, void *ptr) {
+  if (dev) rt_free(&dev->alloc, ptr);
+}
+
+/* ---- program -------------------------------------------------------------- */
+
+/* Takes ownership of img: verifies it and wraps it. */
+static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img,
+                            tpurt_program_t **out) {
+  char why[512];
+  tgt_target pt;
+  if (tgt_parse(img->target, &pt, why, sizeof why)) {
+    tpub_free(img);
+    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
+  }
+  if (pt.mxu_rows != dev->target.mxu_rows ||
+      pt.mxu_cols != dev->target.mxu_cols) {
+    tpub_free(img);
+    return fail(dev, TPURT_UNSUPPORTED,
+                "program was compiled for %dx%d MXUs, the device has %dx%d",
+                pt.mxu_rows, pt.mxu_cols, dev->target.mxu_rows,
+                dev->target.mxu_cols);
+  }
+  if (tpub_verify(img, &dev->target, why, sizeof why)) {
+    tpub_free(img);
+    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
+  }
+  tpurt_program_t *p = rt_calloc(&dev->alloc, 1, sizeof *p);
+  if (!p) {
+    tpub_free(img);
+    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  }
+  p->dev = dev;
+  p->img = img;
+  *out = p;
+  return TPURT_OK;
+}
+
+tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes,
+                                  size_t size, tpurt_program_t **out) {
+  if (out) *out = NULL;
+  if (!dev || !out || (!bytes && size))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load: NULL argument");
+  char why[512];
+  tpub_image *img;
+  int rc = tpub_read(bytes, size, &dev->alloc, &img, why, sizeof why);
+  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (rc) return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
+  return adopt(dev, img, out);
+}
+
+tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
+                                       tpurt_program_t **out) {
+  if (out) *out = NULL;
+  if (!dev || !path || !out)
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load_file: NULL argument");
+  FILE *f = fopen(path, "rb");
+  if (!f) return fail(dev, TPURT_NOT_FOUND, "%s: cannot open", path);
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return fail(dev, TPURT_IO_ERROR, "%s: cannot determine the size", path);
+  }
+  uint8_t *buf = rt_alloc(&dev->alloc, (size_t)n);
+  if (!buf) {
+    fclose(f);
+    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  }
+  size_t got = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  if (got != (size_t)n) {
+    rt_free(&dev->alloc, buf);
+    return fail(dev, TPURT_IO_ERROR, "%s: read error", path);
+  }
+  tpurt_status_t st = tpurt_program_load(dev, buf, (size_t)n, out);
+  rt_free(&dev->alloc, buf);
+  if (st == TPURT_INVALID_PROGRAM) {
+    char tmp[MSG_BYTES];
+    snprintf(tmp, sizeof tmp, "%.500s: %.3000s", path, dev->msg);
+    memcpy(dev->msg, tmp, sizeof tmp);
+  }
+  return st;
+}
+
+tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text,
+                                      size_t len, const char *name,
+                                      tpurt_program_t **out) {
+  if (out) *out = NULL;
+  if (!dev || !out || (!text && len))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_assemble: NULL argument");
+  tpub_image *img;
+  int rc = isa_assemble(text ? text : "", len, name, &dev->alloc, &img,
+                        dev->msg, sizeof dev->msg);
+  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (rc) return TPURT_PARSE_ERROR;
+  return adopt(dev, img, out);
+}
+
+void tpurt_program_destroy(tpurt_program_t *p) {
+  if (!p) return;
+  tpurt_device_t *dev = p->dev;
+  tpub_free(p->img);
+  rt_free(&dev->alloc, p);
+}
+
+tpurt_status_t tpurt_program_save_file(tpurt_program_t *p, const char *path) {
+  if (!p || !path) return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *dev = p->dev;
+  uint8_t *bytes;
+  size_t n;
+  char why[256];
+  if (tpub_write(p->img, &dev->alloc, &bytes, &n, why, sizeof why))
+    return fail(dev, TPURT_OUT_OF_MEMORY, "cannot serialise: %s", why);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    rt_free(&dev->alloc, bytes);
+    return fail(dev, TPURT_IO_ERROR, "%s: cannot create", path);
+  }
+  size_t put = fwrite(bytes, 1, n, f);
+  int cl = fclose(f);
+  rt_free(&dev->alloc, bytes);
+  if (put != n || cl) return fail(dev, TPURT_IO_ERROR, "%s: write error", path);
+  return TPURT_OK;
+}
+
+tpurt_status_t tpurt_program_disassemble(tpurt_program_t *p, char **out_text) {
+  if (out_text) *out_text = NULL;
+  if (!p || !out_text) return TPURT_INVALID_ARGUMENT;
+  size_t n;
+  if (isa_disassemble(p->img, &p->dev->alloc, out_text, &n))
+    return fail(p->dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  return TPURT_OK;
+}
+
+size_t tpurt_program_param_count(const tpurt_program_t *p) {
+  return p ? p->img->nparams : 0;
+}
+size_t tpurt_program_result_count(const tpurt_program_t *p) {
+  return p ? p->img->nresults : 0;
+}
+
+static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
+  memset(o, 0, sizeof *o);
+  o->name = t->name;
+  o->dtype = (tpurt_dtype_t)t->dtype;
+  o->rank = t->rank;
+  for (int i = 0; i < t->rank; i++) o->dims[i] = t->dims[i];
+  o->bytes = (size_t)t->bytes;
+}
+
+tpurt_status_t tpurt_program_param_info(const tpurt_program_t *p, size_t i,
+                                        tpurt_tensor_info_t *o) {
+  if (!p || !o || i >= p->img->nparams) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->img->params[i], o);
+  return TPURT_OK;
+}
+
+tpurt_status_t tpurt_program_result_info(const tpurt_program_t *p, size_t i,
+                                         tpurt_tensor_info_t *o) {
+  if (!p || !o || i >= p->img->nresults) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->img->results[i], o);
+  return TPURT_OK;
+}
+
+/* ---- buffers -------------------------------------------------------------- */
+
+static tpurt_status_t make_buffer(tpurt_device_t *dev, tpurt_dtype_t dtype,
+                                  int rank, const int64_t *dims,
+                                  tpurt_buffer_t **out) {
+  size_t esz = tpurt_dtype_size(dtype);
+  if (!esz) return fail(dev, TPURT_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
+  if (rank < 0 || rank > TPURT_MAX_RANK || (rank && !dims))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "rank %d outside 0..%d", rank,
+                TPURT_MAX_RANK);
+  size_t bytes = esz;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0 || (uint64_t)dims[i] > ((uint64_t)1 << 40))
+      return fail(dev, TPURT_INVALID_ARGUMENT, "dimension %d is %lld", i,
+                  (long long)dims[i]);
+    if (dims[i] && bytes > SIZE_MAX / (size_t)dims[i])
+      return fail(dev, TPURT_INVALID_ARGUMENT, "tensor too large");
+    bytes *= (size_t)dims[i];
+  }
+  tpurt_buffer_t *b = rt_calloc(&dev->alloc, 1, sizeof *b);
+  if (!b) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  b->data = rt_calloc(&dev->alloc, 1, bytes);
+  if (!b->data) {
+    rt_free(&dev->alloc, b);
+    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory (%zu bytes)", bytes);
+  }
+  b->dev = dev;
+  b->dtype = dtype;
+  b->rank = rank;
+  for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
+  b->bytes = bytes;
+  *out = b;
+  return TPURT_OK;
+}
+
+tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype,
+                                   int rank, const int64_t *dims,
+                                   const void *data, size_t bytes,
+                                   tpurt_buffer_t **out) {
+  if (out) *out = NULL;
+  if (!dev || !out)
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_buffer_create: NULL argument");
+  tpurt_buffer_t *b;
+  tpurt_status_t st = make_buffer(dev, dtype, rank, dims, &b);
+  if (st) return st;
+  if (data) {
+    if (bytes != b->bytes) {
+      tpurt_buffer_destroy(b);
+      return fail(dev, TPURT_INVALID_ARGUMENT,
+                  "buffer of %zu bytes given %zu bytes of data", b->bytes, bytes);
+    }
+    memcpy(b->data, data, bytes);
+  }
+  *out = b;
+  return TPURT_OK;
+}
+
+void tpurt_buffer_destroy(tpurt_buffer_t *b) {
+  if (!b) return;
+  tpurt_device_t *dev = b->dev;
+  rt_free(&dev->alloc, b->data);
+  rt_free(&dev->alloc, b);
+}
+
+tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *b, void *data,
+                                 size_t bytes) {
+  if (!b || (!data && bytes)) return TPURT_INVALID_ARGUMENT;
+  if (bytes != b->bytes)
+    return fail(b->dev, TPURT_INVALID_ARGUMENT,
+                "buffer holds %zu bytes, %zu requested", b->bytes, bytes);
+  if (bytes) memcpy(data, b->data, bytes);
+  return TPURT_OK;
+}
+
+void tpurt_buffer_info(const tpurt_buffer_t *b, tpurt_tensor_info_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  if (!b) return;
+  o->dtype = b->dtype;
+  o->rank = b->rank;
+  for (int i = 0; i < b->rank; i++) o->dims[i] = b->dims[i];
+  o->bytes = b->bytes;
+}
+
+/* ---- execution ------------------------------------------------------------ */
+
+static int shape_matches(const tpurt_buffer_t *b, const tpub_tensor *t) {
+  if ((int)b->dtype != t->dtype || b->rank != t->rank) return 0;
+  for (int i = 0; i < t->rank; i++)
+    if (b->dims[i] != t->dims[i]) return 0;
+  return 1;
+}
+
+static void shape_text(char *out, size_t n, int dtype, int rank,
+                       const int64_t *dims) {
+  size_t k = (size_t)snprintf(out, n, "%s[", tpub_dtype_name(dtype));
+  for (int i = 0; i < rank && k < n; i++)
+    k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? "," : "", (long long)dims[i]);
+  if (k < n) snprintf(out + k, n - k, "]");
+}
+
+static void copy_stats(const emu_stats *e, const tgt_target *t,
+                       tpurt_stats_t *o) {
+  memset(o, 0, sizeof *o);
+  o->cycles = e->cycles;
+  o->seconds = (double)e->cycles / (double)t->clock_hz;
+  o->instructions = e->instructions;
+  o->mxu_macs = e->mxu_macs;
+  o->mxu_busy_cycles = e->mxu_busy_cycles;
+  o->mxu_peak_macs = e->cycles * tgt_peak_macs_per_cycle(t);
+  o->mxu_weight_loads = e->mxu_weight_loads;
+  o->hbm_read_bytes = e->hbm_read_bytes;
+  o->hbm_write_bytes = e->hbm_write_bytes;
+  o->hbm_busy_cycles = e->hbm_busy_cycles;
+  o->dma_transfers = e->dma_transfers;
+  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
+    const emu_unit_stats *s = &e->units[u];
+    tpurt_unit_stats_t *d = &o->units[u];
+    d->name = isa_unit_name(u);
+    d->instructions = s->instructions;
+    d->busy_cycles = s->busy_cycles;
+    d->stall_dependency = s->stall_dependency;
+    d->stall_sync = s->stall_sync;
+    d->stall_dma = s->stall_dma;
+    d->stall_weight_load = s->stall_weight;
+    d->stall_hbm = s->stall_hbm;
+    d->stall_queue_full = s->stall_queue;
+    d->last_cycle = s->last_cycle;
+  }
+}
+
+tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
+                                     tpurt_buffer_t *const *params,
+                                     size_t nparams, tpurt_buffer_t **results,
+                                     size_t nresults, tpurt_stats_t *out_stats) {
+  if (!p) return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *dev = p->dev;
+  const tpub_image *img = p->img;
+  if (out_stats) memset(out_stats, 0, sizeof *out_stats);
+  if ((nresults && !results) || (nparams && !params))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute: NULL array");
+  for (size_t i = 0; i < nresults; i++) results[i] = NULL;
+  if (nparams != img->nparams || nresults != img->nresults)
+    return fail(dev, TPURT_INVALID_ARGUMENT,
+                "program takes %u parameters and %u results, given %zu and %zu",
+                img->nparams, img->nresults, nparams, nresults);
+  for (size_t i = 0; i < nparams; i++) {
+    const tpub_tensor *t = &img->params[i];
+    if (!params[i] || params[i]->dev != dev)
+      return fail(dev, TPURT_INVALID_ARGUMENT,
+                  "parameter %zu (%s): missing or from another device", i, t->name);
+    if (!shape_matches(params[i], t)) {
+      char want[160], got[160];
+      shape_text(want, sizeof want, t->dtype, t->rank, t->dims);
+      shape_text(got, sizeof got, (int)params[i]->dtype, params[i]->rank,
+                 params[i]->dims);
+      return fail(dev, TPURT_INVALID_ARGUMENT,
+                  "parameter %zu (%s): expected %s, got %s", i, t->name, want, got);
+    }
+  }
+  if (!dev->emu) {
+    dev->emu = emu_create(&dev->target, &dev->alloc);
+    if (!dev->emu) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory creating the core");
+  }
+  uint8_t *hbm = rt_calloc(&dev->alloc, 1, (size_t)img->hbm_bytes);
+  if (!hbm)
+    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory for %llu bytes of HBM",
+                (unsigned long long)img->hbm_bytes);
+  for (uint32_t i = 0; i < img->nconsts; i++)
+    memcpy(hbm + img->consts[i].hbm_offset, img->consts[i].data,
+           (size_t)img->consts[i].size);
+  for (size_t i = 0; i < nparams; i++)
+    memcpy(hbm + img->params[i].hbm_offset, params[i]->data, params[i]->bytes);
+  emu_stats es;
+  emu_fault ef;
+  int rc = emu_run(dev->emu, img, hbm, dev->cycle_limit, &es, &ef);
+  if (out_stats) copy_stats(&es, &dev->target, out_stats);
+  if (rc) {
+    rt_free(&dev->alloc, hbm);
+    char text[160] = "";
+    isa_inst in;
+    if (!isa_decode(ef.word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
+    tpurt_status_t st = ef.kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
+                        : ef.kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
+                                                    : TPURT_RUNTIME_FAULT;
+    return fail(dev, st, "fault at pc %u (%s) at cycle %llu: %s", ef.pc, text,
+                (unsigned long long)ef.cycle, ef.reason);
+  }
+  tpurt_status_t st = TPURT_OK;
+  for (size_t i = 0; i < nresults && st == TPURT_OK; i++) {
+    const tpub_tensor *t = &img->results[i];
+    st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, &results[i]);
+    if (st == TPURT_OK) memcpy(results[i]->data, hbm + t->hbm_offset, results[i]->bytes);
+  }
+  rt_free(&dev->alloc, hbm);
+  if (st) {
+    for (size_t i = 0; i < nresults; i++) {
+      tpurt_buffer_destroy(results[i]);
+      results[i] = NULL;
+    }
+  }
+  return st;
+}
