@@ -340,6 +340,12 @@ int ir_verify(const ir_module *m, diag *d);
 void ir_print_module(strbuf *b, const ir_module *m);
 /* Prints one instruction line (without indentation or newline). */
 void ir_print_inst(strbuf *b, const ir_module *m, ir_comp_id c, ir_id i);
+/* Print styles: LONG is XLA's default ToString() form (what ir_print_module
+ * writes: '%' names, operand shapes, computation signatures); SHORT is XLA's
+ * ShortParsable form (bare names, no operand shapes, no signatures). Both
+ * read back to the same module. */
+typedef enum ir_print_style { IR_PRINT_LONG, IR_PRINT_SHORT } ir_print_style;
+void ir_print_module_style(strbuf *b, const ir_module *m, ir_print_style style);
 
 /* (Parsing HLO text is the frontend's job: see frontend/frontend.h.) */
 

@@ -1,2 +1,607 @@
-/* print.c: placeholder until written. */
+/* print.c: the HLO text printer, in XLA's own printed form.
+ *
+ * Long form (XLA's HloModule::ToString()): "%" before names, operand
+ * shapes, computation signatures "(p: f32[2]) -> f32[2]". Short form (XLA's
+ * HloPrintOptions::ShortParsable()): bare names, no operand shapes, no
+ * signatures; metadata and opaque attributes are still printed (XLA drops
+ * them there) so that nothing is lost. Both read back with fe_parse_hlo.
+ *
+ *   HloModule name[, is_scheduled=true][, raw...], entry_computation_layout={(...)->...}
+ *
+ *   %callee (p: f32[]) -> f32[] {           computations callees first,
+ *     %p = f32[] parameter(0)               instructions in XLA's post order
+ *     ROOT %r = f32[] negate(f32[] %p)      (depth first from each
+ *   }                                        instruction without users;
+ *                                            scheduled modules: as stored)
+ *   ENTRY %main ... { ... }                  the entry last
+ *
+ * Attributes follow XLA's order: the op's own, then to_apply/calls, opaque
+ * ones kept verbatim, metadata, backend_config. Literals print as XLA's
+ * one-line form ("{ { 1, 2 }, { 3, 4 } }", /\*i0=0*\/ comments above rank
+ * 3) with XLA's float spelling: %.6g for f32 when it reads back exactly,
+ * else %.9g; bf16 %.4g; f16 %.5g; inf, -inf, nan, nan(0xPAYLOAD) when the
+ * payload is not the default quiet one. Every value reads back bit-exact. */
 #include "ir/ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- shapes ---- */
+
+static void put_shape(strbuf *b, const ir_shape *s, bool layout) {
+  if (s->type == IR_TUPLE) {
+    sb_putc(b, '(');
+    for (int i = 0; i < s->ntuple; i++) {
+      if (i) sb_puts(b, ", ");
+      put_shape(b, &s->tuple[i], layout);
+    }
+    sb_putc(b, ')');
+    return;
+  }
+  sb_puts(b, ir_type_name(s->type));
+  sb_putc(b, '[');
+  for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
+  sb_putc(b, ']');
+  if (!layout) return;
+  ir_shape d = *s;
+  if (!d.has_layout) ir_shape_default_layout(&d);
+  const ir_layout *l = &d.layout;
+  bool extra = l->ntiles || l->element_bits || l->memory_space;
+  if (d.rank == 0 && !extra) return;
+  sb_putc(b, '{');
+  for (int i = 0; i < d.rank; i++) sb_printf(b, "%s%d", i ? "," : "", l->minor_to_major[i]);
+  if (extra) {
+    sb_putc(b, ':');
+    if (l->ntiles) sb_putc(b, 'T');
+    for (int t = 0; t < l->ntiles; t++) {
+      sb_putc(b, '(');
+      for (int i = 0; i < l->tiles[t].rank; i++) {
+        if (i) sb_putc(b, ',');
+        if (l->tiles[t].dims[i] == IR_TILE_COMBINE) sb_putc(b, '*');
+        else sb_printf(b, "%lld", (long long)l->tiles[t].dims[i]);
+      }
+      sb_putc(b, ')');
+    }
+    if (l->element_bits) sb_printf(b, "E(%d)", l->element_bits);
+    if (l->memory_space) sb_printf(b, "S(%d)", l->memory_space);
+  }
+  sb_putc(b, '}');
+}
+
+/* ---- literals ---- */
+
+static void put_nan(strbuf *b, uint32_t bits, uint32_t sign, uint32_t mask, uint32_t quiet) {
+  sb_puts(b, (bits & sign) ? "-nan" : "nan");
+  if ((bits & mask) != quiet) sb_printf(b, "(0x%x)", (unsigned)(bits & mask));
+}
+
+static void put_elem(strbuf *b, const ir_literal *l, int64_t i, bool in_array) {
+  char buf[64];
+  switch (l->shape.type) {
+  case IR_PRED: {
+    bool v = ((const uint8_t *)l->data)[i] != 0;
+    sb_puts(b, in_array ? (v ? "1" : "0") : (v ? "true" : "false"));
+    return;
+  }
+  case IR_S8: sb_printf(b, "%d", ((const int8_t *)l->data)[i]); return;
+  case IR_S32: sb_printf(b, "%d", ((const int32_t *)l->data)[i]); return;
+  case IR_F32: {
+    float f;
+    uint32_t u;
+    memcpy(&f, (const char *)l->data + 4 * i, 4);
+    memcpy(&u, &f, 4);
+    if (isnan(f)) {
+      put_nan(b, u, 0x80000000u, 0x7fffffu, 0x400000u);
+      return;
+    }
+    if (isinf(f)) {
+      sb_puts(b, f < 0 ? "-inf" : "inf");
+      return;
+    }
+    snprintf(buf, sizeof buf, "%.6g", (double)f);
+    if (strtof(buf, NULL) != f) snprintf(buf, sizeof buf, "%.9g", (double)f);
+    sb_puts(b, buf);
+    return;
+  }
+  case IR_BF16:
+  case IR_F16: {
+    uint16_t h = ((const uint16_t *)l->data)[i];
+    bool bf = l->shape.type == IR_BF16;
+    float f = bf ? ir_bf16_to_f32(h) : ir_f16_to_f32(h);
+    if (isnan(f)) {
+      put_nan(b, h, 0x8000u, bf ? 0x7fu : 0x3ffu, bf ? 0x40u : 0x200u);
+      return;
+    }
+    if (isinf(f)) {
+      sb_puts(b, f < 0 ? "-inf" : "inf");
+      return;
+    }
+    snprintf(buf, sizeof buf, bf ? "%.4g" : "%.5g", (double)f);
+    sb_puts(b, buf);
+    return;
+  }
+  default: base_die("put_elem on %s", ir_type_name(l->shape.type));
+  }
+}
+
+/* XLA's multi-line literal layout; the caller collapses whitespace. */
+static void lit_rec(strbuf *t, const ir_literal *l, int depth, int64_t *accum, int64_t *next) {
+  const ir_shape *s = &l->shape;
+  int rank = s->rank, left = rank - depth;
+  if (left == 0) {
+    put_elem(t, l, (*next)++, rank > 0);
+    return;
+  }
+  int64_t n = s->dims[depth];
+  if (rank == 1) sb_putc(t, '{');
+  else if (left == 1) sb_puts(t, n <= 1 ? "  {" : "  { ");
+  else if (rank > 3 && depth > 0)
+    sb_printf(t, "{ /*i%d=%lld*/\n", depth - 1, (long long)accum[depth - 1]);
+  else sb_puts(t, "{\n");
+  for (int64_t i = 0; i < n; i++) {
+    accum[depth] = i;
+    lit_rec(t, l, depth + 1, accum, next);
+    if (i < n - 1) sb_puts(t, left > 1 ? ",\n" : ", ");
+  }
+  if (rank == 1) sb_putc(t, '}');
+  else if (left == 1) sb_puts(t, n <= 1 ? "}" : " }");
+  else sb_puts(t, "\n}");
+}
+
+static void lit_multiline(strbuf *t, const ir_literal *l) {
+  if (l->shape.type == IR_TUPLE) {
+    sb_puts(t, "(\n");
+    for (int i = 0; i < l->shape.ntuple; i++) {
+      if (i) sb_puts(t, ",\n");
+      lit_multiline(t, l->elems[i]);
+    }
+    sb_puts(t, "\n)");
+    return;
+  }
+  int64_t accum[IR_MAX_RANK] = {0}, next = 0;
+  lit_rec(t, l, 0, accum, &next);
+}
+
+void ir_literal_print(strbuf *b, const ir_literal *l) {
+  strbuf t;
+  sb_init(&t);
+  lit_multiline(&t, l);
+  /* one line: every run of spaces and newlines becomes one space */
+  const char *s = sb_str(&t);
+  bool space = false;
+  for (size_t i = 0; i < t.len; i++) {
+    if (s[i] == ' ' || s[i] == '\n') {
+      space = true;
+      continue;
+    }
+    if (space) sb_putc(b, ' ');
+    space = false;
+    sb_putc(b, s[i]);
+  }
+  sb_free(&t);
+}
+
+/* ---- instructions ---- */
+
+typedef struct pctx {
+  strbuf *b;
+  const ir_module *m;
+  bool shrt;
+} pctx;
+
+static void put_name(pctx *x, const char *name) {
+  if (!x->shrt) sb_putc(x->b, '%');
+  sb_puts(x->b, name);
+}
+
+static void put_ints(strbuf *b, const ir_ints *v) {
+  sb_putc(b, '{');
+  for (int i = 0; i < v->n; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)v->v[i]);
+  sb_putc(b, '}');
+}
+
+static void put_escaped(strbuf *b, const char *s) {
+  sb_putc(b, '"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    switch (c) {
+    case '\n': sb_puts(b, "\\n"); break;
+    case '\r': sb_puts(b, "\\r"); break;
+    case '\t': sb_puts(b, "\\t"); break;
+    case '"': sb_puts(b, "\\\""); break;
+    case '\'': sb_puts(b, "\\'"); break;
+    case '\\': sb_puts(b, "\\\\"); break;
+    default:
+      if (c < 32 || c >= 127) sb_printf(b, "\\%03o", c);
+      else sb_putc(b, (char)c);
+    }
+  }
+  sb_putc(b, '"');
+}
+
+static void put_window(strbuf *b, const ir_window *w) {
+  sb_puts(b, ", window={size=");
+  for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%lld", i ? "x" : "", (long long)w->dims[i].size);
+  bool stride = false, pad = false, ld = false, rd = false, rev = false;
+  for (int i = 0; i < w->rank; i++) {
+    const ir_window_dim *d = &w->dims[i];
+    stride |= d->stride != 1;
+    pad |= d->pad_lo != 0 || d->pad_hi != 0;
+    ld |= d->lhs_dilate != 1;
+    rd |= d->rhs_dilate != 1;
+    rev |= d->reversal;
+  }
+  if (stride) {
+    sb_puts(b, " stride=");
+    for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%lld", i ? "x" : "", (long long)w->dims[i].stride);
+  }
+  if (pad) {
+    sb_puts(b, " pad=");
+    for (int i = 0; i < w->rank; i++)
+      sb_printf(b, "%s%lld_%lld", i ? "x" : "", (long long)w->dims[i].pad_lo,
+                (long long)w->dims[i].pad_hi);
+  }
+  if (ld) {
+    sb_puts(b, " lhs_dilate=");
+    for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%lld", i ? "x" : "", (long long)w->dims[i].lhs_dilate);
+  }
+  if (rd) {
+    sb_puts(b, " rhs_dilate=");
+    for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%lld", i ? "x" : "", (long long)w->dims[i].rhs_dilate);
+  }
+  if (rev) {
+    sb_puts(b, " rhs_reversal=");
+    for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%d", i ? "x" : "", w->dims[i].reversal ? 1 : 0);
+  }
+  sb_putc(b, '}');
+}
+
+static void put_labels(strbuf *b, int n, int8_t a, int8_t c, const int8_t *sp, const char *ac) {
+  char s[IR_MAX_RANK + 1];
+  memset(s, '?', sizeof s);
+  s[n + 2] = 0;
+  if (a >= 0 && a < n + 2) s[a] = ac[0];
+  if (c >= 0 && c < n + 2) s[c] = ac[1];
+  for (int i = 0; i < n; i++)
+    if (sp[i] >= 0 && sp[i] < n + 2) s[sp[i]] = (char)('0' + i);
+  sb_puts(b, s);
+}
+
+static const char *const precisions[] = {"default", "high", "highest"};
+
+static void put_precision(strbuf *b, const ir_attrs *a) {
+  if (a->precision[0] == IR_PREC_DEFAULT && a->precision[1] == IR_PREC_DEFAULT) return;
+  sb_printf(b, ", operand_precision={%s,%s}", precisions[a->precision[0]],
+            precisions[a->precision[1]]);
+}
+
+static void put_attrs(pctx *x, const ir_inst *in) {
+  strbuf *b = x->b;
+  const ir_attrs *a = &in->a;
+  switch (in->op) {
+  case IR_OP_BROADCAST: case IR_OP_TRANSPOSE: case IR_OP_REDUCE: case IR_OP_REVERSE:
+  case IR_OP_CONCATENATE:
+    sb_puts(b, ", dimensions=");
+    put_ints(b, &a->dimensions);
+    break;
+  case IR_OP_SLICE:
+    sb_puts(b, ", slice={");
+    for (int i = 0; i < a->slice_start.n; i++) {
+      sb_printf(b, "%s[%lld:%lld", i ? ", " : "", (long long)a->slice_start.v[i],
+                (long long)a->slice_limit.v[i]);
+      if (a->slice_stride.n > i && a->slice_stride.v[i] != 1)
+        sb_printf(b, ":%lld", (long long)a->slice_stride.v[i]);
+      sb_putc(b, ']');
+    }
+    sb_putc(b, '}');
+    break;
+  case IR_OP_PAD: {
+    bool interior = false;
+    for (int i = 0; i < a->npad; i++) interior |= a->padding[i].interior != 0;
+    sb_puts(b, ", padding=");
+    for (int i = 0; i < a->npad; i++) {
+      sb_printf(b, "%s%lld_%lld", i ? "x" : "", (long long)a->padding[i].lo,
+                (long long)a->padding[i].hi);
+      if (interior) sb_printf(b, "_%lld", (long long)a->padding[i].interior);
+    }
+    break;
+  }
+  case IR_OP_COMPARE: {
+    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    static const char *const types[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+    sb_printf(b, ", direction=%s", dirs[a->cmp_dir]);
+    if (a->cmp_type != IR_CMPT_DEFAULT) sb_printf(b, ", type=%s", types[a->cmp_type]);
+    break;
+  }
+  case IR_OP_IOTA: sb_printf(b, ", iota_dimension=%lld", (long long)a->index); break;
+  case IR_OP_GET_TUPLE_ELEMENT: sb_printf(b, ", index=%lld", (long long)a->index); break;
+  case IR_OP_DOT:
+    if (a->lhs_batch.n) {
+      sb_puts(b, ", lhs_batch_dims=");
+      put_ints(b, &a->lhs_batch);
+    }
+    sb_puts(b, ", lhs_contracting_dims=");
+    put_ints(b, &a->lhs_contracting);
+    if (a->rhs_batch.n) {
+      sb_puts(b, ", rhs_batch_dims=");
+      put_ints(b, &a->rhs_batch);
+    }
+    sb_puts(b, ", rhs_contracting_dims=");
+    put_ints(b, &a->rhs_contracting);
+    put_precision(b, a);
+    if (a->preferred_type != IR_TYPE_INVALID && a->preferred_type != IR_TUPLE)
+      sb_printf(b, ", preferred_element_type=%s", ir_type_name(a->preferred_type));
+    break;
+  case IR_OP_CONVOLUTION: {
+    const ir_conv_dims *c = &a->conv;
+    if (a->window.rank > 0) put_window(b, &a->window);
+    sb_puts(b, ", dim_labels=");
+    put_labels(b, c->nspatial, c->in_batch, c->in_feature, c->in_spatial, "bf");
+    sb_putc(b, '_');
+    put_labels(b, c->nspatial, c->k_in, c->k_out, c->k_spatial, "io");
+    sb_puts(b, "->");
+    put_labels(b, c->nspatial, c->out_batch, c->out_feature, c->out_spatial, "bf");
+    if (a->feature_group_count > 1)
+      sb_printf(b, ", feature_group_count=%lld", (long long)a->feature_group_count);
+    if (a->batch_group_count > 1)
+      sb_printf(b, ", batch_group_count=%lld", (long long)a->batch_group_count);
+    put_precision(b, a);
+    if (a->preferred_type != IR_TYPE_INVALID && a->preferred_type != IR_TUPLE)
+      sb_printf(b, ", preferred_element_type=%s", ir_type_name(a->preferred_type));
+    break;
+  }
+  case IR_OP_REDUCE_WINDOW:
+    if (a->window.rank > 0) put_window(b, &a->window);
+    break;
+  case IR_OP_ALL_REDUCE:
+    if (a->channel_id) sb_printf(b, ", channel_id=%lld", (long long)a->channel_id);
+    sb_puts(b, ", replica_groups={");
+    for (int g = 0; g < a->replica_groups.ngroups; g++) {
+      if (g) sb_putc(b, ',');
+      put_ints(b, &a->replica_groups.groups[g]);
+    }
+    sb_putc(b, '}');
+    break;
+  case IR_OP_FUSION: {
+    static const char *const kinds[] = {"kLoop", "kInput", "kOutput", "kCustom"};
+    sb_printf(b, ", kind=%s", kinds[a->fusion_kind]);
+    break;
+  }
+  default: break;
+  }
+  for (int k = 0; k < in->ncalls; k++) {
+    sb_puts(b, in->op == IR_OP_FUSION ? ", calls=" : ", to_apply=");
+    if (in->calls[k] >= 0 && in->calls[k] < x->m->comps.n)
+      put_name(x, x->m->comps.v[in->calls[k]].name);
+    else
+      sb_printf(b, "<bad computation %d>", in->calls[k]);
+  }
+  const char *raw_meta = NULL, *raw_backend = NULL;
+  for (int k = 0; k < in->nraw; k++) {
+    if (strcmp(in->raw[k].name, "metadata") == 0) raw_meta = in->raw[k].text;
+    else if (strcmp(in->raw[k].name, "backend_config") == 0) raw_backend = in->raw[k].text;
+    else sb_printf(b, ", %s=%s", in->raw[k].name, in->raw[k].text);
+  }
+  const ir_metadata *md = &in->meta;
+  if (raw_meta) {
+    sb_printf(b, ", metadata=%s", raw_meta);
+  } else if (md->op_type || md->op_name || md->source_file || md->source_line) {
+    sb_puts(b, ", metadata={");
+    const char *sep = "";
+    if (md->op_type) {
+      sb_puts(b, "op_type=");
+      put_escaped(b, md->op_type);
+      sep = " ";
+    }
+    if (md->op_name) {
+      sb_printf(b, "%sop_name=", sep);
+      put_escaped(b, md->op_name);
+      sep = " ";
+    }
+    if (md->source_file) {
+      sb_printf(b, "%ssource_file=", sep);
+      put_escaped(b, md->source_file);
+      sep = " ";
+    }
+    if (md->source_line) sb_printf(b, "%ssource_line=%d", sep, md->source_line);
+    sb_putc(b, '}');
+  }
+  if (raw_backend) sb_printf(b, ", backend_config=%s", raw_backend);
+}
+
+static void put_inst(pctx *x, ir_comp_id c, ir_id i) {
+  const ir_comp *cp = &x->m->comps.v[c];
+  const ir_inst *in = &cp->insts.v[i];
+  strbuf *b = x->b;
+  if (cp->root == i) sb_puts(b, "ROOT ");
+  put_name(x, in->name);
+  sb_puts(b, " = ");
+  put_shape(b, &in->shape, true);
+  sb_printf(b, " %s(", ir_op_name(in->op));
+  if (in->op == IR_OP_PARAMETER) {
+    sb_printf(b, "%lld", (long long)in->a.parameter_number);
+  } else if (in->op == IR_OP_CONSTANT) {
+    if (in->a.literal) ir_literal_print(b, in->a.literal);
+  } else {
+    for (int k = 0; k < in->nops; k++) {
+      if (k) sb_puts(b, ", ");
+      ir_id o = in->ops[k];
+      if (o < 0 || o >= cp->insts.n) {
+        sb_printf(b, "<bad operand %d>", o);
+        continue;
+      }
+      if (!x->shrt) {
+        put_shape(b, &cp->insts.v[o].shape, true);
+        sb_putc(b, ' ');
+      }
+      put_name(x, cp->insts.v[o].name);
+    }
+  }
+  sb_putc(b, ')');
+  put_attrs(x, in);
+}
+
+void ir_print_inst(strbuf *b, const ir_module *m, ir_comp_id c, ir_id i) {
+  pctx x = {b, m, false};
+  put_inst(&x, c, i);
+}
+
+/* ---- computations ---- */
+
+/* XLA's instruction post order: depth first (operands in order) from each
+ * instruction without users, in stored order. */
+static int post_order(const ir_comp *cp, ir_id *out) {
+  int n = cp->insts.n, no = 0;
+  if (n == 0) return 0;
+  int *users = calloc((size_t)n, sizeof(int));
+  uint8_t *state = calloc((size_t)n, 1);
+  ir_id *stack = malloc(sizeof(ir_id) * (size_t)n);
+  int *next = malloc(sizeof(int) * (size_t)n);
+  if (!users || !state || !stack || !next) base_die("out of memory");
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &cp->insts.v[i];
+    if (in->dead) continue;
+    for (int k = 0; k < in->nops; k++)
+      if (in->ops[k] >= 0 && in->ops[k] < n) users[in->ops[k]]++;
+  }
+  for (int s = 0; s < n; s++) {
+    if (cp->insts.v[s].dead || users[s] || state[s]) continue;
+    int sp = 0;
+    stack[sp] = s;
+    next[sp++] = 0;
+    state[s] = 1;
+    while (sp) {
+      const ir_inst *in = &cp->insts.v[stack[sp - 1]];
+      if (next[sp - 1] < in->nops) {
+        ir_id o = in->ops[next[sp - 1]++];
+        if (o < 0 || o >= n || state[o]) continue;
+        state[o] = 1;
+        stack[sp] = o;
+        next[sp++] = 0;
+      } else {
+        out[no++] = stack[--sp];
+      }
+    }
+  }
+  /* anything left is on a cycle (never in verified IR): stored order */
+  for (int i = 0; i < n; i++)
+    if (!cp->insts.v[i].dead && !state[i]) out[no++] = i;
+  free(users);
+  free(state);
+  free(stack);
+  free(next);
+  return no;
+}
+
+static void put_comp(pctx *x, ir_comp_id c) {
+  const ir_comp *cp = &x->m->comps.v[c];
+  strbuf *b = x->b;
+  if (c == x->m->entry) sb_puts(b, "ENTRY ");
+  put_name(x, cp->name);
+  if (!x->shrt) {
+    sb_puts(b, " (");
+    for (int k = 0; k < cp->nparams; k++) {
+      if (k) sb_puts(b, ", ");
+      ir_id pi = cp->params ? cp->params[k] : IR_NONE;
+      if (pi < 0 || pi >= cp->insts.n) {
+        sb_printf(b, "<missing parameter %d>", k);
+        continue;
+      }
+      sb_printf(b, "%s: ", cp->insts.v[pi].name);
+      put_shape(b, &cp->insts.v[pi].shape, false);
+    }
+    sb_puts(b, ") -> ");
+    if (cp->root >= 0 && cp->root < cp->insts.n) put_shape(b, &cp->insts.v[cp->root].shape, false);
+    else sb_puts(b, "()");
+  }
+  sb_puts(b, " {\n");
+  ir_id *order = malloc(sizeof(ir_id) * (size_t)(cp->insts.n + 1));
+  if (!order) base_die("out of memory");
+  int n;
+  if (x->m->is_scheduled) {
+    n = 0;
+    for (int i = 0; i < cp->insts.n; i++)
+      if (!cp->insts.v[i].dead) order[n++] = i;
+  } else {
+    n = post_order(cp, order);
+  }
+  for (int k = 0; k < n; k++) {
+    sb_puts(b, "  ");
+    put_inst(x, c, order[k]);
+    sb_putc(b, '\n');
+  }
+  free(order);
+  sb_putc(b, '}');
+}
+
+/* Callees first (post order over calls), from computation c. */
+static void comp_order(const ir_module *m, ir_comp_id c, uint8_t *seen, ir_comp_id *out, int *n) {
+  if (seen[c]) return;
+  seen[c] = 1;
+  const ir_comp *cp = &m->comps.v[c];
+  for (int i = 0; i < cp->insts.n; i++) {
+    const ir_inst *in = &cp->insts.v[i];
+    if (in->dead) continue;
+    for (int k = 0; k < in->ncalls; k++)
+      if (in->calls[k] >= 0 && in->calls[k] < m->comps.n) comp_order(m, in->calls[k], seen, out, n);
+  }
+  out[(*n)++] = c;
+}
+
+static void put_entry_layout(strbuf *b, const ir_module *m) {
+  if (m->entry < 0 || m->entry >= m->comps.n) return;
+  const ir_comp *e = &m->comps.v[m->entry];
+  if (e->root < 0 || e->root >= e->insts.n) return;
+  sb_puts(b, ", entry_computation_layout={(");
+  for (int k = 0; k < e->nparams; k++) {
+    if (k) sb_puts(b, ", ");
+    ir_id pi = e->params ? e->params[k] : IR_NONE;
+    if (pi >= 0 && pi < e->insts.n) put_shape(b, &e->insts.v[pi].shape, true);
+  }
+  sb_puts(b, ")->");
+  put_shape(b, &e->insts.v[e->root].shape, true);
+  sb_putc(b, '}');
+}
+
+static void print_module(strbuf *b, const ir_module *m, bool shrt) {
+  pctx x = {b, m, shrt};
+  static const char *const before[] = {"input_output_alias", "buffer_donor",
+                                       "alias_passthrough_params"};
+  sb_printf(b, "HloModule %s", m->name);
+  if (m->is_scheduled) sb_puts(b, ", is_scheduled=true");
+  for (size_t j = 0; j < COUNTOF(before); j++)
+    for (int k = 0; k < m->nraw; k++)
+      if (strcmp(m->raw[k].name, before[j]) == 0)
+        sb_printf(b, ", %s=%s", m->raw[k].name, m->raw[k].text);
+  put_entry_layout(b, m);
+  for (int k = 0; k < m->nraw; k++) {
+    bool early = false;
+    for (size_t j = 0; j < COUNTOF(before); j++)
+      if (strcmp(m->raw[k].name, before[j]) == 0) early = true;
+    if (!early) sb_printf(b, ", %s=%s", m->raw[k].name, m->raw[k].text);
+  }
+  sb_puts(b, "\n\n");
+  int nc = m->comps.n, n = 0;
+  uint8_t *seen = calloc((size_t)nc + 1, 1);
+  ir_comp_id *order = malloc(sizeof(ir_comp_id) * ((size_t)nc + 1));
+  if (!seen || !order) base_die("out of memory");
+  if (m->entry >= 0 && m->entry < nc) seen[m->entry] = 1; /* entry last */
+  for (int c = 0; c < nc; c++) comp_order(m, c, seen, order, &n);
+  if (m->entry >= 0 && m->entry < nc) {
+    seen[m->entry] = 0;
+    comp_order(m, m->entry, seen, order, &n);
+  }
+  for (int k = 0; k < n; k++) {
+    if (k) sb_puts(b, "\n\n");
+    put_comp(&x, order[k]);
+  }
+  sb_putc(b, '\n');
+  free(seen);
+  free(order);
+}
+
+void ir_print_module(strbuf *b, const ir_module *m) { print_module(b, m, false); }
+
+void ir_print_module_style(strbuf *b, const ir_module *m, ir_print_style style) {
+  print_module(b, m, style == IR_PRINT_SHORT);
+}

@@ -1,0 +1,656 @@
+/* attrs.c: HLO attribute values (token trees) into ir_attrs.
+ *
+ * Each attribute is accepted only on the ops that use it; unknown names
+ * are errors, except the opaque ones that tpucc keeps verbatim for round
+ * trips (backend_config, frontend_attributes, sharding, statistics,
+ * control-predecessors). Value forms:
+ *   dimensions={1,0}  lhs_batch_dims={0} ...      integer lists
+ *   slice={[0:4:2], [1:3]}                         start:limit[:stride]
+ *   padding=0_0_0x1_2_1                            lo_hi[_interior] per dim
+ *   window={size=3x3 stride=2x2 pad=1_2x1_2 lhs_dilate=2x2 rhs_dilate=1x1
+ *           rhs_reversal=0x1}
+ *   dim_labels=b01f_01io->b01f  feature_group_count=N  batch_group_count=N
+ *   operand_precision={default,highest}  preferred_element_type=f32
+ *   direction=LT  type=TOTALORDER  iota_dimension=N  index=N
+ *   replica_groups={{0,1},{2,3}}  channel_id=N  to_apply=comp  calls=comp
+ *   kind=kLoop|kInput|kOutput|kCustom
+ *   metadata={op_type="..." op_name="..." source_file="..." source_line=N}
+ *     (other metadata fields: the whole attribute is also kept verbatim). */
+#include "frontend/hlo/hlo.h"
+
+#include "hlo_parse.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#define OPB(op) (UINT64_C(1) << IR_OP_##op)
+
+typedef struct actx {
+  hlo_attr_ctx *c;
+  hlo_parser *p;
+  ir_inst *in;
+  arena *a; /* module arena */
+  const hlo_tok *name;
+} actx;
+
+static bool fail(actx *x, const hlo_tok *at, const char *fmt, ...) BASE_PRINTF(3, 4);
+static bool fail(actx *x, const hlo_tok *at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_vreport(x->p->d, DIAG_ERROR, at->loc, fmt, ap);
+  va_end(ap);
+  x->p->errors++;
+  return false;
+}
+
+static bool bad_value(actx *x, const hlo_tok *v, const char *expect) {
+  return fail(x, v, "bad value for attribute '%s': expected %s", x->name->text, expect);
+}
+
+/* Splits a group's children at ',' into items [start[i], start[i]+len[i]). */
+typedef struct items {
+  int n;
+  int *start, *len;
+} items;
+
+static bool split(actx *x, const hlo_tok *g, items *it) {
+  it->n = 0;
+  it->start = arena_array(x->p->scratch, (size_t)g->n + 1, sizeof(int));
+  it->len = arena_array(x->p->scratch, (size_t)g->n + 1, sizeof(int));
+  if (g->n == 0) return true;
+  int s = 0;
+  for (int i = 0; i <= g->n; i++) {
+    if (i == g->n || g->kids[i]->kind == ',') {
+      if (i == s) return fail(x, i < g->n ? g->kids[i] : g, "empty item in a list");
+      it->start[it->n] = s;
+      it->len[it->n++] = i - s;
+      s = i + 1;
+    }
+  }
+  return true;
+}
+
+static bool tok_int(actx *x, const hlo_tok *t, int64_t *out) {
+  if (t->kind != INT) return bad_value(x, t, "an integer");
+  return fe_hlo_int(x->p, t, out);
+}
+
+/* {a,b,c} */
+static bool int_list(actx *x, const hlo_tok *v, ir_ints *out) {
+  if (v->kind != HLO_GROUP || v->open != '{') return bad_value(x, v, "a list such as {0,1}");
+  items it;
+  if (!split(x, v, &it)) return false;
+  out->n = it.n;
+  out->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
+  for (int i = 0; i < it.n; i++) {
+    if (it.len[i] != 1) return bad_value(x, v->kids[it.start[i]], "an integer");
+    if (!tok_int(x, v->kids[it.start[i]], &out->v[i])) return false;
+  }
+  return true;
+}
+
+/* "3x3" or "3": up to IR_MAX_RANK numbers. */
+static int dxd(actx *x, const hlo_tok *t, int64_t *out, bool allow_neg) {
+  if (t->kind != INT && t->kind != DXD) {
+    bad_value(x, t, "numbers such as 3x3");
+    return -1;
+  }
+  const char *s = t->text;
+  int n = 0;
+  for (;;) {
+    if (n >= IR_MAX_RANK) {
+      fail(x, t, "more than %d window dimensions", IR_MAX_RANK);
+      return -1;
+    }
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || end == s || (!allow_neg && v < 0)) {
+      bad_value(x, t, "non-negative numbers such as 3x3");
+      return -1;
+    }
+    out[n++] = v;
+    if (*end == 'x') s = end + 1;
+    else break;
+  }
+  return n;
+}
+
+/* "lo_hi[_interior]x..." */
+static int pads(actx *x, const hlo_tok *t, ir_padding_dim *out, int max, bool interior_ok) {
+  if (t->kind != PAD) {
+    bad_value(x, t, interior_ok ? "padding such as 0_0x1_1_0" : "padding such as 1_1x0_0");
+    return -1;
+  }
+  const char *s = t->text;
+  int n = 0;
+  for (;;) {
+    if (n >= max) {
+      fail(x, t, "more than %d padded dimensions", max);
+      return -1;
+    }
+    int64_t f[3] = {0, 0, 0};
+    int nf = 0;
+    for (;;) {
+      errno = 0;
+      char *end;
+      long long v = strtoll(s, &end, 10);
+      if (errno == ERANGE || end == s) {
+        bad_value(x, t, "integers in padding");
+        return -1;
+      }
+      f[nf++] = v;
+      s = end;
+      if (*s == '_' && nf < 3) s++;
+      else break;
+    }
+    if (nf == 3 && !interior_ok) {
+      bad_value(x, t, "lo_hi pairs (no interior padding in a window)");
+      return -1;
+    }
+    if (f[2] < 0) {
+      fail(x, t, "interior padding must not be negative");
+      return -1;
+    }
+    out[n].lo = f[0];
+    out[n].hi = f[1];
+    out[n].interior = f[2];
+    n++;
+    if (*s == 'x') s++;
+    else break;
+  }
+  return n;
+}
+
+static bool window(actx *x, const hlo_tok *v, ir_window *w) {
+  if (v->kind != HLO_GROUP || v->open != '{')
+    return bad_value(x, v, "a window such as {size=3x3 stride=1x1}");
+  memset(w, 0, sizeof *w);
+  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], ld[IR_MAX_RANK], rd[IR_MAX_RANK],
+      rev[IR_MAX_RANK];
+  ir_padding_dim pd[IR_MAX_RANK];
+  int nsize = -1, nstride = -1, nld = -1, nrd = -1, nrev = -1, npad = -1;
+  const hlo_tok *where[6] = {NULL};
+  for (int i = 0; i < v->n; i += 3) {
+    const hlo_tok *k = v->kids[i];
+    if (k->kind != NAME || i + 2 >= v->n || v->kids[i + 1]->kind != '=')
+      return bad_value(x, k, "key=value items such as size=3x3");
+    const hlo_tok *val = v->kids[i + 2];
+    int *cnt;
+    int slot;
+    if (strcmp(k->text, "size") == 0) {
+      slot = 0;
+      cnt = &nsize;
+      *cnt = dxd(x, val, size, false);
+    } else if (strcmp(k->text, "stride") == 0) {
+      slot = 1;
+      cnt = &nstride;
+      *cnt = dxd(x, val, stride, false);
+    } else if (strcmp(k->text, "pad") == 0) {
+      slot = 2;
+      cnt = &npad;
+      *cnt = pads(x, val, pd, IR_MAX_RANK, false);
+    } else if (strcmp(k->text, "lhs_dilate") == 0) {
+      slot = 3;
+      cnt = &nld;
+      *cnt = dxd(x, val, ld, false);
+    } else if (strcmp(k->text, "rhs_dilate") == 0) {
+      slot = 4;
+      cnt = &nrd;
+      *cnt = dxd(x, val, rd, false);
+    } else if (strcmp(k->text, "rhs_reversal") == 0) {
+      slot = 5;
+      cnt = &nrev;
+      *cnt = dxd(x, val, rev, false);
+    } else {
+      return fail(x, k, "unknown window field '%s'", k->text);
+    }
+    if (*cnt < 0) return false;
+    if (where[slot]) return fail(x, k, "window field '%s' given twice", k->text);
+    where[slot] = k;
+  }
+  if (v->n == 0) return true; /* window={}: no window dimensions */
+  if (nsize < 0) return fail(x, v, "window needs size=");
+  w->rank = nsize;
+  int counts[6] = {nsize, nstride, npad, nld, nrd, nrev};
+  for (int s = 1; s < 6; s++)
+    if (counts[s] >= 0 && counts[s] != nsize)
+      return fail(x, where[s], "window field '%s' has %d dimensions but size= has %d",
+                  where[s]->text, counts[s], nsize);
+  for (int d = 0; d < nsize; d++) {
+    ir_window_dim *wd = &w->dims[d];
+    wd->size = size[d];
+    wd->stride = nstride >= 0 ? stride[d] : 1;
+    wd->pad_lo = npad >= 0 ? pd[d].lo : 0;
+    wd->pad_hi = npad >= 0 ? pd[d].hi : 0;
+    wd->lhs_dilate = nld >= 0 ? ld[d] : 1;
+    wd->rhs_dilate = nrd >= 0 ? rd[d] : 1;
+    if (nrev >= 0 && rev[d] > 1) return fail(x, where[5], "rhs_reversal takes 0 or 1 per dimension");
+    wd->reversal = nrev >= 0 && rev[d] == 1;
+  }
+  return true;
+}
+
+/* "b01f_01io->b01f" */
+static bool dim_labels(actx *x, const hlo_tok *v, ir_conv_dims *cd) {
+  if (v->kind != DIMLABELS) return bad_value(x, v, "labels such as b01f_01io->b01f");
+  const char *s = v->text;
+  const char *u = strchr(s, '_'), *ar = strstr(s, "->");
+  size_t lin = (size_t)(u - s), lk = (size_t)(ar - u - 1), lout = strlen(ar + 2);
+  if (lin != lk || lin != lout || lin < 2 || lin > IR_MAX_RANK)
+    return fail(x, v, "dim_labels '%s': the three parts must have the same length (2..%d)",
+                s, IR_MAX_RANK);
+  memset(cd, 0, sizeof *cd);
+  int ns = (int)lin - 2;
+  cd->nspatial = ns;
+  const char *parts[3] = {s, u + 1, ar + 2};
+  const char *letters[3] = {"bf", "io", "bf"};
+  for (int k = 0; k < 3; k++) {
+    int8_t l0 = -1, l1 = -1, sp[IR_MAX_RANK];
+    for (int d = 0; d < IR_MAX_RANK; d++) sp[d] = -1;
+    for (int i = 0; i < (int)lin; i++) {
+      char ch = parts[k][i];
+      if (ch == letters[k][0] && l0 < 0) l0 = (int8_t)i;
+      else if (ch == letters[k][1] && l1 < 0) l1 = (int8_t)i;
+      else if (ch >= '0' && ch - '0' < ns && sp[ch - '0'] < 0) sp[ch - '0'] = (int8_t)i;
+      else
+        return fail(x, v, "dim_labels '%s': '%c' is repeated or out of place", s, ch);
+    }
+    if (k == 0) {
+      cd->in_batch = l0;
+      cd->in_feature = l1;
+      memcpy(cd->in_spatial, sp, sizeof sp);
+    } else if (k == 1) {
+      cd->k_in = l0;
+      cd->k_out = l1;
+      memcpy(cd->k_spatial, sp, sizeof sp);
+    } else {
+      cd->out_batch = l0;
+      cd->out_feature = l1;
+      memcpy(cd->out_spatial, sp, sizeof sp);
+    }
+  }
+  return true;
+}
+
+static bool slices(actx *x, const hlo_tok *v, ir_attrs *at) {
+  if (v->kind != HLO_GROUP || v->open != '{')
+    return bad_value(x, v, "ranges such as {[0:4:2], [1:3]}");
+  items it;
+  if (!split(x, v, &it)) return false;
+  ir_ints *st = &at->slice_start, *li = &at->slice_limit, *sd = &at->slice_stride;
+  st->n = li->n = sd->n = it.n;
+  st->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
+  li->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
+  sd->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
+  for (int i = 0; i < it.n; i++) {
+    const hlo_tok *g = v->kids[it.start[i]];
+    if (it.len[i] != 1 || g->kind != HLO_GROUP || g->open != '[' ||
+        (g->n != 3 && g->n != 5) || g->kids[1]->kind != ':' ||
+        (g->n == 5 && g->kids[3]->kind != ':'))
+      return bad_value(x, g, "a range such as [0:4] or [0:4:2]");
+    if (!tok_int(x, g->kids[0], &st->v[i]) || !tok_int(x, g->kids[2], &li->v[i])) return false;
+    sd->v[i] = 1;
+    if (g->n == 5 && !tok_int(x, g->kids[4], &sd->v[i])) return false;
+  }
+  return true;
+}
+
+static bool replica_groups(actx *x, const hlo_tok *v, ir_replica_groups *rg) {
+  if (v->kind != HLO_GROUP || v->open != '{')
+    return bad_value(x, v, "groups such as {{0,1},{2,3}}");
+  items it;
+  if (!split(x, v, &it)) return false;
+  rg->ngroups = it.n;
+  rg->groups = arena_array(x->a, (size_t)it.n + 1, sizeof(ir_ints));
+  for (int i = 0; i < it.n; i++) {
+    if (it.len[i] != 1) return bad_value(x, v->kids[it.start[i]], "a group such as {0,1}");
+    if (!int_list(x, v->kids[it.start[i]], &rg->groups[i])) return false;
+  }
+  return true;
+}
+
+static bool precision(actx *x, const hlo_tok *v, ir_precision out[2]) {
+  if (v->kind != HLO_GROUP || v->open != '{')
+    return bad_value(x, v, "a list such as {default,highest}");
+  items it;
+  if (!split(x, v, &it)) return false;
+  if (it.n != 2) return fail(x, v, "operand_precision needs 2 entries, got %d", it.n);
+  for (int i = 0; i < 2; i++) {
+    const hlo_tok *t = v->kids[it.start[i]];
+    if (it.len[i] != 1 || t->kind != NAME) return bad_value(x, t, "default, high or highest");
+    if (strcasecmp(t->text, "default") == 0) out[i] = IR_PREC_DEFAULT;
+    else if (strcasecmp(t->text, "high") == 0) out[i] = IR_PREC_HIGH;
+    else if (strcasecmp(t->text, "highest") == 0) out[i] = IR_PREC_HIGHEST;
+    else return bad_value(x, t, "default, high or highest");
+  }
+  return true;
+}
+
+/* Decodes a C-escaped string token (quotes included) into the arena. */
+static char *unquote(actx *x, const hlo_tok *t) {
+  char *out = arena_alloc(x->a, (size_t)t->len);
+  size_t n = 0;
+  for (int i = 1; i < t->len - 1; i++) {
+    char ch = t->text[i];
+    if (ch != '\\' || i + 1 >= t->len - 1) {
+      out[n++] = ch;
+      continue;
+    }
+    ch = t->text[++i];
+    switch (ch) {
+    case 'n': out[n++] = '\n'; break;
+    case 't': out[n++] = '\t'; break;
+    case 'r': out[n++] = '\r'; break;
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+      int v = ch - '0', k = 0;
+      while (k < 2 && i + 1 < t->len - 1 && t->text[i + 1] >= '0' && t->text[i + 1] <= '7') {
+        v = v * 8 + (t->text[++i] - '0');
+        k++;
+      }
+      out[n++] = (char)v;
+      break;
+    }
+    default: out[n++] = ch; break;
+    }
+  }
+  out[n] = 0;
+  return out;
+}
+
+/* Returns 1 when all fields were known, 0 when some were kept raw only, -1 on error. */
+static int metadata(actx *x, const hlo_tok *v, ir_metadata *md) {
+  if (v->kind != HLO_GROUP || v->open != '{') {
+    bad_value(x, v, "{op_name=\"...\" source_file=\"...\" source_line=N}");
+    return -1;
+  }
+  int known = 1;
+  for (int i = 0; i < v->n; i += 3) {
+    const hlo_tok *k = v->kids[i];
+    if (k->kind != NAME || i + 2 >= v->n || v->kids[i + 1]->kind != '=') {
+      bad_value(x, k, "key=value items such as op_name=\"x\"");
+      return -1;
+    }
+    const hlo_tok *val = v->kids[i + 2];
+    bool str = strcmp(k->text, "op_type") == 0 || strcmp(k->text, "op_name") == 0 ||
+               strcmp(k->text, "source_file") == 0;
+    if (str) {
+      if (val->kind != STRING) {
+        bad_value(x, val, "a string");
+        return -1;
+      }
+      const char *s = unquote(x, val);
+      if (k->text[3] == 't') md->op_type = s;
+      else if (k->text[3] == 'n') md->op_name = s;
+      else md->source_file = s;
+    } else if (strcmp(k->text, "source_line") == 0) {
+      int64_t n;
+      if (val->kind != INT || !fe_hlo_int(x->p, val, &n) || n < 0 || n > INT32_MAX) {
+        if (val->kind != INT) bad_value(x, val, "a line number");
+        return -1;
+      }
+      md->source_line = (int32_t)n;
+    } else {
+      if (val->kind == HLO_GROUP && val->open != '{' && val->open != '[') {
+        bad_value(x, val, "a value");
+        return -1;
+      }
+      known = 0;
+    }
+  }
+  return known;
+}
+
+static bool comp_ref(actx *x, const hlo_tok *v) {
+  const hlo_tok *t = v;
+  if (v->kind == HLO_GROUP && v->open == '{' && v->n == 1) t = v->kids[0];
+  if (t->kind != NAME && t->kind != KW_CONSTANT) return bad_value(x, v, "a computation name");
+  int32_t idx = strmap_get(x->c->comp_ids, t->text, (size_t)t->len);
+  if (idx < 0) return fail(x, t, "unknown computation '%s'", t->text);
+  ir_comp_id id = x->p->comps.v[idx]->id;
+  x->in->ncalls = 1;
+  x->in->calls = arena_array(x->a, 1, sizeof(ir_comp_id));
+  x->in->calls[0] = id;
+  return true;
+}
+
+static const char *const raw_attrs[] = {
+    "backend_config", "frontend_attributes", "sharding", "statistics", "control-predecessors",
+};
+
+static void add_raw(actx *x, const char *name, const hlo_tok *v) {
+  ir_inst *in = x->in;
+  ir_raw_attr *r = arena_array(x->a, (size_t)in->nraw + 1, sizeof(ir_raw_attr));
+  if (in->nraw) memcpy(r, in->raw, sizeof(ir_raw_attr) * (size_t)in->nraw);
+  r[in->nraw].name = arena_strdup(x->a, name);
+  r[in->nraw].text = fe_hlo_tok_text(x->p, v);
+  in->raw = r;
+  in->nraw++;
+}
+
+/* One attribute; false after reporting. */
+static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dims) {
+  ir_inst *in = x->in;
+  ir_attrs *at = &in->a;
+  ir_op op = in->op;
+  const char *n = name->text;
+  uint64_t allowed = 0;
+  x->name = name;
+#define IS(s) (strcmp(n, (s)) == 0)
+  if (IS("dimensions")) allowed = OPB(BROADCAST) | OPB(TRANSPOSE) | OPB(REDUCE) | OPB(REVERSE) | OPB(CONCATENATE);
+  else if (IS("slice")) allowed = OPB(SLICE);
+  else if (IS("padding")) allowed = OPB(PAD);
+  else if (IS("direction") || IS("type")) allowed = OPB(COMPARE);
+  else if (IS("iota_dimension")) allowed = OPB(IOTA);
+  else if (IS("index")) allowed = OPB(GET_TUPLE_ELEMENT);
+  else if (IS("lhs_batch_dims") || IS("rhs_batch_dims") || IS("lhs_contracting_dims") ||
+           IS("rhs_contracting_dims"))
+    allowed = OPB(DOT);
+  else if (IS("operand_precision") || IS("preferred_element_type")) allowed = OPB(DOT) | OPB(CONVOLUTION);
+  else if (IS("window")) allowed = OPB(CONVOLUTION) | OPB(REDUCE_WINDOW);
+  else if (IS("dim_labels") || IS("feature_group_count") || IS("batch_group_count"))
+    allowed = OPB(CONVOLUTION);
+  else if (IS("replica_groups") || IS("channel_id")) allowed = OPB(ALL_REDUCE);
+  else if (IS("to_apply")) allowed = OPB(REDUCE) | OPB(REDUCE_WINDOW) | OPB(ALL_REDUCE);
+  else if (IS("calls") || IS("kind")) allowed = OPB(FUSION);
+  else if (IS("metadata")) allowed = ~UINT64_C(0);
+  else {
+    for (size_t i = 0; i < COUNTOF(raw_attrs); i++)
+      if (IS(raw_attrs[i])) {
+        add_raw(x, n, v);
+        return true;
+      }
+    return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(op));
+  }
+  if (!(allowed & (UINT64_C(1) << op)))
+    return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
+
+  int64_t iv;
+  if (IS("dimensions")) {
+    *seen_dims = true;
+    return int_list(x, v, &at->dimensions);
+  }
+  if (IS("slice")) return slices(x, v, at);
+  if (IS("padding")) {
+    ir_padding_dim pd[IR_MAX_RANK];
+    int k = pads(x, v, pd, IR_MAX_RANK, true);
+    if (k < 0) return false;
+    at->npad = k;
+    at->padding = arena_dup(x->a, pd, sizeof(ir_padding_dim) * (size_t)k);
+    return true;
+  }
+  if (IS("direction")) {
+    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    for (int i = 0; v->kind == NAME && i < 6; i++)
+      if (strcmp(v->text, dirs[i]) == 0) {
+        at->cmp_dir = (ir_cmp_dir)i;
+        return true;
+      }
+    return bad_value(x, v, "EQ, NE, LT, LE, GT or GE");
+  }
+  if (IS("type")) {
+    static const char *const types[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+    for (int i = 1; v->kind == NAME && i < 5; i++)
+      if (strcmp(v->text, types[i]) == 0) {
+        at->cmp_type = (ir_cmp_type)i;
+        return true;
+      }
+    return bad_value(x, v, "FLOAT, TOTALORDER, SIGNED or UNSIGNED");
+  }
+  if (IS("iota_dimension") || IS("index") || IS("channel_id")) {
+    if (!tok_int(x, v, &iv)) return false;
+    if (iv < 0) return bad_value(x, v, "a non-negative integer");
+    if (IS("channel_id")) at->channel_id = iv;
+    else at->index = iv;
+    return true;
+  }
+  if (IS("feature_group_count") || IS("batch_group_count")) {
+    if (!tok_int(x, v, &iv)) return false;
+    if (iv < 1) return bad_value(x, v, "a positive integer");
+    if (n[0] == 'f') at->feature_group_count = iv;
+    else at->batch_group_count = iv;
+    return true;
+  }
+  if (IS("lhs_batch_dims")) return int_list(x, v, &at->lhs_batch);
+  if (IS("rhs_batch_dims")) return int_list(x, v, &at->rhs_batch);
+  if (IS("lhs_contracting_dims")) return int_list(x, v, &at->lhs_contracting);
+  if (IS("rhs_contracting_dims")) return int_list(x, v, &at->rhs_contracting);
+  if (IS("operand_precision")) return precision(x, v, at->precision);
+  if (IS("preferred_element_type")) {
+    ir_type t = v->kind == NAME ? ir_type_from_name(v->text, (size_t)v->len) : IR_TYPE_INVALID;
+    if (t == IR_TYPE_INVALID) return bad_value(x, v, "an element type such as f32");
+    at->preferred_type = t;
+    return true;
+  }
+  if (IS("window")) {
+    at->has_window = true;
+    return window(x, v, &at->window);
+  }
+  if (IS("dim_labels")) return dim_labels(x, v, &at->conv);
+  if (IS("replica_groups")) return replica_groups(x, v, &at->replica_groups);
+  if (IS("to_apply") || IS("calls")) return comp_ref(x, v);
+  if (IS("kind")) {
+    static const char *const kinds[] = {"kLoop", "kInput", "kOutput", "kCustom"};
+    for (int i = 0; v->kind == NAME && i < 4; i++)
+      if (strcmp(v->text, kinds[i]) == 0) {
+        at->fusion_kind = (ir_fusion_kind)i;
+        return true;
+      }
+    return bad_value(x, v, "kLoop, kInput, kOutput or kCustom");
+  }
+  if (IS("metadata")) {
+    int k = metadata(x, v, &in->meta);
+    if (k < 0) return false;
+    if (k == 0) add_raw(x, "metadata", v);
+    return true;
+  }
+#undef IS
+  base_die("attribute table out of sync: %s", n);
+}
+
+bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
+  actx x = {c, c->p, c->out, c->p->m->arena, NULL};
+  ir_inst *in = c->out;
+  bool ok = true, seen_dims = false;
+  ir_op op = in->op;
+  if (op == IR_OP_CONVOLUTION) in->a.feature_group_count = in->a.batch_group_count = 1;
+  /* names given twice */
+  for (int i = 0; i < hi->attrs.n; i++) {
+    const hlo_tok *nm = hi->attrs.v[i].name;
+    bool dup = false;
+    for (int k = 0; k < i; k++)
+      if (strcmp(hi->attrs.v[k].name->text, nm->text) == 0) dup = true;
+    if (dup) {
+      fail(&x, nm, "attribute '%s' is given twice", nm->text);
+      ok = false;
+      continue;
+    }
+    if (!apply(&x, nm, hi->attrs.v[i].value, &seen_dims)) ok = false;
+  }
+  if (!ok) return false;
+
+  /* required attributes */
+  const char *missing = NULL;
+  bool has[9] = {false};
+  const char *req[] = {"iota_dimension", "index", "slice", "padding", "direction", "dim_labels",
+                       "to_apply", "calls", "kind"};
+  for (int i = 0; i < hi->attrs.n; i++)
+    for (int k = 0; k < 9; k++)
+      if (strcmp(hi->attrs.v[i].name->text, req[k]) == 0) has[k] = true;
+  switch (op) {
+  case IR_OP_IOTA: if (!has[0]) missing = req[0]; break;
+  case IR_OP_GET_TUPLE_ELEMENT: if (!has[1]) missing = req[1]; break;
+  case IR_OP_SLICE: if (!has[2]) missing = req[2]; break;
+  case IR_OP_PAD: if (!has[3]) missing = req[3]; break;
+  case IR_OP_COMPARE: if (!has[4]) missing = req[4]; break;
+  case IR_OP_CONVOLUTION: if (!has[5]) missing = req[5]; break;
+  case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW: case IR_OP_ALL_REDUCE:
+    if (!has[6]) missing = req[6];
+    else if (op == IR_OP_REDUCE && !seen_dims) missing = "dimensions";
+    break;
+  case IR_OP_FUSION:
+    if (!has[7]) missing = req[7];
+    else if (!has[8]) missing = req[8];
+    break;
+  case IR_OP_TRANSPOSE: case IR_OP_REVERSE: case IR_OP_CONCATENATE:
+    if (!seen_dims) missing = "dimensions";
+    break;
+  case IR_OP_BROADCAST:
+    /* XLA lets a broadcast of a scalar omit dimensions={} */
+    if (!seen_dims && !(c->nops == 1 && c->ops[0].type != IR_TUPLE && c->ops[0].rank == 0))
+      missing = "dimensions";
+    break;
+  default: break;
+  }
+  if (missing) {
+    fail(&x, hi->opcode, "%s needs the attribute '%s'", ir_op_name(op), missing);
+    return false;
+  }
+
+  /* compare type equal to the element type's default is stored as DEFAULT
+   * (XLA prints it only when it differs) */
+  if (op == IR_OP_COMPARE && c->nops >= 1 && c->ops[0].type != IR_TUPLE) {
+    ir_type t = c->ops[0].type;
+    ir_cmp_type def = ir_type_is_float(t) ? IR_CMPT_FLOAT
+                      : t == IR_PRED      ? IR_CMPT_UNSIGNED
+                                          : IR_CMPT_SIGNED;
+    if (in->a.cmp_type == def) in->a.cmp_type = IR_CMPT_DEFAULT;
+  }
+  return true;
+}
+
+/* Module header: name, is_scheduled, entry_computation_layout (recomputed
+ * by the printer, so only its syntax matters here), the rest verbatim. */
+void fe_hlo_header(hlo_parser *p) {
+  ir_module *m = p->m;
+  if (p->module_name) m->name = arena_strdup(m->arena, p->module_name->text);
+  for (int i = 0; i < p->header.n; i++) {
+    const hlo_tok *k = p->header.v[i].name, *v = p->header.v[i].value;
+    bool dup = false;
+    for (int j = 0; j < i; j++)
+      if (strcmp(p->header.v[j].name->text, k->text) == 0) dup = true;
+    if (dup) {
+      fe_hlo_error(p, k->loc, "module attribute '%s' is given twice", k->text);
+      continue;
+    }
+    if (strcmp(k->text, "is_scheduled") == 0) {
+      if (v->kind != NAME || (strcmp(v->text, "true") != 0 && strcmp(v->text, "false") != 0))
+        fe_hlo_error(p, v->loc, "bad value for 'is_scheduled': expected true or false");
+      else
+        m->is_scheduled = v->text[0] == 't';
+      continue;
+    }
+    if (strcmp(k->text, "entry_computation_layout") == 0) {
+      if (v->kind != HLO_GROUP || v->open != '{')
+        fe_hlo_error(p, v->loc, "bad value for 'entry_computation_layout': expected {(...)->...}");
+      continue;
+    }
+    ir_raw_attr *r = arena_array(m->arena, (size_t)m->nraw + 1, sizeof(ir_raw_attr));
+    if (m->nraw) memcpy(r, m->raw, sizeof(ir_raw_attr) * (size_t)m->nraw);
+    r[m->nraw].name = arena_strdup(m->arena, k->text);
+    r[m->nraw].text = fe_hlo_tok_text(p, v);
+    m->raw = r;
+    m->nraw++;
+  }
+}
