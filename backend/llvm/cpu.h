@@ -1,0 +1,99 @@
+/* cpu.h: the one interface of backend/llvm/, the CPU fallback.
+ *
+ * The entry computation of a (verified) module is lowered to LLVM IR through
+ * the LLVM-C API, optimised with LLVM's new pass manager for the host CPU
+ * (name and features passed explicitly), and either JIT-compiled with ORC
+ * LLJIT (cpu_compile / cpu_execute) or written as an object file plus a C
+ * header for ahead-of-time embedding (cpu_compile_aot).
+ *
+ * Generated code contract (both JIT and AOT). The entry symbol is
+ *   void NAME(void *const *inputs, void *const *outputs, void *scratch,
+ *             cpu_parfor_fn parfor, void *parctx);
+ * inputs: one pointer per array leaf of the parameters, in parameter order
+ * (tuple parameters flattened depth-first); outputs: one pointer per array
+ * leaf of the root's shape; every buffer holds its elements densely in
+ * row-major order with the storage of ir_literal (pred as uint8 0/1, bf16
+ * and f16 as uint16 bits). Outputs must not overlap inputs, each other or
+ * the scratch. scratch: at least scratch_bytes, 64-byte aligned, reusable
+ * across calls, never shared by two concurrent calls. parfor may be NULL
+ * (everything runs on the calling thread); otherwise parfor(parctx, k, env,
+ * n) must call k(env, lo, hi) over a partition of [0, n) (from any threads)
+ * and return when all calls have returned.
+ *
+ * Numerics: see docs/cpu-backend.md. NATIVE: f32 as the host computes it
+ * (dots may use FMA and OpenBLAS, so they differ from the evaluator in the
+ * last bits). STRICT: the evaluator's order and roundings (no FMA, ascending
+ * k); results equal ir_eval bit for bit except where libm is called on both
+ * sides through different paths. TPU: dot operands rounded to bf16, products
+ * exact, f32 accumulation ascending k (the emulator's MXU contract).
+ *
+ * Thread safety: a cpu_exe may be used by one cpu_execute at a time (its
+ * scratch is reused across runs); distinct cpu_exe are independent. */
+#ifndef TPUCC_BACKEND_LLVM_CPU_H
+#define TPUCC_BACKEND_LLVM_CPU_H
+
+#include "ir/ir.h"
+
+typedef void (*cpu_kernel_fn)(void *env, int64_t lo, int64_t hi);
+typedef void (*cpu_parfor_fn)(void *parctx, cpu_kernel_fn k, void *env, int64_t n);
+
+typedef enum cpu_numerics {
+  CPU_NUMERICS_NATIVE, /* fastest f32: FMA, BLAS for large dots */
+  CPU_NUMERICS_STRICT, /* the reference evaluator's order and roundings */
+  CPU_NUMERICS_TPU,    /* bf16-rounded dot operands, f32 ascending-k sums */
+} cpu_numerics;
+
+typedef struct cpu_options {
+  int32_t threads;        /* worker threads; 0 = one per online CPU */
+  cpu_numerics numerics;
+  int32_t opt_level;      /* 0..3; default 3 ("default<O3>") */
+  bool use_blas;          /* allow cblas_sgemm (JIT, NATIVE, built with OpenBLAS) */
+  const char *cpu_name;   /* NULL: the host's (LLVMGetHostCPUName) */
+  const char *cpu_features; /* NULL: the host's (LLVMGetHostCPUFeatures) */
+  const char *entry_name; /* symbol of the entry function; NULL: "tpucc_entry" */
+  const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
+} cpu_options;
+
+void cpu_options_init(cpu_options *o);
+/* Parses "native", "strict" or "tpu"; false when unknown. */
+bool cpu_numerics_from_name(const char *s, cpu_numerics *out);
+
+/* The CPU count cpu_options.threads = 0 stands for. */
+int cpu_default_threads(void);
+
+/* A compiled, runnable program. Owns its JIT, scratch and thread pool. */
+typedef struct cpu_exe cpu_exe;
+
+/* Lowers, optimises and JIT-compiles the entry computation of m (which must
+ * verify). m is not kept. Failures (unsupported op, LLVM error) return a
+ * status with a message in err. */
+base_status cpu_compile(const ir_module *m, const cpu_options *o,
+                        cpu_exe **out_exe, char *err, size_t errlen);
+/* Runs exe on args (one literal per parameter; shapes must equal the
+ * parameters' ignoring layout). On success *out is the result literal,
+ * allocated in out_arena. */
+base_status cpu_execute(cpu_exe *exe, ir_literal *const *args, int nargs,
+                        arena *out_arena, ir_literal **out, char *err,
+                        size_t errlen);
+void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
+
+/* Facts about a compiled program. */
+typedef struct cpu_exe_info {
+  double lower_seconds;   /* IR -> LLVM IR */
+  double opt_seconds;     /* LLVM pass pipeline */
+  double jit_seconds;     /* machine code generation and linking */
+  int64_t scratch_bytes;
+  int32_t kernels;        /* loop nests emitted */
+  int32_t threads;
+} cpu_exe_info;
+void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
+
+/* Ahead of time: writes an object file defining the entry symbol
+ * (o->entry_name, default "tpucc_entry") and, when header_path is set, a C
+ * header declaring it with the shapes, types and scratch size. The object
+ * calls only libm and libc (no BLAS, no threads: parfor may be NULL). */
+base_status cpu_compile_aot(const ir_module *m, const cpu_options *o,
+                            const char *obj_path, const char *header_path,
+                            char *err, size_t errlen);
+
+#endif

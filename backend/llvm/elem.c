@@ -1,0 +1,424 @@
+/* elem.c: the scalar semantics of every elementwise op, conversion and
+ * comparison, as LLVM IR. Values travel in a COMPUTE type (pred i1, s8 i8,
+ * s32 i32, bf16/f16/f32 float); bf16 and f16 results are rounded to their
+ * type (nearest even) after every op, so a bf16 value in flight is always
+ * exactly representable in bf16, as in the reference evaluator. Storage
+ * types follow ir_literal (pred i8, bf16/f16 i16 bits).
+ *
+ * Semantics follow ops.def and the evaluator: integer x/0 = -1,
+ * INT_MIN/-1 = INT_MIN, x%0 = x, INT_MIN%-1 = 0; shifts out of range give 0
+ * (arithmetic right: the sign); float max/min propagate NaN; float->int
+ * conversion truncates, saturates and maps NaN to 0. */
+#include "backend/llvm/lower.h"
+
+LLVMValueRef llvm_i64(emitter *e, int64_t v) {
+  return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
+}
+
+LLVMTypeRef llvm_ctype(emitter *e, ir_type t) {
+  switch (t) {
+  case IR_PRED: return e->t_i1;
+  case IR_S8: return e->t_i8;
+  case IR_S32: return e->t_i32;
+  default: return e->t_f32;
+  }
+}
+
+LLVMTypeRef llvm_stype(emitter *e, ir_type t) {
+  switch (t) {
+  case IR_PRED: case IR_S8: return e->t_i8;
+  case IR_S32: return e->t_i32;
+  case IR_BF16: case IR_F16: return e->t_i16;
+  default: return e->t_f32;
+  }
+}
+
+LLVMValueRef llvm_zero(emitter *e, ir_type t) {
+  return LLVMConstNull(llvm_ctype(e, t));
+}
+
+static LLVMValueRef ci(LLVMTypeRef t, int64_t v) {
+  return LLVMConstInt(t, (unsigned long long)v, 1);
+}
+
+LLVMValueRef llvm_from_bits(emitter *e, ir_type t, LLVMValueRef v) {
+  LLVMBuilderRef b = e->b;
+  switch (t) {
+  case IR_PRED: return LLVMBuildICmp(b, LLVMIntNE, v, ci(e->t_i8, 0), "");
+  case IR_BF16: {
+    LLVMValueRef w = LLVMBuildZExt(b, v, e->t_i32, "");
+    w = LLVMBuildShl(b, w, ci(e->t_i32, 16), "");
+    return LLVMBuildBitCast(b, w, e->t_f32, "");
+  }
+  case IR_F16: {
+    LLVMValueRef h = LLVMBuildBitCast(b, v, e->t_f16, "");
+    return LLVMBuildFPExt(b, h, e->t_f32, "");
+  }
+  default: return v;
+  }
+}
+
+/* f32 -> bf16 bits, nearest even; NaN keeps its top bits and is quieted
+ * (ir_f32_to_bf16). */
+static LLVMValueRef f32_to_bf16_bits(emitter *e, LLVMValueRef v) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef u = LLVMBuildBitCast(b, v, e->t_i32, "");
+  LLVMValueRef absu = LLVMBuildAnd(b, u, ci(e->t_i32, 0x7fffffff), "");
+  LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, absu, ci(e->t_i32, 0x7f800000), "");
+  LLVMValueRef hi = LLVMBuildLShr(b, u, ci(e->t_i32, 16), "");
+  LLVMValueRef qnan = LLVMBuildOr(b, hi, ci(e->t_i32, 0x40), "");
+  LLVMValueRef lsb = LLVMBuildAnd(b, hi, ci(e->t_i32, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, lsb, ci(e->t_i32, 0x7fff), ""), "");
+  r = LLVMBuildLShr(b, r, ci(e->t_i32, 16), "");
+  r = LLVMBuildSelect(b, isnan, qnan, r, "");
+  return LLVMBuildTrunc(b, r, e->t_i16, "");
+}
+
+LLVMValueRef llvm_to_bits(emitter *e, ir_type t, LLVMValueRef v) {
+  LLVMBuilderRef b = e->b;
+  switch (t) {
+  case IR_PRED: return LLVMBuildZExt(b, v, e->t_i8, "");
+  case IR_BF16: return f32_to_bf16_bits(e, v);
+  case IR_F16: {
+    LLVMValueRef h = LLVMBuildFPTrunc(b, v, e->t_f16, "");
+    return LLVMBuildBitCast(b, h, e->t_i16, "");
+  }
+  default: return v;
+  }
+}
+
+LLVMValueRef llvm_round(emitter *e, ir_type t, LLVMValueRef v) {
+  if (t != IR_BF16 && t != IR_F16) return v;
+  return llvm_from_bits(e, t, llvm_to_bits(e, t, v));
+}
+
+static LLVMValueRef elem_ptr(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin) {
+  LLVMTypeRef st = llvm_stype(e, t);
+  LLVMValueRef p = LLVMBuildPointerCast(e->b, base, LLVMPointerType(st, 0), "");
+  return LLVMBuildInBoundsGEP2(e->b, st, p, &lin, 1, "");
+}
+
+LLVMValueRef llvm_load(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin) {
+  LLVMTypeRef st = llvm_stype(e, t);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, st, elem_ptr(e, t, base, lin), "");
+  LLVMSetAlignment(v, (unsigned)ir_type_size(t));
+  return llvm_from_bits(e, t, v);
+}
+
+void llvm_store(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin, LLVMValueRef v) {
+  LLVMValueRef s = LLVMBuildStore(e->b, llvm_to_bits(e, t, v), elem_ptr(e, t, base, lin));
+  LLVMSetAlignment(s, (unsigned)ir_type_size(t));
+}
+
+LLVMValueRef llvm_const_elem(emitter *e, const ir_literal *l, int64_t i) {
+  ir_type t = l->shape.type;
+  switch (t) {
+  case IR_PRED: return ci(e->t_i1, ir_literal_get_i64(l, i) ? 1 : 0);
+  case IR_S8: return ci(e->t_i8, ir_literal_get_i64(l, i));
+  case IR_S32: return ci(e->t_i32, ir_literal_get_i64(l, i));
+  case IR_F32: {
+    /* Through the bits, so NaN payloads and -0 survive. */
+    uint32_t u;
+    memcpy(&u, (const char *)l->data + 4 * i, 4);
+    return LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32);
+  }
+  default: {
+    float f = (float)ir_literal_get_f64(l, i);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32);
+  }
+  }
+}
+
+LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
+                                 LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  BASE_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, &t, 1);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(e->ctx, id, &t, 1);
+  return LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+/* A call to a libm float function (readnone, so LLVM may hoist or CSE it). */
+static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int nargs) {
+  LLVMTypeRef ps[2] = {e->t_f32, e->t_f32};
+  LLVMTypeRef ft = LLVMFunctionType(e->t_f32, ps, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, name);
+  if (!fn) {
+    fn = LLVMAddFunction(e->mod, name, ft);
+    const char *attrs[] = {"nounwind", "willreturn"};
+    for (unsigned i = 0; i < COUNTOF(attrs); i++) {
+      unsigned k = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+      LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, k, 0));
+    }
+  }
+  return LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef fconst(emitter *e, double v) { return LLVMConstReal(e->t_f32, v); }
+
+static LLVMValueRef isnan_f(emitter *e, LLVMValueRef x) {
+  return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
+}
+
+static int int_bits(ir_type t) { return t == IR_S8 ? 8 : t == IR_PRED ? 1 : 32; }
+
+/* Integer power by squaring; negative exponents give 0 except for bases
+ * 1 and -1 (as XLA). */
+static LLVMValueRef ipow(emitter *e, ir_type t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef ty = llvm_ctype(e, t);
+  int bits = int_bits(t);
+  LLVMValueRef r = ci(ty, 1), base = x, ex = y;
+  for (int i = 0; i < bits; i++) {
+    LLVMValueRef bit = LLVMBuildTrunc(b, ex, e->t_i1, "");
+    r = LLVMBuildSelect(b, bit, LLVMBuildMul(b, r, base, ""), r, "");
+    base = LLVMBuildMul(b, base, base, "");
+    ex = LLVMBuildLShr(b, ex, ci(ty, 1), "");
+  }
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, y, ci(ty, 0), "");
+  LLVMValueRef odd = LLVMBuildTrunc(b, y, e->t_i1, "");
+  LLVMValueRef is1 = LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, 1), "");
+  LLVMValueRef ism1 = LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, -1), "");
+  LLVMValueRef negr = LLVMBuildSelect(b, is1, ci(ty, 1),
+      LLVMBuildSelect(b, ism1, LLVMBuildSelect(b, odd, ci(ty, -1), ci(ty, 1), ""), ci(ty, 0), ""), "");
+  return LLVMBuildSelect(b, neg, negr, r, "");
+}
+
+LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
+  LLVMBuilderRef b = e->b;
+  bool fl = ir_type_is_float(t);
+  LLVMTypeRef ty = llvm_ctype(e, t);
+  LLVMValueRef r = NULL, a[1] = {x};
+  switch (op) {
+  case IR_OP_ABS:
+    if (fl) r = llvm_call_intrinsic(e, "llvm.fabs", e->t_f32, a, 1);
+    else if (t == IR_PRED) r = x;
+    else r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, ci(ty, 0), ""),
+                             LLVMBuildNeg(b, x, ""), x, "");
+    break;
+  case IR_OP_NEGATE:
+    r = fl ? LLVMBuildFNeg(b, x, "") : t == IR_PRED ? x : LLVMBuildNeg(b, x, "");
+    break;
+  case IR_OP_EXP: r = libm(e, "expf", a, 1); break;
+  case IR_OP_EXPM1: r = libm(e, "expm1f", a, 1); break;
+  case IR_OP_LOG: r = libm(e, "logf", a, 1); break;
+  case IR_OP_LOG1P: r = libm(e, "log1pf", a, 1); break;
+  case IR_OP_SQRT: r = llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1); break;
+  case IR_OP_RSQRT:
+    r = LLVMBuildFDiv(b, fconst(e, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1), "");
+    break;
+  case IR_OP_CBRT: r = libm(e, "cbrtf", a, 1); break;
+  case IR_OP_TANH: r = libm(e, "tanhf", a, 1); break;
+  case IR_OP_LOGISTIC: {
+    LLVMValueRef n[1] = {LLVMBuildFNeg(b, x, "")};
+    r = LLVMBuildFDiv(b, fconst(e, 1.0), LLVMBuildFAdd(b, fconst(e, 1.0), libm(e, "expf", n, 1), ""), "");
+    break;
+  }
+  case IR_OP_SINE: r = libm(e, "sinf", a, 1); break;
+  case IR_OP_COSINE: r = libm(e, "cosf", a, 1); break;
+  case IR_OP_FLOOR: r = llvm_call_intrinsic(e, "llvm.floor", e->t_f32, a, 1); break;
+  case IR_OP_CEIL: r = llvm_call_intrinsic(e, "llvm.ceil", e->t_f32, a, 1); break;
+  case IR_OP_ROUND_AFZ: r = llvm_call_intrinsic(e, "llvm.round", e->t_f32, a, 1); break;
+  case IR_OP_ROUND_EVEN: r = llvm_call_intrinsic(e, "llvm.roundeven", e->t_f32, a, 1); break;
+  case IR_OP_SIGN:
+    if (fl) {
+      LLVMValueRef one[2] = {fconst(e, 1.0), x};
+      LLVMValueRef s = llvm_call_intrinsic(e, "llvm.copysign", e->t_f32, one, 2);
+      LLVMValueRef z = LLVMBuildFCmp(b, LLVMRealOEQ, x, fconst(e, 0.0), "");
+      r = LLVMBuildSelect(b, LLVMBuildOr(b, z, isnan_f(e, x), ""), x, s, "");
+    } else if (t == IR_PRED) {
+      r = x;
+    } else {
+      LLVMValueRef gt = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSGT, x, ci(ty, 0), ""), ty, "");
+      LLVMValueRef lt = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, ci(ty, 0), ""), ty, "");
+      r = LLVMBuildSub(b, gt, lt, "");
+    }
+    break;
+  case IR_OP_IS_FINITE: {
+    LLVMValueRef ab = llvm_call_intrinsic(e, "llvm.fabs", e->t_f32, a, 1);
+    return LLVMBuildFCmp(b, LLVMRealOLT, ab, LLVMConstReal(e->t_f32, 1.0 / 0.0), "");
+  }
+  case IR_OP_NOT: return LLVMBuildNot(b, x, "");
+  case IR_OP_POPCNT: return llvm_call_intrinsic(e, "llvm.ctpop", ty, a, 1);
+  case IR_OP_CLZ: {
+    LLVMValueRef args[2] = {x, ci(e->t_i1, 0)};
+    return llvm_call_intrinsic(e, "llvm.ctlz", ty, args, 2);
+  }
+  default: base_die("llvm_unary: %s", ir_op_name(op));
+  }
+  return fl ? llvm_round(e, t, r) : r;
+}
+
+/* Float max/min: NaN in either operand gives NaN (the first NaN). */
+static LLVMValueRef fmaxmin(emitter *e, bool max, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = e->b;
+  /* max = x < y ? y : x, min = y < x ? y : x: the first operand wins ties
+   * (max(-0, +0) = -0), as the evaluator. */
+  LLVMValueRef c = max ? LLVMBuildFCmp(b, LLVMRealOLT, x, y, "") : LLVMBuildFCmp(b, LLVMRealOLT, y, x, "");
+  LLVMValueRef r = LLVMBuildSelect(b, c, y, x, "");
+  r = LLVMBuildSelect(b, isnan_f(e, y), y, r, "");
+  return LLVMBuildSelect(b, isnan_f(e, x), x, r, "");
+}
+
+LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = e->b;
+  bool fl = ir_type_is_float(t);
+  LLVMTypeRef ty = llvm_ctype(e, t);
+  int bits = int_bits(t);
+  LLVMValueRef r = NULL, a[2] = {x, y};
+  if (t == IR_PRED) {
+    switch (op) {
+    case IR_OP_ADD: case IR_OP_OR: case IR_OP_MAXIMUM: return LLVMBuildOr(b, x, y, "");
+    case IR_OP_MULTIPLY: case IR_OP_AND: case IR_OP_MINIMUM: return LLVMBuildAnd(b, x, y, "");
+    case IR_OP_SUBTRACT: case IR_OP_XOR: return LLVMBuildXor(b, x, y, "");
+    default: break;
+    }
+  }
+  switch (op) {
+  case IR_OP_ADD: r = fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildAdd(b, x, y, ""); break;
+  case IR_OP_SUBTRACT: r = fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildSub(b, x, y, ""); break;
+  case IR_OP_MULTIPLY: r = fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildMul(b, x, y, ""); break;
+  case IR_OP_DIVIDE:
+  case IR_OP_REMAINDER:
+    if (fl) {
+      r = op == IR_OP_DIVIDE ? LLVMBuildFDiv(b, x, y, "") : LLVMBuildFRem(b, x, y, "");
+    } else if (t == IR_PRED) { /* x/0 = -1 wraps to 1; x%0 = x; x/1 = x; x%1 = 0 */
+      LLVMValueRef ny = LLVMBuildNot(b, y, "");
+      r = op == IR_OP_DIVIDE ? LLVMBuildOr(b, x, ny, "") : LLVMBuildAnd(b, x, ny, "");
+    } else {
+      LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, 0), "");
+      LLVMValueRef ov = LLVMBuildAnd(b,
+          LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, bits == 8 ? INT8_MIN : INT32_MIN), ""),
+          LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, -1), ""), "");
+      LLVMValueRef sy = LLVMBuildSelect(b, LLVMBuildOr(b, z, ov, ""), ci(ty, 1), y, "");
+      if (op == IR_OP_DIVIDE)
+        r = LLVMBuildSelect(b, z, ci(ty, -1), LLVMBuildSDiv(b, x, sy, ""), "");
+      else
+        r = LLVMBuildSelect(b, z, x, LLVMBuildSRem(b, x, sy, ""), "");
+    }
+    break;
+  case IR_OP_MAXIMUM:
+  case IR_OP_MINIMUM:
+    if (fl) r = fmaxmin(e, op == IR_OP_MAXIMUM, x, y);
+    else r = LLVMBuildSelect(b, LLVMBuildICmp(b, op == IR_OP_MAXIMUM ? LLVMIntSGT : LLVMIntSLT, x, y, ""), x, y, "");
+    break;
+  case IR_OP_POWER:
+    if (fl) r = libm(e, "powf", a, 2);
+    else if (t == IR_PRED) r = LLVMBuildOr(b, x, LLVMBuildNot(b, y, ""), "");
+    else r = ipow(e, t, x, y);
+    break;
+  case IR_OP_ATAN2: r = libm(e, "atan2f", a, 2); break;
+  case IR_OP_AND: return LLVMBuildAnd(b, x, y, "");
+  case IR_OP_OR: return LLVMBuildOr(b, x, y, "");
+  case IR_OP_XOR: return LLVMBuildXor(b, x, y, "");
+  case IR_OP_SHL:
+  case IR_OP_SHR_A:
+  case IR_OP_SHR_L: {
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, ci(ty, bits), "");
+    LLVMValueRef sy = LLVMBuildSelect(b, big, ci(ty, bits - 1), y, "");
+    if (op == IR_OP_SHL)
+      r = LLVMBuildSelect(b, big, ci(ty, 0), LLVMBuildShl(b, x, sy, ""), "");
+    else if (op == IR_OP_SHR_L)
+      r = LLVMBuildSelect(b, big, ci(ty, 0), LLVMBuildLShr(b, x, sy, ""), "");
+    else
+      r = LLVMBuildAShr(b, x, sy, "");
+    return r;
+  }
+  default: base_die("llvm_binary: %s", ir_op_name(op));
+  }
+  return fl ? llvm_round(e, t, r) : r;
+}
+
+/* Total order on floats: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN,
+ * as signed integers after flipping the magnitude bits of negatives. */
+static LLVMValueRef total_key(emitter *e, LLVMValueRef x) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef u = LLVMBuildBitCast(b, x, e->t_i32, "");
+  LLVMValueRef m = LLVMBuildAShr(b, u, ci(e->t_i32, 31), "");
+  m = LLVMBuildLShr(b, m, ci(e->t_i32, 1), "");
+  return LLVMBuildXor(b, u, m, "");
+}
+
+LLVMValueRef llvm_compare(emitter *e, const ir_attrs *at, ir_type t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = e->b;
+  static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                         LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+  static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                        LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                        LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  int d = (int)at->cmp_dir;
+  if (ir_type_is_float(t)) {
+    if (at->cmp_type == IR_CMPT_TOTALORDER)
+      return LLVMBuildICmp(b, sp[d], total_key(e, x), total_key(e, y), "");
+    return LLVMBuildFCmp(b, fp[d], x, y, "");
+  }
+  if (t == IR_PRED || at->cmp_type == IR_CMPT_UNSIGNED)
+    return LLVMBuildICmp(b, up[d], x, y, "");
+  return LLVMBuildICmp(b, sp[d], x, y, "");
+}
+
+/* float -> s8/s32: NaN -> 0, saturating, toward zero. */
+static LLVMValueRef f2i(emitter *e, ir_type to, LLVMValueRef x) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef ty = llvm_ctype(e, to);
+  double lo = to == IR_S8 ? -128.0 : -2147483648.0;
+  double hi = to == IR_S8 ? 127.0 : 2147483647.0;
+  /* Convert through i64 from a clamped float: exact for every s8/s32. */
+  LLVMValueRef c = fmaxmin(e, true, x, fconst(e, lo));
+  c = fmaxmin(e, false, c, fconst(e, hi)); /* 2^31-1 rounds up to 2^31 in f32 */
+  LLVMValueRef w = LLVMBuildFPToSI(b, LLVMBuildSelect(b, isnan_f(e, x), fconst(e, 0), c, ""), e->t_i64, "");
+  LLVMValueRef top = llvm_i64(e, to == IR_S8 ? 127 : 2147483647);
+  w = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, w, top, ""), top, w, "");
+  return LLVMBuildTrunc(b, w, ty, "");
+}
+
+/* s32 -> bf16/f16 must round once: f = (float)v rounded to odd (truncate,
+ * then set the last bit when inexact) rounds correctly to the narrower
+ * type afterwards. f is (float)v rounded to nearest. */
+static LLVMValueRef round_odd_fixup(emitter *e, LLVMValueRef v, LLVMValueRef f) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef v64 = LLVMBuildSExt(b, v, e->t_i64, "");
+  LLVMValueRef back = LLVMBuildFPToSI(b, f, e->t_i64, "");
+  LLVMValueRef inexact = LLVMBuildICmp(b, LLVMIntNE, back, v64, "");
+  LLVMValueRef away = LLVMBuildOr(b,
+      LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, v64, llvm_i64(e, 0), ""),
+                   LLVMBuildICmp(b, LLVMIntSGT, back, v64, ""), ""),
+      LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLT, v64, llvm_i64(e, 0), ""),
+                   LLVMBuildICmp(b, LLVMIntSLT, back, v64, ""), ""), "");
+  LLVMValueRef u = LLVMBuildBitCast(b, f, e->t_i32, "");
+  u = LLVMBuildSelect(b, away, LLVMBuildSub(b, u, ci(e->t_i32, 1), ""), u, "");
+  u = LLVMBuildSelect(b, inexact, LLVMBuildOr(b, u, ci(e->t_i32, 1), ""), u, "");
+  return LLVMBuildBitCast(b, u, e->t_f32, "");
+}
+
+LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x) {
+  LLVMBuilderRef b = e->b;
+  bool ff = ir_type_is_float(from), tf = ir_type_is_float(to);
+  LLVMTypeRef ty = llvm_ctype(e, to);
+  if (from == to) return x;
+  if (to == IR_PRED) {
+    if (ff) return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(e, 0), "");
+    return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstNull(llvm_ctype(e, from)), "");
+  }
+  if (ff && tf) return llvm_round(e, to, x);
+  if (tf) {
+    LLVMValueRef f = from == IR_PRED ? LLVMBuildUIToFP(b, x, e->t_f32, "")
+                                     : LLVMBuildSIToFP(b, x, e->t_f32, "");
+    if (from == IR_S32 && to != IR_F32) f = round_odd_fixup(e, x, f);
+    return llvm_round(e, to, f);
+  }
+  if (ff) return f2i(e, to, x);
+  if (from == IR_PRED) return LLVMBuildZExt(b, x, ty, "");
+  if (int_bits(from) < int_bits(to)) return LLVMBuildSExt(b, x, ty, "");
+  return LLVMBuildTrunc(b, x, ty, "");
+}
+
+LLVMValueRef llvm_bitcast_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x) {
+  LLVMValueRef bits = llvm_to_bits(e, from, x);
+  LLVMTypeRef st = llvm_stype(e, to);
+  if (LLVMTypeOf(bits) != st) bits = LLVMBuildBitCast(e->b, bits, st, "");
+  return llvm_from_bits(e, to, bits);
+}

@@ -1,0 +1,264 @@
+/* jit.c: compile to native code in process with ORC LLJIT, and run.
+ *
+ * The LLJIT gets the same target machine (host CPU name and features) the
+ * optimiser used. Symbols the generated code calls (libm, libc, OpenBLAS)
+ * are defined as absolute addresses taken here, so resolution does not
+ * depend on how the executable was linked; anything else resolves through
+ * the process's own symbol table. */
+#include "backend/llvm/lower.h"
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef TPUCC_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+typedef void (*entry_fn)(void *const *inputs, void *const *outputs, void *scratch,
+                         cpu_parfor_fn parfor, void *parctx);
+
+struct cpu_exe {
+  arena *a;
+  LLVMOrcLLJITRef jit;
+  entry_fn entry;
+  int32_t nparams;
+  ir_shape *params;   /* entry parameter shapes */
+  ir_shape result;
+  int32_t ninputs, noutputs;
+  void *scratch;
+  int64_t scratch_bytes;
+  cpu_pool *pool;
+  cpu_exe_info info;
+};
+
+void cpu_options_init(cpu_options *o) {
+  memset(o, 0, sizeof *o);
+  o->numerics = CPU_NUMERICS_NATIVE;
+  o->opt_level = 3;
+  o->use_blas = true;
+}
+
+bool cpu_numerics_from_name(const char *s, cpu_numerics *out) {
+  static const char *names[] = {"native", "strict", "tpu"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *out = (cpu_numerics)i;
+      return true;
+    }
+  return false;
+}
+
+int cpu_default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static base_status llvm_err(LLVMErrorRef er, const char *what, char *err, size_t errlen) {
+  char *m = LLVMGetErrorMessage(er);
+  snprintf(err, errlen, "%s: %s", what, m);
+  LLVMDisposeErrorMessage(m);
+  return ST_INTERNAL;
+}
+
+static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
+  static const struct {
+    const char *name;
+    void (*fn)(void);
+  } syms[] = {
+#define F(n) {#n, (void (*)(void))n}
+      F(expf), F(expm1f), F(logf), F(log1pf), F(cbrtf), F(tanhf), F(sinf), F(cosf),
+      F(powf), F(atan2f), F(fmodf), F(sqrtf), F(floorf), F(ceilf), F(roundf),
+      F(memcpy), F(memset), F(memmove),
+#ifdef TPUCC_HAVE_OPENBLAS
+      F(cblas_sgemm),
+#endif
+#undef F
+  };
+  LLVMJITCSymbolMapPair pairs[COUNTOF(syms)];
+  for (size_t i = 0; i < COUNTOF(syms); i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, syms[i].name);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].fn;
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
+  LLVMErrorRef er = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, COUNTOF(syms)));
+  if (er) return er;
+  LLVMOrcDefinitionGeneratorRef gen;
+  er = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+  if (er) return er;
+  LLVMOrcJITDylibAddGenerator(jd, gen);
+  return NULL;
+}
+
+base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_exe,
+                        char *err, size_t errlen) {
+  *out_exe = NULL;
+  cpu_options opt;
+  if (o) opt = *o;
+  else cpu_options_init(&opt);
+  if (opt.threads <= 0) opt.threads = cpu_default_threads();
+  double t0 = now();
+  LLVMTargetMachineRef tm = llvm_host_tm(&opt, true, err, errlen); /* PIC: JIT memory may lie above 4 GiB */
+  if (!tm) return ST_INTERNAL;
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+  emitter e;
+  bool ok = llvm_lower_module(&e, m, &opt, false, ctx, tm, err, errlen);
+  double t1 = now();
+  if (ok) ok = llvm_optimise(&e);
+  double t2 = now();
+  if (!ok) {
+    base_status st = e.st ? e.st : ST_INTERNAL;
+    llvm_emitter_free(&e);
+    LLVMDisposeModule(e.mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    LLVMDisposeTargetMachine(tm);
+    return st;
+  }
+  cpu_exe *x = calloc(1, sizeof *x);
+  if (!x) base_die("out of memory");
+  x->a = arena_create();
+  x->scratch_bytes = e.scratch_bytes;
+  x->ninputs = e.ninputs;
+  x->noutputs = e.noutputs;
+  x->info.kernels = e.nkernels;
+  const ir_comp *ec = &m->comps.v[m->entry];
+  x->nparams = ec->nparams;
+  x->params = arena_array(x->a, (size_t)ec->nparams + 1, sizeof(ir_shape));
+  for (int p = 0; p < ec->nparams; p++) x->params[p] = ir_shape_clone(x->a, &ec->insts.v[ec->params[p]].shape);
+  x->result = ir_shape_clone(x->a, &ec->insts.v[ec->root].shape);
+  const char *entry_name = opt.entry_name ? opt.entry_name : "tpucc_entry";
+  llvm_emitter_free(&e);
+
+  /* The JIT takes ownership of tm (through its builder) and of the module. */
+  LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMErrorRef er = LLVMOrcCreateLLJIT(&x->jit, jb);
+  base_status st = ST_OK;
+  if (er) {
+    st = llvm_err(er, "LLJIT", err, errlen);
+    LLVMDisposeModule(e.mod);
+  } else if ((er = define_symbols(x->jit))) {
+    st = llvm_err(er, "LLJIT symbols", err, errlen);
+    LLVMDisposeModule(e.mod);
+  } else {
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(e.mod, tsc);
+    er = LLVMOrcLLJITAddLLVMIRModule(x->jit, LLVMOrcLLJITGetMainJITDylib(x->jit), tsm);
+    if (er) {
+      LLVMOrcDisposeThreadSafeModule(tsm);
+      st = llvm_err(er, "LLJIT add module", err, errlen);
+    }
+  }
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  if (st == ST_OK) {
+    LLVMOrcExecutorAddress addr = 0;
+    er = LLVMOrcLLJITLookup(x->jit, &addr, entry_name);
+    if (er) st = llvm_err(er, "LLJIT lookup", err, errlen);
+    else x->entry = (entry_fn)(uintptr_t)addr;
+  }
+  double t3 = now();
+  if (st == ST_OK) {
+    size_t sb = (size_t)((x->scratch_bytes + 63) & ~(int64_t)63);
+    x->scratch = aligned_alloc(64, sb ? sb : 64);
+    x->pool = cpu_pool_create(opt.threads);
+    if (!x->scratch || !x->pool) {
+      snprintf(err, errlen, "cannot allocate %lld bytes of scratch", (long long)sb);
+      st = ST_OUT_OF_MEMORY;
+    }
+  }
+  if (st != ST_OK) {
+    cpu_exe_destroy(x);
+    return st;
+  }
+#ifdef TPUCC_HAVE_OPENBLAS
+  openblas_set_num_threads(opt.threads);
+#endif
+  x->info.lower_seconds = t1 - t0;
+  x->info.opt_seconds = t2 - t1;
+  x->info.jit_seconds = t3 - t2;
+  x->info.scratch_bytes = x->scratch_bytes;
+  x->info.threads = opt.threads;
+  *out_exe = x;
+  return ST_OK;
+}
+
+static int flatten(ir_literal *l, void **ptrs, int n) {
+  if (l->shape.type != IR_TUPLE) {
+    ptrs[n] = l->data;
+    return n + 1;
+  }
+  for (int i = 0; i < l->shape.ntuple; i++) n = flatten(l->elems[i], ptrs, n);
+  return n;
+}
+
+base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *out_arena,
+                        ir_literal **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (nargs != x->nparams) {
+    snprintf(err, errlen, "expected %d arguments, got %d", x->nparams, nargs);
+    return ST_INVALID_ARGUMENT;
+  }
+  for (int i = 0; i < nargs; i++) {
+    if (!args[i] || !ir_shape_equal(&args[i]->shape, &x->params[i])) {
+      strbuf want, got;
+      sb_init(&want);
+      sb_init(&got);
+      ir_shape_print(&want, &x->params[i], false);
+      if (args[i]) ir_shape_print(&got, &args[i]->shape, false);
+      snprintf(err, errlen, "argument %d: expected %s, got %s", i, sb_str(&want), args[i] ? sb_str(&got) : "nothing");
+      sb_free(&want);
+      sb_free(&got);
+      return ST_INVALID_ARGUMENT;
+    }
+  }
+  ir_literal *res = ir_literal_create(out_arena, &x->result);
+  if (!res) {
+    snprintf(err, errlen, "result too large");
+    return ST_RESOURCE_EXHAUSTED;
+  }
+  void **in = calloc((size_t)x->ninputs + 1, sizeof(void *));
+  void **outs = calloc((size_t)x->noutputs + 1, sizeof(void *));
+  if (!in || !outs) {
+    free(in);
+    free(outs);
+    snprintf(err, errlen, "out of memory");
+    return ST_OUT_OF_MEMORY;
+  }
+  int n = 0;
+  for (int i = 0; i < nargs; i++) n = flatten(args[i], in, n);
+  BASE_ASSERT(n == x->ninputs);
+  n = flatten(res, outs, 0);
+  BASE_ASSERT(n == x->noutputs);
+  x->entry(in, outs, x->scratch, x->pool ? cpu_pool_parfor : NULL, x->pool);
+  free(in);
+  free(outs);
+  *out = res;
+  return ST_OK;
+}
+
+void cpu_exe_get_info(const cpu_exe *x, cpu_exe_info *out) { *out = x->info; }
+
+void cpu_exe_destroy(cpu_exe *x) {
+  if (!x) return;
+  cpu_pool_destroy(x->pool);
+  if (x->jit) {
+    LLVMErrorRef er = LLVMOrcDisposeLLJIT(x->jit);
+    if (er) LLVMConsumeError(er);
+  }
+  free(x->scratch);
+  arena_destroy(x->a);
+  free(x);
+}

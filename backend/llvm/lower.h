@@ -1,0 +1,218 @@
+/* lower.h: private to backend/llvm: the lowering's shared state.
+ *
+ * Model. Every instruction of a computation is either MATERIALISED (its
+ * value lives in a buffer: an input, an output, a slice of the scratch, or
+ * a constant global) or INLINE (its value at an index is recomputed where
+ * it is used, by the elemental generator in gen.c). In the entry
+ * computation everything is materialised; in a fused computation only the
+ * root (into the fusion's buffers), dots and convolutions (and their
+ * operands) are, so a fusion becomes one loop nest: that is the elementwise
+ * fusion. Each materialised non-alias instruction is one KERNEL: a function
+ * kernel(env, lo, hi) looping over rows [lo, hi) of its output, which the
+ * entry function calls directly or through the parallel-for callback. */
+#ifndef TPUCC_BACKEND_LLVM_LOWER_H
+#define TPUCC_BACKEND_LLVM_LOWER_H
+
+#include "backend/llvm/cpu.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+/* Where a buffer lives at run time. */
+typedef enum cbuf_kind { CB_INPUT, CB_OUTPUT, CB_SCRATCH, CB_CONST } cbuf_kind;
+
+typedef struct cbuf {
+  cbuf_kind kind;
+  int64_t index;        /* input or output leaf index, or scratch offset */
+  ir_type type;
+  int64_t count;        /* elements */
+  LLVMValueRef global;  /* CB_CONST */
+  int32_t id;           /* dense id (position in the plan's list) */
+} cbuf;
+
+typedef struct scope scope;
+/* One computation being generated: which instructions are materialised and
+ * how parameters are bound (to the parent's operands for fused
+ * computations, to scalar values for reducers). */
+struct scope {
+  ir_comp_id comp;
+  const ir_comp *c;
+  scope *parent;            /* fused: where param_src lives */
+  const ir_id *param_src;   /* fused: per parameter number */
+  LLVMValueRef *param_vals; /* scalar scopes: leaves, parameter by parameter */
+  int32_t *param_off;       /* scalar scopes: first leaf of each parameter */
+  cbuf ***mat;              /* per instruction: its leaves, or NULL (inline) */
+  scope **sub;              /* per instruction: nested fusion's scope, lazily */
+  uint32_t *visit;          /* scratch marks for walks */
+};
+
+/* An index into an array shape: the multi-index and/or the row-major
+ * linear index (each computed from the other on demand). */
+typedef struct idx {
+  int rank;
+  const int64_t *dims;
+  bool have_multi;
+  LLVMValueRef v[IR_MAX_RANK];
+  LLVMValueRef lin;
+} idx;
+
+typedef struct memo_ent {
+  const scope *s;
+  ir_id id;
+  int32_t leaf;
+  int32_t level;
+  bool multi;
+  int rank;
+  LLVMValueRef key[IR_MAX_RANK];
+  LLVMValueRef val;
+} memo_ent;
+
+typedef struct emitter {
+  const ir_module *m;
+  cpu_options opt;
+  bool aot;
+  arena *a;                 /* plan data; dies with the compilation */
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTargetMachineRef tm;
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f16, t_ptr;
+  LLVMTypeRef t_kernel;     /* void(i8*, i64, i64) */
+  LLVMTypeRef t_parfor;     /* void(i8*, kernel*, i8*, i64) */
+  /* The entry function and its state. */
+  LLVMValueRef entry;
+  LLVMValueRef entry_env;   /* i8* to [3 x i8*] {inputs, outputs, scratch} */
+  LLVMValueRef entry_parfor, entry_parctx;
+  LLVMBasicBlockRef entry_bb_cur;
+  /* The function being emitted. */
+  LLVMValueRef fn;
+  LLVMBasicBlockRef alloca_bb;
+  int32_t nparams_buf;      /* kernel body: buffer params */
+  LLVMValueRef *buf_ptr;    /* per cbuf id: the pointer in this function or NULL */
+  VEC(memo_ent) memo;
+  int32_t level;
+  uint32_t visit_gen;
+  /* Plan. */
+  VEC(cbuf *) bufs;
+  int64_t scratch_bytes;
+  int32_t ninputs, noutputs;
+  int32_t nkernels;
+  scope *entry_scope;
+  /* Errors. */
+  base_status st;
+  char *err;
+  size_t errlen;
+} emitter;
+
+/* Records the first failure (later ones are dropped). Returns false. */
+bool llvm_fail(emitter *e, base_status st, const char *fmt, ...) BASE_PRINTF(3, 4);
+
+/* ---- plan.c ---------------------------------------------------------- */
+int llvm_leaf_count(const ir_shape *s);
+const ir_shape *llvm_leaf_shape(const ir_shape *s, int leaf);
+/* The first leaf of tuple element k. */
+int llvm_leaf_offset(const ir_shape *s, int k);
+cbuf *llvm_new_buf(emitter *e, cbuf_kind k, ir_type t, int64_t count);
+cbuf *llvm_scratch_buf(emitter *e, const ir_shape *leaf);
+scope *llvm_scope_new(emitter *e, ir_comp_id c, scope *parent);
+const ir_inst *llvm_inst(const scope *s, ir_id id);
+/* Plans and emits the whole entry function. */
+bool llvm_lower_entry(emitter *e);
+
+/* ---- elem.c ---------------------------------------------------------- */
+LLVMTypeRef llvm_ctype(emitter *e, ir_type t);   /* compute type */
+LLVMTypeRef llvm_stype(emitter *e, ir_type t);   /* storage type */
+LLVMValueRef llvm_load(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin);
+void llvm_store(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin, LLVMValueRef v);
+LLVMValueRef llvm_round(emitter *e, ir_type t, LLVMValueRef v);
+LLVMValueRef llvm_to_bits(emitter *e, ir_type t, LLVMValueRef v);  /* compute -> storage */
+LLVMValueRef llvm_from_bits(emitter *e, ir_type t, LLVMValueRef v);/* storage -> compute */
+LLVMValueRef llvm_const_elem(emitter *e, const ir_literal *l, int64_t i);
+LLVMValueRef llvm_zero(emitter *e, ir_type t);
+LLVMValueRef llvm_i64(emitter *e, int64_t v);
+LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x);
+LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef llvm_compare(emitter *e, const ir_attrs *a, ir_type t, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
+LLVMValueRef llvm_bitcast_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
+LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
+                                 LLVMValueRef *args, int nargs);
+
+/* ---- gen.c ----------------------------------------------------------- */
+/* The value (compute type) of leaf `leaf` of instruction id of scope s at
+ * index ix (of that leaf's shape): a load when materialised, else computed. */
+LLVMValueRef llvm_gen(emitter *e, scope *s, ir_id id, int leaf, idx *ix);
+/* The same, computing id itself even when it is materialised. */
+LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix);
+/* Calls scalar computation c on leaf values args; writes its root's leaves. */
+void llvm_gen_call(emitter *e, ir_comp_id c, LLVMValueRef *args, LLVMValueRef *out);
+LLVMValueRef llvm_idx_lin(emitter *e, idx *ix);
+void llvm_idx_multi(emitter *e, idx *ix);
+void llvm_idx_scalar(emitter *e, idx *ix);
+/* Whether generating id inline ever needs a multi-index. */
+bool llvm_needs_multi(emitter *e, scope *s, ir_id id);
+/* Marks used[b->id] for every buffer that generating id (itself when self,
+ * else as llvm_gen would) may read. */
+void llvm_collect(emitter *e, scope *s, ir_id id, bool self, bool *used);
+/* The buffer of a constant literal (a global), made once per literal. */
+cbuf *llvm_const_buf(emitter *e, const ir_literal *l);
+/* The literal of tuple leaf `leaf`. */
+const ir_literal *llvm_literal_leaf(const ir_literal *l, int leaf);
+
+/* ---- kernel.c -------------------------------------------------------- */
+typedef struct loop {
+  LLVMValueRef var, i, hi;
+  LLVMBasicBlockRef header, body, exit;
+} loop;
+LLVMValueRef llvm_loop_begin(emitter *e, loop *l, LLVMValueRef lo, LLVMValueRef hi);
+void llvm_loop_end(emitter *e, loop *l);
+void llvm_level_push(emitter *e);
+void llvm_level_pop(emitter *e);
+LLVMValueRef llvm_alloca(emitter *e, LLVMTypeRef t);
+/* The base pointer (i8*) of b in the function being emitted. */
+LLVMValueRef llvm_buf_ptr(emitter *e, const cbuf *b);
+/* Emits the kernel computing materialised instruction id of s. */
+bool llvm_emit_kernel(emitter *e, scope *s, ir_id id);
+/* The same, storing into outs (one buffer per leaf of id) instead. */
+bool llvm_emit_kernel_to(emitter *e, scope *s, ir_id id, cbuf **outs);
+
+/* A kernel under construction: begin creates body(bufs..., lo, hi) and a
+ * wrapper(env, lo, hi); end closes it and calls it from the entry over
+ * [0, n) rows, in parallel when work is large. */
+typedef struct kfn {
+  LLVMValueRef body, wrapper;
+  LLVMValueRef lo, hi;
+  LLVMValueRef saved_fn;
+  LLVMBasicBlockRef saved_alloca;
+  cbuf **bufs;
+  int32_t nbufs;
+} kfn;
+void llvm_kernel_begin(emitter *e, kfn *k, cbuf **bufs, int nbufs, const char *name);
+void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
+
+/* ---- dot.c ----------------------------------------------------------- */
+/* Emits dot id of s (operands and result materialised). */
+bool llvm_emit_dot(emitter *e, scope *s, ir_id id);
+
+/* ---- target.c -------------------------------------------------------- */
+void llvm_init_native(void);
+/* A target machine for the host (or o->cpu_name/cpu_features). */
+LLVMTargetMachineRef llvm_host_tm(const cpu_options *o, bool pic, char *err, size_t errlen);
+/* Verifies, optimises ("default<On>") the module. */
+bool llvm_optimise(emitter *e);
+/* Lowers m into a fresh module in ctx; e is initialised here. */
+bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
+                       bool aot, LLVMContextRef ctx, LLVMTargetMachineRef tm,
+                       char *err, size_t errlen);
+void llvm_emitter_free(emitter *e);
+
+/* ---- pool.c ---------------------------------------------------------- */
+/* A fixed pool of threads - 1 workers; the caller is the remaining one. */
+typedef struct cpu_pool cpu_pool;
+cpu_pool *cpu_pool_create(int threads);
+void cpu_pool_destroy(cpu_pool *p); /* accepts NULL */
+/* A cpu_parfor_fn: splits [0, n) into one contiguous range per thread. */
+void cpu_pool_parfor(void *pool, cpu_kernel_fn k, void *env, int64_t n);
+
+#endif

@@ -1,0 +1,400 @@
+/* plan.c: what is materialised where, and the entry function.
+ *
+ * Entry computation: parameters are the input buffers, constants are
+ * globals, tuple / get-tuple-element / reshape / copy alias their operand's
+ * buffers, every other instruction gets a scratch buffer (64-byte aligned)
+ * and a kernel. Root leaves computed by a kernel are redirected to the
+ * caller's output buffers (no final copy); others are copied at the end.
+ *
+ * Fused computations (fusion instructions): parameters are bound to the
+ * fusion's operands, the root is computed by one loop nest into the
+ * fusion's buffers, and each dot inside is materialised (with its operands)
+ * so it runs on the dot kernel rather than elementally. */
+#include "backend/llvm/lower.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+bool llvm_fail(emitter *e, base_status st, const char *fmt, ...) {
+  if (e->st != ST_OK) return false;
+  e->st = st;
+  va_list ap;
+  va_start(ap, fmt);
+  if (e->err && e->errlen) vsnprintf(e->err, e->errlen, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+int llvm_leaf_count(const ir_shape *s) {
+  if (s->type != IR_TUPLE) return 1;
+  int n = 0;
+  for (int i = 0; i < s->ntuple; i++) n += llvm_leaf_count(&s->tuple[i]);
+  return n;
+}
+
+const ir_shape *llvm_leaf_shape(const ir_shape *s, int leaf) {
+  if (s->type != IR_TUPLE) return s;
+  for (int i = 0; i < s->ntuple; i++) {
+    int n = llvm_leaf_count(&s->tuple[i]);
+    if (leaf < n) return llvm_leaf_shape(&s->tuple[i], leaf);
+    leaf -= n;
+  }
+  base_die("leaf out of range");
+}
+
+int llvm_leaf_offset(const ir_shape *s, int k) {
+  int n = 0;
+  for (int i = 0; i < k && i < s->ntuple; i++) n += llvm_leaf_count(&s->tuple[i]);
+  return n;
+}
+
+cbuf *llvm_new_buf(emitter *e, cbuf_kind k, ir_type t, int64_t count) {
+  cbuf *b = arena_alloc(e->a, sizeof *b);
+  b->kind = k;
+  b->type = t;
+  b->count = count;
+  b->id = e->bufs.n;
+  VEC_PUSH(e->a, e->bufs, b);
+  return b;
+}
+
+cbuf *llvm_scratch_buf(emitter *e, const ir_shape *leaf) {
+  int64_t n = ir_shape_count(leaf);
+  cbuf *b = llvm_new_buf(e, CB_SCRATCH, leaf->type, n);
+  b->index = e->scratch_bytes;
+  e->scratch_bytes += (n * ir_type_size(leaf->type) + 63) & ~(int64_t)63;
+  return b;
+}
+
+cbuf *llvm_const_buf(emitter *e, const ir_literal *l) {
+  for (int i = 0; i < e->bufs.n; i++) {
+    cbuf *b = e->bufs.v[i];
+    if (b->kind == CB_CONST && b->index == (int64_t)(intptr_t)l) return b;
+  }
+  cbuf *b = llvm_new_buf(e, CB_CONST, l->shape.type, ir_shape_count(&l->shape));
+  b->index = (int64_t)(intptr_t)l;
+  LLVMValueRef init = LLVMConstStringInContext(e->ctx, (const char *)l->data, (unsigned)l->nbytes, 1);
+  b->global = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "const");
+  LLVMSetInitializer(b->global, init);
+  LLVMSetGlobalConstant(b->global, 1);
+  LLVMSetLinkage(b->global, LLVMPrivateLinkage);
+  LLVMSetAlignment(b->global, 64);
+  return b;
+}
+
+const ir_inst *llvm_inst(const scope *s, ir_id id) { return &s->c->insts.v[id]; }
+
+scope *llvm_scope_new(emitter *e, ir_comp_id c, scope *parent) {
+  scope *s = arena_alloc(e->a, sizeof *s);
+  s->comp = c;
+  s->c = &e->m->comps.v[c];
+  s->parent = parent;
+  size_t n = (size_t)s->c->insts.n + 1;
+  s->mat = arena_array(e->a, n, sizeof(cbuf **));
+  s->sub = arena_array(e->a, n, sizeof(scope *));
+  s->visit = arena_array(e->a, n, sizeof(uint32_t));
+  return s;
+}
+
+static cbuf **scratch_leaves(emitter *e, const ir_shape *sh) {
+  int n = llvm_leaf_count(sh);
+  cbuf **l = arena_array(e->a, (size_t)n + 1, sizeof(cbuf *));
+  for (int i = 0; i < n; i++) l[i] = llvm_scratch_buf(e, llvm_leaf_shape(sh, i));
+  return l;
+}
+
+/* Operands before users, from the root (dead code is never visited). */
+static ir_id *post_order(emitter *e, const ir_comp *c, int *out_n) {
+  int n = c->insts.n;
+  ir_id *order = arena_array(e->a, (size_t)n + 1, sizeof(ir_id));
+  ir_id *stack = arena_array(e->a, (size_t)n + 1, sizeof(ir_id));
+  int32_t *next = arena_array(e->a, (size_t)n + 1, sizeof(int32_t));
+  uint8_t *state = arena_alloc(e->a, (size_t)n + 1);
+  int no = 0, sp = 0;
+  if (c->root < 0 || c->root >= n) {
+    *out_n = 0;
+    return order;
+  }
+  stack[sp++] = c->root;
+  state[c->root] = 1;
+  while (sp) {
+    ir_id x = stack[sp - 1];
+    const ir_inst *in = &c->insts.v[x];
+    if (next[x] < in->nops) {
+      ir_id o = in->ops[next[x]++];
+      if (o >= 0 && o < n && !state[o]) {
+        state[o] = 1;
+        stack[sp++] = o;
+      }
+      continue;
+    }
+    state[x] = 2;
+    order[no++] = x;
+    sp--;
+  }
+  *out_n = no;
+  return order;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+static bool check_comp(emitter *e, ir_comp_id cid, int depth) {
+  const ir_comp *c = &e->m->comps.v[cid];
+  if (depth > 16) return llvm_fail(e, ST_UNSUPPORTED, "%s: calls nest too deeply", c->name);
+  if (c->root < 0) return llvm_fail(e, ST_INVALID_ARGUMENT, "%s: no root", c->name);
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *in = &c->insts.v[i];
+    if (in->dead) continue;
+    int64_t cnt;
+    int nl = llvm_leaf_count(&in->shape);
+    for (int l = 0; l < nl; l++) {
+      const ir_shape *ls = llvm_leaf_shape(&in->shape, l);
+      if (!ir_shape_elements(ls, &cnt) || ls->type >= IR_TUPLE)
+        return llvm_fail(e, ST_UNSUPPORTED, "%s: unsupported shape", in->name);
+    }
+    if ((in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW) && in->nops / 2 > IR_MAX_RANK * 2)
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: too many reduce operands", in->name);
+    if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape.type != IR_TUPLE)
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form", in->name);
+    for (int k = 0; k < in->ncalls; k++)
+      if (!check_comp(e, in->calls[k], depth + 1)) return false;
+  }
+  return true;
+}
+
+/* ---- fusions ------------------------------------------------------------ */
+
+static bool emit_fusion(emitter *e, scope *s, ir_id id) {
+  const ir_inst *in = llvm_inst(s, id);
+  scope *ns = llvm_scope_new(e, in->calls[0], s);
+  s->sub[id] = ns;
+  ns->param_src = in->ops;
+  const ir_comp *c = ns->c;
+  for (int p = 0; p < c->nparams; p++) {
+    ir_id pid = c->params[p];
+    if (pid >= 0 && p < in->nops) ns->mat[pid] = s->mat[in->ops[p]];
+  }
+  int n;
+  ir_id *order = post_order(e, c, &n);
+  for (int i = 0; i < n; i++) {
+    ir_id x = order[i];
+    const ir_inst *xi = &c->insts.v[x];
+    if (xi->op != IR_OP_DOT || ns->mat[x]) continue;
+    for (int k = 0; k < 2; k++) {
+      ir_id o = xi->ops[k];
+      if (ns->mat[o]) continue;
+      cbuf **l = scratch_leaves(e, &c->insts.v[o].shape);
+      if (!llvm_emit_kernel_to(e, ns, o, l)) return false;
+      ns->mat[o] = l;
+    }
+    ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, &xi->shape);
+    if (!llvm_emit_dot(e, ns, x)) return false;
+  }
+  if (ns->mat[c->root] == s->mat[id]) return true;
+  return llvm_emit_kernel_to(e, ns, c->root, s->mat[id]);
+}
+
+/* ---- the entry ------------------------------------------------------------ */
+
+static void entry_begin(emitter *e) {
+  const char *name = e->opt.entry_name ? e->opt.entry_name : "tpucc_entry";
+  LLVMTypeRef ps[5] = {e->t_ptr, e->t_ptr, e->t_ptr, LLVMPointerType(e->t_parfor, 0), e->t_ptr};
+  e->entry = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->t_void, ps, 5, 0));
+  e->fn = e->entry;
+  e->alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, e->entry, "allocas");
+  LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(e->ctx, e->entry, "start");
+  LLVMPositionBuilderAtEnd(e->b, start);
+  LLVMTypeRef envt = LLVMArrayType(e->t_ptr, 3);
+  LLVMValueRef env = llvm_alloca(e, envt);
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef idxs[2] = {llvm_i64(e, 0), llvm_i64(e, i)};
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->b, envt, env, idxs, 2, "");
+    LLVMBuildStore(e->b, LLVMBuildPointerCast(e->b, LLVMGetParam(e->entry, (unsigned)i), e->t_ptr, ""), slot);
+  }
+  e->entry_env = LLVMBuildPointerCast(e->b, env, e->t_ptr, "env");
+  e->entry_parfor = LLVMGetParam(e->entry, 3);
+  e->entry_parctx = LLVMGetParam(e->entry, 4);
+  e->entry_bb_cur = start;
+}
+
+/* The entry's pointer to buffer cb (for the final copies). */
+static LLVMValueRef entry_buf(emitter *e, const cbuf *cb) {
+  LLVMBuilderRef b = e->b;
+  if (cb->kind == CB_CONST) return LLVMBuildPointerCast(b, cb->global, e->t_ptr, "");
+  if (cb->kind == CB_SCRATCH) {
+    LLVMValueRef off = llvm_i64(e, cb->index);
+    return LLVMBuildInBoundsGEP2(b, e->t_i8, LLVMGetParam(e->entry, 2), &off, 1, "");
+  }
+  LLVMValueRef arr = LLVMBuildPointerCast(b, LLVMGetParam(e->entry, cb->kind == CB_INPUT ? 0 : 1),
+                                          LLVMPointerType(e->t_ptr, 0), "");
+  LLVMValueRef iv = llvm_i64(e, cb->index);
+  return LLVMBuildLoad2(b, e->t_ptr, LLVMBuildInBoundsGEP2(b, e->t_ptr, arr, &iv, 1, ""), "");
+}
+
+static bool is_alias(const scope *s, const ir_inst *in) {
+  switch (in->op) {
+  case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT:
+    return true;
+  case IR_OP_RESHAPE: case IR_OP_COPY:
+    return in->shape.type == llvm_inst(s, in->ops[0])->shape.type;
+  case IR_OP_ALL_REDUCE: return true; /* one replica: the identity */
+  default: return false;
+  }
+}
+
+static void plan_alias(emitter *e, scope *s, ir_id id) {
+  const ir_inst *in = llvm_inst(s, id);
+  int nl = llvm_leaf_count(&in->shape);
+  cbuf **l = arena_array(e->a, (size_t)nl + 1, sizeof(cbuf *));
+  switch (in->op) {
+  case IR_OP_PARAMETER: {
+    int base = 0;
+    for (int p = 0; p < in->a.parameter_number; p++)
+      if (s->c->params[p] >= 0) base += llvm_leaf_count(&llvm_inst(s, s->c->params[p])->shape);
+    for (int j = 0; j < nl; j++) {
+      const ir_shape *ls = llvm_leaf_shape(&in->shape, j);
+      l[j] = llvm_new_buf(e, CB_INPUT, ls->type, ir_shape_count(ls));
+      l[j]->index = base + j;
+    }
+    break;
+  }
+  case IR_OP_CONSTANT:
+    for (int j = 0; j < nl; j++) l[j] = llvm_const_buf(e, llvm_literal_leaf(in->a.literal, j));
+    break;
+  case IR_OP_TUPLE: {
+    int o = 0;
+    for (int k = 0; k < in->nops; k++) {
+      int n = llvm_leaf_count(&llvm_inst(s, in->ops[k])->shape);
+      for (int j = 0; j < n; j++) l[o++] = s->mat[in->ops[k]][j];
+    }
+    break;
+  }
+  case IR_OP_GET_TUPLE_ELEMENT: {
+    int off = llvm_leaf_offset(&llvm_inst(s, in->ops[0])->shape, (int)in->a.index);
+    for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][off + j];
+    break;
+  }
+  case IR_OP_ALL_REDUCE:
+    if (in->nops == 1) {
+      for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][j];
+    } else {
+      for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[j]][0];
+    }
+    break;
+  default: /* reshape, copy */
+    l[0] = s->mat[in->ops[0]][0];
+    break;
+  }
+  s->mat[id] = l;
+}
+
+bool llvm_lower_entry(emitter *e) {
+  const ir_module *m = e->m;
+  if (m->entry < 0 || m->entry >= m->comps.n)
+    return llvm_fail(e, ST_INVALID_ARGUMENT, "module has no entry computation");
+  if (!check_comp(e, m->entry, 0)) return false;
+  scope *s = llvm_scope_new(e, m->entry, NULL);
+  e->entry_scope = s;
+  const ir_comp *c = s->c;
+  for (int p = 0; p < c->nparams; p++) {
+    if (c->params[p] < 0) return llvm_fail(e, ST_INVALID_ARGUMENT, "parameter %d missing", p);
+    e->ninputs += llvm_leaf_count(&c->insts.v[c->params[p]].shape);
+  }
+  entry_begin(e);
+  /* Parameters first, so input numbering does not depend on use order. */
+  for (int p = 0; p < c->nparams; p++) plan_alias(e, s, c->params[p]);
+  int n;
+  ir_id *order = post_order(e, c, &n);
+  /* Plan buffers. */
+  for (int i = 0; i < n; i++) {
+    ir_id id = order[i];
+    const ir_inst *in = llvm_inst(s, id);
+    if (s->mat[id]) continue;
+    if (is_alias(s, in)) plan_alias(e, s, id);
+    else s->mat[id] = scratch_leaves(e, &in->shape);
+  }
+  /* Redirect root leaves to the outputs where a kernel writes them. */
+  const ir_shape *rs = &c->insts.v[c->root].shape;
+  int nout = llvm_leaf_count(rs);
+  e->noutputs = nout;
+  cbuf **root = s->mat[c->root];
+  bool *copy = arena_array(e->a, (size_t)nout + 1, sizeof(bool));
+  for (int k = 0; k < nout; k++) {
+    cbuf *b = root[k];
+    if (b->kind == CB_SCRATCH) {
+      b->kind = CB_OUTPUT;
+      b->index = k;
+    } else {
+      copy[k] = true;
+    }
+  }
+  /* Kernels. */
+  for (int i = 0; i < n && e->st == ST_OK; i++) {
+    ir_id id = order[i];
+    const ir_inst *in = llvm_inst(s, id);
+    if (is_alias(s, in)) continue;
+    if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
+    else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
+    else llvm_emit_kernel(e, s, id);
+  }
+  if (e->st != ST_OK) return false;
+  /* Copies into outputs the kernels did not write. */
+  LLVMPositionBuilderAtEnd(e->b, e->entry_bb_cur);
+  for (int k = 0; k < nout; k++) {
+    if (!copy[k]) continue;
+    const ir_shape *ls = llvm_leaf_shape(rs, k);
+    int64_t bytes = ir_shape_count(ls) * ir_type_size(ls->type);
+    if (bytes == 0) continue;
+    cbuf ob = {.kind = CB_OUTPUT, .index = k, .type = ls->type};
+    LLVMBuildMemCpy(e->b, entry_buf(e, &ob), 1, entry_buf(e, root[k]), 1, llvm_i64(e, bytes));
+  }
+  LLVMBuildRetVoid(e->b);
+  LLVMPositionBuilderAtEnd(e->b, e->alloca_bb);
+  LLVMBuildBr(e->b, LLVMGetNextBasicBlock(e->alloca_bb));
+  return true;
+}
+
+/* ---- module --------------------------------------------------------------- */
+
+bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
+                       bool aot, LLVMContextRef ctx, LLVMTargetMachineRef tm,
+                       char *err, size_t errlen) {
+  memset(e, 0, sizeof *e);
+  e->m = m;
+  e->opt = *o;
+  e->aot = aot;
+  e->a = arena_create();
+  e->ctx = ctx;
+  e->tm = tm;
+  e->err = err;
+  e->errlen = errlen;
+  e->mod = LLVMModuleCreateWithNameInContext(m->name ? m->name : "tpucc", ctx);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(e->mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(e->mod, td);
+  LLVMDisposeTargetData(td);
+  e->b = LLVMCreateBuilderInContext(ctx);
+  e->t_void = LLVMVoidTypeInContext(ctx);
+  e->t_i1 = LLVMInt1TypeInContext(ctx);
+  e->t_i8 = LLVMInt8TypeInContext(ctx);
+  e->t_i16 = LLVMInt16TypeInContext(ctx);
+  e->t_i32 = LLVMInt32TypeInContext(ctx);
+  e->t_i64 = LLVMInt64TypeInContext(ctx);
+  e->t_f32 = LLVMFloatTypeInContext(ctx);
+  e->t_f16 = LLVMHalfTypeInContext(ctx);
+  e->t_ptr = LLVMPointerType(e->t_i8, 0);
+  LLVMTypeRef kp[3] = {e->t_ptr, e->t_i64, e->t_i64};
+  e->t_kernel = LLVMFunctionType(e->t_void, kp, 3, 0);
+  LLVMTypeRef pp[4] = {e->t_ptr, LLVMPointerType(e->t_kernel, 0), e->t_ptr, e->t_i64};
+  e->t_parfor = LLVMFunctionType(e->t_void, pp, 4, 0);
+  return llvm_lower_entry(e);
+}
+
+void llvm_emitter_free(emitter *e) {
+  if (e->b) LLVMDisposeBuilder(e->b);
+  e->b = NULL;
+  arena_destroy(e->a);
+  e->a = NULL;
+}
