@@ -132,10 +132,11 @@ static ir_id softmax_axis(lctx *L, ir_id x, int64_t ax, bool log_form, src_loc l
   return lconvert(L, r, t, l);
 }
 
-static bool one_axis(lctx *L, const tg_node *n, const char *what, int rank, int64_t *ax) {
+/* The axis argument n (default -1); errors point at n or at the call. */
+static bool one_axis(lctx *L, const tg_node *n, const tg_node *call, const char *what, int rank, int64_t *ax) {
   int64_t v = -1;
   if (n && !st_int(L, n, what, &v)) return false;
-  return st_axis(L, n ? n : NULL, what, v, rank, ax);
+  return st_axis(L, n ? n : call, what, v, rank, ax);
 }
 
 HANDLER(h_softmax) {
@@ -143,7 +144,7 @@ HANDLER(h_softmax) {
   ir_id x = float_arg(L, arg[0], b->name);
   int64_t ax;
   if (x == IR_NONE) return tv_err();
-  if (!one_axis(L, arg[1] ? arg[1] : call, b->name, lshape(L, x)->rank, &ax)) return tv_err();
+  if (!one_axis(L, arg[1], call, b->name, lshape(L, x)->rank, &ax)) return tv_err();
   return tv_tensor(softmax_axis(L, x, ax, b->aux == 1, call->loc));
 }
 
