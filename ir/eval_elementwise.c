@@ -10,8 +10,17 @@
 /* Checks operand k: same dims as the result, or a scalar. */
 static base_status check_operand(ev_ctx *cx, const ir_inst *in, const ir_literal *v, int k) {
   if (v->shape.rank == 0 || ev_dims_equal(&v->shape, &in->shape)) return ST_OK;
-  return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d has rank %d dims that differ from the result's",
-                 k, (int)v->shape.rank);
+  strbuf a, b;
+  sb_init(&a);
+  sb_init(&b);
+  ir_shape_print(&a, &v->shape, false);
+  ir_shape_print(&b, &in->shape, false);
+  base_status st = ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                           "operand %d is %s, which is neither a scalar nor the result's dims (%s)",
+                           k, sb_str(&a), sb_str(&b));
+  sb_free(&a);
+  sb_free(&b);
+  return st;
 }
 
 static base_status check_type(ev_ctx *cx, const ir_inst *in, const ir_literal *v, int k, ir_type t) {
