@@ -209,46 +209,48 @@ ukr_avx2(int kc, const float *a, size_t lda, const float *b, float *c,
   ukr_avx2_half(kc, a, lda, b + 16, c + 16, ldc);
 }
 
-/* AVX-512: a 12 x 32 tile in 24 zmm accumulators; the broadcasts fold into
- * the fma as {1to16} memory operands. */
-__attribute__((target("avx512f"))) static void
-ukr_avx512(int kc, const float *a, size_t lda, const float *b, float *c,
-           size_t ldc) {
-#define LD(i) __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc), c##i##1 = _mm512_loadu_ps(c + i * ldc + 16)
-  LD(0); LD(1); LD(2); LD(3); LD(4); LD(5);
-  LD(6); LD(7); LD(8); LD(9); LD(10); LD(11);
-#undef LD
-  for (int kk = 0; kk < kc; kk++) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#define FM(i)                                                                  \
-  do {                                                                         \
-    __m512 x = _mm512_set1_ps(a[i * lda]);                                           \
+/* AVX-512: a 12 x 32 tile in 24 zmm accumulators (and an 8 x 32 one for
+ * the 8-row pushes the emulator makes). Per k: two weight vectors, one
+ * broadcast per row, two fmas per row. */
+#define Z_LD(i)                                                                \
+  __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc),                               \
+         c##i##1 = _mm512_loadu_ps(c + i * ldc + 16);
+#define Z_FM(i)                                                                \
+  {                                                                            \
+    __m512 x = _mm512_set1_ps(a[i * lda]);                                     \
     c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                 \
     c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                 \
-  } while (0)
-    FM(0); FM(1); FM(2); FM(3); FM(4); FM(5);
-    FM(6); FM(7); FM(8); FM(9); FM(10); FM(11);
-#undef FM
-    a++;
-    b += PANEL;
   }
-  const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS));
-#define ST(i)                                                                           \
-  _mm512_storeu_ps(c + i * ldc,                                                         \
-                   _mm512_mask_mov_ps(c##i##0, _mm512_cmp_ps_mask(c##i##0, c##i##0, _CMP_UNORD_Q), qnan)); \
-  _mm512_storeu_ps(c + i * ldc + 16,                                                    \
-                   _mm512_mask_mov_ps(c##i##1, _mm512_cmp_ps_mask(c##i##1, c##i##1, _CMP_UNORD_Q), qnan))
-  ST(0); ST(1); ST(2); ST(3); ST(4); ST(5);
-  ST(6); ST(7); ST(8); ST(9); ST(10); ST(11);
-#undef ST
-}
+#define Z_ST1(p, v)                                                            \
+  _mm512_storeu_ps((p), _mm512_mask_mov_ps((v), _mm512_cmp_ps_mask((v), (v), _CMP_UNORD_Q), qnan))
+#define Z_ST(i) Z_ST1(c + i * ldc, c##i##0); Z_ST1(c + i * ldc + 16, c##i##1);
+#define Z_KERNEL(name, ROWS)                                                   \
+  __attribute__((target("avx512f"))) static void                              \
+  name(int kc, const float *a, size_t lda, const float *b, float *c,          \
+       size_t ldc) {                                                           \
+    ROWS(Z_LD)                                                                 \
+    for (int kk = 0; kk < kc; kk++) {                                          \
+      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);            \
+      ROWS(Z_FM)                                                               \
+      a++;                                                                     \
+      b += PANEL;                                                              \
+    }                                                                          \
+    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS)); \
+    ROWS(Z_ST)                                                                 \
+  }
+#define ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ROWS12(X) ROWS8(X) X(8) X(9) X(10) X(11)
+Z_KERNEL(ukr_avx512, ROWS12)
+Z_KERNEL(ukr_avx512_8, ROWS8)
 #endif
 
 /* ---- selection -------------------------------------------------------- */
 
 typedef struct kernel {
-  int mr;
+  int mr;       /* rows of the main micro-kernel */
   ukr_fn *ukr;
+  int mr_short; /* rows of a shorter one for the last tile (<= mr) */
+  ukr_fn *ukr_short;
   cvt_fn *cvt;
 } kernel;
 
@@ -288,11 +290,11 @@ static kernel pick(unsigned flags) {
            : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
                                                         : EMU_MXU_IMPL_PORTABLE;
   if (want == EMU_MXU_IMPL_AVX512)
-    return (kernel){MR_AVX512, ukr_avx512, cvt_avx512};
+    return (kernel){MR_AVX512, ukr_avx512, 8, ukr_avx512_8, cvt_avx512};
   if (want == EMU_MXU_IMPL_AVX2)
-    return (kernel){MR_AVX2, ukr_avx2, cvt_avx2};
+    return (kernel){MR_AVX2, ukr_avx2, MR_AVX2, ukr_avx2, cvt_avx2};
 #endif
-  return (kernel){MR_PORTABLE, ukr_portable, cvt_portable};
+  return (kernel){MR_PORTABLE, ukr_portable, MR_PORTABLE, ukr_portable, cvt_portable};
 }
 
 static cvt_fn *pick_cvt(unsigned flags) { return pick(flags).cvt; }
@@ -350,11 +352,18 @@ static void run_tile(const kernel *kr, int kc, const float *a, size_t lda,
     kr->ukr(kc, a, lda, b, c, ldc);
     return;
   }
-  /* Edge tile: run on a copy; lanes past the edge are discarded. */
-  memset(tile, 0, (size_t)kr->mr * PANEL * sizeof(float));
+  if (mr == kr->mr_short && nr == PANEL) {
+    kr->ukr_short(kc, a, lda, b, c, ldc);
+    return;
+  }
+  /* Edge tile: run on a copy; lanes past the edge are discarded. The rows
+   * of a past mr are the zero padding of pack_a. */
+  int rows = mr <= kr->mr_short ? kr->mr_short : kr->mr;
+  ukr_fn *ukr = mr <= kr->mr_short ? kr->ukr_short : kr->ukr;
+  memset(tile, 0, (size_t)rows * PANEL * sizeof(float));
   for (int i = 0; i < mr; i++)
     memcpy(tile + (size_t)i * PANEL, c + (size_t)i * ldc, (size_t)nr * sizeof(float));
-  kr->ukr(kc, a, lda, b, tile, PANEL);
+  ukr(kc, a, lda, b, tile, PANEL);
   for (int i = 0; i < mr; i++)
     memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
 }
