@@ -490,6 +490,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
 
   /* instruction names: written names first (module-wide), then renames of
    * names reused across computations, then the anonymous ones */
+  int before = p->errors;
   strmap *owner = strmap_create(p->scratch);
   for (int i = 0; i < p->comps.n; i++) {
     hlo_comp *c = p->comps.v[i];
@@ -529,7 +530,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
       }
     }
   }
-  if (p->errors) return NULL;
+  if (p->errors > before) return NULL;
 
   /* callees first */
   intvec order = {0};

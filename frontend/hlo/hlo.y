@@ -62,6 +62,8 @@ void hlo_yyerror(HLO_YYLTYPE *lloc, void *scanner, hlo_parser *p, const char *ms
   } while (0)
 
 #define YYMAXDEPTH 2000
+#define YY_STR1(x) #x
+#define YY_STR(x) YY_STR1(x)
 
 static hlo_tok *group(hlo_parser *p, hlo_tok *open, hlo_tokvec *kids, hlo_tok *close) {
   hlo_tok *g = arena_alloc(p->scratch, sizeof *g);
@@ -448,5 +450,7 @@ soup_item
 
 void hlo_yyerror(HLO_YYLTYPE *lloc, void *scanner, hlo_parser *p, const char *msg) {
   (void)scanner;
+  if (strcmp(msg, "memory exhausted") == 0)
+    msg = "nesting is too deep (more than the parser's stack of " YY_STR(YYMAXDEPTH) " levels)";
   fe_hlo_error(p, fe_hlo_loc(p, lloc), "%s", msg);
 }
