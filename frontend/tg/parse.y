@@ -22,7 +22,7 @@
  * syntax errors. The tree lives in the parser's arena. */
 %define api.pure full
 %define api.prefix {tg_yy}
-%define parse.error detailed
+%define parse.error custom
 %define parse.lac full
 %locations
 %lex-param {void *scanner}
@@ -95,11 +95,11 @@ static void set_dims(tg_parser *p, tg_node *n, const tg_nodes *dims) {
   tg_graph *graph;
 }
 
-%token GRAPH "graph" LET "let" RETURN "return"
+%token GRAPH "'graph'" LET "'let'" RETURN "'return'"
 %token <node> NUMBER "number" BOOLEAN "boolean"
 %token <str> IDENT "identifier" STRING "string"
 %token <type> TYPE "element type"
-%token ARROW "->" POW "**" EQ "==" NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||"
+%token ARROW "'->'" POW "'**'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" ANDAND "'&&'" OROR "'||'"
 
 %type <graph> graph
 %type <params> params param_list
@@ -127,7 +127,7 @@ file:
   ;
 
 graph:
-    "graph" IDENT '(' params ')' results '{' stmts '}' {
+    GRAPH IDENT '(' params ')' results '{' stmts '}' {
       tg_graph *g = arena_alloc(p->a, sizeof *g);
       g->name = $2;
       g->loc = LOC(@2);
@@ -157,8 +157,8 @@ param:
 
 results:
     %empty                  { memset(&$$, 0, sizeof $$); }
-  | "->" type               { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $2); }
-  | "->" '(' type_list ')'  { $$ = $3; }
+  | ARROW type               { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$, $2); }
+  | ARROW '(' type_list ')'  { $$ = $3; }
   ;
 
 type_list:
@@ -184,7 +184,7 @@ stmts:
   ;
 
 stmt:
-    "let" names '=' expr ';' {
+    LET names '=' expr ';' {
       $$ = mkstmt(false, LOC(@1));
       $$.nnames = $2.n;
       $$.names = arena_array(p->a, (size_t)$2.n, sizeof(char *));
@@ -206,7 +206,7 @@ stmt:
       $$.name_locs[0] = LOC(@1);
       fe_tg_push(p, &$$.values, $3);
     }
-  | "return" expr_list ';' { $$ = mkstmt(true, LOC(@1)); $$.values = $2; }
+  | RETURN expr_list ';' { $$ = mkstmt(true, LOC(@1)); $$.values = $2; }
   ;
 
 names:
@@ -318,6 +318,51 @@ arg_list:
   ;
 
 %%
+
+/* Token spellings for messages: keywords and punctuation quoted. */
+static const char *token_name(yysymbol_kind_t k) {
+  switch (k) {
+  case YYSYMBOL_YYEOF: return "end of file";
+  case YYSYMBOL_NUMBER: return "number";
+  case YYSYMBOL_BOOLEAN: return "boolean";
+  case YYSYMBOL_IDENT: return "identifier";
+  case YYSYMBOL_STRING: return "string";
+  case YYSYMBOL_TYPE: return "element type";
+  default: return yysymbol_name(k);
+  }
+}
+
+/* "unexpected X, expected A, B or C"; a statement that runs into the next
+ * one is reported as a missing ';' just after its last token. */
+static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, tg_parser *p) {
+  (void)scanner;
+  p->syntax_errors++;
+  if (p->lex_fatal) return 0;
+  yysymbol_kind_t exp[YYNTOKENS];
+  int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS);
+  yysymbol_kind_t tok = yypcontext_token(ctx);
+  src_loc loc = mkloc(p, *yypcontext_location(ctx));
+  bool semi = false;
+  for (int i = 0; i < n; i++)
+    if (strcmp(yysymbol_name(exp[i]), "';'") == 0) semi = true;
+  if (semi && p->prev_line > 0 && p->prev_line < loc.line &&
+      (tok == YYSYMBOL_LET || tok == YYSYMBOL_RETURN || tok == YYSYMBOL_IDENT || strcmp(yysymbol_name(tok), "'}'") == 0)) {
+    src_loc at = {p->file, p->prev_line, p->prev_col};
+    diag_error(p->d, at, "expected ';' at the end of the statement");
+    return 0;
+  }
+  strbuf b;
+  sb_init(&b);
+  sb_printf(&b, "syntax error: unexpected %s", token_name(tok));
+  if (n > 0 && n <= 4) {
+    sb_puts(&b, ", expected ");
+    for (int i = 0; i < n; i++)
+      sb_printf(&b, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", token_name(exp[i]));
+  }
+  diag_error(p->d, loc, "%s", sb_str(&b));
+  sb_free(&b);
+  return 0;
+}
 
 void tg_yyerror(TG_YYLTYPE *lloc, void *scanner, tg_parser *p, const char *msg) {
   (void)scanner;

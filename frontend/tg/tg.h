@@ -115,6 +115,8 @@ typedef struct tg_parser {
   diag *d;
   const char *file;     /* interned in a */
   int line, col;        /* lexer position of the next character */
+  int last_line, last_col; /* just past the most recent token */
+  int prev_line, prev_col; /* just past the token before it */
   VEC(tg_graph *) graphs;
   int syntax_errors;
   bool lex_fatal;       /* input ended inside a comment: no more syntax errors */

@@ -683,6 +683,7 @@ static const char *suggest_name(lctx *L, const char *name) {
   int bd = 3;
   for (int i = 0; i < L->binds.n; i++) {
     int d = edit_distance(name, L->binds.v[i].name);
+    if (d >= (int)strlen(name) || d >= (int)strlen(L->binds.v[i].name)) continue;
     if (d < bd && strmap_get(L->env, L->binds.v[i].name, strlen(L->binds.v[i].name)) == i) {
       bd = d;
       best = L->binds.v[i].name;
@@ -818,6 +819,7 @@ const char *fe_tg_builtin_suggest(const char *name) {
   int bd = 3;
   for (size_t i = 0; i < COUNTOF(builtins); i++) {
     int d = edit_distance(name, builtins[i].name);
+    if (d >= (int)strlen(name) || d >= (int)strlen(builtins[i].name)) continue;
     if (d < bd) {
       bd = d;
       best = builtins[i].name;
