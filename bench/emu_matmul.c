@@ -11,7 +11,8 @@
  * single-thread comparison run with OPENBLAS_NUM_THREADS=1 and
  * OPENBLAS_CORETYPE unset (bench/run.sh does). Before timing, a sample of
  * output elements is checked against the scalar contract, so a fast wrong
- * kernel cannot report a number. */
+ * kernel cannot report a number. A last line times the emulator's shape of
+ * work: 8-row pushes against one packed 128x128 weight tile. */
 #include "runtime/emu/mxu.h"
 
 #include <cblas.h>
@@ -114,12 +115,33 @@ int main(int argc, char **argv) {
 #endif
   const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
   printf("matmul %dx%dx%d bf16, %d runs (median), mxu kernel %s\n", n, n, n,
-         runs, emu_mxu_impl_name((emu_mxu_impl)impl));
+         runs, emu_mxu_impl_name(emu_mxu_impl_selected(flags)));
   printf("openblas core %s, OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s\n",
          core, nt ? nt : "(unset)", ct ? ct : "(unset)");
   printf("mxu    %8.2f GMAC/s  (%.4f s)\n", mxu * 1e-9, macs / mxu);
   printf("sgemm  %8.2f GMAC/s  (%.4f s)\n", blas * 1e-9, macs / blas);
   printf("ratio  %8.3f\n", mxu / blas);
+
+  /* The emulator's shape: one packed 128x128 weight tile, 8-row pushes. */
+  float *packed = malloc(emu_mxu_packed_w_bytes(128, 128));
+  void *scratch = malloc(emu_mxu_scratch_bytes());
+  if (packed && scratch && n >= 128) {
+    emu_mxu_pack_w(w, 128, 128, n, flags, packed);
+    int pushes = 20000, rows_avail = n / 8;
+    for (int r = 0; r < runs; r++) {
+      double t0 = now();
+      for (int q = 0; q < pushes; q++) {
+        size_t row = (size_t)(q % rows_avail) * 8;
+        emu_mxu_matmul_packed(lhs + row * n, packed, acc + row * n, 8, 128, 128, n, n,
+                              flags, scratch);
+      }
+      t_mxu[r] = now() - t0;
+    }
+    double t = median(t_mxu, runs);
+    printf("push   %8.2f GMAC/s  (8x128 lhs x packed 128x128 tile: %.0f ns per push)\n",
+           (double)pushes * 8 * 128 * 128 / t * 1e-9, t / pushes * 1e9);
+  }
+  free(packed), free(scratch);
   free(lhs), free(w), free(a), free(b), free(acc), free(c);
   free(t_mxu), free(t_blas);
   return 0;

@@ -280,15 +280,20 @@ const char *emu_mxu_impl_name(emu_mxu_impl impl) {
   }
 }
 
-static kernel pick(unsigned flags) {
+emu_mxu_impl emu_mxu_impl_selected(unsigned flags) {
   emu_mxu_impl want = (emu_mxu_impl)((flags >> 8) & 0xFu);
   if (want >= EMU_MXU_IMPL__COUNT || !emu_mxu_impl_available(want))
     want = EMU_MXU_IMPL_AUTO;
+  if (want != EMU_MXU_IMPL_AUTO)
+    return want;
+  return emu_mxu_impl_available(EMU_MXU_IMPL_AVX512) ? EMU_MXU_IMPL_AVX512
+         : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
+                                                      : EMU_MXU_IMPL_PORTABLE;
+}
+
+static kernel pick(unsigned flags) {
+  emu_mxu_impl want = emu_mxu_impl_selected(flags);
 #if MXU_X86
-  if (want == EMU_MXU_IMPL_AUTO)
-    want = emu_mxu_impl_available(EMU_MXU_IMPL_AVX512) ? EMU_MXU_IMPL_AVX512
-           : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
-                                                        : EMU_MXU_IMPL_PORTABLE;
   if (want == EMU_MXU_IMPL_AVX512)
     return (kernel){MR_AVX512, ukr_avx512, 8, ukr_avx512_8, cvt_avx512};
   if (want == EMU_MXU_IMPL_AVX2)

@@ -74,6 +74,8 @@ typedef enum emu_mxu_impl {
 #define EMU_MXU_IMPL(x) ((unsigned)(x) << 8) /* flag bits 8..11 */
 int emu_mxu_impl_available(emu_mxu_impl impl); /* 1 when usable here */
 const char *emu_mxu_impl_name(emu_mxu_impl impl);
+/* The implementation that calls with these flags use (never AUTO). */
+emu_mxu_impl emu_mxu_impl_selected(unsigned flags);
 
 /* acc[m][n] += lhs[m][k] x w[k][n] under the contract above, defaults
  * (bf16 subnormal inputs read as signed zero, w not transposed). Allocates

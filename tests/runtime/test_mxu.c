@@ -507,9 +507,22 @@ static void bf16_conversions(void **state) {
   assert_int_equal(f2u(back[2]), f2u(-2.5f));
 }
 
+static void impl_selection(void **state) {
+  (void)state;
+  assert_int_equal(emu_mxu_impl_selected(EMU_MXU_IMPL(EMU_MXU_IMPL_PORTABLE)),
+                   EMU_MXU_IMPL_PORTABLE);
+  emu_mxu_impl best = emu_mxu_impl_selected(0);
+  assert_int_not_equal(best, EMU_MXU_IMPL_AUTO);
+  assert_true(emu_mxu_impl_available(best));
+  /* an unknown choice falls back to the automatic one */
+  assert_int_equal(emu_mxu_impl_selected(EMU_MXU_IMPL(15)), best);
+  assert_string_equal(emu_mxu_impl_name(EMU_MXU_IMPL_AVX512), "avx512");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bf16_conversions),
+      cmocka_unit_test(impl_selection),
       cmocka_unit_test(hand_rounding_ties),
       cmocka_unit_test(hand_signed_zeros),
       cmocka_unit_test(hand_inf_nan),
