@@ -55,6 +55,15 @@ base_status ev_alloc(ev_ctx *cx, const ir_inst *inst, int64_t n, void **out) {
   return ST_OK;
 }
 
+base_status ev_work(ev_ctx *cx, const ir_inst *inst, double n) {
+  if (!(n >= 0) || n > cx->max_steps - cx->steps)
+    return ev_fail(cx, inst, ST_RESOURCE_EXHAUSTED,
+                   "needs %.3g more steps of work with %.3g done, over the limit of %.3g", n,
+                   cx->steps, cx->max_steps);
+  cx->steps += n;
+  return ST_OK;
+}
+
 base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64_t size,
                            void **out) {
   int64_t n;
@@ -282,7 +291,11 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead) continue;
     ir_literal *v = NULL;
-    st = eval_inst(cx, cp, i, vals, args, nargs, &v);
+    double n = 1;
+    if (in->shape.type != IR_TUPLE)
+      for (int d = 0; d < in->shape.rank && d < IR_MAX_RANK; d++) n *= (double)in->shape.dims[d];
+    st = ev_work(cx, in, n > 1 ? n : 1);
+    if (st == ST_OK) st = eval_inst(cx, cp, i, vals, args, nargs, &v);
     if (st != ST_OK) break;
     if (!v || !ir_shape_equal(&v->shape, &in->shape)) {
       strbuf want, got;
@@ -336,6 +349,7 @@ void ir_eval_options_init(ir_eval_options *o) {
   o->replica_count = 1;
   o->replica_id = 0;
   o->max_bytes = 0; /* default: 16 GiB */
+  o->max_steps = 0; /* default: 2^36 */
 }
 
 base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal *const *args,
@@ -348,6 +362,7 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   if (opts) cx.opts = *opts;
   else ir_eval_options_init(&cx.opts);
   cx.max_bytes = cx.opts.max_bytes > 0 ? cx.opts.max_bytes : (int64_t)16 << 30;
+  cx.max_steps = cx.opts.max_steps > 0 ? (double)cx.opts.max_steps : 68719476736.0; /* 2^36 */
   if (!m || !out || !out_arena || (nargs > 0 && !args) || nargs < 0)
     return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "missing module, arguments or output");
   *out = NULL;

@@ -103,6 +103,9 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     *out = r;
     return ST_OK;
   }
+  double work = (double)nout * (double)k_i;
+  for (int i = 0; i < ns; i++) work *= (double)ksz[i];
+  if ((st = ev_work(cx, in, work)) != ST_OK) return st;
   bool is_float = ir_type_is_float(rt);
   int64_t nl = ir_shape_count(&lhs->shape), nr = ir_shape_count(&rhs->shape);
   size_t es = (size_t)ir_type_size(rt);

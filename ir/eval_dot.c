@@ -89,6 +89,8 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", i,
                      (long long)in->shape.dims[i], (long long)want[i]);
 
+  if ((st = ev_work(cx, in, (double)B * (double)M * (double)N * (double)K)) != ST_OK) return st;
+
   /* Convert to the result type, then pack as [B, M, K] and [B, N, K]. */
   ir_literal *lc = (ir_literal *)lhs, *rc = (ir_literal *)rhs, *a, *b, *r;
   if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;

@@ -20,7 +20,11 @@
  *  - integers are two's complement and wrap; arithmetic is done in uint64
  *    and truncated to the type's width (no signed overflow in C). pred is an
  *    unsigned 1-bit integer: add = or, subtract = xor, multiply = and,
- *    maximum = or, minimum = and, power(x, y) = x | !y. */
+ *    maximum = or, minimum = and, power(x, y) = x | !y.
+ *
+ * Work: ev_work counts steps against opts.max_steps before each op's loops
+ * (one per element produced, plus the products of dot and convolution and
+ * the fold steps of reductions), so runaway work is a status, not a hang. */
 #ifndef TPUCC_IR_EVAL_INTERNAL_H
 #define TPUCC_IR_EVAL_INTERNAL_H
 
@@ -36,6 +40,8 @@ typedef struct ev_ctx {
   arena *scratch;    /* all values and temporaries */
   int64_t max_bytes; /* limit on arena_bytes(scratch) + bytes copied out */
   int64_t out_bytes; /* bytes of the result copied into the caller's arena */
+  double steps;      /* work done so far (see ev_work) */
+  double max_steps;  /* limit on steps */
   int depth;         /* current nesting of called computations */
   char *err;
   size_t errlen;
@@ -50,6 +56,12 @@ base_status ev_fail(ev_ctx *cx, const ir_inst *inst, base_status st, const char 
 /* Allocates n zeroed bytes (n may be 0) in the scratch arena after checking
  * the byte limit; fails with ST_RESOURCE_EXHAUSTED naming inst. */
 base_status ev_alloc(ev_ctx *cx, const ir_inst *inst, int64_t n, void **out);
+/* Accounts for n steps of work (elements produced, products summed, fold
+ * steps, instructions evaluated) before doing them; fails with
+ * ST_RESOURCE_EXHAUSTED naming inst past the limit, so that no module can
+ * keep the evaluator busy for hours. n is a double: products of sizes may
+ * exceed int64. */
+base_status ev_work(ev_ctx *cx, const ir_inst *inst, double n);
 /* As ev_alloc, for count * size bytes with overflow checked. */
 base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64_t size,
                            void **out);

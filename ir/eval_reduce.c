@@ -216,24 +216,28 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   reducer r;
   if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
 
-  /* Offsets of the reduced index space, in row-major order. */
   int64_t nred = 1, nout = ir_shape_count(&res[0]->shape);
   for (int i = 0; i < nr; i++) nred *= rdims[i];
-  int64_t *roff;
-  if ((st = ev_alloc_array(cx, in, nred, 8, (void **)&roff)) != ST_OK) return st;
-  int64_t ridx[IR_MAX_RANK] = {0}, kidx[IR_MAX_RANK] = {0};
-  for (int64_t j = 0; j < nred; j++, ev_next_index(nr, rdims, ridx)) {
-    roff[j] = 0;
-    for (int i = 0; i < nr; i++) roff[j] += ridx[i] * rstr[i];
-  }
+  if ((st = ev_work(cx, in, (double)nout * (double)nred)) != ST_OK) return st;
+  int64_t kidx[IR_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++, ev_next_index(nk, kdims, kidx)) {
     int64_t base = 0;
     for (int i = 0; i < nk; i++) base += kidx[i] * kstr[i];
     for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
+    /* the reduced index space in row-major order, offset kept incrementally */
+    int64_t ridx[IR_MAX_RANK] = {0}, off = 0;
     for (int64_t j = 0; j < nred; j++) {
       for (int k = 0; k < n; k++)
-        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + roff[j]) * r.es[k], r.es[k]);
+        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + off) * r.es[k], r.es[k]);
       if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+      for (int i = nr - 1; i >= 0; i--) {
+        if (++ridx[i] < rdims[i]) {
+          off += rstr[i];
+          break;
+        }
+        off -= rstr[i] * (rdims[i] - 1);
+        ridx[i] = 0;
+      }
     }
     for (int k = 0; k < n; k++)
       memcpy((uint8_t *)res[k]->data + (size_t)o * r.es[k], r.args[k]->data, r.es[k]);
@@ -275,8 +279,11 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   reducer r;
   if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
   ev_strides(is, strides);
-  int64_t nout = ir_shape_count(&res[0]->shape), nwin = 1;
-  for (int d = 0; d < rank; d++) nwin *= wsz[d];
+  int64_t nout = ir_shape_count(&res[0]->shape);
+  double nwin_d = 1;
+  for (int d = 0; d < rank; d++) nwin_d *= (double)wsz[d];
+  if ((st = ev_work(cx, in, (double)nout * nwin_d)) != ST_OK) return st;
+  int64_t nwin = nout == 0 ? 0 : (int64_t)nwin_d; /* else bounded by the work limit */
   int64_t oidx[IR_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++, ev_next_index(rank, odims, oidx)) {
     for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);

@@ -355,6 +355,8 @@ typedef struct ir_eval_options {
   int32_t replica_count;   /* 1 today; all-reduce over N replicas later */
   int32_t replica_id;
   int64_t max_bytes;       /* refuse to materialise more than this (0 = 16 GiB) */
+  int64_t max_steps;       /* refuse more work than this many inner-loop steps
+                              (elements produced, products, fold steps; 0 = 2^36) */
 } ir_eval_options;
 void ir_eval_options_init(ir_eval_options *o);
 

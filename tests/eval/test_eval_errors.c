@@ -71,6 +71,37 @@ static void byte_limit_names_the_instruction(void **state) {
   tb_free(&t);
 }
 
+static void work_limit_stops_huge_windows_and_dots(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  /* a 2^30 x 2^30 window over a padded 2x2 input: 2^60 steps, refused at once */
+  ir_comp_id f = tb_binary_comp(&t, IR_OP_ADD, IR_F32);
+  ir_attrs a = attrs();
+  a.has_window = true;
+  a.window.rank = 2;
+  a.window.dims[0] = a.window.dims[1] = (ir_window_dim){(int64_t)1 << 30, 1, (int64_t)1 << 30, (int64_t)1 << 30, 1, 1, false};
+  ir_id x = tb_param(&t, 0, SH(IR_F32, 2, 2));
+  ir_id i = tb_scalar(&t, IR_F32, 0);
+  /* padded 2^31 + 2, window 2^30: 2^30 + 3 outputs per dim */
+  int64_t od = ((int64_t)1 << 30) + 3;
+  ir_id r = tb_op(&t, IR_OP_REDUCE_WINDOW, SH(IR_F32, od, od), &a, 2, (ir_id[]){x, i}, 1, &f);
+  ir_literal *arg = tb_lit(&t, SH(IR_F32, 2, 2), VALS(1, 2, 3, 4));
+  expect_error(&t, r, &arg, 1, ST_RESOURCE_EXHAUSTED, "steps");
+  tb_free(&t);
+  tb_init(&t); /* a 64x64x64 dot is 2^18 products: over a limit of 100000 steps */
+  t.opts.max_steps = 100000;
+  a = attrs();
+  a.lhs_contracting = INTS(1);
+  a.rhs_contracting = INTS(0);
+  ir_id l = tb_param(&t, 0, SH(IR_F32, 64, 64));
+  r = OP2(&t, IR_OP_DOT, SH(IR_F32, 64, 64), &a, l, l);
+  ir_shape s = SH(IR_F32, 64, 64);
+  arg = ir_literal_create(t.out, &s);
+  expect_error(&t, r, &arg, 1, ST_RESOURCE_EXHAUSTED, ir_inst_get(t.m, t.entry, r)->name);
+  tb_free(&t);
+}
+
 static void op_undefined_on_type_is_an_error(void **state) {
   (void)state;
   tb t;
@@ -197,6 +228,7 @@ int main(void) {
       cmocka_unit_test(wrong_argument_shape_names_the_parameter),
       cmocka_unit_test(wrong_argument_count),
       cmocka_unit_test(byte_limit_names_the_instruction),
+      cmocka_unit_test(work_limit_stops_huge_windows_and_dots),
       cmocka_unit_test(op_undefined_on_type_is_an_error),
       cmocka_unit_test(inconsistent_shapes_are_reported),
       cmocka_unit_test(operand_defined_after_use_is_an_error),
