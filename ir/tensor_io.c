@@ -511,9 +511,13 @@ static void print_float(strbuf *b, double v, ir_type t) {
     sb_puts(b, v < 0 ? "-inf" : "inf");
     return;
   }
-  char buf[40];
-  for (int p = 1; p <= 17; p++) {
-    snprintf(buf, sizeof buf, "%.*g", p, v);
+  /* Find the fewest significant digits that read back to the same value,
+   * then spell them positionally unless the exponent is extreme (as
+   * Python's repr does): 10, 0.001, 1e+20, 1e-05. */
+  char buf[48];
+  int p = 1;
+  for (; p <= 17; p++) {
+    snprintf(buf, sizeof buf, "%.*e", p - 1, v);
     double r = strtod(buf, NULL);
     bool same;
     if (t == IR_F32) same = (float)r == (float)v;
@@ -522,6 +526,12 @@ static void print_float(strbuf *b, double v, ir_type t) {
     else same = r == v;
     if (same) break;
   }
+  const char *e = strchr(buf, 'e');
+  int exp = e ? atoi(e + 1) : 0;
+  if (exp >= -4 && exp < 16)
+    snprintf(buf, sizeof buf, "%.*f", p - 1 - exp > 0 ? p - 1 - exp : 0, v);
+  else
+    snprintf(buf, sizeof buf, "%.*g", p, v);
   sb_puts(b, buf);
 }
 

@@ -405,6 +405,9 @@ static void literal_parse_and_print(void **state) {
   assert_string_equal(print1(&b, l, 0), "2x1x2xs8=[[-128 127]][[0 5]]");
   l = parse1(a, "f32=6.28"); /* shortest round trip */
   assert_string_equal(print1(&b, l, 0), "f32=6.28");
+  l = parse1(a, "8xf32=10 100 123456 0.001 0.0001 0.00001 1e20 -2.5e-7");
+  assert_string_equal(print1(&b, l, 0),
+                      "8xf32=10 100 123456 0.001 0.0001 1e-05 1e+20 -2.5e-07");
   l = parse1(a, "4xf32=nan inf -inf -0");
   assert_string_equal(print1(&b, l, 0), "4xf32=nan inf -inf -0");
   /* bf16: 1/3 rounds to 0x3eab = 0.333984375; the shortest text that reads
