@@ -24,6 +24,7 @@
  * any later fma), so storing between k blocks does not change results. */
 #include "runtime/emu/mxu.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -378,6 +379,7 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
                            unsigned flags, void *scratch) {
   if (m <= 0 || k <= 0 || n <= 0)
     return;
+  assert(lds_lhs >= k && ld_acc >= n && lhs && packed && acc && scratch);
   kernel kr = pick(flags);
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   uintptr_t p = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
@@ -439,6 +441,8 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
                             int ld_acc, unsigned flags) {
   if (m <= 0 || k <= 0 || n <= 0)
     return;
+  assert(lds_lhs >= k && ld_acc >= n &&
+         ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
   size_t wbytes = emu_mxu_packed_w_bytes(k < KC ? k : KC, n < NC ? n : NC);
   size_t sbytes = emu_mxu_scratch_bytes();
   char *mem = malloc(wbytes + sbytes + 64);

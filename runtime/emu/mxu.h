@@ -46,8 +46,9 @@
  *     with EMU_MXU_W_TRANSPOSED: w[kk][j] = w[j * ld_w + kk], ld_w >= k
  *   acc[i][j]  = acc[i * ld_acc + j]     (f32),       ld_acc >= n
  * acc must not overlap lhs or w. The functions are reentrant and
- * thread-safe for disjoint acc; they keep no state between calls. Sizes are
- * checked with assertions only: callers (the emulator) validate shapes. */
+ * thread-safe for disjoint acc; they keep no state between calls. Sizes and
+ * strides are checked with assertions only: callers (the emulator) validate
+ * shapes. m, k or n <= 0 is an empty product. */
 #ifndef TPUCC_EMU_MXU_H
 #define TPUCC_EMU_MXU_H
 
@@ -68,7 +69,7 @@ typedef enum emu_mxu_impl {
   EMU_MXU_IMPL_AUTO,
   EMU_MXU_IMPL_PORTABLE, /* plain C, fmaf */
   EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 register tiles */
-  EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 register tiles */
+  EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 and 8x32 register tiles */
   EMU_MXU_IMPL__COUNT
 } emu_mxu_impl;
 #define EMU_MXU_IMPL(x) ((unsigned)(x) << 8) /* flag bits 8..11 */
@@ -79,9 +80,10 @@ emu_mxu_impl emu_mxu_impl_selected(unsigned flags);
 
 /* acc[m][n] += lhs[m][k] x w[k][n] under the contract above, defaults
  * (bf16 subnormal inputs read as signed zero, w not transposed). Allocates
- * scratch with malloc (about k x 1 KiB plus emu_mxu_scratch_bytes()); if
- * that fails it computes the same bits with a slow scalar loop instead, so it
- * never fails. The emulator's hot path uses the packed API below. */
+ * scratch with malloc (2 KiB per column of n, at most 8 MiB, plus
+ * emu_mxu_scratch_bytes()); if that fails it computes the same bits with a
+ * slow scalar loop instead, so it never fails. The emulator's hot path uses
+ * the packed API below. */
 void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
                          int m, int k, int n, int lds_lhs, int ld_w,
                          int ld_acc);
@@ -103,11 +105,11 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
 size_t emu_mxu_packed_w_bytes(int k, int n);
 void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
                     float *packed);
-/* Bytes of scratch that emu_mxu_matmul_packed needs (a constant, ~220 KiB). */
+/* Bytes of scratch that emu_mxu_matmul_packed needs (a constant, ~233 KiB). */
 size_t emu_mxu_scratch_bytes(void);
 /* acc[m][n] += lhs[m][k] x W where W was packed for exactly this k and n.
  * flags: EMU_MXU_KEEP_SUBNORMALS (for lhs) and EMU_MXU_IMPL(x); scratch is
- * emu_mxu_scratch_bytes() of caller memory (any alignment >= 16). */
+ * emu_mxu_scratch_bytes() of caller memory (any alignment). */
 void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
                            int m, int k, int n, int lds_lhs, int ld_acc,
                            unsigned flags, void *scratch);

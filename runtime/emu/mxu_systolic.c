@@ -125,6 +125,8 @@ int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w,
   assert(rows >= 1 && cols >= 1);
   if (m <= 0 || k <= 0 || n <= 0)
     return 0;
+  assert(lds_lhs >= k && ld_acc >= n &&
+         ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
   pe_state *pe = malloc((size_t)rows * (size_t)cols * sizeof *pe);
   if (!pe)
     return -1;
