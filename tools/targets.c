@@ -6,6 +6,9 @@
  * (tools.h). The first row is the default target. Planned rows: "cpu" (the
  * LLVM JIT of backend/llvm), "v2" and "v3" (the TPU emulator presets). */
 #include "tools/tools.h"
+#ifdef TPUCC_HAVE_LLVM
+#include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
+#endif
 
 /* interp: the reference evaluator, the oracle every backend is checked
  * against. */
@@ -19,6 +22,9 @@ static base_status run_interp(const ir_module *m, int64_t max_bytes, ir_literal 
 
 const tool_target tool_targets[] = {
     {"interp", "the reference evaluator (ir/eval.c): exact and slow, the oracle", run_interp},
+#ifdef TPUCC_HAVE_LLVM
+    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", cpu_run_target},
+#endif
 };
 const int tool_ntargets = (int)COUNTOF(tool_targets);
 

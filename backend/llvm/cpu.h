@@ -88,6 +88,19 @@ typedef struct cpu_exe_info {
 } cpu_exe_info;
 void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
 
+/* The `cpu` row of the tpucc target table (tools/targets.c), with the
+ * tool_target_run_fn contract: compiles m, runs it once on args, destroys
+ * the program. Options are the defaults, overridden by the environment
+ * variables TPUCC_CPU_THREADS (a count) and TPUCC_CPU_NUMERICS (native,
+ * strict or tpu) until the CLI grows --threads and --cpu-numerics.
+ * max_bytes is accepted for the contract (the CPU needs no more memory than
+ * its outputs plus its scratch). */
+base_status cpu_run_target(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
+                           int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
+/* The same with explicit options. */
+base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
+
 /* Ahead of time: writes an object file defining the entry symbol
  * (o->entry_name, default "tpucc_entry") and, when header_path is set, a C
  * header declaring it with the shapes, types and scratch size. The object
