@@ -15,7 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-enum { TG_MAX_INSTS = 200000, TG_MAX_TOTAL = 2000000 };
+enum { TG_MAX_INSTS = 100000, TG_MAX_TOTAL = 400000 };
 
 enum { GS_NEW, GS_CHECKING, GS_OK, GS_FAILED };
 
