@@ -165,8 +165,10 @@ static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img,
                 pt.mxu_rows, pt.mxu_cols, dev->target.mxu_rows,
                 dev->target.mxu_cols);
   }
-  if (tpub_verify(img, &dev->target, why, sizeof why)) {
+  int rc = tpub_verify(img, &dev->target, why, sizeof why);
+  if (rc) {
     tpub_free(img);
+    if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
     return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
   }
   tpurt_program_t *p = rt_calloc(&dev->alloc, 1, sizeof *p);

@@ -59,6 +59,22 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       emu_check_range(m, load ? "dmald VMEM destination" : "dmast VMEM source",
                       vlo, (uint64_t)(vhi - vlo) + run, m->t.vmem_bytes, 1))
     return -1;
+  /* Timing. */
+  emu_stats *st = m->st;
+  emu_time hstart = tmax(earliest, m->hbm_free);
+  if (hstart > earliest)
+    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
+  emu_time data = tgt_hbm_cycles(&m->t, bytes);
+  if (data == 0) data = 1;
+  /* A transfer that cannot finish within the cycle limit stops the run
+   * before the host spends time copying it. */
+  if (m->cycle_limit && hstart + data >= m->cycle_limit) {
+    m->now = hstart;
+    return emu_fail(m, EMU_FAULT_CYCLES,
+                    "cycle limit of %llu reached by a %llu-byte DMA",
+                    (unsigned long long)m->cycle_limit,
+                    (unsigned long long)bytes);
+  }
   for (uint32_t i3 = 0; i3 < n[2]; i3++)
     for (uint32_t i2 = 0; i2 < n[1]; i2++) {
       int64_t h = (int64_t)hb + hs[1] * i2 + hs[2] * i3;
@@ -68,13 +84,7 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
         else memmove(m->hbm + h, m->vmem + v, run);
       }
     }
-  /* Timing. */
-  emu_stats *st = m->st;
-  emu_time hstart = tmax(earliest, m->hbm_free);
-  if (hstart > earliest)
-    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
-  emu_time data = tgt_hbm_cycles(&m->t, bytes);
-  if (data == 0) data = 1;
+
   m->hbm_free = hstart + data;
   *start = hstart;
   *occ = data;

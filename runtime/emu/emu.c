@@ -187,6 +187,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
   m->f = f;
   m->hbm = hbm;
   m->hbm_bytes = img->hbm_bytes;
+  m->cycle_limit = cycle_limit;
   reset(m, img);
   const uint64_t *code = img->code;
   const uint32_t ncode = img->ncode;

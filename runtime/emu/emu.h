@@ -133,6 +133,7 @@ struct emu_machine {
   uint32_t pc;
   uint64_t word;
   emu_time now; /* front-end time of the instruction being executed */
+  uint64_t cycle_limit; /* 0: none */
 };
 
 /* Records a fault for the current instruction; returns -1. */

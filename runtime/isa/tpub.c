@@ -515,7 +515,7 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
   range *rs = rt_calloc(&img->alloc, n ? n : 1, sizeof *rs);
   if (!rs) {
     fail(err, errlen, "out of memory");
-    return -1;
+    return -2;
   }
   for (size_t i = 0; i < n; i++) {
     range *r = &rs[i];

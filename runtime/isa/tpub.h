@@ -116,7 +116,8 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
 int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
                size_t *out_size, char *err, size_t errlen);
 
-/* Checks img against a target (see "Verification"). Returns 0 or -1. */
+/* Checks img against a target (see "Verification"). Returns 0, -1 with
+ * the reason in err, or -2 when memory ran out. */
 int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
                 size_t errlen);
 
