@@ -28,6 +28,15 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
+#ifdef HAVE_WRAP_MALLOC
+/* Linked with -Wl,--wrap=malloc: lets a test make the MXU's allocations
+ * fail to reach its fallback paths. */
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+static int fail_malloc;
+void *__wrap_malloc(size_t n) { return fail_malloc ? NULL : __real_malloc(n); }
+#endif
+
 static uint32_t f2u(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
@@ -507,6 +516,32 @@ static void bf16_conversions(void **state) {
   assert_int_equal(f2u(back[2]), f2u(-2.5f));
 }
 
+/* Without scratch memory the general entry computes the same bits with its
+ * scalar loop, and the systolic model reports -1 leaving acc untouched. */
+static void alloc_failure(void **state) {
+  (void)state;
+#ifdef HAVE_WRAP_MALLOC
+  rng = 0x1111222233334444ull;
+  problem p = make_problem(13, 70, 45, EMU_MXU_W_TRANSPOSED, MIX_DENSE);
+  float *want = copy_acc(&p), *got = copy_acc(&p), *untouched = copy_acc(&p);
+  ref_matmul(p.lhs, p.w, want, p.m, p.k, p.n, p.lds, p.ldw, p.ldacc, p.flags);
+  fail_malloc = 1;
+  emu_mxu_matmul_bf16_ex(p.lhs, p.w, got, p.m, p.k, p.n, p.lds, p.ldw, p.ldacc, p.flags);
+  int64_t cyc = emu_mxu_systolic_matmul_bf16(p.lhs, p.w, untouched, p.m, p.k, p.n, p.lds,
+                                             p.ldw, p.ldacc, 8, 8, p.flags);
+  fail_malloc = 0;
+  assert_int_equal(cyc, -1);
+  assert_same_bits(want, got, &p, "scalar fallback");
+  assert_same_bits(p.acc0, untouched, &p, "systolic without memory");
+  free(want);
+  free(got);
+  free(untouched);
+  free_problem(&p);
+#else
+  skip();
+#endif
+}
+
 static void impl_selection(void **state) {
   (void)state;
   assert_int_equal(emu_mxu_impl_selected(EMU_MXU_IMPL(EMU_MXU_IMPL_PORTABLE)),
@@ -523,6 +558,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(bf16_conversions),
       cmocka_unit_test(impl_selection),
+      cmocka_unit_test(alloc_failure),
       cmocka_unit_test(hand_rounding_ties),
       cmocka_unit_test(hand_signed_zeros),
       cmocka_unit_test(hand_inf_nan),
