@@ -196,9 +196,13 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     if (takes_arrays(in->op) && ops[k]->shape.type == IR_TUPLE)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d is a tuple, expected an array", k);
   }
+  int64_t nelem;
   if (in->shape.type != IR_TUPLE && (ir_type_size(in->shape.type) <= 0 || in->shape.rank < 0 ||
                                      in->shape.rank > IR_MAX_RANK))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "malformed result shape");
+  /* From here on, index arithmetic on the result's dims cannot overflow. */
+  if (in->shape.type != IR_TUPLE && !ir_shape_elements(&in->shape, &nelem))
+    return ev_fail(cx, in, ST_RESOURCE_EXHAUSTED, "result has negative dims or more than 2^40 elements");
 
   if (ir_op_flags(in->op) & OPF_ELEMWISE) return ev_elementwise(cx, in, ops, out);
   switch (in->op) {

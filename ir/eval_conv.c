@@ -147,9 +147,11 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       for (int i = 0; i < ns && ok; i++) {
         const ir_window_dim *w = &win[i];
         int64_t u = idx[cd->out_spatial[i]] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
-        if (u % w->lhs_dilate != 0) ok = false;
         int64_t x = u / w->lhs_dilate;
-        if (x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) ok = false;
+        if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
+          ok = false; /* a hole of the lhs dilation, or padding */
+          break;
+        }
         loff += x * ls[cd->in_spatial[i]];
         roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
       }

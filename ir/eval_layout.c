@@ -239,17 +239,24 @@ base_status ev_pad(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
         p->lo > IR_MAX_ELEMENTS || p->hi < -IR_MAX_ELEMENTS * 4 || p->hi > IR_MAX_ELEMENTS)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "padding of dimension %d out of range", d);
     step = p->interior + 1;
-    /* n, interior <= 2^40 and |lo|, |hi| <= 2^42: the products fit in int64 */
-    want = p->lo + p->hi + n + (n > 0 ? (n - 1) * p->interior : 0);
+    int64_t inner;
+    if (__builtin_mul_overflow(n > 0 ? n - 1 : 0, p->interior, &inner) || inner > IR_MAX_ELEMENTS)
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "interior padding of dimension %d too large", d);
+    want = p->lo + p->hi + n + inner; /* each term within 2^43: no overflow */
     if (want != in->shape.dims[d]) return dims_mismatch(cx, in, d, want);
     int64_t first = p->lo >= 0 ? 0 : floor_div(-p->lo + step - 1, step);
     int64_t last = floor_div(want - 1 - p->lo, step);
     if (last > n - 1) last = n - 1;
-    if (first > last) empty = true;
+    if (first > last) {
+      empty = true;
+      continue;
+    }
+    /* first <= last < n: every offset below lies inside the operand or
+     * the result, and a stride is used only when two elements land */
     box[d] = last - first + 1;
     sbase += first * as[d];
     dbase += (p->lo + first * step) * os[d];
-    ds[d] = step * os[d];
+    ds[d] = box[d] > 1 ? step * os[d] : 0;
   }
   ir_literal *r;
   if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;

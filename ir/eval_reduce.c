@@ -294,9 +294,11 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
       for (int d = 0; d < rank && ok; d++) {
         const ir_window_dim *w = &win[d];
         int64_t u = oidx[d] * w->stride + widx[d] * w->rhs_dilate - w->pad_lo;
-        if (u % w->lhs_dilate != 0) ok = false;
         int64_t x = u / w->lhs_dilate;
-        if (x < 0 || x >= is->dims[d]) ok = false;
+        if (u % w->lhs_dilate != 0 || x < 0 || x >= is->dims[d]) {
+          ok = false; /* a hole of the base dilation, or padding */
+          break;
+        }
         off += x * strides[d];
       }
       if (!ok) continue;
