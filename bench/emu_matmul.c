@@ -56,8 +56,7 @@ int main(int argc, char **argv) {
   int impl = EMU_MXU_IMPL_AUTO;
   if (argc > 3)
     for (int i = 0; i < EMU_MXU_IMPL__COUNT; i++)
-      if (!strcmp(argv[3], emu_mxu_impl_name((emu_mxu_impl)i)))
-        impl = i;
+      if (!strcmp(argv[3], emu_mxu_impl_name((emu_mxu_impl)i))) impl = i;
   if (n < 1 || n > 16384 || runs < 1 || runs > 100) {
     fprintf(stderr, "usage: emu_matmul [size 1..16384 [runs 1..100 [impl]]]\n");
     return 2;
@@ -103,8 +102,7 @@ int main(int argc, char **argv) {
     t_mxu[r] = now() - t0;
     memset(c, 0, nn * sizeof *c);
     t0 = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n,
-                b, n, 1.0f, c, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 1.0f, c, n);
     t_blas[r] = now() - t0;
   }
   double macs = (double)n * (double)n * (double)n;
@@ -114,10 +112,10 @@ int main(int argc, char **argv) {
   core = openblas_get_corename();
 #endif
   const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
-  printf("matmul %dx%dx%d bf16, %d runs (median), mxu kernel %s\n", n, n, n,
-         runs, emu_mxu_impl_name(emu_mxu_impl_selected(flags)));
-  printf("openblas core %s, OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s\n",
-         core, nt ? nt : "(unset)", ct ? ct : "(unset)");
+  printf("matmul %dx%dx%d bf16, %d runs (median), mxu kernel %s\n", n, n, n, runs,
+         emu_mxu_impl_name(emu_mxu_impl_selected(flags)));
+  printf("openblas core %s, OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s\n", core,
+         nt ? nt : "(unset)", ct ? ct : "(unset)");
   printf("mxu    %8.2f GMAC/s  (%.4f s)\n", mxu * 1e-9, macs / mxu);
   printf("sgemm  %8.2f GMAC/s  (%.4f s)\n", blas * 1e-9, macs / blas);
   printf("ratio  %8.3f\n", mxu / blas);
@@ -132,8 +130,8 @@ int main(int argc, char **argv) {
       double t0 = now();
       for (int q = 0; q < pushes; q++) {
         size_t row = (size_t)(q % rows_avail) * 8;
-        emu_mxu_matmul_packed(lhs + row * n, packed, acc + row * n, 8, 128, 128, n, n,
-                              flags, scratch);
+        emu_mxu_matmul_packed(lhs + row * n, packed, acc + row * n, 8, 128, 128, n, n, flags,
+                              scratch);
       }
       t_mxu[r] = now() - t0;
     }

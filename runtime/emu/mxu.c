@@ -36,12 +36,12 @@
 #endif
 
 enum {
-  PANEL = 32,    /* columns per packed weight panel (and per micro-tile) */
-  KC = 512,      /* k per block: fewer passes of acc through memory */
-  MC = 96,       /* lhs rows per packed block: MC x KC floats (L2) */
-  JPC = 8,       /* weight panels per chunk: KC x 256 floats (L2) */
-  MR_MAX = 16,   /* largest micro-tile height of any kernel */
-  A_PAD = 16,    /* floats of padding per packed lhs row */
+  PANEL = 32,  /* columns per packed weight panel (and per micro-tile) */
+  KC = 512,    /* k per block: fewer passes of acc through memory */
+  MC = 96,     /* lhs rows per packed block: MC x KC floats (L2) */
+  JPC = 8,     /* weight panels per chunk: KC x 256 floats (L2) */
+  MR_MAX = 16, /* largest micro-tile height of any kernel */
+  A_PAD = 16,  /* floats of padding per packed lhs row */
 };
 
 #define CANONICAL_NAN_BITS 0x7FC00000u
@@ -50,8 +50,7 @@ enum {
 
 /* bf16 bits -> f32 bits, with the MXU's input rule for subnormals. */
 static inline uint32_t in_bits(uint16_t h, int keep_sub) {
-  if (!keep_sub && (h & 0x7F80u) == 0)
-    h &= 0x8000u;
+  if (!keep_sub && (h & 0x7F80u) == 0) h &= 0x8000u;
   return (uint32_t)h << 16;
 }
 
@@ -94,8 +93,8 @@ static void cvt_portable(const uint16_t *src, float *dst, int count, int keep) {
 /* lhs[mc][kc] (stride lds) -> f32 rows dst[mc][kc] (stride lda), then zero
  * rows up to the next multiple of mr (read by edge tiles, never stored).
  * lda = kc + 16 keeps the rows of a micro-tile in different L1 sets. */
-static void pack_a(cvt_fn *cvt, const uint16_t *lhs, int lds, int mc, int kc,
-                   size_t lda, int mr, int keep, float *dst) {
+static void pack_a(cvt_fn *cvt, const uint16_t *lhs, int lds, int mc, int kc, size_t lda, int mr,
+                   int keep, float *dst) {
   int padded = (mc + mr - 1) / mr * mr;
   for (int r = 0; r < mc; r++)
     cvt(lhs + (size_t)r * (size_t)lds, dst + (size_t)r * lda, kc, keep);
@@ -107,13 +106,11 @@ static void pack_a(cvt_fn *cvt, const uint16_t *lhs, int lds, int mc, int kc,
  * Contract of every kernel: for i < MR, j < 32:
  *   c[i*ldc + j] = canon(fma chain over kk < kc of a[i*lda + kk] * b[kk*32 + j]
  *                        starting from c[i*ldc + j]). */
-typedef void ukr_fn(int kc, const float *a, size_t lda, const float *b,
-                    float *c, size_t ldc);
+typedef void ukr_fn(int kc, const float *a, size_t lda, const float *b, float *c, size_t ldc);
 
 enum { MR_PORTABLE = 4 };
 
-static void ukr_portable(int kc, const float *a, size_t lda, const float *b,
-                         float *c, size_t ldc) {
+static void ukr_portable(int kc, const float *a, size_t lda, const float *b, float *c, size_t ldc) {
   float t[MR_PORTABLE][PANEL];
   for (int i = 0; i < MR_PORTABLE; i++)
     memcpy(t[i], c + (size_t)i * ldc, sizeof t[i]);
@@ -131,13 +128,13 @@ static void ukr_portable(int kc, const float *a, size_t lda, const float *b,
 #if MXU_X86
 enum { MR_AVX2 = 6, MR_AVX512 = 12 };
 
-__attribute__((target("avx2"))) static void
-cvt_avx2(const uint16_t *src, float *dst, int count, int keep) {
+__attribute__((target("avx2"))) static void cvt_avx2(const uint16_t *src, float *dst, int count,
+                                                     int keep) {
   const __m256i expo = _mm256_set1_epi32(0x7F800000), sign = _mm256_set1_epi32((int)0x80000000u);
   int i = 0;
   for (; i + 8 <= count; i += 8) {
-    __m256i x = _mm256_slli_epi32(
-        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i))), 16);
+    __m256i x =
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i))), 16);
     if (!keep) {
       __m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(x, expo), _mm256_setzero_si256());
       x = _mm256_blendv_epi8(x, _mm256_and_si256(x, sign), z);
@@ -147,8 +144,8 @@ cvt_avx2(const uint16_t *src, float *dst, int count, int keep) {
   cvt_portable(src + i, dst + i, count - i, keep);
 }
 
-__attribute__((target("avx512f"))) static void
-cvt_avx512(const uint16_t *src, float *dst, int count, int keep) {
+__attribute__((target("avx512f"))) static void cvt_avx512(const uint16_t *src, float *dst,
+                                                          int count, int keep) {
   const __m512i expo = _mm512_set1_epi32(0x7F800000), sign = _mm512_set1_epi32((int)0x80000000u);
   int i = 0;
   for (; i + 16 <= count; i += 16) {
@@ -166,8 +163,7 @@ cvt_avx512(const uint16_t *src, float *dst, int count, int keep) {
 /* AVX2: a 6 x 16 half tile in 12 ymm accumulators, called for both halves
  * of the 32-column panel. */
 __attribute__((target("avx2,fma"))) static void
-ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c,
-              size_t ldc) {
+ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c, size_t ldc) {
   __m256 c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
   __m256 c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
   __m256 c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
@@ -193,7 +189,8 @@ ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c,
     b += PANEL;
   }
   const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)CANONICAL_NAN_BITS));
-#define ST(p, v) _mm256_storeu_ps((p), _mm256_blendv_ps((v), qnan, _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
+#define ST(p, v)                                                                                   \
+  _mm256_storeu_ps((p), _mm256_blendv_ps((v), qnan, _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
   ST(c + 0 * ldc, c00), ST(c + 0 * ldc + 8, c01);
   ST(c + 1 * ldc, c10), ST(c + 1 * ldc + 8, c11);
   ST(c + 2 * ldc, c20), ST(c + 2 * ldc + 8, c21);
@@ -203,9 +200,8 @@ ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c,
 #undef ST
 }
 
-__attribute__((target("avx2,fma"))) static void
-ukr_avx2(int kc, const float *a, size_t lda, const float *b, float *c,
-         size_t ldc) {
+__attribute__((target("avx2,fma"))) static void ukr_avx2(int kc, const float *a, size_t lda,
+                                                         const float *b, float *c, size_t ldc) {
   ukr_avx2_half(kc, a, lda, b, c, ldc);
   ukr_avx2_half(kc, a, lda, b + 16, c + 16, ldc);
 }
@@ -213,31 +209,31 @@ ukr_avx2(int kc, const float *a, size_t lda, const float *b, float *c,
 /* AVX-512: a 12 x 32 tile in 24 zmm accumulators (and an 8 x 32 one for
  * the 8-row pushes the emulator makes). Per k: two weight vectors, one
  * broadcast per row, two fmas per row. */
-#define Z_LD(i)                                                                \
-  __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc),                               \
-         c##i##1 = _mm512_loadu_ps(c + i * ldc + 16);
-#define Z_FM(i)                                                                \
-  {                                                                            \
-    __m512 x = _mm512_set1_ps(a[i * lda]);                                     \
-    c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                 \
-    c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                 \
+#define Z_LD(i)                                                                                    \
+  __m512 c##i##0 = _mm512_loadu_ps(c + i * ldc), c##i##1 = _mm512_loadu_ps(c + i * ldc + 16);
+#define Z_FM(i)                                                                                    \
+  {                                                                                                \
+    __m512 x = _mm512_set1_ps(a[i * lda]);                                                         \
+    c##i##0 = _mm512_fmadd_ps(x, b0, c##i##0);                                                     \
+    c##i##1 = _mm512_fmadd_ps(x, b1, c##i##1);                                                     \
   }
-#define Z_ST1(p, v)                                                            \
+#define Z_ST1(p, v)                                                                                \
   _mm512_storeu_ps((p), _mm512_mask_mov_ps((v), _mm512_cmp_ps_mask((v), (v), _CMP_UNORD_Q), qnan))
-#define Z_ST(i) Z_ST1(c + i * ldc, c##i##0); Z_ST1(c + i * ldc + 16, c##i##1);
-#define Z_KERNEL(name, ROWS)                                                   \
-  __attribute__((target("avx512f"))) static void                              \
-  name(int kc, const float *a, size_t lda, const float *b, float *c,          \
-       size_t ldc) {                                                           \
-    ROWS(Z_LD)                                                                 \
-    for (int kk = 0; kk < kc; kk++) {                                          \
-      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);            \
-      ROWS(Z_FM)                                                               \
-      a++;                                                                     \
-      b += PANEL;                                                              \
-    }                                                                          \
-    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS)); \
-    ROWS(Z_ST)                                                                 \
+#define Z_ST(i)                                                                                    \
+  Z_ST1(c + i * ldc, c##i##0);                                                                     \
+  Z_ST1(c + i * ldc + 16, c##i##1);
+#define Z_KERNEL(name, ROWS)                                                                       \
+  __attribute__((target("avx512f"))) static void name(int kc, const float *a, size_t lda,          \
+                                                      const float *b, float *c, size_t ldc) {      \
+    ROWS(Z_LD)                                                                                     \
+    for (int kk = 0; kk < kc; kk++) {                                                              \
+      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                \
+      ROWS(Z_FM)                                                                                   \
+      a++;                                                                                         \
+      b += PANEL;                                                                                  \
+    }                                                                                              \
+    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)CANONICAL_NAN_BITS));           \
+    ROWS(Z_ST)                                                                                     \
   }
 #define ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define ROWS12(X) ROWS8(X) X(8) X(9) X(10) X(11)
@@ -248,7 +244,7 @@ Z_KERNEL(ukr_avx512_8, ROWS8)
 /* ---- selection -------------------------------------------------------- */
 
 typedef struct kernel {
-  int mr;       /* rows of the main micro-kernel */
+  int mr; /* rows of the main micro-kernel */
   ukr_fn *ukr;
   int mr_short; /* rows of a shorter one for the last tile (<= mr) */
   ukr_fn *ukr_short;
@@ -273,23 +269,26 @@ int emu_mxu_impl_available(emu_mxu_impl impl) {
 
 const char *emu_mxu_impl_name(emu_mxu_impl impl) {
   switch (impl) {
-  case EMU_MXU_IMPL_AUTO: return "auto";
-  case EMU_MXU_IMPL_PORTABLE: return "portable";
-  case EMU_MXU_IMPL_AVX2: return "avx2";
-  case EMU_MXU_IMPL_AVX512: return "avx512";
-  default: return "?";
+  case EMU_MXU_IMPL_AUTO:
+    return "auto";
+  case EMU_MXU_IMPL_PORTABLE:
+    return "portable";
+  case EMU_MXU_IMPL_AVX2:
+    return "avx2";
+  case EMU_MXU_IMPL_AVX512:
+    return "avx512";
+  default:
+    return "?";
   }
 }
 
 emu_mxu_impl emu_mxu_impl_selected(unsigned flags) {
   emu_mxu_impl want = (emu_mxu_impl)((flags >> 8) & 0xFu);
-  if (want >= EMU_MXU_IMPL__COUNT || !emu_mxu_impl_available(want))
-    want = EMU_MXU_IMPL_AUTO;
-  if (want != EMU_MXU_IMPL_AUTO)
-    return want;
+  if (want >= EMU_MXU_IMPL__COUNT || !emu_mxu_impl_available(want)) want = EMU_MXU_IMPL_AUTO;
+  if (want != EMU_MXU_IMPL_AUTO) return want;
   return emu_mxu_impl_available(EMU_MXU_IMPL_AVX512) ? EMU_MXU_IMPL_AVX512
          : emu_mxu_impl_available(EMU_MXU_IMPL_AVX2) ? EMU_MXU_IMPL_AVX2
-                                                      : EMU_MXU_IMPL_PORTABLE;
+                                                     : EMU_MXU_IMPL_PORTABLE;
 }
 
 static kernel pick(unsigned flags) {
@@ -297,8 +296,7 @@ static kernel pick(unsigned flags) {
 #if MXU_X86
   if (want == EMU_MXU_IMPL_AVX512)
     return (kernel){MR_AVX512, ukr_avx512, 8, ukr_avx512_8, cvt_avx512};
-  if (want == EMU_MXU_IMPL_AVX2)
-    return (kernel){MR_AVX2, ukr_avx2, MR_AVX2, ukr_avx2, cvt_avx2};
+  if (want == EMU_MXU_IMPL_AVX2) return (kernel){MR_AVX2, ukr_avx2, MR_AVX2, ukr_avx2, cvt_avx2};
 #endif
   return (kernel){MR_PORTABLE, ukr_portable, MR_PORTABLE, ukr_portable, cvt_portable};
 }
@@ -308,14 +306,12 @@ static cvt_fn *pick_cvt(unsigned flags) { return pick(flags).cvt; }
 /* ---- packing of weights ---------------------------------------------- */
 
 size_t emu_mxu_packed_w_bytes(int k, int n) {
-  if (k <= 0 || n <= 0)
-    return 0;
+  if (k <= 0 || n <= 0) return 0;
   size_t panels = ((size_t)n + PANEL - 1) / PANEL;
   return panels * (size_t)k * PANEL * sizeof(float);
 }
 
-void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
-                    float *packed) {
+void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, float *packed) {
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   int panels = (n + PANEL - 1) / PANEL;
   cvt_fn *cvt = pick_cvt(flags);
@@ -351,9 +347,8 @@ size_t emu_mxu_scratch_bytes(void) {
 }
 
 /* One micro-tile: mr x nr live outputs of the kernel's MR x 32 tile. */
-static void run_tile(const kernel *kr, int kc, const float *a, size_t lda,
-                     const float *b, float *c, size_t ldc, int mr, int nr,
-                     float *tile) {
+static void run_tile(const kernel *kr, int kc, const float *a, size_t lda, const float *b, float *c,
+                     size_t ldc, int mr, int nr, float *tile) {
   if (mr == kr->mr && nr == PANEL) {
     kr->ukr(kc, a, lda, b, c, ldc);
     return;
@@ -374,11 +369,9 @@ static void run_tile(const kernel *kr, int kc, const float *a, size_t lda,
     memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
 }
 
-void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
-                           int m, int k, int n, int lds_lhs, int ld_acc,
-                           unsigned flags, void *scratch) {
-  if (m <= 0 || k <= 0 || n <= 0)
-    return;
+void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc, int m, int k,
+                           int n, int lds_lhs, int ld_acc, unsigned flags, void *scratch) {
+  if (m <= 0 || k <= 0 || n <= 0) return;
   assert(lds_lhs >= k && ld_acc >= n && lhs && packed && acc && scratch);
   kernel kr = pick(flags);
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
@@ -393,8 +386,8 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
     size_t lda = (size_t)kc + A_PAD;
     for (int ic = 0; ic < m; ic += MC) {
       int mc = m - ic < MC ? m - ic : MC;
-      pack_a(kr.cvt, lhs + (size_t)ic * (size_t)lds_lhs + pc, lds_lhs, mc, kc,
-             lda, kr.mr, keep, abuf);
+      pack_a(kr.cvt, lhs + (size_t)ic * (size_t)lds_lhs + pc, lds_lhs, mc, kc, lda, kr.mr, keep,
+             abuf);
       for (int jc = 0; jc < panels; jc += JPC) {
         int jend = panels - jc < JPC ? panels : jc + JPC;
         for (int ir = 0; ir < mc; ir += kr.mr) {
@@ -403,8 +396,8 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
           for (int jp = jc; jp < jend; jp++) {
             const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * PANEL;
             int j0 = jp * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
-            run_tile(&kr, kc, a, lda, b, acc + (size_t)(ic + ir) * ldc + (size_t)j0,
-                     ldc, mr, nr, tile);
+            run_tile(&kr, kc, a, lda, b, acc + (size_t)(ic + ir) * ldc + (size_t)j0, ldc, mr, nr,
+                     tile);
           }
         }
       }
@@ -414,9 +407,8 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
 
 /* The contract, one element at a time: the fallback when scratch memory is
  * not available. */
-static void matmul_scalar(const uint16_t *lhs, const uint16_t *w, float *acc,
-                          int m, int k, int n, int lds, int ld_w, int ld_acc,
-                          unsigned flags) {
+static void matmul_scalar(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                          int lds, int ld_w, int ld_acc, unsigned flags) {
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   int tr = (flags & EMU_MXU_W_TRANSPOSED) != 0;
   for (int i = 0; i < m; i++)
@@ -436,13 +428,10 @@ static void matmul_scalar(const uint16_t *lhs, const uint16_t *w, float *acc,
  * ascending k (the blocks run in order, acc carries the value). */
 enum { NC = 4096 };
 
-void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
-                            int m, int k, int n, int lds_lhs, int ld_w,
-                            int ld_acc, unsigned flags) {
-  if (m <= 0 || k <= 0 || n <= 0)
-    return;
-  assert(lds_lhs >= k && ld_acc >= n &&
-         ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
+void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                            int lds_lhs, int ld_w, int ld_acc, unsigned flags) {
+  if (m <= 0 || k <= 0 || n <= 0) return;
+  assert(lds_lhs >= k && ld_acc >= n && ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
   size_t wbytes = emu_mxu_packed_w_bytes(k < KC ? k : KC, n < NC ? n : NC);
   size_t sbytes = emu_mxu_scratch_bytes();
   char *mem = malloc(wbytes + sbytes + 64);
@@ -457,18 +446,16 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
     int nc = n - jc < NC ? n - jc : NC;
     for (int pc = 0; pc < k; pc += KC) {
       int kc = k - pc < KC ? k - pc : KC;
-      const uint16_t *wb = tr ? w + (size_t)jc * (size_t)ld_w + pc
-                              : w + (size_t)pc * (size_t)ld_w + jc;
+      const uint16_t *wb =
+          tr ? w + (size_t)jc * (size_t)ld_w + pc : w + (size_t)pc * (size_t)ld_w + jc;
       emu_mxu_pack_w(wb, kc, nc, ld_w, flags, packed);
-      emu_mxu_matmul_packed(lhs + pc, packed, acc + jc, m, kc, nc, lds_lhs,
-                            ld_acc, flags, scratch);
+      emu_mxu_matmul_packed(lhs + pc, packed, acc + jc, m, kc, nc, lds_lhs, ld_acc, flags, scratch);
     }
   }
   free(mem);
 }
 
-void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
-                         int m, int k, int n, int lds_lhs, int ld_w,
-                         int ld_acc) {
+void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                         int lds_lhs, int ld_w, int ld_acc) {
   emu_mxu_matmul_bf16_ex(lhs, w, acc, m, k, n, lds_lhs, ld_w, ld_acc, 0);
 }

@@ -72,7 +72,7 @@ typedef enum emu_mxu_impl {
   EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 and 8x32 register tiles */
   EMU_MXU_IMPL__COUNT
 } emu_mxu_impl;
-#define EMU_MXU_IMPL(x) ((unsigned)(x) << 8) /* flag bits 8..11 */
+#define EMU_MXU_IMPL(x) ((unsigned)(x) << 8)   /* flag bits 8..11 */
 int emu_mxu_impl_available(emu_mxu_impl impl); /* 1 when usable here */
 const char *emu_mxu_impl_name(emu_mxu_impl impl);
 /* The implementation that calls with these flags use (never AUTO). */
@@ -84,14 +84,12 @@ emu_mxu_impl emu_mxu_impl_selected(unsigned flags);
  * emu_mxu_scratch_bytes()); if that fails it computes the same bits with a
  * slow scalar loop instead, so it never fails. The emulator's hot path uses
  * the packed API below. */
-void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc,
-                         int m, int k, int n, int lds_lhs, int ld_w,
-                         int ld_acc);
+void emu_mxu_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                         int lds_lhs, int ld_w, int ld_acc);
 
 /* The same with EMU_MXU_* flags. */
-void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
-                            int m, int k, int n, int lds_lhs, int ld_w,
-                            int ld_acc, unsigned flags);
+void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                            int lds_lhs, int ld_w, int ld_acc, unsigned flags);
 
 /* ---- Stationary weights (what the emulator uses per weight tile) -------
  * A weight matrix is converted once into an f32 "packed" form (flags
@@ -103,16 +101,14 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc,
  * columns, panel p holding f32 w[kk][32p + c] at [p][kk][c], columns past n
  * zero. emu_mxu_packed_w_bytes gives the size; 64-byte alignment is best. */
 size_t emu_mxu_packed_w_bytes(int k, int n);
-void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags,
-                    float *packed);
+void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, float *packed);
 /* Bytes of scratch that emu_mxu_matmul_packed needs (a constant, ~233 KiB). */
 size_t emu_mxu_scratch_bytes(void);
 /* acc[m][n] += lhs[m][k] x W where W was packed for exactly this k and n.
  * flags: EMU_MXU_KEEP_SUBNORMALS (for lhs) and EMU_MXU_IMPL(x); scratch is
  * emu_mxu_scratch_bytes() of caller memory (any alignment). */
-void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
-                           int m, int k, int n, int lds_lhs, int ld_acc,
-                           unsigned flags, void *scratch);
+void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc, int m, int k,
+                           int n, int lds_lhs, int ld_acc, unsigned flags, void *scratch);
 
 /* The PE-by-PE systolic model of the same operation (mxu_systolic.c) on an
  * array of rows x cols processing elements, weight stationary:
@@ -130,10 +126,9 @@ void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc,
  * Returns the number of array cycles stepped (fill, stream and drain of
  * every tile), or -1 when scratch memory could not be allocated (acc is then
  * unchanged). rows, cols >= 1. */
-int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w,
-                                     float *acc, int m, int k, int n,
-                                     int lds_lhs, int ld_w, int ld_acc,
-                                     int rows, int cols, unsigned flags);
+int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc, int m,
+                                     int k, int n, int lds_lhs, int ld_w, int ld_acc, int rows,
+                                     int cols, unsigned flags);
 
 /* ---- bf16 conversions (shared by the MXU, the vector unit and tests) ---- */
 
@@ -151,8 +146,7 @@ static inline float emu_bf16_to_f32(uint16_t h) {
 static inline uint16_t emu_f32_to_bf16(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-    return (uint16_t)((u >> 16) | 0x0040u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
   u += 0x7FFFu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }

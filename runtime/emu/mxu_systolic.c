@@ -34,16 +34,15 @@
 #include <stdlib.h>
 
 typedef struct pe_state {
-  float w;       /* the stationary weight */
-  float a;       /* activation register (moves right) */
-  float p;       /* partial-sum register (moves down) */
-  int a_tag;     /* output row of the activation, -1 for a bubble */
-  int p_tag;     /* output row of the partial sum, -1 for a bubble */
+  float w;   /* the stationary weight */
+  float a;   /* activation register (moves right) */
+  float p;   /* partial-sum register (moves down) */
+  int a_tag; /* output row of the activation, -1 for a bubble */
+  int p_tag; /* output row of the partial sum, -1 for a bubble */
 } pe_state;
 
 static float in_value(uint16_t h, int keep_sub) {
-  if (!keep_sub && (h & 0x7F80u) == 0)
-    h &= 0x8000u;
+  if (!keep_sub && (h & 0x7F80u) == 0) h &= 0x8000u;
   return emu_bf16_to_f32(h);
 }
 
@@ -57,10 +56,9 @@ static float canonical(float x) {
 
 /* One weight tile: rows kr = min(R, k - k0) hold weights, columns
  * nc = min(C, n - n0) are written back. Returns the cycles stepped. */
-static int64_t run_tile(pe_state *pe, int R, int C, const uint16_t *lhs,
-                        const uint16_t *w, float *acc, int m, int k0, int kr,
-                        int n0, int nc, int lds, int ld_w, int ld_acc,
-                        unsigned flags) {
+static int64_t run_tile(pe_state *pe, int R, int C, const uint16_t *lhs, const uint16_t *w,
+                        float *acc, int m, int k0, int kr, int n0, int nc, int lds, int ld_w,
+                        int ld_acc, unsigned flags) {
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   int tr = (flags & EMU_MXU_W_TRANSPOSED) != 0;
   for (int r = 0; r < R; r++)
@@ -88,8 +86,8 @@ static int64_t run_tile(pe_state *pe, int R, int C, const uint16_t *lhs,
         if (c == 0) { /* row r's input port: lhs[t - r][k0 + r] */
           int64_t i = t - r;
           a_tag = (i >= 0 && i < m && r < kr) ? (int)i : -1;
-          a_in = a_tag >= 0 ? in_value(lhs[(size_t)i * (size_t)lds + (size_t)(k0 + r)], keep)
-                            : 0.0f;
+          a_in =
+              a_tag >= 0 ? in_value(lhs[(size_t)i * (size_t)lds + (size_t)(k0 + r)], keep) : 0.0f;
         } else {
           a_in = s[-1].a;
           a_tag = s[-1].a_tag;
@@ -118,25 +116,19 @@ static int64_t run_tile(pe_state *pe, int R, int C, const uint16_t *lhs,
   return cycles;
 }
 
-int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w,
-                                     float *acc, int m, int k, int n,
-                                     int lds_lhs, int ld_w, int ld_acc,
-                                     int rows, int cols, unsigned flags) {
+int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w, float *acc, int m,
+                                     int k, int n, int lds_lhs, int ld_w, int ld_acc, int rows,
+                                     int cols, unsigned flags) {
   assert(rows >= 1 && cols >= 1);
-  if (m <= 0 || k <= 0 || n <= 0)
-    return 0;
-  assert(lds_lhs >= k && ld_acc >= n &&
-         ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
+  if (m <= 0 || k <= 0 || n <= 0) return 0;
+  assert(lds_lhs >= k && ld_acc >= n && ld_w >= ((flags & EMU_MXU_W_TRANSPOSED) ? k : n));
   pe_state *pe = malloc((size_t)rows * (size_t)cols * sizeof *pe);
-  if (!pe)
-    return -1;
+  if (!pe) return -1;
   int64_t cycles = 0;
   for (int k0 = 0; k0 < k; k0 += rows) /* ascending k: the contract's order */
     for (int n0 = 0; n0 < n; n0 += cols)
-      cycles += run_tile(pe, rows, cols, lhs, w, acc, m, k0,
-                         k - k0 < rows ? k - k0 : rows, n0,
-                         n - n0 < cols ? n - n0 : cols, lds_lhs, ld_w, ld_acc,
-                         flags);
+      cycles += run_tile(pe, rows, cols, lhs, w, acc, m, k0, k - k0 < rows ? k - k0 : rows, n0,
+                         n - n0 < cols ? n - n0 : cols, lds_lhs, ld_w, ld_acc, flags);
   free(pe);
   return cycles;
 }

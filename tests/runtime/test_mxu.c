@@ -59,24 +59,21 @@ static uint32_t rnd(void) {
 
 /* The contract as a loop: the test's oracle. */
 static float ref_in(uint16_t h, unsigned flags) {
-  if (!(flags & EMU_MXU_KEEP_SUBNORMALS) && (h & 0x7F80u) == 0)
-    h &= 0x8000u;
+  if (!(flags & EMU_MXU_KEEP_SUBNORMALS) && (h & 0x7F80u) == 0) h &= 0x8000u;
   return u2f((uint32_t)h << 16);
 }
 
 static long ref_ties; /* adds whose exact sum lay halfway between two floats */
 
-static void ref_matmul(const uint16_t *lhs, const uint16_t *w, float *acc,
-                       int m, int k, int n, int lds, int ldw, int ldacc,
-                       unsigned flags) {
-  if (m <= 0 || k <= 0 || n <= 0)
-    return;
+static void ref_matmul(const uint16_t *lhs, const uint16_t *w, float *acc, int m, int k, int n,
+                       int lds, int ldw, int ldacc, unsigned flags) {
+  if (m <= 0 || k <= 0 || n <= 0) return;
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
       float s = acc[(size_t)i * ldacc + j];
       for (int kk = 0; kk < k; kk++) {
-        uint16_t wv = (flags & EMU_MXU_W_TRANSPOSED) ? w[(size_t)j * ldw + kk]
-                                                     : w[(size_t)kk * ldw + j];
+        uint16_t wv =
+            (flags & EMU_MXU_W_TRANSPOSED) ? w[(size_t)j * ldw + kk] : w[(size_t)kk * ldw + j];
         float a = ref_in(lhs[(size_t)i * lds + kk], flags), b = ref_in(wv, flags);
         float t = fmaf(a, b, s);
         /* Tie detector: with a*b exact in double (16-bit significands) and
@@ -85,8 +82,7 @@ static void ref_matmul(const uint16_t *lhs, const uint16_t *w, float *acc,
         if (isfinite(t) && t != 0.0f) {
           long double exact = (long double)s + (long double)((double)a * (double)b);
           long double up = nextafterf(t, INFINITY), dn = nextafterf(t, -INFINITY);
-          if (exact == ((long double)t + up) / 2 || exact == ((long double)t + dn) / 2)
-            ref_ties++;
+          if (exact == ((long double)t + up) / 2 || exact == ((long double)t + dn) / 2) ref_ties++;
         }
         s = t;
       }
@@ -105,11 +101,16 @@ enum { MIX_DENSE, MIX_TIES, MIX_SPARSE, MIX__COUNT };
 
 static uint16_t gen_special(void) {
   switch (rnd() % 6) {
-  case 0: return 0x7F80;                                            /* +inf */
-  case 1: return 0xFF80;                                            /* -inf */
-  case 2: return (uint16_t)(0x7FC0 | (rnd() & 0x3F));               /* qNaN */
-  case 3: return (uint16_t)(0xFF81 + (rnd() & 0x3E));               /* -NaN */
-  default: return (uint16_t)((rnd() & 0x8000) | (1 + rnd() % 0x7F)); /* subnormal */
+  case 0:
+    return 0x7F80; /* +inf */
+  case 1:
+    return 0xFF80; /* -inf */
+  case 2:
+    return (uint16_t)(0x7FC0 | (rnd() & 0x3F)); /* qNaN */
+  case 3:
+    return (uint16_t)(0xFF81 + (rnd() & 0x3E)); /* -NaN */
+  default:
+    return (uint16_t)((rnd() & 0x8000) | (1 + rnd() % 0x7F)); /* subnormal */
   }
 }
 
@@ -126,12 +127,10 @@ static uint16_t gen_normal(void) {
 static uint16_t gen_value(int mix, int k) {
   uint32_t r = rnd() % 1000;
   uint32_t special_odds = (uint32_t)(mix == MIX_DENSE ? 4 * k + 8 : 8 * k + 8);
-  if (rnd() % special_odds == 0)
-    return gen_special();
+  if (rnd() % special_odds == 0) return gen_special();
   switch (mix) {
   case MIX_TIES: {
-    static const uint16_t tie[] = {0x3F80, 0xBF80, 0x3980, 0xB980,
-                                   0x3380, 0xB380, 0x3FC0, 0xBFC0};
+    static const uint16_t tie[] = {0x3F80, 0xBF80, 0x3980, 0xB980, 0x3380, 0xB380, 0x3FC0, 0xBFC0};
     return r < 700 ? tie[rnd() % 8] : gen_normal();
   }
   case MIX_SPARSE:
@@ -146,10 +145,10 @@ static uint16_t gen_value(int mix, int k) {
 
 static float gen_acc(void) {
   uint32_t r = rnd() % 100;
-  if (r < 3) return u2f(0x80000000u);                         /* -0 */
+  if (r < 3) return u2f(0x80000000u); /* -0 */
   if (r < 6) return 0.0f;
-  if (r < 8) return u2f(0x7FC00123u);                        /* NaN with payload */
-  if (r < 40) return 1.0f + (float)(rnd() % 64) * 0x1p-23f;  /* odd/even ulps */
+  if (r < 8) return u2f(0x7FC00123u);                       /* NaN with payload */
+  if (r < 40) return 1.0f + (float)(rnd() % 64) * 0x1p-23f; /* odd/even ulps */
   return ldexpf((float)(int32_t)(rnd() % 2000001u - 1000000), -(int)(rnd() % 20));
 }
 
@@ -203,14 +202,14 @@ static float *copy_acc(const problem *p) {
 
 /* Bitwise equality over the whole buffer, including the padding columns
  * past n that must stay untouched. */
-static void assert_same_bits(const float *want, const float *got,
-                             const problem *p, const char *what) {
+static void assert_same_bits(const float *want, const float *got, const problem *p,
+                             const char *what) {
   for (int i = 0; i < p->m; i++)
     for (int j = 0; j < p->ldacc; j++) {
       size_t x = (size_t)i * p->ldacc + j;
       if (f2u(want[x]) != f2u(got[x]))
-        fail_msg("%s: m=%d k=%d n=%d flags=%#x: (%d,%d) want %08x got %08x",
-                 what, p->m, p->k, p->n, p->flags, i, j, f2u(want[x]), f2u(got[x]));
+        fail_msg("%s: m=%d k=%d n=%d flags=%#x: (%d,%d) want %08x got %08x", what, p->m, p->k, p->n,
+                 p->flags, i, j, f2u(want[x]), f2u(got[x]));
     }
 }
 
@@ -246,11 +245,10 @@ static void check_problem(const problem *p, int rows, int cols, coverage *cv) {
     cv->finite += mine.finite;
   }
   for (int impl = EMU_MXU_IMPL_AUTO; impl < EMU_MXU_IMPL__COUNT; impl++) {
-    if (!emu_mxu_impl_available((emu_mxu_impl)impl))
-      continue;
+    if (!emu_mxu_impl_available((emu_mxu_impl)impl)) continue;
     float *got = copy_acc(p);
-    emu_mxu_matmul_bf16_ex(p->lhs, p->w, got, p->m, p->k, p->n, p->lds, p->ldw,
-                           p->ldacc, p->flags | EMU_MXU_IMPL(impl));
+    emu_mxu_matmul_bf16_ex(p->lhs, p->w, got, p->m, p->k, p->n, p->lds, p->ldw, p->ldacc,
+                           p->flags | EMU_MXU_IMPL(impl));
     char what[64];
     snprintf(what, sizeof what, "fast/%s", emu_mxu_impl_name((emu_mxu_impl)impl));
     assert_same_bits(want, got, p, what);
@@ -258,9 +256,8 @@ static void check_problem(const problem *p, int rows, int cols, coverage *cv) {
   }
   if (rows > 0) {
     float *got = copy_acc(p);
-    int64_t cycles = emu_mxu_systolic_matmul_bf16(p->lhs, p->w, got, p->m, p->k, p->n,
-                                                  p->lds, p->ldw, p->ldacc, rows, cols,
-                                                  p->flags);
+    int64_t cycles = emu_mxu_systolic_matmul_bf16(p->lhs, p->w, got, p->m, p->k, p->n, p->lds,
+                                                  p->ldw, p->ldacc, rows, cols, p->flags);
     /* fill + stream + drain per weight tile: m + rows + cols - 2 cycles */
     int64_t tiles = (int64_t)((p->k + rows - 1) / rows) * ((p->n + cols - 1) / cols);
     assert_int_equal(cycles, tiles * (p->m + rows + cols - 2));
@@ -281,8 +278,7 @@ static void check_array(int rows, int cols, const int shapes[][3], int nshapes) 
   for (int s = 0; s < nshapes; s++)
     for (size_t f = 0; f < sizeof flag_sets / sizeof flag_sets[0]; f++)
       for (int mix = 0; mix < MIX__COUNT; mix++) {
-        problem p = make_problem(shapes[s][0], shapes[s][1], shapes[s][2],
-                                 flag_sets[f], mix);
+        problem p = make_problem(shapes[s][0], shapes[s][1], shapes[s][2], flag_sets[f], mix);
         check_problem(&p, rows, cols, &cv);
         free_problem(&p);
       }
@@ -296,7 +292,8 @@ static void systolic_4x4(void **state) {
   (void)state;
   rng = 0x1234567887654321ull;
   /* multiples of the array, non-multiples, thinner than the array */
-  static const int shapes[][3] = {{5, 8, 8}, {7, 4, 4}, {9, 11, 6}, {3, 3, 13}, {1, 1, 1}, {12, 17, 5}};
+  static const int shapes[][3] = {{5, 8, 8},  {7, 4, 4}, {9, 11, 6},
+                                  {3, 3, 13}, {1, 1, 1}, {12, 17, 5}};
   check_array(4, 4, shapes, 6);
 }
 
@@ -349,8 +346,7 @@ static void fast_block_edges(void **state) {
  * want: the expected accumulator after the whole product. */
 static void check_pushes(const problem *p, const float *want) {
   for (int impl = EMU_MXU_IMPL_AUTO; impl < EMU_MXU_IMPL__COUNT; impl++) {
-    if (!emu_mxu_impl_available((emu_mxu_impl)impl))
-      continue;
+    if (!emu_mxu_impl_available((emu_mxu_impl)impl)) continue;
     size_t bytes = emu_mxu_packed_w_bytes(p->k, p->n);
     assert_int_equal(bytes, (size_t)(p->n + 31) / 32 * 32 * p->k * sizeof(float));
     float *packed = malloc(bytes);
@@ -360,10 +356,9 @@ static void check_pushes(const problem *p, const float *want) {
     assert_non_null(scratch);
     emu_mxu_pack_w(p->w, p->k, p->n, p->ldw, p->flags | EMU_MXU_IMPL(impl), packed);
     for (int i0 = 0; i0 < p->m; i0 += 8)
-      emu_mxu_matmul_packed(p->lhs + (size_t)i0 * p->lds, packed,
-                            got + (size_t)i0 * p->ldacc, p->m - i0 < 8 ? p->m - i0 : 8,
-                            p->k, p->n, p->lds, p->ldacc, p->flags | EMU_MXU_IMPL(impl),
-                            scratch);
+      emu_mxu_matmul_packed(p->lhs + (size_t)i0 * p->lds, packed, got + (size_t)i0 * p->ldacc,
+                            p->m - i0 < 8 ? p->m - i0 : 8, p->k, p->n, p->lds, p->ldacc,
+                            p->flags | EMU_MXU_IMPL(impl), scratch);
     assert_same_bits(want, got, p, emu_mxu_impl_name((emu_mxu_impl)impl));
     free(packed);
     free(scratch);
@@ -378,8 +373,8 @@ static void packed_pushes(void **state) {
   rng = 0x7777000011112222ull;
   problem p = make_problem(40, 128, 128, 0, MIX_DENSE);
   float *want = copy_acc(&p);
-  int64_t cyc = emu_mxu_systolic_matmul_bf16(p.lhs, p.w, want, p.m, p.k, p.n, p.lds,
-                                             p.ldw, p.ldacc, 128, 128, 0);
+  int64_t cyc = emu_mxu_systolic_matmul_bf16(p.lhs, p.w, want, p.m, p.k, p.n, p.lds, p.ldw, p.ldacc,
+                                             128, 128, 0);
   assert_int_equal(cyc, 40 + 128 + 128 - 2);
   check_pushes(&p, want);
   free(want);
@@ -400,13 +395,11 @@ static void packed_pushes(void **state) {
 
 /* Runs a 1 x k x 1 product through every path; returns the result bits
  * after asserting all paths agree. */
-static uint32_t dot1(const uint16_t *a, const uint16_t *b, int k, float acc0,
-                     unsigned flags) {
+static uint32_t dot1(const uint16_t *a, const uint16_t *b, int k, float acc0, unsigned flags) {
   float want = acc0;
   ref_matmul(a, b, &want, 1, k, 1, k, 1, 1, flags);
   for (int impl = EMU_MXU_IMPL_AUTO; impl < EMU_MXU_IMPL__COUNT; impl++) {
-    if (!emu_mxu_impl_available((emu_mxu_impl)impl))
-      continue;
+    if (!emu_mxu_impl_available((emu_mxu_impl)impl)) continue;
     float got = acc0;
     emu_mxu_matmul_bf16_ex(a, b, &got, 1, k, 1, k, 1, 1, flags | EMU_MXU_IMPL(impl));
     assert_int_equal(f2u(got), f2u(want));
@@ -414,8 +407,8 @@ static uint32_t dot1(const uint16_t *a, const uint16_t *b, int k, float acc0,
   static const int sizes[] = {1, 4, 128};
   for (int s = 0; s < 3; s++) {
     float got = acc0;
-    assert_true(emu_mxu_systolic_matmul_bf16(a, b, &got, 1, k, 1, k, 1, 1, sizes[s],
-                                             sizes[s], flags) > 0);
+    assert_true(
+        emu_mxu_systolic_matmul_bf16(a, b, &got, 1, k, 1, k, 1, 1, sizes[s], sizes[s], flags) > 0);
     assert_int_equal(f2u(got), f2u(want));
   }
   return f2u(want);
@@ -440,8 +433,8 @@ static void hand_signed_zeros(void **state) {
   (void)state;
   uint16_t pz[1] = {0x0000}, nz[1] = {0x8000}, one[1] = {0x3F80}, mone[1] = {0xBF80};
   float mzero = u2f(0x80000000u);
-  assert_int_equal(dot1(nz, one, 1, mzero, 0), 0x80000000u); /* -0 + -0 = -0 */
-  assert_int_equal(dot1(pz, one, 1, mzero, 0), 0x00000000u); /* -0 + +0 = +0 */
+  assert_int_equal(dot1(nz, one, 1, mzero, 0), 0x80000000u);  /* -0 + -0 = -0 */
+  assert_int_equal(dot1(pz, one, 1, mzero, 0), 0x00000000u);  /* -0 + +0 = +0 */
   assert_int_equal(dot1(one, mone, 1, 1.0f, 0), 0x00000000u); /* 1 - 1 = +0 */
   /* bf16 subnormals are zeros of their sign by default: -sub * 1 + -0 = -0 */
   uint16_t nsub[1] = {0x8001};
@@ -456,9 +449,9 @@ static void hand_inf_nan(void **state) {
   uint16_t nanp[1] = {0xFFC1}; /* negative NaN with a payload */
   assert_int_equal(dot1(inf, one, 1, 5.0f, 0), 0x7F800000u);
   assert_int_equal(dot1(ninf, one, 1, 5.0f, 0), 0xFF800000u);
-  assert_int_equal(dot1(inf, zero, 1, 5.0f, 0), 0x7FC00000u);       /* inf * 0 */
-  assert_int_equal(dot1(inf, one, 1, -INFINITY, 0), 0x7FC00000u);   /* inf - inf */
-  assert_int_equal(dot1(nanp, one, 1, 1.0f, 0), 0x7FC00000u);       /* canonical */
+  assert_int_equal(dot1(inf, zero, 1, 5.0f, 0), 0x7FC00000u);     /* inf * 0 */
+  assert_int_equal(dot1(inf, one, 1, -INFINITY, 0), 0x7FC00000u); /* inf - inf */
+  assert_int_equal(dot1(nanp, one, 1, 1.0f, 0), 0x7FC00000u);     /* canonical */
   assert_int_equal(dot1(one, one, 1, u2f(0xFFC00042u), 0), 0x7FC00000u);
   uint16_t a2[2] = {0x7F80, 0x3F80}, b2[2] = {0x3F80, 0xFF80}; /* inf then -inf */
   assert_int_equal(dot1(a2, b2, 2, 0.0f, 0), 0x7FC00000u);
@@ -527,8 +520,8 @@ static void alloc_failure(void **state) {
   ref_matmul(p.lhs, p.w, want, p.m, p.k, p.n, p.lds, p.ldw, p.ldacc, p.flags);
   fail_malloc = 1;
   emu_mxu_matmul_bf16_ex(p.lhs, p.w, got, p.m, p.k, p.n, p.lds, p.ldw, p.ldacc, p.flags);
-  int64_t cyc = emu_mxu_systolic_matmul_bf16(p.lhs, p.w, untouched, p.m, p.k, p.n, p.lds,
-                                             p.ldw, p.ldacc, 8, 8, p.flags);
+  int64_t cyc = emu_mxu_systolic_matmul_bf16(p.lhs, p.w, untouched, p.m, p.k, p.n, p.lds, p.ldw,
+                                             p.ldacc, 8, 8, p.flags);
   fail_malloc = 0;
   assert_int_equal(cyc, -1);
   assert_same_bits(want, got, &p, "scalar fallback");
@@ -556,20 +549,13 @@ static void impl_selection(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(bf16_conversions),
-      cmocka_unit_test(impl_selection),
-      cmocka_unit_test(alloc_failure),
-      cmocka_unit_test(hand_rounding_ties),
-      cmocka_unit_test(hand_signed_zeros),
-      cmocka_unit_test(hand_inf_nan),
-      cmocka_unit_test(hand_fused_products),
-      cmocka_unit_test(k_zero_leaves_acc),
-      cmocka_unit_test(systolic_4x4),
-      cmocka_unit_test(systolic_8x8),
-      cmocka_unit_test(systolic_16x16),
-      cmocka_unit_test(systolic_128x128),
-      cmocka_unit_test(systolic_rectangular),
-      cmocka_unit_test(fast_block_edges),
+      cmocka_unit_test(bf16_conversions),     cmocka_unit_test(impl_selection),
+      cmocka_unit_test(alloc_failure),        cmocka_unit_test(hand_rounding_ties),
+      cmocka_unit_test(hand_signed_zeros),    cmocka_unit_test(hand_inf_nan),
+      cmocka_unit_test(hand_fused_products),  cmocka_unit_test(k_zero_leaves_acc),
+      cmocka_unit_test(systolic_4x4),         cmocka_unit_test(systolic_8x8),
+      cmocka_unit_test(systolic_16x16),       cmocka_unit_test(systolic_128x128),
+      cmocka_unit_test(systolic_rectangular), cmocka_unit_test(fast_block_edges),
       cmocka_unit_test(packed_pushes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
