@@ -5,6 +5,8 @@
  *                            fixed point; XLA's own printed forms
  *                            (hlo_parser_test__*, except the inputs listed
  *                            below) must come out exactly as written.
+ *                            When DIR/NAME.expected exists beside
+ *                            DIR/NAME.hlo, the long form must equal it.
  *   hlo_roundtrip --print [--short] FILE   prints the imported module.
  *
  * Exit status 0 when everything holds; each failure is described on
@@ -107,6 +109,21 @@ static int check_file(const char *dir, const char *name) {
     ir_module_destroy(m2);
     diag_destroy(d2);
     free(p1);
+  }
+  /* a NAME.expected beside NAME.hlo is the expected long form */
+  char gold[4096];
+  snprintf(gold, sizeof gold, "%s/%.*s.expected", dir, (int)strlen(name) - 4, name);
+  size_t glen;
+  char *want = m ? read_file(gold, &glen) : NULL;
+  if (want) {
+    char *pl = print(m, IR_PRINT_LONG);
+    if (strcmp(pl, want) != 0) {
+      fprintf(stderr, "FAIL %s: printed form differs from %s\n", name, gold);
+      show_diff("expected vs printed", want, pl);
+      fails++;
+    }
+    free(pl);
+    free(want);
   }
   if (m && strncmp(name, "hlo_parser_test__", 17) == 0) {
     bool expect = true;
