@@ -62,7 +62,13 @@ static void write_header(strbuf *h, const ir_module *m, const char *name, int64_
     int nl = llvm_leaf_count(&pi->shape);
     for (int l = 0; l < nl; l++, i++) leaf_macros(h, up, "input", i, llvm_leaf_shape(&pi->shape, l), pi->name);
   }
-  for (int l = 0; l < nout; l++) leaf_macros(h, up, "output", l, llvm_leaf_shape(rs, l), c->insts.v[c->root].name);
+  for (int l = 0; l < nout; l++) {
+    char what[160];
+    snprintf(what, sizeof what, "%s%s%.*d", c->insts.v[c->root].name, nout > 1 ? ", leaf " : "",
+             nout > 1 ? 1 : 0, l);
+    if (nout == 1) snprintf(what, sizeof what, "%s", c->insts.v[c->root].name);
+    leaf_macros(h, up, "output", l, llvm_leaf_shape(rs, l), what);
+  }
   sb_printf(h, "typedef void (*%s_kernel_fn)(void *env, int64_t lo, int64_t hi);\n", name);
   sb_printf(h, "/* Must call k(env, lo, hi) over a partition of [0, n) and return when done. */\n");
   sb_printf(h, "typedef void (*%s_parfor_fn)(void *parctx, %s_kernel_fn k, void *env, int64_t n);\n\n", name, name);
