@@ -4,8 +4,10 @@
  * then rhs's free dims (free = neither batch nor contracting, ascending).
  *
  * Numerics (fixed; backends are compared against this):
- *  - Both operands are first converted to the result element type (the
- *    preferred_element_type when given), as XLA's evaluator does.
+ *  - The result element type is the instruction's shape type (which is the
+ *    preferred_element_type when one is given). Both operands are first
+ *    converted to it, as XLA's evaluator does (so f32 operands of a bf16
+ *    dot are rounded to bf16 before multiplying).
  *  - Float results: each product is an f32 multiply of the (exactly
  *    widened) operands and is added to an f32 accumulator that starts at
  *    +0, in ascending contraction index order: row-major over the

@@ -362,7 +362,10 @@ void ir_eval_options_init(ir_eval_options *o);
 
 /* Evaluates the entry computation of m on args (one per parameter, shapes
  * must match). On success *out is a literal in arena `out_arena`. On
- * failure returns a status and writes a message into err. */
+ * failure returns a status and writes a message into err. The numerics
+ * (rounding, accumulation order of dot/convolution/reduce) are the
+ * contract backends are checked against: see ir/eval_internal.h and the
+ * header comment of each ir/eval_*.c. */
 base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
                     ir_literal *const *args, int nargs, arena *out_arena,
                     ir_literal **out, char *err, size_t errlen);
