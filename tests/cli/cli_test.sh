@@ -228,7 +228,7 @@ case_corpus_all() {
   local n=0 ok=0 rejected=0
   for f in "$CORPUS"/*.hlo; do
     n=$((n + 1))
-    timeout 120 "$TPUCC" run "$f" --random-inputs >"$T/out" 2>"$T/err"
+    timeout 600 "$TPUCC" run "$f" --random-inputs >"$T/out" 2>"$T/err"
     local rc=$?
     case $rc in
       0) ok=$((ok + 1)) ;;
