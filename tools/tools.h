@@ -73,5 +73,7 @@ int tool_cmd_run(int argc, char **argv);
 int tool_cmd_compile(int argc, char **argv);
 void tool_help_run(FILE *f);
 void tool_help_compile(FILE *f);
+int tpucc_cmd_asm(int argc, char **argv); void tpucc_help_asm(FILE *f); /* cmd_asm.c (runtime) */
+int tpucc_cmd_dump_module(int argc, char **argv); void tpucc_help_dump_module(FILE *f); /* cmd_dump_module.c */
 
 #endif

@@ -1,0 +1,131 @@
+/* cmd_dump_module.c: `tpucc dump-module`: print a .tpub program's header,
+ * signature, sections and disassembly (which `tpucc asm` turns back into
+ * the same file). Built into `tpucc`, or on its own as `tpucc-dump-module`
+ * when compiled with -DTPUCC_STANDALONE_MAIN. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+#include "isa.h"
+#include "target.h"
+#include "tpub.h"
+
+int tpucc_cmd_dump_module(int argc, char **argv);
+void tpucc_help_dump_module(FILE *f);
+
+void tpucc_help_dump_module(FILE *f) {
+  fputs("usage: tpucc dump-module FILE.tpub [--target=SPEC] [--asm]\n"
+        "\n"
+        "Checks a .tpub program (container, checksum, and verification against\n"
+        "its own target or SPEC) and prints its header, signature, sections and\n"
+        "disassembly. With --asm only the assembly text is printed.\n"
+        "\n"
+        "exit status: 0 a valid program; 2 usage error, unreadable or invalid file.\n",
+        f);
+}
+
+static uint64_t le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+int tpucc_cmd_dump_module(int argc, char **argv) {
+  const char *in = NULL, *target = NULL;
+  int only_asm = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      tpucc_help_dump_module(stdout);
+      return 0;
+    } else if (!strcmp(a, "--asm")) {
+      only_asm = 1;
+    } else if (!strncmp(a, "--target=", 9)) {
+      target = a + 9;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "tpucc dump-module: error: unknown option '%s'\n", a);
+      return 2;
+    } else if (in) {
+      fprintf(stderr, "tpucc dump-module: error: more than one input file\n");
+      return 2;
+    } else {
+      in = a;
+    }
+  }
+  if (!in) {
+    tpucc_help_dump_module(stderr);
+    return 2;
+  }
+  FILE *f = fopen(in, "rb");
+  if (!f) {
+    fprintf(stderr, "tpucc dump-module: error: cannot read '%s'\n", in);
+    return 2;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(b);
+    fprintf(stderr, "tpucc dump-module: error: cannot read '%s'\n", in);
+    return 2;
+  }
+  fclose(f);
+  char why[512];
+  tpub_image *img = NULL;
+  if (tpub_read(b, (size_t)n, NULL, &img, why, sizeof why)) {
+    fprintf(stderr, "%s: error: invalid program: %s\n", in, why);
+    free(b);
+    return 2;
+  }
+  tgt_target t;
+  int rc = 0;
+  if (tgt_parse(target ? target : img->target, &t, why, sizeof why) ||
+      tpub_verify(img, &t, why, sizeof why)) {
+    fprintf(stderr, "%s: error: invalid program: %s\n", in, why);
+    rc = 2;
+  }
+  if (!only_asm) {
+    static const char *const kinds[] = {"?", "target", "signature", "code", "const", "smem"};
+    printf("; %s: .tpub format %u, ISA %u, %ld bytes, crc32 %08x\n", in,
+           (unsigned)le(b + 8, 2), (unsigned)le(b + 10, 2), n,
+           (unsigned)le(b + 24, 4));
+    printf("; target %s, HBM %llu bytes\n", img->target,
+           (unsigned long long)img->hbm_bytes);
+    uint32_t nsec = (uint32_t)le(b + 12, 4);
+    for (uint32_t s = 0; s < nsec; s++) {
+      const uint8_t *e = b + 64 + 24 * s;
+      uint32_t k = (uint32_t)le(e, 4);
+      printf("; section %-9s items %-8u offset %-8llu size %llu\n",
+             kinds[k < 6 ? k : 0], (unsigned)le(e + 4, 4),
+             (unsigned long long)le(e + 8, 8), (unsigned long long)le(e + 16, 8));
+    }
+    for (uint32_t i = 0; i < img->nparams + img->nresults; i++) {
+      int res = i >= img->nparams;
+      const tpub_tensor *x = res ? &img->results[i - img->nparams] : &img->params[i];
+      printf("; %s %u: %s %s, %llu bytes at HBM %llu\n", res ? "result" : "param",
+             res ? i - img->nparams : i, x->name, tpub_dtype_name(x->dtype),
+             (unsigned long long)x->bytes, (unsigned long long)x->hbm_offset);
+    }
+    printf("; %s\n", rc ? "verification FAILED" : "verified");
+  }
+  char *text = NULL;
+  size_t len = 0;
+  if (isa_disassemble(img, NULL, &text, &len) == 0) {
+    fwrite(text, 1, len, stdout);
+    free(text);
+  } else {
+    rc = 2;
+  }
+  tpub_free(img);
+  free(b);
+  return rc;
+}
+
+#ifdef TPUCC_STANDALONE_MAIN
+int main(int argc, char **argv) {
+  return tpucc_cmd_dump_module(argc - 1, argv + 1);
+}
+#endif
