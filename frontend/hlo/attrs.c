@@ -556,11 +556,11 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   ir_op op = in->op;
   if (op == IR_OP_CONVOLUTION) in->a.feature_group_count = in->a.batch_group_count = 1;
   /* names given twice */
+  strmap *seen = strmap_create(c->p->scratch);
   for (int i = 0; i < hi->attrs.n; i++) {
     const hlo_tok *nm = hi->attrs.v[i].name;
-    bool dup = false;
-    for (int k = 0; k < i; k++)
-      if (strcmp(hi->attrs.v[k].name->text, nm->text) == 0) dup = true;
+    bool dup = strmap_get(seen, nm->text, (size_t)nm->len) >= 0;
+    strmap_put(seen, nm->text, (size_t)nm->len, i);
     if (dup) {
       fail(&x, nm, "attribute '%s' is given twice", nm->text);
       ok = false;
@@ -625,11 +625,11 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
 void fe_hlo_header(hlo_parser *p) {
   ir_module *m = p->m;
   if (p->module_name) m->name = arena_strdup(m->arena, p->module_name->text);
+  strmap *seen = strmap_create(p->scratch);
   for (int i = 0; i < p->header.n; i++) {
     const hlo_tok *k = p->header.v[i].name, *v = p->header.v[i].value;
-    bool dup = false;
-    for (int j = 0; j < i; j++)
-      if (strcmp(p->header.v[j].name->text, k->text) == 0) dup = true;
+    bool dup = strmap_get(seen, k->text, (size_t)k->len) >= 0;
+    strmap_put(seen, k->text, (size_t)k->len, i);
     if (dup) {
       fe_hlo_error(p, k->loc, "module attribute '%s' is given twice", k->text);
       continue;
@@ -646,11 +646,9 @@ void fe_hlo_header(hlo_parser *p) {
         fe_hlo_error(p, v->loc, "bad value for 'entry_computation_layout': expected {(...)->...}");
       continue;
     }
-    ir_raw_attr *r = arena_array(m->arena, (size_t)m->nraw + 1, sizeof(ir_raw_attr));
-    if (m->nraw) memcpy(r, m->raw, sizeof(ir_raw_attr) * (size_t)m->nraw);
-    r[m->nraw].name = arena_strdup(m->arena, k->text);
-    r[m->nraw].text = fe_hlo_tok_text(p, v);
-    m->raw = r;
+    if (!m->raw) m->raw = arena_array(m->arena, (size_t)p->header.n, sizeof(ir_raw_attr));
+    m->raw[m->nraw].name = arena_strdup(m->arena, k->text);
+    m->raw[m->nraw].text = fe_hlo_tok_text(p, v);
     m->nraw++;
   }
 }

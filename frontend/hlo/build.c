@@ -45,6 +45,8 @@ typedef struct builder {
   ir_module *m;
   strmap *comp_ids;   /* computation name -> index into p->comps */
   strmap *used;       /* every instruction name given out */
+  strmap *owner;      /* written instruction name -> first computation index */
+  hlo_comp **by_id;   /* computation id -> its tree */
 } builder;
 
 /* The first free name among base, base.1, base.2, ... */
@@ -140,17 +142,13 @@ static int resolve(comp_ctx *cc, const hlo_operand *o) {
   int32_t x = strmap_get(cc->names, o->tok->text, (size_t)o->tok->len);
   if (x >= 0) return x;
   /* a name from another computation gets a hint */
-  for (int k = 0; k < p->comps.n; k++) {
-    hlo_comp *oc = p->comps.v[k];
-    if (oc == cc->c) continue;
-    for (int i = 0; i < oc->insts.n; i++)
-      if (oc->insts.v[i]->name && strcmp(oc->insts.v[i]->name->text, o->tok->text) == 0) {
-        fe_hlo_error(p, o->tok->loc,
-                     "use of undefined instruction '%s' (it is defined in computation "
-                     "'%s'; operands must come from the same computation)",
-                     o->tok->text, oc->name->text);
-        return -1;
-      }
+  int32_t k = strmap_get(cc->b->owner, o->tok->text, (size_t)o->tok->len);
+  if (k >= 0 && p->comps.v[k] != cc->c) {
+    fe_hlo_error(p, o->tok->loc,
+                 "use of undefined instruction '%s' (it is defined in computation "
+                 "'%s'; operands must come from the same computation)",
+                 o->tok->text, p->comps.v[k]->name->text);
+    return -1;
   }
   fe_hlo_error(p, o->tok->loc, "use of undefined instruction '%s'", o->tok->text);
   return -1;
@@ -288,9 +286,7 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
   if (!fe_hlo_attrs(&ac, hi)) ok = false;
   for (int i = 0; i < in->ncalls; i++) {
     /* called computations are built first; a callee that failed is bad */
-    hlo_comp *callee = NULL;
-    for (int k = 0; k < p->comps.n; k++)
-      if (p->comps.v[k]->id == in->calls[i]) callee = p->comps.v[k];
+    hlo_comp *callee = b->by_id[in->calls[i]];
     if (!callee || callee->state == ST_FAILED) {
       ok = false;
     } else if (callee->state != ST_DONE) {
@@ -454,7 +450,8 @@ static void build_comp(builder *b, hlo_comp *c) {
 }
 
 ir_module *fe_hlo_build(hlo_parser *p) {
-  builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch)};
+  builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch), NULL, NULL};
+  b.by_id = arena_array(p->scratch, (size_t)p->comps.n + 1, sizeof(hlo_comp *));
   ir_module *m = p->m;
   fe_hlo_header(p);
 
@@ -474,6 +471,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
     }
     strmap_put(b.comp_ids, c->name->text, (size_t)c->name->len, i);
     c->id = ir_comp_add(m, c->name->text);
+    b.by_id[c->id] = c;
     ir_comp_get(m, c->id)->loc = c->name->loc;
     if (c->entry) {
       if (entry >= 0) {
@@ -492,6 +490,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
    * names reused across computations, then the anonymous ones */
   int before = p->errors;
   strmap *owner = strmap_create(p->scratch);
+  b.owner = owner;
   for (int i = 0; i < p->comps.n; i++) {
     hlo_comp *c = p->comps.v[i];
     if (c->id == IR_NONE) continue;

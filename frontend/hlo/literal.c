@@ -224,7 +224,11 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
                   "(XLA sets only the first)", tk[0]->text);
     }
     ir_literal *l = ir_literal_create(p->m->arena, s);
-    for (int64_t i = 0; i < count; i++) scalar(&c, (const hlo_tok *const *)tk, n, s->type, l, i);
+    if (count > 0) {
+      scalar(&c, (const hlo_tok *const *)tk, n, s->type, l, 0);
+      size_t es = (size_t)ir_type_size(s->type);
+      for (int64_t i = 1; i < count; i++) memcpy((char *)l->data + (size_t)i * es, l->data, es);
+    }
     return l;
   }
   if (n != 1 || tk[0]->kind != HLO_GROUP || tk[0]->open != '{') {
