@@ -356,9 +356,10 @@ tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype,
   if (st) return st;
   if (data) {
     if (bytes != b->bytes) {
+      size_t want = b->bytes;
       tpurt_buffer_destroy(b);
       return fail(dev, TPURT_INVALID_ARGUMENT,
-                  "buffer of %zu bytes given %zu bytes of data", b->bytes, bytes);
+                  "buffer of %zu bytes given %zu bytes of data", want, bytes);
     }
     memcpy(b->data, data, bytes);
   }

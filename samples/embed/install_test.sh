@@ -14,6 +14,11 @@ export PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_SYSROOT_DIR=$tmp
 cflags=$(pkg-config --cflags tpurt)
 libs=$(pkg-config --libs tpurt)
-${CC:-cc} -std=c11 "$src/samples/embed/embed.c" $cflags $libs -lm -o "$tmp/embed"
 libdir=$(dirname "$(find "$tmp" -name 'libtpurt.so*' | head -n 1)")
+# A sanitizer build installs an instrumented library: match it.
+san=
+if ldd "$(find "$libdir" -name 'libtpurt.so*' | head -n 1)" | grep -q libasan; then
+  san="-fsanitize=address,undefined"
+fi
+${CC:-cc} -std=c11 $san "$src/samples/embed/embed.c" $cflags $libs -lm -o "$tmp/embed"
 LD_LIBRARY_PATH=$libdir "$tmp/embed"

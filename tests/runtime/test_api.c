@@ -122,6 +122,7 @@ static void signature_checks_and_messages(void **state) {
   assert_non_null(strstr(text, "  vaddf v0, v0, v1\n"));
   assert_non_null(strstr(text, ".param x f32[8,128] @0\n"));
   tpurt_free(d, text);
+  tpurt_program_destroy(p2);
   remove(path);
   assert_int_equal(tpurt_program_load_file(d, "/nonexistent/x.tpub", &p2), TPURT_NOT_FOUND);
   assert_null(p2);
