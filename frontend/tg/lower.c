@@ -179,7 +179,8 @@ ir_comp_id lreducer(lctx *L, int kind, ir_type t) {
   if (L->reducers[kind][t]) return L->reducers[kind][t] - 1;
   static const char *const names[] = {"add", "multiply", "max", "min", "and", "or"};
   static const ir_op ops[] = {IR_OP_ADD, IR_OP_MULTIPLY, IR_OP_MAXIMUM, IR_OP_MINIMUM, IR_OP_AND, IR_OP_OR};
-  const char *cn = arena_printf(L->m->arena, "%s_%s", names[kind], ir_type_name(t));
+  /* computation names share the instruction namespace: unique in m */
+  const char *cn = ir_unique_name(L->m, arena_printf(L->m->arena, "%s_%s", names[kind], ir_type_name(t)));
   ir_comp_id c = ir_comp_add(L->m, cn);
   ir_shape s = ir_shape_scalar(t);
   ir_inst in;
@@ -394,7 +395,7 @@ static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
   L->m = m;
   L->file = arena_strdup(m->arena, G->p->file);
   L->path = arena_strdup(m->arena, g->name);
-  L->comp = ir_comp_add(m, g->name);
+  L->comp = ir_comp_add(m, ir_unique_name(m, g->name));
   ir_comp_get(m, L->comp)->loc = (src_loc){L->file, g->loc.line, g->loc.col};
   L->env = strmap_create(m->arena);
 }
