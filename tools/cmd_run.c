@@ -50,6 +50,8 @@ void tool_help_run(FILE *f) {
       "                         with any float type (bf16 with an f32 .npy)\n"
       "  --atol=X               absolute tolerance (default 1e-5)\n"
       "  --rtol=X               relative tolerance (default 1e-5)\n"
+      "  --reference=NAME       also run on target NAME with the same inputs and\n"
+      "                         compare every result as --expected-output does\n"
       "  -h, --help             this text\n"
       "\n"
       "targets:\n",
@@ -71,7 +73,7 @@ typedef struct given {
 } given;
 
 typedef struct run_cfg {
-  const char *file, *target, *entry;
+  const char *file, *target, *entry, *reference;
   tpucc_language lang;
   const char **inputs, **outputs, **expected;
   int ninputs, noutputs, nexpected;
@@ -125,6 +127,9 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     } else if (!strcmp(name, "entry")) {
       VALUE();
       c->entry = v;
+    } else if (!strcmp(name, "reference")) {
+      VALUE();
+      c->reference = v;
     } else if (!strcmp(name, "language")) {
       VALUE();
       if (!strcmp(v, "hlo")) c->lang = TPUCC_LANGUAGE_HLO;
@@ -261,15 +266,14 @@ static const char *elem_text(arena *a, const ir_literal *l, int64_t i) {
 
 /* Compares result k with its expected tensor; true when they match. */
 static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *got,
-                         const given *exp) {
-  const ir_literal *e = exp->lit;
+                         const ir_literal *e, const char *from) {
   ir_shape es = e->shape;
   es.type = got->shape.type;
   bool types_ok = e->shape.type == got->shape.type ||
                   (ir_type_is_float(e->shape.type) && ir_type_is_float(got->shape.type));
   if (!ir_shape_equal(&es, &got->shape) || !types_ok) {
-    fprintf(stderr, "%s: result %d: got %s, expected %s (--expected-output %d)\n", CMD, k,
-            spec_of(a, &got->shape), spec_of(a, &e->shape), exp->arg);
+    fprintf(stderr, "%s: result %d: got %s, expected %s (%s)\n", CMD, k,
+            spec_of(a, &got->shape), spec_of(a, &e->shape), from);
     return false;
   }
   int64_t n = ir_shape_count(&got->shape), bad = 0, first = -1;
@@ -288,10 +292,10 @@ static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *go
   if (!bad) return true;
   fprintf(stderr,
           "%s: result %d (%s): mismatch at index %lld %s: got %s, expected %s "
-          "(%lld of %lld elements differ; atol=%g rtol=%g)\n",
+          "(%s; %lld of %lld elements differ; atol=%g rtol=%g)\n",
           CMD, k, spec_of(a, &got->shape), (long long)first, coords(a, &got->shape, first),
-          elem_text(a, got, first), elem_text(a, e, first), (long long)bad, (long long)n, c->atol,
-          c->rtol);
+          elem_text(a, got, first), elem_text(a, e, first), from, (long long)bad, (long long)n,
+          c->atol, c->rtol);
   return false;
 }
 
@@ -307,19 +311,22 @@ int tool_cmd_run(int argc, char **argv) {
   int rc = TOOL_EXIT_USAGE;
   tpucc_session *s = NULL;
   tpucc_module *m = NULL;
-  tpucc_result *res = NULL;
+  tpucc_result *res = NULL, *ref = NULL;
   if (!parse_cmdline(argc, argv, &c, a, &help)) goto done;
   if (help) {
     tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
     goto done;
   }
-  if (c.target && !tool_target_find(c.target)) {
+  for (int k = 0; k < 2; k++) {
+    const char *t = k ? c.reference : c.target;
+    if (!t || tool_target_find(t)) continue;
     strbuf known;
     sb_init(&known);
     for (int i = 0; i < tpucc_target_count(); i++)
       sb_printf(&known, "%s%s", i ? ", " : "", tpucc_target_name(i));
-    tool_error(CMD, "unknown target '%s' (known: %s)", c.target, sb_str(&known));
+    tool_error(CMD, "unknown %s '%s' (known: %s)", k ? "reference target" : "target", t,
+               sb_str(&known));
     sb_free(&known);
     goto done;
   }
@@ -427,10 +434,25 @@ int tool_cmd_run(int argc, char **argv) {
   sb_free(&out);
   fflush(stdout);
   for (int k = 0; k < nexps && k < tpucc_result_count(res); k++)
-    if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)), &exps[k]))
+    if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)), exps[k].lit,
+                      arena_printf(a, "--expected-output %d", exps[k].arg)))
       rc = TOOL_EXIT_FAIL;
+  if (c.reference) { /* the same inputs on the reference target */
+    eo.target = c.reference;
+    if (tpucc_execute(m, &eo, args, np, &ref) != TPUCC_OK) {
+      tool_error(CMD, "%s: reference: %s", c.file, tpucc_session_message(s));
+      rc = TOOL_EXIT_FAIL;
+    } else {
+      const char *from = arena_printf(a, "reference %s", c.reference);
+      for (int k = 0; k < tpucc_result_count(res); k++)
+        if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)),
+                          literal_of(a, tpucc_result_tensor(ref, k)), from))
+          rc = TOOL_EXIT_FAIL;
+    }
+  }
 
 done:
+  tpucc_result_destroy(ref);
   tpucc_result_destroy(res);
   tpucc_module_destroy(m);
   tpucc_session_destroy(s);

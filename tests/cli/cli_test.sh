@@ -36,7 +36,8 @@ case_help() {
   out_has "tpucc 0.1.0"
   run 0 run --help
   for f in --target= --entry= --language= --input= --random-inputs --seed= --output=@ \
-           --output=- --print-max-elements= --expected-output= --atol= --rtol= --help \
+           --output=- --print-max-elements= --expected-output= --atol= --rtol= --reference= \
+           --help \
            "exit status" interp; do
     out_has "$f"
   done
@@ -110,6 +111,11 @@ case_expected_output() {
       --expected-output="2x3xf32=nan" --output=
   run 2 run "$DATA/add.hlo" --random-inputs --expected-output="f32=1" --expected-output="f32=1"
   err_has "the entry has 1 result, 2 expected outputs given"
+  # --reference: the same inputs on another target, compared the same way
+  run 0 run "$DATA/tuple.hlo" --random-inputs --reference=interp
+  out_has "3xs32="
+  run 2 run "$DATA/add.hlo" --random-inputs --reference=nosuch
+  err_has "unknown reference target 'nosuch' (known: interp"
 }
 
 # A wrong input names the parameter (index and name), expected and given.
