@@ -15,6 +15,10 @@
  *                                            scheduled modules: as stored)
  *   ENTRY %main ... { ... }                  the entry last
  *
+ * As XLA does, tuple shapes, the entry layout's parameters and (long form)
+ * operand lists mark every fifth element with an index comment, as in
+ * "(f32[], f32[], f32[], f32[], f32[], /\*index=5*\/f32[])".
+ *
  * Attributes follow XLA's order: the op's own, then to_apply/calls, opaque
  * ones kept verbatim, metadata, backend_config. Literals print as XLA's
  * one-line form ("{ { 1, 2 }, { 3, 4 } }", /\*i0=0*\/ comments above rank
@@ -33,6 +37,7 @@ static void put_shape(strbuf *b, const ir_shape *s, bool layout) {
     sb_putc(b, '(');
     for (int i = 0; i < s->ntuple; i++) {
       if (i) sb_puts(b, ", ");
+      if (i && i % 5 == 0) sb_printf(b, "/*index=%d*/", i);
       put_shape(b, &s->tuple[i], layout);
     }
     sb_putc(b, ')');
@@ -284,17 +289,20 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     sb_puts(b, ", dimensions=");
     put_ints(b, &a->dimensions);
     break;
-  case IR_OP_SLICE:
+  case IR_OP_SLICE: {
+    /* strides are shown for every dimension when any differs from 1 */
+    bool strided = false;
+    for (int i = 0; i < a->slice_stride.n; i++) strided |= a->slice_stride.v[i] != 1;
     sb_puts(b, ", slice={");
     for (int i = 0; i < a->slice_start.n; i++) {
       sb_printf(b, "%s[%lld:%lld", i ? ", " : "", (long long)a->slice_start.v[i],
                 (long long)a->slice_limit.v[i]);
-      if (a->slice_stride.n > i && a->slice_stride.v[i] != 1)
-        sb_printf(b, ":%lld", (long long)a->slice_stride.v[i]);
+      if (strided) sb_printf(b, ":%lld", (long long)(i < a->slice_stride.n ? a->slice_stride.v[i] : 1));
       sb_putc(b, ']');
     }
     sb_putc(b, '}');
     break;
+  }
   case IR_OP_PAD: {
     bool interior = false;
     for (int i = 0; i < a->npad; i++) interior |= a->padding[i].interior != 0;
@@ -425,6 +433,7 @@ static void put_inst(pctx *x, ir_comp_id c, ir_id i) {
   } else {
     for (int k = 0; k < in->nops; k++) {
       if (k) sb_puts(b, ", ");
+      if (!x->shrt && k && k % 5 == 0) sb_printf(b, "/*index=%d*/", k);
       ir_id o = in->ops[k];
       if (o < 0 || o >= cp->insts.n) {
         sb_printf(b, "<bad operand %d>", o);
@@ -555,6 +564,7 @@ static void put_entry_layout(strbuf *b, const ir_module *m) {
   sb_puts(b, ", entry_computation_layout={(");
   for (int k = 0; k < e->nparams; k++) {
     if (k) sb_puts(b, ", ");
+    if (k && k % 5 == 0) sb_printf(b, "/*index=%d*/", k);
     ir_id pi = e->params ? e->params[k] : IR_NONE;
     if (pi >= 0 && pi < e->insts.n) put_shape(b, &e->insts.v[pi].shape, true);
   }
