@@ -47,7 +47,8 @@ typedef struct cpu_options {
   int32_t threads;        /* worker threads; 0 = one per online CPU */
   cpu_numerics numerics;
   int32_t opt_level;      /* 0..3; default 3 ("default<O3>") */
-  bool use_blas;          /* allow cblas_sgemm (JIT, NATIVE, built with OpenBLAS) */
+  bool use_blas;          /* large f32 dots through cblas_sgemm (JIT, NATIVE, built with
+                             OpenBLAS); default false: the emitted kernel */
   const char *cpu_name;   /* NULL: the host's (LLVMGetHostCPUName) */
   const char *cpu_features; /* NULL: the host's (LLVMGetHostCPUFeatures) */
   const char *entry_name; /* symbol of the entry function; NULL: "tpucc_entry" */
@@ -75,6 +76,10 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o,
 base_status cpu_execute(cpu_exe *exe, ir_literal *const *args, int nargs,
                         arena *out_arena, ir_literal **out, char *err,
                         size_t errlen);
+/* The same into a result literal the caller made (its shape must equal the
+ * result's), so repeated runs touch no fresh memory. */
+base_status cpu_execute_to(cpu_exe *exe, ir_literal *const *args, int nargs,
+                           ir_literal *out, char *err, size_t errlen);
 void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
 
 /* Facts about a compiled program. */

@@ -4,18 +4,22 @@
  * the output order of dot_general is exactly (batch, lhs free, rhs free), so
  * C is the output when it is f32; operands not already in that order (or
  * not f32, or under TPU numerics, which round them to bf16) are packed into
- * f32 scratch first. Then, by numerics and size:
- *   - NATIVE, JIT, OpenBLAS present, large: cblas_sgemm per batch (XLA:CPU
- *     calls Eigen the same way);
+ * f32 scratch first (TPU numerics: rounded to bf16, bf16 subnormals read
+ * as zero, as the emulator's MXU). Then, by numerics and size:
+ *   - NATIVE with use_blas, JIT, OpenBLAS present, large: cblas_sgemm per
+ *     batch (XLA:CPU calls Eigen the same way);
+ *   - NATIVE or TPU, not tiny: the packed register-tiled kernel (gemm.c),
+ *     fused multiply-adds in ascending k: exact for TPU numerics;
  *   - otherwise the row kernel: for each output row, for k ascending,
  *     C[i, :] += A[i, k] * B[k, :]. Each output element sums its products in
  *     ascending k in f32, which is the evaluator's order (STRICT: separate
  *     multiply and add; NATIVE/TPU: fused multiply-add, exact for TPU's
  *     bf16 products); the j loop vectorises, rows split across threads.
+ * TPU numerics store NaN results as 0x7FC00000 (the MXU's rule 5).
  * Integer and pred dots run elementally (gen.c). */
 #include "backend/llvm/lower.h"
 
-enum { BLAS_MIN_FLOPS = 1 << 18 };
+enum { BLAS_MIN_FLOPS = 1 << 18, TILED_MIN_FLOPS = 1 << 15 };
 
 static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
 
@@ -63,6 +67,18 @@ static int64_t prod(const ir_shape *s, const int64_t *list, int n) {
   return p;
 }
 
+/* The MXU's reading of an operand: rounded to bf16, a bf16 subnormal read
+ * as a zero of its sign (runtime/emu/mxu.h, rule 1). */
+static LLVMValueRef tpu_operand(emitter *e, LLVMValueRef v) {
+  LLVMBuilderRef b = e->b;
+  v = llvm_round(e, IR_BF16, v);
+  LLVMValueRef u = LLVMBuildBitCast(b, v, e->t_i32, "");
+  LLVMValueRef ex = LLVMBuildAnd(b, u, LLVMConstInt(e->t_i32, 0x7f800000, 0), "");
+  LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntEQ, ex, LLVMConstInt(e->t_i32, 0, 0), "");
+  LLVMValueRef z = LLVMBuildAnd(b, u, LLVMConstInt(e->t_i32, 0x80000000u, 0), "");
+  return LLVMBuildBitCast(b, LLVMBuildSelect(b, sub, z, u, ""), e->t_f32, "");
+}
+
 /* Packs src into f32 dst[B][X][Y] where B, X, Y enumerate the listed source
  * dims, converting through the result type rt (the evaluator's rule); TPU
  * numerics round to bf16. */
@@ -83,7 +99,7 @@ static void pack(emitter *e, ir_type rt, cbuf *src, const ir_shape *ss, cbuf *ds
   LLVMValueRef lin = add_decomposed(e, base, j, ss, yl, ny);
   LLVMValueRef v = llvm_load(e, src->type, llvm_buf_ptr(e, src), lin);
   v = llvm_convert(e, rt, IR_F32, llvm_convert(e, src->type, rt, v));
-  if (e->opt.numerics == CPU_NUMERICS_TPU) v = llvm_round(e, IR_BF16, v);
+  if (e->opt.numerics == CPU_NUMERICS_TPU) v = tpu_operand(e, v);
   LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, Y), ""), j, "");
   st(e, v, gep_f32(e, llvm_buf_ptr(e, dst), o));
   llvm_loop_end(e, &lj);
@@ -168,13 +184,16 @@ static void emit_rows(emitter *e, cbuf *A, cbuf *Bm, cbuf *C, int64_t nb, int64_
 }
 
 /* f32 acc -> the output type (rounded), elementwise. */
-static void emit_cast(emitter *e, cbuf *src, cbuf *dst, int64_t n) {
+static void emit_cast(emitter *e, cbuf *src, cbuf *dst, int64_t n, bool canon_nan) {
   cbuf *bufs[2] = {src, dst};
   kfn k;
   llvm_kernel_begin(e, &k, bufs, 2, arena_printf(e->a, "k%d.cast", e->nkernels));
   loop l;
   LLVMValueRef i = llvm_loop_begin(e, &l, k.lo, k.hi);
   LLVMValueRef v = ld(e, gep_f32(e, llvm_buf_ptr(e, src), i));
+  if (canon_nan) /* the MXU's rule 5: NaN results are 0x7FC00000 */
+    v = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, ""),
+                        LLVMConstBitCast(LLVMConstInt(e->t_i32, 0x7fc00000, 0), e->t_f32), v, "");
   llvm_store(e, dst->type, llvm_buf_ptr(e, dst), i, llvm_convert(e, IR_F32, dst->type, v));
   llvm_loop_end(e, &l);
   llvm_kernel_end(e, &k, n, (double)n);
@@ -232,7 +251,7 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
     pack(e, ot, rb, rs, Bm, rbat, nbt, rcon, nc, rfree, nrf);
   }
   cbuf *C = ob;
-  if (ot != IR_F32) {
+  if (ot != IR_F32 || (tpu && K > 0)) {
     ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * M * N});
     C = llvm_scratch_buf(e, &ps);
   }
@@ -242,8 +261,11 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
          (double)M * (double)N * (double)K >= BLAS_MIN_FLOPS && M < INT32_MAX && N < INT32_MAX &&
          K < INT32_MAX;
 #endif
+  bool tiled = e->opt.numerics != CPU_NUMERICS_STRICT && M > 0 && N > 0 && K > 0 &&
+               (double)M * (double)N * (double)K >= TILED_MIN_FLOPS;
   if (blas) emit_blas(e, A, Bm, C, NB, M, N, K);
+  else if (tiled) llvm_emit_gemm(e, A, Bm, C, NB, M, N, K);
   else emit_rows(e, A, Bm, C, NB, M, N, K);
-  if (C != ob) emit_cast(e, C, ob, NB * M * N);
+  if (C != ob) emit_cast(e, C, ob, NB * M * N, tpu && K > 0);
   return e->st == ST_OK;
 }

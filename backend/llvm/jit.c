@@ -41,7 +41,7 @@ void cpu_options_init(cpu_options *o) {
   memset(o, 0, sizeof *o);
   o->numerics = CPU_NUMERICS_NATIVE;
   o->opt_level = 3;
-  o->use_blas = true;
+  o->use_blas = false; /* the emitted kernel matches OpenBLAS here (docs/performance.md) */
 }
 
 bool cpu_numerics_from_name(const char *s, cpu_numerics *out) {
@@ -204,9 +204,7 @@ static int flatten(ir_literal *l, void **ptrs, int n) {
   return n;
 }
 
-base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *out_arena,
-                        ir_literal **out, char *err, size_t errlen) {
-  *out = NULL;
+static base_status check_args(cpu_exe *x, ir_literal *const *args, int nargs, char *err, size_t errlen) {
   if (nargs != x->nparams) {
     snprintf(err, errlen, "expected %d arguments, got %d", x->nparams, nargs);
     return ST_INVALID_ARGUMENT;
@@ -224,10 +222,31 @@ base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *o
       return ST_INVALID_ARGUMENT;
     }
   }
+  return ST_OK;
+}
+
+base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *out_arena,
+                        ir_literal **out, char *err, size_t errlen) {
+  *out = NULL;
+  base_status st = check_args(x, args, nargs, err, errlen);
+  if (st != ST_OK) return st;
   ir_literal *res = ir_literal_create(out_arena, &x->result);
   if (!res) {
     snprintf(err, errlen, "result too large");
     return ST_RESOURCE_EXHAUSTED;
+  }
+  st = cpu_execute_to(x, args, nargs, res, err, errlen);
+  if (st == ST_OK) *out = res;
+  return st;
+}
+
+base_status cpu_execute_to(cpu_exe *x, ir_literal *const *args, int nargs, ir_literal *res,
+                           char *err, size_t errlen) {
+  base_status st = check_args(x, args, nargs, err, errlen);
+  if (st != ST_OK) return st;
+  if (!res || !ir_shape_equal(&res->shape, &x->result)) {
+    snprintf(err, errlen, "the result literal does not have the result's shape");
+    return ST_INVALID_ARGUMENT;
   }
   void **in = calloc((size_t)x->ninputs + 1, sizeof(void *));
   void **outs = calloc((size_t)x->noutputs + 1, sizeof(void *));
@@ -245,7 +264,6 @@ base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *o
   x->entry(in, outs, x->scratch, x->pool ? cpu_pool_parfor : NULL, x->pool);
   free(in);
   free(outs);
-  *out = res;
   return ST_OK;
 }
 

@@ -195,6 +195,13 @@ void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
 /* Emits dot id of s (operands and result materialised). */
 bool llvm_emit_dot(emitter *e, scope *s, ir_id id);
 
+/* ---- gemm.c ---------------------------------------------------------- */
+/* C = A * B per batch (f32, row-major [NB,M,K] x [NB,K,N] -> [NB,M,N]) with
+ * the packed register-tiled kernel; K, M, N >= 1. */
+void llvm_emit_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K);
+/* Whether the target has 512-bit vectors (AVX-512F). */
+bool llvm_gemm_wide(const emitter *e);
+
 /* ---- target.c -------------------------------------------------------- */
 void llvm_init_native(void);
 /* A target machine for the host (or o->cpu_name/cpu_features). */

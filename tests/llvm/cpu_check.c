@@ -169,6 +169,14 @@ bool tm_agree(const ir_literal *a, const ir_literal *b, double tol, const char *
 }
 
 bool tm_check(tmod *t, ir_literal **args, cpu_numerics n, int threads, double tol, const char *what) {
+  cpu_options o;
+  cpu_options_init(&o);
+  o.numerics = n;
+  o.threads = threads;
+  return tm_check_opts(t, args, &o, tol, what);
+}
+
+bool tm_check_opts(tmod *t, ir_literal **args, const cpu_options *o, double tol, const char *what) {
   diag *d = diag_create();
   int nerr = ir_verify(t->m, d);
   if (nerr) {
@@ -187,12 +195,8 @@ bool tm_check(tmod *t, ir_literal **args, cpu_numerics n, int threads, double to
     arena_destroy(a);
     return false;
   }
-  cpu_options o;
-  cpu_options_init(&o);
-  o.numerics = n;
-  o.threads = threads;
   cpu_exe *x = NULL;
-  st = cpu_compile(t->m, &o, &x, err, sizeof err);
+  st = cpu_compile(t->m, o, &x, err, sizeof err);
   if (st != ST_OK) {
     fprintf(stderr, "%s: cpu_compile: %s\n", what, err);
     arena_destroy(a);

@@ -41,5 +41,7 @@ bool tm_agree(const ir_literal *a, const ir_literal *b, double tol, const char *
 /* Evaluates t with ir_eval and with the CPU JIT (numerics n, threads);
  * returns whether they agree within tol (0: bit-exact). */
 bool tm_check(tmod *t, ir_literal **args, cpu_numerics n, int threads, double tol, const char *what);
+/* The same with full options. */
+bool tm_check_opts(tmod *t, ir_literal **args, const cpu_options *o, double tol, const char *what);
 
 #endif

@@ -253,19 +253,45 @@ static void dots_strict(void **state) {
     }
 }
 
-/* NATIVE numerics may fuse multiply-adds and call BLAS: close, not exact. */
+/* NATIVE numerics fuse multiply-adds (the tiled kernel) or call BLAS:
+ * close, not exact. */
 static void dots_native(void **state) {
   (void)state;
   for (int v = 0; v < 5; v++) assert_true(dot_case(IR_F32, IR_F32, IR_TYPE_INVALID, v, CPU_NUMERICS_NATIVE, 2, 1e-4));
+  for (int v = 0; v < 5; v++) assert_true(dot_case(IR_BF16, IR_BF16, IR_F32, v, CPU_NUMERICS_NATIVE, 1, 1e-4));
+  /* Through cblas_sgemm where built with OpenBLAS. */
+  tmod m = tm_new("blas");
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.preferred_type = IR_TYPE_INVALID;
+  a.lhs_contracting = INTS(m, 1);
+  a.rhs_contracting = INTS(m, 0);
+  ir_id l = tm_param(&m, 0, IR_F32, 2, D(130, 257)), r = tm_param(&m, 1, IR_F32, 2, D(257, 99));
+  tm_finish(&m, tm_op(&m, IR_OP_DOT, (ir_id[]){l, r}, 2, &a));
+  cpu_options o;
+  cpu_options_init(&o);
+  o.use_blas = true;
+  o.threads = 2;
+  arena *ar = arena_create();
+  assert_true(tm_check_opts(&m, tm_args(&m, ar, 5, false), &o, 1e-4, "dot via BLAS"));
+  arena_destroy(ar);
+  ir_module_destroy(m.m);
 }
 
 /* TPU numerics: dot(x, y) with operands rounded to bf16 and f32 sums must
  * equal the evaluator's dot(bf16(x), bf16(y)) -> f32 exactly (bf16
  * products are exact in f32, so fused multiply-adds round like the
  * evaluator's separate multiply and add). */
+static void tpu_case(int64_t M, int64_t K, int64_t N, int threads);
+
 static void dots_tpu_numerics(void **state) {
   (void)state;
-  int64_t M = 37, K = 300, N = 45;
+  tpu_case(37, 300, 45, 2);   /* tiled kernel, padded edges, one K block */
+  tpu_case(130, 600, 70, 2);  /* three K blocks */
+  tpu_case(5, 7, 3, 1);       /* row kernel */
+}
+
+static void tpu_case(int64_t M, int64_t K, int64_t N, int threads) {
   arena *ar = arena_create();
   tmod t1 = tm_new("tpu"), t2 = tm_new("ref");
   ir_attrs a;
@@ -296,7 +322,7 @@ static void dots_tpu_numerics(void **state) {
   cpu_options o;
   cpu_options_init(&o);
   o.numerics = CPU_NUMERICS_TPU;
-  o.threads = 2;
+  o.threads = threads;
   cpu_exe *x = NULL;
   assert_int_equal(cpu_compile(t1.m, &o, &x, err, sizeof err), ST_OK);
   assert_int_equal(cpu_execute(x, args, 2, ar, &got, err, sizeof err), ST_OK);
