@@ -66,6 +66,8 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
     st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
   emu_time data = tgt_hbm_cycles(&m->t, bytes);
   if (data == 0) data = 1;
+  int u = ISA_UNIT_DMA0 + in->x;
+  emu_time done = hstart + data + (emu_time)m->t.dma_latency;
   /* A transfer that cannot finish within the cycle limit stops the run
    * before the host spends time copying it. */
   if (m->cycle_limit && hstart + data >= m->cycle_limit) {
@@ -80,6 +82,13 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       int64_t h = (int64_t)hb + hs[1] * i2 + hs[2] * i3;
       int64_t v = (int64_t)vb + vs[1] * i2 + vs[2] * i3;
       for (uint32_t i1 = 0; i1 < n[0]; i1++, h += hs[0], v += vs[0]) {
+        /* The source is read while the data moves; the destination is
+         * written until the transfer completes. */
+        if (emu_hazard(m, load ? 1 : 0, 0, (uint64_t)(load ? h : v), run, u,
+                       hstart, hstart + data) ||
+            emu_hazard(m, load ? 0 : 1, 1, (uint64_t)(load ? v : h), run, u,
+                       hstart, done))
+          return -1;
         if (load) memmove(m->vmem + v, m->hbm + h, run);
         else memmove(m->hbm + h, m->vmem + v, run);
       }

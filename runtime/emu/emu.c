@@ -58,6 +58,10 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
     ok = x->acc && x->packed[0] && x->packed[1] && x->scratch && x->tile &&
          x->lhs && x->acc_ready;
   }
+  if (ok) {
+    m->hz[0] = rt_alloc(a, emu_hazard_bytes(t->vmem_bytes));
+    ok = m->hz[0] != NULL;
+  }
   for (int u = 0; u < ISA_UNIT_COUNT && ok; u++) {
     m->unit[u].ring = rt_calloc(a, (size_t)t->queue_depth, sizeof(emu_time));
     ok = m->unit[u].ring != NULL;
@@ -74,6 +78,8 @@ void emu_destroy(emu_machine *m) {
   rt_allocator a = m->alloc;
   rt_free(&a, m->vmem);
   rt_free(&a, m->smem);
+  rt_free(&a, m->hz[0]);
+  rt_free(&a, m->hz[1]);
   for (int i = 0; i < TGT_MAX_MXUS; i++) {
     emu_mxu *x = &m->mxu[i];
     rt_free(&a, x->acc);
@@ -189,6 +195,18 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
   m->hbm_bytes = img->hbm_bytes;
   m->cycle_limit = cycle_limit;
   reset(m, img);
+  m->hz[1] = rt_alloc(&m->alloc, emu_hazard_bytes(img->hbm_bytes));
+  if (!m->hz[1]) {
+    m->pc = 0;
+    m->word = img->code[0];
+    m->now = 0;
+    emu_fail(m, EMU_FAULT_OOM, "out of host memory for HBM ordering state");
+    m->st = NULL;
+    m->f = NULL;
+    return -1;
+  }
+  emu_hazard_reset(m->hz[0], m->t.vmem_bytes);
+  emu_hazard_reset(m->hz[1], img->hbm_bytes);
   const uint64_t *code = img->code;
   const uint32_t ncode = img->ncode;
   emu_time T = 0; /* front-end cycle */
@@ -388,6 +406,8 @@ out:
     for (int u = 0; u < ISA_UNIT_COUNT; u++) end = tmax(end, m->unit[u].done_at);
     st->cycles = end;
   }
+  rt_free(&m->alloc, m->hz[1]);
+  m->hz[1] = NULL;
   m->st = NULL;
   m->f = NULL;
   return rc;

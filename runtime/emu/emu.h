@@ -51,7 +51,8 @@ typedef enum emu_fault_kind {
   EMU_FAULT_SEMAPHORE,  /* wait that can never be satisfied, overflow */
   EMU_FAULT_CYCLES,     /* the cycle limit was reached */
   EMU_FAULT_OOM,        /* host memory ran out */
-  EMU_FAULT_OPERAND     /* a run-time operand is out of range */
+  EMU_FAULT_OPERAND,    /* a run-time operand is out of range */
+  EMU_FAULT_RACE        /* unsynchronised accesses of two units overlap */
 } emu_fault_kind;
 
 typedef struct emu_fault {
@@ -104,6 +105,14 @@ typedef struct emu_mxu {
   emu_time *acc_ready;  /* per 8-row block: results ready */
 } emu_mxu;
 
+/* Memory-ordering state of one granule of VMEM or HBM (hazard.c). */
+enum { EMU_GRANULE = 512, EMU_NO_UNIT = 0xFF };
+typedef struct emu_granule {
+  emu_time w_end;                  /* the last write completes */
+  emu_time r_end[ISA_UNIT_COUNT];  /* each unit's reads complete */
+  uint8_t w_unit;                  /* who wrote last, EMU_NO_UNIT: the host */
+} emu_granule;
+
 typedef struct emu_unit {
   emu_time free_at;     /* issue slot free */
   emu_time done_at;     /* all issued work complete */
@@ -132,6 +141,7 @@ struct emu_machine {
   emu_fault *f;
   uint32_t pc;
   uint64_t word;
+  emu_granule *hz[2];   /* VMEM, HBM ordering state; NULL: not checked */
   emu_time now; /* front-end time of the instruction being executed */
   uint64_t cycle_limit; /* 0: none */
 };
@@ -146,6 +156,14 @@ int emu_fail(emu_machine *m, emu_fault_kind k, const char *fmt, ...);
  * alignment; faults naming `what` otherwise. */
 int emu_check_range(emu_machine *m, const char *what, int64_t addr,
                     uint64_t len, uint64_t size, int align);
+
+/* Memory ordering (hazard.c): records an access of mem (0 VMEM, 1 HBM)
+ * [addr, addr + len) by unit during cycles [t0, t1); faults with
+ * EMU_FAULT_RACE when it overlaps another unit's access in time. */
+int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
+               uint64_t len, int unit, emu_time t0, emu_time t1);
+size_t emu_hazard_bytes(uint64_t mem_bytes);
+void emu_hazard_reset(emu_granule *gs, uint64_t mem_bytes);
 
 /* Vector unit (vector.c): values of one vector instruction. */
 int emu_vector_exec(emu_machine *m, const isa_inst *in);

@@ -20,7 +20,8 @@ static emu_time tmax(emu_time a, emu_time b) { return a > b ? a : b; }
 /* Gathers R rows of `cols` bf16 from VMEM at addr with a byte stride into
  * dst (row-major, cols per row), after checking the range. */
 static int gather_bf16(emu_machine *m, const char *what, uint32_t addr,
-                       int32_t stride, int rows, int cols, uint16_t *dst) {
+                       int32_t stride, int rows, int cols, uint16_t *dst,
+                       int unit, emu_time t0, emu_time t1) {
   int64_t a0 = addr, al = a0 + (int64_t)stride * (rows - 1);
   int64_t lo = a0 < al ? a0 : al, hi = a0 < al ? al : a0;
   if (emu_check_range(m, what, lo, (uint64_t)(hi - lo) + 2u * (uint64_t)cols,
@@ -30,8 +31,13 @@ static int gather_bf16(emu_machine *m, const char *what, uint32_t addr,
     return emu_fail(m, EMU_FAULT_MEMORY, "%s: row stride %d is odd", what,
                     stride);
   for (int r = 0; r < rows; r++)
-    memcpy(dst + (size_t)r * (size_t)cols, m->vmem + a0 + (int64_t)stride * r,
-           2u * (size_t)cols);
+    if (emu_hazard(m, 0, 0, (uint64_t)(a0 + (int64_t)stride * r),
+                   2u * (uint64_t)cols, unit, t0, t1))
+      return -1;
+  if (dst)
+    for (int r = 0; r < rows; r++)
+      memcpy(dst + (size_t)r * (size_t)cols,
+             m->vmem + a0 + (int64_t)stride * r, 2u * (size_t)cols);
   return 0;
 }
 
@@ -70,13 +76,15 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
     case OP_MWT:
     case OP_MWTT: {
       int tr = in->op == OP_MWTT;
-      /* Memory holds K rows of N (mwt) or N rows of K (mwtt). */
+      emu_time wl_start = tmax(earliest, x->wl_free);
+      /* Memory holds K rows of N (mwt) or N rows of K (mwtt), read by the
+       * weight path during its K cycles. */
       if (gather_bf16(m, tr ? "mwtt VMEM range" : "mwt VMEM range", s[in->a],
-                      (int32_t)s[in->b], tr ? N : K, tr ? K : N, x->tile))
+                      (int32_t)s[in->b], tr ? N : K, tr ? K : N, x->tile,
+                      ISA_UNIT_MXU0 + in->x, wl_start, wl_start + (emu_time)K))
         return -1;
       emu_mxu_pack_w(x->tile, K, N, tr ? K : N, tr ? EMU_MXU_W_TRANSPOSED : 0,
                      x->packed[!x->active]);
-      emu_time wl_start = tmax(earliest, x->wl_free);
       x->wl_free = wl_start + (emu_time)K;
       m->st->mxu_weight_loads++;
       *lat = x->wl_free - earliest;
@@ -119,15 +127,20 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       } else {
         uint32_t addr = s[in->a];
         int32_t stride = (int32_t)s[in->b];
+        /* Range and ordering checks of the rows streamed in [start,
+         * start + rows); then read in place when the layout allows. */
+        if (gather_bf16(m, "mpush VMEM range", addr, stride, (int)rows, K, NULL,
+                        ISA_UNIT_MXU0 + in->x, *start, *start + rows))
+          return -1;
         if (stride >= 2 * K && stride % 2 == 0 && addr % 2 == 0 &&
             (uint64_t)addr + (uint64_t)stride * (rows - 1) + 2u * (uint64_t)K <=
                 m->t.vmem_bytes) {
           lhs = (const uint16_t *)(const void *)(m->vmem + addr);
           lds = stride / 2;
         } else {
-          if (gather_bf16(m, "mpush VMEM range", addr, stride, (int)rows, K,
-                          x->lhs))
-            return -1;
+          for (uint32_t r = 0; r < rows; r++)
+            memcpy(x->lhs + (size_t)r * (size_t)K,
+                   m->vmem + (int64_t)addr + (int64_t)stride * r, 2u * (size_t)K);
           lhs = x->lhs;
           lds = K;
         }
@@ -179,6 +192,12 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
         us->stall_dependency += dep - earliest;
         *start = dep;
       }
+      *occ = (rows + 7) / 8;
+      for (uint32_t r = 0; r < rows; r++)
+        if (emu_hazard(m, 0, 1, (uint64_t)(a0 + (int64_t)stride * r),
+                       4u * (uint64_t)N, ISA_UNIT_MXU0 + in->x, *start,
+                       *start + *occ))
+          return -1;
       for (uint32_t r = 0; r < rows; r++)
         memcpy(m->vmem + a0 + (int64_t)stride * r,
                x->acc + (size_t)(row + r) * (size_t)N, 4u * (size_t)N);

@@ -131,19 +131,67 @@ static void cycles_dma_two_queues_share_bandwidth(void **state) {
       ".hbm 65536\n"
       ".smem 0 65536, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
       "  sli s1, 4\n"
+      "  sli s2, 65536\n"
+      "L: dmald dma0, s0, s0, s0, sem0\n"
+      "  dmald dma1, s2, s0, s0, sem0\n"
+      "  loop s1, L\n"
+      "  wait scalar, sem0, 8\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, src, &st), TPURT_OK);
+  /* As for one queue: the 8 transfers hold HBM back to back from cycle 2
+   * (each queue's next transfer waits for HBM, not for its own queue); the
+   * last token is at 2 + 1024 + 100 = 1126, halt issues at 1127. */
+  assert_int_equal(st.cycles, 1128);
+  assert_int_equal(st.hbm_busy_cycles, 1024);
+  assert_true(st.units[7].stall_hbm > 0);
+  tpurt_device_destroy(d);
+}
+
+/* The same with both queues writing the same VMEM buffer: their writes
+ * overlap in time, which the emulator refuses (docs/isa.md, section 1). */
+static void fault_race_between_dma_queues(void **state) {
+  (void)state;
+  tpurt_device_t *d = open_dev("v2,clock=1GHz,hbm_bw=512GB/s,dma_latency=100", 0);
+  tpurt_stats_t st;
+  const char *src =
+      ".hbm 65536\n"
+      ".smem 0 65536, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  sli s1, 4\n"
       "L: dmald dma0, s0, s0, s0, sem0\n"
       "  dmald dma1, s0, s0, s0, sem0\n"
       "  loop s1, L\n"
       "  wait scalar, sem0, 8\n"
       "  halt\n";
-  assert_int_equal(run_text(d, src, &st), TPURT_OK);
-  /* As for one queue, but the first transfer is issued at cycle 1: the 8
-   * transfers hold HBM back to back from cycle 1; the last token is at
-   * 1 + 1024 + 100 = 1125, the wait ends there, halt issues at 1126 and
-   * the run ends at 1127. */
-  assert_int_equal(st.cycles, 1127);
-  assert_int_equal(st.hbm_busy_cycles, 1024);
-  assert_true(st.units[7].stall_hbm > 0);
+  /* dma0 starts at 1 and writes until 1 + 128 + 100 = 229; dma1 gets HBM
+   * at 129 and would write the same bytes then. */
+  assert_int_equal(run_text(d, src, &st), TPURT_RUNTIME_FAULT);
+  assert_non_null(strstr(tpurt_device_message(d),
+                         "fault at pc 2 (dmald dma1, s0, s0, s0, sem0) at cycle 129: "
+                         "VMEM bytes [0, 512) written by dma1 at cycle 129 while "
+                         "dma0 still writes them until cycle 229: a semaphore is "
+                         "missing"));
+  /* A vector load of a DMA's destination without waiting for it. */
+  const char *nowait =
+      ".hbm 4096\n"
+      ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  dmald dma0, s0, s0, s0, sem0\n"
+      "  sli s1, 512\n"
+      "  vld v0, s0, 0, s1\n"
+      "  wait scalar, sem0, 1\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, nowait, &st), TPURT_RUNTIME_FAULT);
+  assert_non_null(strstr(tpurt_device_message(d),
+                         "read by vector at cycle 2 while dma0 still writes them"));
+  /* With the wait it runs. */
+  const char *withwait =
+      ".hbm 4096\n"
+      ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  dmald dma0, s0, s0, s0, sem0\n"
+      "  sli s1, 512\n"
+      "  wait vector, sem0, 1\n"
+      "  vld v0, s0, 0, s1\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, withwait, &st), TPURT_OK);
   tpurt_device_destroy(d);
 }
 
@@ -229,6 +277,7 @@ int main(void) {
       cmocka_unit_test(cycles_weight_load_hidden),
       cmocka_unit_test(cycles_dma_bound_loop),
       cmocka_unit_test(cycles_dma_two_queues_share_bandwidth),
+      cmocka_unit_test(fault_race_between_dma_queues),
       cmocka_unit_test(cycles_vector_dependency_chain),
       cmocka_unit_test(fault_runaway_loop_stops_at_cycle_limit),
       cmocka_unit_test(fault_out_of_range_and_misuse),
