@@ -409,6 +409,13 @@ base_status ir_file_write(const char *path, const void *data, size_t len,
 base_status ir_npy_decode(arena *a, const char *what, const void *data,
                           size_t len, ir_literal **out, char *err,
                           size_t errlen);
+/* As ir_npy_decode, but the result has type `as`: then any numpy bool,
+ * int8..int64, uint8..uint64 or float16/32/64 array is read, floats
+ * rounding to nearest even, integers checked to fit `as` (else an error
+ * naming the element); float data never becomes an integer or pred. */
+base_status ir_npy_decode_as(arena *a, const char *what, const void *data,
+                             size_t len, ir_type as, ir_literal **out,
+                             char *err, size_t errlen);
 base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err,
                           size_t errlen);
 
@@ -446,8 +453,10 @@ base_status ir_tensor_write_file(const char *path, const ir_literal *l,
  *                          [ ] separate them; one value fills all (splat)
  *   f32=3.5                a scalar;   f32[2,3]=...  HLO spelling works too
  *   2x2xbf16=@a.bin        raw little-endian file of that shape and type
- *   2x2xf32=@a.npy         .npy/.npz checked against the shape; an f32
- *                          file given as bf16/f16 is rounded (RNE)
+ *   2x2xf32=@a.npy         .npy/.npz checked against the shape; an .npy
+ *                          of another numpy dtype (float64, int64, ...) is
+ *                          converted (ir_npy_decode_as); an f32 .npz entry
+ *                          given as bf16/f16 is rounded (RNE)
  *   @x.npy  @x.npz  @x.npz:name   whole files (.npz: every array, in order)
  * Types: pred s8 s32 bf16 f16 f32, and IREE's i1 i8 i32. Values: decimal
  * integers, floats, nan, inf, -inf, true/false for pred. */

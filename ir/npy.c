@@ -185,32 +185,51 @@ static bool parse_header(hdr *h, char *why, size_t whylen) {
   return true;
 }
 
-/* Maps a descr to a type and byte order; false when unsupported. */
-static bool descr_type(const char *d, ir_type *t, bool *big) {
+/* A numpy dtype as far as we read it: kind b (bool), i (signed), u
+ * (unsigned), f (float); size in bytes; byte order. */
+typedef struct dtype {
+  char kind;
+  int size;
+  bool big;
+} dtype;
+
+static bool parse_descr(const char *d, dtype *dt) {
   char order = d[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') return false;
-  const char *k = d + 1;
-  if (!strcmp(k, "b1")) *t = IR_PRED;
-  else if (!strcmp(k, "i1")) *t = IR_S8;
-  else if (!strcmp(k, "i4")) *t = IR_S32;
-  else if (!strcmp(k, "f2")) *t = IR_F16;
-  else if (!strcmp(k, "f4")) *t = IR_F32;
-  else return false;
-  if (order == '|' && ir_type_size(*t) > 1) return false;
-  *big = order == '>';
+  char k = d[1];
+  if (k != 'b' && k != 'i' && k != 'u' && k != 'f') return false;
+  if (d[2] < '1' || d[2] > '8' || d[3] != 0) return false;
+  int size = d[2] - '0';
+  bool ok = k == 'b'   ? size == 1
+            : k == 'f' ? size == 2 || size == 4 || size == 8
+                       : size == 1 || size == 2 || size == 4 || size == 8;
+  if (!ok || (order == '|' && size > 1)) return false;
+  dt->kind = k;
+  dt->size = size;
+  dt->big = order == '>';
   return true;
 }
 
-static const char *numpy_name(const char *descr) {
-  static const struct {
-    const char *k, *name;
-  } names[] = {{"f8", "float64"}, {"i8", "int64"},     {"u1", "uint8"},
-               {"u2", "uint16"},  {"u4", "uint32"},    {"u8", "uint64"},
-               {"i2", "int16"},   {"c8", "complex64"}, {"c16", "complex128"},
-               {"V2", "void16 (bfloat16?)"}};
-  for (unsigned i = 0; i < COUNTOF(names); i++)
-    if (descr[0] && !strcmp(descr + 1, names[i].k)) return names[i].name;
-  return "unknown";
+/* The IR type holding the dtype exactly, or IR_TYPE_INVALID. */
+static ir_type native_type(dtype dt) {
+  switch (dt.kind) {
+  case 'b': return IR_PRED;
+  case 'i': return dt.size == 1 ? IR_S8 : dt.size == 4 ? IR_S32 : IR_TYPE_INVALID;
+  case 'f': return dt.size == 2 ? IR_F16 : dt.size == 4 ? IR_F32 : IR_TYPE_INVALID;
+  default: return IR_TYPE_INVALID;
+  }
+}
+
+static const char *numpy_name(dtype dt, bool known) {
+  if (!known) return "unknown";
+  static const char *const names[4][4] = {
+      {"int8", "int16", "int32", "int64"},
+      {"uint8", "uint16", "uint32", "uint64"},
+      {"?", "float16", "float32", "float64"},
+      {"bool", "?", "?", "?"}};
+  int row = dt.kind == 'i' ? 0 : dt.kind == 'u' ? 1 : dt.kind == 'f' ? 2 : 3;
+  int col = dt.size == 1 ? 0 : dt.size == 2 ? 1 : dt.size == 4 ? 2 : 3;
+  return names[row][col];
 }
 
 /* ---- decode ---------------------------------------------------------- */
@@ -223,9 +242,65 @@ static void copy_elem(uint8_t *dst, const uint8_t *src, int size, bool swap) {
   for (int i = 0; i < size; i++) dst[i] = src[size - 1 - i];
 }
 
-base_status ir_npy_decode(arena *a, const char *what, const void *data,
-                          size_t len, ir_literal **out, char *err,
-                          size_t errlen) {
+/* Walks a row-major index and keeps the column-major (Fortran) element
+ * offset in step. */
+typedef struct walker {
+  int rank;
+  const int64_t *dims;
+  int64_t idx[IR_MAX_RANK], stride[IR_MAX_RANK], off;
+} walker;
+
+static void walker_init(walker *w, int rank, const int64_t *dims) {
+  memset(w, 0, sizeof *w);
+  w->rank = rank;
+  w->dims = dims;
+  int64_t st = 1;
+  for (int k = 0; k < rank; k++) {
+    w->stride[k] = st;
+    st *= dims[k];
+  }
+}
+
+static void walker_next(walker *w) {
+  for (int k = w->rank - 1; k >= 0; k--) {
+    if (++w->idx[k] < w->dims[k]) {
+      w->off += w->stride[k];
+      return;
+    }
+    w->off -= w->stride[k] * (w->idx[k] - 1);
+    w->idx[k] = 0;
+  }
+}
+
+/* Reads one element of dtype dt at p as an int64 (b, i, u: *is_float
+ * false; u8 above INT64_MAX saturates) or a double (f). */
+static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_float) {
+  uint8_t b[8];
+  copy_elem(b, p, dt.size, dt.big && dt.size > 1);
+  uint64_t u = 0;
+  for (int k = dt.size - 1; k >= 0; k--) u = u << 8 | b[k]; /* now little endian */
+  *is_float = dt.kind == 'f';
+  if (dt.kind == 'f') {
+    if (dt.size == 2) *fv = ir_f16_to_f32((uint16_t)u);
+    else if (dt.size == 4) {
+      uint32_t x = (uint32_t)u;
+      float f;
+      memcpy(&f, &x, 4);
+      *fv = f;
+    } else {
+      memcpy(fv, &u, 8);
+    }
+  } else if (dt.kind == 'i' && dt.size < 8 && (u >> (8 * dt.size - 1)) & 1) {
+    *iv = (int64_t)(u | ~(uint64_t)0 << (8 * dt.size)); /* sign-extend */
+  } else if (dt.kind == 'u' && u > (uint64_t)INT64_MAX) {
+    *iv = INT64_MAX;
+  } else {
+    *iv = (int64_t)u;
+  }
+}
+
+static base_status decode(arena *a, const char *what, const void *data, size_t len, ir_type as,
+                          ir_literal **out, char *err, size_t errlen) {
   const uint8_t *d = data;
   if (len < 10 || memcmp(d, npy_magic, 6) != 0)
     return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npy file (bad magic)", what);
@@ -256,18 +331,23 @@ base_status ir_npy_decode(arena *a, const char *what, const void *data,
   char why[160];
   if (!parse_header(&h, why, sizeof why))
     return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: malformed .npy header: %s", what, why);
-  ir_type t;
-  bool big;
-  if (!descr_type(h.descr, &t, &big))
+  dtype dt;
+  bool known = parse_descr(h.descr, &dt);
+  ir_type nt = known ? native_type(dt) : IR_TYPE_INVALID;
+  if (!known || (nt == IR_TYPE_INVALID && as == IR_TYPE_INVALID))
     return fail(err, errlen, ST_UNSUPPORTED,
                 "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8, int32, float16 and "
-                "float32 (convert with .astype(), or use a raw .bin for bf16)",
-                what, h.descr, numpy_name(h.descr));
+                "float32 (convert with .astype(), or name the type, e.g. 2x3xf32=@file.npy; "
+                "raw .bin for bf16)",
+                what, h.descr, numpy_name(dt, known));
+  ir_type t = as == IR_TYPE_INVALID ? nt : as;
+  if (dt.kind == 'f' && !ir_type_is_float(t))
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %s data cannot be read as %s", what,
+                numpy_name(dt, true), ir_type_name(t));
   ir_shape s = ir_shape_array(t, h.rank, h.dims);
   int64_t n;
   size_t bytes;
-  if (!ir_shape_elements(&s, &n) ||
-      base_mul_overflow((size_t)n, (size_t)ir_type_size(t), &bytes))
+  if (!ir_shape_elements(&s, &n) || base_mul_overflow((size_t)n, (size_t)dt.size, &bytes))
     return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   size_t doff = hstart + hlen, avail = len - doff;
   if (bytes > avail)
@@ -280,38 +360,50 @@ base_status ir_npy_decode(arena *a, const char *what, const void *data,
   ir_literal *l = ir_literal_create(a, &s);
   if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   const uint8_t *src = d + doff;
-  uint8_t *dst = l->data;
-  int size = ir_type_size(t);
-  bool swap = big && size > 1;
-  if (!h.fortran || h.rank <= 1) {
-    if (!swap) memcpy(dst, src, bytes);
-    else
-      for (int64_t i = 0; i < n; i++) copy_elem(dst + i * size, src + i * size, size, true);
-  } else {
-    /* Walk the row-major index; keep the column-major offset in step. */
-    int64_t idx[IR_MAX_RANK] = {0}, stride[IR_MAX_RANK];
-    int64_t st = 1;
-    for (int k = 0; k < h.rank; k++) {
-      stride[k] = st;
-      st *= h.dims[k];
+  walker w;
+  walker_init(&w, h.rank, h.dims);
+  if (nt == t) { /* same type: copy, swapping bytes when needed */
+    uint8_t *dst = l->data;
+    int size = dt.size;
+    bool swap = dt.big && size > 1;
+    if (!h.fortran && !swap) {
+      memcpy(dst, src, bytes);
+    } else {
+      for (int64_t i = 0; i < n; i++, walker_next(&w))
+        copy_elem(dst + i * size, src + (h.fortran ? w.off : i) * size, size, swap);
     }
-    int64_t off = 0;
-    for (int64_t i = 0; i < n; i++) {
-      copy_elem(dst + i * size, src + off * size, size, swap);
-      for (int k = h.rank - 1; k >= 0; k--) {
-        if (++idx[k] < h.dims[k]) {
-          off += stride[k];
-          break;
-        }
-        off -= stride[k] * (idx[k] - 1);
-        idx[k] = 0;
-      }
+    if (t == IR_PRED)
+      for (int64_t i = 0; i < n; i++) dst[i] = dst[i] != 0;
+  } else { /* converting: floats round to nearest even, ints must fit */
+    int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+    for (int64_t i = 0; i < n; i++, walker_next(&w)) {
+      int64_t iv = 0;
+      double fv = 0;
+      bool isf;
+      load(src + (h.fortran ? w.off : i) * dt.size, dt, &iv, &fv, &isf);
+      if (isf) ir_literal_set_f64(l, i, fv);
+      else if (ir_type_is_float(t)) ir_literal_set_f64(l, i, (double)iv);
+      else if (t == IR_PRED) ir_literal_set_i64(l, i, iv != 0);
+      else if (iv < lo || iv > hi)
+        return fail(err, errlen, ST_INVALID_ARGUMENT,
+                    "%s: element %lld (%lld) does not fit %s", what, (long long)i,
+                    (long long)iv, ir_type_name(t));
+      else ir_literal_set_i64(l, i, iv);
     }
   }
-  if (t == IR_PRED)
-    for (int64_t i = 0; i < n; i++) dst[i] = dst[i] != 0;
   *out = l;
   return ST_OK;
+}
+
+base_status ir_npy_decode(arena *a, const char *what, const void *data, size_t len,
+                          ir_literal **out, char *err, size_t errlen) {
+  return decode(a, what, data, len, IR_TYPE_INVALID, out, err, errlen);
+}
+
+base_status ir_npy_decode_as(arena *a, const char *what, const void *data, size_t len,
+                             ir_type as, ir_literal **out, char *err, size_t errlen) {
+  BASE_ASSERT(as == IR_TYPE_INVALID || (as >= IR_PRED && as <= IR_F32));
+  return decode(a, what, data, len, as, out, err, errlen);
 }
 
 /* ---- encode ---------------------------------------------------------- */

@@ -446,7 +446,20 @@ static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
   bool raw = shape && !ends_with(p, ".npy") && !ends_with(p, ".npz");
   ir_named_literal *r;
   int n;
-  base_status st = ir_tensor_read_file(a, p, raw ? shape : NULL, &r, &n, err, errlen);
+  base_status st;
+  if (shape && ends_with(p, ".npy")) { /* the type given converts */
+    char *data;
+    size_t len;
+    st = ir_file_read(p, IR_TENSOR_MAX_FILE, &data, &len, err, errlen);
+    if (st != ST_OK) return st;
+    r = arena_alloc(a, sizeof *r);
+    r->name = p;
+    n = 1;
+    st = ir_npy_decode_as(a, p, data, len, shape->type, &r->lit, err, errlen);
+    free(data);
+  } else {
+    st = ir_tensor_read_file(a, p, raw ? shape : NULL, &r, &n, err, errlen);
+  }
   if (st != ST_OK) return st;
   if (sel) {
     int k = 0;

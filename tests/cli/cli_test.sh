@@ -212,11 +212,17 @@ np.save(t + "/x.npy", x)
 np.save(t + "/xf.npy", np.asfortranarray(x.astype(">f4")))
 np.savez(t + "/xy.npz", x=x, y=np.full((2, 3), 10, np.float32))
 np.savez_compressed(t + "/xyc.npz", x=x, y=np.full((2, 3), 10, np.float32))
+np.save(t + "/x64.npy", x.astype(np.float64))
 EOF
   run 0 run "$DATA/add.hlo" --input="@$T/x.npy" --input="@$T/xf.npy" --output="@$T/s.npy"
   run 0 run "$DATA/add.hlo" --input="@$T/xy.npz" --output="@$T/t.npy"
   run 0 run "$DATA/add.hlo" --input="@$T/xyc.npz" --output=-
   out_is "2x3xf32=[10 10.25 10.5][10.75 11 11.25]"
+  # float64 (numpy's default) needs the type named; then it converts
+  run 2 run "$DATA/add.hlo" --input="@$T/x64.npy" --input="2x3xf32=1"
+  err_has "unsupported dtype '<f8' (float64)"
+  run 0 run "$DATA/add.hlo" --input="2x3xf32=@$T/x64.npy" --input="2x3xf32=1"
+  out_is "2x3xf32=[1 1.25 1.5][1.75 2 2.25]"
   "$py" - "$T" <<'EOF' || fail "numpy disagrees with tpucc's .npy output"
 import sys, numpy as np
 t = sys.argv[1]

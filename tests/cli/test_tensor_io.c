@@ -140,6 +140,51 @@ static void npy_bool_v3_scalar_and_python2_dims(void **state) {
   arena_destroy(a);
 }
 
+static void npy_decode_as_converts(void **state) {
+  (void)state;
+  uint8_t buf[256];
+  arena *a = arena_create();
+  ir_literal *l;
+  /* float64 1/3 (0x3fd5555555555555) and -2.5 (0xc004000000000000), little
+   * endian, read as f32 and as bf16 (1/3 -> 0x3eab, round to nearest) */
+  const uint8_t f8[] = {0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xd5, 0x3f,
+                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0};
+  size_t n = mk_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\n", f8,
+                    sizeof f8);
+  assert_int_equal(ir_npy_decode_as(a, "d.npy", buf, n, IR_F32, &l, err, sizeof err), ST_OK);
+  assert_true(ir_literal_get_f64(l, 0) == (double)(float)(1.0 / 3));
+  assert_true(ir_literal_get_f64(l, 1) == -2.5);
+  assert_int_equal(ir_npy_decode_as(a, "d.npy", buf, n, IR_BF16, &l, err, sizeof err), ST_OK);
+  assert_int_equal(((uint16_t *)l->data)[0], 0x3eab);
+  assert_int_not_equal(ir_npy_decode(a, "d.npy", buf, n, &l, err, sizeof err), ST_OK);
+  assert_non_null(strstr(err, "unsupported dtype '<f8' (float64)"));
+  assert_non_null(strstr(err, "2x3xf32=@file.npy"));
+  assert_int_not_equal(ir_npy_decode_as(a, "d.npy", buf, n, IR_S32, &l, err, sizeof err), ST_OK);
+  assert_string_equal(err, "d.npy: float64 data cannot be read as s32");
+  /* big-endian int64 2x2 in Fortran order: [[-1 300][7 0]] is -1 7 300 0 */
+  const uint8_t i8[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 7,
+                        0,    0,    0,    0,    0,    0,    1,    0x2c, 0, 0, 0, 0, 0, 0, 0, 0};
+  n = mk_npy(buf, 1, "{'descr': '>i8', 'fortran_order': True, 'shape': (2, 2), }\n", i8,
+             sizeof i8);
+  assert_int_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_S32, &l, err, sizeof err), ST_OK);
+  const int want[4] = {-1, 300, 7, 0};
+  for (int i = 0; i < 4; i++) assert_int_equal(ir_literal_get_i64(l, i), want[i]);
+  assert_int_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_F16, &l, err, sizeof err), ST_OK);
+  assert_true(ir_literal_get_f64(l, 1) == 300.0);
+  assert_int_not_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_S8, &l, err, sizeof err), ST_OK);
+  assert_string_equal(err, "q.npy: element 1 (300) does not fit s8");
+  /* uint16 big endian 65535 as s32; uint8 as pred (nonzero -> 1) */
+  const uint8_t u2[] = {0xff, 0xff};
+  n = mk_npy(buf, 1, "{'descr': '>u2', 'fortran_order': False, 'shape': (), }\n", u2, 2);
+  assert_int_equal(ir_npy_decode_as(a, "u.npy", buf, n, IR_S32, &l, err, sizeof err), ST_OK);
+  assert_int_equal(ir_literal_get_i64(l, 0), 65535);
+  const uint8_t u1[] = {0, 9};
+  n = mk_npy(buf, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }\n", u1, 2);
+  assert_int_equal(ir_npy_decode_as(a, "u.npy", buf, n, IR_PRED, &l, err, sizeof err), ST_OK);
+  assert_int_equal(((uint8_t *)l->data)[1], 1);
+  arena_destroy(a);
+}
+
 static void npy_malformed(void **state) {
   (void)state;
   uint8_t buf[512];
@@ -469,7 +514,7 @@ static void literal_file_references(void **state) {
   snprintf(arg, sizeof arg, "3x2xf32=@%s", npy);
   parse_err(arg, "holds 2x2xf32, not 3x2xf32");
   snprintf(arg, sizeof arg, "2x2xs32=@%s", npy);
-  parse_err(arg, "holds 2x2xf32, not 2x2xs32");
+  parse_err(arg, "float32 data cannot be read as s32");
   snprintf(arg, sizeof arg, "4xf32=@%s", bin);
   ir_literal *flat = parse1(a, arg); /* raw data takes any shape of the same size */
   assert_true(ir_literal_get_f64(flat, 2) == 3.5);
@@ -541,6 +586,7 @@ int main(void) {
       cmocka_unit_test(npy_fortran_rank3),
       cmocka_unit_test(npy_f16_big_endian_v2),
       cmocka_unit_test(npy_bool_v3_scalar_and_python2_dims),
+      cmocka_unit_test(npy_decode_as_converts),
       cmocka_unit_test(npy_malformed),
       cmocka_unit_test(npy_encode_matches_numpy),
       cmocka_unit_test(npy_round_trip_all_types),
