@@ -556,11 +556,11 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   ir_op op = in->op;
   if (op == IR_OP_CONVOLUTION) in->a.feature_group_count = in->a.batch_group_count = 1;
   /* names given twice */
-  strmap *seen = strmap_create(c->p->scratch);
+  strmap *seen = hi->attrs.n > 1 ? strmap_create(c->p->scratch) : NULL;
   for (int i = 0; i < hi->attrs.n; i++) {
     const hlo_tok *nm = hi->attrs.v[i].name;
-    bool dup = strmap_get(seen, nm->text, (size_t)nm->len) >= 0;
-    strmap_put(seen, nm->text, (size_t)nm->len, i);
+    bool dup = seen && strmap_get(seen, nm->text, (size_t)nm->len) >= 0;
+    if (seen) strmap_put(seen, nm->text, (size_t)nm->len, i);
     if (dup) {
       fail(&x, nm, "attribute '%s' is given twice", nm->text);
       ok = false;
