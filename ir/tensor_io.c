@@ -381,6 +381,10 @@ static base_status parse_values(arena *a, const ir_shape *s, const char *text, i
   if (count != n && !(count == 1 && n > 0))
     return fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld",
                 (long long)n, n == 1 ? "" : "s", (long long)count);
+  if ((uint64_t)n * (uint64_t)ir_type_size(s->type) > IR_TENSOR_MAX_FILE)
+    return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+                "tensor too large (%lld elements; the limit is %zu bytes)", (long long)n,
+                IR_TENSOR_MAX_FILE);
   l = ir_literal_create(a, s);
   if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "shape too large");
   int64_t i = 0;

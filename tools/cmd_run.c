@@ -372,7 +372,8 @@ int tool_cmd_run(int argc, char **argv) {
     ir_shape ws = desc_shape(&want);
     if (i >= nins) {
       int64_t count;
-      if (!ir_shape_elements(&ws, &count) || count > ((int64_t)1 << 30)) {
+      if (!ir_shape_elements(&ws, &count) ||
+          (uint64_t)count * (uint64_t)ir_type_size(ws.type) > IR_TENSOR_MAX_FILE) {
         tool_error(CMD, "parameter %d '%s' (%s) is too large to generate", i, want.name,
                    spec_of(a, &ws));
         goto done;

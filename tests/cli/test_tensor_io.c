@@ -484,6 +484,7 @@ static void literal_parse_and_print(void **state) {
   parse_err("pred=2", "not a pred value");
   parse_err("1x1x1x1x1x1x1x1x1xf32=1", "more than 8 dimensions");
   parse_err("100000x100000x100000xf32=1", "too large");
+  parse_err("100000x100000xf32=1", "tensor too large (10000000000 elements");
   parse_err("2xf32=@", "empty file name");
   parse_err("@/nonexistent/x.npy", "/nonexistent/x.npy: No such file");
   parse_err("2x2xf32=@/nonexistent/x.bin", "/nonexistent/x.bin");
