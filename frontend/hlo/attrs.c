@@ -298,6 +298,9 @@ static bool slices(actx *x, const hlo_tok *v, ir_attrs *at) {
 }
 
 static bool replica_groups(actx *x, const hlo_tok *v, ir_replica_groups *rg) {
+  if (v->kind == HLO_GROUP && v->open == '<')
+    return fail(x, v, "iota replica group lists such as [2,10]<=[20] are not supported; "
+                      "write the groups out, as in {{0,1},{2,3}}");
   if (v->kind != HLO_GROUP || v->open != '{')
     return bad_value(x, v, "groups such as {{0,1},{2,3}}");
   items it;

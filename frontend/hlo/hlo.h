@@ -28,7 +28,7 @@ typedef struct hlo_loc {
 typedef struct hlo_tok hlo_tok;
 struct hlo_tok {
   int kind;          /* bison token kind; HLO_GROUP for a group */
-  char open;         /* groups: '{', '[' or '(' */
+  char open;         /* groups: '{', '[' or '('; '<' for an iota list */
   const char *text;  /* tokens: their text, NUL-terminated ('%' removed) */
   int32_t len;
   src_loc loc;       /* first character */

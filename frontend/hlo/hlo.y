@@ -77,6 +77,22 @@ static hlo_tok *group(hlo_parser *p, hlo_tok *open, hlo_tokvec *kids, hlo_tok *c
   return g;
 }
 
+static hlo_tok *iota_list(hlo_parser *p, hlo_tok *a, hlo_tok *b, hlo_tok *t, hlo_tok *perm) {
+  hlo_tok *g = arena_alloc(p->scratch, sizeof *g);
+  g->kind = HLO_GROUP;
+  g->open = '<';
+  g->loc = a->loc;
+  g->off = a->off;
+  g->end = perm ? perm->end : b->end;
+  g->n = perm ? 4 : 2;
+  g->kids = arena_array(p->scratch, 4, sizeof(hlo_tok *));
+  g->kids[0] = a;
+  g->kids[1] = b;
+  g->kids[2] = t;
+  g->kids[3] = perm;
+  return g;
+}
+
 static hlo_inst *new_inst(hlo_parser *p) {
   return arena_alloc(p->scratch, sizeof(hlo_inst));
 }
@@ -133,7 +149,7 @@ static hlo_tokvec *layout_join(hlo_parser *p, hlo_tokvec *ints, hlo_tokvec *tail
 %token <tok> NAME "name" TYPE "element type" INT "integer" FLOAT "number"
 %token <tok> STRING "string" DXD "dimension list" PAD "padding"
 %token <tok> DIMLABELS "dim_labels" HEX "hex number"
-%token <tok> ARROW "->" ELLIPSIS "..." LE "<="
+%token <tok> ARROW "->" ELLIPSIS "..." LE "<=" TILE "T"
 %token <tok> '{' '}' '[' ']' '(' ')' '=' ',' ':' '*' '?' '<'
 
 %type <tok> name root_opt entry_opt value atom group soup_item tiledim
@@ -397,6 +413,11 @@ layout_items
       VEC_PUSH(p->scratch, *$$, $2);
       for (int i = 0; i < $3->n; i++) VEC_PUSH(p->scratch, *$$, $3->v[i]);
     }
+  | layout_items TILE paren_groups  {
+      $$ = $1;
+      VEC_PUSH(p->scratch, *$$, $2);
+      for (int i = 0; i < $3->n; i++) VEC_PUSH(p->scratch, *$$, $3->v[i]);
+    }
   ;
 
 paren_groups
@@ -416,9 +437,14 @@ tiledim
 
 /* ---- attribute values: token trees ---- */
 
+/* XLA's iota tile lists ("[2,10]<=[20]", "[3,10]<=[6,5]T(1,0)") read as
+ * one '<' group holding their parts, so that they can be named in errors
+ * or kept verbatim. */
 value
   : atom
   | group
+  | group LE group                { $$ = iota_list(p, $1, $3, NULL, NULL); }
+  | group LE group TILE group     { $$ = iota_list(p, $1, $3, $4, $5); }
   ;
 
 atom
@@ -442,7 +468,7 @@ soup
   ;
 
 soup_item
-  : atom | group | TYPE | ARROW | ELLIPSIS | LE | KW_HLOMODULE | KW_ENTRY | KW_ROOT
+  : atom | group | TYPE | ARROW | ELLIPSIS | LE | TILE | KW_HLOMODULE | KW_ENTRY | KW_ROOT
   | '=' | ',' | ':' | '*' | '?' | '<'
   ;
 
