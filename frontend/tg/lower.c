@@ -246,7 +246,7 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
           lerr(L, st->name_locs[0], "the call returns %d values; bind them with 'let a, b = ...'", v.nmulti);
           v = tv_err();
         }
-        if (v.k == TV_TENSOR && v.id >= before && !L->quiet) {
+        if (v.k == TV_TENSOR && v.id >= before) {
           ir_inst *in = ir_inst_get(L->m, L->comp, v.id);
           if (in->op != IR_OP_PARAMETER) in->name = ir_unique_name(L->m, st->names[0]);
         }

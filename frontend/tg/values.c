@@ -489,8 +489,9 @@ bool st_axes(lctx *L, const tg_node *n, const char *what, int rank, int64_t *out
 
 /* ---- literals ------------------------------------------------------------ */
 
-/* Collects a nested list of numbers: dims from the first element at each
- * level, every sibling must agree. */
+/* Collects a nested list of numbers into out; v->rank and v->dims were
+ * read along the first element at each level, and every sibling must
+ * agree with them. */
 typedef struct dvec {
   double *v;
   int n, cap;
@@ -502,20 +503,21 @@ static bool lit_collect(lctx *L, const tg_node *n, int level, tv *v, dvec *out) 
       lerr(L, n->loc, "tensor literal has more than %d dimensions", IR_MAX_RANK);
       return false;
     }
-    if (level == v->rank) {
-      v->rank = level + 1;
-      v->dims[level] = n->args.n;
-    } else if (level > v->rank || v->dims[level] != n->args.n) {
+    if (level >= v->rank) {
+      lerr(L, n->loc, "tensor literal is not rectangular: expected a number here, found a list");
+      return false;
+    }
+    if (v->dims[level] != n->args.n) {
       lerr(L, n->loc, "tensor literal is not rectangular: expected %lld elements here, found %d",
-           level < v->rank ? (long long)v->dims[level] : 1LL, n->args.n);
+           (long long)v->dims[level], n->args.n);
       return false;
     }
     for (int i = 0; i < n->args.n; i++)
       if (!lit_collect(L, n->args.v[i], level + 1, v, out)) return false;
     return true;
   }
-  if (level != v->rank || (out->n == 0 && level == 0)) {
-    lerr(L, n->loc, "tensor literal is not rectangular");
+  if (level != v->rank) {
+    lerr(L, n->loc, "tensor literal is not rectangular: expected a list here, found a number");
     return false;
   }
   double x;
