@@ -15,7 +15,6 @@
 
 #include <string.h>
 
-static emu_time tmax(emu_time a, emu_time b) { return a > b ? a : b; }
 
 /* Lowest and highest start address over the index box. */
 static void span(int64_t base, const int64_t st[3], const uint32_t n[3],
@@ -26,6 +25,45 @@ static void span(int64_t base, const int64_t st[3], const uint32_t n[3],
     if (e < 0) *lo += e;
     else *hi += e;
   }
+}
+
+/* HBM is one resource shared by the queues. Transfers are timed in
+ * program order but may happen out of it (a later queue can use HBM while
+ * an earlier-issued transfer still waits for its data), so HBM keeps its
+ * busy intervals and a transfer takes the first gap of `data` cycles at or
+ * after `earliest`. Intervals that end before the front end's cycle can no
+ * longer matter (every later transfer starts after it) and are dropped. */
+static emu_time hbm_slot(emu_machine *m, emu_time earliest, emu_time data) {
+  uint32_t k = 0;
+  while (k < m->hbm_n && m->hbm_iv[k][1] <= m->now) k++;
+  if (k) {
+    memmove(m->hbm_iv, m->hbm_iv + k, (m->hbm_n - k) * sizeof *m->hbm_iv);
+    m->hbm_n -= k;
+  }
+  emu_time t = earliest;
+  for (uint32_t i = 0; i < m->hbm_n; i++) {
+    if (m->hbm_iv[i][1] <= t) continue;
+    if (m->hbm_iv[i][0] >= t + data) break;
+    t = m->hbm_iv[i][1];
+  }
+  return t;
+}
+
+static void hbm_reserve(emu_machine *m, emu_time s, emu_time e) {
+  if (m->hbm_n == m->hbm_cap) {
+    /* Cannot happen within the bound of emu_create; keep the latest. */
+    memmove(m->hbm_iv, m->hbm_iv + 1, (m->hbm_n - 1) * sizeof *m->hbm_iv);
+    m->hbm_n--;
+  }
+  uint32_t i = m->hbm_n;
+  while (i > 0 && m->hbm_iv[i - 1][0] > s) {
+    m->hbm_iv[i][0] = m->hbm_iv[i - 1][0];
+    m->hbm_iv[i][1] = m->hbm_iv[i - 1][1];
+    i--;
+  }
+  m->hbm_iv[i][0] = s;
+  m->hbm_iv[i][1] = e;
+  m->hbm_n++;
 }
 
 int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
@@ -61,11 +99,11 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
     return -1;
   /* Timing. */
   emu_stats *st = m->st;
-  emu_time hstart = tmax(earliest, m->hbm_free);
-  if (hstart > earliest)
-    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
   emu_time data = tgt_hbm_cycles(&m->t, bytes);
   if (data == 0) data = 1;
+  emu_time hstart = hbm_slot(m, earliest, data);
+  if (hstart > earliest)
+    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
   int u = ISA_UNIT_DMA0 + in->x;
   emu_time done = hstart + data + (emu_time)m->t.dma_latency;
   /* A transfer that cannot finish within the cycle limit stops the run
@@ -94,7 +132,7 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       }
     }
 
-  m->hbm_free = hstart + data;
+  hbm_reserve(m, hstart, hstart + data);
   *start = hstart;
   *occ = data;
   *lat = data + (emu_time)m->t.dma_latency;

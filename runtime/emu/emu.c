@@ -59,6 +59,13 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
          x->lhs && x->acc_ready;
   }
   if (ok) {
+    /* At most one transfer per queue is moving data and queue_depth wait
+     * in each queue: that bounds the HBM intervals still in the future. */
+    m->hbm_cap = (uint32_t)(t->dma_queues * (t->queue_depth + 1) + 1);
+    m->hbm_iv = rt_calloc(a, m->hbm_cap, sizeof *m->hbm_iv);
+    ok = m->hbm_iv != NULL;
+  }
+  if (ok) {
     m->hz[0] = rt_alloc(a, emu_hazard_bytes(t->vmem_bytes));
     ok = m->hz[0] != NULL;
   }
@@ -79,6 +86,7 @@ void emu_destroy(emu_machine *m) {
   rt_free(&a, m->vmem);
   rt_free(&a, m->smem);
   rt_free(&a, m->hz[0]);
+  rt_free(&a, m->hbm_iv);
   rt_free(&a, m->hz[1]);
   for (int i = 0; i < TGT_MAX_MXUS; i++) {
     emu_mxu *x = &m->mxu[i];
@@ -129,7 +137,7 @@ static void reset(emu_machine *m, const tpub_image *img) {
   memset(m->m_ready, 0, sizeof m->m_ready);
   memset(m->m_read, 0, sizeof m->m_read);
   m->tbuf_ready = 0;
-  m->hbm_free = 0;
+  m->hbm_n = 0;
   emu_sem_reset(m);
 }
 

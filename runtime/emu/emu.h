@@ -136,7 +136,8 @@ struct emu_machine {
   emu_time v_ready[TGT_VREGS], v_read[TGT_VREGS];
   emu_time m_ready[TGT_MREGS], m_read[TGT_MREGS];
   emu_time tbuf_ready;
-  emu_time hbm_free;
+  emu_time (*hbm_iv)[2]; /* HBM busy intervals [start, end), sorted */
+  uint32_t hbm_n, hbm_cap;
   emu_stats *st;
   emu_fault *f;
   uint32_t pc;
