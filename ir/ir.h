@@ -312,6 +312,12 @@ ir_module *ir_module_clone(const ir_module *m);
 ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
                int nops, const ir_attrs *attrs, const ir_comp_id *calls,
                int ncalls, src_loc loc);
+/* As ir_build, for ops whose result is not inferable from operands
+ * (broadcast, reshape, iota, convert, bitcast-convert): `target` gives the
+ * result shape, which ir_infer_shape checks. */
+ir_id ir_build_shaped(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
+                      int nops, const ir_attrs *attrs, const ir_comp_id *calls,
+                      int ncalls, const ir_shape *target, src_loc loc);
 
 /* ---- shape inference and verification -------------------------------- */
 

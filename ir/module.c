@@ -245,6 +245,12 @@ ir_module *ir_module_clone(const ir_module *src) {
 ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops, int nops,
                const ir_attrs *attrs, const ir_comp_id *calls, int ncalls,
                src_loc loc) {
+  return ir_build_shaped(m, c, op, ops, nops, attrs, calls, ncalls, NULL, loc);
+}
+
+ir_id ir_build_shaped(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
+                      int nops, const ir_attrs *attrs, const ir_comp_id *calls,
+                      int ncalls, const ir_shape *target, src_loc loc) {
   ir_inst in;
   memset(&in, 0, sizeof in);
   in.op = op;
@@ -258,6 +264,10 @@ ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops, int nops,
   ir_shape *os = nops <= 64 ? opshapes : arena_array(m->arena, (size_t)nops, sizeof(ir_shape));
   for (int i = 0; i < nops; i++) os[i] = ir_inst_get(m, c, ops[i])->shape;
   char err[256];
+  if (target) in.shape = *target;
+  else if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_IOTA ||
+           op == IR_OP_CONVERT || op == IR_OP_BITCAST_CONVERT)
+    base_die("ir_build: %s needs ir_build_shaped with a target shape", ir_op_name(op));
   if (op == IR_OP_PARAMETER || op == IR_OP_CONSTANT)
     base_die("ir_build: use ir_inst_add with an explicit shape for %s", ir_op_name(op));
   if (!ir_infer_shape(m, op, os, nops, &in.a, calls, ncalls, &in.shape, err, sizeof err))
