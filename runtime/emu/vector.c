@@ -37,7 +37,7 @@ void emu_vector_regs(const isa_inst *in, uint32_t *vr, uint32_t *vw,
     if (*p != 'S' && *p != 'V' && *p != 'M' && *p != 'E') continue;
     int idx = r++;
     int dst = idx == 0 && in->op != OP_VST && in->op != OP_VSTH &&
-              in->op != OP_VTPUSH;
+              in->op != OP_VSTB && in->op != OP_VTPUSH;
     if (*p == 'V') *(dst ? vw : vr) |= 1u << regs[idx];
     if (*p == 'M') *(dst ? mw : mr) |= 1u << regs[idx];
   }
@@ -68,6 +68,14 @@ static float op_tanh(float x) { return (float)tanh((double)x); }
 static float op_logistic(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
 static float op_sqrt(float x) { return sqrtf(x); }
 static float op_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
+static float op_floor(float x) { return floorf(x); }
+static float op_ceil(float x) { return ceilf(x); }
+static float op_rne(float x) { return nearbyintf(x); } /* default mode: RNE */
+static float op_sin(float x) { return (float)sin((double)x); }
+static float op_cos(float x) { return (float)cos((double)x); }
+static float op_expm1(float x) { return (float)expm1((double)x); }
+static float op_log1p(float x) { return (float)log1p((double)x); }
+static float op_erf(float x) { return (float)erf((double)x); }
 static float op_cvtif(float x) {
   uint32_t u;
   memcpy(&u, &x, 4);
@@ -154,6 +162,28 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       }
       return 0;
     }
+    case OP_VLDB:
+    case OP_VSTB: {
+      int st = in->op == OP_VSTB;
+      int64_t a0;
+      int32_t stride = (int32_t)s[in->c];
+      if (rows_ok(m, st ? "vstb VMEM range" : "vldb VMEM range", s[in->b],
+                  in->imm, stride, NL, 1, &a0))
+        return -1;
+      for (int r = 0; r < NS; r++)
+        if (emu_hazard(m, 0, st, (uint64_t)(a0 + (int64_t)stride * r), NL,
+                       ISA_UNIT_VECTOR, m->now, m->now + 1))
+          return -1;
+      uint8_t(*mk)[NL] = m->mk[in->d];
+      for (int r = 0; r < NS; r++) {
+        uint8_t *p = m->vmem + a0 + (int64_t)stride * r;
+        for (int l = 0; l < NL; l++) {
+          if (!st) d[r][l] = (uint32_t)(int32_t)(int8_t)p[l];
+          else if (mk[r][l]) p[l] = (uint8_t)d[r][l];
+        }
+      }
+      return 0;
+    }
     case OP_VBCAST:
     case OP_VIMM: {
       uint32_t x = in->op == OP_VBCAST ? s[in->b] : (uint32_t)in->imm;
@@ -181,6 +211,8 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       BIN(OP_VMULF, u_of(f_of(a) * f_of(b)))
       BIN(OP_VDIVF, u_of(f_of(a) / f_of(b)))
       BIN(OP_VMAXF, fmax_(a, b))
+      BIN(OP_VPOW, u_of((float)pow((double)f_of(a), (double)f_of(b))))
+      BIN(OP_VATAN2, u_of((float)atan2((double)f_of(a), (double)f_of(b))))
       BIN(OP_VMINF, fmin_(a, b))
       BIN(OP_VADDI, a + b)
       BIN(OP_VSUBI, a - b)
@@ -201,6 +233,14 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
     case OP_VSQRT: un = op_sqrt; break;
     case OP_VRSQRT: un = op_rsqrt; break;
     case OP_VCVTIF: un = op_cvtif; break;
+    case OP_VFLOOR: un = op_floor; break;
+    case OP_VCEIL: un = op_ceil; break;
+    case OP_VRNE: un = op_rne; break;
+    case OP_VSIN: un = op_sin; break;
+    case OP_VCOS: un = op_cos; break;
+    case OP_VEXPM1: un = op_expm1; break;
+    case OP_VLOG1P: un = op_log1p; break;
+    case OP_VERF: un = op_erf; break;
     case OP_VRNDBF:
       for (int r = 0; r < NS; r++)
         for (int l = 0; l < NL; l++)

@@ -176,9 +176,13 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode,
       break;
     case OP_VLD:
     case OP_VLDH:
+    case OP_VLDB:
     case OP_VST:
-    case OP_VSTH: {
-      int esz = in->op == OP_VLD || in->op == OP_VST ? 4 : 2;
+    case OP_VSTH:
+    case OP_VSTB: {
+      int esz = in->op == OP_VLD || in->op == OP_VST     ? 4
+                : in->op == OP_VLDB || in->op == OP_VSTB ? 1
+                                                         : 2;
       if (in->b == 0 && in->c == 0 &&
           !vmem_static_ok(imm, (uint64_t)esz * TGT_LANES, t))
         FAIL("%s: VMEM range at %lld is outside VMEM (%llu bytes)",
