@@ -123,30 +123,43 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     for (int64_t i = 0; i < nr; i++) ir_[i] = ev_load_i(rt, (uint8_t *)rc->data + (size_t)i * es);
   }
 
-  int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK];
+  if (k_i == 0) { /* no input features: every sum is empty, the result stays 0 */
+    *out = r;
+    return ST_OK;
+  }
+
+  /* Loop order: for each output spatial position, the valid window
+   * positions (in row-major order, holes and padding dropped) are listed
+   * once; then for each batch and each run of up to 4 output features of
+   * the same groups, the sums are accumulated side by side. Each output's
+   * own order is the documented one: window positions in row-major order,
+   * then input features ascending. */
+  int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK], os[IR_MAX_RANK], osd[IR_MAX_RANK];
   ev_strides(&lhs->shape, ls);
   ev_strides(&rhs->shape, rs);
-  int64_t out_fg = k_o / fgc, out_bg = k_o / bgc, bgs = in_b / bgc;
-  int64_t idx[IR_MAX_RANK] = {0};
+  ev_strides(&in->shape, os);
+  int64_t nwin = 1, nsp = 1;
+  for (int i = 0; i < ns; i++) {
+    nwin *= ksz[i]; /* <= rhs elements: k_i and k_o are > 0 here */
+    osd[i] = in->shape.dims[cd->out_spatial[i]];
+    nsp *= osd[i];
+  }
+  int64_t *lsp, *rsp;
+  if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&lsp)) != ST_OK) return st;
+  if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&rsp)) != ST_OK) return st;
+  int64_t out_fg = k_o / fgc, out_bg = k_o / bgc, bgs = in_b / bgc, nb = in_b / bgc;
+  int64_t lz = ls[cd->in_feature], rz = rs[cd->k_in], rf = rs[cd->k_out];
+  int64_t o[IR_MAX_RANK] = {0};
   uint8_t *po = r->data;
-  for (int64_t oi = 0; oi < nout; oi++, ev_next_index(in->shape.rank, in->shape.dims, idx)) {
-    int64_t f = idx[cd->out_feature];
-    int64_t lb = (f / out_bg) * bgs + idx[cd->out_batch];
-    int64_t zbase = (f / out_fg) * k_i;
-    int64_t lbase = lb * ls[cd->in_batch], rbase = f * rs[cd->k_out];
-    float facc = 0.0f;
-    uint64_t iacc = 0;
-    bool any = false;
-    int64_t k[IR_MAX_RANK] = {0};
-    bool more = true;
-    for (int i = 0; i < ns; i++)
-      if (ksz[i] == 0) more = false;
-    for (; more; more = ev_next_index(ns, ksz, k)) {
-      int64_t loff = lbase, roff = rbase;
+  for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
+    int64_t nv = 0, k[IR_MAX_RANK] = {0}, obase = 0;
+    for (int i = 0; i < ns; i++) obase += o[i] * os[cd->out_spatial[i]];
+    for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
+      int64_t loff = 0, roff = 0;
       bool ok = true;
-      for (int i = 0; i < ns && ok; i++) {
+      for (int i = 0; i < ns; i++) {
         const ir_window_dim *w = &win[i];
-        int64_t u = idx[cd->out_spatial[i]] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
+        int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
         int64_t x = u / w->lhs_dilate;
         if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
           ok = false; /* a hole of the lhs dilation, or padding */
@@ -155,22 +168,73 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
         loff += x * ls[cd->in_spatial[i]];
         roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
       }
-      if (!ok) continue;
-      for (int64_t z = 0; z < k_i; z++) {
-        int64_t li = loff + (zbase + z) * ls[cd->in_feature], ri = roff + z * rs[cd->k_in];
-        if (is_float) {
-          float p = fl[li] * fr[ri];
-          facc += p;
+      if (ok) {
+        lsp[nv] = loff;
+        rsp[nv++] = roff;
+      }
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      for (int64_t f0 = 0, nf; f0 < k_o; f0 += nf) {
+        int64_t gf = f0 / out_fg, gb = f0 / out_bg;
+        nf = 4;
+        if (nf > k_o - f0) nf = k_o - f0;
+        if (nf > out_fg - f0 % out_fg) nf = out_fg - f0 % out_fg;
+        if (nf > out_bg - f0 % out_bg) nf = out_bg - f0 % out_bg;
+        int64_t lbase = (gb * bgs + b) * ls[cd->in_batch] + gf * k_i * lz, rbase = f0 * rf;
+        uint8_t *ob = po + (size_t)(obase + b * os[cd->out_batch] + f0 * os[cd->out_feature]) * es;
+        size_t ostep = (size_t)os[cd->out_feature] * es;
+        if (is_float && nf == 4) { /* the common case, with the accumulators in registers */
+          float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+          for (int64_t p = 0; p < nv; p++) {
+            const float *xl = fl + lbase + lsp[p], *xr = fr + rbase + rsp[p];
+            for (int64_t z = 0; z < k_i; z++) {
+              float xv = xl[z * lz];
+              const float *wr = xr + z * rz;
+              float p0 = xv * wr[0], p1 = xv * wr[rf], p2 = xv * wr[2 * rf], p3 = xv * wr[3 * rf];
+              a0 += p0;
+              a1 += p1;
+              a2 += p2;
+              a3 += p3;
+            }
+          }
+          ev_store_f(rt, ob, a0);
+          ev_store_f(rt, ob + ostep, a1);
+          ev_store_f(rt, ob + 2 * ostep, a2);
+          ev_store_f(rt, ob + 3 * ostep, a3);
+        } else if (is_float) {
+          float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          for (int64_t p = 0; p < nv; p++) {
+            const float *xl = fl + lbase + lsp[p], *xr = fr + rbase + rsp[p];
+            for (int64_t z = 0; z < k_i; z++) {
+              float xv = xl[z * lz];
+              const float *wr = xr + z * rz;
+              for (int64_t j = 0; j < nf; j++) {
+                float prod = xv * wr[j * rf];
+                acc[j] += prod;
+              }
+            }
+          }
+          for (int64_t j = 0; j < nf; j++) ev_store_f(rt, ob + (size_t)j * ostep, acc[j]);
         } else {
-          uint64_t p = (uint64_t)il[li] * (uint64_t)ir_[ri];
-          iacc += p;
-          any |= p != 0;
+          uint64_t acc[4] = {0, 0, 0, 0};
+          bool any[4] = {false, false, false, false};
+          for (int64_t p = 0; p < nv; p++) {
+            const int64_t *xl = il + lbase + lsp[p], *xr = ir_ + rbase + rsp[p];
+            for (int64_t z = 0; z < k_i; z++) {
+              uint64_t xv = (uint64_t)xl[z * lz];
+              const int64_t *wr = xr + z * rz;
+              for (int64_t j = 0; j < nf; j++) {
+                uint64_t prod = xv * (uint64_t)wr[j * rf];
+                acc[j] += prod;
+                any[j] |= prod != 0;
+              }
+            }
+          }
+          for (int64_t j = 0; j < nf; j++)
+            ev_store_i(rt, ob + (size_t)j * ostep, rt == IR_PRED ? (int64_t)any[j] : ev_wrap(rt, acc[j]));
         }
       }
     }
-    uint8_t *o = po + (size_t)oi * es;
-    if (is_float) ev_store_f(rt, o, facc);
-    else ev_store_i(rt, o, rt == IR_PRED ? (int64_t)any : ev_wrap(rt, iacc));
   }
   *out = r;
   return ST_OK;
