@@ -398,6 +398,23 @@ static void conv_numerics_bf16_f32_accumulation_and_s8_to_s32(void **state) {
   tb_free(&t);
 }
 
+static void conv_without_input_features_is_zero_and_fast(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  /* a 2^20 x 2^20 window over 0 input features: every sum is empty; the
+   * window must not be walked (2^40 positions) */
+  conv_case c = nhwc();
+  int64_t big = (int64_t)1 << 20;
+  c.win.dims[0] = c.win.dims[1] = (ir_window_dim){big, 1, big / 2, big / 2 - 1, 1, 1, false};
+  ir_literal *l = tb_lit(&t, SH(IR_F32, 2, 1, 1, 0), NULL, 0);
+  ir_shape ks = SH(IR_F32, big, big, 0, 3);
+  ir_literal *r = ir_literal_create(t.out, &ks);
+  ir_literal *o = conv(&t, &c, l, r, SH(IR_F32, 2, 1, 1, 3));
+  expect_f(o, VALS(0, 0, 0, 0, 0, 0));
+  tb_free(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dot_matmul_and_vector_dot),
@@ -413,6 +430,7 @@ int main(void) {
       cmocka_unit_test(conv_2d_nhwc_same_padding_counts_neighbours),
       cmocka_unit_test(conv_2d_all_features_against_direct_formula),
       cmocka_unit_test(conv_numerics_bf16_f32_accumulation_and_s8_to_s32),
+      cmocka_unit_test(conv_without_input_features_is_zero_and_fast),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
