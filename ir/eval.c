@@ -97,7 +97,8 @@ base_status ev_new_tuple(ev_ctx *cx, const ir_inst *inst, ir_literal **elems, in
   ir_shape *shapes = NULL;
   ir_literal **es = NULL;
   base_status st = ev_alloc(cx, inst, (int64_t)sizeof *l, (void **)&l);
-  if (st == ST_OK) st = ev_alloc_array(cx, inst, n ? n : 1, (int64_t)sizeof *shapes, (void **)&shapes);
+  if (st == ST_OK)
+    st = ev_alloc_array(cx, inst, n ? n : 1, (int64_t)sizeof *shapes, (void **)&shapes);
   if (st == ST_OK) st = ev_alloc_array(cx, inst, n ? n : 1, (int64_t)sizeof *es, (void **)&es);
   if (st != ST_OK) return st;
   for (int i = 0; i < n; i++) {
@@ -125,7 +126,8 @@ bool ev_dims_equal(const ir_shape *a, const ir_shape *b) {
 static bool literal_ok(const ir_literal *l, int depth) {
   if (!l || depth > 64) return false;
   if (l->shape.type == IR_TUPLE) {
-    if (l->shape.ntuple < 0 || (l->shape.ntuple > 0 && (!l->elems || !l->shape.tuple))) return false;
+    if (l->shape.ntuple < 0 || (l->shape.ntuple > 0 && (!l->elems || !l->shape.tuple)))
+      return false;
     for (int i = 0; i < l->shape.ntuple; i++) {
       if (!literal_ok(l->elems[i], depth + 1)) return false;
       if (!ir_shape_equal(&l->shape.tuple[i], &l->elems[i]->shape)) return false;
@@ -197,12 +199,13 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d is a tuple, expected an array", k);
   }
   int64_t nelem;
-  if (in->shape.type != IR_TUPLE && (ir_type_size(in->shape.type) <= 0 || in->shape.rank < 0 ||
-                                     in->shape.rank > IR_MAX_RANK))
+  if (in->shape.type != IR_TUPLE &&
+      (ir_type_size(in->shape.type) <= 0 || in->shape.rank < 0 || in->shape.rank > IR_MAX_RANK))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "malformed result shape");
   /* From here on, index arithmetic on the result's dims cannot overflow. */
   if (in->shape.type != IR_TUPLE && !ir_shape_elements(&in->shape, &nelem))
-    return ev_fail(cx, in, ST_RESOURCE_EXHAUSTED, "result has negative dims or more than 2^40 elements");
+    return ev_fail(cx, in, ST_RESOURCE_EXHAUSTED,
+                   "result has negative dims or more than 2^40 elements");
 
   if (ir_op_flags(in->op) & OPF_ELEMWISE) return ev_elementwise(cx, in, ops, out);
   switch (in->op) {
@@ -217,26 +220,47 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "missing or malformed literal");
     *out = in->a.literal;
     return ST_OK;
-  case IR_OP_TUPLE: return ev_new_tuple(cx, in, ops, in->nops, out);
-  case IR_OP_GET_TUPLE_ELEMENT: return eval_gte(cx, in, ops, out);
-  case IR_OP_FUSION: return eval_fusion(cx, in, ops, out);
-  case IR_OP_COPY: *out = ops[0]; return ST_OK; /* values are immutable: share */
-  case IR_OP_IOTA: return ev_iota(cx, in, ops, out);
-  case IR_OP_BROADCAST: return ev_broadcast(cx, in, ops, out);
-  case IR_OP_RESHAPE: return ev_reshape(cx, in, ops, out);
-  case IR_OP_TRANSPOSE: return ev_transpose(cx, in, ops, out);
-  case IR_OP_SLICE: return ev_slice(cx, in, ops, out);
-  case IR_OP_CONCATENATE: return ev_concatenate(cx, in, ops, out);
-  case IR_OP_PAD: return ev_pad(cx, in, ops, out);
-  case IR_OP_REVERSE: return ev_reverse(cx, in, ops, out);
-  case IR_OP_CONVERT: return ev_convert(cx, in, ops, out);
-  case IR_OP_BITCAST_CONVERT: return ev_bitcast_convert(cx, in, ops, out);
-  case IR_OP_DOT: return ev_dot(cx, in, ops, out);
-  case IR_OP_CONVOLUTION: return ev_convolution(cx, in, ops, out);
-  case IR_OP_REDUCE: return ev_reduce(cx, in, ops, out);
-  case IR_OP_REDUCE_WINDOW: return ev_reduce_window(cx, in, ops, out);
-  case IR_OP_ALL_REDUCE: return ev_all_reduce(cx, in, ops, out);
-  default: break; /* the elementwise ops, dispatched above */
+  case IR_OP_TUPLE:
+    return ev_new_tuple(cx, in, ops, in->nops, out);
+  case IR_OP_GET_TUPLE_ELEMENT:
+    return eval_gte(cx, in, ops, out);
+  case IR_OP_FUSION:
+    return eval_fusion(cx, in, ops, out);
+  case IR_OP_COPY:
+    *out = ops[0];
+    return ST_OK; /* values are immutable: share */
+  case IR_OP_IOTA:
+    return ev_iota(cx, in, ops, out);
+  case IR_OP_BROADCAST:
+    return ev_broadcast(cx, in, ops, out);
+  case IR_OP_RESHAPE:
+    return ev_reshape(cx, in, ops, out);
+  case IR_OP_TRANSPOSE:
+    return ev_transpose(cx, in, ops, out);
+  case IR_OP_SLICE:
+    return ev_slice(cx, in, ops, out);
+  case IR_OP_CONCATENATE:
+    return ev_concatenate(cx, in, ops, out);
+  case IR_OP_PAD:
+    return ev_pad(cx, in, ops, out);
+  case IR_OP_REVERSE:
+    return ev_reverse(cx, in, ops, out);
+  case IR_OP_CONVERT:
+    return ev_convert(cx, in, ops, out);
+  case IR_OP_BITCAST_CONVERT:
+    return ev_bitcast_convert(cx, in, ops, out);
+  case IR_OP_DOT:
+    return ev_dot(cx, in, ops, out);
+  case IR_OP_CONVOLUTION:
+    return ev_convolution(cx, in, ops, out);
+  case IR_OP_REDUCE:
+    return ev_reduce(cx, in, ops, out);
+  case IR_OP_REDUCE_WINDOW:
+    return ev_reduce_window(cx, in, ops, out);
+  case IR_OP_ALL_REDUCE:
+    return ev_all_reduce(cx, in, ops, out);
+  default:
+    break; /* the elementwise ops, dispatched above */
   }
   return ev_fail(cx, in, ST_UNSUPPORTED, "no evaluator for this op");
 }
@@ -260,9 +284,9 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead || in->op != IR_OP_PARAMETER) continue;
     if (in->a.parameter_number < 0 || in->a.parameter_number >= nargs)
-      return ev_fail(cx, in, ST_INVALID_ARGUMENT,
-                     "parameter(%lld) of %s, but %d argument%s given",
-                     (long long)in->a.parameter_number, cp->name, nargs, nargs == 1 ? " was" : "s were");
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "parameter(%lld) of %s, but %d argument%s given",
+                     (long long)in->a.parameter_number, cp->name, nargs,
+                     nargs == 1 ? " was" : "s were");
     const ir_literal *a = args[in->a.parameter_number];
     if (!literal_ok(a, 0))
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "argument %lld is missing or malformed",
@@ -273,8 +297,9 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
       sb_init(&got);
       ir_shape_print(&want, &in->shape, false);
       ir_shape_print(&got, &a->shape, false);
-      base_status st = ev_fail(cx, in, ST_INVALID_ARGUMENT, "argument %lld has shape %s, expected %s",
-                               (long long)in->a.parameter_number, sb_str(&got), sb_str(&want));
+      base_status st =
+          ev_fail(cx, in, ST_INVALID_ARGUMENT, "argument %lld has shape %s, expected %s",
+                  (long long)in->a.parameter_number, sb_str(&got), sb_str(&want));
       sb_free(&want);
       sb_free(&got);
       return st;
@@ -297,7 +322,8 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
     ir_literal *v = NULL;
     double n = 1;
     if (in->shape.type != IR_TUPLE)
-      for (int d = 0; d < in->shape.rank && d < IR_MAX_RANK; d++) n *= (double)in->shape.dims[d];
+      for (int d = 0; d < in->shape.rank && d < IR_MAX_RANK; d++)
+        n *= (double)in->shape.dims[d];
     st = ev_work(cx, in, n > 1 ? n : 1);
     if (st == ST_OK) st = eval_inst(cx, cp, i, vals, args, nargs, &v);
     if (st != ST_OK) break;
@@ -363,8 +389,10 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   cx.err = err;
   cx.errlen = errlen;
   if (err && errlen) err[0] = 0;
-  if (opts) cx.opts = *opts;
-  else ir_eval_options_init(&cx.opts);
+  if (opts)
+    cx.opts = *opts;
+  else
+    ir_eval_options_init(&cx.opts);
   cx.max_bytes = cx.opts.max_bytes > 0 ? cx.opts.max_bytes : (int64_t)16 << 30;
   cx.max_steps = cx.opts.max_steps > 0 ? (double)cx.opts.max_steps : 68719476736.0; /* 2^36 */
   if (!m || !out || !out_arena || (nargs > 0 && !args) || nargs < 0)

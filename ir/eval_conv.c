@@ -29,7 +29,8 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
   int all[IR_MAX_RANK];
   all[0] = a;
   all[1] = b;
-  for (int i = 0; i < n; i++) all[2 + i] = sp[i];
+  for (int i = 0; i < n; i++)
+    all[2 + i] = sp[i];
   for (int i = 0; i < n + 2; i++) {
     if (all[i] < 0 || all[i] >= n + 2 || used[all[i]]) return false;
     used[all[i]] = true;
@@ -37,7 +38,8 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
   return true;
 }
 
-base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
+                           ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
   const ir_conv_dims *cd = &in->a.conv;
   ir_type rt = in->shape.type;
@@ -76,8 +78,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
         w.stride > IR_MAX_ELEMENTS || w.lhs_dilate > IR_MAX_ELEMENTS ||
         w.rhs_dilate > IR_MAX_ELEMENTS || w.pad_lo < -IR_MAX_ELEMENTS ||
         w.pad_lo > IR_MAX_ELEMENTS || w.pad_hi < -IR_MAX_ELEMENTS || w.pad_hi > IR_MAX_ELEMENTS)
-      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window dimension %d invalid for kernel size %lld",
-                     i, (long long)ksz[i]);
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                     "window dimension %d invalid for kernel size %lld", i, (long long)ksz[i]);
     win[i] = w;
     int64_t n = lhs->shape.dims[cd->in_spatial[i]];
     /* sizes <= 2^40 and factors <= 2^40 could overflow int64: use double
@@ -104,7 +106,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     return ST_OK;
   }
   double work = (double)nout * (double)k_i;
-  for (int i = 0; i < ns; i++) work *= (double)ksz[i];
+  for (int i = 0; i < ns; i++)
+    work *= (double)ksz[i];
   if ((st = ev_work(cx, in, work)) != ST_OK) return st;
   bool is_float = ir_type_is_float(rt);
   int64_t nl = ir_shape_count(&lhs->shape), nr = ir_shape_count(&rhs->shape);
@@ -114,13 +117,17 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   if (is_float) {
     if ((st = ev_alloc_array(cx, in, nl, 4, (void **)&fl)) != ST_OK) return st;
     if ((st = ev_alloc_array(cx, in, nr, 4, (void **)&fr)) != ST_OK) return st;
-    for (int64_t i = 0; i < nl; i++) fl[i] = ev_load_f(rt, (uint8_t *)lc->data + (size_t)i * es);
-    for (int64_t i = 0; i < nr; i++) fr[i] = ev_load_f(rt, (uint8_t *)rc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nl; i++)
+      fl[i] = ev_load_f(rt, (uint8_t *)lc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nr; i++)
+      fr[i] = ev_load_f(rt, (uint8_t *)rc->data + (size_t)i * es);
   } else {
     if ((st = ev_alloc_array(cx, in, nl, 8, (void **)&il)) != ST_OK) return st;
     if ((st = ev_alloc_array(cx, in, nr, 8, (void **)&ir_)) != ST_OK) return st;
-    for (int64_t i = 0; i < nl; i++) il[i] = ev_load_i(rt, (uint8_t *)lc->data + (size_t)i * es);
-    for (int64_t i = 0; i < nr; i++) ir_[i] = ev_load_i(rt, (uint8_t *)rc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nl; i++)
+      il[i] = ev_load_i(rt, (uint8_t *)lc->data + (size_t)i * es);
+    for (int64_t i = 0; i < nr; i++)
+      ir_[i] = ev_load_i(rt, (uint8_t *)rc->data + (size_t)i * es);
   }
 
   if (k_i == 0) { /* no input features: every sum is empty, the result stays 0 */
@@ -153,7 +160,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   uint8_t *po = r->data;
   for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
     int64_t nv = 0, k[IR_MAX_RANK] = {0}, obase = 0;
-    for (int i = 0; i < ns; i++) obase += o[i] * os[cd->out_spatial[i]];
+    for (int i = 0; i < ns; i++)
+      obase += o[i] * os[cd->out_spatial[i]];
     for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
       int64_t loff = 0, roff = 0;
       bool ok = true;
@@ -214,7 +222,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
               }
             }
           }
-          for (int64_t j = 0; j < nf; j++) ev_store_f(rt, ob + (size_t)j * ostep, acc[j]);
+          for (int64_t j = 0; j < nf; j++)
+            ev_store_f(rt, ob + (size_t)j * ostep, acc[j]);
         } else {
           uint64_t acc[4] = {0, 0, 0, 0};
           bool any[4] = {false, false, false, false};
@@ -231,7 +240,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
             }
           }
           for (int64_t j = 0; j < nf; j++)
-            ev_store_i(rt, ob + (size_t)j * ostep, rt == IR_PRED ? (int64_t)any[j] : ev_wrap(rt, acc[j]));
+            ev_store_i(rt, ob + (size_t)j * ostep,
+                       rt == IR_PRED ? (int64_t)any[j] : ev_wrap(rt, acc[j]));
         }
       }
     }

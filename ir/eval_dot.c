@@ -39,14 +39,16 @@ static base_status operand_perm(ev_ctx *cx, const ir_inst *in, const char *side,
       used[d] = true;
     }
   }
-  for (int i = 0; i < batch->n; i++) perm[np++] = batch->v[i];
+  for (int i = 0; i < batch->n; i++)
+    perm[np++] = batch->v[i];
   *nfree = 0;
   for (int d = 0; d < s->rank; d++)
     if (!used[d]) {
       perm[np++] = d;
       (*nfree)++;
     }
-  for (int i = 0; i < contr->n; i++) perm[np++] = contr->v[i];
+  for (int i = 0; i < contr->n; i++)
+    perm[np++] = contr->v[i];
   return ST_OK;
 }
 
@@ -55,10 +57,12 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   const ir_attrs *at = &in->a;
   ir_type rt = in->shape.type;
   if (at->lhs_batch.n != at->rhs_batch.n || at->lhs_contracting.n != at->rhs_contracting.n)
-    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "lhs and rhs have different numbers of batch or contracting dimensions");
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                   "lhs and rhs have different numbers of batch or contracting dimensions");
   int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
   int lfree, rfree;
-  base_status st = operand_perm(cx, in, "lhs", &lhs->shape, &at->lhs_batch, &at->lhs_contracting, lp, &lfree);
+  base_status st =
+      operand_perm(cx, in, "lhs", &lhs->shape, &at->lhs_batch, &at->lhs_contracting, lp, &lfree);
   if (st == ST_OK)
     st = operand_perm(cx, in, "rhs", &rhs->shape, &at->rhs_batch, &at->rhs_contracting, rp, &rfree);
   if (st != ST_OK) return st;
@@ -70,22 +74,27 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   for (int i = 0; i < nb; i++) {
     int64_t a = lhs->shape.dims[at->lhs_batch.v[i]], b = rhs->shape.dims[at->rhs_batch.v[i]];
     if (a != b)
-      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "batch dimension %d sizes differ (%lld vs %lld)", i,
-                     (long long)a, (long long)b);
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "batch dimension %d sizes differ (%lld vs %lld)",
+                     i, (long long)a, (long long)b);
     want[nw++] = a;
     B *= a;
   }
-  for (int i = 0; i < lfree; i++) M *= (want[nw++] = lhs->shape.dims[lp[nb + i]]);
-  for (int i = 0; i < rfree; i++) N *= (want[nw++] = rhs->shape.dims[rp[nb + i]]);
+  for (int i = 0; i < lfree; i++)
+    M *= (want[nw++] = lhs->shape.dims[lp[nb + i]]);
+  for (int i = 0; i < rfree; i++)
+    N *= (want[nw++] = rhs->shape.dims[rp[nb + i]]);
   for (int i = 0; i < nc; i++) {
-    int64_t a = lhs->shape.dims[at->lhs_contracting.v[i]], b = rhs->shape.dims[at->rhs_contracting.v[i]];
+    int64_t a = lhs->shape.dims[at->lhs_contracting.v[i]],
+            b = rhs->shape.dims[at->rhs_contracting.v[i]];
     if (a != b)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT,
-                     "contracting dimension %d sizes differ (%lld vs %lld)", i, (long long)a, (long long)b);
+                     "contracting dimension %d sizes differ (%lld vs %lld)", i, (long long)a,
+                     (long long)b);
     K *= a;
   }
   if (nw != in->shape.rank)
-    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result rank %d, expected %d", (int)in->shape.rank, nw);
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result rank %d, expected %d", (int)in->shape.rank,
+                   nw);
   for (int i = 0; i < nw; i++)
     if (want[i] != in->shape.dims[i])
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", i,
@@ -109,8 +118,10 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
     float *fa, *fb;
     if ((st = ev_alloc_array(cx, in, na, 4, (void **)&fa)) != ST_OK) return st;
     if ((st = ev_alloc_array(cx, in, nbv, 4, (void **)&fb)) != ST_OK) return st;
-    for (int64_t i = 0; i < na; i++) fa[i] = ev_load_f(rt, pa + (size_t)i * es);
-    for (int64_t i = 0; i < nbv; i++) fb[i] = ev_load_f(rt, pb + (size_t)i * es);
+    for (int64_t i = 0; i < na; i++)
+      fa[i] = ev_load_f(rt, pa + (size_t)i * es);
+    for (int64_t i = 0; i < nbv; i++)
+      fb[i] = ev_load_f(rt, pb + (size_t)i * es);
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -126,8 +137,10 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
     int64_t *ia, *ib;
     if ((st = ev_alloc_array(cx, in, na, 8, (void **)&ia)) != ST_OK) return st;
     if ((st = ev_alloc_array(cx, in, nbv, 8, (void **)&ib)) != ST_OK) return st;
-    for (int64_t i = 0; i < na; i++) ia[i] = ev_load_i(rt, pa + (size_t)i * es);
-    for (int64_t i = 0; i < nbv; i++) ib[i] = ev_load_i(rt, pb + (size_t)i * es);
+    for (int64_t i = 0; i < na; i++)
+      ia[i] = ev_load_i(rt, pa + (size_t)i * es);
+    for (int64_t i = 0; i < nbv; i++)
+      ib[i] = ev_load_i(rt, pb + (size_t)i * es);
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {

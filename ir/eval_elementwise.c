@@ -23,7 +23,8 @@ static base_status check_operand(ev_ctx *cx, const ir_inst *in, const ir_literal
   return st;
 }
 
-static base_status check_type(ev_ctx *cx, const ir_inst *in, const ir_literal *v, int k, ir_type t) {
+static base_status check_type(ev_ctx *cx, const ir_inst *in, const ir_literal *v, int k,
+                              ir_type t) {
   if (v->shape.type == t) return ST_OK;
   return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d has type %s, expected %s", k,
                  ir_type_name(v->shape.type), ir_type_name(t));
@@ -40,9 +41,12 @@ static base_status undefined_on(ev_ctx *cx, const ir_inst *in, ir_type t) {
 static void clamp_elem(ir_type t, const void *lo, const void *x, const void *hi, void *out) {
   if (ir_type_is_float(t)) {
     float l = ev_load_f(t, lo), v = ev_load_f(t, x), h = ev_load_f(t, hi), r;
-    if (isnan(l)) r = l;
-    else if (isnan(v)) r = v;
-    else if (isnan(h)) r = h;
+    if (isnan(l))
+      r = l;
+    else if (isnan(v))
+      r = v;
+    else if (isnan(h))
+      r = h;
     else {
       float m = v < l ? l : v;
       r = h < m ? h : m;
@@ -55,7 +59,8 @@ static void clamp_elem(ir_type t, const void *lo, const void *x, const void *hi,
   ev_store_i(t, out, h < m ? h : m);
 }
 
-base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
+                           ir_literal **out) {
   unsigned fl = ir_op_flags(in->op);
   int nops = fl & OPF_UNARY ? 1 : fl & OPF_BINARY ? 2 : 3;
   base_status st;
@@ -94,9 +99,15 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     const uint8_t *b = nops > 1 ? p[1] + (size_t)i * step[1] : NULL;
     const uint8_t *c = nops > 2 ? p[2] + (size_t)i * step[2] : NULL;
     switch (in->op) {
-    case IR_OP_COMPARE: *o = ev_compare_elem(in->a.cmp_dir, in->a.cmp_type, t, a, b); break;
-    case IR_OP_SELECT: memcpy(o, *a ? b : c, es); break;
-    case IR_OP_CLAMP: clamp_elem(t, a, b, c, o); break;
+    case IR_OP_COMPARE:
+      *o = ev_compare_elem(in->a.cmp_dir, in->a.cmp_type, t, a, b);
+      break;
+    case IR_OP_SELECT:
+      memcpy(o, *a ? b : c, es);
+      break;
+    case IR_OP_CLAMP:
+      clamp_elem(t, a, b, c, o);
+      break;
     default:
       if (nops == 1 ? !ev_unary_elem(in->op, t, a, o) : !ev_binary_elem(in->op, t, a, b, o))
         return undefined_on(cx, in, t);
@@ -123,7 +134,8 @@ base_status ev_convert_to(ev_ctx *cx, const ir_inst *in, const ir_literal *a, ir
   size_t ie = (size_t)ir_type_size(a->shape.type), oe = (size_t)ir_type_size(t);
   const uint8_t *p = a->data;
   uint8_t *o = r->data;
-  for (int64_t i = 0; i < n; i++) ev_convert_elem(a->shape.type, p + (size_t)i * ie, t, o + (size_t)i * oe);
+  for (int64_t i = 0; i < n; i++)
+    ev_convert_elem(a->shape.type, p + (size_t)i * ie, t, o + (size_t)i * oe);
   *out = r;
   return ST_OK;
 }
@@ -149,7 +161,8 @@ base_status ev_bitcast_convert(ev_ctx *cx, const ir_inst *in, ir_literal *const 
                    r->nbytes);
   if (r->nbytes) memcpy(r->data, ops[0]->data, r->nbytes);
   if (in->shape.type == IR_PRED)
-    for (size_t i = 0; i < r->nbytes; i++) ((uint8_t *)r->data)[i] = ((uint8_t *)r->data)[i] != 0;
+    for (size_t i = 0; i < r->nbytes; i++)
+      ((uint8_t *)r->data)[i] = ((uint8_t *)r->data)[i] != 0;
   *out = r;
   return ST_OK;
 }

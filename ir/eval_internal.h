@@ -81,7 +81,8 @@ bool ev_dims_equal(const ir_shape *a, const ir_shape *b);
 
 static inline int64_t ev_wrap(ir_type t, uint64_t v) {
   switch (t) {
-  case IR_PRED: return v != 0;
+  case IR_PRED:
+    return v != 0;
   case IR_S8: {
     uint64_t x = v & 0xffu;
     return x >= 0x80u ? (int64_t)x - 0x100 : (int64_t)x;
@@ -113,8 +114,10 @@ static inline float ev_load_f(ir_type t, const void *p) {
     memcpy(&h, p, 2);
     return ir_f16_to_f32(h);
   }
-  case IR_PRED: return *(const uint8_t *)p ? 1.0f : 0.0f;
-  case IR_S8: return (float)*(const int8_t *)p;
+  case IR_PRED:
+    return *(const uint8_t *)p ? 1.0f : 0.0f;
+  case IR_S8:
+    return (float)*(const int8_t *)p;
   default: {
     int32_t i;
     memcpy(&i, p, 4);
@@ -125,8 +128,10 @@ static inline float ev_load_f(ir_type t, const void *p) {
 
 static inline int64_t ev_load_i(ir_type t, const void *p) {
   switch (t) {
-  case IR_PRED: return *(const uint8_t *)p != 0;
-  case IR_S8: return *(const int8_t *)p;
+  case IR_PRED:
+    return *(const uint8_t *)p != 0;
+  case IR_S8:
+    return *(const int8_t *)p;
   default: {
     int32_t i;
     memcpy(&i, p, 4);
@@ -195,22 +200,22 @@ void ev_store_from_i64(ir_type t, void *p, int64_t v);
 typedef base_status ev_handler(ev_ctx *cx, const ir_inst *inst, ir_literal *const *ops,
                                ir_literal **out);
 
-ev_handler ev_elementwise;       /* eval_elementwise.c: unary, binary, compare, select, clamp */
-ev_handler ev_convert;           /* eval_elementwise.c */
-ev_handler ev_bitcast_convert;   /* eval_elementwise.c */
-ev_handler ev_iota;              /* eval_layout.c */
-ev_handler ev_broadcast;         /* eval_layout.c */
-ev_handler ev_reshape;           /* eval_layout.c */
-ev_handler ev_transpose;         /* eval_layout.c */
-ev_handler ev_slice;             /* eval_layout.c */
-ev_handler ev_concatenate;       /* eval_layout.c */
-ev_handler ev_pad;               /* eval_layout.c */
-ev_handler ev_reverse;           /* eval_layout.c */
-ev_handler ev_dot;               /* eval_dot.c */
-ev_handler ev_convolution;       /* eval_conv.c */
-ev_handler ev_reduce;            /* eval_reduce.c */
-ev_handler ev_reduce_window;     /* eval_reduce.c */
-ev_handler ev_all_reduce;        /* eval_reduce.c */
+ev_handler ev_elementwise;     /* eval_elementwise.c: unary, binary, compare, select, clamp */
+ev_handler ev_convert;         /* eval_elementwise.c */
+ev_handler ev_bitcast_convert; /* eval_elementwise.c */
+ev_handler ev_iota;            /* eval_layout.c */
+ev_handler ev_broadcast;       /* eval_layout.c */
+ev_handler ev_reshape;         /* eval_layout.c */
+ev_handler ev_transpose;       /* eval_layout.c */
+ev_handler ev_slice;           /* eval_layout.c */
+ev_handler ev_concatenate;     /* eval_layout.c */
+ev_handler ev_pad;             /* eval_layout.c */
+ev_handler ev_reverse;         /* eval_layout.c */
+ev_handler ev_dot;             /* eval_dot.c */
+ev_handler ev_convolution;     /* eval_conv.c */
+ev_handler ev_reduce;          /* eval_reduce.c */
+ev_handler ev_reduce_window;   /* eval_reduce.c */
+ev_handler ev_all_reduce;      /* eval_reduce.c */
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

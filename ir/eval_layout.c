@@ -80,8 +80,10 @@ base_status ev_broadcast(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, 
                      (long long)d);
     used[d] = true;
     /* A size-1 operand dimension may stretch to any size (stride 0). */
-    if (a->shape.dims[i] == in->shape.dims[d]) ss[d] = as[i];
-    else if (a->shape.dims[i] != 1) return dims_mismatch(cx, in, (int)d, a->shape.dims[i]);
+    if (a->shape.dims[i] == in->shape.dims[d])
+      ss[d] = as[i];
+    else if (a->shape.dims[i] != 1)
+      return dims_mismatch(cx, in, (int)d, a->shape.dims[i]);
   }
   ir_literal *r;
   if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
@@ -141,7 +143,8 @@ base_status ev_transpose(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, 
                    (int)in->a.dimensions.n, (int)a->shape.rank);
   if ((st = ev_permute(cx, in, a, in->a.dimensions.v, out)) != ST_OK) return st;
   for (int i = 0; i < in->shape.rank; i++)
-    if ((*out)->shape.dims[i] != in->shape.dims[i]) return dims_mismatch(cx, in, i, (*out)->shape.dims[i]);
+    if ((*out)->shape.dims[i] != in->shape.dims[i])
+      return dims_mismatch(cx, in, i, (*out)->shape.dims[i]);
   return ST_OK;
 }
 
@@ -177,7 +180,8 @@ base_status ev_slice(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_l
   return ST_OK;
 }
 
-base_status ev_concatenate(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+base_status ev_concatenate(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
+                           ir_literal **out) {
   int rank = in->shape.rank;
   if (in->nops < 1 || in->a.dimensions.n != 1)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "needs operands and one dimension");
@@ -194,7 +198,8 @@ base_status ev_concatenate(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d has rank %d, expected %d", k,
                      (int)a->shape.rank, rank);
     for (int d = 0; d < rank; d++)
-      if (d != cd && a->shape.dims[d] != in->shape.dims[d]) return dims_mismatch(cx, in, d, a->shape.dims[d]);
+      if (d != cd && a->shape.dims[d] != in->shape.dims[d])
+        return dims_mismatch(cx, in, d, a->shape.dims[d]);
     total += a->shape.dims[cd]; /* each <= 2^40: no overflow for sane counts */
     if (total > IR_MAX_ELEMENTS) return dims_mismatch(cx, in, (int)cd, total);
   }
@@ -222,9 +227,11 @@ base_status ev_pad(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   base_status st = same_type(cx, in, a);
   if (st == ST_OK) st = same_type(cx, in, pv);
   if (st != ST_OK) return st;
-  if (pv->shape.rank != 0) return ev_fail(cx, in, ST_INVALID_ARGUMENT, "padding value is not a scalar");
+  if (pv->shape.rank != 0)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "padding value is not a scalar");
   if (in->a.npad != rank || in->shape.rank != rank || (rank > 0 && !in->a.padding))
-    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "%d padding entries for rank %d", (int)in->a.npad, rank);
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "%d padding entries for rank %d", (int)in->a.npad,
+                   rank);
   /* Operand index i lands at lo + i * (interior + 1); the box of operand
    * indices that land inside the result is [first, last]. */
   int64_t box[IR_MAX_RANK], as[IR_MAX_RANK], os[IR_MAX_RANK], ds[IR_MAX_RANK];
@@ -262,7 +269,8 @@ base_status ev_pad(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
   size_t es = (size_t)ir_type_size(in->shape.type);
   int64_t total = ir_shape_count(&in->shape);
-  for (int64_t i = 0; i < total; i++) memcpy((uint8_t *)r->data + (size_t)i * es, pv->data, es);
+  for (int64_t i = 0; i < total; i++)
+    memcpy((uint8_t *)r->data + (size_t)i * es, pv->data, es);
   if (!empty && total > 0) strided_copy(es, rank, box, a->data, sbase, as, r->data, dbase, ds);
   *out = r;
   return ST_OK;
@@ -281,7 +289,8 @@ base_status ev_reverse(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir
   for (int i = 0; i < in->a.dimensions.n; i++) {
     int64_t d = in->a.dimensions.v[i];
     if (d < 0 || d >= rank || rev[d])
-      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dimension %lld invalid or repeated", (long long)d);
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dimension %lld invalid or repeated",
+                     (long long)d);
     rev[d] = true;
   }
   for (int d = 0; d < rank; d++) {

@@ -37,9 +37,7 @@ typedef struct reducer {
   ir_op fast_op;
 } reducer;
 
-static bool is_scalar_of(const ir_shape *s, ir_type t) {
-  return s->type == t && s->rank == 0;
-}
+static bool is_scalar_of(const ir_shape *s, ir_type t) { return s->type == t && s->rank == 0; }
 
 static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n,
                                 const ir_type *types, reducer *r) {
@@ -53,7 +51,8 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
   base_status st;
   if ((st = ev_alloc_array(cx, in, n, (int64_t)sizeof *r->types, (void **)&r->types)) != ST_OK ||
       (st = ev_alloc_array(cx, in, n, (int64_t)sizeof *r->es, (void **)&r->es)) != ST_OK ||
-      (st = ev_alloc_array(cx, in, 2 * (int64_t)n, (int64_t)sizeof *r->args, (void **)&r->args)) != ST_OK ||
+      (st = ev_alloc_array(cx, in, 2 * (int64_t)n, (int64_t)sizeof *r->args, (void **)&r->args)) !=
+          ST_OK ||
       (st = ev_alloc_array(cx, in, n, 4, (void **)&r->tmp)) != ST_OK)
     return st;
   for (int k = 0; k < n; k++) {
@@ -64,27 +63,38 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
     if ((st = ev_new_array(cx, in, &s, &r->args[n + k])) != ST_OK) return st;
   }
   /* Signature: 2n scalar parameters, a scalar (n = 1) or n-tuple root. */
-  const ir_shape *rs = cp->root >= 0 && cp->root < cp->insts.n ? &cp->insts.v[cp->root].shape : NULL;
+  const ir_shape *rs =
+      cp->root >= 0 && cp->root < cp->insts.n ? &cp->insts.v[cp->root].shape : NULL;
   bool ok = rs != NULL;
-  if (ok && n == 1) ok = is_scalar_of(rs, types[0]);
+  if (ok && n == 1)
+    ok = is_scalar_of(rs, types[0]);
   else if (ok) {
     ok = rs->type == IR_TUPLE && rs->ntuple == n;
-    for (int k = 0; ok && k < n; k++) ok = is_scalar_of(&rs->tuple[k], types[k]);
+    for (int k = 0; ok && k < n; k++)
+      ok = is_scalar_of(&rs->tuple[k], types[k]);
   }
   if (!ok)
-    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "to_apply %s must return %d scalar%s of the init types",
-                   cp->name, n, n == 1 ? "" : "s");
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT,
+                   "to_apply %s must return %d scalar%s of the init types", cp->name, n,
+                   n == 1 ? "" : "s");
 
   /* The fast path: params 0 and 1 and one binary op at the root. */
   if (n != 1) return ST_OK;
   int live = 0;
-  for (int i = 0; i < cp->insts.n; i++) live += !cp->insts.v[i].dead;
+  for (int i = 0; i < cp->insts.n; i++)
+    live += !cp->insts.v[i].dead;
   const ir_inst *root = &cp->insts.v[cp->root];
   if (live != 3 || root->nops != 2) return ST_OK;
   switch (root->op) {
-  case IR_OP_ADD: case IR_OP_MULTIPLY: case IR_OP_MAXIMUM: case IR_OP_MINIMUM: case IR_OP_AND:
-  case IR_OP_OR: break;
-  default: return ST_OK;
+  case IR_OP_ADD:
+  case IR_OP_MULTIPLY:
+  case IR_OP_MAXIMUM:
+  case IR_OP_MINIMUM:
+  case IR_OP_AND:
+  case IR_OP_OR:
+    break;
+  default:
+    return ST_OK;
   }
   int64_t pn[2];
   for (int k = 0; k < 2; k++) {
@@ -105,7 +115,8 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
 static base_status reducer_step(ev_ctx *cx, reducer *r) {
   if (r->fast) {
     void *acc = r->args[0]->data, *x = r->args[1]->data;
-    if (!ev_binary_elem(r->fast_op, r->types[0], r->swapped ? x : acc, r->swapped ? acc : x, r->tmp))
+    if (!ev_binary_elem(r->fast_op, r->types[0], r->swapped ? x : acc, r->swapped ? acc : x,
+                        r->tmp))
       return ev_fail(cx, r->in, ST_INVALID_ARGUMENT, "to_apply's %s is not defined on %s",
                      ir_op_name(r->fast_op), ir_type_name(r->types[0]));
     memcpy(acc, r->tmp, r->es[0]);
@@ -159,13 +170,15 @@ static base_status new_results(ev_ctx *cx, const ir_inst *in, int n, const ir_ty
   for (int k = 0; k < n; k++) {
     ir_shape s = ir_shape_array(types[k], rank, dims);
     const ir_shape *want = n == 1 ? &in->shape
-                           : in->shape.type == IR_TUPLE && in->shape.ntuple == n ? &in->shape.tuple[k]
-                                                                                 : NULL;
+                           : in->shape.type == IR_TUPLE && in->shape.ntuple == n
+                               ? &in->shape.tuple[k]
+                               : NULL;
     if (!want || !ir_shape_equal(want, &s)) {
       strbuf b;
       sb_init(&b);
       ir_shape_print(&b, &s, false);
-      base_status st = ev_fail(cx, in, ST_INVALID_ARGUMENT, "result %d should be %s", k, sb_str(&b));
+      base_status st =
+          ev_fail(cx, in, ST_INVALID_ARGUMENT, "result %d should be %s", k, sb_str(&b));
       sb_free(&b);
       return st;
     }
@@ -175,7 +188,8 @@ static base_status new_results(ev_ctx *cx, const ir_inst *in, int n, const ir_ty
   return ST_OK;
 }
 
-static base_status finish(ev_ctx *cx, const ir_inst *in, int n, ir_literal **res, ir_literal **out) {
+static base_status finish(ev_ctx *cx, const ir_inst *in, int n, ir_literal **res,
+                          ir_literal **out) {
   if (n == 1) {
     *out = res[0];
     return ST_OK;
@@ -196,7 +210,8 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   for (int i = 0; i < in->a.dimensions.n; i++) {
     int64_t d = in->a.dimensions.v[i];
     if (d < 0 || d >= is->rank || red[d])
-      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "reduce dimension %lld invalid or repeated", (long long)d);
+      return ev_fail(cx, in, ST_INVALID_ARGUMENT, "reduce dimension %lld invalid or repeated",
+                     (long long)d);
     red[d] = true;
   }
   int64_t strides[IR_MAX_RANK], kdims[IR_MAX_RANK], kstr[IR_MAX_RANK], rdims[IR_MAX_RANK],
@@ -217,18 +232,22 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
 
   int64_t nred = 1, nout = ir_shape_count(&res[0]->shape);
-  for (int i = 0; i < nr; i++) nred *= rdims[i];
+  for (int i = 0; i < nr; i++)
+    nred *= rdims[i];
   if ((st = ev_work(cx, in, (double)nout * (double)nred)) != ST_OK) return st;
   int64_t kidx[IR_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++, ev_next_index(nk, kdims, kidx)) {
     int64_t base = 0;
-    for (int i = 0; i < nk; i++) base += kidx[i] * kstr[i];
-    for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
+    for (int i = 0; i < nk; i++)
+      base += kidx[i] * kstr[i];
+    for (int k = 0; k < n; k++)
+      memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
     /* the reduced index space in row-major order, offset kept incrementally */
     int64_t ridx[IR_MAX_RANK] = {0}, off = 0;
     for (int64_t j = 0; j < nred; j++) {
       for (int k = 0; k < n; k++)
-        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + off) * r.es[k], r.es[k]);
+        memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + off) * r.es[k],
+               r.es[k]);
       if ((st = reducer_step(cx, &r)) != ST_OK) return st;
       for (int i = nr - 1; i >= 0; i--) {
         if (++ridx[i] < rdims[i]) {
@@ -245,7 +264,8 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   return finish(cx, in, n, res, out);
 }
 
-base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
+                             ir_literal **out) {
   int n = in->nops / 2;
   ir_type *types;
   ir_literal **res;
@@ -265,8 +285,8 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
     if (w->size < 0 || w->size > IR_MAX_ELEMENTS || w->stride < 1 || w->stride > IR_MAX_ELEMENTS ||
         w->lhs_dilate < 1 || w->lhs_dilate > IR_MAX_ELEMENTS || w->rhs_dilate < 1 ||
         w->rhs_dilate > IR_MAX_ELEMENTS || w->pad_lo < -IR_MAX_ELEMENTS ||
-        w->pad_lo > IR_MAX_ELEMENTS || w->pad_hi < -IR_MAX_ELEMENTS || w->pad_hi > IR_MAX_ELEMENTS ||
-        (double)is->dims[d] * (double)w->lhs_dilate > 4e15 ||
+        w->pad_lo > IR_MAX_ELEMENTS || w->pad_hi < -IR_MAX_ELEMENTS ||
+        w->pad_hi > IR_MAX_ELEMENTS || (double)is->dims[d] * (double)w->lhs_dilate > 4e15 ||
         (double)w->size * (double)w->rhs_dilate > 4e15)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window dimension %d invalid", d);
     int64_t nd = is->dims[d];
@@ -281,12 +301,14 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   ev_strides(is, strides);
   int64_t nout = ir_shape_count(&res[0]->shape);
   double nwin_d = 1;
-  for (int d = 0; d < rank; d++) nwin_d *= (double)wsz[d];
+  for (int d = 0; d < rank; d++)
+    nwin_d *= (double)wsz[d];
   if ((st = ev_work(cx, in, (double)nout * nwin_d)) != ST_OK) return st;
   int64_t nwin = nout == 0 ? 0 : (int64_t)nwin_d; /* else bounded by the work limit */
   int64_t oidx[IR_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++, ev_next_index(rank, odims, oidx)) {
-    for (int k = 0; k < n; k++) memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
+    for (int k = 0; k < n; k++)
+      memcpy(r.args[k]->data, ops[n + k]->data, r.es[k]);
     int64_t widx[IR_MAX_RANK] = {0};
     for (int64_t j = 0; j < nwin; j++, ev_next_index(rank, wsz, widx)) {
       int64_t off = 0;

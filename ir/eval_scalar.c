@@ -35,40 +35,96 @@ static float round_half_even(float x) {
 /* Returns false when op is not a float unary op; else *r. */
 static bool unary_f(ir_op op, float x, float *r) {
   switch (op) {
-  case IR_OP_ABS: *r = fabsf(x); return true;
-  case IR_OP_NEGATE: *r = -x; return true;
-  case IR_OP_EXP: *r = expf(x); return true;
-  case IR_OP_EXPM1: *r = expm1f(x); return true;
-  case IR_OP_LOG: *r = logf(x); return true;
-  case IR_OP_LOG1P: *r = log1pf(x); return true;
-  case IR_OP_SQRT: *r = sqrtf(x); return true;
-  case IR_OP_RSQRT: *r = 1.0f / sqrtf(x); return true;
-  case IR_OP_CBRT: *r = cbrtf(x); return true;
-  case IR_OP_TANH: *r = tanhf(x); return true;
-  case IR_OP_LOGISTIC: *r = 1.0f / (1.0f + expf(-x)); return true;
-  case IR_OP_SINE: *r = sinf(x); return true;
-  case IR_OP_COSINE: *r = cosf(x); return true;
-  case IR_OP_FLOOR: *r = floorf(x); return true;
-  case IR_OP_CEIL: *r = ceilf(x); return true;
-  case IR_OP_ROUND_AFZ: *r = roundf(x); return true;
-  case IR_OP_ROUND_EVEN: *r = round_half_even(x); return true;
-  case IR_OP_SIGN: *r = isnan(x) ? x : copysignf(x != 0.0f ? 1.0f : 0.0f, x); return true;
-  default: return false;
+  case IR_OP_ABS:
+    *r = fabsf(x);
+    return true;
+  case IR_OP_NEGATE:
+    *r = -x;
+    return true;
+  case IR_OP_EXP:
+    *r = expf(x);
+    return true;
+  case IR_OP_EXPM1:
+    *r = expm1f(x);
+    return true;
+  case IR_OP_LOG:
+    *r = logf(x);
+    return true;
+  case IR_OP_LOG1P:
+    *r = log1pf(x);
+    return true;
+  case IR_OP_SQRT:
+    *r = sqrtf(x);
+    return true;
+  case IR_OP_RSQRT:
+    *r = 1.0f / sqrtf(x);
+    return true;
+  case IR_OP_CBRT:
+    *r = cbrtf(x);
+    return true;
+  case IR_OP_TANH:
+    *r = tanhf(x);
+    return true;
+  case IR_OP_LOGISTIC:
+    *r = 1.0f / (1.0f + expf(-x));
+    return true;
+  case IR_OP_SINE:
+    *r = sinf(x);
+    return true;
+  case IR_OP_COSINE:
+    *r = cosf(x);
+    return true;
+  case IR_OP_FLOOR:
+    *r = floorf(x);
+    return true;
+  case IR_OP_CEIL:
+    *r = ceilf(x);
+    return true;
+  case IR_OP_ROUND_AFZ:
+    *r = roundf(x);
+    return true;
+  case IR_OP_ROUND_EVEN:
+    *r = round_half_even(x);
+    return true;
+  case IR_OP_SIGN:
+    *r = isnan(x) ? x : copysignf(x != 0.0f ? 1.0f : 0.0f, x);
+    return true;
+  default:
+    return false;
   }
 }
 
 static bool binary_f(ir_op op, float a, float b, float *r) {
   switch (op) {
-  case IR_OP_ADD: *r = a + b; return true;
-  case IR_OP_SUBTRACT: *r = a - b; return true;
-  case IR_OP_MULTIPLY: *r = a * b; return true;
-  case IR_OP_DIVIDE: *r = a / b; return true;
-  case IR_OP_REMAINDER: *r = fmodf(a, b); return true;
-  case IR_OP_MAXIMUM: *r = isnan(a) ? a : isnan(b) ? b : a < b ? b : a; return true;
-  case IR_OP_MINIMUM: *r = isnan(a) ? a : isnan(b) ? b : b < a ? b : a; return true;
-  case IR_OP_POWER: *r = powf(a, b); return true;
-  case IR_OP_ATAN2: *r = atan2f(a, b); return true;
-  default: return false;
+  case IR_OP_ADD:
+    *r = a + b;
+    return true;
+  case IR_OP_SUBTRACT:
+    *r = a - b;
+    return true;
+  case IR_OP_MULTIPLY:
+    *r = a * b;
+    return true;
+  case IR_OP_DIVIDE:
+    *r = a / b;
+    return true;
+  case IR_OP_REMAINDER:
+    *r = fmodf(a, b);
+    return true;
+  case IR_OP_MAXIMUM:
+    *r = isnan(a) ? a : isnan(b) ? b : a < b ? b : a;
+    return true;
+  case IR_OP_MINIMUM:
+    *r = isnan(a) ? a : isnan(b) ? b : b < a ? b : a;
+    return true;
+  case IR_OP_POWER:
+    *r = powf(a, b);
+    return true;
+  case IR_OP_ATAN2:
+    *r = atan2f(a, b);
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -91,19 +147,31 @@ static bool unary_i(ir_op op, ir_type t, int64_t x, int64_t *r) {
   int bits = ev_int_bits(t);
   uint64_t mask = ((uint64_t)1 << bits) - 1;
   switch (op) {
-  case IR_OP_ABS: *r = ev_wrap(t, x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x); return true;
-  case IR_OP_NEGATE: *r = ev_wrap(t, (uint64_t)0 - (uint64_t)x); return true;
-  case IR_OP_SIGN: *r = (x > 0) - (x < 0); return true;
-  case IR_OP_NOT: *r = t == IR_PRED ? !x : ev_wrap(t, ~(uint64_t)x); return true;
-  case IR_OP_POPCNT: *r = __builtin_popcountll((uint64_t)x & mask); return true;
+  case IR_OP_ABS:
+    *r = ev_wrap(t, x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x);
+    return true;
+  case IR_OP_NEGATE:
+    *r = ev_wrap(t, (uint64_t)0 - (uint64_t)x);
+    return true;
+  case IR_OP_SIGN:
+    *r = (x > 0) - (x < 0);
+    return true;
+  case IR_OP_NOT:
+    *r = t == IR_PRED ? !x : ev_wrap(t, ~(uint64_t)x);
+    return true;
+  case IR_OP_POPCNT:
+    *r = __builtin_popcountll((uint64_t)x & mask);
+    return true;
   case IR_OP_CLZ: {
     uint64_t u = (uint64_t)x & mask;
     int n = 0;
-    for (int b = bits - 1; b >= 0 && !((u >> b) & 1); b--) n++;
+    for (int b = bits - 1; b >= 0 && !((u >> b) & 1); b--)
+      n++;
     *r = n;
     return true;
   }
-  default: return false;
+  default:
+    return false;
   }
 }
 
@@ -111,21 +179,39 @@ static bool binary_i(ir_op op, ir_type t, int64_t a, int64_t b, int64_t *r) {
   int bits = ev_int_bits(t);
   uint64_t mask = ((uint64_t)1 << bits) - 1;
   switch (op) {
-  case IR_OP_ADD: *r = ev_wrap(t, (uint64_t)a + (uint64_t)b); return true;
-  case IR_OP_SUBTRACT: *r = ev_wrap(t, (uint64_t)a - (uint64_t)b); return true;
-  case IR_OP_MULTIPLY: *r = ev_wrap(t, (uint64_t)a * (uint64_t)b); return true;
+  case IR_OP_ADD:
+    *r = ev_wrap(t, (uint64_t)a + (uint64_t)b);
+    return true;
+  case IR_OP_SUBTRACT:
+    *r = ev_wrap(t, (uint64_t)a - (uint64_t)b);
+    return true;
+  case IR_OP_MULTIPLY:
+    *r = ev_wrap(t, (uint64_t)a * (uint64_t)b);
+    return true;
   case IR_OP_DIVIDE:
     *r = b == 0 ? ev_wrap(t, (uint64_t)-1) : (a == int_min(t) && b == -1) ? a : a / b;
     return true;
   case IR_OP_REMAINDER:
     *r = b == 0 ? a : (a == int_min(t) && b == -1) ? 0 : a % b;
     return true;
-  case IR_OP_MAXIMUM: *r = a < b ? b : a; return true;
-  case IR_OP_MINIMUM: *r = b < a ? b : a; return true;
-  case IR_OP_POWER: *r = int_pow(t, a, b); return true;
-  case IR_OP_AND: *r = ev_wrap(t, (uint64_t)a & (uint64_t)b); return true;
-  case IR_OP_OR: *r = ev_wrap(t, (uint64_t)a | (uint64_t)b); return true;
-  case IR_OP_XOR: *r = ev_wrap(t, (uint64_t)a ^ (uint64_t)b); return true;
+  case IR_OP_MAXIMUM:
+    *r = a < b ? b : a;
+    return true;
+  case IR_OP_MINIMUM:
+    *r = b < a ? b : a;
+    return true;
+  case IR_OP_POWER:
+    *r = int_pow(t, a, b);
+    return true;
+  case IR_OP_AND:
+    *r = ev_wrap(t, (uint64_t)a & (uint64_t)b);
+    return true;
+  case IR_OP_OR:
+    *r = ev_wrap(t, (uint64_t)a | (uint64_t)b);
+    return true;
+  case IR_OP_XOR:
+    *r = ev_wrap(t, (uint64_t)a ^ (uint64_t)b);
+    return true;
   case IR_OP_SHL:
     *r = (b < 0 || b >= bits) ? 0 : ev_wrap(t, (uint64_t)a << b);
     return true;
@@ -133,10 +219,13 @@ static bool binary_i(ir_op op, ir_type t, int64_t a, int64_t b, int64_t *r) {
     *r = (b < 0 || b >= bits) ? 0 : ev_wrap(t, ((uint64_t)a & mask) >> b);
     return true;
   case IR_OP_SHR_A:
-    if (b < 0 || b >= bits) *r = a < 0 ? ev_wrap(t, (uint64_t)-1) : 0;
-    else *r = a < 0 ? ~(~a >> b) : a >> b; /* ~a >= 0: no implementation-defined shift */
+    if (b < 0 || b >= bits)
+      *r = a < 0 ? ev_wrap(t, (uint64_t)-1) : 0;
+    else
+      *r = a < 0 ? ~(~a >> b) : a >> b; /* ~a >= 0: no implementation-defined shift */
     return true;
-  default: return false;
+  default:
+    return false;
   }
 }
 
@@ -183,12 +272,18 @@ static int64_t total_order_key(float f) {
 static bool cmp_result(ir_cmp_dir dir, int c, bool unordered) {
   if (unordered) return dir == IR_CMP_NE;
   switch (dir) {
-  case IR_CMP_EQ: return c == 0;
-  case IR_CMP_NE: return c != 0;
-  case IR_CMP_LT: return c < 0;
-  case IR_CMP_LE: return c <= 0;
-  case IR_CMP_GT: return c > 0;
-  case IR_CMP_GE: return c >= 0;
+  case IR_CMP_EQ:
+    return c == 0;
+  case IR_CMP_NE:
+    return c != 0;
+  case IR_CMP_LT:
+    return c < 0;
+  case IR_CMP_LE:
+    return c <= 0;
+  case IR_CMP_GT:
+    return c > 0;
+  case IR_CMP_GE:
+    return c >= 0;
   }
   return false;
 }
@@ -216,7 +311,7 @@ bool ev_compare_elem(ir_cmp_dir dir, ir_cmp_type ct, ir_type t, const void *a, c
 /* An integer to f32 rounded to odd (truncate, then set the last bit when
  * inexact): rounding that value to bf16 or f16 (fewer bits by more than 1)
  * gives the correctly rounded result of the integer, with no double
- * rounding. |v| < 2^33 here. */
+ * rounding. |v| <= 2^40 here (s32 values and iota indices). */
 static float i64_to_f32_round_odd(int64_t v) {
   float f = (float)v; /* nearest even */
   int64_t back = (int64_t)f;
@@ -231,10 +326,16 @@ static float i64_to_f32_round_odd(int64_t v) {
 
 void ev_store_from_i64(ir_type t, void *p, int64_t v) {
   switch (t) {
-  case IR_F32: ev_store_f(t, p, (float)v); break; /* one rounding, to nearest even */
+  case IR_F32: /* one rounding, to nearest even (|v| <= 2^40: exact as int64) */
+    ev_store_f(t, p, (float)v);
+    break;
   case IR_BF16:
-  case IR_F16: ev_store_f(t, p, i64_to_f32_round_odd(v)); break;
-  default: ev_store_i(t, p, v); break;
+  case IR_F16:
+    ev_store_f(t, p, i64_to_f32_round_odd(v));
+    break;
+  default:
+    ev_store_i(t, p, v);
+    break;
   }
 }
 
@@ -251,9 +352,12 @@ static int64_t f32_to_int(ir_type t, float x) {
 void ev_convert_elem(ir_type from, const void *a, ir_type to, void *out) {
   if (ir_type_is_float(from)) {
     float x = ev_load_f(from, a);
-    if (ir_type_is_float(to)) ev_store_f(to, out, x);
-    else if (to == IR_PRED) *(uint8_t *)out = x != 0.0f; /* NaN is true */
-    else ev_store_i(to, out, f32_to_int(to, x));
+    if (ir_type_is_float(to))
+      ev_store_f(to, out, x);
+    else if (to == IR_PRED)
+      *(uint8_t *)out = x != 0.0f; /* NaN is true */
+    else
+      ev_store_i(to, out, f32_to_int(to, x));
     return;
   }
   ev_store_from_i64(to, out, ev_load_i(from, a));

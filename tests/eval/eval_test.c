@@ -50,8 +50,10 @@ ir_id tb_param(tb *t, int num, ir_shape s) {
 static void fill(ir_literal *l, const double *v, int64_t n) {
   assert_int_equal(n, ir_shape_count(&l->shape));
   for (int64_t i = 0; i < n; i++) {
-    if (ir_type_is_float(l->shape.type)) ir_literal_set_f64(l, i, v[i]);
-    else ir_literal_set_i64(l, i, (int64_t)v[i]);
+    if (ir_type_is_float(l->shape.type))
+      ir_literal_set_f64(l, i, v[i]);
+    else
+      ir_literal_set_i64(l, i, (int64_t)v[i]);
   }
 }
 
@@ -105,7 +107,8 @@ ir_literal *tb_lit_bits32(tb *t, ir_shape s, const uint32_t *bits, int64_t n) {
 
 base_status tb_eval(tb *t, ir_id root, ir_literal **args, int nargs, ir_literal **out) {
   ir_comp_get(t->m, t->entry)->root = root;
-  for (int c = 0; c < t->m->comps.n; c++) ir_comp_finish(t->m, c);
+  for (int c = 0; c < t->m->comps.n; c++)
+    ir_comp_finish(t->m, c);
   return ir_eval(t->m, &t->opts, args, nargs, t->out, out, t->err, sizeof t->err);
 }
 
@@ -132,14 +135,17 @@ void expect_i(const ir_literal *l, const int64_t *v, int64_t n) {
   assert_int_equal(ir_shape_count(&l->shape), n);
   for (int64_t i = 0; i < n; i++) {
     int64_t got = ir_literal_get_i64(l, i);
-    if (got != v[i]) fail_msg("element %lld: got %lld, expected %lld", (long long)i, (long long)got, (long long)v[i]);
+    if (got != v[i])
+      fail_msg("element %lld: got %lld, expected %lld", (long long)i, (long long)got,
+               (long long)v[i]);
   }
 }
 
 void expect_dims(const ir_literal *l, ir_type ty, int rank, const int64_t *dims) {
   assert_int_equal(l->shape.type, ty);
   assert_int_equal(l->shape.rank, rank);
-  for (int i = 0; i < rank; i++) assert_int_equal(l->shape.dims[i], dims[i]);
+  for (int i = 0; i < rank; i++)
+    assert_int_equal(l->shape.dims[i], dims[i]);
 }
 
 uint32_t f32_bits(const ir_literal *l, int64_t i) {

@@ -29,12 +29,14 @@ typedef struct tb {
 #define SH(t, ...) sh_((t), (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8))
 #define SCALAR(t) ir_shape_scalar(t)
 /* An int64 list attribute: INTS(1, 0). */
-#define INTS(...) ((ir_ints){(int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__}})
+#define INTS(...)                                                                                  \
+  ((ir_ints){(int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__}})
 #define NO_INTS ((ir_ints){0, NULL})
 /* A plain double array: A(1, 2, 3). */
 #define A(...) ((double[]){__VA_ARGS__})
 /* Value lists with their count, for literals and expectations. */
-#define VALS(...) (double[]){__VA_ARGS__}, (int64_t)(sizeof((double[]){__VA_ARGS__}) / sizeof(double))
+#define VALS(...)                                                                                  \
+  (double[]){__VA_ARGS__}, (int64_t)(sizeof((double[]){__VA_ARGS__}) / sizeof(double))
 #define IVALS(...) (int64_t[]){__VA_ARGS__}, (int64_t)(sizeof((int64_t[]){__VA_ARGS__}) / 8)
 
 ir_shape sh_(ir_type t, const int64_t *dims, int rank);

@@ -31,12 +31,14 @@ static void dot_matmul_and_vector_dot(void **state) {
   tb_init(&t);
   ir_literal *l = tb_lit(&t, SH(IR_F32, 2, 3), VALS(1, 2, 3, 4, 5, 6));
   ir_literal *r = tb_lit(&t, SH(IR_F32, 3, 2), VALS(7, 8, 9, 10, 11, 12));
-  expect_f(dot(&t, l, r, SH(IR_F32, 2, 2), NO_INTS, NO_INTS, INTS(1), INTS(0)), VALS(58, 64, 139, 154));
+  expect_f(dot(&t, l, r, SH(IR_F32, 2, 2), NO_INTS, NO_INTS, INTS(1), INTS(0)),
+           VALS(58, 64, 139, 154));
   tb_free(&t);
   tb_init(&t); /* contracting lhs dim 0 with rhs dim 1: l^T r^T */
   l = tb_lit(&t, SH(IR_S32, 3, 2), VALS(1, 4, 2, 5, 3, 6));
   r = tb_lit(&t, SH(IR_S32, 2, 3), VALS(7, 9, 11, 8, 10, 12));
-  expect_i(dot(&t, l, r, SH(IR_S32, 2, 2), NO_INTS, NO_INTS, INTS(0), INTS(1)), IVALS(58, 64, 139, 154));
+  expect_i(dot(&t, l, r, SH(IR_S32, 2, 2), NO_INTS, NO_INTS, INTS(0), INTS(1)),
+           IVALS(58, 64, 139, 154));
   tb_free(&t);
   tb_init(&t);
   l = tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3));
@@ -48,7 +50,8 @@ static void dot_matmul_and_vector_dot(void **state) {
   tb_init(&t); /* no contraction: an outer product */
   l = tb_lit(&t, SH(IR_F32, 2), VALS(1, 2));
   r = tb_lit(&t, SH(IR_F32, 3), VALS(3, 4, 5));
-  expect_f(dot(&t, l, r, SH(IR_F32, 2, 3), NO_INTS, NO_INTS, NO_INTS, NO_INTS), VALS(3, 4, 5, 6, 8, 10));
+  expect_f(dot(&t, l, r, SH(IR_F32, 2, 3), NO_INTS, NO_INTS, NO_INTS, NO_INTS),
+           VALS(3, 4, 5, 6, 8, 10));
   tb_free(&t);
 }
 
@@ -73,7 +76,8 @@ static void dot_batch_dims_and_two_contracting_dims(void **state) {
         int64_t s = 0;
         for (int k1 = 0; k1 < 3; k1++)
           for (int k2 = 0; k2 < 2; k2++)
-            s += (int64_t)lv[((k1 * 2 + b) * 2 + m) * 2 + k2] * (int64_t)rv[((k2 * 2 + n) * 2 + b) * 3 + k1];
+            s += (int64_t)lv[((k1 * 2 + b) * 2 + m) * 2 + k2] *
+                 (int64_t)rv[((k2 * 2 + n) * 2 + b) * 3 + k1];
         want[(b * 2 + m) * 2 + n] = s;
       }
   expect_i(o, want, 8);
@@ -89,7 +93,8 @@ static void dot_bf16_accumulates_in_f32_and_rounds_once(void **state) {
   double e8 = ldexp(1, -8);
   ir_literal *l = tb_lit(&t, SH(IR_BF16, 3), (double[]){1, e8, e8}, 3);
   ir_literal *r = tb_lit(&t, SH(IR_BF16, 3), VALS(1, 1, 1));
-  expect_f(dot(&t, l, r, SCALAR(IR_BF16), NO_INTS, NO_INTS, INTS(0), INTS(0)), (double[]){1 + 2 * e8}, 1);
+  expect_f(dot(&t, l, r, SCALAR(IR_BF16), NO_INTS, NO_INTS, INTS(0), INTS(0)),
+           (double[]){1 + 2 * e8}, 1);
   tb_free(&t);
   tb_init(&t); /* f32 summation order is ascending: (1e8 + 1) - 1e8 = 0 in f32, not 1 */
   l = tb_lit(&t, SH(IR_F32, 3), VALS(1e8, 1, -1e8));
@@ -167,7 +172,8 @@ static void dot_256_cubed_takes_under_a_second(void **state) {
   for (int i = 0; i < N; i += 37)
     for (int j = 0; j < N; j += 41) {
       double s = 0;
-      for (int k = 0; k < N; k++) s += (double)lf[i * N + k] * rf[k * N + j];
+      for (int k = 0; k < N; k++)
+        s += (double)lf[i * N + k] * rf[k * N + j];
       assert_true(ir_literal_get_f64(o, i * N + j) == s);
     }
   if (dt >= 1.0) fail_msg("256^3 dot took %.3f s", dt);
@@ -322,7 +328,8 @@ static conv_case nhwc(void) {
   c.dims.nspatial = 2;
   c.dims.in_batch = 0, c.dims.in_spatial[0] = 1, c.dims.in_spatial[1] = 2, c.dims.in_feature = 3;
   c.dims.k_spatial[0] = 0, c.dims.k_spatial[1] = 1, c.dims.k_in = 2, c.dims.k_out = 3;
-  c.dims.out_batch = 0, c.dims.out_spatial[0] = 1, c.dims.out_spatial[1] = 2, c.dims.out_feature = 3;
+  c.dims.out_batch = 0, c.dims.out_spatial[0] = 1, c.dims.out_spatial[1] = 2,
+  c.dims.out_feature = 3;
   c.win.rank = 2;
   c.fgc = c.bgc = 1;
   return c;
@@ -351,8 +358,10 @@ static void conv_2d_all_features_against_direct_formula(void **state) {
   c.win.dims[0] = (ir_window_dim){2, 1, 1, 0, 1, 2, false};
   c.win.dims[1] = (ir_window_dim){3, 2, 2, 1, 2, 1, true};
   double lv[2 * 4 * 5 * 3], rv[2 * 3 * 3 * 2];
-  for (int i = 0; i < 120; i++) lv[i] = (i * 37) % 17 - 8;
-  for (int i = 0; i < 36; i++) rv[i] = (i * 11) % 7 - 3;
+  for (int i = 0; i < 120; i++)
+    lv[i] = (i * 37) % 17 - 8;
+  for (int i = 0; i < 36; i++)
+    rv[i] = (i * 11) % 7 - 3;
   /* out dims: H: padded (4-1)*1+1+1+0 = 5, eff (2-1)*2+1 = 3 -> 3;
    *           W: padded (5-1)*2+1+2+1 = 12, eff 3, stride 2 -> 5 */
   ir_literal *l = tb_lit(&t, SH(IR_S32, 2, 4, 5, 3), lv, 120);
@@ -373,7 +382,8 @@ static void conv_2d_all_features_against_direct_formula(void **state) {
               if (iy >= 4 || ix >= 5) continue;
               int kxr = 2 - kx; /* reversed */
               for (int z = 0; z < 3; z++)
-                s += (int64_t)lv[((b * 4 + iy) * 5 + ix) * 3 + z] * (int64_t)rv[((ky * 3 + kxr) * 3 + z) * 2 + f];
+                s += (int64_t)lv[((b * 4 + iy) * 5 + ix) * 3 + z] *
+                     (int64_t)rv[((ky * 3 + kxr) * 3 + z) * 2 + f];
             }
           want[((b * 3 + y) * 5 + x) * 2 + f] = s;
         }

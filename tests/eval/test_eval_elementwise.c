@@ -4,8 +4,8 @@
 #include "eval_test.h"
 
 /* Evaluates op(x, y) on parameters of shape s with the given values. */
-static ir_literal *binary(tb *t, ir_op op, ir_shape s, ir_shape rs, const double *x, const double *y,
-                          int64_t n) {
+static ir_literal *binary(tb *t, ir_op op, ir_shape s, ir_shape rs, const double *x,
+                          const double *y, int64_t n) {
   ir_id p0 = tb_param(t, 0, s), p1 = tb_param(t, 1, s);
   ir_id r = OP2(t, op, rs, NULL, p0, p1);
   ir_literal *args[2] = {tb_lit(t, s, x, n), tb_lit(t, s, y, n)};
@@ -51,8 +51,8 @@ static void int_add_and_multiply_wrap(void **state) {
   (void)state;
   tb t;
   tb_init(&t);
-  ir_literal *r = binary(&t, IR_OP_ADD, SH(IR_S8, 3), SH(IR_S8, 3), A(127, -128, 100),
-                         A(1, -1, 100), 3);
+  ir_literal *r =
+      binary(&t, IR_OP_ADD, SH(IR_S8, 3), SH(IR_S8, 3), A(127, -128, 100), A(1, -1, 100), 3);
   expect_i(r, IVALS(-128, 127, -56));
   tb_free(&t);
   tb_init(&t);
@@ -184,7 +184,8 @@ static void compare_totalorder_orders_nan_and_zeros(void **state) {
   expect_i(compare(&t, IR_CMP_EQ, IR_CMPT_TOTALORDER, IR_F32, x, y, 7), IVALS(0, 0, 0, 0, 0, 1, 1));
   tb_free(&t);
   tb_init(&t); /* the same order holds for bf16 */
-  expect_i(compare(&t, IR_CMP_LT, IR_CMPT_TOTALORDER, IR_BF16, x, y, 7), IVALS(1, 1, 1, 1, 1, 0, 0));
+  expect_i(compare(&t, IR_CMP_LT, IR_CMPT_TOTALORDER, IR_BF16, x, y, 7),
+           IVALS(1, 1, 1, 1, 1, 0, 0));
   tb_free(&t);
 }
 
@@ -200,7 +201,8 @@ static void compare_integers_signed_and_unsigned(void **state) {
            IVALS(0, 0, 0));
   tb_free(&t);
   tb_init(&t);
-  expect_i(compare(&t, IR_CMP_GT, IR_CMPT_DEFAULT, IR_PRED, A(1, 0, 1), A(0, 1, 1), 3), IVALS(1, 0, 0));
+  expect_i(compare(&t, IR_CMP_GT, IR_CMPT_DEFAULT, IR_PRED, A(1, 0, 1), A(0, 1, 1), 3),
+           IVALS(1, 0, 0));
   tb_free(&t);
 }
 
@@ -208,7 +210,8 @@ static void sign_keeps_negative_zero_and_nan(void **state) {
   (void)state;
   tb t;
   tb_init(&t);
-  ir_literal *r = unary(&t, IR_OP_SIGN, SH(IR_F32, 6), SH(IR_F32, 6), A(-0.0, 0.0, -3, NAN, INFINITY, 1e-40), 6);
+  ir_literal *r = unary(&t, IR_OP_SIGN, SH(IR_F32, 6), SH(IR_F32, 6),
+                        A(-0.0, 0.0, -3, NAN, INFINITY, 1e-40), 6);
   expect_f(r, VALS(0, 0, -1, NAN, 1, 1));
   assert_int_equal(f32_bits(r, 0), 0x80000000u);
   assert_int_equal(f32_bits(r, 1), 0u);
@@ -249,13 +252,26 @@ static void float_unary_functions_exact_points(void **state) {
     ir_op op;
     double x, want;
   } cases[] = {
-      {IR_OP_EXP, 0, 1},       {IR_OP_EXPM1, 0, 0},     {IR_OP_LOG, 1, 0},
-      {IR_OP_LOG, 0, -INFINITY}, {IR_OP_LOG, -1, NAN},  {IR_OP_LOG1P, 0, 0},
-      {IR_OP_SQRT, 4, 2},      {IR_OP_SQRT, -1, NAN},   {IR_OP_RSQRT, 4, 0.5},
-      {IR_OP_RSQRT, 0, INFINITY}, {IR_OP_CBRT, -27, -3}, {IR_OP_TANH, 0, 0},
-      {IR_OP_TANH, INFINITY, 1}, {IR_OP_LOGISTIC, 0, 0.5}, {IR_OP_LOGISTIC, -INFINITY, 0},
-      {IR_OP_SINE, 0, 0},      {IR_OP_COSINE, 0, 1},    {IR_OP_ABS, -INFINITY, INFINITY},
-      {IR_OP_NEGATE, 2, -2},   {IR_OP_EXP, INFINITY, INFINITY},
+      {IR_OP_EXP, 0, 1},
+      {IR_OP_EXPM1, 0, 0},
+      {IR_OP_LOG, 1, 0},
+      {IR_OP_LOG, 0, -INFINITY},
+      {IR_OP_LOG, -1, NAN},
+      {IR_OP_LOG1P, 0, 0},
+      {IR_OP_SQRT, 4, 2},
+      {IR_OP_SQRT, -1, NAN},
+      {IR_OP_RSQRT, 4, 0.5},
+      {IR_OP_RSQRT, 0, INFINITY},
+      {IR_OP_CBRT, -27, -3},
+      {IR_OP_TANH, 0, 0},
+      {IR_OP_TANH, INFINITY, 1},
+      {IR_OP_LOGISTIC, 0, 0.5},
+      {IR_OP_LOGISTIC, -INFINITY, 0},
+      {IR_OP_SINE, 0, 0},
+      {IR_OP_COSINE, 0, 1},
+      {IR_OP_ABS, -INFINITY, INFINITY},
+      {IR_OP_NEGATE, 2, -2},
+      {IR_OP_EXP, INFINITY, INFINITY},
   };
   for (unsigned i = 0; i < COUNTOF(cases); i++) {
     for (int ty = 0; ty < 3; ty++) {
@@ -269,7 +285,8 @@ static void float_unary_functions_exact_points(void **state) {
   }
   tb t;
   tb_init(&t);
-  ir_literal *r = unary(&t, IR_OP_IS_FINITE, SH(IR_F32, 4), SH(IR_PRED, 4), A(INFINITY, NAN, -1, -INFINITY), 4);
+  ir_literal *r =
+      unary(&t, IR_OP_IS_FINITE, SH(IR_F32, 4), SH(IR_PRED, 4), A(INFINITY, NAN, -1, -INFINITY), 4);
   expect_i(r, IVALS(0, 0, 1, 0));
   tb_free(&t);
   tb_init(&t); /* abs(-0) is +0 */
@@ -286,7 +303,8 @@ static void power_float_and_integer(void **state) {
   (void)state;
   tb t;
   tb_init(&t);
-  ir_literal *r = binary(&t, IR_OP_POWER, SH(IR_F32, 4), SH(IR_F32, 4), A(2, 0, NAN, 4), A(10, 0, 0, 0.5), 4);
+  ir_literal *r =
+      binary(&t, IR_OP_POWER, SH(IR_F32, 4), SH(IR_F32, 4), A(2, 0, NAN, 4), A(10, 0, 0, 0.5), 4);
   expect_f(r, VALS(1024, 1, 1, 2));
   tb_free(&t);
   tb_init(&t);
@@ -345,10 +363,12 @@ static void pred_arithmetic_is_logical(void **state) {
     ir_op op;
     int64_t want[4];
   } cases[] = {
-      {IR_OP_ADD, {0, 1, 1, 1}},     {IR_OP_SUBTRACT, {0, 1, 1, 0}}, {IR_OP_MULTIPLY, {0, 0, 0, 1}},
-      {IR_OP_MAXIMUM, {0, 1, 1, 1}}, {IR_OP_MINIMUM, {0, 0, 0, 1}},  {IR_OP_AND, {0, 0, 0, 1}},
-      {IR_OP_OR, {0, 1, 1, 1}},      {IR_OP_XOR, {0, 1, 1, 0}},      {IR_OP_POWER, {1, 0, 1, 1}},
-      {IR_OP_DIVIDE, {1, 0, 1, 1}},  {IR_OP_REMAINDER, {0, 0, 1, 0}},
+      {IR_OP_ADD, {0, 1, 1, 1}},       {IR_OP_SUBTRACT, {0, 1, 1, 0}},
+      {IR_OP_MULTIPLY, {0, 0, 0, 1}},  {IR_OP_MAXIMUM, {0, 1, 1, 1}},
+      {IR_OP_MINIMUM, {0, 0, 0, 1}},   {IR_OP_AND, {0, 0, 0, 1}},
+      {IR_OP_OR, {0, 1, 1, 1}},        {IR_OP_XOR, {0, 1, 1, 0}},
+      {IR_OP_POWER, {1, 0, 1, 1}},     {IR_OP_DIVIDE, {1, 0, 1, 1}},
+      {IR_OP_REMAINDER, {0, 0, 1, 0}},
   };
   for (unsigned i = 0; i < COUNTOF(cases); i++) {
     tb t;
@@ -384,7 +404,8 @@ static void convert_int_to_float_rounds_nearest_even_once(void **state) {
   (void)state;
   tb t;
   tb_init(&t);
-  ir_literal *r = unary(&t, IR_OP_CONVERT, SH(IR_S32, 3), SH(IR_F32, 3), A(16777217, 16777219, -16777217), 3);
+  ir_literal *r =
+      unary(&t, IR_OP_CONVERT, SH(IR_S32, 3), SH(IR_F32, 3), A(16777217, 16777219, -16777217), 3);
   expect_f(r, VALS(16777216, 16777220, -16777216));
   tb_free(&t);
   tb_init(&t);
@@ -410,7 +431,8 @@ static void convert_between_float_types(void **state) {
   tb t;
   tb_init(&t);
   double e8 = ldexp(1, -8);
-  ir_literal *r = unary(&t, IR_OP_CONVERT, SH(IR_F32, 4), SH(IR_BF16, 4), (double[]){1 + e8, NAN, -INFINITY, 1 + 3 * e8}, 4);
+  ir_literal *r = unary(&t, IR_OP_CONVERT, SH(IR_F32, 4), SH(IR_BF16, 4),
+                        (double[]){1 + e8, NAN, -INFINITY, 1 + 3 * e8}, 4);
   expect_f(r, (double[]){1, NAN, -INFINITY, 1 + 4 * e8}, 4);
   tb_free(&t);
   tb_init(&t); /* f16 max is 65504; 65520 and above round to inf */
@@ -427,7 +449,8 @@ static void bitcast_convert_reinterprets_bits(void **state) {
   (void)state;
   tb t;
   tb_init(&t);
-  ir_literal *r = unary(&t, IR_OP_BITCAST_CONVERT, SH(IR_F32, 3), SH(IR_S32, 3), A(1.0, -0.0, 2.0), 3);
+  ir_literal *r =
+      unary(&t, IR_OP_BITCAST_CONVERT, SH(IR_F32, 3), SH(IR_S32, 3), A(1.0, -0.0, 2.0), 3);
   expect_i(r, IVALS(0x3f800000, INT32_MIN, 0x40000000));
   tb_free(&t);
   tb_init(&t); /* f32[2] -> s8[2,4], little-endian bytes */
@@ -475,7 +498,8 @@ static void elementwise_on_empty_and_scalar_shapes(void **state) {
   tb_init(&t);
   ir_id p0 = tb_param(&t, 0, SH(IR_F32, 0, 3)), p1 = tb_param(&t, 1, SH(IR_F32, 0, 3));
   ir_id r = OP2(&t, IR_OP_ADD, SH(IR_F32, 0, 3), NULL, p0, p1);
-  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 0, 3), NULL, 0), tb_lit(&t, SH(IR_F32, 0, 3), NULL, 0)};
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 0, 3), NULL, 0),
+                         tb_lit(&t, SH(IR_F32, 0, 3), NULL, 0)};
   ir_literal *out = tb_run(&t, r, args, 2);
   expect_dims(out, IR_F32, 2, (int64_t[]){0, 3});
   assert_int_equal(out->nbytes, 0);

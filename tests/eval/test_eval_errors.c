@@ -80,7 +80,8 @@ static void work_limit_stops_huge_windows_and_dots(void **state) {
   ir_attrs a = attrs();
   a.has_window = true;
   a.window.rank = 2;
-  a.window.dims[0] = a.window.dims[1] = (ir_window_dim){(int64_t)1 << 30, 1, (int64_t)1 << 30, (int64_t)1 << 30, 1, 1, false};
+  a.window.dims[0] = a.window.dims[1] =
+      (ir_window_dim){(int64_t)1 << 30, 1, (int64_t)1 << 30, (int64_t)1 << 30, 1, 1, false};
   ir_id x = tb_param(&t, 0, SH(IR_F32, 2, 2));
   ir_id i = tb_scalar(&t, IR_F32, 0);
   /* padded 2^31 + 2, window 2^30: 2^30 + 3 outputs per dim */
@@ -150,8 +151,10 @@ static void inconsistent_shapes_are_reported(void **state) {
   a.rhs_contracting = INTS(0);
   ir_id l = tb_param(&t, 0, SH(IR_F32, 2)), rr = tb_param(&t, 1, SH(IR_F32, 3));
   r = OP2(&t, IR_OP_DOT, SCALAR(IR_F32), &a, l, rr);
-  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 2), VALS(1, 2)), tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3))};
-  expect_error(&t, r, args, 2, ST_INVALID_ARGUMENT, "contracting dimension 0 sizes differ (2 vs 3)");
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 2), VALS(1, 2)),
+                         tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3))};
+  expect_error(&t, r, args, 2, ST_INVALID_ARGUMENT,
+               "contracting dimension 0 sizes differ (2 vs 3)");
   tb_free(&t);
 }
 

@@ -16,14 +16,17 @@ static uint64_t rnd(void) { /* xorshift64* */
 }
 
 /* Uniform in [lo, hi]. */
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t pick(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
 
 static ir_type rand_type(void) { return (ir_type)pick(0, IR_F32); }
 
 static ir_shape rand_shape(ir_type t, int max_rank) {
   int64_t dims[IR_MAX_RANK];
   int rank = (int)pick(0, max_rank);
-  for (int i = 0; i < rank; i++) dims[i] = pick(0, 3);
+  for (int i = 0; i < rank; i++)
+    dims[i] = pick(0, 3);
   return ir_shape_array(t, rank, dims);
 }
 
@@ -31,14 +34,17 @@ static ir_ints rand_ints(arena *a, int maxn, int64_t lo, int64_t hi) {
   ir_ints v;
   v.n = (int32_t)pick(0, maxn);
   v.v = arena_array(a, (size_t)(v.n ? v.n : 1), sizeof(int64_t));
-  for (int i = 0; i < v.n; i++) v.v[i] = pick(lo, hi);
+  for (int i = 0; i < v.n; i++)
+    v.v[i] = pick(lo, hi);
   return v;
 }
 
 static void rand_literal_data(ir_literal *l) {
-  for (size_t i = 0; i < l->nbytes; i++) ((uint8_t *)l->data)[i] = (uint8_t)rnd();
+  for (size_t i = 0; i < l->nbytes; i++)
+    ((uint8_t *)l->data)[i] = (uint8_t)rnd();
   if (l->shape.type == IR_PRED)
-    for (size_t i = 0; i < l->nbytes; i++) ((uint8_t *)l->data)[i] &= 1;
+    for (size_t i = 0; i < l->nbytes; i++)
+      ((uint8_t *)l->data)[i] &= 1;
 }
 
 static void rand_attrs(arena *a, ir_attrs *at, int rank_hint) {
@@ -48,14 +54,16 @@ static void rand_attrs(arena *a, ir_attrs *at, int rank_hint) {
   if (pick(0, 1)) { /* often a plausible permutation / dim list */
     at->dimensions.n = rank_hint;
     at->dimensions.v = arena_array(a, IR_MAX_RANK, sizeof(int64_t));
-    for (int i = 0; i < rank_hint; i++) at->dimensions.v[i] = rank_hint - 1 - i;
+    for (int i = 0; i < rank_hint; i++)
+      at->dimensions.v[i] = rank_hint - 1 - i;
   }
   at->slice_start = rand_ints(a, 4, -1, 3);
   at->slice_limit = rand_ints(a, 4, -1, 4);
   at->slice_stride = rand_ints(a, 4, -1, 3);
   at->npad = (int32_t)pick(0, 4);
   at->padding = arena_array(a, 4, sizeof(ir_padding_dim));
-  for (int i = 0; i < 4; i++) at->padding[i] = (ir_padding_dim){pick(-3, 3), pick(-3, 3), pick(-1, 2)};
+  for (int i = 0; i < 4; i++)
+    at->padding[i] = (ir_padding_dim){pick(-3, 3), pick(-3, 3), pick(-1, 2)};
   at->cmp_dir = (ir_cmp_dir)pick(0, 5);
   at->cmp_type = (ir_cmp_type)pick(0, 4);
   at->lhs_batch = rand_ints(a, 2, -1, 3);
@@ -65,8 +73,8 @@ static void rand_attrs(arena *a, ir_attrs *at, int rank_hint) {
   at->has_window = pick(0, 3) != 0;
   at->window.rank = (int32_t)pick(0, 3);
   for (int i = 0; i < IR_MAX_RANK; i++)
-    at->window.dims[i] = (ir_window_dim){pick(-1, 3), pick(-1, 3), pick(-2, 2), pick(-2, 2),
-                                         pick(0, 3), pick(0, 3), pick(0, 1) != 0};
+    at->window.dims[i] = (ir_window_dim){pick(-1, 3), pick(-1, 3), pick(-2, 2),    pick(-2, 2),
+                                         pick(0, 3),  pick(0, 3),  pick(0, 1) != 0};
   at->conv.nspatial = (int32_t)pick(-1, 2);
   at->conv.in_batch = (int8_t)pick(-1, 3), at->conv.in_feature = (int8_t)pick(-1, 3);
   at->conv.k_in = (int8_t)pick(-1, 3), at->conv.k_out = (int8_t)pick(-1, 3);
@@ -127,7 +135,8 @@ static void random_instructions_never_crash(void **state) {
       int arity = ir_op_arity(op);
       int nops = arity >= 0 && pick(0, 7) ? arity : (int)pick(0, 4);
       ir_id ops[4];
-      for (int i = 0; i < nops; i++) ops[i] = nids ? ids[pick(0, nids - 1)] : (ir_id)pick(-1, 2);
+      for (int i = 0; i < nops; i++)
+        ops[i] = nids ? ids[pick(0, nids - 1)] : (ir_id)pick(-1, 2);
       ir_shape rs;
       if (pick(0, 9) == 0) {
         ir_shape el[2] = {rand_shape(ty, 2), rand_shape(ty, 2)};

@@ -13,7 +13,8 @@ static ir_attrs attrs(void) {
 static ir_literal *seq(tb *t, ir_shape s) {
   int64_t n = ir_shape_count(&s);
   double *v = arena_array(t->out, (size_t)(n ? n : 1), sizeof(double));
-  for (int64_t i = 0; i < n; i++) v[i] = (double)i;
+  for (int64_t i = 0; i < n; i++)
+    v[i] = (double)i;
   return tb_lit(t, s, v, n);
 }
 
@@ -137,11 +138,13 @@ static void slice_with_strides_and_empty_results(void **state) {
            IVALS(1, 4, 11, 14));
   tb_free(&t);
   tb_init(&t); /* start == limit: an empty dimension */
-  ir_literal *out = slice(&t, SH(IR_S32, 4, 5), SH(IR_S32, 0, 5), INTS(2, 0), INTS(2, 5), INTS(1, 1));
+  ir_literal *out =
+      slice(&t, SH(IR_S32, 4, 5), SH(IR_S32, 0, 5), INTS(2, 0), INTS(2, 5), INTS(1, 1));
   expect_dims(out, IR_S32, 2, (int64_t[]){0, 5});
   tb_free(&t);
   tb_init(&t); /* size-1 dims and stride larger than the extent */
-  expect_i(slice(&t, SH(IR_S32, 1, 6), SH(IR_S32, 1, 1), INTS(0, 5), INTS(1, 6), INTS(1, 10)), IVALS(5));
+  expect_i(slice(&t, SH(IR_S32, 1, 6), SH(IR_S32, 1, 1), INTS(0, 5), INTS(1, 6), INTS(1, 10)),
+           IVALS(5));
   tb_free(&t);
 }
 
@@ -164,12 +167,14 @@ static void concatenate_along_inner_dim_with_empty_operand(void **state) {
   x = tb_param(&t, 0, SH(IR_F32, 1));
   y = tb_param(&t, 1, SH(IR_F32, 2));
   r = tb_op(&t, IR_OP_CONCATENATE, SH(IR_F32, 3), &a, 2, (ir_id[]){x, y}, 0, NULL);
-  ir_literal *args2[2] = {tb_lit(&t, SH(IR_F32, 1), VALS(5)), tb_lit(&t, SH(IR_F32, 2), VALS(6, 7))};
+  ir_literal *args2[2] = {tb_lit(&t, SH(IR_F32, 1), VALS(5)),
+                          tb_lit(&t, SH(IR_F32, 2), VALS(6, 7))};
   expect_f(tb_run(&t, r, args2, 2), VALS(5, 6, 7));
   tb_free(&t);
 }
 
-static ir_literal *pad(tb *t, ir_literal *arg, ir_shape out, const ir_padding_dim *p, double value) {
+static ir_literal *pad(tb *t, ir_literal *arg, ir_shape out, const ir_padding_dim *p,
+                       double value) {
   ir_attrs a = attrs();
   a.npad = arg->shape.rank;
   a.padding = (ir_padding_dim *)p;
@@ -186,11 +191,13 @@ static void pad_negative_edges_and_interior(void **state) {
   /* [1,2,3], interior 1: 1 p 2 p 3; lo -1 drops the 1, hi 2 adds p p:
    * p 2 p 3 p p */
   ir_literal *arg = tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3));
-  expect_f(pad(&t, arg, SH(IR_F32, 6), (ir_padding_dim[]){{-1, 2, 1}}, 0.5), VALS(0.5, 2, 0.5, 3, 0.5, 0.5));
+  expect_f(pad(&t, arg, SH(IR_F32, 6), (ir_padding_dim[]){{-1, 2, 1}}, 0.5),
+           VALS(0.5, 2, 0.5, 3, 0.5, 0.5));
   tb_free(&t);
   tb_init(&t); /* lo 2, hi -3 with interior 2: p p 1 p p 2 [p p 3 cut] */
   arg = tb_lit(&t, SH(IR_S32, 3), VALS(1, 2, 3));
-  expect_i(pad(&t, arg, SH(IR_S32, 6), (ir_padding_dim[]){{2, -3, 2}}, -1), IVALS(-1, -1, 1, -1, -1, 2));
+  expect_i(pad(&t, arg, SH(IR_S32, 6), (ir_padding_dim[]){{2, -3, 2}}, -1),
+           IVALS(-1, -1, 1, -1, -1, 2));
   tb_free(&t);
   tb_init(&t); /* rank 2: rows lo 1; cols interior 1 and hi -1 */
   arg = tb_lit(&t, SH(IR_S32, 2, 2), VALS(1, 2, 3, 4));
@@ -268,7 +275,8 @@ static void fusion_evaluates_its_computation(void **state) {
   t.c = t.entry;
   ir_id x = tb_param(&t, 0, SH(IR_F32, 2)), y = tb_param(&t, 1, SH(IR_F32, 2));
   ir_id f = tb_op(&t, IR_OP_FUSION, SH(IR_F32, 2), NULL, 2, (ir_id[]){x, y}, 1, &fc);
-  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 2), VALS(2, 3)), tb_lit(&t, SH(IR_F32, 2), VALS(10, -1))};
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 2), VALS(2, 3)),
+                         tb_lit(&t, SH(IR_F32, 2), VALS(10, -1))};
   expect_f(tb_run(&t, f, args, 2), VALS(22, 0));
   tb_free(&t);
 }

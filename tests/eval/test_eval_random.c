@@ -15,7 +15,9 @@ static uint64_t rnd(void) { /* xorshift64* */
   return rng_state * 2685821657736338717ull;
 }
 
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t pick(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
 
 static ir_attrs attrs(void) {
   ir_attrs a;
@@ -27,7 +29,8 @@ static ir_attrs attrs(void) {
 /* Row-major linear index. */
 static int64_t lin(int rank, const int64_t *dims, const int64_t *idx) {
   int64_t l = 0;
-  for (int i = 0; i < rank; i++) l = l * dims[i] + idx[i];
+  for (int i = 0; i < rank; i++)
+    l = l * dims[i] + idx[i];
   return l;
 }
 
@@ -41,12 +44,14 @@ static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
 
 static int64_t count(int rank, const int64_t *dims) {
   int64_t n = 1;
-  for (int i = 0; i < rank; i++) n *= dims[i];
+  for (int i = 0; i < rank; i++)
+    n *= dims[i];
   return n;
 }
 
 static void shuffle(int8_t *p, int n) {
-  for (int i = 0; i < n; i++) p[i] = (int8_t)i;
+  for (int i = 0; i < n; i++)
+    p[i] = (int8_t)i;
   for (int i = n - 1; i > 0; i--) {
     int j = (int)pick(0, i);
     int8_t t = p[i];
@@ -68,8 +73,8 @@ static ir_literal *rand_arg(tb *t, int rank, const int64_t *dims, int64_t **vals
   return l;
 }
 
-static int64_t out_size(int64_t n, int64_t size, int64_t stride, int64_t lo, int64_t hi, int64_t ldil,
-                        int64_t rdil) {
+static int64_t out_size(int64_t n, int64_t size, int64_t stride, int64_t lo, int64_t hi,
+                        int64_t ldil, int64_t rdil) {
   int64_t padded = (n > 0 ? (n - 1) * ldil + 1 : 0) + lo + hi;
   int64_t eff = (size - 1) * rdil + 1;
   return padded < eff ? 0 : (padded - eff) / stride + 1;
@@ -85,8 +90,10 @@ static void random_convolutions_match_definition(void **state) {
     shuffle(kp, rank);
     shuffle(op, rank);
     int64_t fgc = 1, bgc = 1;
-    if (pick(0, 1)) fgc = pick(1, 3);
-    else bgc = pick(1, 3);
+    if (pick(0, 1))
+      fgc = pick(1, 3);
+    else
+      bgc = pick(1, 3);
     int64_t cg = pick(1, 2), in_f = fgc * cg, in_b = bgc * pick(0, 2);
     int64_t k_o = fgc * bgc * pick(1, 2);
     int64_t ld[IR_MAX_RANK], kd[IR_MAX_RANK], od[IR_MAX_RANK];
@@ -106,11 +113,13 @@ static void random_convolutions_match_definition(void **state) {
       a.conv.in_spatial[i] = lp[2 + i];
       a.conv.k_spatial[i] = kp[2 + i];
       a.conv.out_spatial[i] = op[2 + i];
-      ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-1, 2), pick(-1, 2), pick(1, 3), pick(1, 2), pick(0, 1) != 0};
+      ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-1, 2),    pick(-1, 2),
+                         pick(1, 3), pick(1, 2), pick(0, 1) != 0};
       a.window.dims[i] = w;
       ld[lp[2 + i]] = pick(0, 4);
       kd[kp[2 + i]] = w.size;
-      od[op[2 + i]] = out_size(ld[lp[2 + i]], w.size, w.stride, w.pad_lo, w.pad_hi, w.lhs_dilate, w.rhs_dilate);
+      od[op[2 + i]] =
+          out_size(ld[lp[2 + i]], w.size, w.stride, w.pad_lo, w.pad_hi, w.lhs_dilate, w.rhs_dilate);
       if (od[op[2 + i]] < 0) od[op[2 + i]] = 0;
     }
     tb t;
@@ -128,7 +137,8 @@ static void random_convolutions_match_definition(void **state) {
       int64_t gf = f / (k_o / fgc), gb = f / (k_o / bgc);
       int64_t sum = 0;
       int64_t wsz[IR_MAX_RANK], k[IR_MAX_RANK] = {0};
-      for (int i = 0; i < ns; i++) wsz[i] = a.window.dims[i].size;
+      for (int i = 0; i < ns; i++)
+        wsz[i] = a.window.dims[i].size;
       do {
         int64_t li[IR_MAX_RANK], ki[IR_MAX_RANK];
         bool inside = true;
@@ -166,7 +176,8 @@ static void random_reduce_windows_match_definition(void **state) {
     a.has_window = true;
     a.window.rank = rank;
     for (int d = 0; d < rank; d++) {
-      ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-2, 2), pick(-2, 2), pick(1, 3), pick(1, 3), false};
+      ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-2, 2), pick(-2, 2),
+                         pick(1, 3), pick(1, 3), false};
       a.window.dims[d] = w;
       dims[d] = pick(0, 4);
       od[d] = out_size(dims[d], w.size, w.stride, w.pad_lo, w.pad_hi, w.lhs_dilate, w.rhs_dilate);
@@ -174,16 +185,19 @@ static void random_reduce_windows_match_definition(void **state) {
     }
     tb t;
     tb_init(&t);
-    ir_comp_id f = pick(0, 1) ? tb_binary_comp(&t, IR_OP_ADD, IR_S32) : tb_slow_add_comp(&t, IR_S32);
+    ir_comp_id f =
+        pick(0, 1) ? tb_binary_comp(&t, IR_OP_ADD, IR_S32) : tb_slow_add_comp(&t, IR_S32);
     int64_t *v, init = pick(-5, 5);
     ir_literal *arg = rand_arg(&t, rank, dims, &v);
     ir_id x = tb_param(&t, 0, arg->shape), i0 = tb_scalar(&t, IR_S32, (double)init);
-    ir_id r = tb_op(&t, IR_OP_REDUCE_WINDOW, ir_shape_array(IR_S32, rank, od), &a, 2, (ir_id[]){x, i0}, 1, &f);
+    ir_id r = tb_op(&t, IR_OP_REDUCE_WINDOW, ir_shape_array(IR_S32, rank, od), &a, 2,
+                    (ir_id[]){x, i0}, 1, &f);
     ir_literal *res = tb_run(&t, r, &arg, 1);
     int64_t oi[IR_MAX_RANK] = {0}, nout = count(rank, od);
     for (int64_t e = 0; e < nout; e++, next_index(rank, od, oi)) {
       int64_t sum = init, wsz[IR_MAX_RANK], k[IR_MAX_RANK] = {0}, xi[IR_MAX_RANK];
-      for (int d = 0; d < rank; d++) wsz[d] = a.window.dims[d].size;
+      for (int d = 0; d < rank; d++)
+        wsz[d] = a.window.dims[d].size;
       do {
         bool inside = true;
         for (int d = 0; d < rank && inside; d++) {
@@ -222,22 +236,27 @@ static void random_dots_match_definition(void **state) {
       lc[i] = lp[nb + i], rc[i] = rp[nb + i];
       ld[lc[i]] = rd[rc[i]] = csz[i];
     }
-    for (int i = nb + nc; i < lrank; i++) ld[lp[i]] = pick(1, 3);
-    for (int i = nb + nc; i < rrank; i++) rd[rp[i]] = pick(1, 3);
+    for (int i = nb + nc; i < lrank; i++)
+      ld[lp[i]] = pick(1, 3);
+    for (int i = nb + nc; i < rrank; i++)
+      rd[rp[i]] = pick(1, 3);
     a.lhs_batch = (ir_ints){nb, lb}, a.rhs_batch = (ir_ints){nb, rb};
     a.lhs_contracting = (ir_ints){nc, lc}, a.rhs_contracting = (ir_ints){nc, rc};
     /* free dims in ascending dimension order */
     int64_t od[IR_MAX_RANK];
     int orank = 0, lfree[IR_MAX_RANK], rfree[IR_MAX_RANK], nl = 0, nr = 0;
-    for (int i = 0; i < nb; i++) od[orank++] = bsz[i];
+    for (int i = 0; i < nb; i++)
+      od[orank++] = bsz[i];
     for (int d = 0; d < lrank; d++) {
       bool role = false;
-      for (int i = 0; i < nb + nc; i++) role |= lp[i] == d;
+      for (int i = 0; i < nb + nc; i++)
+        role |= lp[i] == d;
       if (!role) lfree[nl++] = d, od[orank++] = ld[d];
     }
     for (int d = 0; d < rrank; d++) {
       bool role = false;
-      for (int i = 0; i < nb + nc; i++) role |= rp[i] == d;
+      for (int i = 0; i < nb + nc; i++)
+        role |= rp[i] == d;
       if (!role) rfree[nr++] = d, od[orank++] = rd[d];
     }
     tb t;
@@ -250,11 +269,15 @@ static void random_dots_match_definition(void **state) {
     int64_t oi[IR_MAX_RANK] = {0}, nout = count(orank, od);
     for (int64_t e = 0; e < nout; e++, next_index(orank, od, oi)) {
       int64_t li[IR_MAX_RANK], ri[IR_MAX_RANK], ci[2] = {0, 0}, sum = 0;
-      for (int i = 0; i < nb; i++) li[lb[i]] = ri[rb[i]] = oi[i];
-      for (int i = 0; i < nl; i++) li[lfree[i]] = oi[nb + i];
-      for (int i = 0; i < nr; i++) ri[rfree[i]] = oi[nb + nl + i];
+      for (int i = 0; i < nb; i++)
+        li[lb[i]] = ri[rb[i]] = oi[i];
+      for (int i = 0; i < nl; i++)
+        li[lfree[i]] = oi[nb + i];
+      for (int i = 0; i < nr; i++)
+        ri[rfree[i]] = oi[nb + nl + i];
       if (count(nc, csz) > 0) do {
-          for (int i = 0; i < nc; i++) li[lc[i]] = ri[rc[i]] = ci[i];
+          for (int i = 0; i < nc; i++)
+            li[lc[i]] = ri[rc[i]] = ci[i];
           sum += lv[lin(lrank, ld, li)] * rv[lin(rrank, rd, ri)];
         } while (next_index(nc, csz, ci));
       assert_int_equal(ir_literal_get_i64(res, e), sum);
@@ -316,7 +339,8 @@ static void random_pads_and_slices_match_definition(void **state) {
     res = tb_run(&t, s, &arg, 1);
     int64_t si[IR_MAX_RANK] = {0};
     for (int64_t e = 0; e < count(rank, sd); e++, next_index(rank, sd, si)) {
-      for (int d = 0; d < rank; d++) xi[d] = st[d] + si[d] * sp[d];
+      for (int d = 0; d < rank; d++)
+        xi[d] = st[d] + si[d] * sp[d];
       assert_int_equal(ir_literal_get_i64(res, e), v[lin(rank, dims, xi)]);
     }
     tb_free(&t);

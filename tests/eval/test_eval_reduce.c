@@ -11,10 +11,13 @@ static ir_attrs attrs(void) {
 
 /* f32 -> the nearest value of type t (nearest even), via ir's conversions. */
 static float round_to(ir_type t, float f) {
-  return t == IR_BF16 ? ir_bf16_to_f32(ir_f32_to_bf16(f)) : t == IR_F16 ? ir_f16_to_f32(ir_f32_to_f16(f)) : f;
+  return t == IR_BF16  ? ir_bf16_to_f32(ir_f32_to_bf16(f))
+         : t == IR_F16 ? ir_f16_to_f32(ir_f32_to_f16(f))
+                       : f;
 }
 
-static ir_literal *reduce1(tb *t, ir_literal *x, double init, ir_ints dims, ir_shape out, ir_comp_id f) {
+static ir_literal *reduce1(tb *t, ir_literal *x, double init, ir_ints dims, ir_shape out,
+                           ir_comp_id f) {
   ir_attrs a = attrs();
   a.dimensions = dims;
   ir_id p = tb_param(t, 0, x->shape);
@@ -55,12 +58,13 @@ static void reduce_over_empty_dimension_gives_init(void **state) {
   tb t;
   tb_init(&t);
   ir_literal *x = tb_lit(&t, SH(IR_F32, 2, 0), NULL, 0);
-  expect_f(reduce1(&t, x, 5, INTS(1), SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_F32)), VALS(5, 5));
+  expect_f(reduce1(&t, x, 5, INTS(1), SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_F32)),
+           VALS(5, 5));
   tb_free(&t);
   tb_init(&t); /* reducing the non-empty dim of an empty array: empty result */
   x = tb_lit(&t, SH(IR_F32, 2, 0), NULL, 0);
-  expect_dims(reduce1(&t, x, 5, INTS(0), SH(IR_F32, 0), tb_binary_comp(&t, IR_OP_ADD, IR_F32)), IR_F32, 1,
-              (int64_t[]){0});
+  expect_dims(reduce1(&t, x, 5, INTS(0), SH(IR_F32, 0), tb_binary_comp(&t, IR_OP_ADD, IR_F32)),
+              IR_F32, 1, (int64_t[]){0});
   tb_free(&t);
 }
 
@@ -69,8 +73,9 @@ static void reduce_max_propagates_nan_and_sum_wraps(void **state) {
   tb t;
   tb_init(&t);
   ir_literal *x = tb_lit(&t, SH(IR_F32, 2, 3), VALS(1, NAN, 3, -INFINITY, -5, -7));
-  expect_f(reduce1(&t, x, -INFINITY, INTS(1), SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
-           VALS(NAN, -5));
+  expect_f(
+      reduce1(&t, x, -INFINITY, INTS(1), SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
+      VALS(NAN, -5));
   tb_free(&t);
   tb_init(&t);
   x = tb_lit(&t, SH(IR_S32, 3), VALS(2147483647, 1, 1));
@@ -79,7 +84,8 @@ static void reduce_max_propagates_nan_and_sum_wraps(void **state) {
   tb_free(&t);
   tb_init(&t);
   x = tb_lit(&t, SH(IR_PRED, 2, 2), VALS(0, 1, 0, 0));
-  expect_i(reduce1(&t, x, 0, INTS(1), SH(IR_PRED, 2), tb_binary_comp(&t, IR_OP_OR, IR_PRED)), IVALS(1, 0));
+  expect_i(reduce1(&t, x, 0, INTS(1), SH(IR_PRED, 2), tb_binary_comp(&t, IR_OP_OR, IR_PRED)),
+           IVALS(1, 0));
   tb_free(&t);
 }
 
@@ -89,13 +95,15 @@ static void reduce_bf16_rounds_each_step_fast_and_slow_agree(void **state) {
    * back to 256 at every step. The fast path (to_apply = add) and the
    * slow path (to_apply = copy(add)) must both give 256. */
   double ones[300];
-  for (int i = 0; i < 300; i++) ones[i] = 1;
+  for (int i = 0; i < 300; i++)
+    ones[i] = 1;
   ir_literal *res[2];
   tb t[2];
   for (int k = 0; k < 2; k++) {
     tb_init(&t[k]);
     ir_literal *x = tb_lit(&t[k], SH(IR_BF16, 300), ones, 300);
-    ir_comp_id f = k == 0 ? tb_binary_comp(&t[k], IR_OP_ADD, IR_BF16) : tb_slow_add_comp(&t[k], IR_BF16);
+    ir_comp_id f =
+        k == 0 ? tb_binary_comp(&t[k], IR_OP_ADD, IR_BF16) : tb_slow_add_comp(&t[k], IR_BF16);
     res[k] = reduce1(&t[k], x, 0, INTS(0), SCALAR(IR_BF16), f);
     expect_f(res[k], VALS(256));
   }
@@ -104,19 +112,22 @@ static void reduce_bf16_rounds_each_step_fast_and_slow_agree(void **state) {
   /* and for irregular values, bit for bit, in f16, bf16 and f32 */
   ir_type types[] = {IR_BF16, IR_F16, IR_F32};
   double v[97];
-  for (int i = 0; i < 97; i++) v[i] = ((i * 7919) % 1000 - 500) / 64.0 + ldexp(1, -(i % 12));
+  for (int i = 0; i < 97; i++)
+    v[i] = ((i * 7919) % 1000 - 500) / 64.0 + ldexp(1, -(i % 12));
   for (unsigned ty = 0; ty < 3; ty++) {
     for (int k = 0; k < 2; k++) {
       tb_init(&t[k]);
       ir_literal *x = tb_lit(&t[k], SH(types[ty], 97), v, 97);
-      ir_comp_id f = k == 0 ? tb_binary_comp(&t[k], IR_OP_ADD, types[ty]) : tb_slow_add_comp(&t[k], types[ty]);
+      ir_comp_id f =
+          k == 0 ? tb_binary_comp(&t[k], IR_OP_ADD, types[ty]) : tb_slow_add_comp(&t[k], types[ty]);
       res[k] = reduce1(&t[k], x, 0.25, INTS(0), SCALAR(types[ty]), f);
     }
     assert_true(ir_literal_equal(res[0], res[1]));
     /* the order is ascending from the init, rounding after each add */
     ir_literal *x = tb_lit(&t[0], SH(types[ty], 97), v, 97);
     float acc = round_to(types[ty], 0.25f);
-    for (int i = 0; i < 97; i++) acc = round_to(types[ty], acc + (float)ir_literal_get_f64(x, i));
+    for (int i = 0; i < 97; i++)
+      acc = round_to(types[ty], acc + (float)ir_literal_get_f64(x, i));
     assert_true(ir_literal_get_f64(res[0], 0) == acc);
     tb_free(&t[0]);
     tb_free(&t[1]);
@@ -169,12 +180,13 @@ static void reduce_variadic_argmax_keeps_first_maximum(void **state) {
   tb_free(&t);
 }
 
-static ir_literal *reduce_window1(tb *t, ir_literal *x, double init, const ir_window_dim *w, ir_shape out,
-                                  ir_comp_id f) {
+static ir_literal *reduce_window1(tb *t, ir_literal *x, double init, const ir_window_dim *w,
+                                  ir_shape out, ir_comp_id f) {
   ir_attrs a = attrs();
   a.has_window = true;
   a.window.rank = x->shape.rank;
-  for (int d = 0; d < x->shape.rank; d++) a.window.dims[d] = w[d];
+  for (int d = 0; d < x->shape.rank; d++)
+    a.window.dims[d] = w[d];
   ir_id p = tb_param(t, 0, x->shape);
   ir_id i = tb_scalar(t, x->shape.type, init);
   ir_id r = tb_op(t, IR_OP_REDUCE_WINDOW, out, &a, 2, (ir_id[]){p, i}, 1, &f);
@@ -188,17 +200,20 @@ static void reduce_window_padding_and_stride(void **state) {
   /* 1..5 padded 1/1: p 1 2 3 4 5 p; size 2 stride 2: (p,1) (2,3) (4,5) */
   ir_window_dim w = {2, 2, 1, 1, 1, 1, false};
   ir_literal *x = tb_lit(&t, SH(IR_F32, 5), VALS(1, 2, 3, 4, 5));
-  expect_f(reduce_window1(&t, x, 0, &w, SH(IR_F32, 3), tb_binary_comp(&t, IR_OP_ADD, IR_F32)), VALS(1, 5, 9));
+  expect_f(reduce_window1(&t, x, 0, &w, SH(IR_F32, 3), tb_binary_comp(&t, IR_OP_ADD, IR_F32)),
+           VALS(1, 5, 9));
   tb_free(&t);
   tb_init(&t);
   x = tb_lit(&t, SH(IR_F32, 5), VALS(1, 2, 3, 4, 5));
-  expect_f(reduce_window1(&t, x, -INFINITY, &w, SH(IR_F32, 3), tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
+  expect_f(reduce_window1(&t, x, -INFINITY, &w, SH(IR_F32, 3),
+                          tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
            VALS(1, 3, 5));
   tb_free(&t);
   tb_init(&t); /* negative padding, size 3 stride 1: windows of 2 3 4 */
   w = (ir_window_dim){2, 1, -1, -2, 1, 1, false};
   x = tb_lit(&t, SH(IR_S32, 6), VALS(1, 2, 3, 4, 5, 6));
-  expect_i(reduce_window1(&t, x, 0, &w, SH(IR_S32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_S32)), IVALS(5, 7));
+  expect_i(reduce_window1(&t, x, 0, &w, SH(IR_S32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_S32)),
+           IVALS(5, 7));
   tb_free(&t);
 }
 
@@ -216,7 +231,8 @@ static void reduce_window_base_and_window_dilation(void **state) {
   tb_init(&t); /* window dilation 2: x[i] + x[i+2] */
   w = (ir_window_dim){2, 1, 0, 0, 1, 2, false};
   x = tb_lit(&t, SH(IR_F32, 4), VALS(1, 2, 3, 4));
-  expect_f(reduce_window1(&t, x, 0, &w, SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_F32)), VALS(4, 6));
+  expect_f(reduce_window1(&t, x, 0, &w, SH(IR_F32, 2), tb_binary_comp(&t, IR_OP_ADD, IR_F32)),
+           VALS(4, 6));
   tb_free(&t);
 }
 
@@ -226,9 +242,11 @@ static void reduce_window_2d_max_pool(void **state) {
   tb_init(&t);
   ir_window_dim w[2] = {{2, 2, 0, 0, 1, 1, false}, {2, 2, 0, 0, 1, 1, false}};
   double v[16];
-  for (int i = 0; i < 16; i++) v[i] = i;
+  for (int i = 0; i < 16; i++)
+    v[i] = i;
   ir_literal *x = tb_lit(&t, SH(IR_F32, 4, 4), v, 16);
-  expect_f(reduce_window1(&t, x, -INFINITY, w, SH(IR_F32, 2, 2), tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
+  expect_f(reduce_window1(&t, x, -INFINITY, w, SH(IR_F32, 2, 2),
+                          tb_binary_comp(&t, IR_OP_MAXIMUM, IR_F32)),
            VALS(5, 7, 13, 15));
   tb_free(&t);
 }
@@ -255,7 +273,8 @@ static void reduce_window_variadic_sums_two_inputs(void **state) {
   a.window.dims[0] = (ir_window_dim){2, 1, 0, 0, 1, 1, false};
   ir_shape os = tuple_shape(&t, 2, (ir_shape[]){SH(IR_F32, 2), SH(IR_S32, 2)});
   ir_id r = tb_op(&t, IR_OP_REDUCE_WINDOW, os, &a, 4, (ir_id[]){p0, p1, i0, i1}, 1, &f);
-  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3)), tb_lit(&t, SH(IR_S32, 3), VALS(10, 20, 30))};
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3)),
+                         tb_lit(&t, SH(IR_S32, 3), VALS(10, 20, 30))};
   ir_literal *out = tb_run(&t, r, args, 2);
   expect_f(out->elems[0], VALS(3, 5));
   expect_i(out->elems[1], IVALS(200, 600));
@@ -270,7 +289,8 @@ static void all_reduce_one_replica_is_identity(void **state) {
   ir_id x = tb_param(&t, 0, SH(IR_F32, 3)), y = tb_param(&t, 1, SH(IR_F32, 1));
   ir_shape ts = tuple_shape(&t, 2, (ir_shape[]){SH(IR_F32, 3), SH(IR_F32, 1)});
   ir_id r = tb_op(&t, IR_OP_ALL_REDUCE, ts, NULL, 2, (ir_id[]){x, y}, 1, &f);
-  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 3), VALS(1, -2, NAN)), tb_lit(&t, SH(IR_F32, 1), VALS(4))};
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 3), VALS(1, -2, NAN)),
+                         tb_lit(&t, SH(IR_F32, 1), VALS(4))};
   ir_literal *out = tb_run(&t, r, args, 2);
   expect_f(out->elems[0], VALS(1, -2, NAN));
   expect_f(out->elems[1], VALS(4));
