@@ -115,7 +115,8 @@ static void execute_errors(void **state) {
   tpucc_execute_options_init(&eo);
   eo.target = "zz";
   assert_int_equal(tpucc_execute(m, &eo, in, 2, &r), TPUCC_NOT_FOUND);
-  assert_string_equal(tpucc_session_message(s), "unknown target 'zz' (known: interp)");
+  /* interp first; other targets (cpu, ...) follow when built */
+  assert_non_null(strstr(tpucc_session_message(s), "unknown target 'zz' (known: interp"));
   assert_null(r);
   tpucc_module_destroy(m);
   tpucc_session_destroy(s);
