@@ -181,6 +181,18 @@ case_compile() {
   out_is "2x3xf32=[3 3 3][3 3 3]"
 }
 
+# A .tg graph runs; its emitted HLO runs to the same results (same seed).
+case_tg() {
+  local tg="$DATA/../../samples/mlp.tg"
+  "$TPUCC" run "$tg" --random-inputs --seed=3 >"$T/a" 2>"$T/err"
+  if grep -q "built without the .tg frontend" "$T/err"; then echo "no .tg frontend: skipped"; exit 77; fi
+  run 0 run "$tg" --random-inputs --seed=3
+  cmp -s "$T/out" "$T/a" || fail "two runs of mlp.tg differ"
+  run 0 compile "$tg" -o "$T/mlp.hlo"
+  run 0 run "$T/mlp.hlo" --random-inputs --seed=3
+  cmp -s "$T/out" "$T/a" || fail "mlp.tg and its emitted HLO give different results"
+}
+
 # Random inputs are deterministic per seed and differ across seeds.
 case_random_inputs() {
   run 0 run "$DATA/add.hlo" --random-inputs --seed=7
