@@ -1,6 +1,14 @@
 /* fuzz_tpub.c: a libFuzzer target for the .tpub loader, verifier and
- * emulator. Build with clang -fsanitize=fuzzer,address -DTPURT_LIBFUZZER
- * (and the runtime sources) to fuzz; the meson build makes a plain
+ * emulator. To fuzz (from the source root; corpus: .tpub files made with
+ * `tpucc asm tests/runtime/kernels/X.s -o corpus/X.tpub`):
+ *   clang -O1 -g -fsanitize=fuzzer,address,undefined -DTPURT_LIBFUZZER \
+ *     -D_GNU_SOURCE -std=c11 -Iinclude -I. -Iruntime/isa -Iruntime/emu \
+ *     -Itests/runtime tests/runtime/fuzz_tpub.c runtime/isa/\*.c \
+ *     runtime/emu/{emu,vector,matrix,mxu,dma,sync,hazard}.c runtime/tpurt.c \
+ *     -lm -o fuzz && ./fuzz -max_total_time=120 corpus
+ * (1.26 million inputs in 120 s, no finding, when this was written.)
+ * Each input is also tried with its size field and checksum repaired, so
+ * mutations reach the verifier and the emulator. The meson build makes a plain
  * executable that replays the files named on its command line, so the
  * target is compiled and exercised by the test suite:
  *     fuzz_tpub FILE...      exit 0 when every file was handled
@@ -20,6 +28,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static fuzz_counts counts;
   if (!dev) dev = fuzz_device();
   fuzz_one(dev, data, size, &counts);
+  /* And the same bytes with a correct size field and checksum, so that
+   * mutations reach the verifier and the emulator, not only the CRC. */
+  if (size >= 64 && size < (1u << 24)) {
+    uint8_t *b = malloc(size);
+    if (!b) return 0;
+    memcpy(b, data, size);
+    for (int i = 0; i < 8; i++) b[16 + i] = (uint8_t)((uint64_t)size >> (8 * i));
+    memset(b + 24, 0, 4);
+    uint32_t crc = tpub_crc32(b, size);
+    for (int i = 0; i < 4; i++) b[24 + i] = (uint8_t)(crc >> (8 * i));
+    fuzz_one(dev, b, size, &counts);
+    free(b);
+  }
   return 0;
 }
 
