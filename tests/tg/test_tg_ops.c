@@ -439,6 +439,22 @@ static double o_ce_mean(ir_literal **in, const int64_t *o) {
 static double o_ce_sum(ir_literal **in, const int64_t *o) { return o_ce_mean(in, o) * 4; }
 static double o_ce_none(ir_literal **in, const int64_t *o) { return ce_row(in, o[0]); }
 
+static double o_softmax_bf16(ir_literal **in, const int64_t *o) {
+  double m = -INFINITY, z = 0;
+  for (int64_t j = 0; j < 5; j++) m = fmax(m, bf(AT(in[0], o[0], j)));
+  for (int64_t j = 0; j < 5; j++) z += exp(bf(AT(in[0], o[0], j)) - m);
+  return bf(exp(bf(AT(in[0], o[0], o[1])) - m) / z);
+}
+static double o_gelu_f16(ir_literal **in, const int64_t *o) {
+  double x = ir_f16_to_f32(ir_f32_to_f16((float)(AT(in[0], o[0], o[1]) * 3)));
+  return ir_f16_to_f32(ir_f32_to_f16((float)(0.5 * x * (1 + erf(x / sqrt(2.0))))));
+}
+static double o_int_max(ir_literal **in, const int64_t *o) {
+  double m = -INFINITY;
+  for (int64_t j = 0; j < 3; j++) m = fmax(m, -100 - AT(in[0], o[0], j));
+  return m;
+}
+
 /* attention: q [B,Lq,D], k [B,Lk,D], v [B,Lk,Dv]; keep(i, j) masks */
 static double attn_ref(ir_literal **in, const int64_t *o, int mode) {
   int64_t b = o[0], i = o[1], dv = o[2], D = DIM(in[0], 2), Lk = DIM(in[1], 1);
@@ -564,6 +580,9 @@ static const tcase cases[] = {
     C(avg_pool, "graph g(x: f32[1,4,4,2]) -> f32[1,2,2,2] { return avg_pool(x, window=[2, 2]); }", 1e-6),
     C(avg_pool_same, "graph g(x: f32[1,3,3,1]) -> f32[1,3,3,1] { return avg_pool(x, window=3, strides=1, padding=\"SAME\"); }", 1e-6),
     C(max_pool_same, "graph g(x: f32[1,5,5,1]) -> f32[1,3,3,1] { return max_pool(x, window=3, strides=2, padding=\"SAME\"); }", 0),
+    C(softmax_bf16, "graph g(x: f32[3,5]) -> f32[3,5] { return cast(softmax(cast(x, bf16)), f32); }", 0),
+    C(gelu_f16, "graph g(x: f32[2,3]) -> f32[2,3] { return cast(gelu(cast(x * 3, f16)), f32); }", 1e-3),
+    C(int_max, "graph g(x: s32[2,3]) -> s32[2] { return reduce_max(-100 - x, axes=[1]); }", 0),
     C(softmax, "graph g(x: f32[3,5]) -> f32[3,5] { return softmax(x); }", 1e-6),
     C(log_softmax, "graph g(x: f32[3,5]) -> f32[3,5] { return log_softmax(x, axis=-1); }", 1e-6),
     C(softmax_axis0, "graph g(x: f32[2,3]) -> f32[2,3] { return softmax(x, axis=0); }", 1e-6),
@@ -676,12 +695,63 @@ static void entry_and_metadata(void **state) {
   diag_destroy(d);
 }
 
+/* `x @ w + b` lowers to dot, an explicit broadcast of b and add, named
+ * after the let (docs/language.md, "How constructs lower to IR"). */
+static void lowering_structure(void **state) {
+  (void)state;
+  const char *src = "graph layer(x: f32[4,8], w: f32[8,3], b: f32[3]) -> f32[4,3] {\n"
+                    "  let h = x @ w + b;\n"
+                    "  return h;\n"
+                    "}\n";
+  diag *d = diag_create();
+  ir_module *m = fe_parse_tg("l.tg", src, strlen(src), NULL, d);
+  assert_non_null(m);
+  ir_comp *c = ir_comp_get(m, m->entry);
+  int nparams = 0, ndot = 0, nbcast = 0, nadd = 0;
+  for (int i = 0; i < c->insts.n; i++) {
+    ir_inst *in = &c->insts.v[i];
+    switch (in->op) {
+    case IR_OP_PARAMETER: nparams++; break;
+    case IR_OP_DOT:
+      ndot++;
+      assert_int_equal(in->a.lhs_contracting.n, 1);
+      assert_int_equal(in->a.lhs_contracting.v[0], 1);
+      assert_int_equal(in->a.rhs_contracting.v[0], 0);
+      assert_int_equal(in->a.lhs_batch.n, 0);
+      assert_int_equal(in->loc.col, 13);
+      break;
+    case IR_OP_BROADCAST:
+      nbcast++;
+      assert_int_equal(in->a.dimensions.n, 1);
+      assert_int_equal(in->a.dimensions.v[0], 1);
+      assert_int_equal(in->shape.dims[0], 4);
+      assert_int_equal(in->shape.dims[1], 3);
+      assert_string_equal(ir_inst_get(m, m->entry, in->ops[0])->name, "b");
+      break;
+    case IR_OP_ADD:
+      nadd++;
+      assert_string_equal(in->name, "h");
+      assert_int_equal(c->root, i);
+      assert_int_equal(in->loc.col, 17);
+      break;
+    default: fail_msg("unexpected op %s", ir_op_name(in->op));
+    }
+  }
+  assert_int_equal(nparams, 3);
+  assert_int_equal(ndot, 1);
+  assert_int_equal(nbcast, 1);
+  assert_int_equal(nadd, 1);
+  ir_module_destroy(m);
+  diag_destroy(d);
+}
+
 int main(void) {
-  struct CMUnitTest tests[COUNTOF(cases) + 3];
+  struct CMUnitTest tests[COUNTOF(cases) + 4];
   size_t n = 0;
   for (size_t i = 0; i < COUNTOF(cases); i++)
     tests[n++] = (struct CMUnitTest){cases[i].name, run_case, NULL, NULL, (void *)&cases[i]};
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(tuple_result);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(entry_and_metadata);
+  tests[n++] = (struct CMUnitTest)cmocka_unit_test(lowering_structure);
   return _cmocka_run_group_tests("tg_ops", tests, n, NULL, NULL);
 }
