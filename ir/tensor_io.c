@@ -30,6 +30,8 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
                 strerror(errno));
   if (S_ISDIR(sb.st_mode))
     return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+  if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) /* devices could be endless */
+    return fail(err, errlen, ST_IO_ERROR, "%s: not a regular file or a pipe", path);
   FILE *f = fopen(path, "rb");
   if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
   /* Regular files: read the size announced; others (pipes): grow. Either

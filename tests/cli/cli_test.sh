@@ -65,6 +65,13 @@ case_help() {
   err_has "missing.hlo: No such file or directory"
   run 2 run "$T"
   err_has "is a directory"
+  run 2 run /dev/zero
+  err_has "/dev/zero: not a regular file or a pipe"
+  # a pipe works: the module from standard input
+  cat "$CORPUS/hlo_parser_test__AddConstants.hlo" |
+    "$TPUCC" run /dev/stdin --language=hlo >"$T/out" 2>"$T/err" ||
+    fail "reading the module from a pipe: $(cat "$T/err")"
+  out_is "f32=6.28"
 }
 
 # XLA's AddConstants: 3.14 + 3.14 printed shortest: 6.28.
