@@ -12,7 +12,8 @@
  *             every element gets the scalar, with a warning.
  * The structure is checked completely before anything is allocated, so a
  * literal can never make us allocate more than its text holds; the two
- * fill forms above are capped at HLO_MAX_SPLAT elements. */
+ * fill forms above are capped at HLO_MAX_SPLAT values plus brace groups
+ * (so that printing them back is bounded too). */
 #include "frontend/hlo/hlo.h"
 
 #include "hlo_parse.h"
@@ -179,6 +180,30 @@ static bool array(lctx *c, const hlo_tok *g, int depth, ir_literal *l) {
   return true;
 }
 
+static const char *shape_text(hlo_parser *p, const ir_shape *s) {
+  strbuf b;
+  sb_init(&b);
+  ir_shape_print(&b, s, false);
+  const char *r = arena_strdup(p->scratch, sb_str(&b));
+  sb_free(&b);
+  return r;
+}
+
+/* How many values and brace groups the printed form of shape s holds
+ * (saturating): a scalar or {...} must not stand for more than
+ * HLO_MAX_SPLAT of them, even when a zero dimension makes the element
+ * count small (f32[1000000000,0] prints a billion "{}"). */
+static int64_t print_cells(const ir_shape *s) {
+  int64_t groups = 1, total = 1;
+  for (int k = 0; k < s->rank; k++) {
+    if (s->dims[k] != 0 && groups > INT64_MAX / s->dims[k]) return INT64_MAX;
+    groups *= s->dims[k];
+    if (total > INT64_MAX - groups) return INT64_MAX;
+    total += groups;
+  }
+  return total;
+}
+
 static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape *s,
                         const hlo_tok *where, int depth) {
   lctx c = {p, s, NULL, 0};
@@ -214,9 +239,9 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
   if (is_scalar((const hlo_tok *const *)tk, n)) {
     if (!scalar(&c, (const hlo_tok *const *)tk, n, s->type, NULL, 0)) return NULL;
     if (s->rank > 0) {
-      if (count > HLO_MAX_SPLAT) {
-        lfail(&c, tk[0], "a scalar for a constant of %lld elements: tpucc fills at most %d",
-              (long long)count, HLO_MAX_SPLAT);
+      if (print_cells(s) > HLO_MAX_SPLAT) {
+        lfail(&c, tk[0], "a scalar for constant %s, which is too large to fill (tpucc fills at "
+              "most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
         return NULL;
       }
       diag_report(p->d, DIAG_WARNING, tk[0]->loc,
@@ -236,9 +261,9 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
     return NULL;
   }
   if (tk[0]->n == 1 && tk[0]->kids[0]->kind == ELLIPSIS) {
-    if (count > HLO_MAX_SPLAT) {
-      lfail(&c, tk[0], "elided constant {...} of %lld elements: tpucc fills at most %d",
-            (long long)count, HLO_MAX_SPLAT);
+    if (print_cells(s) > HLO_MAX_SPLAT) {
+      lfail(&c, tk[0], "elided constant {...} for %s, which is too large to fill (tpucc fills "
+            "at most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
       return NULL;
     }
     diag_report(p->d, DIAG_WARNING, tk[0]->loc, "elided constant {...}: filled with zeros");

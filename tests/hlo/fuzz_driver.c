@@ -5,8 +5,10 @@
  *
  * Every .hlo file in the directories is run as is, then MUTATIONS_PER_FILE
  * (default 24) mutants made with a fixed-seed generator: bit flips, byte
- * overwrites with syntax characters, truncations, deletions and duplicated
- * chunks. A crash, sanitizer report or abort fails the test. */
+ * overwrites with syntax characters, truncations, deletions, duplicated
+ * chunks, and whole lines spliced in from other files (which makes
+ * duplicate and undefined names, stray attributes, mismatched shapes).
+ * A crash, sanitizer report or abort fails the test. */
 #include "base/base.h"
 
 #include <dirent.h>
@@ -24,6 +26,29 @@ static uint64_t next(void) {
 
 static const char syntax[] = "{}[](),=:%\"/*-x_0123456789.fsbpe \n";
 
+/* Lines of every file read so far, for splicing. */
+static struct {
+  const uint8_t *s;
+  size_t n;
+} lines[1 << 14];
+static int nlines;
+static uint8_t *bufs[4096]; /* file buffers, freed at exit */
+static int nbufs;
+
+static void add_lines(const uint8_t *src, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i <= n && nlines < (int)COUNTOF(lines); i++) {
+    if (i == n || src[i] == '\n') {
+      if (i > start) {
+        lines[nlines].s = src + start;
+        lines[nlines].n = i - start + (i < n);
+        nlines++;
+      }
+      start = i + 1;
+    }
+  }
+}
+
 /* Writes mutant k of src (n bytes) into dst (capacity 2n+64); returns its length. */
 static size_t mutate(const uint8_t *src, size_t n, uint8_t *dst) {
   memcpy(dst, src, n);
@@ -31,7 +56,7 @@ static size_t mutate(const uint8_t *src, size_t n, uint8_t *dst) {
   int steps = 1 + (int)(next() % 3);
   for (int s = 0; s < steps; s++) {
     size_t at = len ? (size_t)(next() % len) : 0;
-    switch (next() % 5) {
+    switch (next() % 6) {
     case 0: /* bit flip */
       if (len) dst[at] ^= (uint8_t)(1u << (next() % 8));
       break;
@@ -46,6 +71,17 @@ static size_t mutate(const uint8_t *src, size_t n, uint8_t *dst) {
       if (at + k > len) k = len - at;
       memmove(dst + at, dst + at + k, len - at - k);
       len -= k;
+      break;
+    }
+    case 4: { /* splice a line from some file at a line start */
+      if (!nlines) break;
+      int li = (int)(next() % (uint64_t)nlines);
+      size_t k = lines[li].n;
+      if (len + k > 2 * n + 32) break;
+      while (at > 0 && dst[at - 1] != '\n') at--;
+      memmove(dst + at + k, dst + at, len - at);
+      memcpy(dst + at, lines[li].s, k);
+      len += k;
       break;
     }
     default: { /* duplicate a chunk */
@@ -89,6 +125,8 @@ int main(int argc, char **argv) {
       size_t n = fread(src, 1, (size_t)sz, f);
       fclose(f);
       uint8_t *dst = base_xmalloc(2 * n + 64);
+      add_lines(src, n); /* src stays alive: its lines are spliced later */
+      if (nbufs < (int)COUNTOF(bufs)) bufs[nbufs++] = src;
       LLVMFuzzerTestOneInput(src, n);
       runs++;
       for (int k = 0; k < per_file; k++) {
@@ -96,12 +134,12 @@ int main(int argc, char **argv) {
         LLVMFuzzerTestOneInput(dst, len);
         runs++;
       }
-      free(src);
       free(dst);
       files++;
     }
     closedir(dir);
   }
+  for (int i = 0; i < nbufs; i++) free(bufs[i]);
   printf("%d files, %d runs, no failure\n", files, runs);
   return files ? 0 : 1;
 }

@@ -13,15 +13,33 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Printed modules larger than this are not re-imported (time, not safety). */
+/* Printed modules larger than this are not re-imported, and modules whose
+ * constants hold more bytes than this are not printed (time, not safety:
+ * a 4M-element splat prints 8 MB). */
 enum { REPARSE_LIMIT = 1 << 18 };
+
+static size_t literal_bytes(const ir_literal *l) {
+  if (!l) return 0;
+  if (l->shape.type != IR_TUPLE) return l->nbytes;
+  size_t n = 0;
+  for (int i = 0; i < l->shape.ntuple; i++) n += literal_bytes(l->elems[i]);
+  return n;
+}
+
+static size_t constant_bytes(const ir_module *m) {
+  size_t n = 0;
+  for (int c = 0; c < m->comps.n; c++)
+    for (int i = 0; i < m->comps.v[c].insts.n; i++)
+      n += literal_bytes(m->comps.v[c].insts.v[i].a.literal);
+  return n;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   diag *d = diag_create();
   ir_module *m = fe_parse_hlo("fuzz.hlo", (const char *)data, size, d);
   if (m) {
     if (diag_error_count(d) != 0) base_die("module returned with %d errors", diag_error_count(d));
-    for (int st = 0; st < 2; st++) {
+    for (int st = 0; st < 2 && constant_bytes(m) <= REPARSE_LIMIT; st++) {
       strbuf p1;
       sb_init(&p1);
       ir_print_module_style(&p1, m, (ir_print_style)st);
