@@ -76,10 +76,11 @@ int tool_cmd_compile(int argc, char **argv) {
   size_t len;
   if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
-    if (d[0]) fputs(d, stderr);
-    else tool_error(CMD, "%s", tpucc_session_message(s));
+    fputs(d, stderr);
+    if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
     rc = TOOL_EXIT_USAGE;
-  } else if (tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
+  } else if (fputs(tpucc_session_diagnostics(s), stderr) < 0 ||
+             tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
   } else if (!out || !strcmp(out, "-")) {

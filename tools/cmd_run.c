@@ -347,10 +347,12 @@ int tool_cmd_run(int argc, char **argv) {
   co.entry = c.entry;
   if (tpucc_compile_file(s, &co, c.file, &m) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
-    if (d[0]) fputs(d, stderr);
-    else tool_error(CMD, "%s", tpucc_session_message(s));
+    fputs(d, stderr);
+    if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
     goto done;
   }
+
+  fputs(tpucc_session_diagnostics(s), stderr); /* warnings */
 
   /* Match inputs to parameters. */
   int np = tpucc_module_parameter_count(m), nr = tpucc_module_result_count(m);
