@@ -55,14 +55,14 @@ TPUCC_API const char *tpucc_version(void);
 
 typedef enum tpucc_status {
   TPUCC_OK = 0,
-  TPUCC_INVALID_ARGUMENT,  /* a caller passed something malformed */
-  TPUCC_PARSE_ERROR,       /* source text rejected; see the diagnostics */
-  TPUCC_UNSUPPORTED,       /* well-formed but outside what tpucc handles */
+  TPUCC_INVALID_ARGUMENT, /* a caller passed something malformed */
+  TPUCC_PARSE_ERROR,      /* source text rejected; see the diagnostics */
+  TPUCC_UNSUPPORTED,      /* well-formed but outside what tpucc handles */
   TPUCC_OUT_OF_MEMORY,
   TPUCC_IO_ERROR,
   TPUCC_NOT_FOUND,
-  TPUCC_RESOURCE_EXHAUSTED,/* a configured limit was reached */
-  TPUCC_RUNTIME_FAULT,     /* execution stopped on a fault */
+  TPUCC_RESOURCE_EXHAUSTED, /* a configured limit was reached */
+  TPUCC_RUNTIME_FAULT,      /* execution stopped on a fault */
   TPUCC_FAILED_PRECONDITION,
   TPUCC_INTERNAL,
 } tpucc_status;
@@ -71,8 +71,12 @@ typedef enum tpucc_status {
 TPUCC_API const char *tpucc_status_str(tpucc_status s);
 
 typedef enum tpucc_dtype {
-  TPUCC_DTYPE_PRED, TPUCC_DTYPE_S8, TPUCC_DTYPE_S32,
-  TPUCC_DTYPE_BF16, TPUCC_DTYPE_F16, TPUCC_DTYPE_F32,
+  TPUCC_DTYPE_PRED,
+  TPUCC_DTYPE_S8,
+  TPUCC_DTYPE_S32,
+  TPUCC_DTYPE_BF16,
+  TPUCC_DTYPE_F16,
+  TPUCC_DTYPE_F32,
 } tpucc_dtype;
 
 /* "f32", "bf16", ...; element size in bytes (0 for an invalid dtype). */
@@ -129,32 +133,26 @@ TPUCC_API void tpucc_compile_options_init(tpucc_compile_options *o);
 /* Reads and compiles a file (at most 256 MiB). opts may be NULL. Fails
  * with TPUCC_NOT_FOUND/TPUCC_IO_ERROR for unreadable files and
  * TPUCC_PARSE_ERROR for rejected text (see tpucc_session_diagnostics). */
-TPUCC_API tpucc_status tpucc_compile_file(tpucc_session *s,
-                                          const tpucc_compile_options *opts,
-                                          const char *path,
-                                          tpucc_module **out_module);
+TPUCC_API tpucc_status tpucc_compile_file(tpucc_session *s, const tpucc_compile_options *opts,
+                                          const char *path, tpucc_module **out_module);
 /* Compiles text held in memory; name labels diagnostics ("model.hlo") and
  * picks the language under TPUCC_LANGUAGE_AUTO. text need not be
  * NUL-terminated and is copied. */
-TPUCC_API tpucc_status tpucc_compile_memory(tpucc_session *s,
-                                            const tpucc_compile_options *opts,
-                                            const char *name, const char *text,
-                                            size_t len,
+TPUCC_API tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options *opts,
+                                            const char *name, const char *text, size_t len,
                                             tpucc_module **out_module);
 TPUCC_API void tpucc_module_destroy(tpucc_module *m);
 
 /* The module as HLO text (readable again by tpucc_compile_memory). The
  * text is owned by the module. */
-TPUCC_API tpucc_status tpucc_module_emit_hlo(tpucc_module *m,
-                                             const char **out_text,
+TPUCC_API tpucc_status tpucc_module_emit_hlo(tpucc_module *m, const char **out_text,
                                              size_t *out_len);
 
 /* The entry's signature: parameters in order, and results (a tuple-shaped
  * root contributes its elements, flattened depth first). Descriptions have
  * data == NULL; names are owned by the module. */
 TPUCC_API int32_t tpucc_module_parameter_count(const tpucc_module *m);
-TPUCC_API tpucc_status tpucc_module_parameter(const tpucc_module *m,
-                                              int32_t i,
+TPUCC_API tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i,
                                               tpucc_tensor *out_desc);
 TPUCC_API int32_t tpucc_module_result_count(const tpucc_module *m);
 TPUCC_API tpucc_status tpucc_module_result(const tpucc_module *m, int32_t i,
@@ -181,15 +179,12 @@ TPUCC_API void tpucc_execute_options_init(tpucc_execute_options *o);
  * success *out_result holds one tensor per result. A mismatched input
  * fails with TPUCC_INVALID_ARGUMENT naming the parameter, expected and
  * given; an unknown target fails with TPUCC_NOT_FOUND listing the known. */
-TPUCC_API tpucc_status tpucc_execute(tpucc_module *m,
-                                     const tpucc_execute_options *opts,
-                                     const tpucc_tensor *inputs,
-                                     int32_t ninputs,
+TPUCC_API tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
+                                     const tpucc_tensor *inputs, int32_t ninputs,
                                      tpucc_result **out_result);
 TPUCC_API int32_t tpucc_result_count(const tpucc_result *r);
 /* The i-th result tensor, or NULL when i is out of range; owned by r. */
-TPUCC_API const tpucc_tensor *tpucc_result_tensor(const tpucc_result *r,
-                                                  int32_t i);
+TPUCC_API const tpucc_tensor *tpucc_result_tensor(const tpucc_result *r, int32_t i);
 TPUCC_API void tpucc_result_destroy(tpucc_result *r);
 
 #ifdef __cplusplus

@@ -19,10 +19,9 @@
 
 #include <stdlib.h>
 
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) {
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (errlen) vsnprintf(err, errlen, fmt, ap);
@@ -121,8 +120,10 @@ static bool parse_header(hdr *h, char *why, size_t whylen) {
       h->descr[vn] = 0;
       h->have_descr = true;
     } else if (kn == 13 && memcmp(k, "fortran_order", 13) == 0) {
-      if (read_word(h, "True")) h->fortran = true;
-      else if (read_word(h, "False")) h->fortran = false;
+      if (read_word(h, "True"))
+        h->fortran = true;
+      else if (read_word(h, "False"))
+        h->fortran = false;
       else {
         snprintf(why, whylen, "'fortran_order' is neither True nor False");
         return false;
@@ -179,7 +180,9 @@ static bool parse_header(hdr *h, char *why, size_t whylen) {
   }
   if (!h->have_descr || !h->have_fortran || !h->have_shape) {
     snprintf(why, whylen, "header lacks '%s'",
-             !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
+             !h->have_descr     ? "descr"
+             : !h->have_fortran ? "fortran_order"
+                                : "shape");
     return false;
   }
   return true;
@@ -213,20 +216,23 @@ static bool parse_descr(const char *d, dtype *dt) {
 /* The IR type holding the dtype exactly, or IR_TYPE_INVALID. */
 static ir_type native_type(dtype dt) {
   switch (dt.kind) {
-  case 'b': return IR_PRED;
-  case 'i': return dt.size == 1 ? IR_S8 : dt.size == 4 ? IR_S32 : IR_TYPE_INVALID;
-  case 'f': return dt.size == 2 ? IR_F16 : dt.size == 4 ? IR_F32 : IR_TYPE_INVALID;
-  default: return IR_TYPE_INVALID;
+  case 'b':
+    return IR_PRED;
+  case 'i':
+    return dt.size == 1 ? IR_S8 : dt.size == 4 ? IR_S32 : IR_TYPE_INVALID;
+  case 'f':
+    return dt.size == 2 ? IR_F16 : dt.size == 4 ? IR_F32 : IR_TYPE_INVALID;
+  default:
+    return IR_TYPE_INVALID;
   }
 }
 
 static const char *numpy_name(dtype dt, bool known) {
   if (!known) return "unknown";
-  static const char *const names[4][4] = {
-      {"int8", "int16", "int32", "int64"},
-      {"uint8", "uint16", "uint32", "uint64"},
-      {"?", "float16", "float32", "float64"},
-      {"bool", "?", "?", "?"}};
+  static const char *const names[4][4] = {{"int8", "int16", "int32", "int64"},
+                                          {"uint8", "uint16", "uint32", "uint64"},
+                                          {"?", "float16", "float32", "float64"},
+                                          {"bool", "?", "?", "?"}};
   int row = dt.kind == 'i' ? 0 : dt.kind == 'u' ? 1 : dt.kind == 'f' ? 2 : 3;
   int col = dt.size == 1 ? 0 : dt.size == 2 ? 1 : dt.size == 4 ? 2 : 3;
   return names[row][col];
@@ -239,7 +245,8 @@ static void copy_elem(uint8_t *dst, const uint8_t *src, int size, bool swap) {
     memcpy(dst, src, (size_t)size);
     return;
   }
-  for (int i = 0; i < size; i++) dst[i] = src[size - 1 - i];
+  for (int i = 0; i < size; i++)
+    dst[i] = src[size - 1 - i];
 }
 
 /* Walks a row-major index and keeps the column-major (Fortran) element
@@ -278,10 +285,12 @@ static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_f
   uint8_t b[8];
   copy_elem(b, p, dt.size, dt.big && dt.size > 1);
   uint64_t u = 0;
-  for (int k = dt.size - 1; k >= 0; k--) u = u << 8 | b[k]; /* now little endian */
+  for (int k = dt.size - 1; k >= 0; k--)
+    u = u << 8 | b[k]; /* now little endian */
   *is_float = dt.kind == 'f';
   if (dt.kind == 'f') {
-    if (dt.size == 2) *fv = ir_f16_to_f32((uint16_t)u);
+    if (dt.size == 2)
+      *fv = ir_f16_to_f32((uint16_t)u);
     else if (dt.size == 4) {
       uint32_t x = (uint32_t)u;
       float f;
@@ -310,8 +319,7 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
     hlen = (size_t)d[8] | (size_t)d[9] << 8;
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (len < 12)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: truncated .npy header", what);
+    if (len < 12) return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: truncated .npy header", what);
     hlen = (size_t)d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24;
     hstart = 12;
   } else {
@@ -352,11 +360,10 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
   size_t doff = hstart + hlen, avail = len - doff;
   if (bytes > avail)
     return fail(err, errlen, ST_INVALID_ARGUMENT,
-                "%s: truncated: shape needs %zu data bytes, the file has %zu", what, bytes,
-                avail);
+                "%s: truncated: shape needs %zu data bytes, the file has %zu", what, bytes, avail);
   if (bytes < avail)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
-                "%s: %zu unexpected bytes after the array data", what, avail - bytes);
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %zu unexpected bytes after the array data",
+                what, avail - bytes);
   ir_literal *l = ir_literal_create(a, &s);
   if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   const uint8_t *src = d + doff;
@@ -373,7 +380,8 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
         copy_elem(dst + i * size, src + (h.fortran ? w.off : i) * size, size, swap);
     }
     if (t == IR_PRED)
-      for (int64_t i = 0; i < n; i++) dst[i] = dst[i] != 0;
+      for (int64_t i = 0; i < n; i++)
+        dst[i] = dst[i] != 0;
   } else { /* converting: floats round to nearest even, ints must fit */
     int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
     for (int64_t i = 0; i < n; i++, walker_next(&w)) {
@@ -381,14 +389,17 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
       double fv = 0;
       bool isf;
       load(src + (h.fortran ? w.off : i) * dt.size, dt, &iv, &fv, &isf);
-      if (isf) ir_literal_set_f64(l, i, fv);
-      else if (ir_type_is_float(t)) ir_literal_set_f64(l, i, (double)iv);
-      else if (t == IR_PRED) ir_literal_set_i64(l, i, iv != 0);
+      if (isf)
+        ir_literal_set_f64(l, i, fv);
+      else if (ir_type_is_float(t))
+        ir_literal_set_f64(l, i, (double)iv);
+      else if (t == IR_PRED)
+        ir_literal_set_i64(l, i, iv != 0);
       else if (iv < lo || iv > hi)
-        return fail(err, errlen, ST_INVALID_ARGUMENT,
-                    "%s: element %lld (%lld) does not fit %s", what, (long long)i,
-                    (long long)iv, ir_type_name(t));
-      else ir_literal_set_i64(l, i, iv);
+        return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: element %lld (%lld) does not fit %s",
+                    what, (long long)i, (long long)iv, ir_type_name(t));
+      else
+        ir_literal_set_i64(l, i, iv);
     }
   }
   *out = l;
@@ -400,8 +411,8 @@ base_status ir_npy_decode(arena *a, const char *what, const void *data, size_t l
   return decode(a, what, data, len, IR_TYPE_INVALID, out, err, errlen);
 }
 
-base_status ir_npy_decode_as(arena *a, const char *what, const void *data, size_t len,
-                             ir_type as, ir_literal **out, char *err, size_t errlen) {
+base_status ir_npy_decode_as(arena *a, const char *what, const void *data, size_t len, ir_type as,
+                             ir_literal **out, char *err, size_t errlen) {
   BASE_ASSERT(as == IR_TYPE_INVALID || (as >= IR_PRED && as <= IR_F32));
   return decode(a, what, data, len, as, out, err, errlen);
 }
@@ -412,17 +423,21 @@ base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err, size_t errl
   const ir_shape *s = &l->shape;
   if (s->type == IR_TUPLE)
     return fail(err, errlen, ST_UNSUPPORTED, "a tuple cannot be written to .npy");
-  static const char *const descr[] = {[IR_PRED] = "|b1", [IR_S8] = "|i1", [IR_S32] = "<i4",
+  static const char *const descr[] = {[IR_PRED] = "|b1", [IR_S8] = "|i1",  [IR_S32] = "<i4",
                                       [IR_BF16] = "<f4", [IR_F16] = "<f2", [IR_F32] = "<f4"};
   strbuf h;
   sb_init(&h);
   sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[s->type]);
-  for (int i = 0; i < s->rank; i++) sb_printf(&h, "%lld, ", (long long)s->dims[i]);
-  if (s->rank > 1) h.len -= 2; /* numpy spells (3,) and (2, 3) */
-  else if (s->rank == 1) h.len -= 1;
+  for (int i = 0; i < s->rank; i++)
+    sb_printf(&h, "%lld, ", (long long)s->dims[i]);
+  if (s->rank > 1)
+    h.len -= 2; /* numpy spells (3,) and (2, 3) */
+  else if (s->rank == 1)
+    h.len -= 1;
   sb_puts(&h, "), }");
   /* Pad with spaces so that 10 + header (with '\n') is a multiple of 64. */
-  while ((10 + h.len + 1) % 64 != 0) sb_putc(&h, ' ');
+  while ((10 + h.len + 1) % 64 != 0)
+    sb_putc(&h, ' ');
   sb_putc(&h, '\n');
   sb_putn(b, npy_magic, 6);
   sb_putc(b, 1);

@@ -28,10 +28,9 @@
 #include <zlib.h>
 #endif
 
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) {
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (errlen) vsnprintf(err, errlen, fmt, ap);
@@ -58,11 +57,13 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
   uint32_t tab[256];
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
     tab[i] = c;
   }
   uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) c = tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
+  for (size_t i = 0; i < n; i++)
+    c = tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
   return c ^ 0xffffffffu;
 }
 
@@ -110,9 +111,8 @@ static bool inflate_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t un) {
 }
 #endif
 
-base_status ir_npz_decode(arena *a, const char *what, const void *data,
-                          size_t len, ir_named_literal **out, int *out_n,
-                          char *err, size_t errlen) {
+base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t len,
+                          ir_named_literal **out, int *out_n, char *err, size_t errlen) {
   const uint8_t *d = data;
   size_t eocd;
   if (len >= 4 && rd32(d) != 0x04034b50 && rd32(d) != 0x06054b50)
@@ -122,8 +122,7 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data,
                 "%s: not a complete .npz (zip) file: no end-of-central-directory record", what);
   uint64_t nent = rd16(d + eocd + 10), cdsize = rd32(d + eocd + 12), cdoff = rd32(d + eocd + 16);
   if (rd16(d + eocd + 4) != 0 || rd16(d + eocd + 6) != 0)
-    return fail(err, errlen, ST_UNSUPPORTED, "%s: multi-disk zip archives are not supported",
-                what);
+    return fail(err, errlen, ST_UNSUPPORTED, "%s: multi-disk zip archives are not supported", what);
   if (nent == 0xffff || cdsize == 0xffffffffu || cdoff == 0xffffffffu) {
     if (eocd < 20 || rd32(d + eocd - 20) != 0x07064b50)
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: zip64 locator missing", what);
@@ -180,8 +179,8 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data,
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s' is not an .npy file", what,
                   ename);
     if (loff > len || len - loff < LOCAL_SIZE || rd32(d + loff) != 0x04034b50)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': bad local header offset",
-                  what, ename);
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': bad local header offset", what,
+                  ename);
     uint64_t doff = loff + LOCAL_SIZE + rd16(d + loff + 26) + rd16(d + loff + 28);
     if (doff > len || csize > len - doff)
       return fail(err, errlen, ST_INVALID_ARGUMENT,
@@ -205,8 +204,8 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data,
       buf = base_xmalloc((size_t)usize);
       if (!inflate_raw(src, (size_t)csize, buf, (size_t)usize)) {
         free(buf);
-        return fail(err, errlen, ST_INVALID_ARGUMENT,
-                    "%s: entry '%s': corrupt deflate data", what, ename);
+        return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': corrupt deflate data", what,
+                    ename);
       }
       npy = buf;
 #else
@@ -217,13 +216,12 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data,
 #endif
     } else {
       return fail(err, errlen, ST_UNSUPPORTED,
-                  "%s: entry '%s' uses zip compression method %u (only stored and deflate)",
-                  what, ename, method);
+                  "%s: entry '%s' uses zip compression method %u (only stored and deflate)", what,
+                  ename, method);
     }
     if (crc32_of(npy, (size_t)usize) != crc) {
       free(buf);
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': CRC-32 mismatch", what,
-                  ename);
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': CRC-32 mismatch", what, ename);
     }
     char *sub = arena_printf(a, "%s:%s", what, ename);
     base_status st = ir_npy_decode(a, sub, npy, (size_t)usize, &res[e].lit, err, errlen);
@@ -237,8 +235,8 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data,
   return ST_OK;
 }
 
-base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n,
-                          char *err, size_t errlen) {
+base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n, char *err,
+                          size_t errlen) {
   if (n > 0xfffe) return fail(err, errlen, ST_UNSUPPORTED, "too many arrays for one .npz");
   size_t base = b->len;
   size_t *offs = base_xmalloc(sizeof(size_t) * (size_t)(n ? n : 1));
@@ -263,11 +261,11 @@ base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n,
     crcs[i] = crc32_of((const uint8_t *)npy.s, npy.len);
     sizes[i] = (uint32_t)npy.len;
     wr32(b, 0x04034b50);
-    wr16(b, 20);     /* version needed: 2.0 */
-    wr16(b, 0);      /* flags */
-    wr16(b, 0);      /* stored */
-    wr16(b, 0);      /* time 00:00:00 */
-    wr16(b, 0x21);   /* date 1980-01-01 */
+    wr16(b, 20);   /* version needed: 2.0 */
+    wr16(b, 0);    /* flags */
+    wr16(b, 0);    /* stored */
+    wr16(b, 0);    /* time 00:00:00 */
+    wr16(b, 0x21); /* date 1980-01-01 */
     wr32(b, crcs[i]);
     wr32(b, sizes[i]);
     wr32(b, sizes[i]);

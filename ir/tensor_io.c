@@ -9,10 +9,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st,
-                        const char *fmt, ...) {
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
+static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (errlen) vsnprintf(err, errlen, fmt, ap);
@@ -22,14 +21,13 @@ static base_status fail(char *err, size_t errlen, base_status st,
 
 /* ---- files ----------------------------------------------------------- */
 
-base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
-                         size_t *out_len, char *err, size_t errlen) {
+base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, size_t *out_len,
+                         char *err, size_t errlen) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     return fail(err, errlen, errno == ENOENT ? ST_NOT_FOUND : ST_IO_ERROR, "%s: %s", path,
                 strerror(errno));
-  if (S_ISDIR(sb.st_mode))
-    return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+  if (S_ISDIR(sb.st_mode)) return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
   if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) /* devices could be endless */
     return fail(err, errlen, ST_IO_ERROR, "%s: not a regular file or a pipe", path);
   FILE *f = fopen(path, "rb");
@@ -80,8 +78,8 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
   return ST_OK;
 }
 
-base_status ir_file_write(const char *path, const void *data, size_t len,
-                          char *err, size_t errlen) {
+base_status ir_file_write(const char *path, const void *data, size_t len, char *err,
+                          size_t errlen) {
   FILE *f = fopen(path, "wb");
   if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
   size_t w = len ? fwrite(data, 1, len, f) : 0;
@@ -93,9 +91,8 @@ base_status ir_file_write(const char *path, const void *data, size_t len,
 
 /* ---- raw .bin -------------------------------------------------------- */
 
-base_status ir_bin_decode(arena *a, const char *what, const void *data,
-                          size_t len, const ir_shape *s, ir_literal **out,
-                          char *err, size_t errlen) {
+base_status ir_bin_decode(arena *a, const char *what, const void *data, size_t len,
+                          const ir_shape *s, ir_literal **out, char *err, size_t errlen) {
   int64_t n;
   size_t bytes;
   if (s->type == IR_TUPLE || !ir_shape_elements(s, &n) ||
@@ -105,9 +102,9 @@ base_status ir_bin_decode(arena *a, const char *what, const void *data,
     strbuf sp;
     sb_init(&sp);
     ir_tensor_print_spec(&sp, s);
-    base_status st = fail(err, errlen, ST_INVALID_ARGUMENT,
-                          "%s: raw file has %zu bytes but %s needs %zu", what, len,
-                          sb_str(&sp), bytes);
+    base_status st =
+        fail(err, errlen, ST_INVALID_ARGUMENT, "%s: raw file has %zu bytes but %s needs %zu", what,
+             len, sb_str(&sp), bytes);
     sb_free(&sp);
     return st;
   }
@@ -119,10 +116,13 @@ base_status ir_bin_decode(arena *a, const char *what, const void *data,
   /* little endian to host order, portably */
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *p = src + i * size;
-    if (size == 1) dst[i] = s->type == IR_PRED ? p[0] != 0 : p[0];
-    else if (size == 2) ((uint16_t *)l->data)[i] = (uint16_t)(p[0] | p[1] << 8);
-    else ((uint32_t *)l->data)[i] = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                                      (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    if (size == 1)
+      dst[i] = s->type == IR_PRED ? p[0] != 0 : p[0];
+    else if (size == 2)
+      ((uint16_t *)l->data)[i] = (uint16_t)(p[0] | p[1] << 8);
+    else
+      ((uint32_t *)l->data)[i] =
+          (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
   }
   *out = l;
   return ST_OK;
@@ -135,7 +135,8 @@ void ir_bin_encode(strbuf *b, const ir_literal *l) {
     uint32_t v = size == 1   ? ((const uint8_t *)l->data)[i]
                  : size == 2 ? ((const uint16_t *)l->data)[i]
                              : ((const uint32_t *)l->data)[i];
-    for (int k = 0; k < size; k++) sb_putc(b, (char)(v >> (8 * k) & 0xff));
+    for (int k = 0; k < size; k++)
+      sb_putc(b, (char)(v >> (8 * k) & 0xff));
   }
 }
 
@@ -146,15 +147,13 @@ static bool ends_with(const char *s, const char *suf) {
   return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-base_status ir_tensor_read_file(arena *a, const char *path,
-                                const ir_shape *shape, ir_named_literal **out,
-                                int *out_n, char *err, size_t errlen) {
+base_status ir_tensor_read_file(arena *a, const char *path, const ir_shape *shape,
+                                ir_named_literal **out, int *out_n, char *err, size_t errlen) {
   char *data;
   size_t len;
   base_status st = ir_file_read(path, IR_TENSOR_MAX_FILE, &data, &len, err, errlen);
   if (st != ST_OK) return st;
-  bool npy = ends_with(path, ".npy"), npz = ends_with(path, ".npz"),
-       bin = ends_with(path, ".bin");
+  bool npy = ends_with(path, ".npy"), npz = ends_with(path, ".npz"), bin = ends_with(path, ".bin");
   if (!npy && !npz && !bin) { /* sniff */
     npy = len >= 6 && memcmp(data, "\x93NUMPY", 6) == 0;
     npz = len >= 4 && memcmp(data, "PK\3\4", 4) == 0;
@@ -193,8 +192,7 @@ base_status ir_tensor_read_file(arena *a, const char *path,
   return st;
 }
 
-base_status ir_tensor_write_file(const char *path, const ir_literal *l,
-                                 char *err, size_t errlen) {
+base_status ir_tensor_write_file(const char *path, const ir_literal *l, char *err, size_t errlen) {
   if (l->shape.type == IR_TUPLE)
     return fail(err, errlen, ST_UNSUPPORTED, "%s: a tuple cannot be written to one tensor file",
                 path);
@@ -225,11 +223,10 @@ static ir_type spec_type(const char *s, size_t n) {
   static const struct {
     const char *alias;
     ir_type t;
-  } aliases[] = {{"i1", IR_PRED}, {"i8", IR_S8}, {"si8", IR_S8}, {"i32", IR_S32},
-                 {"si32", IR_S32}, {"bool", IR_PRED}};
+  } aliases[] = {{"i1", IR_PRED}, {"i8", IR_S8},    {"si8", IR_S8},
+                 {"i32", IR_S32}, {"si32", IR_S32}, {"bool", IR_PRED}};
   for (unsigned i = 0; i < COUNTOF(aliases); i++)
-    if (strlen(aliases[i].alias) == n && memcmp(aliases[i].alias, s, n) == 0)
-      return aliases[i].t;
+    if (strlen(aliases[i].alias) == n && memcmp(aliases[i].alias, s, n) == 0) return aliases[i].t;
   return IR_TYPE_INVALID;
 }
 
@@ -245,10 +242,12 @@ static bool parse_dim(const char *s, size_t n, int64_t *out) {
   return true;
 }
 
-base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out,
-                                 char *err, size_t errlen) {
-  while (len && (*text == ' ' || *text == '\t')) text++, len--;
-  while (len && (text[len - 1] == ' ' || text[len - 1] == '\t')) len--;
+base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out, char *err,
+                                 size_t errlen) {
+  while (len && (*text == ' ' || *text == '\t'))
+    text++, len--;
+  while (len && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+    len--;
   int64_t dims[IR_MAX_RANK];
   int rank = 0;
   ir_type t;
@@ -280,8 +279,8 @@ base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out,
                     (int)len, text, IR_MAX_RANK);
       if (!parse_dim(p, (size_t)(x - p), &dims[rank++]))
         return fail(err, errlen, ST_INVALID_ARGUMENT,
-                    "bad dimension '%.*s' in shape '%.*s' (expected e.g. 2x3xf32)",
-                    (int)(x - p), p, (int)len, text);
+                    "bad dimension '%.*s' in shape '%.*s' (expected e.g. 2x3xf32)", (int)(x - p), p,
+                    (int)len, text);
       p = x + 1;
     }
     t = spec_type(p, (size_t)(end - p));
@@ -309,7 +308,8 @@ void ir_tensor_print_spec(strbuf *b, const ir_shape *s) {
     sb_putc(b, ')');
     return;
   }
-  for (int i = 0; i < s->rank; i++) sb_printf(b, "%lldx", (long long)s->dims[i]);
+  for (int i = 0; i < s->rank; i++)
+    sb_printf(b, "%lldx", (long long)s->dims[i]);
   sb_puts(b, ir_type_name(s->type));
 }
 
@@ -375,14 +375,16 @@ static base_status parse_values(arena *a, const ir_shape *s, const char *text, i
   /* Count tokens first, so the literal is allocated only for a valid count. */
   int64_t count = 0;
   for (const char *p = text; *p;) {
-    while (*p && is_sep(*p)) p++;
+    while (*p && is_sep(*p))
+      p++;
     if (!*p) break;
     count++;
-    while (*p && !is_sep(*p)) p++;
+    while (*p && !is_sep(*p))
+      p++;
   }
   if (count != n && !(count == 1 && n > 0))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld",
-                (long long)n, n == 1 ? "" : "s", (long long)count);
+    return fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld", (long long)n,
+                n == 1 ? "" : "s", (long long)count);
   if ((uint64_t)n * (uint64_t)ir_type_size(s->type) > IR_TENSOR_MAX_FILE)
     return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
                 "tensor too large (%lld elements; the limit is %zu bytes)", (long long)n,
@@ -392,17 +394,20 @@ static base_status parse_values(arena *a, const ir_shape *s, const char *text, i
   int64_t i = 0;
   char why[160];
   for (const char *p = text; *p;) {
-    while (*p && is_sep(*p)) p++;
+    while (*p && is_sep(*p))
+      p++;
     if (!*p) break;
     const char *b = p;
-    while (*p && !is_sep(*p)) p++;
+    while (*p && !is_sep(*p))
+      p++;
     if (!parse_value(l, i, b, (size_t)(p - b), why, sizeof why))
       return fail(err, errlen, ST_INVALID_ARGUMENT, "value %lld: %s", (long long)i, why);
     i++;
   }
   if (count == 1 && n > 1) { /* splat */
     size_t sz = (size_t)ir_type_size(s->type);
-    for (int64_t k = 1; k < n; k++) memcpy((char *)l->data + k * sz, l->data, sz);
+    for (int64_t k = 1; k < n; k++)
+      memcpy((char *)l->data + k * sz, l->data, sz);
   }
   *out = l;
   return ST_OK;
@@ -423,8 +428,8 @@ static base_status fit_to_spec(arena *a, const char *path, ir_literal **l, const
     sb_init(&y);
     ir_tensor_print_spec(&x, s);
     ir_tensor_print_spec(&y, &g->shape);
-    base_status st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s holds %s, not %s", path,
-                          sb_str(&y), sb_str(&x));
+    base_status st =
+        fail(err, errlen, ST_INVALID_ARGUMENT, "%s holds %s, not %s", path, sb_str(&y), sb_str(&x));
     sb_free(&x);
     sb_free(&y);
     return st;
@@ -432,7 +437,8 @@ static base_status fit_to_spec(arena *a, const char *path, ir_literal **l, const
   if (g->shape.type != s->type) {
     ir_literal *c = ir_literal_create(a, s);
     int64_t n = ir_shape_count(s);
-    for (int64_t i = 0; i < n; i++) ir_literal_set_f64(c, i, ir_literal_get_f64(g, i));
+    for (int64_t i = 0; i < n; i++)
+      ir_literal_set_f64(c, i, ir_literal_get_f64(g, i));
     *l = c;
   }
   return ST_OK;
@@ -469,11 +475,13 @@ static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
   if (st != ST_OK) return st;
   if (sel) {
     int k = 0;
-    while (k < n && strcmp(r[k].name, sel) != 0) k++;
+    while (k < n && strcmp(r[k].name, sel) != 0)
+      k++;
     if (k == n) {
       strbuf names;
       sb_init(&names);
-      for (int i = 0; i < n; i++) sb_printf(&names, "%s%s", i ? ", " : "", r[i].name);
+      for (int i = 0; i < n; i++)
+        sb_printf(&names, "%s%s", i ? ", " : "", r[i].name);
       st = fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", p, sel,
                 n ? sb_str(&names) : "none");
       sb_free(&names);
@@ -494,9 +502,10 @@ static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
   return ST_OK;
 }
 
-base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out,
-                            int *out_n, char *err, size_t errlen) {
-  while (*text == ' ' || *text == '\t') text++;
+base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out, int *out_n,
+                            char *err, size_t errlen) {
+  while (*text == ' ' || *text == '\t')
+    text++;
   if (*text == '@') return parse_file(a, text + 1, NULL, out, out_n, err, errlen);
   const char *eq = strchr(text, '=');
   if (!eq)
@@ -507,7 +516,8 @@ base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out,
   base_status st = ir_tensor_parse_spec(text, (size_t)(eq - text), &s, err, errlen);
   if (st != ST_OK) return st;
   const char *rhs = eq + 1;
-  while (*rhs == ' ' || *rhs == '\t') rhs++;
+  while (*rhs == ' ' || *rhs == '\t')
+    rhs++;
   if (*rhs == '@') return parse_file(a, rhs + 1, &s, out, out_n, err, errlen);
   ir_named_literal *r = arena_alloc(a, sizeof *r);
   r->name = "";
@@ -539,10 +549,14 @@ static void print_float(strbuf *b, double v, ir_type t) {
     snprintf(buf, sizeof buf, "%.*e", p - 1, v);
     double r = strtod(buf, NULL);
     bool same;
-    if (t == IR_F32) same = (float)r == (float)v;
-    else if (t == IR_BF16) same = ir_f32_to_bf16((float)r) == ir_f32_to_bf16((float)v);
-    else if (t == IR_F16) same = ir_f32_to_f16((float)r) == ir_f32_to_f16((float)v);
-    else same = r == v;
+    if (t == IR_F32)
+      same = (float)r == (float)v;
+    else if (t == IR_BF16)
+      same = ir_f32_to_bf16((float)r) == ir_f32_to_bf16((float)v);
+    else if (t == IR_F16)
+      same = ir_f32_to_f16((float)r) == ir_f32_to_f16((float)v);
+    else
+      same = r == v;
     if (same) break;
   }
   const char *e = strchr(buf, 'e');
@@ -556,8 +570,10 @@ static void print_float(strbuf *b, double v, ir_type t) {
 
 void ir_tensor_print_elem(strbuf *b, const ir_literal *l, int64_t idx) {
   ir_type t = l->shape.type;
-  if (ir_type_is_float(t)) print_float(b, ir_literal_get_f64(l, idx), t);
-  else sb_printf(b, "%lld", (long long)ir_literal_get_i64(l, idx));
+  if (ir_type_is_float(t))
+    print_float(b, ir_literal_get_f64(l, idx), t);
+  else
+    sb_printf(b, "%lld", (long long)ir_literal_get_i64(l, idx));
 }
 
 typedef struct printer {

@@ -42,11 +42,16 @@ int tool_cmd_compile(int argc, char **argv) {
     } else if (!strcmp(name, "emit") || !strcmp(name, "o") || !strcmp(name, "entry") ||
                !strcmp(name, "language")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
-      if (!strcmp(name, "emit")) emit = v;
-      else if (!strcmp(name, "o")) out = v;
-      else if (!strcmp(name, "entry")) co.entry = v;
-      else if (!strcmp(v, "hlo")) co.language = TPUCC_LANGUAGE_HLO;
-      else if (!strcmp(v, "tg")) co.language = TPUCC_LANGUAGE_TG;
+      if (!strcmp(name, "emit"))
+        emit = v;
+      else if (!strcmp(name, "o"))
+        out = v;
+      else if (!strcmp(name, "entry"))
+        co.entry = v;
+      else if (!strcmp(v, "hlo"))
+        co.language = TPUCC_LANGUAGE_HLO;
+      else if (!strcmp(v, "tg"))
+        co.language = TPUCC_LANGUAGE_TG;
       else {
         tool_error(CMD, "--language: '%s' is not hlo or tg", v);
         return TOOL_EXIT_USAGE;

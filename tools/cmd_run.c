@@ -7,57 +7,56 @@
 #include <stdlib.h>
 
 void tool_help_run(FILE *f) {
-  fputs(
-      "usage: tpucc run FILE [options]\n"
-      "\n"
-      "Compiles FILE (.hlo: XLA HLO text; .tg: tpucc graph) and runs its entry\n"
-      "computation on a target.\n"
-      "\n"
-      "options:\n"
-      "  --target=NAME          where to run (default: the first listed below)\n"
-      "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
-      "  --language=hlo|tg      override the choice by file extension\n"
-      "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
-      "                         (an .npz file supplies one per array). TENSOR is:\n"
-      "                           2x3xf32=1 2 3 4 5 6   values, row-major; spaces,\n"
-      "                                                 commas and [ ] separate;\n"
-      "                                                 one value fills all\n"
-      "                           f32=3.5               a scalar (f32[2,3]=... too)\n"
-      "                           64x128xbf16=@a.bin    raw little-endian data\n"
-      "                           2x3xf32=@x.npy        .npy checked against the shape;\n"
-      "                                                 other numpy dtypes (float64,\n"
-      "                                                 int64, ...) convert to the type\n"
-      "                                                 named (floats round to nearest\n"
-      "                                                 even, integers must fit)\n"
-      "                           @x.npy  @x.npz  @x.npz:NAME   numpy files\n"
-      "                         types: pred s8 s32 bf16 f16 f32 (also i1 i8 i32);\n"
-      "                         values: integers, floats, nan, inf, true/false\n"
-      "  --random-inputs        generate the parameters not given by --input\n"
-      "  --seed=N               seed of --random-inputs (default 1): one splitmix64\n"
-      "                         stream over the parameters in order, row-major;\n"
-      "                         floats uniform in [-1,1), s8/s32 in [-8,8), pred 0/1\n"
-      "  --output=@FILE         one per result, in order (a tuple root has one per\n"
-      "                         element): @f.npy, @f.npz or @f.bin writes the result\n"
-      "                         (bf16 goes to .npy as f32, exactly); --output=-\n"
-      "                         prints it; --output= discards it. Without any\n"
-      "                         --output every result is printed, one per line:\n"
-      "                           2x3xf32=[1 2 3][4 5 6]\n"
-      "  --print-max-elements=N print at most N elements per result (default 1024,\n"
-      "                         0: all), then '...'\n"
-      "  --expected-output=TENSOR  one per result (same syntax as --input, e.g.\n"
-      "                         @y.npy): compare, print the first mismatch (index,\n"
-      "                         got, expected) and exit 1. Floats match when both\n"
-      "                         are NaN, equal, or |got - expected| <= atol +\n"
-      "                         rtol * |expected|; float results may be compared\n"
-      "                         with any float type (bf16 with an f32 .npy)\n"
-      "  --atol=X               absolute tolerance (default 1e-5)\n"
-      "  --rtol=X               relative tolerance (default 1e-5)\n"
-      "  --reference=NAME       also run on target NAME with the same inputs and\n"
-      "                         compare every result as --expected-output does\n"
-      "  -h, --help             this text\n"
-      "\n"
-      "targets:\n",
-      f);
+  fputs("usage: tpucc run FILE [options]\n"
+        "\n"
+        "Compiles FILE (.hlo: XLA HLO text; .tg: tpucc graph) and runs its entry\n"
+        "computation on a target.\n"
+        "\n"
+        "options:\n"
+        "  --target=NAME          where to run (default: the first listed below)\n"
+        "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
+        "  --language=hlo|tg      override the choice by file extension\n"
+        "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
+        "                         (an .npz file supplies one per array). TENSOR is:\n"
+        "                           2x3xf32=1 2 3 4 5 6   values, row-major; spaces,\n"
+        "                                                 commas and [ ] separate;\n"
+        "                                                 one value fills all\n"
+        "                           f32=3.5               a scalar (f32[2,3]=... too)\n"
+        "                           64x128xbf16=@a.bin    raw little-endian data\n"
+        "                           2x3xf32=@x.npy        .npy checked against the shape;\n"
+        "                                                 other numpy dtypes (float64,\n"
+        "                                                 int64, ...) convert to the type\n"
+        "                                                 named (floats round to nearest\n"
+        "                                                 even, integers must fit)\n"
+        "                           @x.npy  @x.npz  @x.npz:NAME   numpy files\n"
+        "                         types: pred s8 s32 bf16 f16 f32 (also i1 i8 i32);\n"
+        "                         values: integers, floats, nan, inf, true/false\n"
+        "  --random-inputs        generate the parameters not given by --input\n"
+        "  --seed=N               seed of --random-inputs (default 1): one splitmix64\n"
+        "                         stream over the parameters in order, row-major;\n"
+        "                         floats uniform in [-1,1), s8/s32 in [-8,8), pred 0/1\n"
+        "  --output=@FILE         one per result, in order (a tuple root has one per\n"
+        "                         element): @f.npy, @f.npz or @f.bin writes the result\n"
+        "                         (bf16 goes to .npy as f32, exactly); --output=-\n"
+        "                         prints it; --output= discards it. Without any\n"
+        "                         --output every result is printed, one per line:\n"
+        "                           2x3xf32=[1 2 3][4 5 6]\n"
+        "  --print-max-elements=N print at most N elements per result (default 1024,\n"
+        "                         0: all), then '...'\n"
+        "  --expected-output=TENSOR  one per result (same syntax as --input, e.g.\n"
+        "                         @y.npy): compare, print the first mismatch (index,\n"
+        "                         got, expected) and exit 1. Floats match when both\n"
+        "                         are NaN, equal, or |got - expected| <= atol +\n"
+        "                         rtol * |expected|; float results may be compared\n"
+        "                         with any float type (bf16 with an f32 .npy)\n"
+        "  --atol=X               absolute tolerance (default 1e-5)\n"
+        "  --rtol=X               relative tolerance (default 1e-5)\n"
+        "  --reference=NAME       also run on target NAME with the same inputs and\n"
+        "                         compare every result as --expected-output does\n"
+        "  -h, --help             this text\n"
+        "\n"
+        "targets:\n",
+        f);
   for (int i = 0; i < tpucc_target_count(); i++)
     fprintf(f, "  %-22s %s\n", tpucc_target_name(i), tpucc_target_description(i));
   fputs("\n"
@@ -107,9 +106,9 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       c->file = v;
       continue;
     }
-#define VALUE()                                     \
-  do {                                              \
-    if (!(v = tool_args_value(&ar, name, v))) return false; \
+#define VALUE()                                                                                    \
+  do {                                                                                             \
+    if (!(v = tool_args_value(&ar, name, v))) return false;                                        \
   } while (0)
     if (!strcmp(name, "h") || !strcmp(name, "help")) {
       *help = true;
@@ -134,8 +133,10 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       c->reference = v;
     } else if (!strcmp(name, "language")) {
       VALUE();
-      if (!strcmp(v, "hlo")) c->lang = TPUCC_LANGUAGE_HLO;
-      else if (!strcmp(v, "tg")) c->lang = TPUCC_LANGUAGE_TG;
+      if (!strcmp(v, "hlo"))
+        c->lang = TPUCC_LANGUAGE_HLO;
+      else if (!strcmp(v, "tg"))
+        c->lang = TPUCC_LANGUAGE_TG;
       else {
         tool_error(CMD, "--language: '%s' is not hlo or tg", v);
         return false;
@@ -158,8 +159,8 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       VALUE();
       if (!tool_parse_int(CMD, name, v, 0, INT64_MAX, &c->print_max)) return false;
     } else {
-      tool_error(CMD, "unknown option '%s%s' (see tpucc run --help)", strlen(name) == 1 ? "-" : "--",
-                 name);
+      tool_error(CMD, "unknown option '%s%s' (see tpucc run --help)",
+                 strlen(name) == 1 ? "-" : "--", name);
       return false;
     }
 #undef VALUE
@@ -204,7 +205,8 @@ static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
   memset(t, 0, sizeof *t);
   t->dtype = (tpucc_dtype)l->shape.type;
   t->rank = l->shape.rank;
-  for (int i = 0; i < l->shape.rank; i++) t->dims[i] = l->shape.dims[i];
+  for (int i = 0; i < l->shape.rank; i++)
+    t->dims[i] = l->shape.dims[i];
   t->data = l->data;
   t->nbytes = l->nbytes;
 }
@@ -250,7 +252,8 @@ static const char *coords(arena *a, const ir_shape *s, int64_t idx) {
   strbuf b;
   sb_init(&b);
   sb_putc(&b, '[');
-  for (int k = 0; k < s->rank; k++) sb_printf(&b, "%s%lld", k ? ", " : "", (long long)c[k]);
+  for (int k = 0; k < s->rank; k++)
+    sb_printf(&b, "%s%lld", k ? ", " : "", (long long)c[k]);
   sb_putc(&b, ']');
   char *r = arena_strdup(a, sb_str(&b));
   sb_free(&b);
@@ -274,8 +277,8 @@ static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *go
   bool types_ok = e->shape.type == got->shape.type ||
                   (ir_type_is_float(e->shape.type) && ir_type_is_float(got->shape.type));
   if (!ir_shape_equal(&es, &got->shape) || !types_ok) {
-    fprintf(stderr, "%s: result %d: got %s, expected %s (%s)\n", CMD, k,
-            spec_of(a, &got->shape), spec_of(a, &e->shape), from);
+    fprintf(stderr, "%s: result %d: got %s, expected %s (%s)\n", CMD, k, spec_of(a, &got->shape),
+            spec_of(a, &e->shape), from);
     return false;
   }
   int64_t n = ir_shape_count(&got->shape), bad = 0, first = -1;
@@ -387,9 +390,8 @@ int tool_cmd_run(int argc, char **argv) {
     }
     const ir_literal *g = ins[i].lit;
     if (!ir_shape_equal(&g->shape, &ws)) {
-      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s",
-                 ins[i].arg, shown(a, ins[i].text), i, want.name, spec_of(a, &ws),
-                 spec_of(a, &g->shape));
+      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s", ins[i].arg,
+                 shown(a, ins[i].text), i, want.name, spec_of(a, &ws), spec_of(a, &g->shape));
       goto done;
     }
     tensor_view(g, &args[i]);

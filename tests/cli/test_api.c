@@ -12,23 +12,21 @@
 
 #include "tpucc.h"
 
-static const char add_hlo[] =
-    "HloModule add_two\n"
-    "\n"
-    "ENTRY %main (x: f32[2,3], y: f32[2,3]) -> f32[2,3] {\n"
-    "  %x = f32[2,3] parameter(0)\n"
-    "  %y = f32[2,3] parameter(1)\n"
-    "  ROOT %sum = f32[2,3] add(f32[2,3] %x, f32[2,3] %y)\n"
-    "}\n";
+static const char add_hlo[] = "HloModule add_two\n"
+                              "\n"
+                              "ENTRY %main (x: f32[2,3], y: f32[2,3]) -> f32[2,3] {\n"
+                              "  %x = f32[2,3] parameter(0)\n"
+                              "  %y = f32[2,3] parameter(1)\n"
+                              "  ROOT %sum = f32[2,3] add(f32[2,3] %x, f32[2,3] %y)\n"
+                              "}\n";
 
-static const char tuple_hlo[] =
-    "HloModule two\n"
-    "ENTRY %main (v: s32[3]) -> (s32[3], s32[3]) {\n"
-    "  %v = s32[3] parameter(0)\n"
-    "  %n = s32[3] negate(s32[3] %v)\n"
-    "  %m = s32[3] multiply(s32[3] %v, s32[3] %v)\n"
-    "  ROOT %t = (s32[3], s32[3]) tuple(s32[3] %n, s32[3] %m)\n"
-    "}\n";
+static const char tuple_hlo[] = "HloModule two\n"
+                                "ENTRY %main (v: s32[3]) -> (s32[3], s32[3]) {\n"
+                                "  %v = s32[3] parameter(0)\n"
+                                "  %n = s32[3] negate(s32[3] %v)\n"
+                                "  %m = s32[3] multiply(s32[3] %v, s32[3] %v)\n"
+                                "  ROOT %t = (s32[3], s32[3]) tuple(s32[3] %n, s32[3] %m)\n"
+                                "}\n";
 
 static tpucc_tensor f32_2x3(float *data) {
   tpucc_tensor t;
@@ -99,8 +97,7 @@ static void execute_errors(void **state) {
   in[1].dims[0] = 3;
   in[1].dims[1] = 2;
   assert_int_equal(tpucc_execute(m, NULL, in, 2, &r), TPUCC_INVALID_ARGUMENT);
-  assert_string_equal(tpucc_session_message(s),
-                      "parameter 1 'y': expected 2x3xf32, given 3x2xf32");
+  assert_string_equal(tpucc_session_message(s), "parameter 1 'y': expected 2x3xf32, given 3x2xf32");
   in[1] = f32_2x3(z);
   in[1].dtype = TPUCC_DTYPE_BF16;
   assert_int_equal(tpucc_execute(m, NULL, in, 2, &r), TPUCC_INVALID_ARGUMENT);

@@ -77,13 +77,14 @@ static void npy_s32_big_endian_fortran(void **state) {
    * big endian int32 each. */
   const uint8_t data[] = {0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 6};
   uint8_t buf[256];
-  size_t n = mk_npy(buf, 1, "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }  \n",
-                    data, sizeof data);
+  size_t n = mk_npy(buf, 1, "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }  \n", data,
+                    sizeof data);
   arena *a = arena_create();
   ir_literal *l = decode_ok(a, buf, n);
   assert_int_equal(l->shape.type, IR_S32);
   assert_int_equal(l->shape.rank, 2);
-  for (int i = 0; i < 6; i++) assert_int_equal(ir_literal_get_i64(l, i), i + 1);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(ir_literal_get_i64(l, i), i + 1);
   arena_destroy(a);
 }
 
@@ -94,14 +95,16 @@ static void npy_fortran_rank3(void **state) {
   uint8_t data[8];
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
-      for (int k = 0; k < 2; k++) data[i + 2 * j + 4 * k] = (uint8_t)(100 * i + 10 * j + k);
+      for (int k = 0; k < 2; k++)
+        data[i + 2 * j + 4 * k] = (uint8_t)(100 * i + 10 * j + k);
   uint8_t buf[256];
-  size_t n = mk_npy(buf, 1, "{'descr': '|i1', 'fortran_order': True, 'shape': (2, 2, 2), }\n",
-                    data, sizeof data);
+  size_t n = mk_npy(buf, 1, "{'descr': '|i1', 'fortran_order': True, 'shape': (2, 2, 2), }\n", data,
+                    sizeof data);
   arena *a = arena_create();
   ir_literal *l = decode_ok(a, buf, n);
   const int want[8] = {0, 1, 10, 11, 100, 101, 110, 111};
-  for (int i = 0; i < 8; i++) assert_int_equal(ir_literal_get_i64(l, i), want[i]);
+  for (int i = 0; i < 8; i++)
+    assert_int_equal(ir_literal_get_i64(l, i), want[i]);
   arena_destroy(a);
 }
 
@@ -149,8 +152,8 @@ static void npy_decode_as_converts(void **state) {
    * endian, read as f32 and as bf16 (1/3 -> 0x3eab, round to nearest) */
   const uint8_t f8[] = {0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xd5, 0x3f,
                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0};
-  size_t n = mk_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\n", f8,
-                    sizeof f8);
+  size_t n =
+      mk_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\n", f8, sizeof f8);
   assert_int_equal(ir_npy_decode_as(a, "d.npy", buf, n, IR_F32, &l, err, sizeof err), ST_OK);
   assert_true(ir_literal_get_f64(l, 0) == (double)(float)(1.0 / 3));
   assert_true(ir_literal_get_f64(l, 1) == -2.5);
@@ -164,11 +167,11 @@ static void npy_decode_as_converts(void **state) {
   /* big-endian int64 2x2 in Fortran order: [[-1 300][7 0]] is -1 7 300 0 */
   const uint8_t i8[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 7,
                         0,    0,    0,    0,    0,    0,    1,    0x2c, 0, 0, 0, 0, 0, 0, 0, 0};
-  n = mk_npy(buf, 1, "{'descr': '>i8', 'fortran_order': True, 'shape': (2, 2), }\n", i8,
-             sizeof i8);
+  n = mk_npy(buf, 1, "{'descr': '>i8', 'fortran_order': True, 'shape': (2, 2), }\n", i8, sizeof i8);
   assert_int_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_S32, &l, err, sizeof err), ST_OK);
   const int want[4] = {-1, 300, 7, 0};
-  for (int i = 0; i < 4; i++) assert_int_equal(ir_literal_get_i64(l, i), want[i]);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(ir_literal_get_i64(l, i), want[i]);
   assert_int_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_F16, &l, err, sizeof err), ST_OK);
   assert_true(ir_literal_get_f64(l, 1) == 300.0);
   assert_int_not_equal(ir_npy_decode_as(a, "q.npy", buf, n, IR_S8, &l, err, sizeof err), ST_OK);
@@ -209,8 +212,7 @@ static void npy_malformed(void **state) {
   decode_err(buf, n, "unsupported dtype '<f8' (float64)");
   n = mk_npy(buf, 1, "{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }\n", d4, 4);
   decode_err(buf, n, "unsupported dtype '|f4'");
-  n = mk_npy(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n",
-             d4, 4);
+  n = mk_npy(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n", d4, 4);
   decode_err(buf, n, "structured dtypes");
   n = mk_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", d4, 4);
   decode_err(buf, n, "truncated: shape needs 8 data bytes, the file has 4");
@@ -224,19 +226,18 @@ static void npy_malformed(void **state) {
   decode_err(buf, n, "after the header dict");
   /* a huge shape in a tiny file: rejected before any allocation */
   n = mk_npy(buf, 1,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000, 1000), }\n",
-             d4, 4);
-  decode_err(buf, n, "too large");
-  n = mk_npy(buf, 1,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }\n", d4, 4);
-  decode_err(buf, n, "truncated");
-  n = mk_npy(buf, 1,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }\n", d4,
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000, 1000), }\n", d4,
              4);
+  decode_err(buf, n, "too large");
+  n = mk_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }\n", d4,
+             4);
+  decode_err(buf, n, "truncated");
+  n = mk_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }\n",
+             d4, 4);
   decode_err(buf, n, "more than 8 dimensions");
   n = mk_npy(buf, 1,
-             "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }\n",
-             d4, 4);
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }\n", d4,
+             4);
   decode_err(buf, n, "too large");
   /* every prefix of a good file fails cleanly */
   n = mk_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }\n", d4, 4);
@@ -254,7 +255,8 @@ static void npy_encode_matches_numpy(void **state) {
   int64_t d = 3;
   ir_shape s = ir_shape_array(IR_F32, 1, &d);
   ir_literal *l = ir_literal_create(a, &s);
-  for (int i = 0; i < 3; i++) ir_literal_set_f64(l, i, i + 1);
+  for (int i = 0; i < 3; i++)
+    ir_literal_set_f64(l, i, i + 1);
   strbuf b;
   sb_init(&b);
   assert_int_equal(ir_npy_encode(&b, l, err, sizeof err), ST_OK);
@@ -278,12 +280,12 @@ static void npy_round_trip_all_types(void **state) {
   for (ir_type t = IR_PRED; t <= IR_F32; t++) {
     ir_shape s = ir_shape_array(t, 2, dims);
     ir_literal *l = ir_literal_create(a, &s);
-    for (int i = 0; i < 6; i++) ir_literal_set_f64(l, i, t == IR_PRED ? i % 2 : i - 2.5);
+    for (int i = 0; i < 6; i++)
+      ir_literal_set_f64(l, i, t == IR_PRED ? i % 2 : i - 2.5);
     strbuf b;
     sb_init(&b);
     assert_int_equal(ir_npy_encode(&b, l, err, sizeof err), ST_OK);
-    assert_int_equal((b.len - ir_shape_count(&s) * (t == IR_BF16 ? 4 : ir_type_size(t))) % 64,
-                     0);
+    assert_int_equal((b.len - ir_shape_count(&s) * (t == IR_BF16 ? 4 : ir_type_size(t))) % 64, 0);
     ir_literal *r;
     assert_int_equal(ir_npy_decode(a, "rt.npy", b.s, b.len, &r, err, sizeof err), ST_OK);
     if (t == IR_BF16) { /* widened to f32 exactly */
@@ -304,8 +306,7 @@ static void npz_read_numpy_savez(void **state) {
   ir_named_literal *arr;
   int n;
   assert_int_equal(
-      ir_npz_decode(a, "n.npz", numpy_savez, sizeof numpy_savez, &arr, &n, err, sizeof err),
-      ST_OK);
+      ir_npz_decode(a, "n.npz", numpy_savez, sizeof numpy_savez, &arr, &n, err, sizeof err), ST_OK);
   assert_int_equal(n, 2);
   assert_string_equal(arr[0].name, "a");
   assert_string_equal(arr[1].name, "b");
@@ -322,14 +323,15 @@ static void npz_read_numpy_savez_compressed(void **state) {
   arena *a = arena_create();
   ir_named_literal *arr;
   int n;
-  base_status st = ir_npz_decode(a, "c.npz", numpy_savez_compressed,
-                                 sizeof numpy_savez_compressed, &arr, &n, err, sizeof err);
+  base_status st = ir_npz_decode(a, "c.npz", numpy_savez_compressed, sizeof numpy_savez_compressed,
+                                 &arr, &n, err, sizeof err);
 #ifdef HAVE_ZLIB
   assert_int_equal(st, ST_OK);
   assert_int_equal(n, 1);
   assert_string_equal(arr[0].name, "x");
   assert_int_equal(arr[0].lit->shape.dims[1], 3);
-  for (int i = 0; i < 6; i++) assert_true(ir_literal_get_f64(arr[0].lit, i) == i);
+  for (int i = 0; i < 6; i++)
+    assert_true(ir_literal_get_f64(arr[0].lit, i) == i);
 #else
   assert_int_equal(st, ST_UNSUPPORTED);
   assert_non_null(strstr(err, "without zlib"));
@@ -346,8 +348,10 @@ static void npz_write_several_and_read_back(void **state) {
   ir_named_literal in[3] = {{"weights", ir_literal_create(a, &s0)},
                             {"bias", ir_literal_create(a, &s1)},
                             {"flag", ir_literal_create(a, &s2)}};
-  for (int i = 0; i < 4; i++) ir_literal_set_f64(in[0].lit, i, 0.25 * i);
-  for (int i = 0; i < 3; i++) ir_literal_set_i64(in[1].lit, i, -i);
+  for (int i = 0; i < 4; i++)
+    ir_literal_set_f64(in[0].lit, i, 0.25 * i);
+  for (int i = 0; i < 3; i++)
+    ir_literal_set_i64(in[1].lit, i, -i);
   ir_literal_set_i64(in[2].lit, 0, 1);
   strbuf b;
   sb_init(&b);
@@ -368,8 +372,7 @@ static void npz_write_several_and_read_back(void **state) {
   assert_non_null(strstr(err, "CRC-32 mismatch"));
   assert_non_null(strstr(err, "'weights.npy'"));
   memcpy(c, b.s, b.len);
-  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len - 1, &out, &n, err, sizeof err),
-                       ST_OK);
+  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len - 1, &out, &n, err, sizeof err), ST_OK);
   assert_non_null(strstr(err, "end-of-central-directory"));
   c[b.len - 6] = (char)0xff; /* central directory offset far out */
   assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len, &out, &n, err, sizeof err), ST_OK);
@@ -451,8 +454,7 @@ static void literal_parse_and_print(void **state) {
   l = parse1(a, "f32=6.28"); /* shortest round trip */
   assert_string_equal(print1(&b, l, 0), "f32=6.28");
   l = parse1(a, "8xf32=10 100 123456 0.001 0.0001 0.00001 1e20 -2.5e-7");
-  assert_string_equal(print1(&b, l, 0),
-                      "8xf32=10 100 123456 0.001 0.0001 1e-05 1e+20 -2.5e-07");
+  assert_string_equal(print1(&b, l, 0), "8xf32=10 100 123456 0.001 0.0001 1e-05 1e+20 -2.5e-07");
   l = parse1(a, "4xf32=nan inf -inf -0");
   assert_string_equal(print1(&b, l, 0), "4xf32=nan inf -inf -0");
   /* bf16: 1/3 rounds to 0x3eab = 0.333984375; the shortest text that reads
@@ -568,8 +570,10 @@ static void mutations_never_crash(void **state) {
     ir_named_literal *arr;
     int cnt;
     err[0] = 0;
-    if (ir_npz_decode(a, "m.npz", buf, n, &arr, &cnt, err, sizeof err) == ST_OK) ok++;
-    else assert_true(strncmp(err, "m.npz", 5) == 0);
+    if (ir_npz_decode(a, "m.npz", buf, n, &arr, &cnt, err, sizeof err) == ST_OK)
+      ok++;
+    else
+      assert_true(strncmp(err, "m.npz", 5) == 0);
     /* the first entry's .npy alone, mutated the same way */
     ir_literal *l;
     if (ir_npy_decode(a, "m.npy", buf + 55, 136, &l, err, sizeof err) != ST_OK)
