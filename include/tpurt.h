@@ -111,7 +111,7 @@ typedef struct tpurt_device tpurt_device_t;
 typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
-  uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^12 */
+  uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^10 */
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);
