@@ -176,7 +176,7 @@ static ir_id lparam(lctx *L, int index, const ir_shape *s, const char *name, src
 
 /* ---- scalar reducer computations --------------------------------------- */
 
-ir_comp_id lreducer(lctx *L, int kind, ir_type t) {
+ir_comp_id lreducer(lctx *L, int kind, ir_type t, src_loc loc) {
   if (L->reducers[kind][t]) return L->reducers[kind][t] - 1;
   static const char *const names[] = {"add", "multiply", "max", "min", "and", "or"};
   static const ir_op ops[] = {IR_OP_ADD, IR_OP_MULTIPLY, IR_OP_MAXIMUM, IR_OP_MINIMUM, IR_OP_AND, IR_OP_OR};
@@ -186,8 +186,10 @@ ir_comp_id lreducer(lctx *L, int kind, ir_type t) {
   ir_shape s = ir_shape_scalar(t);
   ir_inst in;
   memset(&in, 0, sizeof in);
+  loc.file = L->file;
   in.op = IR_OP_PARAMETER;
   in.shape = s;
+  in.loc = loc;
   in.a.preferred_type = IR_TYPE_INVALID;
   in.name = ir_unique_name(L->m, "lhs");
   ir_id p0 = ir_inst_add(L->m, c, &in);
@@ -196,11 +198,13 @@ ir_comp_id lreducer(lctx *L, int kind, ir_type t) {
   ir_id p1 = ir_inst_add(L->m, c, &in);
   memset(&in, 0, sizeof in);
   in.op = ops[kind];
+  in.loc = loc;
   in.shape = s;
   in.nops = 2;
   in.ops = (ir_id[]){p0, p1};
   in.a.preferred_type = IR_TYPE_INVALID;
   ir_comp_get(L->m, c)->root = ir_inst_add(L->m, c, &in);
+  ir_comp_get(L->m, c)->loc = loc;
   ir_comp_finish(L->m, c);
   L->reducers[kind][t] = c + 1;
   return c;

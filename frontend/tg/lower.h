@@ -111,7 +111,9 @@ bool lbroadcast_shape(lctx *L, const ir_shape *a, const ir_shape *b, int *rank,
 enum { R_SUM, R_PROD, R_MAX, R_MIN, R_AND, R_OR };
 ir_id lreduce(lctx *L, ir_id x, int kind, const int64_t *axes, int naxes,
               bool keepdims, src_loc loc, const char *what);
-ir_comp_id lreducer(lctx *L, int kind, ir_type t);
+/* The scalar computation (lhs, rhs) -> combine, made once per kind and
+ * type in the module; loc is the first reduction that needs it. */
+ir_comp_id lreducer(lctx *L, int kind, ir_type t, src_loc loc);
 /* The identity of a reduction for type t (-inf for max on floats, ...). */
 double lreduce_init(int kind, ir_type t);
 

@@ -487,7 +487,7 @@ HANDLER(h_all_reduce) {
   ir_id x = lower_tensor(L, arg[0]);
   int kind = arg[1] ? reduce_kind(L, arg[1], b->name) : R_SUM;
   if (x == IR_NONE || kind < 0) return tv_err();
-  ir_comp_id c = lreducer(L, kind, lshape(L, x)->type);
+  ir_comp_id c = lreducer(L, kind, lshape(L, x)->type, call->loc);
   return tv_tensor(lemit(L, IR_OP_ALL_REDUCE, &x, 1, NULL, &c, 1, NULL, call->loc, b->name));
 }
 
@@ -947,7 +947,7 @@ HANDLER(h_pool) {
     lerr(L, call->loc, "%s: not defined on pred operands", what);
     return tv_err();
   }
-  ir_comp_id c = lreducer(L, kind, s.type);
+  ir_comp_id c = lreducer(L, kind, s.type, call->loc);
   ir_id ops[2] = {x, lscalar(L, s.type, lreduce_init(kind, s.type), call->loc)};
   ir_id r0 = lemit(L, IR_OP_REDUCE_WINDOW, ops, 2, &a, &c, 1, NULL, call->loc, what);
   if (b->aux >= 0 || r0 == IR_NONE) return tv_tensor(r0);

@@ -265,7 +265,7 @@ tv lbinary(lctx *L, ir_op op, ir_cmp_dir dir, tv a, tv b, src_loc loc,
       double r;
       bool is_bool, ints = a.all_int && b.all_int;
       if (fold(op, dir, lit_at(&a, 0), lit_at(&b, 0), ints, &r, &is_bool))
-        return tv_lit_scalar(L, r, ints && !is_bool, is_bool);
+        return tv_lit_scalar(L, r, ints && !is_bool && r == floor(r), is_bool); /* 2 ** -1 is 0.5 */
     }
     ir_type t = lit_default_type(&a);
     if (!a.is_bool && !b.is_bool && !(a.all_int && b.all_int)) t = IR_F32;
@@ -343,7 +343,7 @@ ir_id lreduce(lctx *L, ir_id x, int kind, const int64_t *axes, int naxes,
     return IR_NONE;
   }
   ir_id init = lscalar(L, s.type, lreduce_init(kind, s.type), loc);
-  ir_comp_id c = lreducer(L, kind, s.type);
+  ir_comp_id c = lreducer(L, kind, s.type, loc);
   ir_attrs a;
   memset(&a, 0, sizeof a);
   a.preferred_type = IR_TYPE_INVALID;
