@@ -175,9 +175,9 @@ static bool takes_arrays(ir_op op) {
 static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal **vals,
                              ir_literal *const *args, int nargs, ir_literal **out) {
   const ir_inst *in = &cp->insts.v[id];
-  int arity = ir_op_arity(in->op);
   if ((unsigned)in->op >= IR_OP__COUNT)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "unknown opcode %d", (int)in->op);
+  int arity = ir_op_arity(in->op);
   if (arity >= 0 && in->nops != arity)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "has %d operands, expected %d", (int)in->nops,
                    arity);

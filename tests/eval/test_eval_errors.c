@@ -169,6 +169,15 @@ static void operand_defined_after_use_is_an_error(void **state) {
   tb_free(&t);
 }
 
+static void unknown_opcode_is_an_error(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  ir_id r = tb_op(&t, (ir_op)(IR_OP__COUNT + 7), SCALAR(IR_F32), NULL, 0, NULL, 0, NULL);
+  expect_error(&t, r, NULL, 0, ST_INVALID_ARGUMENT, "unknown opcode");
+  tb_free(&t);
+}
+
 static void missing_root_and_entry(void **state) {
   (void)state;
   tb t;
@@ -235,6 +244,7 @@ int main(void) {
       cmocka_unit_test(op_undefined_on_type_is_an_error),
       cmocka_unit_test(inconsistent_shapes_are_reported),
       cmocka_unit_test(operand_defined_after_use_is_an_error),
+      cmocka_unit_test(unknown_opcode_is_an_error),
       cmocka_unit_test(missing_root_and_entry),
       cmocka_unit_test(self_calling_fusion_stops_at_depth_limit),
       cmocka_unit_test(reduce_with_bad_to_apply_signature),
