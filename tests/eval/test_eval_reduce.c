@@ -53,6 +53,31 @@ static void reduce_sum_over_rows_columns_all_and_none(void **state) {
   }
 }
 
+static void reduce_non_adjacent_dims_in_row_major_order(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  /* x[i][j][k] = 12 i + 4 j + k over [2,3,4]; summing i and k leaves
+   * 32 j + 60 */
+  double v[24];
+  for (int i = 0; i < 24; i++)
+    v[i] = i;
+  ir_literal *x = tb_lit(&t, SH(IR_S32, 2, 3, 4), v, 24);
+  expect_i(reduce1(&t, x, 0, INTS(0, 2), SH(IR_S32, 3), tb_binary_comp(&t, IR_OP_ADD, IR_S32)),
+           IVALS(60, 92, 124));
+  tb_free(&t);
+  /* f32 order: row-major over the reduced dims, whatever order they are
+   * listed in: 0 + 1e8 + 1 - 1e8 + 1 = 1 (column-major would give 2) */
+  for (int k = 0; k < 2; k++) {
+    tb_init(&t);
+    x = tb_lit(&t, SH(IR_F32, 2, 2), VALS(1e8, 1, -1e8, 1));
+    ir_ints dims = k == 0 ? INTS(0, 1) : INTS(1, 0);
+    expect_f(reduce1(&t, x, 0, dims, SCALAR(IR_F32), tb_binary_comp(&t, IR_OP_ADD, IR_F32)),
+             VALS(1));
+    tb_free(&t);
+  }
+}
+
 static void reduce_over_empty_dimension_gives_init(void **state) {
   (void)state;
   tb t;
@@ -323,6 +348,7 @@ static void all_reduce_over_several_replicas_is_unsupported(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reduce_sum_over_rows_columns_all_and_none),
+      cmocka_unit_test(reduce_non_adjacent_dims_in_row_major_order),
       cmocka_unit_test(reduce_over_empty_dimension_gives_init),
       cmocka_unit_test(reduce_max_propagates_nan_and_sum_wraps),
       cmocka_unit_test(reduce_bf16_rounds_each_step_fast_and_slow_agree),
