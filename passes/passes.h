@@ -54,7 +54,13 @@ typedef struct pass_run_options {
 base_status pass_run(ir_module *m, pass_ctx *ctx, const char *passes,
                      const pass_run_options *opts);
 
-/* ---- the passes ------------------------------------------------------ */
-bool pass_dce(ir_module *m, pass_ctx *ctx);
+/* ---- the passes (each file's first comment is its contract) ----------- */
+bool pass_simplify(ir_module *m, pass_ctx *ctx);  /* simplify.c */
+bool pass_constfold(ir_module *m, pass_ctx *ctx); /* constfold.c */
+bool pass_cse(ir_module *m, pass_ctx *ctx);       /* cse.c */
+bool pass_dce(ir_module *m, pass_ctx *ctx);       /* dce.c */
+bool pass_fusion(ir_module *m, pass_ctx *ctx);    /* fusion.c */
+bool pass_mof(ir_module *m, pass_ctx *ctx);       /* mof.c */
+bool pass_layout(ir_module *m, pass_ctx *ctx);    /* layout.c */
 
 #endif

@@ -7,8 +7,21 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* The compiler, in order. -O0 runs nothing (the frontend's verified module
+ * goes to the target as written); -O1 cleans up (simplify, fold, CSE, DCE)
+ * and assigns layouts; -O2 also fuses. A name may appear twice: the second
+ * run cleans up after the first (pass_find returns the first row, which is
+ * what --passes= uses). */
 const pass_info pass_pipeline[] = {
+    {"simplify", pass_simplify, 1, "algebraic simplification (exact rewrites only)"},
+    {"constfold", pass_constfold, 1, "evaluates instructions of constants (<= 64K elements)"},
+    {"cse", pass_cse, 1, "merges identical instructions"},
+    {"simplify", pass_simplify, 1, "algebraic simplification (exact rewrites only)"},
     {"dce", pass_dce, 1, "removes instructions and computations nothing uses"},
+    {"fusion", pass_fusion, 2, "loop, input (reduce) and output (dot/conv epilogue) fusion"},
+    {"multi-output-fusion", pass_mof, 2, "merges sibling and producer-consumer fusions"},
+    {"dce", pass_dce, 2, "removes instructions and computations nothing uses"},
+    {"layout", pass_layout, 1, "assigns TPU tiled layouts (T(8,128), bf16 (2,1))"},
     {NULL, NULL, 0, NULL},
 };
 

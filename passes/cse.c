@@ -1,0 +1,138 @@
+/* cse.c: common subexpression elimination.
+ * require: a verified module, operands before users.  provide: in every
+ * computation, no two live instructions have the same op, operands (in
+ * order), attributes, called computations and shape (element type, dims and
+ * layout); the later one's users use the earlier one. Never merged:
+ * parameters (distinct inputs), all-reduce (a collective with a channel).
+ * Constants merge when their literals are bitwise equal. Metadata and
+ * source locations do not count. */
+#include "passes/rewrite.h"
+
+#define PASS "cse"
+
+static bool ints_eq(const ir_ints *a, const ir_ints *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->v[i] != b->v[i]) return false;
+  return true;
+}
+
+static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
+  const ir_attrs *a = &x->a, *b = &y->a;
+  if (x->op == IR_OP_CONSTANT)
+    return a->literal && b->literal && ir_literal_equal(a->literal, b->literal);
+  if (a->index != b->index || !ints_eq(&a->dimensions, &b->dimensions) ||
+      !ints_eq(&a->slice_start, &b->slice_start) || !ints_eq(&a->slice_limit, &b->slice_limit) ||
+      !ints_eq(&a->slice_stride, &b->slice_stride) || a->npad != b->npad ||
+      a->cmp_dir != b->cmp_dir || a->cmp_type != b->cmp_type ||
+      !ints_eq(&a->lhs_batch, &b->lhs_batch) || !ints_eq(&a->rhs_batch, &b->rhs_batch) ||
+      !ints_eq(&a->lhs_contracting, &b->lhs_contracting) ||
+      !ints_eq(&a->rhs_contracting, &b->rhs_contracting) || a->precision[0] != b->precision[0] ||
+      a->precision[1] != b->precision[1] || a->has_window != b->has_window ||
+      a->feature_group_count != b->feature_group_count ||
+      a->batch_group_count != b->batch_group_count || a->fusion_kind != b->fusion_kind ||
+      a->preferred_type != b->preferred_type)
+    return false;
+  for (int i = 0; i < a->npad; i++)
+    if (a->padding[i].lo != b->padding[i].lo || a->padding[i].hi != b->padding[i].hi ||
+        a->padding[i].interior != b->padding[i].interior)
+      return false;
+  if (a->has_window || a->window.rank || b->window.rank) {
+    if (a->window.rank != b->window.rank) return false;
+    for (int i = 0; i < a->window.rank; i++) {
+      const ir_window_dim *p = &a->window.dims[i], *q = &b->window.dims[i];
+      if (p->size != q->size || p->stride != q->stride || p->pad_lo != q->pad_lo ||
+          p->pad_hi != q->pad_hi || p->lhs_dilate != q->lhs_dilate ||
+          p->rhs_dilate != q->rhs_dilate || p->reversal != q->reversal)
+        return false;
+    }
+  }
+  if (x->op == IR_OP_CONVOLUTION && memcmp(&a->conv, &b->conv, sizeof a->conv) != 0) return false;
+  /* Attributes kept verbatim (backend_config, sharding, ...) must agree,
+   * except metadata. */
+  int nx = 0, ny = 0;
+  for (int i = 0; i < x->nraw; i++) nx += strcmp(x->raw[i].name, "metadata") != 0;
+  for (int i = 0; i < y->nraw; i++) ny += strcmp(y->raw[i].name, "metadata") != 0;
+  if (nx != ny) return false;
+  for (int i = 0; i < x->nraw; i++) {
+    if (!strcmp(x->raw[i].name, "metadata")) continue;
+    bool found = false;
+    for (int j = 0; j < y->nraw && !found; j++)
+      found = !strcmp(x->raw[i].name, y->raw[j].name) && !strcmp(x->raw[i].text, y->raw[j].text);
+    if (!found) return false;
+  }
+  return true;
+}
+
+static bool same(const ir_inst *x, const ir_inst *y) {
+  if (x->op != y->op || x->nops != y->nops || x->ncalls != y->ncalls) return false;
+  if (!ir_shape_equal_with_layout(&x->shape, &y->shape)) return false;
+  if (x->shape.has_layout != y->shape.has_layout) return false;
+  for (int k = 0; k < x->nops; k++)
+    if (x->ops[k] != y->ops[k]) return false;
+  for (int k = 0; k < x->ncalls; k++)
+    if (x->calls[k] != y->calls[k]) return false;
+  return attrs_eq(x, y);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+static uint64_t hash(const ir_inst *in) {
+  uint64_t h = mix(0, (uint64_t)in->op);
+  h = mix(h, (uint64_t)in->shape.type);
+  if (in->shape.type != IR_TUPLE)
+    for (int i = 0; i < in->shape.rank; i++) h = mix(h, (uint64_t)in->shape.dims[i]);
+  for (int k = 0; k < in->nops; k++) h = mix(h, (uint64_t)in->ops[k]);
+  for (int k = 0; k < in->ncalls; k++) h = mix(h, (uint64_t)in->calls[k] + 77);
+  if (in->op == IR_OP_CONSTANT && in->a.literal && in->a.literal->data) {
+    const uint8_t *d = in->a.literal->data;
+    size_t n = in->a.literal->nbytes < 64 ? in->a.literal->nbytes : 64;
+    for (size_t i = 0; i < n; i++) h = mix(h, d[i]);
+  }
+  return h;
+}
+
+static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int n = cp->insts.n;
+  if (n == 0) return false;
+  int cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  ir_id *table = arena_array(m->arena, (size_t)cap, sizeof(ir_id));
+  for (int i = 0; i < cap; i++) table[i] = IR_NONE;
+  pr_map mp = pr_map_make(m->arena, n);
+  bool any = false;
+  for (ir_id i = 0; i < n; i++) {
+    ir_inst *in = &cp->insts.v[i];
+    if (in->dead) continue;
+    for (int k = 0; k < in->nops; k++) in->ops[k] = pr_find(&mp, in->ops[k]);
+    if (in->op == IR_OP_PARAMETER || in->op == IR_OP_ALL_REDUCE) continue;
+    size_t slot = (size_t)(hash(in) & (uint64_t)(cap - 1));
+    for (;; slot = (slot + 1) & (size_t)(cap - 1)) {
+      ir_id j = table[slot];
+      if (j == IR_NONE) {
+        table[slot] = i;
+        break;
+      }
+      if (same(&cp->insts.v[j], in)) {
+        pass_explain(ctx, PASS, in->name, "same as %%%s", cp->insts.v[j].name);
+        mp.v[i] = j;
+        any = true;
+        break;
+      }
+    }
+  }
+  if (!any) return false;
+  pr_apply(m, c, &mp);
+  pr_sweep(m, c);
+  return true;
+}
+
+bool pass_cse(ir_module *m, pass_ctx *ctx) {
+  bool changed = false;
+  for (ir_comp_id c = 0; c < m->comps.n; c++) changed |= cse_comp(m, c, ctx);
+  return changed;
+}

@@ -1,0 +1,361 @@
+/* fusion.c: XLA-style instruction fusion of the entry computation.
+ * require: a verified module, operands before users (simplify, cse and dce
+ * before it give better groups).  provide: groups of instructions replaced
+ * by `fusion` instructions calling new fused computations (is_fusion set,
+ * parameters = the group's outside operands in first-use order, root = the
+ * group's root), values unchanged bit for bit (the fused computation holds
+ * the very same instructions). Kinds:
+ *   kLoop    elementwise and data-movement instructions (one loop nest);
+ *   kInput   a reduce with its elementwise producers (the reduce is the root);
+ *   kOutput  a dot or convolution with its elementwise epilogue (bias add,
+ *            activation, residual add): every instruction between the
+ *            dot and the root is elementwise over the dot's dims.
+ *
+ * Rules (consumers are visited before producers, root first):
+ *   - a producer joins its users' fusion when all of its users are in that
+ *     one fusion (it is then computed once, inside);
+ *   - a cheap producer (scalar constant, iota, broadcast of a scalar) joins
+ *     every fusion that uses it, duplicated; other producers with users in
+ *     several fusions, or used outside any fusion (by the root, a tuple, a
+ *     dot operand...), are not fused: their value goes through memory;
+ *   - reductions are only fusion roots: a reduce never joins its consumer;
+ *   - dot/convolution join their consumer as the head of a kOutput fusion
+ *     only when that fusion is elementwise over their dims and has no other
+ *     dot, convolution or reduce; their own operands are never fused (they
+ *     stream into the MXU from memory);
+ *   - parameters, non-scalar constants (they stay in HBM), tuples,
+ *     get-tuple-element, reduce-window, all-reduce and existing fusions are
+ *     never fused;
+ *   - a fusion holds at most MAX_MEMBERS instructions;
+ *   - a group is materialised only when it has two or more instructions
+ *     other than scalar constants.
+ * Each decision and refusal is recorded with pass_explain:
+ *   fusion: %x: fused into %root (kLoop)
+ *   fusion: %x: not fused: producer %x has 3 users and is not cheap
+ * and each fusion made is listed with its kind and members. */
+#include "passes/rewrite.h"
+
+#define PASS "fusion"
+
+enum { MAX_MEMBERS = 64 };
+
+typedef struct group {
+  ir_id root;
+  ir_fusion_kind kind;
+  bool heavy; /* holds a dot, convolution or reduce */
+  int nmembers;
+} group;
+
+typedef VEC(int32_t) ivec;
+
+typedef struct fctx {
+  ir_module *m;
+  ir_comp_id c;
+  pass_ctx *ctx;
+  int n;
+  int32_t *ustart, *users; /* CSR use lists */
+  bool *outside;           /* used by the root (a use from outside) */
+  ivec *mem;               /* groups each instruction belongs to */
+  VEC(group) groups;
+} fctx;
+
+static const ir_inst *I(fctx *f, ir_id i) { return &ir_comp_get(f->m, f->c)->insts.v[i]; }
+static const char *kind_name(ir_fusion_kind k) {
+  static const char *const names[] = {"kLoop", "kInput", "kOutput", "kCustom"};
+  return names[k];
+}
+
+static void build_users(fctx *f) {
+  const ir_comp *cp = ir_comp_get(f->m, f->c);
+  int n = f->n;
+  arena *a = f->m->arena;
+  f->ustart = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  int32_t *cnt = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < cp->insts.v[i].nops; k++) cnt[cp->insts.v[i].ops[k]]++;
+  for (int i = 0; i < n; i++) f->ustart[i + 1] = f->ustart[i] + cnt[i];
+  f->users = arena_array(a, (size_t)f->ustart[n] + 1, sizeof(int32_t));
+  memset(cnt, 0, sizeof(int32_t) * (size_t)n);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < cp->insts.v[i].nops; k++) {
+      ir_id o = cp->insts.v[i].ops[k];
+      bool dup = false; /* one entry per distinct user */
+      for (int j = f->ustart[o]; j < f->ustart[o] + cnt[o]; j++) dup |= f->users[j] == i;
+      if (!dup) f->users[f->ustart[o] + cnt[o]++] = i;
+    }
+  /* compress: distinct users only */
+  int32_t *s2 = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  int w = 0;
+  for (int i = 0; i < n; i++) {
+    s2[i] = w;
+    for (int j = 0; j < cnt[i]; j++) f->users[w++] = f->users[f->ustart[i] + j];
+  }
+  s2[n] = w;
+  f->ustart = s2;
+  f->outside = arena_array(a, (size_t)n + 1, sizeof(bool));
+  if (cp->root != IR_NONE) f->outside[cp->root] = true;
+}
+
+static bool in_group(fctx *f, ir_id i, int g) {
+  for (int k = 0; k < f->mem[i].n; k++)
+    if (f->mem[i].v[k] == g) return true;
+  return false;
+}
+
+static void join(fctx *f, ir_id i, int g) {
+  VEC_PUSH(f->m->arena, f->mem[i], g);
+  f->groups.v[g].nmembers++;
+}
+
+static bool is_elemwise(const ir_inst *in) { return (ir_op_flags(in->op) & OPF_ELEMWISE) != 0; }
+
+/* Instructions that can sit inside a loop/input/output fusion as producers. */
+static bool loop_fusible(const ir_inst *in) {
+  if (is_elemwise(in)) return true;
+  switch (in->op) {
+  case IR_OP_BROADCAST: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_SLICE:
+  case IR_OP_CONCATENATE: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_CONVERT:
+  case IR_OP_BITCAST_CONVERT: case IR_OP_IOTA: case IR_OP_COPY:
+    return true;
+  case IR_OP_CONSTANT: return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
+  default: return false;
+  }
+}
+
+static bool same_dims(const ir_shape *a, const ir_shape *b) {
+  if (!ir_shape_is_array(a) || !ir_shape_is_array(b) || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* Can dot/convolution d head group g as a kOutput fusion? Every member of
+ * g that depends on d must be elementwise over d's dims. */
+static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
+  const group *gr = &f->groups.v[g];
+  if (gr->heavy) return "its consumer's fusion already holds a dot, convolution or reduce";
+  if (gr->kind != IR_FUSION_LOOP) return "its consumer's fusion is not a loop fusion";
+  if (!same_dims(&I(f, gr->root)->shape, &I(f, d)->shape))
+    return "the epilogue's result has other dims than the dot";
+  arena_mark mk = arena_get_mark(f->m->arena);
+  bool *dep = arena_alloc(f->m->arena, (size_t)f->n + 1);
+  dep[d] = true;
+  const char *why = NULL;
+  for (ir_id i = d + 1; i <= gr->root && !why; i++) {
+    if (!in_group(f, i, g)) continue;
+    const ir_inst *in = I(f, i);
+    for (int k = 0; k < in->nops; k++) dep[i] |= dep[in->ops[k]];
+    if (dep[i] && (!is_elemwise(in) || !same_dims(&in->shape, &I(f, d)->shape)))
+      why = "the epilogue is not elementwise over the dot's dims";
+  }
+  arena_reset(f->m->arena, mk);
+  return why;
+}
+
+/* Why producer i may not join group g (NULL: it may). */
+static const char *refusal(fctx *f, ir_id i, int g) {
+  const ir_inst *in = I(f, i);
+  group *gr = &f->groups.v[g];
+  if (gr->nmembers >= MAX_MEMBERS) return "the fusion already has the maximum size";
+  for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
+    const ir_inst *u = I(f, f->users[j]);
+    if (in_group(f, f->users[j], g) && (u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION))
+      return arena_printf(f->m->arena, "feeds the MXU operand of %%%s (operands of a dot stay in memory)",
+                          u->name);
+  }
+  if (in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) return epilogue_refusal(f, i, g);
+  return NULL;
+}
+
+static int new_group(fctx *f, ir_id root) {
+  group g = {root, IR_FUSION_LOOP, false, 0};
+  const ir_inst *in = I(f, root);
+  if (in->op == IR_OP_REDUCE) g.kind = IR_FUSION_INPUT, g.heavy = true;
+  VEC_PUSH(f->m->arena, f->groups, g);
+  join(f, root, f->groups.n - 1);
+  return f->groups.n - 1;
+}
+
+static bool root_candidate(const ir_inst *in) {
+  if (in->op == IR_OP_REDUCE) return ir_shape_is_array(&in->shape);
+  return loop_fusible(in) && in->op != IR_OP_CONSTANT && ir_shape_is_array(&in->shape);
+}
+
+static void visit(fctx *f, ir_id i) {
+  const ir_inst *in = I(f, i);
+  if (in->dead) return;
+  int nu = f->ustart[i + 1] - f->ustart[i];
+  bool cheap = pr_is_cheap(ir_comp_get(f->m, f->c), i);
+  /* The groups of i's users, and whether any use is outside every group. */
+  int gs[MAX_MEMBERS];
+  int ng = 0;
+  bool outside = f->outside[i], multi_user_group = false;
+  for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
+    ir_id u = f->users[j];
+    if (f->mem[u].n == 0) outside = true;
+    if (f->mem[u].n > 1) multi_user_group = true;
+    for (int k = 0; k < f->mem[u].n; k++) {
+      int g = f->mem[u].v[k];
+      bool seen = false;
+      for (int q = 0; q < ng; q++) seen |= gs[q] == g;
+      if (!seen && ng < MAX_MEMBERS) gs[ng++] = g;
+    }
+  }
+  bool fusible_op = loop_fusible(in) || in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION;
+  if (ng > 0) {
+    const char *why = NULL;
+    if (!fusible_op) {
+      switch (in->op) {
+      case IR_OP_PARAMETER: why = NULL; break; /* not worth a line */
+      case IR_OP_CONSTANT: why = "a non-scalar constant stays in memory"; break;
+      case IR_OP_REDUCE: why = "a reduce is only the root of its own fusion (kInput)"; break;
+      case IR_OP_FUSION: why = "already a fusion"; break;
+      default:
+        why = arena_printf(f->m->arena, "%s is not fusible", ir_op_name(in->op));
+        break;
+      }
+      if (why) pass_explain(f->ctx, PASS, in->name, "not fused: %s", why);
+    } else if (cheap) {
+      for (int q = 0; q < ng; q++) {
+        const char *r = refusal(f, i, gs[q]);
+        if (r) {
+          pass_explain(f->ctx, PASS, in->name, "not fused into %%%s: %s",
+                       I(f, f->groups.v[gs[q]].root)->name, r);
+          continue;
+        }
+        join(f, i, gs[q]);
+        pass_explain(f->ctx, PASS, in->name, "fused into %%%s (%s)%s",
+                     I(f, f->groups.v[gs[q]].root)->name, kind_name(f->groups.v[gs[q]].kind),
+                     ng > 1 || outside ? ", duplicated: cheap" : "");
+      }
+      if (!outside) return;
+    } else if (outside || ng > 1 || multi_user_group) {
+      if (nu > 1 || (f->outside[i] && nu > 0))
+        pass_explain(f->ctx, PASS, in->name,
+                     "not fused: producer %%%s has %d users and is not cheap", in->name,
+                     nu + (f->outside[i] ? 1 : 0));
+      else
+        pass_explain(f->ctx, PASS, in->name, "not fused: its user is not fused");
+    } else {
+      int g = gs[0];
+      why = refusal(f, i, g);
+      if (!why) {
+        join(f, i, g);
+        group *gr = &f->groups.v[g];
+        if (in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) {
+          gr->kind = IR_FUSION_OUTPUT;
+          gr->heavy = true;
+        }
+        pass_explain(f->ctx, PASS, in->name, "fused into %%%s (%s)", I(f, gr->root)->name,
+                     kind_name(gr->kind));
+        return;
+      }
+      pass_explain(f->ctx, PASS, in->name, "not fused into %%%s: %s",
+                   I(f, f->groups.v[g].root)->name, why);
+    }
+  }
+  /* Not absorbed by its users: it may head a fusion of its own. */
+  if (root_candidate(in) && !(cheap && ng > 0)) new_group(f, i);
+}
+
+/* Replaces group g by a fusion instruction at its root's slot. */
+static void materialise(fctx *f, int g) {
+  ir_module *m = f->m;
+  group gr = f->groups.v[g];
+  arena *a = m->arena;
+  const ir_inst *root = I(f, gr.root);
+  const char *fusion_name = ir_unique_name(m, "fusion");
+  ir_comp_id fc = ir_comp_add(m, arena_printf(a, "fused_%s", root->name));
+  ir_comp_get(m, fc)->is_fusion = true;
+  ir_id *clone = arena_array(a, (size_t)f->n, sizeof(ir_id));
+  ir_id *param = arena_array(a, (size_t)f->n, sizeof(ir_id));
+  for (int i = 0; i < f->n; i++) clone[i] = param[i] = IR_NONE;
+  VEC(ir_id) srcs = {0};
+  strbuf list;
+  sb_init(&list);
+  for (ir_id i = 0; i <= gr.root; i++) {
+    if (!in_group(f, i, g)) continue;
+    ir_inst proto = *I(f, i);
+    ir_id ops[64];
+    ir_id *opsp = proto.nops <= 64 ? ops : arena_array(a, (size_t)proto.nops, sizeof(ir_id));
+    for (int k = 0; k < proto.nops; k++) {
+      ir_id o = proto.ops[k];
+      if (clone[o] != IR_NONE) {
+        opsp[k] = clone[o];
+        continue;
+      }
+      if (param[o] == IR_NONE) {
+        ir_inst p;
+        memset(&p, 0, sizeof p);
+        p.op = IR_OP_PARAMETER;
+        p.shape = I(f, o)->shape;
+        p.a.parameter_number = srcs.n;
+        p.name = ir_unique_name(m, arena_printf(a, "param_%d", srcs.n));
+        p.loc = I(f, o)->loc;
+        param[o] = ir_inst_add(m, fc, &p);
+        VEC_PUSH(a, srcs, o);
+      }
+      opsp[k] = param[o];
+    }
+    proto.ops = opsp;
+    /* A member used only inside dies with the group, and the root's slot
+     * becomes the fusion: their clones keep the names. A member also used
+     * outside (a duplicated cheap producer) stays: its clone is renamed. */
+    bool only_inside = i == gr.root || (f->mem[i].n == 1 && !f->outside[i]);
+    for (int j = f->ustart[i]; j < f->ustart[i + 1] && only_inside && i != gr.root; j++)
+      only_inside = in_group(f, f->users[j], g);
+    if (!only_inside) proto.name = ir_unique_name(m, proto.name);
+    clone[i] = ir_inst_add(m, fc, &proto);
+    sb_printf(&list, "%s%%%s", list.len ? " " : "", I(f, i)->name);
+  }
+  ir_comp *fcp = ir_comp_get(m, fc);
+  fcp->root = clone[gr.root];
+  ir_comp_finish(m, fc);
+  pass_explain(f->ctx, PASS, fusion_name, "%s fusion %s of %d instructions {%s}, %d operands",
+               kind_name(gr.kind), fcp->name, gr.nmembers, sb_str(&list), srcs.n);
+  sb_free(&list);
+  ir_inst *ri = ir_inst_get(m, f->c, gr.root);
+  ir_inst fu;
+  memset(&fu, 0, sizeof fu);
+  fu.op = IR_OP_FUSION;
+  fu.name = fusion_name;
+  fu.shape = ri->shape;
+  fu.nops = srcs.n;
+  fu.ops = srcs.n ? arena_dup(a, srcs.v, sizeof(ir_id) * (size_t)srcs.n) : NULL;
+  fu.ncalls = 1;
+  fu.calls = arena_dup(a, &fc, sizeof fc);
+  fu.a.fusion_kind = gr.kind;
+  fu.a.preferred_type = IR_TYPE_INVALID;
+  fu.loc = ri->loc;
+  fu.meta = ri->meta;
+  *ri = fu;
+}
+
+static bool worth_it(fctx *f, int g) {
+  int real = 0;
+  for (ir_id i = 0; i <= f->groups.v[g].root; i++)
+    if (in_group(f, i, g) && I(f, i)->op != IR_OP_CONSTANT) real++;
+  return real >= 2;
+}
+
+bool pass_fusion(ir_module *m, pass_ctx *ctx) {
+  if (m->entry == IR_NONE) return false;
+  fctx f;
+  memset(&f, 0, sizeof f);
+  f.m = m;
+  f.c = m->entry;
+  f.ctx = ctx;
+  f.n = ir_comp_get(m, f.c)->insts.n;
+  if (f.n == 0) return false;
+  build_users(&f);
+  f.mem = arena_array(m->arena, (size_t)f.n, sizeof(ivec));
+  for (ir_id i = f.n - 1; i >= 0; i--) visit(&f, i);
+  bool changed = false;
+  for (int g = 0; g < f.groups.n; g++) {
+    if (!worth_it(&f, g)) continue;
+    materialise(&f, g);
+    changed = true;
+  }
+  if (changed) pr_sweep(m, f.c);
+  return changed;
+}

@@ -1,0 +1,41 @@
+/* rewrite.h: helpers shared by the passes of passes/ (private to this
+ * folder; prefix pr_). Not a pass: no entry in the pipeline. */
+#ifndef TPUCC_PASSES_REWRITE_H
+#define TPUCC_PASSES_REWRITE_H
+
+#include "passes/passes.h"
+
+/* Marks every instruction of c that its root does not reach as dead
+ * (parameters stay: they are the signature), then restores the
+ * computation's invariants: operands before users (ir_comp_topo_sort),
+ * dead instructions removed (ir_comp_compact), params[] current. Returns
+ * true when something was removed. Dies on a cycle (a pass bug). */
+bool pr_sweep(ir_module *m, ir_comp_id c);
+
+/* A replacement map for one computation: map[i] is what instruction i now
+ * stands for (itself when unchanged). pr_find follows chains. Ids at or
+ * past n (instructions added after the map was made) map to themselves. */
+typedef struct pr_map {
+  ir_id *v;
+  int n;
+} pr_map;
+pr_map pr_map_make(arena *a, int n);
+ir_id pr_find(const pr_map *mp, ir_id x);
+/* Rewrites the operands of every instruction of c and its root through
+ * the map. */
+void pr_apply(ir_module *m, ir_comp_id c, const pr_map *mp);
+
+/* The literal of a constant whose elements are all bit-identical (or of a
+ * scalar constant broadcast to any shape, looked through broadcast), else
+ * NULL. Element 0 of the result is the value. */
+const ir_literal *pr_splat(const ir_comp *cp, ir_id id);
+/* True when a splat literal's value is exactly v: same value and, for
+ * floats, the same sign of zero (so pr_splat_is(l, -0.0) is false for +0). */
+bool pr_splat_is(const ir_literal *l, double v);
+
+/* True when the instruction is cheap enough to recompute in every user
+ * (a scalar constant, an iota, a broadcast of a scalar): fusion duplicates
+ * such producers instead of refusing them. */
+bool pr_is_cheap(const ir_comp *cp, ir_id id);
+
+#endif
