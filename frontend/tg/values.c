@@ -637,26 +637,28 @@ static tv lower_index(lctx *L, const tg_node *n) {
 
 /* ---- expressions --------------------------------------------------------- */
 
+/* Infix operators: the IR op, the metadata name (op_type) and the name
+ * used in messages. */
 static const struct {
   ir_op op;
   ir_cmp_dir dir;
-  const char *name;
+  const char *name, *what;
 } binops[] = {
-    [TG_ADD] = {IR_OP_ADD, IR_CMP_EQ, "add"},
-    [TG_SUB] = {IR_OP_SUBTRACT, IR_CMP_EQ, "subtract"},
-    [TG_MUL] = {IR_OP_MULTIPLY, IR_CMP_EQ, "multiply"},
-    [TG_DIV] = {IR_OP_DIVIDE, IR_CMP_EQ, "divide"},
-    [TG_MOD] = {IR_OP_REMAINDER, IR_CMP_EQ, "remainder"},
-    [TG_POW] = {IR_OP_POWER, IR_CMP_EQ, "power"},
-    [TG_MATMUL] = {IR_OP_DOT, IR_CMP_EQ, "matmul"},
-    [TG_EQ] = {IR_OP_COMPARE, IR_CMP_EQ, "=="},
-    [TG_NE] = {IR_OP_COMPARE, IR_CMP_NE, "!="},
-    [TG_LT] = {IR_OP_COMPARE, IR_CMP_LT, "<"},
-    [TG_LE] = {IR_OP_COMPARE, IR_CMP_LE, "<="},
-    [TG_GT] = {IR_OP_COMPARE, IR_CMP_GT, ">"},
-    [TG_GE] = {IR_OP_COMPARE, IR_CMP_GE, ">="},
-    [TG_AND] = {IR_OP_AND, IR_CMP_EQ, "&&"},
-    [TG_OR] = {IR_OP_OR, IR_CMP_EQ, "||"},
+    [TG_ADD] = {IR_OP_ADD, IR_CMP_EQ, "add", "add"},
+    [TG_SUB] = {IR_OP_SUBTRACT, IR_CMP_EQ, "subtract", "subtract"},
+    [TG_MUL] = {IR_OP_MULTIPLY, IR_CMP_EQ, "multiply", "multiply"},
+    [TG_DIV] = {IR_OP_DIVIDE, IR_CMP_EQ, "divide", "divide"},
+    [TG_MOD] = {IR_OP_REMAINDER, IR_CMP_EQ, "remainder", "remainder"},
+    [TG_POW] = {IR_OP_POWER, IR_CMP_EQ, "power", "power"},
+    [TG_MATMUL] = {IR_OP_DOT, IR_CMP_EQ, "matmul", "matmul"},
+    [TG_EQ] = {IR_OP_COMPARE, IR_CMP_EQ, "eq", "'=='"},
+    [TG_NE] = {IR_OP_COMPARE, IR_CMP_NE, "ne", "'!='"},
+    [TG_LT] = {IR_OP_COMPARE, IR_CMP_LT, "lt", "'<'"},
+    [TG_LE] = {IR_OP_COMPARE, IR_CMP_LE, "le", "'<='"},
+    [TG_GT] = {IR_OP_COMPARE, IR_CMP_GT, "gt", "'>'"},
+    [TG_GE] = {IR_OP_COMPARE, IR_CMP_GE, "ge", "'>='"},
+    [TG_AND] = {IR_OP_AND, IR_CMP_EQ, "and", "'&&'"},
+    [TG_OR] = {IR_OP_OR, IR_CMP_EQ, "or", "'||'"},
 };
 
 /* Levenshtein distance, capped: for "did you mean". */
@@ -784,14 +786,14 @@ tv lower_expr(lctx *L, const tg_node *n) {
         tv *v = chk[i];
         ir_type t = v->k == TV_LIT ? (v->is_bool ? IR_PRED : IR_F32) : v->k == TV_TENSOR ? lshape(L, v->id)->type : IR_PRED;
         if (t != IR_PRED) {
-          lerr(L, n->loc, "'%s' needs pred operands, got %s", binops[n->op].name, ir_type_name(t));
+          lerr(L, n->loc, "%s needs pred operands, got %s", binops[n->op].what, ir_type_name(t));
           lnote_origin(L, i ? n->b : n->a);
           bad = true;
         }
       }
       if (bad) break;
     }
-    r = lbinary(L, binops[n->op].op, binops[n->op].dir, a, b, n->loc, binops[n->op].name, n->a, n->b);
+    r = lbinary(L, binops[n->op].op, binops[n->op].dir, a, b, n->loc, binops[n->op].what, n->a, n->b);
     break;
   }
   case TG_CALL: r = lower_call(L, n); break;
