@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "frontend/frontend.h"
+#include "passes/passes.h"
 #include "tools/tools.h"
 
 /* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
@@ -31,8 +32,8 @@ struct tpucc_module {
   ir_module *m;
   strbuf hlo;
   int32_t nparams, nresults;
-  ir_id *params;      /* entry parameter instructions by number */
-  ir_shape *results;  /* leaves of the root shape, depth first */
+  ir_id *params;     /* entry parameter instructions by number */
+  ir_shape *results; /* leaves of the root shape, depth first */
 };
 
 struct tpucc_result {
@@ -102,9 +103,7 @@ void tpucc_session_destroy(tpucc_session *s) {
   free(s);
 }
 
-const char *tpucc_session_message(const tpucc_session *s) {
-  return s && s->msg.s ? s->msg.s : "";
-}
+const char *tpucc_session_message(const tpucc_session *s) { return s && s->msg.s ? s->msg.s : ""; }
 
 const char *tpucc_session_diagnostics(const tpucc_session *s) {
   return s && s->last ? diag_text(s->last) : "";
@@ -138,7 +137,8 @@ typedef VEC(ir_literal *) literal_vec;
 
 static void collect_results(arena *a, const ir_shape *s, shape_vec *out) {
   if (s->type == IR_TUPLE) {
-    for (int i = 0; i < s->ntuple; i++) collect_results(a, &s->tuple[i], out);
+    for (int i = 0; i < s->ntuple; i++)
+      collect_results(a, &s->tuple[i], out);
     return;
   }
   VEC_PUSH(a, *out, *s);
@@ -193,8 +193,10 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
   if (!m || diag_error_count(s->last) > 0) {
     ir_module_destroy(m);
     s->msg.len = 0;
-    if (diag_error_count(s->last) > 0) first_line(&s->msg, diag_text(s->last));
-    else sb_printf(&s->msg, "%s: the frontend rejected the input", name);
+    if (diag_error_count(s->last) > 0)
+      first_line(&s->msg, diag_text(s->last));
+    else
+      sb_printf(&s->msg, "%s: the frontend rejected the input", name);
     if (diag_error_count(s->last) > 1)
       sb_printf(&s->msg, " (and %d more errors)", diag_error_count(s->last) - 1);
     return TPUCC_PARSE_ERROR;
@@ -221,7 +223,8 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
       np = (int32_t)p->a.parameter_number + 1;
   }
   tm->params = arena_array(m->arena, (size_t)(np ? np : 1), sizeof(ir_id));
-  for (int i = 0; i < np; i++) tm->params[i] = IR_NONE;
+  for (int i = 0; i < np; i++)
+    tm->params[i] = IR_NONE;
   for (int i = 0; i < c->insts.n; i++) {
     const ir_inst *p = &c->insts.v[i];
     if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
@@ -277,7 +280,8 @@ static void describe(const ir_shape *s, const char *name, tpucc_tensor *t) {
   memset(t, 0, sizeof *t);
   t->dtype = (tpucc_dtype)s->type;
   t->rank = s->rank;
-  for (int i = 0; i < s->rank; i++) t->dims[i] = s->dims[i];
+  for (int i = 0; i < s->rank; i++)
+    t->dims[i] = s->dims[i];
   t->nbytes = (size_t)ir_shape_count(s) * (size_t)ir_type_size(s->type);
   t->name = name;
 }
@@ -331,7 +335,8 @@ static void spec(strbuf *b, const ir_shape *s) {
 
 static void collect_literals(arena *a, ir_literal *l, literal_vec *out) {
   if (l->shape.type == IR_TUPLE) {
-    for (int i = 0; i < l->shape.ntuple; i++) collect_literals(a, l->elems[i], out);
+    for (int i = 0; i < l->shape.ntuple; i++)
+      collect_literals(a, l->elems[i], out);
     return;
   }
   VEC_PUSH(a, *out, l);
@@ -382,8 +387,10 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
     int64_t n;
     if (!ir_shape_equal(&gs, &p->shape)) {
       spec(&x, &p->shape);
-      if (ir_shape_elements(&gs, &n)) spec(&y, &gs);
-      else sb_puts(&y, "an invalid shape");
+      if (ir_shape_elements(&gs, &n))
+        spec(&y, &gs);
+      else
+        sb_puts(&y, "an invalid shape");
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': expected %s, given %s", (int)i,
                    p->name, sb_str(&x), sb_str(&y));
       break;
@@ -442,4 +449,47 @@ void tpucc_result_destroy(tpucc_result *r) {
   if (!r) return;
   arena_destroy(r->a);
   free(r);
+}
+
+/* ---- optimisation (tools.h: tool_module_optimize) ---------------------- */
+
+ir_module *tool_module_ir(tpucc_module *m) { return m ? m->m : NULL; }
+
+tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
+  if (!tm || !o) return TPUCC_INVALID_ARGUMENT;
+  tpucc_session *s = tm->s;
+  clear_msg(s);
+  if (!o->passes && o->opt_level <= 0) return TPUCC_OK;
+  if (!s->last) s->last = diag_create();
+  strbuf explain;
+  sb_init(&explain);
+  pass_ctx ctx = {s->last, o->opt_level, true, o->explain ? &explain : NULL, NULL};
+  pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
+  int before = diag_error_count(s->last);
+  base_status st = pass_run(tm->m, &ctx, o->passes, &ro);
+  if (explain.len) fwrite(explain.s, 1, explain.len, stderr);
+  sb_free(&explain);
+  if (st != ST_OK) {
+    s->msg.len = 0;
+    if (diag_error_count(s->last) > before)
+      sb_puts(&s->msg, diag_first_message(s->last));
+    else
+      sb_printf(&s->msg, "optimisation failed (%s)", base_status_str(st));
+    return (tpucc_status)st;
+  }
+  /* Passes renumber instructions: find the parameters and results again. */
+  ir_comp *c = ir_comp_get(tm->m, tm->m->entry);
+  for (int i = 0; i < tm->nparams; i++)
+    tm->params[i] = IR_NONE;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *p = &c->insts.v[i];
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
+        p->a.parameter_number < tm->nparams)
+      tm->params[p->a.parameter_number] = i;
+  }
+  shape_vec res = {0};
+  if (c->root != IR_NONE) collect_results(tm->m->arena, &c->insts.v[c->root].shape, &res);
+  tm->results = res.v;
+  tm->nresults = res.n;
+  return TPUCC_OK;
 }

@@ -14,9 +14,8 @@
  * tuple roots) allocated in a. On failure returns a status and writes one
  * line into err. */
 typedef base_status (*tool_target_run_fn)(const ir_module *m, int64_t max_bytes,
-                                          ir_literal *const *args, int nargs,
-                                          arena *a, ir_literal **out,
-                                          char *err, size_t errlen);
+                                          ir_literal *const *args, int nargs, arena *a,
+                                          ir_literal **out, char *err, size_t errlen);
 
 typedef struct tool_target {
   const char *name;        /* --target=NAME */
@@ -45,7 +44,7 @@ void tool_random_fill(ir_literal *l, uint64_t *state);
 typedef struct tool_args {
   int argc, i;
   char **argv;
-  const char *cmd;   /* "tpucc run", for messages */
+  const char *cmd; /* "tpucc run", for messages */
   bool only_positional;
 } tool_args;
 
@@ -64,6 +63,29 @@ bool tool_parse_double(const char *cmd, const char *name, const char *v, double 
 bool tool_parse_int(const char *cmd, const char *name, const char *v, int64_t min, int64_t max,
                     int64_t *out);
 
+/* ---- optimisation (options: cmd_opt.c; running passes/: api.c) -------- */
+
+/* What `-O`, `--passes`, `--dump-*`, `--time-passes` and `--explain` ask. */
+typedef struct tool_opt_options {
+  int opt_level;          /* pipeline level 0..2 when passes is NULL (0: nothing) */
+  const char *passes;     /* "a,b,c": run these instead, in order */
+  const char *dump_dir;   /* HLO after each pass into DIR, or NULL */
+  const char *dump_after; /* regex over pass names for the dumps, or NULL */
+  bool time_passes;       /* per-pass times to stderr */
+  bool explain;           /* pass decisions to stderr */
+} tool_opt_options;
+void tool_opt_options_init(tool_opt_options *o); /* -O2, nothing else */
+/* Parses one of the options above (name without dashes, as tool_args_next
+ * gives it; value may be NULL); returns 1 when it was one (0 when not, -1
+ * after printing a usage error). Used by compile, run and opt. */
+int tool_opt_parse(tool_args *ar, const char *name, const char *value, tool_opt_options *o);
+/* Runs the passes on a compiled module (verifying after each) and
+ * refreshes its signature. On failure the session message holds the
+ * reason and the diagnostics the details. */
+tpucc_status tool_module_optimize(tpucc_module *m, const tool_opt_options *o);
+/* The module's IR (owned by m). */
+ir_module *tool_module_ir(tpucc_module *m);
+
 /* ---- subcommands (cmd_*.c) -------------------------------------------- */
 
 /* Exit codes of the CLI. */
@@ -71,9 +93,15 @@ enum { TOOL_EXIT_OK = 0, TOOL_EXIT_FAIL = 1, TOOL_EXIT_USAGE = 2 };
 
 int tool_cmd_run(int argc, char **argv);
 int tool_cmd_compile(int argc, char **argv);
+int tool_cmd_opt(int argc, char **argv); /* cmd_opt.c */
+void tool_help_opt(FILE *f);
+/* The help lines of the options tool_opt_parse reads (cmd_opt.c). */
+void tool_help_opt_flags(FILE *f);
 void tool_help_run(FILE *f);
 void tool_help_compile(FILE *f);
-int tpucc_cmd_asm(int argc, char **argv); void tpucc_help_asm(FILE *f); /* cmd_asm.c (runtime) */
-int tpucc_cmd_dump_module(int argc, char **argv); void tpucc_help_dump_module(FILE *f); /* cmd_dump_module.c */
+int tpucc_cmd_asm(int argc, char **argv);
+void tpucc_help_asm(FILE *f); /* cmd_asm.c (runtime) */
+int tpucc_cmd_dump_module(int argc, char **argv);
+void tpucc_help_dump_module(FILE *f); /* cmd_dump_module.c */
 
 #endif
