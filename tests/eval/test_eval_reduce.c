@@ -159,6 +159,45 @@ static void reduce_bf16_rounds_each_step_fast_and_slow_agree(void **state) {
   }
 }
 
+/* (p0, p1) -> op(p_first, p_second), wrapped in a copy when slow (so the
+ * reducer cannot take its fast path). */
+static ir_comp_id ordered_comp(tb *t, ir_op op, ir_type ty, int first, bool slow) {
+  ir_comp_id saved = t->c;
+  t->c = ir_comp_add(t->m, "ordered");
+  ir_id p[2] = {tb_param(t, 0, SCALAR(ty)), tb_param(t, 1, SCALAR(ty))};
+  ir_id r = OP2(t, op, SCALAR(ty), NULL, p[first], p[1 - first]);
+  if (slow) r = OP1(t, IR_OP_COPY, SCALAR(ty), NULL, r);
+  ir_comp_get(t->m, t->c)->root = r;
+  ir_comp_id c = t->c;
+  t->c = saved;
+  return c;
+}
+
+static void reduce_fast_path_keeps_operand_order_and_nan_payloads(void **state) {
+  (void)state;
+  /* NaNs with different payloads and signs: which operand max/min return
+   * is visible in the bits, so fast and slow must apply the op with the
+   * same operand order. */
+  uint32_t bits[6] = {0x3f800000u, 0x7fc00001u, 0xffc00002u, 0x40000000u, 0x7fc00003u, 0x80000000u};
+  ir_op ops[] = {IR_OP_MAXIMUM, IR_OP_MINIMUM, IR_OP_ADD};
+  for (unsigned o = 0; o < COUNTOF(ops); o++)
+    for (int first = 0; first < 2; first++) {
+      ir_literal *res[2];
+      tb t[2];
+      for (int slow = 0; slow < 2; slow++) {
+        tb_init(&t[slow]);
+        ir_literal *x = tb_lit_bits32(&t[slow], SH(IR_F32, 2, 3), bits, 6);
+        ir_comp_id f = ordered_comp(&t[slow], ops[o], IR_F32, first, slow != 0);
+        res[slow] = reduce1(&t[slow], x, 0, INTS(1), SH(IR_F32, 2), f);
+      }
+      assert_true(ir_literal_equal(res[0], res[1]));
+      if (ops[o] == IR_OP_MAXIMUM) /* row 0: max(acc, x) keeps the first NaN seen */
+        assert_int_equal(f32_bits(res[0], 0), first == 0 ? 0x7fc00001u : 0xffc00002u);
+      tb_free(&t[0]);
+      tb_free(&t[1]);
+    }
+}
+
 /* (acc_v, acc_i, x_v, x_i) -> (max value, index of its first occurrence) */
 static ir_comp_id argmax_comp(tb *t) {
   ir_comp_id saved = t->c;
@@ -352,6 +391,7 @@ int main(void) {
       cmocka_unit_test(reduce_over_empty_dimension_gives_init),
       cmocka_unit_test(reduce_max_propagates_nan_and_sum_wraps),
       cmocka_unit_test(reduce_bf16_rounds_each_step_fast_and_slow_agree),
+      cmocka_unit_test(reduce_fast_path_keeps_operand_order_and_nan_payloads),
       cmocka_unit_test(reduce_variadic_argmax_keeps_first_maximum),
       cmocka_unit_test(reduce_window_padding_and_stride),
       cmocka_unit_test(reduce_window_base_and_window_dilation),
