@@ -291,6 +291,18 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
       case OP_BLT: writes = 0; if ((int32_t)s[in.a] < (int32_t)s[in.b]) next = imm; break;
       case OP_BGE: writes = 0; if ((int32_t)s[in.a] >= (int32_t)s[in.b]) next = imm; break;
       case OP_JMP: writes = 0; next = imm; break;
+      case OP_VTOS: {
+        /* The one way data flows from the vector unit to control: the front
+         * end waits for the register (a dependency stall) and reads it. */
+        emu_time ready = m->v_ready[in.b];
+        if (ready > T) {
+          st->units[ISA_UNIT_SCALAR].stall_dependency += ready - T;
+          T = ready;
+        }
+        if (m->v_read[in.b] < T) m->v_read[in.b] = T;
+        r = m->v[in.b][(uint32_t)in.imm / TGT_LANES][(uint32_t)in.imm % TGT_LANES];
+        break;
+      }
       case OP_LOOP:
         writes = 0;
         if (in.a) s[in.a]--;

@@ -163,6 +163,11 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode,
              (unsigned long long)t->smem_bytes);
       break;
     }
+    case OP_VTOS:
+      if (imm < 0 || imm >= TGT_SUBLANES * TGT_LANES)
+        FAIL("vtos: element %lld outside 0..%d", (long long)imm,
+             TGT_SUBLANES * TGT_LANES - 1);
+      break;
     case OP_VIOTA:
       if (imm != 0 && imm != 1)
         FAIL("viota: mode %lld must be 0 (lane) or 1 (sublane)",

@@ -215,6 +215,26 @@ static void cycles_vector_dependency_chain(void **state) {
   tpurt_device_destroy(d);
 }
 
+/* vtos: a loop whose trip count the vector unit computed. */
+static void cycles_data_dependent_loop(void **state) {
+  (void)state;
+  tpurt_device_t *d = open_dev("v3", 0);
+  tpurt_stats_t st;
+  /* vimm at 0 (ready 2); vtos issued at 1 waits to 2 (stall 1), T = 3;
+   * 5 iterations of saddi+loop at 3..12; halt at 13; end 14. */
+  const char *src =
+      "  vimm v1, 5\n"
+      "  vtos s1, v1, 1000\n"
+      "L: saddi s2, s2, 3\n"
+      "  loop s1, L\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, src, &st), TPURT_OK);
+  assert_int_equal(st.cycles, 14);
+  assert_int_equal(st.units[0].stall_dependency, 1);
+  assert_int_equal(st.instructions, 2 + 10 + 1);
+  tpurt_device_destroy(d);
+}
+
 static void fault_runaway_loop_stops_at_cycle_limit(void **state) {
   (void)state;
   tpurt_device_t *d = open_dev("v3", 100000);
@@ -279,6 +299,7 @@ int main(void) {
       cmocka_unit_test(cycles_dma_two_queues_share_bandwidth),
       cmocka_unit_test(fault_race_between_dma_queues),
       cmocka_unit_test(cycles_vector_dependency_chain),
+      cmocka_unit_test(cycles_data_dependent_loop),
       cmocka_unit_test(fault_runaway_loop_stops_at_cycle_limit),
       cmocka_unit_test(fault_out_of_range_and_misuse),
   };
