@@ -282,7 +282,6 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
 
   /* attributes */
   hlo_attr_ctx ac = {p, b->comp_ids, in, os, nops};
-  ac.comp_ids = b->comp_ids;
   if (!fe_hlo_attrs(&ac, hi)) ok = false;
   for (int i = 0; i < in->ncalls; i++) {
     /* called computations are built first; a callee that failed is bad */
@@ -297,7 +296,7 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
     }
   }
 
-  /* constant literal */
+  /* constant literal (the grammar gives one to constant, and only to it) */
   if (op == IR_OP_CONSTANT) {
     if (!hi->shape) {
       fe_hlo_error(p, hi->opcode->loc, "constant needs a shape, as in f32[] constant(1)");
@@ -307,9 +306,6 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
       in->a.literal = fe_hlo_literal(p, hi->literal, hi->shape);
       if (!in->a.literal) ok = false;
     }
-  } else if (hi->literal) {
-    fe_hlo_error(p, hi->opcode->loc, "only constant takes a literal");
-    ok = false;
   }
   if (!ok) return false;
 
