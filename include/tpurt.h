@@ -112,6 +112,10 @@ typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
   uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^10 */
+  /* Nonzero: every MXU push runs PE by PE through the systolic-array model
+   * instead of the fast kernel. Same bits and cycle counts, much slower: a
+   * mode that proves the fast path, not one to run models with. */
+  int mxu_systolic;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);
@@ -223,6 +227,7 @@ typedef struct tpurt_stats {
   uint64_t hbm_read_bytes, hbm_write_bytes;
   uint64_t hbm_busy_cycles;
   uint64_t dma_transfers;
+  uint64_t mxu_array_cycles; /* mxu_systolic only: PE-model cycles stepped */
   tpurt_unit_stats_t units[TPURT_MAX_UNITS];
 } tpurt_stats_t;
 

@@ -26,6 +26,7 @@ struct tpurt_device {
   tgt_target target;
   char target_text[512];
   uint64_t cycle_limit;
+  int mxu_systolic;
   emu_machine *emu; /* created at the first execution */
   char msg[MSG_BYTES];
 };
@@ -123,6 +124,7 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
   d->target = t;
   tgt_format(&t, d->target_text, sizeof d->target_text);
   d->cycle_limit = opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT;
+  d->mxu_systolic = opts->mxu_systolic;
   *out_device = d;
   return TPURT_OK;
 }
@@ -425,6 +427,7 @@ static void copy_stats(const emu_stats *e, const tgt_target *t,
   o->hbm_write_bytes = e->hbm_write_bytes;
   o->hbm_busy_cycles = e->hbm_busy_cycles;
   o->dma_transfers = e->dma_transfers;
+  o->mxu_array_cycles = e->mxu_array_cycles;
   for (int u = 0; u < TPURT_MAX_UNITS; u++) {
     const emu_unit_stats *s = &e->units[u];
     tpurt_unit_stats_t *d = &o->units[u];
@@ -473,6 +476,7 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
   if (!dev->emu) {
     dev->emu = emu_create(&dev->target, &dev->alloc);
     if (!dev->emu) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory creating the core");
+    emu_set_systolic(dev->emu, dev->mxu_systolic);
   }
   uint8_t *hbm = rt_calloc(&dev->alloc, 1, (size_t)img->hbm_bytes);
   if (!hbm)

@@ -52,10 +52,12 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
     x->packed[0] = rt_calloc(a, 1, pw);
     x->packed[1] = rt_calloc(a, 1, pw);
     x->scratch = rt_alloc(a, emu_mxu_scratch_bytes());
-    x->tile = rt_calloc(a, (size_t)t->mxu_rows * (size_t)t->mxu_cols, 2);
+    x->tile[0] = rt_calloc(a, (size_t)t->mxu_rows * (size_t)t->mxu_cols, 2);
+    x->tile[1] = rt_calloc(a, (size_t)t->mxu_rows * (size_t)t->mxu_cols, 2);
     x->lhs = rt_calloc(a, (size_t)t->acc_rows * (size_t)t->mxu_rows, 2);
     x->acc_ready = rt_calloc(a, (size_t)t->acc_rows / 8, sizeof(emu_time));
-    ok = x->acc && x->packed[0] && x->packed[1] && x->scratch && x->tile &&
+    ok = x->acc && x->packed[0] && x->packed[1] && x->scratch && x->tile[0] &&
+         x->tile[1] &&
          x->lhs && x->acc_ready;
   }
   if (ok) {
@@ -80,6 +82,8 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
   return m;
 }
 
+void emu_set_systolic(emu_machine *m, int on) { m->systolic = on != 0; }
+
 void emu_destroy(emu_machine *m) {
   if (!m) return;
   rt_allocator a = m->alloc;
@@ -94,7 +98,8 @@ void emu_destroy(emu_machine *m) {
     rt_free(&a, x->packed[0]);
     rt_free(&a, x->packed[1]);
     rt_free(&a, x->scratch);
-    rt_free(&a, x->tile);
+    rt_free(&a, x->tile[0]);
+    rt_free(&a, x->tile[1]);
     rt_free(&a, x->lhs);
     rt_free(&a, x->acc_ready);
   }
@@ -123,6 +128,9 @@ static void reset(emu_machine *m, const tpub_image *img) {
     memset(x->acc, 0, (size_t)t->acc_rows * (size_t)t->mxu_cols * 4);
     memset(x->packed[0], 0, pw);
     memset(x->packed[1], 0, pw);
+    memset(x->tile[0], 0, (size_t)t->mxu_rows * (size_t)t->mxu_cols * 2);
+    memset(x->tile[1], 0, (size_t)t->mxu_rows * (size_t)t->mxu_cols * 2);
+    x->tile_tr[0] = x->tile_tr[1] = 0;
     memset(x->acc_ready, 0, (size_t)t->acc_rows / 8 * sizeof(emu_time));
     x->active = 0;
     x->wl_free = 0;
@@ -202,6 +210,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
   m->hbm = hbm;
   m->hbm_bytes = img->hbm_bytes;
   m->cycle_limit = cycle_limit;
+  m->systolic_cycles = 0;
   reset(m, img);
   m->hz[1] = rt_alloc(&m->alloc, emu_hazard_bytes(img->hbm_bytes));
   if (!m->hz[1]) {
@@ -428,6 +437,7 @@ out:
   }
   rt_free(&m->alloc, m->hz[1]);
   m->hz[1] = NULL;
+  st->mxu_array_cycles = (uint64_t)m->systolic_cycles;
   m->st = NULL;
   m->f = NULL;
   return rc;

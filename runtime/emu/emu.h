@@ -42,6 +42,7 @@ typedef struct emu_stats {
   uint64_t hbm_read_bytes, hbm_write_bytes;
   uint64_t hbm_busy_cycles;  /* cycles HBM was transferring */
   uint64_t dma_transfers;
+  uint64_t mxu_array_cycles; /* systolic mode: cycles the PE model stepped */
   emu_unit_stats units[ISA_UNIT_COUNT];
 } emu_stats;
 
@@ -78,6 +79,10 @@ void emu_destroy(emu_machine *m); /* accepts NULL */
 int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
             uint64_t cycle_limit, emu_stats *st, emu_fault *f);
 
+/* Selects the MXU arithmetic: 0 the fast kernel (default), 1 the PE-by-PE
+ * systolic model, which must give the same bits (a proof mode, slow). */
+void emu_set_systolic(emu_machine *m, int on);
+
 /* ---- shared between the unit files (not for other folders) -------------- */
 
 typedef uint64_t emu_time;
@@ -99,7 +104,8 @@ typedef struct emu_mxu {
   float *packed[2];     /* weights packed for emu_mxu_matmul_packed */
   int active;           /* index of the active buffer; shadow is !active */
   void *scratch;
-  uint16_t *tile;       /* K x N bf16 gather buffer */
+  uint16_t *tile[2];    /* raw bf16 weights of each buffer (systolic mode) */
+  int tile_tr[2];       /* tile[i] is stored transposed (N rows of K) */
   uint16_t *lhs;        /* acc_rows x K bf16 gather buffer */
   emu_time wl_free;     /* weight path free (shadow loaded) */
   emu_time *acc_ready;  /* per 8-row block: results ready */
@@ -145,6 +151,8 @@ struct emu_machine {
   emu_granule *hz[2];   /* VMEM, HBM ordering state; NULL: not checked */
   emu_time now; /* front-end time of the instruction being executed */
   uint64_t cycle_limit; /* 0: none */
+  int systolic;         /* MXU pushes run PE by PE (mxu_systolic.c) */
+  int64_t systolic_cycles; /* array cycles the PE-by-PE model stepped */
 };
 
 /* Records a fault for the current instruction; returns -1. */

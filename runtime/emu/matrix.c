@@ -79,12 +79,14 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       emu_time wl_start = tmax(earliest, x->wl_free);
       /* Memory holds K rows of N (mwt) or N rows of K (mwtt), read by the
        * weight path during its K cycles. */
+      int sh = !x->active;
       if (gather_bf16(m, tr ? "mwtt VMEM range" : "mwt VMEM range", s[in->a],
-                      (int32_t)s[in->b], tr ? N : K, tr ? K : N, x->tile,
+                      (int32_t)s[in->b], tr ? N : K, tr ? K : N, x->tile[sh],
                       ISA_UNIT_MXU0 + in->x, wl_start, wl_start + (emu_time)K))
         return -1;
-      emu_mxu_pack_w(x->tile, K, N, tr ? K : N, tr ? EMU_MXU_W_TRANSPOSED : 0,
-                     x->packed[!x->active]);
+      x->tile_tr[sh] = tr;
+      emu_mxu_pack_w(x->tile[sh], K, N, tr ? K : N, tr ? EMU_MXU_W_TRANSPOSED : 0,
+                     x->packed[sh]);
       x->wl_free = wl_start + (emu_time)K;
       m->st->mxu_weight_loads++;
       *lat = x->wl_free - earliest;
@@ -147,8 +149,17 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       }
       float *acc = x->acc + (size_t)row * (size_t)N;
       if (!accum) memset(acc, 0, (size_t)rows * (size_t)N * 4);
-      emu_mxu_matmul_packed(lhs, x->packed[x->active], acc, (int)rows, K, N,
-                            lds, N, 0, x->scratch);
+      if (m->systolic) {
+        int act = x->active, tr = x->tile_tr[act];
+        int64_t c = emu_mxu_systolic_matmul_bf16(
+            lhs, x->tile[act], acc, (int)rows, K, N, lds, tr ? K : N, N, K, N,
+            tr ? EMU_MXU_W_TRANSPOSED : 0);
+        if (c < 0) return emu_fail(m, EMU_FAULT_OOM, "out of host memory");
+        m->systolic_cycles += c;
+      } else {
+        emu_mxu_matmul_packed(lhs, x->packed[x->active], acc, (int)rows, K, N,
+                              lds, N, 0, x->scratch);
+      }
       *occ = rows;
       *lat = (emu_time)rows + (emu_time)K + (emu_time)N;
       set_acc_ready(x, row, rows, *start + *lat);
