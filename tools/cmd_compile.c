@@ -15,8 +15,10 @@ void tool_help_compile(FILE *f) {
         "  -o FILE            write to FILE instead of standard output (- is stdout)\n"
         "  --entry=NAME       .tg only: the graph to compile (default: the last)\n"
         "  --language=hlo|tg  override the choice by file extension\n"
-        "  -h, --help         this text\n"
-        "\n"
+        "  -h, --help         this text\n",
+        f);
+  tool_help_opt_flags(f);
+  fputs("\n"
         "exit status: 0 success; 1 the output could not be written; 2 usage error,\n"
         "unreadable input or a compile error (file:line:col: error: ...).\n",
         f);
@@ -29,7 +31,13 @@ int tool_cmd_compile(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *emit = "hlo", *name, *v;
   tpucc_compile_options co;
   tpucc_compile_options_init(&co);
+  tool_opt_options oo;
+  tool_opt_options_init(&oo);
   while (tool_args_next(&ar, &name, &v)) {
+    int r = name ? tool_opt_parse(&ar, name, v, &oo) : 0;
+    if (r < 0) return TOOL_EXIT_USAGE;
+    if (r == 2) return TOOL_EXIT_OK;
+    if (r == 1) continue;
     if (!name) {
       if (file) {
         tool_error(CMD, "more than one FILE ('%s' and '%s')", file, v);
@@ -84,6 +92,9 @@ int tool_cmd_compile(int argc, char **argv) {
     fputs(d, stderr);
     if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
     rc = TOOL_EXIT_USAGE;
+  } else if (tool_module_optimize(m, &oo) != TPUCC_OK) { /* the -O pipeline */
+    tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
+    rc = TOOL_EXIT_FAIL;
   } else if (fputs(tpucc_session_diagnostics(s), stderr) < 0 ||
              tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));

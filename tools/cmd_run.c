@@ -53,7 +53,12 @@ void tool_help_run(FILE *f) {
         "  --rtol=X               relative tolerance (default 1e-5)\n"
         "  --reference=NAME       also run on target NAME with the same inputs and\n"
         "                         compare every result as --expected-output does\n"
-        "  -h, --help             this text\n"
+        "  -h, --help             this text\n",
+        f);
+  tool_help_opt_flags(f);
+  fputs("  (the module runs on the target after the pipeline of the -O level;\n"
+        "  every pass keeps the reference evaluator's values bit for bit, so\n"
+        "  --target=interp gives the same results at -O0 and -O2)\n"
         "\n"
         "targets:\n",
         f);
@@ -82,6 +87,8 @@ typedef struct run_cfg {
   uint64_t seed;
   double atol, rtol;
   int64_t print_max;
+  tool_opt_options opt; /* -O level and pass tooling (cmd_opt.c) */
+  bool listed;          /* --list-passes printed the pipeline */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -98,6 +105,13 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
   c->expected = arena_array(a, (size_t)argc + 1, sizeof(char *));
   const char *name, *v;
   while (tool_args_next(&ar, &name, &v)) {
+    int r = name ? tool_opt_parse(&ar, name, v, &c->opt) : 0;
+    if (r < 0) return false;
+    if (r == 2) {
+      *help = c->listed = true;
+      return true;
+    }
+    if (r == 1) continue;
     if (!name) {
       if (c->file) {
         tool_error(CMD, "more than one FILE ('%s' and '%s')", c->file, v);
@@ -312,6 +326,7 @@ int tool_cmd_run(int argc, char **argv) {
   c.atol = 1e-5;
   c.rtol = 1e-5;
   c.print_max = 1024;
+  tool_opt_options_init(&c.opt);
   bool help = false;
   int rc = TOOL_EXIT_USAGE;
   tpucc_session *s = NULL;
@@ -319,7 +334,7 @@ int tool_cmd_run(int argc, char **argv) {
   tpucc_result *res = NULL, *ref = NULL;
   if (!parse_cmdline(argc, argv, &c, a, &help)) goto done;
   if (help) {
-    tool_help_run(stdout);
+    if (!c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
     goto done;
   }
@@ -352,6 +367,11 @@ int tool_cmd_run(int argc, char **argv) {
     const char *d = tpucc_session_diagnostics(s);
     fputs(d, stderr);
     if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
+    goto done;
+  }
+  if (tool_module_optimize(m, &c.opt) != TPUCC_OK) { /* the -O pipeline */
+    tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
+    rc = TOOL_EXIT_FAIL;
     goto done;
   }
 
