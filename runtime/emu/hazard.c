@@ -40,7 +40,7 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
       return emu_fail(m, EMU_FAULT_RACE,
                       "%s bytes [%llu, %llu) %s by %s at cycle %llu while %s "
                       "still writes them until cycle %llu: a semaphore is "
-                      "missing",
+                      "missing (or two buffers share a granule)",
                       mem_names[mem], (unsigned long long)(g * EMU_GRANULE),
                       (unsigned long long)((g + 1) * EMU_GRANULE),
                       write ? "written" : "read", isa_unit_name(unit),
@@ -52,7 +52,8 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
           return emu_fail(m, EMU_FAULT_RACE,
                           "%s bytes [%llu, %llu) written by %s at cycle %llu "
                           "while %s still reads them until cycle %llu: a "
-                          "semaphore is missing",
+                          "semaphore is missing (or two buffers share a "
+                          "granule)",
                           mem_names[mem],
                           (unsigned long long)(g * EMU_GRANULE),
                           (unsigned long long)((g + 1) * EMU_GRANULE),
