@@ -269,3 +269,74 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
   if (C != ob) emit_cast(e, C, ob, NB * M * N, tpu && K > 0);
   return e->st == ST_OK;
 }
+
+/* ---- convolution as an implicit GEMM ------------------------------------ */
+
+/* NATIVE numerics, float types, no feature/batch groups, no base dilation
+ * or window reversal, output laid out (batch, spatial..., feature): then
+ * out[m, co] = sum_k patches[m, k] * kernel[k, co] with the GEMM kernel,
+ * the patches gathered while packing. Anything else runs elementally. */
+bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
+  const ir_inst *in = llvm_inst(s, id);
+  const ir_attrs *a = &in->a;
+  const ir_conv_dims *cd = &a->conv;
+  const ir_shape *is = &llvm_inst(s, in->ops[0])->shape, *ks = &llvm_inst(s, in->ops[1])->shape;
+  const ir_shape *os = &in->shape;
+  ir_type ot = os->type;
+  int ns = cd->nspatial;
+  bool ok = e->opt.numerics == CPU_NUMERICS_NATIVE && ir_type_is_float(ot) &&
+            ir_type_is_float(is->type) && ir_type_is_float(ks->type) &&
+            (ot == IR_F32 || (is->type == ot && ks->type == ot)) &&
+            a->feature_group_count <= 1 && a->batch_group_count <= 1 &&
+            cd->out_batch == 0 && cd->out_feature == ns + 1 && (!a->has_window || a->window.rank == ns);
+  for (int i = 0; ok && i < ns; i++) {
+    ok = cd->out_spatial[i] == i + 1;
+    if (a->has_window) ok = ok && a->window.dims[i].lhs_dilate == 1 && !a->window.dims[i].reversal;
+  }
+  gemm_conv cv;
+  memset(&cv, 0, sizeof cv);
+  int64_t M = os->dims[0], K = ks->dims[cd->k_in], N = os->dims[ns + 1];
+  if (ok) {
+    int64_t st[IR_MAX_RANK], acc = 1;
+    for (int d = is->rank - 1; d >= 0; d--) {
+      st[d] = acc;
+      acc *= is->dims[d];
+    }
+    cv.in = s->mat[in->ops[0]][0];
+    cv.ns = ns;
+    cv.batch = is->dims[cd->in_batch];
+    cv.cin = is->dims[cd->in_feature];
+    cv.s_b = st[cd->in_batch];
+    cv.s_c = st[cd->in_feature];
+    for (int i = 0; i < ns; i++) {
+      const ir_window_dim *w = a->has_window ? &a->window.dims[i] : NULL;
+      cv.osz[i] = os->dims[i + 1];
+      cv.isz[i] = is->dims[cd->in_spatial[i]];
+      cv.ksz[i] = ks->dims[cd->k_spatial[i]];
+      cv.stride[i] = w ? w->stride : 1;
+      cv.pad_lo[i] = w ? w->pad_lo : 0;
+      cv.rdil[i] = w ? w->rhs_dilate : 1;
+      cv.s_sp[i] = st[cd->in_spatial[i]];
+      M *= cv.osz[i];
+      K *= cv.ksz[i];
+    }
+    ok = cv.cin == ks->dims[cd->k_in] && cv.cin <= 1024 && M > 0 && N > 0 && K > 0 &&
+         (double)M * (double)N * (double)K >= TILED_MIN_FLOPS;
+  }
+  if (!ok) return llvm_emit_kernel(e, s, id);
+  /* The kernel as [K = (spatial..., in feature), N = out feature] in f32. */
+  int64_t xl[IR_MAX_RANK], yl[1] = {cd->k_out};
+  for (int i = 0; i < ns; i++) xl[i] = cd->k_spatial[i];
+  xl[ns] = cd->k_in;
+  ir_shape bs = ir_shape_array(IR_F32, 1, &(int64_t){K * N});
+  cbuf *Bc = llvm_scratch_buf(e, &bs);
+  pack(e, ot, s->mat[in->ops[1]][0], ks, Bc, NULL, 0, xl, ns + 1, yl, 1);
+  cbuf *ob = s->mat[id][0], *C = ob;
+  if (ot != IR_F32) {
+    ir_shape cs = ir_shape_array(IR_F32, 1, &(int64_t){M * N});
+    C = llvm_scratch_buf(e, &cs);
+  }
+  llvm_emit_gemm_conv(e, &cv, Bc, C, M, N, K);
+  if (C != ob) emit_cast(e, C, ob, M * N, false);
+  return e->st == ST_OK;
+}

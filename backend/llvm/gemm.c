@@ -19,10 +19,14 @@
  * so under TPU numerics this kernel is exact; under NATIVE numerics it
  * differs from the evaluator's separate multiply and add in the last bits.
  * When M or N is not a multiple of the tile, the product goes to a padded
- * scratch copy of C and the valid part is copied out. */
+ * scratch copy of C and the valid part is copied out.
+ *
+ * Convolutions use the same kernel as an implicit GEMM: the A-packing step
+ * gathers image patches from the input (zero outside it) instead of reading
+ * a materialised im2col matrix. */
 #include "backend/llvm/lower.h"
 
-enum { KC = 256, TPB = 16 };
+enum { KC_DEFAULT = 256, TPB = 16 };
 
 static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
 
@@ -56,7 +60,8 @@ bool llvm_gemm_wide(const emitter *e) {
 }
 
 /* Bp[b][kb][jt][kk][NR] = B[b][k][jt*NR + jj], zero beyond N. Rows: b, k. */
-static void pack_b(emitter *e, cbuf *B, cbuf *Bp, int64_t NB, int64_t K, int64_t N, int64_t Npad, int NR) {
+static void pack_b(emitter *e, cbuf *B, cbuf *Bp, int64_t NB, int64_t K, int64_t N, int64_t Npad, int NR,
+                   int64_t KC) {
   LLVMBuilderRef b = e->b;
   cbuf *bufs[2] = {B, Bp};
   kfn k;
@@ -90,8 +95,39 @@ static void pack_b(emitter *e, cbuf *B, cbuf *Bp, int64_t NB, int64_t K, int64_t
 }
 
 /* The main kernel: rows are the MR-row tiles of all batches. */
-static void main_kernel(emitter *e, cbuf *A, cbuf *Bp, cbuf *Cp, int64_t NB, int64_t M, int64_t K,
-                        int64_t Mt, int64_t Mpad, int64_t Npad, int VL, int MR) {
+/* The value of A[b][row][k0 + kk] for the pack loop: from a row-major
+ * buffer, or gathered from a convolution input (zero outside the image). */
+typedef struct arow {
+  LLVMValueRef base;                 /* plain: element offset of A[b][row][k0] */
+  LLVMValueRef cbase, pbase[IR_MAX_RANK]; /* conv: batch offset, window origin */
+} arow;
+
+static void a_row(emitter *e, const gemm_conv *cv, LLVMValueRef abase, LLVMValueRef rowc,
+                  LLVMValueRef k0, int64_t K, arow *ar) {
+  LLVMBuilderRef b = e->b;
+  if (!cv) {
+    ar->base = LLVMBuildAdd(b, abase, LLVMBuildAdd(b, LLVMBuildMul(b, rowc, i64c(e, K), ""), k0, ""), "");
+    return;
+  }
+  LLVMValueRef rem = rowc;
+  for (int i = cv->ns - 1; i >= 0; i--) {
+    LLVMValueRef o = LLVMBuildURem(b, rem, i64c(e, cv->osz[i]), "");
+    rem = LLVMBuildUDiv(b, rem, i64c(e, cv->osz[i]), "");
+    ar->pbase[i] = LLVMBuildSub(b, LLVMBuildMul(b, o, i64c(e, cv->stride[i]), ""), i64c(e, cv->pad_lo[i]), "");
+  }
+  ar->cbase = LLVMBuildMul(b, rem, i64c(e, cv->s_b), "");
+}
+
+static LLVMValueRef a_elem(emitter *e, const gemm_conv *cv, cbuf *A, const arow *ar, LLVMValueRef k0,
+                           LLVMValueRef kk, LLVMValueRef row_ok) {
+  (void)cv;
+  (void)k0;
+  LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(e->b, ar->base, kk, "")), 4);
+  return LLVMBuildSelect(e->b, row_ok, v, LLVMConstReal(e->t_f32, 0), "");
+}
+
+static void main_kernel(emitter *e, const gemm_conv *cv, cbuf *A, cbuf *Bp, cbuf *Cp, int64_t NB, int64_t M, int64_t K,
+                        int64_t Mt, int64_t Mpad, int64_t Npad, int VL, int MR, int64_t KC) {
   LLVMBuilderRef b = e->b;
   int NR = 2 * VL;
   LLVMTypeRef vt = LLVMVectorType(e->t_f32, (unsigned)VL);
@@ -99,6 +135,7 @@ static void main_kernel(emitter *e, cbuf *A, cbuf *Bp, cbuf *Cp, int64_t NB, int
   kfn k;
   llvm_kernel_begin(e, &k, bufs, 3, arena_printf(e->a, "k%d.gemm", e->nkernels));
   LLVMValueRef ap_buf = llvm_alloca(e, LLVMArrayType(e->t_f32, (unsigned)(TPB * MR * KC)));
+  /* TPB x MR x KC floats on the stack: at most 768 KiB (KC <= 1024). */
   LLVMSetAlignment(ap_buf, 64);
   LLVMValueRef ap = LLVMBuildPointerCast(b, ap_buf, e->t_ptr, "");
   LLVMValueRef acc[2 * 16];
@@ -134,13 +171,39 @@ static void main_kernel(emitter *e, cbuf *A, cbuf *Bp, cbuf *Cp, int64_t NB, int
     LLVMValueRef row = LLVMBuildAdd(b, row0, rr, "");
     LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, row, i64c(e, M), "");
     LLVMValueRef rowc = LLVMBuildSelect(b, in, row, i64c(e, 0), "");
-    LLVMValueRef src0 = LLVMBuildAdd(b, abase, LLVMBuildAdd(b, LLVMBuildMul(b, rowc, i64c(e, K), ""), k0, ""), "");
+    arow ar;
+    a_row(e, cv, abase, rowc, k0, K, &ar);
     LLVMValueRef dst0 = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), ""), rr, "");
-    LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
-    LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(b, src0, kk, "")), 4);
-    v = LLVMBuildSelect(b, in, v, LLVMConstReal(e->t_f32, 0), "");
-    stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, dst0, LLVMBuildMul(b, kk, i64c(e, MR), ""), "")), 4);
-    llvm_loop_end(e, &lkk);
+    if (!cv) {
+      LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
+      LLVMValueRef v = a_elem(e, cv, A, &ar, k0, kk, in);
+      stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, dst0, LLVMBuildMul(b, kk, i64c(e, MR), ""), "")), 4);
+      llvm_loop_end(e, &lkk);
+    } else {
+      /* K blocks hold whole window positions (KC is a multiple of cin): per
+       * position one bounds check, then a contiguous run of features. */
+      loop lw;
+      LLVMValueRef wp = llvm_loop_begin(e, &lw, i64c(e, 0), LLVMBuildUDiv(b, kc, i64c(e, cv->cin), ""));
+      LLVMValueRef rem = LLVMBuildAdd(b, LLVMBuildUDiv(b, k0, i64c(e, cv->cin), ""), wp, "");
+      LLVMValueRef ok = in, off = ar.cbase;
+      for (int i = cv->ns - 1; i >= 0; i--) {
+        LLVMValueRef w = i > 0 ? LLVMBuildURem(b, rem, i64c(e, cv->ksz[i]), "") : rem;
+        if (i > 0) rem = LLVMBuildUDiv(b, rem, i64c(e, cv->ksz[i]), "");
+        LLVMValueRef p = LLVMBuildAdd(b, ar.pbase[i], LLVMBuildMul(b, w, i64c(e, cv->rdil[i]), ""), "");
+        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, p, i64c(e, cv->isz[i]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, p, i64c(e, cv->s_sp[i]), ""), "");
+      }
+      off = LLVMBuildSelect(b, ok, off, i64c(e, 0), "");
+      LLVMValueRef d1 = LLVMBuildAdd(b, dst0, LLVMBuildMul(b, LLVMBuildMul(b, wp, i64c(e, cv->cin), ""),
+                                                          i64c(e, MR), ""), "");
+      LLVMValueRef ci = llvm_loop_begin(e, &lkk, i64c(e, 0), i64c(e, cv->cin));
+      LLVMValueRef src = LLVMBuildAdd(b, off, LLVMBuildMul(b, ci, i64c(e, cv->s_c), ""), "");
+      LLVMValueRef v = llvm_convert(e, A->type, IR_F32, llvm_load(e, A->type, llvm_buf_ptr(e, A), src));
+      v = LLVMBuildSelect(b, ok, v, LLVMConstReal(e->t_f32, 0), "");
+      stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, d1, LLVMBuildMul(b, ci, i64c(e, MR), ""), "")), 4);
+      llvm_loop_end(e, &lkk);
+      llvm_loop_end(e, &lw);
+    }
     llvm_loop_end(e, &lr);
     llvm_loop_end(e, &lit);
   }
@@ -214,7 +277,7 @@ static void unpad(emitter *e, cbuf *Cp, cbuf *C, int64_t NB, int64_t M, int64_t 
   llvm_kernel_end(e, &k, NB * M, (double)(NB * M * N));
 }
 
-void llvm_emit_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K) {
+static void gemm(emitter *e, const gemm_conv *cv, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K) {
   bool wide = llvm_gemm_wide(e);
   int VL = wide ? 16 : 8, MR = wide ? 12 : 6, NR = 2 * VL;
   int64_t Mt = (M + MR - 1) / MR, Nt = (N + NR - 1) / NR;
@@ -226,7 +289,17 @@ void llvm_emit_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M
     ir_shape cs = ir_shape_array(IR_F32, 1, &(int64_t){NB * Mpad * Npad});
     Cp = llvm_scratch_buf(e, &cs);
   }
-  pack_b(e, B, Bp, NB, K, N, Npad, NR);
-  main_kernel(e, A, Bp, Cp, NB, M, K, Mt, Mpad, Npad, VL, MR);
+  int64_t KC = KC_DEFAULT;
+  if (cv) KC = cv->cin * (cv->cin < KC_DEFAULT ? KC_DEFAULT / cv->cin : 1);
+  pack_b(e, B, Bp, NB, K, N, Npad, NR, KC);
+  main_kernel(e, cv, A, Bp, Cp, NB, M, K, Mt, Mpad, Npad, VL, MR, KC);
   if (Cp != C) unpad(e, Cp, C, NB, M, N, Mpad, Npad);
+}
+
+void llvm_emit_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K) {
+  gemm(e, NULL, A, B, C, NB, M, N, K);
+}
+
+void llvm_emit_gemm_conv(emitter *e, const gemm_conv *cv, cbuf *B, cbuf *C, int64_t M, int64_t N, int64_t K) {
+  gemm(e, cv, cv->in, B, C, 1, M, N, K);
 }

@@ -194,11 +194,27 @@ void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
 /* ---- dot.c ----------------------------------------------------------- */
 /* Emits dot id of s (operands and result materialised). */
 bool llvm_emit_dot(emitter *e, scope *s, ir_id id);
+/* Emits convolution id of s (operands and result materialised): implicit
+ * GEMM when NATIVE and the form allows, else elementally. */
+bool llvm_emit_conv(emitter *e, scope *s, ir_id id);
 
 /* ---- gemm.c ---------------------------------------------------------- */
 /* C = A * B per batch (f32, row-major [NB,M,K] x [NB,K,N] -> [NB,M,N]) with
  * the packed register-tiled kernel; K, M, N >= 1. */
 void llvm_emit_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K);
+/* Implicit-GEMM convolution: A is not a buffer but the image patches of a
+ * convolution input, gathered while packing (no im2col buffer). Row m of A
+ * is the output position (batch, spatial...) row-major; column k is the
+ * window position (spatial... row-major) and input feature (fastest). */
+typedef struct gemm_conv {
+  cbuf *in;
+  int ns;
+  int64_t batch, cin;
+  int64_t osz[IR_MAX_RANK], isz[IR_MAX_RANK], ksz[IR_MAX_RANK];
+  int64_t stride[IR_MAX_RANK], pad_lo[IR_MAX_RANK], rdil[IR_MAX_RANK];
+  int64_t s_b, s_c, s_sp[IR_MAX_RANK]; /* input strides in elements */
+} gemm_conv;
+void llvm_emit_gemm_conv(emitter *e, const gemm_conv *cv, cbuf *B, cbuf *C, int64_t M, int64_t N, int64_t K);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
 

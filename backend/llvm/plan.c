@@ -8,8 +8,8 @@
  *
  * Fused computations (fusion instructions): parameters are bound to the
  * fusion's operands, the root is computed by one loop nest into the
- * fusion's buffers, and each dot inside is materialised (with its operands)
- * so it runs on the dot kernel rather than elementally. */
+ * fusion's buffers, and each dot and convolution inside is materialised
+ * (with its operands) so it runs on the matrix kernels, not elementally. */
 #include "backend/llvm/lower.h"
 
 #include <stdarg.h>
@@ -179,7 +179,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
   for (int i = 0; i < n; i++) {
     ir_id x = order[i];
     const ir_inst *xi = &c->insts.v[x];
-    if (xi->op != IR_OP_DOT || ns->mat[x]) continue;
+    if ((xi->op != IR_OP_DOT && xi->op != IR_OP_CONVOLUTION) || ns->mat[x]) continue;
     for (int k = 0; k < 2; k++) {
       ir_id o = xi->ops[k];
       if (ns->mat[o]) continue;
@@ -188,7 +188,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
       ns->mat[o] = l;
     }
     ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, &xi->shape);
-    if (!llvm_emit_dot(e, ns, x)) return false;
+    if (!(xi->op == IR_OP_DOT ? llvm_emit_dot(e, ns, x) : llvm_emit_conv(e, ns, x))) return false;
   }
   if (ns->mat[c->root] == s->mat[id]) return true;
   return llvm_emit_kernel_to(e, ns, c->root, s->mat[id]);
@@ -335,6 +335,7 @@ bool llvm_lower_entry(emitter *e) {
     if (is_alias(s, in)) continue;
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
+    else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
     else llvm_emit_kernel(e, s, id);
   }
   if (e->st != ST_OK) return false;
