@@ -637,6 +637,11 @@ HANDLER(h_dot) {
     n[1] = 1;
     v[1][0] = n[3];
   }
+  if ((!arg[2] && v[0][0] < 0) || (!arg[3] && v[1][0] >= sy->rank)) {
+    lerr(L, call->loc, "dot: operands %s and %s have no dimensions to contract by default; give lhs_contracting "
+         "and rhs_contracting", lshape_str(L, sx), lshape_str(L, sy));
+    return tv_err();
+  }
   if (n[0] != n[1] || n[2] != n[3]) {
     lerr(L, call->loc, "dot: lhs and rhs need as many contracting (%d vs %d) and batch (%d vs %d) dimensions",
          n[0], n[1], n[2], n[3]);
@@ -647,10 +652,9 @@ HANDLER(h_dot) {
     return tv_err();
   }
   for (int i = 0; i < n[0]; i++)
-    if (v[0][i] >= sx->rank || v[1][i] >= sy->rank || sx->dims[v[0][i]] != sy->dims[v[1][i]]) {
-      lerr(L, call->loc, "dot: contracting dimensions differ (%lld vs %lld)",
-           v[0][i] < sx->rank ? (long long)sx->dims[v[0][i]] : -1LL,
-           v[1][i] < sy->rank ? (long long)sy->dims[v[1][i]] : -1LL);
+    if (sx->dims[v[0][i]] != sy->dims[v[1][i]]) {
+      lerr(L, call->loc, "dot: contracting dimensions differ (%lld vs %lld)", (long long)sx->dims[v[0][i]],
+           (long long)sy->dims[v[1][i]]);
       lnote_origin(L, arg[0]);
       lnote_origin(L, arg[1]);
       return tv_err();
