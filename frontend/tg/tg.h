@@ -1,9 +1,10 @@
 /* tg.h: private interface of the .tg frontend (frontend/tg/).
  *
  * Pipeline: lex.l (flex, reentrant) -> parse.y (bison, pure, locations)
- * builds the syntax tree defined here in the parse arena; lower.c checks
- * types and shapes and lowers the tree to IR, calling the builtin table
- * (builtins.def, handlers in ops_*.c). fe_tg.c is the entry point
+ * builds the syntax tree defined here in the parse arena (ast.c); lower.c
+ * checks and lowers graphs (inlining calls), values.c expressions, and
+ * the builtin table (builtins.def) dispatches to ops_core.c and ops_nn.c;
+ * lower.h is their shared interface. fe_tg.c is the entry point
  * (fe_parse_tg in frontend.h). Nothing here is thread-safe; distinct parses
  * share no state. */
 #ifndef TPUCC_FE_TG_H
