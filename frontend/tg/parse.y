@@ -358,6 +358,15 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, tg_pars
     sb_puts(&b, ", expected ");
     for (int i = 0; i < n; i++)
       sb_printf(&b, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", token_name(exp[i]));
+  } else if (n > 4) {
+    /* many operators could continue an expression: name the closer */
+    for (int i = 0; i < n; i++) {
+      const char *t = yysymbol_name(exp[i]);
+      if (strcmp(t, "')'") == 0 || strcmp(t, "']'") == 0) {
+        sb_printf(&b, ", expected %s or an operator", t);
+        break;
+      }
+    }
   }
   diag_error(p->d, loc, "%s", sb_str(&b));
   sb_free(&b);
