@@ -116,6 +116,12 @@ typedef struct tpurt_device_options {
    * instead of the fast kernel. Same bits and cycle counts, much slower: a
    * mode that proves the fast path, not one to run models with. */
   int mxu_systolic;
+  /* When set, every execution writes a trace to this file (overwritten):
+   * Chrome trace-event JSON, readable by chrome://tracing and Perfetto,
+   * one event per executed instruction on the row of its unit, from its
+   * start for its occupancy (the time axis shows cycles as microseconds).
+   * Copied. */
+  const char *trace_path;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);

@@ -27,6 +27,7 @@ struct tpurt_device {
   char target_text[512];
   uint64_t cycle_limit;
   int mxu_systolic;
+  char *trace_path; /* NULL: no trace */
   emu_machine *emu; /* created at the first execution */
   char msg[MSG_BYTES];
 };
@@ -125,6 +126,15 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
   tgt_format(&t, d->target_text, sizeof d->target_text);
   d->cycle_limit = opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT;
   d->mxu_systolic = opts->mxu_systolic;
+  if (opts->trace_path) {
+    size_t n = strlen(opts->trace_path);
+    d->trace_path = rt_alloc(&a, n + 1);
+    if (!d->trace_path) {
+      rt_free(&a, d);
+      return TPURT_OUT_OF_MEMORY;
+    }
+    memcpy(d->trace_path, opts->trace_path, n + 1);
+  }
   *out_device = d;
   return TPURT_OK;
 }
@@ -133,6 +143,7 @@ void tpurt_device_destroy(tpurt_device_t *dev) {
   if (!dev) return;
   rt_allocator a = dev->alloc;
   emu_destroy(dev->emu);
+  rt_free(&a, dev->trace_path);
   rt_free(&a, dev);
 }
 
@@ -398,6 +409,39 @@ void tpurt_buffer_info(const tpurt_buffer_t *b, tpurt_tensor_info_t *o) {
 
 /* ---- execution ------------------------------------------------------------ */
 
+/* Chrome trace-event output (tpurt_device_options_t.trace_path). */
+typedef struct trace_out {
+  FILE *f;
+  int n;
+} trace_out;
+
+static void trace_event(void *user, int unit, uint32_t pc, uint64_t word,
+                        uint64_t start, uint64_t occ, uint64_t lat) {
+  trace_out *t = user;
+  char text[160] = "?";
+  isa_inst in;
+  if (!isa_decode(word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
+  fprintf(t->f,
+          ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,"
+          "\"ts\":%llu,\"dur\":%llu,\"args\":{\"pc\":%u,\"lat\":%llu}}",
+          text, unit, (unsigned long long)start, (unsigned long long)occ, pc,
+          (unsigned long long)lat);
+  t->n++;
+}
+
+static FILE *trace_open(tpurt_device_t *dev) {
+  FILE *f = fopen(dev->trace_path, "w");
+  if (!f) return NULL;
+  fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
+        "\"args\":{\"name\":\"tpucc core\"}}", f);
+  for (int u = 0; u < TPURT_MAX_UNITS; u++)
+    fprintf(f,
+            ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
+            "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+            u, isa_unit_name(u));
+  return f;
+}
+
 static int shape_matches(const tpurt_buffer_t *b, const tpub_tensor *t) {
   if ((int)b->dtype != t->dtype || b->rank != t->rank) return 0;
   for (int i = 0; i < t->rank; i++)
@@ -489,7 +533,27 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
     memcpy(hbm + img->params[i].hbm_offset, params[i]->data, params[i]->bytes);
   emu_stats es;
   emu_fault ef;
+  trace_out tr = {NULL, 0};
+  if (dev->trace_path) {
+    tr.f = trace_open(dev);
+    if (!tr.f) {
+      rt_free(&dev->alloc, hbm);
+      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace",
+                  dev->trace_path);
+    }
+    emu_set_trace(dev->emu, trace_event, &tr);
+  }
   int rc = emu_run(dev->emu, img, hbm, dev->cycle_limit, &es, &ef);
+  if (tr.f) {
+    emu_set_trace(dev->emu, NULL, NULL);
+    fputs("\n]\n", tr.f);
+    int bad = ferror(tr.f);
+    if (fclose(tr.f) || bad) {
+      rt_free(&dev->alloc, hbm);
+      return fail(dev, TPURT_IO_ERROR, "%s: error writing the trace",
+                  dev->trace_path);
+    }
+  }
   if (out_stats) copy_stats(&es, &dev->target, out_stats);
   if (rc) {
     rt_free(&dev->alloc, hbm);

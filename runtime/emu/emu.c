@@ -84,6 +84,11 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
 
 void emu_set_systolic(emu_machine *m, int on) { m->systolic = on != 0; }
 
+void emu_set_trace(emu_machine *m, emu_trace_fn fn, void *user) {
+  m->trace = fn;
+  m->trace_user = user;
+}
+
 void emu_destroy(emu_machine *m) {
   if (!m) return;
   rt_allocator a = m->alloc;
@@ -336,6 +341,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
           } else {
             if (emu_sem_signal(m, in.a, imm, T + 1, u)) goto fault;
           }
+          if (m->trace) m->trace(m->trace_user, u, pc, w, T, 1, 1);
           us->instructions++;
           break;
         }
@@ -392,6 +398,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
           goto out;
         }
         record_start(m, u, start);
+        if (m->trace) m->trace(m->trace_user, u, pc, w, start, occ, lat);
         q->free_at = start + occ;
         q->done_at = tmax(q->done_at, start + lat);
         us->instructions++;
@@ -400,6 +407,8 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
         break;
       }
     }
+    if (m->trace && isa_info_of((isa_op)in.op)->unit == ISA_SCALAR)
+      m->trace(m->trace_user, ISA_UNIT_SCALAR, pc, w, T, 1, 1);
     if (writes) {
       s[in.a] = r;
       s[0] = 0;
@@ -413,6 +422,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
   }
 done : {
   st->units[ISA_UNIT_SCALAR].instructions++;
+  if (m->trace) m->trace(m->trace_user, ISA_UNIT_SCALAR, pc, code[pc], T, 1, 1);
   emu_time end = T + 1;
   for (int u = 0; u < ISA_UNIT_COUNT; u++)
     end = tmax(end, tmax(m->unit[u].done_at, m->unit[u].free_at));

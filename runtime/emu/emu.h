@@ -79,6 +79,13 @@ void emu_destroy(emu_machine *m); /* accepts NULL */
 int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
             uint64_t cycle_limit, emu_stats *st, emu_fault *f);
 
+/* A trace hook called once per executed instruction with the unit that ran
+ * it, its start cycle, occupancy and latency (scalar instructions: the
+ * front-end cycle, 1, 1). NULL disables tracing. */
+typedef void (*emu_trace_fn)(void *user, int unit, uint32_t pc, uint64_t word,
+                             uint64_t start, uint64_t occ, uint64_t lat);
+void emu_set_trace(emu_machine *m, emu_trace_fn fn, void *user);
+
 /* Selects the MXU arithmetic: 0 the fast kernel (default), 1 the PE-by-PE
  * systolic model, which must give the same bits (a proof mode, slow). */
 void emu_set_systolic(emu_machine *m, int on);
@@ -152,6 +159,8 @@ struct emu_machine {
   emu_time now; /* front-end time of the instruction being executed */
   uint64_t cycle_limit; /* 0: none */
   int systolic;         /* MXU pushes run PE by PE (mxu_systolic.c) */
+  emu_trace_fn trace;
+  void *trace_user;
   int64_t systolic_cycles; /* array cycles the PE-by-PE model stepped */
 };
 

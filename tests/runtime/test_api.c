@@ -140,6 +140,43 @@ static void signature_checks_and_messages(void **state) {
   tpurt_device_destroy(d);
 }
 
+/* A trace has one event per executed instruction, on its unit's row. */
+static void trace_file_has_every_instruction(void **state) {
+  (void)state;
+  char path[] = "/tmp/tpurt_trace_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.trace_path = path;
+  tpurt_device_t *d;
+  assert_int_equal(tpurt_device_create(&o, &d), TPURT_OK);
+  tpurt_program_t *p;
+  assert_int_equal(tpurt_program_assemble(d, addone, strlen(addone), "a.s", &p), TPURT_OK);
+  float x[8][128] = {{0}};
+  int64_t dims[2] = {8, 128};
+  tpurt_buffer_t *bx, *by;
+  assert_int_equal(tpurt_buffer_create(d, TPURT_F32, 2, dims, x, sizeof x, &bx), TPURT_OK);
+  tpurt_stats_t st;
+  assert_int_equal(tpurt_program_execute(p, &bx, 1, &by, 1, &st), TPURT_OK);
+  size_t n = 0;
+  char *json = rt_read_file(path, &n);
+  assert_non_null(json);
+  int events = 0;
+  for (char *q = json; (q = strstr(q, "\"ph\":\"X\"")); q++) events++;
+  assert_int_equal(events, (int)st.instructions);
+  assert_non_null(strstr(json, "{\"name\":\"vaddf v0, v0, v1\",\"ph\":\"X\",\"pid\":1,\"tid\":1,"));
+  assert_non_null(strstr(json, "\"args\":{\"name\":\"dma0\"}"));
+  assert_int_equal(json[0], '[');
+  assert_int_equal(json[n - 2], ']');
+  free(json);
+  remove(path);
+  tpurt_buffer_destroy(bx);
+  tpurt_buffer_destroy(by);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(d);
+}
+
 /* ---- fail-the-Nth allocation ------------------------------------------ */
 
 typedef struct counting {
@@ -216,6 +253,7 @@ int main(void) {
       cmocka_unit_test(versions_and_status_strings),
       cmocka_unit_test(device_targets),
       cmocka_unit_test(signature_checks_and_messages),
+      cmocka_unit_test(trace_file_has_every_instruction),
       cmocka_unit_test(every_allocation_failure_is_clean),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
