@@ -38,9 +38,8 @@ static bool fail(actx *x, const hlo_tok *at, const char *fmt, ...) BASE_PRINTF(3
 static bool fail(actx *x, const hlo_tok *at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  diag_vreport(x->p->d, DIAG_ERROR, at->loc, fmt, ap);
+  fe_hlo_verror(x->p, at->loc, fmt, ap);
   va_end(ap);
-  x->p->errors++;
   return false;
 }
 

@@ -459,7 +459,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
     int32_t prev = strmap_get(b.comp_ids, c->name->text, (size_t)c->name->len);
     if (prev >= 0) {
       fe_hlo_error(p, c->name->loc, "duplicate computation name '%s'", c->name->text);
-      diag_note(p->d, p->comps.v[prev]->name->loc, "'%s' was first defined here",
+      fe_hlo_note(p, p->comps.v[prev]->name->loc, "'%s' was first defined here",
                 c->name->text);
       c->state = ST_DONE; /* never built */
       c->id = IR_NONE;
@@ -498,7 +498,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
       int32_t prev = strmap_get(local, hi->name->text, (size_t)hi->name->len);
       if (prev >= 0) {
         fe_hlo_error(p, hi->name->loc, "duplicate instruction name '%s'", hi->name->text);
-        diag_note(p->d, c->insts.v[prev]->name->loc, "'%s' was first defined here",
+        fe_hlo_note(p, c->insts.v[prev]->name->loc, "'%s' was first defined here",
                   hi->name->text);
         hi->bad = true;
         continue;
@@ -549,6 +549,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
         for (int k = 0; k < in->ncalls; k++) ir_comp_get(m, in->calls[k])->is_fusion = true;
     }
   }
+  fe_hlo_flush(p); /* warnings so far, before the verifier's reports */
   if (ir_verify(m, p->d) > 0) return NULL;
   return m;
 }

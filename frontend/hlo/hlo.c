@@ -17,12 +17,72 @@ src_loc fe_hlo_loc(hlo_parser *p, const hlo_loc *l) {
   return s;
 }
 
+/* At most this many diagnostics are held (the sink stops at 50 errors). */
+enum { MAX_HELD = 4096 };
+
+static void hold(hlo_parser *p, diag_level lvl, src_loc loc, const char *fmt, va_list ap) {
+  if (lvl == DIAG_ERROR) p->errors++;
+  if (p->diags.n >= MAX_HELD) return;
+  strbuf b;
+  sb_init(&b);
+  sb_vprintf(&b, fmt, ap);
+  const char *msg = arena_strdup(p->scratch, sb_str(&b));
+  sb_free(&b);
+  hlo_diag hd;
+  memset(&hd, 0, sizeof hd);
+  hd.loc = loc;
+  hd.level = lvl;
+  hd.msg = msg;
+  hd.seq = p->diags.n;
+  if (lvl == DIAG_NOTE && p->diags.n) {
+    hd.group = p->diags.v[p->diags.n - 1].group;
+    hd.anchor = p->diags.v[p->diags.n - 1].anchor;
+  } else {
+    hd.group = p->diags.n;
+    hd.anchor = loc;
+  }
+  VEC_PUSH(p->scratch, p->diags, hd);
+}
+
+void fe_hlo_verror(hlo_parser *p, src_loc loc, const char *fmt, va_list ap) {
+  hold(p, DIAG_ERROR, loc, fmt, ap);
+}
+
 void fe_hlo_error(hlo_parser *p, src_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  diag_vreport(p->d, DIAG_ERROR, loc, fmt, ap);
+  hold(p, DIAG_ERROR, loc, fmt, ap);
   va_end(ap);
-  p->errors++;
+}
+
+void fe_hlo_warning(hlo_parser *p, src_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  hold(p, DIAG_WARNING, loc, fmt, ap);
+  va_end(ap);
+}
+
+void fe_hlo_note(hlo_parser *p, src_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  hold(p, DIAG_NOTE, loc, fmt, ap);
+  va_end(ap);
+}
+
+static int by_location(const void *a, const void *b) {
+  const hlo_diag *x = a, *y = b;
+  if (x->anchor.line != y->anchor.line) return x->anchor.line < y->anchor.line ? -1 : 1;
+  if (x->anchor.col != y->anchor.col) return x->anchor.col < y->anchor.col ? -1 : 1;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void fe_hlo_flush(hlo_parser *p) {
+  if (p->diags.n > 1)
+    qsort(p->diags.v, (size_t)p->diags.n, sizeof(hlo_diag), by_location);
+  for (int i = 0; i < p->diags.n; i++)
+    diag_report(p->d, p->diags.v[i].level, p->diags.v[i].loc, "%s", p->diags.v[i].msg);
+  p->diags.n = 0;
 }
 
 bool fe_hlo_int(hlo_parser *p, const hlo_tok *t, int64_t *out) {
@@ -231,6 +291,7 @@ ir_module *fe_parse_hlo(const char *file, const char *text, size_t len, diag *d)
     }
     if (rc == 0) m = fe_hlo_build(&p);
   }
+  fe_hlo_flush(&p);
   arena_destroy(p.scratch);
   if (!m) ir_module_destroy(p.m);
   return m;

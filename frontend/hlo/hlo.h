@@ -98,6 +98,17 @@ typedef struct hlo_comp {
   hlo_instvec insts;   /* in text order, nested instructions before users */
 } hlo_comp;
 
+/* A diagnostic held back until the parse ends, so that they come out in
+ * source order (parse, resolution and build find them in different
+ * orders). A note belongs to the error before it. */
+typedef struct hlo_diag {
+  src_loc loc;
+  diag_level level;
+  const char *msg;
+  int32_t group, seq;
+  src_loc anchor; /* the group's error location: the sort key */
+} hlo_diag;
+
 typedef struct hlo_parser {
   arena *scratch;
   ir_module *m;
@@ -114,10 +125,18 @@ typedef struct hlo_parser {
   VEC(hlo_comp *) comps;
   hlo_instvec pending;  /* instructions of the computation being parsed */
   int errors;           /* errors reported while parsing */
+  VEC(hlo_diag) diags;  /* held back; see fe_hlo_flush */
 } hlo_parser;
 
 src_loc fe_hlo_loc(hlo_parser *p, const hlo_loc *l);
+/* Diagnostics of the importer: held back and sorted by location, then
+ * written to the sink by fe_hlo_flush. fe_hlo_note attaches to the last
+ * error; fe_hlo_verror counts errors in p->errors. */
 void fe_hlo_error(hlo_parser *p, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
+void fe_hlo_verror(hlo_parser *p, src_loc loc, const char *fmt, va_list ap);
+void fe_hlo_warning(hlo_parser *p, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
+void fe_hlo_note(hlo_parser *p, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
+void fe_hlo_flush(hlo_parser *p);
 
 /* Builds an array shape from a type name and dims; reports errors and
  * returns a shape of type IR_TYPE_INVALID on failure. layout may be NULL. */

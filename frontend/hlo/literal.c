@@ -33,9 +33,8 @@ static bool lfail(lctx *c, const hlo_tok *t, const char *fmt, ...) BASE_PRINTF(3
 static bool lfail(lctx *c, const hlo_tok *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  diag_vreport(c->p->d, DIAG_ERROR, t->loc, fmt, ap);
+  fe_hlo_verror(c->p, t->loc, fmt, ap);
   va_end(ap);
-  c->p->errors++;
   return false;
 }
 
@@ -244,7 +243,7 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
               "most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
         return NULL;
       }
-      diag_report(p->d, DIAG_WARNING, tk[0]->loc,
+      fe_hlo_warning(p, tk[0]->loc,
                   "scalar literal for an array constant: every element is set to %s "
                   "(XLA sets only the first)", tk[0]->text);
     }
@@ -266,7 +265,7 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
             "at most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
       return NULL;
     }
-    diag_report(p->d, DIAG_WARNING, tk[0]->loc, "elided constant {...}: filled with zeros");
+    fe_hlo_warning(p, tk[0]->loc, "elided constant {...}: filled with zeros");
     return ir_literal_create(p->m->arena, s);
   }
   if (s->rank == 0) {
