@@ -26,7 +26,7 @@
  * a materialised im2col matrix. */
 #include "backend/llvm/lower.h"
 
-enum { KC_DEFAULT = 256, TPB = 16 };
+enum { KC_DEFAULT = 256, TPB = 16, JC = 8 };
 
 static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
 
@@ -207,12 +207,19 @@ static void main_kernel(emitter *e, const gemm_conv *cv, cbuf *A, cbuf *Bp, cbuf
     llvm_loop_end(e, &lr);
     llvm_loop_end(e, &lit);
   }
-  /* sweep the B panels */
-  LLVMValueRef jt = llvm_loop_begin(e, &ljt, i64c(e, 0), i64c(e, Npad / NR));
+  /* Sweep the B panels in chunks of JC: for each chunk, each A tile walks
+   * its C rows along JC panels (C streams along rows; the chunk of B, JC x
+   * kc x NR floats, stays in L2 and the A tile in L1). */
+  loop ljc;
+  int64_t Nt = Npad / NR;
+  LLVMValueRef jc = llvm_loop_begin(e, &ljc, i64c(e, 0), i64c(e, (Nt + JC - 1) / JC));
+  LLVMValueRef j0 = LLVMBuildMul(b, jc, i64c(e, JC), "");
+  LLVMValueRef j1 = imin(e, LLVMBuildAdd(b, j0, i64c(e, JC), ""), i64c(e, Nt));
+  LLVMValueRef it = llvm_loop_begin(e, &lit2, i64c(e, 0), nt);
+  LLVMValueRef jt = llvm_loop_begin(e, &ljt, j0, j1);
   LLVMValueRef bpo = LLVMBuildAdd(b, LLVMBuildMul(b, bi, i64c(e, K * Npad), ""),
                                   LLVMBuildMul(b, k0, i64c(e, Npad), ""), "");
   bpo = LLVMBuildAdd(b, bpo, LLVMBuildMul(b, LLVMBuildMul(b, jt, kc, ""), i64c(e, NR), ""), "");
-  LLVMValueRef it = llvm_loop_begin(e, &lit2, i64c(e, 0), nt);
   LLVMValueRef apo = LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), "");
   LLVMValueRef crow = LLVMBuildAdd(b, LLVMBuildMul(b, bi, i64c(e, Mpad), ""),
                                    LLVMBuildMul(b, LLVMBuildAdd(b, t0, it, ""), i64c(e, MR), ""), "");
@@ -247,8 +254,9 @@ static void main_kernel(emitter *e, const gemm_conv *cv, cbuf *A, cbuf *Bp, cbuf
       LLVMValueRef p = fptr(e, vt, llvm_buf_ptr(e, Cp), LLVMBuildAdd(b, co, i64c(e, r * Npad + v * VL), ""));
       stv(e, LLVMBuildLoad2(b, vt, acc[r * 2 + v], ""), p, 4);
     }
-  llvm_loop_end(e, &lit2);
   llvm_loop_end(e, &ljt);
+  llvm_loop_end(e, &lit2);
+  llvm_loop_end(e, &ljc);
   llvm_loop_end(e, &lkb);
   LLVMBuildStore(b, LLVMBuildAdd(b, pos, nt, ""), posv);
   llvm_level_pop(e);
