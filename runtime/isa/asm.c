@@ -35,6 +35,8 @@ typedef struct asm_state {
   int nsyms;
   tpub_image *img;
   uint32_t code_cap, param_cap, result_cap, const_cap;
+  uint32_t smem_cap;     /* words allocated for img->smem */
+  uint64_t last_cap;     /* bytes allocated for the last constant's data */
   int pass;
 } asm_state;
 
@@ -394,15 +396,26 @@ static void add_const(asm_state *s, uint64_t off, const uint8_t *data,
   tpub_image *img = s->img;
   tpub_const *last = img->nconsts ? &img->consts[img->nconsts - 1] : NULL;
   if (last && last->hbm_offset + last->size == off) {
-    uint8_t *nd = rt_alloc(s->a, (size_t)last->size + n);
-    if (!nd) {
-      s->oom = 1;
-      return;
+    /* Grow geometrically: disassembled programs spell big constants as
+     * thousands of adjacent 64-byte lines. */
+    if (last->size + n > s->last_cap) {
+      uint64_t nc = s->last_cap ? s->last_cap : 1024;
+      while (nc < last->size + n) nc *= 2;
+      if (nc > SIZE_MAX) {
+        s->oom = 1;
+        return;
+      }
+      uint8_t *nd = rt_alloc(s->a, (size_t)nc);
+      if (!nd) {
+        s->oom = 1;
+        return;
+      }
+      memcpy(nd, last->data, (size_t)last->size);
+      rt_free(s->a, last->data);
+      last->data = nd;
+      s->last_cap = nc;
     }
-    memcpy(nd, last->data, (size_t)last->size);
-    memcpy(nd + last->size, data, n);
-    rt_free(s->a, last->data);
-    last->data = nd;
+    memcpy(last->data + last->size, data, n);
     last->size += n;
     return;
   }
@@ -417,6 +430,7 @@ static void add_const(asm_state *s, uint64_t off, const uint8_t *data,
   }
   memcpy(nd, data, n);
   img->consts[img->nconsts++] = (tpub_const){off, n, nd};
+  s->last_cap = n;
 }
 
 static void dir_const(asm_state *s, const char *p, const char *end) {
@@ -528,18 +542,20 @@ static void dir_smem(asm_state *s, const char *p, const char *end) {
       error_at(s, p, "SMEM image larger than 1 MiB");
       return;
     }
-    if (w >= img->nsmem) {
-      uint32_t cap = img->nsmem;
-      uint32_t *ns = rt_calloc(s->a, w + 1, 4);
+    if (w >= s->smem_cap) {
+      uint32_t nc = s->smem_cap ? s->smem_cap : 64;
+      while (nc <= w) nc *= 2;
+      uint32_t *ns = rt_calloc(s->a, nc, 4);
       if (!ns) {
         s->oom = 1;
         return;
       }
-      if (cap) memcpy(ns, img->smem, (size_t)cap * 4);
+      if (img->nsmem) memcpy(ns, img->smem, (size_t)img->nsmem * 4);
       rt_free(s->a, img->smem);
       img->smem = ns;
-      img->nsmem = w + 1;
+      s->smem_cap = nc;
     }
+    if (w >= img->nsmem) img->nsmem = w + 1;
     img->smem[w++] = (uint32_t)v;
     p = skip_ws(q, end);
     if (p < end && *p == ',') p++;

@@ -183,6 +183,40 @@ static void asm_disasm_every_instruction(void **state) {
   free(text);
 }
 
+/* Disassembly spells a big constant as thousands of adjacent lines; the
+ * assembler merges them back in linear time. */
+static void disasm_asm_large_constant(void **state) {
+  (void)state;
+  enum { BYTES = 2 << 20, WORDS = 20000 };
+  char err[1024];
+  tpub_image *img = NULL;
+  const char *src = ".hbm 4194304\nhalt\n";
+  assert_int_equal(isa_assemble(src, strlen(src), "c.s", NULL, &img, err, sizeof err), 0);
+  img->consts = calloc(1, sizeof(tpub_const));
+  img->consts[0].hbm_offset = 4096;
+  img->consts[0].size = BYTES;
+  img->consts[0].data = malloc(BYTES);
+  uint64_t seed = 9;
+  for (size_t i = 0; i < BYTES; i++) img->consts[0].data[i] = (uint8_t)rt_rand(&seed);
+  img->nconsts = 1;
+  img->smem = calloc(WORDS, 4);
+  for (uint32_t i = 0; i < WORDS; i++) img->smem[i] = i * 2654435761u;
+  img->nsmem = WORDS;
+  char *dis;
+  size_t dlen;
+  assert_int_equal(isa_disassemble(img, NULL, &dis, &dlen), 0);
+  tpub_image *img2 = NULL;
+  assert_int_equal(isa_assemble(dis, dlen, "dis.s", NULL, &img2, err, sizeof err), 0);
+  assert_int_equal(img2->nconsts, 1);
+  assert_int_equal(img2->consts[0].size, BYTES);
+  assert_memory_equal(img2->consts[0].data, img->consts[0].data, BYTES);
+  assert_int_equal(img2->nsmem, WORDS);
+  assert_memory_equal(img2->smem, img->smem, WORDS * 4);
+  free(dis);
+  tpub_free(img);
+  tpub_free(img2);
+}
+
 static void assembler_reports_errors_with_location(void **state) {
   (void)state;
   const char *src = "  sli s1, 5\n  vaddf v1, v2\n  frob s1\n  jmp nowhere\n  halt\n";
@@ -298,6 +332,7 @@ int main(void) {
       cmocka_unit_test(encode_decode_every_instruction),
       cmocka_unit_test(decode_rejects_unused_fields),
       cmocka_unit_test(asm_disasm_every_instruction),
+      cmocka_unit_test(disasm_asm_large_constant),
       cmocka_unit_test(assembler_reports_errors_with_location),
       cmocka_unit_test(targets_presets_and_overrides),
       cmocka_unit_test(verifier_rejects_with_reasons),
