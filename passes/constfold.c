@@ -101,8 +101,9 @@ bool pass_constfold(ir_module *m, pass_ctx *ctx) {
         pass_explain(ctx, PASS, in->name, "not folded: %s", why[0] ? why : "no value");
         continue;
       }
-      pass_explain(ctx, PASS, in->name, "%s of constants folded (%lld elements)",
-                   ir_op_name(in->op), (long long)ir_shape_count(&in->shape));
+      pass_explain(ctx, PASS, in->name, "%s of constants folded (%lld element%s)",
+                   ir_op_name(in->op), (long long)ir_shape_count(&in->shape),
+                   ir_shape_count(&in->shape) == 1 ? "" : "s");
       ir_inst k;
       memset(&k, 0, sizeof k);
       k.op = IR_OP_CONSTANT;

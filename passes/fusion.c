@@ -28,7 +28,8 @@
  *     never fused;
  *   - a fusion holds at most MAX_MEMBERS instructions;
  *   - a group is materialised only when it has two or more instructions
- *     other than scalar constants.
+ *     other than scalar constants, or when its root is a reduce (a reduce
+ *     alone becomes a kInput fusion, so multi-output fusion can merge it).
  * Each decision and refusal is recorded with pass_explain:
  *   fusion: %x: fused into %root (kLoop)
  *   fusion: %x: not fused: producer %x has 3 users and is not cheap
@@ -332,6 +333,7 @@ static void materialise(fctx *f, int g) {
 }
 
 static bool worth_it(fctx *f, int g) {
+  if (I(f, f->groups.v[g].root)->op == IR_OP_REDUCE) return true; /* a hero: always a kernel */
   int real = 0;
   for (ir_id i = 0; i <= f->groups.v[g].root; i++)
     if (in_group(f, i, g) && I(f, i)->op != IR_OP_CONSTANT) real++;

@@ -30,13 +30,21 @@ typedef struct sctx {
   ir_module *m;
   ir_comp_id c;
   pass_ctx *ctx;
+  ir_id fresh; /* instructions from this id on were built by this rewrite */
 } sctx;
 
 static ir_inst *I(sctx *s, ir_id id) { return ir_inst_get(s->m, s->c, id); }
 static const ir_comp *C(sctx *s) { return ir_comp_get(s->m, s->c); }
 
+/* Records rewrite `what` of id into `to`. An instruction built for the
+ * rewrite (id >= fresh) takes id's name: id dies, nothing else uses it. */
 static ir_id note(sctx *s, ir_id id, ir_id to, const char *what) {
-  pass_explain(s->ctx, PASS, I(s, id)->name, "%s -> %%%s", what, I(s, to)->name);
+  if (to >= s->fresh) {
+    I(s, to)->name = I(s, id)->name;
+    pass_explain(s->ctx, PASS, I(s, id)->name, "%s -> new %s", what, ir_op_name(I(s, to)->op));
+  } else {
+    pass_explain(s->ctx, PASS, I(s, id)->name, "%s -> %%%s", what, I(s, to)->name);
+  }
   return to;
 }
 
@@ -144,6 +152,7 @@ static ir_id simplify_one(sctx *s, ir_id id) {
     proto.op = IR_OP_CONSTANT;
     proto.shape = ir_shape_scalar(in->shape.type);
     proto.loc = in->loc;
+    proto.name = ir_unique_name(s->m, arena_printf(s->m->arena, "%s.scalar", in->name));
     ir_literal *sl = ir_literal_create(s->m->arena, &proto.shape);
     memcpy(sl->data, l->data, (size_t)ir_type_size(in->shape.type));
     proto.a.literal = sl;
@@ -247,7 +256,7 @@ static ir_id simplify_one(sctx *s, ir_id id) {
 }
 
 static bool simplify_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
-  sctx s = {m, c, ctx};
+  sctx s = {m, c, ctx, 0};
   bool changed = false;
   for (int round = 0; round < 4; round++) {
     int n = ir_comp_get(m, c)->insts.n;
@@ -257,6 +266,7 @@ static bool simplify_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
       ir_inst *in = I(&s, i);
       if (in->dead) continue;
       for (int k = 0; k < in->nops; k++) in->ops[k] = pr_find(&mp, in->ops[k]);
+      s.fresh = ir_comp_get(m, c)->insts.n;
       ir_id r = simplify_one(&s, i);
       if (r != IR_NONE && r != i) {
         mp.v[i] = r;
