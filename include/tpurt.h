@@ -114,7 +114,8 @@ typedef struct tpurt_device_options {
   uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^10 */
   /* Nonzero: every MXU push runs PE by PE through the systolic-array model
    * instead of the fast kernel. Same bits and cycle counts, much slower: a
-   * mode that proves the fast path, not one to run models with. */
+   * mode that proves the fast path, not one to run models with. Its
+   * per-push scratch memory comes from malloc, not from the allocator. */
   int mxu_systolic;
   /* When set, every execution writes a trace to this file (overwritten):
    * Chrome trace-event JSON, readable by chrome://tracing and Perfetto,
