@@ -15,6 +15,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* Inline generation recurses once per chained instruction (gen.c); longer
+ * chains in a fusion are cut by materialising, in reducers refused. */
+enum { MAX_INLINE_DEPTH = 2000, FUSION_CUT_DEPTH = 256 };
+
 bool llvm_fail(emitter *e, base_status st, const char *fmt, ...) {
   if (e->st != ST_OK) return false;
   e->st = st;
@@ -138,10 +142,34 @@ static ir_id *post_order(emitter *e, const ir_comp *c, int *out_n) {
 
 /* ---- checks ------------------------------------------------------------- */
 
-static bool check_comp(emitter *e, ir_comp_id cid, int depth) {
+/* The longest operand chain below the root (instructions on the path). */
+static int chain_depth(emitter *e, const ir_comp *c) {
+  int n;
+  ir_id *order = post_order(e, c, &n);
+  int32_t *d = arena_array(e->a, (size_t)c->insts.n + 1, sizeof(int32_t));
+  int best = 0;
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &c->insts.v[order[i]];
+    int x = 0;
+    for (int k = 0; k < in->nops; k++)
+      if (in->ops[k] >= 0 && in->ops[k] < c->insts.n && d[in->ops[k]] > x) x = d[in->ops[k]];
+    d[order[i]] = x + 1;
+    if (x + 1 > best) best = x + 1;
+  }
+  return best;
+}
+
+/* depth: call nesting (0 = entry). Computations generated inline (reducers,
+ * nested fusions) recurse once per chained instruction in gen.c, so their
+ * chains are bounded; fusions called from the entry materialise long
+ * chains instead (emit_fusion). */
+static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion) {
   const ir_comp *c = &e->m->comps.v[cid];
   if (depth > 16) return llvm_fail(e, ST_UNSUPPORTED, "%s: calls nest too deeply", c->name);
-  if (c->root < 0) return llvm_fail(e, ST_INVALID_ARGUMENT, "%s: no root", c->name);
+  if (c->root < 0 || c->root >= c->insts.n) return llvm_fail(e, ST_INVALID_ARGUMENT, "%s: no root", c->name);
+  if (depth >= 1 && !entry_fusion && chain_depth(e, c) > MAX_INLINE_DEPTH)
+    return llvm_fail(e, ST_UNSUPPORTED, "%s: a called computation with a chain of more than %d instructions",
+                     c->name, MAX_INLINE_DEPTH);
   for (int i = 0; i < c->insts.n; i++) {
     const ir_inst *in = &c->insts.v[i];
     if (in->dead) continue;
@@ -152,12 +180,14 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth) {
       if (!ir_shape_elements(ls, &cnt) || ls->type >= IR_TUPLE)
         return llvm_fail(e, ST_UNSUPPORTED, "%s: unsupported shape", in->name);
     }
+    if (in->op == IR_OP_CONSTANT && in->a.literal && in->a.literal->nbytes > ((size_t)1 << 31))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: constants above 2 GiB are not supported", in->name);
     if ((in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW) && in->nops / 2 > IR_MAX_RANK * 2)
       return llvm_fail(e, ST_UNSUPPORTED, "%s: too many reduce operands", in->name);
     if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape.type != IR_TUPLE)
       return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form", in->name);
     for (int k = 0; k < in->ncalls; k++)
-      if (!check_comp(e, in->calls[k], depth + 1)) return false;
+      if (!check_comp(e, in->calls[k], depth + 1, depth == 0 && in->op == IR_OP_FUSION)) return false;
   }
   return true;
 }
@@ -176,9 +206,21 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
   }
   int n;
   ir_id *order = post_order(e, c, &n);
+  int32_t *depth = arena_array(e->a, (size_t)c->insts.n + 1, sizeof(int32_t));
   for (int i = 0; i < n; i++) {
     ir_id x = order[i];
     const ir_inst *xi = &c->insts.v[x];
+    int dx = 0;
+    for (int k = 0; k < xi->nops; k++)
+      if (depth[xi->ops[k]] > dx) dx = depth[xi->ops[k]];
+    depth[x] = ns->mat[x] ? 0 : dx + 1;
+    if (depth[x] > FUSION_CUT_DEPTH && x != c->root && xi->op != IR_OP_PARAMETER) {
+      /* A long inline chain: materialise here so generation stays shallow. */
+      cbuf **l = scratch_leaves(e, &xi->shape);
+      if (!llvm_emit_kernel_to(e, ns, x, l)) return false;
+      ns->mat[x] = l;
+      depth[x] = 0;
+    }
     if ((xi->op != IR_OP_DOT && xi->op != IR_OP_CONVOLUTION) || ns->mat[x]) continue;
     for (int k = 0; k < 2; k++) {
       ir_id o = xi->ops[k];
@@ -189,6 +231,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     }
     ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, &xi->shape);
     if (!(xi->op == IR_OP_DOT ? llvm_emit_dot(e, ns, x) : llvm_emit_conv(e, ns, x))) return false;
+    depth[x] = 0;
   }
   if (ns->mat[c->root] == s->mat[id]) return true;
   return llvm_emit_kernel_to(e, ns, c->root, s->mat[id]);
@@ -292,7 +335,7 @@ bool llvm_lower_entry(emitter *e) {
   const ir_module *m = e->m;
   if (m->entry < 0 || m->entry >= m->comps.n)
     return llvm_fail(e, ST_INVALID_ARGUMENT, "module has no entry computation");
-  if (!check_comp(e, m->entry, 0)) return false;
+  if (!check_comp(e, m->entry, 0, false)) return false;
   scope *s = llvm_scope_new(e, m->entry, NULL);
   e->entry_scope = s;
   const ir_comp *c = s->c;

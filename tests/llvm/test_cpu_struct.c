@@ -476,13 +476,54 @@ static void fusions(void **state) {
   }
 }
 
+/* A fusion whose computation is a chain of 3000 elementwise ops: the
+ * backend cuts it into shallow pieces instead of recursing 3000 deep. A
+ * reducer with a 2500-long chain is refused with a message. */
+static void long_chains(void **state) {
+  (void)state;
+  tmod m = tm_new("chain");
+  ir_comp_id fc = ir_comp_add(m.m, "fused");
+  ir_comp_get(m.m, fc)->is_fusion = true;
+  ir_comp_id main = m.c;
+  m.c = fc;
+  ir_id x = tm_param(&m, 0, IR_F32, 1, D(1000)), v = x;
+  for (int i = 0; i < 3000; i++) v = tm_op(&m, i % 3 == 2 ? IR_OP_SUBTRACT : IR_OP_ADD, (ir_id[]){v, x}, 2, NULL);
+  ir_comp_get(m.m, fc)->root = v;
+  ir_comp_finish(m.m, fc);
+  m.c = main;
+  ir_id p = tm_param(&m, 0, IR_F32, 1, D(1000));
+  ir_attrs fa;
+  memset(&fa, 0, sizeof fa);
+  assert_true(run(&m, tm_call(&m, IR_OP_FUSION, &p, 1, &fa, fc), CPU_NUMERICS_STRICT, 1, 0, "long fusion chain"));
+
+  tmod r = tm_new("deep_reducer");
+  ir_comp_id rc = ir_comp_add(r.m, "reducer");
+  r.c = rc;
+  ir_id a = tm_param(&r, 0, IR_F32, 0, NULL), b = tm_param(&r, 1, IR_F32, 0, NULL), w = a;
+  for (int i = 0; i < 2500; i++) w = tm_op(&r, IR_OP_ADD, (ir_id[]){w, b}, 2, NULL);
+  ir_comp_get(r.m, rc)->root = w;
+  ir_comp_finish(r.m, rc);
+  r.c = 0;
+  ir_id ps[2] = {tm_param(&r, 0, IR_F32, 1, D(10)), tm_const_f32(&r, 0)};
+  ir_attrs ra;
+  memset(&ra, 0, sizeof ra);
+  ra.dimensions = tm_ints(r.m->arena, 1, D(0));
+  tm_finish(&r, tm_call(&r, IR_OP_REDUCE, ps, 2, &ra, rc));
+  cpu_exe *ex = NULL;
+  char err[256];
+  assert_int_equal(cpu_compile(r.m, NULL, &ex, err, sizeof err), ST_UNSUPPORTED);
+  assert_non_null(strstr(err, "chain of more than"));
+  assert_null(ex);
+  ir_module_destroy(r.m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(data_movement),   cmocka_unit_test(reductions),
       cmocka_unit_test(variadic_reduce_argmax), cmocka_unit_test(reduce_window),
       cmocka_unit_test(dots_strict),     cmocka_unit_test(dots_native),
       cmocka_unit_test(dots_tpu_numerics), cmocka_unit_test(convolutions),
-      cmocka_unit_test(fusions),
+      cmocka_unit_test(fusions),         cmocka_unit_test(long_chains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
