@@ -12,6 +12,13 @@ void tool_help_compile(FILE *f) {
         "  --emit=KIND        what to write (default hlo):\n"
         "                       hlo   the verified module as HLO text, readable\n"
         "                             again by tpucc\n"
+        "                       tpub  a TPU program for --target (backend/tpu),\n"
+        "                             the default when -o names a .tpub file\n"
+        "                       asm   the TPU program as assembler text\n"
+        "  --target=SPEC      TPU target of tpub/asm (default v3; v2, overrides\n"
+        "                     such as v3,mxu=64x64,vmem=8MiB)\n"
+        "  --precision=P      default|high|highest: bf16 passes of f32 dots (1, 3, 6)\n"
+        "  --memory-report    print peak VMEM/HBM and the largest buffers\n"
         "  -o FILE            write to FILE instead of standard output (- is stdout)\n"
         "  --entry=NAME       .tg only: the graph to compile (default: the last)\n"
         "  --language=hlo|tg  override the choice by file extension\n"
@@ -28,7 +35,8 @@ static const char *const CMD = "tpucc compile";
 
 int tool_cmd_compile(int argc, char **argv) {
   tool_args ar = {argc, 0, argv, CMD, false};
-  const char *file = NULL, *out = NULL, *emit = "hlo", *name, *v;
+  const char *file = NULL, *out = NULL, *emit = NULL, *name, *v;
+  tool_tpu_opts tpo = {0};
   tpucc_compile_options co;
   tpucc_compile_options_init(&co);
   tool_opt_options oo;
@@ -47,6 +55,12 @@ int tool_cmd_compile(int argc, char **argv) {
     } else if (!strcmp(name, "h") || !strcmp(name, "help")) {
       tool_help_compile(stdout);
       return TOOL_EXIT_OK;
+    } else if (!strcmp(name, "memory-report")) {
+      tpo.memory_report = true;
+    } else if (!strcmp(name, "target") || !strcmp(name, "precision")) {
+      if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
+      if (name[0] == 't') tpo.target = v;
+      else tpo.precision = v;
     } else if (!strcmp(name, "emit") || !strcmp(name, "o") || !strcmp(name, "entry") ||
                !strcmp(name, "language")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
@@ -74,8 +88,12 @@ int tool_cmd_compile(int argc, char **argv) {
     tool_error(CMD, "no FILE given (see tpucc compile --help)");
     return TOOL_EXIT_USAGE;
   }
-  if (strcmp(emit, "hlo") != 0) {
-    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo)", emit);
+  if (!emit) {
+    size_t ol = out ? strlen(out) : 0;
+    emit = ol > 5 && !strcmp(out + ol - 5, ".tpub") ? "tpub" : "hlo";
+  }
+  if (strcmp(emit, "hlo") != 0 && strcmp(emit, "tpub") != 0 && strcmp(emit, "asm") != 0) {
+    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo, tpub, asm)", emit);
     return TOOL_EXIT_USAGE;
   }
   tpucc_session *s;
@@ -95,6 +113,13 @@ int tool_cmd_compile(int argc, char **argv) {
   } else if (tool_module_optimize(m, &oo) != TPUCC_OK) { /* the -O pipeline */
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
+  } else if (strcmp(emit, "hlo") != 0) { /* a TPU program */
+    char err[8192];
+    base_status st = tool_tpu_emit(tool_module_ir(m), &tpo, emit, out, err, sizeof err);
+    if (st != ST_OK) {
+      fprintf(stderr, "%s\n", err);
+      rc = st == ST_IO_ERROR ? TOOL_EXIT_FAIL : TOOL_EXIT_USAGE;
+    }
   } else if (fputs(tpucc_session_diagnostics(s), stderr) < 0 ||
              tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));

@@ -9,6 +9,9 @@
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
 #endif
+#ifdef TPUCC_HAVE_TPU
+#include "backend/tpu/tpu.h" /* v3, v2: backend/tpu on libtpurt's emulator */
+#endif
 
 /* interp: the reference evaluator, the oracle every backend is checked
  * against. */
@@ -22,6 +25,10 @@ static base_status run_interp(const ir_module *m, int64_t max_bytes, ir_literal 
 
 const tool_target tool_targets[] = {
     {"interp", "the reference evaluator (ir/eval.c): exact and slow, the oracle", run_interp},
+#ifdef TPUCC_HAVE_TPU
+    {"v3", "TPU v3 core on the emulator (backend/tpu): 2 MXUs 128x128, 940 MHz", tpu_run_v3},
+    {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", tpu_run_v2},
+#endif
 #ifdef TPUCC_HAVE_LLVM
     {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", cpu_run_target},
 #endif
@@ -32,4 +39,66 @@ const tool_target *tool_target_find(const char *name) {
   for (int i = 0; i < tool_ntargets; i++)
     if (strcmp(tool_targets[i].name, name) == 0) return &tool_targets[i];
   return NULL;
+}
+
+/* ---- TPU backend hooks (tools.h) ----------------------------------------- */
+
+#ifdef TPUCC_HAVE_TPU
+static bool precision_of(const char *p, ir_precision *out) {
+  if (!p || !strcmp(p, "default")) *out = IR_PREC_DEFAULT;
+  else if (!strcmp(p, "high")) *out = IR_PREC_HIGH;
+  else if (!strcmp(p, "highest")) *out = IR_PREC_HIGHEST;
+  else return false;
+  return true;
+}
+#endif
+
+base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
+                          const char *out, char *err, size_t errlen) {
+#ifdef TPUCC_HAVE_TPU
+  tpu_options to;
+  tpu_options_init(&to);
+  if (o->target) to.target = o->target;
+  to.memory_report = o->memory_report;
+  if (!precision_of(o->precision, &to.precision)) {
+    snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
+    return ST_INVALID_ARGUMENT;
+  }
+  return tpu_emit_file(m, &to, emit, out, stderr, err, errlen);
+#else
+  (void)m, (void)o, (void)emit, (void)out;
+  snprintf(err, errlen, "built without the TPU backend");
+  return ST_UNSUPPORTED;
+#endif
+}
+
+base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
+#ifdef TPUCC_HAVE_TPU
+  tpu_run_report r = {0};
+  r.target = o->target ? o->target : "v3";
+  r.stats = o->stats;
+  r.json_path = o->stats_json;
+  r.memory_report = o->memory_report;
+  r.out = stderr;
+  if (!precision_of(o->precision, &r.precision)) {
+    snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
+    return ST_INVALID_ARGUMENT;
+  }
+  return tpu_run_report_exec(m, &r, args, nargs, a, out, err, errlen);
+#else
+  (void)m, (void)o, (void)args, (void)nargs, (void)a, (void)out;
+  snprintf(err, errlen, "built without the TPU backend");
+  return ST_UNSUPPORTED;
+#endif
+}
+
+bool tool_tpu_target(const char *name) {
+#ifdef TPUCC_HAVE_TPU
+  tgt_target t;
+  return name && tgt_parse(name, &t, NULL, 0) == 0;
+#else
+  (void)name;
+  return false;
+#endif
 }

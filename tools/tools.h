@@ -29,6 +29,23 @@ extern const int tool_ntargets;
 /* Finds a target by name, or NULL. */
 const tool_target *tool_target_find(const char *name);
 
+/* The TPU backend's CLI hooks (targets.c; ST_UNSUPPORTED when tpucc was
+ * built without backend/tpu). target: a spec ("v3,mxu=64x64"); precision:
+ * "default", "high" or "highest" (NULL: default). */
+typedef struct tool_tpu_opts {
+  const char *target, *precision, *stats_json;
+  bool stats, memory_report;
+} tool_tpu_opts;
+/* Writes the compiled program (emit "tpub" or "asm") to out. */
+base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
+                          const char *out, char *err, size_t errlen);
+/* Compiles and runs on the emulator, printing --stats / writing
+ * --stats-json / the memory report as asked. */
+base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
+/* True when name is a TPU target spec (v2, v3, v3-8, with overrides). */
+bool tool_tpu_target(const char *name);
+
 /* ---- random inputs (random.c) ---------------------------------------- */
 
 /* splitmix64: the generator behind --random-inputs. */

@@ -1,0 +1,376 @@
+/* compile.c: tpu_compile: the entry's parameters and constants placed in
+ * HBM, the entry lowered (lower.c), results converted into their result
+ * regions, and the .tpub image assembled.
+ *
+ * HBM map: parameters (their own dtype, dense row-major) first, then
+ * constants (internal types) and scratch buffers (first fit with reuse
+ * after the last use), results last-allocated. Every region is aligned to
+ * 512 bytes so that no two buffers share a race-checker granule. */
+#include "backend/tpu/lower.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+void tpu_options_init(tpu_options *o) {
+  memset(o, 0, sizeof *o);
+  o->target = "v3";
+  o->precision = IR_PREC_DEFAULT;
+}
+
+void tpu_info_free(tpu_compile_info *info) {
+  if (!info) return;
+  free(info->memory_report);
+  info->memory_report = NULL;
+}
+
+/* Constants: collected here, copied into the image at the end. */
+typedef struct cconst cconst;
+typedef struct cpool {
+  VEC(tpub_const) v;
+  VEC(struct cconst) cache;
+  bool frozen;
+} cpool;
+
+static cpool *g_pool_of(tb *b) { return (cpool *)b->pool; }
+
+/* Constants live in the CONST section, written to HBM before the run, so
+ * their regions must never have held scratch: compile.c creates every
+ * constant before lowering starts (pool->frozen afterwards), and later
+ * requests are answered from the cache (same literal, or a scalar with the
+ * same type and bits). */
+typedef struct cconst {
+  const ir_literal *lit;
+  ir_type type;
+  uint32_t bits;
+  bool scalar;
+  tval *v;
+} cconst;
+
+static tval *const_lookup(cpool *p, const ir_literal *l) {
+  bool scalar = l->shape.type != IR_TUPLE && ir_shape_count(&l->shape) == 1 && l->shape.rank == 0;
+  for (int k = 0; k < p->cache.n; k++) {
+    cconst *c = &p->cache.v[k];
+    if (c->lit == l) return c->v;
+    if (scalar && c->scalar && c->type == l->shape.type && c->bits == lit_bits(l, 0)) return c->v;
+  }
+  return NULL;
+}
+
+static tval *const_new(lctx *x, const ir_literal *l);
+
+tval *tpu_const_value(lctx *x, const ir_literal *l) {
+  cpool *p = g_pool_of(x->b);
+  tval *v = const_lookup(p, l);
+  if (v) return v;
+  if (p->frozen) base_die("tpu: constant created after lowering started");
+  v = const_new(x, l);
+  bool scalar = l->shape.type != IR_TUPLE && l->shape.rank == 0;
+  cconst c = {l, l->shape.type, scalar ? lit_bits(l, 0) : 0, scalar, v};
+  VEC_PUSH(x->b->a, p->cache, c);
+  return v;
+}
+
+static tval *const_new(lctx *x, const ir_literal *l) {
+  tb *b = x->b;
+  if (l->shape.type == IR_TUPLE) {
+    tval *t = arena_alloc(b->a, sizeof *t);
+    t->tuple = true;
+    t->n = l->shape.ntuple;
+    t->elems = arena_array(b->a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
+    for (int k = 0; k < t->n; k++) t->elems[k] = const_new(x, l->elems[k]);
+    return t;
+  }
+  int64_t n = ir_shape_count(&l->shape);
+  tval *v = arena_alloc(b->a, sizeof *v);
+  v->type = l->shape.type;
+  v->rank = l->shape.rank;
+  v->count = n;
+  for (int k = 0; k < v->rank; k++) v->dims[k] = l->shape.dims[k];
+  int es = tv_esize(v->type);
+  uint64_t bytes = (uint64_t)n * (uint64_t)es;
+  v->buf = arena_alloc(b->a, sizeof *v->buf);
+  v->buf->bytes = bytes;
+  v->buf->refs = 1;
+  v->buf->owned = false;
+  v->buf->addr = tb_hbm_alloc(b, bytes);
+  if (b->failed) return v;
+  uint8_t *data = arena_alloc(b->a, bytes ? bytes : 1);
+  for (int64_t k = 0; k < n; k++) {
+    uint32_t bits = lit_bits(l, k);
+    if (es == 2) {
+      uint16_t h = (uint16_t)(bits >> 16);
+      memcpy(data + k * 2, &h, 2);
+    } else {
+      memcpy(data + k * 4, &bits, 4);
+    }
+  }
+  tpub_const c = {v->buf->addr, bytes, data};
+  if (bytes) VEC_PUSH(b->a, g_pool_of(b)->v, c);
+  return v;
+}
+
+static int dtype_of(ir_type t) {
+  switch (t) {
+  case IR_PRED: return TPUB_PRED;
+  case IR_S8: return TPUB_S8;
+  case IR_S32: return TPUB_S32;
+  case IR_BF16: return TPUB_BF16;
+  case IR_F16: return TPUB_F16;
+  default: return TPUB_F32;
+  }
+}
+
+typedef VEC(ir_shape) shape_vec;
+typedef VEC(tval *) tval_vec;
+
+static void leaves(arena *a, const ir_shape *s, shape_vec *out) {
+  if (s->type == IR_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++) leaves(a, &s->tuple[k], out);
+    return;
+  }
+  VEC_PUSH(a, *out, *s);
+}
+
+static void val_leaves(arena *a, tval *v, tval_vec *out) {
+  if (v->tuple) {
+    for (int k = 0; k < v->n; k++) val_leaves(a, v->elems[k], out);
+    return;
+  }
+  VEC_PUSH(a, *out, v);
+}
+
+static void set_name(char *dst, const char *src) {
+  size_t n = strlen(src);
+  if (n > TPUB_MAX_NAME) n = TPUB_MAX_NAME;
+  if (n == 0) {
+    memcpy(dst, "t", 2);
+    return;
+  }
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,
+                        tpu_compile_info *info) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  *out = NULL;
+  tpu_options def;
+  tpu_options_init(&def);
+  if (!o) o = &def;
+  tgt_target tg;
+  char err[256];
+  const char *spec = o->target ? o->target : "v3";
+  if (tgt_parse(spec, &tg, err, sizeof err)) {
+    diag_error(d, (src_loc){0}, "tpu: target '%s': %s", spec, err);
+    return ST_INVALID_ARGUMENT;
+  }
+  if (m->entry < 0) {
+    diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
+    return ST_INVALID_ARGUMENT;
+  }
+  arena *a = arena_create();
+  tb b;
+  tb_init(&b, a, &tg, d);
+  cpool pool = {0};
+  b.pool = &pool;
+  const ir_comp *entry = &m->comps.v[m->entry];
+  lctx x = {0};
+  x.b = &b;
+  x.m = m;
+  x.c = m->entry;
+  x.comp = entry;
+  x.precision = o->precision;
+  /* Parameters in their own dtype, then widened when needed. */
+  int np = entry->nparams;
+  tpub_tensor *pt = arena_array(a, (size_t)np + 1, sizeof *pt);
+  tval **params = arena_array(a, (size_t)np + 1, sizeof(tval *));
+  for (int p = 0; p < np && !b.failed; p++) {
+    const ir_inst *pi = &entry->insts.v[entry->params[p]];
+    b.loc = pi->loc;
+    b.opname = "parameter";
+    const ir_shape *s = &pi->shape;
+    if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) {
+      tb_error(&b, ST_UNSUPPORTED, "parameter of type %s is not supported",
+               s->type == IR_TUPLE ? "tuple" : ir_type_name(s->type));
+      break;
+    }
+    int64_t n = ir_shape_count(s);
+    uint64_t bytes = (uint64_t)n * (uint64_t)ir_type_size(s->type);
+    set_name(pt[p].name, pi->name);
+    pt[p].dtype = dtype_of(s->type);
+    pt[p].rank = s->rank;
+    for (int k = 0; k < s->rank; k++) pt[p].dims[k] = s->dims[k];
+    pt[p].bytes = bytes;
+    pt[p].hbm_offset = tb_hbm_alloc(&b, bytes);
+    tval *v = arena_alloc(a, sizeof *v);
+    v->type = s->type;
+    v->rank = s->rank;
+    v->count = n;
+    for (int k = 0; k < s->rank; k++) v->dims[k] = s->dims[k];
+    v->buf = arena_alloc(a, sizeof *v->buf);
+    v->buf->addr = pt[p].hbm_offset;
+    v->buf->bytes = bytes;
+    v->buf->refs = 1;
+    if (ir_type_size(s->type) == 1) {
+      /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
+      tval *w = tv_new(&x, s->type, s->rank, s->dims);
+      tk_fill(&b, tv_addr(w), n, 4, 0);
+      int64_t one = n, ds = 4, ss = 1;
+      tk_copy(&b, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);
+      if (s->type == IR_S8) {
+        tk_node nodes[2] = {{TK_IN, IR_S32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                            {TK_OP, IR_S8, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+        int root = 1;
+        uint64_t ia = tv_addr(w);
+        ir_type it = IR_S32;
+        tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &ia, n};
+        tk_elementwise(&b, &e);
+      }
+      v = w;
+    }
+    params[p] = v;
+  }
+  /* Every constant of the module, and the zeros the lowerings pad with. */
+  for (int c = 0; c < m->comps.n && !b.failed; c++)
+    for (int i = 0; i < m->comps.v[c].insts.n; i++) {
+      const ir_inst *in = &m->comps.v[c].insts.v[i];
+      if (in->op == IR_OP_CONSTANT && !in->dead) {
+        b.loc = in->loc;
+        tpu_const_value(&x, in->a.literal);
+      }
+    }
+  {
+    static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
+    for (size_t k = 0; k < COUNTOF(zt); k++) {
+      ir_shape zs = ir_shape_scalar(zt[k]);
+      tpu_const_value(&x, ir_literal_create(a, &zs));
+    }
+  }
+  pool.frozen = true;
+  tval *root = NULL;
+  if (!b.failed) {
+    x.params = params;
+    root = lower_comp(&b, m, m->entry, params, o->precision);
+  }
+  /* Results: convert each leaf into its own region. */
+  shape_vec rs = {0};
+  tval_vec rv = {0};
+  leaves(a, &entry->insts.v[entry->root].shape, &rs);
+  if (root) val_leaves(a, root, &rv);
+  tpub_tensor *rt = arena_array(a, (size_t)rs.n + 1, sizeof *rt);
+  b.opname = "result";
+  b.loc = entry->insts.v[entry->root].loc;
+  for (int k = 0; k < rs.n && !b.failed; k++) {
+    const ir_shape *s = &rs.v[k];
+    tval *v = rv.v[k];
+    int64_t n = ir_shape_count(s);
+    int xs = ir_type_size(s->type);
+    snprintf(rt[k].name, sizeof rt[k].name, "result.%d", k);
+    rt[k].dtype = dtype_of(s->type);
+    rt[k].rank = s->rank;
+    for (int j = 0; j < s->rank; j++) rt[k].dims[j] = s->dims[j];
+    rt[k].bytes = (uint64_t)n * (uint64_t)xs;
+    rt[k].hbm_offset = tb_hbm_alloc(&b, rt[k].bytes);
+    int64_t one = n, ds = 1, ss = xs == 1 ? 4 : 1;
+    tk_copy(&b, rt[k].hbm_offset, &ds, tv_addr(v), &ss, 1, &one, xs);
+  }
+  tb_halt(&b);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->flops = b.flops;
+    info->mxu_passes = (uint64_t)b.max_passes;
+    info->precision = b.flops == 0 ? "none" : b.max_passes == 6 ? "bf16x6 (HIGHEST)"
+                                          : b.max_passes == 3 ? "bf16x3 (HIGH)"
+                                                              : "bf16 (1 pass, DEFAULT)";
+    info->hbm_peak = b.hbm_peak;
+    info->vmem_peak = b.vmem_peak;
+    info->instructions = (uint64_t)b.code.n;
+    info->compile_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (o->memory_report) {
+      strbuf r;
+      sb_init(&r);
+      sb_printf(&r, "memory report (target %s)\n", spec);
+      sb_printf(&r, "  HBM peak:  %llu bytes (%.2f MiB) of %llu\n", (unsigned long long)b.hbm_peak,
+                (double)b.hbm_peak / 1048576.0, (unsigned long long)tg.hbm_bytes);
+      sb_printf(&r, "  VMEM peak: %llu bytes (%.2f MiB) of %llu (largest kernel footprint)\n",
+                (unsigned long long)b.vmem_peak, (double)b.vmem_peak / 1048576.0,
+                (unsigned long long)tg.vmem_bytes);
+      sb_printf(&r, "  SMEM: %u descriptor words of %u\n", b.smem_words, b.smem_cap);
+      sb_printf(&r, "  largest buffers:\n");
+      /* The largest instruction results of the entry (with source lines). */
+      int order[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+      for (int i = 0; i < entry->insts.n; i++) {
+        const ir_inst *in = &entry->insts.v[i];
+        if (in->dead || in->shape.type == IR_TUPLE) continue;
+        uint64_t by = (uint64_t)ir_shape_count(&in->shape) * (uint64_t)tv_esize(in->shape.type);
+        for (int s = 0; s < 8; s++) {
+          uint64_t bs = order[s] < 0 ? 0
+                                     : (uint64_t)ir_shape_count(&entry->insts.v[order[s]].shape) *
+                                           (uint64_t)tv_esize(entry->insts.v[order[s]].shape.type);
+          if (order[s] < 0 || by > bs) {
+            memmove(&order[s + 1], &order[s], (size_t)(7 - s) * sizeof(int));
+            order[s] = i;
+            break;
+          }
+        }
+      }
+      for (int s = 0; s < 8 && order[s] >= 0; s++) {
+        const ir_inst *in = &entry->insts.v[order[s]];
+        strbuf sh;
+        sb_init(&sh);
+        ir_shape_print(&sh, &in->shape, false);
+        sb_printf(&r, "    %12llu  %-24s %s %s:%d\n",
+                  (unsigned long long)((uint64_t)ir_shape_count(&in->shape) *
+                                       (uint64_t)tv_esize(in->shape.type)),
+                  sb_str(&sh), in->name, in->loc.file ? in->loc.file : "?", in->loc.line);
+        sb_free(&sh);
+      }
+      info->memory_report = strdup(sb_str(&r));
+      sb_free(&r);
+    }
+  }
+  if (b.failed) {
+    base_status st = b.status;
+    arena_destroy(a);
+    return st;
+  }
+  /* Assemble the image. */
+  tpub_image *img = tpub_new(NULL);
+  if (!img) base_die("out of memory");
+  size_t sl = strlen(spec);
+  char *tspec = rt_alloc(&img->alloc, sl + 1);
+  memcpy(tspec, spec, sl + 1);
+  rt_free(&img->alloc, img->target);
+  img->target = tspec;
+  img->hbm_bytes = b.hbm_peak < 4096 ? 4096 : b.hbm_peak;
+  img->nparams = (uint32_t)np;
+  img->params = rt_calloc(&img->alloc, (size_t)np + 1, sizeof *img->params);
+  memcpy(img->params, pt, (size_t)np * sizeof *pt);
+  img->nresults = (uint32_t)rs.n;
+  img->results = rt_calloc(&img->alloc, (size_t)rs.n + 1, sizeof *img->results);
+  memcpy(img->results, rt, (size_t)rs.n * sizeof *rt);
+  img->ncode = (uint32_t)b.code.n;
+  img->code = rt_alloc(&img->alloc, (size_t)b.code.n * 8);
+  memcpy(img->code, b.code.v, (size_t)b.code.n * 8);
+  img->nconsts = (uint32_t)pool.v.n;
+  img->consts = rt_calloc(&img->alloc, (size_t)pool.v.n + 1, sizeof *img->consts);
+  for (int k = 0; k < pool.v.n; k++) {
+    img->consts[k] = pool.v.v[k];
+    img->consts[k].data = rt_alloc(&img->alloc, pool.v.v[k].size);
+    memcpy(img->consts[k].data, pool.v.v[k].data, pool.v.v[k].size);
+  }
+  uint32_t nsm = b.smem_words ? b.smem_words : 1;
+  img->nsmem = nsm;
+  img->smem = rt_calloc(&img->alloc, nsm, 4);
+  memcpy(img->smem, b.smem, (size_t)b.smem_words * 4);
+  arena_destroy(a);
+  if (tpub_verify(img, &tg, err, sizeof err)) {
+    diag_error(d, (src_loc){0}, "tpu: internal error: generated program fails verification: %s", err);
+    tpub_free(img);
+    return ST_INTERNAL;
+  }
+  *out = img;
+  return ST_OK;
+}

@@ -1,0 +1,497 @@
+/* elem.c: fused elementwise loops on 8x128 vector tiles.
+ *
+ * A tk_elem is a small expression DAG over flat inputs of equal element
+ * count. The kernel streams chunks of every input HBM -> VMEM (two slots
+ * per buffer, so the load of chunk c+1 overlaps the compute of chunk c),
+ * evaluates the DAG tile by tile in vector registers (intermediates never
+ * leave registers), stores the outputs to VMEM and DMAs them back. The
+ * last tile of a chunk computes on stale lanes that are never stored.
+ *
+ * Value representation in registers: f32 lanes for f32 and bf16 (bf16
+ * results are rounded with vrndbf after every op, as the evaluator rounds
+ * once per op), s32 lanes for s32, s8 (kept sign-extended: wrapped after
+ * every op that can overflow) and pred (0 or 1).
+ *
+ * Ops without a vector-unit sequence (sine, cosine, power, atan2,
+ * remainder, expm1, log1p, cbrt, integer divide, popcnt, clz, f16) are
+ * rejected by tk_elem_supported, which lower.c turns into a located
+ * error. */
+#include "backend/tpu/tb.h"
+
+ir_type tk_itype(ir_type t) {
+  switch (t) {
+  case IR_F32: return IR_F32;
+  case IR_BF16: return IR_BF16;
+  case IR_S32:
+  case IR_S8:
+  case IR_PRED: return IR_S32;
+  default: return IR_TYPE_INVALID;
+  }
+}
+
+static bool is_f(ir_type t) { return t == IR_F32 || t == IR_BF16; }
+
+bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
+  (void)b;
+  *why = NULL;
+  if (n->kind != TK_OP) return true;
+  ir_type t = n->type;
+  if (tk_itype(t) == IR_TYPE_INVALID) {
+    *why = "element type not supported by the vector unit";
+    return false;
+  }
+  switch (n->op) {
+  case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_CBRT: case IR_OP_SINE: case IR_OP_COSINE:
+  case IR_OP_POWER: case IR_OP_ATAN2: case IR_OP_REMAINDER: case IR_OP_POPCNT: case IR_OP_CLZ:
+    *why = "no vector-unit sequence for this op";
+    return false;
+  case IR_OP_DIVIDE:
+    if (!is_f(t)) {
+      *why = "integer division has no vector-unit sequence";
+      return false;
+    }
+    return true;
+  case IR_OP_SUBTRACT:
+    if (t == IR_PRED) {
+      *why = "pred subtract";
+      return false;
+    }
+    return true;
+  case IR_OP_SHL: case IR_OP_SHR_A: case IR_OP_SHR_L:
+    if (t == IR_PRED) {
+      *why = "pred shift";
+      return false;
+    }
+    return true;
+  case IR_OP_BITCAST_CONVERT:
+    return true; /* lower.c admits only 32-bit <-> 32-bit */
+  default: return true;
+  }
+}
+
+/* ---- register pool ------------------------------------------------------ */
+
+typedef struct rp {
+  tb *b;
+  uint32_t used;
+} rp;
+
+static int ralloc(rp *p) {
+  for (int r = 0; r < TGT_VREGS; r++)
+    if (!(p->used >> r & 1)) {
+      p->used |= 1u << r;
+      return r;
+    }
+  return -1;
+}
+static void rfree(rp *p, int r) {
+  if (r >= 0) p->used &= ~(1u << r);
+}
+static int imm(rp *p, uint32_t bits) {
+  int r = ralloc(p);
+  if (r >= 0) tb_valu(p->b, OP_VIMM, r, (int32_t)bits, 0);
+  return r;
+}
+/* mask registers m1..m7 */
+static int malloc_m(uint32_t *mu) {
+  for (int r = 1; r < TGT_MREGS; r++)
+    if (!(*mu >> r & 1)) {
+      *mu |= 1u << r;
+      return r;
+    }
+  return 1;
+}
+
+#define V3(op, d, a_, c_) tb_valu(b, (op), (d), (a_), (c_))
+
+static void wrap8(tb *b, rp *p, int r) {
+  int k = imm(p, 24);
+  V3(OP_VSHL, r, r, k);
+  V3(OP_VSRA, r, r, k);
+  rfree(p, k);
+}
+
+/* Floor/ceil/round family on f32 lanes: result into d. */
+static void rounding(tb *b, rp *p, ir_op op, int d, int x) {
+  uint32_t mu = 0;
+  int a = ralloc(p), t = ralloc(p), k = ralloc(p), u = ralloc(p);
+  int msmall = malloc_m(&mu), mfix = malloc_m(&mu);
+  V3(OP_VABSF, a, x, 0);
+  tb_valu(b, OP_VIMM, k, 0x4B000000, 0); /* 2^23 */
+  tb_raw(b, OP_VCMPLTF, msmall, a, k, 0, 0, 0);
+  if (op == IR_OP_ROUND_EVEN) {
+    V3(OP_VADDF, t, a, k);
+    V3(OP_VSUBF, t, t, k);
+  } else if (op == IR_OP_ROUND_AFZ) {
+    V3(OP_VCVTFI, t, a, 0);
+    V3(OP_VCVTIF, t, t, 0);
+    V3(OP_VSUBF, u, a, t);
+    tb_valu(b, OP_VIMM, k, 0x3F000000, 0); /* 0.5 */
+    tb_raw(b, OP_VCMPLEF, mfix, k, u, 0, 0, 0);
+    tb_valu(b, OP_VIMM, k, 0x3F800000, 0);
+    V3(OP_VADDF, u, t, k);
+    tb_raw(b, OP_VSEL, t, mfix, u, t, 0, 0);
+  } else {
+    V3(OP_VCVTFI, t, x, 0);
+    V3(OP_VCVTIF, t, t, 0);
+    tb_valu(b, OP_VIMM, k, 0x3F800000, 0);
+    if (op == IR_OP_FLOOR) {
+      tb_raw(b, OP_VCMPLTF, mfix, x, t, 0, 0, 0);
+      V3(OP_VSUBF, u, t, k);
+    } else {
+      tb_raw(b, OP_VCMPLTF, mfix, t, x, 0, 0, 0);
+      V3(OP_VADDF, u, t, k);
+    }
+    tb_raw(b, OP_VSEL, t, mfix, u, t, 0, 0);
+  }
+  /* Sign of x on the result (zero results keep x's sign). */
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VAND, u, x, k);
+  V3(OP_VOR, t, t, u);
+  tb_raw(b, OP_VSEL, d, msmall, t, x, 0, 0);
+  rfree(p, a);
+  rfree(p, t);
+  rfree(p, k);
+  rfree(p, u);
+}
+
+/* mask -> 0/1 s32 in d */
+static void mask_to01(tb *b, rp *p, int d, int m) {
+  int one = imm(p, 1), zero = imm(p, 0);
+  tb_raw(b, OP_VSEL, d, m, one, zero, 0, 0);
+  rfree(p, one);
+  rfree(p, zero);
+}
+
+static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, int y) {
+  bool f = is_f(at);
+  int xx = x, yy = y, tx = -1, ty = -1;
+  if (f && n->cmp_type == IR_CMPT_TOTALORDER) {
+    /* key = u ^ ((u >>a 31) & 0x7fffffff), then signed compare. */
+    int k = ralloc(p), s = ralloc(p);
+    tx = ralloc(p);
+    ty = ralloc(p);
+    for (int i = 0; i < 2; i++) {
+      int src = i ? y : x, dst = i ? ty : tx;
+      tb_valu(b, OP_VIMM, k, 31, 0);
+      V3(OP_VSRA, s, src, k);
+      tb_valu(b, OP_VIMM, k, 0x7fffffff, 0);
+      V3(OP_VAND, s, s, k);
+      V3(OP_VXOR, dst, src, s);
+    }
+    rfree(p, k);
+    rfree(p, s);
+    xx = tx;
+    yy = ty;
+    f = false;
+  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S32) {
+    int k = imm(p, 0x80000000u);
+    tx = ralloc(p);
+    ty = ralloc(p);
+    V3(OP_VXOR, tx, x, k);
+    V3(OP_VXOR, ty, y, k);
+    rfree(p, k);
+    xx = tx;
+    yy = ty;
+  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S8) {
+    int k = imm(p, 0xff);
+    tx = ralloc(p);
+    ty = ralloc(p);
+    V3(OP_VAND, tx, x, k);
+    V3(OP_VAND, ty, y, k);
+    rfree(p, k);
+    xx = tx;
+    yy = ty;
+  }
+  int m = 1;
+  isa_op eq = f ? OP_VCMPEQF : OP_VCMPEQI, lt = f ? OP_VCMPLTF : OP_VCMPLTI,
+         le = f ? OP_VCMPLEF : OP_VCMPLEI;
+  switch (n->cmp_dir) {
+  case IR_CMP_EQ: tb_raw(b, eq, m, xx, yy, 0, 0, 0); break;
+  case IR_CMP_NE:
+    if (f) tb_raw(b, OP_VCMPNEF, m, xx, yy, 0, 0, 0);
+    else {
+      tb_raw(b, eq, m, xx, yy, 0, 0, 0);
+      tb_raw(b, OP_MNOT, m, m, 0, 0, 0, 0);
+    }
+    break;
+  case IR_CMP_LT: tb_raw(b, lt, m, xx, yy, 0, 0, 0); break;
+  case IR_CMP_LE: tb_raw(b, le, m, xx, yy, 0, 0, 0); break;
+  case IR_CMP_GT: tb_raw(b, lt, m, yy, xx, 0, 0, 0); break;
+  case IR_CMP_GE: tb_raw(b, le, m, yy, xx, 0, 0, 0); break;
+  }
+  rfree(p, tx);
+  rfree(p, ty);
+  mask_to01(b, p, d, m);
+}
+
+static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
+  if (is_f(from) && is_f(to)) {
+    if (to == IR_BF16 && from != IR_BF16) V3(OP_VRNDBF, d, x, 0);
+    else V3(OP_VMOV, d, x, 0);
+  } else if (is_f(from)) {
+    if (to == IR_PRED) {
+      int z = imm(p, 0);
+      tb_raw(b, OP_VCMPNEF, 1, x, z, 0, 0, 0);
+      rfree(p, z);
+      mask_to01(b, p, d, 1);
+    } else {
+      V3(OP_VCVTFI, d, x, 0);
+      if (to == IR_S8) {
+        int k = imm(p, 127);
+        V3(OP_VMINI, d, d, k);
+        tb_valu(b, OP_VIMM, k, -128, 0);
+        V3(OP_VMAXI, d, d, k);
+        rfree(p, k);
+      }
+    }
+  } else if (is_f(to)) {
+    V3(OP_VCVTIF, d, x, 0);
+    if (to == IR_BF16) V3(OP_VRNDBF, d, d, 0);
+  } else if (to == IR_PRED && from != IR_PRED) {
+    int z = imm(p, 0);
+    tb_raw(b, OP_VCMPEQI, 1, x, z, 0, 0, 0);
+    tb_raw(b, OP_MNOT, 1, 1, 0, 0, 0, 0);
+    rfree(p, z);
+    mask_to01(b, p, d, 1);
+  } else {
+    V3(OP_VMOV, d, x, 0);
+    if (to == IR_S8 && from == IR_S32) wrap8(b, p, d);
+  }
+}
+
+static void shift(tb *b, rp *p, ir_op op, ir_type t, int d, int x, int y) {
+  int bits = t == IR_S8 ? 8 : 32;
+  int k = imm(p, (uint32_t)bits), z = imm(p, 0), r = ralloc(p), xs = x;
+  tb_raw(b, OP_VCMPLTI, 1, y, k, 0, 0, 0); /* y < bits */
+  tb_raw(b, OP_VCMPLTI, 2, y, z, 0, 0, 0); /* y < 0 */
+  tb_raw(b, OP_MNOT, 2, 2, 0, 0, 0, 0);
+  tb_raw(b, OP_MAND, 1, 1, 2, 0, 0, 0);
+  if (op == IR_OP_SHR_L && t == IR_S8) {
+    xs = ralloc(p);
+    tb_valu(b, OP_VIMM, k, 0xff, 0);
+    V3(OP_VAND, xs, x, k);
+  }
+  V3(op == IR_OP_SHL ? OP_VSHL : op == IR_OP_SHR_L ? OP_VSHR : OP_VSRA, r, xs, y);
+  if (op == IR_OP_SHR_A) {
+    tb_valu(b, OP_VIMM, k, 31, 0);
+    V3(OP_VSRA, z, x, k);
+  }
+  tb_raw(b, OP_VSEL, d, 1, r, z, 0, 0);
+  if (t == IR_S8) wrap8(b, p, d);
+  if (xs != x) rfree(p, xs);
+  rfree(p, k);
+  rfree(p, z);
+  rfree(p, r);
+}
+
+/* Emits one op node into d from operand registers. */
+static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d, const int *a) {
+  ir_type t = n->type;
+  bool f = is_f(t);
+  int x = a[0], y = n->nargs > 1 ? a[1] : -1, z = n->nargs > 2 ? a[2] : -1;
+  switch (n->op) {
+  case IR_OP_ABS:
+    if (f) V3(OP_VABSF, d, x, 0);
+    else {
+      int zr = imm(p, 0), ng = ralloc(p);
+      V3(OP_VSUBI, ng, zr, x);
+      tb_raw(b, OP_VCMPLTI, 1, x, zr, 0, 0, 0);
+      tb_raw(b, OP_VSEL, d, 1, ng, x, 0, 0);
+      rfree(p, zr);
+      rfree(p, ng);
+      if (t == IR_S8) wrap8(b, p, d);
+    }
+    break;
+  case IR_OP_NEGATE:
+    if (f) V3(OP_VNEGF, d, x, 0);
+    else {
+      int zr = imm(p, 0);
+      V3(OP_VSUBI, d, zr, x);
+      rfree(p, zr);
+      if (t == IR_S8) wrap8(b, p, d);
+      if (t == IR_PRED) V3(OP_VMOV, d, x, 0);
+    }
+    break;
+  case IR_OP_EXP: V3(OP_VEXP, d, x, 0); break;
+  case IR_OP_LOG: V3(OP_VLOG, d, x, 0); break;
+  case IR_OP_SQRT: V3(OP_VSQRT, d, x, 0); break;
+  case IR_OP_RSQRT: V3(OP_VRSQRT, d, x, 0); break;
+  case IR_OP_TANH: V3(OP_VTANH, d, x, 0); break;
+  case IR_OP_LOGISTIC: V3(OP_VLOGISTIC, d, x, 0); break;
+  case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND_AFZ: case IR_OP_ROUND_EVEN:
+    rounding(b, p, n->op, d, x);
+    break;
+  case IR_OP_SIGN: {
+    int zr = imm(p, 0), one = imm(p, f ? 0x3F800000u : 1u), mone = imm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
+    isa_op lt = f ? OP_VCMPLTF : OP_VCMPLTI;
+    int tmp = ralloc(p);
+    tb_raw(b, lt, 1, x, zr, 0, 0, 0);
+    tb_raw(b, OP_VSEL, tmp, 1, mone, x, 0, 0);
+    tb_raw(b, lt, 1, zr, x, 0, 0, 0);
+    tb_raw(b, OP_VSEL, d, 1, one, tmp, 0, 0);
+    rfree(p, zr);
+    rfree(p, one);
+    rfree(p, mone);
+    rfree(p, tmp);
+    break;
+  }
+  case IR_OP_IS_FINITE: {
+    int inf = imm(p, 0x7F800000u), ab = ralloc(p);
+    V3(OP_VABSF, ab, x, 0);
+    tb_raw(b, OP_VCMPLTF, 1, ab, inf, 0, 0, 0);
+    rfree(p, inf);
+    rfree(p, ab);
+    mask_to01(b, p, d, 1);
+    break;
+  }
+  case IR_OP_NOT: {
+    int k = imm(p, t == IR_PRED ? 1u : 0xFFFFFFFFu);
+    V3(OP_VXOR, d, x, k);
+    rfree(p, k);
+    break;
+  }
+  case IR_OP_ADD:
+    V3(f ? OP_VADDF : t == IR_PRED ? OP_VOR : OP_VADDI, d, x, y);
+    if (t == IR_S8) wrap8(b, p, d);
+    break;
+  case IR_OP_SUBTRACT:
+    V3(f ? OP_VSUBF : OP_VSUBI, d, x, y);
+    if (t == IR_S8) wrap8(b, p, d);
+    break;
+  case IR_OP_MULTIPLY:
+    V3(f ? OP_VMULF : t == IR_PRED ? OP_VAND : OP_VMULI, d, x, y);
+    if (t == IR_S8) wrap8(b, p, d);
+    break;
+  case IR_OP_DIVIDE: V3(OP_VDIVF, d, x, y); break;
+  case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;
+  case IR_OP_MINIMUM: V3(f ? OP_VMINF : OP_VMINI, d, x, y); break;
+  case IR_OP_AND: V3(OP_VAND, d, x, y); break;
+  case IR_OP_OR: V3(OP_VOR, d, x, y); break;
+  case IR_OP_XOR: V3(OP_VXOR, d, x, y); break;
+  case IR_OP_SHL: case IR_OP_SHR_A: case IR_OP_SHR_L: shift(b, p, n->op, t, d, x, y); break;
+  case IR_OP_COMPARE: compare(b, p, n, atypes[0], d, x, y); break;
+  case IR_OP_SELECT: {
+    int zr = imm(p, 0);
+    tb_raw(b, OP_VCMPEQI, 1, x, zr, 0, 0, 0);
+    tb_raw(b, OP_VSEL, d, 1, z, y, 0, 0);
+    rfree(p, zr);
+    break;
+  }
+  case IR_OP_CLAMP:
+    V3(f ? OP_VMAXF : OP_VMAXI, d, y, x);
+    V3(f ? OP_VMINF : OP_VMINI, d, d, z);
+    break;
+  case IR_OP_CONVERT: convert(b, p, atypes[0], t, d, x); return;
+  case IR_OP_BITCAST_CONVERT:
+  case IR_OP_COPY: V3(OP_VMOV, d, x, 0); return;
+  default: base_die("elem: unsupported op %s reached codegen", ir_op_name(n->op));
+  }
+  if (t == IR_BF16 && n->op != IR_OP_COMPARE) V3(OP_VRNDBF, d, d, 0);
+}
+
+/* ---- DAG evaluation --------------------------------------------------------- */
+
+bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs) {
+  rp p = {b, *used};
+  int *uses = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
+  int *reg = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
+  for (int i = 0; i < e->nnodes; i++)
+    for (int j = 0; j < e->nodes[i].nargs; j++) uses[e->nodes[i].args[j]]++;
+  for (int o = 0; o < e->noutputs; o++) uses[e->out_node[o]] += 1000000;
+  for (int i = 0; i < e->nnodes; i++) {
+    const tk_node *n = &e->nodes[i];
+    if (n->kind == TK_IN) {
+      reg[i] = in_regs[n->input];
+      continue;
+    }
+    int d = ralloc(&p);
+    if (d < 0) {
+      tb_error(b, ST_UNSUPPORTED, "fused expression needs more than %d vector registers",
+               TGT_VREGS);
+      return false;
+    }
+    reg[i] = d;
+    if (n->kind == TK_CONST) {
+      tb_valu(b, OP_VIMM, d, (int32_t)n->bits, 0);
+    } else {
+      int a[3] = {0, 0, 0};
+      ir_type at[3] = {IR_F32, IR_F32, IR_F32};
+      for (int j = 0; j < n->nargs; j++) {
+        a[j] = reg[n->args[j]];
+        at[j] = e->nodes[n->args[j]].type;
+      }
+      op_node(b, &p, n, at, d, a);
+      for (int j = 0; j < n->nargs; j++) {
+        int q = n->args[j];
+        if (--uses[q] == 0 && e->nodes[q].kind != TK_IN) rfree(&p, reg[q]);
+      }
+    }
+    if (uses[i] == 0) rfree(&p, d);
+  }
+  for (int o = 0; o < e->noutputs; o++) out_regs[o] = reg[e->out_node[o]];
+  *used = p.used;
+  return !b->failed;
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+static int esize_of(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
+
+void tk_elementwise(tb *b, const tk_elem *e) {
+  if (b->failed || e->count <= 0) return;
+  int nb = e->ninputs + e->noutputs;
+  /* Chunk: a multiple of 1024 elements; 2 slots per buffer in half of VMEM. */
+  int64_t C = (int64_t)(b->t.vmem_bytes / 2 / (uint64_t)(nb * 8)) / 1024 * 1024;
+  if (C > 65536) C = 65536;
+  if (C < 1024) C = 1024;
+  int64_t nchunks = (e->count + C - 1) / C;
+  if (nchunks == 1) C = (e->count + 1023) / 1024 * 1024;
+  uint64_t slot = (uint64_t)C * 4;
+  if (!tb_vmem_fits(b, (uint64_t)nb * 2 * slot, "an elementwise loop")) return;
+  int in_regs[64], out_regs[64];
+  if (e->ninputs > 24 || e->noutputs > 24) {
+    tb_error(b, ST_UNSUPPORTED, "fused loop with %d inputs and %d outputs (at most 24 each)",
+             e->ninputs, e->noutputs);
+    return;
+  }
+  for (int64_t c = -1; c < nchunks; c++) {
+    /* Issue the loads of chunk c+1 before computing chunk c. */
+    if (c + 1 < nchunks) {
+      int64_t c1 = c + 1, off = c1 * C, len = e->count - off < C ? e->count - off : C;
+      for (int i = 0; i < e->ninputs; i++) {
+        int es = esize_of(e->in_type[i]);
+        int64_t d[10] = {len * es, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+        tb_dma(b, true, (uint64_t)i * 2 * slot + (uint64_t)(c1 & 1) * slot,
+               e->in_addr[i] + (uint64_t)(off * es), d);
+      }
+    }
+    if (c < 0) continue;
+    int64_t off = c * C, len = e->count - off < C ? e->count - off : C;
+    int64_t tiles = (len + 1023) / 1024;
+    for (int64_t t = 0; t < tiles && !b->failed; t++) {
+      uint32_t used = 0;
+      for (int i = 0; i < e->ninputs; i++) {
+        bool h = esize_of(e->in_type[i]) == 2;
+        in_regs[i] = i;
+        used |= 1u << i;
+        tb_vld(b, i, (uint64_t)i * 2 * slot + (uint64_t)(c & 1) * slot + (uint64_t)t * (h ? 2048 : 4096),
+               h ? 256 : 512, h);
+      }
+      if (!tk_eval_dag(b, &used, e, in_regs, out_regs)) return;
+      for (int o = 0; o < e->noutputs; o++) {
+        bool h = esize_of(e->nodes[e->out_node[o]].type) == 2;
+        tb_vst(b, out_regs[o],
+               (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot +
+                   (uint64_t)t * (h ? 2048 : 4096),
+               h ? 256 : 512, h, 0);
+      }
+    }
+    for (int o = 0; o < e->noutputs; o++) {
+      int es = esize_of(e->nodes[e->out_node[o]].type);
+      int64_t d[10] = {len * es, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+      tb_dma(b, false, (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot,
+             e->out_addr[o] + (uint64_t)(off * es), d);
+    }
+  }
+}

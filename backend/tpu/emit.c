@@ -1,0 +1,316 @@
+/* emit.c: the program builder: instruction words, the SMEM image of DMA
+ * descriptors, cached scalar registers, HBM allocation, and the insertion
+ * of semaphores between units.
+ *
+ * Synchronisation contract (docs/isa.md section 1): every VMEM access of
+ * one unit that conflicts with an earlier access of another unit (either
+ * writes) must be ordered by a semaphore. The builder remembers, per unit,
+ * the recent VMEM ranges it read and wrote (granule-aligned) and, before
+ * emitting an access, makes the unit wait for every other unit whose
+ * unsynchronised work conflicts:
+ *   - producer vector/MXU:  signal U, sem0, 1 ; wait V, sem0, 1 (a fence);
+ *   - producer DMA queue 0: every DMA signals sem1 when it completes; the
+ *     consumer waits for all outstanding DMA tokens (completion is in issue
+ *     order on one queue), or, when another unit already took the tokens,
+ *     fences that unit.
+ * Waiting is transitive (a fence of U covers what U had waited for). Only
+ * DMA queue 0 touches HBM, so HBM needs no semaphores. */
+#include "backend/tpu/tb.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+void tb_error(tb *b, base_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!b->failed || diag_error_count(b->d) < 10)
+    diag_error(b->d, b->loc, "tpu: %s%s%s", b->opname ? b->opname : "",
+               b->opname ? ": " : "", msg);
+  if (!b->failed) b->status = st;
+  b->failed = true;
+}
+
+void tb_init(tb *b, arena *a, const tgt_target *t, diag *d) {
+  memset(b, 0, sizeof *b);
+  b->a = a;
+  b->t = *t;
+  b->d = d;
+  b->smem_cap = (uint32_t)(t->smem_bytes / 4);
+  b->smem = arena_array(a, b->smem_cap, 4);
+  /* Descriptors are 10 words; the last slot is rewritten at run time when
+   * the interned ones fill SMEM. */
+  b->dyn_desc = (b->smem_cap - 10) * 4;
+  b->max_code = TPUB_MAX_CODE - 16;
+  b->hbm_limit = t->hbm_bytes < ((uint64_t)1 << 32) ? t->hbm_bytes : ((uint64_t)1 << 32);
+  b->max_passes = 1;
+}
+
+/* ---- raw code ----------------------------------------------------------- */
+
+static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
+  if (b->failed) return;
+  if ((uint64_t)b->code.n >= b->max_code) {
+    tb_error(b, ST_RESOURCE_EXHAUSTED, "the program needs more than %llu instructions",
+             (unsigned long long)b->max_code);
+    return;
+  }
+  isa_inst in = {(uint8_t)op, (uint8_t)a, (uint8_t)b_, (uint8_t)c, (uint8_t)d, (uint8_t)x, imm};
+  VEC_PUSH(b->a, b->code, isa_encode(&in));
+}
+
+void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
+  put(b, op, a, b_, c, d, x, imm);
+}
+
+int tb_sreg(tb *b, uint32_t v) {
+  if (v == 0) return 0;
+  int best = TB_SREG_FIRST;
+  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++) {
+    if (b->sreg_ok[r] && b->sreg_val[r] == v) {
+      b->sreg_tick[r] = ++b->tick;
+      return r;
+    }
+    if (b->sreg_tick[r] < b->sreg_tick[best]) best = r;
+  }
+  put(b, OP_SLI, best, 0, 0, 0, 0, (int32_t)v);
+  b->sreg_ok[best] = true;
+  b->sreg_val[best] = v;
+  b->sreg_tick[best] = ++b->tick;
+  return best;
+}
+
+/* ---- synchronisation ----------------------------------------------------- */
+
+static bool conflicts(const tb_access *r, uint64_t lo, uint64_t hi, bool write) {
+  return (r->write || write) && r->lo < hi && lo < r->hi;
+}
+
+static void absorb(tb *b, int v, int u) {
+  /* v now waited for everything u did and everything u had waited for. */
+  b->u[v].synced[u] = b->u[u].seq;
+  for (int w = 0; w < ISA_UNIT_COUNT; w++)
+    if (w != v && b->u[u].synced[w] > b->u[v].synced[w]) b->u[v].synced[w] = b->u[u].synced[w];
+}
+
+static void fence(tb *b, int u, int v) {
+  put(b, OP_SIGNAL, TB_SEM_FENCE, 0, 0, 0, u, 1);
+  put(b, OP_WAIT, TB_SEM_FENCE, 0, 0, 0, v, 1);
+  absorb(b, v, u);
+}
+
+/* Makes unit v wait until unit u's work up to sequence `need` completed. */
+static void sync_to(tb *b, int u, int v, uint64_t need) {
+  if (b->u[v].synced[u] >= need) return;
+  if (u != TB_DMA_UNIT) {
+    fence(b, u, v);
+    return;
+  }
+  /* DMA: tokens not yet taken cover DMAs dma_consumed+1 .. dma_issued. */
+  if (need > b->dma_consumed) {
+    /* DMA sequence numbers count DMAs, and tokens arrive in issue order. */
+    uint64_t n = need - b->dma_consumed;
+    while (n > 0) {
+      uint32_t k = n > 60000 ? 60000 : (uint32_t)n;
+      put(b, OP_WAIT, TB_SEM_DMA, 0, 0, 0, v, (int32_t)k);
+      n -= k;
+    }
+    b->dma_consumed = need;
+    b->u[v].synced[u] = need;
+    return;
+  }
+  /* Someone else took the tokens: fence a unit that covered `need`. */
+  for (int w = 0; w < ISA_UNIT_COUNT; w++)
+    if (w != v && w != u && b->u[w].synced[u] >= need) {
+      fence(b, w, v);
+      if (b->u[v].synced[u] >= need) return;
+    }
+  /* Unreachable in practice; stay correct by waiting for every unit. */
+  for (int w = 1; w < ISA_UNIT_COUNT; w++)
+    if (w != v && w != u && b->u[w].seq) fence(b, w, v);
+}
+
+/* Orders an access of unit v to VMEM [lo, hi) after conflicting accesses
+ * of other units, then records it. */
+static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
+  if (b->failed) return;
+  lo = lo / TB_GRANULE * TB_GRANULE;
+  hi = tb_align(hi);
+  for (int u = 1; u < ISA_UNIT_COUNT; u++) {
+    if (u == v || b->u[u].seq <= b->u[v].synced[u]) continue;
+    tb_unit *U = &b->u[u];
+    uint64_t need = 0;
+    if (U->dropped > b->u[v].synced[u]) need = U->dropped;
+    for (int k = 0; k < U->n; k++) {
+      const tb_access *r = &U->ring[(U->head - 1 - k + TB_RING) % TB_RING];
+      if (r->seq <= b->u[v].synced[u]) break;
+      if (conflicts(r, lo, hi, write) && r->seq > need) need = r->seq;
+    }
+    if (need) sync_to(b, u, v, need);
+  }
+  tb_unit *V = &b->u[v];
+  V->seq++;
+  if (V->n > 0) { /* merge with the previous access when it touches it */
+    tb_access *p = &V->ring[(V->head - 1 + TB_RING) % TB_RING];
+    if (p->write == write && p->lo <= hi && lo <= p->hi) {
+      if (lo < p->lo) p->lo = lo;
+      if (hi > p->hi) p->hi = hi;
+      p->seq = V->seq;
+      return;
+    }
+  }
+  if (V->n == TB_RING) {
+    tb_access *old = &V->ring[V->head];
+    if (old->seq > V->dropped) V->dropped = old->seq;
+    V->n--;
+  }
+  V->ring[V->head] = (tb_access){lo, hi, V->seq, write};
+  V->head = (V->head + 1) % TB_RING;
+  V->n++;
+}
+
+/* ---- unit instructions ---------------------------------------------------- */
+
+void tb_vld(tb *b, int vd, uint64_t vaddr, uint32_t row_stride, bool bf16) {
+  uint64_t span = (uint64_t)row_stride * 7 + (bf16 ? 256 : 512);
+  access(b, ISA_UNIT_VECTOR, vaddr, vaddr + span, false);
+  int rs = tb_sreg(b, row_stride);
+  put(b, bf16 ? OP_VLDH : OP_VLD, vd, 0, rs, 0, 0, (int32_t)vaddr);
+}
+
+void tb_vst(tb *b, int vs, uint64_t vaddr, uint32_t row_stride, bool bf16, int mask) {
+  uint64_t span = (uint64_t)row_stride * 7 + (bf16 ? 256 : 512);
+  access(b, ISA_UNIT_VECTOR, vaddr, vaddr + span, true);
+  int rs = tb_sreg(b, row_stride);
+  put(b, bf16 ? OP_VSTH : OP_VST, vs, 0, rs, mask, 0, (int32_t)vaddr);
+}
+
+void tb_valu(tb *b, isa_op op, int d, int a, int c) {
+  const isa_info *fi = isa_info_of(op);
+  const char *f = fi->operands;
+  if (!strcmp(f, "VI")) put(b, op, d, 0, 0, 0, 0, a);
+  else if (strlen(f) == 2) put(b, op, d, a, 0, 0, 0, 0);
+  else put(b, op, d, a, c, 0, 0, 0);
+}
+
+static uint32_t desc_addr(tb *b, const int64_t d[10]) {
+  uint32_t w[10];
+  for (int i = 0; i < 10; i++) w[i] = (uint32_t)(int32_t)d[i];
+  /* Interned descriptors: a linear scan is fine for ~400 slots. */
+  for (uint32_t s = 0; s + 10 <= b->smem_words; s += 10)
+    if (!memcmp(b->smem + s, w, sizeof w)) return s * 4;
+  if (b->smem_words + 10 <= b->dyn_desc / 4) {
+    memcpy(b->smem + b->smem_words, w, sizeof w);
+    b->smem_words += 10;
+    return (b->smem_words - 10) * 4;
+  }
+  /* SMEM full: write the descriptor into the dynamic slot (read at issue). */
+  for (int i = 0; i < 10; i++) put(b, OP_SST, tb_sreg(b, w[i]), 0, 0, 0, 0, (int32_t)(b->dyn_desc + 4 * i));
+  return b->dyn_desc;
+}
+
+void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
+  if (b->failed) return;
+  /* VMEM box: bounding range of the vmem side. */
+  int64_t lo = (int64_t)vaddr, hi = (int64_t)vaddr;
+  for (int k = 0; k < 3; k++) {
+    int64_t e = desc[7 + k] * (desc[1 + k] - 1);
+    if (e < 0) lo += e;
+    else hi += e;
+  }
+  hi += desc[0];
+  access(b, TB_DMA_UNIT, (uint64_t)lo, (uint64_t)hi, load);
+  uint32_t da = desc_addr(b, desc);
+  int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);
+  put(b, load ? OP_DMALD : OP_DMAST, rv, rh, rd, TB_SEM_DMA, 0, 0);
+  b->dma_issued++;
+  /* Keep pending tokens far below the semaphore limit. */
+  if (b->dma_issued - b->dma_consumed > 30000) sync_to(b, TB_DMA_UNIT, ISA_UNIT_VECTOR, b->u[TB_DMA_UNIT].seq);
+}
+
+void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span) {
+  access(b, ISA_UNIT_MXU0 + mxu, vaddr, vaddr + bytes_span, false);
+  int ra = tb_sreg(b, (uint32_t)vaddr), rs = tb_sreg(b, row_stride);
+  put(b, OP_MWT, ra, rs, 0, 0, mxu, 0);
+}
+
+void tb_mswap(tb *b, int mxu) { put(b, OP_MSWAP, 0, 0, 0, 0, mxu, 0); }
+
+void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row,
+              int rows) {
+  access(b, ISA_UNIT_MXU0 + mxu, vaddr,
+         vaddr + (uint64_t)row_stride * (uint64_t)(rows - 1) + 2u * (uint64_t)b->t.mxu_rows, false);
+  int ra = tb_sreg(b, (uint32_t)vaddr), rs = tb_sreg(b, row_stride), rc = tb_sreg(b, acc_row);
+  put(b, acc ? OP_MPUSHA : OP_MPUSH, ra, rs, rc, 0, mxu, rows);
+}
+
+void tb_mpopm(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row, int rows) {
+  access(b, ISA_UNIT_MXU0 + mxu, vaddr,
+         vaddr + (uint64_t)row_stride * (uint64_t)(rows - 1) + 4u * (uint64_t)b->t.mxu_cols, true);
+  int ra = tb_sreg(b, (uint32_t)vaddr), rs = tb_sreg(b, row_stride), rc = tb_sreg(b, acc_row);
+  put(b, OP_MPOPM, ra, rs, rc, 0, mxu, rows);
+}
+
+void tb_halt(tb *b) { put(b, OP_HALT, 0, 0, 0, 0, 0, 0); }
+
+/* ---- memory --------------------------------------------------------------- */
+
+uint64_t tb_hbm_alloc(tb *b, uint64_t bytes) {
+  bytes = tb_align(bytes ? bytes : 1);
+  for (int i = 0; i < b->hfree.n; i++) {
+    tb_hbm_block *f = &b->hfree.v[i];
+    if (f->size < bytes) continue;
+    uint64_t off = f->off;
+    f->off += bytes;
+    f->size -= bytes;
+    if (!f->size) {
+      memmove(f, f + 1, (size_t)(b->hfree.n - i - 1) * sizeof *f);
+      b->hfree.n--;
+    }
+    return off;
+  }
+  uint64_t off = b->hbm_top;
+  if (off + bytes > b->hbm_limit) {
+    if (!b->failed)
+      tb_error(b, ST_RESOURCE_EXHAUSTED,
+               "HBM exhausted: a buffer of %llu bytes does not fit (%llu of %llu bytes in use; "
+               "addresses are 32-bit)",
+               (unsigned long long)bytes, (unsigned long long)b->hbm_top,
+               (unsigned long long)b->hbm_limit);
+    return 0;
+  }
+  b->hbm_top += bytes;
+  if (b->hbm_top > b->hbm_peak) b->hbm_peak = b->hbm_top;
+  return off;
+}
+
+void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes) {
+  bytes = tb_align(bytes ? bytes : 1);
+  int i = 0;
+  while (i < b->hfree.n && b->hfree.v[i].off < off) i++;
+  tb_hbm_block nb = {off, bytes};
+  VEC_PUSH(b->a, b->hfree, nb);
+  memmove(&b->hfree.v[i + 1], &b->hfree.v[i], (size_t)(b->hfree.n - 1 - i) * sizeof nb);
+  b->hfree.v[i] = nb;
+  /* Coalesce with neighbours. */
+  if (i + 1 < b->hfree.n && b->hfree.v[i].off + b->hfree.v[i].size == b->hfree.v[i + 1].off) {
+    b->hfree.v[i].size += b->hfree.v[i + 1].size;
+    memmove(&b->hfree.v[i + 1], &b->hfree.v[i + 2], (size_t)(b->hfree.n - i - 2) * sizeof nb);
+    b->hfree.n--;
+  }
+  if (i > 0 && b->hfree.v[i - 1].off + b->hfree.v[i - 1].size == b->hfree.v[i].off) {
+    b->hfree.v[i - 1].size += b->hfree.v[i].size;
+    memmove(&b->hfree.v[i], &b->hfree.v[i + 1], (size_t)(b->hfree.n - i - 1) * sizeof nb);
+    b->hfree.n--;
+  }
+}
+
+bool tb_vmem_fits(tb *b, uint64_t bytes, const char *what) {
+  if (bytes > b->vmem_peak) b->vmem_peak = bytes;
+  if (bytes <= b->t.vmem_bytes) return true;
+  tb_error(b, ST_RESOURCE_EXHAUSTED, "%s needs %llu bytes of VMEM, the target has %llu", what,
+           (unsigned long long)bytes, (unsigned long long)b->t.vmem_bytes);
+  return false;
+}

@@ -1,0 +1,548 @@
+/* lower.c: lowering of IR instructions to kernels: values, data movement
+ * (broadcast, reshape, transpose, slice, reverse, concatenate, pad, iota),
+ * elementwise ops fused into loops, tuples, fusion computations (inlined)
+ * and single-replica all-reduce. Dots, convolutions and reductions are in
+ * lower_ops.c.
+ *
+ * Fusion at lowering: an elementwise instruction with exactly one use, by
+ * an elementwise instruction of the same element count, is not
+ * materialised: its consumer's loop computes it in registers. Broadcasts
+ * of scalar constants become immediates. Everything else is an HBM buffer
+ * freed after its last use. */
+#include "backend/tpu/lower.h"
+
+int tv_esize(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
+
+tval *tv_new(lctx *x, ir_type t, int rank, const int64_t *dims) {
+  tval *v = arena_alloc(x->b->a, sizeof *v);
+  v->type = t;
+  v->rank = rank;
+  v->count = 1;
+  for (int k = 0; k < rank; k++) {
+    v->dims[k] = dims[k];
+    v->count *= dims[k];
+  }
+  v->buf = arena_alloc(x->b->a, sizeof *v->buf);
+  v->buf->bytes = (uint64_t)v->count * (uint64_t)tv_esize(t);
+  v->buf->addr = tb_hbm_alloc(x->b, v->buf->bytes);
+  v->buf->refs = 1;
+  v->buf->owned = true;
+  return v;
+}
+
+tval *tv_alias(lctx *x, const tval *v, ir_type t, int rank, const int64_t *dims) {
+  tval *r = arena_alloc(x->b->a, sizeof *r);
+  r->type = t;
+  r->rank = rank;
+  r->count = 1;
+  for (int k = 0; k < rank; k++) {
+    r->dims[k] = dims[k];
+    r->count *= dims[k];
+  }
+  r->buf = v->buf;
+  r->buf->refs++;
+  return r;
+}
+
+static tval *tv_ref(lctx *x, tval *v) {
+  if (v->tuple) {
+    tval *t = arena_alloc(x->b->a, sizeof *t);
+    *t = *v;
+    t->elems = arena_array(x->b->a, (size_t)(v->n ? v->n : 1), sizeof(tval *));
+    for (int k = 0; k < v->n; k++) t->elems[k] = tv_ref(x, v->elems[k]);
+    return t;
+  }
+  return tv_alias(x, v, v->type, v->rank, v->dims);
+}
+
+void tv_release(lctx *x, tval *v) {
+  if (!v) return;
+  if (v->tuple) {
+    for (int k = 0; k < v->n; k++) tv_release(x, v->elems[k]);
+    return;
+  }
+  if (--v->buf->refs == 0 && v->buf->owned) tb_hbm_free(x->b, v->buf->addr, v->buf->bytes);
+}
+
+void tv_strides(const tval *v, int64_t *st) {
+  int64_t s = 1;
+  for (int k = v->rank - 1; k >= 0; k--) {
+    st[k] = s;
+    s *= v->dims[k];
+  }
+}
+
+uint64_t tv_addr(const tval *v) { return v->buf->addr; }
+
+static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
+
+static void consume(lctx *x, ir_id i) {
+  if (--x->rem[i] == 0) {
+    tv_release(x, x->val[i]);
+    x->val[i] = NULL;
+  }
+}
+
+static tval *shape_val(lctx *x, const ir_shape *s) {
+  return tv_new(x, s->type, s->rank, s->dims);
+}
+
+uint32_t lit_bits(const ir_literal *l, int64_t idx) {
+  switch (l->shape.type) {
+  case IR_F32: {
+    uint32_t u;
+    memcpy(&u, (const char *)l->data + idx * 4, 4);
+    return u;
+  }
+  case IR_BF16: {
+    uint16_t h;
+    memcpy(&h, (const char *)l->data + idx * 2, 2);
+    return (uint32_t)h << 16;
+  }
+  case IR_F16: {
+    uint16_t h;
+    memcpy(&h, (const char *)l->data + idx * 2, 2);
+    float f = ir_f16_to_f32(h);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+  }
+  default: return (uint32_t)(int32_t)ir_literal_get_i64(l, idx);
+  }
+}
+
+/* ---- elementwise groups ----------------------------------------------------- */
+
+static bool is_elem(const ir_inst *in) {
+  return (ir_op_flags(in->op) & OPF_ELEMWISE) || in->op == IR_OP_CONVERT ||
+         in->op == IR_OP_BITCAST_CONVERT;
+}
+
+/* Scalar constant behind a broadcast (or a scalar constant): its literal. */
+static const ir_literal *splat_of(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (in->op == IR_OP_BROADCAST) {
+    const ir_inst *o = inst_of(x, in->ops[0]);
+    if (o->op == IR_OP_CONSTANT && o->shape.rank == 0 && tk_itype(o->shape.type) != IR_TYPE_INVALID)
+      return o->a.literal;
+  }
+  if (in->op == IR_OP_CONSTANT && in->shape.rank == 0 && tk_itype(in->shape.type) != IR_TYPE_INVALID)
+    return in->a.literal;
+  return NULL;
+}
+
+typedef struct dag {
+  VEC(tk_node) nodes;
+  VEC(ir_id) in_ids; /* materialised inputs */
+  VEC(tval *) in_vals;
+} dag;
+
+static int add_node(lctx *x, dag *d, tk_node n) {
+  VEC_PUSH(x->b->a, d->nodes, n);
+  return d->nodes.n - 1;
+}
+
+static int dag_input(lctx *x, dag *d, tval *v, ir_id id) {
+  for (int k = 0; k < d->in_vals.n; k++)
+    if (d->in_vals.v[k] == v) {
+      if (id != IR_NONE) VEC_PUSH(x->b->a, x->pending, id);
+      for (int j = 0; j < d->nodes.n; j++)
+        if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == k) return j;
+    }
+  VEC_PUSH(x->b->a, d->in_vals, v);
+  VEC_PUSH(x->b->a, d->in_ids, id);
+  if (id != IR_NONE) VEC_PUSH(x->b->a, x->pending, id);
+  tk_node n = {TK_IN, v->type, d->in_vals.n - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
+  return add_node(x, d, n);
+}
+
+static tval *materialize_broadcast(lctx *x, tval *v, int rank, const int64_t *dims);
+
+/* Node for operand `opi` of an elementwise instruction of `count` elements. */
+static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, const int64_t *dims);
+
+static int dag_inst(lctx *x, dag *d, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tk_node n = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
+  int64_t count = 1;
+  for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
+  for (int k = 0; k < in->nops; k++)
+    n.args[k] = dag_operand(x, d, in->ops[k], count, in->shape.rank, in->shape.dims);
+  if (in->op == IR_OP_BITCAST_CONVERT) n.op = IR_OP_COPY;
+  const char *why;
+  if (!tk_elem_supported(x->b, &n, &why)) {
+    x->b->loc = in->loc;
+    tb_error(x->b, ST_UNSUPPORTED, "%s (%s%s%s)", why, ir_op_name(in->op), " on ",
+             ir_type_name(in->shape.type));
+  }
+  return add_node(x, d, n);
+}
+
+static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, const int64_t *dims) {
+  const ir_literal *lit = splat_of(x, opi);
+  if (lit) {
+    tk_node n = {TK_CONST, lit->shape.type, 0, lit_bits(lit, 0), 0, 0, 0, 0, {0, 0, 0}};
+    return add_node(x, d, n);
+  }
+  if (x->deferred[opi]) return dag_inst(x, d, opi);
+  tval *v = x->val[opi];
+  if (v->count != count) { /* a scalar operand of clamp/select */
+    tval *bv = materialize_broadcast(x, v, rank, dims);
+    VEC_PUSH(x->b->a, x->pending, opi);
+    return dag_input(x, d, bv, IR_NONE);
+  }
+  return dag_input(x, d, v, opi);
+}
+
+static void lower_elementwise(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  dag d = {0};
+  int root = dag_inst(x, &d, i);
+  if (x->b->failed) return;
+  tval *out = shape_val(x, &in->shape);
+  tk_elem e = {0};
+  e.nnodes = d.nodes.n;
+  e.nodes = d.nodes.v;
+  e.ninputs = d.in_vals.n;
+  e.in_addr = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(uint64_t));
+  e.in_type = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(ir_type));
+  for (int k = 0; k < e.ninputs; k++) {
+    e.in_addr[k] = tv_addr(d.in_vals.v[k]);
+    e.in_type[k] = d.in_vals.v[k]->type;
+  }
+  e.noutputs = 1;
+  e.out_node = &root;
+  uint64_t oa = tv_addr(out);
+  e.out_addr = &oa;
+  e.count = out->count;
+  tk_elementwise(x->b, &e);
+  /* Temporary broadcasts made for scalar operands die now. */
+  for (int k = 0; k < e.ninputs; k++)
+    if (d.in_ids.v[k] == IR_NONE) tv_release(x, d.in_vals.v[k]);
+  x->val[i] = out;
+}
+
+/* Runs a one-node elementwise program on v (a convert, or a copy). */
+tval *lower_convert(lctx *x, const tval *v, ir_type t) {
+  tval *out = tv_new(x, t, v->rank, v->dims);
+  tk_node nodes[2] = {{TK_IN, v->type, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, t, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+  int root = 1;
+  uint64_t ia = tv_addr(v), oa = tv_addr(out);
+  ir_type it = v->type;
+  tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, v->count};
+  tk_elementwise(x->b, &e);
+  return out;
+}
+
+/* ---- data movement -------------------------------------------------------------- */
+
+static tval *materialize_broadcast(lctx *x, tval *v, int rank, const int64_t *dims) {
+  tval *out = tv_new(x, v->type, rank, dims);
+  int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0};
+  tv_strides(out, ds);
+  tk_copy(x->b, tv_addr(out), ds, tv_addr(v), ss, rank, dims, tv_esize(v->type));
+  return out;
+}
+
+tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm) {
+  int64_t dims[IR_MAX_RANK], vs[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
+  tv_strides(v, vs);
+  for (int k = 0; k < v->rank; k++) {
+    dims[k] = v->dims[perm[k]];
+    ss[k] = vs[perm[k]];
+  }
+  tval *out = tv_new(x, v->type, v->rank, dims);
+  tv_strides(out, ds);
+  tk_copy(x->b, tv_addr(out), ds, tv_addr(v), ss, v->rank, dims, tv_esize(v->type));
+  return out;
+}
+
+tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd, ir_type t) {
+  int64_t dims[IR_MAX_RANK];
+  for (int k = 0; k < v->rank; k++) {
+    int64_t in = v->dims[k];
+    dims[k] = pd[k].lo + pd[k].hi + in + (in > 0 ? (in - 1) * pd[k].interior : 0);
+    if (dims[k] < 0) dims[k] = 0;
+  }
+  tval *out = tv_new(x, t, v->rank, dims);
+  int es = tv_esize(t);
+  /* Fill with the pad value (broadcast from its one-element buffer). */
+  int64_t ds[IR_MAX_RANK], zs[IR_MAX_RANK] = {0}, vs[IR_MAX_RANK];
+  tv_strides(out, ds);
+  tv_strides(v, vs);
+  tk_copy(x->b, tv_addr(out), ds, tv_addr(pv), zs, out->rank, dims, es);
+  /* Interior: operand index i lands at lo + i*(interior+1). */
+  int64_t n[IR_MAX_RANK], so[IR_MAX_RANK], dstr[IR_MAX_RANK];
+  int64_t src = 0, dst = 0;
+  for (int k = 0; k < v->rank; k++) {
+    int64_t s = pd[k].interior + 1, lo = pd[k].lo, first = 0;
+    if (lo < 0) first = (-lo + s - 1) / s;
+    int64_t last = v->dims[k] - 1; /* largest i with lo + i*s < dims[k] */
+    if (lo + last * s >= dims[k]) last = dims[k] - 1 - lo < 0 ? -1 : (dims[k] - 1 - lo) / s;
+    n[k] = last >= first ? last - first + 1 : 0;
+    if (n[k] <= 0) return out;
+    src += first * vs[k];
+    dst += (lo + first * s) * ds[k];
+    so[k] = vs[k];
+    dstr[k] = ds[k] * s;
+  }
+  tk_copy(x->b, tv_addr(out) + (uint64_t)(dst * es), dstr, tv_addr(v) + (uint64_t)(src * es), so,
+          v->rank, n, es);
+  return out;
+}
+
+static void lower_iota(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tb *b = x->b;
+  int d = (int)in->a.index;
+  int64_t L = in->shape.dims[d];
+  int64_t one = L;
+  tval *line = tv_new(x, in->shape.type, 1, &one);
+  /* Values base + r*128 + l, tile by tile, converted to the type. */
+  ir_type t = in->shape.type;
+  bool h = tv_esize(t) == 2;
+  int64_t tiles = (L + 1023) / 1024;
+  uint64_t vbuf = 0;
+  if (!tb_vmem_fits(b, (uint64_t)tiles * 4096 + 4096, "iota")) return;
+  uint64_t chunk = 1024; /* tiles per DMA */
+  for (int64_t t0 = 0; t0 < tiles; t0 += (int64_t)chunk) {
+    int64_t tn = tiles - t0 < (int64_t)chunk ? tiles - t0 : (int64_t)chunk;
+    for (int64_t tt = 0; tt < tn; tt++) {
+      tb_valu(b, OP_VIOTA, 1, 1, 0); /* r */
+      tb_valu(b, OP_VIMM, 2, 128, 0);
+      tb_valu(b, OP_VMULI, 1, 1, 2);
+      tb_valu(b, OP_VIOTA, 2, 0, 0); /* l */
+      tb_valu(b, OP_VADDI, 1, 1, 2);
+      tb_valu(b, OP_VIMM, 2, (int32_t)((t0 + tt) * 1024), 0);
+      tb_valu(b, OP_VADDI, 1, 1, 2);
+      if (ir_type_is_float(t)) {
+        tb_valu(b, OP_VCVTIF, 1, 1, 0);
+        if (t == IR_BF16) tb_valu(b, OP_VRNDBF, 1, 1, 0);
+      }
+      tb_vst(b, 1, vbuf + (uint64_t)tt * (h ? 2048 : 4096), h ? 256 : 512, h, 0);
+    }
+    int64_t elems = (L - t0 * 1024) < tn * 1024 ? L - t0 * 1024 : tn * 1024;
+    int64_t dd[10] = {elems * (h ? 2 : 4), 1, 1, 1, 0, 0, 0, 0, 0, 0};
+    tb_dma(b, false, vbuf, tv_addr(line) + (uint64_t)(t0 * 1024 * (h ? 2 : 4)), dd);
+  }
+  tval *out = shape_val(x, &in->shape);
+  int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0};
+  tv_strides(out, ds);
+  ss[d] = 1;
+  tk_copy(b, tv_addr(out), ds, tv_addr(line), ss, out->rank, out->dims, tv_esize(t));
+  tv_release(x, line);
+  x->val[i] = out;
+}
+
+static void lower_constant(lctx *x, ir_id i);
+
+void lower_inst(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tb *b = x->b;
+  b->loc = in->loc;
+  b->opname = ir_op_name(in->op);
+  if (in->shape.type != IR_TUPLE && tk_itype(in->shape.type) == IR_TYPE_INVALID) {
+    tb_error(b, ST_UNSUPPORTED, "element type %s is not supported", ir_type_name(in->shape.type));
+    return;
+  }
+  x->pending.n = 0;
+  tval *ov = in->nops > 0 ? x->val[in->ops[0]] : NULL;
+  bool consume_ops = true;
+  switch (in->op) {
+  case IR_OP_PARAMETER: {
+    int64_t p = in->a.parameter_number;
+    x->val[i] = tv_ref(x, x->params[p]);
+    break;
+  }
+  case IR_OP_CONSTANT: lower_constant(x, i); break;
+  case IR_OP_IOTA: lower_iota(x, i); break;
+  case IR_OP_BROADCAST: {
+    tval *out = shape_val(x, &in->shape);
+    int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0}, os[IR_MAX_RANK];
+    tv_strides(out, ds);
+    tv_strides(ov, os);
+    for (int k = 0; k < in->a.dimensions.n; k++) ss[in->a.dimensions.v[k]] = os[k];
+    tk_copy(b, tv_addr(out), ds, tv_addr(ov), ss, out->rank, out->dims, tv_esize(out->type));
+    x->val[i] = out;
+    break;
+  }
+  case IR_OP_RESHAPE:
+  case IR_OP_COPY:
+    x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
+    break;
+  case IR_OP_BITCAST_CONVERT:
+    if (tv_esize(in->shape.type) != tv_esize(ov->type) || ir_type_size(in->shape.type) != 4 ||
+        ir_type_size(ov->type) != 4) {
+      tb_error(b, ST_UNSUPPORTED, "bitcast-convert between %s and %s (only 32-bit types)",
+               ir_type_name(ov->type), ir_type_name(in->shape.type));
+      return;
+    }
+    x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
+    break;
+  case IR_OP_TRANSPOSE: x->val[i] = lower_transpose(x, ov, in->a.dimensions.v); break;
+  case IR_OP_SLICE: {
+    tval *out = shape_val(x, &in->shape);
+    int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], os[IR_MAX_RANK], off = 0;
+    tv_strides(out, ds);
+    tv_strides(ov, os);
+    for (int k = 0; k < ov->rank; k++) {
+      int64_t st = in->a.slice_stride.n ? in->a.slice_stride.v[k] : 1;
+      off += in->a.slice_start.v[k] * os[k];
+      ss[k] = os[k] * st;
+    }
+    int es = tv_esize(out->type);
+    tk_copy(b, tv_addr(out), ds, tv_addr(ov) + (uint64_t)(off * es), ss, out->rank, out->dims, es);
+    x->val[i] = out;
+    break;
+  }
+  case IR_OP_REVERSE: {
+    tval *out = shape_val(x, &in->shape);
+    int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], off = 0;
+    tv_strides(out, ds);
+    tv_strides(ov, ss);
+    for (int k = 0; k < in->a.dimensions.n; k++) {
+      int64_t d = in->a.dimensions.v[k];
+      off += (ov->dims[d] - 1) * ss[d];
+      ss[d] = -ss[d];
+    }
+    int es = tv_esize(out->type);
+    tk_copy(b, tv_addr(out), ds, tv_addr(ov) + (uint64_t)(off * es), ss, out->rank, out->dims, es);
+    x->val[i] = out;
+    break;
+  }
+  case IR_OP_CONCATENATE: {
+    tval *out = shape_val(x, &in->shape);
+    int64_t d = in->a.dimensions.v[0], ds[IR_MAX_RANK], at = 0;
+    tv_strides(out, ds);
+    int es = tv_esize(out->type);
+    for (int k = 0; k < in->nops; k++) {
+      tval *v = x->val[in->ops[k]];
+      int64_t ss[IR_MAX_RANK];
+      tv_strides(v, ss);
+      tk_copy(b, tv_addr(out) + (uint64_t)(at * ds[d] * es), ds, tv_addr(v), ss, v->rank, v->dims,
+              es);
+      at += v->dims[d];
+    }
+    x->val[i] = out;
+    break;
+  }
+  case IR_OP_PAD:
+    x->val[i] = lower_pad(x, ov, x->val[in->ops[1]], in->a.padding, in->shape.type);
+    break;
+  case IR_OP_DOT: lower_dot(x, i); break;
+  case IR_OP_CONVOLUTION: lower_conv(x, i); break;
+  case IR_OP_REDUCE: lower_reduce(x, i); break;
+  case IR_OP_REDUCE_WINDOW: lower_reduce_window(x, i); break;
+  case IR_OP_ALL_REDUCE: {
+    /* One replica: the identity on every operand. */
+    if (in->nops == 1 && in->shape.type != IR_TUPLE) {
+      x->val[i] = tv_ref(x, ov);
+    } else {
+      tval *t = arena_alloc(b->a, sizeof *t);
+      t->tuple = true;
+      t->n = in->nops;
+      t->elems = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
+      for (int k = 0; k < in->nops; k++) t->elems[k] = tv_ref(x, x->val[in->ops[k]]);
+      x->val[i] = t;
+    }
+    break;
+  }
+  case IR_OP_TUPLE: {
+    tval *t = arena_alloc(b->a, sizeof *t);
+    t->tuple = true;
+    t->n = in->nops;
+    t->elems = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
+    for (int k = 0; k < in->nops; k++) t->elems[k] = tv_ref(x, x->val[in->ops[k]]);
+    x->val[i] = t;
+    break;
+  }
+  case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a.index]); break;
+  case IR_OP_FUSION: {
+    tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
+    for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
+    x->val[i] = lower_comp(b, x->m, in->calls[0], ps, x->precision);
+    b->loc = in->loc;
+    b->opname = ir_op_name(in->op);
+    break;
+  }
+  default:
+    if (is_elem(in)) {
+      lower_elementwise(x, i);
+      consume_ops = false;
+      break;
+    }
+    tb_error(b, ST_UNSUPPORTED, "op '%s' is not supported by the TPU backend", ir_op_name(in->op));
+    return;
+  }
+  if (consume_ops)
+    for (int k = 0; k < in->nops; k++) consume(x, in->ops[k]);
+  else
+    for (int k = 0; k < x->pending.n; k++) consume(x, x->pending.v[k]);
+}
+
+/* Constants become CONST entries of the image: see compile.c's pool. */
+static void lower_constant(lctx *x, ir_id i) {
+  x->val[i] = tpu_const_value(x, inst_of(x, i)->a.literal);
+}
+
+/* ---- computations ------------------------------------------------------------ */
+
+tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec) {
+  const ir_comp *comp = &m->comps.v[c];
+  lctx x = {0};
+  x.b = b;
+  x.m = m;
+  x.c = c;
+  x.comp = comp;
+  x.params = params;
+  x.precision = prec;
+  int n = comp->insts.n;
+  x.val = arena_array(b->a, (size_t)n + 1, sizeof(tval *));
+  x.rem = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
+  x.deferred = arena_array(b->a, (size_t)n + 1, sizeof(bool));
+  int32_t *users = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead) continue;
+    for (int k = 0; k < in->nops; k++) {
+      x.rem[in->ops[k]]++;
+      users[in->ops[k]] = i;
+    }
+  }
+  x.rem[comp->root]++;
+  /* Deferral: single use by an elementwise op of the same element count. */
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || !is_elem(in) || x.rem[i] != 1 || i == comp->root) continue;
+    const ir_inst *u = &comp->insts.v[users[i]];
+    if (!is_elem(u) || u->shape.type == IR_TUPLE) continue;
+    int64_t a = 1, bb = 1;
+    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+    for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
+    if (a == bb) x.deferred[i] = true;
+  }
+  for (int i = 0; i < n && !b->failed; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || x.deferred[i]) continue;
+    /* Broadcasts of scalar constants used only by elementwise ops stay
+     * immediates. */
+    if (splat_of(&x, i) && in->op == IR_OP_BROADCAST && i != comp->root) {
+      bool all = true;
+      for (int j = i + 1; j < n && all; j++) {
+        const ir_inst *u = &comp->insts.v[j];
+        if (u->dead) continue;
+        for (int k = 0; k < u->nops; k++)
+          if (u->ops[k] == i && !is_elem(u)) all = false;
+      }
+      if (all) {
+        x.deferred[i] = true;
+        continue;
+      }
+    }
+    if (x.rem[i] == 0 && in->op != IR_OP_PARAMETER) continue; /* unused */
+    lower_inst(&x, i);
+  }
+  if (b->failed) return NULL;
+  return x.val[comp->root];
+}

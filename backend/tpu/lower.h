@@ -1,0 +1,79 @@
+/* lower.h: private to backend/tpu: values of the lowering (HBM buffers
+ * with reference counts) and the per-op lowerings split over lower*.c. */
+#ifndef TPUCC_BACKEND_TPU_LOWER_H
+#define TPUCC_BACKEND_TPU_LOWER_H
+
+#include "backend/tpu/tb.h"
+
+/* An HBM buffer shared by the values that alias it (reshape, copy,
+ * get-tuple-element); freed when the last reference goes. Parameters and
+ * constants are not owned (never freed). */
+typedef struct hbuf {
+  uint64_t addr, bytes;
+  int refs;
+  bool owned;
+} hbuf;
+
+typedef struct tval tval;
+struct tval {
+  bool tuple;
+  int n;          /* tuple: elements */
+  tval **elems;
+  hbuf *buf;      /* array: its storage (row-major, internal element type) */
+  ir_type type;   /* IR element type */
+  int rank;
+  int64_t dims[IR_MAX_RANK];
+  int64_t count;
+};
+
+typedef struct lctx lctx;
+struct lctx {
+  tb *b;
+  const ir_module *m;
+  ir_comp_id c;
+  const ir_comp *comp;
+  tval **val;       /* per instruction; NULL until lowered (or deferred) */
+  int32_t *rem;     /* remaining uses */
+  bool *deferred;   /* elementwise, folded into its single consumer's loop */
+  tval **params;    /* bound parameters (fusion computations) */
+  ir_precision precision;
+  VEC(ir_id) pending; /* operand edges to consume after the current kernel */
+};
+
+int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
+tval *tv_new(lctx *x, ir_type t, int rank, const int64_t *dims);
+tval *tv_alias(lctx *x, const tval *v, ir_type t, int rank, const int64_t *dims);
+void tv_release(lctx *x, tval *v);
+void tv_strides(const tval *v, int64_t *st); /* row-major strides, elements */
+uint64_t tv_addr(const tval *v);
+
+/* Lowers one instruction; its value goes to x->val[i]. */
+void lower_inst(lctx *x, ir_id i);
+/* Lowers computation c with parameters bound to params; returns the root's
+ * value (a reference the caller owns). */
+tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec);
+
+/* Elementwise program of a scalar computation (reducers): inputs are its
+ * parameters in order; outputs its root (or the root tuple's elements). */
+bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
+/* Internal 32-bit register bits of element idx of a literal. */
+uint32_t lit_bits(const ir_literal *l, int64_t idx);
+
+/* A constant's value (placed in the image's CONST section by compile.c). */
+tval *tpu_const_value(lctx *x, const ir_literal *l);
+
+/* lower_ops.c */
+void lower_dot(lctx *x, ir_id i);
+void lower_conv(lctx *x, ir_id i);
+void lower_reduce(lctx *x, ir_id i);
+void lower_reduce_window(lctx *x, ir_id i);
+/* Casts f32/bf16 to bf16 parts for the MXU: parts[p] (count elements each). */
+void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts);
+/* Converts (elementwise) v to type t; a new value. */
+tval *lower_convert(lctx *x, const tval *v, ir_type t);
+/* out = copy of v padded: lo/hi/interior per dim, value from scalar pv. */
+tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd, ir_type t);
+/* Permutes dims: result dim k = v dim perm[k]. */
+tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm);
+
+#endif

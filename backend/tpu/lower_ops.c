@@ -1,0 +1,601 @@
+/* lower_ops.c: dot, convolution, reduce and reduce-window.
+ *
+ * dot: operands are split into bf16 parts (1 for DEFAULT, 2 for HIGH =
+ * bf16x3, 3 for HIGHEST = bf16x6), permuted to [batch, M, K] and
+ * [batch, K, N], and the part products are laid side by side along K
+ * (A' = [a0 | a0 | a1], B' = [b0 ; b1 ; b0] for bf16x3) so one MXU matmul
+ * with K' = passes x K accumulates every pass in f32.
+ * convolution: the input is zero-padded (edge padding and base dilation),
+ * patches are gathered by strided DMA into [group, batch*out_spatial,
+ * window*Cg] (column = window position major, input feature minor: the
+ * evaluator's accumulation order), the kernel into [group, window*Cg,
+ * Cout/group], one batched matmul, and a strided copy into the output
+ * layout. Integer and pred dots/convolutions run exactly on the vector
+ * unit: broadcast, multiply and a sequential fold over K.
+ * reduce: inputs are permuted so the reduced dims lead ([R, O]) and folded
+ * in the evaluator's order. reduce-window: the padded input's windows are
+ * stacked into [window, out] and folded (padding and base-dilation holes
+ * hold the init value; see docs/tpu-backend.md). */
+#include "backend/tpu/lower.h"
+
+static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
+
+
+static tval *scalar_const(lctx *x, ir_type t, double v) {
+  ir_shape s = ir_shape_scalar(t);
+  ir_literal *l = ir_literal_create(x->b->a, &s);
+  ir_literal_set_f64(l, 0, v);
+  return tpu_const_value(x, l);
+}
+
+/* ---- scalar computations as elementwise programs ----------------------------- */
+
+bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
+  const ir_comp *comp = &x->m->comps.v[c];
+  int n = comp->insts.n;
+  int *node = arena_array(x->b->a, (size_t)n + 1, sizeof(int));
+  VEC(tk_node) nodes = {0};
+  out->ninputs = comp->nparams;
+  out->in_type = arena_array(x->b->a, (size_t)comp->nparams + 1, sizeof(ir_type));
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    node[i] = -1;
+    if (in->dead) continue;
+    if (in->op == IR_OP_TUPLE) continue;
+    if (in->shape.type == IR_TUPLE || in->shape.rank != 0) goto bad;
+    tk_node nd = {0};
+    nd.type = in->shape.type;
+    if (in->op == IR_OP_PARAMETER) {
+      nd.kind = TK_IN;
+      nd.input = (int)in->a.parameter_number;
+      out->in_type[nd.input] = in->shape.type;
+    } else if (in->op == IR_OP_CONSTANT) {
+      nd.kind = TK_CONST;
+      nd.bits = lit_bits(in->a.literal, 0);
+    } else if ((ir_op_flags(in->op) & OPF_ELEMWISE) || in->op == IR_OP_CONVERT) {
+      nd.kind = TK_OP;
+      nd.op = in->op;
+      nd.cmp_dir = in->a.cmp_dir;
+      nd.cmp_type = in->a.cmp_type;
+      nd.nargs = in->nops;
+      for (int k = 0; k < in->nops; k++) {
+        if (node[in->ops[k]] < 0) goto bad;
+        nd.args[k] = node[in->ops[k]];
+      }
+      const char *why;
+      if (!tk_elem_supported(x->b, &nd, &why)) {
+        x->b->loc = in->loc;
+        tb_error(x->b, ST_UNSUPPORTED, "reducer op %s: %s", ir_op_name(in->op), why);
+        return false;
+      }
+    } else {
+      goto bad;
+    }
+    VEC_PUSH(x->b->a, nodes, nd);
+    node[i] = nodes.n - 1;
+  }
+  const ir_inst *root = &comp->insts.v[comp->root];
+  if (root->op == IR_OP_TUPLE) {
+    out->noutputs = root->nops;
+    out->out_node = arena_array(x->b->a, (size_t)root->nops + 1, sizeof(int));
+    for (int k = 0; k < root->nops; k++) {
+      if (node[root->ops[k]] < 0) goto bad;
+      out->out_node[k] = node[root->ops[k]];
+    }
+  } else {
+    out->noutputs = 1;
+    out->out_node = arena_array(x->b->a, 1, sizeof(int));
+    out->out_node[0] = node[comp->root];
+  }
+  out->nnodes = nodes.n;
+  out->nodes = nodes.v;
+  return true;
+bad:
+  tb_error(x->b, ST_UNSUPPORTED,
+           "reducer computation '%s' is not a scalar elementwise computation", comp->name);
+  return false;
+}
+
+/* ---- bf16 parts ---------------------------------------------------------------- */
+
+void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts) {
+  tk_node nodes[6] = {
+      {TK_IN, v->type, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}},
+      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {0, 1, 0}},
+      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {2, 0, 0}},
+      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {2, 3, 0}},
+      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {4, 0, 0}},
+  };
+  int outs[3] = {1, 3, 5};
+  uint64_t oa[3];
+  for (int p = 0; p < nparts; p++) {
+    parts[p] = tv_new(x, IR_BF16, v->rank, v->dims);
+    oa[p] = tv_addr(parts[p]);
+  }
+  uint64_t ia = tv_addr(v);
+  ir_type it = v->type;
+  tk_elem e = {2 * nparts, nodes, 1, &ia, &it, nparts, outs, oa, v->count};
+  tk_elementwise(x->b, &e);
+}
+
+static int passes_of(lctx *x, const ir_inst *in, ir_type lt, ir_type rt) {
+  ir_precision p = x->precision;
+  if (in->a.precision[0] > p) p = in->a.precision[0];
+  if (in->a.precision[1] > p) p = in->a.precision[1];
+  if (lt == IR_BF16 && rt == IR_BF16) return 1;
+  return p == IR_PREC_HIGHEST ? 6 : p == IR_PREC_HIGH ? 3 : 1;
+}
+
+static const int pair_a[6] = {0, 0, 1, 0, 1, 2}, pair_b[6] = {0, 1, 0, 2, 1, 0};
+
+/* bf16 parts of v, or v itself when it already is bf16 and one part. */
+static void parts_of(lctx *x, tval *v, int nparts, tval **parts) {
+  if (v->type == IR_BF16 && nparts == 1) {
+    parts[0] = tv_alias(x, v, v->type, v->rank, v->dims);
+    return;
+  }
+  lower_split_bf16(x, v, nparts, parts);
+}
+
+/* Integer/pred contraction on the vector unit: out[g][m][n] = fold_k
+ * (a[g][m][k] * b[g][k][n]) from 0, with a and b given as [G,M,K] and
+ * [G,K,N] (types t). Exact (wrapping) like the evaluator. */
+static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_t N, int64_t K,
+                        ir_type t) {
+  int64_t d4[4] = {K, G, M, N};
+  /* ea[k][g][m][n] = a[g][m][k], eb[k][g][m][n] = b[g][k][n] */
+  tval *ea = tv_new(x, t, 4, d4), *eb = tv_new(x, t, 4, d4);
+  int64_t ds[4], sa[4] = {1, M * K, K, 0}, sb[4] = {N, K * N, 0, 1};
+  tv_strides(ea, ds);
+  tk_copy(x->b, tv_addr(ea), ds, tv_addr(a), sa, 4, d4, 4);
+  tk_copy(x->b, tv_addr(eb), ds, tv_addr(bm), sb, 4, d4, 4);
+  int64_t d3[3] = {G, M, N};
+  tval *out = tv_new(x, t, 3, d3);
+  tval *zero = scalar_const(x, t, 0);
+  /* reducer: acc + a*b (pred: acc | (a & b)) with inputs acc, a, b */
+  tk_node nodes[5] = {{TK_IN, t, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_IN, t, 1, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_IN, t, 2, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, t, 0, 0, IR_OP_MULTIPLY, 0, 0, 2, {1, 2, 0}},
+                      {TK_OP, t, 0, 0, IR_OP_ADD, 0, 0, 2, {0, 3, 0}}};
+  /* tk_fold's reducer takes nv accumulators then nv values; fold a and b
+   * as two values with a second (ignored) accumulator. */
+  tk_node rn[7];
+  memcpy(rn, nodes, sizeof nodes);
+  rn[0] = (tk_node){TK_IN, t, 0, 0, 0, 0, 0, 0, {0, 0, 0}}; /* acc0 */
+  rn[1] = (tk_node){TK_IN, t, 2, 0, 0, 0, 0, 0, {0, 0, 0}}; /* a */
+  rn[2] = (tk_node){TK_IN, t, 3, 0, 0, 0, 0, 0, {0, 0, 0}}; /* b */
+  rn[5] = (tk_node){TK_IN, t, 1, 0, 0, 0, 0, 0, {0, 0, 0}}; /* acc1 passes through */
+  int outs[2] = {4, 5};
+  ir_type types[4] = {t, t, t, t};
+  tk_elem red = {6, rn, 4, NULL, types, 2, outs, NULL, 0};
+  tval *dummy = tv_new(x, t, 3, d3);
+  uint64_t xs[2] = {tv_addr(ea), tv_addr(eb)}, in[2] = {tv_addr(zero), tv_addr(zero)},
+           os[2] = {tv_addr(out), tv_addr(dummy)};
+  tk_fold(x->b, &red, 2, xs, in, os, K, G * M * N);
+  tv_release(x, ea);
+  tv_release(x, eb);
+  tv_release(x, dummy);
+  return out;
+}
+
+void lower_dot(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
+  const ir_attrs *at = &in->a;
+  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
+  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
+  int nl = 0, nr = 0;
+  int64_t Bn = 1, M = 1, N = 1, K = 1;
+  for (int k = 0; k < at->lhs_batch.n; k++) {
+    lp[nl++] = at->lhs_batch.v[k];
+    lu[at->lhs_batch.v[k]] = true;
+    Bn *= l->dims[at->lhs_batch.v[k]];
+  }
+  for (int k = 0; k < at->lhs_contracting.n; k++) lu[at->lhs_contracting.v[k]] = true;
+  for (int d = 0; d < l->rank; d++)
+    if (!lu[d]) {
+      lp[nl++] = d;
+      M *= l->dims[d];
+    }
+  for (int k = 0; k < at->lhs_contracting.n; k++) {
+    lp[nl++] = at->lhs_contracting.v[k];
+    K *= l->dims[at->lhs_contracting.v[k]];
+  }
+  for (int k = 0; k < at->rhs_batch.n; k++) {
+    rp[nr++] = at->rhs_batch.v[k];
+    ru[at->rhs_batch.v[k]] = true;
+  }
+  for (int k = 0; k < at->rhs_contracting.n; k++) {
+    rp[nr++] = at->rhs_contracting.v[k];
+    ru[at->rhs_contracting.v[k]] = true;
+  }
+  for (int d = 0; d < r->rank; d++)
+    if (!ru[d]) {
+      rp[nr++] = d;
+      N *= r->dims[d];
+    }
+  ir_type rt = in->shape.type;
+  bool ident_l = true, ident_r = true;
+  for (int k = 0; k < l->rank; k++) ident_l &= lp[k] == k;
+  for (int k = 0; k < r->rank; k++) ident_r &= rp[k] == k;
+  if (!ir_type_is_float(rt)) {
+    /* Exact integer/pred path: convert operands to the result type. */
+    tval *lc = l->type == rt ? tv_alias(x, l, rt, l->rank, l->dims) : lower_convert(x, l, rt);
+    tval *rc = r->type == rt ? tv_alias(x, r, rt, r->rank, r->dims) : lower_convert(x, r, rt);
+    tval *lt = ident_l ? lc : lower_transpose(x, lc, lp);
+    tval *rtv = ident_r ? rc : lower_transpose(x, rc, rp);
+    tval *o = int_matmul(x, lt, rtv, Bn, M, N, K, rt);
+    if (lt != lc) tv_release(x, lt);
+    if (rtv != rc) tv_release(x, rtv);
+    tv_release(x, lc);
+    tv_release(x, rc);
+    x->val[i] = tv_alias(x, o, rt, in->shape.rank, in->shape.dims);
+    tv_release(x, o);
+    return;
+  }
+  if (!ir_type_is_float(l->type) || !ir_type_is_float(r->type)) {
+    tb_error(x->b, ST_UNSUPPORTED, "dot of %s and %s into %s", ir_type_name(l->type),
+             ir_type_name(r->type), ir_type_name(rt));
+    return;
+  }
+  int P = passes_of(x, in, l->type, r->type);
+  int np = P == 6 ? 3 : P == 3 ? 2 : 1;
+  if (P > x->b->max_passes) x->b->max_passes = P;
+  tval *la[3], *ra[3];
+  parts_of(x, l, np, la);
+  parts_of(x, r, np, ra);
+  for (int p = 0; p < np; p++) {
+    if (!ident_l) {
+      tval *t = lower_transpose(x, la[p], lp);
+      tv_release(x, la[p]);
+      la[p] = t;
+    }
+    if (!ident_r) {
+      tval *t = lower_transpose(x, ra[p], rp);
+      tv_release(x, ra[p]);
+      ra[p] = t;
+    }
+  }
+  int64_t Kp = (int64_t)P * K;
+  tval *A = la[0], *Bm = ra[0];
+  if (P > 1) {
+    int64_t ad[3] = {Bn, M, Kp}, bd[3] = {Bn, Kp, N};
+    A = tv_new(x, IR_BF16, 3, ad);
+    Bm = tv_new(x, IR_BF16, 3, bd);
+    for (int p = 0; p < P; p++) {
+      int64_t d3a[3] = {Bn, M, K}, sa[3] = {M * K, K, 1}, dsa[3] = {M * Kp, Kp, 1};
+      tk_copy(x->b, tv_addr(A) + (uint64_t)(p * K * 2), dsa, tv_addr(la[pair_a[p]]), sa, 3, d3a, 2);
+      int64_t d3b[3] = {Bn, K, N}, sb[3] = {K * N, N, 1}, dsb[3] = {Kp * N, N, 1};
+      tk_copy(x->b, tv_addr(Bm) + (uint64_t)(p * K * N * 2), dsb, tv_addr(ra[pair_b[p]]), sb, 3,
+              d3b, 2);
+    }
+    for (int p = 0; p < np; p++) {
+      tv_release(x, la[p]);
+      tv_release(x, ra[p]);
+    }
+  }
+  int64_t cd[3] = {Bn, M, N};
+  tval *C = tv_new(x, IR_F32, 3, cd);
+  tk_matmul(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), tv_addr(Bm),
+            (uint64_t)(Kp * N * 2), tv_addr(C), (uint64_t)(M * N * 4));
+  x->b->flops += (uint64_t)(2 * Bn * M * N * K);
+  tv_release(x, A);
+  tv_release(x, Bm);
+  if (rt == IR_F32) {
+    x->val[i] = tv_alias(x, C, rt, in->shape.rank, in->shape.dims);
+  } else {
+    tval *cv = lower_convert(x, C, rt);
+    x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
+    tv_release(x, cv);
+  }
+  tv_release(x, C);
+}
+
+/* ---- convolution ------------------------------------------------------------------ */
+
+void lower_conv(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  const ir_conv_dims *cd = &in->a.conv;
+  const ir_window *w = &in->a.window;
+  int ns = cd->nspatial;
+  ir_type rt = in->shape.type;
+  bool fl = ir_type_is_float(rt);
+  if (fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
+    tb_error(x->b, ST_UNSUPPORTED, "convolution of %s and %s into %s", ir_type_name(v->type),
+             ir_type_name(kv->type), ir_type_name(rt));
+    return;
+  }
+  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
+  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  int64_t G = fgc * bgc;
+  int64_t Bn = v->dims[cd->in_batch], Cg = kv->dims[cd->k_in], Cout = kv->dims[cd->k_out];
+  int64_t Bo = Bn / bgc, Coutg = Cout / G, O = 1, Wn = 1, Od[IR_MAX_RANK], Wd[IR_MAX_RANK];
+  for (int k = 0; k < ns; k++) {
+    Od[k] = in->shape.dims[cd->out_spatial[k]];
+    Wd[k] = w->dims[k].size;
+    O *= Od[k];
+    Wn *= Wd[k];
+  }
+  int P = fl ? passes_of(x, in, v->type, kv->type) : 1;
+  int np = P == 6 ? 3 : P == 3 ? 2 : 1;
+  if (P > x->b->max_passes) x->b->max_passes = P;
+  ir_type et = fl ? IR_BF16 : rt;
+  int es = tv_esize(et);
+  tval *ip[3], *kp[3];
+  if (fl) {
+    parts_of(x, v, np, ip);
+    parts_of(x, kv, np, kp);
+  } else {
+    ip[0] = v->type == rt ? tv_alias(x, v, rt, v->rank, v->dims) : lower_convert(x, v, rt);
+    kp[0] = kv->type == rt ? tv_alias(x, kv, rt, kv->rank, kv->dims) : lower_convert(x, kv, rt);
+  }
+  /* Pad + dilate the input parts (zeros). */
+  ir_padding_dim pd[IR_MAX_RANK];
+  memset(pd, 0, sizeof pd);
+  bool need_pad = false;
+  for (int k = 0; k < ns; k++) {
+    pd[cd->in_spatial[k]].lo = w->dims[k].pad_lo;
+    pd[cd->in_spatial[k]].hi = w->dims[k].pad_hi;
+    pd[cd->in_spatial[k]].interior = w->dims[k].lhs_dilate - 1;
+    need_pad |= w->dims[k].pad_lo || w->dims[k].pad_hi || w->dims[k].lhs_dilate != 1;
+  }
+  if (need_pad) {
+    tval *zero = scalar_const(x, et, 0);
+    for (int p = 0; p < np; p++) {
+      tval *t = lower_pad(x, ip[p], zero, pd, et);
+      tv_release(x, ip[p]);
+      ip[p] = t;
+    }
+  }
+  int64_t Kw = Wn * Cg, Kt = (int64_t)P * Kw, Mrows = Bo * O;
+  int64_t ad[3] = {G, Mrows, Kt}, bd[3] = {G, Kt, Coutg};
+  tval *A = tv_new(x, et, 3, ad), *Bm = tv_new(x, et, 3, bd);
+  int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
+  tv_strides(ip[0], ps);
+  tv_strides(kp[0], ks);
+  int64_t wi[IR_MAX_RANK] = {0};
+  for (int64_t wpos = 0; wpos < Wn && !x->b->failed; wpos++) {
+    /* wi: window position, row-major over the spatial dims. */
+    int64_t rem = wpos;
+    for (int k = ns - 1; k >= 0; k--) {
+      wi[k] = rem % Wd[k];
+      rem /= Wd[k];
+    }
+    for (int64_t g = 0; g < G; g++)
+      for (int p = 0; p < P; p++) {
+        /* patches: dims [Bo, O..., Cg] */
+        int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK], soff = 0;
+        int r = 0;
+        dims[r] = Bo;
+        ss[r] = ps[cd->in_batch];
+        dss[r] = O * Kt;
+        r++;
+        int64_t ostride = Kt;
+        for (int k = ns - 1; k >= 0; k--) ostride *= 1; /* placeholder for clarity */
+        int64_t acc = Kt;
+        int64_t odst[IR_MAX_RANK];
+        for (int k = ns - 1; k >= 0; k--) {
+          odst[k] = acc;
+          acc *= Od[k];
+        }
+        for (int k = 0; k < ns; k++) {
+          dims[r] = Od[k];
+          ss[r] = ps[cd->in_spatial[k]] * w->dims[k].stride;
+          dss[r] = odst[k];
+          soff += wi[k] * w->dims[k].rhs_dilate * ps[cd->in_spatial[k]];
+          r++;
+        }
+        dims[r] = Cg;
+        ss[r] = ps[cd->in_feature];
+        dss[r] = 1;
+        r++;
+        if (bgc > 1) soff += g * Bo * ps[cd->in_batch];
+        if (fgc > 1) soff += g * Cg * ps[cd->in_feature];
+        uint64_t dst = tv_addr(A) + (uint64_t)((g * Mrows * Kt + p * Kw + wpos * Cg) * es);
+        tk_copy(x->b, dst, dss, tv_addr(ip[pair_a[p]]) + (uint64_t)(soff * es), ss, r, dims, es);
+        /* kernel: [Cg, Coutg] */
+        int64_t kdims[2] = {Cg, Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]}, kds[2] = {Coutg, 1};
+        int64_t koff = g * Coutg * ks[cd->k_out];
+        for (int k = 0; k < ns; k++) {
+          int64_t wk = w->dims[k].reversal ? Wd[k] - 1 - wi[k] : wi[k];
+          koff += wk * ks[cd->k_spatial[k]];
+        }
+        uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
+        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
+        (void)ostride;
+      }
+  }
+  for (int p = 0; p < np; p++) {
+    tv_release(x, ip[p]);
+    tv_release(x, kp[p]);
+  }
+  int64_t cdm[3] = {G, Mrows, Coutg};
+  tval *C;
+  if (fl) {
+    C = tv_new(x, IR_F32, 3, cdm);
+    tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
+              (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
+    x->b->flops += (uint64_t)(2 * G * Mrows * Coutg * Kw);
+    if (rt != IR_F32) {
+      tval *cv = lower_convert(x, C, rt);
+      tv_release(x, C);
+      C = cv;
+    }
+  } else {
+    C = int_matmul(x, A, Bm, G, Mrows, Coutg, Kt, rt);
+  }
+  tv_release(x, A);
+  tv_release(x, Bm);
+  /* Scatter [G, Bo, O..., Coutg] into the output layout. */
+  tval *out = tv_new(x, rt, in->shape.rank, in->shape.dims);
+  int64_t os[IR_MAX_RANK];
+  tv_strides(out, os);
+  int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK];
+  int r = 0;
+  dims[r] = G;
+  ss[r] = Mrows * Coutg;
+  dss[r] = Coutg * os[cd->out_feature];
+  r++;
+  dims[r] = Bo;
+  ss[r] = O * Coutg;
+  dss[r] = os[cd->out_batch];
+  r++;
+  int64_t acc = Coutg;
+  int64_t osrc[IR_MAX_RANK];
+  for (int k = ns - 1; k >= 0; k--) {
+    osrc[k] = acc;
+    acc *= Od[k];
+  }
+  for (int k = 0; k < ns; k++) {
+    dims[r] = Od[k];
+    ss[r] = osrc[k];
+    dss[r] = os[cd->out_spatial[k]];
+    r++;
+  }
+  dims[r] = Coutg;
+  ss[r] = 1;
+  dss[r] = os[cd->out_feature];
+  r++;
+  if (r > IR_MAX_RANK) {
+    tb_error(x->b, ST_UNSUPPORTED, "convolution with %d spatial dimensions (at most 5)", ns);
+    return;
+  }
+  tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
+  tv_release(x, C);
+  x->val[i] = out;
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+static tk_elem *reducer_of(lctx *x, ir_comp_id c, int nv) {
+  tk_elem *e = arena_alloc(x->b->a, sizeof *e);
+  if (!lower_scalar_comp(x, c, e)) return NULL;
+  if (e->ninputs != 2 * nv || e->noutputs != nv) {
+    tb_error(x->b, ST_UNSUPPORTED, "reducer takes %d values and returns %d (expected %d and %d)",
+             e->ninputs, e->noutputs, 2 * nv, nv);
+    return NULL;
+  }
+  return e;
+}
+
+static tval *result_val(lctx *x, const ir_shape *s, int nv, tval **outs) {
+  if (s->type != IR_TUPLE) return outs[0];
+  tval *t = arena_alloc(x->b->a, sizeof *t);
+  t->tuple = true;
+  t->n = nv;
+  t->elems = outs;
+  return t;
+}
+
+void lower_reduce(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  int nv = in->nops / 2;
+  tk_elem *red = reducer_of(x, in->calls[0], nv);
+  if (!red) return;
+  tval *v0 = x->val[in->ops[0]];
+  bool isred[IR_MAX_RANK] = {0};
+  for (int k = 0; k < in->a.dimensions.n; k++) isred[in->a.dimensions.v[k]] = true;
+  int64_t perm[IR_MAX_RANK], R = 1, O = 1;
+  int np = 0;
+  bool ident = true;
+  for (int d = 0; d < v0->rank; d++)
+    if (isred[d]) {
+      perm[np++] = d;
+      R *= v0->dims[d];
+    }
+  for (int d = 0; d < v0->rank; d++)
+    if (!isred[d]) {
+      perm[np++] = d;
+      O *= v0->dims[d];
+    }
+  for (int k = 0; k < v0->rank; k++) ident &= perm[k] == k;
+  uint64_t xs[8], inits[8], os[8];
+  tval *tv[8], **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
+  if (nv > 8) {
+    tb_error(x->b, ST_UNSUPPORTED, "reduce of %d values (at most 8)", nv);
+    return;
+  }
+  for (int v = 0; v < nv; v++) {
+    tval *src = x->val[in->ops[v]];
+    tv[v] = ident ? src : lower_transpose(x, src, perm);
+    xs[v] = tv_addr(tv[v]);
+    inits[v] = tv_addr(x->val[in->ops[nv + v]]);
+    const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    os[v] = tv_addr(outs[v]);
+  }
+  tk_fold(x->b, red, nv, xs, inits, os, R, O);
+  for (int v = 0; v < nv; v++)
+    if (!ident) tv_release(x, tv[v]);
+  x->val[i] = result_val(x, &in->shape, nv, outs);
+}
+
+void lower_reduce_window(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  int nv = in->nops / 2;
+  tk_elem *red = reducer_of(x, in->calls[0], nv);
+  if (!red || nv > 8) {
+    if (red) tb_error(x->b, ST_UNSUPPORTED, "reduce-window of %d values (at most 8)", nv);
+    return;
+  }
+  const ir_window *w = &in->a.window;
+  tval *v0 = x->val[in->ops[0]];
+  int rank = v0->rank;
+  ir_padding_dim pd[IR_MAX_RANK];
+  bool need_pad = false;
+  for (int k = 0; k < rank; k++) {
+    pd[k].lo = w->dims[k].pad_lo;
+    pd[k].hi = w->dims[k].pad_hi;
+    pd[k].interior = w->dims[k].lhs_dilate - 1;
+    need_pad |= pd[k].lo || pd[k].hi || pd[k].interior;
+  }
+  const ir_shape *s0 = in->shape.type == IR_TUPLE ? &in->shape.tuple[0] : &in->shape;
+  int64_t O = 1, Wn = 1;
+  for (int k = 0; k < rank; k++) {
+    O *= s0->dims[k];
+    Wn *= w->dims[k].size;
+  }
+  uint64_t xs[8], inits[8], os[8];
+  tval *stk[8], **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
+  for (int v = 0; v < nv; v++) {
+    tval *src = x->val[in->ops[v]], *init = x->val[in->ops[nv + v]];
+    tval *pv = need_pad ? lower_pad(x, src, init, pd, src->type) : src;
+    int64_t sd[2] = {Wn, O};
+    stk[v] = tv_new(x, src->type, 2, sd);
+    int64_t ps[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK], wi[IR_MAX_RANK];
+    tv_strides(pv, ps);
+    {
+      int64_t acc = 1;
+      for (int k = rank - 1; k >= 0; k--) {
+        ds[k] = acc;
+        acc *= s0->dims[k];
+      }
+    }
+    int es = tv_esize(src->type);
+    for (int64_t wpos = 0; wpos < Wn && !x->b->failed; wpos++) {
+      int64_t rem = wpos, off = 0;
+      for (int k = rank - 1; k >= 0; k--) {
+        wi[k] = rem % w->dims[k].size;
+        rem /= w->dims[k].size;
+      }
+      for (int k = 0; k < rank; k++) {
+        ss[k] = ps[k] * w->dims[k].stride;
+        off += wi[k] * w->dims[k].rhs_dilate * ps[k];
+      }
+      tk_copy(x->b, tv_addr(stk[v]) + (uint64_t)(wpos * O * es), ds, tv_addr(pv) + (uint64_t)(off * es),
+              ss, rank, s0->dims, es);
+    }
+    if (need_pad) tv_release(x, pv);
+    xs[v] = tv_addr(stk[v]);
+    inits[v] = tv_addr(init);
+    const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    os[v] = tv_addr(outs[v]);
+  }
+  tk_fold(x->b, red, nv, xs, inits, os, Wn, O);
+  for (int v = 0; v < nv; v++) tv_release(x, stk[v]);
+  x->val[i] = result_val(x, &in->shape, nv, outs);
+}

@@ -1,0 +1,97 @@
+/* matmul.c: C = A x B on the MXUs, tiled from the target description.
+ *
+ * A is bf16 [M,K], B bf16 [K,N], C f32 [M,N], all row-major in HBM (G
+ * independent problems at byte strides). Tile sizes: K tiles of mxu_rows,
+ * N panels of mxu_cols, M blocks of at most acc_rows rows chosen so that
+ * two A panels (Mb x Kp), 2*mxus B panels (Kp x Nt) and 2*mxus C blocks
+ * (Mb x Nt f32) fit in VMEM. Loop order per M block: the A panel is loaded
+ * once; N panels rotate over the MXUs (panel j on MXU j mod mxus), each
+ * loaded `mxus` panels ahead of its use so its DMA overlaps the previous
+ * panels' pushes; within a panel the K tiles accumulate in the MXU
+ * accumulators (mpush for the first, mpusha after: ascending k, so the
+ * sum is the evaluator's ascending-k f32 sum of exact bf16 products) and
+ * the next weight tile loads into the shadow buffer while the current one
+ * streams Mb rows. Padding: K and the A/B pads are zero-filled in VMEM;
+ * columns past N are computed on stale weights and never stored. */
+#include "backend/tpu/tb.h"
+
+static void zero_fill(tb *b, uint64_t addr, uint64_t bytes) {
+  tb_valu(b, OP_VIMM, 0, 0, 0);
+  for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
+}
+
+void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+               uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
+  if (b->failed || G <= 0 || M <= 0 || N <= 0) return;
+  if (K == 0) {
+    for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
+    return;
+  }
+  int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
+  int nm = b->t.mxus;
+  int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
+  int nbs = 2 * nm; /* B and C slots */
+  uint64_t bpanel = tb_align((uint64_t)(Kp * Nt * 2));
+  int64_t Mb = (M + 7) / 8 * 8;
+  if (Mb > b->t.acc_rows) Mb = b->t.acc_rows;
+  uint64_t budget = b->t.vmem_bytes - b->t.vmem_bytes / 8;
+  uint64_t apanel = 0, cblock = 0;
+  for (;;) {
+    apanel = tb_align((uint64_t)(Mb * Kp * 2 + 2048));
+    cblock = tb_align((uint64_t)(Mb * Nt * 4));
+    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock) <= budget || Mb <= 8) break;
+    Mb = (Mb / 2 + 7) / 8 * 8;
+  }
+  uint64_t aoff = 0, boff = 2 * apanel, coff = boff + (uint64_t)nbs * bpanel;
+  if (!tb_vmem_fits(b, coff + (uint64_t)nbs * cblock, "a matmul's tiles")) return;
+  /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
+  if (Kp != K) {
+    zero_fill(b, aoff, 2 * apanel);
+    zero_fill(b, boff, (uint64_t)nbs * bpanel);
+  }
+  int64_t nMb = (M + Mb - 1) / Mb;
+  int64_t blk = 0, panel = 0;
+  for (int64_t g = 0; g < G && !b->failed; g++)
+    for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
+      int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
+      uint64_t as = aoff + (uint64_t)(blk & 1) * apanel;
+      uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * 2);
+      if (Kp == K) {
+        int64_t d[10] = {rows * K * 2, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+        tb_dma(b, true, as, asrc, d);
+      } else {
+        int64_t d[10] = {K * 2, rows, 1, 1, K * 2, 0, 0, Kp * 2, 0, 0};
+        tb_dma(b, true, as, asrc, d);
+      }
+      int64_t p0 = panel; /* global index of panel j = 0 of this block */
+      int ahead = nm;
+      /* B panel loads run `ahead` panels in front of their use. */
+      for (int64_t j = 0; j < nN + ahead && !b->failed; j++) {
+        if (j < nN) {
+          int64_t n0 = j * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+          uint64_t bs = boff + (uint64_t)((p0 + j) % nbs) * bpanel;
+          int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
+          tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)(n0 * 2), d);
+        }
+        int64_t jj = j - ahead;
+        if (jj < 0) continue;
+        int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+        int mx = (int)((p0 + jj) % nm);
+        uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
+        uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
+        tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+        tb_mswap(b, mx);
+        for (int64_t k = 0; k < nK; k++) {
+          if (k + 1 < nK)
+            tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
+                   (uint64_t)(Kt * Nt * 2));
+          tb_mpush(b, mx, k > 0, as + (uint64_t)(k * Kt * 2), (uint32_t)(Kp * 2), 0, (int)rows);
+          if (k + 1 < nK) tb_mswap(b, mx);
+        }
+        tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
+        int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+        tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+      }
+      panel += nN;
+    }
+}

@@ -1,0 +1,275 @@
+/* run.c: executing compiled images on libtpurt's emulator, and the
+ * execution targets "v3"/"v2" of the tool target table (compile, run,
+ * results as literals) with optional statistics (--stats, --stats-json)
+ * and memory report. Statistics keys: docs/tpu-backend.md. */
+#include "backend/tpu/tpu.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "asm.h"
+#include "tpurt.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef VEC(ir_shape) shape_vec;
+
+static void leaves(arena *a, const ir_shape *s, shape_vec *out) {
+  if (s->type == IR_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++) leaves(a, &s->tuple[k], out);
+    return;
+  }
+  VEC_PUSH(a, *out, *s);
+}
+
+/* Rebuilds the root's (possibly nested tuple) literal from flat leaves. */
+static ir_literal *rebuild(arena *a, const ir_shape *s, ir_literal **flat, int *k) {
+  if (s->type != IR_TUPLE) return flat[(*k)++];
+  ir_literal *l = arena_alloc(a, sizeof *l);
+  l->shape = ir_shape_clone(a, s);
+  l->elems = arena_array(a, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_literal *));
+  for (int i = 0; i < s->ntuple; i++) l->elems[i] = rebuild(a, &s->tuple[i], flat, k);
+  return l;
+}
+
+base_status tpu_execute(const tpub_image *img, const char *target, const ir_module *m,
+                        ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                        struct tpurt_stats *stats, double *host_seconds, char *err,
+                        size_t errlen) {
+  base_status rc = ST_OK;
+  uint8_t *bytes = NULL;
+  size_t nbytes = 0;
+  char why[512];
+  if (tpub_write(img, NULL, &bytes, &nbytes, why, sizeof why)) {
+    snprintf(err, errlen, "tpu: cannot serialise the program: %s", why);
+    return ST_INTERNAL;
+  }
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.target = target;
+  tpurt_device_t *dev = NULL;
+  tpurt_program_t *prog = NULL;
+  tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
+  tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
+  if (tpurt_device_create(&o, &dev) != TPURT_OK) {
+    snprintf(err, errlen, "tpu: cannot create a device for target '%s'", target);
+    rc = ST_INVALID_ARGUMENT;
+    goto done;
+  }
+  if (tpurt_program_load(dev, bytes, nbytes, &prog) != TPURT_OK) {
+    snprintf(err, errlen, "tpu: program rejected: %s", tpurt_device_message(dev));
+    rc = ST_INTERNAL;
+    goto done;
+  }
+  if ((uint32_t)nargs != img->nparams) {
+    snprintf(err, errlen, "tpu: %d arguments for %u parameters", nargs, img->nparams);
+    rc = ST_INVALID_ARGUMENT;
+    goto done;
+  }
+  for (int i = 0; i < nargs; i++) {
+    const ir_literal *l = args[i];
+    if (tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank, l->shape.dims,
+                            l->data, l->nbytes, &in[i]) != TPURT_OK) {
+      snprintf(err, errlen, "tpu: parameter %d: %s", i, tpurt_device_message(dev));
+      rc = ST_INVALID_ARGUMENT;
+      goto done;
+    }
+  }
+  tpurt_stats_t st;
+  double t0 = now_s();
+  tpurt_status_t es = tpurt_program_execute(prog, in, (size_t)nargs, res, img->nresults, &st);
+  double t1 = now_s();
+  if (host_seconds) *host_seconds = t1 - t0;
+  if (stats) *stats = st;
+  if (es != TPURT_OK) {
+    snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
+    rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED : ST_RUNTIME_FAULT;
+    goto done;
+  }
+  {
+    const ir_shape *rs = &m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
+    shape_vec ls = {0};
+    leaves(a, rs, &ls);
+    ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));
+    for (int k = 0; k < ls.n; k++) {
+      flat[k] = ir_literal_create(a, &ls.v[k]);
+      if (tpurt_buffer_read(res[k], flat[k]->data, flat[k]->nbytes) != TPURT_OK) {
+        snprintf(err, errlen, "tpu: result %d: %s", k, tpurt_device_message(dev));
+        rc = ST_INTERNAL;
+        goto done;
+      }
+    }
+    int k = 0;
+    *out = rebuild(a, rs, flat, &k);
+  }
+done:
+  for (uint32_t k = 0; k < img->nresults; k++) tpurt_buffer_destroy(res[k]);
+  for (int i = 0; i < nargs; i++) tpurt_buffer_destroy(in[i]);
+  free(in);
+  free(res);
+  tpurt_program_destroy(prog);
+  tpurt_device_destroy(dev);
+  free(bytes);
+  return rc;
+}
+
+static base_status compile_or_fail(const ir_module *m, const tpu_options *o, tpub_image **img,
+                                   tpu_compile_info *info, char *err, size_t errlen) {
+  diag *d = diag_create();
+  base_status st = tpu_compile(m, o, d, img, info);
+  if (st != ST_OK) {
+    const char *t = diag_text(d);
+    snprintf(err, errlen, "%s", t[0] ? t : "tpu: compilation failed");
+    size_t n = strlen(err);
+    while (n > 0 && err[n - 1] == '\n') err[--n] = 0;
+  }
+  diag_destroy(d);
+  return st;
+}
+
+static base_status run_preset(const char *target, const ir_module *m, ir_literal *const *args,
+                              int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = target;
+  tpub_image *img = NULL;
+  base_status st = compile_or_fail(m, &o, &img, NULL, err, errlen);
+  if (st != ST_OK) return st;
+  st = tpu_execute(img, target, m, args, nargs, a, out, NULL, NULL, err, errlen);
+  tpub_free(img);
+  return st;
+}
+
+base_status tpu_run_v3(const ir_module *m, int64_t max_bytes, ir_literal *const *args, int nargs,
+                       arena *a, ir_literal **out, char *err, size_t errlen) {
+  (void)max_bytes;
+  return run_preset("v3", m, args, nargs, a, out, err, errlen);
+}
+
+base_status tpu_run_v2(const ir_module *m, int64_t max_bytes, ir_literal *const *args, int nargs,
+                       arena *a, ir_literal **out, char *err, size_t errlen) {
+  (void)max_bytes;
+  return run_preset("v2", m, args, nargs, a, out, err, errlen);
+}
+
+base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
+                                ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                                char *err, size_t errlen) {
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = r->target ? r->target : "v3";
+  o.precision = r->precision;
+  o.memory_report = r->memory_report;
+  tpub_image *img = NULL;
+  tpu_compile_info info;
+  memset(&info, 0, sizeof info);
+  base_status st = compile_or_fail(m, &o, &img, &info, err, errlen);
+  FILE *f = r->out ? r->out : stderr;
+  if (r->memory_report && info.memory_report) fputs(info.memory_report, f);
+  if (st != ST_OK) {
+    tpu_info_free(&info);
+    return st;
+  }
+  tpurt_stats_t s;
+  double host = 0;
+  st = tpu_execute(img, o.target, m, args, nargs, a, out, &s, &host, err, errlen);
+  tgt_target t;
+  char terr[128];
+  if (tgt_parse(o.target, &t, terr, sizeof terr)) memset(&t, 0, sizeof t);
+  tpub_free(img);
+  if (st != ST_OK) {
+    tpu_info_free(&info);
+    return st;
+  }
+  double secs = s.seconds;
+  double peak_flops = 2.0 * (double)tgt_peak_macs_per_cycle(&t) * (double)t.clock_hz;
+  double busy = 0;
+  for (int u = 2; u < 2 + TGT_MAX_MXUS; u++) busy += (double)s.units[u].busy_cycles;
+  double busy_frac = s.cycles && t.mxus ? (double)s.mxu_busy_cycles / ((double)s.cycles * t.mxus) : 0;
+  double useful = s.mxu_peak_macs ? (double)s.mxu_macs / (double)s.mxu_peak_macs : 0;
+  uint64_t hbm = s.hbm_read_bytes + s.hbm_write_bytes;
+  double achieved = secs > 0 ? (double)info.flops / secs : 0;
+  double intensity = hbm ? (double)info.flops / (double)hbm : 0;
+  double roof = (double)t.hbm_bw * intensity;
+  const char *bound = roof < peak_flops ? "memory" : "compute";
+  double roof_s = info.flops ? (roof < peak_flops ? (double)hbm / (double)t.hbm_bw
+                                                  : (double)info.flops / peak_flops)
+                             : (double)hbm / (double)t.hbm_bw;
+  (void)busy;
+  if (r->stats) {
+    fprintf(f, "stats (target %s):\n", o.target);
+    fprintf(f, "  cycles            %llu\n", (unsigned long long)s.cycles);
+    fprintf(f, "  time              %.6g s at %.0f MHz\n", secs, (double)t.clock_hz / 1e6);
+    fprintf(f, "  precision         %s\n", info.precision);
+    fprintf(f, "  MXU busy          %.1f%% (array cycles streaming rows)\n", 100 * busy_frac);
+    fprintf(f, "  MXU useful        %.1f%% (useful MACs / peak MACs)\n", 100 * useful);
+    fprintf(f, "  FLOP/s            %.4g achieved of %.4g peak (%llu flops)\n", achieved,
+            peak_flops, (unsigned long long)info.flops);
+    fprintf(f, "  HBM               %llu bytes (%llu read, %llu written), busy %.1f%%\n",
+            (unsigned long long)hbm, (unsigned long long)s.hbm_read_bytes,
+            (unsigned long long)s.hbm_write_bytes,
+            s.cycles ? 100.0 * (double)s.hbm_busy_cycles / (double)s.cycles : 0);
+    fprintf(f, "  roofline          %s-bound: %.3g FLOP/byte, bound %.4g s (%.1f%% achieved)\n",
+            bound, intensity, roof_s, secs > 0 ? 100 * roof_s / secs : 0);
+    fprintf(f, "  instructions      %llu issued, %llu in the program\n",
+            (unsigned long long)s.instructions, (unsigned long long)info.instructions);
+    fprintf(f, "  compile           %.3f s; emulation %.3f s host (%.3g cycles/s)\n",
+            info.compile_seconds, host, host > 0 ? (double)s.cycles / host : 0);
+  }
+  if (r->json_path) {
+    FILE *j = fopen(r->json_path, "w");
+    if (!j) {
+      snprintf(err, errlen, "--stats-json: cannot write %s", r->json_path);
+      tpu_info_free(&info);
+      return ST_IO_ERROR;
+    }
+    fprintf(j,
+            "{\"target\": \"%s\", \"cycles\": %llu, \"seconds\": %.9g, \"flops\": %llu, "
+            "\"peak_flops\": %.6g, \"achieved_flops\": %.6g, \"mxu_busy_fraction\": %.6f, "
+            "\"mxu_useful_fraction\": %.6f, \"hbm_bytes\": %llu, \"hbm_read_bytes\": %llu, "
+            "\"hbm_write_bytes\": %llu, \"roofline_bound\": \"%s\", \"roofline_seconds\": %.9g, "
+            "\"precision\": \"%s\", \"instructions\": %llu, \"compile_seconds\": %.6f, "
+            "\"host_seconds\": %.6f, \"hbm_peak_bytes\": %llu, \"vmem_peak_bytes\": %llu}\n",
+            o.target, (unsigned long long)s.cycles, secs, (unsigned long long)info.flops,
+            peak_flops, achieved, busy_frac, useful, (unsigned long long)hbm,
+            (unsigned long long)s.hbm_read_bytes, (unsigned long long)s.hbm_write_bytes, bound,
+            roof_s, info.precision, (unsigned long long)s.instructions, info.compile_seconds, host,
+            (unsigned long long)info.hbm_peak, (unsigned long long)info.vmem_peak);
+    fclose(j);
+  }
+  tpu_info_free(&info);
+  return ST_OK;
+}
+
+base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *emit,
+                          const char *path, FILE *report, char *err, size_t errlen) {
+  tpub_image *img = NULL;
+  tpu_compile_info info;
+  memset(&info, 0, sizeof info);
+  base_status st = compile_or_fail(m, o, &img, &info, err, errlen);
+  if (o->memory_report && info.memory_report) fputs(info.memory_report, report ? report : stderr);
+  tpu_info_free(&info);
+  if (st != ST_OK) return st;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  char why[512];
+  int rc;
+  if (!strcmp(emit, "asm")) rc = isa_disassemble(img, NULL, (char **)&bytes, &n);
+  else rc = tpub_write(img, NULL, &bytes, &n, why, sizeof why);
+  tpub_free(img);
+  if (rc) {
+    snprintf(err, errlen, "tpu: cannot write the program");
+    return ST_INTERNAL;
+  }
+  if (!path || !strcmp(path, "-")) {
+    if (fwrite(bytes, 1, n, stdout) != n) st = ST_IO_ERROR;
+  } else {
+    st = ir_file_write(path, bytes, n, err, errlen);
+  }
+  rt_free(NULL, bytes);
+  return st;
+}

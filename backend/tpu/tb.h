@@ -1,0 +1,158 @@
+/* tb.h: private interface of backend/tpu: the program builder (emit.c)
+ * and the kernels (copy.c, elem.c, matmul.c, fold.c) that lower.c
+ * composes. Prefix tb_ (builder) and tk_ (kernels).
+ *
+ * Conventions: HBM and VMEM addresses are byte offsets; element strides
+ * are in elements. Internal element types are F32, BF16 and S32 (pred and
+ * s8 values are held as s32). Every kernel leaves its results in HBM; the
+ * builder inserts the semaphores that order units' VMEM accesses. */
+#ifndef TPUCC_BACKEND_TPU_TB_H
+#define TPUCC_BACKEND_TPU_TB_H
+
+#include "backend/tpu/tpu.h"
+#include "isa.h"
+
+enum {
+  TB_GRANULE = 512,      /* alignment of every buffer (the race checker's unit) */
+  TB_RING = 256,         /* recent VMEM accesses remembered per unit */
+  TB_SEM_FENCE = 0,      /* signal U / wait V pairs */
+  TB_SEM_DMA = 1,        /* every DMA signals it on completion */
+  TB_DMA_UNIT = ISA_UNIT_DMA0,
+  TB_SREG_FIRST = 1, TB_SREG_LAST = 31,
+};
+
+typedef struct tb_access {
+  uint64_t lo, hi, seq;
+  bool write;
+} tb_access;
+
+typedef struct tb_unit {
+  uint64_t seq;                          /* instructions recorded */
+  tb_access ring[TB_RING];
+  int head, n;
+  uint64_t dropped;                      /* newest seq no longer in the ring */
+  uint64_t synced[ISA_UNIT_COUNT];       /* other unit's seq this one waited for */
+} tb_unit;
+
+typedef struct tb_hbm_block {
+  uint64_t off, size;
+} tb_hbm_block;
+
+typedef struct tb {
+  arena *a;
+  tgt_target t;
+  diag *d;
+  src_loc loc;          /* instruction being lowered (for errors) */
+  const char *opname;
+  bool failed;
+  base_status status;
+  VEC(uint64_t) code;
+  uint64_t max_code;
+  uint32_t *smem;       /* SMEM image (descriptors) */
+  uint32_t smem_words, smem_cap;
+  uint32_t dyn_desc;    /* SMEM byte address of the dynamic descriptor slot */
+  uint32_t sreg_val[32];
+  bool sreg_ok[32];
+  uint64_t sreg_tick[32], tick;
+  tb_unit u[ISA_UNIT_COUNT];
+  uint64_t dma_issued, dma_consumed;
+  /* HBM: first-fit over free blocks below hbm_top. */
+  VEC(tb_hbm_block) hfree;
+  uint64_t hbm_top, hbm_peak, hbm_limit;
+  uint64_t vmem_peak;
+  uint64_t flops;
+  int max_passes;
+  int next_mxu;
+  void *pool;           /* compile.c's constant pool */
+} tb;
+
+/* Records a located error ("tpu: ...") and marks the build failed. */
+void tb_error(tb *b, base_status st, const char *fmt, ...) BASE_PRINTF(3, 4);
+
+/* ---- code ------------------------------------------------------------ */
+void tb_init(tb *b, arena *a, const tgt_target *t, diag *d);
+/* A scalar register holding v (cached; emits sli when needed). */
+int tb_sreg(tb *b, uint32_t v);
+/* Appends an instruction with no memory effect (scalar, vector ALU). */
+void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm);
+/* Vector-unit instructions with their VMEM effects. */
+void tb_vld(tb *b, int vd, uint64_t vaddr, uint32_t row_stride, bool bf16);
+void tb_vst(tb *b, int vs, uint64_t vaddr, uint32_t row_stride, bool bf16, int mask);
+void tb_valu(tb *b, isa_op op, int d, int a, int c);  /* VVV/VV/VI forms */
+/* DMA on queue 0: load = HBM -> VMEM. desc: run, n1..n3, hbm strides,
+ * vmem strides (bytes). */
+void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
+/* MXU instructions. */
+void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span);
+void tb_mswap(tb *b, int mxu);
+void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row,
+              int rows);
+void tb_mpopm(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row, int rows);
+void tb_halt(tb *b);
+
+/* ---- memory ------------------------------------------------------------ */
+uint64_t tb_hbm_alloc(tb *b, uint64_t bytes);
+void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes);
+/* Checks that a kernel's VMEM footprint fits; records the peak. */
+bool tb_vmem_fits(tb *b, uint64_t bytes, const char *what);
+static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_GRANULE * TB_GRANULE; }
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* dst[i] = src[i] over an index box of rank dims (row-major iteration of
+ * dims); element addresses are base + sum(i_k * stride_k) * esize. Strides
+ * may be zero (broadcast) or negative (reverse). */
+void tk_copy(tb *b, uint64_t dst, const int64_t *dst_strides, uint64_t src,
+             const int64_t *src_strides, int rank, const int64_t *dims, int esize);
+/* count elements of esize bytes at dst = the 32-bit pattern bits (bf16:
+ * the low 16 bits). */
+void tk_fill(tb *b, uint64_t dst, int64_t count, int esize, uint32_t bits);
+
+/* Elementwise expression programs (elem.c). */
+typedef enum tk_node_kind { TK_IN, TK_CONST, TK_OP, TK_IOTA_FLAT } tk_node_kind;
+typedef struct tk_node {
+  tk_node_kind kind;
+  ir_type type;        /* IR element type of the value (pred, s8, s32, bf16, f32) */
+  int input;           /* TK_IN: input index */
+  uint32_t bits;       /* TK_CONST: internal 32-bit value */
+  ir_op op;            /* TK_OP */
+  ir_cmp_dir cmp_dir;
+  ir_cmp_type cmp_type;
+  int nargs, args[3];  /* node indices */
+} tk_node;
+typedef struct tk_elem {
+  int nnodes;
+  tk_node *nodes;
+  int ninputs;
+  uint64_t *in_addr;   /* HBM buffers of internal type */
+  ir_type *in_type;    /* IR type of each input */
+  int noutputs;
+  int *out_node;
+  uint64_t *out_addr;
+  int64_t count;       /* elements of every input and output */
+} tk_elem;
+/* Checks that every node is supported (errors name the op); true if so. */
+bool tk_elem_supported(tb *b, const tk_node *n, const char **why);
+void tk_elementwise(tb *b, const tk_elem *e);
+/* Evaluates e once on 8x128 tiles whose inputs are in registers in_regs;
+ * *used is the register pool (bit r = vr in use) before and after; the
+ * outputs' registers go to out_regs. false after an error. */
+bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs);
+/* Internal type of an IR element type (F32, BF16 or S32); IR_TYPE_INVALID
+ * when unsupported. */
+ir_type tk_itype(ir_type t);
+
+/* C[g] (f32 [M,N] row-major, row stride N) = A[g] (bf16 [M,K]) x B[g]
+ * (bf16 [K,N]) for g < G; strides of consecutive g in bytes. */
+void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+               uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
+
+/* Fold: out[o] = f(...f(f(init, x[0][o]), x[1][o])..., x[R-1][o]) for
+ * o < O, for nv variadic values: inputs xs[v] are [R, O] row-major of
+ * internal types, inits are [1]-element buffers (or start from row 0 when
+ * init is NULL). The reducer is an elementwise program whose inputs are
+ * the nv accumulators then the nv values, outputs the nv new accumulators. */
+void tk_fold(tb *b, const tk_elem *reducer, int nv, const uint64_t *xs, const uint64_t *inits,
+             const uint64_t *outs, int64_t R, int64_t O);
+
+#endif

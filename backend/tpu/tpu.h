@@ -1,0 +1,96 @@
+/* tpu.h: the one interface of backend/tpu/: lowering of a verified IR
+ * module onto the tpucc TensorCore ISA (docs/isa.md) as a .tpub program
+ * that libtpurt loads and its emulator runs. Prefix tpu_.
+ *
+ * What a compiled program looks like (docs/tpu-backend.md): parameters and
+ * results live in HBM as dense row-major tensors of their own dtype; every
+ * intermediate value is an HBM buffer (f32, bf16 or s32 words: pred and s8
+ * are widened to s32 inside the program); each IR instruction becomes one
+ * or more kernels (strided DMA copies, fused elementwise loops on 8x128
+ * vector tiles, MXU matmuls tiled from the target description, folds for
+ * reductions). Units are synchronised by semaphores inserted from a record
+ * of which VMEM ranges each unit touched (emit.c).
+ *
+ * Not thread-safe per call; distinct calls are independent. */
+#ifndef TPUCC_BACKEND_TPU_H
+#define TPUCC_BACKEND_TPU_H
+
+#include "ir/ir.h"
+#include "target.h"
+#include "tpub.h"
+
+typedef struct tpu_options {
+  const char *target;      /* target spec ("v3", "v2,mxu=64x64"); NULL: v3 */
+  ir_precision precision;  /* floor for every dot/convolution's precision:
+                              DEFAULT one bf16 pass, HIGH bf16x3,
+                              HIGHEST bf16x6 */
+  bool memory_report;      /* fill tpu_compile_info.memory_report */
+} tpu_options;
+
+void tpu_options_init(tpu_options *o);
+
+/* What the compiler found out about a program (for --stats and
+ * --memory-report). Strings are owned by the info (tpu_info_free). */
+typedef struct tpu_compile_info {
+  uint64_t flops;          /* 2 x MACs of every dot/convolution, useful only */
+  uint64_t mxu_passes;     /* bf16 passes of the widest dot (1, 3 or 6) */
+  const char *precision;   /* "bf16 (1 pass)", "bf16x3", "bf16x6", or "none" */
+  uint64_t hbm_peak;       /* bytes of HBM the program uses */
+  uint64_t vmem_peak;      /* largest VMEM footprint of a kernel */
+  uint64_t instructions;   /* code words */
+  double compile_seconds;
+  char *memory_report;     /* NULL unless asked for; malloc'ed */
+} tpu_compile_info;
+
+void tpu_info_free(tpu_compile_info *info);
+
+/* Compiles the entry computation of m for the target. On success returns
+ * ST_OK and *out (free with tpub_free). On failure returns ST_UNSUPPORTED
+ * (an op or shape the backend does not lower), ST_RESOURCE_EXHAUSTED (the
+ * model does not fit: VMEM, HBM, code or SMEM) or ST_INVALID_ARGUMENT (bad
+ * target), with located errors in d ("file:line:col: error: tpu: ..."). */
+base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d,
+                        tpub_image **out, tpu_compile_info *info);
+
+/* Runs a compiled image on a fresh emulated device for its target with
+ * literals as parameters (types and shapes checked); results as one
+ * literal (a tuple for tuple roots) allocated in a. stats may be NULL;
+ * host_seconds gets the wall time of the execution alone. */
+struct tpurt_stats;
+base_status tpu_execute(const tpub_image *img, const char *target,
+                        const ir_module *m, ir_literal *const *args, int nargs,
+                        arena *a, ir_literal **out, struct tpurt_stats *stats,
+                        double *host_seconds, char *err, size_t errlen);
+
+/* The tool_target_run_fn contract of tools/tools.h for the presets: compile
+ * for "v3" / "v2" and execute on the emulator. */
+base_status tpu_run_v3(const ir_module *m, int64_t max_bytes,
+                       ir_literal *const *args, int nargs, arena *a,
+                       ir_literal **out, char *err, size_t errlen);
+base_status tpu_run_v2(const ir_module *m, int64_t max_bytes,
+                       ir_literal *const *args, int nargs, arena *a,
+                       ir_literal **out, char *err, size_t errlen);
+
+/* Compile + execute with a full report (the CLI's --stats, --stats-json,
+ * --precision, --memory-report). report_text receives human-readable stats
+ * when non-NULL; json_path, when non-NULL, receives the JSON keys of
+ * docs/tpu-backend.md. */
+typedef struct tpu_run_report {
+  const char *target;
+  ir_precision precision;
+  bool stats;              /* print stats to `out` */
+  const char *json_path;   /* write --stats-json here */
+  bool memory_report;      /* print the memory report to `out` */
+  FILE *out;
+} tpu_run_report;
+base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
+                                ir_literal *const *args, int nargs, arena *a,
+                                ir_literal **out, char *err, size_t errlen);
+
+/* Compiles m and writes the program to path ("-" or NULL: stdout) as a
+ * .tpub file (emit "tpub") or assembler text (emit "asm"); the memory
+ * report, when asked for, goes to report. */
+base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *emit,
+                          const char *path, FILE *report, char *err, size_t errlen);
+
+#endif
