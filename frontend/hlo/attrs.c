@@ -622,8 +622,8 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   return true;
 }
 
-/* Module header: name, is_scheduled, entry_computation_layout (recomputed
- * by the printer, so only its syntax matters here), the rest verbatim. */
+/* Module header: name, is_scheduled, the rest verbatim. (The grammar reads
+ * entry_computation_layout; build.c checks it against the entry.) */
 void fe_hlo_header(hlo_parser *p) {
   ir_module *m = p->m;
   if (p->module_name) m->name = arena_strdup(m->arena, p->module_name->text);
@@ -641,11 +641,6 @@ void fe_hlo_header(hlo_parser *p) {
         fe_hlo_error(p, v->loc, "bad value for 'is_scheduled': expected true or false");
       else
         m->is_scheduled = v->text[0] == 't';
-      continue;
-    }
-    if (strcmp(k->text, "entry_computation_layout") == 0) {
-      if (v->kind != HLO_GROUP || v->open != '{')
-        fe_hlo_error(p, v->loc, "bad value for 'entry_computation_layout': expected {(...)->...}");
       continue;
     }
     if (!m->raw) m->raw = arena_array(m->arena, (size_t)p->header.n, sizeof(ir_raw_attr));

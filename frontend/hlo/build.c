@@ -445,6 +445,46 @@ static void build_comp(builder *b, hlo_comp *c) {
   c->state = comp_ok ? ST_DONE : ST_FAILED;
 }
 
+/* The header's entry_computation_layout must describe the entry: shapes
+ * must agree (error); a different layout is reported as a warning, since
+ * tpucc keeps the instructions' layouts and prints the layout from them. */
+static void check_entry_layout(builder *b) {
+  hlo_parser *p = b->p;
+  ir_module *m = b->m;
+  if (!p->ecl_params) return;
+  ir_comp *e = ir_comp_get(m, m->entry);
+  if (p->ecl_params->n != e->nparams) {
+    fe_hlo_error(p, p->ecl_loc,
+                 "entry_computation_layout lists %d parameters but the entry computation '%s' "
+                 "has %d", p->ecl_params->n, e->name, e->nparams);
+    return;
+  }
+  for (int i = 0; i <= e->nparams; i++) {
+    const ir_shape *want = i < e->nparams ? p->ecl_params->v[i] : p->ecl_result;
+    ir_id id = i < e->nparams ? e->params[i] : e->root;
+    const ir_inst *in = ir_inst_get(m, m->entry, id);
+    char what[64];
+    if (i < e->nparams) snprintf(what, sizeof what, "parameter %d", i);
+    else snprintf(what, sizeof what, "the result");
+    if (want->type == IR_TYPE_INVALID) continue;
+    if (!ir_shape_equal(want, &in->shape)) {
+      fe_hlo_error(p, p->ecl_loc, "entry_computation_layout gives %s as %s but '%s' is %s", what,
+                   shape_str(p, want), in->name, shape_str(p, &in->shape));
+    } else if (!ir_shape_equal_with_layout(want, &in->shape)) {
+      strbuf x, y;
+      sb_init(&x);
+      sb_init(&y);
+      ir_shape_print(&x, want, true);
+      ir_shape_print(&y, &in->shape, true);
+      fe_hlo_warning(p, p->ecl_loc,
+                     "entry_computation_layout gives %s the layout %s but '%s' has %s; tpucc "
+                     "keeps the instruction's layout", what, sb_str(&x), in->name, sb_str(&y));
+      sb_free(&x);
+      sb_free(&y);
+    }
+  }
+}
+
 ir_module *fe_hlo_build(hlo_parser *p) {
   builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch), NULL, NULL};
   b.by_id = arena_array(p->scratch, (size_t)p->comps.n + 1, sizeof(hlo_comp *));
@@ -538,6 +578,9 @@ ir_module *fe_hlo_build(hlo_parser *p) {
     if (c->id == IR_NONE) continue;
     build_comp(&b, c);
   }
+  if (p->errors) return NULL;
+
+  check_entry_layout(&b);
   if (p->errors) return NULL;
 
   /* fused computations are marked */

@@ -39,6 +39,7 @@ struct hlo_tok {
 enum { HLO_GROUP = -2 };
 
 typedef VEC(hlo_tok *) hlo_tokvec;
+typedef VEC(ir_shape *) hlo_shapevec;
 
 /* name=value (instruction or module attribute). */
 typedef struct hlo_attr {
@@ -122,6 +123,9 @@ typedef struct hlo_parser {
   /* tree */
   hlo_tok *module_name; /* NULL when there is no HloModule header */
   hlo_attrvec header;
+  hlo_shapevec *ecl_params; /* entry_computation_layout, when given */
+  ir_shape *ecl_result;
+  src_loc ecl_loc;
   VEC(hlo_comp *) comps;
   hlo_instvec pending;  /* instructions of the computation being parsed */
   int errors;           /* errors reported while parsing */
@@ -142,7 +146,6 @@ void fe_hlo_flush(hlo_parser *p);
  * returns a shape of type IR_TYPE_INVALID on failure. layout may be NULL. */
 ir_shape *fe_hlo_array_shape(hlo_parser *p, hlo_tok *type, hlo_tokvec *dims,
                              hlo_tokvec *layout);
-typedef VEC(ir_shape *) hlo_shapevec;
 ir_shape *fe_hlo_tuple_shape(hlo_parser *p, hlo_shapevec *elems);
 /* Integer value of an INT token; reports out-of-range values. */
 bool fe_hlo_int(hlo_parser *p, const hlo_tok *t, int64_t *out);

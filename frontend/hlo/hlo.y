@@ -1,6 +1,8 @@
 /* hlo.y: the HLO text grammar (bison, pure, with locations).
  *
  *   module      : [ "HloModule" name { "," attr } ] computation { computation }
+ *   (module attr: "entry_computation_layout" "=" "{" "(" [ shape { "," shape } ] ")" "->" shape "}"
+ *                 is read as shapes; other attributes as token trees)
  *   computation : [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ]
  *                 "{" instruction { instruction } "}"
  *   param       : name ":" shape
@@ -145,7 +147,7 @@ static hlo_tokvec *layout_join(hlo_parser *p, hlo_tokvec *ints, hlo_tokvec *tail
 }
 
 %token <tok> KW_HLOMODULE "HloModule" KW_ENTRY "ENTRY" KW_ROOT "ROOT"
-%token <tok> KW_CONSTANT "constant"
+%token <tok> KW_CONSTANT "constant" KW_ECL "entry_computation_layout"
 %token <tok> NAME "name" TYPE "element type" INT "integer" FLOAT "number"
 %token <tok> STRING "string" DXD "dimension list" PAD "padding"
 %token <tok> DIMLABELS "dim_labels" HEX "hex number"
@@ -179,6 +181,15 @@ header_attrs
   | header_attrs ',' name '=' value {
       hlo_attr a = {$3, $5};
       VEC_PUSH(p->scratch, p->header, a);
+    }
+  | header_attrs ',' KW_ECL '=' '{' '(' shapes_opt ')' ARROW shape '}' {
+      if (p->ecl_params) {
+        fe_hlo_error(p, $3->loc, "module attribute 'entry_computation_layout' is given twice");
+      } else {
+        p->ecl_params = $7;
+        p->ecl_result = $10;
+        p->ecl_loc = $3->loc;
+      }
     }
   ;
 
@@ -468,7 +479,7 @@ soup
   ;
 
 soup_item
-  : atom | group | TYPE | ARROW | ELLIPSIS | LE | TILE | KW_HLOMODULE | KW_ENTRY | KW_ROOT
+  : atom | group | TYPE | ARROW | ELLIPSIS | LE | TILE | KW_HLOMODULE | KW_ENTRY | KW_ROOT | KW_ECL
   | '=' | ',' | ':' | '*' | '?' | '<'
   ;
 
