@@ -3,7 +3,7 @@
  * Each attribute is accepted only on the ops that use it; unknown names
  * are errors, except the opaque ones that tpucc keeps verbatim for round
  * trips (backend_config, frontend_attributes, sharding, statistics,
- * control-predecessors). Value forms:
+ * control-predecessors, origin). Value forms:
  *   dimensions={1,0}  lhs_batch_dims={0} ...      integer lists
  *   slice={[0:4:2], [1:3]}                         start:limit[:stride]
  *   padding=0_0_0x1_2_1                            lo_hi[_interior] per dim
@@ -419,6 +419,7 @@ static bool comp_ref(actx *x, const hlo_tok *v) {
 
 static const char *const raw_attrs[] = {
     "backend_config", "frontend_attributes", "sharding", "statistics", "control-predecessors",
+    "origin",
 };
 
 static void add_raw(actx *x, const char *name, const hlo_tok *v) {
