@@ -280,6 +280,17 @@ static void put_precision(strbuf *b, const ir_attrs *a) {
             precisions[a->precision[1]]);
 }
 
+/* preferred_element_type is not XLA syntax: XLA's result type is the
+ * preferred type. It is printed only when it is set (zero-filled attributes
+ * read as pred, which counts as unset unless the result is pred, as in
+ * ir_infer_shape) and differs from the result's element type. */
+static void put_preferred(strbuf *b, const ir_inst *in) {
+  ir_type t = in->a.preferred_type;
+  if ((unsigned)t >= IR_TUPLE || !ir_shape_is_array(&in->shape)) return;
+  if (t == IR_PRED && in->shape.type != IR_PRED) return;
+  if (t != in->shape.type) sb_printf(b, ", preferred_element_type=%s", ir_type_name(t));
+}
+
 static void put_attrs(pctx *x, const ir_inst *in) {
   strbuf *b = x->b;
   const ir_attrs *a = &in->a;
@@ -337,8 +348,7 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     sb_puts(b, ", rhs_contracting_dims=");
     put_ints(b, &a->rhs_contracting);
     put_precision(b, a);
-    if (a->preferred_type != IR_TYPE_INVALID && a->preferred_type != IR_TUPLE)
-      sb_printf(b, ", preferred_element_type=%s", ir_type_name(a->preferred_type));
+    put_preferred(b, in);
     break;
   case IR_OP_CONVOLUTION: {
     const ir_conv_dims *c = &a->conv;
@@ -354,8 +364,7 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     if (a->batch_group_count > 1)
       sb_printf(b, ", batch_group_count=%lld", (long long)a->batch_group_count);
     put_precision(b, a);
-    if (a->preferred_type != IR_TYPE_INVALID && a->preferred_type != IR_TUPLE)
-      sb_printf(b, ", preferred_element_type=%s", ir_type_name(a->preferred_type));
+    put_preferred(b, in);
     break;
   }
   case IR_OP_REDUCE_WINDOW:
