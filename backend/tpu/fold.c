@@ -22,7 +22,9 @@ void tk_fold(tb *b, const tk_elem *red, int nv, const uint64_t *xs, const uint64
   /* Types of accumulator v: red->in_type[v]; of value v: red->in_type[nv + v]. */
   int64_t W = 1024;
   /* Rows per DMA block: keep each buffer near 256 KiB. */
-  int64_t Rc = (int64_t)(((uint64_t)256 << 10) / (uint64_t)(W * 4 * nv));
+  uint64_t per = b->t.vmem_bytes / (uint64_t)(4 * nv + 4);
+  if (per > ((uint64_t)256 << 10)) per = (uint64_t)256 << 10;
+  int64_t Rc = (int64_t)(per / (uint64_t)(W * 4));
   if (Rc < 1) Rc = 1;
   if (Rc > R) Rc = R > 0 ? R : 1;
   uint64_t rowbytes = (uint64_t)W * 4;

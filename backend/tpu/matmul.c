@@ -20,6 +20,57 @@ static void zero_fill(tb *b, uint64_t addr, uint64_t bytes) {
   for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
 }
 
+/* K too long for VMEM: per (M block, N panel), K chunks of Kc rows stream
+ * through two A and two B buffers (A is re-read for every N panel) and
+ * accumulate in the MXU in ascending k, as in the resident case. */
+static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g, int64_t Mb, int64_t Kc,
+                    uint64_t apanel, uint64_t bpanel, uint64_t boff, uint64_t coff) {
+  int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
+  int nm = b->t.mxus, nbs = 2 * nm;
+  int64_t nN = (N + Nt - 1) / Nt, nMb = (M + Mb - 1) / Mb, nKc = (K + Kc - 1) / Kc;
+  int64_t step = 0, panel = 0;
+  /* Zero every buffer once: the last chunk's pads stay zero because loads
+   * only ever write the valid rows/columns of a chunk of that shape. */
+  zero_fill(b, 0, 2 * apanel);
+  zero_fill(b, boff, (uint64_t)nbs * bpanel);
+  for (int64_t g = 0; g < G && !b->failed; g++)
+    for (int64_t mb = 0; mb < nMb && !b->failed; mb++) {
+      int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
+      for (int64_t j = 0; j < nN && !b->failed; j++, panel++) {
+        int64_t n0 = j * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+        int mx = (int)(panel % nm);
+        for (int64_t kc = 0; kc < nKc; kc++, step++) {
+          int64_t k0 = kc * Kc, kl = K - k0 < Kc ? K - k0 : Kc, nk = (kl + Kt - 1) / Kt;
+          uint64_t as = (uint64_t)(step & 1) * apanel;
+          uint64_t bs = boff + (uint64_t)(step % nbs) * bpanel;
+          if (kl < Kc && kc + 1 == nKc) { /* a short last chunk: re-zero its pads */
+            zero_fill(b, as, apanel);
+            zero_fill(b, bs, bpanel);
+          }
+          int64_t da[10] = {kl * 2, rows, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
+          tb_dma(b, true, as, A + (uint64_t)g * A_g + (uint64_t)((m0 * K + k0) * 2), da);
+          int64_t db[10] = {cols * 2, kl, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
+          tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)((k0 * N + n0) * 2), db);
+          tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+          tb_mswap(b, mx);
+          for (int64_t k = 0; k < nk; k++) {
+            if (k + 1 < nk)
+              tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
+                     (uint64_t)(Kt * Nt * 2));
+            tb_mpush(b, mx, kc > 0 || k > 0, as + (uint64_t)(k * Kt * 2), (uint32_t)(Kc * 2), 0,
+                     (int)rows);
+            if (k + 1 < nk) tb_mswap(b, mx);
+          }
+        }
+        uint64_t cs = coff + (uint64_t)(panel % nbs) * (uint64_t)tb_align((uint64_t)(Mb * Nt * 4));
+        tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
+        int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+        tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+      }
+    }
+}
+
 void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return;
@@ -31,19 +82,27 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
   int nbs = 2 * nm; /* B and C slots */
-  uint64_t bpanel = tb_align((uint64_t)(Kp * Nt * 2));
   int64_t Mb = (M + 7) / 8 * 8;
   if (Mb > b->t.acc_rows) Mb = b->t.acc_rows;
   uint64_t budget = b->t.vmem_bytes - b->t.vmem_bytes / 8;
-  uint64_t apanel = 0, cblock = 0;
+  uint64_t apanel = 0, cblock = 0, bpanel = 0;
+  int64_t Kc = Kp; /* K chunk held in VMEM at once */
   for (;;) {
-    apanel = tb_align((uint64_t)(Mb * Kp * 2 + 2048));
+    apanel = tb_align((uint64_t)(Mb * Kc * 2 + 2048));
+    bpanel = tb_align((uint64_t)(Kc * Nt * 2));
     cblock = tb_align((uint64_t)(Mb * Nt * 4));
-    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock) <= budget || Mb <= 8) break;
-    Mb = (Mb / 2 + 7) / 8 * 8;
+    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock) <= budget) break;
+    if (Mb > 256) Mb = (Mb / 2 + 7) / 8 * 8;
+    else if (Kc > Kt) Kc = ((Kc / Kt + 1) / 2) * Kt;
+    else if (Mb > 8) Mb = (Mb / 2 + 7) / 8 * 8;
+    else break;
   }
   uint64_t aoff = 0, boff = 2 * apanel, coff = boff + (uint64_t)nbs * bpanel;
   if (!tb_vmem_fits(b, coff + (uint64_t)nbs * cblock, "a matmul's tiles")) return;
+  if (Kc < Kp) {
+    chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
+    return;
+  }
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
     zero_fill(b, aoff, 2 * apanel);
