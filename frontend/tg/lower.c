@@ -26,8 +26,11 @@ struct tg_glob {
   int8_t *state;         /* GS_* per graph */
   VEC(int) stack;        /* graphs being checked, outermost first */
   int64_t total;         /* instructions made so far */
-  bool too_big;          /* a size limit was reported */
+  bool too_big;          /* the instruction limit was reported */
+  bool limit_hit;        /* a nesting limit was reported */
 };
+
+enum { MAX_CALL_DEPTH = 64 }; /* graphs being checked inside each other */
 
 /* ---- diagnostics ------------------------------------------------------ */
 
@@ -45,6 +48,15 @@ void lnote(lctx *L, src_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   diag_vreport(L->p->d, DIAG_NOTE, loc, fmt, ap);
+  va_end(ap);
+}
+
+void llimit(lctx *L, src_loc loc, const char *fmt, ...) {
+  L->errors++;
+  L->g->limit_hit = true;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_vreport(L->p->d, DIAG_ERROR, loc, fmt, ap);
   va_end(ap);
 }
 
@@ -339,6 +351,10 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
     sb_free(&b);
     return tv_err();
   }
+  if (G->state[gi] == GS_NEW && G->stack.n >= MAX_CALL_DEPTH) {
+    llimit(L, call->loc, "graphs call each other too deeply (more than %d levels)", MAX_CALL_DEPTH);
+    return tv_err();
+  }
   if (call->kws.n) {
     lerr(L, call->kws.v[0].loc, "graph '%s' takes positional arguments only", g->name);
     return tv_err();
@@ -385,7 +401,7 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   L->quiet = true;
   int errs = L->errors;
   tv r = lower_body(L, g, args);
-  if (L->errors != errs && !G->too_big)
+  if (L->errors != errs && !G->too_big && !G->limit_hit)
     diag_error(L->p->d, call->loc, "internal error: graph '%s' checked but failed when inlined", g->name);
   L->quiet = saved_quiet;
   L->path = saved_path;
@@ -500,7 +516,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   }
   if (!check_decls(&G)) return NULL;
   for (int i = 0; i < p->graphs.n; i++)
-    if (G.state[i] == GS_NEW && !G.too_big) check_graph(&G, i);
+    if (G.state[i] == GS_NEW && !G.too_big && !G.limit_hit) check_graph(&G, i);
   if (diag_error_count(p->d) != errors0) return NULL;
   int ei = p->graphs.n - 1;
   if (entry) {

@@ -55,6 +55,9 @@ typedef struct lctx {
 /* ---- diagnostics ------------------------------------------------------ */
 void lerr(lctx *L, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
 void lnote(lctx *L, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
+/* A nesting limit: reported even while inlining (the depth counts the
+ * inlined graphs, so a graph that checked alone can hit it there). */
+void llimit(lctx *L, src_loc loc, const char *fmt, ...) BASE_PRINTF(3, 4);
 /* A note saying where a named operand came from and its shape. */
 void lnote_origin(lctx *L, const tg_node *operand);
 /* Shape spelling for messages ("f32[64,784]"), in m's arena. */

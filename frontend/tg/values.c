@@ -709,7 +709,7 @@ static tv lower_call(lctx *L, const tg_node *n) {
 
 tv lower_expr(lctx *L, const tg_node *n) {
   if (L->depth >= MAX_DEPTH) {
-    lerr(L, n->loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+    llimit(L, n->loc, "expression nested too deeply (more than %d levels, counting inlined graphs)", MAX_DEPTH);
     return tv_err();
   }
   L->depth++;
