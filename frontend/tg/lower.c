@@ -236,7 +236,7 @@ static void bind(lctx *L, const char *name, src_loc loc, tv v) {
   strmap_put(L->env, name, strlen(name), L->binds.n - 1);
 }
 
-static void check_graph(tg_glob *G, int gi);
+static void check_graph(tg_glob *G, int gi, int depth);
 
 /* Lowers the statements of g with its parameters bound to args; returns
  * the result (TV_MULTI for several) or TV_ERR. */
@@ -365,7 +365,7 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
     lnote(L, g->loc, "'%s' defined here", g->name);
     return tv_err();
   }
-  if (G->state[gi] == GS_NEW) check_graph(G, gi);
+  if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
   tv *args = arena_array(L->m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
   bool ok = true;
   for (int i = 0; i < g->params.n; i++) {
@@ -421,9 +421,12 @@ static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
   L->env = strmap_create(m->arena);
 }
 
-/* Lowers g as the entry computation of m; returns false on errors. */
-static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L) {
+/* Lowers g as the entry computation of m; returns false on errors. depth
+ * is the expression depth of the caller whose call made us check g (so
+ * the C stack stays bounded by the nesting limit). */
+static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth) {
   ctx_init(L, G, m, g);
+  L->depth = depth;
   tv *args = arena_array(m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
   for (int i = 0; i < g->params.n; i++) {
     ir_shape s;
@@ -446,13 +449,13 @@ static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L) {
   return true;
 }
 
-static void check_graph(tg_glob *G, int gi) {
+static void check_graph(tg_glob *G, int gi, int depth) {
   const tg_graph *g = G->p->graphs.v[gi];
   G->state[gi] = GS_CHECKING;
   VEC_PUSH(G->p->a, G->stack, gi);
   ir_module *m = ir_module_create(g->name);
   lctx L;
-  bool ok = lower_graph(G, g, m, &L);
+  bool ok = lower_graph(G, g, m, &L, depth);
   ir_module_destroy(m);
   G->stack.n--;
   G->state[gi] = ok ? GS_OK : GS_FAILED;
@@ -516,7 +519,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   }
   if (!check_decls(&G)) return NULL;
   for (int i = 0; i < p->graphs.n; i++)
-    if (G.state[i] == GS_NEW && !G.too_big && !G.limit_hit) check_graph(&G, i);
+    if (G.state[i] == GS_NEW && !G.too_big && !G.limit_hit) check_graph(&G, i, 0);
   if (diag_error_count(p->d) != errors0) return NULL;
   int ei = p->graphs.n - 1;
   if (entry) {
@@ -534,7 +537,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   G.stack.n = 0;
   VEC_PUSH(p->a, G.stack, ei);
   G.state[ei] = GS_CHECKING;
-  bool ok = lower_graph(&G, g, m, &L);
+  bool ok = lower_graph(&G, g, m, &L, 0);
   G.state[ei] = GS_OK;
   if (!ok || diag_error_count(p->d) != errors0) {
     ir_module_destroy(m);
