@@ -79,6 +79,9 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
     emu_destroy(m);
     return NULL;
   }
+  /* Memories come zeroed from rt_calloc; the ordering state needs its
+   * "written by nobody" marks once, later runs clear what they touched. */
+  emu_hazard_reset(m->hz[0], t->vmem_bytes);
   return m;
 }
 
@@ -121,7 +124,13 @@ static void reset(emu_machine *m, const tpub_image *img) {
   memset(m->mk, 0, sizeof m->mk);
   memset(m->mk[0], 1, sizeof m->mk[0]);
   memset(m->tbuf, 0, sizeof m->tbuf);
-  memset(m->vmem, 0, (size_t)t->vmem_bytes);
+  /* Every VMEM access goes through the ordering check, which records the
+   * highest byte touched: only that prefix needs clearing (VMEM and its
+   * ordering state), which keeps small programs cheap to run. */
+  uint64_t vt = m->touched[0];
+  memset(m->vmem, 0, (size_t)vt);
+  emu_hazard_reset(m->hz[0], vt);
+  m->touched[0] = 0;
   memset(m->smem, 0, (size_t)t->smem_bytes);
   for (uint32_t i = 0; i < img->nsmem; i++) {
     uint32_t w = img->smem[i];
@@ -130,7 +139,8 @@ static void reset(emu_machine *m, const tpub_image *img) {
   size_t pw = emu_mxu_packed_w_bytes(t->mxu_rows, t->mxu_cols);
   for (int i = 0; i < t->mxus; i++) {
     emu_mxu *x = &m->mxu[i];
-    memset(x->acc, 0, (size_t)t->acc_rows * (size_t)t->mxu_cols * 4);
+    memset(x->acc, 0, (size_t)x->acc_touched * (size_t)t->mxu_cols * 4);
+    x->acc_touched = 0;
     memset(x->packed[0], 0, pw);
     memset(x->packed[1], 0, pw);
     memset(x->tile[0], 0, (size_t)t->mxu_rows * (size_t)t->mxu_cols * 2);
@@ -227,8 +237,8 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
     m->f = NULL;
     return -1;
   }
-  emu_hazard_reset(m->hz[0], m->t.vmem_bytes);
   emu_hazard_reset(m->hz[1], img->hbm_bytes);
+  m->touched[1] = 0;
   const uint64_t *code = img->code;
   const uint32_t ncode = img->ncode;
   emu_time T = 0; /* front-end cycle */

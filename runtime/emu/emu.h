@@ -115,6 +115,7 @@ typedef struct emu_mxu {
   int tile_tr[2];       /* tile[i] is stored transposed (N rows of K) */
   uint16_t *lhs;        /* acc_rows x K bf16 gather buffer */
   emu_time wl_free;     /* weight path free (shadow loaded) */
+  uint32_t acc_touched; /* accumulator rows [0, acc_touched) were written */
   emu_time *acc_ready;  /* per 8-row block: results ready */
 } emu_mxu;
 
@@ -156,6 +157,8 @@ struct emu_machine {
   uint32_t pc;
   uint64_t word;
   emu_granule *hz[2];   /* VMEM, HBM ordering state; NULL: not checked */
+  uint64_t touched[2];  /* end of the highest VMEM / HBM byte accessed:
+                           what the next run must clear */
   emu_time now; /* front-end time of the instruction being executed */
   uint64_t cycle_limit; /* 0: none */
   int systolic;         /* MXU pushes run PE by PE (mxu_systolic.c) */

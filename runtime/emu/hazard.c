@@ -32,6 +32,7 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
                uint64_t len, int unit, emu_time t0, emu_time t1) {
   emu_granule *gs = m->hz[mem];
   if (!gs || len == 0) return 0;
+  if (addr + len > m->touched[mem]) m->touched[mem] = addr + len;
   uint64_t g0 = addr / EMU_GRANULE, g1 = (addr + len - 1) / EMU_GRANULE;
   for (uint64_t g = g0; g <= g1; g++) {
     emu_granule *x = &gs[g];

@@ -148,6 +148,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
         }
       }
       float *acc = x->acc + (size_t)row * (size_t)N;
+      if (row + rows > x->acc_touched) x->acc_touched = row + rows;
       if (!accum) memset(acc, 0, (size_t)rows * (size_t)N * 4);
       if (m->systolic) {
         int act = x->active, tr = x->tile_tr[act];

@@ -147,6 +147,11 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       if (rows_ok(m, h ? "vsth VMEM range" : "vst VMEM range", s[in->b],
                   in->imm, stride, (uint64_t)NL * (h ? 2 : 4), h ? 2 : 4, &a0))
         return -1;
+      for (int r = 0; r < NS; r++)
+        if (emu_hazard(m, 0, 1, (uint64_t)(a0 + (int64_t)stride * r),
+                       (uint64_t)NL * (h ? 2 : 4), ISA_UNIT_VECTOR, m->now,
+                       m->now + 1))
+          return -1;
       uint8_t(*mk)[NL] = m->mk[in->d];
       for (int r = 0; r < NS; r++) {
         uint8_t *p = m->vmem + a0 + (int64_t)stride * r;

@@ -182,6 +182,21 @@ static void fault_race_between_dma_queues(void **state) {
   assert_int_equal(run_text(d, nowait, &st), TPURT_RUNTIME_FAULT);
   assert_non_null(strstr(tpurt_device_message(d),
                          "read by vector at cycle 2 while dma0 still writes them"));
+  /* A DMA store of what the vector unit is still storing. */
+  const char *nosignal =
+      ".hbm 4096\n"
+      ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  sli s1, 512\n"
+      "  vimm v0, 3\n"
+      "  vexp v0, v0\n"
+      "  vst v0, s0, 0, s1, m0\n"
+      "  dmast dma0, s0, s0, s0, sem0\n"
+      "  wait scalar, sem0, 1\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, nosignal, &st), TPURT_RUNTIME_FAULT);
+  assert_non_null(strstr(tpurt_device_message(d),
+                         "VMEM bytes [0, 512) read by dma0 at cycle 4 while "
+                         "vector still writes them until cycle 14"));
   /* With the wait it runs. */
   const char *withwait =
       ".hbm 4096\n"
@@ -232,6 +247,49 @@ static void cycles_data_dependent_loop(void **state) {
   assert_int_equal(st.cycles, 14);
   assert_int_equal(st.units[0].stall_dependency, 1);
   assert_int_equal(st.instructions, 2 + 10 + 1);
+  tpurt_device_destroy(d);
+}
+
+/* Every run starts from zeroed VMEM and accumulators, however much of them
+ * the previous run on the device dirtied (only the touched prefix is
+ * cleared, so this guards that bookkeeping). */
+static void state_is_fresh_each_run(void **state) {
+  (void)state;
+  tpurt_device_t *d = open_dev("v3", 0);
+  tpurt_stats_t st;
+  const char *dirty =
+      "  vimm v1, 7\n"
+      "  sli s1, 4194304\n"
+      "  vst v1, s1, 0, s0, m0\n"
+      "  sli s2, 2000\n"
+      "  mpushv mxu1, v1, s2\n"
+      "  halt\n";
+  assert_int_equal(run_text(d, dirty, &st), TPURT_OK);
+  const char *check =
+      ".hbm 1024\n.result y s32[256] @0\n"
+      ".smem 0 512, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  sli s1, 4194304\n"
+      "  vld v1, s1, 0, s0\n"           /* VMEM written by the last run */
+      "  sli s2, 2000\n"
+      "  mpop mxu1, v2, s2, 0\n"        /* accumulators of the last run */
+      "  vst v1, s0, 0, s0, m0\n"
+      "  vst v2, s0, 512, s0, m0\n"
+      "  signal vector, sem0, 1\n"
+      "  wait dma0, sem0, 1\n"
+      "  dmast dma0, s0, s0, s0, sem1\n"
+      "  sli s3, 512\n"
+      "  dmast dma0, s3, s3, s0, sem1\n"
+      "  wait scalar, sem1, 2\n"
+      "  halt\n";
+  tpurt_program_t *p = NULL;
+  assert_int_equal(tpurt_program_assemble(d, check, strlen(check), "c.s", &p), TPURT_OK);
+  tpurt_buffer_t *out;
+  assert_int_equal(tpurt_program_execute(p, NULL, 0, &out, 1, &st), TPURT_OK);
+  int32_t y[256];
+  assert_int_equal(tpurt_buffer_read(out, y, sizeof y), TPURT_OK);
+  for (int i = 0; i < 256; i++) assert_int_equal(y[i], 0);
+  tpurt_buffer_destroy(out);
+  tpurt_program_destroy(p);
   tpurt_device_destroy(d);
 }
 
@@ -300,6 +358,7 @@ int main(void) {
       cmocka_unit_test(fault_race_between_dma_queues),
       cmocka_unit_test(cycles_vector_dependency_chain),
       cmocka_unit_test(cycles_data_dependent_loop),
+      cmocka_unit_test(state_is_fresh_each_run),
       cmocka_unit_test(fault_runaway_loop_stops_at_cycle_limit),
       cmocka_unit_test(fault_out_of_range_and_misuse),
   };
