@@ -2,8 +2,11 @@
  * tests) on the CPU JIT against the reference evaluator, with
  * deterministic random inputs.
  *
- *   cpu_corpus DIR [--numerics=strict|native|tpu] [--threads=N]
+ *   cpu_corpus DIR [--numerics=strict|native|tpu] [--threads=N] [-O2]
  *
+ * With -O2 (built with passes/) each module first goes through the -O2
+ * pass pipeline (fusion, multi-output fusion, ...), so the backend is
+ * checked on fused IR: the evaluator runs the same optimised module.
  * A module passes when both agree: bit for bit under strict numerics;
  * within 1e-4 relative under native (FMA, BLAS). A module the evaluator
  * itself rejects (e.g. all-reduce over several replicas) is skipped and
@@ -11,6 +14,9 @@
  * a failure. Exit status 0 when nothing failed and at least half the
  * corpus ran. */
 #include "frontend/frontend.h"
+#ifdef HAVE_PASSES
+#include "passes/passes.h"
+#endif
 #include "tests/llvm/cpu_check.h"
 
 #include <dirent.h>
@@ -40,8 +46,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   cpu_numerics num = CPU_NUMERICS_STRICT;
-  int threads = 2;
+  int threads = 2, olevel = 0;
   for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "-O2")) {
+      olevel = 2;
+      continue;
+    }
     if (!strncmp(argv[i], "--numerics=", 11) && cpu_numerics_from_name(argv[i] + 11, &num)) continue;
     if (!strncmp(argv[i], "--threads=", 10)) {
       threads = atoi(argv[i] + 10);
@@ -75,6 +85,29 @@ int main(int argc, char **argv) {
     char *text = slurp(path, &len);
     diag *dg = diag_create();
     ir_module *m = text ? fe_parse_hlo(path, text, len, dg) : NULL;
+#ifdef HAVE_PASSES
+    if (m && olevel) {
+      pass_ctx pc;
+      memset(&pc, 0, sizeof pc);
+      pc.d = dg;
+      pc.opt_level = olevel;
+      pc.verify = true;
+      if (pass_run(m, &pc, NULL, NULL) != ST_OK) {
+        printf("FAIL %s (pass pipeline: %s)\n", names[i], diag_first_message(dg));
+        fail++;
+        ir_module_destroy(m);
+        diag_destroy(dg);
+        free(text);
+        free(names[i]);
+        continue;
+      }
+    }
+#else
+    if (olevel) {
+      fprintf(stderr, "cpu_corpus: -O2 needs passes/\n");
+      return 2;
+    }
+#endif
     if (!m) {
       printf("SKIP %s (does not parse)\n", names[i]);
       skip++;
