@@ -1,0 +1,202 @@
+/* tpurt_run.c: `tpurt-run`, the runtime's own runner: load a .tpub program
+ * (or assemble a .s file), run it on an emulated core with zero or random
+ * parameters, and print its statistics. For architects comparing targets
+ * (`--target=v3,hbm_bw=900GB/s`) and for anyone reading a trace.
+ *
+ *   tpurt-run FILE.tpub|FILE.s [--target=SPEC] [--random=SEED]
+ *             [--trace=OUT.json] [--systolic] [--cycle-limit=N]
+ *
+ * Prints one line per result (name, shape, CRC-32 of its bytes) and the
+ * counters of docs/isa.md, section 9. Exit status: 0 ran to the end; 1 the
+ * program faulted; 2 usage error or a program that does not load. Uses only
+ * the public API (include/tpurt.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpurt.h"
+
+static void usage(FILE *f) {
+  fputs("usage: tpurt-run FILE.tpub|FILE.s [--target=SPEC] [--random=SEED]\n"
+        "                 [--trace=OUT.json] [--systolic] [--cycle-limit=N]\n"
+        "Runs a TPU program on the emulator with zero (or random) parameters and\n"
+        "prints the results' CRC-32 and the run's counters.\n",
+        f);
+}
+
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END)) {
+    fclose(f);
+    return NULL;
+  }
+  long len = ftell(f);
+  if (len < 0 || fseek(f, 0, SEEK_SET)) {
+    fclose(f);
+    return NULL;
+  }
+  char *b = malloc((size_t)len + 1);
+  if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  if (b) b[len] = 0;
+  *n = (size_t)len;
+  return b;
+}
+
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+static void shape(const tpurt_tensor_info_t *t) {
+  printf("%s[", tpurt_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++) printf("%s%lld", i ? "," : "", (long long)t->dims[i]);
+  printf("]");
+}
+
+int main(int argc, char **argv) {
+  const char *file = NULL;
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  unsigned long long seed = 0;
+  int random = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strncmp(a, "--target=", 9)) {
+      o.target = a + 9;
+    } else if (!strncmp(a, "--trace=", 8)) {
+      o.trace_path = a + 8;
+    } else if (!strcmp(a, "--systolic")) {
+      o.mxu_systolic = 1;
+    } else if (!strncmp(a, "--cycle-limit=", 14)) {
+      o.cycle_limit = strtoull(a + 14, NULL, 10);
+    } else if (!strncmp(a, "--random=", 9)) {
+      random = 1;
+      seed = strtoull(a + 9, NULL, 10);
+    } else if (a[0] == '-' || file) {
+      usage(stderr);
+      return 2;
+    } else {
+      file = a;
+    }
+  }
+  if (!file) {
+    usage(stderr);
+    return 2;
+  }
+  char err[512];
+  if (tpurt_target_check(o.target, err, sizeof err) != TPURT_OK) {
+    fprintf(stderr, "tpurt-run: %s\n", err);
+    return 2;
+  }
+  tpurt_device_t *dev = NULL;
+  if (tpurt_device_create(&o, &dev) != TPURT_OK) {
+    fprintf(stderr, "tpurt-run: cannot create the device\n");
+    return 2;
+  }
+  tpurt_program_t *prog = NULL;
+  size_t len = strlen(file);
+  tpurt_status_t st;
+  if (len > 2 && !strcmp(file + len - 2, ".s")) {
+    size_t n = 0;
+    char *text = slurp(file, &n);
+    if (!text) {
+      fprintf(stderr, "tpurt-run: cannot read %s\n", file);
+      tpurt_device_destroy(dev);
+      return 2;
+    }
+    st = tpurt_program_assemble(dev, text, n, file, &prog);
+    free(text);
+  } else {
+    st = tpurt_program_load_file(dev, file, &prog);
+  }
+  if (st != TPURT_OK) {
+    fprintf(stderr, "%s\n", tpurt_device_message(dev));
+    tpurt_device_destroy(dev);
+    return 2;
+  }
+  size_t np = tpurt_program_param_count(prog), nr = tpurt_program_result_count(prog);
+  tpurt_buffer_t **in = calloc(np + 1, sizeof *in), **out = calloc(nr + 1, sizeof *out);
+  int rc = 2;
+  for (size_t i = 0; i < np; i++) {
+    tpurt_tensor_info_t t;
+    tpurt_program_param_info(prog, i, &t);
+    unsigned char *data = random ? malloc(t.bytes ? t.bytes : 1) : NULL;
+    if (data) {
+      /* Random bytes would make NaNs; fill floats with small values. */
+      for (size_t k = 0; k < t.bytes; k++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        data[k] = (unsigned char)(seed >> 56);
+      }
+      if (t.dtype == TPURT_F32)
+        for (size_t k = 3; k < t.bytes; k += 4) data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
+      if (t.dtype == TPURT_BF16)
+        for (size_t k = 1; k < t.bytes; k += 2) data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
+    }
+    st = tpurt_buffer_create(dev, t.dtype, t.rank, t.dims, data, data ? t.bytes : 0, &in[i]);
+    free(data);
+    if (st != TPURT_OK) {
+      fprintf(stderr, "%s\n", tpurt_device_message(dev));
+      goto done;
+    }
+  }
+  tpurt_stats_t s;
+  st = tpurt_program_execute(prog, in, np, out, nr, &s);
+  if (st != TPURT_OK) {
+    fprintf(stderr, "%s\n", tpurt_device_message(dev));
+    rc = 1;
+  } else {
+    rc = 0;
+    for (size_t i = 0; i < nr; i++) {
+      tpurt_tensor_info_t t;
+      tpurt_program_result_info(prog, i, &t);
+      unsigned char *data = malloc(t.bytes ? t.bytes : 1);
+      if (!data) continue;
+      tpurt_buffer_read(out[i], data, t.bytes);
+      printf("result %s ", t.name);
+      shape(&t);
+      printf(" crc32 %08x\n", crc32_of(data, t.bytes));
+      free(data);
+    }
+  }
+  printf("target %s\n", tpurt_device_target(dev));
+  printf("cycles %llu (%.3f us), instructions %llu\n", (unsigned long long)s.cycles,
+         s.seconds * 1e6, (unsigned long long)s.instructions);
+  printf("mxu macs %llu, utilisation %.1f%%, busy %llu cycles, weight loads %llu\n",
+         (unsigned long long)s.mxu_macs,
+         s.mxu_peak_macs ? 100.0 * (double)s.mxu_macs / (double)s.mxu_peak_macs : 0.0,
+         (unsigned long long)s.mxu_busy_cycles, (unsigned long long)s.mxu_weight_loads);
+  printf("hbm read %llu, written %llu bytes, busy %llu cycles, %llu transfers\n",
+         (unsigned long long)s.hbm_read_bytes, (unsigned long long)s.hbm_write_bytes,
+         (unsigned long long)s.hbm_busy_cycles, (unsigned long long)s.dma_transfers);
+  printf("%-7s %8s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "insts", "busy",
+         "dep", "sync", "dma-wait", "wt-load", "hbm", "queue");
+  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
+    const tpurt_unit_stats_t *x = &s.units[u];
+    if (!x->instructions) continue;
+    printf("%-7s %8llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n", x->name,
+           (unsigned long long)x->instructions, (unsigned long long)x->busy_cycles,
+           (unsigned long long)x->stall_dependency, (unsigned long long)x->stall_sync,
+           (unsigned long long)x->stall_dma, (unsigned long long)x->stall_weight_load,
+           (unsigned long long)x->stall_hbm, (unsigned long long)x->stall_queue_full);
+  }
+done:
+  for (size_t i = 0; i < np; i++) tpurt_buffer_destroy(in[i]);
+  for (size_t i = 0; i < nr; i++) tpurt_buffer_destroy(out[i]);
+  free(in);
+  free(out);
+  tpurt_program_destroy(prog);
+  tpurt_device_destroy(dev);
+  return rc;
+}
