@@ -1,6 +1,7 @@
 /* cpu_corpus.c: every module of the HLO corpus (real modules from XLA's
  * tests) on the CPU JIT against the reference evaluator, with
- * deterministic random inputs.
+ * deterministic random inputs. .tg graph files in DIR (the samples) are
+ * read too when built with the graph frontend.
  *
  *   cpu_corpus DIR [--numerics=strict|native|tpu] [--threads=N] [-O2]
  *
@@ -70,7 +71,12 @@ int main(int argc, char **argv) {
   struct dirent *de;
   while ((de = readdir(d))) {
     size_t l = strlen(de->d_name);
-    if (l < 5 || strcmp(de->d_name + l - 4, ".hlo") != 0) continue;
+    bool hlo = l >= 5 && strcmp(de->d_name + l - 4, ".hlo") == 0;
+    bool tg = l >= 4 && strcmp(de->d_name + l - 3, ".tg") == 0;
+#ifndef HAVE_TG
+    tg = false;
+#endif
+    if (!hlo && !tg) continue;
     names = realloc(names, sizeof(char *) * (size_t)(nn + 1));
     names[nn++] = strdup(de->d_name);
   }
@@ -84,7 +90,13 @@ int main(int argc, char **argv) {
     size_t len;
     char *text = slurp(path, &len);
     diag *dg = diag_create();
-    ir_module *m = text ? fe_parse_hlo(path, text, len, dg) : NULL;
+    size_t nl = strlen(names[i]);
+    bool is_tg = nl > 3 && strcmp(names[i] + nl - 3, ".tg") == 0;
+    ir_module *m = NULL;
+#ifdef HAVE_TG
+    if (text && is_tg) m = fe_parse_tg(path, text, len, NULL, dg);
+#endif
+    if (text && !is_tg) m = fe_parse_hlo(path, text, len, dg);
 #ifdef HAVE_PASSES
     if (m && olevel) {
       pass_ctx pc;
