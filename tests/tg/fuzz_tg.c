@@ -35,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   diag *d = diag_create();
   diag_set_max_errors(d, 20);
   ir_module *m = fe_parse_tg("fuzz.tg", (const char *)data, size, NULL, d);
+  if (getenv("TG_FUZZ_VERBOSE")) fprintf(stderr, "%s%s", diag_text(d), m ? "compiled\n" : "");
   if (m && diag_error_count(d) != 0) abort(); /* a module means no errors */
   if (!m && diag_error_count(d) == 0) abort(); /* no module means an error */
   if (internal_error(diag_text(d))) { /* the lowering made invalid IR */
