@@ -13,7 +13,9 @@ void tool_help_run(FILE *f) {
         "computation on a target.\n"
         "\n"
         "options:\n"
-        "  --target=NAME          where to run (default: the first listed below)\n"
+        "  --target=NAME          where to run (default: v3 when built with the TPU\n"
+        "                         backend, else the first listed below); TPU targets\n"
+        "                         take overrides: --target=v3,mxu=64x64,vmem=8MiB\n"
         "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
         "  --language=hlo|tg      override the choice by file extension\n"
         "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
@@ -53,6 +55,12 @@ void tool_help_run(FILE *f) {
         "  --rtol=X               relative tolerance (default 1e-5)\n"
         "  --reference=NAME       also run on target NAME with the same inputs and\n"
         "                         compare every result as --expected-output does\n"
+        "  --stats                TPU targets: print cycles, time, MXU utilisation,\n"
+        "                         FLOP/s, HBM bytes, roofline bound and precision\n"
+        "  --stats-json=FILE      TPU targets: the same as JSON (docs/tpu-backend.md)\n"
+        "  --precision=P          TPU targets: default|high|highest bf16 passes of\n"
+        "                         f32 dots and convolutions (1, 3 or 6)\n"
+        "  --memory-report        TPU targets: peak VMEM/HBM and the largest buffers\n"
         "  -h, --help             this text\n",
         f);
   tool_help_opt_flags(f);
@@ -89,6 +97,7 @@ typedef struct run_cfg {
   int64_t print_max;
   tool_opt_options opt; /* -O level and pass tooling (cmd_opt.c) */
   bool listed;          /* --list-passes printed the pipeline */
+  tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -155,6 +164,13 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
         tool_error(CMD, "--language: '%s' is not hlo or tg", v);
         return false;
       }
+    } else if (!strcmp(name, "stats") || !strcmp(name, "memory-report")) {
+      if (name[0] == 's') c->tpu.stats = true;
+      else c->tpu.memory_report = true;
+    } else if (!strcmp(name, "stats-json") || !strcmp(name, "precision")) {
+      VALUE();
+      if (name[1] == 't') c->tpu.stats_json = v;
+      else c->tpu.precision = v;
     } else if (!strcmp(name, "random-inputs")) {
       if (v) {
         tool_error(CMD, "--random-inputs takes no value");
@@ -338,9 +354,10 @@ int tool_cmd_run(int argc, char **argv) {
     rc = TOOL_EXIT_OK;
     goto done;
   }
+  if (!c.target && tool_target_find("v3")) c.target = "v3"; /* the TPU emulator */
   for (int k = 0; k < 2; k++) {
     const char *t = k ? c.reference : c.target;
-    if (!t || tool_target_find(t)) continue;
+    if (!t || tool_target_find(t) || (!k && tool_tpu_target(t))) continue;
     strbuf known;
     sb_init(&known);
     for (int i = 0; i < tpucc_target_count(); i++)
@@ -432,18 +449,50 @@ int tool_cmd_run(int argc, char **argv) {
   tpucc_execute_options eo;
   tpucc_execute_options_init(&eo);
   eo.target = c.target;
-  tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
-  if (st != TPUCC_OK) {
-    tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
-    rc = st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
-    goto done;
+  VEC(ir_literal *) got = {0};
+  if (c.target && tool_tpu_target(c.target) &&
+      (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
+       !tool_target_find(c.target))) {
+    /* A TPU target with a report, a precision or overrides: the backend
+     * directly (tools.h, tool_tpu_run). */
+    ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
+    for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
+    tool_tpu_opts to = c.tpu;
+    to.target = c.target;
+    ir_literal *tr = NULL;
+    char terr[8192];
+    if (tool_tpu_run(tool_module_ir(m), &to, la, np, a, &tr, terr, sizeof terr) != ST_OK) {
+      fprintf(stderr, "%s\n", terr);
+      rc = TOOL_EXIT_FAIL;
+      goto done;
+    }
+    ir_literal *stack[64];
+    int sp = 0;
+    stack[sp++] = tr;
+    while (sp > 0) { /* leaves depth first */
+      ir_literal *l = stack[--sp];
+      if (l->shape.type == IR_TUPLE) {
+        for (int k = l->shape.ntuple - 1; k >= 0 && sp < 64; k--) stack[sp++] = l->elems[k];
+      } else {
+        VEC_PUSH(a, got, l);
+      }
+    }
+  } else {
+    tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
+    if (st != TPUCC_OK) {
+      tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
+      rc = st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
+      goto done;
+    }
+    for (int k = 0; k < tpucc_result_count(res); k++)
+      VEC_PUSH(a, got, literal_of(a, tpucc_result_tensor(res, k)));
   }
 
   rc = TOOL_EXIT_OK;
   strbuf out;
   sb_init(&out);
-  for (int k = 0; k < tpucc_result_count(res); k++) {
-    ir_literal *l = literal_of(a, tpucc_result_tensor(res, k));
+  for (int k = 0; k < got.n; k++) {
+    ir_literal *l = got.v[k];
     const char *o = c.noutputs ? c.outputs[k] : "-";
     if (!strcmp(o, "-")) {
       out.len = 0;
@@ -460,8 +509,8 @@ int tool_cmd_run(int argc, char **argv) {
   }
   sb_free(&out);
   fflush(stdout);
-  for (int k = 0; k < nexps && k < tpucc_result_count(res); k++)
-    if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)), exps[k].lit,
+  for (int k = 0; k < nexps && k < got.n; k++)
+    if (!check_result(a, &c, k, got.v[k], exps[k].lit,
                       arena_printf(a, "--expected-output %d", exps[k].arg)))
       rc = TOOL_EXIT_FAIL;
   if (c.reference) { /* the same inputs on the reference target */
@@ -471,9 +520,8 @@ int tool_cmd_run(int argc, char **argv) {
       rc = TOOL_EXIT_FAIL;
     } else {
       const char *from = arena_printf(a, "reference %s", c.reference);
-      for (int k = 0; k < tpucc_result_count(res); k++)
-        if (!check_result(a, &c, k, literal_of(a, tpucc_result_tensor(res, k)),
-                          literal_of(a, tpucc_result_tensor(ref, k)), from))
+      for (int k = 0; k < got.n && k < tpucc_result_count(ref); k++)
+        if (!check_result(a, &c, k, got.v[k], literal_of(a, tpucc_result_tensor(ref, k)), from))
           rc = TOOL_EXIT_FAIL;
     }
   }
