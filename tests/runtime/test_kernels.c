@@ -147,6 +147,74 @@ static void matmul_256_systolic_mode_identical(void **state) {
   assert_int_equal(st[1].mxu_array_cycles, 4 * (256 + 128 + 128 - 2));
 }
 
+/* The MXU size is a target parameter: a 64x64 array (v3,mxu=64x64) runs a
+ * [128,64] x [64,64] product with K = N = 64 tiles. */
+static void matmul_on_a_64x64_mxu(void **state) {
+  (void)state;
+  enum { M = 128, K = 64, N = 64 };
+  static uint16_t a[M][K], b[K][N];
+  static float c[M][N];
+  uint64_t seed = 64;
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) a[i][k] = rt_bf16(rt_randf(&seed, -1, 1));
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < N; j++) b[k][j] = rt_bf16(rt_randf(&seed, -1, 1));
+  const char *src =
+      ".target v3,mxu=64x64\n.hbm 57344\n"
+      ".param a bf16[128,64] @0\n.param b bf16[64,64] @16384\n"
+      ".result c f32[128,64] @24576\n"
+      ".smem 0 24576, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      ".smem 40 32768, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+      "  dmald dma0, s0, s0, s0, sem0\n"   /* a and b: HBM [0, 24576) */
+      "  wait mxu0, sem0, 1\n"
+      "  sli s1, 16384\n  sli s2, 128\n"
+      "  mwt mxu0, s1, s2\n  mswap mxu0\n"
+      "  mpush mxu0, s0, s2, s0, 128\n"
+      "  sli s3, 24576\n  sli s4, 256\n"
+      "  mpopm mxu0, s3, s4, s0, 128\n"
+      "  signal mxu0, sem1, 1\n  wait dma0, sem1, 1\n"
+      "  sli s5, 40\n  dmast dma0, s3, s3, s5, sem2\n"
+      "  wait scalar, sem2, 1\n  halt\n";
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.target = "v3,mxu=64x64";
+  tpurt_device_t *d;
+  assert_int_equal(tpurt_device_create(&o, &d), TPURT_OK);
+  tpurt_program_t *p = NULL;
+  tpurt_status_t st = tpurt_program_assemble(d, src, strlen(src), "mxu64.s", &p);
+  if (st) fprintf(stderr, "%s\n", tpurt_device_message(d));
+  assert_int_equal(st, TPURT_OK);
+  int64_t ad[2] = {M, K}, bd[2] = {K, N};
+  tpurt_buffer_t *in[2], *out[1];
+  assert_int_equal(tpurt_buffer_create(d, TPURT_BF16, 2, ad, a, sizeof a, &in[0]), 0);
+  assert_int_equal(tpurt_buffer_create(d, TPURT_BF16, 2, bd, b, sizeof b, &in[1]), 0);
+  tpurt_stats_t stats;
+  st = tpurt_program_execute(p, in, 2, out, 1, &stats);
+  if (st) fprintf(stderr, "%s\n", tpurt_device_message(d));
+  assert_int_equal(st, TPURT_OK);
+  assert_int_equal(tpurt_buffer_read(out[0], c, sizeof c), 0);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++) acc = fmaf(rt_bf16_f32(a[i][k]), rt_bf16_f32(b[k][j]), acc);
+      assert_int_equal(rt_bits(c[i][j]), rt_bits(acc));
+    }
+  assert_int_equal(stats.mxu_macs, (uint64_t)M * K * N);
+  /* fill and drain on this array: the push's results are ready R + K + N
+   * cycles after it starts, and the weight load took K cycles. */
+  assert_int_equal(stats.units[2].stall_weight_load, K - 1);
+  /* A program for a 128x128 MXU does not load on this device. */
+  tpurt_program_t *q = NULL;
+  const char *other = ".target v3\nhalt\n";
+  assert_int_equal(tpurt_program_assemble(d, other, strlen(other), "o.s", &q), TPURT_UNSUPPORTED);
+  assert_non_null(strstr(tpurt_device_message(d), "compiled for 128x128 MXUs, the device has 64x64"));
+  tpurt_buffer_destroy(in[0]);
+  tpurt_buffer_destroy(in[1]);
+  tpurt_buffer_destroy(out[0]);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(d);
+}
+
 static void elementwise_exp_mul_sub_max(void **state) {
   (void)state;
   enum { R = 16, L = 128 };
@@ -254,6 +322,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(matmul_256x256x256_bf16),
       cmocka_unit_test(matmul_256_systolic_mode_identical),
+      cmocka_unit_test(matmul_on_a_64x64_mxu),
       cmocka_unit_test(elementwise_exp_mul_sub_max),
       cmocka_unit_test(row_reduction_sum_64x128),
       cmocka_unit_test(transpose_128x128),
