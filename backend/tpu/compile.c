@@ -271,6 +271,14 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     rt[k].rank = s->rank;
     for (int j = 0; j < s->rank; j++) rt[k].dims[j] = s->dims[j];
     rt[k].bytes = (uint64_t)n * (uint64_t)xs;
+    /* A scratch buffer of the right representation becomes the result
+     * region itself (once); anything else is copied. */
+    bool reuse = v->buf->owned && v->buf->refs > 0 && xs == tv_esize(s->type) && n > 0;
+    for (int j = 0; j < k && reuse; j++) reuse = rv.v[j]->buf != v->buf;
+    if (reuse) {
+      rt[k].hbm_offset = v->buf->addr;
+      continue;
+    }
     rt[k].hbm_offset = tb_hbm_alloc(&b, rt[k].bytes);
     int64_t one = n, ds = 1, ss = xs == 1 ? 4 : 1;
     tk_copy(&b, rt[k].hbm_offset, &ds, tv_addr(v), &ss, 1, &one, xs);
