@@ -45,6 +45,8 @@ typedef struct group {
   ir_fusion_kind kind;
   bool heavy; /* holds a dot, convolution or reduce */
   int nmembers;
+  ir_id members[MAX_MEMBERS]; /* in the order they joined: root first, then
+                                 producers in decreasing id order */
 } group;
 
 typedef VEC(int32_t) ivec;
@@ -57,6 +59,8 @@ typedef struct fctx {
   int32_t *ustart, *users; /* CSR use lists */
   bool *outside;           /* used by the root (a use from outside) */
   ivec *mem;               /* groups each instruction belongs to */
+  ir_id *clone, *param;    /* materialise() scratch, IR_NONE between uses */
+  uint8_t *dep;            /* epilogue_refusal() scratch, 0 between uses */
   VEC(group) groups;
 } fctx;
 
@@ -80,9 +84,9 @@ static void build_users(fctx *f) {
   for (int i = 0; i < n; i++)
     for (int k = 0; k < cp->insts.v[i].nops; k++) {
       ir_id o = cp->insts.v[i].ops[k];
-      bool dup = false; /* one entry per distinct user */
-      for (int j = f->ustart[o]; j < f->ustart[o] + cnt[o]; j++) dup |= f->users[j] == i;
-      if (!dup) f->users[f->ustart[o] + cnt[o]++] = i;
+      /* one entry per distinct user: i's entries are the latest ones */
+      if (cnt[o] && f->users[f->ustart[o] + cnt[o] - 1] == i) continue;
+      f->users[f->ustart[o] + cnt[o]++] = i;
     }
   /* compress: distinct users only */
   int32_t *s2 = arena_array(a, (size_t)n + 1, sizeof(int32_t));
@@ -105,7 +109,8 @@ static bool in_group(fctx *f, ir_id i, int g) {
 
 static void join(fctx *f, ir_id i, int g) {
   VEC_PUSH(f->m->arena, f->mem[i], g);
-  f->groups.v[g].nmembers++;
+  group *gr = &f->groups.v[g];
+  gr->members[gr->nmembers++] = i;
 }
 
 static bool is_elemwise(const ir_inst *in) { return (ir_op_flags(in->op) & OPF_ELEMWISE) != 0; }
@@ -138,18 +143,18 @@ static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
   if (gr->kind != IR_FUSION_LOOP) return "its consumer's fusion is not a loop fusion";
   if (!same_dims(&I(f, gr->root)->shape, &I(f, d)->shape))
     return "the epilogue's result has other dims than the dot";
-  arena_mark mk = arena_get_mark(f->m->arena);
-  bool *dep = arena_alloc(f->m->arena, (size_t)f->n + 1);
-  dep[d] = true;
+  f->dep[d] = 1;
   const char *why = NULL;
-  for (ir_id i = d + 1; i <= gr->root && !why; i++) {
-    if (!in_group(f, i, g)) continue;
+  for (int k = gr->nmembers - 1; k >= 0; k--) { /* increasing ids */
+    ir_id i = gr->members[k];
+    if (i <= d) continue;
     const ir_inst *in = I(f, i);
-    for (int k = 0; k < in->nops; k++) dep[i] |= dep[in->ops[k]];
-    if (dep[i] && (!is_elemwise(in) || !same_dims(&in->shape, &I(f, d)->shape)))
+    for (int q = 0; q < in->nops; q++) f->dep[i] |= f->dep[in->ops[q]];
+    if (f->dep[i] && !why && (!is_elemwise(in) || !same_dims(&in->shape, &I(f, d)->shape)))
       why = "the epilogue is not elementwise over the dot's dims";
   }
-  arena_reset(f->m->arena, mk);
+  f->dep[d] = 0;
+  for (int k = 0; k < gr->nmembers; k++) f->dep[gr->members[k]] = 0;
   return why;
 }
 
@@ -169,7 +174,10 @@ static const char *refusal(fctx *f, ir_id i, int g) {
 }
 
 static int new_group(fctx *f, ir_id root) {
-  group g = {root, IR_FUSION_LOOP, false, 0};
+  group g;
+  memset(&g, 0, sizeof g);
+  g.root = root;
+  g.kind = IR_FUSION_LOOP;
   const ir_inst *in = I(f, root);
   if (in->op == IR_OP_REDUCE) g.kind = IR_FUSION_INPUT, g.heavy = true;
   VEC_PUSH(f->m->arena, f->groups, g);
@@ -268,14 +276,12 @@ static void materialise(fctx *f, int g) {
   const char *fusion_name = ir_unique_name(m, "fusion");
   ir_comp_id fc = ir_comp_add(m, arena_printf(a, "fused_%s", root->name));
   ir_comp_get(m, fc)->is_fusion = true;
-  ir_id *clone = arena_array(a, (size_t)f->n, sizeof(ir_id));
-  ir_id *param = arena_array(a, (size_t)f->n, sizeof(ir_id));
-  for (int i = 0; i < f->n; i++) clone[i] = param[i] = IR_NONE;
+  ir_id *clone = f->clone, *param = f->param;
   VEC(ir_id) srcs = {0};
   strbuf list;
   sb_init(&list);
-  for (ir_id i = 0; i <= gr.root; i++) {
-    if (!in_group(f, i, g)) continue;
+  for (int mi = gr.nmembers - 1; mi >= 0; mi--) { /* increasing ids */
+    ir_id i = gr.members[mi];
     ir_inst proto = *I(f, i);
     ir_id ops[64];
     ir_id *opsp = proto.nops <= 64 ? ops : arena_array(a, (size_t)proto.nops, sizeof(ir_id));
@@ -311,6 +317,8 @@ static void materialise(fctx *f, int g) {
   }
   ir_comp *fcp = ir_comp_get(m, fc);
   fcp->root = clone[gr.root];
+  for (int mi = 0; mi < gr.nmembers; mi++) clone[gr.members[mi]] = IR_NONE;
+  for (int k = 0; k < srcs.n; k++) param[srcs.v[k]] = IR_NONE;
   ir_comp_finish(m, fc);
   pass_explain(f->ctx, PASS, fusion_name, "%s fusion %s of %d instructions {%s}, %d operands",
                kind_name(gr.kind), fcp->name, gr.nmembers, sb_str(&list), srcs.n);
@@ -335,8 +343,8 @@ static void materialise(fctx *f, int g) {
 static bool worth_it(fctx *f, int g) {
   if (I(f, f->groups.v[g].root)->op == IR_OP_REDUCE) return true; /* a hero: always a kernel */
   int real = 0;
-  for (ir_id i = 0; i <= f->groups.v[g].root; i++)
-    if (in_group(f, i, g) && I(f, i)->op != IR_OP_CONSTANT) real++;
+  for (int k = 0; k < f->groups.v[g].nmembers; k++)
+    real += I(f, f->groups.v[g].members[k])->op != IR_OP_CONSTANT;
   return real >= 2;
 }
 
@@ -351,6 +359,10 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
   if (f.n == 0) return false;
   build_users(&f);
   f.mem = arena_array(m->arena, (size_t)f.n, sizeof(ivec));
+  f.clone = arena_array(m->arena, (size_t)f.n, sizeof(ir_id));
+  f.param = arena_array(m->arena, (size_t)f.n, sizeof(ir_id));
+  f.dep = arena_alloc(m->arena, (size_t)f.n);
+  for (int i = 0; i < f.n; i++) f.clone[i] = f.param[i] = IR_NONE;
   for (ir_id i = f.n - 1; i >= 0; i--) visit(&f, i);
   bool changed = false;
   for (int g = 0; g < f.groups.n; g++) {

@@ -13,8 +13,13 @@
  *             fusion pass had to keep it), and no other path leads from F1
  *             to F2: F2 computes F1's value itself and also returns it
  *             (saves reading F1's result back).
+ * Both also need every other user of the earlier fusion to come after the
+ * later one (the merged fusion takes the later one's place, so positions
+ * stay topological and the cycle check is a local search).
  * A merge whose result would exceed MAX_OPERANDS operands is refused.
- * Decisions are recorded with pass_explain. */
+ * Decisions are recorded with pass_explain. Cost: one scan; each
+ * candidate pair costs one search of b's ancestors and each merge one
+ * rewrite of the operands, so O(n) per merge. */
 #include "passes/rewrite.h"
 
 #define PASS "multi-output-fusion"
@@ -25,7 +30,14 @@ typedef struct mctx {
   ir_module *m;
   ir_comp_id c;
   pass_ctx *ctx;
-  bool explain_refusals; /* only in the final scan, so each is said once */
+  uint8_t *done;     /* fusions merged in this run (their slots die) */
+  ir_id *repl;       /* done fusion -> the merged fusion that took its place */
+  int32_t *pos;      /* a topological position of every instruction */
+  const int32_t *ustart, *ucount, *users; /* original distinct users */
+  uint32_t *seen;    /* depends(): visit stamps */
+  ir_id *stack;      /* depends(): work stack */
+  uint32_t stamp;
+  int cap;           /* size of seen/stack/done: instructions incl. new ones */
 } mctx;
 
 static ir_inst *I(mctx *x, ir_id i) { return ir_inst_get(x->m, x->c, i); }
@@ -49,34 +61,31 @@ static bool same_dims(const ir_shape *a, const ir_shape *b) {
   return true;
 }
 
-/* Does `to` depend on `from` (through any path, optionally ignoring the
- * direct operand edge to->from)? */
+/* Does `to` depend on `from` (through any path; with skip_direct, not
+ * counting the direct operand edge to->from)? Searches to's ancestors,
+ * pruned by topological position: nothing before `from` can reach it. */
 static bool depends(mctx *x, ir_id to, ir_id from, bool skip_direct) {
-  if (to <= from) return false;
-  arena_mark mk = arena_get_mark(x->m->arena);
-  uint8_t *seen = arena_alloc(x->m->arena, (size_t)to + 1);
-  ir_id *stack = arena_array(x->m->arena, (size_t)to + 1, sizeof(ir_id));
+  const ir_comp *cp = ir_comp_get(x->m, x->c);
+  if (++x->stamp == 0) {
+    memset(x->seen, 0, sizeof(uint32_t) * (size_t)x->cap);
+    x->stamp = 1;
+  }
   int sp = 0;
-  bool found = false;
-  const ir_inst *t = I(x, to);
+  const ir_inst *t = &cp->insts.v[to];
   for (int k = 0; k < t->nops; k++) {
     ir_id o = t->ops[k];
     if (skip_direct && o == from) continue;
-    if (!seen[o]) seen[o] = 1, stack[sp++] = o;
+    if (x->seen[o] != x->stamp) x->seen[o] = x->stamp, x->stack[sp++] = o;
   }
-  while (sp && !found) {
-    ir_id i = stack[--sp];
-    if (i == from) {
-      found = true;
-      break;
-    }
-    if (i < from) continue;
-    const ir_inst *in = I(x, i);
+  while (sp) {
+    ir_id i = x->stack[--sp];
+    if (i == from) return true;
+    if (x->pos[i] < x->pos[from]) continue;
+    const ir_inst *in = &cp->insts.v[i];
     for (int k = 0; k < in->nops; k++)
-      if (!seen[in->ops[k]]) seen[in->ops[k]] = 1, stack[sp++] = in->ops[k];
+      if (x->seen[in->ops[k]] != x->stamp) x->seen[in->ops[k]] = x->stamp, x->stack[sp++] = in->ops[k];
   }
-  arena_reset(x->m->arena, mk);
-  return found;
+  return false;
 }
 
 /* Clones fused computation `src` (called with operands `ops`) into fc;
@@ -124,8 +133,7 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
       for (int q = 0; q < np; q++) dup |= srcs[q] == o;
       if (dup) continue;
       if (np == MAX_OPERANDS) {
-        if (x->explain_refusals)
-          pass_explain(x->ctx, PASS, I(x, b)->name, "not merged with %%%s: more than %d operands",
+        pass_explain(x->ctx, PASS, I(x, b)->name, "not merged with %%%s: more than %d operands",
                        I(x, a)->name, MAX_OPERANDS);
         return false;
       }
@@ -177,10 +185,24 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
   ir_id e1 = ir_build(m, x->c, IR_OP_GET_TUPLE_ELEMENT, &mf, 1, &g1, NULL, 0, fb.loc);
   pass_explain(x->ctx, PASS, I(x, mf)->name, "%s fusion of %%%s and %%%s: %s",
                consumer ? "producer-consumer" : "sibling", an, bn, why);
-  pr_map mp = pr_map_make(m->arena, ir_comp_get(m, x->c)->insts.n);
-  mp.v[a] = e0;
-  mp.v[b] = e1;
-  pr_apply(m, x->c, &mp);
+  /* Users of a and b (or the merged fusions that took their place) read
+   * the tuple's elements now. M, e0 and e1 sit at b's position. */
+  ir_comp *cp = ir_comp_get(m, x->c);
+  x->pos[mf] = x->pos[e0] = x->pos[e1] = x->pos[b];
+  for (int w = 0; w < 2; w++) {
+    ir_id f = w ? b : a;
+    for (int j = x->ustart[f]; j < x->ustart[f] + x->ucount[f]; j++) {
+      ir_id u = x->users[j];
+      while (x->done[u]) u = x->repl[u];
+      ir_inst *in = &cp->insts.v[u];
+      for (int k = 0; k < in->nops; k++)
+        in->ops[k] = in->ops[k] == a ? e0 : in->ops[k] == b ? e1 : in->ops[k];
+    }
+  }
+  if (cp->root == a) cp->root = e0;
+  if (cp->root == b) cp->root = e1;
+  x->repl[a] = x->repl[b] = mf;
+  x->done[a] = x->done[b] = 1;
   return true;
 }
 
@@ -188,65 +210,75 @@ static int64_t bytes_of(const ir_shape *s) {
   return ir_shape_is_array(s) ? ir_shape_count(s) * ir_type_size(s->type) : 0;
 }
 
-/* Finds and performs one merge; false when there is none left. */
-static bool merge_one(mctx *x) {
+/* Do all users of a other than b come after b? Then the merged fusion
+ * can take b's position and every position stays topological. */
+static bool users_after(mctx *x, ir_id a, ir_id b) {
+  for (int j = x->ustart[a]; j < x->ustart[a] + x->ucount[a]; j++) {
+    ir_id u = x->users[j];
+    while (x->done[u]) u = x->repl[u];
+    if (u != b && x->pos[u] <= x->pos[b]) return false;
+  }
+  return true;
+}
+
+/* Merges b with a fusion it reads (producer-consumer) or with an earlier
+ * fusion reading a common operand (sibling); true when it merged. */
+static bool try_merge(mctx *x, ir_id b, const int32_t *ustart, const int32_t *ucount,
+                      const int32_t *users, const int32_t *uses, int n0) {
   ir_module *m = x->m;
   pass_ctx *ctx = x->ctx;
-  int n = ir_comp_get(m, x->c)->insts.n;
-  int32_t *uses = ir_comp_use_counts(m, x->c);
-  for (ir_id b = 0; b < n; b++) {
-    const ir_shape *sb = space(x, b);
-    if (!sb) continue;
-    /* producer-consumer first: b reads a fusion a with other users */
-    for (int k = 0; k < I(x, b)->nops; k++) {
-      ir_id a = I(x, b)->ops[k];
-      const ir_shape *sa = space(x, a);
-      if (!sa || I(x, a)->a.fusion_kind != IR_FUSION_LOOP || uses[a] < 2) continue;
-      if (!same_dims(&I(x, a)->shape, sb)) {
-        if (x->explain_refusals)
-          pass_explain(ctx, PASS, I(x, b)->name, "not merged with its producer %%%s: other iteration space",
-                     I(x, a)->name);
-        continue;
-      }
-      if (depends(x, b, a, true)) {
-        if (x->explain_refusals)
-          pass_explain(ctx, PASS, I(x, b)->name,
-                       "not merged with its producer %%%s: another path leads from it (a cycle)",
-                     I(x, a)->name);
-        continue;
-      }
-      const char *why = arena_printf(m->arena, "%lld bytes of %%%s not read back",
-                                     (long long)bytes_of(&I(x, a)->shape), I(x, a)->name);
-      if (merge(x, a, b, true, why)) return true;
+  const ir_shape *sb = space(x, b);
+  /* producer-consumer first: b reads a fusion a with other users */
+  for (int k = 0; k < I(x, b)->nops; k++) {
+    ir_id a = I(x, b)->ops[k];
+    const ir_shape *sa = a < n0 && !x->done[a] ? space(x, a) : NULL;
+    if (!sa || I(x, a)->a.fusion_kind != IR_FUSION_LOOP || uses[a] < 2) continue;
+    if (!same_dims(&I(x, a)->shape, sb)) {
+      pass_explain(ctx, PASS, I(x, b)->name,
+                   "not merged with its producer %%%s: other iteration space", I(x, a)->name);
+      continue;
     }
-    /* siblings: an earlier fusion with a common operand */
-    for (ir_id a = 0; a < b; a++) {
+    if (!users_after(x, a, b)) {
+      pass_explain(ctx, PASS, I(x, b)->name,
+                   "not merged with its producer %%%s: it has a user placed before", I(x, a)->name);
+      continue;
+    }
+    if (depends(x, b, a, true)) {
+      pass_explain(ctx, PASS, I(x, b)->name,
+                   "not merged with its producer %%%s: another path leads from it (a cycle)",
+                   I(x, a)->name);
+      continue;
+    }
+    const char *why = arena_printf(m->arena, "%lld bytes of %%%s not read back",
+                                   (long long)bytes_of(&I(x, a)->shape), I(x, a)->name);
+    if (merge(x, a, b, true, why)) return true;
+  }
+  /* siblings: an earlier fusion reading a common operand */
+  for (int k = 0; k < I(x, b)->nops; k++) {
+    ir_id o = I(x, b)->ops[k];
+    if (o >= n0 || bytes_of(&I(x, o)->shape) <= ir_type_size(I(x, o)->shape.type)) continue;
+    for (int j = ustart[o]; j < ustart[o] + ucount[o]; j++) {
+      ir_id a = users[j];
+      if (a >= b || x->done[a]) continue;
       const ir_shape *sa = space(x, a);
       if (!sa) continue;
-      ir_id shared = IR_NONE;
-      for (int i = 0; i < I(x, a)->nops && shared == IR_NONE; i++)
-        for (int j = 0; j < I(x, b)->nops; j++) {
-          ir_id o = I(x, a)->ops[i];
-          if (o == I(x, b)->ops[j] && bytes_of(&I(x, o)->shape) > ir_type_size(I(x, o)->shape.type)) {
-            shared = o;
-            break;
-          }
-        }
-      if (shared == IR_NONE) continue;
       if (!same_dims(sa, sb)) {
-        if (x->explain_refusals)
-          pass_explain(ctx, PASS, I(x, b)->name, "not merged with sibling %%%s: other iteration space",
-                     I(x, a)->name);
+        pass_explain(ctx, PASS, I(x, b)->name,
+                     "not merged with sibling %%%s: other iteration space", I(x, a)->name);
+        continue;
+      }
+      if (!users_after(x, a, b)) {
+        pass_explain(ctx, PASS, I(x, b)->name,
+                     "not merged with sibling %%%s: it has a user placed before", I(x, a)->name);
         continue;
       }
       if (depends(x, b, a, false)) {
-        if (x->explain_refusals)
-          pass_explain(ctx, PASS, I(x, b)->name, "not merged with sibling %%%s: depends on it",
+        pass_explain(ctx, PASS, I(x, b)->name, "not merged with sibling %%%s: depends on it",
                      I(x, a)->name);
         continue;
       }
-      const char *why = arena_printf(m->arena, "%%%s (%lld bytes) read once",
-                                     I(x, shared)->name, (long long)bytes_of(&I(x, shared)->shape));
+      const char *why = arena_printf(m->arena, "%%%s (%lld bytes) read once", I(x, o)->name,
+                                     (long long)bytes_of(&I(x, o)->shape));
       if (merge(x, a, b, false, why)) return true;
     }
   }
@@ -255,15 +287,43 @@ static bool merge_one(mctx *x) {
 
 bool pass_mof(ir_module *m, pass_ctx *ctx) {
   if (m->entry == IR_NONE) return false;
-  mctx x = {m, m->entry, ctx, false};
+  int n0 = ir_comp_get(m, m->entry)->insts.n;
+  if (n0 == 0) return false;
+  mctx x;
+  memset(&x, 0, sizeof x);
+  x.m = m;
+  x.c = m->entry;
+  x.ctx = ctx;
+  x.cap = 3 * n0 + 16; /* each merge adds 3 instructions; at most n0/2 merges */
+  x.done = arena_alloc(m->arena, (size_t)x.cap);
+  x.seen = arena_array(m->arena, (size_t)x.cap, sizeof(uint32_t));
+  x.stack = arena_array(m->arena, (size_t)x.cap, sizeof(ir_id));
+  x.repl = arena_array(m->arena, (size_t)x.cap, sizeof(ir_id));
+  x.pos = arena_array(m->arena, (size_t)x.cap, sizeof(int32_t));
+  for (int i = 0; i < n0; i++) x.pos[i] = i;
+  /* use lists of the original instructions (distinct users, ascending) */
+  const ir_comp *cp = ir_comp_get(m, x.c);
+  int32_t *uses = ir_comp_use_counts(m, x.c);
+  int32_t *ustart = arena_array(m->arena, (size_t)n0 + 1, sizeof(int32_t));
+  int32_t *fill = arena_array(m->arena, (size_t)n0 + 1, sizeof(int32_t));
+  for (int i = 0; i < n0; i++) ustart[i + 1] = ustart[i] + uses[i];
+  int32_t *users = arena_array(m->arena, (size_t)ustart[n0] + 1, sizeof(int32_t));
+  for (int i = 0; i < n0; i++)
+    for (int k = 0; k < cp->insts.v[i].nops; k++) {
+      ir_id o = cp->insts.v[i].ops[k];
+      if (fill[o] && users[ustart[o] + fill[o] - 1] == i) continue;
+      users[ustart[o] + fill[o]++] = i;
+    }
+  x.ustart = ustart;
+  x.ucount = fill;
+  x.users = users;
+  /* One scan in order; a merged fusion is done and its tuple-rooted
+   * replacement is no candidate, so each fusion merges at most once. */
   bool changed = false;
-  /* One merge at a time, each followed by a sweep that restores operand
-   * order; a merged fusion has a tuple root and is no candidate again. */
-  for (int round = 0; round < 4096 && merge_one(&x); round++) {
-    pr_sweep(m, x.c);
-    changed = true;
+  for (ir_id b = 0; b < n0; b++) {
+    if (x.done[b] || !space(&x, b)) continue;
+    changed |= try_merge(&x, b, ustart, fill, users, uses, n0);
   }
-  x.explain_refusals = true;
-  merge_one(&x); /* finds nothing again; now says why */
+  if (changed) pr_sweep(m, x.c);
   return changed;
 }
