@@ -28,7 +28,7 @@ grep -q "kind=kInput" "$W/d/fusion_reduce.0006.after_fusion.hlo" || fail "fusion
 grep -q "fusion(" "$W/d/fusion_reduce.0005.after_dce.hlo" && fail "dump before fusion already fused"
 # every dump reads back and runs
 for f in "$W"/d/*.hlo; do
-  "$TPUCC" run "$f" -O0 --random-inputs --output= || fail "dump $(basename "$f") does not run"
+  "$TPUCC" run "$f" --target=interp -O0 --random-inputs --output= || fail "dump $(basename "$f") does not run"
 done
 
 # --dump-after=REGEX filters by pass name.
@@ -63,11 +63,11 @@ grep -q "kind=kLoop" "$W/o2" || fail "-O2 did not fuse"
 
 # -O levels on run: identical results on the interp target; --explain says why.
 for f in "$G"/*.hlo; do
-  "$TPUCC" run "$f" --random-inputs -O0 >"$W/r0" 2>&1 || fail "run -O0 $(basename "$f")"
-  "$TPUCC" run "$f" --random-inputs -O2 >"$W/r2" 2>&1 || fail "run -O2 $(basename "$f")"
+  "$TPUCC" run "$f" --target=interp --random-inputs -O0 >"$W/r0" 2>&1 || fail "run -O0 $(basename "$f")"
+  "$TPUCC" run "$f" --target=interp --random-inputs -O2 >"$W/r2" 2>&1 || fail "run -O2 $(basename "$f")"
   cmp -s "$W/r0" "$W/r2" || fail "$(basename "$f"): -O0 and -O2 results differ"
 done
-"$TPUCC" run "$G/fusion_loop.hlo" --random-inputs --explain --output= --output= 2>"$W/x" ||
+"$TPUCC" run "$G/fusion_loop.hlo" --target=interp --random-inputs --explain --output= --output= 2>"$W/x" ||
   fail "run --explain failed"
 grep -q "not fused: producer %e has 2 users and is not cheap" "$W/x" || fail "explain: $(cat "$W/x")"
 
