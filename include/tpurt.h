@@ -52,7 +52,7 @@ extern "C" {
 #define TPURT_VERSION_PATCH 0
 #define TPURT_VERSION_STRING "0.1.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
-#define TPURT_VERSION_NUMBER \
+#define TPURT_VERSION_NUMBER                                                                       \
   (TPURT_VERSION_MAJOR * 10000 + TPURT_VERSION_MINOR * 100 + TPURT_VERSION_PATCH)
 
 /* The version of the library actually linked (TPURT_VERSION_NUMBER). */
@@ -111,7 +111,7 @@ typedef struct tpurt_device tpurt_device_t;
 typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
-  uint64_t cycle_limit; /* stop runs after this many cycles; 0 = 10^10 */
+  uint64_t cycle_limit;               /* stop runs after this many cycles; 0 = 10^10 */
   /* Nonzero: every MXU push runs PE by PE through the systolic-array model
    * instead of the fast kernel. Same bits and cycle counts, much slower: a
    * mode that proves the fast path, not one to run models with. Its
@@ -136,8 +136,7 @@ TPURT_API const char *tpurt_device_message(const tpurt_device_t *dev);
 /* The canonical target spec, every figure spelled out. Owned by dev. */
 TPURT_API const char *tpurt_device_target(const tpurt_device_t *dev);
 /* Checks a target spec without a device; writes the reason into err. */
-TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err,
-                                            size_t errlen);
+TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen);
 
 /* ---- program ------------------------------------------------------------
  * A verified program and its signature. Owned by the caller; must be
@@ -146,23 +145,18 @@ typedef struct tpurt_program tpurt_program_t;
 
 /* Loads a .tpub image (bytes are copied) and verifies it against the
  * device's target. TPURT_INVALID_PROGRAM with the reason as the message. */
-TPURT_API tpurt_status_t tpurt_program_load(tpurt_device_t *dev,
-                                            const void *bytes, size_t size,
+TPURT_API tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
                                             tpurt_program_t **out_program);
-TPURT_API tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev,
-                                                 const char *path,
+TPURT_API tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
                                                  tpurt_program_t **out_program);
 /* Assembles text in the assembler form of docs/isa.md and verifies the
  * result. `name` names the text in messages. TPURT_PARSE_ERROR with
  * "name:line:col: error: ..." lines as the message. */
-TPURT_API tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev,
-                                                const char *text, size_t len,
-                                                const char *name,
-                                                tpurt_program_t **out_program);
+TPURT_API tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text, size_t len,
+                                                const char *name, tpurt_program_t **out_program);
 TPURT_API void tpurt_program_destroy(tpurt_program_t *prog);
 /* Serialises the program as a .tpub file. */
-TPURT_API tpurt_status_t tpurt_program_save_file(tpurt_program_t *prog,
-                                                 const char *path);
+TPURT_API tpurt_status_t tpurt_program_save_file(tpurt_program_t *prog, const char *path);
 
 /* The entry signature. */
 typedef struct tpurt_tensor_info {
@@ -177,11 +171,9 @@ TPURT_API size_t tpurt_program_param_count(const tpurt_program_t *prog);
 TPURT_API size_t tpurt_program_result_count(const tpurt_program_t *prog);
 /* Fill *out_info for parameter/result i; TPURT_INVALID_ARGUMENT when out of
  * range. */
-TPURT_API tpurt_status_t tpurt_program_param_info(const tpurt_program_t *prog,
-                                                  size_t i,
+TPURT_API tpurt_status_t tpurt_program_param_info(const tpurt_program_t *prog, size_t i,
                                                   tpurt_tensor_info_t *out_info);
-TPURT_API tpurt_status_t tpurt_program_result_info(const tpurt_program_t *prog,
-                                                   size_t i,
+TPURT_API tpurt_status_t tpurt_program_result_info(const tpurt_program_t *prog, size_t i,
                                                    tpurt_tensor_info_t *out_info);
 
 /* ---- buffers ------------------------------------------------------------
@@ -191,18 +183,14 @@ typedef struct tpurt_buffer tpurt_buffer_t;
 
 /* Creates a buffer of dtype[dims] holding a copy of `data` (bytes must be
  * exactly the tensor's size; data may be NULL for zeros). */
-TPURT_API tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev,
-                                             tpurt_dtype_t dtype, int rank,
-                                             const int64_t *dims,
-                                             const void *data, size_t bytes,
+TPURT_API tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype, int rank,
+                                             const int64_t *dims, const void *data, size_t bytes,
                                              tpurt_buffer_t **out_buffer);
 TPURT_API void tpurt_buffer_destroy(tpurt_buffer_t *buf);
 /* Copies the contents to host memory; bytes must equal the buffer's size. */
-TPURT_API tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *buf,
-                                           void *data, size_t bytes);
+TPURT_API tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *buf, void *data, size_t bytes);
 /* Shape of a buffer (name is NULL). */
-TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf,
-                                 tpurt_tensor_info_t *out_info);
+TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf, tpurt_tensor_info_t *out_info);
 
 /* ---- execution and statistics ------------------------------------------
  * Counter meanings are documented in docs/isa.md ("Counters"). Units are
@@ -245,17 +233,13 @@ typedef struct tpurt_stats {
  * TPURT_RUNTIME_FAULT (or TPURT_RESOURCE_EXHAUSTED for the cycle limit)
  * with "fault at pc N (instruction): reason" as the message, results set to
  * NULL, and *out_stats holding the counts up to the fault. */
-TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog,
-                                               tpurt_buffer_t *const *params,
-                                               size_t nparams,
-                                               tpurt_buffer_t **out_results,
-                                               size_t nresults,
-                                               tpurt_stats_t *out_stats);
+TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buffer_t *const *params,
+                                               size_t nparams, tpurt_buffer_t **out_results,
+                                               size_t nresults, tpurt_stats_t *out_stats);
 
 /* The program's text form (assembler syntax), NUL-terminated, allocated
  * with the device allocator; free it with tpurt_free. */
-TPURT_API tpurt_status_t tpurt_program_disassemble(tpurt_program_t *prog,
-                                                   char **out_text);
+TPURT_API tpurt_status_t tpurt_program_disassemble(tpurt_program_t *prog, char **out_text);
 TPURT_API void tpurt_free(tpurt_device_t *dev, void *ptr);
 
 #ifdef __cplusplus

@@ -51,18 +51,30 @@ const char *tpurt_version_string(void) { return TPURT_VERSION_STRING; }
 
 const char *tpurt_status_string(tpurt_status_t s) {
   switch (s) {
-    case TPURT_OK: return "ok";
-    case TPURT_INVALID_ARGUMENT: return "invalid argument";
-    case TPURT_PARSE_ERROR: return "parse error";
-    case TPURT_UNSUPPORTED: return "unsupported";
-    case TPURT_OUT_OF_MEMORY: return "out of memory";
-    case TPURT_IO_ERROR: return "I/O error";
-    case TPURT_NOT_FOUND: return "not found";
-    case TPURT_RESOURCE_EXHAUSTED: return "resource exhausted";
-    case TPURT_RUNTIME_FAULT: return "runtime fault";
-    case TPURT_FAILED_PRECONDITION: return "failed precondition";
-    case TPURT_INTERNAL: return "internal error";
-    case TPURT_INVALID_PROGRAM: return "invalid program";
+  case TPURT_OK:
+    return "ok";
+  case TPURT_INVALID_ARGUMENT:
+    return "invalid argument";
+  case TPURT_PARSE_ERROR:
+    return "parse error";
+  case TPURT_UNSUPPORTED:
+    return "unsupported";
+  case TPURT_OUT_OF_MEMORY:
+    return "out of memory";
+  case TPURT_IO_ERROR:
+    return "I/O error";
+  case TPURT_NOT_FOUND:
+    return "not found";
+  case TPURT_RESOURCE_EXHAUSTED:
+    return "resource exhausted";
+  case TPURT_RUNTIME_FAULT:
+    return "runtime fault";
+  case TPURT_FAILED_PRECONDITION:
+    return "failed precondition";
+  case TPURT_INTERNAL:
+    return "internal error";
+  case TPURT_INVALID_PROGRAM:
+    return "invalid program";
   }
   return "unknown status";
 }
@@ -73,8 +85,8 @@ const char *tpurt_dtype_name(tpurt_dtype_t d) { return tpub_dtype_name((int)d); 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static tpurt_status_t fail(tpurt_device_t *dev, tpurt_status_t st,
-                           const char *fmt, ...) {
+static tpurt_status_t
+fail(tpurt_device_t *dev, tpurt_status_t st, const char *fmt, ...) {
   if (dev) {
     va_list ap;
     va_start(ap, fmt);
@@ -92,8 +104,7 @@ void tpurt_device_options_init(tpurt_device_options_t *o) {
   o->target = "v3";
 }
 
-tpurt_status_t tpurt_target_check(const char *target, char *err,
-                                  size_t errlen) {
+tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen) {
   tgt_target t;
   if (!target) {
     if (err && errlen) snprintf(err, errlen, "no target given");
@@ -117,8 +128,7 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
     if (!a.alloc || !a.free) return TPURT_INVALID_ARGUMENT;
   }
   tgt_target t;
-  if (tgt_parse(opts->target ? opts->target : "v3", &t, NULL, 0))
-    return TPURT_INVALID_ARGUMENT;
+  if (tgt_parse(opts->target ? opts->target : "v3", &t, NULL, 0)) return TPURT_INVALID_ARGUMENT;
   tpurt_device_t *d = rt_calloc(&a, 1, sizeof *d);
   if (!d) return TPURT_OUT_OF_MEMORY;
   d->alloc = a;
@@ -147,13 +157,9 @@ void tpurt_device_destroy(tpurt_device_t *dev) {
   rt_free(&a, dev);
 }
 
-const char *tpurt_device_message(const tpurt_device_t *dev) {
-  return dev ? dev->msg : "no device";
-}
+const char *tpurt_device_message(const tpurt_device_t *dev) { return dev ? dev->msg : "no device"; }
 
-const char *tpurt_device_target(const tpurt_device_t *dev) {
-  return dev ? dev->target_text : "";
-}
+const char *tpurt_device_target(const tpurt_device_t *dev) { return dev ? dev->target_text : ""; }
 
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);
@@ -162,21 +168,17 @@ void tpurt_free(tpurt_device_t *dev, void *ptr) {
 /* ---- program -------------------------------------------------------------- */
 
 /* Takes ownership of img: verifies it and wraps it. */
-static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img,
-                            tpurt_program_t **out) {
+static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img, tpurt_program_t **out) {
   char why[512];
   tgt_target pt;
   if (tgt_parse(img->target, &pt, why, sizeof why)) {
     tpub_free(img);
     return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
   }
-  if (pt.mxu_rows != dev->target.mxu_rows ||
-      pt.mxu_cols != dev->target.mxu_cols) {
+  if (pt.mxu_rows != dev->target.mxu_rows || pt.mxu_cols != dev->target.mxu_cols) {
     tpub_free(img);
-    return fail(dev, TPURT_UNSUPPORTED,
-                "program was compiled for %dx%d MXUs, the device has %dx%d",
-                pt.mxu_rows, pt.mxu_cols, dev->target.mxu_rows,
-                dev->target.mxu_cols);
+    return fail(dev, TPURT_UNSUPPORTED, "program was compiled for %dx%d MXUs, the device has %dx%d",
+                pt.mxu_rows, pt.mxu_cols, dev->target.mxu_rows, dev->target.mxu_cols);
   }
   int rc = tpub_verify(img, &dev->target, why, sizeof why);
   if (rc) {
@@ -195,8 +197,8 @@ static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img,
   return TPURT_OK;
 }
 
-tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes,
-                                  size_t size, tpurt_program_t **out) {
+tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
+                                  tpurt_program_t **out) {
   if (out) *out = NULL;
   if (!dev || !out || (!bytes && size))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load: NULL argument");
@@ -242,15 +244,13 @@ tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
   return st;
 }
 
-tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text,
-                                      size_t len, const char *name,
-                                      tpurt_program_t **out) {
+tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text, size_t len,
+                                      const char *name, tpurt_program_t **out) {
   if (out) *out = NULL;
   if (!dev || !out || (!text && len))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_assemble: NULL argument");
   tpub_image *img;
-  int rc = isa_assemble(text ? text : "", len, name, &dev->alloc, &img,
-                        dev->msg, sizeof dev->msg);
+  int rc = isa_assemble(text ? text : "", len, name, &dev->alloc, &img, dev->msg, sizeof dev->msg);
   if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
   if (rc) return TPURT_PARSE_ERROR;
   return adopt(dev, img, out);
@@ -292,19 +292,16 @@ tpurt_status_t tpurt_program_disassemble(tpurt_program_t *p, char **out_text) {
   return TPURT_OK;
 }
 
-size_t tpurt_program_param_count(const tpurt_program_t *p) {
-  return p ? p->img->nparams : 0;
-}
-size_t tpurt_program_result_count(const tpurt_program_t *p) {
-  return p ? p->img->nresults : 0;
-}
+size_t tpurt_program_param_count(const tpurt_program_t *p) { return p ? p->img->nparams : 0; }
+size_t tpurt_program_result_count(const tpurt_program_t *p) { return p ? p->img->nresults : 0; }
 
 static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
   memset(o, 0, sizeof *o);
   o->name = t->name;
   o->dtype = (tpurt_dtype_t)t->dtype;
   o->rank = t->rank;
-  for (int i = 0; i < t->rank; i++) o->dims[i] = t->dims[i];
+  for (int i = 0; i < t->rank; i++)
+    o->dims[i] = t->dims[i];
   o->bytes = (size_t)t->bytes;
 }
 
@@ -324,19 +321,16 @@ tpurt_status_t tpurt_program_result_info(const tpurt_program_t *p, size_t i,
 
 /* ---- buffers -------------------------------------------------------------- */
 
-static tpurt_status_t make_buffer(tpurt_device_t *dev, tpurt_dtype_t dtype,
-                                  int rank, const int64_t *dims,
-                                  tpurt_buffer_t **out) {
+static tpurt_status_t make_buffer(tpurt_device_t *dev, tpurt_dtype_t dtype, int rank,
+                                  const int64_t *dims, tpurt_buffer_t **out) {
   size_t esz = tpurt_dtype_size(dtype);
   if (!esz) return fail(dev, TPURT_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
   if (rank < 0 || rank > TPURT_MAX_RANK || (rank && !dims))
-    return fail(dev, TPURT_INVALID_ARGUMENT, "rank %d outside 0..%d", rank,
-                TPURT_MAX_RANK);
+    return fail(dev, TPURT_INVALID_ARGUMENT, "rank %d outside 0..%d", rank, TPURT_MAX_RANK);
   size_t bytes = esz;
   for (int i = 0; i < rank; i++) {
     if (dims[i] < 0 || (uint64_t)dims[i] > ((uint64_t)1 << 40))
-      return fail(dev, TPURT_INVALID_ARGUMENT, "dimension %d is %lld", i,
-                  (long long)dims[i]);
+      return fail(dev, TPURT_INVALID_ARGUMENT, "dimension %d is %lld", i, (long long)dims[i]);
     if (dims[i] && bytes > SIZE_MAX / (size_t)dims[i])
       return fail(dev, TPURT_INVALID_ARGUMENT, "tensor too large");
     bytes *= (size_t)dims[i];
@@ -351,19 +345,18 @@ static tpurt_status_t make_buffer(tpurt_device_t *dev, tpurt_dtype_t dtype,
   b->dev = dev;
   b->dtype = dtype;
   b->rank = rank;
-  for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
+  for (int i = 0; i < rank; i++)
+    b->dims[i] = dims[i];
   b->bytes = bytes;
   *out = b;
   return TPURT_OK;
 }
 
-tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype,
-                                   int rank, const int64_t *dims,
-                                   const void *data, size_t bytes,
+tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype, int rank,
+                                   const int64_t *dims, const void *data, size_t bytes,
                                    tpurt_buffer_t **out) {
   if (out) *out = NULL;
-  if (!dev || !out)
-    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_buffer_create: NULL argument");
+  if (!dev || !out) return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_buffer_create: NULL argument");
   tpurt_buffer_t *b;
   tpurt_status_t st = make_buffer(dev, dtype, rank, dims, &b);
   if (st) return st;
@@ -371,8 +364,8 @@ tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype,
     if (bytes != b->bytes) {
       size_t want = b->bytes;
       tpurt_buffer_destroy(b);
-      return fail(dev, TPURT_INVALID_ARGUMENT,
-                  "buffer of %zu bytes given %zu bytes of data", want, bytes);
+      return fail(dev, TPURT_INVALID_ARGUMENT, "buffer of %zu bytes given %zu bytes of data", want,
+                  bytes);
     }
     memcpy(b->data, data, bytes);
   }
@@ -387,12 +380,11 @@ void tpurt_buffer_destroy(tpurt_buffer_t *b) {
   rt_free(&dev->alloc, b);
 }
 
-tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *b, void *data,
-                                 size_t bytes) {
+tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *b, void *data, size_t bytes) {
   if (!b || (!data && bytes)) return TPURT_INVALID_ARGUMENT;
   if (bytes != b->bytes)
-    return fail(b->dev, TPURT_INVALID_ARGUMENT,
-                "buffer holds %zu bytes, %zu requested", b->bytes, bytes);
+    return fail(b->dev, TPURT_INVALID_ARGUMENT, "buffer holds %zu bytes, %zu requested", b->bytes,
+                bytes);
   if (bytes) memcpy(data, b->data, bytes);
   return TPURT_OK;
 }
@@ -403,7 +395,8 @@ void tpurt_buffer_info(const tpurt_buffer_t *b, tpurt_tensor_info_t *o) {
   if (!b) return;
   o->dtype = b->dtype;
   o->rank = b->rank;
-  for (int i = 0; i < b->rank; i++) o->dims[i] = b->dims[i];
+  for (int i = 0; i < b->rank; i++)
+    o->dims[i] = b->dims[i];
   o->bytes = b->bytes;
 }
 
@@ -415,8 +408,8 @@ typedef struct trace_out {
   int n;
 } trace_out;
 
-static void trace_event(void *user, int unit, uint32_t pc, uint64_t word,
-                        uint64_t start, uint64_t occ, uint64_t lat) {
+static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
+                        uint64_t occ, uint64_t lat) {
   trace_out *t = user;
   char text[160] = "?";
   isa_inst in;
@@ -433,7 +426,8 @@ static FILE *trace_open(tpurt_device_t *dev) {
   FILE *f = fopen(dev->trace_path, "w");
   if (!f) return NULL;
   fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-        "\"args\":{\"name\":\"tpucc core\"}}", f);
+        "\"args\":{\"name\":\"tpucc core\"}}",
+        f);
   for (int u = 0; u < TPURT_MAX_UNITS; u++)
     fprintf(f,
             ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
@@ -449,16 +443,14 @@ static int shape_matches(const tpurt_buffer_t *b, const tpub_tensor *t) {
   return 1;
 }
 
-static void shape_text(char *out, size_t n, int dtype, int rank,
-                       const int64_t *dims) {
+static void shape_text(char *out, size_t n, int dtype, int rank, const int64_t *dims) {
   size_t k = (size_t)snprintf(out, n, "%s[", tpub_dtype_name(dtype));
   for (int i = 0; i < rank && k < n; i++)
     k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? "," : "", (long long)dims[i]);
   if (k < n) snprintf(out + k, n - k, "]");
 }
 
-static void copy_stats(const emu_stats *e, const tgt_target *t,
-                       tpurt_stats_t *o) {
+static void copy_stats(const emu_stats *e, const tgt_target *t, tpurt_stats_t *o) {
   memset(o, 0, sizeof *o);
   o->cycles = e->cycles;
   o->seconds = (double)e->cycles / (double)t->clock_hz;
@@ -488,33 +480,32 @@ static void copy_stats(const emu_stats *e, const tgt_target *t,
   }
 }
 
-tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
-                                     tpurt_buffer_t *const *params,
-                                     size_t nparams, tpurt_buffer_t **results,
-                                     size_t nresults, tpurt_stats_t *out_stats) {
+tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                     size_t nparams, tpurt_buffer_t **results, size_t nresults,
+                                     tpurt_stats_t *out_stats) {
   if (!p) return TPURT_INVALID_ARGUMENT;
   tpurt_device_t *dev = p->dev;
   const tpub_image *img = p->img;
   if (out_stats) memset(out_stats, 0, sizeof *out_stats);
   if ((nresults && !results) || (nparams && !params))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute: NULL array");
-  for (size_t i = 0; i < nresults; i++) results[i] = NULL;
+  for (size_t i = 0; i < nresults; i++)
+    results[i] = NULL;
   if (nparams != img->nparams || nresults != img->nresults)
     return fail(dev, TPURT_INVALID_ARGUMENT,
-                "program takes %u parameters and %u results, given %zu and %zu",
-                img->nparams, img->nresults, nparams, nresults);
+                "program takes %u parameters and %u results, given %zu and %zu", img->nparams,
+                img->nresults, nparams, nresults);
   for (size_t i = 0; i < nparams; i++) {
     const tpub_tensor *t = &img->params[i];
     if (!params[i] || params[i]->dev != dev)
-      return fail(dev, TPURT_INVALID_ARGUMENT,
-                  "parameter %zu (%s): missing or from another device", i, t->name);
+      return fail(dev, TPURT_INVALID_ARGUMENT, "parameter %zu (%s): missing or from another device",
+                  i, t->name);
     if (!shape_matches(params[i], t)) {
       char want[160], got[160];
       shape_text(want, sizeof want, t->dtype, t->rank, t->dims);
-      shape_text(got, sizeof got, (int)params[i]->dtype, params[i]->rank,
-                 params[i]->dims);
-      return fail(dev, TPURT_INVALID_ARGUMENT,
-                  "parameter %zu (%s): expected %s, got %s", i, t->name, want, got);
+      shape_text(got, sizeof got, (int)params[i]->dtype, params[i]->rank, params[i]->dims);
+      return fail(dev, TPURT_INVALID_ARGUMENT, "parameter %zu (%s): expected %s, got %s", i,
+                  t->name, want, got);
     }
   }
   if (!dev->emu) {
@@ -527,8 +518,7 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
     return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory for %llu bytes of HBM",
                 (unsigned long long)img->hbm_bytes);
   for (uint32_t i = 0; i < img->nconsts; i++)
-    memcpy(hbm + img->consts[i].hbm_offset, img->consts[i].data,
-           (size_t)img->consts[i].size);
+    memcpy(hbm + img->consts[i].hbm_offset, img->consts[i].data, (size_t)img->consts[i].size);
   for (size_t i = 0; i < nparams; i++)
     memcpy(hbm + img->params[i].hbm_offset, params[i]->data, params[i]->bytes);
   emu_stats es;
@@ -538,8 +528,7 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
     tr.f = trace_open(dev);
     if (!tr.f) {
       rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace",
-                  dev->trace_path);
+      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace", dev->trace_path);
     }
     emu_set_trace(dev->emu, trace_event, &tr);
   }
@@ -550,8 +539,7 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p,
     int bad = ferror(tr.f);
     if (fclose(tr.f) || bad) {
       rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_IO_ERROR, "%s: error writing the trace",
-                  dev->trace_path);
+      return fail(dev, TPURT_IO_ERROR, "%s: error writing the trace", dev->trace_path);
     }
   }
   if (out_stats) copy_stats(&es, &dev->target, out_stats);

@@ -27,7 +27,8 @@ void tpucc_help_dump_module(FILE *f) {
 
 static uint64_t le(const uint8_t *p, int n) {
   uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
   return v;
 }
 
@@ -89,18 +90,16 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
   }
   if (!only_asm) {
     static const char *const kinds[] = {"?", "target", "signature", "code", "const", "smem"};
-    printf("; %s: .tpub format %u, ISA %u, %ld bytes, crc32 %08x\n", in,
-           (unsigned)le(b + 8, 2), (unsigned)le(b + 10, 2), n,
-           (unsigned)le(b + 24, 4));
-    printf("; target %s, HBM %llu bytes\n", img->target,
-           (unsigned long long)img->hbm_bytes);
+    printf("; %s: .tpub format %u, ISA %u, %ld bytes, crc32 %08x\n", in, (unsigned)le(b + 8, 2),
+           (unsigned)le(b + 10, 2), n, (unsigned)le(b + 24, 4));
+    printf("; target %s, HBM %llu bytes\n", img->target, (unsigned long long)img->hbm_bytes);
     uint32_t nsec = (uint32_t)le(b + 12, 4);
     for (uint32_t s = 0; s < nsec; s++) {
       const uint8_t *e = b + 64 + 24 * s;
       uint32_t k = (uint32_t)le(e, 4);
-      printf("; section %-9s items %-8u offset %-8llu size %llu\n",
-             kinds[k < 6 ? k : 0], (unsigned)le(e + 4, 4),
-             (unsigned long long)le(e + 8, 8), (unsigned long long)le(e + 16, 8));
+      printf("; section %-9s items %-8u offset %-8llu size %llu\n", kinds[k < 6 ? k : 0],
+             (unsigned)le(e + 4, 4), (unsigned long long)le(e + 8, 8),
+             (unsigned long long)le(e + 16, 8));
     }
     for (uint32_t i = 0; i < img->nparams + img->nresults; i++) {
       int res = i >= img->nparams;
@@ -125,7 +124,5 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
 }
 
 #ifdef TPUCC_STANDALONE_MAIN
-int main(int argc, char **argv) {
-  return tpucc_cmd_dump_module(argc - 1, argv + 1);
-}
+int main(int argc, char **argv) { return tpucc_cmd_dump_module(argc - 1, argv + 1); }
 #endif

@@ -15,15 +15,15 @@
 
 #include <string.h>
 
-
 /* Lowest and highest start address over the index box. */
-static void span(int64_t base, const int64_t st[3], const uint32_t n[3],
-                 int64_t *lo, int64_t *hi) {
+static void span(int64_t base, const int64_t st[3], const uint32_t n[3], int64_t *lo, int64_t *hi) {
   *lo = *hi = base;
   for (int k = 0; k < 3; k++) {
     int64_t e = st[k] * (int64_t)(n[k] - 1);
-    if (e < 0) *lo += e;
-    else *hi += e;
+    if (e < 0)
+      *lo += e;
+    else
+      *hi += e;
   }
 }
 
@@ -35,7 +35,8 @@ static void span(int64_t base, const int64_t st[3], const uint32_t n[3],
  * longer matter (every later transfer starts after it) and are dropped. */
 static emu_time hbm_slot(emu_machine *m, emu_time earliest, emu_time data) {
   uint32_t k = 0;
-  while (k < m->hbm_n && m->hbm_iv[k][1] <= m->now) k++;
+  while (k < m->hbm_n && m->hbm_iv[k][1] <= m->now)
+    k++;
   if (k) {
     memmove(m->hbm_iv, m->hbm_iv + k, (m->hbm_n - k) * sizeof *m->hbm_iv);
     m->hbm_n -= k;
@@ -66,13 +67,12 @@ static void hbm_reserve(emu_machine *m, emu_time s, emu_time e) {
   m->hbm_n++;
 }
 
-int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
-                 emu_time *start, emu_time *occ, emu_time *lat) {
+int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
+                 emu_time *occ, emu_time *lat) {
   int load = in->op == OP_DMALD;
   const char *mn = load ? "dmald" : "dmast";
   uint32_t vb = m->s[in->a], hb = m->s[in->b], da = m->s[in->c];
-  if (emu_check_range(m, "DMA descriptor (SMEM)", da, 40, m->t.smem_bytes, 4))
-    return -1;
+  if (emu_check_range(m, "DMA descriptor (SMEM)", da, 40, m->t.smem_bytes, 4)) return -1;
   uint32_t w[10];
   memcpy(w, m->smem + da, sizeof w);
   uint32_t run = w[0];
@@ -86,34 +86,30 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
                     mn, da, run, n[0], n[1], n[2]);
   uint64_t count = (uint64_t)n[0] * n[1] * n[2];
   if (count > ((uint64_t)1 << 40) / run)
-    return emu_fail(m, EMU_FAULT_OPERAND, "%s: transfer larger than 2^40 bytes",
-                    mn);
+    return emu_fail(m, EMU_FAULT_OPERAND, "%s: transfer larger than 2^40 bytes", mn);
   uint64_t bytes = count * run;
   int64_t hlo, hhi, vlo, vhi;
   span(hb, hs, n, &hlo, &hhi);
   span(vb, vs, n, &vlo, &vhi);
-  if (emu_check_range(m, load ? "dmald HBM source" : "dmast HBM destination",
-                      hlo, (uint64_t)(hhi - hlo) + run, m->hbm_bytes, 1) ||
-      emu_check_range(m, load ? "dmald VMEM destination" : "dmast VMEM source",
-                      vlo, (uint64_t)(vhi - vlo) + run, m->t.vmem_bytes, 1))
+  if (emu_check_range(m, load ? "dmald HBM source" : "dmast HBM destination", hlo,
+                      (uint64_t)(hhi - hlo) + run, m->hbm_bytes, 1) ||
+      emu_check_range(m, load ? "dmald VMEM destination" : "dmast VMEM source", vlo,
+                      (uint64_t)(vhi - vlo) + run, m->t.vmem_bytes, 1))
     return -1;
   /* Timing. */
   emu_stats *st = m->st;
   emu_time data = tgt_hbm_cycles(&m->t, bytes);
   if (data == 0) data = 1;
   emu_time hstart = hbm_slot(m, earliest, data);
-  if (hstart > earliest)
-    st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
+  if (hstart > earliest) st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
   int u = ISA_UNIT_DMA0 + in->x;
   emu_time done = hstart + data + (emu_time)m->t.dma_latency;
   /* A transfer that cannot finish within the cycle limit stops the run
    * before the host spends time copying it. */
   if (m->cycle_limit && hstart + data >= m->cycle_limit) {
     m->now = hstart;
-    return emu_fail(m, EMU_FAULT_CYCLES,
-                    "cycle limit of %llu reached by a %llu-byte DMA",
-                    (unsigned long long)m->cycle_limit,
-                    (unsigned long long)bytes);
+    return emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached by a %llu-byte DMA",
+                    (unsigned long long)m->cycle_limit, (unsigned long long)bytes);
   }
   for (uint32_t i3 = 0; i3 < n[2]; i3++)
     for (uint32_t i2 = 0; i2 < n[1]; i2++) {
@@ -122,13 +118,14 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
       for (uint32_t i1 = 0; i1 < n[0]; i1++, h += hs[0], v += vs[0]) {
         /* The source is read while the data moves; the destination is
          * written until the transfer completes. */
-        if (emu_hazard(m, load ? 1 : 0, 0, (uint64_t)(load ? h : v), run, u,
-                       hstart, hstart + data) ||
-            emu_hazard(m, load ? 0 : 1, 1, (uint64_t)(load ? v : h), run, u,
-                       hstart, done))
+        if (emu_hazard(m, load ? 1 : 0, 0, (uint64_t)(load ? h : v), run, u, hstart,
+                       hstart + data) ||
+            emu_hazard(m, load ? 0 : 1, 1, (uint64_t)(load ? v : h), run, u, hstart, done))
           return -1;
-        if (load) memmove(m->vmem + v, m->hbm + h, run);
-        else memmove(m->hbm + h, m->vmem + v, run);
+        if (load)
+          memmove(m->vmem + v, m->hbm + h, run);
+        else
+          memmove(m->hbm + h, m->vmem + v, run);
       }
     }
 
@@ -138,7 +135,9 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
   *lat = data + (emu_time)m->t.dma_latency;
   st->hbm_busy_cycles += data;
   st->dma_transfers++;
-  if (load) st->hbm_read_bytes += bytes;
-  else st->hbm_write_bytes += bytes;
+  if (load)
+    st->hbm_read_bytes += bytes;
+  else
+    st->hbm_write_bytes += bytes;
   return emu_sem_signal(m, in->d, 1, hstart + *lat, ISA_UNIT_DMA0 + in->x);
 }

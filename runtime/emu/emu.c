@@ -23,16 +23,14 @@ int emu_fail(emu_machine *m, emu_fault_kind k, const char *fmt, ...) {
   return -1;
 }
 
-int emu_check_range(emu_machine *m, const char *what, int64_t addr,
-                    uint64_t len, uint64_t size, int align) {
+int emu_check_range(emu_machine *m, const char *what, int64_t addr, uint64_t len, uint64_t size,
+                    int align) {
   if (addr < 0 || (uint64_t)addr > size || len > size - (uint64_t)addr)
-    return emu_fail(m, EMU_FAULT_MEMORY,
-                    "%s [%lld, %lld) is outside [0, %llu)", what,
-                    (long long)addr, (long long)addr + (long long)len,
-                    (unsigned long long)size);
+    return emu_fail(m, EMU_FAULT_MEMORY, "%s [%lld, %lld) is outside [0, %llu)", what,
+                    (long long)addr, (long long)addr + (long long)len, (unsigned long long)size);
   if (align > 1 && addr % align)
-    return emu_fail(m, EMU_FAULT_MEMORY, "%s address %lld is not %d-aligned",
-                    what, (long long)addr, align);
+    return emu_fail(m, EMU_FAULT_MEMORY, "%s address %lld is not %d-aligned", what, (long long)addr,
+                    align);
   return 0;
 }
 
@@ -56,8 +54,7 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
     x->tile[1] = rt_calloc(a, (size_t)t->mxu_rows * (size_t)t->mxu_cols, 2);
     x->lhs = rt_calloc(a, (size_t)t->acc_rows * (size_t)t->mxu_rows, 2);
     x->acc_ready = rt_calloc(a, (size_t)t->acc_rows / 8, sizeof(emu_time));
-    ok = x->acc && x->packed[0] && x->packed[1] && x->scratch && x->tile[0] &&
-         x->tile[1] &&
+    ok = x->acc && x->packed[0] && x->packed[1] && x->scratch && x->tile[0] && x->tile[1] &&
          x->lhs && x->acc_ready;
   }
   if (ok) {
@@ -111,8 +108,10 @@ void emu_destroy(emu_machine *m) {
     rt_free(&a, x->lhs);
     rt_free(&a, x->acc_ready);
   }
-  for (int i = 0; i < TGT_SEMS; i++) rt_free(&a, m->sem[i].heap);
-  for (int u = 0; u < ISA_UNIT_COUNT; u++) rt_free(&a, m->unit[u].ring);
+  for (int i = 0; i < TGT_SEMS; i++)
+    rt_free(&a, m->sem[i].heap);
+  for (int u = 0; u < ISA_UNIT_COUNT; u++)
+    rt_free(&a, m->unit[u].ring);
   rt_free(&a, m);
 }
 
@@ -134,7 +133,8 @@ static void reset(emu_machine *m, const tpub_image *img) {
   memset(m->smem, 0, (size_t)t->smem_bytes);
   for (uint32_t i = 0; i < img->nsmem; i++) {
     uint32_t w = img->smem[i];
-    for (int k = 0; k < 4; k++) m->smem[4 * i + (uint32_t)k] = (uint8_t)(w >> (8 * k));
+    for (int k = 0; k < 4; k++)
+      m->smem[4 * i + (uint32_t)k] = (uint8_t)(w >> (8 * k));
   }
   size_t pw = emu_mxu_packed_w_bytes(t->mxu_rows, t->mxu_cols);
   for (int i = 0; i < t->mxus; i++) {
@@ -199,9 +199,8 @@ static void record_start(emu_machine *m, int u, emu_time start) {
 
 /* Timing of a vector instruction: operands ready (RAW), destinations no
  * longer being read by another unit (WAR). */
-static emu_time vector_deps(emu_machine *m, const isa_inst *in,
-                            uint32_t *vr, uint32_t *vw, uint32_t *mr,
-                            uint32_t *mw) {
+static emu_time vector_deps(emu_machine *m, const isa_inst *in, uint32_t *vr, uint32_t *vw,
+                            uint32_t *mr, uint32_t *mw) {
   emu_time dep = 0;
   emu_vector_regs(in, vr, vw, mr, mw);
   for (int i = 0; i < TGT_VREGS; i++) {
@@ -216,8 +215,8 @@ static emu_time vector_deps(emu_machine *m, const isa_inst *in,
   return dep;
 }
 
-int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
-            uint64_t cycle_limit, emu_stats *st, emu_fault *f) {
+int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
+            emu_stats *st, emu_fault *f) {
   memset(st, 0, sizeof *st);
   memset(f, 0, sizeof *f);
   m->st = st;
@@ -250,8 +249,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
       m->now = T;
       m->pc = pc;
       m->word = pc < ncode ? code[pc] : 0;
-      rc = emu_fail(m, EMU_FAULT_CYCLES,
-                    "cycle limit of %llu reached (runaway loop?)",
+      rc = emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached (runaway loop?)",
                     (unsigned long long)cycle_limit);
       break;
     }
@@ -275,147 +273,208 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
     uint32_t r = 0;
     int writes = 1;
     switch ((isa_op)in.op) {
-      case OP_HALT: goto done;
-      case OP_SLI: r = imm; break;
-      case OP_SADD: r = a + b; break;
-      case OP_SSUB: r = a - b; break;
-      case OP_SMUL: r = a * b; break;
-      case OP_SAND: r = a & b; break;
-      case OP_SOR: r = a | b; break;
-      case OP_SXOR: r = a ^ b; break;
-      case OP_SSHL: r = a << (b & 31); break;
-      case OP_SSHR: r = a >> (b & 31); break;
-      case OP_SSRA: r = (uint32_t)((int32_t)a >> (b & 31)); break;
-      case OP_SMIN: r = (int32_t)a < (int32_t)b ? a : b; break;
-      case OP_SMAX: r = (int32_t)a > (int32_t)b ? a : b; break;
-      case OP_SSLT: r = (int32_t)a < (int32_t)b; break;
-      case OP_SSLTU: r = a < b; break;
-      case OP_SSEQ: r = a == b; break;
-      case OP_SADDI: r = a + imm; break;
-      case OP_SMULI: r = a * imm; break;
-      case OP_SANDI: r = a & imm; break;
-      case OP_SSHLI: r = a << (imm & 31); break;
-      case OP_SSHRI: r = a >> (imm & 31); break;
-      case OP_SSLTI: r = (int32_t)a < (int32_t)imm; break;
-      case OP_SLD: {
-        uint32_t *p;
-        if (smem_word(m, (int64_t)a + in.imm, &p)) goto fault;
-        r = *p;
-        break;
+    case OP_HALT:
+      goto done;
+    case OP_SLI:
+      r = imm;
+      break;
+    case OP_SADD:
+      r = a + b;
+      break;
+    case OP_SSUB:
+      r = a - b;
+      break;
+    case OP_SMUL:
+      r = a * b;
+      break;
+    case OP_SAND:
+      r = a & b;
+      break;
+    case OP_SOR:
+      r = a | b;
+      break;
+    case OP_SXOR:
+      r = a ^ b;
+      break;
+    case OP_SSHL:
+      r = a << (b & 31);
+      break;
+    case OP_SSHR:
+      r = a >> (b & 31);
+      break;
+    case OP_SSRA:
+      r = (uint32_t)((int32_t)a >> (b & 31));
+      break;
+    case OP_SMIN:
+      r = (int32_t)a < (int32_t)b ? a : b;
+      break;
+    case OP_SMAX:
+      r = (int32_t)a > (int32_t)b ? a : b;
+      break;
+    case OP_SSLT:
+      r = (int32_t)a < (int32_t)b;
+      break;
+    case OP_SSLTU:
+      r = a < b;
+      break;
+    case OP_SSEQ:
+      r = a == b;
+      break;
+    case OP_SADDI:
+      r = a + imm;
+      break;
+    case OP_SMULI:
+      r = a * imm;
+      break;
+    case OP_SANDI:
+      r = a & imm;
+      break;
+    case OP_SSHLI:
+      r = a << (imm & 31);
+      break;
+    case OP_SSHRI:
+      r = a >> (imm & 31);
+      break;
+    case OP_SSLTI:
+      r = (int32_t)a < (int32_t)imm;
+      break;
+    case OP_SLD: {
+      uint32_t *p;
+      if (smem_word(m, (int64_t)a + in.imm, &p)) goto fault;
+      r = *p;
+      break;
+    }
+    case OP_SST: {
+      uint32_t *p;
+      if (smem_word(m, (int64_t)a + in.imm, &p)) goto fault;
+      *p = s[in.a];
+      writes = 0;
+      break;
+    }
+    case OP_BEQ:
+      writes = 0;
+      if (s[in.a] == s[in.b]) next = imm;
+      break;
+    case OP_BNE:
+      writes = 0;
+      if (s[in.a] != s[in.b]) next = imm;
+      break;
+    case OP_BLT:
+      writes = 0;
+      if ((int32_t)s[in.a] < (int32_t)s[in.b]) next = imm;
+      break;
+    case OP_BGE:
+      writes = 0;
+      if ((int32_t)s[in.a] >= (int32_t)s[in.b]) next = imm;
+      break;
+    case OP_JMP:
+      writes = 0;
+      next = imm;
+      break;
+    case OP_VTOS: {
+      /* The one way data flows from the vector unit to control: the front
+       * end waits for the register (a dependency stall) and reads it. */
+      emu_time ready = m->v_ready[in.b];
+      if (ready > T) {
+        st->units[ISA_UNIT_SCALAR].stall_dependency += ready - T;
+        T = ready;
       }
-      case OP_SST: {
-        uint32_t *p;
-        if (smem_word(m, (int64_t)a + in.imm, &p)) goto fault;
-        *p = s[in.a];
-        writes = 0;
-        break;
-      }
-      case OP_BEQ: writes = 0; if (s[in.a] == s[in.b]) next = imm; break;
-      case OP_BNE: writes = 0; if (s[in.a] != s[in.b]) next = imm; break;
-      case OP_BLT: writes = 0; if ((int32_t)s[in.a] < (int32_t)s[in.b]) next = imm; break;
-      case OP_BGE: writes = 0; if ((int32_t)s[in.a] >= (int32_t)s[in.b]) next = imm; break;
-      case OP_JMP: writes = 0; next = imm; break;
-      case OP_VTOS: {
-        /* The one way data flows from the vector unit to control: the front
-         * end waits for the register (a dependency stall) and reads it. */
-        emu_time ready = m->v_ready[in.b];
-        if (ready > T) {
-          st->units[ISA_UNIT_SCALAR].stall_dependency += ready - T;
-          T = ready;
-        }
-        if (m->v_read[in.b] < T) m->v_read[in.b] = T;
-        r = m->v[in.b][(uint32_t)in.imm / TGT_LANES][(uint32_t)in.imm % TGT_LANES];
-        break;
-      }
-      case OP_LOOP:
-        writes = 0;
-        if (in.a) s[in.a]--;
-        if (s[in.a] != 0) next = imm;
-        break;
-      default: {
-        /* A unit instruction (or a sync on the scalar unit). */
-        writes = 0;
-        int u = isa_exec_unit(&in);
-        emu_unit_stats *us = &st->units[u];
-        if (u == ISA_UNIT_SCALAR) {
-          /* wait/signal executed by the front end itself. */
-          if (in.op == OP_WAIT) {
-            emu_time ready;
-            int from_dma;
-            if (emu_sem_wait(m, in.a, imm, &ready, &from_dma)) goto fault;
-            if (ready > T) {
-              if (from_dma) us->stall_dma += ready - T;
-              else us->stall_sync += ready - T;
-              T = ready;
-            }
-          } else {
-            if (emu_sem_signal(m, in.a, imm, T + 1, u)) goto fault;
-          }
-          if (m->trace) m->trace(m->trace_user, u, pc, w, T, 1, 1);
-          us->instructions++;
-          break;
-        }
-        admit(m, u, &T);
-        m->now = T;
-        emu_unit *q = &m->unit[u];
-        emu_time earliest = tmax(T, q->free_at);
-        emu_time start = earliest, occ = 1, lat = 1;
+      if (m->v_read[in.b] < T) m->v_read[in.b] = T;
+      r = m->v[in.b][(uint32_t)in.imm / TGT_LANES][(uint32_t)in.imm % TGT_LANES];
+      break;
+    }
+    case OP_LOOP:
+      writes = 0;
+      if (in.a) s[in.a]--;
+      if (s[in.a] != 0) next = imm;
+      break;
+    default: {
+      /* A unit instruction (or a sync on the scalar unit). */
+      writes = 0;
+      int u = isa_exec_unit(&in);
+      emu_unit_stats *us = &st->units[u];
+      if (u == ISA_UNIT_SCALAR) {
+        /* wait/signal executed by the front end itself. */
         if (in.op == OP_WAIT) {
           emu_time ready;
           int from_dma;
           if (emu_sem_wait(m, in.a, imm, &ready, &from_dma)) goto fault;
-          if (ready > earliest) {
-            if (from_dma) us->stall_dma += ready - earliest;
-            else us->stall_sync += ready - earliest;
-            start = ready;
+          if (ready > T) {
+            if (from_dma)
+              us->stall_dma += ready - T;
+            else
+              us->stall_sync += ready - T;
+            T = ready;
           }
-        } else if (in.op == OP_SIGNAL) {
-          /* A fence: after everything the unit issued has completed. */
-          start = tmax(earliest, q->done_at);
-          us->stall_dependency += start - earliest;
-          if (emu_sem_signal(m, in.a, imm, start + 1, u)) goto fault;
-        } else if (u == ISA_UNIT_VECTOR) {
-          uint32_t vr, vw, mr, mw;
-          emu_time dep = vector_deps(m, &in, &vr, &vw, &mr, &mw);
-          if (dep > earliest) {
-            us->stall_dependency += dep - earliest;
-            start = dep;
-          }
-          const isa_info *fi = isa_info_of((isa_op)in.op);
-          occ = (emu_time)fi->occ;
-          lat = (emu_time)fi->lat;
-          m->now = start;
-          if (emu_vector_exec(m, &in)) goto fault;
-          for (int i = 0; i < TGT_VREGS; i++) {
-            if (vr >> i & 1) m->v_read[i] = tmax(m->v_read[i], start);
-            if (vw >> i & 1) m->v_ready[i] = tmax(m->v_ready[i], start + lat);
-          }
-          for (int i = 0; i < TGT_MREGS; i++) {
-            if (mr >> i & 1) m->m_read[i] = tmax(m->m_read[i], start);
-            if (mw >> i & 1) m->m_ready[i] = tmax(m->m_ready[i], start + lat);
-          }
-          if (in.op == OP_VTPUSH) m->tbuf_ready = tmax(m->tbuf_ready, start + lat);
-        } else if (u < ISA_UNIT_DMA0) {
-          if (emu_matrix_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
         } else {
-          if (emu_dma_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
+          if (emu_sem_signal(m, in.a, imm, T + 1, u)) goto fault;
         }
-        if (cycle_limit && start >= cycle_limit) {
-          m->now = start;
-          rc = emu_fail(m, EMU_FAULT_CYCLES,
-                        "cycle limit of %llu reached on %s",
-                        (unsigned long long)cycle_limit, isa_unit_name(u));
-          goto out;
-        }
-        record_start(m, u, start);
-        if (m->trace) m->trace(m->trace_user, u, pc, w, start, occ, lat);
-        q->free_at = start + occ;
-        q->done_at = tmax(q->done_at, start + lat);
+        if (m->trace) m->trace(m->trace_user, u, pc, w, T, 1, 1);
         us->instructions++;
-        us->busy_cycles += occ;
-        us->last_cycle = q->done_at;
         break;
       }
+      admit(m, u, &T);
+      m->now = T;
+      emu_unit *q = &m->unit[u];
+      emu_time earliest = tmax(T, q->free_at);
+      emu_time start = earliest, occ = 1, lat = 1;
+      if (in.op == OP_WAIT) {
+        emu_time ready;
+        int from_dma;
+        if (emu_sem_wait(m, in.a, imm, &ready, &from_dma)) goto fault;
+        if (ready > earliest) {
+          if (from_dma)
+            us->stall_dma += ready - earliest;
+          else
+            us->stall_sync += ready - earliest;
+          start = ready;
+        }
+      } else if (in.op == OP_SIGNAL) {
+        /* A fence: after everything the unit issued has completed. */
+        start = tmax(earliest, q->done_at);
+        us->stall_dependency += start - earliest;
+        if (emu_sem_signal(m, in.a, imm, start + 1, u)) goto fault;
+      } else if (u == ISA_UNIT_VECTOR) {
+        uint32_t vr, vw, mr, mw;
+        emu_time dep = vector_deps(m, &in, &vr, &vw, &mr, &mw);
+        if (dep > earliest) {
+          us->stall_dependency += dep - earliest;
+          start = dep;
+        }
+        const isa_info *fi = isa_info_of((isa_op)in.op);
+        occ = (emu_time)fi->occ;
+        lat = (emu_time)fi->lat;
+        m->now = start;
+        if (emu_vector_exec(m, &in)) goto fault;
+        for (int i = 0; i < TGT_VREGS; i++) {
+          if (vr >> i & 1) m->v_read[i] = tmax(m->v_read[i], start);
+          if (vw >> i & 1) m->v_ready[i] = tmax(m->v_ready[i], start + lat);
+        }
+        for (int i = 0; i < TGT_MREGS; i++) {
+          if (mr >> i & 1) m->m_read[i] = tmax(m->m_read[i], start);
+          if (mw >> i & 1) m->m_ready[i] = tmax(m->m_ready[i], start + lat);
+        }
+        if (in.op == OP_VTPUSH) m->tbuf_ready = tmax(m->tbuf_ready, start + lat);
+      } else if (u < ISA_UNIT_DMA0) {
+        if (emu_matrix_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
+      } else {
+        if (emu_dma_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
+      }
+      if (cycle_limit && start >= cycle_limit) {
+        m->now = start;
+        rc = emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached on %s",
+                      (unsigned long long)cycle_limit, isa_unit_name(u));
+        goto out;
+      }
+      record_start(m, u, start);
+      if (m->trace) m->trace(m->trace_user, u, pc, w, start, occ, lat);
+      q->free_at = start + occ;
+      q->done_at = tmax(q->done_at, start + lat);
+      us->instructions++;
+      us->busy_cycles += occ;
+      us->last_cycle = q->done_at;
+      break;
+    }
     }
     if (m->trace && isa_info_of((isa_op)in.op)->unit == ISA_SCALAR)
       m->trace(m->trace_user, ISA_UNIT_SCALAR, pc, w, T, 1, 1);
@@ -441,8 +500,7 @@ done : {
   st->cycles = end;
   if (cycle_limit && end > cycle_limit) {
     m->now = end;
-    rc = emu_fail(m, EMU_FAULT_CYCLES,
-                  "cycle limit of %llu reached while draining",
+    rc = emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached while draining",
                   (unsigned long long)cycle_limit);
   }
   goto out;
@@ -452,7 +510,8 @@ fault:
 out:
   if (rc) {
     emu_time end = T;
-    for (int u = 0; u < ISA_UNIT_COUNT; u++) end = tmax(end, m->unit[u].done_at);
+    for (int u = 0; u < ISA_UNIT_COUNT; u++)
+      end = tmax(end, m->unit[u].done_at);
     st->cycles = end;
   }
   rt_free(&m->alloc, m->hz[1]);

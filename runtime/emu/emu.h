@@ -40,7 +40,7 @@ typedef struct emu_stats {
   uint64_t mxu_busy_cycles;  /* array cycles spent streaming lhs rows */
   uint64_t mxu_weight_loads; /* weight tiles loaded */
   uint64_t hbm_read_bytes, hbm_write_bytes;
-  uint64_t hbm_busy_cycles;  /* cycles HBM was transferring */
+  uint64_t hbm_busy_cycles; /* cycles HBM was transferring */
   uint64_t dma_transfers;
   uint64_t mxu_array_cycles; /* systolic mode: cycles the PE model stepped */
   emu_unit_stats units[ISA_UNIT_COUNT];
@@ -48,12 +48,12 @@ typedef struct emu_stats {
 
 typedef enum emu_fault_kind {
   EMU_OK = 0,
-  EMU_FAULT_MEMORY,     /* address out of range or misaligned */
-  EMU_FAULT_SEMAPHORE,  /* wait that can never be satisfied, overflow */
-  EMU_FAULT_CYCLES,     /* the cycle limit was reached */
-  EMU_FAULT_OOM,        /* host memory ran out */
-  EMU_FAULT_OPERAND,    /* a run-time operand is out of range */
-  EMU_FAULT_RACE        /* unsynchronised accesses of two units overlap */
+  EMU_FAULT_MEMORY,    /* address out of range or misaligned */
+  EMU_FAULT_SEMAPHORE, /* wait that can never be satisfied, overflow */
+  EMU_FAULT_CYCLES,    /* the cycle limit was reached */
+  EMU_FAULT_OOM,       /* host memory ran out */
+  EMU_FAULT_OPERAND,   /* a run-time operand is out of range */
+  EMU_FAULT_RACE       /* unsynchronised accesses of two units overlap */
 } emu_fault_kind;
 
 typedef struct emu_fault {
@@ -76,14 +76,14 @@ void emu_destroy(emu_machine *m); /* accepts NULL */
  * the image), accumulators and timing start from zero. Fills *st. Returns
  * 0, or -1 with *f describing the fault (st then holds the counts up to the
  * fault). cycle_limit 0 means no limit. */
-int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm,
-            uint64_t cycle_limit, emu_stats *st, emu_fault *f);
+int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
+            emu_stats *st, emu_fault *f);
 
 /* A trace hook called once per executed instruction with the unit that ran
  * it, its start cycle, occupancy and latency (scalar instructions: the
  * front-end cycle, 1, 1). NULL disables tracing. */
-typedef void (*emu_trace_fn)(void *user, int unit, uint32_t pc, uint64_t word,
-                             uint64_t start, uint64_t occ, uint64_t lat);
+typedef void (*emu_trace_fn)(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
+                             uint64_t occ, uint64_t lat);
 void emu_set_trace(emu_machine *m, emu_trace_fn fn, void *user);
 
 /* Selects the MXU arithmetic: 0 the fast kernel (default), 1 the PE-by-PE
@@ -107,9 +107,9 @@ typedef struct emu_sem {
 enum { EMU_SEM_MAX = 65535 }; /* pending signals per semaphore */
 
 typedef struct emu_mxu {
-  float *acc;           /* acc_rows x mxu_cols */
-  float *packed[2];     /* weights packed for emu_mxu_matmul_packed */
-  int active;           /* index of the active buffer; shadow is !active */
+  float *acc;       /* acc_rows x mxu_cols */
+  float *packed[2]; /* weights packed for emu_mxu_matmul_packed */
+  int active;       /* index of the active buffer; shadow is !active */
   void *scratch;
   uint16_t *tile[2];    /* raw bf16 weights of each buffer (systolic mode) */
   int tile_tr[2];       /* tile[i] is stored transposed (N rows of K) */
@@ -122,15 +122,15 @@ typedef struct emu_mxu {
 /* Memory-ordering state of one granule of VMEM or HBM (hazard.c). */
 enum { EMU_GRANULE = 512, EMU_NO_UNIT = 0xFF };
 typedef struct emu_granule {
-  emu_time w_end;                  /* the last write completes */
-  emu_time r_end[ISA_UNIT_COUNT];  /* each unit's reads complete */
-  uint8_t w_unit;                  /* who wrote last, EMU_NO_UNIT: the host */
+  emu_time w_end;                 /* the last write completes */
+  emu_time r_end[ISA_UNIT_COUNT]; /* each unit's reads complete */
+  uint8_t w_unit;                 /* who wrote last, EMU_NO_UNIT: the host */
 } emu_granule;
 
 typedef struct emu_unit {
-  emu_time free_at;     /* issue slot free */
-  emu_time done_at;     /* all issued work complete */
-  emu_time *ring;       /* start times of the last queue_depth instructions */
+  emu_time free_at; /* issue slot free */
+  emu_time done_at; /* all issued work complete */
+  emu_time *ring;   /* start times of the last queue_depth instructions */
   uint32_t ring_head, ring_n;
 } emu_unit;
 
@@ -159,7 +159,7 @@ struct emu_machine {
   emu_granule *hz[2];   /* VMEM, HBM ordering state; NULL: not checked */
   uint64_t touched[2];  /* end of the highest VMEM / HBM byte accessed:
                            what the next run must clear */
-  emu_time now; /* front-end time of the instruction being executed */
+  emu_time now;         /* front-end time of the instruction being executed */
   uint64_t cycle_limit; /* 0: none */
   int systolic;         /* MXU pushes run PE by PE (mxu_systolic.c) */
   emu_trace_fn trace;
@@ -175,14 +175,14 @@ int emu_fail(emu_machine *m, emu_fault_kind k, const char *fmt, ...);
 
 /* Checks [addr, addr + len) against a memory of `size` bytes and an
  * alignment; faults naming `what` otherwise. */
-int emu_check_range(emu_machine *m, const char *what, int64_t addr,
-                    uint64_t len, uint64_t size, int align);
+int emu_check_range(emu_machine *m, const char *what, int64_t addr, uint64_t len, uint64_t size,
+                    int align);
 
 /* Memory ordering (hazard.c): records an access of mem (0 VMEM, 1 HBM)
  * [addr, addr + len) by unit during cycles [t0, t1); faults with
  * EMU_FAULT_RACE when it overlaps another unit's access in time. */
-int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
-               uint64_t len, int unit, emu_time t0, emu_time t1);
+int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr, uint64_t len, int unit,
+               emu_time t0, emu_time t1);
 size_t emu_hazard_bytes(uint64_t mem_bytes);
 void emu_hazard_reset(emu_granule *gs, uint64_t mem_bytes);
 
@@ -190,26 +190,24 @@ void emu_hazard_reset(emu_granule *gs, uint64_t mem_bytes);
 int emu_vector_exec(emu_machine *m, const isa_inst *in);
 /* Register operands a vector instruction reads and writes (for timing):
  * fills masks of vregs/mregs read and written. */
-void emu_vector_regs(const isa_inst *in, uint32_t *vread, uint32_t *vwrite,
-                     uint32_t *mread, uint32_t *mwrite);
+void emu_vector_regs(const isa_inst *in, uint32_t *vread, uint32_t *vwrite, uint32_t *mread,
+                     uint32_t *mwrite);
 
 /* MXU unit (matrix.c): values and timing of one MXU instruction issued at
  * `earliest` (queue and issue constraints applied); returns the start time
  * through *start and the occupancy/latency through *occ, *lat. */
-int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
-                    emu_time *start, emu_time *occ, emu_time *lat);
+int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
+                    emu_time *occ, emu_time *lat);
 
 /* DMA (dma.c): values and timing of one DMA instruction. */
-int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest,
-                 emu_time *start, emu_time *occ, emu_time *lat);
+int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
+                 emu_time *occ, emu_time *lat);
 
 /* Semaphores (sync.c). */
-int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t,
-                   int unit);
+int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t, int unit);
 /* Consumes count tokens; *ready = when the last was signalled, *from_dma
  * when that token came from a DMA queue. */
-int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready,
-                 int *from_dma);
+int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready, int *from_dma);
 void emu_sem_reset(emu_machine *m);
 
 #endif

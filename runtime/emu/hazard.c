@@ -28,8 +28,8 @@ size_t emu_hazard_bytes(uint64_t mem_bytes) {
 
 static const char *const mem_names[2] = {"VMEM", "HBM"};
 
-int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
-               uint64_t len, int unit, emu_time t0, emu_time t1) {
+int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr, uint64_t len, int unit,
+               emu_time t0, emu_time t1) {
   emu_granule *gs = m->hz[mem];
   if (!gs || len == 0) return 0;
   if (addr + len > m->touched[mem]) m->touched[mem] = addr + len;
@@ -43,9 +43,8 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
                       "still writes them until cycle %llu: a semaphore is "
                       "missing (or two buffers share a granule)",
                       mem_names[mem], (unsigned long long)(g * EMU_GRANULE),
-                      (unsigned long long)((g + 1) * EMU_GRANULE),
-                      write ? "written" : "read", isa_unit_name(unit),
-                      (unsigned long long)t0, isa_unit_name(x->w_unit),
+                      (unsigned long long)((g + 1) * EMU_GRANULE), write ? "written" : "read",
+                      isa_unit_name(unit), (unsigned long long)t0, isa_unit_name(x->w_unit),
                       (unsigned long long)x->w_end);
     if (write)
       for (int u = 0; u < ISA_UNIT_COUNT; u++)
@@ -55,11 +54,10 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
                           "while %s still reads them until cycle %llu: a "
                           "semaphore is missing (or two buffers share a "
                           "granule)",
-                          mem_names[mem],
-                          (unsigned long long)(g * EMU_GRANULE),
-                          (unsigned long long)((g + 1) * EMU_GRANULE),
-                          isa_unit_name(unit), (unsigned long long)t0,
-                          isa_unit_name(u), (unsigned long long)x->r_end[u]);
+                          mem_names[mem], (unsigned long long)(g * EMU_GRANULE),
+                          (unsigned long long)((g + 1) * EMU_GRANULE), isa_unit_name(unit),
+                          (unsigned long long)t0, isa_unit_name(u),
+                          (unsigned long long)x->r_end[u]);
   }
   for (uint64_t g = g0; g <= g1; g++) {
     emu_granule *x = &gs[g];
@@ -76,5 +74,6 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr,
 void emu_hazard_reset(emu_granule *gs, uint64_t mem_bytes) {
   uint64_t n = (mem_bytes + EMU_GRANULE - 1) / EMU_GRANULE;
   memset(gs, 0, (size_t)n * sizeof *gs);
-  for (uint64_t g = 0; g < n; g++) gs[g].w_unit = EMU_NO_UNIT;
+  for (uint64_t g = 0; g < n; g++)
+    gs[g].w_unit = EMU_NO_UNIT;
 }

@@ -30,19 +30,21 @@ static void sift_down(emu_token *h, uint32_t n, uint32_t i) {
   }
 }
 
-int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t,
-                   int unit) {
+int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t, int unit) {
   emu_sem *q = &m->sem[sem];
   if ((uint64_t)q->n + count > EMU_SEM_MAX)
     return emu_fail(m, EMU_FAULT_SEMAPHORE,
                     "semaphore %d overflows: more than %d signals not yet "
-                    "waited for", sem, EMU_SEM_MAX);
+                    "waited for",
+                    sem, EMU_SEM_MAX);
   if (q->n + count > q->cap) {
     uint32_t nc = q->cap ? q->cap : 16;
-    while (nc < q->n + count) nc *= 2;
+    while (nc < q->n + count)
+      nc *= 2;
     emu_token *nh = rt_alloc(&m->alloc, (size_t)nc * sizeof *nh);
     if (!nh) return emu_fail(m, EMU_FAULT_OOM, "out of host memory");
-    for (uint32_t i = 0; i < q->n; i++) nh[i] = q->heap[i];
+    for (uint32_t i = 0; i < q->n; i++)
+      nh[i] = q->heap[i];
     rt_free(&m->alloc, q->heap);
     q->heap = nh;
     q->cap = nc;
@@ -55,8 +57,7 @@ int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t,
   return 0;
 }
 
-int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready,
-                 int *from_dma) {
+int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready, int *from_dma) {
   emu_sem *q = &m->sem[sem];
   if (q->n < count)
     return emu_fail(m, EMU_FAULT_SEMAPHORE,
@@ -80,5 +81,6 @@ int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready,
 }
 
 void emu_sem_reset(emu_machine *m) {
-  for (int i = 0; i < TGT_SEMS; i++) m->sem[i].n = 0;
+  for (int i = 0; i < TGT_SEMS; i++)
+    m->sem[i].n = 0;
 }

@@ -17,7 +17,6 @@ void *rt_alloc(const rt_allocator *a, size_t size);
 void *rt_calloc(const rt_allocator *a, size_t count, size_t size);
 void rt_free(const rt_allocator *a, void *p);
 
-
 /* A growable byte buffer through an allocator. Errors are sticky: after a
  * failed growth `oom` is set and further writes are ignored. The contents
  * are NUL-terminated whenever len > 0 and oom is 0. */

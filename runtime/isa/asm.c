@@ -26,7 +26,7 @@ typedef struct asm_state {
   const char *name;
   const char *text;
   size_t len;
-  int line;             /* 1-based, current */
+  int line; /* 1-based, current */
   const char *line_start;
   size_t line_len;
   int nerrors, oom;
@@ -35,8 +35,8 @@ typedef struct asm_state {
   int nsyms;
   tpub_image *img;
   uint32_t code_cap, param_cap, result_cap, const_cap;
-  uint32_t smem_cap;     /* words allocated for img->smem */
-  uint64_t last_cap;     /* bytes allocated for the last constant's data */
+  uint32_t smem_cap; /* words allocated for img->smem */
+  uint64_t last_cap; /* bytes allocated for the last constant's data */
   int pass;
 } asm_state;
 
@@ -54,40 +54,38 @@ static void error_at(asm_state *s, const char *at, const char *fmt, ...) {
   va_end(ap);
   int col = at ? (int)(at - s->line_start) + 1 : 1;
   if (col < 1 || (size_t)col > s->line_len + 1) col = 1;
-  rt_buf_printf(&s->errs, "%s:%d:%d: error: %s\n  %.*s\n  %*s^\n", s->name,
-                s->line, col, msg, (int)s->line_len, s->line_start, col - 1,
-                "");
+  rt_buf_printf(&s->errs, "%s:%d:%d: error: %s\n  %.*s\n  %*s^\n", s->name, s->line, col, msg,
+                (int)s->line_len, s->line_start, col - 1, "");
 }
 
 /* ---- lexing helpers (within one line: [p, end)) ------------------------- */
 
 static const char *skip_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+    p++;
   return p;
 }
 static int is_ident0(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.';
 }
 static int is_ident(char c) { return is_ident0(c) || (c >= '0' && c <= '9'); }
 
 static const char *ident_end(const char *p, const char *end) {
-  while (p < end && is_ident(*p)) p++;
+  while (p < end && is_ident(*p))
+    p++;
   return p;
 }
 
 static sym *find_sym(asm_state *s, const char *n, size_t len) {
   for (int i = 0; i < s->nsyms; i++)
-    if (strlen(s->syms[i].name) == len && !memcmp(s->syms[i].name, n, len))
-      return &s->syms[i];
+    if (strlen(s->syms[i].name) == len && !memcmp(s->syms[i].name, n, len)) return &s->syms[i];
   return NULL;
 }
 
-static void add_sym(asm_state *s, const char *n, size_t len, int64_t v,
-                    int is_label, const char *at) {
+static void add_sym(asm_state *s, const char *n, size_t len, int64_t v, int is_label,
+                    const char *at) {
   if (len > MAX_NAME) {
-    error_at(s, at, "name '%.*s' is longer than %d characters", (int)len, n,
-             MAX_NAME);
+    error_at(s, at, "name '%.*s' is longer than %d characters", (int)len, n, MAX_NAME);
     return;
   }
   if (find_sym(s, n, len)) {
@@ -109,8 +107,7 @@ static void add_sym(asm_state *s, const char *n, size_t len, int64_t v,
 static const char *parse_int(const char *p, const char *end, int64_t *out) {
   char buf[64];
   size_t n = 0;
-  while (p + n < end && n < sizeof buf - 1 &&
-         (is_ident(p[n]) || p[n] == '-' || p[n] == '+'))
+  while (p + n < end && n < sizeof buf - 1 && (is_ident(p[n]) || p[n] == '-' || p[n] == '+'))
     n++;
   if (!n) return NULL;
   memcpy(buf, p, n);
@@ -131,10 +128,11 @@ static const char *parse_int(const char *p, const char *end, int64_t *out) {
 }
 
 /* Parses an immediate: integer, f32 literal with an f suffix, or a name. */
-static const char *parse_imm(asm_state *s, const char *p, const char *end,
-                             int64_t *out, int label) {
+static const char *parse_imm(asm_state *s, const char *p, const char *end, int64_t *out,
+                             int label) {
   const char *q = p;
-  while (q < end && *q != ',' && *q != ' ' && *q != '\t' && *q != '\r') q++;
+  while (q < end && *q != ',' && *q != ' ' && *q != '\t' && *q != '\r')
+    q++;
   size_t n = (size_t)(q - p);
   if (!n) return NULL;
   if (p[0] == '@') {
@@ -174,11 +172,11 @@ static const char *parse_imm(asm_state *s, const char *p, const char *end,
 
 /* ---- image growth ------------------------------------------------------- */
 
-static int grow(asm_state *s, void **arr, uint32_t *cap, uint32_t need,
-                size_t elem) {
+static int grow(asm_state *s, void **arr, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return 0;
   uint32_t nc = *cap ? *cap * 2 : 64;
-  while (nc < need) nc *= 2;
+  while (nc < need)
+    nc *= 2;
   void *na = rt_calloc(s->a, nc, elem);
   if (!na) {
     s->oom = 1;
@@ -215,8 +213,7 @@ static int reg_operand(const char *p, size_t n, const char *prefix, int max) {
   return v < max ? v : -1;
 }
 
-static void assemble_inst(asm_state *s, int op, const char *p,
-                          const char *end) {
+static void assemble_inst(asm_state *s, int op, const char *p, const char *end) {
   const isa_info *f = isa_info_of((isa_op)op);
   isa_inst in = {(uint8_t)op, 0, 0, 0, 0, 0, 0};
   uint8_t regs[4] = {0, 0, 0, 0};
@@ -225,54 +222,69 @@ static void assemble_inst(asm_state *s, int op, const char *p,
     p = skip_ws(p, end);
     if (idx > 0) {
       if (p >= end || *p != ',') {
-        error_at(s, p, "%s expects %d operands (%s)", f->mnemonic,
-                 (int)strlen(f->operands), f->operands);
+        error_at(s, p, "%s expects %d operands (%s)", f->mnemonic, (int)strlen(f->operands),
+                 f->operands);
         return;
       }
       p = skip_ws(p + 1, end);
     }
     const char *q = p;
-    while (q < end && *q != ',' && *q != ' ' && *q != '\t' && *q != '\r') q++;
+    while (q < end && *q != ',' && *q != ' ' && *q != '\t' && *q != '\r')
+      q++;
     size_t n = (size_t)(q - p);
     int v = -1;
     int64_t imm = 0;
     switch (*k) {
-      case 'S': v = reg_operand(p, n, "s", 32); break;
-      case 'V': v = reg_operand(p, n, "v", 32); break;
-      case 'M': v = reg_operand(p, n, "m", 32); break;
-      case 'E': v = reg_operand(p, n, "sem", 32); break;
-      case 'X': v = reg_operand(p, n, "mxu", TGT_MAX_MXUS); break;
-      case 'Q': v = reg_operand(p, n, "dma", TGT_MAX_DMA_QUEUES); break;
-      case 'U':
-        for (int u = 0; u < ISA_UNIT_COUNT; u++)
-          if (strlen(isa_unit_name(u)) == n && !memcmp(isa_unit_name(u), p, n))
-            v = u;
-        break;
-      case 'I':
-      case 'L':
-        if (!parse_imm(s, p, q, &imm, *k == 'L')) {
-          error_at(s, p, "%s: operand %d: expected %s", f->mnemonic, idx + 1,
-                   *k == 'L' ? "a label" : "an immediate");
-          return;
-        }
-        if (imm < INT32_MIN || imm > (int64_t)UINT32_MAX) {
-          error_at(s, p, "%s: operand %d: %lld does not fit in 32 bits",
-                   f->mnemonic, idx + 1, (long long)imm);
-          return;
-        }
-        in.imm = (int32_t)(uint32_t)imm;
-        v = 0;
-        break;
-      default: break;
+    case 'S':
+      v = reg_operand(p, n, "s", 32);
+      break;
+    case 'V':
+      v = reg_operand(p, n, "v", 32);
+      break;
+    case 'M':
+      v = reg_operand(p, n, "m", 32);
+      break;
+    case 'E':
+      v = reg_operand(p, n, "sem", 32);
+      break;
+    case 'X':
+      v = reg_operand(p, n, "mxu", TGT_MAX_MXUS);
+      break;
+    case 'Q':
+      v = reg_operand(p, n, "dma", TGT_MAX_DMA_QUEUES);
+      break;
+    case 'U':
+      for (int u = 0; u < ISA_UNIT_COUNT; u++)
+        if (strlen(isa_unit_name(u)) == n && !memcmp(isa_unit_name(u), p, n)) v = u;
+      break;
+    case 'I':
+    case 'L':
+      if (!parse_imm(s, p, q, &imm, *k == 'L')) {
+        error_at(s, p, "%s: operand %d: expected %s", f->mnemonic, idx + 1,
+                 *k == 'L' ? "a label" : "an immediate");
+        return;
+      }
+      if (imm < INT32_MIN || imm > (int64_t)UINT32_MAX) {
+        error_at(s, p, "%s: operand %d: %lld does not fit in 32 bits", f->mnemonic, idx + 1,
+                 (long long)imm);
+        return;
+      }
+      in.imm = (int32_t)(uint32_t)imm;
+      v = 0;
+      break;
+    default:
+      break;
     }
     if (v < 0) {
-      static const char *const want[] = {
-          ['S'] = "a scalar register s0..s31", ['V'] = "a vector register v0..v31",
-          ['M'] = "a mask register m0..m7",  ['E'] = "a semaphore sem0..sem31",
-          ['X'] = "an MXU mxu0..mxu3",         ['Q'] = "a DMA queue dma0..dma7",
-          ['U'] = "a unit (scalar, vector, mxuN, dmaN)"};
-      error_at(s, p, "%s: operand %d: expected %s, found '%.*s'", f->mnemonic,
-               idx + 1, want[(unsigned char)*k], (int)n, p);
+      static const char *const want[] = {['S'] = "a scalar register s0..s31",
+                                         ['V'] = "a vector register v0..v31",
+                                         ['M'] = "a mask register m0..m7",
+                                         ['E'] = "a semaphore sem0..sem31",
+                                         ['X'] = "an MXU mxu0..mxu3",
+                                         ['Q'] = "a DMA queue dma0..dma7",
+                                         ['U'] = "a unit (scalar, vector, mxuN, dmaN)"};
+      error_at(s, p, "%s: operand %d: expected %s, found '%.*s'", f->mnemonic, idx + 1,
+               want[(unsigned char)*k], (int)n, p);
       return;
     }
     if (*k == 'S' || *k == 'V' || *k == 'M' || *k == 'E')
@@ -295,14 +307,14 @@ static void assemble_inst(asm_state *s, int op, const char *p,
 
 /* ---- directives --------------------------------------------------------- */
 
-static void dir_tensor(asm_state *s, int result, const char *p,
-                       const char *end) {
+static void dir_tensor(asm_state *s, int result, const char *p, const char *end) {
   tpub_image *img = s->img;
   tpub_tensor t;
   memset(&t, 0, sizeof t);
   p = skip_ws(p, end);
   const char *ne = p;
-  while (ne < end && *ne != ' ' && *ne != '\t') ne++;
+  while (ne < end && *ne != ' ' && *ne != '\t')
+    ne++;
   size_t nl = (size_t)(ne - p);
   if (nl < 1 || nl > TPUB_MAX_NAME) {
     error_at(s, p, "expected a tensor name of 1..%d characters", TPUB_MAX_NAME);
@@ -311,7 +323,8 @@ static void dir_tensor(asm_state *s, int result, const char *p,
   memcpy(t.name, p, nl);
   p = skip_ws(ne, end);
   const char *de = p;
-  while (de < end && *de != '[') de++;
+  while (de < end && *de != '[')
+    de++;
   t.dtype = tpub_dtype_lookup(p, (size_t)(de - p));
   if (t.dtype < 0 || de >= end) {
     error_at(s, p, "expected dtype[dims] such as f32[128,256]");
@@ -327,7 +340,8 @@ static void dir_tensor(asm_state *s, int result, const char *p,
       int64_t d;
       p = skip_ws(p, end);
       const char *q = p;
-      while (q < end && *q >= '0' && *q <= '9') q++;
+      while (q < end && *q >= '0' && *q <= '9')
+        q++;
       if (q == p || !parse_int(p, q, &d) || d > ((int64_t)1 << 40)) {
         error_at(s, p, "expected a dimension");
         return;
@@ -369,14 +383,12 @@ static void dir_tensor(asm_state *s, int result, const char *p,
   t.hbm_offset = (uint64_t)off;
   if (result) {
     if (img->nresults >= TPUB_MAX_TENSORS ||
-        grow(s, (void **)&img->results, &s->result_cap, img->nresults + 1,
-             sizeof t))
+        grow(s, (void **)&img->results, &s->result_cap, img->nresults + 1, sizeof t))
       return;
     img->results[img->nresults++] = t;
   } else {
     if (img->nparams >= TPUB_MAX_TENSORS ||
-        grow(s, (void **)&img->params, &s->param_cap, img->nparams + 1,
-             sizeof t))
+        grow(s, (void **)&img->params, &s->param_cap, img->nparams + 1, sizeof t))
       return;
     img->params[img->nparams++] = t;
   }
@@ -391,8 +403,7 @@ static int hexval(char c) {
 
 /* Appends n bytes to the constant at off (merging with the previous one
  * when it ends exactly at off). */
-static void add_const(asm_state *s, uint64_t off, const uint8_t *data,
-                      size_t n) {
+static void add_const(asm_state *s, uint64_t off, const uint8_t *data, size_t n) {
   tpub_image *img = s->img;
   tpub_const *last = img->nconsts ? &img->consts[img->nconsts - 1] : NULL;
   if (last && last->hbm_offset + last->size == off) {
@@ -400,7 +411,8 @@ static void add_const(asm_state *s, uint64_t off, const uint8_t *data,
      * thousands of adjacent 64-byte lines. */
     if (last->size + n > s->last_cap) {
       uint64_t nc = s->last_cap ? s->last_cap : 1024;
-      while (nc < last->size + n) nc *= 2;
+      while (nc < last->size + n)
+        nc *= 2;
       if (nc > SIZE_MAX) {
         s->oom = 1;
         return;
@@ -420,8 +432,7 @@ static void add_const(asm_state *s, uint64_t off, const uint8_t *data,
     return;
   }
   if (img->nconsts >= 65536 ||
-      grow(s, (void **)&img->consts, &s->const_cap, img->nconsts + 1,
-           sizeof(tpub_const)))
+      grow(s, (void **)&img->consts, &s->const_cap, img->nconsts + 1, sizeof(tpub_const)))
     return;
   uint8_t *nd = rt_alloc(s->a, n);
   if (!nd) {
@@ -476,7 +487,8 @@ static void dir_const(asm_state *s, const char *p, const char *end) {
       p = skip_ws(p, end);
       if (p >= end) break;
       const char *q = p;
-      while (q < end && *q != ',' && *q != ' ' && *q != '\t') q++;
+      while (q < end && *q != ',' && *q != ' ' && *q != '\t')
+        q++;
       char tok[64];
       size_t tl = (size_t)(q - p);
       if (tl == 0 || tl >= sizeof tok) {
@@ -506,7 +518,8 @@ static void dir_const(asm_state *s, const char *p, const char *end) {
         error_at(s, p, "malformed %s value '%s'", tpub_dtype_name(dt), tok);
         return;
       }
-      for (int i = 0; i < sz; i++) buf[n++] = (uint8_t)(bits >> (8 * i));
+      for (int i = 0; i < sz; i++)
+        buf[n++] = (uint8_t)(bits >> (8 * i));
       if (n + 4 > sizeof buf) {
         add_const(s, at, buf, n);
         at += n;
@@ -523,8 +536,7 @@ static void dir_smem(asm_state *s, const char *p, const char *end) {
   tpub_image *img = s->img;
   int64_t off;
   p = skip_ws(p, end);
-  if (!(p = parse_imm(s, p, end, &off, 0)) || off < 0 || off % 4 ||
-      off >= (1 << 20)) {
+  if (!(p = parse_imm(s, p, end, &off, 0)) || off < 0 || off % 4 || off >= (1 << 20)) {
     error_at(s, p ? p : end, "expected a 4-aligned SMEM byte address below 1 MiB");
     return;
   }
@@ -544,7 +556,8 @@ static void dir_smem(asm_state *s, const char *p, const char *end) {
     }
     if (w >= s->smem_cap) {
       uint32_t nc = s->smem_cap ? s->smem_cap : 64;
-      while (nc <= w) nc *= 2;
+      while (nc <= w)
+        nc *= 2;
       uint32_t *ns = rt_calloc(s->a, nc, 4);
       if (!ns) {
         s->oom = 1;
@@ -564,8 +577,7 @@ static void dir_smem(asm_state *s, const char *p, const char *end) {
 
 /* ---- driver ------------------------------------------------------------- */
 
-static void do_line(asm_state *s, const char *p, const char *end,
-                    uint32_t *pc) {
+static void do_line(asm_state *s, const char *p, const char *end, uint32_t *pc) {
   p = skip_ws(p, end);
   /* labels */
   for (;;) {
@@ -589,8 +601,10 @@ static void do_line(asm_state *s, const char *p, const char *end,
         int64_t v;
         const char *q = skip_ws(e, end);
         const char *r = parse_int(q, end, &v);
-        if (!r || skip_ws(r, end) < end) error_at(s, q, "expected a 64-bit word");
-        else emit_word(s, (uint64_t)v);
+        if (!r || skip_ws(r, end) < end)
+          error_at(s, q, "expected a 64-bit word");
+        else
+          emit_word(s, (uint64_t)v);
       }
       return;
     }
@@ -608,15 +622,16 @@ static void do_line(asm_state *s, const char *p, const char *end,
       return;
     }
     if (s->pass == 1) {
-      if (!(DIR(".target") || DIR(".hbm") || DIR(".param") || DIR(".result") ||
-            DIR(".const") || DIR(".smem")))
+      if (!(DIR(".target") || DIR(".hbm") || DIR(".param") || DIR(".result") || DIR(".const") ||
+            DIR(".smem")))
         error_at(s, p, "unknown directive '%.*s'", (int)n, p);
       return;
     }
     if (DIR(".target")) {
       const char *q = skip_ws(e, end);
       const char *qe = q;
-      while (qe < end && *qe != ' ' && *qe != '\t' && *qe != '\r') qe++;
+      while (qe < end && *qe != ' ' && *qe != '\t' && *qe != '\r')
+        qe++;
       if (qe == q || skip_ws(qe, end) < end || qe - q > 1024) {
         error_at(s, q, "expected a target spec such as v3,mxu=64x64");
         return;
@@ -658,9 +673,8 @@ static void do_line(asm_state *s, const char *p, const char *end,
   (*pc)++;
 }
 
-int isa_assemble(const char *text, size_t len, const char *name,
-                 const rt_allocator *a, tpub_image **out, char *err,
-                 size_t errlen) {
+int isa_assemble(const char *text, size_t len, const char *name, const rt_allocator *a,
+                 tpub_image **out, char *err, size_t errlen) {
   asm_state s;
   memset(&s, 0, sizeof s);
   s.a = a;
@@ -689,7 +703,8 @@ int isa_assemble(const char *text, size_t len, const char *name,
       s.line_len = (size_t)(le - p);
       /* strip comments */
       const char *ce = p;
-      while (ce < le && *ce != ';' && *ce != '#') ce++;
+      while (ce < le && *ce != ';' && *ce != '#')
+        ce++;
       if (memchr(p, 0, (size_t)(le - p))) {
         error_at(&s, p, "NUL byte in the source");
       } else {
@@ -711,10 +726,8 @@ int isa_assemble(const char *text, size_t len, const char *name,
   } else if (s.nerrors) {
     rc = -1;
     if (s.nerrors > MAX_ERRORS)
-      rt_buf_printf(&s.errs, "%s: %d more errors\n", s.name,
-                    s.nerrors - MAX_ERRORS);
-    if (err && errlen)
-      snprintf(err, errlen, "%s", s.errs.s ? s.errs.s : "error");
+      rt_buf_printf(&s.errs, "%s: %d more errors\n", s.name, s.nerrors - MAX_ERRORS);
+    if (err && errlen) snprintf(err, errlen, "%s", s.errs.s ? s.errs.s : "error");
   }
   rt_buf_free(&s.errs);
   rt_free(a, s.syms);

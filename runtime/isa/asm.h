@@ -30,14 +30,12 @@
  * *out, -1 with the errors (up to 10, each with the source line and a
  * caret) in err, or -2 when memory ran out. The image is not verified
  * against a target: call tpub_verify. */
-int isa_assemble(const char *text, size_t len, const char *name,
-                 const rt_allocator *a, tpub_image **out, char *err,
-                 size_t errlen);
+int isa_assemble(const char *text, size_t len, const char *name, const rt_allocator *a,
+                 tpub_image **out, char *err, size_t errlen);
 
 /* Disassembles img into NUL-terminated text allocated from a (free with
  * rt_free). Words that do not decode are written as ".word 0x...". Returns
  * 0, or -1 when memory ran out. */
-int isa_disassemble(const tpub_image *img, const rt_allocator *a,
-                    char **out_text, size_t *out_len);
+int isa_disassemble(const tpub_image *img, const rt_allocator *a, char **out_text, size_t *out_len);
 
 #endif

@@ -8,8 +8,8 @@
 
 #include "isa.h"
 
-int isa_disassemble(const tpub_image *img, const rt_allocator *a,
-                    char **out_text, size_t *out_len) {
+int isa_disassemble(const tpub_image *img, const rt_allocator *a, char **out_text,
+                    size_t *out_len) {
   rt_buf b = {a, NULL, 0, 0, 0};
   *out_text = NULL;
   *out_len = 0;
@@ -19,16 +19,13 @@ int isa_disassemble(const tpub_image *img, const rt_allocator *a,
     isa_inst in;
     if (isa_decode(img->code[pc], &in, NULL, 0)) continue;
     const char *ops = isa_info_of((isa_op)in.op)->operands;
-    if (strchr(ops, 'L') && in.imm >= 0 && (uint32_t)in.imm < img->ncode)
-      is_target[in.imm] = 1;
+    if (strchr(ops, 'L') && in.imm >= 0 && (uint32_t)in.imm < img->ncode) is_target[in.imm] = 1;
   }
-  rt_buf_printf(&b, ".target %s\n.hbm %llu\n", img->target,
-                (unsigned long long)img->hbm_bytes);
+  rt_buf_printf(&b, ".target %s\n.hbm %llu\n", img->target, (unsigned long long)img->hbm_bytes);
   for (uint32_t i = 0; i < img->nparams + img->nresults; i++) {
     int res = i >= img->nparams;
     const tpub_tensor *t = res ? &img->results[i - img->nparams] : &img->params[i];
-    rt_buf_printf(&b, "%s %s %s[", res ? ".result" : ".param", t->name,
-                  tpub_dtype_name(t->dtype));
+    rt_buf_printf(&b, "%s %s %s[", res ? ".result" : ".param", t->name, tpub_dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
       rt_buf_printf(&b, "%s%lld", d ? "," : "", (long long)t->dims[d]);
     rt_buf_printf(&b, "] @%llu\n", (unsigned long long)t->hbm_offset);
@@ -42,8 +39,7 @@ int isa_disassemble(const tpub_image *img, const rt_allocator *a,
   for (uint32_t i = 0; i < img->nconsts; i++) {
     const tpub_const *c = &img->consts[i];
     for (uint64_t o = 0; o < c->size; o += 64) {
-      rt_buf_printf(&b, ".const @%llu hex ",
-                    (unsigned long long)(c->hbm_offset + o));
+      rt_buf_printf(&b, ".const @%llu hex ", (unsigned long long)(c->hbm_offset + o));
       for (uint64_t j = o; j < c->size && j < o + 64; j++)
         rt_buf_printf(&b, "%02x", c->data[j]);
       rt_buf_printf(&b, "\n");
@@ -54,8 +50,7 @@ int isa_disassemble(const tpub_image *img, const rt_allocator *a,
     char line[160];
     if (is_target[pc]) rt_buf_printf(&b, "L%u:\n", pc);
     if (isa_decode(img->code[pc], &in, NULL, 0)) {
-      rt_buf_printf(&b, "  .word 0x%016llx\n",
-                    (unsigned long long)img->code[pc]);
+      rt_buf_printf(&b, "  .word 0x%016llx\n", (unsigned long long)img->code[pc]);
       continue;
     }
     isa_format(&in, line, sizeof line);

@@ -6,8 +6,7 @@
 #include <string.h>
 
 static const isa_info infos[OP__COUNT] = {
-#define ISA(name, mn, unit, fmt, occ, lat, sem) \
-  [OP_##name] = {mn, ISA_##unit, fmt, occ, lat, sem},
+#define ISA(name, mn, unit, fmt, occ, lat, sem) [OP_##name] = {mn, ISA_##unit, fmt, occ, lat, sem},
 #include "isa.def"
 #undef ISA
 };
@@ -16,8 +15,7 @@ const isa_info *isa_info_of(isa_op op) { return &infos[op]; }
 
 int isa_lookup(const char *mn, size_t len) {
   for (int i = 0; i < OP__COUNT; i++)
-    if (strlen(infos[i].mnemonic) == len && !memcmp(infos[i].mnemonic, mn, len))
-      return i;
+    if (strlen(infos[i].mnemonic) == len && !memcmp(infos[i].mnemonic, mn, len)) return i;
   return -1;
 }
 
@@ -29,19 +27,29 @@ typedef struct usage {
 
 static usage usage_of(const char *fmt) {
   usage u = {0, 0, 0};
-  for (const char *p = fmt; *p; p++) switch (*p) {
-      case 'S': case 'V': case 'M': case 'E': u.nregs++; break;
-      case 'I': case 'L': u.imm = 1; break;
-      default: u.x = 1; break;
+  for (const char *p = fmt; *p; p++)
+    switch (*p) {
+    case 'S':
+    case 'V':
+    case 'M':
+    case 'E':
+      u.nregs++;
+      break;
+    case 'I':
+    case 'L':
+      u.imm = 1;
+      break;
+    default:
+      u.x = 1;
+      break;
     }
   return u;
 }
 
 uint64_t isa_encode(const isa_inst *in) {
-  return (uint64_t)in->op << 56 | (uint64_t)(in->a & 31) << 51 |
-         (uint64_t)(in->b & 31) << 46 | (uint64_t)(in->c & 31) << 41 |
-         (uint64_t)(in->d & 31) << 36 | (uint64_t)(in->x & 15) << 32 |
-         (uint64_t)(uint32_t)in->imm;
+  return (uint64_t)in->op << 56 | (uint64_t)(in->a & 31) << 51 | (uint64_t)(in->b & 31) << 46 |
+         (uint64_t)(in->c & 31) << 41 | (uint64_t)(in->d & 31) << 36 |
+         (uint64_t)(in->x & 15) << 32 | (uint64_t)(uint32_t)in->imm;
 }
 
 int isa_decode(uint64_t w, isa_inst *out, char *err, size_t errlen) {
@@ -62,14 +70,14 @@ int isa_decode(uint64_t w, isa_inst *out, char *err, size_t errlen) {
   for (int i = u.nregs; i < 4; i++)
     if (regs[i]) {
       if (err)
-        snprintf(err, errlen, "%s: unused register field %c is not zero",
-                 infos[in.op].mnemonic, 'a' + i);
+        snprintf(err, errlen, "%s: unused register field %c is not zero", infos[in.op].mnemonic,
+                 'a' + i);
       return -1;
     }
   if ((!u.x && in.x) || (!u.imm && in.imm)) {
     if (err)
-      snprintf(err, errlen, "%s: unused %s field is not zero",
-               infos[in.op].mnemonic, !u.x && in.x ? "x" : "imm");
+      snprintf(err, errlen, "%s: unused %s field is not zero", infos[in.op].mnemonic,
+               !u.x && in.x ? "x" : "imm");
     return -1;
   }
   *out = in;
@@ -77,19 +85,24 @@ int isa_decode(uint64_t w, isa_inst *out, char *err, size_t errlen) {
 }
 
 const char *isa_unit_name(int unit) {
-  static const char *const names[ISA_UNIT_COUNT] = {
-      "scalar", "vector", "mxu0", "mxu1", "mxu2", "mxu3", "dma0",
-      "dma1",   "dma2",   "dma3", "dma4", "dma5", "dma6", "dma7"};
+  static const char *const names[ISA_UNIT_COUNT] = {"scalar", "vector", "mxu0", "mxu1", "mxu2",
+                                                    "mxu3",   "dma0",   "dma1", "dma2", "dma3",
+                                                    "dma4",   "dma5",   "dma6", "dma7"};
   return unit >= 0 && unit < ISA_UNIT_COUNT ? names[unit] : "?";
 }
 
 int isa_exec_unit(const isa_inst *in) {
   switch (infos[in->op].unit) {
-    case ISA_SCALAR: return ISA_UNIT_SCALAR;
-    case ISA_VECTOR: return ISA_UNIT_VECTOR;
-    case ISA_MXU: return ISA_UNIT_MXU0 + in->x;
-    case ISA_DMA: return ISA_UNIT_DMA0 + in->x;
-    case ISA_SYNC: return in->x;
+  case ISA_SCALAR:
+    return ISA_UNIT_SCALAR;
+  case ISA_VECTOR:
+    return ISA_UNIT_VECTOR;
+  case ISA_MXU:
+    return ISA_UNIT_MXU0 + in->x;
+  case ISA_DMA:
+    return ISA_UNIT_DMA0 + in->x;
+  case ISA_SYNC:
+    return in->x;
   }
   return 0;
 }
@@ -101,10 +114,10 @@ static int unit_exists(int u, const tgt_target *t) {
   return 0;
 }
 
-#define FAIL(...)                                      \
-  do {                                                 \
-    if (err) snprintf(err, errlen, __VA_ARGS__);       \
-    return -1;                                         \
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    if (err) snprintf(err, errlen, __VA_ARGS__);                                                   \
+    return -1;                                                                                     \
   } while (0)
 
 /* A static VMEM access [addr, addr+len) when base and stride are s0. */
@@ -112,110 +125,107 @@ static int vmem_static_ok(int64_t addr, uint64_t len, const tgt_target *t) {
   return addr >= 0 && (uint64_t)addr + len <= t->vmem_bytes;
 }
 
-int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode,
-              char *err, size_t errlen) {
+int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err, size_t errlen) {
   const isa_info *f = &infos[in->op];
   const uint8_t regs[4] = {in->a, in->b, in->c, in->d};
   int r = 0;
-  for (const char *p = f->operands; *p; p++) switch (*p) {
-      case 'M':
-        if (regs[r] >= TGT_MREGS)
-          FAIL("%s: mask register m%d does not exist (m0..m7)", f->mnemonic,
-               regs[r]);
-        r++;
-        break;
-      case 'S': case 'V': case 'E': r++; break; /* 5 bits: always valid */
-      case 'L':
-        if (in->imm < 0 || (uint32_t)in->imm >= ncode)
-          FAIL("%s: jump target %d outside the code (0..%u)", f->mnemonic,
-               in->imm, ncode ? ncode - 1 : 0);
-        break;
-      case 'X':
-        if (in->x >= t->mxus)
-          FAIL("%s: mxu%d does not exist on this target (%d MXUs)",
-               f->mnemonic, in->x, t->mxus);
-        break;
-      case 'Q':
-        if (in->x >= t->dma_queues)
-          FAIL("%s: dma%d does not exist on this target (%d queues)",
-               f->mnemonic, in->x, t->dma_queues);
-        break;
-      case 'U':
-        if (!unit_exists(in->x, t))
-          FAIL("%s: unit %d (%s) does not exist on this target", f->mnemonic,
-               in->x, isa_unit_name(in->x));
-        break;
-      default: break;
+  for (const char *p = f->operands; *p; p++)
+    switch (*p) {
+    case 'M':
+      if (regs[r] >= TGT_MREGS)
+        FAIL("%s: mask register m%d does not exist (m0..m7)", f->mnemonic, regs[r]);
+      r++;
+      break;
+    case 'S':
+    case 'V':
+    case 'E':
+      r++;
+      break; /* 5 bits: always valid */
+    case 'L':
+      if (in->imm < 0 || (uint32_t)in->imm >= ncode)
+        FAIL("%s: jump target %d outside the code (0..%u)", f->mnemonic, in->imm,
+             ncode ? ncode - 1 : 0);
+      break;
+    case 'X':
+      if (in->x >= t->mxus)
+        FAIL("%s: mxu%d does not exist on this target (%d MXUs)", f->mnemonic, in->x, t->mxus);
+      break;
+    case 'Q':
+      if (in->x >= t->dma_queues)
+        FAIL("%s: dma%d does not exist on this target (%d queues)", f->mnemonic, in->x,
+             t->dma_queues);
+      break;
+    case 'U':
+      if (!unit_exists(in->x, t))
+        FAIL("%s: unit %d (%s) does not exist on this target", f->mnemonic, in->x,
+             isa_unit_name(in->x));
+      break;
+    default:
+      break;
     }
   int64_t imm = in->imm;
   switch ((isa_op)in->op) {
-    case OP_WAIT:
-    case OP_SIGNAL:
-      if (imm < 1 || imm > 65535)
-        FAIL("%s: count %lld outside 1..65535", f->mnemonic, (long long)imm);
-      break;
-    case OP_SLD:
-    case OP_SST: {
-      if (in->b == 0 && (imm < 0 || imm % 4 ||
-                        (uint64_t)imm + 4 > t->smem_bytes))
-        FAIL("%s: SMEM address %lld is not a 4-aligned word inside SMEM "
-             "(%llu bytes)", f->mnemonic, (long long)imm,
-             (unsigned long long)t->smem_bytes);
-      break;
-    }
-    case OP_VTOS:
-      if (imm < 0 || imm >= TGT_SUBLANES * TGT_LANES)
-        FAIL("vtos: element %lld outside 0..%d", (long long)imm,
-             TGT_SUBLANES * TGT_LANES - 1);
-      break;
-    case OP_VIOTA:
-      if (imm != 0 && imm != 1)
-        FAIL("viota: mode %lld must be 0 (lane) or 1 (sublane)",
-             (long long)imm);
-      break;
-    case OP_VTPUSH:
-    case OP_VTPOP:
-      if (imm < 0 || imm >= TGT_LANES / TGT_SUBLANES)
-        FAIL("%s: block %lld outside 0..%d", f->mnemonic, (long long)imm,
-             TGT_LANES / TGT_SUBLANES - 1);
-      break;
-    case OP_VLD:
-    case OP_VLDH:
-    case OP_VLDB:
-    case OP_VST:
-    case OP_VSTH:
-    case OP_VSTB: {
-      int esz = in->op == OP_VLD || in->op == OP_VST     ? 4
-                : in->op == OP_VLDB || in->op == OP_VSTB ? 1
-                                                         : 2;
-      if (in->b == 0 && in->c == 0 &&
-          !vmem_static_ok(imm, (uint64_t)esz * TGT_LANES, t))
-        FAIL("%s: VMEM range at %lld is outside VMEM (%llu bytes)",
-             f->mnemonic, (long long)imm, (unsigned long long)t->vmem_bytes);
-      if (in->b == 0 && imm % esz)
-        FAIL("%s: VMEM address %lld is not %d-aligned", f->mnemonic,
-             (long long)imm, esz);
-      break;
-    }
-    case OP_MPUSH:
-    case OP_MPUSHA:
-    case OP_MPOPM:
-      if (imm < 1 || imm > t->acc_rows)
-        FAIL("%s: row count %lld outside 1..%d", f->mnemonic, (long long)imm,
-             t->acc_rows);
-      break;
-    case OP_MPUSHV:
-    case OP_MPUSHVA:
-      if (t->mxu_rows > TGT_LANES)
-        FAIL("%s: needs an MXU of at most %d rows (this one has %d)",
-             f->mnemonic, TGT_LANES, t->mxu_rows);
-      break;
-    case OP_MPOP:
-      if (imm < 0 || imm >= t->mxu_cols)
-        FAIL("mpop: column offset %lld outside 0..%d", (long long)imm,
-             t->mxu_cols - 1);
-      break;
-    default: break;
+  case OP_WAIT:
+  case OP_SIGNAL:
+    if (imm < 1 || imm > 65535)
+      FAIL("%s: count %lld outside 1..65535", f->mnemonic, (long long)imm);
+    break;
+  case OP_SLD:
+  case OP_SST: {
+    if (in->b == 0 && (imm < 0 || imm % 4 || (uint64_t)imm + 4 > t->smem_bytes))
+      FAIL("%s: SMEM address %lld is not a 4-aligned word inside SMEM "
+           "(%llu bytes)",
+           f->mnemonic, (long long)imm, (unsigned long long)t->smem_bytes);
+    break;
+  }
+  case OP_VTOS:
+    if (imm < 0 || imm >= TGT_SUBLANES * TGT_LANES)
+      FAIL("vtos: element %lld outside 0..%d", (long long)imm, TGT_SUBLANES * TGT_LANES - 1);
+    break;
+  case OP_VIOTA:
+    if (imm != 0 && imm != 1)
+      FAIL("viota: mode %lld must be 0 (lane) or 1 (sublane)", (long long)imm);
+    break;
+  case OP_VTPUSH:
+  case OP_VTPOP:
+    if (imm < 0 || imm >= TGT_LANES / TGT_SUBLANES)
+      FAIL("%s: block %lld outside 0..%d", f->mnemonic, (long long)imm,
+           TGT_LANES / TGT_SUBLANES - 1);
+    break;
+  case OP_VLD:
+  case OP_VLDH:
+  case OP_VLDB:
+  case OP_VST:
+  case OP_VSTH:
+  case OP_VSTB: {
+    int esz = in->op == OP_VLD || in->op == OP_VST     ? 4
+              : in->op == OP_VLDB || in->op == OP_VSTB ? 1
+                                                       : 2;
+    if (in->b == 0 && in->c == 0 && !vmem_static_ok(imm, (uint64_t)esz * TGT_LANES, t))
+      FAIL("%s: VMEM range at %lld is outside VMEM (%llu bytes)", f->mnemonic, (long long)imm,
+           (unsigned long long)t->vmem_bytes);
+    if (in->b == 0 && imm % esz)
+      FAIL("%s: VMEM address %lld is not %d-aligned", f->mnemonic, (long long)imm, esz);
+    break;
+  }
+  case OP_MPUSH:
+  case OP_MPUSHA:
+  case OP_MPOPM:
+    if (imm < 1 || imm > t->acc_rows)
+      FAIL("%s: row count %lld outside 1..%d", f->mnemonic, (long long)imm, t->acc_rows);
+    break;
+  case OP_MPUSHV:
+  case OP_MPUSHVA:
+    if (t->mxu_rows > TGT_LANES)
+      FAIL("%s: needs an MXU of at most %d rows (this one has %d)", f->mnemonic, TGT_LANES,
+           t->mxu_rows);
+    break;
+  case OP_MPOP:
+    if (imm < 0 || imm >= t->mxu_cols)
+      FAIL("mpop: column offset %lld outside 0..%d", (long long)imm, t->mxu_cols - 1);
+    break;
+  default:
+    break;
   }
   return 0;
 }
@@ -226,9 +236,9 @@ int isa_format(const isa_inst *in, char *buf, size_t n) {
   int r = 0;
   size_t len = 0;
   int k = snprintf(buf, n, "%s", f->mnemonic);
-#define ADV(k_)                                      \
-  do {                                               \
-    len += (size_t)(k_);                             \
+#define ADV(k_)                                                                                    \
+  do {                                                                                             \
+    len += (size_t)(k_);                                                                           \
   } while (0)
   ADV(k);
   for (const char *p = f->operands; *p; p++) {
@@ -236,19 +246,34 @@ int isa_format(const isa_inst *in, char *buf, size_t n) {
     char *dst = len < n ? buf + len : NULL;
     size_t room = len < n ? n - len : 0;
     switch (*p) {
-      case 'S': k = snprintf(dst, room, "%ss%d", sep, regs[r++]); break;
-      case 'V': k = snprintf(dst, room, "%sv%d", sep, regs[r++]); break;
-      case 'M': k = snprintf(dst, room, "%sm%d", sep, regs[r++]); break;
-      case 'E': k = snprintf(dst, room, "%ssem%d", sep, regs[r++]); break;
-      case 'I': k = snprintf(dst, room, "%s%d", sep, in->imm); break;
-      case 'L': k = snprintf(dst, room, "%s@%d", sep, in->imm); break;
-      case 'X': k = snprintf(dst, room, "%smxu%d", sep, in->x); break;
-      case 'Q': k = snprintf(dst, room, "%sdma%d", sep, in->x); break;
-      default:
-        k = in->x < ISA_UNIT_COUNT
-                ? snprintf(dst, room, "%s%s", sep, isa_unit_name(in->x))
-                : snprintf(dst, room, "%sunit%d", sep, in->x);
-        break;
+    case 'S':
+      k = snprintf(dst, room, "%ss%d", sep, regs[r++]);
+      break;
+    case 'V':
+      k = snprintf(dst, room, "%sv%d", sep, regs[r++]);
+      break;
+    case 'M':
+      k = snprintf(dst, room, "%sm%d", sep, regs[r++]);
+      break;
+    case 'E':
+      k = snprintf(dst, room, "%ssem%d", sep, regs[r++]);
+      break;
+    case 'I':
+      k = snprintf(dst, room, "%s%d", sep, in->imm);
+      break;
+    case 'L':
+      k = snprintf(dst, room, "%s@%d", sep, in->imm);
+      break;
+    case 'X':
+      k = snprintf(dst, room, "%smxu%d", sep, in->x);
+      break;
+    case 'Q':
+      k = snprintf(dst, room, "%sdma%d", sep, in->x);
+      break;
+    default:
+      k = in->x < ISA_UNIT_COUNT ? snprintf(dst, room, "%s%s", sep, isa_unit_name(in->x))
+                                 : snprintf(dst, room, "%sunit%d", sep, in->x);
+      break;
     }
     ADV(k);
   }

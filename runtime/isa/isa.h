@@ -39,13 +39,7 @@ typedef enum isa_op {
   OP__COUNT
 } isa_op;
 
-typedef enum isa_unit_kind {
-  ISA_SCALAR,
-  ISA_VECTOR,
-  ISA_MXU,
-  ISA_DMA,
-  ISA_SYNC
-} isa_unit_kind;
+typedef enum isa_unit_kind { ISA_SCALAR, ISA_VECTOR, ISA_MXU, ISA_DMA, ISA_SYNC } isa_unit_kind;
 
 /* Unit ids (field x of U operands, and the emulator's unit numbering). */
 enum {
@@ -84,8 +78,7 @@ int isa_decode(uint64_t w, isa_inst *out, char *err, size_t errlen);
  * classes (masks < 8), semaphores, MXU and DMA queue indices, label targets
  * (< ncode), immediate ranges, and memory ranges when they are static (base
  * and stride registers are s0). Returns 0 or -1 with a reason in err. */
-int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode,
-              char *err, size_t errlen);
+int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err, size_t errlen);
 
 /* Unit id that executes `in` (ISA_UNIT_*; for SYNC the unit operand). */
 int isa_exec_unit(const isa_inst *in);

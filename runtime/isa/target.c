@@ -49,8 +49,7 @@ typedef struct unit_sfx {
   uint64_t mul;
 } unit_sfx;
 
-static int parse_scaled(const char *v, size_t len, const unit_sfx *units,
-                        uint64_t *out) {
+static int parse_scaled(const char *v, size_t len, const unit_sfx *units, uint64_t *out) {
   size_t i = 0;
   uint64_t x = 0;
   if (len == 0 || v[0] < '0' || v[0] > '9') return -1;
@@ -74,22 +73,24 @@ static int parse_scaled(const char *v, size_t len, const unit_sfx *units,
   return -1;
 }
 
-static const unit_sfx size_units[] = {
-    {"B", 1},          {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
-    {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000ull},
-    {"MB", 1000000ull}, {"GB", 1000000000ull}, {"TB", 1000000000000ull},
-    {NULL, 0}};
+static const unit_sfx size_units[] = {{"B", 1},
+                                      {"KiB", 1ull << 10},
+                                      {"MiB", 1ull << 20},
+                                      {"GiB", 1ull << 30},
+                                      {"TiB", 1ull << 40},
+                                      {"KB", 1000ull},
+                                      {"MB", 1000000ull},
+                                      {"GB", 1000000000ull},
+                                      {"TB", 1000000000000ull},
+                                      {NULL, 0}};
 static const unit_sfx bw_units[] = {{"B/s", 1},
                                     {"KB/s", 1000ull},
                                     {"MB/s", 1000000ull},
                                     {"GB/s", 1000000000ull},
                                     {"TB/s", 1000000000000ull},
                                     {NULL, 0}};
-static const unit_sfx hz_units[] = {{"Hz", 1},
-                                    {"KHz", 1000ull},
-                                    {"MHz", 1000000ull},
-                                    {"GHz", 1000000000ull},
-                                    {NULL, 0}};
+static const unit_sfx hz_units[] = {
+    {"Hz", 1}, {"KHz", 1000ull}, {"MHz", 1000000ull}, {"GHz", 1000000000ull}, {NULL, 0}};
 
 static int to_int(uint64_t v, int *out) {
   if (v > 0x7fffffff) return -1;
@@ -132,8 +133,8 @@ int tgt_parse(const char *spec, tgt_target *t, char *err, size_t errlen) {
       const char *xs = memchr(v, 'x', vlen);
       uint64_t r, c;
       if (!xs || parse_scaled(v, (size_t)(xs - v), NULL, &r) ||
-          parse_scaled(xs + 1, vlen - (size_t)(xs - v) - 1, NULL, &c) ||
-          to_int(r, &t->mxu_rows) || to_int(c, &t->mxu_cols))
+          parse_scaled(xs + 1, vlen - (size_t)(xs - v) - 1, NULL, &c) || to_int(r, &t->mxu_rows) ||
+          to_int(c, &t->mxu_cols))
         bad = 1;
     } else if (KEY("mxus")) {
       bad = parse_scaled(v, vlen, NULL, &x) || to_int(x, &t->mxus);
@@ -177,26 +178,24 @@ int tgt_parse(const char *spec, tgt_target *t, char *err, size_t errlen) {
   return tgt_validate(t, err, errlen);
 }
 
-#define CHECK(c, msg)                    \
-  do {                                   \
-    if (!(c)) {                          \
-      seterr(err, errlen, "%s", msg);    \
-      return -1;                         \
-    }                                    \
+#define CHECK(c, msg)                                                                              \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      seterr(err, errlen, "%s", msg);                                                              \
+      return -1;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 int tgt_validate(const tgt_target *t, char *err, size_t errlen) {
   CHECK(t->mxus >= 1 && t->mxus <= TGT_MAX_MXUS, "target: mxus must be 1..4");
-  CHECK(t->mxu_rows >= 4 && t->mxu_rows <= 256 && t->mxu_rows % 4 == 0 &&
-            t->mxu_cols >= 4 && t->mxu_cols <= 256 && t->mxu_cols % 4 == 0,
+  CHECK(t->mxu_rows >= 4 && t->mxu_rows <= 256 && t->mxu_rows % 4 == 0 && t->mxu_cols >= 4 &&
+            t->mxu_cols <= 256 && t->mxu_cols % 4 == 0,
         "target: MXU sides must be multiples of 4 in 4..256");
   CHECK(t->acc_rows >= 8 && t->acc_rows <= 65536 && t->acc_rows % 8 == 0,
         "target: acc_rows must be a multiple of 8 in 8..65536");
-  CHECK(t->vmem_bytes >= (64u << 10) && t->vmem_bytes <= (1u << 30) &&
-            t->vmem_bytes % 4 == 0,
+  CHECK(t->vmem_bytes >= (64u << 10) && t->vmem_bytes <= (1u << 30) && t->vmem_bytes % 4 == 0,
         "target: vmem must be 64KiB..1GiB, a multiple of 4");
-  CHECK(t->smem_bytes >= 1024 && t->smem_bytes <= (1u << 20) &&
-            t->smem_bytes % 4 == 0,
+  CHECK(t->smem_bytes >= 1024 && t->smem_bytes <= (1u << 20) && t->smem_bytes % 4 == 0,
         "target: smem must be 1KiB..1MiB, a multiple of 4");
   CHECK(t->hbm_bytes >= (1u << 20) && t->hbm_bytes <= (1ull << 40),
         "target: hbm must be 1MiB..1TiB");
@@ -206,12 +205,9 @@ int tgt_validate(const tgt_target *t, char *err, size_t errlen) {
         "target: clock must be 1MHz..100GHz");
   CHECK(t->dma_queues >= 1 && t->dma_queues <= TGT_MAX_DMA_QUEUES,
         "target: dma_queues must be 1..8");
-  CHECK(t->queue_depth >= 1 && t->queue_depth <= 1024,
-        "target: queue_depth must be 1..1024");
-  CHECK(t->dma_latency >= 0 && t->dma_latency <= 100000,
-        "target: dma_latency must be 0..100000");
-  CHECK(t->chips >= 1 && t->chips <= 4096 && t->cores_per_chip >= 1 &&
-            t->cores_per_chip <= 4096,
+  CHECK(t->queue_depth >= 1 && t->queue_depth <= 1024, "target: queue_depth must be 1..1024");
+  CHECK(t->dma_latency >= 0 && t->dma_latency <= 100000, "target: dma_latency must be 0..100000");
+  CHECK(t->chips >= 1 && t->chips <= 4096 && t->cores_per_chip >= 1 && t->cores_per_chip <= 4096,
         "target: chips and cores must be 1..4096");
   return 0;
 }
@@ -221,13 +217,10 @@ int tgt_format(const tgt_target *t, char *buf, size_t n) {
                   "%s,chips=%d,cores=%d,mxus=%d,mxu=%dx%d,acc_rows=%d,"
                   "vmem=%lluB,smem=%lluB,hbm=%lluB,hbm_bw=%lluB/s,clock=%lluHz,"
                   "dma_queues=%d,queue_depth=%d,dma_latency=%d",
-                  t->preset, t->chips, t->cores_per_chip, t->mxus, t->mxu_rows,
-                  t->mxu_cols, t->acc_rows, (unsigned long long)t->vmem_bytes,
-                  (unsigned long long)t->smem_bytes,
-                  (unsigned long long)t->hbm_bytes,
-                  (unsigned long long)t->hbm_bw,
-                  (unsigned long long)t->clock_hz, t->dma_queues,
-                  t->queue_depth, t->dma_latency);
+                  t->preset, t->chips, t->cores_per_chip, t->mxus, t->mxu_rows, t->mxu_cols,
+                  t->acc_rows, (unsigned long long)t->vmem_bytes, (unsigned long long)t->smem_bytes,
+                  (unsigned long long)t->hbm_bytes, (unsigned long long)t->hbm_bw,
+                  (unsigned long long)t->clock_hz, t->dma_queues, t->queue_depth, t->dma_latency);
 }
 
 int tgt_cores(const tgt_target *t) { return t->chips * t->cores_per_chip; }

@@ -41,33 +41,33 @@
 /* Fixed architectural constants of the ISA (not overridable: the encoding
  * and the register file depend on them). */
 enum {
-  TGT_SUBLANES = 8,    /* rows of a vector register */
-  TGT_LANES = 128,     /* columns of a vector register */
-  TGT_SREGS = 32,      /* scalar registers s0..s31; s0 reads as 0 */
-  TGT_VREGS = 32,      /* vector registers v0..v31, 8x128 x 32 bit */
-  TGT_MREGS = 8,       /* mask registers m0..m7, 8x128 bits; m0 all ones */
-  TGT_SEMS = 32,       /* semaphores 0..31 */
+  TGT_SUBLANES = 8, /* rows of a vector register */
+  TGT_LANES = 128,  /* columns of a vector register */
+  TGT_SREGS = 32,   /* scalar registers s0..s31; s0 reads as 0 */
+  TGT_VREGS = 32,   /* vector registers v0..v31, 8x128 x 32 bit */
+  TGT_MREGS = 8,    /* mask registers m0..m7, 8x128 bits; m0 all ones */
+  TGT_SEMS = 32,    /* semaphores 0..31 */
   TGT_MAX_MXUS = 4,
   TGT_MAX_DMA_QUEUES = 8,
   TGT_MAX_UNITS = 2 + TGT_MAX_MXUS + TGT_MAX_DMA_QUEUES,
 };
 
 typedef struct tgt_target {
-  char preset[8];          /* "v2", "v3" */
-  int chips;               /* chips on the board (1 for v2/v3) */
-  int cores_per_chip;      /* TensorCores per chip (2) */
-  int mxus;                /* MXUs per core */
-  int mxu_rows;            /* K: rows of the weight tile (systolic depth) */
-  int mxu_cols;            /* N: columns of the weight tile */
-  int acc_rows;            /* rows of the f32 accumulator memory per MXU */
-  uint64_t vmem_bytes;     /* vector memory per core */
-  uint64_t smem_bytes;     /* scalar memory per core */
-  uint64_t hbm_bytes;      /* HBM capacity per core */
-  uint64_t hbm_bw;         /* HBM bandwidth per core, bytes per second */
-  uint64_t clock_hz;       /* core clock */
-  int dma_queues;          /* independent DMA queues per core */
-  int queue_depth;         /* entries in each unit's instruction queue */
-  int dma_latency;         /* cycles from DMA start to first byte */
+  char preset[8];      /* "v2", "v3" */
+  int chips;           /* chips on the board (1 for v2/v3) */
+  int cores_per_chip;  /* TensorCores per chip (2) */
+  int mxus;            /* MXUs per core */
+  int mxu_rows;        /* K: rows of the weight tile (systolic depth) */
+  int mxu_cols;        /* N: columns of the weight tile */
+  int acc_rows;        /* rows of the f32 accumulator memory per MXU */
+  uint64_t vmem_bytes; /* vector memory per core */
+  uint64_t smem_bytes; /* scalar memory per core */
+  uint64_t hbm_bytes;  /* HBM capacity per core */
+  uint64_t hbm_bw;     /* HBM bandwidth per core, bytes per second */
+  uint64_t clock_hz;   /* core clock */
+  int dma_queues;      /* independent DMA queues per core */
+  int queue_depth;     /* entries in each unit's instruction queue */
+  int dma_latency;     /* cycles from DMA start to first byte */
 } tgt_target;
 
 /* Fills *t with the preset's figures. Returns 0, or -1 for an unknown name. */

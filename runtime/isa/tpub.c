@@ -18,21 +18,16 @@ static const struct {
   const char *name;
   int size;
 } dtypes[TPUB_DTYPE_END] = {
-    [TPUB_PRED] = {"pred", 1}, [TPUB_S8] = {"s8", 1},     [TPUB_S32] = {"s32", 4},
-    [TPUB_BF16] = {"bf16", 2}, [TPUB_F16] = {"f16", 2},   [TPUB_F32] = {"f32", 4},
+    [TPUB_PRED] = {"pred", 1}, [TPUB_S8] = {"s8", 1},   [TPUB_S32] = {"s32", 4},
+    [TPUB_BF16] = {"bf16", 2}, [TPUB_F16] = {"f16", 2}, [TPUB_F32] = {"f32", 4},
     [TPUB_U8] = {"u8", 1},
 };
 
-int tpub_dtype_size(int d) {
-  return d > 0 && d < TPUB_DTYPE_END ? dtypes[d].size : 0;
-}
-const char *tpub_dtype_name(int d) {
-  return d > 0 && d < TPUB_DTYPE_END ? dtypes[d].name : "?";
-}
+int tpub_dtype_size(int d) { return d > 0 && d < TPUB_DTYPE_END ? dtypes[d].size : 0; }
+const char *tpub_dtype_name(int d) { return d > 0 && d < TPUB_DTYPE_END ? dtypes[d].name : "?"; }
 int tpub_dtype_lookup(const char *name, size_t len) {
   for (int d = 1; d < TPUB_DTYPE_END; d++)
-    if (strlen(dtypes[d].name) == len && !memcmp(dtypes[d].name, name, len))
-      return d;
+    if (strlen(dtypes[d].name) == len && !memcmp(dtypes[d].name, name, len)) return d;
   return -1;
 }
 
@@ -41,7 +36,8 @@ static uint32_t crc_update(uint32_t c, const uint8_t *b, size_t n) {
   uint32_t table[16];
   for (uint32_t i = 0; i < 16; i++) {
     uint32_t x = i;
-    for (int k = 0; k < 4; k++) x = x & 1 ? poly ^ (x >> 1) : x >> 1;
+    for (int k = 0; k < 4; k++)
+      x = x & 1 ? poly ^ (x >> 1) : x >> 1;
     table[i] = x;
   }
   for (size_t i = 0; i < n; i++) {
@@ -52,9 +48,7 @@ static uint32_t crc_update(uint32_t c, const uint8_t *b, size_t n) {
   return c;
 }
 
-uint32_t tpub_crc32(const void *p, size_t n) {
-  return crc_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
-}
+uint32_t tpub_crc32(const void *p, size_t n) { return crc_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu; }
 
 #if defined(__GNUC__)
 static void fail(char *err, size_t errlen, const char *fmt, ...)
@@ -99,20 +93,21 @@ void tpub_free(tpub_image *img) {
 
 static uint64_t rd(const uint8_t *p, int n) {
   uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
   return v;
 }
 static void wr(uint8_t *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
 }
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 /* ---- reading ------------------------------------------------------------ */
 
 /* Reads a sized tensor entry at *pos within [0, end); advances *pos. */
-static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
-                       tpub_tensor *t, int *role, char *err, size_t errlen,
-                       uint32_t idx) {
+static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end, tpub_tensor *t, int *role,
+                       char *err, size_t errlen, uint32_t idx) {
   uint64_t p = *pos;
   if (end - p < 16) {
     fail(err, errlen, "signature entry %u: truncated", idx);
@@ -123,8 +118,10 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
   t->rank = b[p + 2];
   int nlen = b[p + 3];
   if (*role > 1) {
-    fail(err, errlen, "signature entry %u: role %d is neither param (0) nor "
-         "result (1)", idx, *role);
+    fail(err, errlen,
+         "signature entry %u: role %d is neither param (0) nor "
+         "result (1)",
+         idx, *role);
     return -1;
   }
   if (!tpub_dtype_size(t->dtype)) {
@@ -132,13 +129,11 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
     return -1;
   }
   if (t->rank > TPUB_MAX_RANK) {
-    fail(err, errlen, "signature entry %u: rank %d exceeds %d", idx, t->rank,
-         TPUB_MAX_RANK);
+    fail(err, errlen, "signature entry %u: rank %d exceeds %d", idx, t->rank, TPUB_MAX_RANK);
     return -1;
   }
   if (nlen < 1 || nlen > TPUB_MAX_NAME) {
-    fail(err, errlen, "signature entry %u: name length %d outside 1..%d", idx,
-         nlen, TPUB_MAX_NAME);
+    fail(err, errlen, "signature entry %u: name length %d outside 1..%d", idx, nlen, TPUB_MAX_NAME);
     return -1;
   }
   if (rd(b + p + 4, 4)) {
@@ -156,8 +151,7 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
   for (int i = 0; i < t->rank; i++) {
     int64_t d = (int64_t)rd(b + p + 8 * (uint64_t)i, 8);
     if (d < 0 || d > (int64_t)1 << 40) {
-      fail(err, errlen, "signature entry %u: dimension %d is %lld", idx, i,
-           (long long)d);
+      fail(err, errlen, "signature entry %u: dimension %d is %lld", idx, i, (long long)d);
       return -1;
     }
     t->dims[i] = d;
@@ -172,8 +166,10 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
   for (int i = 0; i < nlen; i++) {
     uint8_t c = b[p + (uint64_t)i];
     if (c < 0x21 || c > 0x7e) {
-      fail(err, errlen, "signature entry %u: name has a non-printable or "
-           "space byte", idx);
+      fail(err, errlen,
+           "signature entry %u: name has a non-printable or "
+           "space byte",
+           idx);
       return -1;
     }
     t->name[i] = (char)c;
@@ -189,21 +185,21 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end,
   return 0;
 }
 
-#define OOM()          \
-  do {                 \
-    rc = -2;           \
-    fail(err, errlen, "out of memory"); \
-    goto out;          \
+#define OOM()                                                                                      \
+  do {                                                                                             \
+    rc = -2;                                                                                       \
+    fail(err, errlen, "out of memory");                                                            \
+    goto out;                                                                                      \
   } while (0)
-#define BAD(...)                     \
-  do {                               \
-    fail(err, errlen, __VA_ARGS__);  \
-    rc = -1;                         \
-    goto out;                        \
+#define BAD(...)                                                                                   \
+  do {                                                                                             \
+    fail(err, errlen, __VA_ARGS__);                                                                \
+    rc = -1;                                                                                       \
+    goto out;                                                                                      \
   } while (0)
 
-int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
-              tpub_image **out, char *err, size_t errlen) {
+int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image **out, char *err,
+              size_t errlen) {
   const uint8_t *b = bytes;
   int rc = 0;
   tpub_image *img = NULL;
@@ -212,16 +208,15 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
   if (memcmp(b, magic, 8)) BAD("not a .tpub file (bad magic)");
   uint32_t fmt = (uint32_t)rd(b + 8, 2), isav = (uint32_t)rd(b + 10, 2);
   if (fmt != TPUB_FORMAT_VERSION)
-    BAD("unsupported .tpub format version %u (this runtime reads %d)", fmt,
-        TPUB_FORMAT_VERSION);
+    BAD("unsupported .tpub format version %u (this runtime reads %d)", fmt, TPUB_FORMAT_VERSION);
   if (isav != ISA_VERSION)
-    BAD("program uses ISA version %u, this runtime implements %d", isav,
-        ISA_VERSION);
+    BAD("program uses ISA version %u, this runtime implements %d", isav, ISA_VERSION);
   uint32_t nsec = (uint32_t)rd(b + 12, 4);
   uint64_t fsize = rd(b + 16, 8);
   if (fsize != size)
     BAD("file size field says %llu bytes, the file has %zu (truncated or "
-        "padded)", (unsigned long long)fsize, size);
+        "padded)",
+        (unsigned long long)fsize, size);
   {
     static const uint8_t zero[4] = {0, 0, 0, 0};
     uint32_t want = (uint32_t)rd(b + 24, 4);
@@ -230,7 +225,8 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
     c = crc_update(c, b + 28, size - 28) ^ 0xFFFFFFFFu;
     if (c != want)
       BAD("checksum mismatch (stored %08x, computed %08x): the file is "
-          "corrupt", want, c);
+          "corrupt",
+          want, c);
   }
   if (rd(b + 28, 4)) BAD("unknown header flags %08llx", (unsigned long long)rd(b + 28, 4));
   for (int i = 40; i < 64; i++)
@@ -257,99 +253,110 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
     prev_end = off + len;
     const uint8_t *p = b + off;
     switch (kind) {
-      case SEC_TARGET: {
-        if (count) BAD("target section: item count must be 0");
-        if (len == 0 || len > 1024) BAD("target section: length %llu outside 1..1024", (unsigned long long)len);
-        for (uint64_t i = 0; i < len; i++)
-          if (p[i] < 0x21 || p[i] > 0x7e) BAD("target section: non-printable byte");
-        rt_free(a, img->target);
-        img->target = rt_alloc(a, len + 1);
-        if (!img->target) OOM();
-        memcpy(img->target, p, len);
-        img->target[len] = 0;
-        break;
+    case SEC_TARGET: {
+      if (count) BAD("target section: item count must be 0");
+      if (len == 0 || len > 1024)
+        BAD("target section: length %llu outside 1..1024", (unsigned long long)len);
+      for (uint64_t i = 0; i < len; i++)
+        if (p[i] < 0x21 || p[i] > 0x7e) BAD("target section: non-printable byte");
+      rt_free(a, img->target);
+      img->target = rt_alloc(a, len + 1);
+      if (!img->target) OOM();
+      memcpy(img->target, p, len);
+      img->target[len] = 0;
+      break;
+    }
+    case SEC_SIGNATURE: {
+      if (count > TPUB_MAX_TENSORS) BAD("signature: %u entries exceed %d", count, TPUB_MAX_TENSORS);
+      tpub_tensor *tmp = rt_calloc(a, count ? count : 1, sizeof *tmp);
+      if (!tmp) OOM();
+      int *roles = rt_calloc(a, count ? count : 1, sizeof *roles);
+      if (!roles) {
+        rt_free(a, tmp);
+        OOM();
       }
-      case SEC_SIGNATURE: {
-        if (count > TPUB_MAX_TENSORS) BAD("signature: %u entries exceed %d", count, TPUB_MAX_TENSORS);
-        tpub_tensor *tmp = rt_calloc(a, count ? count : 1, sizeof *tmp);
-        if (!tmp) OOM();
-        int *roles = rt_calloc(a, count ? count : 1, sizeof *roles);
-        if (!roles) {
-          rt_free(a, tmp);
-          OOM();
-        }
-        uint64_t pos = 0;
-        uint32_t np = 0, nr = 0;
-        for (uint32_t i = 0; i < count; i++) {
-          if (read_tensor(p, &pos, len, &tmp[i], &roles[i], err, errlen, i)) {
-            rt_free(a, tmp);
-            rt_free(a, roles);
-            rc = -1;
-            goto out;
-          }
-          if (roles[i]) nr++;
-          else np++;
-        }
-        if (pos != len) {
+      uint64_t pos = 0;
+      uint32_t np = 0, nr = 0;
+      for (uint32_t i = 0; i < count; i++) {
+        if (read_tensor(p, &pos, len, &tmp[i], &roles[i], err, errlen, i)) {
           rt_free(a, tmp);
           rt_free(a, roles);
-          BAD("signature: %llu trailing bytes", (unsigned long long)(len - pos));
+          rc = -1;
+          goto out;
         }
-        img->params = rt_calloc(a, np ? np : 1, sizeof(tpub_tensor));
-        img->results = rt_calloc(a, nr ? nr : 1, sizeof(tpub_tensor));
-        if (!img->params || !img->results) {
-          rt_free(a, tmp);
-          rt_free(a, roles);
-          OOM();
-        }
-        for (uint32_t i = 0; i < count; i++) {
-          if (roles[i]) img->results[img->nresults++] = tmp[i];
-          else img->params[img->nparams++] = tmp[i];
-        }
+        if (roles[i])
+          nr++;
+        else
+          np++;
+      }
+      if (pos != len) {
         rt_free(a, tmp);
         rt_free(a, roles);
-        break;
+        BAD("signature: %llu trailing bytes", (unsigned long long)(len - pos));
       }
-      case SEC_CODE:
-        if (count < 1 || count > TPUB_MAX_CODE) BAD("code: %u instructions outside 1..%u", count, TPUB_MAX_CODE);
-        if (len != (uint64_t)count * 8) BAD("code: section size %llu is not 8 x %u", (unsigned long long)len, count);
-        img->code = rt_alloc(a, (size_t)count * 8);
-        if (!img->code) OOM();
-        for (uint32_t i = 0; i < count; i++) img->code[i] = rd(p + 8 * (uint64_t)i, 8);
-        img->ncode = count;
-        break;
-      case SEC_CONST: {
-        if (count > 65536) BAD("constants: %u entries exceed 65536", count);
-        img->consts = rt_calloc(a, count ? count : 1, sizeof(tpub_const));
-        if (!img->consts) OOM();
-        uint64_t pos = 0;
-        for (uint32_t i = 0; i < count; i++) {
-          if (len - pos < 16) BAD("constant %u: truncated", i);
-          uint64_t hoff = rd(p + pos, 8), csz = rd(p + pos + 8, 8);
-          pos += 16;
-          if (csz > len - pos || pad8(csz) > len - pos) BAD("constant %u: %llu bytes run past the section", i, (unsigned long long)csz);
-          tpub_const *c = &img->consts[img->nconsts];
-          c->hbm_offset = hoff;
-          c->size = csz;
-          c->data = rt_alloc(a, (size_t)csz);
-          if (!c->data) OOM();
-          img->nconsts++;
-          memcpy(c->data, p + pos, (size_t)csz);
-          pos += csz;
-          for (; pos % 8; pos++)
-            if (p[pos]) BAD("constant %u: padding is not zero", i);
-        }
-        if (pos != len) BAD("constants: %llu trailing bytes", (unsigned long long)(len - pos));
-        break;
+      img->params = rt_calloc(a, np ? np : 1, sizeof(tpub_tensor));
+      img->results = rt_calloc(a, nr ? nr : 1, sizeof(tpub_tensor));
+      if (!img->params || !img->results) {
+        rt_free(a, tmp);
+        rt_free(a, roles);
+        OOM();
       }
-      case SEC_SMEM:
-        if (count > (1u << 18)) BAD("smem: %u words exceed %u", count, 1u << 18);
-        if (len != (uint64_t)count * 4) BAD("smem: section size %llu is not 4 x %u", (unsigned long long)len, count);
-        img->smem = rt_alloc(a, (size_t)count * 4);
-        if (!img->smem) OOM();
-        for (uint32_t i = 0; i < count; i++) img->smem[i] = (uint32_t)rd(p + 4 * (uint64_t)i, 4);
-        img->nsmem = count;
-        break;
+      for (uint32_t i = 0; i < count; i++) {
+        if (roles[i])
+          img->results[img->nresults++] = tmp[i];
+        else
+          img->params[img->nparams++] = tmp[i];
+      }
+      rt_free(a, tmp);
+      rt_free(a, roles);
+      break;
+    }
+    case SEC_CODE:
+      if (count < 1 || count > TPUB_MAX_CODE)
+        BAD("code: %u instructions outside 1..%u", count, TPUB_MAX_CODE);
+      if (len != (uint64_t)count * 8)
+        BAD("code: section size %llu is not 8 x %u", (unsigned long long)len, count);
+      img->code = rt_alloc(a, (size_t)count * 8);
+      if (!img->code) OOM();
+      for (uint32_t i = 0; i < count; i++)
+        img->code[i] = rd(p + 8 * (uint64_t)i, 8);
+      img->ncode = count;
+      break;
+    case SEC_CONST: {
+      if (count > 65536) BAD("constants: %u entries exceed 65536", count);
+      img->consts = rt_calloc(a, count ? count : 1, sizeof(tpub_const));
+      if (!img->consts) OOM();
+      uint64_t pos = 0;
+      for (uint32_t i = 0; i < count; i++) {
+        if (len - pos < 16) BAD("constant %u: truncated", i);
+        uint64_t hoff = rd(p + pos, 8), csz = rd(p + pos + 8, 8);
+        pos += 16;
+        if (csz > len - pos || pad8(csz) > len - pos)
+          BAD("constant %u: %llu bytes run past the section", i, (unsigned long long)csz);
+        tpub_const *c = &img->consts[img->nconsts];
+        c->hbm_offset = hoff;
+        c->size = csz;
+        c->data = rt_alloc(a, (size_t)csz);
+        if (!c->data) OOM();
+        img->nconsts++;
+        memcpy(c->data, p + pos, (size_t)csz);
+        pos += csz;
+        for (; pos % 8; pos++)
+          if (p[pos]) BAD("constant %u: padding is not zero", i);
+      }
+      if (pos != len) BAD("constants: %llu trailing bytes", (unsigned long long)(len - pos));
+      break;
+    }
+    case SEC_SMEM:
+      if (count > (1u << 18)) BAD("smem: %u words exceed %u", count, 1u << 18);
+      if (len != (uint64_t)count * 4)
+        BAD("smem: section size %llu is not 4 x %u", (unsigned long long)len, count);
+      img->smem = rt_alloc(a, (size_t)count * 4);
+      if (!img->smem) OOM();
+      for (uint32_t i = 0; i < count; i++)
+        img->smem[i] = (uint32_t)rd(p + 4 * (uint64_t)i, 4);
+      img->nsmem = count;
+      break;
     }
   }
   if (!seen[SEC_TARGET]) BAD("missing target section");
@@ -366,8 +373,8 @@ out:
 
 /* ---- writing ------------------------------------------------------------ */
 
-int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
-               size_t *out_size, char *err, size_t errlen) {
+int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size_t *out_size,
+               char *err, size_t errlen) {
   *out = NULL;
   *out_size = 0;
   size_t tlen = strlen(img->target);
@@ -387,7 +394,8 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
     sig += 16 + pad8((uint64_t)t->rank * 8 + nl);
   }
   uint64_t cst = 0;
-  for (uint32_t i = 0; i < img->nconsts; i++) cst += 16 + pad8(img->consts[i].size);
+  for (uint32_t i = 0; i < img->nconsts; i++)
+    cst += 16 + pad8(img->consts[i].size);
   uint64_t off[SEC_END] = {0}, len[SEC_END] = {0};
   uint64_t pos = HEADER_BYTES + (uint64_t)nsec * SECTION_BYTES;
   len[SEC_TARGET] = tlen;
@@ -440,12 +448,14 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
     p[3] = (uint8_t)nl;
     wr(p + 8, t->hbm_offset, 8);
     p += 16;
-    for (int d = 0; d < t->rank; d++, p += 8) wr(p, (uint64_t)t->dims[d], 8);
+    for (int d = 0; d < t->rank; d++, p += 8)
+      wr(p, (uint64_t)t->dims[d], 8);
     memcpy(p, t->name, nl);
     p += pad8((uint64_t)t->rank * 8 + nl) - (uint64_t)t->rank * 8;
   }
   p = b + off[SEC_CODE];
-  for (uint32_t i = 0; i < img->ncode; i++) wr(p + 8 * (uint64_t)i, img->code[i], 8);
+  for (uint32_t i = 0; i < img->ncode; i++)
+    wr(p + 8 * (uint64_t)i, img->code[i], 8);
   if (img->nconsts) {
     p = b + off[SEC_CONST];
     for (uint32_t i = 0; i < img->nconsts; i++) {
@@ -457,7 +467,8 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
   }
   if (img->nsmem) {
     p = b + off[SEC_SMEM];
-    for (uint32_t i = 0; i < img->nsmem; i++) wr(p + 4 * (uint64_t)i, img->smem[i], 4);
+    for (uint32_t i = 0; i < img->nsmem; i++)
+      wr(p + 4 * (uint64_t)i, img->smem[i], 4);
   }
   wr(b + 24, tpub_crc32(b, (size_t)pos), 4);
   *out = b;
@@ -479,8 +490,7 @@ static int range_cmp(const void *x, const void *y) {
   return a->hi < b->hi ? -1 : a->hi > b->hi;
 }
 
-int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
-                size_t errlen) {
+int tpub_verify(const tpub_image *img, const tgt_target *t, char *err, size_t errlen) {
   char why[200];
   if (img->hbm_bytes > t->hbm_bytes) {
     fail(err, errlen, "program needs %llu bytes of HBM, the target has %llu",
@@ -488,8 +498,8 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
     return -1;
   }
   if ((uint64_t)img->nsmem * 4 > t->smem_bytes) {
-    fail(err, errlen, "SMEM image of %u words exceeds SMEM (%llu bytes)",
-         img->nsmem, (unsigned long long)t->smem_bytes);
+    fail(err, errlen, "SMEM image of %u words exceeds SMEM (%llu bytes)", img->nsmem,
+         (unsigned long long)t->smem_bytes);
     return -1;
   }
   if (img->ncode < 1) {
@@ -500,13 +510,14 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
     isa_inst in;
     if (isa_decode(img->code[pc], &in, why, sizeof why) ||
         isa_check(&in, t, img->ncode, why, sizeof why)) {
-      fail(err, errlen, "code word %u (0x%016llx): %s", pc,
-           (unsigned long long)img->code[pc], why);
+      fail(err, errlen, "code word %u (0x%016llx): %s", pc, (unsigned long long)img->code[pc], why);
       return -1;
     }
     if (pc == img->ncode - 1 && in.op != OP_HALT && in.op != OP_JMP) {
-      fail(err, errlen, "the last instruction (%u) must be halt or jmp, so "
-           "that execution cannot run past the code", pc);
+      fail(err, errlen,
+           "the last instruction (%u) must be halt or jmp, so "
+           "that execution cannot run past the code",
+           pc);
       return -1;
     }
   }
@@ -520,21 +531,19 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
   for (size_t i = 0; i < n; i++) {
     range *r = &rs[i];
     if (i < img->nparams) {
-      *r = (range){img->params[i].hbm_offset, img->params[i].bytes,
-                   "parameter", (uint32_t)i};
+      *r = (range){img->params[i].hbm_offset, img->params[i].bytes, "parameter", (uint32_t)i};
     } else if (i < (size_t)img->nparams + img->nresults) {
       const tpub_tensor *x = &img->results[i - img->nparams];
-      *r = (range){x->hbm_offset, x->bytes, "result",
-                   (uint32_t)(i - img->nparams)};
+      *r = (range){x->hbm_offset, x->bytes, "result", (uint32_t)(i - img->nparams)};
     } else {
       const tpub_const *c = &img->consts[i - img->nparams - img->nresults];
-      *r = (range){c->hbm_offset, c->size, "constant",
-                   (uint32_t)(i - img->nparams - img->nresults)};
+      *r =
+          (range){c->hbm_offset, c->size, "constant", (uint32_t)(i - img->nparams - img->nresults)};
     }
     /* hi holds the size until here; lo + size may not wrap. */
     if (r->lo > img->hbm_bytes || r->hi > img->hbm_bytes - r->lo) {
-      fail(err, errlen, "%s %u lies outside the program's HBM [0, %llu)",
-           r->what, r->idx, (unsigned long long)img->hbm_bytes);
+      fail(err, errlen, "%s %u lies outside the program's HBM [0, %llu)", r->what, r->idx,
+           (unsigned long long)img->hbm_bytes);
       rt_free(&img->alloc, rs);
       return -1;
     }
@@ -542,10 +551,9 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
   }
   qsort(rs, n, sizeof *rs, range_cmp);
   for (size_t i = 1; i < n; i++)
-    if (rs[i].lo < rs[i - 1].hi && rs[i].hi > rs[i].lo &&
-        rs[i - 1].hi > rs[i - 1].lo) {
-      fail(err, errlen, "%s %u overlaps %s %u in HBM", rs[i].what, rs[i].idx,
-           rs[i - 1].what, rs[i - 1].idx);
+    if (rs[i].lo < rs[i - 1].hi && rs[i].hi > rs[i].lo && rs[i - 1].hi > rs[i - 1].lo) {
+      fail(err, errlen, "%s %u overlaps %s %u in HBM", rs[i].what, rs[i].idx, rs[i - 1].what,
+           rs[i - 1].idx);
       rt_free(&img->alloc, rs);
       return -1;
     }

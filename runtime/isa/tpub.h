@@ -90,7 +90,7 @@ typedef struct tpub_const {
  * tpub_free with the allocator it was made with. */
 typedef struct tpub_image {
   rt_allocator alloc;
-  char *target;        /* spec text, NUL-terminated */
+  char *target; /* spec text, NUL-terminated */
   uint64_t hbm_bytes;
   uint32_t nparams, nresults;
   tpub_tensor *params, *results;
@@ -98,7 +98,7 @@ typedef struct tpub_image {
   uint64_t *code;
   uint32_t nconsts;
   tpub_const *consts;
-  uint32_t nsmem;      /* words */
+  uint32_t nsmem; /* words */
   uint32_t *smem;
 } tpub_image;
 
@@ -108,18 +108,17 @@ void tpub_free(tpub_image *img); /* accepts NULL */
 
 /* Parses and checks a file image. Returns 0 and *out (owned by the caller),
  * or -1 with a reason in err; -2 when memory ran out. bytes are not kept. */
-int tpub_read(const void *bytes, size_t size, const rt_allocator *a,
-              tpub_image **out, char *err, size_t errlen);
+int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image **out, char *err,
+              size_t errlen);
 
 /* Serialises img. Returns 0 and a buffer from a (free with rt_free), or -1
  * when memory ran out or img is not representable (err says why). */
-int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out,
-               size_t *out_size, char *err, size_t errlen);
+int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size_t *out_size,
+               char *err, size_t errlen);
 
 /* Checks img against a target (see "Verification"). Returns 0, -1 with
  * the reason in err, or -2 when memory ran out. */
-int tpub_verify(const tpub_image *img, const tgt_target *t, char *err,
-                size_t errlen);
+int tpub_verify(const tpub_image *img, const tgt_target *t, char *err, size_t errlen);
 
 /* CRC-32 (IEEE, reflected, init and xorout 0xFFFFFFFF) of n bytes. */
 uint32_t tpub_crc32(const void *p, size_t n);

@@ -51,14 +51,16 @@ static uint32_t crc32_of(const unsigned char *p, size_t n) {
   uint32_t c = 0xFFFFFFFFu;
   for (size_t i = 0; i < n; i++) {
     c ^= p[i];
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
   }
   return c ^ 0xFFFFFFFFu;
 }
 
 static void shape(const tpurt_tensor_info_t *t) {
   printf("%s[", tpurt_dtype_name(t->dtype));
-  for (int i = 0; i < t->rank; i++) printf("%s%lld", i ? "," : "", (long long)t->dims[i]);
+  for (int i = 0; i < t->rank; i++)
+    printf("%s%lld", i ? "," : "", (long long)t->dims[i]);
   printf("]");
 }
 
@@ -140,9 +142,11 @@ int main(int argc, char **argv) {
         data[k] = (unsigned char)(seed >> 56);
       }
       if (t.dtype == TPURT_F32)
-        for (size_t k = 3; k < t.bytes; k += 4) data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
+        for (size_t k = 3; k < t.bytes; k += 4)
+          data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
       if (t.dtype == TPURT_BF16)
-        for (size_t k = 1; k < t.bytes; k += 2) data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
+        for (size_t k = 1; k < t.bytes; k += 2)
+          data[k] = (unsigned char)(0x3C + (data[k] & 0x81));
     }
     st = tpurt_buffer_create(dev, t.dtype, t.rank, t.dims, data, data ? t.bytes : 0, &in[i]);
     free(data);
@@ -180,8 +184,8 @@ int main(int argc, char **argv) {
   printf("hbm read %llu, written %llu bytes, busy %llu cycles, %llu transfers\n",
          (unsigned long long)s.hbm_read_bytes, (unsigned long long)s.hbm_write_bytes,
          (unsigned long long)s.hbm_busy_cycles, (unsigned long long)s.dma_transfers);
-  printf("%-7s %8s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "insts", "busy",
-         "dep", "sync", "dma-wait", "wt-load", "hbm", "queue");
+  printf("%-7s %8s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "insts", "busy", "dep", "sync",
+         "dma-wait", "wt-load", "hbm", "queue");
   for (int u = 0; u < TPURT_MAX_UNITS; u++) {
     const tpurt_unit_stats_t *x = &s.units[u];
     if (!x->instructions) continue;
@@ -192,8 +196,10 @@ int main(int argc, char **argv) {
            (unsigned long long)x->stall_hbm, (unsigned long long)x->stall_queue_full);
   }
 done:
-  for (size_t i = 0; i < np; i++) tpurt_buffer_destroy(in[i]);
-  for (size_t i = 0; i < nr; i++) tpurt_buffer_destroy(out[i]);
+  for (size_t i = 0; i < np; i++)
+    tpurt_buffer_destroy(in[i]);
+  for (size_t i = 0; i < nr; i++)
+    tpurt_buffer_destroy(out[i]);
   free(in);
   free(out);
   tpurt_program_destroy(prog);

@@ -22,33 +22,33 @@
 static const char program_text[] =
     ".target v3\n"
     ".hbm 40960\n"
-    ".param x f32[8,128] @0\n"          /* 4 KiB of f32 */
-    ".param w bf16[128,128] @4096\n"    /* 32 KiB of bf16 */
+    ".param x f32[8,128] @0\n"       /* 4 KiB of f32 */
+    ".param w bf16[128,128] @4096\n" /* 32 KiB of bf16 */
     ".result y f32[8,128] @36864\n"
     /* DMA descriptors in SMEM: {run bytes, n1, n2, n3, strides...} */
     ".smem 0  4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
     ".smem 40 32768, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
     "  sli s1, 4096\n"
     "  sli s2, 40\n"
-    "  dmald dma0, s0, s0, s0, sem0\n"  /* x: HBM 0 -> VMEM 0 */
-    "  dmald dma1, s1, s1, s2, sem1\n"  /* w: HBM 4096 -> VMEM 4096 */
-    "  sli s3, 256\n"                   /* bf16 row stride of w */
-    "  wait mxu0, sem1, 1\n"            /* the MXU waits for w ... */
-    "  mwt mxu0, s1, s3\n"              /* ... loads it into its shadow */
-    "  mswap mxu0\n"                    /* ... and makes it active */
-    "  wait vector, sem0, 1\n"          /* the vector unit waits for x */
-    "  sli s4, 512\n"                   /* f32 row stride */
+    "  dmald dma0, s0, s0, s0, sem0\n" /* x: HBM 0 -> VMEM 0 */
+    "  dmald dma1, s1, s1, s2, sem1\n" /* w: HBM 4096 -> VMEM 4096 */
+    "  sli s3, 256\n"                  /* bf16 row stride of w */
+    "  wait mxu0, sem1, 1\n"           /* the MXU waits for w ... */
+    "  mwt mxu0, s1, s3\n"             /* ... loads it into its shadow */
+    "  mswap mxu0\n"                   /* ... and makes it active */
+    "  wait vector, sem0, 1\n"         /* the vector unit waits for x */
+    "  sli s4, 512\n"                  /* f32 row stride */
     "  vld v0, s0, 0, s4\n"
-    "  mpushv mxu0, v0, s0\n"           /* acc rows 0..7 = bf16(x) @ w */
-    "  mpop mxu0, v1, s0, 0\n"          /* v1 = acc rows 0..7 */
+    "  mpushv mxu0, v0, s0\n"  /* acc rows 0..7 = bf16(x) @ w */
+    "  mpop mxu0, v1, s0, 0\n" /* v1 = acc rows 0..7 */
     "  vimm v2, 0\n"
-    "  vmaxf v1, v1, v2\n"              /* relu */
+    "  vmaxf v1, v1, v2\n" /* relu */
     "  sli s5, 36864\n"
     "  vst v1, s5, 0, s4, m0\n"
-    "  signal vector, sem2, 1\n"        /* y is in VMEM ... */
-    "  wait dma0, sem2, 1\n"            /* ... before DMA reads it */
+    "  signal vector, sem2, 1\n" /* y is in VMEM ... */
+    "  wait dma0, sem2, 1\n"     /* ... before DMA reads it */
     "  dmast dma0, s5, s5, s0, sem3\n"
-    "  wait scalar, sem3, 1\n"          /* the front end waits for the store */
+    "  wait scalar, sem3, 1\n" /* the front end waits for the store */
     "  halt\n";
 
 /* bf16 <-> f32 as the runtime defines them (round to nearest even). */
@@ -80,8 +80,8 @@ int main(void) {
   /* 2. A program: assembled and verified once. Errors come back as a
    *    status with the message on the device. */
   tpurt_program_t *prog = NULL;
-  if (tpurt_program_assemble(dev, program_text, strlen(program_text),
-                             "embed.s", &prog) != TPURT_OK) {
+  if (tpurt_program_assemble(dev, program_text, strlen(program_text), "embed.s", &prog) !=
+      TPURT_OK) {
     fprintf(stderr, "%s\n", tpurt_device_message(dev));
     tpurt_device_destroy(dev);
     return 1;
@@ -91,9 +91,11 @@ int main(void) {
   static float x[8][128];
   static uint16_t w[128][128];
   for (int i = 0; i < 8; i++)
-    for (int k = 0; k < 128; k++) x[i][k] = (float)((i + k) % 7) - 3.0f;
+    for (int k = 0; k < 128; k++)
+      x[i][k] = (float)((i + k) % 7) - 3.0f;
   for (int k = 0; k < 128; k++)
-    for (int j = 0; j < 128; j++) w[k][j] = to_bf16(0.01f * (float)((k * j) % 13 - 6));
+    for (int j = 0; j < 128; j++)
+      w[k][j] = to_bf16(0.01f * (float)((k * j) % 13 - 6));
   int64_t xdims[2] = {8, 128}, wdims[2] = {128, 128};
   tpurt_buffer_t *in[2] = {NULL, NULL}, *out[1] = {NULL};
   int status = 1;
@@ -130,10 +132,8 @@ int main(void) {
   /* 6. What it cost. */
   printf("%llu cycles (%.3f us at the target clock), %llu MACs, "
          "%llu HBM bytes read, MXU weight-load stall %llu cycles\n",
-         (unsigned long long)st.cycles, st.seconds * 1e6,
-         (unsigned long long)st.mxu_macs,
-         (unsigned long long)st.hbm_read_bytes,
-         (unsigned long long)st.units[2].stall_weight_load);
+         (unsigned long long)st.cycles, st.seconds * 1e6, (unsigned long long)st.mxu_macs,
+         (unsigned long long)st.hbm_read_bytes, (unsigned long long)st.units[2].stall_weight_load);
   status = bad ? 1 : 0;
 
 done:

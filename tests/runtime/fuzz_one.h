@@ -18,8 +18,7 @@ typedef struct fuzz_counts {
   long rejected, faulted, completed;
 } fuzz_counts;
 
-static inline void fuzz_one(tpurt_device_t *dev, const uint8_t *data,
-                            size_t size, fuzz_counts *c) {
+static inline void fuzz_one(tpurt_device_t *dev, const uint8_t *data, size_t size, fuzz_counts *c) {
   tpurt_program_t *p = NULL;
   if (tpurt_program_load(dev, data, size, &p) != TPURT_OK) {
     /* Rejections always come with a message. */
@@ -34,16 +33,19 @@ static inline void fuzz_one(tpurt_device_t *dev, const uint8_t *data,
   for (size_t i = 0; i < np && ok; i++) {
     tpurt_tensor_info_t t;
     tpurt_program_param_info(p, i, &t);
-    ok = tpurt_buffer_create(dev, t.dtype, t.rank, t.dims, NULL, 0, &in[i]) ==
-         TPURT_OK;
+    ok = tpurt_buffer_create(dev, t.dtype, t.rank, t.dims, NULL, 0, &in[i]) == TPURT_OK;
   }
   if (ok) {
     tpurt_status_t st = tpurt_program_execute(p, in, np, out, nr, NULL);
-    if (st == TPURT_OK) c->completed++;
-    else c->faulted++;
-    for (size_t i = 0; i < nr; i++) tpurt_buffer_destroy(out[i]);
+    if (st == TPURT_OK)
+      c->completed++;
+    else
+      c->faulted++;
+    for (size_t i = 0; i < nr; i++)
+      tpurt_buffer_destroy(out[i]);
   }
-  for (size_t i = 0; i < np && in; i++) tpurt_buffer_destroy(in[i]);
+  for (size_t i = 0; i < np && in; i++)
+    tpurt_buffer_destroy(in[i]);
   free(in);
   free(out);
   tpurt_program_destroy(p);

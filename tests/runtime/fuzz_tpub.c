@@ -34,10 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *b = malloc(size);
     if (!b) return 0;
     memcpy(b, data, size);
-    for (int i = 0; i < 8; i++) b[16 + i] = (uint8_t)((uint64_t)size >> (8 * i));
+    for (int i = 0; i < 8; i++)
+      b[16 + i] = (uint8_t)((uint64_t)size >> (8 * i));
     memset(b + 24, 0, 4);
     uint32_t crc = tpub_crc32(b, size);
-    for (int i = 0; i < 4; i++) b[24 + i] = (uint8_t)(crc >> (8 * i));
+    for (int i = 0; i < 4; i++)
+      b[24 + i] = (uint8_t)(crc >> (8 * i));
     fuzz_one(dev, b, size, &counts);
     free(b);
   }
@@ -71,15 +73,16 @@ int main(int argc, char **argv) {
         return 2;
       }
       tpub_free(img);
-      for (size_t k = 0; k <= bn; k++) fuzz_one(dev, bin, k, &c);
+      for (size_t k = 0; k <= bn; k++)
+        fuzz_one(dev, bin, k, &c);
       free(bin);
     } else {
       fuzz_one(dev, (const uint8_t *)bytes, n, &c);
     }
     free(bytes);
   }
-  printf("fuzz_tpub: %ld rejected, %ld faulted, %ld completed\n", c.rejected,
-         c.faulted, c.completed);
+  printf("fuzz_tpub: %ld rejected, %ld faulted, %ld completed\n", c.rejected, c.faulted,
+         c.completed);
   tpurt_device_destroy(dev);
   return 0;
 }

@@ -44,24 +44,23 @@ static void device_targets(void **state) {
   tpurt_device_destroy(d);
 }
 
-static const char *addone =
-    "; y = x + 1 for x f32[8,128]\n"
-    ".target v3\n.hbm 8192\n"
-    ".param x f32[8,128] @0\n.result y f32[8,128] @4096\n"
-    ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
-    "  dmald dma0, s0, s0, s0, sem0\n"
-    "  wait vector, sem0, 1\n"
-    "  sli s1, 512\n"
-    "  vld v0, s0, 0, s1\n"
-    "  vimm v1, 1.0f\n"
-    "  vaddf v0, v0, v1\n"
-    "  vst v0, s0, 4096, s1, m0\n"
-    "  signal vector, sem1, 1\n"
-    "  wait dma0, sem1, 1\n"
-    "  sli s2, 4096\n"
-    "  dmast dma0, s2, s2, s0, sem2\n"
-    "  wait scalar, sem2, 1\n"
-    "  halt\n";
+static const char *addone = "; y = x + 1 for x f32[8,128]\n"
+                            ".target v3\n.hbm 8192\n"
+                            ".param x f32[8,128] @0\n.result y f32[8,128] @4096\n"
+                            ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+                            "  dmald dma0, s0, s0, s0, sem0\n"
+                            "  wait vector, sem0, 1\n"
+                            "  sli s1, 512\n"
+                            "  vld v0, s0, 0, s1\n"
+                            "  vimm v1, 1.0f\n"
+                            "  vaddf v0, v0, v1\n"
+                            "  vst v0, s0, 4096, s1, m0\n"
+                            "  signal vector, sem1, 1\n"
+                            "  wait dma0, sem1, 1\n"
+                            "  sli s2, 4096\n"
+                            "  dmast dma0, s2, s2, s0, sem2\n"
+                            "  wait scalar, sem2, 1\n"
+                            "  halt\n";
 
 static void signature_checks_and_messages(void **state) {
   (void)state;
@@ -82,7 +81,8 @@ static void signature_checks_and_messages(void **state) {
 
   float x[8][128], y[8][128];
   for (int i = 0; i < 8; i++)
-    for (int j = 0; j < 128; j++) x[i][j] = (float)(i * 128 + j);
+    for (int j = 0; j < 128; j++)
+      x[i][j] = (float)(i * 128 + j);
   int64_t good[2] = {8, 128}, bad[2] = {8, 127};
   tpurt_buffer_t *bx = NULL, *by = NULL, *bb = NULL;
   assert_int_equal(tpurt_buffer_create(d, TPURT_F32, 2, good, x, 100, &bx), TPURT_INVALID_ARGUMENT);
@@ -90,7 +90,8 @@ static void signature_checks_and_messages(void **state) {
   assert_int_equal(tpurt_buffer_create(d, TPURT_F32, 2, good, x, sizeof x, &bx), TPURT_OK);
   assert_int_equal(tpurt_buffer_create(d, TPURT_F32, 2, bad, NULL, 0, &bb), TPURT_OK);
   assert_int_equal(tpurt_program_execute(p, &bb, 1, &by, 1, NULL), TPURT_INVALID_ARGUMENT);
-  assert_string_equal(tpurt_device_message(d), "parameter 0 (x): expected f32[8,128], got f32[8,127]");
+  assert_string_equal(tpurt_device_message(d),
+                      "parameter 0 (x): expected f32[8,128], got f32[8,127]");
   assert_null(by);
   assert_int_equal(tpurt_program_execute(p, &bx, 1, &by, 0, NULL), TPURT_INVALID_ARGUMENT);
   assert_non_null(strstr(tpurt_device_message(d), "takes 1 parameters and 1 results"));
@@ -99,7 +100,8 @@ static void signature_checks_and_messages(void **state) {
   assert_int_equal(tpurt_buffer_read(by, y, 12), TPURT_INVALID_ARGUMENT);
   assert_int_equal(tpurt_buffer_read(by, y, sizeof y), TPURT_OK);
   for (int i = 0; i < 8; i++)
-    for (int j = 0; j < 128; j++) assert_true(y[i][j] == x[i][j] + 1.0f);
+    for (int j = 0; j < 128; j++)
+      assert_true(y[i][j] == x[i][j] + 1.0f);
   assert_int_equal(st.hbm_read_bytes, 4096);
   assert_int_equal(st.hbm_write_bytes, 4096);
   assert_string_equal(st.units[6].name, "dma0");
@@ -163,7 +165,8 @@ static void trace_file_has_every_instruction(void **state) {
   char *json = rt_read_file(path, &n);
   assert_non_null(json);
   int events = 0;
-  for (char *q = json; (q = strstr(q, "\"ph\":\"X\"")); q++) events++;
+  for (char *q = json; (q = strstr(q, "\"ph\":\"X\"")); q++)
+    events++;
   assert_int_equal(events, (int)st.instructions);
   assert_non_null(strstr(json, "{\"name\":\"vaddf v0, v0, v1\",\"ph\":\"X\",\"pid\":1,\"tid\":1,"));
   assert_non_null(strstr(json, "\"args\":{\"name\":\"dma0\"}"));

@@ -32,12 +32,14 @@ static uint8_t *build(const char *kernel, size_t *n) {
 }
 
 static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static void repair(uint8_t *b, size_t n) {
   if (n < 64) return;
-  for (int i = 0; i < 8; i++) b[16 + i] = (uint8_t)((uint64_t)n >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    b[16 + i] = (uint8_t)((uint64_t)n >> (8 * i));
   put32(b + 24, 0);
   put32(b + 24, tpub_crc32(b, n));
 }
@@ -55,33 +57,35 @@ static void mutate_and_load(const char *kernel, int rounds, fuzz_counts *c) {
     size_t len = n;
     uint64_t x = rt_rand(&seed);
     switch (x % 6) {
-      case 0: /* truncate */
-        len = (size_t)(rt_rand(&seed) % n);
-        break;
-      case 1:
-      case 2: { /* flip a few bytes anywhere */
-        int k = 1 + (int)(rt_rand(&seed) % 4);
-        for (int i = 0; i < k; i++) b[rt_rand(&seed) % n] ^= (uint8_t)(1 + rt_rand(&seed) % 255);
-        break;
-      }
-      case 3: { /* a random code word: mostly valid instructions */
-        size_t first = 64 + 24 * 5, pos = first + 8 * (rt_rand(&seed) % ((n - first) / 8));
-        uint64_t w = rt_rand(&seed);
-        w = (w & 0x00FFFFFFFFFFFFFFull) | (uint64_t)(rt_rand(&seed) % (OP__COUNT + 2)) << 56;
-        if (rt_rand(&seed) % 2) w &= 0xFFFFFFF0000FFFFFull; /* small imm, few regs */
-        for (int i = 0; i < 8; i++) b[pos + (size_t)i] = (uint8_t)(w >> (8 * i));
-        break;
-      }
-      case 4: { /* small integers into header and section-table fields */
-        size_t pos = rt_rand(&seed) % (64 + 24 * 5);
-        b[pos] = (uint8_t)(rt_rand(&seed) % 4 ? rt_rand(&seed) % 3 : 0xff);
-        break;
-      }
-      default: { /* flip a bit in the signature, constants or SMEM */
-        size_t pos = rt_rand(&seed) % n;
-        b[pos] ^= (uint8_t)(1u << (rt_rand(&seed) % 8));
-        break;
-      }
+    case 0: /* truncate */
+      len = (size_t)(rt_rand(&seed) % n);
+      break;
+    case 1:
+    case 2: { /* flip a few bytes anywhere */
+      int k = 1 + (int)(rt_rand(&seed) % 4);
+      for (int i = 0; i < k; i++)
+        b[rt_rand(&seed) % n] ^= (uint8_t)(1 + rt_rand(&seed) % 255);
+      break;
+    }
+    case 3: { /* a random code word: mostly valid instructions */
+      size_t first = 64 + 24 * 5, pos = first + 8 * (rt_rand(&seed) % ((n - first) / 8));
+      uint64_t w = rt_rand(&seed);
+      w = (w & 0x00FFFFFFFFFFFFFFull) | (uint64_t)(rt_rand(&seed) % (OP__COUNT + 2)) << 56;
+      if (rt_rand(&seed) % 2) w &= 0xFFFFFFF0000FFFFFull; /* small imm, few regs */
+      for (int i = 0; i < 8; i++)
+        b[pos + (size_t)i] = (uint8_t)(w >> (8 * i));
+      break;
+    }
+    case 4: { /* small integers into header and section-table fields */
+      size_t pos = rt_rand(&seed) % (64 + 24 * 5);
+      b[pos] = (uint8_t)(rt_rand(&seed) % 4 ? rt_rand(&seed) % 3 : 0xff);
+      break;
+    }
+    default: { /* flip a bit in the signature, constants or SMEM */
+      size_t pos = rt_rand(&seed) % n;
+      b[pos] ^= (uint8_t)(1u << (rt_rand(&seed) % 8));
+      break;
+    }
     }
     if (x >> 32 & 1) repair(b, len);
     fuzz_one(dev, b, len, c);
@@ -102,8 +106,8 @@ static void mutated_tpub_files_never_crash(void **state) {
     total.faulted += c.faulted;
     total.completed += c.completed;
   }
-  fprintf(stderr, "  %ld rejected, %ld faulted, %ld completed\n",
-          total.rejected, total.faulted, total.completed);
+  fprintf(stderr, "  %ld rejected, %ld faulted, %ld completed\n", total.rejected, total.faulted,
+          total.completed);
   assert_int_equal(total.rejected + total.faulted + total.completed, 3 * 3001);
   /* The mix reaches every stage. */
   assert_true(total.rejected > 1000);

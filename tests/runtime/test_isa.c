@@ -28,21 +28,33 @@ static isa_inst random_inst(int op, uint64_t *seed, uint32_t ncode) {
     for (const char *p = f->operands; *p; p++) {
       uint64_t x = rt_rand(seed);
       switch (*p) {
-        case 'S': case 'V': case 'E': regs[r++] = (uint8_t)(x % 32); break;
-        case 'M': regs[r++] = (uint8_t)(x % 8); break;
-        case 'X': in.x = (uint8_t)(x % 2); break;
-        case 'Q': in.x = (uint8_t)(x % 2); break;
-        case 'U': {
-          static const uint8_t units[] = {0, 1, 2, 3, 6, 7};
-          in.x = units[x % 6];
-          break;
-        }
-        case 'L': in.imm = (int32_t)(x % ncode); break;
-        case 'I':
-          /* Mostly small numbers (valid ranges are small), sometimes any. */
-          in.imm = x % 4 == 0 ? (int32_t)(uint32_t)(x >> 32)
-                              : (int32_t)((x >> 32) % 4096) - (x % 8 == 1 ? 2048 : 0);
-          break;
+      case 'S':
+      case 'V':
+      case 'E':
+        regs[r++] = (uint8_t)(x % 32);
+        break;
+      case 'M':
+        regs[r++] = (uint8_t)(x % 8);
+        break;
+      case 'X':
+        in.x = (uint8_t)(x % 2);
+        break;
+      case 'Q':
+        in.x = (uint8_t)(x % 2);
+        break;
+      case 'U': {
+        static const uint8_t units[] = {0, 1, 2, 3, 6, 7};
+        in.x = units[x % 6];
+        break;
+      }
+      case 'L':
+        in.imm = (int32_t)(x % ncode);
+        break;
+      case 'I':
+        /* Mostly small numbers (valid ranges are small), sometimes any. */
+        in.imm = x % 4 == 0 ? (int32_t)(uint32_t)(x >> 32)
+                            : (int32_t)((x >> 32) % 4096) - (x % 8 == 1 ? 2048 : 0);
+        break;
       }
     }
     in.a = regs[0];
@@ -65,9 +77,8 @@ static void encode_decode_every_instruction(void **state) {
       assert_int_equal(w >> 56, op);
       char err[128];
       assert_int_equal(isa_decode(w, &out, err, sizeof err), 0);
-      assert_true(in.op == out.op && in.a == out.a && in.b == out.b &&
-                  in.c == out.c && in.d == out.d && in.x == out.x &&
-                  in.imm == out.imm);
+      assert_true(in.op == out.op && in.a == out.a && in.b == out.b && in.c == out.c &&
+                  in.d == out.d && in.x == out.x && in.imm == out.imm);
       assert_int_equal(isa_encode(&out), w);
     }
 }
@@ -81,8 +92,10 @@ static void decode_rejects_unused_fields(void **state) {
     uint64_t w = isa_encode(&in);
     int rejected = 0, accepted = 0;
     for (int bit = 0; bit < 56; bit++) {
-      if (isa_decode(w | (uint64_t)1 << bit, &out, NULL, 0)) rejected++;
-      else accepted++;
+      if (isa_decode(w | (uint64_t)1 << bit, &out, NULL, 0))
+        rejected++;
+      else
+        accepted++;
     }
     const char *ops = isa_info_of((isa_op)op)->operands;
     int used = 0;
@@ -105,11 +118,10 @@ static void asm_disasm_every_instruction(void **state) {
   uint32_t ncode = OP__COUNT * PER_OP + 1;
   uint64_t *want = calloc(ncode, 8);
   char *text = malloc(ncode * 96 + 4096);
-  size_t len = (size_t)sprintf(text,
-                               ".target v3\n.hbm 4096\n"
-                               ".param x f32[2,3] @0\n.result y bf16[4] @64\n"
-                               ".smem 8 1, 2, 0xffffffff\n"
-                               ".const @128 f32 1.5, -2\n.const @136 hex 00ff\n");
+  size_t len = (size_t)sprintf(text, ".target v3\n.hbm 4096\n"
+                                     ".param x f32[2,3] @0\n.result y bf16[4] @64\n"
+                                     ".smem 8 1, 2, 0xffffffff\n"
+                                     ".const @128 f32 1.5, -2\n.const @136 hex 00ff\n");
   uint64_t seed = 2;
   uint32_t pc = 0;
   for (int op = 0; op < OP__COUNT; op++)
@@ -197,10 +209,12 @@ static void disasm_asm_large_constant(void **state) {
   img->consts[0].size = BYTES;
   img->consts[0].data = malloc(BYTES);
   uint64_t seed = 9;
-  for (size_t i = 0; i < BYTES; i++) img->consts[0].data[i] = (uint8_t)rt_rand(&seed);
+  for (size_t i = 0; i < BYTES; i++)
+    img->consts[0].data[i] = (uint8_t)rt_rand(&seed);
   img->nconsts = 1;
   img->smem = calloc(WORDS, 4);
-  for (uint32_t i = 0; i < WORDS; i++) img->smem[i] = i * 2654435761u;
+  for (uint32_t i = 0; i < WORDS; i++)
+    img->smem[i] = i * 2654435761u;
   img->nsmem = WORDS;
   char *dis;
   size_t dlen;
@@ -249,7 +263,9 @@ static void targets_presets_and_overrides(void **state) {
   assert_int_equal(t.mxus, 2);
   assert_int_equal(tgt_cores(&t), 8);
   assert_int_equal(t.hbm_bytes, (uint64_t)16 << 30);
-  assert_int_equal(tgt_parse("v3,mxu=64x64,vmem=8MiB,hbm_bw=600GB/s,clock=1GHz,mxus=1,dma_queues=4", &t, err, sizeof err), 0);
+  assert_int_equal(tgt_parse("v3,mxu=64x64,vmem=8MiB,hbm_bw=600GB/s,clock=1GHz,mxus=1,dma_queues=4",
+                             &t, err, sizeof err),
+                   0);
   assert_int_equal(t.mxu_rows, 64);
   assert_int_equal(t.mxu_cols, 64);
   assert_int_equal(t.vmem_bytes, 8u << 20);
@@ -312,9 +328,11 @@ static void verifier_rejects_with_reasons(void **state) {
   assert_non_null(strstr(err, "outside VMEM"));
   assert_int_equal(verify_text("mpush mxu0, s1, s2, s3, 0\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "row count 0"));
-  assert_int_equal(verify_text("mpushv mxu0, v1, s2\nhalt\n", "v3,mxu=256x256", err, sizeof err), -1);
-  assert_int_equal(verify_text(".hbm 100\n.param x f32[8] @0\n.param y f32[8] @16\nhalt\n",
-                               "v3", err, sizeof err), -1);
+  assert_int_equal(verify_text("mpushv mxu0, v1, s2\nhalt\n", "v3,mxu=256x256", err, sizeof err),
+                   -1);
+  assert_int_equal(verify_text(".hbm 100\n.param x f32[8] @0\n.param y f32[8] @16\nhalt\n", "v3",
+                               err, sizeof err),
+                   -1);
   assert_non_null(strstr(err, "overlaps"));
   assert_int_equal(verify_text(".hbm 100\n.param x f32[8] @80\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "outside the program's HBM"));

@@ -38,8 +38,7 @@ static void every_mnemonic_documented(void **state) {
     const char *eol = strchr(row + 1, '\n');
     const char *hit = strstr(row, sem);
     if (!hit || (eol && hit > eol)) {
-      fprintf(stderr, "docs/isa.md: row of %s does not state: %s\n",
-              f->mnemonic, sem);
+      fprintf(stderr, "docs/isa.md: row of %s does not state: %s\n", f->mnemonic, sem);
       missing++;
     }
   }

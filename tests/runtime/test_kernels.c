@@ -27,16 +27,15 @@ static tpurt_program_t *load_kernel(const char *name) {
   return p;
 }
 
-static tpurt_buffer_t *make(tpurt_dtype_t dt, int rank, const int64_t *dims,
-                            const void *data, size_t bytes) {
+static tpurt_buffer_t *make(tpurt_dtype_t dt, int rank, const int64_t *dims, const void *data,
+                            size_t bytes) {
   tpurt_buffer_t *b = NULL;
-  assert_int_equal(tpurt_buffer_create(dev, dt, rank, dims, data, bytes, &b),
-                   TPURT_OK);
+  assert_int_equal(tpurt_buffer_create(dev, dt, rank, dims, data, bytes, &b), TPURT_OK);
   return b;
 }
 
-static void run(tpurt_program_t *p, tpurt_buffer_t **in, size_t nin,
-                tpurt_buffer_t **out, size_t nout, tpurt_stats_t *st) {
+static void run(tpurt_program_t *p, tpurt_buffer_t **in, size_t nin, tpurt_buffer_t **out,
+                size_t nout, tpurt_stats_t *st) {
   tpurt_status_t s = tpurt_program_execute(p, in, nin, out, nout, st);
   if (s) fprintf(stderr, "%s\n", tpurt_device_message(dev));
   assert_int_equal(s, TPURT_OK);
@@ -156,25 +155,26 @@ static void matmul_on_a_64x64_mxu(void **state) {
   static float c[M][N];
   uint64_t seed = 64;
   for (int i = 0; i < M; i++)
-    for (int k = 0; k < K; k++) a[i][k] = rt_bf16(rt_randf(&seed, -1, 1));
+    for (int k = 0; k < K; k++)
+      a[i][k] = rt_bf16(rt_randf(&seed, -1, 1));
   for (int k = 0; k < K; k++)
-    for (int j = 0; j < N; j++) b[k][j] = rt_bf16(rt_randf(&seed, -1, 1));
-  const char *src =
-      ".target v3,mxu=64x64\n.hbm 57344\n"
-      ".param a bf16[128,64] @0\n.param b bf16[64,64] @16384\n"
-      ".result c f32[128,64] @24576\n"
-      ".smem 0 24576, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
-      ".smem 40 32768, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
-      "  dmald dma0, s0, s0, s0, sem0\n"   /* a and b: HBM [0, 24576) */
-      "  wait mxu0, sem0, 1\n"
-      "  sli s1, 16384\n  sli s2, 128\n"
-      "  mwt mxu0, s1, s2\n  mswap mxu0\n"
-      "  mpush mxu0, s0, s2, s0, 128\n"
-      "  sli s3, 24576\n  sli s4, 256\n"
-      "  mpopm mxu0, s3, s4, s0, 128\n"
-      "  signal mxu0, sem1, 1\n  wait dma0, sem1, 1\n"
-      "  sli s5, 40\n  dmast dma0, s3, s3, s5, sem2\n"
-      "  wait scalar, sem2, 1\n  halt\n";
+    for (int j = 0; j < N; j++)
+      b[k][j] = rt_bf16(rt_randf(&seed, -1, 1));
+  const char *src = ".target v3,mxu=64x64\n.hbm 57344\n"
+                    ".param a bf16[128,64] @0\n.param b bf16[64,64] @16384\n"
+                    ".result c f32[128,64] @24576\n"
+                    ".smem 0 24576, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+                    ".smem 40 32768, 1, 1, 1, 0, 0, 0, 0, 0, 0\n"
+                    "  dmald dma0, s0, s0, s0, sem0\n" /* a and b: HBM [0, 24576) */
+                    "  wait mxu0, sem0, 1\n"
+                    "  sli s1, 16384\n  sli s2, 128\n"
+                    "  mwt mxu0, s1, s2\n  mswap mxu0\n"
+                    "  mpush mxu0, s0, s2, s0, 128\n"
+                    "  sli s3, 24576\n  sli s4, 256\n"
+                    "  mpopm mxu0, s3, s4, s0, 128\n"
+                    "  signal mxu0, sem1, 1\n  wait dma0, sem1, 1\n"
+                    "  sli s5, 40\n  dmast dma0, s3, s3, s5, sem2\n"
+                    "  wait scalar, sem2, 1\n  halt\n";
   tpurt_device_options_t o;
   tpurt_device_options_init(&o);
   o.target = "v3,mxu=64x64";
@@ -196,7 +196,8 @@ static void matmul_on_a_64x64_mxu(void **state) {
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f;
-      for (int k = 0; k < K; k++) acc = fmaf(rt_bf16_f32(a[i][k]), rt_bf16_f32(b[k][j]), acc);
+      for (int k = 0; k < K; k++)
+        acc = fmaf(rt_bf16_f32(a[i][k]), rt_bf16_f32(b[k][j]), acc);
       assert_int_equal(rt_bits(c[i][j]), rt_bits(acc));
     }
   assert_int_equal(stats.mxu_macs, (uint64_t)M * K * N);
@@ -207,7 +208,8 @@ static void matmul_on_a_64x64_mxu(void **state) {
   tpurt_program_t *q = NULL;
   const char *other = ".target v3\nhalt\n";
   assert_int_equal(tpurt_program_assemble(d, other, strlen(other), "o.s", &q), TPURT_UNSUPPORTED);
-  assert_non_null(strstr(tpurt_device_message(d), "compiled for 128x128 MXUs, the device has 64x64"));
+  assert_non_null(
+      strstr(tpurt_device_message(d), "compiled for 128x128 MXUs, the device has 64x64"));
   tpurt_buffer_destroy(in[0]);
   tpurt_buffer_destroy(in[1]);
   tpurt_buffer_destroy(out[0]);
@@ -260,7 +262,8 @@ static void row_reduction_sum_64x128(void **state) {
   static float x[R][L], y[R];
   uint64_t seed = 99;
   for (int i = 0; i < R; i++)
-    for (int j = 0; j < L; j++) x[i][j] = rt_randf(&seed, -100, 100);
+    for (int j = 0; j < L; j++)
+      x[i][j] = rt_randf(&seed, -100, 100);
   x[5][0] = 1e30f; /* order matters: large cancellation in row 5 */
   x[5][64] = -1e30f;
   tpurt_program_t *p = load_kernel("rowsum.s");
@@ -275,7 +278,8 @@ static void row_reduction_sum_64x128(void **state) {
   assert_int_equal(tpurt_buffer_read(out, y, sizeof y), TPURT_OK);
   for (int i = 0; i < R; i++) {
     float s = x[i][0];
-    for (int j = 1; j < L; j++) s += x[i][j];
+    for (int j = 1; j < L; j++)
+      s += x[i][j];
     assert_int_equal(rt_bits(y[i]), rt_bits(s));
   }
   tpurt_buffer_destroy(in);
@@ -289,7 +293,8 @@ static void transpose_128x128(void **state) {
   static float x[N][N], y[N][N];
   uint64_t seed = 5;
   for (int i = 0; i < N; i++)
-    for (int j = 0; j < N; j++) x[i][j] = rt_randf(&seed, -1, 1);
+    for (int j = 0; j < N; j++)
+      x[i][j] = rt_randf(&seed, -1, 1);
   tpurt_program_t *p = load_kernel("transpose.s");
   int64_t dims[2] = {N, N};
   tpurt_buffer_t *in = make(TPURT_F32, 2, dims, x, sizeof x);

@@ -62,8 +62,8 @@ static char *gen_matmul(int M, int K, int N, size_t *len) {
     long bv = b_vm + (long)buf * K * 256, cv = c_vm + (long)buf * M * 512;
     /* load the B panel (after its buffer's previous user is done) */
     if (j >= 4) emit(&t, "  wait dma1, sem%d, 1\n", 14 + buf);
-    emit(&t, "  sli s7, %ld\n  sli s8, %ld\n  dmald dma1, s7, s8, s1, sem%d\n",
-         bv, b_hbm + (long)j * 256, 10 + buf);
+    emit(&t, "  sli s7, %ld\n  sli s8, %ld\n  dmald dma1, s7, s8, s1, sem%d\n", bv,
+         b_hbm + (long)j * 256, 10 + buf);
     /* the MXU: A once per MXU, then the panel */
     if (j == 0) emit(&t, "  wait mxu0, sem0, 1\n  signal mxu0, sem5, 1\n");
     if (j == 1) emit(&t, "  wait mxu1, sem5, 1\n");
@@ -84,10 +84,12 @@ static char *gen_matmul(int M, int K, int N, size_t *len) {
     emit(&t, "  signal mxu%d, sem%d, 1\n", mx, 18 + buf);
     emit(&t, "  signal mxu%d, sem%d, 1\n", mx, 14 + buf); /* B buffer free */
     emit(&t, "  wait dma0, sem%d, 1\n", 18 + buf);
-    emit(&t, "  sli s12, %ld\n  dmast dma0, s11, s12, s2, sem%d\n", c_hbm + (long)j * 512, 22 + buf);
+    emit(&t, "  sli s12, %ld\n  dmast dma0, s11, s12, s2, sem%d\n", c_hbm + (long)j * 512,
+         22 + buf);
   }
   /* The last store into each C buffer was never waited for. */
-  for (int b = 0; b < 4 && b < NT; b++) emit(&t, "  wait scalar, sem%d, 1\n", 22 + b);
+  for (int b = 0; b < 4 && b < NT; b++)
+    emit(&t, "  wait scalar, sem%d, 1\n", 22 + b);
   emit(&t, "  halt\n");
   *len = t.len;
   return t.s;
@@ -99,8 +101,7 @@ typedef struct run_result {
   double seconds;
 } run_result;
 
-static void run_matmul(int M, int K, int N, const uint16_t *a, const uint16_t *b,
-                       run_result *r) {
+static void run_matmul(int M, int K, int N, const uint16_t *a, const uint16_t *b, run_result *r) {
   tpurt_device_t *d = NULL;
   assert_int_equal(tpurt_device_create(NULL, &d), TPURT_OK);
   size_t len;
@@ -138,7 +139,8 @@ static float want_at(const uint16_t *a, const uint16_t *b, int K, int N, int i, 
 }
 
 static void fill(uint16_t *x, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; i++) x[i] = rt_bf16(rt_randf(&seed, -1, 1));
+  for (size_t i = 0; i < n; i++)
+    x[i] = rt_bf16(rt_randf(&seed, -1, 1));
 }
 
 static void matmul_tiled_512_two_mxus(void **state) {
@@ -202,8 +204,7 @@ int main(int argc, char **argv) {
            "%llu cycles (%.3f ms at 940 MHz), MXU utilisation %.1f%%; samples %s\n",
            M, K, N, r.seconds, (double)r.st.mxu_macs / r.seconds * 1e-9,
            (unsigned long long)r.st.cycles, r.st.seconds * 1e3,
-           100.0 * (double)r.st.mxu_macs / (double)r.st.mxu_peak_macs,
-           bad ? "MISMATCH" : "match");
+           100.0 * (double)r.st.mxu_macs / (double)r.st.mxu_peak_macs, bad ? "MISMATCH" : "match");
     free(r.c);
     free(a);
     free(b);

@@ -17,8 +17,7 @@
 static tpurt_device_t *dev;
 
 /* Runs "op vd, ..." on x (and y) and returns the 1024 result words. */
-static void run_op(const char *line, const uint32_t *x, const uint32_t *y,
-                   uint32_t *out) {
+static void run_op(const char *line, const uint32_t *x, const uint32_t *y, uint32_t *out) {
   char src[2048];
   snprintf(src, sizeof src,
            ".hbm 12288\n.param x s32[1024] @0\n.param y s32[1024] @4096\n"
@@ -56,11 +55,10 @@ static float F(uint32_t u) { return rt_float(u); }
 
 /* Inputs: specials first, then random floats of mixed magnitudes. */
 static void inputs(uint32_t *x, uint32_t *y, uint64_t seed) {
-  static const uint32_t sp[] = {0x00000000, 0x80000000, 0x7F800000, 0xFF800000,
-                                0x7FC00000, 0xFFC12345, 0x00000001, 0x807FFFFF,
-                                0x3F800000, 0xBF800000, 0x3F808000, 0x3F818000,
-                                0x4B000001, 0xCF000000, 0x4F000000, 0x3EFFFFFF,
-                                0x40200000, 0xC0200000, 0x3FC00000, 0x7F7FFFFF};
+  static const uint32_t sp[] = {0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000,
+                                0xFFC12345, 0x00000001, 0x807FFFFF, 0x3F800000, 0xBF800000,
+                                0x3F808000, 0x3F818000, 0x4B000001, 0xCF000000, 0x4F000000,
+                                0x3EFFFFFF, 0x40200000, 0xC0200000, 0x3FC00000, 0x7F7FFFFF};
   for (int i = 0; i < N; i++) {
     uint64_t r = rt_rand(&seed);
     float f = rt_randf(&seed, -4, 4) * (float)(1 << (r % 8)) / 16.0f;
@@ -74,7 +72,6 @@ static void inputs(uint32_t *x, uint32_t *y, uint64_t seed) {
       y[i * ns + j] = sp[j];
     }
 }
-
 
 static uint32_t fmaxm(uint32_t a, uint32_t b) {
   float x = F(a), y = F(b);
@@ -106,8 +103,11 @@ static uint32_t rne_int(uint32_t a) {
 }
 
 typedef uint32_t (*model)(uint32_t a, uint32_t b);
-#define M1(name, expr) \
-  static uint32_t name(uint32_t a, uint32_t b) { (void)b; return (expr); }
+#define M1(name, expr)                                                                             \
+  static uint32_t name(uint32_t a, uint32_t b) {                                                   \
+    (void)b;                                                                                       \
+    return (expr);                                                                                 \
+  }
 M1(m_addf, canon(F(a) + F(b)))
 M1(m_subf, canon(F(a) - F(b)))
 M1(m_mulf, canon(F(a) * F(b)))
@@ -116,10 +116,10 @@ M1(m_maxf, fmaxm(a, b))
 M1(m_minf, fminm(a, b))
 M1(m_addi, a + b)
 M1(m_subi, a - b)
-M1(m_muli, a * b)
+M1(m_muli, a *b)
 M1(m_maxi, (int32_t)a > (int32_t)b ? a : b)
 M1(m_mini, (int32_t)a < (int32_t)b ? a : b)
-M1(m_and, a & b)
+M1(m_and, a &b)
 M1(m_or, a | b)
 M1(m_xor, a ^ b)
 M1(m_shl, a << (b & 31))
@@ -159,25 +159,44 @@ static const struct {
   model f;
   int ints; /* integer inputs instead of floats */
 } ops[] = {
-    {"vaddf v3, v1, v2", m_addf, 0},   {"vsubf v3, v1, v2", m_subf, 0},
-    {"vmulf v3, v1, v2", m_mulf, 0},   {"vdivf v3, v1, v2", m_divf, 0},
-    {"vmaxf v3, v1, v2", m_maxf, 0},   {"vminf v3, v1, v2", m_minf, 0},
-    {"vaddi v3, v1, v2", m_addi, 1},   {"vsubi v3, v1, v2", m_subi, 1},
-    {"vmuli v3, v1, v2", m_muli, 1},   {"vmaxi v3, v1, v2", m_maxi, 1},
-    {"vmini v3, v1, v2", m_mini, 1},   {"vand v3, v1, v2", m_and, 1},
-    {"vor v3, v1, v2", m_or, 1},       {"vxor v3, v1, v2", m_xor, 1},
-    {"vshl v3, v1, v2", m_shl, 1},     {"vshr v3, v1, v2", m_shr, 1},
-    {"vsra v3, v1, v2", m_sra, 1},     {"vexp v3, v1", m_exp, 0},
-    {"vlog v3, v1", m_log, 0},         {"vtanh v3, v1", m_tanh, 0},
-    {"vlogistic v3, v1", m_logistic, 0}, {"vsqrt v3, v1", m_sqrt, 0},
-    {"vrsqrt v3, v1", m_rsqrt, 0},     {"vsin v3, v1", m_sin, 0},
-    {"vcos v3, v1", m_cos, 0},         {"vexpm1 v3, v1", m_expm1, 0},
-    {"vlog1p v3, v1", m_log1p, 0},     {"verf v3, v1", m_erf, 0},
-    {"vpow v3, v1, v2", m_pow, 0},     {"vatan2 v3, v1, v2", m_atan2, 0},
-    {"vabsf v3, v1", m_abs, 0},        {"vnegf v3, v1", m_neg, 0},
-    {"vcvtif v3, v1", m_cvtif, 1},     {"vcvtfi v3, v1", m_cvtfi, 0},
-    {"vrndbf v3, v1", m_rndbf, 0},     {"vfloor v3, v1", m_floor, 0},
-    {"vceil v3, v1", m_ceil, 0},       {"vrne v3, v1", m_rne, 0},
+    {"vaddf v3, v1, v2", m_addf, 0},
+    {"vsubf v3, v1, v2", m_subf, 0},
+    {"vmulf v3, v1, v2", m_mulf, 0},
+    {"vdivf v3, v1, v2", m_divf, 0},
+    {"vmaxf v3, v1, v2", m_maxf, 0},
+    {"vminf v3, v1, v2", m_minf, 0},
+    {"vaddi v3, v1, v2", m_addi, 1},
+    {"vsubi v3, v1, v2", m_subi, 1},
+    {"vmuli v3, v1, v2", m_muli, 1},
+    {"vmaxi v3, v1, v2", m_maxi, 1},
+    {"vmini v3, v1, v2", m_mini, 1},
+    {"vand v3, v1, v2", m_and, 1},
+    {"vor v3, v1, v2", m_or, 1},
+    {"vxor v3, v1, v2", m_xor, 1},
+    {"vshl v3, v1, v2", m_shl, 1},
+    {"vshr v3, v1, v2", m_shr, 1},
+    {"vsra v3, v1, v2", m_sra, 1},
+    {"vexp v3, v1", m_exp, 0},
+    {"vlog v3, v1", m_log, 0},
+    {"vtanh v3, v1", m_tanh, 0},
+    {"vlogistic v3, v1", m_logistic, 0},
+    {"vsqrt v3, v1", m_sqrt, 0},
+    {"vrsqrt v3, v1", m_rsqrt, 0},
+    {"vsin v3, v1", m_sin, 0},
+    {"vcos v3, v1", m_cos, 0},
+    {"vexpm1 v3, v1", m_expm1, 0},
+    {"vlog1p v3, v1", m_log1p, 0},
+    {"verf v3, v1", m_erf, 0},
+    {"vpow v3, v1, v2", m_pow, 0},
+    {"vatan2 v3, v1, v2", m_atan2, 0},
+    {"vabsf v3, v1", m_abs, 0},
+    {"vnegf v3, v1", m_neg, 0},
+    {"vcvtif v3, v1", m_cvtif, 1},
+    {"vcvtfi v3, v1", m_cvtfi, 0},
+    {"vrndbf v3, v1", m_rndbf, 0},
+    {"vfloor v3, v1", m_floor, 0},
+    {"vceil v3, v1", m_ceil, 0},
+    {"vrne v3, v1", m_rne, 0},
     {"vcmpltf m2, v1, v2\n  vsel v3, m2, v1, v2", m_ltf_sel, 0},
     {"vcmplef m2, v1, v2\n  vsel v3, m2, v1, v2", m_lef_sel, 0},
     {"vcmpeqf m2, v1, v2\n  vsel v3, m2, v1, v2", m_eqf_sel, 0},
@@ -205,8 +224,8 @@ static void every_vector_op_matches_its_model(void **state) {
       uint32_t w = ops[k].f(x[i], y[i]);
       if (w != z[i]) {
         if (bad++ < 10)
-          fprintf(stderr, "%s: x=%08x y=%08x got %08x want %08x\n", ops[k].line,
-                  x[i], y[i], z[i], w);
+          fprintf(stderr, "%s: x=%08x y=%08x got %08x want %08x\n", ops[k].line, x[i], y[i], z[i],
+                  w);
       }
     }
   }
@@ -221,26 +240,33 @@ static void reductions_masks_and_narrow_io(void **state) {
   run_op("vrlsum v3, v1", x, y, z);
   for (int r = 0; r < 8; r++) {
     float s = F(x[r * 128]);
-    for (int l = 1; l < 128; l++) s += F(x[r * 128 + l]);
-    for (int l = 0; l < 128; l++) assert_int_equal(z[r * 128 + l], canon(s));
+    for (int l = 1; l < 128; l++)
+      s += F(x[r * 128 + l]);
+    for (int l = 0; l < 128; l++)
+      assert_int_equal(z[r * 128 + l], canon(s));
   }
   run_op("vrsmax v3, v2", x, y, z);
   for (int l = 0; l < 128; l++) {
     uint32_t m = y[l];
-    for (int r = 1; r < 8; r++) m = fmaxm(m, y[r * 128 + l]);
-    for (int r = 0; r < 8; r++) assert_int_equal(z[r * 128 + l], m);
+    for (int r = 1; r < 8; r++)
+      m = fmaxm(m, y[r * 128 + l]);
+    for (int r = 0; r < 8; r++)
+      assert_int_equal(z[r * 128 + l], m);
   }
   run_op("vrlmin v3, v2", x, y, z);
   for (int r = 0; r < 8; r++) {
     uint32_t m = y[r * 128];
-    for (int l = 1; l < 128; l++) m = fminm(m, y[r * 128 + l]);
+    for (int l = 1; l < 128; l++)
+      m = fminm(m, y[r * 128 + l]);
     assert_int_equal(z[r * 128 + 5], m);
   }
   /* m1 = lanes < 64: select, and the masked store keeps the old v3. */
   run_op("vimm v3, 7\n  vsel v3, m1, v1, v3", x, y, z);
-  for (int i = 0; i < N; i++) assert_int_equal(z[i], i % 128 < 64 ? x[i] : 7u);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(z[i], i % 128 < 64 ? x[i] : 7u);
   run_op("mnot m2, m1\n  viota v3, 1\n  vimm v4, 0\n  vsel v3, m2, v3, v4", x, y, z);
-  for (int i = 0; i < N; i++) assert_int_equal(z[i], i % 128 >= 64 ? (uint32_t)(i / 128) : 0u);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(z[i], i % 128 >= 64 ? (uint32_t)(i / 128) : 0u);
   /* bf16 store then load: RNE rounding, exact widening. */
   run_op("vsth v1, s0, 65536, s0, m0\n  vldh v3, s0, 65536, s0", x, y, z);
   for (int i = 0; i < N; i++)
