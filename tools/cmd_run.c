@@ -334,6 +334,62 @@ static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *go
   return false;
 }
 
+/* `tpucc run FILE.tpub`: a compiled TPU program (backend/tpu), on its
+ * recorded target or --target; results printed or written as below. */
+static int run_tpub(const run_cfg *c, arena *a, const given *ins, int nins, const given *exps,
+                    int nexps) {
+  ir_literal **got = NULL;
+  int ngot = 0;
+  char err[4096];
+  if (c->reference) {
+    tool_error(CMD, "--reference needs a module, not a .tpub program");
+    return TOOL_EXIT_USAGE;
+  }
+  ir_literal **args = NULL;
+  int np = 0;
+  if (tool_tpu_file_args(c->file, a, ins ? &ins[0].lit : NULL, 0, NULL, NULL, &np, err,
+                         sizeof err) != ST_OK) {
+    tool_error(CMD, "%s", err);
+    return TOOL_EXIT_USAGE;
+  }
+  args = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
+  for (int i = 0; i < nins && i < np; i++) args[i] = ins[i].lit;
+  if (nins > np || (nins < np && !c->random)) {
+    tool_error(CMD, "%s: the program takes %d parameter%s, %d input%s given", c->file, np,
+               np == 1 ? "" : "s", nins, nins == 1 ? "" : "s");
+    return TOOL_EXIT_USAGE;
+  }
+  uint64_t state = c->seed;
+  if (tool_tpu_file_args(c->file, a, args, nins, &state, args, &np, err, sizeof err) != ST_OK ||
+      tool_tpu_run_file(c->file, &c->tpu, c->target, args, np, a, &got, &ngot, err,
+                        sizeof err) != ST_OK) {
+    tool_error(CMD, "%s", err);
+    return TOOL_EXIT_FAIL;
+  }
+  int rc = TOOL_EXIT_OK;
+  strbuf out;
+  sb_init(&out);
+  for (int k = 0; k < ngot; k++) {
+    const char *o = c->noutputs > k ? c->outputs[k] : "-";
+    if (!strcmp(o, "-")) {
+      out.len = 0;
+      ir_tensor_print(&out, got[k], c->print_max);
+      sb_putc(&out, '\n');
+      fwrite(out.s, 1, out.len, stdout);
+    } else if (o[0] == '@' && ir_tensor_write_file(o + 1, got[k], err, sizeof err) != ST_OK) {
+      tool_error(CMD, "--output %d: %s", k + 1, err);
+      rc = TOOL_EXIT_FAIL;
+    }
+  }
+  sb_free(&out);
+  fflush(stdout);
+  for (int k = 0; k < nexps && k < ngot; k++)
+    if (!check_result(a, c, k, got[k], exps[k].lit,
+                      arena_printf(a, "--expected-output %d", exps[k].arg)))
+      rc = TOOL_EXIT_FAIL;
+  return rc;
+}
+
 int tool_cmd_run(int argc, char **argv) {
   arena *a = arena_create();
   run_cfg c = {0};
@@ -372,6 +428,10 @@ int tool_cmd_run(int argc, char **argv) {
   if (!parse_tensors(a, "--input", c.inputs, c.ninputs, &ins, &nins)) goto done;
   if (!parse_tensors(a, "--expected-output", c.expected, c.nexpected, &exps, &nexps)) goto done;
 
+  if (strlen(c.file) > 5 && !strcmp(c.file + strlen(c.file) - 5, ".tpub")) {
+    rc = run_tpub(&c, a, ins, nins, exps, nexps);
+    goto done;
+  }
   if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
     tool_error(CMD, "out of memory");
     goto done;

@@ -10,6 +10,18 @@
 #include "asm.h"
 #include "tpurt.h"
 
+static ir_type type_of(int dtype) {
+  switch (dtype) {
+  case TPUB_PRED: return IR_PRED;
+  case TPUB_S8: return IR_S8;
+  case TPUB_S32: return IR_S32;
+  case TPUB_BF16: return IR_BF16;
+  case TPUB_F16: return IR_F16;
+  case TPUB_F32: return IR_F32;
+  default: return IR_TYPE_INVALID;
+  }
+}
+
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -88,6 +100,21 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
   if (es != TPURT_OK) {
     snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
     rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED : ST_RUNTIME_FAULT;
+    goto done;
+  }
+  if (!m) { /* results described by the image's signature */
+    ir_literal **flat = arena_array(a, (size_t)img->nresults + 1, sizeof(ir_literal *));
+    for (uint32_t k = 0; k < img->nresults; k++) {
+      ir_shape sh = ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank,
+                                   img->results[k].dims);
+      flat[k] = ir_literal_create(a, &sh);
+      if (tpurt_buffer_read(res[k], flat[k]->data, flat[k]->nbytes) != TPURT_OK) {
+        snprintf(err, errlen, "tpu: result %u: %s", k, tpurt_device_message(dev));
+        rc = ST_INTERNAL;
+        goto done;
+      }
+    }
+    *out = (ir_literal *)flat; /* the caller asked for the flat array */
     goto done;
   }
   {
@@ -272,4 +299,68 @@ base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *
   }
   rt_free(NULL, bytes);
   return st;
+}
+
+/* ---- running .tpub files ------------------------------------------------------ */
+
+static base_status load_image(const char *path, tpub_image **img, char *err, size_t errlen) {
+  char *data = NULL;
+  size_t len = 0;
+  base_status st = ir_file_read(path, (size_t)1 << 31, &data, &len, err, errlen);
+  if (st != ST_OK) return st;
+  char why[512];
+  int rc = tpub_read(data, len, NULL, img, why, sizeof why);
+  free(data);
+  if (rc) {
+    snprintf(err, errlen, "%s: not a valid .tpub program: %s", path, why);
+    return ST_INVALID_ARGUMENT;
+  }
+  return ST_OK;
+}
+
+base_status tpu_file_params(const char *path, arena *a, ir_shape **out, int *n, char *err,
+                            size_t errlen) {
+  tpub_image *img = NULL;
+  base_status st = load_image(path, &img, err, errlen);
+  if (st != ST_OK) return st;
+  *n = (int)img->nparams;
+  *out = arena_array(a, (size_t)img->nparams + 1, sizeof(ir_shape));
+  for (uint32_t k = 0; k < img->nparams; k++) {
+    ir_type t = type_of(img->params[k].dtype);
+    if (t == IR_TYPE_INVALID) {
+      snprintf(err, errlen, "%s: parameter %u has dtype %s, which tpucc cannot feed", path, k,
+               tpub_dtype_name(img->params[k].dtype));
+      tpub_free(img);
+      return ST_UNSUPPORTED;
+    }
+    (*out)[k] = ir_shape_array(t, img->params[k].rank, img->params[k].dims);
+  }
+  tpub_free(img);
+  return ST_OK;
+}
+
+base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal ***out, int *nout, char *err,
+                         size_t errlen) {
+  tpub_image *img = NULL;
+  base_status st = load_image(path, &img, err, errlen);
+  if (st != ST_OK) return st;
+  const char *target = r && r->target ? r->target : img->target;
+  tpurt_stats_t s;
+  double host = 0;
+  ir_literal *flat = NULL;
+  st = tpu_execute(img, target, NULL, args, nargs, a, &flat, &s, &host, err, errlen);
+  *nout = (int)img->nresults;
+  tpub_free(img);
+  if (st != ST_OK) return st;
+  *out = (ir_literal **)flat;
+  if (r && r->stats) {
+    FILE *f = r->out ? r->out : stderr;
+    fprintf(f, "stats (target %s): %llu cycles, %.6g s, MXU useful %.1f%%, HBM %llu bytes, "
+               "emulation %.3f s host\n",
+            target, (unsigned long long)s.cycles, s.seconds,
+            s.mxu_peak_macs ? 100.0 * (double)s.mxu_macs / (double)s.mxu_peak_macs : 0,
+            (unsigned long long)(s.hbm_read_bytes + s.hbm_write_bytes), host);
+  }
+  return ST_OK;
 }

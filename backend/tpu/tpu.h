@@ -54,7 +54,8 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d,
 
 /* Runs a compiled image on a fresh emulated device for its target with
  * literals as parameters (types and shapes checked); results as one
- * literal (a tuple for tuple roots) allocated in a. stats may be NULL;
+ * literal (a tuple for tuple roots) allocated in a; with m NULL, *out is
+ * instead an array of the flat results (ir_literal **, cast). stats may be NULL;
  * host_seconds gets the wall time of the execution alone. */
 struct tpurt_stats;
 base_status tpu_execute(const tpub_image *img, const char *target,
@@ -86,6 +87,16 @@ typedef struct tpu_run_report {
 base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
                                 ir_literal *const *args, int nargs, arena *a,
                                 ir_literal **out, char *err, size_t errlen);
+
+/* Parameter shapes of a .tpub file (for generating inputs). */
+base_status tpu_file_params(const char *path, arena *a, ir_shape **out, int *n, char *err,
+                            size_t errlen);
+/* Runs a .tpub file on its recorded target (or r->target) with args; the
+ * results, flat in signature order, go to *out (*nout of them). r may be
+ * NULL; r->stats prints a one-line summary to r->out. */
+base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal ***out, int *nout, char *err,
+                         size_t errlen);
 
 /* Compiles m and writes the program to path ("-" or NULL: stdout) as a
  * .tpub file (emit "tpub") or assembler text (emit "asm"); the memory
