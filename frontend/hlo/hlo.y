@@ -14,7 +14,7 @@
  *               | [ shape ] "constant" "(" literal ")"
  *               | integer                        (parameter's number)
  *   attr        : name "=" value
- *   value       : token | group
+ *   value       : token | group | group "<=" group [ "T" group ]   (iota list)
  *   group       : "{" tokens "}" | "[" tokens "]" | "(" tokens ")"
  *   shape       : type "[" [ dim { "," dim } ] "]" [ layout ] | "(" [ shape { "," shape } ] ")"
  *   layout      : "{" [ int { "," int } ] [ ":" { name "(" tiledims ")" { "(" tiledims ")" } } ] "}"
