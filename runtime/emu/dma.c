@@ -6,7 +6,9 @@
  *   [7..9] vmem stride of dimensions 1..3 (signed bytes)
  * Run i3 < n3, i2 < n2, i1 < n1 (i1 fastest) copies `run` bytes between
  * HBM at hb + i1*h1 + i2*h2 + i3*h3 and VMEM at vb + i1*v1 + i2*v2 + i3*v3.
- * Every byte of both sides is range-checked before anything moves.
+ * Every byte of both sides is range-checked before anything moves. A
+ * transfer has at most EMU_DMA_MAX_RUNS runs and moves at most as many
+ * bytes as its destination memory holds.
  * Timing (docs/isa.md, "DMA timing"): the transfer holds HBM, shared by all
  * queues of the core, for ceil(bytes * 1024 / bpc_q10) cycles starting when
  * both the queue and HBM are free; the queue may start its next transfer
@@ -85,9 +87,18 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time
                     "(run %u, counts %u x %u x %u)",
                     mn, da, run, n[0], n[1], n[2]);
   uint64_t count = (uint64_t)n[0] * n[1] * n[2];
-  if (count > ((uint64_t)1 << 40) / run)
-    return emu_fail(m, EMU_FAULT_OPERAND, "%s: transfer larger than 2^40 bytes", mn);
+  /* Bounds that keep every DMA's host work proportional to real data: at
+   * most 2^24 runs, and no more bytes than the destination memory holds
+   * (a transfer writing more must overwrite itself). */
+  if (count > EMU_DMA_MAX_RUNS)
+    return emu_fail(m, EMU_FAULT_OPERAND, "%s: %llu runs exceed %u per transfer", mn,
+                    (unsigned long long)count, EMU_DMA_MAX_RUNS);
   uint64_t bytes = count * run;
+  uint64_t dst_size = load ? m->t.vmem_bytes : m->hbm_bytes;
+  if (bytes > dst_size)
+    return emu_fail(m, EMU_FAULT_OPERAND,
+                    "%s: %llu bytes exceed the %llu bytes of its destination memory", mn,
+                    (unsigned long long)bytes, (unsigned long long)dst_size);
   int64_t hlo, hhi, vlo, vhi;
   span(hb, hs, n, &hlo, &hhi);
   span(vb, vs, n, &vlo, &vhi);

@@ -105,6 +105,7 @@ typedef struct emu_sem {
 } emu_sem;
 
 enum { EMU_SEM_MAX = 65535 }; /* pending signals per semaphore */
+#define EMU_DMA_MAX_RUNS (1u << 24) /* contiguous runs per DMA transfer */
 
 typedef struct emu_mxu {
   float *acc;       /* acc_rows x mxu_cols */

@@ -324,6 +324,16 @@ static void fault_out_of_range_and_misuse(void **state) {
                             &st),
                    TPURT_RUNTIME_FAULT);
   assert_non_null(strstr(tpurt_device_message(d), "zero or huge size"));
+  /* Transfers whose host work would not be proportional to real data. */
+  assert_int_equal(run_text(d, ".hbm 4096\n.smem 0 1, 65536, 512, 1, 0, 0, 0, 0, 0, 0\n"
+                               "  dmald dma0, s0, s0, s0, sem0\n  halt\n", &st),
+                   TPURT_RUNTIME_FAULT);
+  assert_non_null(strstr(tpurt_device_message(d), "33554432 runs exceed 16777216"));
+  assert_int_equal(run_text(d, ".hbm 4096\n.smem 0 4096, 8192, 1, 1, 0, 0, 0, 0, 0, 0\n"
+                               "  dmald dma0, s0, s0, s0, sem0\n  halt\n", &st),
+                   TPURT_RUNTIME_FAULT);
+  assert_non_null(strstr(tpurt_device_message(d),
+                         "33554432 bytes exceed the 16777216 bytes of its destination"));
   /* Accumulator rows past the end. */
   assert_int_equal(run_text(d, "  sli s1, 2044\n  mpop mxu0, v1, s1, 0\n  halt\n", &st),
                    TPURT_RUNTIME_FAULT);
