@@ -19,7 +19,7 @@ _Static_assert((int)TPURT_F32 == (int)TPUB_F32 && (int)TPURT_BF16 == (int)TPUB_B
                "dtype numbering");
 
 enum { MSG_BYTES = 4096 };
-#define DEFAULT_CYCLE_LIMIT 10000000000ull
+#define DEFAULT_CYCLE_LIMIT 1000000000ull
 
 struct tpurt_device {
   rt_allocator alloc;
