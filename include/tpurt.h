@@ -111,8 +111,9 @@ typedef struct tpurt_device tpurt_device_t;
 typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
-  uint64_t
-      cycle_limit; /* stop runs after this many cycles; 0 = 10^9 (about 1 s of simulated time) */
+  /* Stop runs after this many cycles; 0 = 10^9 (about a second of
+   * simulated time). */
+  uint64_t cycle_limit;
   /* Nonzero: every MXU push runs PE by PE through the systolic-array model
    * instead of the fast kernel. Same bits and cycle counts, much slower: a
    * mode that proves the fast path, not one to run models with. Its
