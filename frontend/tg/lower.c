@@ -355,15 +355,28 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
     llimit(L, call->loc, "graphs call each other too deeply (more than %d levels)", MAX_CALL_DEPTH);
     return tv_err();
   }
-  if (call->kws.n) {
-    lerr(L, call->kws.v[0].loc, "graph '%s' takes positional arguments only", g->name);
-    return tv_err();
-  }
-  if (call->args.n != g->params.n) {
+  /* arguments by position, then by parameter name */
+  const tg_node **an = arena_array(L->m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tg_node *));
+  int given = call->args.n + call->kws.n;
+  if (given != g->params.n) {
     lerr(L, call->loc, "graph '%s' takes %d argument%s but %d %s given", g->name, g->params.n,
-         g->params.n == 1 ? "" : "s", call->args.n, call->args.n == 1 ? "was" : "were");
+         g->params.n == 1 ? "" : "s", given, given == 1 ? "was" : "were");
     lnote(L, g->loc, "'%s' defined here", g->name);
     return tv_err();
+  }
+  for (int i = 0; i < call->args.n; i++) an[i] = call->args.v[i];
+  for (int k = 0; k < call->kws.n; k++) {
+    const tg_kwarg *kw = &call->kws.v[k];
+    int found = -1;
+    for (int i = 0; i < g->params.n; i++)
+      if (strcmp(g->params.v[i].name, kw->name) == 0) found = i;
+    if (found < 0 || an[found]) {
+      lerr(L, kw->loc, found < 0 ? "graph '%s' has no parameter '%s'" : "graph '%s': argument '%s' given twice",
+           g->name, kw->name);
+      lnote(L, g->loc, "'%s' defined here", g->name);
+      return tv_err();
+    }
+    an[found] = kw->value;
   }
   if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
   tv *args = arena_array(L->m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
@@ -372,10 +385,10 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
     const tg_param *pp = &g->params.v[i];
     ir_shape want;
     type_shape(pp->type, &want);
-    tv v = lower_expr(L, call->args.v[i]);
-    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, call->args.v[i]->loc);
+    tv v = lower_expr(L, an[i]);
+    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
     if (v.k == TV_MULTI) {
-      lerr(L, call->args.v[i]->loc, "a call returning %d values used as one argument", v.nmulti);
+      lerr(L, an[i]->loc, "a call returning %d values used as one argument", v.nmulti);
       v = tv_err();
     }
     if (v.k == TV_ERR) {
@@ -383,7 +396,7 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
       continue;
     }
     if (!ir_shape_equal(&want, lshape(L, v.id))) {
-      lerr(L, call->args.v[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
+      lerr(L, an[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
            lshape_str(L, lshape(L, v.id)), pp->name, lshape_str(L, &want));
       lnote(L, pp->loc, "parameter declared here");
       ok = false;

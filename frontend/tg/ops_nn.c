@@ -354,3 +354,41 @@ HANDLER(h_attention) {
   ir_id p = softmax_axis(L, s, r - 1, false, l);
   return tv_tensor(ldot(L, p, v, nb, r - 1, r - 2, IR_TYPE_INVALID, l));
 }
+
+/* argmax/argmin: the first index of the extreme along one axis, as s32:
+ *   m = reduce(x, axis, keepdims); hit = x == m (or both NaN: NaN wins, as
+ *   in numpy); reduce_min(select(hit, iota(axis), n), axis). */
+HANDLER(h_argmax) {
+  (void)rest;
+  ir_id x = lower_tensor(L, arg[0]);
+  if (x == IR_NONE) return tv_err();
+  const ir_shape s = *lshape(L, x);
+  int64_t ax;
+  bool keep = false;
+  if (s.type == IR_PRED) {
+    lerr(L, call->loc, "%s: not defined on pred operands", b->name);
+    return tv_err();
+  }
+  if (!one_axis(L, arg[1], call, b->name, s.rank, &ax)) return tv_err();
+  if (arg[2] && !st_bool(L, arg[2], "keepdims", &keep)) return tv_err();
+  if (s.dims[ax] > INT32_MAX) {
+    lerr(L, call->loc, "%s: axis %lld is too long for s32 indices", b->name, (long long)ax);
+    return tv_err();
+  }
+  src_loc l = call->loc;
+  ir_id m = lreduce(L, x, b->aux, &ax, 1, true, l, b->name);
+  ir_id hit = lcmp(L, IR_CMP_EQ, x, m, l);
+  if (ir_type_is_float(s.type)) {
+    ir_id nan_x = lcmp(L, IR_CMP_NE, x, x, l), nan_m = lcmp(L, IR_CMP_NE, m, m, l);
+    hit = lbin(L, IR_OP_OR, hit, lbin(L, IR_OP_AND, nan_x, nan_m, l), l);
+  }
+  ir_shape is = ir_shape_array(IR_S32, s.rank, s.dims);
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.preferred_type = IR_TYPE_INVALID;
+  a.index = ax;
+  ir_id iota = lemit(L, IR_OP_IOTA, NULL, 0, &a, NULL, 0, &is, l, b->name);
+  ir_id ops[3] = {hit, iota, lfill(L, IR_S32, (double)s.dims[ax], s.rank, s.dims, l)};
+  ir_id sel = lemit(L, IR_OP_SELECT, ops, 3, NULL, NULL, 0, NULL, l, b->name);
+  return tv_tensor(lreduce(L, sel, R_MIN, &ax, 1, keep, l, b->name));
+}

@@ -455,6 +455,19 @@ static double o_int_max(ir_literal **in, const int64_t *o) {
   return m;
 }
 
+static double o_argmax(ir_literal **in, const int64_t *o) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < 5; j++)
+    if (AT(in[0], o[0], j) > AT(in[0], o[0], best)) best = j;
+  return (double)best;
+}
+static double o_argmin0(ir_literal **in, const int64_t *o) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < 3; i++)
+    if (AT(in[0], i, o[1]) < AT(in[0], best, o[1])) best = i;
+  return (double)best;
+}
+
 /* attention: q [B,Lq,D], k [B,Lk,D], v [B,Lk,Dv]; keep(i, j) masks */
 static double attn_ref(ir_literal **in, const int64_t *o, int mode) {
   int64_t b = o[0], i = o[1], dv = o[2], D = DIM(in[0], 2), Lk = DIM(in[1], 1);
@@ -580,6 +593,8 @@ static const tcase cases[] = {
     C(avg_pool, "graph g(x: f32[1,4,4,2]) -> f32[1,2,2,2] { return avg_pool(x, window=[2, 2]); }", 1e-6),
     C(avg_pool_same, "graph g(x: f32[1,3,3,1]) -> f32[1,3,3,1] { return avg_pool(x, window=3, strides=1, padding=\"SAME\"); }", 1e-6),
     C(max_pool_same, "graph g(x: f32[1,5,5,1]) -> f32[1,3,3,1] { return max_pool(x, window=3, strides=2, padding=\"SAME\"); }", 0),
+    C(argmax, "graph g(x: f32[3,5]) -> s32[3] { return argmax(x); }", 0),
+    C(argmin0, "graph g(x: s32[3,4]) -> s32[1,4] { return argmin(x, axis=0, keepdims=true); }", 0),
     C(softmax_bf16, "graph g(x: f32[3,5]) -> f32[3,5] { return cast(softmax(cast(x, bf16)), f32); }", 0),
     C(gelu_f16, "graph g(x: f32[2,3]) -> f32[2,3] { return cast(gelu(cast(x * 3, f16)), f32); }", 1e-3),
     C(int_max, "graph g(x: s32[2,3]) -> s32[2] { return reduce_max(-100 - x, axes=[1]); }", 0),
