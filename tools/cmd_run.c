@@ -345,23 +345,32 @@ static int run_tpub(const run_cfg *c, arena *a, const given *ins, int nins, cons
     tool_error(CMD, "--reference needs a module, not a .tpub program");
     return TOOL_EXIT_USAGE;
   }
-  ir_literal **args = NULL;
+  ir_shape *ps = NULL;
   int np = 0;
-  if (tool_tpu_file_args(c->file, a, ins ? &ins[0].lit : NULL, 0, NULL, NULL, &np, err,
-                         sizeof err) != ST_OK) {
+  if (tool_tpu_file_params(c->file, a, &ps, &np, err, sizeof err) != ST_OK) {
     tool_error(CMD, "%s", err);
     return TOOL_EXIT_USAGE;
   }
-  args = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
-  for (int i = 0; i < nins && i < np; i++) args[i] = ins[i].lit;
   if (nins > np || (nins < np && !c->random)) {
     tool_error(CMD, "%s: the program takes %d parameter%s, %d input%s given", c->file, np,
                np == 1 ? "" : "s", nins, nins == 1 ? "" : "s");
     return TOOL_EXIT_USAGE;
   }
+  ir_literal **args = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
   uint64_t state = c->seed;
-  if (tool_tpu_file_args(c->file, a, args, nins, &state, args, &np, err, sizeof err) != ST_OK ||
-      tool_tpu_run_file(c->file, &c->tpu, c->target, args, np, a, &got, &ngot, err,
+  for (int i = 0; i < np; i++) {
+    if (i < nins) {
+      if (!ir_shape_equal(&ins[i].lit->shape, &ps[i])) {
+        tool_error(CMD, "--input %d does not match parameter %d of %s", ins[i].arg, i, c->file);
+        return TOOL_EXIT_USAGE;
+      }
+      args[i] = ins[i].lit;
+    } else {
+      args[i] = ir_literal_create(a, &ps[i]);
+      tool_random_fill(args[i], &state);
+    }
+  }
+  if (tool_tpu_run_file(c->file, &c->tpu, c->target, args, np, a, &got, &ngot, err,
                         sizeof err) != ST_OK) {
     tool_error(CMD, "%s", err);
     return TOOL_EXIT_FAIL;

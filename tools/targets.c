@@ -103,28 +103,12 @@ bool tool_tpu_target(const char *name) {
 #endif
 }
 
-base_status tool_tpu_file_args(const char *path, arena *a, ir_literal *const *given, int ngiven,
-                               uint64_t *state, ir_literal **args, int *np, char *err,
-                               size_t errlen) {
+base_status tool_tpu_file_params(const char *path, arena *a, ir_shape **out, int *np, char *err,
+                                 size_t errlen) {
 #ifdef TPUCC_HAVE_TPU
-  ir_shape *ps = NULL;
-  base_status st = tpu_file_params(path, a, &ps, np, err, errlen);
-  if (st != ST_OK || !state) return st;
-  for (int i = 0; i < *np; i++) {
-    if (i < ngiven) {
-      if (!ir_shape_equal(&given[i]->shape, &ps[i])) {
-        snprintf(err, errlen, "%s: input %d does not match parameter %d's shape", path, i + 1, i);
-        return ST_INVALID_ARGUMENT;
-      }
-      args[i] = given[i];
-      continue;
-    }
-    args[i] = ir_literal_create(a, &ps[i]);
-    tool_random_fill(args[i], state);
-  }
-  return ST_OK;
+  return tpu_file_params(path, a, out, np, err, errlen);
 #else
-  (void)path, (void)a, (void)given, (void)ngiven, (void)state, (void)args, (void)np;
+  (void)path, (void)a, (void)out, (void)np;
   snprintf(err, errlen, "built without the TPU backend");
   return ST_UNSUPPORTED;
 #endif

@@ -43,14 +43,11 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
  * --stats-json / the memory report as asked. */
 base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
-/* .tpub programs: tool_tpu_file_args reads the parameter count into *np
- * and, when state is not NULL, fills args[ngiven..np) with
- * tool_random_fill (after checking the given ones' shapes against the
- * signature); tool_tpu_run_file runs the program (on target, or the one
- * it records) and returns its flat results. */
-base_status tool_tpu_file_args(const char *path, arena *a, ir_literal *const *given, int ngiven,
-                               uint64_t *state, ir_literal **args, int *np, char *err,
-                               size_t errlen);
+/* .tpub programs: tool_tpu_file_params gives the parameter shapes of the
+ * signature; tool_tpu_run_file runs the program (on target, or the one it
+ * records) and returns its flat results. */
+base_status tool_tpu_file_params(const char *path, arena *a, ir_shape **out, int *np, char *err,
+                                 size_t errlen);
 base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const char *target,
                               ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
                               int *nout, char *err, size_t errlen);
