@@ -469,6 +469,11 @@ static void check_graph(tg_glob *G, int gi, int depth) {
   ir_module *m = ir_module_create(g->name);
   lctx L;
   bool ok = lower_graph(G, g, m, &L, depth);
+  if (ok && ir_verify(m, G->p->d) != 0) {
+    src_loc l = {G->p->file, g->loc.line, g->loc.col};
+    diag_error(G->p->d, l, "internal error: graph '%s' lowers to a module that does not verify", g->name);
+    ok = false;
+  }
   ir_module_destroy(m);
   G->stack.n--;
   G->state[gi] = ok ? GS_OK : GS_FAILED;

@@ -487,7 +487,17 @@ HANDLER(h_all_reduce) {
   ir_id x = lower_tensor(L, arg[0]);
   int kind = arg[1] ? reduce_kind(L, arg[1], b->name) : R_SUM;
   if (x == IR_NONE || kind < 0) return tv_err();
-  ir_comp_id c = lreducer(L, kind, lshape(L, x)->type, call->loc);
+  ir_type t = lshape(L, x)->type;
+  if ((kind == R_AND || kind == R_OR) && ir_type_is_float(t)) {
+    lerr(L, arg[1]->loc, "%s: kind \"%s\" needs integer or pred operands, got %s", b->name, arg[1]->name,
+         ir_type_name(t));
+    return tv_err();
+  }
+  if ((kind == R_SUM || kind == R_PROD) && t == IR_PRED) {
+    lerr(L, call->loc, "%s: kind \"%s\" is not defined on pred operands", b->name, arg[1] ? arg[1]->name : "sum");
+    return tv_err();
+  }
+  ir_comp_id c = lreducer(L, kind, t, call->loc);
   return tv_tensor(lemit(L, IR_OP_ALL_REDUCE, &x, 1, NULL, &c, 1, NULL, call->loc, b->name));
 }
 

@@ -77,6 +77,14 @@ static const char *const templates[] = {
     "reduce_any(A > B)", "full(f32[2,3], 1.5) * A", "zeros_like(A) + B", "[1, 2, 3] * A",
     "select(A, B, B)", "A && B", "max(A, B)", "atan2(A, B)", "floor(A)", "shl(A, B)", "not(A)",
     "bitcast_convert(A, s32)", "constant([[1, 2], [3, 4]], f32) + A", "all_reduce(A)",
+    "all_reduce(A, kind=\"and\")", "all_reduce(A, kind=\"max\")", "reduce_all(A)", "reduce_prod(A, axes=N)",
+    "argmax(A, axis=N)", "argmin(A, keepdims=true)", "min_pool(A, window=[2, 1])", "leaky_relu(A)",
+    "silu(A)", "one_hot(A, 2, dtype=pred)", "cross_entropy(A, B, reduction=\"none\")", "sign(A)",
+    "is_finite(A)", "popcnt(A)", "clz(A)", "round(A)", "expm1(A)", "log1p(A)", "A[N:I, I]",
+    "broadcast(A, [2, 3], dimensions=[1])", "dot(A, B, lhs_contracting=[0], rhs_contracting=[0])",
+    "dot(A, B, lhs_batch=[0], rhs_batch=[0], lhs_contracting=[1], rhs_contracting=[1])",
+    "conv2d(A, B, layout=\"NCHW\", kernel_layout=\"OIHW\")", "avg_pool(A, window=[1, 2], strides=1)",
+    "matmul(A, B, preferred_type=f32)", "A - iota(f32[3], axis=0)", "ones(s32[2]) * A", "A > B || A < 0",
 };
 static const char *const gtypes[] = {"f32", "f32", "f32", "s32", "bf16", "pred", "f16", "s8"};
 
