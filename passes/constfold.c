@@ -21,24 +21,26 @@
 enum { FOLD_MAX_ELEMS = 1 << 16 };
 #define FOLD_MAX_STEPS ((int64_t)1 << 26)
 
-static bool foldable(const ir_comp *cp, const ir_inst *in) {
+enum { NO, YES, TOO_BIG };
+
+static int foldable(const ir_comp *cp, const ir_inst *in) {
   switch (in->op) {
   case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_IOTA: case IR_OP_TUPLE:
   case IR_OP_GET_TUPLE_ELEMENT: case IR_OP_FUSION: case IR_OP_ALL_REDUCE:
-    return false;
+    return NO;
   case IR_OP_BROADCAST:
-    if (in->nops != 1 || cp->insts.v[in->ops[0]].shape.rank == 0) return false;
+    if (in->nops != 1 || cp->insts.v[in->ops[0]].shape.rank == 0) return NO;
     break;
   default: break;
   }
-  if (in->dead || in->nops == 0 || !ir_shape_is_array(&in->shape)) return false;
-  int64_t n;
-  if (!ir_shape_elements(&in->shape, &n) || n > FOLD_MAX_ELEMS) return false;
+  if (in->dead || in->nops == 0 || !ir_shape_is_array(&in->shape)) return NO;
   for (int k = 0; k < in->nops; k++) {
     const ir_inst *o = &cp->insts.v[in->ops[k]];
-    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(&o->shape)) return false;
+    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(&o->shape)) return NO;
   }
-  return true;
+  int64_t n;
+  if (!ir_shape_elements(&in->shape, &n) || n > FOLD_MAX_ELEMS) return TOO_BIG;
+  return YES;
 }
 
 /* Evaluates instruction id of computation c; returns its value in the
@@ -93,7 +95,11 @@ bool pass_constfold(ir_module *m, pass_ctx *ctx) {
     bool any = false;
     for (ir_id i = 0; i < ir_comp_get(m, c)->insts.n; i++) {
       const ir_comp *cp = ir_comp_get(m, c);
-      if (!foldable(cp, &cp->insts.v[i])) continue;
+      int fo = foldable(cp, &cp->insts.v[i]);
+      if (fo == TOO_BIG)
+        pass_explain(ctx, PASS, cp->insts.v[i].name, "not folded: %lld elements (limit %d)",
+                     (long long)ir_shape_count(&cp->insts.v[i].shape), FOLD_MAX_ELEMS);
+      if (fo != YES) continue;
       char why[256] = "";
       ir_literal *l = evaluate(m, c, i, why, sizeof why);
       ir_inst *in = ir_inst_get(m, c, i);

@@ -40,6 +40,11 @@ done
 [ $? -eq 1 ] || fail "bad regex: wrong exit status"
 grep -q "invalid regular expression" "$W/err" || fail "bad regex message: $(cat "$W/err")"
 
+# An unwritable dump directory is an error naming it.
+"$TPUCC" opt "$G/dce.hlo" --dump-dir=/proc/tpucc-no-such-dir >/dev/null 2>"$W/err"
+[ $? -eq 1 ] || fail "unwritable dump dir: wrong exit status"
+grep -q "cannot create /proc/tpucc-no-such-dir" "$W/err" || fail "dump dir message: $(cat "$W/err")"
+
 # --time-passes: one line per pass and a total.
 "$TPUCC" opt "$G/fusion_loop.hlo" --time-passes >/dev/null 2>"$W/t"
 for p in simplify constfold cse fusion layout total; do
