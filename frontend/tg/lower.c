@@ -28,6 +28,7 @@ struct tg_glob {
   int64_t total;         /* instructions made so far */
   bool too_big;          /* the instruction limit was reported */
   bool limit_hit;        /* a nesting limit was reported */
+  bool final;            /* lowering the entry again: checks already reported */
 };
 
 enum { MAX_CALL_DEPTH = 64 }; /* graphs being checked inside each other */
@@ -231,7 +232,7 @@ static bool type_shape(const tg_node *t, ir_shape *out) {
 }
 
 static void bind(lctx *L, const char *name, src_loc loc, tv v) {
-  binding b = {name, loc, v};
+  binding b = {name, loc, v, false, false};
   VEC_PUSH(L->m->arena, L->binds, b);
   strmap_put(L->env, name, strlen(name), L->binds.n - 1);
 }
@@ -244,7 +245,11 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
   strmap *saved_env = L->env;
   int saved_n = L->binds.n;
   L->env = strmap_create(L->m->arena);
-  for (int i = 0; i < g->params.n; i++) bind(L, g->params.v[i].name, g->params.v[i].loc, args[i]);
+  for (int i = 0; i < g->params.n; i++) {
+    bind(L, g->params.v[i].name, g->params.v[i].loc, args[i]);
+    L->binds.v[L->binds.n - 1].is_param = true;
+  }
+  int errors0 = L->errors;
   tv result = tv_err();
   bool returned = false, failed = false;
   for (int s = 0; s < g->body.n; s++) {
@@ -324,6 +329,13 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
     }
   }
   if (!returned && !failed) lerr(L, g->end_loc, "graph '%s' ends without a 'return'", g->name);
+  /* a clean body warns about values computed for nothing ("_x" is exempt) */
+  if (!L->quiet && !L->g->final && L->errors == errors0)
+    for (int i = saved_n; i < L->binds.n; i++) {
+      const binding *b = &L->binds.v[i];
+      if (!b->used && !b->is_param && b->name[0] != '_')
+        diag_report(L->p->d, DIAG_WARNING, b->loc, "'%s' is never used", b->name);
+    }
   L->env = saved_env;
   L->binds.n = saved_n;
   if (!returned || failed) return tv_err();
@@ -552,6 +564,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   m->source_file = arena_strdup(m->arena, p->file);
   lctx L;
   G.total = 0; /* the entry alone is bounded by TG_MAX_INSTS */
+  G.final = true;
   G.stack.n = 0;
   VEC_PUSH(p->a, G.stack, ei);
   G.state[ei] = GS_CHECKING;

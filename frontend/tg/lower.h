@@ -34,6 +34,7 @@ typedef struct binding {
   const char *name;
   src_loc loc;       /* where it was bound */
   tv v;
+  bool used, is_param;
 } binding;
 
 typedef struct lctx {

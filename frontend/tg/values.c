@@ -721,6 +721,7 @@ tv lower_expr(lctx *L, const tg_node *n) {
   case TG_NAME: {
     int32_t i = strmap_get(L->env, n->name, strlen(n->name));
     if (i >= 0) {
+      L->binds.v[i].used = true;
       r = L->binds.v[i].v;
       break;
     }
