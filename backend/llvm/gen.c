@@ -156,10 +156,103 @@ static LLVMValueRef acc_new(emitter *e, LLVMTypeRef t, LLVMValueRef init) {
 
 /* ---- reductions ------------------------------------------------------- */
 
+/* The reducer's op when it is op(param0, param1) of an associative kind
+ * (add, multiply, max, min) and reassociating it is allowed: always for
+ * integers (wrapping arithmetic is associative), for floats only under
+ * NATIVE numerics. Else IR_OP__COUNT. */
+static ir_op assoc_reducer(emitter *e, const ir_inst *in, ir_type t) {
+  if (in->nops != 2 || in->ncalls != 1 || t == IR_PRED) return IR_OP__COUNT;
+  if (ir_type_is_float(t) && e->opt.numerics != CPU_NUMERICS_NATIVE) return IR_OP__COUNT;
+  const ir_comp *c = &e->m->comps.v[in->calls[0]];
+  if (c->nparams != 2 || c->root < 0) return IR_OP__COUNT;
+  const ir_inst *r = &c->insts.v[c->root];
+  if (r->op != IR_OP_ADD && r->op != IR_OP_MULTIPLY && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM)
+    return IR_OP__COUNT;
+  if (r->nops != 2 || r->shape.type != t) return IR_OP__COUNT;
+  bool p01 = r->ops[0] == c->params[0] && r->ops[1] == c->params[1];
+  bool p10 = r->ops[0] == c->params[1] && r->ops[1] == c->params[0];
+  return p01 || p10 ? r->op : IR_OP__COUNT;
+}
+
+/* The identity of an associative op in compute type. */
+static LLVMValueRef op_identity(emitter *e, ir_op op, ir_type t) {
+  LLVMTypeRef ty = llvm_ctype(e, t);
+  if (ir_type_is_float(t)) {
+    double v = op == IR_OP_ADD ? -0.0 : op == IR_OP_MULTIPLY ? 1.0 : op == IR_OP_MAXIMUM ? -1.0 / 0.0 : 1.0 / 0.0;
+    return LLVMConstReal(ty, v);
+  }
+  int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+  int64_t v = op == IR_OP_ADD ? 0 : op == IR_OP_MULTIPLY ? 1 : op == IR_OP_MAXIMUM ? lo : hi;
+  return LLVMConstInt(ty, (unsigned long long)v, 1);
+}
+
+enum { RED_LANES = 8 };
+
+/* A single-input reduce whose innermost input dim is reduced, with an
+ * associative reducer: the innermost loop keeps RED_LANES partial
+ * accumulators (unrolled, so the SLP vectoriser turns them into one vector
+ * chain), combined at the end. */
+static bool gen_reduce_lanes(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
+  const ir_inst *in = llvm_inst(s, id);
+  const ir_shape *is = op_shape(s, in, 0);
+  ir_type t = is->type;
+  int last = is->rank - 1;
+  bool red[IR_MAX_RANK] = {0};
+  for (int i = 0; i < in->a.dimensions.n; i++) red[in->a.dimensions.v[i]] = true;
+  ir_op op = assoc_reducer(e, in, t);
+  if (op == IR_OP__COUNT || last < 0 || !red[last] || is->dims[last] < 2 * RED_LANES) return false;
+  LLVMTypeRef ct = llvm_ctype(e, t);
+  idx sc;
+  llvm_idx_scalar(e, &sc);
+  LLVMValueRef lane[RED_LANES];
+  lane[0] = acc_new(e, ct, llvm_gen(e, s, in->ops[1], 0, &sc));
+  for (int u = 1; u < RED_LANES; u++) lane[u] = acc_new(e, ct, op_identity(e, op, t));
+  llvm_idx_multi(e, ix);
+  loop lp[IR_MAX_RANK], lj, lr;
+  int nl = 0;
+  LLVMValueRef base[IR_MAX_RANK];
+  for (int d = 0, k = 0; d < last; d++) {
+    if (red[d]) base[d] = llvm_loop_begin(e, &lp[nl++], i64c(e, 0), i64c(e, is->dims[d]));
+    else base[d] = ix->v[k++];
+  }
+  int64_t L = is->dims[last], nfull = L / RED_LANES;
+  LLVMValueRef jj = llvm_loop_begin(e, &lj, i64c(e, 0), i64c(e, nfull));
+  LLVMValueRef j0 = LLVMBuildMul(e->b, jj, i64c(e, RED_LANES), "");
+  for (int u = 0; u < RED_LANES; u++) {
+    idx x;
+    idx_init(&x, is);
+    x.have_multi = true;
+    for (int d = 0; d < last; d++) x.v[d] = base[d];
+    x.v[last] = LLVMBuildAdd(e->b, j0, i64c(e, u), "");
+    LLVMValueRef v = llvm_gen(e, s, in->ops[0], 0, &x);
+    LLVMValueRef cur = LLVMBuildLoad2(e->b, ct, lane[u], "");
+    LLVMBuildStore(e->b, llvm_binary(e, op, t, cur, v), lane[u]);
+  }
+  llvm_loop_end(e, &lj);
+  LLVMValueRef j = llvm_loop_begin(e, &lr, i64c(e, nfull * RED_LANES), i64c(e, L));
+  {
+    idx x;
+    idx_init(&x, is);
+    x.have_multi = true;
+    for (int d = 0; d < last; d++) x.v[d] = base[d];
+    x.v[last] = j;
+    LLVMValueRef v = llvm_gen(e, s, in->ops[0], 0, &x);
+    LLVMValueRef cur = LLVMBuildLoad2(e->b, ct, lane[0], "");
+    LLVMBuildStore(e->b, llvm_binary(e, op, t, cur, v), lane[0]);
+  }
+  llvm_loop_end(e, &lr);
+  while (nl > 0) llvm_loop_end(e, &lp[--nl]);
+  LLVMValueRef r = LLVMBuildLoad2(e->b, ct, lane[0], "");
+  for (int u = 1; u < RED_LANES; u++) r = llvm_binary(e, op, t, r, LLVMBuildLoad2(e->b, ct, lane[u], ""));
+  out[0] = r;
+  return true;
+}
+
 static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
   const ir_inst *in = llvm_inst(s, id);
   int n = in->nops / 2;
   const ir_shape *is = op_shape(s, in, 0);
+  if (n == 1 && gen_reduce_lanes(e, s, id, ix, out)) return;
   LLVMValueRef acc[IR_MAX_RANK * 2], args[IR_MAX_RANK * 4], res[IR_MAX_RANK * 2];
   idx sc;
   llvm_idx_scalar(e, &sc);

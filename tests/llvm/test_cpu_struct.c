@@ -121,6 +121,20 @@ static void reductions(void **state) {
         snprintf(what, sizeof what, "reduce %s %s sel%d", ir_op_name(rops[ri]), ir_type_name(t), dsel);
         assert_true(run(&m, tm_call(&m, IR_OP_REDUCE, ps, 2, &a, red), CPU_NUMERICS_STRICT, 2, 0, what));
       }
+  /* NATIVE numerics reassociate float add/max/min/multiply reductions over
+   * the innermost dim (8 partial accumulators): close, not exact. */
+  for (size_t ri = 0; ri < 3; ri++)
+    for (int dsel = 0; dsel < 2; dsel++) {
+      tmod m = tm_new("reduce_native");
+      ir_comp_id red = tm_binary_comp(&m, rops[ri], IR_F32);
+      ir_id ps[2] = {tm_param(&m, 0, IR_F32, 3, D(5, 7, 333)), tm_param(&m, 1, IR_F32, 0, NULL)};
+      ir_attrs a;
+      memset(&a, 0, sizeof a);
+      a.dimensions = dsel ? INTS(m, 0, 2) : INTS(m, 2);
+      char what[64];
+      snprintf(what, sizeof what, "native reduce %s sel%d", ir_op_name(rops[ri]), dsel);
+      assert_true(run(&m, tm_call(&m, IR_OP_REDUCE, ps, 2, &a, red), CPU_NUMERICS_NATIVE, 2, 1e-4, what));
+    }
 }
 
 /* argmax over dim 1: reduce((values, indices), (-inf, 0)) with a
