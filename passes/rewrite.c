@@ -24,7 +24,14 @@ bool pr_sweep(ir_module *m, ir_comp_id c) {
   bool any_dead = removed;
   for (int i = 0; i < n && !any_dead; i++) any_dead = cp->insts.v[i].dead;
   if (any_dead) ir_comp_compact(m, c);
-  if (!ir_comp_topo_sort(m, c)) base_die("pass produced a cycle in computation %s", cp->name);
+  /* ir_comp_topo_sort copies the instruction array: only when needed */
+  cp = ir_comp_get(m, c);
+  bool ordered = true;
+  for (int i = 0; i < cp->insts.n && ordered; i++)
+    for (int k = 0; k < cp->insts.v[i].nops; k++)
+      if (cp->insts.v[i].ops[k] >= i) ordered = false;
+  if (!ordered && !ir_comp_topo_sort(m, c))
+    base_die("pass produced a cycle in computation %s", cp->name);
   return removed;
 }
 
