@@ -239,6 +239,60 @@ TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buff
                                                size_t nparams, tpurt_buffer_t **out_results,
                                                size_t nresults, tpurt_stats_t *out_stats);
 
+/* ---- per-op profiles ----------------------------------------------------
+ * Programs compiled by tpucc carry an op table (the .tpub OPS section):
+ * which HLO instruction or fusion of the optimised module each instruction
+ * serves, with its source location. A program without one (assembled by
+ * hand) has one op, "(program)". docs/profiling.md documents every field
+ * and how it is computed. */
+typedef struct tpurt_op_info {
+  const char *name; /* "fusion.3", "(parameters)", ...; owned by the program */
+  const char *kind; /* HLO opcode ("fusion", "dot"), may be "" */
+  const char *file; /* source file, may be "" */
+  uint32_t line, col; /* 0 when unknown */
+  uint64_t flops;     /* useful FLOPs the compiler counted (2 x dot MACs) */
+} tpurt_op_info_t;
+
+/* At least 1. */
+TPURT_API size_t tpurt_program_op_count(const tpurt_program_t *prog);
+TPURT_API tpurt_status_t tpurt_program_op_info(const tpurt_program_t *prog, size_t i,
+                                               tpurt_op_info_t *out_info);
+
+/* What one op cost in a run. Stalls are attributed to the op of the
+ * instruction that stalled; sums over ops equal the run's totals. */
+typedef struct tpurt_op_stats {
+  uint64_t instructions;          /* executed instructions of the op */
+  uint64_t first_cycle, end_cycle; /* first start .. last completion on any unit */
+  uint64_t exclusive_cycles;      /* cycles by which it moved the run's end; sums to cycles */
+  uint64_t unit_busy[TPURT_MAX_UNITS]; /* issue-slot cycles per unit (sum of occ) */
+  uint64_t stall_weight_load, stall_dma, stall_dependency;
+  uint64_t stall_sync, stall_hbm, stall_queue_full;
+  uint64_t mxu_busy_cycles, mxu_macs, mxu_weight_loads;
+  uint64_t vpu_instructions, vpu_element_ops; /* element ops: 1024 per ALU instruction */
+  uint64_t hbm_read_bytes, hbm_write_bytes, hbm_busy_cycles, dma_transfers;
+} tpurt_op_stats_t;
+
+typedef struct tpurt_profile_options {
+  /* When set: a Chrome trace-event JSON file (Perfetto, chrome://tracing):
+   * one track per unit, spans named after the op they serve (with their
+   * source line), HBM bandwidth as a counter. Overrides the device's
+   * trace_path for this run. */
+  const char *trace_path;
+  /* Nonzero: also one nested span per instruction inside its op's span
+   * (large for big runs). */
+  int trace_instructions;
+} tpurt_profile_options_t;
+
+TPURT_API void tpurt_profile_options_init(tpurt_profile_options_t *opts);
+
+/* tpurt_program_execute, plus per-op statistics into out_ops (an array of
+ * tpurt_program_op_count(prog) entries, may be NULL) and the trace of
+ * opts (may be NULL). On a fault out_ops holds the counts up to it. */
+TPURT_API tpurt_status_t tpurt_program_execute_profile(
+    tpurt_program_t *prog, tpurt_buffer_t *const *params, size_t nparams,
+    tpurt_buffer_t **out_results, size_t nresults, tpurt_stats_t *out_stats,
+    const tpurt_profile_options_t *opts, tpurt_op_stats_t *out_ops);
+
 /* The program's text form (assembler syntax), NUL-terminated, allocated
  * with the device allocator; free it with tpurt_free. */
 TPURT_API tpurt_status_t tpurt_program_disassemble(tpurt_program_t *prog, char **out_text);

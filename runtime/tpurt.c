@@ -11,6 +11,7 @@
 #include "isa.h"
 #include "target.h"
 #include "tpub.h"
+#include "profile.h"
 
 _Static_assert(TPURT_MAX_UNITS == ISA_UNIT_COUNT, "unit numbering");
 _Static_assert(TPURT_MAX_RANK == TPUB_MAX_RANK, "rank limit");
@@ -480,9 +481,15 @@ static void copy_stats(const emu_stats *e, const tgt_target *t, tpurt_stats_t *o
   }
 }
 
-tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
-                                     size_t nparams, tpurt_buffer_t **results, size_t nresults,
-                                     tpurt_stats_t *out_stats) {
+static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uint8_t *hbm, int rc,
+                                 const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
+                                 size_t nresults, tpurt_stats_t *out_stats);
+
+/* One execution; with profile options (popts non-NULL) the run is profiled
+ * per op into out_ops (runtime/prof/profile.c). */
+static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params, size_t nparams,
+                              tpurt_buffer_t **results, size_t nresults, tpurt_stats_t *out_stats,
+                              const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
   if (!p) return TPURT_INVALID_ARGUMENT;
   tpurt_device_t *dev = p->dev;
   const tpub_image *img = p->img;
@@ -524,6 +531,40 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *
   emu_stats es;
   emu_fault ef;
   trace_out tr = {NULL, 0};
+  prof *pf = NULL;
+  if (popts) {
+    const char *tp = popts->trace_path ? popts->trace_path : dev->trace_path;
+    FILE *tf = NULL;
+    if (tp && !(tf = fopen(tp, "w"))) {
+      rt_free(&dev->alloc, hbm);
+      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace", tp);
+    }
+    size_t nops = img->nops ? img->nops : 1;
+    tpurt_op_stats_t *ops = out_ops;
+    if (!ops) ops = rt_calloc(&dev->alloc, nops, sizeof *ops);
+    if (ops) pf = prof_create(&dev->alloc, img, &dev->target, ops, tf, popts->trace_instructions);
+    if (!pf) {
+      if (ops != out_ops) rt_free(&dev->alloc, ops);
+      if (tf) fclose(tf);
+      rt_free(&dev->alloc, hbm);
+      return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory for the profile");
+    }
+    prof_attach(pf, dev->emu);
+    int rc = emu_run(dev->emu, img, hbm, dev->cycle_limit, &es, &ef);
+    emu_set_trace(dev->emu, NULL, NULL);
+    int prc = prof_finish(pf, &es);
+    prof_destroy(pf);
+    if (ops != out_ops) rt_free(&dev->alloc, ops);
+    if (tf) {
+      int bad = ferror(tf);
+      if (fclose(tf) || bad || prc) {
+        rt_free(&dev->alloc, hbm);
+        return fail(dev, prc ? TPURT_OUT_OF_MEMORY : TPURT_IO_ERROR, "%s: error writing the trace",
+                    tp);
+      }
+    }
+    return finish_run(dev, img, hbm, rc, &es, &ef, results, nresults, out_stats);
+  }
   if (dev->trace_path) {
     tr.f = trace_open(dev);
     if (!tr.f) {
@@ -542,7 +583,15 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *
       return fail(dev, TPURT_IO_ERROR, "%s: error writing the trace", dev->trace_path);
     }
   }
-  if (out_stats) copy_stats(&es, &dev->target, out_stats);
+  return finish_run(dev, img, hbm, rc, &es, &ef, results, nresults, out_stats);
+}
+
+/* Results and status of a run; frees hbm. */
+static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uint8_t *hbm, int rc,
+                                 const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
+                                 size_t nresults, tpurt_stats_t *out_stats) {
+  emu_fault ef = *fp;
+  if (out_stats) copy_stats(es, &dev->target, out_stats);
   if (rc) {
     rt_free(&dev->alloc, hbm);
     char text[160] = "";
@@ -568,4 +617,48 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *
     }
   }
   return st;
+}
+
+tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                     size_t nparams, tpurt_buffer_t **results, size_t nresults,
+                                     tpurt_stats_t *out_stats) {
+  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
+}
+
+/* ---- per-op profiles (helper R; runtime/prof/profile.c) ------------------ */
+
+void tpurt_profile_options_init(tpurt_profile_options_t *o) {
+  if (o) memset(o, 0, sizeof *o);
+}
+
+tpurt_status_t tpurt_program_execute_profile(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                             size_t nparams, tpurt_buffer_t **results,
+                                             size_t nresults, tpurt_stats_t *out_stats,
+                                             const tpurt_profile_options_t *opts,
+                                             tpurt_op_stats_t *out_ops) {
+  tpurt_profile_options_t def;
+  tpurt_profile_options_init(&def);
+  return execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
+}
+
+size_t tpurt_program_op_count(const tpurt_program_t *p) {
+  return p && p->img->nops ? p->img->nops : 1;
+}
+
+tpurt_status_t tpurt_program_op_info(const tpurt_program_t *p, size_t i, tpurt_op_info_t *o) {
+  if (!p || !o || i >= tpurt_program_op_count(p)) return TPURT_INVALID_ARGUMENT;
+  memset(o, 0, sizeof *o);
+  if (!p->img->nops) {
+    o->name = "(program)";
+    o->kind = o->file = "";
+    return TPURT_OK;
+  }
+  const tpub_op *op = &p->img->ops[i];
+  o->name = op->name;
+  o->kind = op->kind;
+  o->file = op->file;
+  o->line = op->line;
+  o->col = op->col;
+  o->flops = op->flops;
+  return TPURT_OK;
 }

@@ -175,6 +175,8 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   cpool pool = {0};
   b.pool = &pool;
   const ir_comp *entry = &m->comps.v[m->entry];
+  b.attr_comp = entry;
+  tb_set_op(&b, "(parameters)", "", (src_loc){0});
   lctx x = {0};
   x.b = &b;
   x.m = m;
@@ -261,6 +263,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   tpub_tensor *rt = arena_array(a, (size_t)rs.n + 1, sizeof *rt);
   b.opname = "result";
   b.loc = entry->insts.v[entry->root].loc;
+  tb_set_op(&b, "(results)", "", b.loc);
   for (int k = 0; k < rs.n && !b.failed; k++) {
     const ir_shape *s = &rs.v[k];
     tval *v = rv.v[k];
@@ -362,6 +365,9 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   img->ncode = (uint32_t)b.code.n;
   img->code = rt_alloc(&img->alloc, (size_t)b.code.n * 8);
   memcpy(img->code, b.code.v, (size_t)b.code.n * 8);
+  b.ops.v[b.cur_op].flops += b.flops - b.op_flops0;
+  if (tpub_set_ops(img, b.ops.v, (uint32_t)b.ops.n, b.code_op.v, err, sizeof err))
+    base_die("tpu: op table: %s", err);
   img->nconsts = (uint32_t)pool.v.n;
   img->consts = rt_calloc(&img->alloc, (size_t)pool.v.n + 1, sizeof *img->consts);
   for (int k = 0; k < pool.v.n; k++) {

@@ -9,10 +9,11 @@
  * emitting an access, makes the unit wait for every other unit whose
  * unsynchronised work conflicts:
  *   - producer vector/MXU:  signal U, sem0, 1 ; wait V, sem0, 1 (a fence);
- *   - producer DMA queue 0: every DMA signals sem1 when it completes; the
- *     consumer waits for all outstanding DMA tokens (completion is in issue
- *     order on one queue), or, when another unit already took the tokens,
- *     fences that unit.
+ *   - producer DMA queue 0: every DMA signals one of sem1..sem31 (picked
+ *     from its VMEM address) when it completes; the consumer waits for the
+ *     needed DMA's token (completion is in issue order on one queue, so
+ *     that covers every earlier DMA), or, when another unit already took
+ *     it, for a later token of that semaphore, or fences that unit.
  * Waiting is transitive (a fence of U covers what U had waited for). Only
  * DMA queue 0 touches HBM, so HBM needs no semaphores. */
 #include "backend/tpu/tb.h"
@@ -59,6 +60,17 @@ static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t im
   }
   isa_inst in = {(uint8_t)op, (uint8_t)a, (uint8_t)b_, (uint8_t)c, (uint8_t)d, (uint8_t)x, imm};
   VEC_PUSH(b->a, b->code, isa_encode(&in));
+  if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
+  VEC_PUSH(b->a, b->code_op, b->cur_op);
+}
+
+void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {
+  if (b->ops.n > 0) b->ops.v[b->cur_op].flops += b->flops - b->op_flops0;
+  b->op_flops0 = b->flops;
+  tpub_op o = {(char *)name, (char *)kind, (char *)(loc.file ? loc.file : ""),
+               (uint32_t)(loc.line > 0 ? loc.line : 0), (uint32_t)(loc.col > 0 ? loc.col : 0), 0};
+  VEC_PUSH(b->a, b->ops, o);
+  b->cur_op = (uint32_t)(b->ops.n - 1);
 }
 
 void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
@@ -108,17 +120,33 @@ static void sync_to(tb *b, int u, int v, uint64_t need) {
     fence(b, u, v);
     return;
   }
-  /* DMA: tokens not yet taken cover DMAs dma_consumed+1 .. dma_issued. */
-  if (need > b->dma_consumed) {
-    /* DMA sequence numbers count DMAs, and tokens arrive in issue order. */
-    uint64_t n = need - b->dma_consumed;
-    while (n > 0) {
-      uint32_t k = n > 60000 ? 60000 : (uint32_t)n;
-      put(b, OP_WAIT, TB_SEM_DMA, 0, 0, 0, v, (int32_t)k);
-      n -= k;
+  /* DMA n signalled semaphore dsem[n] as its ord[n]-th token there.
+   * Completion is in issue order on the one queue, so a wait for DMA n's
+   * token also covers every earlier DMA. */
+  int s = b->dma_sem.v[need - 1];
+  uint32_t ord = b->dma_ord.v[need - 1];
+  if (ord > b->sem_consumed[s]) {
+    put(b, OP_WAIT, s, 0, 0, 0, v, (int32_t)(ord - b->sem_consumed[s]));
+    b->sem_consumed[s] = ord;
+    if (need > b->u[v].synced[u]) b->u[v].synced[u] = need;
+    return;
+  }
+  /* Its token was taken: the earliest later DMA whose token is still
+   * free, on any semaphore (taking the tokens before it there too). */
+  uint64_t best = 0;
+  for (uint64_t m = need; m < (uint64_t)b->dma_sem.n; m++) {
+    int sm = b->dma_sem.v[m];
+    if (b->dma_ord.v[m] > b->sem_consumed[sm]) {
+      best = m + 1;
+      break;
     }
-    b->dma_consumed = need;
-    b->u[v].synced[u] = need;
+  }
+  if (best) {
+    int sm = b->dma_sem.v[best - 1];
+    uint32_t o = b->dma_ord.v[best - 1];
+    put(b, OP_WAIT, sm, 0, 0, 0, v, (int32_t)(o - b->sem_consumed[sm]));
+    b->sem_consumed[sm] = o;
+    if (best > b->u[v].synced[u]) b->u[v].synced[u] = best;
     return;
   }
   /* Someone else took the tokens: fence a unit that covered `need`. */
@@ -152,7 +180,9 @@ static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
   }
   tb_unit *V = &b->u[v];
   V->seq++;
-  if (V->n > 0) { /* merge with the previous access when it touches it */
+  /* Merge with the previous access when it touches it; never for DMAs,
+   * whose completions are waited for one by one. */
+  if (V->n > 0 && v != TB_DMA_UNIT) {
     tb_access *p = &V->ring[(V->head - 1 + TB_RING) % TB_RING];
     if (p->write == write && p->lo <= hi && lo <= p->hi) {
       if (lo < p->lo) p->lo = lo;
@@ -224,10 +254,26 @@ void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc
   access(b, TB_DMA_UNIT, (uint64_t)lo, (uint64_t)hi, load);
   uint32_t da = desc_addr(b, desc);
   int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);
-  put(b, load ? OP_DMALD : OP_DMAST, rv, rh, rd, TB_SEM_DMA, 0, 0);
-  b->dma_issued++;
+  /* The completion semaphore is picked from the VMEM address, so that
+   * consumers of different buffers take tokens of different semaphores. */
+  int sem = TB_SEM_DMA + (int)((b->token_dma ? (uint64_t)b->dma_sem.n : vaddr / 4096) %
+                               (uint64_t)(TGT_SEMS - TB_SEM_DMA));
+  put(b, load ? OP_DMALD : OP_DMAST, rv, rh, rd, sem, 0, 0);
+  b->sem_issued[sem]++;
+  VEC_PUSH(b->a, b->dma_sem, (uint8_t)sem);
+  VEC_PUSH(b->a, b->dma_ord, b->sem_issued[sem]);
   /* Keep pending tokens far below the semaphore limit. */
-  if (b->dma_issued - b->dma_consumed > 30000) sync_to(b, TB_DMA_UNIT, ISA_UNIT_VECTOR, b->u[TB_DMA_UNIT].seq);
+  if (b->sem_issued[sem] - b->sem_consumed[sem] > 30000)
+    sync_to(b, TB_DMA_UNIT, ISA_UNIT_VECTOR, b->u[TB_DMA_UNIT].seq);
+}
+
+void tb_dma_token(tb *b) {
+  /* 4 bytes from HBM 0 into the last VMEM granule, which nothing else
+   * uses: its completion token covers every DMA issued before it. */
+  int64_t d[10] = {4, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  b->token_dma = true;
+  tb_dma(b, true, b->t.vmem_bytes - TB_GRANULE, 0, d);
+  b->token_dma = false;
 }
 
 void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span) {

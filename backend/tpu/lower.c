@@ -342,6 +342,7 @@ void lower_inst(lctx *x, ir_id i) {
   tb *b = x->b;
   b->loc = in->loc;
   b->opname = ir_op_name(in->op);
+  if (x->comp == b->attr_comp) tb_set_op(b, in->name, ir_op_name(in->op), in->loc);
   if (in->shape.type != IR_TUPLE && tk_itype(in->shape.type) == IR_TYPE_INVALID) {
     tb_error(b, ST_UNSUPPORTED, "element type %s is not supported", ir_type_name(in->shape.type));
     return;

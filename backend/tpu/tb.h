@@ -16,7 +16,7 @@ enum {
   TB_GRANULE = 512,      /* alignment of every buffer (the race checker's unit) */
   TB_RING = 256,         /* recent VMEM accesses remembered per unit */
   TB_SEM_FENCE = 0,      /* signal U / wait V pairs */
-  TB_SEM_DMA = 1,        /* every DMA signals it on completion */
+  TB_SEM_DMA = 1,        /* DMAs signal TB_SEM_DMA..31 on completion */
   TB_DMA_UNIT = ISA_UNIT_DMA0,
   TB_SREG_FIRST = 1, TB_SREG_LAST = 31,
 };
@@ -55,7 +55,10 @@ typedef struct tb {
   bool sreg_ok[32];
   uint64_t sreg_tick[32], tick;
   tb_unit u[ISA_UNIT_COUNT];
-  uint64_t dma_issued, dma_consumed;
+  VEC(uint8_t) dma_sem;    /* per DMA (seq - 1): its completion semaphore */
+  VEC(uint32_t) dma_ord;   /* per DMA: its token's number on that semaphore */
+  uint32_t sem_issued[TGT_SEMS], sem_consumed[TGT_SEMS];
+  bool token_dma;          /* tb_dma_token in progress */
   /* HBM: first-fit over free blocks below hbm_top. */
   VEC(tb_hbm_block) hfree;
   uint64_t hbm_top, hbm_peak, hbm_limit;
@@ -64,6 +67,14 @@ typedef struct tb {
   int max_passes;
   int next_mxu;
   void *pool;           /* compile.c's constant pool */
+  /* Per-op attribution (the .tpub OPS section, helper R): the ops seen so
+   * far, the op of every code word, the current op and the FLOPs counter
+   * when it became current. */
+  VEC(tpub_op) ops;
+  VEC(uint32_t) code_op;
+  uint32_t cur_op;
+  uint64_t op_flops0;
+  const ir_comp *attr_comp; /* instructions of this computation start ops */
 } tb;
 
 /* Records a located error ("tpu: ...") and marks the build failed. */
@@ -83,12 +94,19 @@ void tb_valu(tb *b, isa_op op, int d, int a, int c);  /* VVV/VV/VI forms */
  * vmem strides (bytes). */
 void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
 /* MXU instructions. */
+/* A 4-byte DMA whose completion token covers every earlier DMA: gives a
+ * second consumer of a DMA's data a token of its own. */
+void tb_dma_token(tb *b);
 void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span);
 void tb_mswap(tb *b, int mxu);
 void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row,
               int rows);
 void tb_mpopm(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row, int rows);
 void tb_halt(tb *b);
+/* Makes every instruction emitted from now on serve a new op (an HLO
+ * instruction or fusion of the entry, or a pseudo-op like "(results)");
+ * strings must outlive the builder. */
+void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc);
 
 /* ---- memory ------------------------------------------------------------ */
 uint64_t tb_hbm_alloc(tb *b, uint64_t bytes);

@@ -2,6 +2,8 @@
  * the verification contract: tpub.h. */
 #include "tpub.h"
 
+#include "tpub_ops.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 
 static const uint8_t magic[8] = {'T', 'P', 'U', 'B', '\r', '\n', 0x1a, '\n'};
 
-enum { SEC_TARGET = 1, SEC_SIGNATURE, SEC_CODE, SEC_CONST, SEC_SMEM, SEC_END };
+enum { SEC_TARGET = 1, SEC_SIGNATURE, SEC_CODE, SEC_CONST, SEC_SMEM, SEC_OPS, SEC_END };
 enum { HEADER_BYTES = 64, SECTION_BYTES = 24, MAX_SECTIONS = 16 };
 
 static const struct {
@@ -86,6 +88,7 @@ void tpub_free(tpub_image *img) {
   rt_free(&a, img->code);
   rt_free(&a, img->smem);
   rt_free(&a, img->target);
+  tpub_clear_ops(img);
   rt_free(&a, img);
 }
 
@@ -203,6 +206,7 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image 
   const uint8_t *b = bytes;
   int rc = 0;
   tpub_image *img = NULL;
+  uint32_t *op_runs = NULL, op_nruns = 0; /* OPS section, checked after CODE */
   *out = NULL;
   if (!b || size < HEADER_BYTES) BAD("file is too short for a .tpub header (%zu bytes)", size);
   if (memcmp(b, magic, 8)) BAD("not a .tpub file (bad magic)");
@@ -357,12 +361,30 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image 
         img->smem[i] = (uint32_t)rd(p + 4 * (uint64_t)i, 4);
       img->nsmem = count;
       break;
+    case SEC_OPS: {
+      int orc = tpub_ops_parse(img, p, len, count, &op_runs, &op_nruns, err, errlen);
+      if (orc == -2) OOM();
+      if (orc) {
+        rc = -1;
+        goto out;
+      }
+      break;
+    }
     }
   }
   if (!seen[SEC_TARGET]) BAD("missing target section");
   if (!seen[SEC_SIGNATURE]) BAD("missing signature section");
   if (!seen[SEC_CODE]) BAD("missing code section");
+  if (op_runs) {
+    int orc = tpub_ops_expand(img, op_runs, op_nruns, err, errlen);
+    if (orc == -2) OOM();
+    if (orc) {
+      rc = -1;
+      goto out;
+    }
+  }
 out:
+  rt_free(a, op_runs);
   if (rc) {
     tpub_free(img);
     return rc;
@@ -382,7 +404,7 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
     fail(err, errlen, "target spec length %zu outside 1..1024", tlen);
     return -1;
   }
-  int nsec = 3 + (img->nconsts > 0) + (img->nsmem > 0);
+  int nsec = 3 + (img->nconsts > 0) + (img->nsmem > 0) + (img->nops > 0);
   uint64_t sig = 0;
   for (uint32_t i = 0; i < img->nparams + img->nresults; i++) {
     const tpub_tensor *t = i < img->nparams ? &img->params[i] : &img->results[i - img->nparams];
@@ -403,8 +425,11 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
   len[SEC_CODE] = (uint64_t)img->ncode * 8;
   len[SEC_CONST] = cst;
   len[SEC_SMEM] = (uint64_t)img->nsmem * 4;
+  len[SEC_OPS] = tpub_ops_bytes(img);
   for (int k = SEC_TARGET; k < SEC_END; k++) {
-    if ((k == SEC_CONST && !img->nconsts) || (k == SEC_SMEM && !img->nsmem)) continue;
+    if ((k == SEC_CONST && !img->nconsts) || (k == SEC_SMEM && !img->nsmem) ||
+        (k == SEC_OPS && !img->nops))
+      continue;
     off[k] = pos;
     pos = pad8(pos + len[k]);
   }
@@ -425,12 +450,15 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
   wr(b + 32, img->hbm_bytes, 8);
   int s = 0;
   for (int k = SEC_TARGET; k < SEC_END; k++) {
-    if ((k == SEC_CONST && !img->nconsts) || (k == SEC_SMEM && !img->nsmem)) continue;
+    if ((k == SEC_CONST && !img->nconsts) || (k == SEC_SMEM && !img->nsmem) ||
+        (k == SEC_OPS && !img->nops))
+      continue;
     uint8_t *e = b + HEADER_BYTES + SECTION_BYTES * s++;
     uint32_t count = k == SEC_SIGNATURE ? img->nparams + img->nresults
                      : k == SEC_CODE    ? img->ncode
                      : k == SEC_CONST   ? img->nconsts
                      : k == SEC_SMEM    ? img->nsmem
+                     : k == SEC_OPS     ? img->nops
                                         : 0;
     wr(e, (uint64_t)k, 4);
     wr(e + 4, count, 4);
@@ -470,6 +498,7 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
     for (uint32_t i = 0; i < img->nsmem; i++)
       wr(p + 4 * (uint64_t)i, img->smem[i], 4);
   }
+  if (img->nops) tpub_ops_store(img, b + off[SEC_OPS]);
   wr(b + 24, tpub_crc32(b, (size_t)pos), 4);
   *out = b;
   *out_size = (size_t)pos;
@@ -520,6 +549,13 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err, size_t er
            pc);
       return -1;
     }
+  }
+  if (img->nops) {
+    for (uint32_t pc = 0; pc < img->ncode; pc++)
+      if (!img->op_of_pc || img->op_of_pc[pc] >= img->nops) {
+        fail(err, errlen, "code word %u: op index out of range (%u ops)", pc, img->nops);
+        return -1;
+      }
   }
   /* Every tensor and constant inside HBM, none overlapping another. */
   size_t n = (size_t)img->nparams + img->nresults + img->nconsts;

@@ -26,6 +26,16 @@
  *   4 CONST      count entries, each: u64 HBM offset, u64 size, data, zero
  *                padding to 8: written to HBM before each execution
  *   5 SMEM       count u32 words: SMEM's initial contents from address 0
+ *   6 OPS        optional per-op attribution (tpub_ops.c): count = ops;
+ *                u32 layout version (1), u32 runs; runs x {u32 first pc,
+ *                u32 op} (first pcs strictly increasing from 0, each run
+ *                lasting until the next, the last until the end of the
+ *                code); then count entries, each: u64 useful FLOPs (what
+ *                the compiler knows the op computes), u32 line, u32 column,
+ *                u16 name length (1..255), u16 kind length (0..63), u16
+ *                file length (0..1023), u16 0, the three strings
+ *                (printable), zero padding to 8. Loader-checked: every pc
+ *                maps to an op index < count.
  * TARGET, SIGNATURE and CODE are required.
  *
  * One CODE section, not one per unit: the scalar unit fetches a single
@@ -81,6 +91,18 @@ typedef struct tpub_tensor {
   uint64_t bytes; /* product of dims x element size */
 } tpub_tensor;
 
+/* One HLO instruction (or fusion) of the optimised module that code
+ * serves (the OPS section). Strings are owned by the image. */
+typedef struct tpub_op {
+  char *name;     /* instruction name ("fusion.3"), or "(parameters)" */
+  char *kind;     /* HLO opcode ("fusion", "dot"), may be "" */
+  char *file;     /* source file, may be "" */
+  uint32_t line, col;
+  uint64_t flops; /* useful FLOPs the compiler counted (2 x MACs of dots) */
+} tpub_op;
+
+#define TPUB_MAX_OPS (1u << 24)
+
 typedef struct tpub_const {
   uint64_t hbm_offset, size;
   uint8_t *data; /* owned by the image */
@@ -100,7 +122,20 @@ typedef struct tpub_image {
   tpub_const *consts;
   uint32_t nsmem; /* words */
   uint32_t *smem;
+  /* OPS section (optional): nops == 0 means absent; otherwise op_of_pc
+   * has ncode entries, each < nops. */
+  uint32_t nops;
+  tpub_op *ops;
+  uint32_t *op_of_pc;
 } tpub_image;
+
+/* Sets img's op table from arrays the caller keeps (copied, strings too):
+ * ops[nops], op_of_pc[img->ncode]. Returns 0, -1 when an index is out of
+ * range or a string too long (err says which), -2 on OOM. */
+int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint32_t *op_of_pc,
+                 char *err, size_t errlen);
+/* Frees img's op table (nops becomes 0). */
+void tpub_clear_ops(tpub_image *img);
 
 /* Creates an empty image (all counts 0, target "v3"). NULL on OOM. */
 tpub_image *tpub_new(const rt_allocator *a);
