@@ -11,7 +11,9 @@
  * accumulators (mpush for the first, mpusha after: ascending k, so the
  * sum is the evaluator's ascending-k f32 sum of exact bf16 products) and
  * the next weight tile loads into the shadow buffer while the current one
- * streams Mb rows. Padding: K and the A/B pads are zero-filled in VMEM;
+ * streams Mb rows. The A panel is held K-tile-major ([nK][Mb][Kt]) and
+ * loaded piece by piece, so the first pushes wait only for piece 0.
+ * Padding: K and the A/B pads are zero-filled in VMEM;
  * columns past N are computed on stale weights and never stored. */
 #include "backend/tpu/tb.h"
 
@@ -115,41 +117,59 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
       uint64_t as = aoff + (uint64_t)(blk & 1) * apanel;
       uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * 2);
-      if (Kp == K) {
-        int64_t d[10] = {rows * K * 2, 1, 1, 1, 0, 0, 0, 0, 0, 0};
-        tb_dma(b, true, as, asrc, d);
-      } else {
-        int64_t d[10] = {K * 2, rows, 1, 1, K * 2, 0, 0, Kp * 2, 0, 0};
-        tb_dma(b, true, as, asrc, d);
+      /* The A panel loads in K-tile column pieces, so the first pushes
+       * start when piece 0 and the first B panels are in; the other
+       * pieces follow behind them. */
+      for (int64_t k = 0; k < 1; k++) {
+        int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+        int64_t d[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
+        tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2), d);
+        for (int t = 1; t < nm; t++) tb_dma_token(b); /* one token per MXU */
       }
       int64_t p0 = panel; /* global index of panel j = 0 of this block */
-      int ahead = nm;
-      /* B panel loads run `ahead` panels in front of their use. */
-      for (int64_t j = 0; j < nN + ahead && !b->failed; j++) {
-        if (j < nN) {
-          int64_t n0 = j * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
-          uint64_t bs = boff + (uint64_t)((p0 + j) % nbs) * bpanel;
+      int ahead = nm, loaded = 0;
+      /* Panels go in groups of `mxus`, one per MXU, their instructions
+       * interleaved tile by tile so that no MXU queue fills while another
+       * MXU starves; B panels load `ahead` panels in front of their use. */
+      for (int64_t j0 = 0; j0 < nN && !b->failed; j0 += nm) {
+        int64_t gn = nN - j0 < nm ? nN - j0 : nm;
+        for (; loaded < nN && loaded < j0 + gn + ahead; loaded++) {
+          int64_t n0 = loaded * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+          uint64_t bs = boff + (uint64_t)((p0 + loaded) % nbs) * bpanel;
           int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
           tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)(n0 * 2), d);
+          if (loaded == (nN < nm ? nN : nm) - 1)
+            for (int64_t k = 1; k < nK; k++) { /* the rest of the A panel */
+              int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+              int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
+              tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2),
+                     da);
+              for (int t = 1; t < nm; t++) tb_dma_token(b);
+            }
         }
-        int64_t jj = j - ahead;
-        if (jj < 0) continue;
-        int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
-        int mx = (int)((p0 + jj) % nm);
-        uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
-        uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
-        tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
-        tb_mswap(b, mx);
-        for (int64_t k = 0; k < nK; k++) {
-          if (k + 1 < nK)
-            tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
-                   (uint64_t)(Kt * Nt * 2));
-          tb_mpush(b, mx, k > 0, as + (uint64_t)(k * Kt * 2), (uint32_t)(Kp * 2), 0, (int)rows);
-          if (k + 1 < nK) tb_mswap(b, mx);
+        for (int64_t k = 0; k < nK; k++)
+          for (int64_t jj = j0; jj < j0 + gn; jj++) {
+            int mx = (int)((p0 + jj) % nm);
+            uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
+            if (k == 0) {
+              tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+              tb_mswap(b, mx);
+            }
+            if (k + 1 < nK)
+              tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
+                     (uint64_t)(Kt * Nt * 2));
+            tb_mpush(b, mx, k > 0, as + (uint64_t)(k * Mb * Kt * 2), (uint32_t)(Kt * 2), 0,
+                     (int)rows);
+            if (k + 1 < nK) tb_mswap(b, mx);
+          }
+        for (int64_t jj = j0; jj < j0 + gn; jj++) {
+          int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+          int mx = (int)((p0 + jj) % nm);
+          uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
+          tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
+          int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+          tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
         }
-        tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
-        int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-        tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
       }
       panel += nN;
     }

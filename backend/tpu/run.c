@@ -246,6 +246,28 @@ base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
             (unsigned long long)s.instructions, (unsigned long long)info.instructions);
     fprintf(f, "  compile           %.3f s; emulation %.3f s host (%.3g cycles/s)\n",
             info.compile_seconds, host, host > 0 ? (double)s.cycles / host : 0);
+    fprintf(f, "  %-8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "instrs", "busy",
+            "st.dep", "st.sync", "st.dma", "st.weight", "st.hbm", "st.queue");
+    for (int u = 0; u < TPURT_MAX_UNITS; u++) {
+      const tpurt_unit_stats_t *us = &s.units[u];
+      if (!us->instructions) continue;
+      fprintf(f, "  %-8s %10llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
+              us->name ? us->name : "?", (unsigned long long)us->instructions,
+              (unsigned long long)us->busy_cycles, (unsigned long long)us->stall_dependency,
+              (unsigned long long)us->stall_sync, (unsigned long long)us->stall_dma,
+              (unsigned long long)us->stall_weight_load, (unsigned long long)us->stall_hbm,
+              (unsigned long long)us->stall_queue_full);
+    }
+    /* The TPU v1 paper's Table 3 (docs/profiling.md). */
+    tpurt_breakdown_t bd;
+    tpurt_stats_breakdown(&s, t.mxus, &bd);
+    double bt = bd.total ? 100.0 / (double)bd.total : 0;
+    fprintf(f, "  MXU cycle breakdown (%% of cycles x %d MXUs): array active %.1f%%, weight stall "
+               "%.1f%%, weight shift %.1f%%, non-matrix %.1f%%, dependency stall %.1f%%, "
+               "input/DMA stall %.1f%%\n",
+            t.mxus, bt * (double)bd.array_active, bt * (double)bd.weight_stall,
+            bt * (double)bd.weight_shift, bt * (double)bd.non_matrix,
+            bt * (double)bd.dependency_stall, bt * (double)bd.input_stall);
   }
   if (r->json_path) {
     FILE *j = fopen(r->json_path, "w");
