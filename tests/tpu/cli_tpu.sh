@@ -1,0 +1,58 @@
+#!/bin/sh
+# cli_tpu.sh TPUCC DIR: the TPU backend through the CLI: compile to .tpub
+# and assembly, run the .tpub, --stats / --stats-json keys, --precision,
+# --memory-report, override targets, and the located error of an
+# unsupported op. Exit 0 when every check passes.
+set -u
+TPUCC=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # check DESCRIPTION COMMAND...
+  d=$1
+  shift
+  if "$@" >"$T/out" 2>"$T/err"; then echo "PASS $d"; else
+    echo "FAIL $d"; cat "$T/out" "$T/err"; fail=1
+  fi
+}
+cat >"$T/mm.hlo" <<'H'
+HloModule mm
+ENTRY e {
+  %x = f32[33,130] parameter(0)
+  %y = f32[130,20] parameter(1)
+  ROOT %d = f32[33,20] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+H
+cat >"$T/sin.hlo" <<'H'
+HloModule s
+ENTRY e {
+  %x = f32[4] parameter(0)
+  ROOT %s = f32[4] sine(%x)
+}
+H
+check "compile to .tpub" "$TPUCC" compile "$T/mm.hlo" --target=v2 -o "$T/mm.tpub"
+check "the .tpub is a verified program" "$TPUCC" dump-module "$T/mm.tpub"
+check "run the .tpub" "$TPUCC" run "$T/mm.tpub" --random-inputs --output=@"$T/a.npy"
+check "same result as compiling and running" "$TPUCC" run "$T/mm.hlo" --target=v2 \
+  --random-inputs --expected-output=@"$T/a.npy" --atol=0 --rtol=0
+check "emit assembly" "$TPUCC" compile "$T/mm.hlo" --emit=asm -o "$T/mm.s"
+check "assembly mentions the MXU" grep -q "mpush" "$T/mm.s"
+check "assembly assembles" "$TPUCC" asm "$T/mm.s" -o "$T/mm2.tpub"
+check "stats" sh -c "'$TPUCC' run '$T/mm.hlo' --random-inputs --stats --output= 2>'$T/stats'"
+check "stats name the precision" grep -q "bf16 (1 pass" "$T/stats"
+check "stats show MXU utilisation" grep -q "MXU useful" "$T/stats"
+check "stats json" "$TPUCC" run "$T/mm.hlo" --random-inputs --stats-json="$T/s.json" --output=
+for k in cycles seconds flops mxu_busy_fraction mxu_useful_fraction hbm_bytes compile_seconds host_seconds; do
+  check "stats json key $k" grep -q "\"$k\": " "$T/s.json"
+done
+check "highest precision close to the evaluator" "$TPUCC" run "$T/mm.hlo" --random-inputs \
+  --precision=highest --reference=interp --atol=1e-4 --rtol=1e-4 --output=
+check "highest precision named" sh -c "'$TPUCC' run '$T/mm.hlo' --random-inputs --precision=highest --stats --output= 2>&1 | grep -q bf16x6"
+check "override target" "$TPUCC" run "$T/mm.hlo" --target=v3,mxu=64x64,vmem=8MiB --random-inputs \
+  --reference=interp --atol=0.05 --rtol=0.05 --output=
+check "memory report" sh -c "'$TPUCC' compile '$T/mm.hlo' --memory-report -o '$T/m.tpub' 2>&1 | grep -q 'HBM peak'"
+if "$TPUCC" run "$T/sin.hlo" --random-inputs >"$T/out" 2>"$T/err"; then
+  echo "FAIL unsupported op accepted"; fail=1
+elif grep -q "sin.hlo:4:.*error: tpu: sine" "$T/err"; then echo "PASS unsupported op is a located error"
+else echo "FAIL unsupported op message"; cat "$T/err"; fail=1; fi
+exit $fail
