@@ -13,7 +13,7 @@
  * every op that can overflow) and pred (0 or 1).
  *
  * Ops without a vector-unit sequence (sine, cosine, power, atan2,
- * remainder, expm1, log1p, cbrt, integer divide, popcnt, clz, f16) are
+ * remainder, expm1, log1p, cbrt, integer divide, f16) are
  * rejected by tk_elem_supported, which lower.c turns into a located
  * error. */
 #include "backend/tpu/tb.h"
@@ -42,7 +42,7 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
   }
   switch (n->op) {
   case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_CBRT: case IR_OP_SINE: case IR_OP_COSINE:
-  case IR_OP_POWER: case IR_OP_ATAN2: case IR_OP_REMAINDER: case IR_OP_POPCNT: case IR_OP_CLZ:
+  case IR_OP_POWER: case IR_OP_ATAN2: case IR_OP_REMAINDER:
     *why = "no vector-unit sequence for this op";
     return false;
   case IR_OP_DIVIDE:
@@ -285,6 +285,68 @@ static void shift(tb *b, rp *p, ir_op op, ir_type t, int d, int x, int y) {
   rfree(p, r);
 }
 
+/* popcnt (SWAR) and clz (binary search) on the type's width: s8 and pred
+ * count within their low 8/1 bits. */
+static void popcnt_clz(tb *b, rp *p, ir_op op, ir_type t, int d, int x) {
+  int w = ralloc(p), k = ralloc(p), u = ralloc(p);
+  uint32_t width_mask = t == IR_S8 ? 0xffu : t == IR_PRED ? 1u : 0xffffffffu;
+  tb_valu(b, OP_VIMM, k, (int32_t)width_mask, 0);
+  V3(OP_VAND, w, x, k);
+  if (op == IR_OP_POPCNT) {
+    static const uint32_t m[3] = {0x55555555u, 0x33333333u, 0x0f0f0f0fu};
+    /* w - ((w >> 1) & m0) */
+    tb_valu(b, OP_VIMM, k, 1, 0);
+    V3(OP_VSHR, u, w, k);
+    tb_valu(b, OP_VIMM, k, (int32_t)m[0], 0);
+    V3(OP_VAND, u, u, k);
+    V3(OP_VSUBI, w, w, u);
+    /* (w & m1) + ((w >> 2) & m1) */
+    tb_valu(b, OP_VIMM, k, 2, 0);
+    V3(OP_VSHR, u, w, k);
+    tb_valu(b, OP_VIMM, k, (int32_t)m[1], 0);
+    V3(OP_VAND, u, u, k);
+    V3(OP_VAND, w, w, k);
+    V3(OP_VADDI, w, w, u);
+    /* (w + (w >> 4)) & m2, then * 0x01010101 >> 24 */
+    tb_valu(b, OP_VIMM, k, 4, 0);
+    V3(OP_VSHR, u, w, k);
+    V3(OP_VADDI, w, w, u);
+    tb_valu(b, OP_VIMM, k, (int32_t)m[2], 0);
+    V3(OP_VAND, w, w, k);
+    tb_valu(b, OP_VIMM, k, 0x01010101, 0);
+    V3(OP_VMULI, w, w, k);
+    tb_valu(b, OP_VIMM, k, 24, 0);
+    V3(OP_VSHR, d, w, k);
+  } else {
+    /* n = 0; for s in 16, 8, 4, 2, 1: if (w >> (32 - s)) == 0 { n += s; w <<= s }
+     * then n += (w == 0) (all 32 zero bits), minus 24 (s8) or 31 (pred). */
+    int n = ralloc(p), z = ralloc(p);
+    tb_valu(b, OP_VIMM, n, 0, 0);
+    tb_valu(b, OP_VIMM, z, 0, 0);
+    for (int s = 16; s >= 1; s /= 2) {
+      tb_valu(b, OP_VIMM, k, 32 - s, 0);
+      V3(OP_VSHR, u, w, k);
+      tb_raw(b, OP_VCMPEQI, 1, u, z, 0, 0, 0);
+      tb_valu(b, OP_VIMM, k, s, 0);
+      V3(OP_VADDI, u, n, k);
+      tb_raw(b, OP_VSEL, n, 1, u, n, 0, 0);
+      V3(OP_VSHL, u, w, k);
+      tb_raw(b, OP_VSEL, w, 1, u, w, 0, 0);
+    }
+    tb_raw(b, OP_VCMPEQI, 1, w, z, 0, 0, 0);
+    tb_valu(b, OP_VIMM, k, 1, 0);
+    V3(OP_VADDI, u, n, k);
+    tb_raw(b, OP_VSEL, n, 1, u, n, 0, 0);
+    tb_valu(b, OP_VIMM, k, t == IR_S8 ? 24 : t == IR_PRED ? 31 : 0, 0);
+    V3(OP_VSUBI, d, n, k);
+    rfree(p, n);
+    rfree(p, z);
+  }
+  rfree(p, w);
+  rfree(p, k);
+  rfree(p, u);
+}
+
 /* Emits one op node into d from operand registers. */
 static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d, const int *a) {
   ir_type t = n->type;
@@ -371,6 +433,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_XOR: V3(OP_VXOR, d, x, y); break;
   case IR_OP_SHL: case IR_OP_SHR_A: case IR_OP_SHR_L: shift(b, p, n->op, t, d, x, y); break;
   case IR_OP_COMPARE: compare(b, p, n, atypes[0], d, x, y); break;
+  case IR_OP_POPCNT: case IR_OP_CLZ: popcnt_clz(b, p, n->op, t, d, x); break;
   case IR_OP_SELECT: {
     int zr = imm(p, 0);
     tb_raw(b, OP_VCMPEQI, 1, x, zr, 0, 0, 0);

@@ -44,7 +44,9 @@ static const tcase cases[] = {
      " %sel = s32[5,129] select(%c, %sl, %sh)\n %lo = s32[] constant(-100)\n %hi = s32[] constant(1000)\n"
      " %cl = s32[5,129] clamp(%lo, %sel, %hi)\n %b = s8[5,129] convert(%m)\n %b2 = s8[5,129] multiply(%b, %b)\n"
      " %pn = pred[5,129] not(%c)\n %pa = pred[5,129] and(%pn, %c)\n %sg = s32[5,129] sign(%x)\n"
-     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129]) tuple(%cl, %b2, %pa, %sg)\n}\n", IR_PREC_DEFAULT},
+     " %pc = s32[5,129] popcnt(%m)\n %cz = s32[5,129] count-leading-zeros(%sh)\n"
+     " %pc8 = s8[5,129] popcnt(%b2)\n %cz8 = s8[5,129] count-leading-zeros(%b2)\n"
+     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129]) tuple(%cl, %b2, %pa, %sg, %pc, %cz, %pc8, %cz8)\n}\n", IR_PREC_DEFAULT},
     {"converts_and_bf16",
      "HloModule m\nENTRY e {\n %x = f32[3,1,130] parameter(0)\n %k = f32[] constant(100)\n %kb = f32[3,1,130] broadcast(%k), dimensions={}\n"
      " %xs = f32[3,1,130] multiply(%x, %kb)\n %i = s32[3,1,130] convert(%xs)\n %f = f32[3,1,130] convert(%i)\n"
