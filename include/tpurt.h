@@ -278,8 +278,8 @@ typedef struct tpurt_profile_options {
    * source line), HBM bandwidth as a counter. Overrides the device's
    * trace_path for this run. */
   const char *trace_path;
-  /* Nonzero: also one nested span per instruction inside its op's span
-   * (large for big runs). */
+  /* Nonzero: also one nested span per instruction inside its op's span,
+   * for the first million instructions. */
   int trace_instructions;
 } tpurt_profile_options_t;
 
@@ -292,6 +292,21 @@ TPURT_API tpurt_status_t tpurt_program_execute_profile(
     tpurt_program_t *prog, tpurt_buffer_t *const *params, size_t nparams,
     tpurt_buffer_t **out_results, size_t nresults, tpurt_stats_t *out_stats,
     const tpurt_profile_options_t *opts, tpurt_op_stats_t *out_ops);
+
+/* The cycle breakdown of the TPU v1 paper's Table 3, over MXU time
+ * (cycles x mxus; docs/profiling.md). The six classes are disjoint and sum
+ * to total: array_active (rows streaming), weight_stall (mswap waiting for
+ * its weight load), weight_shift (MXU slot held by weight loads, swaps and
+ * result pops), dependency_stall (waiting for registers, accumulator
+ * results or a fence), input_stall (waiting on a semaphore: DMA'd inputs
+ * or another unit), non_matrix (the MXU idle while other units work). */
+typedef struct tpurt_breakdown {
+  uint64_t total;
+  uint64_t array_active, weight_stall, weight_shift, non_matrix, dependency_stall, input_stall;
+} tpurt_breakdown_t;
+
+/* mxus: the target's MXU count (<= 0: the MXUs that ran instructions). */
+TPURT_API void tpurt_stats_breakdown(const tpurt_stats_t *s, int mxus, tpurt_breakdown_t *out);
 
 /* The program's text form (assembler syntax), NUL-terminated, allocated
  * with the device allocator; free it with tpurt_free. */

@@ -662,3 +662,28 @@ tpurt_status_t tpurt_program_op_info(const tpurt_program_t *p, size_t i, tpurt_o
   o->flops = op->flops;
   return TPURT_OK;
 }
+
+void tpurt_stats_breakdown(const tpurt_stats_t *s, int mxus, tpurt_breakdown_t *o) {
+  memset(o, 0, sizeof *o);
+  if (mxus <= 0) {
+    mxus = 0;
+    for (int u = 0; u < TGT_MAX_MXUS; u++)
+      if (s->units[ISA_UNIT_MXU0 + u].instructions) mxus = u + 1;
+    if (!mxus) mxus = 1;
+  }
+  if (mxus > TGT_MAX_MXUS) mxus = TGT_MAX_MXUS;
+  o->total = s->cycles * (uint64_t)mxus;
+  o->array_active = s->mxu_busy_cycles;
+  uint64_t busy = 0;
+  for (int u = 0; u < mxus; u++) {
+    const tpurt_unit_stats_t *x = &s->units[ISA_UNIT_MXU0 + u];
+    busy += x->busy_cycles;
+    o->weight_stall += x->stall_weight_load;
+    o->dependency_stall += x->stall_dependency;
+    o->input_stall += x->stall_dma + x->stall_sync + x->stall_hbm + x->stall_queue_full;
+  }
+  o->weight_shift = busy > o->array_active ? busy - o->array_active : 0;
+  uint64_t used = o->array_active + o->weight_shift + o->weight_stall + o->dependency_stall +
+                  o->input_stall;
+  o->non_matrix = o->total > used ? o->total - used : 0;
+}

@@ -61,6 +61,12 @@ void tool_help_run(FILE *f) {
         "  --precision=P          TPU targets: default|high|highest bf16 passes of\n"
         "                         f32 dots and convolutions (1, 3 or 6)\n"
         "  --memory-report        TPU targets: peak VMEM/HBM and the largest buffers\n"
+        "  --report=FILE.csv      TPU targets: one row per HLO op or fusion (cycles,\n"
+        "                         stalls, MACs, HBM bytes, roofline); --report=- a table\n"
+        "  --trace=FILE.json      TPU targets: Chrome trace (Perfetto), spans named\n"
+        "                         after ops, HBM bandwidth counter\n"
+        "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
+        "                         (docs/profiling.md)\n"
         "  -h, --help             this text\n",
         f);
   tool_help_opt_flags(f);
@@ -167,6 +173,11 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     } else if (!strcmp(name, "stats") || !strcmp(name, "memory-report")) {
       if (name[0] == 's') c->tpu.stats = true;
       else c->tpu.memory_report = true;
+    } else if (!strcmp(name, "report") || !strcmp(name, "trace") || !strcmp(name, "roofline")) {
+      VALUE(); /* per-op reports (tools/report.h) */
+      if (name[0] == 'r' && name[1] == 'e') c->tpu.report = v;
+      else if (name[0] == 't') c->tpu.trace = v;
+      else c->tpu.roofline = v;
     } else if (!strcmp(name, "stats-json") || !strcmp(name, "precision")) {
       VALUE();
       if (name[1] == 't') c->tpu.stats_json = v;
@@ -521,6 +532,7 @@ int tool_cmd_run(int argc, char **argv) {
   VEC(ir_literal *) got = {0};
   if (c.target && tool_tpu_target(c.target) &&
       (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
+       c.tpu.report || c.tpu.trace || c.tpu.roofline ||
        !tool_target_find(c.target))) {
     /* A TPU target with a report, a precision or overrides: the backend
      * directly (tools.h, tool_tpu_run). */

@@ -11,6 +11,7 @@
 #endif
 #ifdef TPUCC_HAVE_TPU
 #include "backend/tpu/tpu.h" /* v3, v2: backend/tpu on libtpurt's emulator */
+#include "tools/report.h"    /* --report, --trace, --roofline */
 #endif
 
 /* interp: the reference evaluator, the oracle every backend is checked
@@ -75,6 +76,15 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
 base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
 #ifdef TPUCC_HAVE_TPU
+  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
+    tool_report_opts ro = {o->report, o->trace, o->roofline, o->stats};
+    ir_precision p;
+    if (!precision_of(o->precision, &p)) {
+      snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
+      return ST_INVALID_ARGUMENT;
+    }
+    return tool_report_run(m, o->target, p, &ro, args, nargs, a, out, err, errlen);
+  }
   tpu_run_report r = {0};
   r.target = o->target ? o->target : "v3";
   r.stats = o->stats;
@@ -118,6 +128,10 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
                               ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
                               int *nout, char *err, size_t errlen) {
 #ifdef TPUCC_HAVE_TPU
+  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
+    tool_report_opts ro = {o->report, o->trace, o->roofline, o->stats};
+    return tool_report_run_file(path, target, &ro, args, nargs, a, out, nout, err, errlen);
+  }
   tpu_run_report r = {0};
   r.target = target;
   r.stats = o->stats;

@@ -47,7 +47,7 @@ struct prof {
   uint32_t last_op;
   uint8_t alu[OP__COUNT]; /* vector instructions that compute on 1024 elements */
   FILE *trace;
-  int trace_insts;
+  uint64_t trace_insts; /* instruction spans still to write */
   span sp[ISA_UNIT_COUNT];
   hbm_point *pts;
   size_t npts, cap;
@@ -189,6 +189,7 @@ static void prof_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_
   }
   sp->insts++;
   if (p->trace_insts) {
+    p->trace_insts--;
     char text[160] = "?";
     isa_inst in;
     if (!isa_decode(word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
@@ -213,7 +214,7 @@ prof *prof_create(const rt_allocator *a, const tpub_image *img, const tgt_target
   p->nops = img->nops ? img->nops : 1;
   memset(ops, 0, (size_t)p->nops * sizeof *ops);
   p->trace = trace;
-  p->trace_insts = trace_insts;
+  p->trace_insts = trace_insts ? PROF_MAX_INST_SPANS : 0;
   static const char *const moves[] = {"vld",  "vldh", "vst",   "vsth",   "vldb",  "vstb",
                                       "vbcast", "vimm", "vmov", "viota", "vtpush", "vtpop"};
   for (int op = 0; op < OP__COUNT; op++) {

@@ -18,6 +18,9 @@
 
 typedef struct prof prof;
 
+/* Instruction spans written at most (the op spans always cover the run). */
+#define PROF_MAX_INST_SPANS 1000000u
+
 /* A profiler for one run of img on target t; ops receives
  * max(1, img->nops) entries (zeroed here). trace: NULL or an open file the
  * caller closes (written from the first event to prof_finish); with

@@ -1,0 +1,82 @@
+/* report.h: the CLI's per-op reports of a TPU run (helper R): the CSV and
+ * table of --report, the roofline SVG of --roofline, and the run that
+ * produces them (report_run.c: compile, execute with a per-op profile,
+ * write the trace of --trace). Every column and figure is documented in
+ * docs/profiling.md. Prefix tool_report_. */
+#ifndef TPUCC_TOOLS_REPORT_H
+#define TPUCC_TOOLS_REPORT_H
+
+#include <stdio.h>
+
+#include "tpurt.h"
+
+/* The target figures a report needs. */
+typedef struct tool_report_target {
+  const char *spec;
+  double clock_hz, hbm_bw; /* Hz, bytes/s */
+  int mxus, mxu_rows, mxu_cols;
+} tool_report_target;
+
+/* A run: totals, and per op its info and statistics (nops entries). */
+typedef struct tool_report {
+  tool_report_target t;
+  const tpurt_stats_t *stats;
+  size_t nops;
+  const tpurt_op_info_t *info;
+  const tpurt_op_stats_t *ops;
+} tool_report;
+
+/* The derived figures of one op (one CSV row). */
+typedef struct tool_report_row {
+  uint64_t cycles;          /* end_cycle - first_cycle */
+  double share;             /* exclusive_cycles / run cycles */
+  uint64_t stall_other;     /* sync + hbm + queue-full stalls */
+  uint64_t useful_macs;     /* info.flops / 2 */
+  double flops;             /* info.flops + vpu_element_ops */
+  double intensity;         /* flops / HBM bytes; -1 when no HBM bytes */
+  double achieved;          /* flops / (cycles / clock) */
+  double peak;              /* the op's compute ceiling (MXU or vector) */
+  double attainable;        /* min(peak, hbm_bw x intensity) */
+  double roofline_fraction; /* achieved / attainable */
+  const char *bound;        /* "compute", "memory" or "-" (no flops) */
+} tool_report_row;
+
+void tool_report_row_of(const tool_report *r, size_t i, tool_report_row *out);
+/* Peak FLOP/s of the MXUs and of the vector unit (1024 element ops per
+ * cycle). */
+double tool_report_mxu_peak(const tool_report_target *t);
+double tool_report_vpu_peak(const tool_report_target *t);
+
+/* Writers; each returns 0, or -1 when the stream reports an error. Rows:
+ * ops that executed at least one instruction, in program order. */
+int tool_report_csv(const tool_report *r, FILE *f);
+int tool_report_table(const tool_report *r, FILE *f);
+int tool_report_svg(const tool_report *r, FILE *f);
+/* The Table 3 breakdown (tpurt_stats_breakdown) as text lines. */
+void tool_report_breakdown(const tpurt_stats_t *s, int mxus, FILE *f);
+
+/* What --report/--trace/--roofline/--stats asked for (NULL: not asked). */
+typedef struct tool_report_opts {
+  const char *report;   /* CSV path, or "-" for a table on stdout */
+  const char *trace;    /* Chrome trace JSON path */
+  const char *roofline; /* SVG path */
+  int stats;            /* print totals and the breakdown to stderr */
+} tool_report_opts;
+
+
+#ifdef TPUCC_HAVE_TPU
+#include "backend/tpu/tpu.h"
+/* Compiles m for target (NULL: v3) at precision, runs it on the emulator
+ * with a per-op profile and writes what ro asks for. Results: as
+ * tool_tpu_run (a tuple literal for a tuple root), allocated in a. */
+base_status tool_report_run(const ir_module *m, const char *target, ir_precision precision,
+                            const tool_report_opts *ro, ir_literal *const *args, int nargs,
+                            arena *a, ir_literal **out, char *err, size_t errlen);
+/* The same for a .tpub file (run on target, or the one it records); the
+ * flat results in signature order go to *out (*nout of them). */
+base_status tool_report_run_file(const char *path, const char *target, const tool_report_opts *ro,
+                                 ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
+                                 int *nout, char *err, size_t errlen);
+#endif
+
+#endif /* TPUCC_TOOLS_REPORT_H */
