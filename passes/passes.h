@@ -17,7 +17,8 @@ typedef struct pass_ctx {
   int opt_level;         /* 0..3 */
   bool verify;           /* run ir_verify after each pass */
   strbuf *explain;       /* when non-NULL, passes append their reasons */
-  const void *target;    /* backend target description, or NULL */
+  const void *target;    /* a const tgt_target * (runtime/isa/target.h) when
+                            compiling for a TPU preset, or NULL: defaults */
 } pass_ctx;
 
 typedef bool (*pass_fn)(ir_module *m, pass_ctx *ctx);
