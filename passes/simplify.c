@@ -20,6 +20,10 @@
  *   reshape/transpose/slice/reverse/broadcast of a broadcast scalar
  *                 -> a broadcast of that scalar
  *   a splat constant of more than one element -> broadcast(scalar constant)
+ * The float identities (x + -0.0, x - 0.0, x * 1, x / 1, max(x, x)) are
+ * exact except for a signalling NaN, which arithmetic quiets: they apply
+ * only when x cannot be one (it is computed by arithmetic, or a constant
+ * without one), so parameters and bitcasts keep their multiply by one.
  * Every rewrite is recorded with pass_explain. Instructions left unused are
  * removed (parameters stay). */
 #include "passes/rewrite.h"
@@ -74,6 +78,47 @@ static bool same_dims(const ir_shape *a, const ir_shape *b) {
   return true;
 }
 
+/* Could instruction id hold a signalling NaN? The float identities below
+ * (x * 1, x + -0.0, ...) are exact for every value except a signalling
+ * NaN, which arithmetic quiets and the identity would not. Arithmetic
+ * results never are one; parameters, bitcasts and selections may be, data
+ * movement passes them through; constants are looked at. */
+static bool snan_bits(const ir_literal *l) {
+  int64_t n = ir_shape_count(&l->shape);
+  for (int64_t i = 0; i < n; i++) {
+    if (l->shape.type == IR_F32) {
+      uint32_t u;
+      memcpy(&u, (const uint8_t *)l->data + 4 * i, 4);
+      if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu) && !(u & 0x400000u)) return true;
+    } else {
+      uint16_t h;
+      memcpy(&h, (const uint8_t *)l->data + 2 * i, 2);
+      bool bf = l->shape.type == IR_BF16;
+      uint16_t exp = bf ? 0x7f80 : 0x7c00, man = bf ? 0x7f : 0x3ff, quiet = bf ? 0x40 : 0x200;
+      if ((h & exp) == exp && (h & man) && !(h & quiet)) return true;
+    }
+  }
+  return false;
+}
+
+static bool may_be_snan(sctx *s, ir_id id, int depth) {
+  const ir_inst *in = I(s, id);
+  if (!ir_type_is_float(in->shape.type)) return false;
+  if (depth > 8) return true;
+  switch (in->op) {
+  case IR_OP_CONSTANT: return !in->a.literal || snan_bits(in->a.literal);
+  case IR_OP_BROADCAST: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_SLICE:
+  case IR_OP_REVERSE: case IR_OP_COPY: case IR_OP_NEGATE: case IR_OP_ABS:
+    return may_be_snan(s, in->ops[0], depth + 1);
+  case IR_OP_DOT: case IR_OP_CONVOLUTION: return false;
+  default: break;
+  }
+  unsigned fl = ir_op_flags(in->op);
+  bool selects = in->op == IR_OP_SELECT || in->op == IR_OP_CLAMP || in->op == IR_OP_MAXIMUM ||
+                 in->op == IR_OP_MINIMUM || in->op == IR_OP_SIGN;
+  return !(fl & OPF_ELEMWISE) || selects;
+}
+
 /* "all ones" of an integer type: true for pred, -1 for ints. */
 static bool all_ones(const ir_literal *l) {
   if (!l) return false;
@@ -86,25 +131,27 @@ static ir_id binary(sctx *s, ir_id id) {
   ir_id x = in->ops[0], y = in->ops[1];
   const ir_literal *lx = pr_splat(C(s), x), *ly = pr_splat(C(s), y);
   bool fl = ir_type_is_float(t);
+  /* float identities need an operand that cannot be a signalling NaN */
+  bool qx = !fl || !may_be_snan(s, x, 0), qy = !fl || !may_be_snan(s, y, 0);
   switch (in->op) {
   case IR_OP_ADD:
     if (!fl && pr_splat_is(ly, 0)) return note(s, id, x, "x + 0");
     if (!fl && pr_splat_is(lx, 0)) return note(s, id, y, "0 + x");
-    if (fl && pr_splat_is(ly, -0.0)) return note(s, id, x, "x + -0.0");
-    if (fl && pr_splat_is(lx, -0.0)) return note(s, id, y, "-0.0 + x");
+    if (fl && qx && pr_splat_is(ly, -0.0)) return note(s, id, x, "x + -0.0");
+    if (fl && qy && pr_splat_is(lx, -0.0)) return note(s, id, y, "-0.0 + x");
     break;
   case IR_OP_SUBTRACT:
     if (!fl && t != IR_PRED && pr_splat_is(ly, 0)) return note(s, id, x, "x - 0");
-    if (fl && pr_splat_is(ly, 0.0)) return note(s, id, x, "x - +0.0");
+    if (fl && qx && pr_splat_is(ly, 0.0)) return note(s, id, x, "x - +0.0");
     break;
   case IR_OP_MULTIPLY:
-    if (pr_splat_is(ly, 1)) return note(s, id, x, "x * 1");
-    if (pr_splat_is(lx, 1)) return note(s, id, y, "1 * x");
+    if (qx && pr_splat_is(ly, 1)) return note(s, id, x, "x * 1");
+    if (qy && pr_splat_is(lx, 1)) return note(s, id, y, "1 * x");
     if (is_int_like(t) && pr_splat_is(ly, 0)) return note(s, id, y, "x * 0 (integer)");
     if (is_int_like(t) && pr_splat_is(lx, 0)) return note(s, id, x, "0 * x (integer)");
     break;
   case IR_OP_DIVIDE:
-    if (t != IR_PRED && pr_splat_is(ly, 1)) return note(s, id, x, "x / 1");
+    if (t != IR_PRED && qx && pr_splat_is(ly, 1)) return note(s, id, x, "x / 1");
     break;
   case IR_OP_AND:
     if (all_ones(ly)) return note(s, id, x, "and(x, all ones)");
@@ -120,7 +167,7 @@ static ir_id binary(sctx *s, ir_id id) {
     break;
   case IR_OP_MAXIMUM:
   case IR_OP_MINIMUM:
-    if (x == y) return note(s, id, x, in->op == IR_OP_MAXIMUM ? "max(x, x)" : "min(x, x)");
+    if (x == y && qx) return note(s, id, x, in->op == IR_OP_MAXIMUM ? "max(x, x)" : "min(x, x)");
     break;
   default: break;
   }

@@ -1,7 +1,9 @@
 /* pass_check.c: the semantic check of the passes. For every .hlo file
  * given (directories are scanned, files sorted), the module is evaluated by
- * the reference evaluator on seeded random inputs; then each pass alone,
- * the -O1 and -O2 pipelines, and -O2 run twice are applied to a copy; the
+ * the reference evaluator on seeded random inputs (twice: plain values,
+ * then with zeros, -0.0, 1.0, quiet and signalling NaNs mixed in); then
+ * each pass alone, the -O1 and -O2 pipelines, and -O2 run twice are
+ * applied to a copy; the
  * result must verify after every pass, print as HLO that the importer
  * reads back and verifies, and that re-read module must evaluate to
  * bitwise the same values (NaN payloads and signed zeros included).
@@ -26,22 +28,34 @@ static uint64_t next(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-/* floats uniform in [-2, 2) with some exact zeros, -0.0, 1.0 and NaN so
- * that the exactness of rewrites is exercised; ints in [-8, 8); pred 0/1. */
-static void fill(ir_literal *l, uint64_t *st) {
+/* Floats uniform in [-2, 2); ints in [-8, 8); pred 0/1. With `special`,
+ * floats also hold exact zeros, -0.0, 1.0, quiet NaN and signalling NaN
+ * (raw bits, with a payload): elements 1..3 always, then one in eight, so
+ * that even small tensors exercise the exactness of rewrites. */
+static void fill(ir_literal *l, uint64_t *st, bool special) {
   int64_t n = ir_shape_count(&l->shape);
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = next(st);
     if (ir_type_is_float(l->shape.type)) {
       double v = (double)(r >> 11) / (double)(1ull << 53) * 4.0 - 2.0;
-      switch (r & 31) {
+      int kind = !special ? -1 : i >= 1 && i <= 3 ? (int)i : (r & 7) == 0 ? (int)(r >> 3) % 5 : -1;
+      switch (kind) {
       case 0: v = 0.0; break;
-      case 1: v = -0.0; break;
-      case 2: v = 1.0; break;
+      case 2: v = -0.0; break;
       case 3: v = __builtin_nan(""); break;
+      case 4: v = 1.0; break;
       default: break;
       }
       ir_literal_set_f64(l, i, v);
+      if (kind == 1) { /* a signalling NaN with a payload */
+        if (l->shape.type == IR_F32) {
+          uint32_t u = 0x7fa00001u;
+          memcpy((uint8_t *)l->data + 4 * i, &u, 4);
+        } else {
+          uint16_t h = l->shape.type == IR_BF16 ? 0x7f81 : 0x7d01;
+          memcpy((uint8_t *)l->data + 2 * i, &h, 2);
+        }
+      }
     } else if (l->shape.type == IR_PRED) {
       ir_literal_set_i64(l, i, (int64_t)(r & 1));
     } else {
@@ -148,6 +162,45 @@ out:
   ir_module_destroy(m);
 }
 
+/* Evaluates m0 on one set of random inputs and checks every variant. */
+static void check_inputs(const char *path, const ir_module *m0, bool special) {
+  const ir_comp *e = &m0->comps.v[m0->entry];
+  arena *a = arena_create();
+  ir_literal **args = arena_array(a, (size_t)(e->nparams + 1), sizeof *args);
+  uint64_t st = 12345;
+  for (int i = 0; i < e->nparams; i++) {
+    const ir_inst *p = &e->insts.v[e->params[i]];
+    if (!ir_shape_is_array(&p->shape)) {
+      if (!special) printf("skipped %s: tuple parameter\n", path), skipped++;
+      goto out;
+    }
+    args[i] = ir_literal_create(a, &p->shape);
+    fill(args[i], &st, special);
+  }
+  ir_literal *ref = NULL;
+  char err[512] = "";
+  if (eval(m0, args, e->nparams, a, &ref, err, sizeof err) != ST_OK) {
+    if (!special) printf("skipped %s: %s\n", path, err), skipped++;
+    goto out;
+  }
+  const char *seen[64];
+  int nseen = 0;
+  const char *tag = special ? " (NaN, -0.0 inputs)" : "";
+  for (const pass_info *p = pass_pipeline; p->name; p++) {
+    bool dup = false;
+    for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], p->name);
+    if (dup || nseen == 64) continue;
+    seen[nseen++] = p->name;
+    check_variant(path, m0, arena_printf(a, "%s%s", p->name, tag), p->name, 2, 1, args,
+                  e->nparams, ref);
+  }
+  check_variant(path, m0, arena_printf(a, "-O1%s", tag), NULL, 1, 1, args, e->nparams, ref);
+  check_variant(path, m0, arena_printf(a, "-O2%s", tag), NULL, 2, 1, args, e->nparams, ref);
+  check_variant(path, m0, arena_printf(a, "-O2 twice%s", tag), NULL, 2, 2, args, e->nparams, ref);
+out:
+  arena_destroy(a);
+}
+
 static void check_file(const char *path) {
   size_t len;
   char *text = slurp(path, &len);
@@ -164,41 +217,7 @@ static void check_file(const char *path) {
     return;
   }
   diag_destroy(d);
-  ir_comp *e = ir_comp_get(m0, m0->entry);
-  arena *a = arena_create();
-  ir_literal **args = arena_array(a, (size_t)(e->nparams + 1), sizeof *args);
-  uint64_t st = 12345;
-  for (int i = 0; i < e->nparams; i++) {
-    const ir_inst *p = &e->insts.v[e->params[i]];
-    if (!ir_shape_is_array(&p->shape)) {
-      printf("skipped %s: tuple parameter\n", path);
-      skipped++;
-      goto out;
-    }
-    args[i] = ir_literal_create(a, &p->shape);
-    fill(args[i], &st);
-  }
-  ir_literal *ref = NULL;
-  char err[512] = "";
-  if (eval(m0, args, e->nparams, a, &ref, err, sizeof err) != ST_OK) {
-    printf("skipped %s: %s\n", path, err);
-    skipped++;
-    goto out;
-  }
-  const char *seen[64];
-  int nseen = 0;
-  for (const pass_info *p = pass_pipeline; p->name; p++) {
-    bool dup = false;
-    for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], p->name);
-    if (dup || nseen == 64) continue;
-    seen[nseen++] = p->name;
-    check_variant(path, m0, p->name, p->name, 2, 1, args, e->nparams, ref);
-  }
-  check_variant(path, m0, "-O1", NULL, 1, 1, args, e->nparams, ref);
-  check_variant(path, m0, "-O2", NULL, 2, 1, args, e->nparams, ref);
-  check_variant(path, m0, "-O2 twice", NULL, 2, 2, args, e->nparams, ref);
-out:
-  arena_destroy(a);
+  for (int special = 0; special < 2; special++) check_inputs(path, m0, special);
   ir_module_destroy(m0);
 }
 
