@@ -59,8 +59,8 @@ case_help() {
   err_has "expected @FILE, - (print) or nothing"
   run 2 frobnicate
   err_has "unknown command 'frobnicate'"
-  run 2 compile "$DATA/add.hlo" --emit=asm
-  err_has "unknown kind 'asm' (known: hlo)"
+  run 2 compile "$DATA/add.hlo" --emit=frob
+  err_has "unknown kind 'frob' (known: hlo"
   run 2 run "$T/missing.hlo"
   err_has "missing.hlo: No such file or directory"
   run 2 run "$T"
