@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""bench/suite.py BUILD_DIR OUT.json: tpucc's benchmark suite (run by
+bench/suite.sh, which builds first). For each workload it measures the
+tpucc figure and its anchor in this run, on this machine, and prints a
+markdown table (also written next to OUT.json as OUT.md). Groups:
+
+  emulator  simulated bf16 MAC/s of the MXU kernel and of whole programs
+            against OpenBLAS sgemm on the host (bench/emu_matmul);
+  tpu-v2/v3 modelled MXU utilisation and roofline fraction of large
+            matmuls, the transformer block (samples/transformer.tg),
+            ResNet-50 convolution layers (bench/suite/resnet_*.tg), an MLP
+            at batch 8 and 1024 and an elementwise chain, beside published
+            figures of real TPUs (shared/docs/hardware.md);
+  cpu       the LLVM backend against OpenBLAS, a STREAM-like triad (bench/
+            cpu_*), numpy (and PyTorch when installed);
+  compile   `tpucc compile --emit=tpub` of generated graphs of 1k, 10k and
+            100k instructions against linear scaling from the 1k graph.
+
+A workload that cannot run prints "n/a (reason)", never a number it did
+not measure. Only the standard library is needed here; numpy and torch
+anchors run in a subprocess of a python3 that has them."""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build-bench"
+OUT = sys.argv[2] if len(sys.argv) > 2 else "bench-results.json"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TPUCC = os.path.join(BUILD, "tools", "tpucc")
+TMP = tempfile.mkdtemp(prefix="tpucc-bench-")
+ENV = dict(os.environ)
+ENV.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernel at load time
+ENV["OPENBLAS_NUM_THREADS"] = "1"   # single-thread comparisons throughout
+ENV["OMP_NUM_THREADS"] = "1"
+
+# Published figures (shared/docs/hardware.md; Jouppi et al. ISCA 2017 for
+# v1, the TPUv4i paper ISCA 2021 for the v2/v3 production averages).
+PUB = {
+    "v1_mlp0": (0.125, "TPU v1 MLP0 useful MACs 12.5% (ISCA 2017)"),
+    "v1_cnn0": (0.782, "TPU v1 CNN0 useful MACs 78.2% (ISCA 2017)"),
+    "v2_avg": (0.51, "TPUv2 production average 51% of peak (ISCA 2021)"),
+    "v3_avg": (0.38, "TPUv3 production average 38% of peak (ISCA 2021)"),
+    "v2_roof": (0.66, "TPUv2 production average 66% of roofline (ISCA 2021)"),
+    "v3_roof": (0.63, "TPUv3 production average 63% of roofline (ISCA 2021)"),
+}
+
+rows = []
+
+
+def row(group, workload, metric, tpucc, anchor, anchor_what, unit="", note=""):
+    r = {"group": group, "workload": workload, "metric": metric, "unit": unit,
+         "tpucc": tpucc, "anchor": anchor, "anchor_source": anchor_what,
+         "ratio": (tpucc / anchor) if isinstance(tpucc, (int, float)) and
+         isinstance(anchor, (int, float)) and anchor else None, "note": note}
+    rows.append(r)
+    print("  %-8s %-28s %-22s %s" % (group, workload, metric, fmt(tpucc, unit)), flush=True)
+
+
+def na(group, workload, metric, reason, anchor_what=""):
+    row(group, workload, metric, "n/a (%s)" % reason, None, anchor_what)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if unit == "%":
+        return "%.1f%%" % (100 * v)
+    if abs(v) >= 1e9:
+        return "%.3g G%s" % (v / 1e9, unit)
+    if abs(v) >= 1e6:
+        return "%.3g M%s" % (v / 1e6, unit)
+    return "%.3g %s" % (v, unit) if unit else "%.3g" % v
+
+
+def sh(cmd, timeout=600):
+    """Runs cmd; returns (ok, stdout, stderr or reason)."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+    except subprocess.TimeoutExpired:
+        return False, "", "timeout after %d s" % timeout
+    except OSError as e:
+        return False, "", str(e)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+        return False, p.stdout, last[:120]
+    return True, p.stdout, p.stderr
+
+
+def exe(name):
+    path = os.path.join(BUILD, "bench", name)
+    return path if os.access(path, os.X_OK) else None
+
+
+def template(name, **subs):
+    with open(os.path.join(ROOT, "bench", "suite", name + ".tg.in")) as f:
+        text = f.read()
+    for k, v in subs.items():
+        text = text.replace("@%s@" % k, str(v))
+    path = os.path.join(TMP, "%s_%s.tg" % (name, "_".join(str(v) for v in subs.values())))
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# ---- emulator speed ----------------------------------------------------------
+
+def emulator():
+    print("emulator speed", flush=True)
+    sgemm = None
+    b = exe("emu_matmul")
+    if not b:
+        na("emulator", "mxu kernel 1024^3", "MAC/s", "bench/emu_matmul not built: needs OpenBLAS")
+    else:
+        ok, out, err = sh([b, "1024", "5"])
+        m1 = re.search(r"^mxu\s+([\d.]+) GMAC/s", out, re.M)
+        m2 = re.search(r"^sgemm\s+([\d.]+) GMAC/s", out, re.M)
+        if ok and m1 and m2:
+            sgemm = float(m2.group(1)) * 1e9
+            row("emulator", "mxu kernel 1024^3 bf16", "simulated MAC/s", float(m1.group(1)) * 1e9,
+                sgemm, "OpenBLAS sgemm 1024^3, 1 thread", "MAC/s")
+        else:
+            na("emulator", "mxu kernel 1024^3 bf16", "MAC/s", err or "unparsable output")
+    # Whole programs: compile + run on v3, MACs / host seconds of execution.
+    path = template("matmul", N=2048)
+    js = os.path.join(TMP, "emu.json")
+    ok, out, err = sh([TPUCC, "run", path, "--target=v3", "--random-inputs", "--output=",
+                       "--stats-json=" + js])
+    if ok:
+        d = json.load(open(js))
+        macs = d["flops"] / 2
+        row("emulator", "tpucc run matmul 2048^3 (v3)", "simulated MAC/s",
+            macs / d["host_seconds"], sgemm, "OpenBLAS sgemm 1024^3, 1 thread" if sgemm else
+            "n/a (no OpenBLAS)", "MAC/s",
+            "%.3g simulated cycles/s" % (d["cycles"] / d["host_seconds"]))
+    else:
+        na("emulator", "tpucc run matmul 2048^3 (v3)", "simulated MAC/s", err)
+
+
+# ---- modelled TPU performance -------------------------------------------------
+
+def tpu_run(path, target, name):
+    js = os.path.join(TMP, "%s_%s.json" % (name, target))
+    ok, out, err = sh([TPUCC, "run", path, "--target=" + target, "--random-inputs",
+                       "--print-max-elements=1", "--output=", "--stats-json=" + js], timeout=900)
+    if not ok:
+        return None, err
+    return json.load(open(js)), None
+
+
+def tpu():
+    work = [("matmul 1024^3", template("matmul", N=1024), "avg"),
+            ("matmul 2048^3", template("matmul", N=2048), "avg"),
+            ("transformer block (sample)", os.path.join(ROOT, "samples", "transformer.tg"), "avg"),
+            ("MLP batch 8", template("mlp", B=8), "v1_mlp0"),
+            ("MLP batch 1024", template("mlp", B=1024), "avg")]
+    for layer in ("conv1", "res2_1x1", "res2_3x3", "res3_3x3", "res4_3x3", "res5_3x3",
+                  "res5_1x1"):
+        work.append(("ResNet-50 " + layer + " b8",
+                     os.path.join(ROOT, "bench", "suite", "resnet_%s.tg" % layer), "v1_cnn0"))
+    work.append(("elementwise chain 2048^2", template("chain", N=2048), "roof"))
+    for target in ("v2", "v3"):
+        print("modelled TPU performance on %s" % target, flush=True)
+        g = "tpu-" + target
+        for name, path, anchor in work:
+            d, err = tpu_run(path, target, re.sub(r"\W+", "_", name))
+            if d is None:
+                na(g, name, "MXU useful MACs", err)
+                continue
+            roof = d["roofline_seconds"] / d["seconds"] if d["seconds"] > 0 else None
+            note = "%s-bound, %.0f cycles, %.3g FLOP/s" % (d["roofline_bound"], d["cycles"],
+                                                          d["achieved_flops"])
+            if anchor == "roof":
+                a, what = PUB[target + "_roof"]
+                row(g, name, "roofline fraction", roof, a, what, "%", note)
+                continue
+            a, what = PUB[anchor] if anchor != "avg" else PUB[target + "_avg"]
+            row(g, name, "MXU useful MACs", d["mxu_useful_fraction"], a, what, "%", note)
+            a, what = PUB[target + "_roof"]
+            row(g, name, "roofline fraction", roof, a, what, "%", "")
+
+
+# ---- CPU backend -----------------------------------------------------------------
+
+def numpy_python():
+    """A python3 that imports numpy (the pyenv one may not), or None."""
+    for p in ("/usr/bin/python3", shutil.which("python3")):
+        if p and sh([p, "-c", "import numpy"])[0]:
+            return p
+    return None
+
+
+NUMPY_MLP = r"""
+import sys, time, numpy as np
+B, runs = 256, int(sys.argv[1])
+r = np.random.default_rng(1)
+x = r.standard_normal((B, 784), dtype=np.float32)
+w = [r.standard_normal(s, dtype=np.float32) * 0.05 for s in ((784, 1024), (1024, 1024), (1024, 10))]
+b = [r.standard_normal(s, dtype=np.float32) for s in (1024, 1024, 10)]
+def mlp():
+    h = np.maximum(x @ w[0] + b[0], 0)
+    h = np.maximum(h @ w[1] + b[1], 0)
+    return h @ w[2] + b[2]
+ts = []
+for _ in range(runs):
+    t = time.perf_counter(); mlp(); ts.append(time.perf_counter() - t)
+print(sorted(ts)[runs // 2])
+"""
+
+NUMPY_CONV = r"""
+import sys, time, numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+N, runs = 8, int(sys.argv[1])
+r = np.random.default_rng(1)
+x = r.standard_normal((N, 56, 56, 64), dtype=np.float32)
+k = r.standard_normal((3, 3, 64, 64), dtype=np.float32)
+def conv():
+    p = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    v = sliding_window_view(p, (3, 3), axis=(1, 2))        # N,56,56,C,3,3
+    return np.tensordot(v, k, axes=([4, 5, 3], [0, 1, 2])) # N,56,56,O
+ts = []
+for _ in range(runs):
+    t = time.perf_counter(); conv(); ts.append(time.perf_counter() - t)
+print(sorted(ts)[runs // 2])
+"""
+
+TORCH = r"""
+import sys, time, torch
+torch.set_num_threads(1)
+what, runs = sys.argv[1], int(sys.argv[2])
+g = torch.Generator().manual_seed(1)
+if what == "mlp":
+    x = torch.randn(256, 784, generator=g)
+    w = [torch.randn(*s, generator=g) * 0.05 for s in ((784, 1024), (1024, 1024), (1024, 10))]
+    b = [torch.randn(s, generator=g) for s in (1024, 1024, 10)]
+    f = lambda: torch.relu(torch.relu(x @ w[0] + b[0]) @ w[1] + b[1]) @ w[2] + b[2]
+else:
+    x = torch.randn(8, 64, 56, 56, generator=g)
+    k = torch.randn(64, 64, 3, 3, generator=g)
+    f = lambda: torch.nn.functional.conv2d(x, k, padding=1)
+ts = []
+with torch.no_grad():
+    for _ in range(runs):
+        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+print(sorted(ts)[runs // 2])
+"""
+
+
+def cpu():
+    print("CPU backend", flush=True)
+    runs = "5"
+    b = exe("cpu_matmul")
+    if b:
+        ok, out, err = sh([b, "1024", runs, "1"])
+        m = re.search(r"tpucc cpu ([\d.]+) GFLOP/s, OpenBLAS sgemm ([\d.]+) GFLOP/s", out)
+        if ok and m:
+            row("cpu", "matmul 1024^3 f32, 1 thread", "FLOP/s", float(m.group(1)) * 1e9,
+                float(m.group(2)) * 1e9, "OpenBLAS sgemm, 1 thread", "FLOP/s")
+        else:
+            na("cpu", "matmul 1024^3 f32, 1 thread", "FLOP/s", err or "unparsable output")
+    else:
+        na("cpu", "matmul 1024^3 f32", "FLOP/s", "bench/cpu_matmul not built: needs LLVM and OpenBLAS")
+    b = exe("cpu_elementwise")
+    if b:
+        ok, out, err = sh([b, "16", runs, "1"])
+        m = re.search(r"= ([\d.]+) GB/s, triad [\d.]+ ms = ([\d.]+) GB/s", out)
+        if ok and m:
+            row("cpu", "chain relu(x*a+b)*c 16M, 1 thread", "bytes/s", float(m.group(1)) * 1e9,
+                float(m.group(2)) * 1e9, "STREAM-like triad in C (-O3), 1 thread", "B/s")
+        else:
+            na("cpu", "elementwise chain", "bytes/s", err or "unparsable output")
+    else:
+        na("cpu", "elementwise chain", "bytes/s", "bench/cpu_elementwise not built: needs LLVM")
+    npy = numpy_python()
+    have_torch = bool(npy) and sh([npy, "-c", "import torch"])[0]
+    for what, binary, script, label in (
+            ("mlp", "cpu_mlp", NUMPY_MLP, "MLP 784-1024-1024-10 b256, 1 thread"),
+            ("conv", "cpu_conv", NUMPY_CONV, "conv 3x3 56x56x64->64 b8, 1 thread")):
+        b = exe(binary)
+        t_tpucc = None
+        if not b:
+            na("cpu", label, "seconds", "bench/%s not built: needs LLVM and OpenBLAS" % binary)
+        else:
+            ok, out, err = sh([b, runs, "1"])
+            m = re.search(r"tpucc cpu ([\d.]+) ms", out)
+            if ok and m:
+                t_tpucc = float(m.group(1)) * 1e-3
+            else:
+                na("cpu", label, "seconds", err or "unparsable output")
+        if t_tpucc is None:
+            continue
+        if npy:
+            ok, out, err = sh([npy, "-c", script, runs])
+            if ok:
+                a = float(out.strip())
+                # ratio: anchor time / tpucc time (> 1: tpucc faster); store as speeds
+                row("cpu", label, "runs/s (1/median)", 1 / t_tpucc, 1 / a, "numpy (%s), 1 thread"
+                    % npy, "/s", "tpucc %.2f ms, numpy %.2f ms" % (t_tpucc * 1e3, a * 1e3))
+            else:
+                row("cpu", label, "runs/s (1/median)", 1 / t_tpucc, "n/a (numpy: %s)" % err,
+                    "numpy", "/s")
+        else:
+            row("cpu", label, "runs/s (1/median)", 1 / t_tpucc, "n/a (python3-numpy absent)",
+                "numpy", "/s")
+        if have_torch:
+            ok, out, err = sh([npy, "-c", TORCH, what, runs])
+            if ok:
+                a = float(out.strip())
+                row("cpu", label, "runs/s vs PyTorch", 1 / t_tpucc, 1 / a, "PyTorch CPU, 1 thread",
+                    "/s", "tpucc %.2f ms, torch %.2f ms" % (t_tpucc * 1e3, a * 1e3))
+            else:
+                na("cpu", label, "runs/s vs PyTorch", "torch: " + err)
+        else:
+            na("cpu", label, "runs/s vs PyTorch", "python3-torch not installed: skipped")
+
+
+# ---- compile time -------------------------------------------------------------------
+
+def gen_graph(n, path):
+    """An HLO module of n instructions: two parameters and a random DAG of
+    elementwise ops on f32[8,128] reading recent values."""
+    r = random.Random(n)
+    ops = ("add", "multiply", "subtract", "maximum")
+    lines = ["HloModule gen%d" % n, "", "ENTRY main {",
+             "  p0 = f32[8,128]{1,0} parameter(0)", "  p1 = f32[8,128]{1,0} parameter(1)"]
+    names = ["p0", "p1"]
+    for i in range(n - 2):
+        a = names[-1 - r.randrange(min(8, len(names)))]
+        root = "ROOT " if i == n - 3 else ""
+        if r.random() < 0.2:
+            lines.append("  %sv%d = f32[8,128]{1,0} tanh(%s)" % (root, i, a))
+        else:
+            b = names[-1 - r.randrange(min(64, len(names)))]
+            lines.append("  %sv%d = f32[8,128]{1,0} %s(%s, %s)" % (root, i, r.choice(ops), a, b))
+        names.append("v%d" % i)
+    lines.append("}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def compile_time():
+    print("compile time", flush=True)
+    base = None
+    for n in (1000, 10000, 100000):
+        path = os.path.join(TMP, "gen%d.hlo" % n)
+        gen_graph(n, path)
+        t0 = time.perf_counter()
+        ok, out, err = sh([TPUCC, "compile", path, "--emit=tpub", "--target=v3", "-o",
+                           os.path.join(TMP, "gen.tpub")], timeout=600)
+        t = time.perf_counter() - t0
+        name = "generated graph %dk instructions" % (n // 1000)
+        if not ok:
+            na("compile", name, "seconds", err)
+            continue
+        if base is None:
+            base = t
+            row("compile", name, "instructions/s", n / t, None,
+                "reference point of the scaling anchor", "/s", "%.2f s (parse, -O2, v3 lowering)" % t)
+        else:
+            # anchor: linear scaling from the 1k graph (ratio 1 = linear time)
+            row("compile", name, "instructions/s", n / t, 1000 / base,
+                "1k graph's rate (linear scaling)", "/s", "%.2f s" % t)
+
+
+def table():
+    out = ["| group | workload | metric | tpucc | anchor (same run) | ratio | anchor is | note |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "%.3f" % r["ratio"] if r["ratio"] is not None else "-"
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["group"], r["workload"], r["metric"], fmt(r["tpucc"], r["unit"]),
+            fmt(r["anchor"], r["unit"]), ratio, r["anchor_source"], r["note"]))
+    return "\n".join(out)
+
+
+def machine():
+    model = "?"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return model, os.cpu_count(), open("/proc/loadavg").read().split()[:3]
+
+
+def main():
+    if not os.access(TPUCC, os.X_OK):
+        sys.exit("suite.py: %s is not built" % TPUCC)
+    model, ncpu, load = machine()
+    t0 = time.time()
+    print("machine: %s, %d cpus, load %s" % (model, ncpu, " ".join(load)), flush=True)
+    emulator()
+    tpu()
+    cpu()
+    compile_time()
+    secs = time.time() - t0
+    md = table()
+    head = ("machine: %s, %d cpus, load at start %s; suite %.0f s; ratio = tpucc / anchor "
+            "(higher is better for tpucc except where the anchor is a published utilisation, "
+            "where 1 means the same share of peak)" % (model, ncpu, " ".join(load), secs))
+    print()
+    print(head)
+    print()
+    print(md)
+    with open(OUT, "w") as f:
+        json.dump({"machine": model, "cpus": ncpu, "load": load, "seconds": secs,
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows},
+                  f, indent=1)
+    with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
+        f.write(head + "\n\n" + md + "\n")
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+main()
