@@ -211,7 +211,7 @@ case_random_inputs() {
   for m in hlo_parser_test__AxpyParam hlo_parser_test__Dot hlo_parser_test__Reduce \
            concatenate_test__ThreeR2Axis1 cpu_tiled__elementwise__compare \
            reduce_window_test__R2General2x5 dot_operation_test__Einsum; do
-    run 0 run "$CORPUS/$m.hlo" --random-inputs --output=
+    run 0 run "$CORPUS/$m.hlo" --target=interp --random-inputs --output=
   done
 }
 
@@ -259,7 +259,7 @@ case_corpus_all() {
   local n=0 ok=0 rejected=0
   for f in "$CORPUS"/*.hlo; do
     n=$((n + 1))
-    timeout 600 "$TPUCC" run "$f" --random-inputs >"$T/out" 2>"$T/err"
+    timeout 600 "$TPUCC" run "$f" --target=interp --random-inputs >"$T/out" 2>"$T/err"
     local rc=$?
     case $rc in
       0) ok=$((ok + 1)) ;;
