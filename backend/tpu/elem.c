@@ -74,7 +74,11 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
 typedef struct rp {
   tb *b;
   uint32_t used;
+  int mb; /* masks m(mb+1), m(mb+2) are this evaluation's */
 } rp;
+
+#define M1 (p->mb + 1)
+#define M2 (p->mb + 2)
 
 static int ralloc(rp *p) {
   for (int r = 0; r < TGT_VREGS; r++)
@@ -92,16 +96,6 @@ static int imm(rp *p, uint32_t bits) {
   if (r >= 0) tb_valu(p->b, OP_VIMM, r, (int32_t)bits, 0);
   return r;
 }
-/* mask registers m1..m7 */
-static int malloc_m(uint32_t *mu) {
-  for (int r = 1; r < TGT_MREGS; r++)
-    if (!(*mu >> r & 1)) {
-      *mu |= 1u << r;
-      return r;
-    }
-  return 1;
-}
-
 #define V3(op, d, a_, c_) tb_valu(b, (op), (d), (a_), (c_))
 
 static void wrap8(tb *b, rp *p, int r) {
@@ -113,9 +107,8 @@ static void wrap8(tb *b, rp *p, int r) {
 
 /* Floor/ceil/round family on f32 lanes: result into d. */
 static void rounding(tb *b, rp *p, ir_op op, int d, int x) {
-  uint32_t mu = 0;
   int a = ralloc(p), t = ralloc(p), k = ralloc(p), u = ralloc(p);
-  int msmall = malloc_m(&mu), mfix = malloc_m(&mu);
+  int msmall = M1, mfix = M2;
   V3(OP_VABSF, a, x, 0);
   tb_valu(b, OP_VIMM, k, 0x4B000000, 0); /* 2^23 */
   tb_raw(b, OP_VCMPLTF, msmall, a, k, 0, 0, 0);
@@ -203,7 +196,7 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     xx = tx;
     yy = ty;
   }
-  int m = 1;
+  int m = M1;
   isa_op eq = f ? OP_VCMPEQF : OP_VCMPEQI, lt = f ? OP_VCMPLTF : OP_VCMPLTI,
          le = f ? OP_VCMPLEF : OP_VCMPLEI;
   switch (n->cmp_dir) {
@@ -232,9 +225,9 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
   } else if (is_f(from)) {
     if (to == IR_PRED) {
       int z = imm(p, 0);
-      tb_raw(b, OP_VCMPNEF, 1, x, z, 0, 0, 0);
+      tb_raw(b, OP_VCMPNEF, M1, x, z, 0, 0, 0);
       rfree(p, z);
-      mask_to01(b, p, d, 1);
+      mask_to01(b, p, d, M1);
     } else {
       V3(OP_VCVTFI, d, x, 0);
       if (to == IR_S8) {
@@ -250,10 +243,10 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
     if (to == IR_BF16) V3(OP_VRNDBF, d, d, 0);
   } else if (to == IR_PRED && from != IR_PRED) {
     int z = imm(p, 0);
-    tb_raw(b, OP_VCMPEQI, 1, x, z, 0, 0, 0);
-    tb_raw(b, OP_MNOT, 1, 1, 0, 0, 0, 0);
+    tb_raw(b, OP_VCMPEQI, M1, x, z, 0, 0, 0);
+    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
     rfree(p, z);
-    mask_to01(b, p, d, 1);
+    mask_to01(b, p, d, M1);
   } else {
     V3(OP_VMOV, d, x, 0);
     if (to == IR_S8 && from == IR_S32) wrap8(b, p, d);
@@ -263,10 +256,10 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
 static void shift(tb *b, rp *p, ir_op op, ir_type t, int d, int x, int y) {
   int bits = t == IR_S8 ? 8 : 32;
   int k = imm(p, (uint32_t)bits), z = imm(p, 0), r = ralloc(p), xs = x;
-  tb_raw(b, OP_VCMPLTI, 1, y, k, 0, 0, 0); /* y < bits */
-  tb_raw(b, OP_VCMPLTI, 2, y, z, 0, 0, 0); /* y < 0 */
-  tb_raw(b, OP_MNOT, 2, 2, 0, 0, 0, 0);
-  tb_raw(b, OP_MAND, 1, 1, 2, 0, 0, 0);
+  tb_raw(b, OP_VCMPLTI, M1, y, k, 0, 0, 0); /* y < bits */
+  tb_raw(b, OP_VCMPLTI, M2, y, z, 0, 0, 0); /* y < 0 */
+  tb_raw(b, OP_MNOT, M2, M2, 0, 0, 0, 0);
+  tb_raw(b, OP_MAND, M1, M1, M2, 0, 0, 0);
   if (op == IR_OP_SHR_L && t == IR_S8) {
     xs = ralloc(p);
     tb_valu(b, OP_VIMM, k, 0xff, 0);
@@ -277,7 +270,7 @@ static void shift(tb *b, rp *p, ir_op op, ir_type t, int d, int x, int y) {
     tb_valu(b, OP_VIMM, k, 31, 0);
     V3(OP_VSRA, z, x, k);
   }
-  tb_raw(b, OP_VSEL, d, 1, r, z, 0, 0);
+  tb_raw(b, OP_VSEL, d, M1, r, z, 0, 0);
   if (t == IR_S8) wrap8(b, p, d);
   if (xs != x) rfree(p, xs);
   rfree(p, k);
@@ -326,17 +319,17 @@ static void popcnt_clz(tb *b, rp *p, ir_op op, ir_type t, int d, int x) {
     for (int s = 16; s >= 1; s /= 2) {
       tb_valu(b, OP_VIMM, k, 32 - s, 0);
       V3(OP_VSHR, u, w, k);
-      tb_raw(b, OP_VCMPEQI, 1, u, z, 0, 0, 0);
+      tb_raw(b, OP_VCMPEQI, M1, u, z, 0, 0, 0);
       tb_valu(b, OP_VIMM, k, s, 0);
       V3(OP_VADDI, u, n, k);
-      tb_raw(b, OP_VSEL, n, 1, u, n, 0, 0);
+      tb_raw(b, OP_VSEL, n, M1, u, n, 0, 0);
       V3(OP_VSHL, u, w, k);
-      tb_raw(b, OP_VSEL, w, 1, u, w, 0, 0);
+      tb_raw(b, OP_VSEL, w, M1, u, w, 0, 0);
     }
-    tb_raw(b, OP_VCMPEQI, 1, w, z, 0, 0, 0);
+    tb_raw(b, OP_VCMPEQI, M1, w, z, 0, 0, 0);
     tb_valu(b, OP_VIMM, k, 1, 0);
     V3(OP_VADDI, u, n, k);
-    tb_raw(b, OP_VSEL, n, 1, u, n, 0, 0);
+    tb_raw(b, OP_VSEL, n, M1, u, n, 0, 0);
     tb_valu(b, OP_VIMM, k, t == IR_S8 ? 24 : t == IR_PRED ? 31 : 0, 0);
     V3(OP_VSUBI, d, n, k);
     rfree(p, n);
@@ -358,8 +351,8 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     else {
       int zr = imm(p, 0), ng = ralloc(p);
       V3(OP_VSUBI, ng, zr, x);
-      tb_raw(b, OP_VCMPLTI, 1, x, zr, 0, 0, 0);
-      tb_raw(b, OP_VSEL, d, 1, ng, x, 0, 0);
+      tb_raw(b, OP_VCMPLTI, M1, x, zr, 0, 0, 0);
+      tb_raw(b, OP_VSEL, d, M1, ng, x, 0, 0);
       rfree(p, zr);
       rfree(p, ng);
       if (t == IR_S8) wrap8(b, p, d);
@@ -388,10 +381,10 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     int zr = imm(p, 0), one = imm(p, f ? 0x3F800000u : 1u), mone = imm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
     isa_op lt = f ? OP_VCMPLTF : OP_VCMPLTI;
     int tmp = ralloc(p);
-    tb_raw(b, lt, 1, x, zr, 0, 0, 0);
-    tb_raw(b, OP_VSEL, tmp, 1, mone, x, 0, 0);
-    tb_raw(b, lt, 1, zr, x, 0, 0, 0);
-    tb_raw(b, OP_VSEL, d, 1, one, tmp, 0, 0);
+    tb_raw(b, lt, M1, x, zr, 0, 0, 0);
+    tb_raw(b, OP_VSEL, tmp, M1, mone, x, 0, 0);
+    tb_raw(b, lt, M1, zr, x, 0, 0, 0);
+    tb_raw(b, OP_VSEL, d, M1, one, tmp, 0, 0);
     rfree(p, zr);
     rfree(p, one);
     rfree(p, mone);
@@ -401,10 +394,10 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_IS_FINITE: {
     int inf = imm(p, 0x7F800000u), ab = ralloc(p);
     V3(OP_VABSF, ab, x, 0);
-    tb_raw(b, OP_VCMPLTF, 1, ab, inf, 0, 0, 0);
+    tb_raw(b, OP_VCMPLTF, M1, ab, inf, 0, 0, 0);
     rfree(p, inf);
     rfree(p, ab);
-    mask_to01(b, p, d, 1);
+    mask_to01(b, p, d, M1);
     break;
   }
   case IR_OP_NOT: {
@@ -436,8 +429,8 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_POPCNT: case IR_OP_CLZ: popcnt_clz(b, p, n->op, t, d, x); break;
   case IR_OP_SELECT: {
     int zr = imm(p, 0);
-    tb_raw(b, OP_VCMPEQI, 1, x, zr, 0, 0, 0);
-    tb_raw(b, OP_VSEL, d, 1, z, y, 0, 0);
+    tb_raw(b, OP_VCMPEQI, M1, x, zr, 0, 0, 0);
+    tb_raw(b, OP_VSEL, d, M1, z, y, 0, 0);
     rfree(p, zr);
     break;
   }
@@ -455,8 +448,16 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
 
 /* ---- DAG evaluation --------------------------------------------------------- */
 
+static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
+                     int *out_regs);
+
 bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs) {
-  rp p = {b, *used};
+  return eval_dag(b, used, 0, e, in_regs, out_regs);
+}
+
+static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
+                     int *out_regs) {
+  rp p = {b, *used, mb};
   int *uses = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
   int *reg = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
   for (int i = 0; i < e->nnodes; i++)
@@ -512,7 +513,14 @@ void tk_elementwise(tb *b, const tk_elem *e) {
   if (nchunks == 1) C = (e->count + 1023) / 1024 * 1024;
   uint64_t slot = (uint64_t)C * 4;
   if (!tb_vmem_fits(b, (uint64_t)nb * 2 * slot, "an elementwise loop")) return;
-  int in_regs[64], out_regs[64];
+  int in_regs[64];
+  /* Tiles per group: as many as have registers for the worst case of the
+   * expression (inputs, one register per node, scratch of the longest op
+   * sequence) and masks (two each). */
+  int need = e->ninputs + e->nnodes + 6, G = 1;
+  if (3 * need <= TGT_VREGS) G = 3;
+  else if (2 * need <= TGT_VREGS) G = 2;
+  int RP = TGT_VREGS / G;
   if (e->ninputs > 24 || e->noutputs > 24) {
     tb_error(b, ST_UNSUPPORTED, "fused loop with %d inputs and %d outputs (at most 24 each)",
              e->ninputs, e->noutputs);
@@ -532,23 +540,56 @@ void tk_elementwise(tb *b, const tk_elem *e) {
     if (c < 0) continue;
     int64_t off = c * C, len = e->count - off < C ? e->count - off : C;
     int64_t tiles = (len + 1023) / 1024;
-    for (int64_t t = 0; t < tiles && !b->failed; t++) {
-      uint32_t used = 0;
-      for (int i = 0; i < e->ninputs; i++) {
-        bool h = esize_of(e->in_type[i]) == 2;
-        in_regs[i] = i;
-        used |= 1u << i;
-        tb_vld(b, i, (uint64_t)i * 2 * slot + (uint64_t)(c & 1) * slot + (uint64_t)t * (h ? 2048 : 4096),
-               h ? 256 : 512, h);
+    for (int64_t t0 = 0; t0 < tiles && !b->failed; t0 += G) {
+      int gn = tiles - t0 < G ? (int)(tiles - t0) : G;
+      int outs[4][24];
+      uint32_t seg_lo[4], seg_hi[4];
+      /* Loads, in order (they may wait for DMAs). */
+      for (int g = 0; g < gn; g++)
+        for (int i = 0; i < e->ninputs; i++) {
+          int64_t t = t0 + g;
+          bool h = esize_of(e->in_type[i]) == 2;
+          tb_vld(b, g * RP + i,
+                 (uint64_t)i * 2 * slot + (uint64_t)(c & 1) * slot + (uint64_t)t * (h ? 2048 : 4096),
+                 h ? 256 : 512, h);
+        }
+      /* Compute, each tile in its own registers and masks; the register
+       * code of the tiles is then interleaved so that one tile's latency
+       * hides behind the others' work (the vector unit issues in order). */
+      for (int g = 0; g < gn; g++) {
+        uint32_t part = RP >= 32 ? 0xffffffffu : ((1u << RP) - 1) << (g * RP);
+        uint32_t used = ~part;
+        for (int i = 0; i < e->ninputs; i++) {
+          in_regs[i] = g * RP + i;
+          used |= 1u << (g * RP + i);
+        }
+        seg_lo[g] = (uint32_t)b->code.n;
+        if (!eval_dag(b, &used, 2 * g, e, in_regs, outs[g])) return;
+        seg_hi[g] = (uint32_t)b->code.n;
       }
-      if (!tk_eval_dag(b, &used, e, in_regs, out_regs)) return;
-      for (int o = 0; o < e->noutputs; o++) {
-        bool h = esize_of(e->nodes[e->out_node[o]].type) == 2;
-        tb_vst(b, out_regs[o],
-               (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot +
-                   (uint64_t)t * (h ? 2048 : 4096),
-               h ? 256 : 512, h, 0);
+      if (gn > 1 && !b->failed) {
+        uint32_t lo = seg_lo[0], n = seg_hi[gn - 1] - lo;
+        uint64_t *tmp = arena_array(b->a, n + 1, sizeof(uint64_t));
+        memcpy(tmp, b->code.v + lo, (size_t)n * sizeof(uint64_t));
+        uint32_t at = lo, pos[4] = {0, 0, 0, 0};
+        for (bool more = true; more;) {
+          more = false;
+          for (int g = 0; g < gn; g++)
+            if (seg_lo[g] + pos[g] < seg_hi[g]) {
+              b->code.v[at++] = tmp[seg_lo[g] - lo + pos[g]++];
+              more = true;
+            }
+        }
       }
+      for (int g = 0; g < gn; g++)
+        for (int o = 0; o < e->noutputs; o++) {
+          int64_t t = t0 + g;
+          bool h = esize_of(e->nodes[e->out_node[o]].type) == 2;
+          tb_vst(b, outs[g][o],
+                 (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot +
+                     (uint64_t)t * (h ? 2048 : 4096),
+                 h ? 256 : 512, h, 0);
+        }
     }
     for (int o = 0; o < e->noutputs; o++) {
       int es = esize_of(e->nodes[e->out_node[o]].type);
