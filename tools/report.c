@@ -114,8 +114,8 @@ int tool_report_table(const tool_report *r, FILE *f) {
   fprintf(f, "per-op report (target %s, %llu cycles)\n", r->t.spec,
           (unsigned long long)r->stats->cycles);
   fprintf(f, "%-28s %-18s %9s %6s %8s %8s %8s %8s %8s %8s %8s %8s %7s %s\n", "op", "source",
-          "cycles", "share", "st.wt", "st.dma", "st.dep", "st.oth", "mxu.busy", "useful",
-          "vpu", "hbm.rd", "AI", "bound");
+          "cycles", "share", "st.wt", "st.dma", "st.dep", "st.oth", "mxu.busy", "useful", "vpu",
+          "hbm.rd", "AI", "bound");
   uint64_t excl = 0;
   for (size_t i = 0; i < r->nops; i++) {
     const tpurt_op_stats_t *s = &r->ops[i];
@@ -136,16 +136,16 @@ int tool_report_table(const tool_report *r, FILE *f) {
       snprintf(ai, sizeof ai, "inf");
     else
       snprintf(ai, sizeof ai, "%.3g", w.intensity);
-    fprintf(f, "%-28.28s %-18.18s %9llu %5.1f%% %8s %8s %8s %8s %8s %8s %8s %8s %7s %s\n",
-            in->name, src, (unsigned long long)w.cycles, 100 * w.share,
+    fprintf(f, "%-28.28s %-18.18s %9llu %5.1f%% %8s %8s %8s %8s %8s %8s %8s %8s %7s %s\n", in->name,
+            src, (unsigned long long)w.cycles, 100 * w.share,
             human((double)s->stall_weight_load, b[0], 32), human((double)s->stall_dma, b[1], 32),
             human((double)s->stall_dependency, b[2], 32), human((double)w.stall_other, b[3], 32),
             human((double)s->mxu_busy_cycles, b[4], 32), human((double)w.useful_macs, b[5], 32),
-            human((double)s->vpu_instructions, b[6], 32), human((double)s->hbm_read_bytes, b[7], 32),
-            ai, w.bound);
+            human((double)s->vpu_instructions, b[6], 32),
+            human((double)s->hbm_read_bytes, b[7], 32), ai, w.bound);
   }
-  fprintf(f, "%-28s %-18s %9llu %5.1f%%  (share: exclusive cycles, they sum to the run)\n",
-          "total", "", (unsigned long long)r->stats->cycles,
+  fprintf(f, "%-28s %-18s %9llu %5.1f%%  (share: exclusive cycles, they sum to the run)\n", "total",
+          "", (unsigned long long)r->stats->cycles,
           r->stats->cycles ? 100.0 * (double)excl / (double)r->stats->cycles : 0);
   return ferror(f) ? -1 : 0;
 }
@@ -188,10 +188,18 @@ static double py(const axes *a, double y) {
 static void xml_str(FILE *f, const char *s) {
   for (; *s; s++) {
     switch (*s) {
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '&': fputs("&amp;", f); break;
-    case '"': fputs("&quot;", f); break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
     default:
       if ((unsigned char)*s >= 0x20) fputc(*s, f);
     }
@@ -206,9 +214,8 @@ static void ceiling(FILE *f, const axes *a, double peak, double bw, const char *
   fprintf(f,
           "<polyline class=\"ceiling\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s "
           "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
-          color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "",
-          px(a, lo), py(a, bw * lo < peak ? bw * lo : peak), px(a, xs), py(a, peak), px(a, hi),
-          py(a, peak));
+          color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "", px(a, lo),
+          py(a, bw * lo < peak ? bw * lo : peak), px(a, xs), py(a, peak), px(a, hi), py(a, peak));
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"%s\" text-anchor=\"end\">",
           px(a, hi) - 4, py(a, peak) - 6, color);
   xml_str(f, label);
@@ -239,8 +246,7 @@ int tool_report_svg(const tool_report *r, FILE *f) {
           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n"
           "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
           W, H, W, H, W, H);
-  fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">Roofline of ",
-          W / 2);
+  fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">Roofline of ", W / 2);
   xml_str(f, t->spec);
   fprintf(f, " (%llu cycles; MXU peak %.3g FLOP/s, HBM %.3g B/s)</text>\n",
           (unsigned long long)r->stats->cycles, mp, bw);
@@ -307,13 +313,14 @@ int tool_report_svg(const tool_report *r, FILE *f) {
     double xi = w.intensity < 0 ? pow(10, a.x1) : w.intensity;
     double x = px(&a, xi), y = py(&a, w.achieved > 0 ? w.achieved : pow(10, a.y0));
     const char *col = strcmp(w.bound, "memory") ? "#c0392b" : "#2874a6";
-    fprintf(f, "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" "
-               "fill-opacity=\"0.7\"><title>",
+    fprintf(f,
+            "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" "
+            "fill-opacity=\"0.7\"><title>",
             x, y, col);
     xml_str(f, r->info[i].name);
-    fprintf(f, " (%s): %.3g FLOP/B, %.3g FLOP/s, %.1f%% of its roofline, %.1f%% of cycles",
-            w.bound, w.intensity < 0 ? INFINITY : w.intensity, w.achieved,
-            100 * w.roofline_fraction, 100 * w.share);
+    fprintf(f, " (%s): %.3g FLOP/B, %.3g FLOP/s, %.1f%% of its roofline, %.1f%% of cycles", w.bound,
+            w.intensity < 0 ? INFINITY : w.intensity, w.achieved, 100 * w.roofline_fraction,
+            100 * w.share);
     fputs("</title></circle>\n", f);
     if (s->exclusive_cycles >= cut) {
       fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">", x + 7, y - 4);

@@ -63,7 +63,6 @@ typedef struct tool_report_opts {
   int stats;            /* print totals and the breakdown to stderr */
 } tool_report_opts;
 
-
 #ifdef TPUCC_HAVE_TPU
 #include "backend/tpu/tpu.h"
 /* Compiles m for target (NULL: v3) at precision, runs it on the emulator

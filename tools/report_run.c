@@ -15,13 +15,20 @@
 
 static ir_type type_of(int dtype) {
   switch (dtype) {
-  case TPUB_PRED: return IR_PRED;
-  case TPUB_S8: return IR_S8;
-  case TPUB_S32: return IR_S32;
-  case TPUB_BF16: return IR_BF16;
-  case TPUB_F16: return IR_F16;
-  case TPUB_F32: return IR_F32;
-  default: return IR_TYPE_INVALID;
+  case TPUB_PRED:
+    return IR_PRED;
+  case TPUB_S8:
+    return IR_S8;
+  case TPUB_S32:
+    return IR_S32;
+  case TPUB_BF16:
+    return IR_BF16;
+  case TPUB_F16:
+    return IR_F16;
+  case TPUB_F32:
+    return IR_F32;
+  default:
+    return IR_TYPE_INVALID;
   }
 }
 
@@ -30,7 +37,8 @@ static ir_literal *rebuild(arena *a, const ir_shape *s, ir_literal **flat, int n
   ir_literal *l = arena_alloc(a, sizeof *l);
   l->shape = ir_shape_clone(a, s);
   l->elems = arena_array(a, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_literal *));
-  for (int i = 0; i < s->ntuple; i++) l->elems[i] = rebuild(a, &s->tuple[i], flat, n, k);
+  for (int i = 0; i < s->ntuple; i++)
+    l->elems[i] = rebuild(a, &s->tuple[i], flat, n, k);
   return l;
 }
 
@@ -132,7 +140,8 @@ static base_status run_image(const tpub_image *img, const char *target, const to
   ops = calloc(nops, sizeof *ops);
   info = calloc(nops, sizeof *info);
   if (!ops || !info) base_die("out of memory");
-  for (size_t i = 0; i < nops; i++) tpurt_program_op_info(prog, i, &info[i]);
+  for (size_t i = 0; i < nops; i++)
+    tpurt_program_op_info(prog, i, &info[i]);
   tpurt_profile_options_t po;
   tpurt_profile_options_init(&po);
   po.trace_path = ro->trace;
@@ -143,19 +152,22 @@ static base_status run_image(const tpub_image *img, const char *target, const to
   if (es != TPURT_OK) {
     snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
     rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED
-         : es == TPURT_IO_ERROR        ? ST_IO_ERROR
-                                       : ST_RUNTIME_FAULT;
+         : es == TPURT_IO_ERROR         ? ST_IO_ERROR
+                                        : ST_RUNTIME_FAULT;
     goto done;
   }
-  tool_report r = {{target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus,
-                    tg.mxu_rows, tg.mxu_cols},
-                   &st, nops, info, ops};
+  tool_report r = {
+      {target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus, tg.mxu_rows, tg.mxu_cols},
+      &st,
+      nops,
+      info,
+      ops};
   rc = write_reports(&r, ro, err, errlen);
   if (rc != ST_OK) goto done;
   ir_literal **fl = arena_array(a, (size_t)img->nresults + 1, sizeof(ir_literal *));
   for (uint32_t k = 0; k < img->nresults; k++) {
-    ir_shape sh = ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank,
-                                 img->results[k].dims);
+    ir_shape sh =
+        ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank, img->results[k].dims);
     fl[k] = ir_literal_create(a, &sh);
     if (tpurt_buffer_read(res[k], fl[k]->data, fl[k]->nbytes) != TPURT_OK) {
       snprintf(err, errlen, "tpu: result %u: %s", k, tpurt_device_message(dev));
@@ -165,8 +177,10 @@ static base_status run_image(const tpub_image *img, const char *target, const to
   }
   *flat = fl;
 done:
-  for (uint32_t k = 0; k < img->nresults; k++) tpurt_buffer_destroy(res[k]);
-  for (int i = 0; i < nargs; i++) tpurt_buffer_destroy(in[i]);
+  for (uint32_t k = 0; k < img->nresults; k++)
+    tpurt_buffer_destroy(res[k]);
+  for (int i = 0; i < nargs; i++)
+    tpurt_buffer_destroy(in[i]);
   free(in);
   free(res);
   free(ops);
@@ -191,7 +205,8 @@ base_status tool_report_run(const ir_module *m, const char *target, ir_precision
     const char *t = diag_text(d);
     snprintf(err, errlen, "%s", t[0] ? t : "tpu: compilation failed");
     size_t n = strlen(err);
-    while (n > 0 && err[n - 1] == '\n') err[--n] = 0;
+    while (n > 0 && err[n - 1] == '\n')
+      err[--n] = 0;
     diag_destroy(d);
     return st;
   }

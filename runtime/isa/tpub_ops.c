@@ -28,7 +28,8 @@ static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int bad(char *err, size_t errlen, const char *fmt, ...) {
+static int
+bad(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -108,9 +109,9 @@ int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint3
     c.kind = (char *)k;
     c.file = (char *)f;
     int rc = put_op(img, i, &c, o->name ? strlen(o->name) : 0, strlen(k), strlen(f), err, errlen);
-    if (rc == 0 && (!printable((const uint8_t *)c.name, strlen(c.name)) ||
-                    !printable((const uint8_t *)k, strlen(k)) ||
-                    !printable((const uint8_t *)f, strlen(f))))
+    if (rc == 0 &&
+        (!printable((const uint8_t *)c.name, strlen(c.name)) ||
+         !printable((const uint8_t *)k, strlen(k)) || !printable((const uint8_t *)f, strlen(f))))
       rc = bad(err, errlen, "op %u: non-printable byte in a string", i);
     if (rc) {
       tpub_clear_ops(img);
@@ -120,8 +121,8 @@ int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint3
   return 0;
 }
 
-int tpub_ops_parse(tpub_image *img, const uint8_t *p, uint64_t len, uint32_t count,
-                   uint32_t **runs, uint32_t *nruns, char *err, size_t errlen) {
+int tpub_ops_parse(tpub_image *img, const uint8_t *p, uint64_t len, uint32_t count, uint32_t **runs,
+                   uint32_t *nruns, char *err, size_t errlen) {
   *runs = NULL;
   *nruns = 0;
   if (count < 1 || count > TPUB_MAX_OPS)

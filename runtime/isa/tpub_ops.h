@@ -10,8 +10,8 @@
  * (img->nops) and *runs (2 x *nruns u32: first pc, op; allocated with
  * img's allocator, the caller frees it). Returns 0, -1 (err says why) or
  * -2 on OOM. The pcs are checked later by tpub_ops_expand. */
-int tpub_ops_parse(tpub_image *img, const uint8_t *p, uint64_t len, uint32_t count,
-                   uint32_t **runs, uint32_t *nruns, char *err, size_t errlen);
+int tpub_ops_parse(tpub_image *img, const uint8_t *p, uint64_t len, uint32_t count, uint32_t **runs,
+                   uint32_t *nruns, char *err, size_t errlen);
 /* Checks runs against img->ncode and img->nops and fills img->op_of_pc. */
 int tpub_ops_expand(tpub_image *img, const uint32_t *runs, uint32_t nruns, char *err,
                     size_t errlen);

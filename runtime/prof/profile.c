@@ -56,23 +56,35 @@ struct prof {
 
 static uint64_t *stall_field(tpurt_op_stats_t *o, int k) {
   switch (k) {
-  case 0: return &o->stall_dependency;
-  case 1: return &o->stall_sync;
-  case 2: return &o->stall_dma;
-  case 3: return &o->stall_weight_load;
-  case 4: return &o->stall_hbm;
-  default: return &o->stall_queue_full;
+  case 0:
+    return &o->stall_dependency;
+  case 1:
+    return &o->stall_sync;
+  case 2:
+    return &o->stall_dma;
+  case 3:
+    return &o->stall_weight_load;
+  case 4:
+    return &o->stall_hbm;
+  default:
+    return &o->stall_queue_full;
   }
 }
 
 static uint64_t unit_stall(const emu_unit_stats *u, int k) {
   switch (k) {
-  case 0: return u->stall_dependency;
-  case 1: return u->stall_sync;
-  case 2: return u->stall_dma;
-  case 3: return u->stall_weight;
-  case 4: return u->stall_hbm;
-  default: return u->stall_queue;
+  case 0:
+    return u->stall_dependency;
+  case 1:
+    return u->stall_sync;
+  case 2:
+    return u->stall_dma;
+  case 3:
+    return u->stall_weight;
+  case 4:
+    return u->stall_hbm;
+  default:
+    return u->stall_queue;
   }
 }
 
@@ -215,7 +227,7 @@ prof *prof_create(const rt_allocator *a, const tpub_image *img, const tgt_target
   memset(ops, 0, (size_t)p->nops * sizeof *ops);
   p->trace = trace;
   p->trace_insts = trace_insts ? PROF_MAX_INST_SPANS : 0;
-  static const char *const moves[] = {"vld",  "vldh", "vst",   "vsth",   "vldb",  "vstb",
+  static const char *const moves[] = {"vld",    "vldh", "vst",  "vsth",  "vldb",   "vstb",
                                       "vbcast", "vimm", "vmov", "viota", "vtpush", "vtpop"};
   for (int op = 0; op < OP__COUNT; op++) {
     const isa_info *fi = isa_info_of((isa_op)op);
@@ -230,8 +242,7 @@ prof *prof_create(const rt_allocator *a, const tpub_image *img, const tgt_target
     json_str(trace, img->target);
     fputs("\"}}", trace);
     for (int u = 0; u < ISA_UNIT_COUNT; u++) {
-      int present = u <= ISA_UNIT_VECTOR ||
-                    (u >= ISA_UNIT_MXU0 && u < ISA_UNIT_MXU0 + t->mxus) ||
+      int present = u <= ISA_UNIT_VECTOR || (u >= ISA_UNIT_MXU0 && u < ISA_UNIT_MXU0 + t->mxus) ||
                     (u >= ISA_UNIT_DMA0 && u < ISA_UNIT_DMA0 + t->dma_queues);
       if (!present) continue;
       fprintf(trace,
@@ -265,9 +276,8 @@ int prof_finish(prof *p, const emu_stats *st) {
   for (int u = 0; u < ISA_UNIT_COUNT; u++)
     flush_span(p, u);
   qsort(p->pts, p->npts, sizeof *p->pts, point_cmp);
-  fprintf(p->trace,
-          ",\n{\"name\":\"HBM bandwidth (GB/s)\",\"ph\":\"C\",\"pid\":1,\"ts\":0,"
-          "\"args\":{\"GB/s\":0}}");
+  fprintf(p->trace, ",\n{\"name\":\"HBM bandwidth (GB/s)\",\"ph\":\"C\",\"pid\":1,\"ts\":0,"
+                    "\"args\":{\"GB/s\":0}}");
   for (size_t i = 0; i < p->npts; i++)
     fprintf(p->trace,
             ",\n{\"name\":\"HBM bandwidth (GB/s)\",\"ph\":\"C\",\"pid\":1,\"ts\":%llu,"

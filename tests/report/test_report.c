@@ -47,7 +47,8 @@ static uint8_t *add_image(size_t *n) {
                     {"add", "add", "add.tg", 2, 5, 0},
                     {"store", "", "", 0, 0, 0}};
   uint32_t map[15];
-  for (uint32_t pc = 0; pc < 15; pc++) map[pc] = pc < 4 ? 0 : pc < 10 ? 1 : 2;
+  for (uint32_t pc = 0; pc < 15; pc++)
+    map[pc] = pc < 4 ? 0 : pc < 10 ? 1 : 2;
   assert_int_equal(tpub_set_ops(img, ops, 3, map, err, sizeof err), 0);
   uint8_t *bytes;
   assert_int_equal(tpub_write(img, NULL, &bytes, n, err, sizeof err), 0);
@@ -89,7 +90,8 @@ static void run_add(run *r, const char *trace) {
   if (s) fprintf(stderr, "%s\n", tpurt_device_message(r->dev));
   assert_int_equal(s, TPURT_OK);
   assert_int_equal(tpurt_buffer_read(out[0], z, sizeof z), 0);
-  for (int i = 0; i < 1024; i++) assert_true(z[i] == 1.5f * (float)i);
+  for (int i = 0; i < 1024; i++)
+    assert_true(z[i] == 1.5f * (float)i);
   tpurt_buffer_destroy(in[0]);
   tpurt_buffer_destroy(in[1]);
   tpurt_buffer_destroy(out[0]);
@@ -182,9 +184,8 @@ static void add8x128_cycles(void **state) {
   tpurt_stats_breakdown(&r.st, 2, &b);
   assert_int_equal(b.total, 340);
   assert_int_equal(b.non_matrix, 340);
-  assert_int_equal(b.array_active + b.weight_stall + b.weight_shift + b.dependency_stall +
-                       b.input_stall,
-                   0);
+  assert_int_equal(
+      b.array_active + b.weight_stall + b.weight_shift + b.dependency_stall + b.input_stall, 0);
   tpurt_op_info_t oi;
   assert_int_equal(tpurt_program_op_info(r.prog, 1, &oi), TPURT_OK);
   assert_string_equal(oi.name, "add");
@@ -201,7 +202,8 @@ static void writers(void **state) {
   run r;
   run_add(&r, NULL);
   tpurt_op_info_t info[3];
-  for (size_t i = 0; i < 3; i++) tpurt_program_op_info(r.prog, i, &info[i]);
+  for (size_t i = 0; i < 3; i++)
+    tpurt_program_op_info(r.prog, i, &info[i]);
   tool_report rep = {{"v3", 940e6, 450e9, 2, 128, 128}, &r.st, 3, info, r.ops};
   char *buf = NULL;
   size_t len = 0;
@@ -224,7 +226,8 @@ static void writers(void **state) {
   for (char *l = strchr(buf, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
     rows++;
     char *c = l;
-    for (int k = 0; k < 8; k++) c = strchr(c, ',') + 1;
+    for (int k = 0; k < 8; k++)
+      c = strchr(c, ',') + 1;
     ex += strtoull(c, NULL, 10);
   }
   assert_int_equal(rows, 3);
@@ -235,12 +238,14 @@ static void writers(void **state) {
   assert_int_equal(w.cycles, 88);
   assert_true(w.flops == 1024.0);
   /* 1024 FLOPs in 88 cycles at 940 MHz */
-  assert_true(w.achieved > 1024.0 / (88 / 940e6) * 0.999 && w.achieved < 1024.0 / (88 / 940e6) * 1.001);
+  assert_true(w.achieved > 1024.0 / (88 / 940e6) * 0.999 &&
+              w.achieved < 1024.0 / (88 / 940e6) * 1.001);
   f = open_memstream(&buf, &len);
   assert_int_equal(tool_report_svg(&rep, f), 0);
   fclose(f);
   int marks = 0;
-  for (char *p = buf; (p = strstr(p, "<circle class=\"op\"")); p++) marks++;
+  for (char *p = buf; (p = strstr(p, "<circle class=\"op\"")); p++)
+    marks++;
   assert_int_equal(marks, 1); /* only the add computes */
   assert_non_null(strstr(buf, "</svg>"));
   free(buf);
@@ -268,7 +273,8 @@ static void ops_section_checked(void **state) {
   bytes[at + 8 + 8 + 4] = 7; /* run 1 names op 7 */
   memset(bytes + 24, 0, 4);
   uint32_t crc = tpub_crc32(bytes, n);
-  for (int i = 0; i < 4; i++) bytes[24 + i] = (uint8_t)(crc >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    bytes[24 + i] = (uint8_t)(crc >> (8 * i));
   tpub_free(img);
   img = NULL;
   assert_int_equal(tpub_read(bytes, n, NULL, &img, err, sizeof err), -1);
