@@ -104,7 +104,7 @@ static LLVMValueRef env_ptr(emitter *e, LLVMValueRef env, const cbuf *cb) {
   LLVMValueRef sv = llvm_i64(e, slot);
   LLVMValueRef base = LLVMBuildLoad2(b, e->t_ptr, LLVMBuildInBoundsGEP2(b, e->t_ptr, slots, &sv, 1, ""), "");
   if (cb->kind == CB_SCRATCH) {
-    LLVMValueRef off = llvm_i64(e, cb->index);
+    LLVMValueRef off = llvm_scratch_off(e, (cbuf *)cb);
     return LLVMBuildInBoundsGEP2(b, e->t_i8, base, &off, 1, "");
   }
   LLVMValueRef arr = LLVMBuildPointerCast(b, base, pp, "");

@@ -29,6 +29,11 @@ typedef struct cbuf {
   int64_t count;        /* elements */
   LLVMValueRef global;  /* CB_CONST */
   int32_t id;           /* dense id (position in the plan's list) */
+  /* CB_SCRATCH: the kernels (in call order) that first and last touch it,
+   * and the i64 constant global holding its offset, which is only known
+   * once every kernel is emitted (plan.c assigns offsets by lifetime). */
+  int32_t first_use, last_use;
+  LLVMValueRef off_global;
 } cbuf;
 
 typedef struct scope scope;
@@ -115,6 +120,9 @@ const ir_shape *llvm_leaf_shape(const ir_shape *s, int leaf);
 int llvm_leaf_offset(const ir_shape *s, int k);
 cbuf *llvm_new_buf(emitter *e, cbuf_kind k, ir_type t, int64_t count);
 cbuf *llvm_scratch_buf(emitter *e, const ir_shape *leaf);
+/* The scratch offset of b (i64), for address computations; marks a use of
+ * b by the kernel being emitted (or, outside kernels, by the entry's end). */
+LLVMValueRef llvm_scratch_off(emitter *e, cbuf *b);
 scope *llvm_scope_new(emitter *e, ir_comp_id c, scope *parent);
 const ir_inst *llvm_inst(const scope *s, ir_id id);
 /* Plans and emits the whole entry function. */

@@ -1,5 +1,9 @@
 /* plan.c: what is materialised where, and the entry function.
  *
+ * Scratch: every intermediate gets a slice of one caller-provided scratch
+ * area; slices of buffers that are never live at the same time overlap
+ * (assign_offsets), so the scratch is about the peak live size.
+ *
  * Entry computation: parameters are the input buffers, constants are
  * globals, tuple / get-tuple-element / reshape / copy alias their operand's
  * buffers, every other instruction gets a scratch buffer (64-byte aligned)
@@ -14,6 +18,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Inline generation recurses once per chained instruction (gen.c); longer
  * chains in a fusion are cut by materialising, in reducers refused. */
@@ -58,16 +63,72 @@ cbuf *llvm_new_buf(emitter *e, cbuf_kind k, ir_type t, int64_t count) {
   b->type = t;
   b->count = count;
   b->id = e->bufs.n;
+  b->first_use = b->last_use = -1;
   VEC_PUSH(e->a, e->bufs, b);
   return b;
 }
 
 cbuf *llvm_scratch_buf(emitter *e, const ir_shape *leaf) {
-  int64_t n = ir_shape_count(leaf);
-  cbuf *b = llvm_new_buf(e, CB_SCRATCH, leaf->type, n);
-  b->index = e->scratch_bytes;
-  e->scratch_bytes += (n * ir_type_size(leaf->type) + 63) & ~(int64_t)63;
+  cbuf *b = llvm_new_buf(e, CB_SCRATCH, leaf->type, ir_shape_count(leaf));
+  b->index = -1; /* assigned by assign_offsets */
   return b;
+}
+
+LLVMValueRef llvm_scratch_off(emitter *e, cbuf *b) {
+  BASE_ASSERT(b->kind == CB_SCRATCH);
+  int32_t k = e->fn == e->entry ? INT32_MAX : e->nkernels;
+  if (b->first_use < 0 || k < b->first_use) b->first_use = k;
+  if (k > b->last_use) b->last_use = k;
+  if (!b->off_global) {
+    b->off_global = LLVMAddGlobal(e->mod, e->t_i64, "scratch.off");
+    LLVMSetInitializer(b->off_global, llvm_i64(e, 0));
+    LLVMSetGlobalConstant(b->off_global, 1);
+    LLVMSetLinkage(b->off_global, LLVMPrivateLinkage);
+  }
+  return LLVMBuildLoad2(e->b, e->t_i64, b->off_global, "");
+}
+
+static int by_size_desc(const void *x, const void *y) {
+  const cbuf *a = *(cbuf *const *)x, *b = *(cbuf *const *)y;
+  int64_t sa = a->count * ir_type_size(a->type), sb = b->count * ir_type_size(b->type);
+  if (sa != sb) return sa > sb ? -1 : 1;
+  return a->id - b->id;
+}
+
+/* Scratch buffers whose lifetimes (first to last kernel touching them) do
+ * not overlap share memory: largest first, each at the lowest 64-byte
+ * aligned offset clear of every placed buffer that is live at the same
+ * time. Kernels run one after another (parfor returns when all ranges are
+ * done), so that is the whole condition. */
+static void assign_offsets(emitter *e) {
+  int n = 0;
+  cbuf **v = arena_array(e->a, (size_t)e->bufs.n + 1, sizeof(cbuf *));
+  for (int i = 0; i < e->bufs.n; i++) {
+    cbuf *b = e->bufs.v[i];
+    if (b->kind == CB_SCRATCH && b->off_global) v[n++] = b;
+  }
+  qsort(v, (size_t)n, sizeof *v, by_size_desc);
+  int64_t top = 0;
+  for (int i = 0; i < n; i++) {
+    cbuf *b = v[i];
+    int64_t size = (b->count * ir_type_size(b->type) + 63) & ~(int64_t)63, off = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int j = 0; j < i; j++) {
+        cbuf *c = v[j];
+        int64_t cs = (c->count * ir_type_size(c->type) + 63) & ~(int64_t)63;
+        bool live = b->first_use <= c->last_use && c->first_use <= b->last_use;
+        if (live && off < c->index + cs && c->index < off + size) {
+          off = c->index + cs;
+          moved = true;
+        }
+      }
+    }
+    b->index = off;
+    LLVMSetInitializer(b->off_global, llvm_i64(e, off));
+    if (off + size > top) top = off + size;
+  }
+  e->scratch_bytes = top;
 }
 
 cbuf *llvm_const_buf(emitter *e, const ir_literal *l) {
@@ -265,7 +326,7 @@ static LLVMValueRef entry_buf(emitter *e, const cbuf *cb) {
   LLVMBuilderRef b = e->b;
   if (cb->kind == CB_CONST) return LLVMBuildPointerCast(b, cb->global, e->t_ptr, "");
   if (cb->kind == CB_SCRATCH) {
-    LLVMValueRef off = llvm_i64(e, cb->index);
+    LLVMValueRef off = llvm_scratch_off(e, (cbuf *)cb);
     return LLVMBuildInBoundsGEP2(b, e->t_i8, LLVMGetParam(e->entry, 2), &off, 1, "");
   }
   LLVMValueRef arr = LLVMBuildPointerCast(b, LLVMGetParam(e->entry, cb->kind == CB_INPUT ? 0 : 1),
@@ -395,6 +456,7 @@ bool llvm_lower_entry(emitter *e) {
   LLVMBuildRetVoid(e->b);
   LLVMPositionBuilderAtEnd(e->b, e->alloca_bb);
   LLVMBuildBr(e->b, LLVMGetNextBasicBlock(e->alloca_bb));
+  assign_offsets(e);
   return true;
 }
 
