@@ -174,4 +174,35 @@ const char *diag_text(const diag *d);
 /* The first error's message alone (without location), or "" */
 const char *diag_first_message(const diag *d);
 
+/* ---- vector-unit scalar kernels (vmath.c) ----------------------------- */
+/* The f32 kernels of the emulated vector unit, one definition shared by the
+ * emulator and the evaluator's TPU-numerics mode (docs/numerics.md):
+ * transcendentals are the double libm function of the widened input,
+ * rounded once; max/min return the canonical NaN when either input is NaN
+ * and prefer +0 (max) / -0 (min) between zeros; cvtfi truncates and
+ * saturates (NaN -> 0); cvtif converts an s32 (given as its bits). */
+#define VMATH_CANON_NAN 0x7FC00000u
+uint32_t vmath_bits(float f); /* the bits of f, a NaN as VMATH_CANON_NAN */
+float vmath_float(uint32_t u); /* the f32 with these bits */
+float vmath_exp(float x);
+float vmath_log(float x);
+float vmath_tanh(float x);
+float vmath_logistic(float x);
+float vmath_sqrt(float x);
+float vmath_rsqrt(float x);
+float vmath_floor(float x);
+float vmath_ceil(float x);
+float vmath_rne(float x);
+float vmath_sin(float x);
+float vmath_cos(float x);
+float vmath_expm1(float x);
+float vmath_log1p(float x);
+float vmath_erf(float x);
+float vmath_pow(float x, float y);
+float vmath_atan2(float y, float x);
+uint32_t vmath_fmax(uint32_t a, uint32_t b);
+uint32_t vmath_fmin(uint32_t a, uint32_t b);
+int32_t vmath_cvtfi(uint32_t u);
+float vmath_cvtif(uint32_t u);
+
 #endif

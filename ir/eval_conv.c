@@ -38,6 +38,85 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
   return true;
 }
 
+/* A float convolution under TPU numerics (eval_tpu.c), as backend/tpu
+ * lowers it: im2col over the zero-padded, zero-dilated input; per output,
+ * from +0, the passes in order, each over window positions (row-major, all
+ * of them: padding and holes read +0) then input features ascending, one
+ * fused multiply-add per product. Operands are validated by the caller. */
+static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
+                            const ir_literal *rhs, const ir_window_dim *win, const int64_t *ksz,
+                            ir_literal **out) {
+  const ir_conv_dims *cd = &in->a.conv;
+  ir_type rt = in->shape.type;
+  int ns = cd->nspatial;
+  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
+  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  int64_t in_b = lhs->shape.dims[cd->in_batch];
+  int64_t k_i = rhs->shape.dims[cd->k_in], k_o = rhs->shape.dims[cd->k_out];
+  int P = ev_tpu_passes(in, lhs->shape.type, rhs->shape.type), np = P == 6 ? 3 : P == 3 ? 2 : 1;
+  ir_literal *lp[3], *rp[3], *r;
+  base_status st = ev_new_array(cx, in, &in->shape, &r);
+  if (st != ST_OK) return st;
+  int64_t nout = ir_shape_count(&in->shape), nwin = 1, nsp = 1;
+  int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK], os[IR_MAX_RANK], osd[IR_MAX_RANK];
+  for (int i = 0; i < ns; i++) {
+    nwin *= ksz[i];
+    osd[i] = in->shape.dims[cd->out_spatial[i]];
+    nsp *= osd[i];
+  }
+  *out = r;
+  if (nout == 0 || k_i == 0 || nwin == 0) return ST_OK; /* empty sums: +0 */
+  if ((st = ev_work(cx, in, (double)nout * (double)k_i * (double)nwin * P)) != ST_OK) return st;
+  if ((st = ev_tpu_parts(cx, in, lhs, np, lp)) != ST_OK) return st;
+  if ((st = ev_tpu_parts(cx, in, rhs, np, rp)) != ST_OK) return st;
+  ev_strides(&lhs->shape, ls);
+  ev_strides(&rhs->shape, rs);
+  ev_strides(&in->shape, os);
+  int64_t *lsp, *rsp;
+  if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&lsp)) != ST_OK) return st;
+  if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&rsp)) != ST_OK) return st;
+  int64_t out_fg = k_o / fgc, out_bg = k_o / bgc, nb = in_b / bgc;
+  int64_t lz = ls[cd->in_feature], rz = rs[cd->k_in], rf = rs[cd->k_out];
+  int64_t o[IR_MAX_RANK] = {0};
+  size_t es = (size_t)ir_type_size(rt);
+  for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
+    int64_t k[IR_MAX_RANK] = {0}, obase = 0;
+    for (int i = 0; i < ns; i++) obase += o[i] * os[cd->out_spatial[i]];
+    for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
+      int64_t loff = 0, roff = 0;
+      bool pad = false;
+      for (int i = 0; i < ns; i++) {
+        const ir_window_dim *w = &win[i];
+        int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
+        int64_t x = u / w->lhs_dilate;
+        if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) pad = true;
+        loff += x * ls[cd->in_spatial[i]];
+        roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
+      }
+      lsp[wi] = pad ? -1 : loff;
+      rsp[wi] = roff;
+    }
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t f = 0; f < k_o; f++) {
+        int64_t gf = f / out_fg, gb = f / out_bg;
+        int64_t lbase = (gb * nb + b) * ls[cd->in_batch] + gf * k_i * lz, rbase = f * rf;
+        float acc = 0.0f;
+        for (int p = 0; p < P; p++) {
+          const float *L = lp[ev_tpu_pair_a[p]]->data, *R = rp[ev_tpu_pair_b[p]]->data;
+          for (int64_t wi = 0; wi < nwin; wi++)
+            for (int64_t z = 0; z < k_i; z++) {
+              float xv = lsp[wi] < 0 ? 0.0f : L[lbase + lsp[wi] + z * lz];
+              acc = ev_tpu_mac(acc, xv, R[rbase + rsp[wi] + z * rz]);
+            }
+        }
+        ev_tpu_store(rt, (uint8_t *)r->data +
+                             (size_t)(obase + b * os[cd->out_batch] + f * os[cd->out_feature]) * es,
+                     acc);
+      }
+  }
+  return ST_OK;
+}
+
 base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
                            ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
@@ -95,6 +174,9 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", d,
                      (long long)in->shape.dims[d], (long long)want[d]);
 
+  if (cx->opts.tpu_numerics && ir_type_is_float(rt) && ir_type_is_float(lhs->shape.type) &&
+      ir_type_is_float(rhs->shape.type))
+    return conv_tpu(cx, in, lhs, rhs, win, ksz, out);
   ir_literal *lc = (ir_literal *)lhs, *rc = (ir_literal *)rhs, *r;
   base_status st;
   if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;

@@ -52,6 +52,41 @@ static base_status operand_perm(ev_ctx *cx, const ir_inst *in, const char *side,
   return ST_OK;
 }
 
+/* A float dot under TPU numerics (eval_tpu.c): the operands' bf16 parts
+ * permuted to [B, M, K] and [B, N, K]; per output, from +0, the passes in
+ * order, each over k ascending, one fused multiply-add per product. */
+static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
+                           const ir_literal *rhs, const int64_t *lp, const int64_t *rp, int64_t B,
+                           int64_t M, int64_t N, int64_t K, ir_literal **out) {
+  ir_type rt = in->shape.type;
+  int P = ev_tpu_passes(in, lhs->shape.type, rhs->shape.type), np = P == 6 ? 3 : P == 3 ? 2 : 1;
+  base_status st = ev_work(cx, in, (double)B * (double)M * (double)N * (double)K * P);
+  ir_literal *lparts[3], *rparts[3], *r;
+  if (st == ST_OK) st = ev_tpu_parts(cx, in, lhs, np, lparts);
+  if (st == ST_OK) st = ev_tpu_parts(cx, in, rhs, np, rparts);
+  for (int p = 0; p < np && st == ST_OK; p++) {
+    if ((st = ev_permute(cx, in, lparts[p], lp, &lparts[p])) != ST_OK) break;
+    st = ev_permute(cx, in, rparts[p], rp, &rparts[p]);
+  }
+  if (st == ST_OK) st = ev_new_array(cx, in, &in->shape, &r);
+  if (st != ST_OK) return st;
+  size_t es = (size_t)ir_type_size(rt);
+  uint8_t *po = r->data;
+  for (int64_t bi = 0; bi < B; bi++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        float acc = 0.0f;
+        for (int p = 0; p < P; p++) {
+          const float *x = (const float *)lparts[ev_tpu_pair_a[p]]->data + (bi * M + m) * K;
+          const float *y = (const float *)rparts[ev_tpu_pair_b[p]]->data + (bi * N + n) * K;
+          for (int64_t k = 0; k < K; k++) acc = ev_tpu_mac(acc, x[k], y[k]);
+        }
+        ev_tpu_store(rt, po + (size_t)((bi * M + m) * N + n) * es, acc);
+      }
+  *out = r;
+  return ST_OK;
+}
+
 base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
   const ir_attrs *at = &in->a;
@@ -100,6 +135,9 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", i,
                      (long long)in->shape.dims[i], (long long)want[i]);
 
+  if (cx->opts.tpu_numerics && ir_type_is_float(rt) && ir_type_is_float(lhs->shape.type) &&
+      ir_type_is_float(rhs->shape.type))
+    return dot_tpu(cx, in, lhs, rhs, lp, rp, B, M, N, K, out);
   if ((st = ev_work(cx, in, (double)B * (double)M * (double)N * (double)K)) != ST_OK) return st;
 
   /* Convert to the result type, then pack as [B, M, K] and [B, N, K]. */

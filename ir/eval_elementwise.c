@@ -106,9 +106,17 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       memcpy(o, *a ? b : c, es);
       break;
     case IR_OP_CLAMP:
+      if (cx->opts.tpu_numerics) {
+        const void *abc[3] = {a, b, c};
+        if (ev_tpu_elem(in->op, t, 3, abc, o)) break;
+      }
       clamp_elem(t, a, b, c, o);
       break;
     default:
+      if (cx->opts.tpu_numerics) {
+        const void *abc[3] = {a, b, c};
+        if (ev_tpu_elem(in->op, t, nops, abc, o)) break;
+      }
       if (nops == 1 ? !ev_unary_elem(in->op, t, a, o) : !ev_binary_elem(in->op, t, a, b, o))
         return undefined_on(cx, in, t);
       break;
@@ -135,7 +143,9 @@ base_status ev_convert_to(ev_ctx *cx, const ir_inst *in, const ir_literal *a, ir
   const uint8_t *p = a->data;
   uint8_t *o = r->data;
   for (int64_t i = 0; i < n; i++)
-    ev_convert_elem(a->shape.type, p + (size_t)i * ie, t, o + (size_t)i * oe);
+    if (!cx->opts.tpu_numerics ||
+        !ev_tpu_convert(a->shape.type, p + (size_t)i * ie, t, o + (size_t)i * oe))
+      ev_convert_elem(a->shape.type, p + (size_t)i * ie, t, o + (size_t)i * oe);
   *out = r;
   return ST_OK;
 }

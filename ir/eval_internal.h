@@ -194,6 +194,27 @@ void ev_convert_elem(ir_type from, const void *a, ir_type to, void *out);
  * nearest even, pred = nonzero); used by convert and iota. */
 void ev_store_from_i64(ir_type t, void *p, int64_t v);
 
+/* ---- TPU numerics (eval_tpu.c; opts.tpu_numerics, docs/numerics.md) ---- */
+
+/* One elementwise float op (f32 or bf16; nops operands, clamp as lo, x,
+ * hi) as the vector unit computes it; false when t is not f32/bf16 or the
+ * op keeps the default semantics. */
+bool ev_tpu_elem(ir_op op, ir_type t, int nops, const void *const *ops, void *out);
+/* A convert as the vector unit does it; false: use ev_convert_elem. */
+bool ev_tpu_convert(ir_type from, const void *a, ir_type to, void *out);
+/* MXU passes of a float dot/convolution: 1, 3 (HIGH) or 6 (HIGHEST). */
+int ev_tpu_passes(const ir_inst *in, ir_type lt, ir_type rt);
+/* Pass p multiplies lhs part ev_tpu_pair_a[p] by rhs part ev_tpu_pair_b[p]. */
+extern const int ev_tpu_pair_a[6], ev_tpu_pair_b[6];
+/* The nparts bf16 parts of a float array as f32 literals of its dims, each
+ * value as the MXU reads it (bf16 subnormals are signed zeros). */
+base_status ev_tpu_parts(ev_ctx *cx, const ir_inst *inst, const ir_literal *v, int nparts,
+                         ir_literal **parts);
+/* One MXU step: acc + a * b with a single rounding (fused). */
+float ev_tpu_mac(float acc, float a, float b);
+/* Stores an MXU sum into the result type: NaN canonical, then RNE. */
+void ev_tpu_store(ir_type rt, void *out, float acc);
+
 /* ---- op handlers (one file per family) ---- */
 
 /* Each evaluates inst with operand values ops[] into *out. */

@@ -115,7 +115,9 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
 static base_status reducer_step(ev_ctx *cx, reducer *r) {
   if (r->fast) {
     void *acc = r->args[0]->data, *x = r->args[1]->data;
-    if (!ev_binary_elem(r->fast_op, r->types[0], r->swapped ? x : acc, r->swapped ? acc : x,
+    const void *ab[2] = {r->swapped ? x : acc, r->swapped ? acc : x};
+    if (!(cx->opts.tpu_numerics && ev_tpu_elem(r->fast_op, r->types[0], 2, ab, r->tmp)) &&
+        !ev_binary_elem(r->fast_op, r->types[0], r->swapped ? x : acc, r->swapped ? acc : x,
                         r->tmp))
       return ev_fail(cx, r->in, ST_INVALID_ARGUMENT, "to_apply's %s is not defined on %s",
                      ir_op_name(r->fast_op), ir_type_name(r->types[0]));

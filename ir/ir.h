@@ -363,6 +363,9 @@ typedef struct ir_eval_options {
   int64_t max_bytes;       /* refuse to materialise more than this (0 = 16 GiB) */
   int64_t max_steps;       /* refuse more work than this many inner-loop steps
                               (elements produced, products, fold steps; 0 = 2^36) */
+  bool tpu_numerics;       /* compute what the emulated TPU computes (bf16 MXU
+                              operands, fused f32 accumulation, the vector
+                              unit's kernels): docs/numerics.md; false */
 } ir_eval_options;
 void ir_eval_options_init(ir_eval_options *o);
 

@@ -11,21 +11,16 @@
 #include <string.h>
 
 #include "mxu.h"
+#include "base/base.h"
 
 #define NS TGT_SUBLANES
 #define NL TGT_LANES
 #define CANON_NAN 0x7FC00000u
 
-static float f_of(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint32_t u_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (f != f) ? CANON_NAN : u;
-}
+/* The scalar kernels live in base/vmath.c (shared with the evaluator's
+ * TPU-numerics mode, so both compute the same bits). */
+static float f_of(uint32_t u) { return vmath_float(u); }
+static uint32_t u_of(float f) { return vmath_bits(f); }
 
 void emu_vector_regs(const isa_inst *in, uint32_t *vr, uint32_t *vw, uint32_t *mr, uint32_t *mw) {
   const char *ops = isa_info_of((isa_op)in->op)->operands;
@@ -57,45 +52,10 @@ static int rows_ok(emu_machine *m, const char *what, uint32_t base, int32_t imm,
 }
 
 typedef float (*un_fn)(float);
-static float op_exp(float x) { return (float)exp((double)x); }
-static float op_log(float x) { return (float)log((double)x); }
-static float op_tanh(float x) { return (float)tanh((double)x); }
-static float op_logistic(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
-static float op_sqrt(float x) { return sqrtf(x); }
-static float op_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
-static float op_floor(float x) { return floorf(x); }
-static float op_ceil(float x) { return ceilf(x); }
-static float op_rne(float x) { return nearbyintf(x); } /* default mode: RNE */
-static float op_sin(float x) { return (float)sin((double)x); }
-static float op_cos(float x) { return (float)cos((double)x); }
-static float op_expm1(float x) { return (float)expm1((double)x); }
-static float op_log1p(float x) { return (float)log1p((double)x); }
-static float op_erf(float x) { return (float)erf((double)x); }
 static float op_cvtif(float x) {
   uint32_t u;
   memcpy(&u, &x, 4);
-  return (float)(int32_t)u;
-}
-
-static uint32_t fmax_(uint32_t a, uint32_t b) {
-  float x = f_of(a), y = f_of(b);
-  if (x != x || y != y) return CANON_NAN;
-  if (x == y) return a & b; /* +0 wins over -0 */
-  return x > y ? a : b;
-}
-static uint32_t fmin_(uint32_t a, uint32_t b) {
-  float x = f_of(a), y = f_of(b);
-  if (x != x || y != y) return CANON_NAN;
-  if (x == y) return a | b; /* -0 wins */
-  return x < y ? a : b;
-}
-
-static int32_t cvtfi(uint32_t u) {
-  float x = f_of(u);
-  if (x != x) return 0;
-  if (x >= 2147483648.0f) return INT32_MAX;
-  if (x < -2147483648.0f) return INT32_MIN;
-  return (int32_t)x;
+  return vmath_cvtif(u);
 }
 
 int emu_vector_exec(emu_machine *m, const isa_inst *in) {
@@ -214,10 +174,10 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
     BIN(OP_VSUBF, u_of(f_of(a) - f_of(b)))
     BIN(OP_VMULF, u_of(f_of(a) * f_of(b)))
     BIN(OP_VDIVF, u_of(f_of(a) / f_of(b)))
-    BIN(OP_VMAXF, fmax_(a, b))
-    BIN(OP_VPOW, u_of((float)pow((double)f_of(a), (double)f_of(b))))
-    BIN(OP_VATAN2, u_of((float)atan2((double)f_of(a), (double)f_of(b))))
-    BIN(OP_VMINF, fmin_(a, b))
+    BIN(OP_VMAXF, vmath_fmax(a, b))
+    BIN(OP_VPOW, u_of(vmath_pow(f_of(a), f_of(b))))
+    BIN(OP_VATAN2, u_of(vmath_atan2(f_of(a), f_of(b))))
+    BIN(OP_VMINF, vmath_fmin(a, b))
     BIN(OP_VADDI, a + b)
     BIN(OP_VSUBI, a - b)
     BIN(OP_VMULI, a * b)
@@ -231,49 +191,49 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
     BIN(OP_VSRA, (uint32_t)((int32_t)a >> (b & 31)))
 #undef BIN
   case OP_VEXP:
-    un = op_exp;
+    un = vmath_exp;
     break;
   case OP_VLOG:
-    un = op_log;
+    un = vmath_log;
     break;
   case OP_VTANH:
-    un = op_tanh;
+    un = vmath_tanh;
     break;
   case OP_VLOGISTIC:
-    un = op_logistic;
+    un = vmath_logistic;
     break;
   case OP_VSQRT:
-    un = op_sqrt;
+    un = vmath_sqrt;
     break;
   case OP_VRSQRT:
-    un = op_rsqrt;
+    un = vmath_rsqrt;
     break;
   case OP_VCVTIF:
     un = op_cvtif;
     break;
   case OP_VFLOOR:
-    un = op_floor;
+    un = vmath_floor;
     break;
   case OP_VCEIL:
-    un = op_ceil;
+    un = vmath_ceil;
     break;
   case OP_VRNE:
-    un = op_rne;
+    un = vmath_rne;
     break;
   case OP_VSIN:
-    un = op_sin;
+    un = vmath_sin;
     break;
   case OP_VCOS:
-    un = op_cos;
+    un = vmath_cos;
     break;
   case OP_VEXPM1:
-    un = op_expm1;
+    un = vmath_expm1;
     break;
   case OP_VLOG1P:
-    un = op_log1p;
+    un = vmath_log1p;
     break;
   case OP_VERF:
-    un = op_erf;
+    un = vmath_erf;
     break;
   case OP_VRNDBF:
     for (int r = 0; r < NS; r++)
@@ -292,7 +252,7 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
   case OP_VCVTFI:
     for (int r = 0; r < NS; r++)
       for (int l = 0; l < NL; l++)
-        d[r][l] = (uint32_t)cvtfi(A[r][l]);
+        d[r][l] = (uint32_t)vmath_cvtfi(A[r][l]);
     return 0;
 #define CMP(OP, EXPR)                                                                              \
   case OP:                                                                                         \
@@ -347,8 +307,8 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       for (int l = 1; l < NL; l++) {
         uint32_t x = A[r][l];
         acc = in->op == OP_VRLSUM   ? u_of(f_of(acc) + f_of(x))
-              : in->op == OP_VRLMAX ? fmax_(acc, x)
-                                    : fmin_(acc, x);
+              : in->op == OP_VRLMAX ? vmath_fmax(acc, x)
+                                    : vmath_fmin(acc, x);
       }
       if (f_of(acc) != f_of(acc)) acc = CANON_NAN;
       for (int l = 0; l < NL; l++)
@@ -364,8 +324,8 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       for (int r = 1; r < NS; r++) {
         uint32_t x = A[r][l];
         acc = in->op == OP_VRSSUM   ? u_of(f_of(acc) + f_of(x))
-              : in->op == OP_VRSMAX ? fmax_(acc, x)
-                                    : fmin_(acc, x);
+              : in->op == OP_VRSMAX ? vmath_fmax(acc, x)
+                                    : vmath_fmin(acc, x);
       }
       if (f_of(acc) != f_of(acc)) acc = CANON_NAN;
       for (int r = 0; r < NS; r++)
