@@ -4,7 +4,9 @@
  * Each block of 1024 outputs (one 8x128 tile) keeps its nv accumulators in
  * vector registers while rows r = 0..R-1 stream through: blocks of rows
  * are DMA'd HBM -> VMEM ([rows, 1024] with the row stride of O) into two
- * alternating buffers, so the next rows load while these fold. The order
+ * alternating buffers, so the next rows load while these fold (with
+ * strided inputs the DMA gathers, so a reduction over minor dimensions
+ * needs no transposed copy). The order
  * is exactly the reference evaluator's (ascending r per output), so
  * reductions are bit-exact whatever the reducer. The init values are
  * broadcast across lanes by a DMA with source stride 0. */
@@ -14,6 +16,12 @@ static int es_of(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
 
 void tk_fold(tb *b, const tk_elem *red, int nv, const uint64_t *xs, const uint64_t *inits,
              const uint64_t *outs, int64_t R, int64_t O) {
+  tk_fold_strided(b, red, nv, xs, O, 1, inits, outs, R, O);
+}
+
+void tk_fold_strided(tb *b, const tk_elem *red, int nv, const uint64_t *xs, int64_t sr,
+                     int64_t so, const uint64_t *inits, const uint64_t *outs, int64_t R,
+                     int64_t O) {
   if (b->failed || O <= 0) return;
   if (nv > 8) {
     tb_error(b, ST_UNSUPPORTED, "reduction of %d values at once (at most 8)", nv);
@@ -61,9 +69,12 @@ void tk_fold(tb *b, const tk_elem *red, int nv, const uint64_t *xs, const uint64
         int64_t r0 = (rb + 1) * Rc, rows = R - r0 < Rc ? R - r0 : Rc;
         for (int v = 0; v < nv; v++) {
           int es = es_of(red->in_type[nv + v]);
-          int64_t d[10] = {cols * es, rows, 1, 1, O * es, 0, 0, W * es, 0, 0};
+          /* rows of W outputs; with so != 1 each output's value is gathered
+           * element by element (a transpose inside the DMA). */
+          int64_t d1[10] = {cols * es, rows, 1, 1, sr * es, 0, 0, W * es, 0, 0};
+          int64_t d2[10] = {es, cols, rows, 1, so * es, sr * es, 0, es, W * es, 0};
           tb_dma(b, true, (uint64_t)(2 * v + ((gen + rb + 1) & 1)) * buf,
-                 xs[v] + (uint64_t)((r0 * O + o0) * es), d);
+                 xs[v] + (uint64_t)((r0 * sr + o0 * so) * es), so == 1 ? d1 : d2);
         }
       }
       if (rb < 0) continue;

@@ -512,6 +512,34 @@ void lower_reduce(lctx *x, ir_id i) {
       O *= v0->dims[d];
     }
   for (int k = 0; k < v0->rank; k++) ident &= perm[k] == k;
+  /* Reduced dimensions all after the kept ones: [O, R] row-major, folded
+   * with a gathering DMA instead of a transposed copy. */
+  bool minor = true;
+  {
+    int seen_red = 0;
+    for (int d = 0; d < v0->rank; d++) {
+      if (isred[d]) seen_red = 1;
+      else if (seen_red) minor = false;
+    }
+  }
+  if (minor && !ident && R > 1 && O > 1) {
+    uint64_t xs[8], inits[8], os[8];
+    tval **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
+    if (nv > 8) {
+      tb_error(x->b, ST_UNSUPPORTED, "reduce of %d values (at most 8)", nv);
+      return;
+    }
+    for (int v = 0; v < nv; v++) {
+      xs[v] = tv_addr(x->val[in->ops[v]]);
+      inits[v] = tv_addr(x->val[in->ops[nv + v]]);
+      const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+      outs[v] = tv_new(x, s->type, s->rank, s->dims);
+      os[v] = tv_addr(outs[v]);
+    }
+    tk_fold_strided(x->b, red, nv, xs, 1, R, inits, os, R, O);
+    x->val[i] = result_val(x, &in->shape, nv, outs);
+    return;
+  }
   uint64_t xs[8], inits[8], os[8];
   tval *tv[8], **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
   if (nv > 8) {

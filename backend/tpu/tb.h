@@ -172,5 +172,9 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
  * the nv accumulators then the nv values, outputs the nv new accumulators. */
 void tk_fold(tb *b, const tk_elem *reducer, int nv, const uint64_t *xs, const uint64_t *inits,
              const uint64_t *outs, int64_t R, int64_t O);
+/* The same with element (r, o) of input v at xs[v] + (r*sr + o*so) elements. */
+void tk_fold_strided(tb *b, const tk_elem *reducer, int nv, const uint64_t *xs, int64_t sr,
+                     int64_t so, const uint64_t *inits, const uint64_t *outs, int64_t R,
+                     int64_t O);
 
 #endif
