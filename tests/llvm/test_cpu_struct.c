@@ -531,6 +531,28 @@ static void long_chains(void **state) {
   ir_module_destroy(r.m);
 }
 
+/* A chain of 12 unfused elementwise instructions over f32[1000]: each
+ * intermediate dies once its user ran, so the scratch holds two of them,
+ * not eleven; the values still match the evaluator. */
+static void scratch_is_shared(void **state) {
+  (void)state;
+  tmod m = tm_new("chain");
+  ir_id x = tm_param(&m, 0, IR_F32, 1, D(1000)), v = x;
+  for (int i = 0; i < 12; i++) v = tm_op(&m, i % 2 ? IR_OP_MULTIPLY : IR_OP_ADD, (ir_id[]){v, x}, 2, NULL);
+  tm_finish(&m, v);
+  arena *ar = arena_create();
+  assert_true(tm_check(&m, tm_args(&m, ar, 3, true), CPU_NUMERICS_STRICT, 1, 0, "chain"));
+  cpu_exe *ex = NULL;
+  char err[256];
+  assert_int_equal(cpu_compile(m.m, NULL, &ex, err, sizeof err), ST_OK);
+  cpu_exe_info info;
+  cpu_exe_get_info(ex, &info);
+  assert_int_equal(info.scratch_bytes, 2 * 4032); /* two 4000-byte slices, 64-byte aligned */
+  cpu_exe_destroy(ex);
+  arena_destroy(ar);
+  ir_module_destroy(m.m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(data_movement),   cmocka_unit_test(reductions),
@@ -538,6 +560,7 @@ int main(void) {
       cmocka_unit_test(dots_strict),     cmocka_unit_test(dots_native),
       cmocka_unit_test(dots_tpu_numerics), cmocka_unit_test(convolutions),
       cmocka_unit_test(fusions),         cmocka_unit_test(long_chains),
+      cmocka_unit_test(scratch_is_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
