@@ -158,7 +158,8 @@ def tpu_run(path, target, name):
 def tpu():
     work = [("matmul 1024^3", template("matmul", N=1024), "avg"),
             ("matmul 2048^3", template("matmul", N=2048), "avg"),
-            ("transformer block (sample)", os.path.join(ROOT, "samples", "transformer.tg"), "avg"),
+            ("transformer block (sample, 2x16x64)", os.path.join(ROOT, "samples", "transformer.tg"),
+             "avg"),
             ("MLP batch 8", template("mlp", B=8), "v1_mlp0"),
             ("MLP batch 1024", template("mlp", B=1024), "avg")]
     for layer in ("conv1", "res2_1x1", "res2_3x3", "res3_3x3", "res4_3x3", "res5_3x3",
@@ -179,6 +180,8 @@ def tpu():
                                                           d["achieved_flops"])
             if anchor == "roof":
                 a, what = PUB[target + "_roof"]
+                note = "memory-bound, %.0f cycles, HBM %.0f GB/s" % (
+                    d["cycles"], d["hbm_bytes"] / d["seconds"] / 1e9)
                 row(g, name, "roofline fraction", roof, a, what, "%", note)
                 continue
             a, what = PUB[anchor] if anchor != "avg" else PUB[target + "_avg"]

@@ -4,13 +4,13 @@
 # modelled TPU v2/v3 utilisation beside published figures, the CPU backend
 # against OpenBLAS / a triad / numpy (PyTorch when installed), and compile
 # time of generated graphs. Prints a markdown table, writes OUT.json (default
-# bench-results.json) and OUT.md. About 5-10 minutes on 2 cores, including
+# BUILD_DIR/bench-results.json) and OUT.md. About 5-10 minutes on 2 cores, including
 # the build.
 #   bash bench/suite.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-bench}"
-out="${2:-bench-results.json}"
+out="${2:-$build/bench-results.json}"
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root" --buildtype=release >/dev/null
 fi
