@@ -20,12 +20,15 @@ void tool_report_row_of(const tool_report *r, size_t i, tool_report_row *o) {
   o->share = r->stats->cycles ? (double)s->exclusive_cycles / (double)r->stats->cycles : 0;
   o->stall_other = s->stall_sync + s->stall_hbm + s->stall_queue_full;
   o->useful_macs = in->flops / 2;
-  o->flops = (double)in->flops + (double)s->vpu_element_ops;
+  /* A program without an op table (assembled by hand): the compiler's
+   * count is unknown, every array MAC counts as useful. */
+  if (!in->flops && !strcmp(in->name, "(program)")) o->useful_macs = s->mxu_macs;
+  o->flops = 2.0 * (double)o->useful_macs + (double)s->vpu_element_ops;
   uint64_t bytes = s->hbm_read_bytes + s->hbm_write_bytes;
   o->intensity = bytes ? o->flops / (double)bytes : -1;
   double secs = (double)o->cycles / r->t.clock_hz;
   o->achieved = secs > 0 ? o->flops / secs : 0;
-  o->peak = in->flops ? tool_report_mxu_peak(&r->t) : tool_report_vpu_peak(&r->t);
+  o->peak = o->useful_macs ? tool_report_mxu_peak(&r->t) : tool_report_vpu_peak(&r->t);
   if (o->flops <= 0) {
     o->bound = "-";
     return;

@@ -53,6 +53,14 @@ awk -F, 'NR > 1 { s += $17 } END { exit !(s == 32*784*256 + 32*256*128 + 32*128*
 "$tpucc" compile "$root/samples/mlp.tg" --emit=tpub -o "$tmp/m.tpub" &&
   "$tpucc" run "$tmp/m.tpub" --random-inputs --output= --output= --report="$tmp/f.csv" >/dev/null 2>&1 &&
   grep -q 'mlp.tg' "$tmp/f.csv" || { echo "FAIL: .tpub report"; fails=$((fails + 1)); }
+# A hand-written program (no op table) is one op, "(program)", whose
+# useful MACs are the array's: 256 x 256 x 256 for the 256^3 kernel.
+"$tpucc" asm "$root/tests/runtime/kernels/matmul256.s" -o "$tmp/k.tpub" &&
+  "$tpucc" run "$tmp/k.tpub" --random-inputs --output= --report="$tmp/k.csv" \
+    --trace="$tmp/k.json" --roofline="$tmp/k.svg" >/dev/null 2>&1 &&
+  python3 "$dir/check.py" "$tmp/k.csv" "$tmp/k.json" "$tmp/k.svg" >/dev/null &&
+  awk -F, '$2 == "(program)" { ok = ($17 == 16777216) } END { exit !ok }' "$tmp/k.csv" ||
+  { echo "FAIL: report of an assembled program"; fails=$((fails + 1)); }
 # An unwritable path is an error, not a crash.
 "$tpucc" run "$dir/add.tg" --random-inputs --output= --report=/nonexistent/x.csv >/dev/null 2>"$tmp/e" &&
   { echo "FAIL: unwritable report accepted"; fails=$((fails + 1)); }
