@@ -1,0 +1,66 @@
+/* randgraph.h: a shared generator of random, well-typed IR modules for the
+ * differential tests (tests/diff, and any backend's random-graph test).
+ *
+ * A graph is a function of (seed, index, options) alone: the same triple
+ * gives the same module on every host, so a failing graph is reproduced by
+ * its number. Every proposed instruction is checked with ir_infer_shape
+ * before it is added, and the finished module verifies (the generator dies
+ * otherwise: that is a bug here, not in the code under test).
+ *
+ * What a graph holds: parameters of f32, bf16 and s32 with shapes whose
+ * dims come from {1, 2, 3, 7, 8, 127, 129, 300} (element counts bounded);
+ * a random sequence of the op families enabled in rg_options.ops; dots and
+ * convolutions bring fresh parameters of matching shapes and are often
+ * followed by bias-add and relu epilogues and elementwise chains (fusion
+ * opportunities for passes/fusion.c); the root is the last value or a
+ * tuple of it and an earlier one. */
+#ifndef TPUCC_TESTS_COMMON_RANDGRAPH_H
+#define TPUCC_TESTS_COMMON_RANDGRAPH_H
+
+#include "ir/ir.h"
+
+/* Op families (rg_options.ops). */
+enum {
+  RG_ARITH = 1u << 0,   /* f32/bf16 add, subtract, multiply, divide, abs, negate,
+                           sqrt, floor, ceil, round-*, sign */
+  RG_TRANSC = 1u << 1,  /* exp, log, tanh, logistic, rsqrt */
+  RG_MINMAX = 1u << 2,  /* maximum, minimum, clamp, relu epilogues */
+  RG_INT = 1u << 3,     /* s32 add/subtract/multiply, and/or/xor, shifts, not,
+                           popcnt, count-leading-zeros, abs, negate */
+  RG_MOVE = 1u << 4,    /* broadcast, transpose, reshape, slice, reverse, pad,
+                           concatenate */
+  RG_REDUCE = 1u << 5,  /* reduce (add over ints; add, max, min over floats) */
+  RG_DOT = 1u << 6,     /* dot, with batch dims and operand_precision */
+  RG_CONV = 1u << 7,    /* 1-D and 2-D convolution: strides, padding,
+                           dilations, feature groups */
+  RG_CMPSEL = 1u << 8,  /* compare, select, is-finite */
+  RG_CONVERT = 1u << 9, /* f32 <-> bf16, float <-> s32 */
+  RG_ALL = (1u << 10) - 1,
+};
+
+typedef struct rg_options {
+  unsigned ops;      /* RG_* families; 0 means RG_ALL */
+  int steps;         /* instructions proposed; 0: 6 to 20 */
+  int64_t max_elems; /* largest value; 0: 40000 elements */
+  int64_t max_macs;  /* largest dot/convolution; 0: 2^21 multiply-adds */
+  bool float_only;   /* no s32 parameters */
+  bool default_precision; /* dots/convolutions only at operand_precision
+                             DEFAULT (else also HIGH and HIGHEST) */
+} rg_options;
+
+void rg_options_init(rg_options *o);
+
+/* Graph `index` of the stream `seed`: a new module (destroy with
+ * ir_module_destroy). */
+ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *o);
+
+/* Deterministic arguments for m's entry parameters, in arena a: floats in
+ * [-4, 4] on a grid of 1/256 (mostly not bf16-exact, so rounding matters;
+ * finite, no -0, no values small enough to underflow a product), s32 in
+ * [-1000, 1000] with some shift-sized values. */
+ir_literal **rg_args(const ir_module *m, arena *a, uint64_t seed);
+
+/* Number of entry parameters of m. */
+int rg_nparams(const ir_module *m);
+
+#endif

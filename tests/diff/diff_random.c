@@ -1,0 +1,262 @@
+/* diff_random.c: the random-graph differential test of the TPU numerics.
+ *
+ * Each graph of tests/common/randgraph (fixed seed) is evaluated by ir_eval
+ * in TPU-numerics mode (the oracle, docs/numerics.md), then compiled at -O0
+ * and at -O2 (the passes/ pipeline) for each target and run on the emulator
+ * (backend/tpu + runtime/emu). Every result must equal the oracle bit for
+ * bit: floats included (dots, convolutions, elementwise, reductions) and
+ * integers and data movement exactly. The -O2 module is also re-evaluated
+ * in TPU-numerics mode and must equal the oracle (the passes keep meaning).
+ * With LLVM built, a second family of graphs (the ops on which the CPU's
+ * TPU numerics and the vector unit agree: no transcendentals, no
+ * maximum/minimum; operand_precision DEFAULT only, as the CPU makes one
+ * bf16 pass at every precision) runs on the CPU JIT under CPU_NUMERICS_TPU at -O0 and
+ * -O2 and must equal the same oracle bit for bit, except that a NaN
+ * matches any NaN (the CPU does not canonicalise NaN payloads).
+ *
+ *   diff_random [graphs [seed]] [--targets=v3;v2;...] [--no-cpu] [--only=N]
+ *
+ * Defaults: 24 graphs, seed 1, targets v3, v2 and v3,mxu=64x64. A failing
+ * graph is printed as HLO text with the first differing element.
+ * DIFF_DEFAULT_ORACLE=1 in the environment uses the evaluator's default
+ * numerics instead: most float graphs then fail, which shows that the
+ * agreement is not vacuous. */
+#include "tests/common/randgraph.h"
+#include "backend/tpu/tpu.h"
+#include "passes/passes.h"
+#ifdef HAVE_LLVM
+#include "backend/llvm/cpu.h"
+#endif
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Finds the first element where a and b differ (bitwise; with nan_any, two
+ * NaNs of any payload match). Writes a description into why. */
+static bool same(const ir_literal *a, const ir_literal *b, bool nan_any, char *why, size_t n) {
+  if (!ir_shape_equal(&a->shape, &b->shape)) {
+    snprintf(why, n, "result shapes differ");
+    return false;
+  }
+  if (a->shape.type == IR_TUPLE) {
+    for (int i = 0; i < a->shape.ntuple; i++)
+      if (!same(a->elems[i], b->elems[i], nan_any, why, n)) return false;
+    return true;
+  }
+  int64_t cnt = ir_shape_count(&a->shape);
+  int es = ir_type_size(a->shape.type);
+  for (int64_t i = 0; i < cnt; i++) {
+    const uint8_t *x = (const uint8_t *)a->data + i * es, *y = (const uint8_t *)b->data + i * es;
+    if (!memcmp(x, y, (size_t)es)) continue;
+    if (nan_any && ir_type_is_float(a->shape.type) && isnan(ir_literal_get_f64(a, i)) &&
+        isnan(ir_literal_get_f64(b, i)))
+      continue;
+    uint32_t xb = 0, yb = 0;
+    memcpy(&xb, x, (size_t)es);
+    memcpy(&yb, y, (size_t)es);
+    snprintf(why, n, "%s element %lld: oracle %.9g (0x%08x), got %.9g (0x%08x)",
+             ir_type_name(a->shape.type), (long long)i, ir_literal_get_f64(a, i), xb,
+             ir_literal_get_f64(b, i), yb);
+    return false;
+  }
+  return true;
+}
+
+static void print_module(const ir_module *m) {
+  strbuf b;
+  sb_init(&b);
+  ir_print_module(&b, m);
+  fprintf(stderr, "%s\n", sb_str(&b));
+  sb_free(&b);
+}
+
+static base_status eval_tpu(const ir_module *m, ir_literal **args, arena *a, ir_literal **out,
+                            char *err, size_t n) {
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  eo.tpu_numerics = getenv("DIFF_DEFAULT_ORACLE") == NULL;
+  return ir_eval(m, &eo, args, rg_nparams(m), a, out, err, n);
+}
+
+/* m optimised at -O2 (a clone), or NULL with the reason printed. */
+static ir_module *optimised(const ir_module *m, const char *what) {
+  ir_module *o = ir_module_clone(m);
+  diag *d = diag_create();
+  pass_ctx pc;
+  memset(&pc, 0, sizeof pc);
+  pc.d = d;
+  pc.opt_level = 2;
+  pc.verify = true;
+  if (pass_run(o, &pc, NULL, NULL) != ST_OK) {
+    fprintf(stderr, "%s: -O2 pipeline failed: %s\n", what, diag_first_message(d));
+    ir_module_destroy(o);
+    o = NULL;
+  }
+  diag_destroy(d);
+  return o;
+}
+
+static bool run_tpu(const ir_module *m, const char *target, ir_literal **args, arena *a,
+                    const ir_literal *ref, const char *what) {
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = target;
+  diag *d = diag_create();
+  tpub_image *img = NULL;
+  tpu_compile_info info;
+  memset(&info, 0, sizeof info);
+  base_status st = tpu_compile(m, &o, d, &img, &info);
+  tpu_info_free(&info);
+  if (st != ST_OK) {
+    fprintf(stderr, "%s on %s: compile failed: %s\n", what, target, diag_text(d));
+    diag_destroy(d);
+    return false;
+  }
+  diag_destroy(d);
+  char err[512], why[256];
+  ir_literal *got = NULL;
+  st = tpu_execute(img, target, m, args, rg_nparams(m), a, &got, NULL, NULL, err, sizeof err);
+  tpub_free(img);
+  if (st != ST_OK) {
+    fprintf(stderr, "%s on %s: execution failed: %s\n", what, target, err);
+    return false;
+  }
+  if (!same(ref, got, false, why, sizeof why)) {
+    fprintf(stderr, "%s on %s: %s\n", what, target, why);
+    return false;
+  }
+  return true;
+}
+
+#ifdef HAVE_LLVM
+static bool run_cpu(const ir_module *m, ir_literal **args, arena *a, const ir_literal *ref,
+                    const char *what) {
+  cpu_options o;
+  cpu_options_init(&o);
+  o.numerics = CPU_NUMERICS_TPU;
+  o.threads = 1;
+  cpu_exe *x = NULL;
+  char err[512], why[256];
+  if (cpu_compile(m, &o, &x, err, sizeof err) != ST_OK) {
+    fprintf(stderr, "%s on cpu: compile failed: %s\n", what, err);
+    return false;
+  }
+  ir_literal *got = NULL;
+  base_status st = cpu_execute(x, args, rg_nparams(m), a, &got, err, sizeof err);
+  cpu_exe_destroy(x);
+  if (st != ST_OK) {
+    fprintf(stderr, "%s on cpu: execution failed: %s\n", what, err);
+    return false;
+  }
+  if (!same(ref, got, true, why, sizeof why)) {
+    fprintf(stderr, "%s on cpu (tpu numerics): %s\n", what, why);
+    return false;
+  }
+  return true;
+}
+#endif
+
+/* One graph: the oracle, then every target at -O0 and -O2 (cpu: the CPU
+ * JIT instead of the emulator). */
+static bool one_graph(uint64_t seed, int i, const rg_options *ro, const char *const *targets,
+                      int ntargets, bool cpu) {
+  ir_module *m = rg_generate(seed, (uint64_t)i, ro);
+  arena *a = arena_create();
+  ir_literal **args = rg_args(m, a, seed * 100003u + (uint64_t)i);
+  char what[80], err[512], why[256];
+  snprintf(what, sizeof what, "%sgraph %d (seed %llu)", cpu ? "cpu " : "", i,
+           (unsigned long long)seed);
+  ir_literal *ref = NULL, *ref2 = NULL;
+  bool ok = true;
+  ir_module *o2 = NULL;
+  if (eval_tpu(m, args, a, &ref, err, sizeof err) != ST_OK) {
+    fprintf(stderr, "%s: oracle failed: %s\n", what, err);
+    ok = false;
+  }
+  if (ok && !(o2 = optimised(m, what))) ok = false;
+  if (ok) {
+    if (eval_tpu(o2, args, a, &ref2, err, sizeof err) != ST_OK) {
+      fprintf(stderr, "%s: oracle on the -O2 module failed: %s\n", what, err);
+      ok = false;
+    } else if (!same(ref, ref2, false, why, sizeof why)) {
+      fprintf(stderr, "%s: -O2 module under the oracle: %s\n", what, why);
+      ok = false;
+    }
+  }
+  for (int lvl = 0; ok && lvl < 2; lvl++) {
+    const ir_module *mm = lvl ? o2 : m;
+    char w2[96];
+    snprintf(w2, sizeof w2, "%s at -O%d", what, lvl ? 2 : 0);
+#ifdef HAVE_LLVM
+    if (cpu) {
+      ok = run_cpu(mm, args, a, ref, w2);
+      continue;
+    }
+#endif
+    for (int t = 0; ok && t < ntargets; t++) ok = run_tpu(mm, targets[t], args, a, ref, w2);
+  }
+  if (!ok) {
+    fprintf(stderr, "---- %s as HLO:\n", what);
+    print_module(m);
+  }
+  ir_module_destroy(o2);
+  ir_module_destroy(m);
+  arena_destroy(a);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  int n = 24, only = -1, pos = 0;
+  uint64_t seed = 1;
+  bool cpu = true;
+  const char *targets[8] = {"v3", "v2", "v3,mxu=64x64"};
+  int ntargets = 3;
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--targets=", 10)) {
+      ntargets = 0;
+      char *s = argv[i] + 10;
+      while (*s && ntargets < 8) {
+        targets[ntargets++] = s;
+        char *e = strchr(s, ';');
+        if (!e) break;
+        *e = 0;
+        s = e + 1;
+      }
+    } else if (!strcmp(argv[i], "--no-cpu")) {
+      cpu = false;
+    } else if (!strncmp(argv[i], "--only=", 7)) {
+      only = atoi(argv[i] + 7);
+    } else if (pos == 0) {
+      n = atoi(argv[i]);
+      pos++;
+    } else {
+      seed = strtoull(argv[i], NULL, 10);
+    }
+  }
+  rg_options ro;
+  rg_options_init(&ro);
+  ro.ops = RG_ALL;
+  int bad = 0, runs = 0;
+  for (int i = 0; i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed, i, &ro, targets, ntargets, false)) bad++;
+  }
+#ifdef HAVE_LLVM
+  /* The CPU family: ops whose CPU TPU numerics equal the vector unit's. */
+  rg_options rc = ro;
+  rc.ops = RG_ALL & ~(RG_TRANSC | RG_MINMAX);
+  rc.default_precision = true; /* the CPU makes one bf16 pass at any precision */
+  for (int i = 0; cpu && i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 1000003u, i, &rc, targets, ntargets, true)) bad++;
+  }
+#else
+  (void)cpu;
+#endif
+  printf("diff_random: %d graphs (seed %llu), %d failures\n", runs, (unsigned long long)seed,
+         bad);
+  return bad ? 1 : 0;
+}
