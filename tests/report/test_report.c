@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -282,11 +283,90 @@ static void ops_section_checked(void **state) {
   free(bytes);
 }
 
+/* ---- fail-the-Nth allocation: a profiled run with a trace, and loading
+ * the OPS section, either succeed or return TPURT_OUT_OF_MEMORY, leaking
+ * nothing. */
+typedef struct counting {
+  long live, calls, fail_at;
+} counting;
+
+static void *c_alloc(void *user, size_t n) {
+  counting *c = user;
+  if (c->calls++ == c->fail_at) return NULL;
+  void *p = malloc(n);
+  if (p) c->live++;
+  return p;
+}
+static void c_free(void *user, void *p) {
+  counting *c = user;
+  if (p) c->live--;
+  free(p);
+}
+
+static int profiled_flow(counting *c, const uint8_t *bytes, size_t n, const char *trace) {
+  tpurt_allocator_t a = {c_alloc, c_free, c};
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.target = "v3,vmem=256KiB,acc_rows=64";
+  o.allocator = &a;
+  tpurt_device_t *d = NULL;
+  tpurt_status_t st = tpurt_device_create(&o, &d);
+  if (st) {
+    assert_int_equal(st, TPURT_OUT_OF_MEMORY);
+    return 0;
+  }
+  int done = 0;
+  tpurt_program_t *p = NULL;
+  tpurt_buffer_t *in[2] = {NULL, NULL}, *out = NULL;
+  int64_t dims[2] = {8, 128};
+  tpurt_op_stats_t ops[3];
+  tpurt_profile_options_t po;
+  tpurt_profile_options_init(&po);
+  po.trace_path = trace;
+  if ((st = tpurt_program_load(d, bytes, n, &p))) goto out;
+  if ((st = tpurt_buffer_create(d, TPURT_F32, 2, dims, NULL, 4096, &in[0]))) goto out;
+  if ((st = tpurt_buffer_create(d, TPURT_F32, 2, dims, NULL, 4096, &in[1]))) goto out;
+  if ((st = tpurt_program_execute_profile(p, in, 2, &out, 1, NULL, &po, ops))) goto out;
+  assert_int_equal(ops[0].exclusive_cycles + ops[1].exclusive_cycles + ops[2].exclusive_cycles,
+                   170);
+  done = 1;
+out:
+  if (!done) assert_int_equal(st, TPURT_OUT_OF_MEMORY);
+  tpurt_buffer_destroy(in[0]);
+  tpurt_buffer_destroy(in[1]);
+  tpurt_buffer_destroy(out);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(d);
+  return done;
+}
+
+static void profile_allocation_failures(void **state) {
+  (void)state;
+  size_t n;
+  uint8_t *bytes = add_image(&n);
+  char trace[] = "/tmp/tpucc-report-XXXXXX";
+  int fd = mkstemp(trace);
+  assert_true(fd >= 0);
+  close(fd);
+  for (int t = 0; t < 2; t++) {
+    int finished = 0;
+    for (long k = 0; k < 100000 && !finished; k++) {
+      counting c = {0, 0, k};
+      finished = profiled_flow(&c, bytes, n, t ? trace : NULL);
+      assert_int_equal(c.live, 0);
+    }
+    assert_true(finished);
+  }
+  remove(trace);
+  free(bytes);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(add8x128_cycles),
       cmocka_unit_test(writers),
       cmocka_unit_test(ops_section_checked),
+      cmocka_unit_test(profile_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
