@@ -244,6 +244,37 @@ void lower_dot(lctx *x, ir_id i) {
   int np = P == 6 ? 3 : P == 3 ? 2 : 1;
   if (P > x->b->max_passes) x->b->max_passes = P;
   tval *la[3], *ra[3];
+  if (P == 1) {
+    /* One pass: f32 operands go to the matmul as they are (converted in
+     * VMEM as their tiles arrive); only the permutation moves data. */
+    tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
+    tval *rtv = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+    bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
+    int64_t cd1[3] = {Bn, M, N};
+    tval *C1 = tv_new(x, IR_F32, 3, cd1);
+    if (lt->type != IR_BF16 && !a32) a32 = false;
+    bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) && (rtv->type == IR_F32 || rtv->type == IR_BF16) &&
+              tk_matmul_ex(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
+                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, tv_addr(C1),
+                           (uint64_t)(M * N * 4));
+    if (ok) {
+      x->b->flops += (uint64_t)(2 * Bn * M * N * K);
+      tv_release(x, lt);
+      tv_release(x, rtv);
+      if (rt == IR_F32) {
+        x->val[i] = tv_alias(x, C1, rt, in->shape.rank, in->shape.dims);
+      } else {
+        tval *cv = lower_convert(x, C1, rt);
+        x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
+        tv_release(x, cv);
+      }
+      tv_release(x, C1);
+      return;
+    }
+    tv_release(x, C1);
+    tv_release(x, lt);
+    tv_release(x, rtv);
+  }
   parts_of(x, l, np, la);
   parts_of(x, r, np, ra);
   for (int p = 0; p < np; p++) {

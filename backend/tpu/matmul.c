@@ -73,13 +73,58 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     }
 }
 
+/* n f32 values at src -> bf16 at dst (VMEM), RNE; lanes past n are not
+ * stored. Four tiles in flight so the loads' latency overlaps. */
+static void conv_flat(tb *b, uint64_t src, uint64_t dst, int64_t n) {
+  int64_t tiles = (n + 1023) / 1024;
+  for (int64_t t0 = 0; t0 < tiles; t0 += 4) {
+    int gn = tiles - t0 < 4 ? (int)(tiles - t0) : 4;
+    for (int g = 0; g < gn; g++) tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * 4096, 512, false);
+    for (int g = 0; g < gn; g++) {
+      int64_t t = t0 + g, tail = n - t * 1024;
+      int mask = 0;
+      if (tail < 1024) { /* m1 = (r*128 + l) < tail */
+        tb_valu(b, OP_VIOTA, 12, 1, 0);
+        tb_valu(b, OP_VIMM, 13, 128, 0);
+        tb_valu(b, OP_VMULI, 12, 12, 13);
+        tb_valu(b, OP_VIOTA, 13, 0, 0);
+        tb_valu(b, OP_VADDI, 12, 12, 13);
+        tb_valu(b, OP_VIMM, 13, (int32_t)tail, 0);
+        tb_raw(b, OP_VCMPLTI, 1, 12, 13, 0, 0, 0);
+        mask = 1;
+      }
+      tb_vst(b, 8 + g, dst + (uint64_t)t * 2048, 256, true, mask);
+    }
+  }
+}
+
+/* f32 A piece k: HBM -> staging (slot k&1, or the zeroed slot 2 for a
+ * short last piece) when load, else staging -> bf16 panel piece. */
+static void a32_piece(tb *b, int64_t k, int64_t K, int64_t Kt, int64_t rows, int64_t Mb,
+                      uint64_t asrc, uint64_t as, uint64_t saoff, uint64_t sa_slot, bool load) {
+  int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+  uint64_t st = saoff + (uint64_t)(kc < Kt ? 2 : (k & 1)) * sa_slot;
+  if (load) {
+    int64_t d[10] = {kc * 4, rows, 1, 1, K * 4, 0, 0, Kt * 4, 0, 0};
+    tb_dma(b, true, st, asrc + (uint64_t)(k * Kt * 4), d);
+  } else {
+    conv_flat(b, st, as + (uint64_t)(k * Mb * Kt * 2), rows * Kt);
+  }
+}
+
 void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  if (b->failed || G <= 0 || M <= 0 || N <= 0) return;
+  tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, C, C_g);
+}
+
+bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                  bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
+  if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   if (K == 0) {
     for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
-    return;
+    return true;
   }
+  int esa = a32 ? 4 : 2;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
@@ -87,24 +132,32 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
   int64_t Mb = (M + 7) / 8 * 8;
   if (Mb > b->t.acc_rows) Mb = b->t.acc_rows;
   uint64_t budget = b->t.vmem_bytes - b->t.vmem_bytes / 8;
-  uint64_t apanel = 0, cblock = 0, bpanel = 0;
+  uint64_t apanel = 0, cblock = 0, bpanel = 0, sa_slot = 0, sb_slot = 0;
   int64_t Kc = Kp; /* K chunk held in VMEM at once */
   for (;;) {
     apanel = tb_align((uint64_t)(Mb * Kc * 2 + 2048));
     bpanel = tb_align((uint64_t)(Kc * Nt * 2));
     cblock = tb_align((uint64_t)(Mb * Nt * 4));
-    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock) <= budget) break;
+    sa_slot = a32 ? tb_align((uint64_t)(Mb * Kt * 4)) : 0;
+    sb_slot = b32 ? tb_align((uint64_t)(Kc * Nt * 4)) : 0;
+    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock + sb_slot) + 3 * sa_slot <= budget)
+      break;
     if (Mb > 256) Mb = (Mb / 2 + 7) / 8 * 8;
     else if (Kc > Kt) Kc = ((Kc / Kt + 1) / 2) * Kt;
     else if (Mb > 8) Mb = (Mb / 2 + 7) / 8 * 8;
     else break;
   }
   uint64_t aoff = 0, boff = 2 * apanel, coff = boff + (uint64_t)nbs * bpanel;
-  if (!tb_vmem_fits(b, coff + (uint64_t)nbs * cblock, "a matmul's tiles")) return;
+  uint64_t saoff = coff + (uint64_t)nbs * cblock, sboff = saoff + 3 * sa_slot;
+  /* f32 operands are converted in VMEM only by the resident plan. */
+  uint64_t vtotal = sboff + (uint64_t)nbs * sb_slot;
+  if ((a32 || b32) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
+  if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
   if (Kc < Kp) {
     chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
-    return;
+    return true;
   }
+  if (a32 && K % Kt) zero_fill(b, saoff + 2 * sa_slot, sa_slot); /* the short last piece */
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
     zero_fill(b, aoff, 2 * apanel);
@@ -116,14 +169,17 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
       uint64_t as = aoff + (uint64_t)(blk & 1) * apanel;
-      uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * 2);
+      uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * esa);
       /* The A panel loads in K-tile column pieces, so the first pushes
        * start when piece 0 and the first B panels are in; the other
-       * pieces follow behind them. */
-      for (int64_t k = 0; k < 1; k++) {
-        int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+       * pieces follow behind them. f32 pieces go through a staging slot
+       * and are converted to bf16 by the vector unit. */
+      if (a32) {
+        a32_piece(b, 0, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
+      } else {
+        int64_t kc = K < Kt ? K : Kt;
         int64_t d[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
-        tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2), d);
+        tb_dma(b, true, as, asrc, d);
         for (int t = 1; t < nm; t++) tb_dma_token(b); /* one token per MXU */
       }
       int64_t p0 = panel; /* global index of panel j = 0 of this block */
@@ -136,9 +192,15 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
         for (; loaded < nN && loaded < j0 + gn + ahead; loaded++) {
           int64_t n0 = loaded * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
           uint64_t bs = boff + (uint64_t)((p0 + loaded) % nbs) * bpanel;
-          int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
-          tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)(n0 * 2), d);
-          if (loaded == (nN < nm ? nN : nm) - 1)
+          if (b32) { /* staged now, converted just before its group */
+            uint64_t st = sboff + (uint64_t)((p0 + loaded) % nbs) * sb_slot;
+            int64_t d[10] = {cols * 4, K, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+            tb_dma(b, true, st, B + (uint64_t)g * B_g + (uint64_t)(n0 * 4), d);
+          } else {
+            int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
+            tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)(n0 * 2), d);
+          }
+          if (!a32 && loaded == (nN < nm ? nN : nm) - 1)
             for (int64_t k = 1; k < nK; k++) { /* the rest of the A panel */
               int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
               int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
@@ -147,7 +209,15 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
               for (int t = 1; t < nm; t++) tb_dma_token(b);
             }
         }
-        for (int64_t k = 0; k < nK; k++)
+        if (b32)
+          for (int64_t jj = j0; jj < j0 + gn; jj++)
+            conv_flat(b, sboff + (uint64_t)((p0 + jj) % nbs) * sb_slot,
+                      boff + (uint64_t)((p0 + jj) % nbs) * bpanel, K * Nt);
+        for (int64_t k = 0; k < nK; k++) {
+          if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
+            a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
+            if (k + 1 < nK) a32_piece(b, k + 1, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
+          }
           for (int64_t jj = j0; jj < j0 + gn; jj++) {
             int mx = (int)((p0 + jj) % nm);
             uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
@@ -162,6 +232,7 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
                      (int)rows);
             if (k + 1 < nK) tb_mswap(b, mx);
           }
+        }
         for (int64_t jj = j0; jj < j0 + gn; jj++) {
           int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
           int mx = (int)((p0 + jj) % nm);
@@ -173,4 +244,5 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
       }
       panel += nN;
     }
+  return true;
 }

@@ -164,6 +164,12 @@ ir_type tk_itype(ir_type t);
  * (bf16 [K,N]) for g < G; strides of consecutive g in bytes. */
 void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
+/* The same where A (a32) and/or B (b32) may be f32 in HBM: they are
+ * converted to bf16 (RNE) by the vector unit as their tiles arrive in
+ * VMEM. Returns false, emitting nothing, when f32 operands need the
+ * K-chunked plan (the caller converts them first); true otherwise. */
+bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                  bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g);
 
 /* Fold: out[o] = f(...f(f(init, x[0][o]), x[1][o])..., x[R-1][o]) for
  * o < O, for nv variadic values: inputs xs[v] are [R, O] row-major of
