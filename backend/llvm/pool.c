@@ -1,22 +1,29 @@
 /* pool.c: the thread pool behind parallel kernels.
  *
- * threads - 1 workers sleep on a condition variable; cpu_pool_parfor
- * publishes one job (kernel, env, n), runs the first range on the calling
- * thread and waits until every worker has finished its range. One job at a
- * time: the pool belongs to one cpu_exe, which runs one call at a time. */
+ * threads - 1 workers wait for jobs (spinning briefly, then on a condition
+ * variable); cpu_pool_parfor publishes one job (kernel, env, n), runs the
+ * first range on the calling thread and waits until every worker has
+ * finished its range. One job at a time: the pool belongs to one cpu_exe,
+ * which runs one call at a time. */
 #include "backend/llvm/lower.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Workers spin this many pause iterations (tens of microseconds) for the
+ * next job before sleeping, and so does the caller for the last range:
+ * back-to-back kernels then cost no wake-up latency. */
+enum { SPIN = 1000 };
 
 struct cpu_pool {
   int threads;
   pthread_t *tids;
   pthread_mutex_t mu;
   pthread_cond_t go, done;
-  uint64_t gen;     /* job generation */
-  int pending;      /* workers still running the current job */
-  bool quit;
+  _Atomic uint64_t gen;  /* job generation; the job fields are published before it */
+  _Atomic int pending;   /* workers still running the current job */
+  _Atomic int quit;
   cpu_kernel_fn k;
   void *env;
   int64_t n;
@@ -26,6 +33,12 @@ typedef struct worker_arg {
   cpu_pool *p;
   int rank;
 } worker_arg;
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 static void run_range(cpu_pool *p, int rank) {
   int64_t lo = p->n * rank / p->threads, hi = p->n * (rank + 1) / p->threads;
@@ -37,17 +50,22 @@ static void *worker(void *arg) {
   free(arg);
   cpu_pool *p = wa.p;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
-    if (p->quit) break;
-    seen = p->gen;
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPIN && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); i++) relax();
+    if (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
+      pthread_mutex_lock(&p->mu);
+      while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->quit)) break;
+    seen = atomic_load(&p->gen);
     run_range(p, wa.rank);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
+    if (atomic_fetch_sub(&p->pending, 1) == 1) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -58,8 +76,12 @@ cpu_pool *cpu_pool_create(int threads) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->gen, 0);
+  atomic_init(&p->pending, 0);
+  atomic_init(&p->quit, 0);
   p->tids = calloc((size_t)p->threads, sizeof(pthread_t));
   if (!p->tids) {
+    p->threads = 1;
     cpu_pool_destroy(p);
     return NULL;
   }
@@ -83,7 +105,7 @@ cpu_pool *cpu_pool_create(int threads) {
 void cpu_pool_destroy(cpu_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->quit = true;
+  atomic_store(&p->quit, 1);
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
   for (int i = 1; i < p->threads && p->tids; i++) pthread_join(p->tids[i], NULL);
@@ -100,16 +122,19 @@ void cpu_pool_parfor(void *pool, cpu_kernel_fn k, void *env, int64_t n) {
     k(env, 0, n);
     return;
   }
-  pthread_mutex_lock(&p->mu);
   p->k = k;
   p->env = env;
   p->n = n;
-  p->pending = p->threads - 1;
-  p->gen++;
+  atomic_store(&p->pending, p->threads - 1);
+  pthread_mutex_lock(&p->mu);
+  atomic_fetch_add(&p->gen, 1);
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
   run_range(p, 0);
-  pthread_mutex_lock(&p->mu);
-  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < SPIN && atomic_load(&p->pending) > 0; i++) relax();
+  if (atomic_load(&p->pending) > 0) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
