@@ -701,10 +701,8 @@ static bool nm_walk(emitter *e, scope *s, ir_id id, bool self) {
   }
   default: break;
   }
-  if (in->op == IR_OP_RESHAPE) {
-    /* Reshape passes the linear index; its operand needs multi only if it
-     * does itself. */
-  }
+  /* Elementwise ops, reshape (which passes the linear index), convert and
+   * the like need a multi-index only if an operand does. */
   for (int k = 0; k < in->nops; k++)
     if (nm_walk(e, s, in->ops[k], false)) return true;
   return false;
