@@ -58,6 +58,8 @@ typedef struct fctx {
   int n;
   int32_t *ustart, *users; /* CSR use lists */
   bool *outside;           /* used by the root (a use from outside) */
+  bool *stays;             /* fused as a cheap duplicate but also used
+                              outside: the original instruction survives */
   ivec *mem;               /* groups each instruction belongs to */
   ir_id *clone, *param;    /* materialise() scratch, IR_NONE between uses */
   uint8_t *dep;            /* epilogue_refusal() scratch, 0 between uses */
@@ -98,6 +100,7 @@ static void build_users(fctx *f) {
   s2[n] = w;
   f->ustart = s2;
   f->outside = arena_array(a, (size_t)n + 1, sizeof(bool));
+  f->stays = arena_array(a, (size_t)n + 1, sizeof(bool));
   if (cp->root != IR_NONE) f->outside[cp->root] = true;
 }
 
@@ -201,7 +204,7 @@ static void visit(fctx *f, ir_id i) {
   bool outside = f->outside[i], multi_user_group = false;
   for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
     ir_id u = f->users[j];
-    if (f->mem[u].n == 0) outside = true;
+    if (f->mem[u].n == 0 || f->stays[u]) outside = true; /* u survives outside */
     if (f->mem[u].n > 1) multi_user_group = true;
     for (int k = 0; k < f->mem[u].n; k++) {
       int g = f->mem[u].v[k];
@@ -225,11 +228,13 @@ static void visit(fctx *f, ir_id i) {
       }
       if (why) pass_explain(f->ctx, PASS, in->name, "not fused: %s", why);
     } else if (cheap) {
+      bool refused = false;
       for (int q = 0; q < ng; q++) {
         const char *r = refusal(f, i, gs[q]);
         if (r) {
           pass_explain(f->ctx, PASS, in->name, "not fused into %%%s: %s",
                        I(f, f->groups.v[gs[q]].root)->name, r);
+          refused = true;
           continue;
         }
         join(f, i, gs[q]);
@@ -237,7 +242,8 @@ static void visit(fctx *f, ir_id i) {
                      I(f, f->groups.v[gs[q]].root)->name, kind_name(f->groups.v[gs[q]].kind),
                      ng > 1 || outside ? ", duplicated: cheap" : "");
       }
-      if (!outside) return;
+      if (!outside && !refused) return;
+      f->stays[i] = true; /* the original is still needed */
     } else if (outside || ng > 1 || multi_user_group) {
       if (nu > 1 || (f->outside[i] && nu > 0))
         pass_explain(f->ctx, PASS, in->name,
@@ -308,7 +314,7 @@ static void materialise(fctx *f, int g) {
     /* A member used only inside dies with the group, and the root's slot
      * becomes the fusion: their clones keep the names. A member also used
      * outside (a duplicated cheap producer) stays: its clone is renamed. */
-    bool only_inside = i == gr.root || (f->mem[i].n == 1 && !f->outside[i]);
+    bool only_inside = i == gr.root || (f->mem[i].n == 1 && !f->outside[i] && !f->stays[i]);
     for (int j = f->ustart[i]; j < f->ustart[i + 1] && only_inside && i != gr.root; j++)
       only_inside = in_group(f, f->users[j], g);
     if (!only_inside) proto.name = ir_unique_name(m, proto.name);

@@ -8,7 +8,10 @@
  * reads back and verifies, and that re-read module must evaluate to
  * bitwise the same values (NaN payloads and signed zeros included).
  *
- *   pass_check [--max-steps=N] PATH...
+ *   pass_check [--max-steps=N] [--seed=S] [--random=N] PATH...
+ *
+ * --random=N also checks N random modules (random_module below) made from
+ * seed S (default 1); a failing one is printed.
  *
  * Modules the evaluator refuses (tuple parameters, more work than
  * --max-steps) are reported as skipped. Exit status: 0 when every check
@@ -201,16 +204,10 @@ out:
   arena_destroy(a);
 }
 
-static void check_file(const char *path) {
-  size_t len;
-  char *text = slurp(path, &len);
-  if (!text) {
-    fail(path, "read", "cannot read");
-    return;
-  }
+/* Parses text (named path in messages) and checks it. */
+static void check_text(const char *path, const char *text, size_t len) {
   diag *d;
   ir_module *m0 = parse(path, text, len, &d);
-  free(text);
   if (!m0) {
     fail(path, "parse", "%s", diag_text(d));
     diag_destroy(d);
@@ -219,6 +216,116 @@ static void check_file(const char *path) {
   diag_destroy(d);
   for (int special = 0; special < 2; special++) check_inputs(path, m0, special);
   ir_module_destroy(m0);
+}
+
+static void check_file(const char *path) {
+  size_t len;
+  char *text = slurp(path, &len);
+  if (!text) {
+    fail(path, "read", "cannot read");
+    return;
+  }
+  check_text(path, text, len);
+  free(text);
+}
+
+/* ---- random graphs ------------------------------------------------------ */
+
+/* Writes a random module: values of one shape f32[R,C] built from
+ * elementwise ops, broadcasts of scalar constants and of a bias, splat
+ * constants, reductions broadcast back, dots with a [C,C] weight,
+ * transposes (square shapes), compare+select and identities for simplify
+ * to find; values are reused at random so producers get several users in
+ * different would-be fusions, and the root is a tuple of some of them.
+ * Every fusion and multi-output-fusion rule gets exercised. */
+static void random_module(strbuf *b, uint64_t *st, int k) {
+  static const int sizes[] = {1, 2, 3, 5, 8, 16, 33};
+  int R = sizes[next(st) % 7], C = sizes[next(st) % 7];
+  int n = 4 + (int)(next(st) % 28);
+  sb_printf(b, "HloModule random_%d\n\n", k);
+  sb_puts(b, "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT s = f32[] add(a, b)\n}\n\n"
+             "max_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT m = f32[] maximum(a, b)\n}\n\nENTRY main {\n");
+  sb_printf(b, "  v0 = f32[%d,%d] parameter(0)\n  v1 = f32[%d,%d] parameter(1)\n", R, C, R, C);
+  sb_printf(b, "  bias = f32[%d] parameter(2)\n  w = f32[%d,%d] parameter(3)\n", C, C, C);
+  static const char *const consts[] = {"0", "1", "-0", "2", "0.5", "-1"};
+  static const char *const un[] = {"negate", "exponential", "tanh", "abs", "sqrt", "log", "copy",
+                                   "convert"};
+  static const char *const bin[] = {"add", "multiply", "subtract", "maximum", "minimum", "divide"};
+  int nv = 2;
+  for (int i = 0; i < n; i++) {
+    int a = (int)(next(st) % (uint64_t)nv), c2 = (int)(next(st) % (uint64_t)nv);
+    /* prefer recent values: chains fuse */
+    if (next(st) % 2) a = nv - 1 - (int)(next(st) % (uint64_t)(nv < 3 ? nv : 3));
+    int v = nv++;
+    switch (next(st) % 11) {
+    case 0: case 1:
+      sb_printf(b, "  v%d = f32[%d,%d] %s(v%d)\n", v, R, C, un[next(st) % 8], a);
+      break;
+    case 2: case 3: case 4:
+      sb_printf(b, "  v%d = f32[%d,%d] %s(v%d, v%d)\n", v, R, C, bin[next(st) % 6], a, c2);
+      break;
+    case 5:
+      sb_printf(b, "  c%d = f32[] constant(%s)\n  v%d = f32[%d,%d] broadcast(c%d), dimensions={}\n",
+                v, consts[next(st) % 6], v, R, C, v);
+      break;
+    case 6:
+      sb_printf(b, "  v%d = f32[%d,%d] broadcast(bias), dimensions={1}\n", v, R, C);
+      break;
+    case 7: {
+      bool mx = next(st) % 2;
+      sb_printf(b, "  z%d = f32[] constant(%s)\n", v, mx ? "-inf" : "0");
+      sb_printf(b, "  r%d = f32[%d] reduce(v%d, z%d), dimensions={1}, to_apply=%s\n", v, R, a, v,
+                mx ? "max_f32" : "add_f32");
+      sb_printf(b, "  v%d = f32[%d,%d] broadcast(r%d), dimensions={0}\n", v, R, C, v);
+      break;
+    }
+    case 8:
+      sb_printf(b, "  v%d = f32[%d,%d] dot(v%d, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+                v, R, C, a);
+      break;
+    case 9:
+      if (R == C) {
+        sb_printf(b, "  v%d = f32[%d,%d] transpose(v%d), dimensions={1,0}\n", v, R, C, a);
+      } else {
+        sb_printf(b, "  v%d = f32[%d,%d] constant({", v, R, C);
+        for (int r = 0; r < R; r++) {
+          sb_puts(b, r ? ", {" : "{");
+          for (int q = 0; q < C; q++) sb_printf(b, "%s%s", q ? ", " : "", consts[(size_t)k % 6]);
+          sb_putc(b, '}');
+        }
+        sb_puts(b, "})\n");
+      }
+      break;
+    default:
+      sb_printf(b, "  p%d = pred[%d,%d] compare(v%d, v%d), direction=LT\n", v, R, C, a, c2);
+      sb_printf(b, "  v%d = f32[%d,%d] select(p%d, v%d, v%d)\n", v, R, C, v, a, c2);
+      break;
+    }
+  }
+  int nr = 1 + (int)(next(st) % 3);
+  sb_puts(b, "  ROOT root = (");
+  for (int i = 0; i < nr; i++) sb_printf(b, "%sf32[%d,%d]", i ? ", " : "", R, C);
+  sb_puts(b, ") tuple(");
+  for (int i = 0; i < nr; i++)
+    sb_printf(b, "%sv%d", i ? ", " : "", i == 0 ? nv - 1 : (int)(next(st) % (uint64_t)nv));
+  sb_puts(b, ")\n}\n");
+}
+
+static void check_random(int count, uint64_t seed) {
+  uint64_t st = seed;
+  for (int k = 0; k < count; k++) {
+    strbuf b;
+    sb_init(&b);
+    random_module(&b, &st, k);
+    char name[64];
+    snprintf(name, sizeof name, "random_%d(seed %llu)", k, (unsigned long long)seed);
+    int before = failures;
+    check_text(name, b.s, b.len);
+    if (failures > before) fprintf(stderr, "the module:\n%s", b.s);
+    sb_free(&b);
+  }
 }
 
 static int cmp(const void *a, const void *b) {
@@ -254,16 +361,26 @@ static void check_path(const char *path) {
 
 int main(int argc, char **argv) {
   int npaths = 0;
+  uint64_t seed = 1;
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--max-steps=", 12)) {
       max_steps = strtoll(argv[i] + 12, NULL, 10);
+      continue;
+    }
+    if (!strncmp(argv[i], "--seed=", 7)) {
+      seed = strtoull(argv[i] + 7, NULL, 10);
+      continue;
+    }
+    if (!strncmp(argv[i], "--random=", 9)) {
+      check_random(atoi(argv[i] + 9), seed);
+      npaths++;
       continue;
     }
     check_path(argv[i]);
     npaths++;
   }
   if (!npaths) {
-    fprintf(stderr, "usage: pass_check [--max-steps=N] PATH...\n");
+    fprintf(stderr, "usage: pass_check [--max-steps=N] [--seed=S] [--random=N] PATH...\n");
     return 2;
   }
   printf("%d checks passed, %d modules skipped, %d failures\n", checked, skipped, failures);
