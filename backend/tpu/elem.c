@@ -13,7 +13,7 @@
  * every op that can overflow) and pred (0 or 1).
  *
  * Ops without a vector-unit sequence (sine, cosine, power, atan2,
- * remainder, expm1, log1p, cbrt, integer divide, f16) are
+ * float remainder, expm1, log1p, cbrt, f16) are
  * rejected by tk_elem_supported, which lower.c turns into a located
  * error. */
 #include "backend/tpu/tb.h"
@@ -42,12 +42,12 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
   }
   switch (n->op) {
   case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_CBRT: case IR_OP_SINE: case IR_OP_COSINE:
-  case IR_OP_POWER: case IR_OP_ATAN2: case IR_OP_REMAINDER:
+  case IR_OP_POWER: case IR_OP_ATAN2:
     *why = "no vector-unit sequence for this op";
     return false;
-  case IR_OP_DIVIDE:
-    if (!is_f(t)) {
-      *why = "integer division has no vector-unit sequence";
+  case IR_OP_DIVIDE: case IR_OP_REMAINDER:
+    if (t == IR_PRED || (n->op == IR_OP_REMAINDER && is_f(t))) {
+      *why = t == IR_PRED ? "pred division" : "float remainder has no vector-unit sequence";
       return false;
     }
     return true;
@@ -340,6 +340,70 @@ static void popcnt_clz(tb *b, rp *p, ir_op op, ir_type t, int d, int x) {
   rfree(p, u);
 }
 
+/* Integer divide/remainder (s32, s8 held sign-extended): restoring
+ * division of the magnitudes, 32 steps, then the signs; x/0 = -1, x%0 = x,
+ * INT_MIN/-1 = INT_MIN (and s8's wrap), INT_MIN%-1 = 0, as the evaluator. */
+static void int_divrem(tb *b, rp *p, bool rem, ir_type t, int d, int x, int y) {
+  int ua = ralloc(p), ub = ralloc(p), q = ralloc(p), r = ralloc(p), k = ralloc(p), u = ralloc(p),
+      w = ralloc(p);
+  /* |x|, |y| as unsigned: (v ^ s) - s with s = v >> 31 */
+  tb_valu(b, OP_VIMM, k, 31, 0);
+  V3(OP_VSRA, u, x, k);
+  V3(OP_VXOR, ua, x, u);
+  V3(OP_VSUBI, ua, ua, u);
+  V3(OP_VSRA, u, y, k);
+  V3(OP_VXOR, ub, y, u);
+  V3(OP_VSUBI, ub, ub, u);
+  tb_valu(b, OP_VIMM, q, 0, 0);
+  tb_valu(b, OP_VIMM, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VXOR, w, ub, k); /* ub with the sign flipped, for unsigned compares */
+  for (int i = 31; i >= 0; i--) {
+    tb_valu(b, OP_VIMM, k, 1, 0);
+    V3(OP_VSHL, r, r, k);
+    tb_valu(b, OP_VIMM, u, i, 0);
+    V3(OP_VSHR, u, ua, u);
+    V3(OP_VAND, u, u, k);
+    V3(OP_VOR, r, r, u);
+    tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+    V3(OP_VXOR, u, r, k);
+    tb_raw(b, OP_VCMPLTI, M1, u, w, 0, 0, 0); /* r < ub (unsigned) */
+    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
+    V3(OP_VSUBI, u, r, ub);
+    tb_raw(b, OP_VSEL, r, M1, u, r, 0, 0);
+    tb_valu(b, OP_VIMM, k, (int32_t)(1u << i), 0);
+    V3(OP_VOR, u, q, k);
+    tb_raw(b, OP_VSEL, q, M1, u, q, 0, 0);
+  }
+  tb_valu(b, OP_VIMM, k, 31, 0);
+  if (rem) { /* sign of x */
+    V3(OP_VSRA, u, x, k);
+    V3(OP_VXOR, r, r, u);
+    V3(OP_VSUBI, r, r, u);
+  } else { /* sign of x ^ y */
+    V3(OP_VXOR, u, x, y);
+    V3(OP_VSRA, u, u, k);
+    V3(OP_VXOR, q, q, u);
+    V3(OP_VSUBI, q, q, u);
+  }
+  tb_valu(b, OP_VIMM, k, 0, 0);
+  tb_raw(b, OP_VCMPEQI, M1, y, k, 0, 0, 0);
+  if (rem) {
+    tb_raw(b, OP_VSEL, d, M1, x, r, 0, 0);
+  } else {
+    tb_valu(b, OP_VIMM, k, -1, 0);
+    tb_raw(b, OP_VSEL, d, M1, k, q, 0, 0);
+  }
+  if (t == IR_S8) wrap8(b, p, d);
+  rfree(p, ua);
+  rfree(p, ub);
+  rfree(p, q);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, u);
+  rfree(p, w);
+}
+
 /* Emits one op node into d from operand registers. */
 static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d, const int *a) {
   ir_type t = n->type;
@@ -418,7 +482,11 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     V3(f ? OP_VMULF : t == IR_PRED ? OP_VAND : OP_VMULI, d, x, y);
     if (t == IR_S8) wrap8(b, p, d);
     break;
-  case IR_OP_DIVIDE: V3(OP_VDIVF, d, x, y); break;
+  case IR_OP_DIVIDE:
+    if (f) V3(OP_VDIVF, d, x, y);
+    else int_divrem(b, p, false, t, d, x, y);
+    break;
+  case IR_OP_REMAINDER: int_divrem(b, p, true, t, d, x, y); break;
   case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;
   case IR_OP_MINIMUM: V3(f ? OP_VMINF : OP_VMINI, d, x, y); break;
   case IR_OP_AND: V3(OP_VAND, d, x, y); break;
@@ -517,7 +585,7 @@ void tk_elementwise(tb *b, const tk_elem *e) {
   /* Tiles per group: as many as have registers for the worst case of the
    * expression (inputs, one register per node, scratch of the longest op
    * sequence) and masks (two each). */
-  int need = e->ninputs + e->nnodes + 6, G = 1;
+  int need = e->ninputs + e->nnodes + 8, G = 1;
   if (3 * need <= TGT_VREGS) G = 3;
   else if (2 * need <= TGT_VREGS) G = 2;
   int RP = TGT_VREGS / G;

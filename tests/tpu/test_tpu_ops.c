@@ -46,7 +46,11 @@ static const tcase cases[] = {
      " %pn = pred[5,129] not(%c)\n %pa = pred[5,129] and(%pn, %c)\n %sg = s32[5,129] sign(%x)\n"
      " %pc = s32[5,129] popcnt(%m)\n %cz = s32[5,129] count-leading-zeros(%sh)\n"
      " %pc8 = s8[5,129] popcnt(%b2)\n %cz8 = s8[5,129] count-leading-zeros(%b2)\n"
-     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129]) tuple(%cl, %b2, %pa, %sg, %pc, %cz, %pc8, %cz8)\n}\n", IR_PREC_DEFAULT},
+     " %dv = s32[5,129] divide(%m, %y)\n %rm = s32[5,129] remainder(%m, %y)\n"
+     " %imin = s32[] constant(-2147483648)\n %bmin = s32[5,129] broadcast(%imin), dimensions={}\n"
+     " %sl2 = s32[5,129] select(%c, %bmin, %sh)\n %dv2 = s32[5,129] divide(%sl2, %y)\n %rm2 = s32[5,129] remainder(%sl2, %y)\n"
+     " %dv8 = s8[5,129] divide(%b2, %b)\n %rm8 = s8[5,129] remainder(%b2, %b)\n"
+     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129], s32[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129]) tuple(%cl, %b2, %pa, %sg, %pc, %cz, %pc8, %cz8, %dv, %rm, %dv2, %rm2, %dv8, %rm8)\n}\n", IR_PREC_DEFAULT},
     {"converts_and_bf16",
      "HloModule m\nENTRY e {\n %x = f32[3,1,130] parameter(0)\n %k = f32[] constant(100)\n %kb = f32[3,1,130] broadcast(%k), dimensions={}\n"
      " %xs = f32[3,1,130] multiply(%x, %kb)\n %i = s32[3,1,130] convert(%xs)\n %f = f32[3,1,130] convert(%i)\n"
