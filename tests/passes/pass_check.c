@@ -11,7 +11,8 @@
  *   pass_check [--max-steps=N] [--seed=S] [--random=N] PATH...
  *
  * --random=N also checks N random modules (random_module below) made from
- * seed S (default 1); a failing one is printed.
+ * seed S (default 1); a failing one is printed; --write=DIR (before
+ * --random) saves them as DIR/random_K.hlo, e.g. to run them on targets.
  *
  * Modules the evaluator refuses (tuple parameters, more work than
  * --max-steps) are reported as skipped. Exit status: 0 when every check
@@ -234,8 +235,8 @@ static void check_file(const char *path) {
 /* Writes a random module: values of one shape f32[R,C] built from
  * elementwise ops, broadcasts of scalar constants and of a bias, splat
  * constants, reductions broadcast back, dots with a [C,C] weight,
- * transposes (square shapes), compare+select and identities for simplify
- * to find; values are reused at random so producers get several users in
+ * transposes (square shapes), compare+select, reshape round trips, iota,
+ * slice+concatenate, slice+pad and identities for simplify to find; values are reused at random so producers get several users in
  * different would-be fusions, and the root is a tuple of some of them.
  * Every fusion and multi-output-fusion rule gets exercised. */
 static void random_module(strbuf *b, uint64_t *st, int k) {
@@ -259,7 +260,7 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
     /* prefer recent values: chains fuse */
     if (next(st) % 2) a = nv - 1 - (int)(next(st) % (uint64_t)(nv < 3 ? nv : 3));
     int v = nv++;
-    switch (next(st) % 11) {
+    switch (next(st) % 15) {
     case 0: case 1:
       sb_printf(b, "  v%d = f32[%d,%d] %s(v%d)\n", v, R, C, un[next(st) % 8], a);
       break;
@@ -298,6 +299,31 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
         sb_puts(b, "})\n");
       }
       break;
+    case 11:
+      sb_printf(b, "  f%d = f32[%d] reshape(v%d)\n  v%d = f32[%d,%d] reshape(f%d)\n", v, R * C, a, v,
+                R, C, v);
+      break;
+    case 12:
+      sb_printf(b, "  v%d = f32[%d,%d] iota(), iota_dimension=%d\n", v, R, C, (int)(next(st) % 2));
+      break;
+    case 13:
+      if (C >= 2) {
+        sb_printf(b, "  sa%d = f32[%d,1] slice(v%d), slice={[0:%d], [0:1]}\n", v, R, a, R);
+        sb_printf(b, "  sb%d = f32[%d,%d] slice(v%d), slice={[0:%d], [1:%d]}\n", v, R, C - 1, c2, R, C);
+        sb_printf(b, "  v%d = f32[%d,%d] concatenate(sb%d, sa%d), dimensions={1}\n", v, R, C, v, v);
+      } else {
+        sb_printf(b, "  v%d = f32[%d,%d] reverse(v%d), dimensions={0,1}\n", v, R, C, a);
+      }
+      break;
+    case 14:
+      if (R >= 2) {
+        sb_printf(b, "  sp%d = f32[%d,%d] slice(v%d), slice={[1:%d], [0:%d]}\n", v, R - 1, C, a, R, C);
+        sb_printf(b, "  zp%d = f32[] constant(0)\n", v);
+        sb_printf(b, "  v%d = f32[%d,%d] pad(sp%d, zp%d), padding=0_1x0_0\n", v, R, C, v, v);
+      } else {
+        sb_printf(b, "  v%d = f32[%d,%d] add(v%d, v%d)\n", v, R, C, a, a);
+      }
+      break;
     default:
       sb_printf(b, "  p%d = pred[%d,%d] compare(v%d, v%d), direction=LT\n", v, R, C, a, c2);
       sb_printf(b, "  v%d = f32[%d,%d] select(p%d, v%d, v%d)\n", v, R, C, v, a, c2);
@@ -313,6 +339,8 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
   sb_puts(b, ")\n}\n");
 }
 
+static const char *write_dir; /* --write=DIR: also save each random module */
+
 static void check_random(int count, uint64_t seed) {
   uint64_t st = seed;
   for (int k = 0; k < count; k++) {
@@ -321,6 +349,11 @@ static void check_random(int count, uint64_t seed) {
     random_module(&b, &st, k);
     char name[64];
     snprintf(name, sizeof name, "random_%d(seed %llu)", k, (unsigned long long)seed);
+    if (write_dir) {
+      char path[4096], err[256];
+      snprintf(path, sizeof path, "%s/random_%d.hlo", write_dir, k);
+      if (ir_file_write(path, b.s, b.len, err, sizeof err) != ST_OK) fprintf(stderr, "%s\n", err);
+    }
     int before = failures;
     check_text(name, b.s, b.len);
     if (failures > before) fprintf(stderr, "the module:\n%s", b.s);
@@ -369,6 +402,10 @@ int main(int argc, char **argv) {
     }
     if (!strncmp(argv[i], "--seed=", 7)) {
       seed = strtoull(argv[i] + 7, NULL, 10);
+      continue;
+    }
+    if (!strncmp(argv[i], "--write=", 8)) {
+      write_dir = argv[i] + 8;
       continue;
     }
     if (!strncmp(argv[i], "--random=", 9)) {
