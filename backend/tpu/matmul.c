@@ -13,12 +13,19 @@
  * the next weight tile loads into the shadow buffer while the current one
  * streams Mb rows. The A panel is held K-tile-major ([nK][Mb][Kt]) and
  * loaded piece by piece, so the first pushes wait only for piece 0.
- * Padding: K and the A/B pads are zero-filled in VMEM;
- * columns past N are computed on stale weights and never stored. */
+ * Padding: K and the A/B pads are zero-filled in VMEM, A's with -0 and
+ * B's with +0, so every padding product is -0 and adding it leaves any
+ * accumulator unchanged (x + -0 = x, also for x = -0): the result is the
+ * same at every tiling (docs/numerics.md); columns past N are computed on
+ * stale weights and never stored. */
 #include "backend/tpu/tb.h"
 
-static void zero_fill(tb *b, uint64_t addr, uint64_t bytes) {
-  tb_valu(b, OP_VIMM, 0, 0, 0);
+/* Words that fill A pads: two bf16 -0, or one f32 -0 (staged f32 A). */
+#define NEG0_BF16X2 0x80008000u
+#define NEG0_F32 0x80000000u
+
+static void fill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
+  tb_valu(b, OP_VIMM, 0, (int32_t)word, 0);
   for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
 }
 
@@ -34,8 +41,8 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   int64_t step = 0, panel = 0;
   /* Zero every buffer once: the last chunk's pads stay zero because loads
    * only ever write the valid rows/columns of a chunk of that shape. */
-  zero_fill(b, 0, 2 * apanel);
-  zero_fill(b, boff, (uint64_t)nbs * bpanel);
+  fill(b, 0, 2 * apanel, NEG0_BF16X2);
+  fill(b, boff, (uint64_t)nbs * bpanel, 0);
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -47,8 +54,8 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           uint64_t as = (uint64_t)(step & 1) * apanel;
           uint64_t bs = boff + (uint64_t)(step % nbs) * bpanel;
           if (kl < Kc && kc + 1 == nKc) { /* a short last chunk: re-zero its pads */
-            zero_fill(b, as, apanel);
-            zero_fill(b, bs, bpanel);
+            fill(b, as, apanel, NEG0_BF16X2);
+            fill(b, bs, bpanel, 0);
           }
           int64_t da[10] = {kl * 2, rows, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
           tb_dma(b, true, as, A + (uint64_t)g * A_g + (uint64_t)((m0 * K + k0) * 2), da);
@@ -157,11 +164,11 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
     chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
     return true;
   }
-  if (a32 && K % Kt) zero_fill(b, saoff + 2 * sa_slot, sa_slot); /* the short last piece */
+  if (a32 && K % Kt) fill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
-    zero_fill(b, aoff, 2 * apanel);
-    zero_fill(b, boff, (uint64_t)nbs * bpanel);
+    fill(b, aoff, 2 * apanel, NEG0_BF16X2);
+    fill(b, boff, (uint64_t)nbs * bpanel, 0);
   }
   int64_t nMb = (M + Mb - 1) / Mb;
   int64_t blk = 0, panel = 0;
