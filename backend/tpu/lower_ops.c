@@ -144,6 +144,14 @@ static void parts_of(lctx *x, tval *v, int nparts, tval **parts) {
 static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_t N, int64_t K,
                         ir_type t) {
   int64_t d4[4] = {K, G, M, N};
+  if ((double)K * (double)G * (double)M * (double)N > (double)((int64_t)1 << 27)) {
+    tb_error(x->b, ST_UNSUPPORTED,
+             "integer/pred contraction of %lld x %lld x %lld (x %lld) is too large for the "
+             "vector-unit path (at most 2^27 products)",
+             (long long)M, (long long)N, (long long)K, (long long)G);
+    int64_t d3[3] = {G, M, N};
+    return tv_new(x, t, 3, d3);
+  }
   /* ea[k][g][m][n] = a[g][m][k], eb[k][g][m][n] = b[g][k][n] */
   tval *ea = tv_new(x, t, 4, d4), *eb = tv_new(x, t, 4, d4);
   int64_t ds[4], sa[4] = {1, M * K, K, 0}, sb[4] = {N, K * N, 0, 1};
@@ -153,20 +161,15 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   int64_t d3[3] = {G, M, N};
   tval *out = tv_new(x, t, 3, d3);
   tval *zero = scalar_const(x, t, 0);
-  /* reducer: acc + a*b (pred: acc | (a & b)) with inputs acc, a, b */
-  tk_node nodes[5] = {{TK_IN, t, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
-                      {TK_IN, t, 1, 0, 0, 0, 0, 0, {0, 0, 0}},
-                      {TK_IN, t, 2, 0, 0, 0, 0, 0, {0, 0, 0}},
-                      {TK_OP, t, 0, 0, IR_OP_MULTIPLY, 0, 0, 2, {1, 2, 0}},
-                      {TK_OP, t, 0, 0, IR_OP_ADD, 0, 0, 2, {0, 3, 0}}};
-  /* tk_fold's reducer takes nv accumulators then nv values; fold a and b
-   * as two values with a second (ignored) accumulator. */
-  tk_node rn[7];
-  memcpy(rn, nodes, sizeof nodes);
-  rn[0] = (tk_node){TK_IN, t, 0, 0, 0, 0, 0, 0, {0, 0, 0}}; /* acc0 */
-  rn[1] = (tk_node){TK_IN, t, 2, 0, 0, 0, 0, 0, {0, 0, 0}}; /* a */
-  rn[2] = (tk_node){TK_IN, t, 3, 0, 0, 0, 0, 0, {0, 0, 0}}; /* b */
-  rn[5] = (tk_node){TK_IN, t, 1, 0, 0, 0, 0, 0, {0, 0, 0}}; /* acc1 passes through */
+  /* reducer over (acc0, acc1, a, b): acc0 + a*b (pred: acc0 | (a & b));
+   * acc1 only passes through (tk_fold folds as many values as
+   * accumulators). */
+  tk_node rn[6] = {{TK_IN, t, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                   {TK_IN, t, 2, 0, 0, 0, 0, 0, {0, 0, 0}},
+                   {TK_IN, t, 3, 0, 0, 0, 0, 0, {0, 0, 0}},
+                   {TK_OP, t, 0, 0, IR_OP_MULTIPLY, 0, 0, 2, {1, 2, 0}},
+                   {TK_OP, t, 0, 0, IR_OP_ADD, 0, 0, 2, {0, 3, 0}},
+                   {TK_IN, t, 1, 0, 0, 0, 0, 0, {0, 0, 0}}};
   int outs[2] = {4, 5};
   ir_type types[4] = {t, t, t, t};
   tk_elem red = {6, rn, 4, NULL, types, 2, outs, NULL, 0};
@@ -404,9 +407,7 @@ void lower_conv(lctx *x, ir_id i) {
         ss[r] = ps[cd->in_batch];
         dss[r] = O * Kt;
         r++;
-        int64_t ostride = Kt;
-        for (int k = ns - 1; k >= 0; k--) ostride *= 1; /* placeholder for clarity */
-        int64_t acc = Kt;
+        int64_t acc = Kt; /* destination stride of output spatial dim k */
         int64_t odst[IR_MAX_RANK];
         for (int k = ns - 1; k >= 0; k--) {
           odst[k] = acc;
@@ -436,7 +437,6 @@ void lower_conv(lctx *x, ir_id i) {
         }
         uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
         tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
-        (void)ostride;
       }
   }
   for (int p = 0; p < np; p++) {
