@@ -25,13 +25,19 @@ enum { NO, YES, TOO_BIG };
 
 static int foldable(const ir_comp *cp, const ir_inst *in) {
   switch (in->op) {
-  case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_IOTA: case IR_OP_TUPLE:
-  case IR_OP_GET_TUPLE_ELEMENT: case IR_OP_FUSION: case IR_OP_ALL_REDUCE:
+  case IR_OP_PARAMETER:
+  case IR_OP_CONSTANT:
+  case IR_OP_IOTA:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT:
+  case IR_OP_FUSION:
+  case IR_OP_ALL_REDUCE:
     return NO;
   case IR_OP_BROADCAST:
     if (in->nops != 1 || cp->insts.v[in->ops[0]].shape.rank == 0) return NO;
     break;
-  default: break;
+  default:
+    break;
   }
   if (in->dead || in->nops == 0 || !ir_shape_is_array(&in->shape)) return NO;
   for (int k = 0; k < in->nops; k++) {
@@ -81,8 +87,10 @@ static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, char *why, siz
   if (st == ST_OK && out && ir_shape_is_array(&out->shape)) {
     ir_shape s = ir_inst_get(m, c, id)->shape;
     r = ir_literal_create(m->arena, &s);
-    if (r && r->nbytes == out->nbytes) memcpy(r->data, out->data, out->nbytes);
-    else r = NULL;
+    if (r && r->nbytes == out->nbytes)
+      memcpy(r->data, out->data, out->nbytes);
+    else
+      r = NULL;
   }
   arena_destroy(a);
   return r;

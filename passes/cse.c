@@ -51,8 +51,10 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
   /* Attributes kept verbatim (backend_config, sharding, ...) must agree,
    * except metadata. */
   int nx = 0, ny = 0;
-  for (int i = 0; i < x->nraw; i++) nx += strcmp(x->raw[i].name, "metadata") != 0;
-  for (int i = 0; i < y->nraw; i++) ny += strcmp(y->raw[i].name, "metadata") != 0;
+  for (int i = 0; i < x->nraw; i++)
+    nx += strcmp(x->raw[i].name, "metadata") != 0;
+  for (int i = 0; i < y->nraw; i++)
+    ny += strcmp(y->raw[i].name, "metadata") != 0;
   if (nx != ny) return false;
   for (int i = 0; i < x->nraw; i++) {
     if (!strcmp(x->raw[i].name, "metadata")) continue;
@@ -84,13 +86,17 @@ static uint64_t hash(const ir_inst *in) {
   uint64_t h = mix(0, (uint64_t)in->op);
   h = mix(h, (uint64_t)in->shape.type);
   if (in->shape.type != IR_TUPLE)
-    for (int i = 0; i < in->shape.rank; i++) h = mix(h, (uint64_t)in->shape.dims[i]);
-  for (int k = 0; k < in->nops; k++) h = mix(h, (uint64_t)in->ops[k]);
-  for (int k = 0; k < in->ncalls; k++) h = mix(h, (uint64_t)in->calls[k] + 77);
+    for (int i = 0; i < in->shape.rank; i++)
+      h = mix(h, (uint64_t)in->shape.dims[i]);
+  for (int k = 0; k < in->nops; k++)
+    h = mix(h, (uint64_t)in->ops[k]);
+  for (int k = 0; k < in->ncalls; k++)
+    h = mix(h, (uint64_t)in->calls[k] + 77);
   if (in->op == IR_OP_CONSTANT && in->a.literal && in->a.literal->data) {
     const uint8_t *d = in->a.literal->data;
     size_t n = in->a.literal->nbytes < 64 ? in->a.literal->nbytes : 64;
-    for (size_t i = 0; i < n; i++) h = mix(h, d[i]);
+    for (size_t i = 0; i < n; i++)
+      h = mix(h, d[i]);
   }
   return h;
 }
@@ -100,15 +106,18 @@ static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
   int n = cp->insts.n;
   if (n == 0) return false;
   int cap = 16;
-  while (cap < 2 * n) cap *= 2;
+  while (cap < 2 * n)
+    cap *= 2;
   ir_id *table = arena_array(m->arena, (size_t)cap, sizeof(ir_id));
-  for (int i = 0; i < cap; i++) table[i] = IR_NONE;
+  for (int i = 0; i < cap; i++)
+    table[i] = IR_NONE;
   pr_map mp = pr_map_make(m->arena, n);
   bool any = false;
   for (ir_id i = 0; i < n; i++) {
     ir_inst *in = &cp->insts.v[i];
     if (in->dead) continue;
-    for (int k = 0; k < in->nops; k++) in->ops[k] = pr_find(&mp, in->ops[k]);
+    for (int k = 0; k < in->nops; k++)
+      in->ops[k] = pr_find(&mp, in->ops[k]);
     if (in->op == IR_OP_PARAMETER || in->op == IR_OP_ALL_REDUCE) continue;
     size_t slot = (size_t)(hash(in) & (uint64_t)(cap - 1));
     for (;; slot = (slot + 1) & (size_t)(cap - 1)) {
@@ -133,6 +142,7 @@ static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
 
 bool pass_cse(ir_module *m, pass_ctx *ctx) {
   bool changed = false;
-  for (ir_comp_id c = 0; c < m->comps.n; c++) changed |= cse_comp(m, c, ctx);
+  for (ir_comp_id c = 0; c < m->comps.n; c++)
+    changed |= cse_comp(m, c, ctx);
   return changed;
 }

@@ -49,7 +49,8 @@ static bool dce_comps(ir_module *m) {
   }
   ir_comp_id *remap = arena_array(m->arena, (size_t)nc, sizeof(ir_comp_id));
   int k = 0;
-  for (int c = 0; c < nc; c++) remap[c] = live[c] ? k++ : IR_NONE;
+  for (int c = 0; c < nc; c++)
+    remap[c] = live[c] ? k++ : IR_NONE;
   if (k == nc) return false;
   for (int c = 0; c < nc; c++) {
     if (!live[c]) continue;
@@ -67,7 +68,8 @@ static bool dce_comps(ir_module *m) {
 bool pass_dce(ir_module *m, pass_ctx *ctx) {
   (void)ctx;
   bool changed = false;
-  for (int c = 0; c < m->comps.n; c++) changed |= dce_comp(m, c);
+  for (int c = 0; c < m->comps.n; c++)
+    changed |= dce_comp(m, c);
   changed |= dce_comps(m);
   return changed;
 }

@@ -79,8 +79,10 @@ static void build_users(fctx *f) {
   f->ustart = arena_array(a, (size_t)n + 1, sizeof(int32_t));
   int32_t *cnt = arena_array(a, (size_t)n + 1, sizeof(int32_t));
   for (int i = 0; i < n; i++)
-    for (int k = 0; k < cp->insts.v[i].nops; k++) cnt[cp->insts.v[i].ops[k]]++;
-  for (int i = 0; i < n; i++) f->ustart[i + 1] = f->ustart[i] + cnt[i];
+    for (int k = 0; k < cp->insts.v[i].nops; k++)
+      cnt[cp->insts.v[i].ops[k]]++;
+  for (int i = 0; i < n; i++)
+    f->ustart[i + 1] = f->ustart[i] + cnt[i];
   f->users = arena_array(a, (size_t)f->ustart[n] + 1, sizeof(int32_t));
   memset(cnt, 0, sizeof(int32_t) * (size_t)n);
   for (int i = 0; i < n; i++)
@@ -95,7 +97,8 @@ static void build_users(fctx *f) {
   int w = 0;
   for (int i = 0; i < n; i++) {
     s2[i] = w;
-    for (int j = 0; j < cnt[i]; j++) f->users[w++] = f->users[f->ustart[i] + j];
+    for (int j = 0; j < cnt[i]; j++)
+      f->users[w++] = f->users[f->ustart[i] + j];
   }
   s2[n] = w;
   f->ustart = s2;
@@ -122,12 +125,22 @@ static bool is_elemwise(const ir_inst *in) { return (ir_op_flags(in->op) & OPF_E
 static bool loop_fusible(const ir_inst *in) {
   if (is_elemwise(in)) return true;
   switch (in->op) {
-  case IR_OP_BROADCAST: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_SLICE:
-  case IR_OP_CONCATENATE: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_CONVERT:
-  case IR_OP_BITCAST_CONVERT: case IR_OP_IOTA: case IR_OP_COPY:
+  case IR_OP_BROADCAST:
+  case IR_OP_RESHAPE:
+  case IR_OP_TRANSPOSE:
+  case IR_OP_SLICE:
+  case IR_OP_CONCATENATE:
+  case IR_OP_PAD:
+  case IR_OP_REVERSE:
+  case IR_OP_CONVERT:
+  case IR_OP_BITCAST_CONVERT:
+  case IR_OP_IOTA:
+  case IR_OP_COPY:
     return true;
-  case IR_OP_CONSTANT: return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
-  default: return false;
+  case IR_OP_CONSTANT:
+    return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
+  default:
+    return false;
   }
 }
 
@@ -152,12 +165,14 @@ static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
     ir_id i = gr->members[k];
     if (i <= d) continue;
     const ir_inst *in = I(f, i);
-    for (int q = 0; q < in->nops; q++) f->dep[i] |= f->dep[in->ops[q]];
+    for (int q = 0; q < in->nops; q++)
+      f->dep[i] |= f->dep[in->ops[q]];
     if (f->dep[i] && !why && (!is_elemwise(in) || !same_dims(&in->shape, &I(f, d)->shape)))
       why = "the epilogue is not elementwise over the dot's dims";
   }
   f->dep[d] = 0;
-  for (int k = 0; k < gr->nmembers; k++) f->dep[gr->members[k]] = 0;
+  for (int k = 0; k < gr->nmembers; k++)
+    f->dep[gr->members[k]] = 0;
   return why;
 }
 
@@ -169,8 +184,8 @@ static const char *refusal(fctx *f, ir_id i, int g) {
   for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
     const ir_inst *u = I(f, f->users[j]);
     if (in_group(f, f->users[j], g) && (u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION))
-      return arena_printf(f->m->arena, "feeds the MXU operand of %%%s (operands of a dot stay in memory)",
-                          u->name);
+      return arena_printf(
+          f->m->arena, "feeds the MXU operand of %%%s (operands of a dot stay in memory)", u->name);
   }
   if (in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) return epilogue_refusal(f, i, g);
   return NULL;
@@ -209,7 +224,8 @@ static void visit(fctx *f, ir_id i) {
     for (int k = 0; k < f->mem[u].n; k++) {
       int g = f->mem[u].v[k];
       bool seen = false;
-      for (int q = 0; q < ng; q++) seen |= gs[q] == g;
+      for (int q = 0; q < ng; q++)
+        seen |= gs[q] == g;
       if (!seen && ng < MAX_MEMBERS) gs[ng++] = g;
     }
   }
@@ -218,10 +234,18 @@ static void visit(fctx *f, ir_id i) {
     const char *why = NULL;
     if (!fusible_op) {
       switch (in->op) {
-      case IR_OP_PARAMETER: why = NULL; break; /* not worth a line */
-      case IR_OP_CONSTANT: why = "a non-scalar constant stays in memory"; break;
-      case IR_OP_REDUCE: why = "a reduce is only the root of its own fusion (kInput)"; break;
-      case IR_OP_FUSION: why = "already a fusion"; break;
+      case IR_OP_PARAMETER:
+        why = NULL;
+        break; /* not worth a line */
+      case IR_OP_CONSTANT:
+        why = "a non-scalar constant stays in memory";
+        break;
+      case IR_OP_REDUCE:
+        why = "a reduce is only the root of its own fusion (kInput)";
+        break;
+      case IR_OP_FUSION:
+        why = "already a fusion";
+        break;
       default:
         why = arena_printf(f->m->arena, "%s is not fusible", ir_op_name(in->op));
         break;
@@ -323,8 +347,10 @@ static void materialise(fctx *f, int g) {
   }
   ir_comp *fcp = ir_comp_get(m, fc);
   fcp->root = clone[gr.root];
-  for (int mi = 0; mi < gr.nmembers; mi++) clone[gr.members[mi]] = IR_NONE;
-  for (int k = 0; k < srcs.n; k++) param[srcs.v[k]] = IR_NONE;
+  for (int mi = 0; mi < gr.nmembers; mi++)
+    clone[gr.members[mi]] = IR_NONE;
+  for (int k = 0; k < srcs.n; k++)
+    param[srcs.v[k]] = IR_NONE;
   ir_comp_finish(m, fc);
   pass_explain(f->ctx, PASS, fusion_name, "%s fusion %s of %d instructions {%s}, %d operands",
                kind_name(gr.kind), fcp->name, gr.nmembers, sb_str(&list), srcs.n);
@@ -368,8 +394,10 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
   f.clone = arena_array(m->arena, (size_t)f.n, sizeof(ir_id));
   f.param = arena_array(m->arena, (size_t)f.n, sizeof(ir_id));
   f.dep = arena_alloc(m->arena, (size_t)f.n);
-  for (int i = 0; i < f.n; i++) f.clone[i] = f.param[i] = IR_NONE;
-  for (ir_id i = f.n - 1; i >= 0; i--) visit(&f, i);
+  for (int i = 0; i < f.n; i++)
+    f.clone[i] = f.param[i] = IR_NONE;
+  for (ir_id i = f.n - 1; i >= 0; i--)
+    visit(&f, i);
   bool changed = false;
   for (int g = 0; g < f.groups.n; g++) {
     if (!worth_it(&f, g)) continue;

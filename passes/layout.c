@@ -38,7 +38,8 @@ static void tile1(ir_tile *t, int64_t a) {
 static bool assign(ir_shape *s, int sublanes, int lanes) {
   if (s->type == IR_TUPLE) {
     bool ch = false;
-    for (int i = 0; i < s->ntuple; i++) ch |= assign(&s->tuple[i], sublanes, lanes);
+    for (int i = 0; i < s->ntuple; i++)
+      ch |= assign(&s->tuple[i], sublanes, lanes);
     return ch;
   }
   if (s->has_layout && s->layout.ntiles > 0) return false;
@@ -62,7 +63,8 @@ static bool assign(ir_shape *s, int sublanes, int lanes) {
   int64_t rows = sublanes;
   if (second < sublanes) {
     rows = 1;
-    while (rows < second) rows *= 2;
+    while (rows < second)
+      rows *= 2;
     if (rows > sublanes) rows = sublanes;
   }
   tile2(&l->tiles[0], rows, lanes);
@@ -78,7 +80,8 @@ bool pass_layout(ir_module *m, pass_ctx *ctx) {
   int sublanes = TGT_SUBLANES, lanes = TGT_LANES;
   if (ctx->target) {
     const tgt_target *t = ctx->target;
-    pass_explain(ctx, PASS, NULL, "target %s: vector registers %d x %d", t->preset, sublanes, lanes);
+    pass_explain(ctx, PASS, NULL, "target %s: vector registers %d x %d", t->preset, sublanes,
+                 lanes);
   }
   bool changed = false;
   for (ir_comp_id c = 0; c < m->comps.n; c++) {

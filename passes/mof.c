@@ -30,14 +30,14 @@ typedef struct mctx {
   ir_module *m;
   ir_comp_id c;
   pass_ctx *ctx;
-  uint8_t *done;     /* fusions merged in this run (their slots die) */
-  ir_id *repl;       /* done fusion -> the merged fusion that took its place */
-  int32_t *pos;      /* a topological position of every instruction */
+  uint8_t *done;                          /* fusions merged in this run (their slots die) */
+  ir_id *repl;                            /* done fusion -> the merged fusion that took its place */
+  int32_t *pos;                           /* a topological position of every instruction */
   const int32_t *ustart, *ucount, *users; /* original distinct users */
-  uint32_t *seen;    /* depends(): visit stamps */
-  ir_id *stack;      /* depends(): work stack */
+  uint32_t *seen;                         /* depends(): visit stamps */
+  ir_id *stack;                           /* depends(): work stack */
   uint32_t stamp;
-  int cap;           /* size of seen/stack/done: instructions incl. new ones */
+  int cap; /* size of seen/stack/done: instructions incl. new ones */
 } mctx;
 
 static ir_inst *I(mctx *x, ir_id i) { return ir_inst_get(x->m, x->c, i); }
@@ -83,7 +83,8 @@ static bool depends(mctx *x, ir_id to, ir_id from, bool skip_direct) {
     if (x->pos[i] < x->pos[from]) continue;
     const ir_inst *in = &cp->insts.v[i];
     for (int k = 0; k < in->nops; k++)
-      if (x->seen[in->ops[k]] != x->stamp) x->seen[in->ops[k]] = x->stamp, x->stack[sp++] = in->ops[k];
+      if (x->seen[in->ops[k]] != x->stamp)
+        x->seen[in->ops[k]] = x->stamp, x->stack[sp++] = in->ops[k];
   }
   return false;
 }
@@ -92,9 +93,8 @@ static bool depends(mctx *x, ir_id to, ir_id from, bool skip_direct) {
  * parameters map through pmap (entry id -> fc parameter) and, when
  * `subst_from` is an operand, that operand maps to `subst_to` in fc.
  * Returns the clone of the root. */
-static ir_id clone_body(mctx *x, ir_comp_id fc, ir_comp_id src, const ir_id *ops,
-                        const ir_id *srcs, const ir_id *params, int np, ir_id subst_from,
-                        ir_id subst_to) {
+static ir_id clone_body(mctx *x, ir_comp_id fc, ir_comp_id src, const ir_id *ops, const ir_id *srcs,
+                        const ir_id *params, int np, ir_id subst_from, ir_id subst_to) {
   ir_module *m = x->m;
   int n = ir_comp_get(m, src)->insts.n;
   ir_id *map = arena_array(m->arena, (size_t)n, sizeof(ir_id));
@@ -111,7 +111,8 @@ static ir_id clone_body(mctx *x, ir_comp_id fc, ir_comp_id src, const ir_id *ops
     }
     ir_id tmp[64];
     ir_id *o = proto.nops <= 64 ? tmp : arena_array(m->arena, (size_t)proto.nops, sizeof(ir_id));
-    for (int k = 0; k < proto.nops; k++) o[k] = map[proto.ops[k]];
+    for (int k = 0; k < proto.nops; k++)
+      o[k] = map[proto.ops[k]];
     proto.ops = o;
     proto.name = ir_unique_name(m, proto.name);
     map[i] = ir_inst_add(m, fc, &proto);
@@ -130,11 +131,12 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
       ir_id o = f->ops[k];
       if (consumer && o == a) continue;
       bool dup = false;
-      for (int q = 0; q < np; q++) dup |= srcs[q] == o;
+      for (int q = 0; q < np; q++)
+        dup |= srcs[q] == o;
       if (dup) continue;
       if (np == MAX_OPERANDS) {
         pass_explain(x->ctx, PASS, I(x, b)->name, "not merged with %%%s: more than %d operands",
-                       I(x, a)->name, MAX_OPERANDS);
+                     I(x, a)->name, MAX_OPERANDS);
         return false;
       }
       srcs[np++] = o;
@@ -193,7 +195,8 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
     ir_id f = w ? b : a;
     for (int j = x->ustart[f]; j < x->ustart[f] + x->ucount[f]; j++) {
       ir_id u = x->users[j];
-      while (x->done[u]) u = x->repl[u];
+      while (x->done[u])
+        u = x->repl[u];
       ir_inst *in = &cp->insts.v[u];
       for (int k = 0; k < in->nops; k++)
         in->ops[k] = in->ops[k] == a ? e0 : in->ops[k] == b ? e1 : in->ops[k];
@@ -215,7 +218,8 @@ static int64_t bytes_of(const ir_shape *s) {
 static bool users_after(mctx *x, ir_id a, ir_id b) {
   for (int j = x->ustart[a]; j < x->ustart[a] + x->ucount[a]; j++) {
     ir_id u = x->users[j];
-    while (x->done[u]) u = x->repl[u];
+    while (x->done[u])
+      u = x->repl[u];
     if (u != b && x->pos[u] <= x->pos[b]) return false;
   }
   return true;
@@ -300,13 +304,15 @@ bool pass_mof(ir_module *m, pass_ctx *ctx) {
   x.stack = arena_array(m->arena, (size_t)x.cap, sizeof(ir_id));
   x.repl = arena_array(m->arena, (size_t)x.cap, sizeof(ir_id));
   x.pos = arena_array(m->arena, (size_t)x.cap, sizeof(int32_t));
-  for (int i = 0; i < n0; i++) x.pos[i] = i;
+  for (int i = 0; i < n0; i++)
+    x.pos[i] = i;
   /* use lists of the original instructions (distinct users, ascending) */
   const ir_comp *cp = ir_comp_get(m, x.c);
   int32_t *uses = ir_comp_use_counts(m, x.c);
   int32_t *ustart = arena_array(m->arena, (size_t)n0 + 1, sizeof(int32_t));
   int32_t *fill = arena_array(m->arena, (size_t)n0 + 1, sizeof(int32_t));
-  for (int i = 0; i < n0; i++) ustart[i + 1] = ustart[i] + uses[i];
+  for (int i = 0; i < n0; i++)
+    ustart[i + 1] = ustart[i] + uses[i];
   int32_t *users = arena_array(m->arena, (size_t)ustart[n0] + 1, sizeof(int32_t));
   for (int i = 0; i < n0; i++)
     for (int k = 0; k < cp->insts.v[i].nops; k++) {

@@ -13,21 +13,21 @@
 #include "ir/ir.h"
 
 typedef struct pass_ctx {
-  diag *d;               /* user-facing diagnostics (located errors) */
-  int opt_level;         /* 0..3 */
-  bool verify;           /* run ir_verify after each pass */
-  strbuf *explain;       /* when non-NULL, passes append their reasons */
-  const void *target;    /* a const tgt_target * (runtime/isa/target.h) when
-                            compiling for a TPU preset, or NULL: defaults */
+  diag *d;            /* user-facing diagnostics (located errors) */
+  int opt_level;      /* 0..3 */
+  bool verify;        /* run ir_verify after each pass */
+  strbuf *explain;    /* when non-NULL, passes append their reasons */
+  const void *target; /* a const tgt_target * (runtime/isa/target.h) when
+                         compiling for a TPU preset, or NULL: defaults */
 } pass_ctx;
 
 typedef bool (*pass_fn)(ir_module *m, pass_ctx *ctx);
 
 typedef struct pass_info {
-  const char *name;      /* as in --passes= and dump file names */
+  const char *name; /* as in --passes= and dump file names */
   pass_fn run;
-  int min_opt_level;     /* runs in the pipeline from this -O level */
-  const char *doc;       /* one line for --list-passes */
+  int min_opt_level; /* runs in the pipeline from this -O level */
+  const char *doc;   /* one line for --list-passes */
 } pass_info;
 
 /* The pipeline in order (pipeline.c); terminated by a NULL name. */
@@ -36,14 +36,14 @@ extern const pass_info pass_pipeline[];
 const pass_info *pass_find(const char *name);
 
 /* Appends "pass: instruction: reason\n" to ctx->explain when enabled. */
-void pass_explain(pass_ctx *ctx, const char *pass, const char *inst,
-                  const char *fmt, ...) BASE_PRINTF(4, 5);
+void pass_explain(pass_ctx *ctx, const char *pass, const char *inst, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
 
 typedef struct pass_run_options {
-  const char *dump_dir;      /* write HLO after each pass here, or NULL */
-  const char *dump_after;    /* POSIX extended regex over pass names, or NULL = all */
-  bool time_passes;          /* print per-pass wall time to `report` */
-  FILE *report;              /* where --time-passes goes (stderr if NULL) */
+  const char *dump_dir;   /* write HLO after each pass here, or NULL */
+  const char *dump_after; /* POSIX extended regex over pass names, or NULL = all */
+  bool time_passes;       /* print per-pass wall time to `report` */
+  FILE *report;           /* where --time-passes goes (stderr if NULL) */
 } pass_run_options;
 
 /* Runs `passes` (NULL: the pipeline for ctx->opt_level; else a comma-
@@ -52,8 +52,7 @@ typedef struct pass_run_options {
  * 0000 = the input) so they sort in pipeline order. Returns ST_OK, or an
  * error status with the reason in ctx->d (unknown pass name, verifier
  * failure after a pass, dump directory not writable). */
-base_status pass_run(ir_module *m, pass_ctx *ctx, const char *passes,
-                     const pass_run_options *opts);
+base_status pass_run(ir_module *m, pass_ctx *ctx, const char *passes, const pass_run_options *opts);
 
 /* ---- the passes (each file's first comment is its contract) ----------- */
 bool pass_simplify(ir_module *m, pass_ctx *ctx);  /* simplify.c */

@@ -31,8 +31,7 @@ const pass_info *pass_find(const char *name) {
   return NULL;
 }
 
-void pass_explain(pass_ctx *ctx, const char *pass, const char *inst,
-                  const char *fmt, ...) {
+void pass_explain(pass_ctx *ctx, const char *pass, const char *inst, const char *fmt, ...) {
   if (!ctx->explain) return;
   sb_printf(ctx->explain, "%s: %s: ", pass, inst ? inst : "-");
   va_list ap;
@@ -48,8 +47,8 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool dump(const ir_module *m, const pass_run_options *o, int seq,
-                 const char *pass, diag *d) {
+static bool dump(const ir_module *m, const pass_run_options *o, int seq, const char *pass,
+                 diag *d) {
   strbuf path, text;
   sb_init(&path);
   sb_init(&text);

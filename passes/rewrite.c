@@ -22,7 +22,8 @@ bool pr_sweep(ir_module *m, ir_comp_id c) {
     if (!live[i] && !in->dead) in->dead = true, removed = true;
   }
   bool any_dead = removed;
-  for (int i = 0; i < n && !any_dead; i++) any_dead = cp->insts.v[i].dead;
+  for (int i = 0; i < n && !any_dead; i++)
+    any_dead = cp->insts.v[i].dead;
   if (any_dead) ir_comp_compact(m, c);
   /* ir_comp_topo_sort copies the instruction array: only when needed */
   cp = ir_comp_get(m, c);
@@ -37,12 +38,14 @@ bool pr_sweep(ir_module *m, ir_comp_id c) {
 
 pr_map pr_map_make(arena *a, int n) {
   pr_map mp = {arena_array(a, (size_t)(n ? n : 1), sizeof(ir_id)), n};
-  for (int i = 0; i < n; i++) mp.v[i] = i;
+  for (int i = 0; i < n; i++)
+    mp.v[i] = i;
   return mp;
 }
 
 ir_id pr_find(const pr_map *mp, ir_id x) {
-  while (x >= 0 && x < mp->n && mp->v[x] != x) x = mp->v[x];
+  while (x >= 0 && x < mp->n && mp->v[x] != x)
+    x = mp->v[x];
   return x;
 }
 
@@ -51,7 +54,8 @@ void pr_apply(ir_module *m, ir_comp_id c, const pr_map *mp) {
   for (int i = 0; i < cp->insts.n; i++) {
     ir_inst *in = &cp->insts.v[i];
     if (in->dead) continue;
-    for (int k = 0; k < in->nops; k++) in->ops[k] = pr_find(mp, in->ops[k]);
+    for (int k = 0; k < in->nops; k++)
+      in->ops[k] = pr_find(mp, in->ops[k]);
   }
   if (cp->root != IR_NONE) cp->root = pr_find(mp, cp->root);
 }
@@ -85,12 +89,15 @@ bool pr_splat_is(const ir_literal *l, double v) {
 bool pr_is_cheap(const ir_comp *cp, ir_id id) {
   const ir_inst *in = &cp->insts.v[id];
   switch (in->op) {
-  case IR_OP_CONSTANT: return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
-  case IR_OP_IOTA: return true;
+  case IR_OP_CONSTANT:
+    return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
+  case IR_OP_IOTA:
+    return true;
   case IR_OP_BROADCAST: {
     const ir_inst *o = &cp->insts.v[in->ops[0]];
     return ir_shape_is_array(&o->shape) && o->shape.rank == 0;
   }
-  default: return false;
+  default:
+    return false;
   }
 }

@@ -106,12 +106,22 @@ static bool may_be_snan(sctx *s, ir_id id, int depth) {
   if (!ir_type_is_float(in->shape.type)) return false;
   if (depth > 8) return true;
   switch (in->op) {
-  case IR_OP_CONSTANT: return !in->a.literal || snan_bits(in->a.literal);
-  case IR_OP_BROADCAST: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_SLICE:
-  case IR_OP_REVERSE: case IR_OP_COPY: case IR_OP_NEGATE: case IR_OP_ABS:
+  case IR_OP_CONSTANT:
+    return !in->a.literal || snan_bits(in->a.literal);
+  case IR_OP_BROADCAST:
+  case IR_OP_RESHAPE:
+  case IR_OP_TRANSPOSE:
+  case IR_OP_SLICE:
+  case IR_OP_REVERSE:
+  case IR_OP_COPY:
+  case IR_OP_NEGATE:
+  case IR_OP_ABS:
     return may_be_snan(s, in->ops[0], depth + 1);
-  case IR_OP_DOT: case IR_OP_CONVOLUTION: return false;
-  default: break;
+  case IR_OP_DOT:
+  case IR_OP_CONVOLUTION:
+    return false;
+  default:
+    break;
   }
   unsigned fl = ir_op_flags(in->op);
   bool selects = in->op == IR_OP_SELECT || in->op == IR_OP_CLAMP || in->op == IR_OP_MAXIMUM ||
@@ -169,7 +179,8 @@ static ir_id binary(sctx *s, ir_id id) {
   case IR_OP_MINIMUM:
     if (x == y && qx) return note(s, id, x, in->op == IR_OP_MAXIMUM ? "max(x, x)" : "min(x, x)");
     break;
-  default: break;
+  default:
+    break;
   }
   return IR_NONE;
 }
@@ -258,7 +269,8 @@ static ir_id simplify_one(sctx *s, ir_id id) {
     return movement_of_splat(s, id);
   case IR_OP_TRANSPOSE: {
     bool ident = true;
-    for (int k = 0; k < in->a.dimensions.n; k++) ident &= in->a.dimensions.v[k] == k;
+    for (int k = 0; k < in->a.dimensions.n; k++)
+      ident &= in->a.dimensions.v[k] == k;
     if (ident) return note(s, id, x, "transpose by the identity");
     if (o->op == IR_OP_TRANSPOSE) {
       int r = in->shape.rank;
@@ -281,12 +293,14 @@ static ir_id simplify_one(sctx *s, ir_id id) {
   case IR_OP_BROADCAST: {
     if (same_dims(&o->shape, &in->shape)) {
       bool ident = true;
-      for (int k = 0; k < in->a.dimensions.n; k++) ident &= in->a.dimensions.v[k] == k;
+      for (int k = 0; k < in->a.dimensions.n; k++)
+        ident &= in->a.dimensions.v[k] == k;
       if (ident) return note(s, id, x, "broadcast to the same shape");
     }
     if (o->op == IR_OP_BROADCAST) {
       int64_t q[IR_MAX_RANK];
-      for (int k = 0; k < o->a.dimensions.n; k++) q[k] = in->a.dimensions.v[o->a.dimensions.v[k]];
+      for (int k = 0; k < o->a.dimensions.n; k++)
+        q[k] = in->a.dimensions.v[o->a.dimensions.v[k]];
       ir_attrs at;
       memset(&at, 0, sizeof at);
       at.dimensions.n = o->a.dimensions.n;
@@ -298,7 +312,8 @@ static ir_id simplify_one(sctx *s, ir_id id) {
     }
     return IR_NONE;
   }
-  default: return IR_NONE;
+  default:
+    return IR_NONE;
   }
 }
 
@@ -312,7 +327,8 @@ static bool simplify_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
     for (ir_id i = 0; i < n; i++) {
       ir_inst *in = I(&s, i);
       if (in->dead) continue;
-      for (int k = 0; k < in->nops; k++) in->ops[k] = pr_find(&mp, in->ops[k]);
+      for (int k = 0; k < in->nops; k++)
+        in->ops[k] = pr_find(&mp, in->ops[k]);
       s.fresh = ir_comp_get(m, c)->insts.n;
       ir_id r = simplify_one(&s, i);
       if (r != IR_NONE && r != i) {
@@ -330,6 +346,7 @@ static bool simplify_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
 
 bool pass_simplify(ir_module *m, pass_ctx *ctx) {
   bool changed = false;
-  for (ir_comp_id c = 0; c < m->comps.n; c++) changed |= simplify_comp(m, c, ctx);
+  for (ir_comp_id c = 0; c < m->comps.n; c++)
+    changed |= simplify_comp(m, c, ctx);
   return changed;
 }

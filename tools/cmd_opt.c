@@ -47,8 +47,10 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_opti
       tool_error(ar->cmd, "--%s takes no value", name);
       return -1;
     }
-    if (name[0] == 't') o->time_passes = true;
-    else if (name[0] == 'e') o->explain = true;
+    if (name[0] == 't')
+      o->time_passes = true;
+    else if (name[0] == 'e')
+      o->explain = true;
     else {
       list_passes(stdout);
       return 2;
@@ -57,9 +59,12 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_opti
   }
   if (!strcmp(name, "passes") || !strcmp(name, "dump-dir") || !strcmp(name, "dump-after")) {
     if (!(v = tool_args_value(ar, name, v))) return -1;
-    if (name[0] == 'p') o->passes = v;
-    else if (!strcmp(name, "dump-dir")) o->dump_dir = v;
-    else o->dump_after = v;
+    if (name[0] == 'p')
+      o->passes = v;
+    else if (!strcmp(name, "dump-dir"))
+      o->dump_dir = v;
+    else
+      o->dump_after = v;
     return 1;
   }
   return 0;
@@ -112,17 +117,21 @@ int tool_cmd_opt(int argc, char **argv) {
       return TOOL_EXIT_OK;
     } else if (!strcmp(name, "o") || !strcmp(name, "entry") || !strcmp(name, "language")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
-      if (!strcmp(name, "o")) out = v;
-      else if (!strcmp(name, "entry")) co.entry = v;
-      else if (!strcmp(v, "hlo")) co.language = TPUCC_LANGUAGE_HLO;
-      else if (!strcmp(v, "tg")) co.language = TPUCC_LANGUAGE_TG;
+      if (!strcmp(name, "o"))
+        out = v;
+      else if (!strcmp(name, "entry"))
+        co.entry = v;
+      else if (!strcmp(v, "hlo"))
+        co.language = TPUCC_LANGUAGE_HLO;
+      else if (!strcmp(v, "tg"))
+        co.language = TPUCC_LANGUAGE_TG;
       else {
         tool_error(CMD, "--language: '%s' is not hlo or tg", v);
         return TOOL_EXIT_USAGE;
       }
     } else {
-      tool_error(CMD, "unknown option '%s%s' (see tpucc opt --help)", strlen(name) == 1 ? "-" : "--",
-                 name);
+      tool_error(CMD, "unknown option '%s%s' (see tpucc opt --help)",
+                 strlen(name) == 1 ? "-" : "--", name);
       return TOOL_EXIT_USAGE;
     }
   }
@@ -141,14 +150,17 @@ int tool_cmd_opt(int argc, char **argv) {
   size_t len;
   if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
-    if (d[0]) fputs(d, stderr);
-    else tool_error(CMD, "%s", tpucc_session_message(s));
+    if (d[0])
+      fputs(d, stderr);
+    else
+      tool_error(CMD, "%s", tpucc_session_message(s));
     rc = TOOL_EXIT_USAGE;
   } else if (tool_module_optimize(m, &oo) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
     if (d[0]) fputs(d, stderr);
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
-    rc = oo.passes && strstr(tpucc_session_message(s), "--passes") ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
+    rc = oo.passes && strstr(tpucc_session_message(s), "--passes") ? TOOL_EXIT_USAGE
+                                                                   : TOOL_EXIT_FAIL;
   } else if (tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;

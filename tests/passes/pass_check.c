@@ -44,11 +44,20 @@ static void fill(ir_literal *l, uint64_t *st, bool special) {
       double v = (double)(r >> 11) / (double)(1ull << 53) * 4.0 - 2.0;
       int kind = !special ? -1 : i >= 1 && i <= 3 ? (int)i : (r & 7) == 0 ? (int)(r >> 3) % 5 : -1;
       switch (kind) {
-      case 0: v = 0.0; break;
-      case 2: v = -0.0; break;
-      case 3: v = __builtin_nan(""); break;
-      case 4: v = 1.0; break;
-      default: break;
+      case 0:
+        v = 0.0;
+        break;
+      case 2:
+        v = -0.0;
+        break;
+      case 3:
+        v = __builtin_nan("");
+        break;
+      case 4:
+        v = 1.0;
+        break;
+      default:
+        break;
       }
       ir_literal_set_f64(l, i, v);
       if (kind == 1) { /* a signalling NaN with a payload */
@@ -192,11 +201,12 @@ static void check_inputs(const char *path, const ir_module *m0, bool special) {
   const char *tag = special ? " (NaN, -0.0 inputs)" : "";
   for (const pass_info *p = pass_pipeline; p->name; p++) {
     bool dup = false;
-    for (int k = 0; k < nseen; k++) dup |= !strcmp(seen[k], p->name);
+    for (int k = 0; k < nseen; k++)
+      dup |= !strcmp(seen[k], p->name);
     if (dup || nseen == 64) continue;
     seen[nseen++] = p->name;
-    check_variant(path, m0, arena_printf(a, "%s%s", p->name, tag), p->name, 2, 1, args,
-                  e->nparams, ref);
+    check_variant(path, m0, arena_printf(a, "%s%s", p->name, tag), p->name, 2, 1, args, e->nparams,
+                  ref);
   }
   check_variant(path, m0, arena_printf(a, "-O1%s", tag), NULL, 1, 1, args, e->nparams, ref);
   check_variant(path, m0, arena_printf(a, "-O2%s", tag), NULL, 2, 1, args, e->nparams, ref);
@@ -215,7 +225,8 @@ static void check_text(const char *path, const char *text, size_t len) {
     return;
   }
   diag_destroy(d);
-  for (int special = 0; special < 2; special++) check_inputs(path, m0, special);
+  for (int special = 0; special < 2; special++)
+    check_inputs(path, m0, special);
   ir_module_destroy(m0);
 }
 
@@ -236,9 +247,9 @@ static void check_file(const char *path) {
  * elementwise ops, broadcasts of scalar constants and of a bias, splat
  * constants, reductions broadcast back, dots with a [C,C] weight,
  * transposes (square shapes), compare+select, reshape round trips, iota,
- * slice+concatenate, slice+pad and identities for simplify to find; values are reused at random so producers get several users in
- * different would-be fusions, and the root is a tuple of some of them.
- * Every fusion and multi-output-fusion rule gets exercised. */
+ * slice+concatenate, slice+pad and identities for simplify to find; values are reused at random so
+ * producers get several users in different would-be fusions, and the root is a tuple of some of
+ * them. Every fusion and multi-output-fusion rule gets exercised. */
 static void random_module(strbuf *b, uint64_t *st, int k) {
   static const int sizes[] = {1, 2, 3, 5, 8, 16, 33};
   int R = sizes[next(st) % 7], C = sizes[next(st) % 7];
@@ -251,8 +262,8 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
   sb_printf(b, "  v0 = f32[%d,%d] parameter(0)\n  v1 = f32[%d,%d] parameter(1)\n", R, C, R, C);
   sb_printf(b, "  bias = f32[%d] parameter(2)\n  w = f32[%d,%d] parameter(3)\n", C, C, C);
   static const char *const consts[] = {"0", "1", "-0", "2", "0.5", "-1"};
-  static const char *const un[] = {"negate", "exponential", "tanh", "abs", "sqrt", "log", "copy",
-                                   "convert"};
+  static const char *const un[] = {"negate", "exponential", "tanh", "abs",
+                                   "sqrt",   "log",         "copy", "convert"};
   static const char *const bin[] = {"add", "multiply", "subtract", "maximum", "minimum", "divide"};
   int nv = 2;
   for (int i = 0; i < n; i++) {
@@ -261,10 +272,13 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
     if (next(st) % 2) a = nv - 1 - (int)(next(st) % (uint64_t)(nv < 3 ? nv : 3));
     int v = nv++;
     switch (next(st) % 15) {
-    case 0: case 1:
+    case 0:
+    case 1:
       sb_printf(b, "  v%d = f32[%d,%d] %s(v%d)\n", v, R, C, un[next(st) % 8], a);
       break;
-    case 2: case 3: case 4:
+    case 2:
+    case 3:
+    case 4:
       sb_printf(b, "  v%d = f32[%d,%d] %s(v%d, v%d)\n", v, R, C, bin[next(st) % 6], a, c2);
       break;
     case 5:
@@ -283,8 +297,9 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
       break;
     }
     case 8:
-      sb_printf(b, "  v%d = f32[%d,%d] dot(v%d, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
-                v, R, C, a);
+      sb_printf(
+          b, "  v%d = f32[%d,%d] dot(v%d, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+          v, R, C, a);
       break;
     case 9:
       if (R == C) {
@@ -293,15 +308,16 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
         sb_printf(b, "  v%d = f32[%d,%d] constant({", v, R, C);
         for (int r = 0; r < R; r++) {
           sb_puts(b, r ? ", {" : "{");
-          for (int q = 0; q < C; q++) sb_printf(b, "%s%s", q ? ", " : "", consts[(size_t)k % 6]);
+          for (int q = 0; q < C; q++)
+            sb_printf(b, "%s%s", q ? ", " : "", consts[(size_t)k % 6]);
           sb_putc(b, '}');
         }
         sb_puts(b, "})\n");
       }
       break;
     case 11:
-      sb_printf(b, "  f%d = f32[%d] reshape(v%d)\n  v%d = f32[%d,%d] reshape(f%d)\n", v, R * C, a, v,
-                R, C, v);
+      sb_printf(b, "  f%d = f32[%d] reshape(v%d)\n  v%d = f32[%d,%d] reshape(f%d)\n", v, R * C, a,
+                v, R, C, v);
       break;
     case 12:
       sb_printf(b, "  v%d = f32[%d,%d] iota(), iota_dimension=%d\n", v, R, C, (int)(next(st) % 2));
@@ -309,7 +325,8 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
     case 13:
       if (C >= 2) {
         sb_printf(b, "  sa%d = f32[%d,1] slice(v%d), slice={[0:%d], [0:1]}\n", v, R, a, R);
-        sb_printf(b, "  sb%d = f32[%d,%d] slice(v%d), slice={[0:%d], [1:%d]}\n", v, R, C - 1, c2, R, C);
+        sb_printf(b, "  sb%d = f32[%d,%d] slice(v%d), slice={[0:%d], [1:%d]}\n", v, R, C - 1, c2, R,
+                  C);
         sb_printf(b, "  v%d = f32[%d,%d] concatenate(sb%d, sa%d), dimensions={1}\n", v, R, C, v, v);
       } else {
         sb_printf(b, "  v%d = f32[%d,%d] reverse(v%d), dimensions={0,1}\n", v, R, C, a);
@@ -317,7 +334,8 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
       break;
     case 14:
       if (R >= 2) {
-        sb_printf(b, "  sp%d = f32[%d,%d] slice(v%d), slice={[1:%d], [0:%d]}\n", v, R - 1, C, a, R, C);
+        sb_printf(b, "  sp%d = f32[%d,%d] slice(v%d), slice={[1:%d], [0:%d]}\n", v, R - 1, C, a, R,
+                  C);
         sb_printf(b, "  zp%d = f32[] constant(0)\n", v);
         sb_printf(b, "  v%d = f32[%d,%d] pad(sp%d, zp%d), padding=0_1x0_0\n", v, R, C, v, v);
       } else {
@@ -332,7 +350,8 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
   }
   int nr = 1 + (int)(next(st) % 3);
   sb_puts(b, "  ROOT root = (");
-  for (int i = 0; i < nr; i++) sb_printf(b, "%sf32[%d,%d]", i ? ", " : "", R, C);
+  for (int i = 0; i < nr; i++)
+    sb_printf(b, "%sf32[%d,%d]", i ? ", " : "", R, C);
   sb_puts(b, ") tuple(");
   for (int i = 0; i < nr; i++)
     sb_printf(b, "%sv%d", i ? ", " : "", i == 0 ? nv - 1 : (int)(next(st) % (uint64_t)nv));
