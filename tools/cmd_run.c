@@ -347,8 +347,8 @@ static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *go
 
 /* `tpucc run FILE.tpub`: a compiled TPU program (backend/tpu), on its
  * recorded target or --target; results printed or written as below. */
-static int run_tpub(const run_cfg *c, arena *a, const given *ins, int nins, const given *exps,
-                    int nexps) {
+static int run_tpub(const run_cfg *c, const char *target, arena *a, const given *ins, int nins,
+                    const given *exps, int nexps) {
   ir_literal **got = NULL;
   int ngot = 0;
   char err[4096];
@@ -381,7 +381,7 @@ static int run_tpub(const run_cfg *c, arena *a, const given *ins, int nins, cons
       tool_random_fill(args[i], &state);
     }
   }
-  if (tool_tpu_run_file(c->file, &c->tpu, c->target, args, np, a, &got, &ngot, err,
+  if (tool_tpu_run_file(c->file, &c->tpu, target, args, np, a, &got, &ngot, err,
                         sizeof err) != ST_OK) {
     tool_error(CMD, "%s", err);
     return TOOL_EXIT_FAIL;
@@ -430,6 +430,7 @@ int tool_cmd_run(int argc, char **argv) {
     rc = TOOL_EXIT_OK;
     goto done;
   }
+  const char *given_target = c.target; /* a .tpub runs on its own target unless given */
   if (!c.target && tool_target_find("v3")) c.target = "v3"; /* the TPU emulator */
   for (int k = 0; k < 2; k++) {
     const char *t = k ? c.reference : c.target;
@@ -449,7 +450,7 @@ int tool_cmd_run(int argc, char **argv) {
   if (!parse_tensors(a, "--expected-output", c.expected, c.nexpected, &exps, &nexps)) goto done;
 
   if (strlen(c.file) > 5 && !strcmp(c.file + strlen(c.file) - 5, ".tpub")) {
-    rc = run_tpub(&c, a, ins, nins, exps, nexps);
+    rc = run_tpub(&c, given_target, a, ins, nins, exps, nexps);
     goto done;
   }
   if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
