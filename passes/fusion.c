@@ -400,7 +400,12 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
     visit(&f, i);
   bool changed = false;
   for (int g = 0; g < f.groups.n; g++) {
-    if (!worth_it(&f, g)) continue;
+    if (!worth_it(&f, g)) {
+      if (f.groups.v[g].nmembers > 1)
+        pass_explain(ctx, PASS, I(&f, f.groups.v[g].root)->name,
+                     "no fusion made: one instruction besides scalar constants");
+      continue;
+    }
     materialise(&f, g);
     changed = true;
   }

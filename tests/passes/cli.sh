@@ -72,7 +72,7 @@ for f in "$G"/*.hlo; do
   "$TPUCC" run "$f" --target=interp --random-inputs -O2 >"$W/r2" 2>&1 || fail "run -O2 $(basename "$f")"
   cmp -s "$W/r0" "$W/r2" || fail "$(basename "$f"): -O0 and -O2 results differ"
 done
-"$TPUCC" run "$G/fusion_loop.hlo" --target=interp --random-inputs --explain --output= --output= 2>"$W/x" ||
+"$TPUCC" run "$G/fusion_loop.hlo" --target=interp --random-inputs --explain --output= --output= --output= 2>"$W/x" ||
   fail "run --explain failed"
 grep -q "not fused: producer %e has 2 users and is not cheap" "$W/x" || fail "explain: $(cat "$W/x")"
 
