@@ -239,10 +239,13 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
       const ir_inst *in = &m->comps.v[c].insts.v[i];
       if (in->op == IR_OP_CONSTANT && !in->dead) {
         b.loc = in->loc;
+        b.opname = "constant";
         tpu_const_value(&x, in->a.literal);
       }
     }
   {
+    b.opname = "constant";
+    b.loc = entry->loc;
     static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
     for (size_t k = 0; k < COUNTOF(zt); k++) {
       ir_shape zs = ir_shape_scalar(zt[k]);

@@ -51,6 +51,18 @@ check "highest precision named" sh -c "'$TPUCC' run '$T/mm.hlo' --random-inputs 
 check "override target" "$TPUCC" run "$T/mm.hlo" --target=v3,mxu=64x64,vmem=8MiB --random-inputs \
   --reference=interp --atol=0.05 --rtol=0.05 --output=
 check "memory report" sh -c "'$TPUCC' compile '$T/mm.hlo' --memory-report -o '$T/m.tpub' 2>&1 | grep -q 'HBM peak'"
+cat >"$T/big.hlo" <<'H'
+HloModule big
+ENTRY e {
+  %x = f32[1024,1024] parameter(0)
+  ROOT %y = f32[1024,1024] add(%x, %x)
+}
+H
+if "$TPUCC" compile "$T/big.hlo" --target=v3,hbm=4MiB -o "$T/big.tpub" >"$T/out" 2>"$T/err"; then
+  echo "FAIL a model larger than HBM compiled"; fail=1
+elif grep -q "error: tpu: .*HBM exhausted: a buffer of [0-9]* bytes does not fit" "$T/err"; then
+  echo "PASS a model larger than HBM is a compile error saying what did not fit"
+else echo "FAIL HBM message"; cat "$T/err"; fail=1; fi
 if "$TPUCC" run "$T/sin.hlo" --random-inputs >"$T/out" 2>"$T/err"; then
   echo "FAIL unsupported op accepted"; fail=1
 elif grep -q "sin.hlo:4:.*error: tpu: sine" "$T/err"; then echo "PASS unsupported op is a located error"
