@@ -2,8 +2,9 @@
  *
  * What it does today: compiles XLA HLO text (.hlo) or tpucc graph files
  * (.tg) into a verified module, prints the module as HLO text, describes
- * its signature, and executes it on a target (today "interp", the
- * reference evaluator; more targets join the same table later).
+ * its signature, and executes it on a target from the target table
+ * ("v3"/"v2" and overrides: the TPU emulator; "cpu": the LLVM JIT;
+ * "interp": the reference evaluator), whichever this build includes.
  *
  * Handles and ownership:
  *   tpucc_session  owns the diagnostics of the last compilation and the

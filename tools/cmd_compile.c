@@ -1,6 +1,6 @@
-/* cmd_compile.c: `tpucc compile`: compile a module and emit it. Today the
- * only output kind is HLO text (the IR's own text form); TPU programs
- * (.tpub), assembly and LLVM IR join --emit as their backends land. */
+/* cmd_compile.c: `tpucc compile`: compile a module and emit it: HLO text
+ * (the IR's own text form), and, through the backends in the target table,
+ * TPU programs (.tpub), TPU assembly or a CPU object file and header. */
 #include "tools/tools.h"
 
 void tool_help_compile(FILE *f) {

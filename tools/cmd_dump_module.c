@@ -89,7 +89,7 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
     rc = 2;
   }
   if (!only_asm) {
-    static const char *const kinds[] = {"?", "target", "signature", "code", "const", "smem"};
+    static const char *const kinds[] = {"?", "target", "signature", "code", "const", "smem", "ops"};
     printf("; %s: .tpub format %u, ISA %u, %ld bytes, crc32 %08x\n", in, (unsigned)le(b + 8, 2),
            (unsigned)le(b + 10, 2), n, (unsigned)le(b + 24, 4));
     printf("; target %s, HBM %llu bytes\n", img->target, (unsigned long long)img->hbm_bytes);
@@ -97,7 +97,7 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
     for (uint32_t s = 0; s < nsec; s++) {
       const uint8_t *e = b + 64 + 24 * s;
       uint32_t k = (uint32_t)le(e, 4);
-      printf("; section %-9s items %-8u offset %-8llu size %llu\n", kinds[k < 6 ? k : 0],
+      printf("; section %-9s items %-8u offset %-8llu size %llu\n", kinds[k < 7 ? k : 0],
              (unsigned)le(e + 4, 4), (unsigned long long)le(e + 8, 8),
              (unsigned long long)le(e + 16, 8));
     }

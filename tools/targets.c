@@ -3,8 +3,9 @@
  *
  * Adding a target is one row in tool_targets: its name, a one-line
  * description, and a run function with the tool_target_run_fn contract
- * (tools.h). The first row is the default target. Planned rows: "cpu" (the
- * LLVM JIT of backend/llvm), "v2" and "v3" (the TPU emulator presets). */
+ * (tools.h). `tpucc run` defaults to "v3" when built (else "interp"). Rows: the TPU emulator
+ * presets (when backend/tpu is built), "cpu" (backend/llvm's JIT, when LLVM
+ * is found) and "interp" (the reference evaluator). */
 #include "tools/tools.h"
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
