@@ -65,10 +65,19 @@ static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t im
 }
 
 void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {
-  if (b->ops.n > 0) b->ops.v[b->cur_op].flops += b->flops - b->op_flops0;
-  b->op_flops0 = b->flops;
   tpub_op o = {(char *)name, (char *)kind, (char *)(loc.file ? loc.file : ""),
                (uint32_t)(loc.line > 0 ? loc.line : 0), (uint32_t)(loc.col > 0 ? loc.col : 0), 0};
+  if (b->ops.n > 0) {
+    tpub_op *cur = &b->ops.v[b->cur_op];
+    cur->flops += b->flops - b->op_flops0;
+    b->op_flops0 = b->flops;
+    if (cur->flops == 0 && (uint64_t)b->code.n == b->op_code0) { /* emitted nothing: reuse */
+      *cur = o;
+      return;
+    }
+  }
+  b->op_flops0 = b->flops;
+  b->op_code0 = (uint64_t)b->code.n;
   VEC_PUSH(b->a, b->ops, o);
   b->cur_op = (uint32_t)(b->ops.n - 1);
 }

@@ -73,7 +73,7 @@ typedef struct tb {
   VEC(tpub_op) ops;
   VEC(uint32_t) code_op;
   uint32_t cur_op;
-  uint64_t op_flops0;
+  uint64_t op_flops0, op_code0; /* FLOPs and code words when cur_op began */
   const ir_comp *attr_comp; /* instructions of this computation start ops */
 } tb;
 
@@ -170,6 +170,19 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
  * K-chunked plan (the caller converts them first); true otherwise. */
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g);
+/* A left operand that is not a matrix in HBM (a convolution's patches):
+ * load emits the DMAs that put bf16 A[g][m0..m0+rows)[k0..k0+kc) into
+ * VMEM at dst with row stride rs bytes (columns past kc untouched). */
+typedef struct tk_aview tk_aview;
+struct tk_aview {
+  void (*load)(tb *b, const tk_aview *av, int64_t g, int64_t m0, int64_t rows, int64_t k0,
+               int64_t kc, uint64_t dst, int64_t rs);
+  const void *ctx;
+};
+/* tk_matmul with A given by a view; false (nothing emitted) when the plan
+ * would need K chunking: the caller then materialises A. */
+bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
+                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
 
 /* Fold: out[o] = f(...f(f(init, x[0][o]), x[1][o])..., x[R-1][o]) for
  * o < O, for nv variadic values: inputs xs[v] are [R, O] row-major of
