@@ -329,6 +329,56 @@ void lower_dot(lctx *x, ir_id i) {
 
 /* ---- convolution ------------------------------------------------------------------ */
 
+/* The patch matrix of a convolution as a matmul A view: row m = (batch,
+ * output position), column = (pass, window position, input feature), read
+ * straight from the padded input: one DMA per run of output positions
+ * along the innermost spatial dimension and per window position. */
+typedef struct conv_view {
+  tk_aview av;
+  uint64_t src[6];      /* padded input of each pass's lhs part */
+  int64_t Kw, Cg, Bo, ps_b, ps_f, bgc, fgc;
+  int ns, es;
+  int64_t Od[IR_MAX_RANK], Wd[IR_MAX_RANK], ws[IR_MAX_RANK], wd[IR_MAX_RANK], ps_sp[IR_MAX_RANK];
+} conv_view;
+
+static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int64_t rows,
+                           int64_t k0, int64_t kc, uint64_t dst, int64_t rs) {
+  const conv_view *c = av->ctx;
+  int es = c->es, ns = c->ns;
+  int64_t goff = (c->bgc > 1 ? g * c->Bo * c->ps_b : 0) + (c->fgc > 1 ? g * c->Cg * c->ps_f : 0);
+  int64_t O = 1;
+  for (int k = 0; k < ns; k++) O *= c->Od[k];
+  for (int64_t kk = k0; kk < k0 + kc && !b->failed;) {
+    int64_t p = kk / c->Kw, rem = kk % c->Kw, w = rem / c->Cg, z = rem % c->Cg;
+    int64_t end = p * c->Kw + (w + 1) * c->Cg;
+    if (end > k0 + kc) end = k0 + kc;
+    int64_t zc = end - kk, woff = 0, wr = w;
+    for (int k = ns - 1; k >= 0; k--) {
+      woff += (wr % c->Wd[k]) * c->wd[k] * c->ps_sp[k];
+      wr /= c->Wd[k];
+    }
+    uint64_t base = c->src[p] + (uint64_t)((goff + woff + z * c->ps_f) * es);
+    int64_t lstride = c->ws[ns - 1] * c->ps_sp[ns - 1];
+    for (int64_t m = m0; m < m0 + rows;) {
+      int64_t bb = m / O, o = m % O, line, roff = bb * c->ps_b;
+      int64_t olast = o % c->Od[ns - 1];
+      line = c->Od[ns - 1] - olast;
+      if (line > m0 + rows - m) line = m0 + rows - m;
+      int64_t orem = o;
+      for (int k = ns - 1; k >= 0; k--) {
+        roff += (orem % c->Od[k]) * c->ws[k] * c->ps_sp[k];
+        orem /= c->Od[k];
+      }
+      int64_t d1[10] = {zc * es, line, 1, 1, lstride * es, 0, 0, rs, 0, 0};
+      int64_t d2[10] = {es, zc, line, 1, c->ps_f * es, lstride * es, 0, es, rs, 0};
+      tb_dma(b, true, dst + (uint64_t)((m - m0) * rs + (kk - k0) * es), base + (uint64_t)(roff * es),
+             c->ps_f == 1 ? d1 : d2);
+      m += line;
+    }
+    kk = end;
+  }
+}
+
 void lower_conv(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
@@ -386,12 +436,69 @@ void lower_conv(lctx *x, ir_id i) {
   }
   int64_t Kw = Wn * Cg, Kt = (int64_t)P * Kw, Mrows = Bo * O;
   int64_t ad[3] = {G, Mrows, Kt}, bd[3] = {G, Kt, Coutg};
-  tval *A = tv_new(x, et, 3, ad), *Bm = tv_new(x, et, 3, bd);
+  tval *Bm = tv_new(x, et, 3, bd), *A = NULL;
   int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
   tv_strides(ip[0], ps);
   tv_strides(kp[0], ks);
   int64_t wi[IR_MAX_RANK] = {0};
+  /* The weight matrix [G, P*Wn*Cg, Coutg]: one strided copy per window
+   * position, group and pass. */
   for (int64_t wpos = 0; wpos < Wn && !x->b->failed; wpos++) {
+    int64_t rem = wpos;
+    for (int k = ns - 1; k >= 0; k--) {
+      wi[k] = rem % Wd[k];
+      rem /= Wd[k];
+    }
+    for (int64_t g = 0; g < G; g++)
+      for (int p = 0; p < P; p++) {
+        int64_t kdims[2] = {Cg, Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]}, kds[2] = {Coutg, 1};
+        int64_t koff = g * Coutg * ks[cd->k_out];
+        for (int k = 0; k < ns; k++) {
+          int64_t wk = w->dims[k].reversal ? Wd[k] - 1 - wi[k] : wi[k];
+          koff += wk * ks[cd->k_spatial[k]];
+        }
+        uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
+        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
+      }
+  }
+  /* Float convolutions stream their patches straight from the padded
+   * input into the matmul's VMEM panels (conv_view); the patch matrix is
+   * materialised in HBM only when that plan does not fit. */
+  bool viewed = false;
+  tval *C = NULL;
+  int64_t cdm[3] = {G, Mrows, Coutg};
+  if (fl && ns >= 1) {
+    conv_view cv;
+    memset(&cv, 0, sizeof cv);
+    cv.av.load = conv_view_load;
+    cv.av.ctx = &cv;
+    for (int p = 0; p < P; p++) cv.src[p] = tv_addr(ip[pair_a[p]]);
+    cv.Kw = Kw;
+    cv.Cg = Cg;
+    cv.Bo = Bo;
+    cv.ns = ns;
+    cv.ps_b = ps[cd->in_batch];
+    cv.ps_f = ps[cd->in_feature];
+    cv.bgc = bgc;
+    cv.fgc = fgc;
+    cv.es = es;
+    for (int k = 0; k < ns; k++) {
+      cv.Od[k] = Od[k];
+      cv.Wd[k] = Wd[k];
+      cv.ws[k] = w->dims[k].stride;
+      cv.wd[k] = w->dims[k].rhs_dilate;
+      cv.ps_sp[k] = ps[cd->in_spatial[k]];
+    }
+    C = tv_new(x, IR_F32, 3, cdm);
+    viewed = tk_matmul_view(x->b, G, Mrows, Coutg, Kt, &cv.av, tv_addr(Bm),
+                            (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
+    if (!viewed) {
+      tv_release(x, C);
+      C = NULL;
+    }
+  }
+  if (!viewed) A = tv_new(x, et, 3, ad);
+  for (int64_t wpos = 0; wpos < Wn && !x->b->failed && !viewed; wpos++) {
     /* wi: window position, row-major over the spatial dims. */
     int64_t rem = wpos;
     for (int k = ns - 1; k >= 0; k--) {
@@ -428,27 +535,18 @@ void lower_conv(lctx *x, ir_id i) {
         if (fgc > 1) soff += g * Cg * ps[cd->in_feature];
         uint64_t dst = tv_addr(A) + (uint64_t)((g * Mrows * Kt + p * Kw + wpos * Cg) * es);
         tk_copy(x->b, dst, dss, tv_addr(ip[pair_a[p]]) + (uint64_t)(soff * es), ss, r, dims, es);
-        /* kernel: [Cg, Coutg] */
-        int64_t kdims[2] = {Cg, Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]}, kds[2] = {Coutg, 1};
-        int64_t koff = g * Coutg * ks[cd->k_out];
-        for (int k = 0; k < ns; k++) {
-          int64_t wk = w->dims[k].reversal ? Wd[k] - 1 - wi[k] : wi[k];
-          koff += wk * ks[cd->k_spatial[k]];
-        }
-        uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
-        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
       }
   }
   for (int p = 0; p < np; p++) {
     tv_release(x, ip[p]);
     tv_release(x, kp[p]);
   }
-  int64_t cdm[3] = {G, Mrows, Coutg};
-  tval *C;
   if (fl) {
-    C = tv_new(x, IR_F32, 3, cdm);
-    tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
-              (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
+    if (!viewed) {
+      C = tv_new(x, IR_F32, 3, cdm);
+      tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
+                (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
+    }
     x->b->flops += (uint64_t)(2 * G * Mrows * Coutg * Kw);
     if (rt != IR_F32) {
       tval *cv = lower_convert(x, C, rt);
@@ -458,7 +556,7 @@ void lower_conv(lctx *x, ir_id i) {
   } else {
     C = int_matmul(x, A, Bm, G, Mrows, Coutg, Kt, rt);
   }
-  tv_release(x, A);
+  if (A) tv_release(x, A);
   tv_release(x, Bm);
   /* Scatter [G, Bo, O..., Coutg] into the output layout. */
   tval *out = tv_new(x, rt, in->shape.rank, in->shape.dims);

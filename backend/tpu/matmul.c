@@ -124,8 +124,23 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
   tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, C, C_g);
 }
 
+static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
+                    const tk_aview *av);
+
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL);
+}
+
+bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
+                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
+  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av);
+}
+
+static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
+                    const tk_aview *av) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   if (K == 0) {
     for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
@@ -158,7 +173,7 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
   uint64_t saoff = coff + (uint64_t)nbs * cblock, sboff = saoff + 3 * sa_slot;
   /* f32 operands are converted in VMEM only by the resident plan. */
   uint64_t vtotal = sboff + (uint64_t)nbs * sb_slot;
-  if ((a32 || b32) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
+  if ((a32 || b32 || av) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
   if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
   if (Kc < Kp) {
     chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
@@ -181,7 +196,11 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
        * start when piece 0 and the first B panels are in; the other
        * pieces follow behind them. f32 pieces go through a staging slot
        * and are converted to bf16 by the vector unit. */
-      if (a32) {
+      if (av) {
+        int64_t kc = K < Kt ? K : Kt;
+        av->load(b, av, g, m0, rows, 0, kc, as, Kt * 2);
+        for (int t = 1; t < nm; t++) tb_dma_token(b);
+      } else if (a32) {
         a32_piece(b, 0, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
       } else {
         int64_t kc = K < Kt ? K : Kt;
@@ -210,9 +229,13 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
           if (!a32 && loaded == (nN < nm ? nN : nm) - 1)
             for (int64_t k = 1; k < nK; k++) { /* the rest of the A panel */
               int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
-              int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
-              tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2),
-                     da);
+              if (av) {
+                av->load(b, av, g, m0, rows, k * Kt, kc, as + (uint64_t)(k * Mb * Kt * 2), Kt * 2);
+              } else {
+                int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
+                tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2),
+                       da);
+              }
               for (int t = 1; t < nm; t++) tb_dma_token(b);
             }
         }
