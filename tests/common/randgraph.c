@@ -574,6 +574,19 @@ int rg_nparams(const ir_module *m) {
 }
 
 ir_literal **rg_args(const ir_module *m, arena *a, uint64_t seed) {
+  return rg_args_ex(m, a, seed, false);
+}
+
+static float special(gen *g) {
+  static const uint32_t bits[] = {0x7F800000u, 0xFF800000u, 0x80000000u, 0x7FC01234u,
+                                  0xFFC00000u, 0x00400000u, 0x80012345u, 0x00800000u};
+  uint32_t u = bits[pick(g, (int)COUNTOF(bits))];
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+ir_literal **rg_args_ex(const ir_module *m, arena *a, uint64_t seed, bool specials) {
   const ir_comp *c = ir_comp_get((ir_module *)m, m->entry);
   ir_literal **args = arena_array(a, (size_t)(c->nparams > 0 ? c->nparams : 1), sizeof *args);
   gen g;
@@ -586,6 +599,12 @@ ir_literal **rg_args(const ir_module *m, arena *a, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) {
       if (ir_type_is_float(s->type)) {
         int v = pick(&g, 10) == 0 ? 0 : pick(&g, 2049) - 1024;
+        if (specials && pick(&g, 16) == 0) {
+          float f = special(&g);
+          if (s->type == IR_F32) memcpy((float *)l->data + i, &f, 4);
+          else ((uint16_t *)l->data)[i] = ir_f32_to_bf16(f);
+          continue;
+        }
         ir_literal_set_f64(l, i, v / 256.0);
       } else if (s->type == IR_S32) {
         ir_literal_set_i64(l, i, pick(&g, 4) ? pick(&g, 2001) - 1000 : pick(&g, 40) - 4);

@@ -59,6 +59,9 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *o);
  * finite, no -0, no values small enough to underflow a product), s32 in
  * [-1000, 1000] with some shift-sized values. */
 ir_literal **rg_args(const ir_module *m, arena *a, uint64_t seed);
+/* As rg_args; with specials, about one float in 16 is instead +-inf, -0,
+ * a NaN with a payload, a bf16 subnormal or a tiny normal. */
+ir_literal **rg_args_ex(const ir_module *m, arena *a, uint64_t seed, bool specials);
 
 /* Number of entry parameters of m. */
 int rg_nparams(const ir_module *m);
