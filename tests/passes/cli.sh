@@ -57,6 +57,15 @@ done
 grep -q "unknown pass 'frobnicate'" "$W/err" || fail "unknown pass message: $(cat "$W/err")"
 "$TPUCC" opt "$G/dce.hlo" -O7 >/dev/null 2>"$W/err" && fail "-O7 accepted"
 
+# Unreadable or malformed input is a usage error with a located message.
+"$TPUCC" opt "$W/missing.hlo" >/dev/null 2>"$W/err"
+[ $? -eq 2 ] || fail "missing file: wrong exit status"
+grep -q "missing.hlo" "$W/err" || fail "missing file message: $(cat "$W/err")"
+printf 'HloModule bad\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] frob(x)\n}\n' >"$W/bad.hlo"
+"$TPUCC" opt "$W/bad.hlo" --passes=fusion >/dev/null 2>"$W/err"
+[ $? -eq 2 ] || fail "malformed file: wrong exit status"
+grep -q "bad.hlo:4:" "$W/err" || fail "malformed file message: $(cat "$W/err")"
+
 # -O levels on compile: -O0 leaves the module alone, -O1 lays out, -O2 fuses.
 "$TPUCC" compile "$G/fusion_loop.hlo" -O0 >"$W/o0" || fail "compile -O0"
 "$TPUCC" compile "$G/fusion_loop.hlo" -O1 >"$W/o1" || fail "compile -O1"
