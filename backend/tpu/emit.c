@@ -266,7 +266,7 @@ void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc
   /* The completion semaphore is picked from the VMEM address, so that
    * consumers of different buffers take tokens of different semaphores. */
   int sem = TB_SEM_DMA + (int)((b->token_dma ? (uint64_t)b->dma_sem.n : vaddr / 4096) %
-                               (uint64_t)(TGT_SEMS - TB_SEM_DMA));
+                               (uint64_t)(TB_SEM_Q1 - TB_SEM_DMA));
   put(b, load ? OP_DMALD : OP_DMAST, rv, rh, rd, sem, 0, 0);
   b->sem_issued[sem]++;
   VEC_PUSH(b->a, b->dma_sem, (uint8_t)sem);
@@ -274,6 +274,37 @@ void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc
   /* Keep pending tokens far below the semaphore limit. */
   if (b->sem_issued[sem] - b->sem_consumed[sem] > 30000)
     sync_to(b, TB_DMA_UNIT, ISA_UNIT_VECTOR, b->u[TB_DMA_UNIT].seq);
+}
+
+void tb_fence(tb *b, int u, int v) {
+  if (b->failed || b->u[v].synced[u] >= b->u[u].seq) return;
+  fence(b, u, v);
+}
+
+void tb_dma_q1(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
+  if (b->failed) return;
+  int64_t lo = (int64_t)vaddr, hi = (int64_t)vaddr;
+  for (int k = 0; k < 3; k++) {
+    int64_t e = desc[7 + k] * (desc[1 + k] - 1);
+    if (e < 0) lo += e;
+    else hi += e;
+  }
+  hi += desc[0];
+  access(b, TB_DMA_UNIT + 1, (uint64_t)lo, (uint64_t)hi, load);
+  uint32_t da = desc_addr(b, desc);
+  int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);
+  put(b, load ? OP_DMALD : OP_DMAST, rv, rh, rd, TB_SEM_Q1, 1, 0);
+  b->q1_pending++;
+  if (b->q1_pending > 30000) tb_dma_q1_drain(b);
+}
+
+void tb_dma_q1_drain(tb *b) {
+  if (b->failed || !b->q1_pending) return;
+  /* Queue 0 takes every queue-1 token: HBM traffic of both stays ordered
+   * and the semaphore never fills. */
+  put(b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, TB_DMA_UNIT, (int32_t)b->q1_pending);
+  b->q1_pending = 0;
+  absorb(b, TB_DMA_UNIT, TB_DMA_UNIT + 1);
 }
 
 void tb_dma_token(tb *b) {

@@ -187,6 +187,13 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   }
   int64_t nMb = (M + Mb - 1) / Mb;
   int64_t blk = 0, panel = 0;
+  /* Result stores go on DMA queue 1 when there is one, so that the next
+   * block's loads on queue 0 never wait behind a store waiting for an MXU.
+   * Queue 1 starts after everything queue 0 did and queue 0 takes its
+   * tokens at the end (tb_dma_q1's contract: C is touched by nothing else
+   * meanwhile). */
+  bool q1 = b->t.dma_queues > 1;
+  if (q1) tb_fence(b, ISA_UNIT_DMA0, ISA_UNIT_DMA0 + 1);
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -269,10 +276,12 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
           tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
           int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-          tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+          if (q1) tb_dma_q1(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+          else tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
         }
       }
       panel += nN;
     }
+  if (q1) tb_dma_q1_drain(b);
   return true;
 }

@@ -16,7 +16,8 @@ enum {
   TB_GRANULE = 512,      /* alignment of every buffer (the race checker's unit) */
   TB_RING = 256,         /* recent VMEM accesses remembered per unit */
   TB_SEM_FENCE = 0,      /* signal U / wait V pairs */
-  TB_SEM_DMA = 1,        /* DMAs signal TB_SEM_DMA..31 on completion */
+  TB_SEM_DMA = 1,        /* queue-0 DMAs signal TB_SEM_DMA..30 on completion */
+  TB_SEM_Q1 = 31,        /* queue-1 DMAs (matmul result stores) signal it */
   TB_DMA_UNIT = ISA_UNIT_DMA0,
   TB_SREG_FIRST = 1, TB_SREG_LAST = 31,
 };
@@ -59,6 +60,7 @@ typedef struct tb {
   VEC(uint32_t) dma_ord;   /* per DMA: its token's number on that semaphore */
   uint32_t sem_issued[TGT_SEMS], sem_consumed[TGT_SEMS];
   bool token_dma;          /* tb_dma_token in progress */
+  uint32_t q1_pending;     /* queue-1 DMAs whose tokens queue 0 has not taken */
   /* HBM: first-fit over free blocks below hbm_top. */
   VEC(tb_hbm_block) hfree;
   uint64_t hbm_top, hbm_peak, hbm_limit;
@@ -94,6 +96,14 @@ void tb_valu(tb *b, isa_op op, int d, int a, int c);  /* VVV/VV/VI forms */
  * vmem strides (bytes). */
 void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
 /* MXU instructions. */
+/* Unit v waits for everything unit u issued so far (when not already). */
+void tb_fence(tb *b, int u, int v);
+/* A DMA on queue 1 (stores that should not wait behind queue 0's loads).
+ * Contract: only between tb_fence(DMA0 -> DMA1) at a kernel's start and
+ * tb_dma_q1_drain at its end, and only for HBM that queue 0 does not touch
+ * in between: HBM is not tracked across queues otherwise. */
+void tb_dma_q1(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
+void tb_dma_q1_drain(tb *b);
 /* A 4-byte DMA whose completion token covers every earlier DMA: gives a
  * second consumer of a DMA's data a token of its own. */
 void tb_dma_token(tb *b);
