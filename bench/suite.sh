@@ -4,8 +4,8 @@
 # modelled TPU v2/v3 utilisation beside published figures, the CPU backend
 # against OpenBLAS / a triad / numpy (PyTorch when installed), and compile
 # time of generated graphs. Prints a markdown table, writes OUT.json (default
-# BUILD_DIR/bench-results.json) and OUT.md. About 5-10 minutes on 2 cores, including
-# the build.
+# BUILD_DIR/bench-results.json) and OUT.md. About 2 minutes on 2 cores from a
+# fresh build tree (docs/performance.md).
 #   bash bench/suite.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
