@@ -619,6 +619,51 @@ static tval *result_val(lctx *x, const ir_shape *s, int nv, tval **outs) {
   return t;
 }
 
+/* A reducer that is one associative op of its two parameters. */
+static bool associative(const tk_elem *red) {
+  if (red->nnodes != 3 || red->ninputs != 2 || red->noutputs != 1) return false;
+  const tk_node *n = &red->nodes[red->out_node[0]];
+  if (n->kind != TK_OP || n->nargs != 2) return false;
+  switch (n->op) {
+  case IR_OP_ADD: case IR_OP_MULTIPLY: case IR_OP_MAXIMUM: case IR_OP_MINIMUM: case IR_OP_AND:
+  case IR_OP_OR: break;
+  default: return false;
+  }
+  const tk_node *a = &red->nodes[n->args[0]], *b = &red->nodes[n->args[1]];
+  return a->kind == TK_IN && b->kind == TK_IN && a->input != b->input;
+}
+
+/* Folds [R, O] at xs into out[O] (init: a one-element buffer) with an
+ * associative reducer when R is large and O small: R2 partial
+ * accumulators per output fold R1 = R / R2 rows each ([R1, R2*O] is the
+ * same row-major memory), the partials and the R - R1*R2 leftover rows
+ * are folded again, recursively, and the last level starts from init. */
+static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint64_t init,
+                      uint64_t out, int64_t R, int64_t O) {
+  if (R < 4096 || O >= 1024) {
+    tk_fold(x->b, red, 1, &xs, &init, &out, R, O);
+    return;
+  }
+  int64_t R2 = 8192 / O;
+  if (R2 > R / 8) R2 = R / 8;
+  if (R2 < 2) {
+    tk_fold(x->b, red, 1, &xs, &init, &out, R, O);
+    return;
+  }
+  int64_t R1 = R / R2, rem = R - R1 * R2, es = tv_esize(t);
+  int64_t nd[2] = {R2 + rem, O};
+  tval *part = tv_new(x, t, 2, nd);
+  uint64_t pa = tv_addr(part);
+  tk_fold(x->b, red, 1, &xs, NULL, &pa, R1, R2 * O);
+  if (rem) {
+    int64_t n = rem * O, one = 1;
+    tk_copy(x->b, pa + (uint64_t)(R2 * O * es), &one, xs + (uint64_t)(R1 * R2 * O * es), &one, 1,
+            &n, (int)es);
+  }
+  fold_tree(x, red, pa, t, init, out, R2 + rem, O);
+  tv_release(x, part);
+}
+
 void lower_reduce(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   int nv = in->nops / 2;
@@ -684,7 +729,8 @@ void lower_reduce(lctx *x, ir_id i) {
     outs[v] = tv_new(x, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
-  tk_fold(x->b, red, nv, xs, inits, os, R, O);
+  if (nv == 1 && associative(red)) fold_tree(x, red, xs[0], tv[0]->type, inits[0], os[0], R, O);
+  else tk_fold(x->b, red, nv, xs, inits, os, R, O);
   for (int v = 0; v < nv; v++)
     if (!ident) tv_release(x, tv[v]);
   x->val[i] = result_val(x, &in->shape, nv, outs);

@@ -15,6 +15,7 @@
 typedef struct tcase {
   const char *name, *text;
   ir_precision prec;
+  double tol; /* 0: tpu_check.h's rule */
 } tcase;
 
 #define MAXF "%mx (a: f32[], b: f32[]) -> f32[] { %a = f32[] parameter(0)\n %b = f32[] parameter(1)\n ROOT %m = f32[] maximum(%a, %b) }\n"
@@ -29,12 +30,12 @@ static const tcase cases[] = {
      " %ab = f32[129,257] abs(%mn)\n %ng = f32[129,257] negate(%ab)\n %fl = f32[129,257] floor(%d)\n"
      " %ce = f32[129,257] ceil(%d)\n %re = f32[129,257] round-nearest-even(%m)\n %ra = f32[129,257] round-nearest-afz(%m)\n"
      " %sg = f32[129,257] sign(%x)\n %t = f32[129,257] add(%fl, %ce)\n %u = f32[129,257] add(%re, %ra)\n"
-     " %v = f32[129,257] add(%t, %u)\n %w = f32[129,257] add(%v, %sg)\n ROOT %r = (f32[129,257], f32[129,257]) tuple(%w, %ng)\n}\n", IR_PREC_DEFAULT},
+     " %v = f32[129,257] add(%t, %u)\n %w = f32[129,257] add(%v, %sg)\n ROOT %r = (f32[129,257], f32[129,257]) tuple(%w, %ng)\n}\n", IR_PREC_DEFAULT, 0},
     {"transcendental_f32",
      "HloModule m\nENTRY e {\n %x = f32[7,300] parameter(0)\n %e = f32[7,300] exponential(%x)\n %l = f32[7,300] log(%e)\n"
      " %ab = f32[7,300] abs(%x)\n %sq = f32[7,300] sqrt(%ab)\n %one = f32[] constant(1)\n %b1 = f32[7,300] broadcast(%one), dimensions={}\n"
      " %p = f32[7,300] add(%ab, %b1)\n %rs = f32[7,300] rsqrt(%p)\n %th = f32[7,300] tanh(%x)\n %lg = f32[7,300] logistic(%x)\n"
-     " %f = pred[7,300] is-finite(%l)\n ROOT %r = (f32[7,300], f32[7,300], f32[7,300], f32[7,300], f32[7,300], pred[7,300]) tuple(%l, %sq, %rs, %th, %lg, %f)\n}\n", IR_PREC_DEFAULT},
+     " %f = pred[7,300] is-finite(%l)\n ROOT %r = (f32[7,300], f32[7,300], f32[7,300], f32[7,300], f32[7,300], pred[7,300]) tuple(%l, %sq, %rs, %th, %lg, %f)\n}\n", IR_PREC_DEFAULT, 0},
     {"integer_ops_s32_s8_pred",
      "HloModule m\nENTRY e {\n %x = s32[5,129] parameter(0)\n %y = s32[5,129] parameter(1)\n %a = s32[5,129] add(%x, %y)\n"
      " %m = s32[5,129] multiply(%a, %y)\n %s = s32[5,129] subtract(%m, %x)\n %mx = s32[5,129] maximum(%s, %y)\n"
@@ -50,83 +51,90 @@ static const tcase cases[] = {
      " %imin = s32[] constant(-2147483648)\n %bmin = s32[5,129] broadcast(%imin), dimensions={}\n"
      " %sl2 = s32[5,129] select(%c, %bmin, %sh)\n %dv2 = s32[5,129] divide(%sl2, %y)\n %rm2 = s32[5,129] remainder(%sl2, %y)\n"
      " %dv8 = s8[5,129] divide(%b2, %b)\n %rm8 = s8[5,129] remainder(%b2, %b)\n"
-     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129], s32[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129]) tuple(%cl, %b2, %pa, %sg, %pc, %cz, %pc8, %cz8, %dv, %rm, %dv2, %rm2, %dv8, %rm8)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (s32[5,129], s8[5,129], pred[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129], s32[5,129], s32[5,129], s32[5,129], s32[5,129], s8[5,129], s8[5,129]) tuple(%cl, %b2, %pa, %sg, %pc, %cz, %pc8, %cz8, %dv, %rm, %dv2, %rm2, %dv8, %rm8)\n}\n", IR_PREC_DEFAULT, 0},
     {"converts_and_bf16",
      "HloModule m\nENTRY e {\n %x = f32[3,1,130] parameter(0)\n %k = f32[] constant(100)\n %kb = f32[3,1,130] broadcast(%k), dimensions={}\n"
      " %xs = f32[3,1,130] multiply(%x, %kb)\n %i = s32[3,1,130] convert(%xs)\n %f = f32[3,1,130] convert(%i)\n"
      " %h = bf16[3,1,130] convert(%xs)\n %h2 = bf16[3,1,130] multiply(%h, %h)\n %hf = f32[3,1,130] convert(%h2)\n"
      " %p = pred[3,1,130] convert(%i)\n %pf = f32[3,1,130] convert(%p)\n %s8 = s8[3,1,130] convert(%xs)\n"
      " %c = pred[3,1,130] compare(%x, %f), direction=GE, type=TOTALORDER\n"
-     " ROOT %r = (f32[3,1,130], bf16[3,1,130], f32[3,1,130], s8[3,1,130], pred[3,1,130], f32[3,1,130]) tuple(%f, %h2, %hf, %s8, %c, %pf)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (f32[3,1,130], bf16[3,1,130], f32[3,1,130], s8[3,1,130], pred[3,1,130], f32[3,1,130]) tuple(%f, %h2, %hf, %s8, %c, %pf)\n}\n", IR_PREC_DEFAULT, 0},
     {"bf16_params_results",
      "HloModule m\nENTRY e {\n %x = bf16[33,65] parameter(0)\n %y = bf16[33,65] parameter(1)\n %p = pred[33,65] parameter(2)\n"
      " %s8 = s8[33,65] parameter(3)\n %a = bf16[33,65] add(%x, %y)\n %s = bf16[33,65] select(%p, %a, %y)\n"
-     " %t = s8[33,65] add(%s8, %s8)\n ROOT %r = (bf16[33,65], s8[33,65], pred[33,65]) tuple(%s, %t, %p)\n}\n", IR_PREC_DEFAULT},
+     " %t = s8[33,65] add(%s8, %s8)\n ROOT %r = (bf16[33,65], s8[33,65], pred[33,65]) tuple(%s, %t, %p)\n}\n", IR_PREC_DEFAULT, 0},
     {"data_movement",
      "HloModule m\nENTRY e {\n %x = f32[4,9,130] parameter(0)\n %t = f32[130,4,9] transpose(%x), dimensions={2,0,1}\n"
      " %s = f32[2,3,40] slice(%x), slice={[1:4:2], [0:9:3], [5:125:3]}\n %rv = f32[4,9,130] reverse(%x), dimensions={0,2}\n"
      " %c = f32[4,18,130] concatenate(%x, %rv), dimensions={1}\n %z = f32[] constant(-2)\n"
      " %pd = f32[5,15,129] pad(%x, %z), padding=1_0x-1_-1_1x0_-1\n %b = f32[2,4,9,130] broadcast(%x), dimensions={1,2,3}\n"
      " %rs = f32[36,130] reshape(%x)\n %io = s32[4,9,130] iota(), iota_dimension=2\n %iof = f32[9,5] iota(), iota_dimension=0\n"
-     " ROOT %r = (f32[130,4,9], f32[2,3,40], f32[4,18,130], f32[5,15,129], f32[2,4,9,130], f32[36,130], s32[4,9,130], f32[9,5]) tuple(%t, %s, %c, %pd, %b, %rs, %io, %iof)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (f32[130,4,9], f32[2,3,40], f32[4,18,130], f32[5,15,129], f32[2,4,9,130], f32[36,130], s32[4,9,130], f32[9,5]) tuple(%t, %s, %c, %pd, %b, %rs, %io, %iof)\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_129x257x65",
      "HloModule m\nENTRY e {\n %x = f32[129,257] parameter(0)\n %y = f32[257,65] parameter(1)\n"
-     " ROOT %d = f32[129,65] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT},
+     " ROOT %d = f32[129,65] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_batch_transposed_multi_contracting",
      "HloModule m\nENTRY e {\n %x = f32[7,3,5,9] parameter(0)\n %y = f32[3,9,7,11] parameter(1)\n"
-     " ROOT %d = f32[3,5,11] dot(%x, %y), lhs_batch_dims={1}, rhs_batch_dims={0}, lhs_contracting_dims={0,3}, rhs_contracting_dims={2,1}\n}\n", IR_PREC_DEFAULT},
+     " ROOT %d = f32[3,5,11] dot(%x, %y), lhs_batch_dims={1}, rhs_batch_dims={0}, lhs_contracting_dims={0,3}, rhs_contracting_dims={2,1}\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_bf16_size1",
      "HloModule m\nENTRY e {\n %x = bf16[1,300] parameter(0)\n %y = bf16[300,1] parameter(1)\n %z = bf16[1,1] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
      " %v0 = f32[1,300] convert(%x)\n %v = f32[300] reshape(%v0)\n %w0 = bf16[300] reshape(%y)\n %w = f32[300] convert(%w0)\n %s = f32[] dot(%v, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
-     " ROOT %r = (bf16[1,1], f32[]) tuple(%z, %s)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (bf16[1,1], f32[]) tuple(%z, %s)\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_int_and_pred",
      "HloModule m\nENTRY e {\n %x = s32[3,17] parameter(0)\n %y = s32[17,5] parameter(1)\n %d = s32[3,5] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
      " %p = pred[4,6] parameter(2)\n %q = pred[6,2] parameter(3)\n %e = pred[4,2] dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-     " ROOT %r = (s32[3,5], pred[4,2]) tuple(%d, %e)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (s32[3,5], pred[4,2]) tuple(%d, %e)\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_highest_of_intermediates",
      "HloModule m\nENTRY e {\n %x = f32[20,150] parameter(0)\n %y = f32[150,30] parameter(1)\n %ex = f32[20,150] exponential(%x)\n"
-     " %ey = f32[150,30] exponential(%y)\n ROOT %d = f32[20,30] dot(%ex, %ey), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}\n}\n", IR_PREC_DEFAULT},
+     " %ey = f32[150,30] exponential(%y)\n ROOT %d = f32[20,30] dot(%ex, %ey), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}\n}\n", IR_PREC_DEFAULT, 0},
     {"dot_high_precision_flag",
      "HloModule m\nENTRY e {\n %x = f32[20,150] parameter(0)\n %y = f32[150,30] parameter(1)\n %ex = f32[20,150] exponential(%x)\n"
      " ROOT %d = f32[20,30] dot(%ex, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
-     IR_PREC_HIGH},
+     IR_PREC_HIGH, 0},
     {"conv1d_stride_pad",
      "HloModule m\nENTRY e {\n %x = f32[2,37,5] parameter(0)\n %k = f32[4,5,7] parameter(1)\n"
-     " ROOT %c = f32[2,19,7] convolution(%x, %k), window={size=4 stride=2 pad=2_1}, dim_labels=b0f_0io->b0f\n}\n", IR_PREC_DEFAULT},
+     " ROOT %c = f32[2,19,7] convolution(%x, %k), window={size=4 stride=2 pad=2_1}, dim_labels=b0f_0io->b0f\n}\n", IR_PREC_DEFAULT, 0},
     {"conv2d_dilated_grouped",
      "HloModule m\nENTRY e {\n %x = f32[3,6,11,10] parameter(0)\n %k = f32[3,3,3,4] parameter(1)\n"
-     " ROOT %c = f32[3,4,9,7] convolution(%x, %k), window={size=3x3 pad=1_1x1_0 rhs_dilate=2x2 lhs_dilate=1x1}, dim_labels=bf01_01io->bf01, feature_group_count=2\n}\n", IR_PREC_DEFAULT},
+     " ROOT %c = f32[3,4,9,7] convolution(%x, %k), window={size=3x3 pad=1_1x1_0 rhs_dilate=2x2 lhs_dilate=1x1}, dim_labels=bf01_01io->bf01, feature_group_count=2\n}\n", IR_PREC_DEFAULT, 0},
     {"conv2d_lhs_dilate_reversal",
      "HloModule m\nENTRY e {\n %x = f32[1,5,6,3] parameter(0)\n %k = f32[2,2,3,4] parameter(1)\n"
-     " ROOT %c = f32[1,10,12,4] convolution(%x, %k), window={size=2x2 pad=1_1x1_1 lhs_dilate=2x2 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f\n}\n", IR_PREC_DEFAULT},
+     " ROOT %c = f32[1,10,12,4] convolution(%x, %k), window={size=2x2 pad=1_1x1_1 lhs_dilate=2x2 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f\n}\n", IR_PREC_DEFAULT, 0},
     {"conv3d_batch_groups",
      "HloModule m\nENTRY e {\n %x = f32[4,3,5,4,3] parameter(0)\n %k = f32[3,2,2,2,6] parameter(1)\n"
-     " ROOT %c = f32[2,6,4,3,2] convolution(%x, %k), window={size=2x2x2}, dim_labels=bf012_i012o->bf012, batch_group_count=2\n}\n", IR_PREC_DEFAULT},
+     " ROOT %c = f32[2,6,4,3,2] convolution(%x, %k), window={size=2x2x2}, dim_labels=bf012_i012o->bf012, batch_group_count=2\n}\n", IR_PREC_DEFAULT, 0},
     {"reduce_axes",
      "HloModule m\n" ADDF MAXF ADDI "ENTRY e {\n %x = f32[5,129,3] parameter(0)\n %z = f32[] constant(0)\n %ni = f32[] constant(-inf)\n"
      " %r0 = f32[129,3] reduce(%x, %z), dimensions={0}, to_apply=%ad\n %r1 = f32[5] reduce(%x, %ni), dimensions={1,2}, to_apply=%mx\n"
      " %r2 = f32[] reduce(%x, %z), dimensions={0,1,2}, to_apply=%ad\n %i = s32[5,129,3] parameter(1)\n %zi = s32[] constant(7)\n"
-     " %r3 = s32[129] reduce(%i, %zi), dimensions={0,2}, to_apply=%adi\n ROOT %r = (f32[129,3], f32[5], f32[], s32[129]) tuple(%r0, %r1, %r2, %r3)\n}\n", IR_PREC_DEFAULT},
+     " %r3 = s32[129] reduce(%i, %zi), dimensions={0,2}, to_apply=%adi\n ROOT %r = (f32[129,3], f32[5], f32[], s32[129]) tuple(%r0, %r1, %r2, %r3)\n}\n", IR_PREC_DEFAULT, 0},
     {"reduce_variadic_argmax",
      "HloModule m\n%am (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n %a = f32[] parameter(0)\n %ai = s32[] parameter(1)\n"
      " %b = f32[] parameter(2)\n %bi = s32[] parameter(3)\n %g = pred[] compare(%a, %b), direction=GE\n %v = f32[] select(%g, %a, %b)\n"
      " %j = s32[] select(%g, %ai, %bi)\n ROOT %t = (f32[], s32[]) tuple(%v, %j)\n}\n"
      "ENTRY e {\n %x = f32[6,200] parameter(0)\n %io = s32[6,200] iota(), iota_dimension=1\n %ni = f32[] constant(-inf)\n %z = s32[] constant(0)\n"
-     " ROOT %r = (f32[6], s32[6]) reduce(%x, %io, %ni, %z), dimensions={1}, to_apply=%am\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (f32[6], s32[6]) reduce(%x, %io, %ni, %z), dimensions={1}, to_apply=%am\n}\n", IR_PREC_DEFAULT, 0},
     {"reduce_window_pools",
      "HloModule m\n" ADDF MAXF "ENTRY e {\n %x = f32[2,13,11,3] parameter(0)\n %ni = f32[] constant(-inf)\n %z = f32[] constant(0)\n"
      " %mp = f32[2,7,6,3] reduce-window(%x, %ni), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=%mx\n"
      " %ap = f32[2,12,10,3] reduce-window(%x, %z), window={size=1x2x2x1 rhs_dilate=1x1x2x1 pad=0_0x0_0x1_0x0_0}, to_apply=%ad\n"
-     " ROOT %r = (f32[2,7,6,3], f32[2,12,10,3]) tuple(%mp, %ap)\n}\n", IR_PREC_DEFAULT},
+     " ROOT %r = (f32[2,7,6,3], f32[2,12,10,3]) tuple(%mp, %ap)\n}\n", IR_PREC_DEFAULT, 0},
+    {"reduce_large_to_small_tree",
+     "HloModule m\n" ADDF MAXF ADDI "ENTRY e {\n %x = f32[3,40000] parameter(0)\n %i = s32[70000] parameter(1)\n"
+     " %z = f32[] constant(0)\n %ni = f32[] constant(-inf)\n %zi = s32[] constant(0)\n"
+     " %s = f32[3] reduce(%x, %z), dimensions={1}, to_apply=%ad\n %t = f32[] reduce(%x, %ni), dimensions={0,1}, to_apply=%mx\n"
+     " %xt = f32[40000,3] transpose(%x), dimensions={1,0}\n %u = f32[3] reduce(%xt, %z), dimensions={0}, to_apply=%ad\n"
+     " %v = s32[] reduce(%i, %zi), dimensions={0}, to_apply=%adi\n"
+     " ROOT %r = (f32[3], f32[], f32[3], s32[]) tuple(%s, %t, %u, %v)\n}\n", IR_PREC_DEFAULT, 1e-5},
     {"tuple_gte_allreduce_fusion",
      "HloModule m\n" ADDF "%f (p: f32[9,9], q: f32[9,9]) -> f32[9,9] {\n %p = f32[9,9] parameter(0)\n %q = f32[9,9] parameter(1)\n"
      " %a = f32[9,9] add(%p, %q)\n ROOT %m = f32[9,9] multiply(%a, %p)\n}\n"
      "ENTRY e {\n %x = f32[9,9] parameter(0)\n %y = f32[9,9] parameter(1)\n %t = (f32[9,9], f32[9,9]) tuple(%x, %y)\n"
      " %g = f32[9,9] get-tuple-element(%t), index=1\n %ar = f32[9,9] all-reduce(%g), replica_groups={}, to_apply=%ad\n"
-     " %fu = f32[9,9] fusion(%x, %ar), kind=kLoop, calls=%f\n ROOT %r = (f32[9,9], (f32[9,9])) tuple(%fu, (f32[9,9]) tuple(%g))\n}\n", IR_PREC_DEFAULT},
+     " %fu = f32[9,9] fusion(%x, %ar), kind=kLoop, calls=%f\n ROOT %r = (f32[9,9], (f32[9,9])) tuple(%fu, (f32[9,9]) tuple(%g))\n}\n", IR_PREC_DEFAULT, 0},
     {"matmul_256x640x384_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[256,640] parameter(0)\n %y = bf16[640,384] parameter(1)\n"
-     " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT},
+     " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
 };
 
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB"};
@@ -162,7 +170,8 @@ int main(int argc, char **argv) {
         continue;
       char name[256];
       snprintf(name, sizeof name, "%s@%s", cases[i].name, targets[t]);
-      int r = tc_check(m, targets[t], cases[i].prec, 1234 + i, -1, name);
+      int r = tc_check(m, targets[t], cases[i].prec, 1234 + i, cases[i].tol > 0 ? cases[i].tol : -1,
+                       name);
       n++;
       if (r == 0) printf("PASS %s\n", name);
       else fail++;
