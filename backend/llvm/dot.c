@@ -293,6 +293,7 @@ bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
     ok = cd->out_spatial[i] == i + 1;
     if (a->has_window) ok = ok && a->window.dims[i].lhs_dilate == 1 && !a->window.dims[i].reversal;
   }
+  if (ok && llvm_emit_conv_direct(e, s, id)) return e->st == ST_OK;
   gemm_conv cv;
   memset(&cv, 0, sizeof cv);
   int64_t M = os->dims[0], K = ks->dims[cd->k_in], N = os->dims[ns + 1];

@@ -205,6 +205,9 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id);
 /* Emits convolution id of s (operands and result materialised): implicit
  * GEMM when NATIVE and the form allows, else elementally. */
 bool llvm_emit_conv(emitter *e, scope *s, ir_id id);
+/* conv.c: the direct NHWC/HWIO f32 kernel; false (nothing emitted) when
+ * the convolution is not of that form. */
+bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id);
 
 /* ---- gemm.c ---------------------------------------------------------- */
 /* C = A * B per batch (f32, row-major [NB,M,K] x [NB,K,N] -> [NB,M,N]) with

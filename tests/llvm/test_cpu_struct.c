@@ -379,6 +379,12 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
     cd->out_batch = 0, cd->out_feature = 1, cd->out_spatial[0] = 2, cd->out_spatial[1] = 3;
   }
   if (variant == 4) a.batch_group_count = 2;
+  if (variant == 6) { /* direct kernel: 48 outputs, strides, asymmetric padding */
+    cout = 48;
+    a.window.dims[0] = (ir_window_dim){3, 2, 1, 2, 1, 1, false};
+    a.window.dims[1] = (ir_window_dim){3, 1, 2, 0, 1, 1, false};
+  }
+  if (variant == 7) cout = 64; /* direct kernel: 4 vectors of outputs, padding 1 */
   if (variant == 5) { /* strides, asymmetric padding, window dilation */
     a.window.dims[0] = (ir_window_dim){3, 2, 2, 0, 1, 2, false};
     a.window.dims[1] = (ir_window_dim){3, 1, 0, 2, 1, 1, false};
@@ -406,11 +412,12 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
 
 static void convolutions(void **state) {
   (void)state;
-  for (int v = 0; v < 6; v++) {
+  for (int v = 0; v < 8; v++) {
     assert_true(conv_case(IR_F32, v, CPU_NUMERICS_STRICT));
     assert_true(conv_case(IR_BF16, v, CPU_NUMERICS_STRICT));
     assert_true(conv_case(IR_S32, v, CPU_NUMERICS_STRICT));
-    /* NATIVE: the implicit GEMM where the form allows (v0, v5), else elemental. */
+    /* NATIVE: the direct kernel (v6, v7), the implicit GEMM (v0, v5), else
+     * elemental. */
     assert_true(conv_case(IR_F32, v, CPU_NUMERICS_NATIVE));
     assert_true(conv_case(IR_BF16, v, CPU_NUMERICS_NATIVE));
   }

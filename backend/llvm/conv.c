@@ -1,0 +1,145 @@
+/* conv.c: direct 2-d convolution for channels-last f32 (NHWC input, HWIO
+ * kernel, NHWC output) under native numerics: no packing at all.
+ *
+ * Register tile: PX consecutive output pixels of one row x OV vectors of VL
+ * output channels (6 x 4 x 16 on AVX-512: 24 zmm accumulators). For each
+ * window position (ky, kx) and input feature ci in ascending order, the OV
+ * weight vectors W[ky][kx][ci][o..] (contiguous in HWIO) are loaded once
+ * and each of the PX input values in[b][iy][ix_p][ci] is broadcast against
+ * them: PX x OV fused multiply-adds per input feature. Rows of the image
+ * outside the padding are skipped for the whole tile; pixels falling in the
+ * left/right padding read a zero (so, as in the implicit GEMM, a padded
+ * position contributes 0 x w). Tiles split across threads; each output
+ * element sums its products in (ky, kx, ci) order, the GEMM path's order. */
+#include "backend/llvm/lower.h"
+
+enum { PX = 6 };
+
+static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
+
+static LLVMValueRef vptr(emitter *e, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef off) {
+  LLVMValueRef p = LLVMBuildPointerCast(e->b, base, LLVMPointerType(e->t_f32, 0), "");
+  p = LLVMBuildInBoundsGEP2(e->b, e->t_f32, p, &off, 1, "");
+  return LLVMBuildPointerCast(e->b, p, LLVMPointerType(t, 0), "");
+}
+
+bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
+  const ir_inst *in = llvm_inst(s, id);
+  const ir_attrs *a = &in->a;
+  const ir_conv_dims *cd = &a->conv;
+  const ir_shape *is = &llvm_inst(s, in->ops[0])->shape, *ks = &llvm_inst(s, in->ops[1])->shape;
+  const ir_shape *os = &in->shape;
+  bool wide = llvm_gemm_wide(e);
+  int VL = wide ? 16 : 8;
+  if (e->opt.numerics != CPU_NUMERICS_NATIVE || cd->nspatial != 2 || is->type != IR_F32 ||
+      ks->type != IR_F32 || os->type != IR_F32 || a->feature_group_count > 1 || a->batch_group_count > 1)
+    return false;
+  /* NHWC, HWIO, NHWC */
+  if (cd->in_batch != 0 || cd->in_spatial[0] != 1 || cd->in_spatial[1] != 2 || cd->in_feature != 3 ||
+      cd->k_spatial[0] != 0 || cd->k_spatial[1] != 1 || cd->k_in != 2 || cd->k_out != 3 ||
+      cd->out_batch != 0 || cd->out_spatial[0] != 1 || cd->out_spatial[1] != 2 || cd->out_feature != 3)
+    return false;
+  int64_t sy = 1, sx = 1, pt = 0, pl = 0;
+  if (a->has_window) {
+    if (a->window.rank != 2) return false;
+    for (int d = 0; d < 2; d++) {
+      const ir_window_dim *w = &a->window.dims[d];
+      if (w->lhs_dilate != 1 || w->rhs_dilate != 1 || w->reversal) return false;
+    }
+    sy = a->window.dims[0].stride, sx = a->window.dims[1].stride;
+    pt = a->window.dims[0].pad_lo, pl = a->window.dims[1].pad_lo;
+  }
+  int64_t N = is->dims[0], H = is->dims[1], W = is->dims[2], C = is->dims[3];
+  int64_t KH = ks->dims[0], KW = ks->dims[1], O = ks->dims[3];
+  int64_t Ho = os->dims[1], Wo = os->dims[2];
+  if (O % VL != 0 || C < 1 || KH < 1 || KW < 1 || N * Ho * Wo * O == 0) return false;
+  int OV = (int)(O / VL >= 4 ? 4 : O / VL);
+  if ((O / VL) % OV != 0) OV = 1;
+  int64_t nxt = (Wo + PX - 1) / PX, nob = O / ((int64_t)OV * VL);
+  int64_t tiles = N * Ho * nxt * nob;
+
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef vt = LLVMVectorType(e->t_f32, (unsigned)VL);
+  cbuf *X = s->mat[in->ops[0]][0], *K = s->mat[in->ops[1]][0], *Y = s->mat[id][0];
+  cbuf *bufs[3] = {X, K, Y};
+  kfn k;
+  llvm_kernel_begin(e, &k, bufs, 3, arena_printf(e->a, "k%d.conv", e->nkernels));
+  LLVMValueRef acc[PX * 4];
+  for (int i = 0; i < PX * OV; i++) acc[i] = llvm_alloca(e, vt);
+  loop lt, lky, lkx, lci;
+  LLVMValueRef t = llvm_loop_begin(e, &lt, k.lo, k.hi);
+  /* t = ((bn * Ho + y) * nxt + xt) * nob + ob */
+  LLVMValueRef ob = LLVMBuildURem(b, t, i64c(e, nob), "");
+  LLVMValueRef r = LLVMBuildUDiv(b, t, i64c(e, nob), "");
+  LLVMValueRef xt = LLVMBuildURem(b, r, i64c(e, nxt), "");
+  r = LLVMBuildUDiv(b, r, i64c(e, nxt), "");
+  LLVMValueRef y = LLVMBuildURem(b, r, i64c(e, Ho), "");
+  LLVMValueRef bn = LLVMBuildUDiv(b, r, i64c(e, Ho), "");
+  LLVMValueRef x0 = LLVMBuildMul(b, xt, i64c(e, PX), "");
+  LLVMValueRef o0 = LLVMBuildMul(b, ob, i64c(e, (int64_t)OV * VL), "");
+  LLVMValueRef zero = LLVMConstNull(vt);
+  for (int i = 0; i < PX * OV; i++) LLVMBuildStore(b, zero, acc[i]);
+  LLVMValueRef ky = llvm_loop_begin(e, &lky, i64c(e, 0), i64c(e, KH));
+  LLVMValueRef iy = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, y, i64c(e, sy), ""), ky, ""), i64c(e, pt), "");
+  LLVMBasicBlockRef rowin = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "row.in");
+  LLVMBasicBlockRef rowx = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "row.skip");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, iy, i64c(e, H), ""), rowin, rowx);
+  LLVMPositionBuilderAtEnd(b, rowin);
+  llvm_level_push(e);
+  LLVMValueRef rowbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, bn, i64c(e, H), ""), iy, ""), i64c(e, W), "");
+  LLVMValueRef kx = llvm_loop_begin(e, &lkx, i64c(e, 0), i64c(e, KW));
+  LLVMValueRef valid[PX], base[PX];
+  for (int p = 0; p < PX; p++) {
+    LLVMValueRef ix = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, x0, i64c(e, p), ""),
+                                                                    i64c(e, sx), ""), kx, ""), i64c(e, pl), "");
+    valid[p] = LLVMBuildICmp(b, LLVMIntULT, ix, i64c(e, W), "");
+    LLVMValueRef ixc = LLVMBuildSelect(b, valid[p], ix, i64c(e, 0), "");
+    base[p] = LLVMBuildMul(b, LLVMBuildAdd(b, rowbase, ixc, ""), i64c(e, C), "");
+  }
+  LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ky, i64c(e, KW), ""), kx, ""), i64c(e, C), "");
+  LLVMValueRef ci = llvm_loop_begin(e, &lci, i64c(e, 0), i64c(e, C));
+  LLVMValueRef wrow = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, wbase, ci, ""), i64c(e, O), ""), o0, "");
+  LLVMValueRef wv[4];
+  for (int v = 0; v < OV; v++) {
+    wv[v] = LLVMBuildLoad2(b, vt, vptr(e, vt, llvm_buf_ptr(e, K), LLVMBuildAdd(b, wrow, i64c(e, v * VL), "")), "");
+    LLVMSetAlignment(wv[v], 4);
+  }
+  LLVMValueRef undef = LLVMGetUndef(vt), mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
+  for (int p = 0; p < PX; p++) {
+    LLVMValueRef xv = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, X), LLVMBuildAdd(b, base[p], ci, "")), "");
+    LLVMSetAlignment(xv, 4);
+    xv = LLVMBuildSelect(b, valid[p], xv, LLVMConstReal(e->t_f32, 0), "");
+    LLVMValueRef sv = LLVMBuildInsertElement(b, undef, xv, LLVMConstInt(e->t_i32, 0, 0), "");
+    sv = LLVMBuildShuffleVector(b, sv, undef, mask, "");
+    for (int v = 0; v < OV; v++) {
+      LLVMValueRef args[3] = {sv, wv[v], LLVMBuildLoad2(b, vt, acc[p * OV + v], "")};
+      LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[p * OV + v]);
+    }
+  }
+  llvm_loop_end(e, &lci);
+  llvm_loop_end(e, &lkx);
+  llvm_level_pop(e);
+  LLVMBuildBr(b, rowx);
+  LLVMPositionBuilderAtEnd(b, rowx);
+  llvm_loop_end(e, &lky);
+  /* Store the pixels inside the row. */
+  LLVMValueRef orow = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, bn, i64c(e, Ho), ""), y, ""), i64c(e, Wo), "");
+  for (int p = 0; p < PX; p++) {
+    LLVMValueRef xp = LLVMBuildAdd(b, x0, i64c(e, p), "");
+    LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.store");
+    LLVMBasicBlockRef nx = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.next");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, xp, i64c(e, Wo), ""), st, nx);
+    LLVMPositionBuilderAtEnd(b, st);
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, orow, xp, ""), i64c(e, O), ""), o0, "");
+    for (int v = 0; v < OV; v++) {
+      LLVMValueRef sto = LLVMBuildStore(b, LLVMBuildLoad2(b, vt, acc[p * OV + v], ""),
+                                        vptr(e, vt, llvm_buf_ptr(e, Y), LLVMBuildAdd(b, yo, i64c(e, v * VL), "")));
+      LLVMSetAlignment(sto, 4);
+    }
+    LLVMBuildBr(b, nx);
+    LLVMPositionBuilderAtEnd(b, nx);
+  }
+  llvm_loop_end(e, &lt);
+  llvm_kernel_end(e, &k, tiles, (double)N * Ho * Wo * O * KH * KW * C);
+  return true;
+}
