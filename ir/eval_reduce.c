@@ -22,7 +22,12 @@
  * applies that op with ev_binary_elem instead of evaluating the
  * computation. It is the same function the elementwise op uses, with the
  * same operand order and the same per-step rounding, so both paths give
- * the same bits. */
+ * the same bits.
+ *
+ * TPU numerics (opts.tpu_numerics): a single-input reduce whose to_apply is
+ * one such op folds as backend/tpu does when there are many rows and few
+ * outputs (R >= 4096 reduced elements per output, O < 1024 outputs): see
+ * reduce_tree. Otherwise the order above. */
 #include "ir/eval_internal.h"
 
 typedef struct reducer {
@@ -199,6 +204,49 @@ static base_status finish(ev_ctx *cx, const ir_inst *in, int n, ir_literal **res
   return ev_new_tuple(cx, in, res, n, out);
 }
 
+/* acc = to_apply(acc, x) on single elements of a one-value reducer. */
+static base_status step1(ev_ctx *cx, reducer *r, void *acc, const void *x) {
+  memcpy(r->args[0]->data, acc, r->es[0]);
+  memcpy(r->args[1]->data, x, r->es[0]);
+  base_status st = reducer_step(cx, r);
+  memcpy(acc, r->args[0]->data, r->es[0]);
+  return st;
+}
+
+/* The tree fold of backend/tpu (lower_ops.c, fold_tree) over v = [R, O]
+ * (row r = the r-th reduced element in row-major order), for a reducer the
+ * backend treats as associative: when R >= 4096 and O < 1024, with
+ * R2 = min(8192 / O, R / 8) >= 2 and R1 = R / R2, partial j < R2*O folds
+ * v viewed as [R1, R2*O] down its column j starting from row 0 (no init);
+ * the R2 partial rows, followed by the R - R1*R2 leftover rows of v, are
+ * folded again the same way; the last level folds its rows in order from
+ * init. v is overwritten. */
+static base_status reduce_tree(ev_ctx *cx, reducer *r, uint8_t *v, int64_t R, int64_t O,
+                               const void *init, uint8_t *out) {
+  size_t es = r->es[0];
+  int64_t R2 = O < 1024 ? 8192 / O : 0;
+  if (R2 > R / 8) R2 = R / 8;
+  base_status st;
+  if (R < 4096 || O >= 1024 || R2 < 2) {
+    for (int64_t o = 0; o < O; o++) {
+      memcpy(out + (size_t)o * es, init, es);
+      for (int64_t i = 0; i < R; i++)
+        if ((st = step1(cx, r, out + (size_t)o * es, v + (size_t)(i * O + o) * es)) != ST_OK)
+          return st;
+    }
+    return ST_OK;
+  }
+  int64_t R1 = R / R2, W = R2 * O;
+  /* partials into rows 0..R2-1 of v (row 0 of the [R1, W] view) */
+  for (int64_t j = 0; j < W; j++)
+    for (int64_t i = 1; i < R1; i++)
+      if ((st = step1(cx, r, v + (size_t)j * es, v + (size_t)(i * W + j) * es)) != ST_OK)
+        return st;
+  int64_t rem = R - R1 * R2;
+  memmove(v + (size_t)W * es, v + (size_t)(R1 * W) * es, (size_t)(rem * O) * es);
+  return reduce_tree(cx, r, v, R2 + rem, O, init, out);
+}
+
 base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   int n = in->nops / 2;
   ir_type *types;
@@ -237,6 +285,25 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   for (int i = 0; i < nr; i++)
     nred *= rdims[i];
   if ((st = ev_work(cx, in, (double)nout * (double)nred)) != ST_OK) return st;
+  if (cx->opts.tpu_numerics && n == 1 && r.fast && nred >= 4096 && nout < 1024) {
+    /* gather [nred, nout] in the evaluator's order, then fold as the TPU */
+    uint8_t *v;
+    if ((st = ev_alloc_array(cx, in, nred * nout, (int64_t)r.es[0], (void **)&v)) != ST_OK)
+      return st;
+    int64_t kidx[IR_MAX_RANK] = {0};
+    for (int64_t o = 0; o < nout; o++, ev_next_index(nk, kdims, kidx)) {
+      int64_t base = 0, ridx[IR_MAX_RANK] = {0};
+      for (int i = 0; i < nk; i++) base += kidx[i] * kstr[i];
+      for (int64_t j = 0; j < nred; j++, ev_next_index(nr, rdims, ridx)) {
+        int64_t off = base;
+        for (int i = 0; i < nr; i++) off += ridx[i] * rstr[i];
+        memcpy(v + (size_t)(j * nout + o) * r.es[0],
+               (uint8_t *)ops[0]->data + (size_t)off * r.es[0], r.es[0]);
+      }
+    }
+    if ((st = reduce_tree(cx, &r, v, nred, nout, ops[1]->data, res[0]->data)) != ST_OK) return st;
+    return finish(cx, in, n, res, out);
+  }
   int64_t kidx[IR_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++, ev_next_index(nk, kdims, kidx)) {
     int64_t base = 0;

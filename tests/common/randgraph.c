@@ -450,10 +450,13 @@ static void gen_reduce(gen *g) {
   ir_comp_id rc = reducer(g, op, xs->type);
   ir_attrs a;
   memset(&a, 0, sizeof a);
-  int64_t dims[2];
+  int64_t dims[4];
   int nd = 1;
   dims[0] = pick(g, xs->rank);
-  if (xs->rank > 1 && pick(g, 3) == 0) {
+  if (ir_shape_count(xs) >= 4096 && pick(g, 3) == 0) { /* many rows into few outputs */
+    nd = xs->rank - (xs->rank > 1 && pick(g, 2));
+    for (int i = 0; i < nd; i++) dims[i] = i;
+  } else if (xs->rank > 1 && pick(g, 3) == 0) {
     dims[1] = (dims[0] + 1 + pick(g, xs->rank - 1)) % xs->rank;
     nd = 2;
     if (dims[1] < dims[0]) {

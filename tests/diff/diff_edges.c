@@ -5,7 +5,8 @@
  * bit for bit. These are the corners where tiling or the order of
  * accumulation could show: the sign of a zero sum when K is not a multiple
  * of the MXU's rows, bf16 subnormal inputs, NaN payloads, 0 x inf in the
- * padding of a convolution, the bf16x3 / bf16x6 pass order. */
+ * padding of a convolution, the bf16x3 / bf16x6 pass order, the tree order
+ * of large sums. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64", "v2,vmem=192KiB"};
 
@@ -232,11 +234,73 @@ static void vector_kernels(void **state) {
   ir_module_destroy(m);
 }
 
+/* The tree order of a large sum, written out directly: v = [R, O] floats,
+ * R2 = min(8192 / O, R / 8); partial j folds column j of the [R / R2,
+ * R2 * O] view from its first row; partials then leftover rows, again;
+ * below 4096 rows a plain fold from 0. */
+static void tree_sum(float *v, int64_t R, int64_t O, float *out) {
+  int64_t R2 = 8192 / O < R / 8 ? 8192 / O : R / 8;
+  if (R < 4096 || R2 < 2) {
+    for (int64_t o = 0; o < O; o++) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < R; i++) acc += v[i * O + o];
+      out[o] = acc;
+    }
+    return;
+  }
+  int64_t R1 = R / R2, W = R2 * O, rem = R - R1 * R2;
+  for (int64_t j = 0; j < W; j++)
+    for (int64_t i = 1; i < R1; i++) v[j] += v[i * W + j];
+  memmove(v + W, v + R1 * W, (size_t)(rem * O) * sizeof *v);
+  tree_sum(v, R2 + rem, O, out);
+}
+
+/* Sums of many rows into few outputs fold as a tree of partial
+ * accumulators on the TPU; the values (2^24 among ones) make every order
+ * give different bits, so this checks the exact order, and that it is not
+ * the sequential one. */
+static void large_sum_tree_order(void **state) {
+  (void)state;
+  static const int64_t shapes[][2] = {{8192, 1}, {4100, 3}, {20000, 2}, {3000, 2}};
+  for (size_t c = 0; c < COUNTOF(shapes); c++) {
+    int64_t R = shapes[c][0], O = shapes[c][1];
+    char text[640];
+    snprintf(text, sizeof text,
+             "HloModule bigsum\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  x = f32[%lld,%lld] parameter(0)\n"
+             "  z = f32[] constant(0)\n"
+             "  ROOT r = f32[%lld] reduce(x, z), dimensions={0}, to_apply=add\n}\n",
+             (long long)R, (long long)O, (long long)O);
+    ir_module *m = parse(text);
+    arena *a = arena_create();
+    int64_t d[2] = {R, O};
+    ir_literal *args[1] = {f32_array(a, 2, d, 1.0f)};
+    float *x = args[0]->data;
+    for (int64_t i = 0; i < R * O; i++)
+      if (i % 97 == 5) x[i] = 16777216.0f;
+    float *v = malloc((size_t)(R * O) * sizeof *v), want_f[3], seq[3];
+    memcpy(v, x, (size_t)(R * O) * sizeof *v);
+    tree_sum(v, R, O, want_f);
+    uint32_t want[3];
+    for (int64_t o = 0; o < O; o++) {
+      want[o] = f32_bits(want_f[o]);
+      seq[o] = 0.0f;
+      for (int64_t i = 0; i < R; i++) seq[o] += x[i * O + o];
+      if (R >= 4096) assert_true(f32_bits(seq[o]) != want[o]); /* the order shows */
+    }
+    free(v);
+    check(m, args, 1, want, O, 4);
+    arena_destroy(a);
+    ir_module_destroy(m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(neg_zero_sum_any_K),    cmocka_unit_test(subnormal_operands_flush),
       cmocka_unit_test(nan_canonical),         cmocka_unit_test(conv_padding_times_inf),
       cmocka_unit_test(precision_passes),      cmocka_unit_test(vector_kernels),
+      cmocka_unit_test(large_sum_tree_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
