@@ -200,6 +200,8 @@ float vmath_log1p(float x);
 float vmath_erf(float x);
 float vmath_pow(float x, float y);
 float vmath_atan2(float y, float x);
+float vmath_cbrt(float x);
+float vmath_fmod(float x, float y); /* C fmod: exact, sign of x */
 uint32_t vmath_fmax(uint32_t a, uint32_t b);
 uint32_t vmath_fmin(uint32_t a, uint32_t b);
 int32_t vmath_cvtfi(uint32_t u);

@@ -40,6 +40,8 @@ float vmath_log1p(float x) { return (float)log1p((double)x); }
 float vmath_erf(float x) { return (float)erf((double)x); }
 float vmath_pow(float x, float y) { return (float)pow((double)x, (double)y); }
 float vmath_atan2(float y, float x) { return (float)atan2((double)y, (double)x); }
+float vmath_cbrt(float x) { return (float)cbrt((double)x); }
+float vmath_fmod(float x, float y) { return fmodf(x, y); } /* exact */
 
 uint32_t vmath_fmax(uint32_t a, uint32_t b) {
   float x = vmath_float(a), y = vmath_float(b);

@@ -177,6 +177,7 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
     BIN(OP_VMAXF, vmath_fmax(a, b))
     BIN(OP_VPOW, u_of(vmath_pow(f_of(a), f_of(b))))
     BIN(OP_VATAN2, u_of(vmath_atan2(f_of(a), f_of(b))))
+    BIN(OP_VREMF, u_of(vmath_fmod(f_of(a), f_of(b))))
     BIN(OP_VMINF, vmath_fmin(a, b))
     BIN(OP_VADDI, a + b)
     BIN(OP_VSUBI, a - b)
@@ -234,6 +235,9 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
     break;
   case OP_VERF:
     un = vmath_erf;
+    break;
+  case OP_VCBRT:
+    un = vmath_cbrt;
     break;
   case OP_VRNDBF:
     for (int r = 0; r < NS; r++)
