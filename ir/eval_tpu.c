@@ -7,8 +7,8 @@
  *    nearest even after every op) follow the vector-unit sequences that
  *    backend/tpu/elem.c emits, built from the kernels of base/vmath.c that
  *    the emulator's vector unit runs: arithmetic results are NaN-
- *    canonicalised (0x7FC00000), exp/log/tanh/logistic/rsqrt (and sin,
- *    cos, expm1, log1p, power, atan2) are the double libm function of the
+ *    canonicalised (0x7FC00000), remainder is the exact fmod, exp/log/tanh/logistic/rsqrt (and sin,
+ *    cos, expm1, log1p, cbrt, power, atan2) are the double libm function of the
  *    widened input rounded once, maximum/minimum return the canonical NaN
  *    and prefer +0 / -0 between zeros, clamp is min(max(x, lo), hi),
  *    floor/ceil/round-* are exact (2^23 threshold, the sign of x OR'ed in),
@@ -80,6 +80,7 @@ static bool float_op(ir_op op, const uint32_t *x, uint32_t *r) {
   case IR_OP_COSINE: *r = vmath_bits(vmath_cos(a)); return true;
   case IR_OP_EXPM1: *r = vmath_bits(vmath_expm1(a)); return true;
   case IR_OP_LOG1P: *r = vmath_bits(vmath_log1p(a)); return true;
+  case IR_OP_CBRT: *r = vmath_bits(vmath_cbrt(a)); return true;
   case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND_AFZ: case IR_OP_ROUND_EVEN:
     *r = rounding(op, x[0]);
     return true;
@@ -94,6 +95,7 @@ static bool float_op(ir_op op, const uint32_t *x, uint32_t *r) {
   case IR_OP_MINIMUM: *r = vmath_fmin(x[0], x[1]); return true;
   case IR_OP_POWER: *r = vmath_bits(vmath_pow(a, b)); return true;
   case IR_OP_ATAN2: *r = vmath_bits(vmath_atan2(a, b)); return true;
+  case IR_OP_REMAINDER: *r = vmath_bits(vmath_fmod(a, b)); return true;
   default: return false;
   }
 }

@@ -12,10 +12,10 @@
  * once per op), s32 lanes for s32, s8 (kept sign-extended: wrapped after
  * every op that can overflow) and pred (0 or 1).
  *
- * Ops without a vector-unit sequence (sine, cosine, power, atan2,
- * float remainder, expm1, log1p, cbrt, f16) are
- * rejected by tk_elem_supported, which lower.c turns into a located
- * error. */
+ * sine, cosine, expm1, log1p, cbrt, power, atan2 and float remainder are
+ * one vector instruction each (vsin .. vremf, kernels of base/vmath.c).
+ * Element types without a vector-unit representation (f16) are rejected
+ * by tk_elem_supported, which lower.c turns into a located error. */
 #include "backend/tpu/tb.h"
 
 ir_type tk_itype(ir_type t) {
@@ -43,11 +43,14 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
   switch (n->op) {
   case IR_OP_EXPM1: case IR_OP_LOG1P: case IR_OP_CBRT: case IR_OP_SINE: case IR_OP_COSINE:
   case IR_OP_POWER: case IR_OP_ATAN2:
-    *why = "no vector-unit sequence for this op";
-    return false;
+    if (!is_f(t)) {
+      *why = "integer power/transcendental has no vector-unit sequence";
+      return false;
+    }
+    return true;
   case IR_OP_DIVIDE: case IR_OP_REMAINDER:
-    if (t == IR_PRED || (n->op == IR_OP_REMAINDER && is_f(t))) {
-      *why = t == IR_PRED ? "pred division" : "float remainder has no vector-unit sequence";
+    if (t == IR_PRED) {
+      *why = "pred division";
       return false;
     }
     return true;
@@ -438,6 +441,13 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_RSQRT: V3(OP_VRSQRT, d, x, 0); break;
   case IR_OP_TANH: V3(OP_VTANH, d, x, 0); break;
   case IR_OP_LOGISTIC: V3(OP_VLOGISTIC, d, x, 0); break;
+  case IR_OP_SINE: V3(OP_VSIN, d, x, 0); break;
+  case IR_OP_COSINE: V3(OP_VCOS, d, x, 0); break;
+  case IR_OP_EXPM1: V3(OP_VEXPM1, d, x, 0); break;
+  case IR_OP_LOG1P: V3(OP_VLOG1P, d, x, 0); break;
+  case IR_OP_CBRT: V3(OP_VCBRT, d, x, 0); break;
+  case IR_OP_POWER: V3(OP_VPOW, d, x, y); break;
+  case IR_OP_ATAN2: V3(OP_VATAN2, d, x, y); break;
   case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND_AFZ: case IR_OP_ROUND_EVEN:
     rounding(b, p, n->op, d, x);
     break;
@@ -486,7 +496,10 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     if (f) V3(OP_VDIVF, d, x, y);
     else int_divrem(b, p, false, t, d, x, y);
     break;
-  case IR_OP_REMAINDER: int_divrem(b, p, true, t, d, x, y); break;
+  case IR_OP_REMAINDER:
+    if (f) V3(OP_VREMF, d, x, y);
+    else int_divrem(b, p, true, t, d, x, y);
+    break;
   case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;
   case IR_OP_MINIMUM: V3(f ? OP_VMINF : OP_VMINI, d, x, y); break;
   case IR_OP_AND: V3(OP_VAND, d, x, y); break;

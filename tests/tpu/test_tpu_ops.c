@@ -36,6 +36,45 @@ static const tcase cases[] = {
      " %ab = f32[7,300] abs(%x)\n %sq = f32[7,300] sqrt(%ab)\n %one = f32[] constant(1)\n %b1 = f32[7,300] broadcast(%one), dimensions={}\n"
      " %p = f32[7,300] add(%ab, %b1)\n %rs = f32[7,300] rsqrt(%p)\n %th = f32[7,300] tanh(%x)\n %lg = f32[7,300] logistic(%x)\n"
      " %f = pred[7,300] is-finite(%l)\n ROOT %r = (f32[7,300], f32[7,300], f32[7,300], f32[7,300], f32[7,300], pred[7,300]) tuple(%l, %sq, %rs, %th, %lg, %f)\n}\n", IR_PREC_DEFAULT, 0},
+    /* sine .. atan2 and cbrt: 16 special inputs (NaN, infinities, signed
+     * zeros, huge, subnormal) after the random ones. The exponential puts
+     * the module under tpu_check's transcendental rule (4 ulps relative). */
+    {"transcendental2_f32_specials",
+     "HloModule m\nENTRY e {\n %x = f32[7,300] parameter(0)\n %y = f32[7,300] parameter(1)\n"
+     " %xr = f32[2100] reshape(%x)\n %yr = f32[2100] reshape(%y)\n"
+     " %sa = f32[16] constant({nan, inf, -inf, 0, -0, 1, -1, 2.5, -2.5, 1e+30, -1e-30, 3, 0.5, -8, 1.40129846e-45, 100})\n"
+     " %sb = f32[16] constant({1, 0, inf, -inf, 0, -0, nan, -3, inf, 2, 0.5, -0.5, inf, 3, -1, 0.25})\n"
+     " %a = f32[2116] concatenate(%xr, %sa), dimensions={0}\n %b = f32[2116] concatenate(%yr, %sb), dimensions={0}\n"
+     " %sn = f32[2116] sine(%a)\n %cs = f32[2116] cosine(%a)\n %em = f32[2116] exponential-minus-one(%a)\n"
+     " %lp = f32[2116] log-plus-one(%a)\n %cb = f32[2116] cbrt(%a)\n %ab = f32[2116] abs(%a)\n"
+     " %pw = f32[2116] power(%ab, %b)\n %pn = f32[2116] power(%a, %b)\n %at = f32[2116] atan2(%a, %b)\n"
+     " %ex = f32[2116] exponential(%a)\n %cc = f32[2116] multiply(%cs, %cb)\n"
+     " ROOT %r = (f32[2116], f32[2116], f32[2116], f32[2116], f32[2116], f32[2116], f32[2116], f32[2116], f32[2116], f32[2116]) tuple(%sn, %cs, %em, %lp, %cb, %pw, %pn, %at, %ex, %cc)\n}\n", IR_PREC_DEFAULT, 0},
+    /* The same on bf16: the emulator rounds double -> f32 -> bf16, the
+     * evaluator f32 libm -> bf16, which can differ by one bf16 ulp (2^-7
+     * relative at most). */
+    {"transcendental2_bf16_specials",
+     "HloModule m\nENTRY e {\n %x = bf16[3,129] parameter(0)\n %y = bf16[3,129] parameter(1)\n"
+     " %xr = bf16[387] reshape(%x)\n %yr = bf16[387] reshape(%y)\n"
+     " %sa = bf16[12] constant({nan, inf, -inf, 0, -0, 1, -1, 2.5, -2.5, 1e+30, 3, -8})\n"
+     " %sb = bf16[12] constant({1, 0, inf, -inf, 0, -0, nan, -3, inf, 2, -0.5, 3})\n"
+     " %a = bf16[399] concatenate(%xr, %sa), dimensions={0}\n %b = bf16[399] concatenate(%yr, %sb), dimensions={0}\n"
+     " %sn = bf16[399] sine(%a)\n %cs = bf16[399] cosine(%a)\n %em = bf16[399] exponential-minus-one(%a)\n"
+     " %lp = bf16[399] log-plus-one(%a)\n %cb = bf16[399] cbrt(%a)\n %ab = bf16[399] abs(%a)\n"
+     " %pw = bf16[399] power(%ab, %b)\n %pn = bf16[399] power(%a, %b)\n %at = bf16[399] atan2(%a, %b)\n"
+     " ROOT %r = (bf16[399], bf16[399], bf16[399], bf16[399], bf16[399], bf16[399], bf16[399], bf16[399]) tuple(%sn, %cs, %em, %lp, %cb, %pw, %pn, %at)\n}\n", IR_PREC_DEFAULT, 1.0 / 128},
+    /* Float remainder is exact (fmod): compared exactly, with x % 0,
+     * inf % y, x % inf, NaNs and signed zeros. */
+    {"remainder_f32_bf16_exact",
+     "HloModule m\nENTRY e {\n %x = f32[5,130] parameter(0)\n %y = f32[5,130] parameter(1)\n"
+     " %k = f32[] constant(0.125)\n %kb = f32[5,130] broadcast(%k), dimensions={}\n %ys = f32[5,130] multiply(%y, %kb)\n"
+     " %xr = f32[650] reshape(%x)\n %yr = f32[650] reshape(%ys)\n"
+     " %sa = f32[12] constant({nan, 1, inf, -inf, 5, -5, 0, -0, 7.5, -7.5, 1e+30, 1.40129846e-45})\n"
+     " %sb = f32[12] constant({1, nan, 2, 3, 0, -0, 3, -3, inf, -inf, 3, 1e-45})\n"
+     " %a = f32[662] concatenate(%xr, %sa), dimensions={0}\n %b = f32[662] concatenate(%yr, %sb), dimensions={0}\n"
+     " %rm = f32[662] remainder(%a, %b)\n %rb = f32[662] remainder(%b, %a)\n"
+     " %ha = bf16[662] convert(%a)\n %hb = bf16[662] convert(%b)\n %hr = bf16[662] remainder(%ha, %hb)\n"
+     " ROOT %r = (f32[662], f32[662], bf16[662]) tuple(%rm, %rb, %hr)\n}\n", IR_PREC_DEFAULT, 0},
     {"integer_ops_s32_s8_pred",
      "HloModule m\nENTRY e {\n %x = s32[5,129] parameter(0)\n %y = s32[5,129] parameter(1)\n %a = s32[5,129] add(%x, %y)\n"
      " %m = s32[5,129] multiply(%a, %y)\n %s = s32[5,129] subtract(%m, %x)\n %mx = s32[5,129] maximum(%s, %y)\n"
@@ -139,22 +178,34 @@ static const tcase cases[] = {
 
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB"};
 
-/* An op without a vector-unit sequence is a located error naming it. */
+/* An op without a vector-unit sequence (integer power) and an element
+ * type without a vector-unit representation (f16) are located errors
+ * naming the op / the type. */
 static int check_unsupported(void) {
-  const char *text = "HloModule m\nENTRY e {\n %x = f32[4] parameter(0)\n ROOT %s = f32[4] sine(%x)\n}\n";
-  ir_module *m = tc_parse("unsupported.hlo", text);
-  diag *d = diag_create();
-  tpub_image *img = NULL;
-  base_status st = tpu_compile(m, NULL, d, &img, NULL);
-  const char *t = diag_text(d);
-  int bad = st != ST_UNSUPPORTED || img || !strstr(t, "unsupported.hlo:4:") ||
-            !strstr(t, "error: tpu: sine") || !strstr(t, "sine");
-  if (bad) printf("FAIL unsupported_op_error: status %d, diagnostics:\n%s\n", (int)st, t);
-  else printf("PASS unsupported_op_error\n");
-  diag_destroy(d);
-  tpub_free(img);
-  ir_module_destroy(m);
-  return bad;
+  static const struct {
+    const char *text, *at, *what;
+  } u[] = {
+      {"HloModule m\nENTRY e {\n %x = s32[4] parameter(0)\n ROOT %s = s32[4] power(%x, %x)\n}\n",
+       "unsupported.hlo:4:", "error: tpu: power"},
+      {"HloModule m\nENTRY e {\n %x = f16[4] parameter(0)\n ROOT %s = f16[4] sine(%x)\n}\n",
+       "unsupported.hlo:3:", "f16"},
+  };
+  int fails = 0;
+  for (size_t k = 0; k < COUNTOF(u); k++) {
+    ir_module *m = tc_parse("unsupported.hlo", u[k].text);
+    diag *d = diag_create();
+    tpub_image *img = NULL;
+    base_status st = tpu_compile(m, NULL, d, &img, NULL);
+    const char *t = diag_text(d);
+    int bad = st != ST_UNSUPPORTED || img || !strstr(t, u[k].at) || !strstr(t, u[k].what);
+    if (bad) printf("FAIL unsupported_op_error %zu: status %d, diagnostics:\n%s\n", k, (int)st, t);
+    else printf("PASS unsupported_op_error %zu\n", k);
+    fails += bad;
+    diag_destroy(d);
+    tpub_free(img);
+    ir_module_destroy(m);
+  }
+  return fails;
 }
 
 int main(int argc, char **argv) {
