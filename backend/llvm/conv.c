@@ -97,26 +97,41 @@ bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
     base[p] = LLVMBuildMul(b, LLVMBuildAdd(b, rowbase, ixc, ""), i64c(e, C), "");
   }
   LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ky, i64c(e, KW), ""), kx, ""), i64c(e, C), "");
-  LLVMValueRef ci = llvm_loop_begin(e, &lci, i64c(e, 0), i64c(e, C));
-  LLVMValueRef wrow = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, wbase, ci, ""), i64c(e, O), ""), o0, "");
-  LLVMValueRef wv[4];
-  for (int v = 0; v < OV; v++) {
-    wv[v] = LLVMBuildLoad2(b, vt, vptr(e, vt, llvm_buf_ptr(e, K), LLVMBuildAdd(b, wrow, i64c(e, v * VL), "")), "");
-    LLVMSetAlignment(wv[v], 4);
-  }
+  /* Two copies of the feature loop: interior (every pixel inside the image,
+   * plain loads) and border (zero outside). */
+  LLVMValueRef all = valid[0];
+  for (int p = 1; p < PX; p++) all = LLVMBuildAnd(b, all, valid[p], "");
+  LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.inner");
+  LLVMBasicBlockRef border = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.border");
+  LLVMBasicBlockRef joined = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.join");
+  LLVMBuildCondBr(b, all, inner, border);
   LLVMValueRef undef = LLVMGetUndef(vt), mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
-  for (int p = 0; p < PX; p++) {
-    LLVMValueRef xv = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, X), LLVMBuildAdd(b, base[p], ci, "")), "");
-    LLVMSetAlignment(xv, 4);
-    xv = LLVMBuildSelect(b, valid[p], xv, LLVMConstReal(e->t_f32, 0), "");
-    LLVMValueRef sv = LLVMBuildInsertElement(b, undef, xv, LLVMConstInt(e->t_i32, 0, 0), "");
-    sv = LLVMBuildShuffleVector(b, sv, undef, mask, "");
+  for (int pass = 0; pass < 2; pass++) {
+    LLVMPositionBuilderAtEnd(b, pass == 0 ? inner : border);
+    llvm_level_push(e);
+    LLVMValueRef ci = llvm_loop_begin(e, &lci, i64c(e, 0), i64c(e, C));
+    LLVMValueRef wrow = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, wbase, ci, ""), i64c(e, O), ""), o0, "");
+    LLVMValueRef wv[4];
     for (int v = 0; v < OV; v++) {
-      LLVMValueRef args[3] = {sv, wv[v], LLVMBuildLoad2(b, vt, acc[p * OV + v], "")};
-      LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[p * OV + v]);
+      wv[v] = LLVMBuildLoad2(b, vt, vptr(e, vt, llvm_buf_ptr(e, K), LLVMBuildAdd(b, wrow, i64c(e, v * VL), "")), "");
+      LLVMSetAlignment(wv[v], 4);
     }
+    for (int p = 0; p < PX; p++) {
+      LLVMValueRef xv = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, X), LLVMBuildAdd(b, base[p], ci, "")), "");
+      LLVMSetAlignment(xv, 4);
+      if (pass == 1) xv = LLVMBuildSelect(b, valid[p], xv, LLVMConstReal(e->t_f32, 0), "");
+      LLVMValueRef sv = LLVMBuildInsertElement(b, undef, xv, LLVMConstInt(e->t_i32, 0, 0), "");
+      sv = LLVMBuildShuffleVector(b, sv, undef, mask, "");
+      for (int v = 0; v < OV; v++) {
+        LLVMValueRef args[3] = {sv, wv[v], LLVMBuildLoad2(b, vt, acc[p * OV + v], "")};
+        LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[p * OV + v]);
+      }
+    }
+    llvm_loop_end(e, &lci);
+    llvm_level_pop(e);
+    LLVMBuildBr(b, joined);
   }
-  llvm_loop_end(e, &lci);
+  LLVMPositionBuilderAtEnd(b, joined);
   llvm_loop_end(e, &lkx);
   llvm_level_pop(e);
   LLVMBuildBr(b, rowx);
