@@ -190,6 +190,81 @@ def tpu():
             row(g, name, "roofline fraction", roof, a, what, "%", "")
 
 
+# ---- issue 5 targets (v3) -------------------------------------------------------
+
+# ResNet-50 (v1.5: stride 2 on the 3x3 of a stage's first block) convolution
+# layers at batch 32, NHWC: every distinct shape once with how many of the
+# network's 53 convolutions have it. (name, HW, CI, CO, R, S, P, count)
+RESNET50 = [
+    ("conv1 7x7/2 3->64", 224, 3, 64, 7, 2, 3, 1),
+    ("res2 1x1 64->64", 56, 64, 64, 1, 1, 0, 1),
+    ("res2 3x3 64->64", 56, 64, 64, 3, 1, 1, 3),
+    ("res2 1x1 64->256 (+proj)", 56, 64, 256, 1, 1, 0, 4),
+    ("res2 1x1 256->64", 56, 256, 64, 1, 1, 0, 2),
+    ("res3 1x1 256->128", 56, 256, 128, 1, 1, 0, 1),
+    ("res3 3x3/2 128->128", 56, 128, 128, 3, 2, 1, 1),
+    ("res3 1x1 128->512", 28, 128, 512, 1, 1, 0, 4),
+    ("res3 proj 1x1/2 256->512", 56, 256, 512, 1, 2, 0, 1),
+    ("res3 1x1 512->128", 28, 512, 128, 1, 1, 0, 3),
+    ("res3 3x3 128->128", 28, 128, 128, 3, 1, 1, 3),
+    ("res4 1x1 512->256", 28, 512, 256, 1, 1, 0, 1),
+    ("res4 3x3/2 256->256", 28, 256, 256, 3, 2, 1, 1),
+    ("res4 1x1 256->1024", 14, 256, 1024, 1, 1, 0, 6),
+    ("res4 proj 1x1/2 512->1024", 28, 512, 1024, 1, 2, 0, 1),
+    ("res4 1x1 1024->256", 14, 1024, 256, 1, 1, 0, 5),
+    ("res4 3x3 256->256", 14, 256, 256, 3, 1, 1, 5),
+    ("res5 1x1 1024->512", 14, 1024, 512, 1, 1, 0, 1),
+    ("res5 3x3/2 512->512", 14, 512, 512, 3, 2, 1, 1),
+    ("res5 1x1 512->2048", 7, 512, 2048, 1, 1, 0, 3),
+    ("res5 proj 1x1/2 1024->2048", 14, 1024, 2048, 1, 2, 0, 1),
+    ("res5 1x1 2048->512", 7, 2048, 512, 1, 1, 0, 2),
+    ("res5 3x3 512->512", 7, 512, 512, 3, 1, 1, 2),
+]
+
+
+def issue5():
+    """The issue's v3 targets at full size: the transformer encoder block
+    (batch 8, sequence 512, width 1024, 16 heads, MLP 4096) and ResNet-50's
+    convolution layers at batch 32, averaged over the network's 53 layers
+    (each distinct shape weighted by its count) and as the whole network's
+    useful MACs over its summed cycles (time-weighted)."""
+    print("issue 5 targets on v3", flush=True)
+    g = "issue5-v3"
+    path = template("transformer", B=8, S=512, D=1024, H=16, HD=64, F=4096)
+    d, err = tpu_run(path, "v3", "transformer_full")
+    if d is None:
+        na(g, "transformer block 8x512x1024", "MXU useful MACs", err)
+    else:
+        row(g, "transformer block 8x512x1024, 16 heads, MLP 4096", "MXU useful MACs",
+            d["mxu_useful_fraction"], 0.60, "issue 5 target", "%",
+            "%s-bound, %.0f cycles, host %.1f s" % (d["roofline_bound"], d["cycles"],
+                                                    d["host_seconds"]))
+    tot_n = tot_u = tot_flops = tot_peak = 0.0
+    missing = []
+    for name, hw, ci, co, r, s, p, count in RESNET50:
+        ohw = (hw + 2 * p - r) // s + 1
+        path = template("resnet_conv", NAME=name.split()[0], N=32, HW=hw, CI=ci, CO=co, R=r,
+                        S=s, P=p, OHW=ohw)
+        d, err = tpu_run(path, "v3", "r50_" + re.sub(r"\W+", "_", name))
+        wl = "ResNet-50 b32 %s x%d" % (name, count)
+        if d is None:
+            na(g, wl, "MXU useful MACs", err)
+            missing.append(name)
+            continue
+        row(g, wl, "MXU useful MACs", d["mxu_useful_fraction"], None, "", "%",
+            "%s-bound, %.0f cycles" % (d["roofline_bound"], d["cycles"]))
+        tot_n += count
+        tot_u += count * d["mxu_useful_fraction"]
+        tot_flops += count * d["flops"]
+        tot_peak += count * d["seconds"] * d["peak_flops"]
+    if tot_n and not missing:
+        row(g, "ResNet-50 b32 conv layers, mean over 53", "MXU useful MACs", tot_u / tot_n, 0.50,
+            "issue 5 target", "%", "each distinct shape weighted by its count")
+        row(g, "ResNet-50 b32 conv layers, whole network", "MXU useful MACs",
+            tot_flops / tot_peak, 0.50, "issue 5 target", "%",
+            "sum of FLOPs / (sum of seconds x peak), counts applied")
+
+
 # ---- CPU backend -----------------------------------------------------------------
 
 def numpy_python():
@@ -400,10 +475,11 @@ def main():
     model, ncpu, load = machine()
     t0 = time.time()
     print("machine: %s, %d cpus, load %s" % (model, ncpu, " ".join(load)), flush=True)
-    emulator()
-    tpu()
-    cpu()
-    compile_time()
+    only = os.environ.get("TPUCC_BENCH_ONLY", "emulator,tpu,issue5,cpu,compile").split(",")
+    for name, fn in (("emulator", emulator), ("tpu", tpu), ("issue5", issue5), ("cpu", cpu),
+                     ("compile", compile_time)):
+        if name in only:
+            fn()
     secs = time.time() - t0
     md = table()
     head = ("machine: %s, %d cpus, load at start %s; suite %.0f s; ratio = tpucc / anchor "
