@@ -337,6 +337,48 @@ static void lower_iota(lctx *x, ir_id i) {
 
 static void lower_constant(lctx *x, ir_id i);
 
+/* A pointwise convolution (1x1 window, stride 1, no padding or dilation,
+ * one group) of bf16 operands, input and output laid out batch, spatial...,
+ * feature and the kernel's input feature before its output feature, is the
+ * matmul [B*S, Cin] x [Cin, Cout] on the buffers as they are: no patch view,
+ * no scatter of the result into the output layout (lower_conv's general
+ * path costs an extra f32 pass over HBM). Same products in the same
+ * ascending-Cin order, so the same bits. False when it does not apply. */
+static bool lower_pointwise_conv(lctx *x, ir_id i) {
+  const ir_inst *in = &x->comp->insts.v[i];
+  const tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  const ir_conv_dims *cd = &in->a.conv;
+  ir_type rt = in->shape.type;
+  int ns = cd->nspatial, r = in->shape.rank;
+  if (v->type != IR_BF16 || kv->type != IR_BF16 || !ir_type_is_float(rt) ||
+      in->a.feature_group_count > 1 || in->a.batch_group_count > 1 || ns < 1 ||
+      in->a.window.rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
+    return false;
+  if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
+      cd->out_feature != r - 1 || cd->k_in > cd->k_out)
+    return false;
+  for (int k = 0; k < ns; k++) {
+    const ir_window_dim *w = &in->a.window.dims[k];
+    if (w->size != 1 || w->stride != 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
+        w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
+        kv->dims[cd->k_spatial[k]] != 1 || in->shape.dims[k + 1] != v->dims[k + 1])
+      return false;
+  }
+  int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out], M = v->count / (Cin ? Cin : 1);
+  if (Cin != kv->dims[cd->k_in] || Cout != in->shape.dims[r - 1] || Cin == 0) return false;
+  tval *C = tv_new(x, IR_F32, r, in->shape.dims);
+  tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(v), 0, tv_addr(kv), 0, tv_addr(C), 0);
+  if (x->b->max_passes < 1) x->b->max_passes = 1;
+  x->b->flops += (uint64_t)(2 * M * Cout * Cin);
+  if (rt != IR_F32) {
+    tval *cv = lower_convert(x, C, rt);
+    tv_release(x, C);
+    C = cv;
+  }
+  x->val[i] = C;
+  return true;
+}
+
 void lower_inst(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tb *b = x->b;
@@ -432,7 +474,9 @@ void lower_inst(lctx *x, ir_id i) {
     x->val[i] = lower_pad(x, ov, x->val[in->ops[1]], in->a.padding, in->shape.type);
     break;
   case IR_OP_DOT: lower_dot(x, i); break;
-  case IR_OP_CONVOLUTION: lower_conv(x, i); break;
+  case IR_OP_CONVOLUTION:
+    if (!lower_pointwise_conv(x, i)) lower_conv(x, i);
+    break;
   case IR_OP_REDUCE: lower_reduce(x, i); break;
   case IR_OP_REDUCE_WINDOW: lower_reduce_window(x, i); break;
   case IR_OP_ALL_REDUCE: {

@@ -142,6 +142,17 @@ static const tcase cases[] = {
     {"conv3d_batch_groups",
      "HloModule m\nENTRY e {\n %x = f32[4,3,5,4,3] parameter(0)\n %k = f32[3,2,2,2,6] parameter(1)\n"
      " ROOT %c = f32[2,6,4,3,2] convolution(%x, %k), window={size=2x2x2}, dim_labels=bf012_i012o->bf012, batch_group_count=2\n}\n", IR_PREC_DEFAULT, 0},
+    /* 1x1 stride-1 convolutions of bf16 operands run as plain matmuls
+     * (backend/tpu/lower.c lower_pointwise_conv); the io->oi kernel falls
+     * back to the general path. */
+    {"conv2d_pointwise_bf16",
+     "HloModule m\nENTRY e {\n %x = bf16[3,7,9,130] parameter(0)\n %k = bf16[1,1,130,200] parameter(1)\n"
+     " ROOT %c = f32[3,7,9,200] convolution(%x, %k), window={size=1x1}, dim_labels=b01f_01io->b01f\n}\n", IR_PREC_DEFAULT, 0},
+    {"conv1d_pointwise_bf16_result",
+     "HloModule m\nENTRY e {\n %x = bf16[2,33,64] parameter(0)\n %k = bf16[1,64,24] parameter(1)\n %ko = bf16[1,24,64] parameter(2)\n"
+     " %c = bf16[2,33,24] convolution(%x, %k), window={size=1}, dim_labels=b0f_0io->b0f\n"
+     " %d = bf16[2,33,24] convolution(%x, %ko), window={size=1}, dim_labels=b0f_0oi->b0f\n"
+     " ROOT %t = (bf16[2,33,24], bf16[2,33,24]) tuple(%c, %d)\n}\n", IR_PREC_DEFAULT, 0},
     {"reduce_axes",
      "HloModule m\n" ADDF MAXF ADDI "ENTRY e {\n %x = f32[5,129,3] parameter(0)\n %z = f32[] constant(0)\n %ni = f32[] constant(-inf)\n"
      " %r0 = f32[129,3] reduce(%x, %z), dimensions={0}, to_apply=%ad\n %r1 = f32[5] reduce(%x, %ni), dimensions={1,2}, to_apply=%mx\n"
