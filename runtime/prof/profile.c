@@ -275,7 +275,7 @@ int prof_finish(prof *p, const emu_stats *st) {
   if (!p->trace) return p->oom ? -1 : 0;
   for (int u = 0; u < ISA_UNIT_COUNT; u++)
     flush_span(p, u);
-  qsort(p->pts, p->npts, sizeof *p->pts, point_cmp);
+  if (p->npts) qsort(p->pts, p->npts, sizeof *p->pts, point_cmp);
   fprintf(p->trace, ",\n{\"name\":\"HBM bandwidth (GB/s)\",\"ph\":\"C\",\"pid\":1,\"ts\":0,"
                     "\"args\":{\"GB/s\":0}}");
   for (size_t i = 0; i < p->npts; i++)
