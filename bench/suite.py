@@ -11,13 +11,18 @@ markdown table (also written next to OUT.json as OUT.md). Groups:
             ResNet-50 convolution layers (bench/suite/resnet_*.tg), an MLP
             at batch 8 and 1024 and an elementwise chain, beside published
             figures of real TPUs (shared/docs/hardware.md);
+  issue5-v3 issue 5's targets at full size (TPUCC_BENCH_ONLY=issue5 runs
+            only them): the transformer block 8x512x1024 (bench/suite/
+            transformer.tg.in) and ResNet-50's convolution layers at batch
+            32 (RESNET50, bench/suite/resnet_conv.tg.in), count-weighted;
   cpu       the LLVM backend against OpenBLAS, a STREAM-like triad (bench/
             cpu_*), numpy (and PyTorch when installed);
   compile   `tpucc compile --emit=tpub` of generated graphs of 1k, 10k and
             100k instructions against linear scaling from the 1k graph.
 
 A workload that cannot run prints "n/a (reason)", never a number it did
-not measure. Only the standard library is needed here; numpy and torch
+not measure. TPUCC_BENCH_ONLY=a,b (emulator, tpu, issue5, cpu, compile)
+runs the named groups only. Only the standard library is needed here; numpy and torch
 anchors run in a subprocess of a python3 that has them."""
 import json
 import os
