@@ -337,13 +337,14 @@ static void lower_iota(lctx *x, ir_id i) {
 
 static void lower_constant(lctx *x, ir_id i);
 
-/* A pointwise convolution (1x1 window, stride 1, no padding or dilation,
- * one group) of bf16 operands, input and output laid out batch, spatial...,
- * feature and the kernel's input feature before its output feature, is the
- * matmul [B*S, Cin] x [Cin, Cout] on the buffers as they are: no patch view,
- * no scatter of the result into the output layout (lower_conv's general
- * path costs an extra f32 pass over HBM). Same products in the same
- * ascending-Cin order, so the same bits. False when it does not apply. */
+/* A pointwise convolution (1x1 window, no padding or dilation, one group)
+ * of bf16 operands, input and output laid out batch, spatial..., feature
+ * and the kernel's input feature before its output feature, is the matmul
+ * [B*S, Cin] x [Cin, Cout] on the buffers as they are (any stride: the
+ * sampled positions are gathered first): no patch view, no scatter of the
+ * result into the output layout (lower_conv's general path costs an extra
+ * f32 pass over HBM). Same products in the same ascending-Cin order, so
+ * the same bits. False when it does not apply. */
 static bool lower_pointwise_conv(lctx *x, ir_id i) {
   const ir_inst *in = &x->comp->insts.v[i];
   const tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
@@ -357,17 +358,37 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
   if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
       cd->out_feature != r - 1 || cd->k_in > cd->k_out)
     return false;
+  bool strided = false;
   for (int k = 0; k < ns; k++) {
     const ir_window_dim *w = &in->a.window.dims[k];
-    if (w->size != 1 || w->stride != 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
+    if (w->size != 1 || w->stride < 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
         w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
-        kv->dims[cd->k_spatial[k]] != 1 || in->shape.dims[k + 1] != v->dims[k + 1])
+        kv->dims[cd->k_spatial[k]] != 1 ||
+        in->shape.dims[k + 1] != (v->dims[k + 1] - 1) / w->stride + 1)
       return false;
+    strided |= w->stride != 1;
   }
-  int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out], M = v->count / (Cin ? Cin : 1);
-  if (Cin != kv->dims[cd->k_in] || Cout != in->shape.dims[r - 1] || Cin == 0) return false;
+  int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out];
+  if (Cin != kv->dims[cd->k_in] || Cout != in->shape.dims[r - 1] || Cin == 0 ||
+      in->shape.dims[0] != v->dims[0])
+    return false;
+  /* Strided: the sampled positions first, as a bf16 [batch, out spatial...,
+   * Cin] buffer (a quarter of the input for stride 2). */
+  tval *a = NULL;
+  if (strided) {
+    int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = in->shape.dims[k];
+    dims[r - 1] = Cin;
+    a = tv_new(x, IR_BF16, r, dims);
+    tv_strides(v, ss);
+    tv_strides(a, ds);
+    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a.window.dims[k].stride;
+    tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
+  }
+  int64_t M = (a ? a->count : v->count) / Cin;
   tval *C = tv_new(x, IR_F32, r, in->shape.dims);
-  tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(v), 0, tv_addr(kv), 0, tv_addr(C), 0);
+  tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(a ? a : v), 0, tv_addr(kv), 0, tv_addr(C), 0);
+  if (a) tv_release(x, a);
   if (x->b->max_passes < 1) x->b->max_passes = 1;
   x->b->flops += (uint64_t)(2 * M * Cout * Cin);
   if (rt != IR_F32) {

@@ -148,6 +148,9 @@ static const tcase cases[] = {
     {"conv2d_pointwise_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[3,7,9,130] parameter(0)\n %k = bf16[1,1,130,200] parameter(1)\n"
      " ROOT %c = f32[3,7,9,200] convolution(%x, %k), window={size=1x1}, dim_labels=b01f_01io->b01f\n}\n", IR_PREC_DEFAULT, 0},
+    {"conv2d_pointwise_strided_bf16",
+     "HloModule m\nENTRY e {\n %x = bf16[3,9,8,130] parameter(0)\n %k = bf16[1,1,130,70] parameter(1)\n"
+     " ROOT %c = f32[3,5,3,70] convolution(%x, %k), window={size=1x1 stride=2x3}, dim_labels=b01f_01io->b01f\n}\n", IR_PREC_DEFAULT, 0},
     {"conv1d_pointwise_bf16_result",
      "HloModule m\nENTRY e {\n %x = bf16[2,33,64] parameter(0)\n %k = bf16[1,64,24] parameter(1)\n %ko = bf16[1,24,64] parameter(2)\n"
      " %c = bf16[2,33,24] convolution(%x, %k), window={size=1}, dim_labels=b0f_0io->b0f\n"
