@@ -2,6 +2,11 @@
  * (the IR's own text form), and, through the backends in the target table,
  * TPU programs (.tpub), TPU assembly or a CPU object file and header. */
 #include "tools/tools.h"
+#ifdef TPUCC_HAVE_LLVM
+#include "backend/llvm/cpu.h" /* --target=cpu: cpu_compile_aot */
+#endif
+
+#include <ctype.h>
 
 void tool_help_compile(FILE *f) {
   fputs("usage: tpucc compile FILE [options]\n"
@@ -15,8 +20,20 @@ void tool_help_compile(FILE *f) {
         "                       tpub  a TPU program for --target (backend/tpu),\n"
         "                             the default when -o names a .tpub file\n"
         "                       asm   the TPU program as assembler text\n"
+        "                       obj   with --target=cpu (the default there): an\n"
+        "                             object file for the host CPU (backend/llvm)\n"
         "  --target=SPEC      TPU target of tpub/asm (default v3; v2, overrides\n"
         "                     such as v3,mxu=64x64,vmem=8MiB)\n"
+        "  --target=cpu       ahead of time for this CPU: -o FILE.o gets an object\n"
+        "                     defining void SYM_run(inputs..., outputs..., scratch)\n"
+        "                     (SYM: the stem of -o, or --symbol); needs only libm\n"
+        "  --emit-header=FILE with --target=cpu: a C header declaring SYM_run with\n"
+        "                     the shapes and types of its inputs and outputs and\n"
+        "                     SYM_SCRATCH_BYTES (upper case), the scratch needed\n"
+        "  --symbol=NAME      with --target=cpu: the C name of the entry (default:\n"
+        "                     the stem of -o, non-identifier characters as _)\n"
+        "  --cpu-numerics=M   with --target=cpu: native (default), strict or tpu\n"
+        "                     (docs/cpu-backend.md)\n"
         "  --precision=P      default|high|highest: bf16 passes of f32 dots (1, 3, 6)\n"
         "  --memory-report    print peak VMEM/HBM and the largest buffers\n"
         "  -o FILE            write to FILE instead of standard output (- is stdout)\n"
@@ -33,9 +50,61 @@ void tool_help_compile(FILE *f) {
 
 static const char *const CMD = "tpucc compile";
 
+/* --target=cpu: the object (and header) through backend/llvm's
+ * cpu_compile_aot. sym: the entry's C name (NULL: from the stem of out). */
+static int emit_cpu(const ir_module *m, const char *out, const char *header, const char *sym,
+                    const char *numerics) {
+#ifdef TPUCC_HAVE_LLVM
+  if (!out || !strcmp(out, "-")) {
+    tool_error(CMD, "--target=cpu writes an object file: give -o FILE.o");
+    return TOOL_EXIT_USAGE;
+  }
+  cpu_options o;
+  cpu_options_init(&o);
+  if (numerics && !cpu_numerics_from_name(numerics, &o.numerics)) {
+    tool_error(CMD, "--cpu-numerics: '%s' is not native, strict or tpu", numerics);
+    return TOOL_EXIT_USAGE;
+  }
+  char name[128];
+  if (!sym) { /* the stem of -o as a C identifier */
+    const char *b = strrchr(out, '/');
+    b = b ? b + 1 : out;
+    size_t n = 0;
+    for (; b[n] && b[n] != '.' && n + 1 < sizeof name; n++)
+      name[n] = isalnum((unsigned char)b[n]) ? b[n] : '_';
+    name[n] = 0;
+    if (!n || isdigit((unsigned char)name[0])) {
+      tool_error(CMD, "-o '%s': no C name in the file name; give --symbol=NAME", out);
+      return TOOL_EXIT_USAGE;
+    }
+    sym = name;
+  } else {
+    bool ok = sym[0] && !isdigit((unsigned char)sym[0]) && strlen(sym) < sizeof name;
+    for (const char *p = sym; ok && *p; p++) ok = isalnum((unsigned char)*p) || *p == '_';
+    if (!ok) {
+      tool_error(CMD, "--symbol: '%s' is not a C identifier", sym);
+      return TOOL_EXIT_USAGE;
+    }
+  }
+  o.entry_name = sym;
+  char err[1024];
+  base_status st = cpu_compile_aot(m, &o, out, header, err, sizeof err);
+  if (st != ST_OK) {
+    tool_error(CMD, "%s", err);
+    return st == ST_IO_ERROR ? TOOL_EXIT_FAIL : TOOL_EXIT_USAGE;
+  }
+  return TOOL_EXIT_OK;
+#else
+  (void)m, (void)out, (void)header, (void)sym, (void)numerics;
+  tool_error(CMD, "--target=cpu: built without the CPU backend (LLVM not found)");
+  return TOOL_EXIT_USAGE;
+#endif
+}
+
 int tool_cmd_compile(int argc, char **argv) {
   tool_args ar = {argc, 0, argv, CMD, false};
   const char *file = NULL, *out = NULL, *emit = NULL, *name, *v;
+  const char *header = NULL, *sym = NULL, *numerics = NULL; /* --target=cpu */
   tool_tpu_opts tpo = {0};
   tpucc_compile_options co;
   tpucc_compile_options_init(&co);
@@ -57,6 +126,12 @@ int tool_cmd_compile(int argc, char **argv) {
       return TOOL_EXIT_OK;
     } else if (!strcmp(name, "memory-report")) {
       tpo.memory_report = true;
+    } else if (!strcmp(name, "emit-header") || !strcmp(name, "symbol") ||
+               !strcmp(name, "cpu-numerics")) {
+      if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
+      if (name[0] == 'e') header = v;
+      else if (name[0] == 's') sym = v;
+      else numerics = v;
     } else if (!strcmp(name, "target") || !strcmp(name, "precision")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
       if (name[0] == 't') tpo.target = v;
@@ -88,12 +163,27 @@ int tool_cmd_compile(int argc, char **argv) {
     tool_error(CMD, "no FILE given (see tpucc compile --help)");
     return TOOL_EXIT_USAGE;
   }
+  bool cpu = tpo.target && !strcmp(tpo.target, "cpu");
+  if ((header || sym || numerics) && !cpu) {
+    tool_error(CMD, "--emit-header, --symbol and --cpu-numerics need --target=cpu");
+    return TOOL_EXIT_USAGE;
+  }
+  if (cpu && emit && strcmp(emit, "obj") != 0) {
+    tool_error(CMD, "--target=cpu emits an object file (--emit=obj), not '%s'", emit);
+    return TOOL_EXIT_USAGE;
+  }
+  if (cpu) emit = "obj";
   if (!emit) {
     size_t ol = out ? strlen(out) : 0;
     emit = ol > 5 && !strcmp(out + ol - 5, ".tpub") ? "tpub" : "hlo";
   }
-  if (strcmp(emit, "hlo") != 0 && strcmp(emit, "tpub") != 0 && strcmp(emit, "asm") != 0) {
-    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo, tpub, asm)", emit);
+  if (strcmp(emit, "hlo") != 0 && strcmp(emit, "tpub") != 0 && strcmp(emit, "asm") != 0 &&
+      strcmp(emit, "obj") != 0) {
+    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo, tpub, asm, obj)", emit);
+    return TOOL_EXIT_USAGE;
+  }
+  if (!strcmp(emit, "obj") && !cpu) {
+    tool_error(CMD, "--emit=obj needs --target=cpu");
     return TOOL_EXIT_USAGE;
   }
   tpucc_session *s;
@@ -113,6 +203,8 @@ int tool_cmd_compile(int argc, char **argv) {
   } else if (tool_module_optimize(m, &oo) != TPUCC_OK) { /* the -O pipeline */
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
+  } else if (cpu) { /* an object file for this CPU */
+    rc = emit_cpu(tool_module_ir(m), out, header, sym, numerics);
   } else if (strcmp(emit, "hlo") != 0) { /* a TPU program */
     char err[8192];
     base_status st = tool_tpu_emit(tool_module_ir(m), &tpo, emit, out, err, sizeof err);

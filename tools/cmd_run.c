@@ -67,6 +67,12 @@ void tool_help_run(FILE *f) {
         "                         after ops, HBM bandwidth counter\n"
         "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
         "                         (docs/profiling.md)\n"
+        "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
+        "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
+        "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
+        "                         (bit-exact with interp) or tpu (bf16 dot operands,\n"
+        "                         f32 sums in the emulator's order: the v3 bits);\n"
+        "                         default: TPUCC_CPU_NUMERICS, else native\n"
         "  -h, --help             this text\n",
         f);
   tool_help_opt_flags(f);
@@ -104,6 +110,7 @@ typedef struct run_cfg {
   tool_opt_options opt; /* -O level and pass tooling (cmd_opt.c) */
   bool listed;          /* --list-passes printed the pipeline */
   tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
+  const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -182,6 +189,18 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       VALUE();
       if (name[1] == 't') c->tpu.stats_json = v;
       else c->tpu.precision = v;
+    } else if (!strcmp(name, "threads")) {
+      VALUE();
+      int64_t t;
+      if (!tool_parse_int(CMD, name, v, 1, 1024, &t)) return false;
+      c->cpu_threads = v;
+    } else if (!strcmp(name, "cpu-numerics")) {
+      VALUE();
+      if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
+        tool_error(CMD, "--cpu-numerics: '%s' is not native, strict or tpu", v);
+        return false;
+      }
+      c->cpu_numerics = v;
     } else if (!strcmp(name, "random-inputs")) {
       if (v) {
         tool_error(CMD, "--random-inputs takes no value");
@@ -428,6 +447,14 @@ int tool_cmd_run(int argc, char **argv) {
   if (help) {
     if (!c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
+    goto done;
+  }
+  /* The cpu row of the target table (backend/llvm's cpu_run_target) reads
+   * its options from these variables; the flags override the environment
+   * for this process only. */
+  if ((c.cpu_threads && setenv("TPUCC_CPU_THREADS", c.cpu_threads, 1) != 0) ||
+      (c.cpu_numerics && setenv("TPUCC_CPU_NUMERICS", c.cpu_numerics, 1) != 0)) {
+    tool_error(CMD, "cannot set the CPU options");
     goto done;
   }
   const char *given_target = c.target; /* a .tpub runs on its own target unless given */

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/llvm/cli_cpu.sh TPUCC SRCDIR: the CLI's CPU flags end to end.
+#  - tpucc compile --target=cpu -o aot_model.o --emit-header=aot_model.h on
+#    samples/aot/model.hlo, linked with `cc` into the sample's driver
+#    (samples/aot/main.c), which checks values worked out by hand;
+#  - tpucc run --target=cpu --threads=1 and --threads=2 print the same text;
+#  - --cpu-numerics=tpu on f32 dots prints what --target=v3 prints (when the
+#    TPU backend is built), and differs from native where bf16 matters;
+#  - malformed flag values are usage errors (exit 2).
+set -u
+tpucc="$1"
+src="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# 1. ahead of time through the CLI, linked by the C compiler at test time.
+if ! "$tpucc" compile "$src/samples/aot/model.hlo" --target=cpu -o "$tmp/aot_model.o" \
+    --emit-header="$tmp/aot_model.h"; then
+  bad "tpucc compile --target=cpu"
+elif ! grep -q 'aot_model_run' "$tmp/aot_model.h" || ! grep -q 'AOT_MODEL_SCRATCH_BYTES' "$tmp/aot_model.h"; then
+  bad "header lacks aot_model_run / AOT_MODEL_SCRATCH_BYTES"
+elif ! cc -std=c11 -I"$tmp" "$src/samples/aot/main.c" "$tmp/aot_model.o" -lm -o "$tmp/drv"; then
+  bad "cc could not build the driver against the object and header"
+else
+  out="$("$tmp/drv")" || bad "driver: values differ from the hand-derived ones"
+  [ "$out" = "r = {8.5 0 2 0.25; 3.75 0 3 0}, sum = {10.75, 6.75}" ] || bad "driver printed '$out'"
+fi
+# --symbol renames the entry; an -o without a C name needs one.
+"$tpucc" compile "$src/samples/aot/model.hlo" --target=cpu -o "$tmp/x.o" --symbol=my_net \
+  --emit-header="$tmp/x.h" && grep -q 'my_net_run' "$tmp/x.h" || bad "--symbol"
+"$tpucc" compile "$src/samples/aot/model.hlo" --target=cpu -o "$tmp/9.o" 2>/dev/null
+[ $? -eq 2 ] || bad "-o 9.o without --symbol should be a usage error"
+"$tpucc" compile "$src/samples/aot/model.hlo" --emit-header="$tmp/y.h" 2>/dev/null
+[ $? -eq 2 ] || bad "--emit-header without --target=cpu should be a usage error"
+
+# 2. threads: a dot, a row reduction and elementwise ops, large enough to
+# be split. (No transcendentals: the emulator's exp is not libm's, so
+# --cpu-numerics=tpu matches v3 on dots and arithmetic, not on exp.)
+cat > "$tmp/mm.hlo" <<'HLO'
+HloModule mm
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[96,200] parameter(0)
+  w = f32[200,72] parameter(1)
+  d = f32[96,72] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  r = f32[96] reduce(d, z), dimensions={1}, to_apply=add
+  h = f32[96,72] multiply(d, d)
+  zb = f32[96,72] broadcast(z), dimensions={}
+  m = f32[96,72] maximum(d, zb)
+  e = f32[96,72] subtract(m, h)
+  ROOT t = (f32[96,72], f32[96], f32[96,72]) tuple(d, r, e)
+}
+HLO
+run() { "$tpucc" run "$tmp/mm.hlo" --random-inputs --seed=7 --print-max-elements=0 "$@"; }
+t1="$(run --target=cpu --threads=1)" || bad "--threads=1"
+t2="$(run --target=cpu --threads=2)" || bad "--threads=2"
+[ -n "$t1" ] && [ "$t1" = "$t2" ] || bad "--threads=1 and --threads=2 differ"
+# strict numerics equals the reference evaluator's text
+s2="$(run --target=cpu --threads=2 --cpu-numerics=strict)" || bad "--cpu-numerics=strict"
+ri="$(run --target=interp)" || bad "interp"
+[ "$s2" = "$ri" ] || bad "--cpu-numerics=strict differs from --target=interp"
+# the flag overrides the environment variable
+e1="$(TPUCC_CPU_NUMERICS=native run --target=cpu --cpu-numerics=strict)"
+[ "$e1" = "$ri" ] || bad "--cpu-numerics does not override TPUCC_CPU_NUMERICS"
+
+# 3. TPU numerics on dots equal the emulator bit for bit.
+if "$tpucc" run --help | grep -q '^  v3 '; then
+  tp="$(run --target=cpu --cpu-numerics=tpu --threads=2)" || bad "--cpu-numerics=tpu"
+  v3="$(run --target=v3)" || bad "--target=v3"
+  [ -n "$tp" ] && [ "$tp" = "$v3" ] || bad "--cpu-numerics=tpu differs from --target=v3"
+  [ "$tp" != "$s2" ] || bad "tpu numerics equal strict f32 (bf16 rounding not applied?)"
+else
+  echo "note: built without the TPU backend; --target=v3 comparison skipped"
+fi
+
+# 4. malformed values
+for f in --threads=0 --threads=x --cpu-numerics=fast; do
+  "$tpucc" run "$tmp/mm.hlo" --random-inputs --target=cpu "$f" >/dev/null 2>&1
+  [ $? -eq 2 ] || bad "$f should be a usage error"
+done
+[ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
+exit $fail
