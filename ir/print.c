@@ -50,27 +50,7 @@ static void put_shape(strbuf *b, const ir_shape *s, bool layout) {
   if (!layout) return;
   ir_shape d = *s;
   if (!d.has_layout) ir_shape_default_layout(&d);
-  const ir_layout *l = &d.layout;
-  bool extra = l->ntiles || l->element_bits || l->memory_space;
-  if (d.rank == 0 && !extra) return;
-  sb_putc(b, '{');
-  for (int i = 0; i < d.rank; i++) sb_printf(b, "%s%d", i ? "," : "", l->minor_to_major[i]);
-  if (extra) {
-    sb_putc(b, ':');
-    if (l->ntiles) sb_putc(b, 'T');
-    for (int t = 0; t < l->ntiles; t++) {
-      sb_putc(b, '(');
-      for (int i = 0; i < l->tiles[t].rank; i++) {
-        if (i) sb_putc(b, ',');
-        if (l->tiles[t].dims[i] == IR_TILE_COMBINE) sb_putc(b, '*');
-        else sb_printf(b, "%lld", (long long)l->tiles[t].dims[i]);
-      }
-      sb_putc(b, ')');
-    }
-    if (l->element_bits) sb_printf(b, "E(%d)", l->element_bits);
-    if (l->memory_space) sb_printf(b, "S(%d)", l->memory_space);
-  }
-  sb_putc(b, '}');
+  ir_layout_print(b, &d);
 }
 
 /* ---- literals ---- */

@@ -102,11 +102,16 @@ void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
   sb_putc(b, '[');
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
   sb_putc(b, ']');
-  if (!with_layout || !s->has_layout || s->rank == 0) return;
+  if (with_layout && s->has_layout) ir_layout_print(b, s);
+}
+
+void ir_layout_print(strbuf *b, const ir_shape *s) {
   const ir_layout *l = &s->layout;
+  bool extra = l->ntiles || l->element_bits || l->memory_space;
+  if (s->rank == 0 && !extra) return;
   sb_putc(b, '{');
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%d", i ? "," : "", l->minor_to_major[i]);
-  if (l->ntiles || l->element_bits || l->memory_space) {
+  if (extra) {
     sb_putc(b, ':');
     /* XLA spells several tiles with one T: "T(8,128)(2,1)". */
     if (l->ntiles) sb_putc(b, 'T');
