@@ -66,8 +66,9 @@ void tool_help_run(FILE *f) {
         "  --trace=FILE.json      TPU targets: Chrome trace (Perfetto), spans named\n"
         "                         after ops, HBM bandwidth counter\n"
         "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
-        "                         (docs/profiling.md)\n"
-        "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
+        "                         (docs/profiling.md)\n",
+        f);
+  fputs("  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
         "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
         "                         (bit-exact with interp) or tpu (bf16 dot operands,\n"
