@@ -132,6 +132,8 @@ static const ir_literal *splat_of(lctx *x, ir_id i) {
 }
 
 typedef struct dag {
+  int epi_in1;       /* 1 + input index of x->epi_dot, 0 before it is met */
+  int *memo;         /* per instruction: 1 + its node (shared uses), or 0 */
   VEC(tk_node) nodes;
   VEC(ir_id) in_ids; /* materialised inputs */
   VEC(tval *) in_vals;
@@ -163,6 +165,8 @@ static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, cons
 
 static int dag_inst(lctx *x, dag *d, ir_id i) {
   const ir_inst *in = inst_of(x, i);
+  if (!d->memo) d->memo = arena_array(x->b->a, (size_t)x->comp->insts.n + 1, sizeof(int));
+  if (d->memo[i]) return d->memo[i] - 1;
   tk_node n = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
   int64_t count = 1;
   for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
@@ -175,7 +179,9 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
     tb_error(x->b, ST_UNSUPPORTED, "%s (%s%s%s)", why, ir_op_name(in->op), " on ",
              ir_type_name(in->shape.type));
   }
-  return add_node(x, d, n);
+  int r = add_node(x, d, n);
+  d->memo[i] = r + 1;
+  return r;
 }
 
 static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, const int64_t *dims) {
@@ -185,6 +191,17 @@ static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, cons
     return add_node(x, d, n);
   }
   if (x->deferred[opi]) return dag_inst(x, d, opi);
+  if (opi == x->epi_dot) { /* not lowered yet: an input without a buffer */
+    if (!d->epi_in1) {
+      VEC_PUSH(x->b->a, d->in_vals, NULL);
+      VEC_PUSH(x->b->a, d->in_ids, IR_NONE);
+      d->epi_in1 = d->in_vals.n;
+    }
+    for (int j = 0; j < d->nodes.n; j++)
+      if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == d->epi_in1 - 1) return j;
+    tk_node n = {TK_IN, IR_F32, d->epi_in1 - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
+    return add_node(x, d, n);
+  }
   tval *v = x->val[opi];
   if (v->count != count) { /* a scalar operand of clamp/select */
     tval *bv = materialize_broadcast(x, v, rank, dims);
@@ -206,19 +223,42 @@ static void lower_elementwise(lctx *x, ir_id i) {
   e.ninputs = d.in_vals.n;
   e.in_addr = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(uint64_t));
   e.in_type = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(ir_type));
-  for (int k = 0; k < e.ninputs; k++) {
-    e.in_addr[k] = tv_addr(d.in_vals.v[k]);
-    e.in_type[k] = d.in_vals.v[k]->type;
-  }
+  for (int k = 0; k < e.ninputs; k++)
+    if (k != d.epi_in1 - 1) {
+      e.in_addr[k] = tv_addr(d.in_vals.v[k]);
+      e.in_type[k] = d.in_vals.v[k]->type;
+    }
   e.noutputs = 1;
   e.out_node = &root;
   uint64_t oa = tv_addr(out);
   e.out_addr = &oa;
   e.count = out->count;
-  tk_elementwise(x->b, &e);
+  if (d.epi_in1) {
+    /* kOutput fusion: the program is the dot's epilogue when the matmul
+     * plan allows, else the dot is lowered now and the program runs after. */
+    int di = d.epi_in1 - 1;
+    ir_id dot = x->epi_dot;
+    const ir_inst *din = inst_of(x, dot);
+    e.in_type[di] = IR_F32;
+    if (!lower_dot_epilogue(x, dot, &e, di, oa)) {
+      int np = x->pending.n;
+      ir_id *saved = arena_array(x->b->a, (size_t)np + 1, sizeof(ir_id));
+      for (int k = 0; k < np; k++) saved[k] = x->pending.v[k];
+      lower_dot(x, dot);
+      x->pending.n = 0;
+      for (int k = 0; k < np; k++) VEC_PUSH(x->b->a, x->pending, saved[k]);
+      if (x->b->failed) return;
+      e.in_addr[di] = tv_addr(x->val[dot]);
+      tk_elementwise(x->b, &e);
+      VEC_PUSH(x->b->a, x->pending, dot);
+    }
+    for (int k = 0; k < din->nops; k++) VEC_PUSH(x->b->a, x->pending, din->ops[k]);
+  } else {
+    tk_elementwise(x->b, &e);
+  }
   /* Temporary broadcasts made for scalar operands die now. */
   for (int k = 0; k < e.ninputs; k++)
-    if (d.in_ids.v[k] == IR_NONE) tv_release(x, d.in_vals.v[k]);
+    if (d.in_ids.v[k] == IR_NONE && k != d.epi_in1 - 1) tv_release(x, d.in_vals.v[k]);
   x->val[i] = out;
 }
 
@@ -563,6 +603,7 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
   x.comp = comp;
   x.params = params;
   x.precision = prec;
+  x.epi_dot = IR_NONE;
   int n = comp->insts.n;
   x.val = arena_array(b->a, (size_t)n + 1, sizeof(tval *));
   x.rem = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
@@ -588,9 +629,52 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
     for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
     if (a == bb) x.deferred[i] = true;
   }
+  /* A fusion computation whose f32 elementwise root reaches a dot through
+   * deferred elementwise ops (a kOutput fusion) lowers that dot with the
+   * root's program as its epilogue (lower_elementwise). */
+  const ir_inst *rt = comp->root >= 0 ? &comp->insts.v[comp->root] : NULL;
+  if (params && rt && is_elem(rt) && rt->shape.type == IR_F32 && !x.deferred[comp->root]) {
+    int64_t rc = 1;
+    for (int k = 0; k < rt->shape.rank; k++) rc *= rt->shape.dims[k];
+    /* Elementwise ops of the root's element count whose every use is in
+     * the root's program join it even when used more than once (the
+     * program shares their node: dag.memo), so that the whole epilogue
+     * (e.g. GELU of a biased dot) is one program. Reverse order: users
+     * are decided first. */
+    bool has_dot = false;
+    for (int i = 0; i < n; i++) {
+      const ir_inst *in = &comp->insts.v[i];
+      has_dot |= !in->dead && in->op == IR_OP_DOT && x.rem[i] == 1 && in->shape.type == IR_F32;
+    }
+    for (int i = n - 1; i >= 0 && has_dot; i--) {
+      const ir_inst *in = &comp->insts.v[i];
+      if (in->dead || !is_elem(in) || i == comp->root || x.deferred[i] || x.rem[i] < 1 ||
+          in->shape.type == IR_TUPLE)
+        continue;
+      int64_t a = 1;
+      for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+      bool all = a == rc;
+      for (int j = i + 1; j < n && all; j++) {
+        const ir_inst *u = &comp->insts.v[j];
+        if (u->dead) continue;
+        for (int k = 0; k < u->nops && all; k++)
+          if (u->ops[k] == i) all = is_elem(u) && (j == comp->root || x.deferred[j]);
+      }
+      if (all) x.deferred[i] = true;
+    }
+    for (int i = 0; i < n && x.epi_dot == IR_NONE; i++) {
+      const ir_inst *in = &comp->insts.v[i];
+      if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape.type != IR_F32) continue;
+      int64_t dc = 1;
+      for (int k = 0; k < in->shape.rank; k++) dc *= in->shape.dims[k];
+      ir_id u = users[i];
+      if (dc == rc && (u == comp->root || x.deferred[u]) && is_elem(&comp->insts.v[u]))
+        x.epi_dot = i;
+    }
+  }
   for (int i = 0; i < n && !b->failed; i++) {
     const ir_inst *in = &comp->insts.v[i];
-    if (in->dead || x.deferred[i]) continue;
+    if (in->dead || x.deferred[i] || i == x.epi_dot) continue;
     /* Broadcasts of scalar constants used only by elementwise ops stay
      * immediates. */
     if (splat_of(&x, i) && in->op == IR_OP_BROADCAST && i != comp->root) {

@@ -38,6 +38,8 @@ struct lctx {
   tval **params;    /* bound parameters (fusion computations) */
   ir_precision precision;
   VEC(ir_id) pending; /* operand edges to consume after the current kernel */
+  ir_id epi_dot;      /* kOutput fusion: the dot lowered with the root's
+                         elementwise program as its epilogue, or IR_NONE */
 };
 
 int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
@@ -64,6 +66,11 @@ tval *tpu_const_value(lctx *x, const ir_literal *l);
 
 /* lower_ops.c */
 void lower_dot(lctx *x, ir_id i);
+/* Dot i with the elementwise program e applied to its result tiles in
+ * VMEM (e's input dot_in is the dot; tk_matmul_epi's contract), storing
+ * e's output at out; false, emitting nothing, when that plan does not
+ * apply (the caller lowers the dot and e separately). */
+bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
 void lower_reduce_window(lctx *x, ir_id i);

@@ -183,6 +183,41 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   return out;
 }
 
+bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out) {
+  const ir_inst *in = inst_of(x, i);
+  tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
+  const ir_attrs *at = &in->a;
+  if (in->shape.type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
+      passes_of(x, in, l->type, r->type) != 1)
+    return false;
+  /* Operands already [batch, M, K] and [batch, K, N] (no transposes). */
+  int nb = at->lhs_batch.n, nc = at->lhs_contracting.n;
+  int lf = l->rank - nb - nc; /* lhs free dims: between batch and contracting */
+  if (at->rhs_batch.n != nb || at->rhs_contracting.n != nc || lf < 0 || r->rank < nb + nc)
+    return false;
+  int64_t Bn = 1, K = 1, M = 1, N = 1;
+  for (int k = 0; k < nb; k++) {
+    if (at->lhs_batch.v[k] != k || at->rhs_batch.v[k] != k) return false;
+    Bn *= l->dims[k];
+  }
+  for (int k = 0; k < nc; k++) {
+    if (at->lhs_contracting.v[k] != nb + lf + k || at->rhs_contracting.v[k] != nb + k) return false;
+    K *= l->dims[nb + lf + k];
+  }
+  for (int k = nb; k < nb + lf; k++) M *= l->dims[k];
+  for (int k = nb + nc; k < r->rank; k++) N *= r->dims[k];
+  for (int k = 0; k < e->ninputs; k++)
+    if (k != dot_in && e->in_type[k] != IR_F32) return false;
+  if (e->noutputs != 1 || e->nodes[e->out_node[0]].type != IR_F32 || e->count != Bn * M * N)
+    return false;
+  bool a32 = l->type == IR_F32, b32 = r->type == IR_F32;
+  if (!tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(l), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
+                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in))
+    return false;
+  x->b->flops += (uint64_t)(2 * Bn * M * N * K);
+  return true;
+}
+
 void lower_dot(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];

@@ -126,22 +126,31 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av);
+                    const tk_aview *av, const tk_elem *epi, int dot_in);
 
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL);
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1);
+}
+
+bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
+                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
+                   int dot_in) {
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * 4), NULL, epi,
+                 dot_in);
 }
 
 bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
                     uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av);
+  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1);
 }
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av) {
+                    const tk_aview *av, const tk_elem *epi, int dot_in) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
+  int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
+  if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
   if (K == 0) {
     for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
     return true;
@@ -162,7 +171,9 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     cblock = tb_align((uint64_t)(Mb * Nt * 4));
     sa_slot = a32 ? tb_align((uint64_t)(Mb * Kt * 4)) : 0;
     sb_slot = b32 ? tb_align((uint64_t)(Kc * Nt * 4)) : 0;
-    if (2 * apanel + (uint64_t)nbs * (bpanel + cblock + sb_slot) + 3 * sa_slot <= budget)
+    if (2 * apanel + (uint64_t)nbs * (bpanel + (uint64_t)(1 + nx) * cblock + sb_slot) +
+            3 * sa_slot <=
+        budget)
       break;
     if (Mb > 256) Mb = (Mb / 2 + 7) / 8 * 8;
     else if (Kc > Kt) Kc = ((Kc / Kt + 1) / 2) * Kt;
@@ -172,8 +183,9 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   uint64_t aoff = 0, boff = 2 * apanel, coff = boff + (uint64_t)nbs * bpanel;
   uint64_t saoff = coff + (uint64_t)nbs * cblock, sboff = saoff + 3 * sa_slot;
   /* f32 operands are converted in VMEM only by the resident plan. */
-  uint64_t vtotal = sboff + (uint64_t)nbs * sb_slot;
-  if ((a32 || b32 || av) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
+  uint64_t eoff = sboff + (uint64_t)nbs * sb_slot; /* epilogue inputs' tiles */
+  uint64_t vtotal = eoff + (uint64_t)(nx * nbs) * cblock;
+  if ((a32 || b32 || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
   if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
   if (Kc < Kp) {
     chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
@@ -246,6 +258,18 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
               for (int t = 1; t < nm; t++) tb_dma_token(b);
             }
         }
+        if (epi) /* the epilogue inputs' tiles of this group's panels */
+          for (int64_t jj = j0; jj < j0 + gn; jj++) {
+            int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+            int slot = (int)((p0 + jj) % nbs), v = 0;
+            for (int in = 0; in < epi->ninputs; in++) {
+              if (in == dot_in) continue;
+              int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+              tb_dma(b, true, eoff + (uint64_t)(v * nbs + slot) * cblock,
+                     epi->in_addr[in] + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+              v++;
+            }
+          }
         if (b32)
           for (int64_t jj = j0; jj < j0 + gn; jj++)
             conv_flat(b, sboff + (uint64_t)((p0 + jj) % nbs) * sb_slot,
@@ -275,6 +299,23 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           int mx = (int)((p0 + jj) % nm);
           uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
           tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
+          if (epi) { /* out = epi(result, inputs) on 8x128 tiles, in place */
+            int slot = (int)((p0 + jj) % nbs);
+            for (int64_t r = 0; r < rows && !b->failed; r += 8)
+              for (int64_t c = 0; c < cols; c += 128) {
+                uint64_t o = (uint64_t)((r * Nt + c) * 4);
+                int in_regs[8], out_reg = 0, v = 0;
+                uint32_t used = 0;
+                for (int in = 0; in < epi->ninputs; in++) {
+                  uint64_t src = in == dot_in ? cs : eoff + (uint64_t)(v++ * nbs + slot) * cblock;
+                  tb_vld(b, in, src + o, (uint32_t)(Nt * 4), false);
+                  in_regs[in] = in;
+                  used |= 1u << in;
+                }
+                if (!tk_eval_dag(b, &used, epi, in_regs, &out_reg)) return true;
+                tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
+              }
+          }
           int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
           if (q1) tb_dma_q1(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
           else tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
