@@ -134,6 +134,7 @@ static const ir_literal *splat_of(lctx *x, ir_id i) {
 typedef struct dag {
   int epi_in1;       /* 1 + input index of x->epi_dot, 0 before it is met */
   int *memo;         /* per instruction: 1 + its node (shared uses), or 0 */
+  VEC(int) row_in;   /* inputs that are x->row_bcast vectors (not full) */
   VEC(tk_node) nodes;
   VEC(ir_id) in_ids; /* materialised inputs */
   VEC(tval *) in_vals;
@@ -202,6 +203,20 @@ static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, cons
     tk_node n = {TK_IN, IR_F32, d->epi_in1 - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
     return add_node(x, d, n);
   }
+  if (x->row_bcast && x->row_bcast[opi]) { /* the [N] vector itself, once */
+    ir_id src = inst_of(x, opi)->ops[0];
+    tval *v = x->val[src];
+    for (int k = 0; k < d->row_in.n; k++)
+      if (d->in_vals.v[d->row_in.v[k]] == v)
+        for (int j = 0; j < d->nodes.n; j++)
+          if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == d->row_in.v[k]) return j;
+    VEC_PUSH(x->b->a, d->in_vals, v);
+    VEC_PUSH(x->b->a, d->in_ids, IR_NONE);
+    VEC_PUSH(x->b->a, d->row_in, d->in_vals.n - 1);
+    VEC_PUSH(x->b->a, x->pending, src);
+    tk_node n = {TK_IN, v->type, d->in_vals.n - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
+    return add_node(x, d, n);
+  }
   tval *v = x->val[opi];
   if (v->count != count) { /* a scalar operand of clamp/select */
     tval *bv = materialize_broadcast(x, v, rank, dims);
@@ -233,6 +248,9 @@ static void lower_elementwise(lctx *x, ir_id i) {
   uint64_t oa = tv_addr(out);
   e.out_addr = &oa;
   e.count = out->count;
+  bool *row = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(bool));
+  for (int k = 0; k < d.row_in.n; k++) row[d.row_in.v[k]] = true;
+  bool done = false;
   if (d.epi_in1) {
     /* kOutput fusion: the program is the dot's epilogue when the matmul
      * plan allows, else the dot is lowered now and the program runs after. */
@@ -240,7 +258,8 @@ static void lower_elementwise(lctx *x, ir_id i) {
     ir_id dot = x->epi_dot;
     const ir_inst *din = inst_of(x, dot);
     e.in_type[di] = IR_F32;
-    if (!lower_dot_epilogue(x, dot, &e, di, oa)) {
+    done = lower_dot_epilogue(x, dot, &e, di, oa, row);
+    if (!done) {
       int np = x->pending.n;
       ir_id *saved = arena_array(x->b->a, (size_t)np + 1, sizeof(ir_id));
       for (int k = 0; k < np; k++) saved[k] = x->pending.v[k];
@@ -249,16 +268,29 @@ static void lower_elementwise(lctx *x, ir_id i) {
       for (int k = 0; k < np; k++) VEC_PUSH(x->b->a, x->pending, saved[k]);
       if (x->b->failed) return;
       e.in_addr[di] = tv_addr(x->val[dot]);
-      tk_elementwise(x->b, &e);
       VEC_PUSH(x->b->a, x->pending, dot);
     }
     for (int k = 0; k < din->nops; k++) VEC_PUSH(x->b->a, x->pending, din->ops[k]);
-  } else {
+  }
+  if (!done) {
+    /* Row vectors are broadcast to full buffers for the separate pass. */
+    for (int k = 0; k < d.row_in.n; k++) {
+      tval *v = d.in_vals.v[d.row_in.v[k]];
+      tval *full = tv_new(x, v->type, out->rank, out->dims);
+      int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0}, vs[IR_MAX_RANK];
+      tv_strides(full, ds);
+      tv_strides(v, vs);
+      for (int j = 0; j < v->rank; j++) ss[out->rank - v->rank + j] = vs[j];
+      tk_copy(x->b, tv_addr(full), ds, tv_addr(v), ss, out->rank, out->dims, tv_esize(v->type));
+      e.in_addr[d.row_in.v[k]] = tv_addr(full);
+      d.in_vals.v[d.row_in.v[k]] = full;
+      row[d.row_in.v[k]] = false; /* a temporary now */
+    }
     tk_elementwise(x->b, &e);
   }
-  /* Temporary broadcasts made for scalar operands die now. */
+  /* Temporary broadcasts made for scalar operands (and rows) die now. */
   for (int k = 0; k < e.ninputs; k++)
-    if (d.in_ids.v[k] == IR_NONE && k != d.epi_in1 - 1) tv_release(x, d.in_vals.v[k]);
+    if (d.in_ids.v[k] == IR_NONE && k != d.epi_in1 - 1 && !row[k]) tv_release(x, d.in_vals.v[k]);
   x->val[i] = out;
 }
 
@@ -671,10 +703,34 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
       if (dc == rc && (u == comp->root || x.deferred[u]) && is_elem(&comp->insts.v[u]))
         x.epi_dot = i;
     }
+    /* Broadcasts of an f32 vector over the dot's N dims (a bias) used only
+     * inside the program: the epilogue reads the vector as a row. */
+    if (x.epi_dot != IR_NONE) {
+      const ir_inst *dt = &comp->insts.v[x.epi_dot];
+      int nN = comp->insts.v[dt->ops[1]].shape.rank - dt->a.rhs_batch.n - dt->a.rhs_contracting.n;
+      x.row_bcast = arena_array(b->a, (size_t)n + 1, sizeof(bool));
+      for (int i = 0; i < n; i++) {
+        const ir_inst *in = &comp->insts.v[i];
+        const ir_inst *o = in->nops ? &comp->insts.v[in->ops[0]] : NULL;
+        if (in->dead || in->op != IR_OP_BROADCAST || !o || o->shape.type != IR_F32 ||
+            o->shape.rank != nN || nN < 1 || in->shape.rank != dt->shape.rank ||
+            in->a.dimensions.n != nN || splat_of(&x, i))
+          continue;
+        bool ok = true;
+        for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
+        for (int j = i + 1; j < n && ok; j++) {
+          const ir_inst *u = &comp->insts.v[j];
+          if (u->dead) continue;
+          for (int k = 0; k < u->nops && ok; k++)
+            if (u->ops[k] == i) ok = is_elem(u) && (j == comp->root || x.deferred[j]);
+        }
+        x.row_bcast[i] = ok && i != comp->root;
+      }
+    }
   }
   for (int i = 0; i < n && !b->failed; i++) {
     const ir_inst *in = &comp->insts.v[i];
-    if (in->dead || x.deferred[i] || i == x.epi_dot) continue;
+    if (in->dead || x.deferred[i] || i == x.epi_dot || (x.row_bcast && x.row_bcast[i])) continue;
     /* Broadcasts of scalar constants used only by elementwise ops stay
      * immediates. */
     if (splat_of(&x, i) && in->op == IR_OP_BROADCAST && i != comp->root) {

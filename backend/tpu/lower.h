@@ -40,6 +40,7 @@ struct lctx {
   VEC(ir_id) pending; /* operand edges to consume after the current kernel */
   ir_id epi_dot;      /* kOutput fusion: the dot lowered with the root's
                          elementwise program as its epilogue, or IR_NONE */
+  bool *row_bcast;    /* broadcasts of an [N] vector read as rows there */
 };
 
 int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
@@ -70,7 +71,8 @@ void lower_dot(lctx *x, ir_id i);
  * VMEM (e's input dot_in is the dot; tk_matmul_epi's contract), storing
  * e's output at out; false, emitting nothing, when that plan does not
  * apply (the caller lowers the dot and e separately). */
-bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out);
+bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
+                        const bool *row);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
 void lower_reduce_window(lctx *x, ir_id i);

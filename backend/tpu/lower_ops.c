@@ -183,7 +183,8 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   return out;
 }
 
-bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out) {
+bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
+                        const bool *row) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
   const ir_attrs *at = &in->a;
@@ -212,7 +213,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     return false;
   bool a32 = l->type == IR_F32, b32 = r->type == IR_F32;
   if (!tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(l), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in))
+                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in, row))
     return false;
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   return true;

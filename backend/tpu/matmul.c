@@ -126,28 +126,28 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in);
+                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row);
 
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1);
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1, NULL);
 }
 
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
-                   int dot_in) {
+                   int dot_in, const bool *row) {
   return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * 4), NULL, epi,
-                 dot_in);
+                 dot_in, row);
 }
 
 bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
                     uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1);
+  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1, NULL);
 }
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in) {
+                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
   if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
@@ -264,9 +264,12 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
             int slot = (int)((p0 + jj) % nbs), v = 0;
             for (int in = 0; in < epi->ninputs; in++) {
               if (in == dot_in) continue;
-              int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+              bool rw = row && row[in];
+              int64_t d[10] = {cols * 4, rw ? 1 : rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
               tb_dma(b, true, eoff + (uint64_t)(v * nbs + slot) * cblock,
-                     epi->in_addr[in] + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+                     epi->in_addr[in] + (rw ? (uint64_t)(n0 * 4)
+                                            : (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4)),
+                     d);
               v++;
             }
           }
@@ -307,8 +310,10 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                 int in_regs[8], out_reg = 0, v = 0;
                 uint32_t used = 0;
                 for (int in = 0; in < epi->ninputs; in++) {
+                  bool rw = in != dot_in && row && row[in]; /* one row, stride 0 */
                   uint64_t src = in == dot_in ? cs : eoff + (uint64_t)(v++ * nbs + slot) * cblock;
-                  tb_vld(b, in, src + o, (uint32_t)(Nt * 4), false);
+                  tb_vld(b, in, src + (rw ? (uint64_t)(c * 4) : o), rw ? 0 : (uint32_t)(Nt * 4),
+                         false);
                   in_regs[in] = in;
                   used |= 1u << in;
                 }

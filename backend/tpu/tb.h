@@ -182,14 +182,15 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g);
 /* tk_matmul_ex whose f32 result tiles go through the elementwise program
  * epi in VMEM before their single store: epi's input dot_in is the dot's
- * result, its other inputs f32 [G, M, N] row-major buffers (in_addr), its
+ * result, its other inputs f32 [G, M, N] row-major buffers (in_addr), or
+ * when row[k] (row may be NULL) an f32 [N] vector broadcast over G, M; its
  * one output f32, stored at C ([G, M, N]). The vector unit applies the
  * same kernels as tk_elementwise to the same f32 values (same bits).
  * false, emitting nothing, when the plan does not fit (the caller then
  * runs tk_matmul_ex and tk_elementwise). */
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
-                   int dot_in);
+                   int dot_in, const bool *row);
 /* A left operand that is not a matrix in HBM (a convolution's patches):
  * load emits the DMAs that put bf16 A[g][m0..m0+rows)[k0..k0+kc) into
  * VMEM at dst with row stride rs bytes (columns past kc untouched). */
