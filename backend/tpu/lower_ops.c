@@ -213,8 +213,17 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     return false;
   bool a32 = l->type == IR_F32, b32 = r->type == IR_F32;
   if (!tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(l), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in, row))
-    return false;
+                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in, row)) {
+    if (!a32 && !b32) return false;
+    /* f32 operands too long for the in-VMEM conversion: convert them in
+     * HBM first (the same RNE rounding), then the bf16 plan. */
+    tval *lc = a32 ? lower_convert(x, l, IR_BF16) : l, *rc = b32 ? lower_convert(x, r, IR_BF16) : r;
+    bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false,
+                            tv_addr(rc), (uint64_t)(K * N * 2), false, out, e, dot_in, row);
+    if (a32) tv_release(x, lc);
+    if (b32) tv_release(x, rc);
+    if (!ok) return false;
+  }
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   return true;
 }
