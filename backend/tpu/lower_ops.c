@@ -191,39 +191,65 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   if (in->shape.type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
       passes_of(x, in, l->type, r->type) != 1)
     return false;
-  /* Operands already [batch, M, K] and [batch, K, N] (no transposes). */
-  int nb = at->lhs_batch.n, nc = at->lhs_contracting.n;
-  int lf = l->rank - nb - nc; /* lhs free dims: between batch and contracting */
-  if (at->rhs_batch.n != nb || at->rhs_contracting.n != nc || lf < 0 || r->rank < nb + nc)
-    return false;
-  int64_t Bn = 1, K = 1, M = 1, N = 1;
-  for (int k = 0; k < nb; k++) {
-    if (at->lhs_batch.v[k] != k || at->rhs_batch.v[k] != k) return false;
-    Bn *= l->dims[k];
-  }
-  for (int k = 0; k < nc; k++) {
-    if (at->lhs_contracting.v[k] != nb + lf + k || at->rhs_contracting.v[k] != nb + k) return false;
-    K *= l->dims[nb + lf + k];
-  }
-  for (int k = nb; k < nb + lf; k++) M *= l->dims[k];
-  for (int k = nb + nc; k < r->rank; k++) N *= r->dims[k];
   for (int k = 0; k < e->ninputs; k++)
     if (k != dot_in && e->in_type[k] != IR_F32) return false;
-  if (e->noutputs != 1 || e->nodes[e->out_node[0]].type != IR_F32 || e->count != Bn * M * N)
-    return false;
-  bool a32 = l->type == IR_F32, b32 = r->type == IR_F32;
-  if (!tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(l), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                     tv_addr(r), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in, row)) {
-    if (!a32 && !b32) return false;
+  if (e->noutputs != 1 || e->nodes[e->out_node[0]].type != IR_F32) return false;
+  /* Operand permutations to [batch, M free, K] and [batch, K, N free]. */
+  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
+  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
+  int nl = 0, nr = 0;
+  int64_t Bn = 1, K = 1, M = 1, N = 1;
+  for (int k = 0; k < at->lhs_batch.n; k++) {
+    lp[nl++] = at->lhs_batch.v[k];
+    lu[at->lhs_batch.v[k]] = true;
+    Bn *= l->dims[at->lhs_batch.v[k]];
+  }
+  for (int k = 0; k < at->lhs_contracting.n; k++) lu[at->lhs_contracting.v[k]] = true;
+  for (int d = 0; d < l->rank; d++)
+    if (!lu[d]) {
+      lp[nl++] = d;
+      M *= l->dims[d];
+    }
+  for (int k = 0; k < at->lhs_contracting.n; k++) {
+    lp[nl++] = at->lhs_contracting.v[k];
+    K *= l->dims[at->lhs_contracting.v[k]];
+  }
+  for (int k = 0; k < at->rhs_batch.n; k++) {
+    rp[nr++] = at->rhs_batch.v[k];
+    ru[at->rhs_batch.v[k]] = true;
+  }
+  for (int k = 0; k < at->rhs_contracting.n; k++) {
+    rp[nr++] = at->rhs_contracting.v[k];
+    ru[at->rhs_contracting.v[k]] = true;
+  }
+  for (int d = 0; d < r->rank; d++)
+    if (!ru[d]) {
+      rp[nr++] = d;
+      N *= r->dims[d];
+    }
+  if (e->count != Bn * M * N) return false;
+  bool ident_l = true, ident_r = true;
+  for (int k = 0; k < l->rank; k++) ident_l &= lp[k] == k;
+  for (int k = 0; k < r->rank; k++) ident_r &= rp[k] == k;
+  tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
+  tval *rtv = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+  bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
+  bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
+                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in,
+                          row);
+  if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
      * HBM first (the same RNE rounding), then the bf16 plan. */
-    tval *lc = a32 ? lower_convert(x, l, IR_BF16) : l, *rc = b32 ? lower_convert(x, r, IR_BF16) : r;
-    bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false,
-                            tv_addr(rc), (uint64_t)(K * N * 2), false, out, e, dot_in, row);
+    tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
+    tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
+    ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
+                       (uint64_t)(K * N * 2), false, out, e, dot_in, row);
     if (a32) tv_release(x, lc);
     if (b32) tv_release(x, rc);
-    if (!ok) return false;
   }
+  tv_release(x, lt);
+  tv_release(x, rtv);
+  if (!ok) return false;
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   return true;
 }

@@ -206,6 +206,15 @@ static const tcase cases[] = {
      " ROOT %o = f32[3,20,130] add(%q, %d)\n}\n"
      "ENTRY e {\n %x = bf16[3,20,200] parameter(0)\n %y = bf16[3,200,130] parameter(1)\n %r = f32[3,20,130] parameter(2)\n"
      " ROOT %fu = f32[3,20,130] fusion(%x, %y, %r), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+    /* Scaled Q K^T: the right operand contracts its last dim (transposed
+     * before the fused matmul). */
+    {"fusion_dot_qkt_scale",
+     "HloModule m\n%f (q: f32[2,3,40,16], k: f32[2,3,33,16]) -> f32[2,3,40,33] {\n"
+     " %q = f32[2,3,40,16] parameter(0)\n %k = f32[2,3,33,16] parameter(1)\n"
+     " %d = f32[2,3,40,33] dot(%q, %k), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}\n"
+     " %s = f32[] constant(0.25)\n %sb = f32[2,3,40,33] broadcast(%s), dimensions={}\n ROOT %o = f32[2,3,40,33] multiply(%d, %sb)\n}\n"
+     "ENTRY e {\n %x = f32[2,3,40,16] parameter(0)\n %y = f32[2,3,33,16] parameter(1)\n"
+     " ROOT %fu = f32[2,3,40,33] fusion(%x, %y), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
     {"matmul_256x640x384_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[256,640] parameter(0)\n %y = bf16[640,384] parameter(1)\n"
      " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
