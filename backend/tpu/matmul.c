@@ -145,6 +145,55 @@ bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_
   return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1, NULL);
 }
 
+/* What the resident plan's result stores need: the epilogue (optional)
+ * and where the C blocks are. */
+typedef struct fin_ctx {
+  tb *b;
+  const tk_elem *epi;
+  int dot_in;
+  const bool *row;
+  int64_t N, Nt;
+  int nbs;
+  uint64_t coff, cblock, eoff;
+  bool q1;
+  uint64_t C, C_g;
+} fin_ctx;
+
+/* Panels j0..j0+gn of the block at row m0 (popped into their C slots):
+ * the epilogue on 8x128 tiles in place, then the stores. */
+static void finish(const fin_ctx *f, int64_t g, int64_t m0, int64_t rows, int64_t p0, int64_t j0,
+                   int64_t gn) {
+  tb *b = f->b;
+  int64_t N = f->N, Nt = f->Nt;
+  for (int64_t jj = j0; jj < j0 + gn && !b->failed; jj++) {
+    int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
+    int slot = (int)((p0 + jj) % f->nbs);
+    uint64_t cs = f->coff + (uint64_t)slot * f->cblock;
+    const tk_elem *epi = f->epi;
+    if (epi) /* out = epi(result, inputs) on 8x128 tiles, in place */
+      for (int64_t r = 0; r < rows && !b->failed; r += 8)
+        for (int64_t c = 0; c < cols; c += 128) {
+          uint64_t o = (uint64_t)((r * Nt + c) * 4);
+          int in_regs[8], out_reg = 0, v = 0;
+          uint32_t used = 0;
+          for (int in = 0; in < epi->ninputs; in++) {
+            bool rw = in != f->dot_in && f->row && f->row[in]; /* one row, stride 0 */
+            uint64_t src = in == f->dot_in ? cs
+                                           : f->eoff + (uint64_t)(v++ * f->nbs + slot) * f->cblock;
+            tb_vld(b, in, src + (rw ? (uint64_t)(c * 4) : o), rw ? 0 : (uint32_t)(Nt * 4), false);
+            in_regs[in] = in;
+            used |= 1u << in;
+          }
+          if (!tk_eval_dag(b, &used, epi, in_regs, &out_reg)) return;
+          tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
+        }
+    int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+    uint64_t dst = f->C + (uint64_t)g * f->C_g + (uint64_t)((m0 * N + n0) * 4);
+    if (f->q1) tb_dma_q1(b, false, cs, dst, d);
+    else tb_dma(b, false, cs, dst, d);
+  }
+}
+
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
                     const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
@@ -206,6 +255,8 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
    * meanwhile). */
   bool q1 = b->t.dma_queues > 1;
   if (q1) tb_fence(b, ISA_UNIT_DMA0, ISA_UNIT_DMA0 + 1);
+  fin_ctx fc = {b, epi, dot_in, row, N, Nt, nbs, coff, cblock, eoff, q1, C, C_g};
+  int64_t pend_j0 = 0, pend_gn = 0;
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -277,6 +328,10 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           for (int64_t jj = j0; jj < j0 + gn; jj++)
             conv_flat(b, sboff + (uint64_t)((p0 + jj) % nbs) * sb_slot,
                       boff + (uint64_t)((p0 + jj) % nbs) * bpanel, K * Nt);
+        if (pend_gn) { /* the previous group's epilogue, after these conversions */
+          finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
+          pend_gn = 0;
+        }
         for (int64_t k = 0; k < nK; k++) {
           if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
             a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
@@ -298,34 +353,21 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           }
         }
         for (int64_t jj = j0; jj < j0 + gn; jj++) {
-          int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
-          int mx = (int)((p0 + jj) % nm);
-          uint64_t cs = coff + (uint64_t)((p0 + jj) % nbs) * cblock;
-          tb_mpopm(b, mx, cs, (uint32_t)(Nt * 4), 0, (int)rows);
-          if (epi) { /* out = epi(result, inputs) on 8x128 tiles, in place */
-            int slot = (int)((p0 + jj) % nbs);
-            for (int64_t r = 0; r < rows && !b->failed; r += 8)
-              for (int64_t c = 0; c < cols; c += 128) {
-                uint64_t o = (uint64_t)((r * Nt + c) * 4);
-                int in_regs[8], out_reg = 0, v = 0;
-                uint32_t used = 0;
-                for (int in = 0; in < epi->ninputs; in++) {
-                  bool rw = in != dot_in && row && row[in]; /* one row, stride 0 */
-                  uint64_t src = in == dot_in ? cs : eoff + (uint64_t)(v++ * nbs + slot) * cblock;
-                  tb_vld(b, in, src + (rw ? (uint64_t)(c * 4) : o), rw ? 0 : (uint32_t)(Nt * 4),
-                         false);
-                  in_regs[in] = in;
-                  used |= 1u << in;
-                }
-                if (!tk_eval_dag(b, &used, epi, in_regs, &out_reg)) return true;
-                tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
-              }
-          }
-          int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-          if (q1) tb_dma_q1(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
-          else tb_dma(b, false, cs, C + (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4), d);
+          tb_mpopm(b, (int)((p0 + jj) % nm), coff + (uint64_t)((p0 + jj) % nbs) * cblock,
+                   (uint32_t)(Nt * 4), 0, (int)rows);
+          if (!(epi && b32)) finish(&fc, g, m0, rows, p0, jj, 1);
         }
+        if (!(epi && b32)) continue;
+        /* Epilogue and stores of the previous group now, so that the
+         * vector unit converts this group's B panels (b32) before it
+         * spends time on the previous group's epilogue; this group's go
+         * after the next group's conversion or at the block's end. */
+        if (pend_gn) finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
+        pend_j0 = j0;
+        pend_gn = gn;
       }
+      if (pend_gn) finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
+      pend_gn = 0;
       panel += nN;
     }
   if (q1) tb_dma_q1_drain(b);

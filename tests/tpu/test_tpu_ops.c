@@ -188,17 +188,18 @@ static const tcase cases[] = {
     /* kOutput fusions: the elementwise program runs on the dot's result
      * tiles in VMEM (tk_matmul_epi; the tiny-VMEM target falls back to a
      * separate pass). Bias + relu with a multi-use bias add, over a batch
-     * of free dims, N not a multiple of 128; and a residual add of bf16
+     * of free dims, N not a multiple of 128 (3 panels: more than one group
+     * of MXUs); and a residual add of bf16
      * operands with a batch dim. */
     {"fusion_dot_bias_relu",
-     "HloModule m\n%f (p: f32[2,37,70], w: f32[70,150], b: f32[150]) -> f32[2,37,150] {\n"
-     " %p = f32[2,37,70] parameter(0)\n %w = f32[70,150] parameter(1)\n %b = f32[150] parameter(2)\n"
-     " %d = f32[2,37,150] dot(%p, %w), lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
-     " %bb = f32[2,37,150] broadcast(%b), dimensions={2}\n %a = f32[2,37,150] add(%d, %bb)\n"
-     " %z = f32[] constant(0)\n %zb = f32[2,37,150] broadcast(%z), dimensions={}\n"
-     " %r = f32[2,37,150] maximum(%a, %zb)\n %h = f32[2,37,150] multiply(%a, %r)\n ROOT %o = f32[2,37,150] add(%h, %r)\n}\n"
-     "ENTRY e {\n %x = f32[2,37,70] parameter(0)\n %y = f32[70,150] parameter(1)\n %c = f32[150] parameter(2)\n"
-     " ROOT %fu = f32[2,37,150] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+     "HloModule m\n%f (p: f32[2,37,70], w: f32[70,300], b: f32[300]) -> f32[2,37,300] {\n"
+     " %p = f32[2,37,70] parameter(0)\n %w = f32[70,300] parameter(1)\n %b = f32[300] parameter(2)\n"
+     " %d = f32[2,37,300] dot(%p, %w), lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
+     " %bb = f32[2,37,300] broadcast(%b), dimensions={2}\n %a = f32[2,37,300] add(%d, %bb)\n"
+     " %z = f32[] constant(0)\n %zb = f32[2,37,300] broadcast(%z), dimensions={}\n"
+     " %r = f32[2,37,300] maximum(%a, %zb)\n %h = f32[2,37,300] multiply(%a, %r)\n ROOT %o = f32[2,37,300] add(%h, %r)\n}\n"
+     "ENTRY e {\n %x = f32[2,37,70] parameter(0)\n %y = f32[70,300] parameter(1)\n %c = f32[300] parameter(2)\n"
+     " ROOT %fu = f32[2,37,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
     {"fusion_batch_dot_residual_bf16",
      "HloModule m\n%f (p: bf16[3,20,200], w: bf16[3,200,130], q: f32[3,20,130]) -> f32[3,20,130] {\n"
      " %p = bf16[3,20,200] parameter(0)\n %w = bf16[3,200,130] parameter(1)\n %q = f32[3,20,130] parameter(2)\n"
