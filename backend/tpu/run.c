@@ -67,6 +67,7 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
   tpurt_program_t *prog = NULL;
   tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
   tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
+  if (!in || !res) base_die("out of memory"); /* compiler side: fatal, as in base.h */
   if (tpurt_device_create(&o, &dev) != TPURT_OK) {
     snprintf(err, errlen, "tpu: cannot create a device for target '%s'", target);
     rc = ST_INVALID_ARGUMENT;
