@@ -50,6 +50,16 @@ const char *tool_args_value(tool_args *a, const char *name, const char *inline_v
   return a->argv[a->i++];
 }
 
+bool tool_parse_language(const char *cmd, const char *v, tpucc_language *out) {
+  if (!strcmp(v, "hlo")) *out = TPUCC_LANGUAGE_HLO;
+  else if (!strcmp(v, "tg")) *out = TPUCC_LANGUAGE_TG;
+  else {
+    tool_error(cmd, "--language: '%s' is not hlo or tg", v);
+    return false;
+  }
+  return true;
+}
+
 bool tool_parse_double(const char *cmd, const char *name, const char *v, double *out) {
   char *end;
   errno = 0;

@@ -121,14 +121,8 @@ int tool_cmd_opt(int argc, char **argv) {
         out = v;
       else if (!strcmp(name, "entry"))
         co.entry = v;
-      else if (!strcmp(v, "hlo"))
-        co.language = TPUCC_LANGUAGE_HLO;
-      else if (!strcmp(v, "tg"))
-        co.language = TPUCC_LANGUAGE_TG;
-      else {
-        tool_error(CMD, "--language: '%s' is not hlo or tg", v);
+      else if (!tool_parse_language(CMD, v, &co.language))
         return TOOL_EXIT_USAGE;
-      }
     } else {
       tool_error(CMD, "unknown option '%s%s' (see tpucc opt --help)",
                  strlen(name) == 1 ? "-" : "--", name);

@@ -170,14 +170,7 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       c->reference = v;
     } else if (!strcmp(name, "language")) {
       VALUE();
-      if (!strcmp(v, "hlo"))
-        c->lang = TPUCC_LANGUAGE_HLO;
-      else if (!strcmp(v, "tg"))
-        c->lang = TPUCC_LANGUAGE_TG;
-      else {
-        tool_error(CMD, "--language: '%s' is not hlo or tg", v);
-        return false;
-      }
+      if (!tool_parse_language(CMD, v, &c->lang)) return false;
     } else if (!strcmp(name, "stats") || !strcmp(name, "memory-report")) {
       if (name[0] == 's') c->tpu.stats = true;
       else c->tpu.memory_report = true;

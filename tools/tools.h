@@ -84,6 +84,8 @@ bool tool_args_next(tool_args *a, const char **name, const char **value);
 const char *tool_args_value(tool_args *a, const char *name, const char *inline_value);
 /* Prints "CMD: error: ..." to stderr. */
 void tool_error(const char *cmd, const char *fmt, ...) BASE_PRINTF(2, 3);
+/* Parses --language's value ("hlo" or "tg"); false after printing an error. */
+bool tool_parse_language(const char *cmd, const char *v, tpucc_language *out);
 /* Parses a number option; false after printing an error. */
 bool tool_parse_double(const char *cmd, const char *name, const char *v, double *out);
 bool tool_parse_int(const char *cmd, const char *name, const char *v, int64_t min, int64_t max,
