@@ -1,6 +1,6 @@
 /* report_run.c: `tpucc run --report/--trace/--roofline` on TPU targets:
- * compile (or load a .tpub), execute once through libtpurt with a per-op
- * profile (tpurt_program_execute_profile), then write the reports
+ * compile (or load a .tpub), execute once with a per-op profile
+ * (tpu_execute_profiled, backend/tpu/run.c), then write the reports
  * (report.c). Contract: report.h. */
 #include "tools/report.h"
 
@@ -12,25 +12,6 @@
 #include "ir/ir.h"
 #include "target.h"
 #include "tpub.h"
-
-static ir_type type_of(int dtype) {
-  switch (dtype) {
-  case TPUB_PRED:
-    return IR_PRED;
-  case TPUB_S8:
-    return IR_S8;
-  case TPUB_S32:
-    return IR_S32;
-  case TPUB_BF16:
-    return IR_BF16;
-  case TPUB_F16:
-    return IR_F16;
-  case TPUB_F32:
-    return IR_F32;
-  default:
-    return IR_TYPE_INVALID;
-  }
-}
 
 static ir_literal *rebuild(arena *a, const ir_shape *s, ir_literal **flat, int n, int *k) {
   if (s->type != IR_TUPLE) return *k < n ? flat[(*k)++] : NULL;
@@ -89,105 +70,33 @@ static base_status write_reports(const tool_report *r, const tool_report_opts *r
 static base_status run_image(const tpub_image *img, const char *target, const tool_report_opts *ro,
                              ir_literal *const *args, int nargs, arena *a, ir_literal ***flat,
                              char *err, size_t errlen) {
-  base_status rc = ST_OK;
-  uint8_t *bytes = NULL;
-  size_t nbytes = 0;
   char why[512];
   tgt_target tg;
   if (tgt_parse(target, &tg, why, sizeof why)) {
     snprintf(err, errlen, "target '%s': %s", target, why);
     return ST_INVALID_ARGUMENT;
   }
-  if (tpub_write(img, NULL, &bytes, &nbytes, why, sizeof why)) {
-    snprintf(err, errlen, "tpu: cannot serialise the program: %s", why);
-    return ST_INTERNAL;
-  }
-  tpurt_device_options_t o;
-  tpurt_device_options_init(&o);
-  o.target = target;
-  tpurt_device_t *dev = NULL;
-  tpurt_program_t *prog = NULL;
-  tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
-  tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
-  tpurt_op_stats_t *ops = NULL;
-  tpurt_op_info_t *info = NULL;
-  if (!in || !res) base_die("out of memory");
-  if (tpurt_device_create(&o, &dev) != TPURT_OK) {
-    snprintf(err, errlen, "tpu: cannot create a device for target '%s'", target);
-    rc = ST_INVALID_ARGUMENT;
-    goto done;
-  }
-  if (tpurt_program_load(dev, bytes, nbytes, &prog) != TPURT_OK) {
-    snprintf(err, errlen, "tpu: program rejected: %s", tpurt_device_message(dev));
-    rc = ST_INVALID_ARGUMENT;
-    goto done;
-  }
-  if ((uint32_t)nargs != img->nparams) {
-    snprintf(err, errlen, "tpu: %d arguments for %u parameters", nargs, img->nparams);
-    rc = ST_INVALID_ARGUMENT;
-    goto done;
-  }
-  for (int i = 0; i < nargs; i++) {
-    const ir_literal *l = args[i];
-    if (tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank, l->shape.dims,
-                            l->data, l->nbytes, &in[i]) != TPURT_OK) {
-      snprintf(err, errlen, "tpu: parameter %d: %s", i, tpurt_device_message(dev));
-      rc = ST_INVALID_ARGUMENT;
-      goto done;
-    }
-  }
-  size_t nops = tpurt_program_op_count(prog);
-  ops = calloc(nops, sizeof *ops);
-  info = calloc(nops, sizeof *info);
-  if (!ops || !info) base_die("out of memory");
-  for (size_t i = 0; i < nops; i++)
-    tpurt_program_op_info(prog, i, &info[i]);
   tpurt_profile_options_t po;
   tpurt_profile_options_init(&po);
   po.trace_path = ro->trace;
   po.trace_instructions = 1;
+  tpu_profile prof = {&po, 0, NULL, NULL};
   tpurt_stats_t st;
-  tpurt_status_t es =
-      tpurt_program_execute_profile(prog, in, (size_t)nargs, res, img->nresults, &st, &po, ops);
-  if (es != TPURT_OK) {
-    snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
-    rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED
-         : es == TPURT_IO_ERROR         ? ST_IO_ERROR
-                                        : ST_RUNTIME_FAULT;
-    goto done;
+  ir_literal *out = NULL;
+  base_status rc = tpu_execute_profiled(img, target, NULL, args, nargs, a, &out, &st, NULL, &prof,
+                                        err, errlen);
+  if (rc == ST_OK) {
+    tool_report r = {
+        {target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus, tg.mxu_rows, tg.mxu_cols},
+        &st,
+        prof.nops,
+        prof.info,
+        prof.ops};
+    rc = write_reports(&r, ro, err, errlen);
   }
-  tool_report r = {
-      {target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus, tg.mxu_rows, tg.mxu_cols},
-      &st,
-      nops,
-      info,
-      ops};
-  rc = write_reports(&r, ro, err, errlen);
-  if (rc != ST_OK) goto done;
-  ir_literal **fl = arena_array(a, (size_t)img->nresults + 1, sizeof(ir_literal *));
-  for (uint32_t k = 0; k < img->nresults; k++) {
-    ir_shape sh =
-        ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank, img->results[k].dims);
-    fl[k] = ir_literal_create(a, &sh);
-    if (tpurt_buffer_read(res[k], fl[k]->data, fl[k]->nbytes) != TPURT_OK) {
-      snprintf(err, errlen, "tpu: result %u: %s", k, tpurt_device_message(dev));
-      rc = ST_INTERNAL;
-      goto done;
-    }
-  }
-  *flat = fl;
-done:
-  for (uint32_t k = 0; k < img->nresults; k++)
-    tpurt_buffer_destroy(res[k]);
-  for (int i = 0; i < nargs; i++)
-    tpurt_buffer_destroy(in[i]);
-  free(in);
-  free(res);
-  free(ops);
-  free(info);
-  tpurt_program_destroy(prog);
-  tpurt_device_destroy(dev);
-  free(bytes);
+  if (rc == ST_OK) *flat = (ir_literal **)out; /* flat results: m was NULL */
+  free(prof.info);
+  free(prof.ops);
   return rc;
 }
 

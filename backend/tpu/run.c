@@ -52,6 +52,14 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
                         ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                         struct tpurt_stats *stats, double *host_seconds, char *err,
                         size_t errlen) {
+  return tpu_execute_profiled(img, target, m, args, nargs, a, out, stats, host_seconds, NULL, err,
+                              errlen);
+}
+
+base_status tpu_execute_profiled(const tpub_image *img, const char *target, const ir_module *m,
+                                 ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                                 struct tpurt_stats *stats, double *host_seconds,
+                                 tpu_profile *prof, char *err, size_t errlen) {
   base_status rc = ST_OK;
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
@@ -94,13 +102,31 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
   }
   tpurt_stats_t st;
   double t0 = now_s();
-  tpurt_status_t es = tpurt_program_execute(prog, in, (size_t)nargs, res, img->nresults, &st);
+  tpurt_status_t es;
+  if (prof) {
+    prof->nops = tpurt_program_op_count(prog);
+    prof->info = calloc(prof->nops + 1, sizeof *prof->info);
+    prof->ops = calloc(prof->nops + 1, sizeof *prof->ops);
+    if (!prof->info || !prof->ops) base_die("out of memory");
+    for (size_t i = 0; i < prof->nops; i++) { /* strings outlive the program: copy to a */
+      tpurt_program_op_info(prog, i, &prof->info[i]);
+      prof->info[i].name = arena_strdup(a, prof->info[i].name ? prof->info[i].name : "");
+      prof->info[i].kind = arena_strdup(a, prof->info[i].kind ? prof->info[i].kind : "");
+      prof->info[i].file = arena_strdup(a, prof->info[i].file ? prof->info[i].file : "");
+    }
+    es = tpurt_program_execute_profile(prog, in, (size_t)nargs, res, img->nresults, &st,
+                                       prof->options, prof->ops);
+  } else {
+    es = tpurt_program_execute(prog, in, (size_t)nargs, res, img->nresults, &st);
+  }
   double t1 = now_s();
   if (host_seconds) *host_seconds = t1 - t0;
   if (stats) *stats = st;
   if (es != TPURT_OK) {
     snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
-    rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED : ST_RUNTIME_FAULT;
+    rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED
+         : es == TPURT_IO_ERROR         ? ST_IO_ERROR /* the profile's trace file */
+                                        : ST_RUNTIME_FAULT;
     goto done;
   }
   if (!m) { /* results described by the image's signature */

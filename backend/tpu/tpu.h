@@ -63,6 +63,27 @@ base_status tpu_execute(const tpub_image *img, const char *target,
                         arena *a, ir_literal **out, struct tpurt_stats *stats,
                         double *host_seconds, char *err, size_t errlen);
 
+/* Profiling for tpu_execute_profiled: the run goes through
+ * tpurt_program_execute_profile with `options`, and on success the op
+ * table and per-op counters come back in info/ops (nops entries, malloc'd:
+ * the caller frees both, also after a failure; the info strings are copied
+ * into the arena a). */
+struct tpurt_profile_options;
+struct tpurt_op_info;
+struct tpurt_op_stats;
+typedef struct tpu_profile {
+  const struct tpurt_profile_options *options;
+  size_t nops;
+  struct tpurt_op_info *info;
+  struct tpurt_op_stats *ops;
+} tpu_profile;
+/* tpu_execute with optional profiling (prof may be NULL). */
+base_status tpu_execute_profiled(const tpub_image *img, const char *target,
+                                 const ir_module *m, ir_literal *const *args,
+                                 int nargs, arena *a, ir_literal **out,
+                                 struct tpurt_stats *stats, double *host_seconds,
+                                 tpu_profile *prof, char *err, size_t errlen);
+
 /* The tool_target_run_fn contract of tools/tools.h for the presets: compile
  * for "v3" / "v2" and execute on the emulator. */
 base_status tpu_run_v3(const ir_module *m, int64_t max_bytes,
