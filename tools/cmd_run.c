@@ -54,12 +54,14 @@ void tool_help_run(FILE *f) {
         "  --atol=X               absolute tolerance (default 1e-5)\n"
         "  --rtol=X               relative tolerance (default 1e-5)\n"
         "  --reference=NAME       also run on target NAME with the same inputs and\n"
-        "                         compare every result as --expected-output does\n"
-        "  --stats                TPU targets: print cycles, time, MXU utilisation,\n"
+        "                         compare every result as --expected-output does\n",
+        f);
+  fputs("  --stats                TPU targets: print cycles, time, MXU utilisation,\n"
         "                         FLOP/s, HBM bytes, roofline bound and precision\n"
         "  --stats-json=FILE      TPU targets: the same as JSON (docs/tpu-backend.md)\n"
         "  --precision=P          TPU targets: default|high|highest bf16 passes of\n"
-        "                         f32 dots and convolutions (1, 3 or 6)\n"
+        "                         f32 dots and convolutions (1, 3 or 6); modules\n"
+        "                         only, as is --memory-report (a .tpub is compiled)\n"
         "  --memory-report        TPU targets: peak VMEM/HBM and the largest buffers\n"
         "  --report=FILE.csv      TPU targets: one row per HLO op or fusion (cycles,\n"
         "                         stalls, MACs, HBM bytes, roofline); --report=- a table\n"
@@ -367,6 +369,11 @@ static int run_tpub(const run_cfg *c, const char *target, arena *a, const given 
   char err[4096];
   if (c->reference) {
     tool_error(CMD, "--reference needs a module, not a .tpub program");
+    return TOOL_EXIT_USAGE;
+  }
+  if (c->tpu.precision || c->tpu.memory_report) { /* compile-time choices */
+    tool_error(CMD, "--%s applies when compiling; %s is already compiled",
+               c->tpu.precision ? "precision" : "memory-report", c->file);
     return TOOL_EXIT_USAGE;
   }
   ir_shape *ps = NULL;

@@ -153,25 +153,6 @@ int tool_report_table(const tool_report *r, FILE *f) {
   return ferror(f) ? -1 : 0;
 }
 
-void tool_report_breakdown(const tpurt_stats_t *s, int mxus, FILE *f) {
-  tpurt_breakdown_t b;
-  tpurt_stats_breakdown(s, mxus, &b);
-  double k = b.total ? 100.0 / (double)b.total : 0;
-  fprintf(f, "cycle breakdown (TPU v1 Table 3 style, %% of %llu MXU cycles = cycles x %d MXUs)\n",
-          (unsigned long long)b.total, mxus);
-  fprintf(f, "  array active      %6.1f%%  rows streaming through the array\n",
-          k * (double)b.array_active);
-  fprintf(f, "  weight stall      %6.1f%%  mswap waiting for its weight tile\n",
-          k * (double)b.weight_stall);
-  fprintf(f, "  weight shift      %6.1f%%  MXU slot: weight loads, swaps, result pops\n",
-          k * (double)b.weight_shift);
-  fprintf(f, "  non-matrix        %6.1f%%  MXU idle while other units work\n",
-          k * (double)b.non_matrix);
-  fprintf(f, "  dependency stall  %6.1f%%  waiting for registers, accumulators, fences\n",
-          k * (double)b.dependency_stall);
-  fprintf(f, "  input/DMA stall   %6.1f%%  waiting on semaphores (DMA'd inputs, other units)\n",
-          k * (double)b.input_stall);
-}
 
 /* ---- roofline SVG ---------------------------------------------------------- */
 

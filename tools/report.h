@@ -52,30 +52,29 @@ double tool_report_vpu_peak(const tool_report_target *t);
 int tool_report_csv(const tool_report *r, FILE *f);
 int tool_report_table(const tool_report *r, FILE *f);
 int tool_report_svg(const tool_report *r, FILE *f);
-/* The Table 3 breakdown (tpurt_stats_breakdown) as text lines. */
-void tool_report_breakdown(const tpurt_stats_t *s, int mxus, FILE *f);
 
-/* What --report/--trace/--roofline/--stats asked for (NULL: not asked). */
+/* What --report/--trace/--roofline asked for (NULL: not asked). */
 typedef struct tool_report_opts {
   const char *report;   /* CSV path, or "-" for a table on stdout */
   const char *trace;    /* Chrome trace JSON path */
   const char *roofline; /* SVG path */
-  int stats;            /* print totals and the breakdown to stderr */
 } tool_report_opts;
 
 #ifdef TPUCC_HAVE_TPU
 #include "backend/tpu/tpu.h"
-/* Compiles m for target (NULL: v3) at precision, runs it on the emulator
- * with a per-op profile and writes what ro asks for. Results: as
- * tool_tpu_run (a tuple literal for a tuple root), allocated in a. */
-base_status tool_report_run(const ir_module *m, const char *target, ir_precision precision,
+/* Compiles m as rr says (target, precision, statistics: tpu_run_report),
+ * runs it on the emulator with a per-op profile and writes what ro asks
+ * for. Results: as tool_tpu_run (a tuple literal for a tuple root),
+ * allocated in a. rr's profile and stats_out are set here. */
+base_status tool_report_run(const ir_module *m, const tpu_run_report *rr,
                             const tool_report_opts *ro, ir_literal *const *args, int nargs,
                             arena *a, ir_literal **out, char *err, size_t errlen);
-/* The same for a .tpub file (run on target, or the one it records); the
- * flat results in signature order go to *out (*nout of them). */
-base_status tool_report_run_file(const char *path, const char *target, const tool_report_opts *ro,
-                                 ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
-                                 int *nout, char *err, size_t errlen);
+/* The same for a .tpub file (run on rr->target, or the one it records);
+ * the flat results in signature order go to *out (*nout of them). */
+base_status tool_report_run_file(const char *path, const tpu_run_report *rr,
+                                 const tool_report_opts *ro, ir_literal *const *args, int nargs,
+                                 arena *a, ir_literal ***out, int *nout, char *err,
+                                 size_t errlen);
 #endif
 
 #endif /* TPUCC_TOOLS_REPORT_H */

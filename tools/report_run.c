@@ -13,16 +13,6 @@
 #include "target.h"
 #include "tpub.h"
 
-static ir_literal *rebuild(arena *a, const ir_shape *s, ir_literal **flat, int n, int *k) {
-  if (s->type != IR_TUPLE) return *k < n ? flat[(*k)++] : NULL;
-  ir_literal *l = arena_alloc(a, sizeof *l);
-  l->shape = ir_shape_clone(a, s);
-  l->elems = arena_array(a, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_literal *));
-  for (int i = 0; i < s->ntuple; i++)
-    l->elems[i] = rebuild(a, &s->tuple[i], flat, n, k);
-  return l;
-}
-
 static int open_write(const char *path, FILE **f, char *err, size_t errlen, const char *flag) {
   *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
   if (!*f) {
@@ -43,16 +33,11 @@ static int close_write(FILE *f, int wrc, const char *path, char *err, size_t err
   return bad ? -1 : 0;
 }
 
-/* Writes the reports of one profiled run. */
+/* Writes the per-op reports of one profiled run (--stats is printed by the
+ * backend's run, backend/tpu/run.c). */
 static base_status write_reports(const tool_report *r, const tool_report_opts *ro, char *err,
                                  size_t errlen) {
   FILE *f;
-  if (ro->stats) {
-    const tpurt_stats_t *s = r->stats;
-    fprintf(stderr, "stats (target %s): %llu cycles, %.6g s, %llu instructions\n", r->t.spec,
-            (unsigned long long)s->cycles, s->seconds, (unsigned long long)s->instructions);
-    tool_report_breakdown(s, r->t.mxus, stderr);
-  }
   if (ro->report) {
     if (open_write(ro->report, &f, err, errlen, "report")) return ST_IO_ERROR;
     int wrc = !strcmp(ro->report, "-") ? tool_report_table(r, f) : tool_report_csv(r, f);
@@ -66,105 +51,54 @@ static base_status write_reports(const tool_report *r, const tool_report_opts *r
   return ST_OK;
 }
 
-/* Runs img on target with args; flat results into *flat (arena a). */
-static base_status run_image(const tpub_image *img, const char *target, const tool_report_opts *ro,
-                             ir_literal *const *args, int nargs, arena *a, ir_literal ***flat,
-                             char *err, size_t errlen) {
-  char why[512];
-  tgt_target tg;
-  if (tgt_parse(target, &tg, why, sizeof why)) {
-    snprintf(err, errlen, "target '%s': %s", target, why);
-    return ST_INVALID_ARGUMENT;
-  }
+/* A run with a per-op profile: m (compiled here) or the .tpub at path.
+ * rr carries the statistics flags; the reports of ro follow the run. */
+static base_status profiled_run(const ir_module *m, const char *path, const tpu_run_report *rr,
+                                const tool_report_opts *ro, ir_literal *const *args, int nargs,
+                                arena *a, void *out, int *nout, char *err, size_t errlen) {
   tpurt_profile_options_t po;
   tpurt_profile_options_init(&po);
   po.trace_path = ro->trace;
   po.trace_instructions = 1;
-  tpu_profile prof = {&po, 0, NULL, NULL};
+  tpu_profile prof = {&po, 0, NULL, NULL, NULL};
   tpurt_stats_t st;
-  ir_literal *out = NULL;
-  base_status rc = tpu_execute_profiled(img, target, NULL, args, nargs, a, &out, &st, NULL, &prof,
-                                        err, errlen);
+  tpu_run_report r = *rr;
+  r.profile = &prof;
+  r.stats_out = &st;
+  base_status rc = m ? tpu_run_report_exec(m, &r, args, nargs, a, out, err, errlen)
+                     : tpu_run_file(path, &r, args, nargs, a, out, nout, err, errlen);
   if (rc == ST_OK) {
-    tool_report r = {
-        {target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus, tg.mxu_rows, tg.mxu_cols},
-        &st,
-        prof.nops,
-        prof.info,
-        prof.ops};
-    rc = write_reports(&r, ro, err, errlen);
+    const char *target = prof.target; /* given, or the one a .tpub records */
+    char why[512];
+    tgt_target tg;
+    if (tgt_parse(target, &tg, why, sizeof why)) {
+      snprintf(err, errlen, "target '%s': %s", target, why);
+      rc = ST_INVALID_ARGUMENT;
+    } else {
+      tool_report rep = {
+          {target, (double)tg.clock_hz, (double)tg.hbm_bw, tg.mxus, tg.mxu_rows, tg.mxu_cols},
+          &st,
+          prof.nops,
+          prof.info,
+          prof.ops};
+      rc = write_reports(&rep, ro, err, errlen);
+    }
   }
-  if (rc == ST_OK) *flat = (ir_literal **)out; /* flat results: m was NULL */
   free(prof.info);
   free(prof.ops);
   return rc;
 }
 
-base_status tool_report_run(const ir_module *m, const char *target, ir_precision precision,
+base_status tool_report_run(const ir_module *m, const tpu_run_report *rr,
                             const tool_report_opts *ro, ir_literal *const *args, int nargs,
                             arena *a, ir_literal **out, char *err, size_t errlen) {
-  tpu_options o;
-  tpu_options_init(&o);
-  o.target = target ? target : "v3";
-  o.precision = precision;
-  diag *d = diag_create();
-  tpub_image *img = NULL;
-  base_status st = tpu_compile(m, &o, d, &img, NULL);
-  if (st != ST_OK) {
-    const char *t = diag_text(d);
-    snprintf(err, errlen, "%s", t[0] ? t : "tpu: compilation failed");
-    size_t n = strlen(err);
-    while (n > 0 && err[n - 1] == '\n')
-      err[--n] = 0;
-    diag_destroy(d);
-    return st;
-  }
-  diag_destroy(d);
-  ir_literal **flat = NULL;
-  st = run_image(img, o.target, ro, args, nargs, a, &flat, err, errlen);
-  if (st == ST_OK) {
-    const ir_comp *e = &m->comps.v[m->entry];
-    int k = 0;
-    *out = rebuild(a, &e->insts.v[e->root].shape, flat, (int)img->nresults, &k);
-  }
-  tpub_free(img);
-  return st;
+  return profiled_run(m, NULL, rr, ro, args, nargs, a, out, NULL, err, errlen);
 }
 
-base_status tool_report_run_file(const char *path, const char *target, const tool_report_opts *ro,
-                                 ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
-                                 int *nout, char *err, size_t errlen) {
-  size_t n = 0;
-  char *bytes = NULL;
-  FILE *f = fopen(path, "rb");
-  if (f) {
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (len >= 0) {
-      bytes = malloc((size_t)len + 1);
-      if (bytes) n = fread(bytes, 1, (size_t)len, f);
-    }
-    fclose(f);
-  }
-  if (!bytes) {
-    snprintf(err, errlen, "%s: cannot read the file", path);
-    return ST_IO_ERROR;
-  }
-  tpub_image *img = NULL;
-  char why[512];
-  int rc = tpub_read(bytes, n, NULL, &img, why, sizeof why);
-  free(bytes);
-  if (rc) {
-    snprintf(err, errlen, "%s: %s", path, why);
-    return ST_INVALID_ARGUMENT;
-  }
-  ir_literal **flat = NULL;
-  base_status st =
-      run_image(img, target ? target : img->target, ro, args, nargs, a, &flat, err, errlen);
-  *nout = (int)img->nresults;
-  *out = flat;
-  tpub_free(img);
-  return st;
+base_status tool_report_run_file(const char *path, const tpu_run_report *rr,
+                                 const tool_report_opts *ro, ir_literal *const *args, int nargs,
+                                 arena *a, ir_literal ***out, int *nout, char *err,
+                                 size_t errlen) {
+  return profiled_run(NULL, path, rr, ro, args, nargs, a, out, nout, err, errlen);
 }
 #endif

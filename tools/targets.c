@@ -77,15 +77,6 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
 base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
 #ifdef TPUCC_HAVE_TPU
-  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
-    tool_report_opts ro = {o->report, o->trace, o->roofline, o->stats};
-    ir_precision p;
-    if (!precision_of(o->precision, &p)) {
-      snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
-      return ST_INVALID_ARGUMENT;
-    }
-    return tool_report_run(m, o->target, p, &ro, args, nargs, a, out, err, errlen);
-  }
   tpu_run_report r = {0};
   r.target = o->target ? o->target : "v3";
   r.stats = o->stats;
@@ -95,6 +86,10 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
   if (!precision_of(o->precision, &r.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
     return ST_INVALID_ARGUMENT;
+  }
+  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
+    tool_report_opts ro = {o->report, o->trace, o->roofline};
+    return tool_report_run(m, &r, &ro, args, nargs, a, out, err, errlen);
   }
   return tpu_run_report_exec(m, &r, args, nargs, a, out, err, errlen);
 #else
@@ -129,14 +124,15 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
                               ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
                               int *nout, char *err, size_t errlen) {
 #ifdef TPUCC_HAVE_TPU
-  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
-    tool_report_opts ro = {o->report, o->trace, o->roofline, o->stats};
-    return tool_report_run_file(path, target, &ro, args, nargs, a, out, nout, err, errlen);
-  }
   tpu_run_report r = {0};
   r.target = target;
   r.stats = o->stats;
+  r.json_path = o->stats_json;
   r.out = stderr;
+  if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
+    tool_report_opts ro = {o->report, o->trace, o->roofline};
+    return tool_report_run_file(path, &r, &ro, args, nargs, a, out, nout, err, errlen);
+  }
   return tpu_run_file(path, &r, args, nargs, a, out, nout, err, errlen);
 #else
   (void)path, (void)o, (void)target, (void)args, (void)nargs, (void)a, (void)out, (void)nout;

@@ -104,6 +104,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, cons
   double t0 = now_s();
   tpurt_status_t es;
   if (prof) {
+    prof->target = arena_strdup(a, target);
     prof->nops = tpurt_program_op_count(prog);
     prof->info = calloc(prof->nops + 1, sizeof *prof->info);
     prof->ops = calloc(prof->nops + 1, sizeof *prof->ops);
@@ -210,6 +211,174 @@ base_status tpu_run_v2(const ir_module *m, int64_t max_bytes, ir_literal *const 
   return run_preset("v2", m, args, nargs, a, out, err, errlen);
 }
 
+/* What --stats and --stats-json show of one run: the run's counters, its
+ * target, and what is known of the program. info is NULL for a .tpub file:
+ * its FLOPs then come from the OPS section (none without one), and the
+ * compile-time figures are unknown (printed "n/a", left out of the JSON). */
+typedef struct run_figures {
+  const char *target;
+  tgt_target t;
+  const tpurt_stats_t *s;
+  const tpu_compile_info *info; /* NULL: a .tpub file */
+  uint64_t flops;
+  bool have_flops;
+  uint64_t code_words;
+  double host;
+  /* derived */
+  double peak_flops, busy_frac, useful, achieved, intensity, roof_s;
+  uint64_t hbm;
+  const char *bound;
+} run_figures;
+
+static void figures_derive(run_figures *g) {
+  const tpurt_stats_t *s = g->s;
+  const tgt_target *t = &g->t;
+  g->peak_flops = 2.0 * (double)tgt_peak_macs_per_cycle(t) * (double)t->clock_hz;
+  g->busy_frac =
+      s->cycles && t->mxus ? (double)s->mxu_busy_cycles / ((double)s->cycles * t->mxus) : 0;
+  g->useful = s->mxu_peak_macs ? (double)s->mxu_macs / (double)s->mxu_peak_macs : 0;
+  g->hbm = s->hbm_read_bytes + s->hbm_write_bytes;
+  double flops = (double)g->flops;
+  g->achieved = s->seconds > 0 ? flops / s->seconds : 0;
+  g->intensity = g->hbm ? flops / (double)g->hbm : 0;
+  double roof = (double)t->hbm_bw * g->intensity;
+  g->bound = roof < g->peak_flops ? "memory" : "compute";
+  g->roof_s = g->flops ? (roof < g->peak_flops ? (double)g->hbm / (double)t->hbm_bw
+                                                : flops / g->peak_flops)
+                       : (double)g->hbm / (double)t->hbm_bw;
+}
+
+static void figures_print(const run_figures *g, FILE *f) {
+  const tpurt_stats_t *s = g->s;
+  const tgt_target *t = &g->t;
+  const tpu_compile_info *info = g->info;
+  fprintf(f, "stats (target %s):\n", g->target);
+  fprintf(f, "  cycles            %llu\n", (unsigned long long)s->cycles);
+  fprintf(f, "  time              %.6g s at %.0f MHz\n", s->seconds, (double)t->clock_hz / 1e6);
+  fprintf(f, "  precision         %s\n", info ? info->precision : "n/a (compiled program)");
+  fprintf(f, "  MXU busy          %.1f%% (array cycles streaming rows)\n", 100 * g->busy_frac);
+  fprintf(f, "  MXU useful        %.1f%% (useful MACs / peak MACs)\n", 100 * g->useful);
+  if (g->have_flops)
+    fprintf(f, "  FLOP/s            %.4g achieved of %.4g peak (%llu flops)\n", g->achieved,
+            g->peak_flops, (unsigned long long)g->flops);
+  else
+    fprintf(f, "  FLOP/s            n/a (the program has no OPS section) of %.4g peak\n",
+            g->peak_flops);
+  fprintf(f, "  HBM               %llu bytes (%llu read, %llu written), busy %.1f%%\n",
+          (unsigned long long)g->hbm, (unsigned long long)s->hbm_read_bytes,
+          (unsigned long long)s->hbm_write_bytes,
+          s->cycles ? 100.0 * (double)s->hbm_busy_cycles / (double)s->cycles : 0);
+  if (g->have_flops)
+    fprintf(f, "  roofline          %s-bound: %.3g FLOP/byte, bound %.4g s (%.1f%% achieved)\n",
+            g->bound, g->intensity, g->roof_s, s->seconds > 0 ? 100 * g->roof_s / s->seconds : 0);
+  fprintf(f, "  instructions      %llu issued, %llu in the program\n",
+          (unsigned long long)s->instructions, (unsigned long long)g->code_words);
+  if (info)
+    fprintf(f, "  compile           %.3f s; emulation %.3f s host (%.3g cycles/s)\n",
+            info->compile_seconds, g->host, g->host > 0 ? (double)s->cycles / g->host : 0);
+  else
+    fprintf(f, "  emulation         %.3f s host (%.3g cycles/s)\n", g->host,
+            g->host > 0 ? (double)s->cycles / g->host : 0);
+  fprintf(f, "  %-8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "instrs", "busy",
+          "st.dep", "st.sync", "st.dma", "st.weight", "st.hbm", "st.queue");
+  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
+    const tpurt_unit_stats_t *us = &s->units[u];
+    if (!us->instructions) continue;
+    fprintf(f, "  %-8s %10llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
+            us->name ? us->name : "?", (unsigned long long)us->instructions,
+            (unsigned long long)us->busy_cycles, (unsigned long long)us->stall_dependency,
+            (unsigned long long)us->stall_sync, (unsigned long long)us->stall_dma,
+            (unsigned long long)us->stall_weight_load, (unsigned long long)us->stall_hbm,
+            (unsigned long long)us->stall_queue_full);
+  }
+  /* The TPU v1 paper's Table 3 (docs/profiling.md). */
+  tpurt_breakdown_t b;
+  tpurt_stats_breakdown(s, t->mxus, &b);
+  double k = b.total ? 100.0 / (double)b.total : 0;
+  fprintf(f, "  cycle breakdown (TPU v1 Table 3 style, %% of %llu MXU cycles = cycles x %d MXUs)\n",
+          (unsigned long long)b.total, t->mxus);
+  fprintf(f, "    array active      %6.1f%%  rows streaming through the array\n",
+          k * (double)b.array_active);
+  fprintf(f, "    weight stall      %6.1f%%  mswap waiting for its weight tile\n",
+          k * (double)b.weight_stall);
+  fprintf(f, "    weight shift      %6.1f%%  MXU slot: weight loads, swaps, result pops\n",
+          k * (double)b.weight_shift);
+  fprintf(f, "    non-matrix        %6.1f%%  MXU idle while other units work\n",
+          k * (double)b.non_matrix);
+  fprintf(f, "    dependency stall  %6.1f%%  waiting for registers, accumulators, fences\n",
+          k * (double)b.dependency_stall);
+  fprintf(f, "    input/DMA stall   %6.1f%%  waiting on semaphores (DMA'd inputs, other units)\n",
+          k * (double)b.input_stall);
+}
+
+/* Writes the --stats-json object (keys: docs/tpu-backend.md). */
+static base_status figures_json(const run_figures *g, const char *path, char *err,
+                                size_t errlen) {
+  FILE *j = fopen(path, "w");
+  if (!j) {
+    snprintf(err, errlen, "--stats-json: cannot write %s", path);
+    return ST_IO_ERROR;
+  }
+  const tpurt_stats_t *s = g->s;
+  fprintf(j,
+          "{\"target\": \"%s\", \"cycles\": %llu, \"seconds\": %.9g, \"peak_flops\": %.6g, "
+          "\"mxu_busy_fraction\": %.6f, \"mxu_useful_fraction\": %.6f, \"hbm_bytes\": %llu, "
+          "\"hbm_read_bytes\": %llu, \"hbm_write_bytes\": %llu, \"instructions\": %llu, "
+          "\"host_seconds\": %.6f",
+          g->target, (unsigned long long)s->cycles, s->seconds, g->peak_flops, g->busy_frac,
+          g->useful, (unsigned long long)g->hbm, (unsigned long long)s->hbm_read_bytes,
+          (unsigned long long)s->hbm_write_bytes, (unsigned long long)s->instructions, g->host);
+  if (g->have_flops)
+    fprintf(j,
+            ", \"flops\": %llu, \"achieved_flops\": %.6g, \"roofline_bound\": \"%s\", "
+            "\"roofline_seconds\": %.9g",
+            (unsigned long long)g->flops, g->achieved, g->bound, g->roof_s);
+  if (g->info)
+    fprintf(j,
+            ", \"precision\": \"%s\", \"compile_seconds\": %.6f, \"hbm_peak_bytes\": %llu, "
+            "\"vmem_peak_bytes\": %llu",
+            g->info->precision, g->info->compile_seconds, (unsigned long long)g->info->hbm_peak,
+            (unsigned long long)g->info->vmem_peak);
+  fputs("}\n", j);
+  if (ferror(j) | fclose(j)) {
+    snprintf(err, errlen, "--stats-json: error writing %s", path);
+    return ST_IO_ERROR;
+  }
+  return ST_OK;
+}
+
+/* Runs img and reports what r asks for; info NULL: a .tpub file. */
+static base_status run_and_report(const tpub_image *img, const char *target, const ir_module *m,
+                                  const tpu_run_report *r, const tpu_compile_info *info,
+                                  ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                                  char *err, size_t errlen) {
+  tpurt_stats_t s;
+  run_figures g;
+  memset(&g, 0, sizeof g);
+  base_status st = tpu_execute_profiled(img, target, m, args, nargs, a, out, &s, &g.host,
+                                        r->profile, err, errlen);
+  if (st != ST_OK) return st;
+  if (r->stats_out) *r->stats_out = s;
+  if (!r->stats && !r->json_path) return ST_OK;
+  g.target = target;
+  g.s = &s;
+  g.info = info;
+  char terr[128];
+  if (tgt_parse(target, &g.t, terr, sizeof terr)) memset(&g.t, 0, sizeof g.t);
+  if (info) {
+    g.flops = info->flops;
+    g.have_flops = true;
+    g.code_words = info->instructions;
+  } else {
+    for (uint32_t k = 0; k < img->nops; k++) g.flops += img->ops[k].flops;
+    g.have_flops = img->nops > 0;
+    g.code_words = img->ncode;
+  }
+  figures_derive(&g);
+  if (r->stats) figures_print(&g, r->out ? r->out : stderr);
+  return r->json_path ? figures_json(&g, r->json_path, err, errlen) : ST_OK;
+}
+
 base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
                                 ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                                 char *err, size_t errlen) {
@@ -222,103 +391,11 @@ base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
   tpu_compile_info info;
   memset(&info, 0, sizeof info);
   base_status st = compile_or_fail(m, &o, &img, &info, err, errlen);
-  FILE *f = r->out ? r->out : stderr;
-  if (r->memory_report && info.memory_report) fputs(info.memory_report, f);
-  if (st != ST_OK) {
-    tpu_info_free(&info);
-    return st;
-  }
-  tpurt_stats_t s;
-  double host = 0;
-  st = tpu_execute(img, o.target, m, args, nargs, a, out, &s, &host, err, errlen);
-  tgt_target t;
-  char terr[128];
-  if (tgt_parse(o.target, &t, terr, sizeof terr)) memset(&t, 0, sizeof t);
+  if (r->memory_report && info.memory_report) fputs(info.memory_report, r->out ? r->out : stderr);
+  if (st == ST_OK) st = run_and_report(img, o.target, m, r, &info, args, nargs, a, out, err, errlen);
   tpub_free(img);
-  if (st != ST_OK) {
-    tpu_info_free(&info);
-    return st;
-  }
-  double secs = s.seconds;
-  double peak_flops = 2.0 * (double)tgt_peak_macs_per_cycle(&t) * (double)t.clock_hz;
-  double busy = 0;
-  for (int u = 2; u < 2 + TGT_MAX_MXUS; u++) busy += (double)s.units[u].busy_cycles;
-  double busy_frac = s.cycles && t.mxus ? (double)s.mxu_busy_cycles / ((double)s.cycles * t.mxus) : 0;
-  double useful = s.mxu_peak_macs ? (double)s.mxu_macs / (double)s.mxu_peak_macs : 0;
-  uint64_t hbm = s.hbm_read_bytes + s.hbm_write_bytes;
-  double achieved = secs > 0 ? (double)info.flops / secs : 0;
-  double intensity = hbm ? (double)info.flops / (double)hbm : 0;
-  double roof = (double)t.hbm_bw * intensity;
-  const char *bound = roof < peak_flops ? "memory" : "compute";
-  double roof_s = info.flops ? (roof < peak_flops ? (double)hbm / (double)t.hbm_bw
-                                                  : (double)info.flops / peak_flops)
-                             : (double)hbm / (double)t.hbm_bw;
-  (void)busy;
-  if (r->stats) {
-    fprintf(f, "stats (target %s):\n", o.target);
-    fprintf(f, "  cycles            %llu\n", (unsigned long long)s.cycles);
-    fprintf(f, "  time              %.6g s at %.0f MHz\n", secs, (double)t.clock_hz / 1e6);
-    fprintf(f, "  precision         %s\n", info.precision);
-    fprintf(f, "  MXU busy          %.1f%% (array cycles streaming rows)\n", 100 * busy_frac);
-    fprintf(f, "  MXU useful        %.1f%% (useful MACs / peak MACs)\n", 100 * useful);
-    fprintf(f, "  FLOP/s            %.4g achieved of %.4g peak (%llu flops)\n", achieved,
-            peak_flops, (unsigned long long)info.flops);
-    fprintf(f, "  HBM               %llu bytes (%llu read, %llu written), busy %.1f%%\n",
-            (unsigned long long)hbm, (unsigned long long)s.hbm_read_bytes,
-            (unsigned long long)s.hbm_write_bytes,
-            s.cycles ? 100.0 * (double)s.hbm_busy_cycles / (double)s.cycles : 0);
-    fprintf(f, "  roofline          %s-bound: %.3g FLOP/byte, bound %.4g s (%.1f%% achieved)\n",
-            bound, intensity, roof_s, secs > 0 ? 100 * roof_s / secs : 0);
-    fprintf(f, "  instructions      %llu issued, %llu in the program\n",
-            (unsigned long long)s.instructions, (unsigned long long)info.instructions);
-    fprintf(f, "  compile           %.3f s; emulation %.3f s host (%.3g cycles/s)\n",
-            info.compile_seconds, host, host > 0 ? (double)s.cycles / host : 0);
-    fprintf(f, "  %-8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "instrs", "busy",
-            "st.dep", "st.sync", "st.dma", "st.weight", "st.hbm", "st.queue");
-    for (int u = 0; u < TPURT_MAX_UNITS; u++) {
-      const tpurt_unit_stats_t *us = &s.units[u];
-      if (!us->instructions) continue;
-      fprintf(f, "  %-8s %10llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
-              us->name ? us->name : "?", (unsigned long long)us->instructions,
-              (unsigned long long)us->busy_cycles, (unsigned long long)us->stall_dependency,
-              (unsigned long long)us->stall_sync, (unsigned long long)us->stall_dma,
-              (unsigned long long)us->stall_weight_load, (unsigned long long)us->stall_hbm,
-              (unsigned long long)us->stall_queue_full);
-    }
-    /* The TPU v1 paper's Table 3 (docs/profiling.md). */
-    tpurt_breakdown_t bd;
-    tpurt_stats_breakdown(&s, t.mxus, &bd);
-    double bt = bd.total ? 100.0 / (double)bd.total : 0;
-    fprintf(f, "  MXU cycle breakdown (%% of cycles x %d MXUs): array active %.1f%%, weight stall "
-               "%.1f%%, weight shift %.1f%%, non-matrix %.1f%%, dependency stall %.1f%%, "
-               "input/DMA stall %.1f%%\n",
-            t.mxus, bt * (double)bd.array_active, bt * (double)bd.weight_stall,
-            bt * (double)bd.weight_shift, bt * (double)bd.non_matrix,
-            bt * (double)bd.dependency_stall, bt * (double)bd.input_stall);
-  }
-  if (r->json_path) {
-    FILE *j = fopen(r->json_path, "w");
-    if (!j) {
-      snprintf(err, errlen, "--stats-json: cannot write %s", r->json_path);
-      tpu_info_free(&info);
-      return ST_IO_ERROR;
-    }
-    fprintf(j,
-            "{\"target\": \"%s\", \"cycles\": %llu, \"seconds\": %.9g, \"flops\": %llu, "
-            "\"peak_flops\": %.6g, \"achieved_flops\": %.6g, \"mxu_busy_fraction\": %.6f, "
-            "\"mxu_useful_fraction\": %.6f, \"hbm_bytes\": %llu, \"hbm_read_bytes\": %llu, "
-            "\"hbm_write_bytes\": %llu, \"roofline_bound\": \"%s\", \"roofline_seconds\": %.9g, "
-            "\"precision\": \"%s\", \"instructions\": %llu, \"compile_seconds\": %.6f, "
-            "\"host_seconds\": %.6f, \"hbm_peak_bytes\": %llu, \"vmem_peak_bytes\": %llu}\n",
-            o.target, (unsigned long long)s.cycles, secs, (unsigned long long)info.flops,
-            peak_flops, achieved, busy_frac, useful, (unsigned long long)hbm,
-            (unsigned long long)s.hbm_read_bytes, (unsigned long long)s.hbm_write_bytes, bound,
-            roof_s, info.precision, (unsigned long long)s.instructions, info.compile_seconds, host,
-            (unsigned long long)info.hbm_peak, (unsigned long long)info.vmem_peak);
-    fclose(j);
-  }
   tpu_info_free(&info);
-  return ST_OK;
+  return st;
 }
 
 base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *emit,
@@ -394,22 +471,13 @@ base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *
   tpub_image *img = NULL;
   base_status st = load_image(path, &img, err, errlen);
   if (st != ST_OK) return st;
-  const char *target = r && r->target ? r->target : img->target;
-  tpurt_stats_t s;
-  double host = 0;
+  tpu_run_report none = {0};
+  if (!r) r = &none;
+  const char *target = r->target ? r->target : img->target;
   ir_literal *flat = NULL;
-  st = tpu_execute(img, target, NULL, args, nargs, a, &flat, &s, &host, err, errlen);
+  st = run_and_report(img, target, NULL, r, NULL, args, nargs, a, &flat, err, errlen);
   *nout = (int)img->nresults;
   tpub_free(img);
-  if (st != ST_OK) return st;
-  *out = (ir_literal **)flat;
-  if (r && r->stats) {
-    FILE *f = r->out ? r->out : stderr;
-    fprintf(f, "stats (target %s): %llu cycles, %.6g s, MXU useful %.1f%%, HBM %llu bytes, "
-               "emulation %.3f s host\n",
-            target, (unsigned long long)s.cycles, s.seconds,
-            s.mxu_peak_macs ? 100.0 * (double)s.mxu_macs / (double)s.mxu_peak_macs : 0,
-            (unsigned long long)(s.hbm_read_bytes + s.hbm_write_bytes), host);
-  }
-  return ST_OK;
+  if (st == ST_OK) *out = (ir_literal **)flat;
+  return st;
 }

@@ -76,6 +76,7 @@ typedef struct tpu_profile {
   size_t nops;
   struct tpurt_op_info *info;
   struct tpurt_op_stats *ops;
+  const char *target; /* out: the target the run used (in the arena) */
 } tpu_profile;
 /* tpu_execute with optional profiling (prof may be NULL). */
 base_status tpu_execute_profiled(const tpub_image *img, const char *target,
@@ -94,16 +95,18 @@ base_status tpu_run_v2(const ir_module *m, int64_t max_bytes,
                        ir_literal **out, char *err, size_t errlen);
 
 /* Compile + execute with a full report (the CLI's --stats, --stats-json,
- * --precision, --memory-report). report_text receives human-readable stats
- * when non-NULL; json_path, when non-NULL, receives the JSON keys of
- * docs/tpu-backend.md. */
+ * --precision, --memory-report, and the per-op profile behind --report,
+ * --trace and --roofline). Every field may be zero: then nothing is
+ * reported. */
 typedef struct tpu_run_report {
-  const char *target;
-  ir_precision precision;
-  bool stats;              /* print stats to `out` */
-  const char *json_path;   /* write --stats-json here */
-  bool memory_report;      /* print the memory report to `out` */
-  FILE *out;
+  const char *target;      /* NULL: v3 (tpu_run_file: the file's target) */
+  ir_precision precision;  /* tpu_run_report_exec only */
+  bool stats;              /* print the statistics to `out` */
+  const char *json_path;   /* write the --stats-json keys of docs/tpu-backend.md */
+  bool memory_report;      /* print the memory report to `out` (compiling only) */
+  FILE *out;               /* NULL: stderr */
+  tpu_profile *profile;    /* non-NULL: run profiled (tpu_execute_profiled) */
+  struct tpurt_stats *stats_out; /* non-NULL: receives the run's counters */
 } tpu_run_report;
 base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
                                 ir_literal *const *args, int nargs, arena *a,
@@ -114,7 +117,9 @@ base_status tpu_file_params(const char *path, arena *a, ir_shape **out, int *n, 
                             size_t errlen);
 /* Runs a .tpub file on its recorded target (or r->target) with args; the
  * results, flat in signature order, go to *out (*nout of them). r may be
- * NULL; r->stats prints a one-line summary to r->out. */
+ * NULL; its precision and memory_report do not apply (the program is
+ * compiled), and the statistics show what the file records: FLOPs from its
+ * OPS section, no compile-time figures. */
 base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *const *args,
                          int nargs, arena *a, ir_literal ***out, int *nout, char *err,
                          size_t errlen);

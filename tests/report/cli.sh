@@ -61,6 +61,37 @@ awk -F, 'NR > 1 { s += $17 } END { exit !(s == 32*784*256 + 32*256*128 + 32*128*
   python3 "$dir/check.py" "$tmp/k.csv" "$tmp/k.json" "$tmp/k.svg" >/dev/null &&
   awk -F, '$2 == "(program)" { ok = ($17 == 16777216) } END { exit !ok }' "$tmp/k.csv" ||
   { echo "FAIL: report of an assembled program"; fails=$((fails + 1)); }
+# --stats and --stats-json keep all their figures next to the per-op
+# reports (once they were dropped: --stats shrank, --stats-json was never
+# written), and the JSON's cycles equal the report's total.
+"$tpucc" run "$root/samples/mlp.tg" --random-inputs --output= --output= --stats \
+    --stats-json="$tmp/s.json" --report="$tmp/s.csv" >/dev/null 2>"$tmp/s.err" &&
+  grep -q 'MXU useful' "$tmp/s.err" && grep -q 'precision  *bf16' "$tmp/s.err" &&
+  python3 - "$tmp/s.json" "$tmp/s.csv" <<'PY' || { echo "FAIL: --stats-json with --report"; cat "$tmp/s.err"; fails=$((fails + 1)); }
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert j["cycles"] == sum(int(r["exclusive_cycles"]) for r in rows), (j["cycles"], rows[:1])
+assert j["flops"] == 2 * (32*784*256 + 32*256*128 + 32*128*10), j["flops"]
+for k in ("seconds", "mxu_useful_fraction", "hbm_bytes", "compile_seconds", "host_seconds"):
+    assert k in j, k
+PY
+# A .tpub writes --stats-json too: FLOPs from its op table, and no
+# compile-time keys (it was compiled elsewhere).
+"$tpucc" run "$tmp/m.tpub" --random-inputs --output= --output= --stats \
+    --stats-json="$tmp/f.json" >/dev/null 2>"$tmp/f.err" &&
+  grep -q 'MXU useful' "$tmp/f.err" &&
+  python3 - "$tmp/f.json" <<'PY' || { echo "FAIL: .tpub --stats-json"; cat "$tmp/f.err"; fails=$((fails + 1)); }
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["flops"] == 2 * (32*784*256 + 32*256*128 + 32*128*10), j["flops"]
+assert "compile_seconds" not in j and "precision" not in j, j
+assert j["cycles"] > 0 and j["hbm_bytes"] > 0, j
+PY
+# Compile-time flags on a compiled program are a usage error.
+"$tpucc" run "$tmp/m.tpub" --random-inputs --output= --output= --precision=high >/dev/null 2>"$tmp/p.err"
+[ $? -eq 2 ] && grep -q 'already compiled' "$tmp/p.err" ||
+  { echo "FAIL: --precision on a .tpub"; cat "$tmp/p.err"; fails=$((fails + 1)); }
 # An unwritable path is an error, not a crash.
 "$tpucc" run "$dir/add.tg" --random-inputs --output= --report=/nonexistent/x.csv >/dev/null 2>"$tmp/e" &&
   { echo "FAIL: unwritable report accepted"; fails=$((fails + 1)); }
