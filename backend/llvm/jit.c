@@ -72,6 +72,13 @@ static base_status llvm_err(LLVMErrorRef er, const char *what, char *err, size_t
   return ST_INTERNAL;
 }
 
+/* LLVM 15 renamed the C API's symbol pair (same members). */
+#if TPUCC_LLVM_MAJOR >= 15
+typedef LLVMOrcCSymbolMapPair symbol_pair;
+#else
+typedef LLVMJITCSymbolMapPair symbol_pair;
+#endif
+
 static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
   static const struct {
     const char *name;
@@ -86,7 +93,7 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
 #endif
 #undef F
   };
-  LLVMJITCSymbolMapPair pairs[COUNTOF(syms)];
+  symbol_pair pairs[COUNTOF(syms)];
   for (size_t i = 0; i < COUNTOF(syms); i++) {
     pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, syms[i].name);
     pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].fn;
