@@ -308,6 +308,16 @@ int32_t *ir_comp_use_counts(ir_module *m, ir_comp_id c);
 /* Deep-copies a module (new arena). */
 ir_module *ir_module_clone(const ir_module *m);
 
+/* ---- cost (cost.c) ---------------------------------------------------- */
+
+/* Multiply-adds of one dot or convolution with operand shapes lhs and rhs:
+ * result elements x contracted elements (a convolution's kernel window x
+ * its input features per group); 0 for any other op. */
+uint64_t ir_inst_macs(const ir_inst *in, const ir_shape *lhs, const ir_shape *rhs);
+/* The MACs of every dot and convolution the entry computation runs, fused
+ * ones included (FLOPs = 2 x MACs, as in XLA's cost analysis). */
+uint64_t ir_module_macs(const ir_module *m);
+
 /* Convenience builders used by frontends and passes (operands already in
  * computation c; shapes inferred with ir_infer_shape, which must succeed:
  * a builder never creates an ill-typed instruction, it dies instead; a

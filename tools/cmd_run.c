@@ -57,8 +57,9 @@ void tool_help_run(FILE *f) {
         "                         compare every result as --expected-output does\n",
         f);
   fputs("  --stats                TPU targets: print cycles, time, MXU utilisation,\n"
-        "                         FLOP/s, HBM bytes, roofline bound and precision\n"
-        "  --stats-json=FILE      TPU targets: the same as JSON (docs/tpu-backend.md)\n"
+        "                         FLOP/s, HBM bytes, roofline bound and precision;\n"
+        "                         cpu: run time, FLOP/s, compile time, threads\n"
+        "  --stats-json=FILE      TPU targets and cpu: the same as JSON (docs/cli.md)\n"
         "  --precision=P          TPU targets: default|high|highest bf16 passes of\n"
         "                         f32 dots and convolutions (1, 3 or 6); modules\n"
         "                         only, as is --memory-report (a .tpub is compiled)\n"
@@ -360,6 +361,17 @@ static bool check_result(arena *a, const run_cfg *c, int k, const ir_literal *go
   return false;
 }
 
+typedef VEC(ir_literal *) lit_vec;
+
+/* Appends the array leaves of l to out, depth first. */
+static void push_leaves(arena *a, ir_literal *l, lit_vec *out) {
+  if (l->shape.type != IR_TUPLE) {
+    VEC_PUSH(a, *out, l);
+    return;
+  }
+  for (int k = 0; k < l->shape.ntuple; k++) push_leaves(a, l->elems[k], out);
+}
+
 /* `tpucc run FILE.tpub`: a compiled TPU program (backend/tpu), on its
  * recorded target or --target; results printed or written as below. */
 static int run_tpub(const run_cfg *c, const char *target, arena *a, const given *ins, int nins,
@@ -472,6 +484,27 @@ int tool_cmd_run(int argc, char **argv) {
     sb_free(&known);
     goto done;
   }
+  { /* flags that only some targets honour: refused elsewhere, never ignored */
+    bool is_tpub = strlen(c.file) > 5 && !strcmp(c.file + strlen(c.file) - 5, ".tpub");
+    bool tpu = is_tpub ? !given_target || tool_tpu_target(given_target)
+                       : tool_tpu_target(c.target);
+    const char *tpu_only = c.tpu.report       ? "--report"
+                           : c.tpu.trace      ? "--trace"
+                           : c.tpu.roofline   ? "--roofline"
+                           : c.tpu.precision  ? "--precision"
+                           : c.tpu.memory_report ? "--memory-report"
+                                                 : NULL;
+    const char *stats = c.tpu.stats ? "--stats" : c.tpu.stats_json ? "--stats-json" : NULL;
+    const char *t = is_tpub ? given_target : c.target;
+    if (!tpu && tpu_only) {
+      tool_error(CMD, "%s applies to TPU targets (v2, v3, ...), not '%s'", tpu_only, t);
+      goto done;
+    }
+    if (!tpu && stats && strcmp(t, "cpu")) {
+      tool_error(CMD, "%s applies to TPU targets and cpu, not '%s'", stats, t);
+      goto done;
+    }
+  }
   given *ins = NULL, *exps = NULL;
   int nins = 0, nexps = 0;
   if (!parse_tensors(a, "--input", c.inputs, c.ninputs, &ins, &nins)) goto done;
@@ -558,7 +591,7 @@ int tool_cmd_run(int argc, char **argv) {
   tpucc_execute_options eo;
   tpucc_execute_options_init(&eo);
   eo.target = c.target;
-  VEC(ir_literal *) got = {0};
+  lit_vec got = {0};
   if (c.target && tool_tpu_target(c.target) &&
       (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
        c.tpu.report || c.tpu.trace || c.tpu.roofline ||
@@ -576,17 +609,20 @@ int tool_cmd_run(int argc, char **argv) {
       rc = TOOL_EXIT_FAIL;
       goto done;
     }
-    ir_literal *stack[64];
-    int sp = 0;
-    stack[sp++] = tr;
-    while (sp > 0) { /* leaves depth first */
-      ir_literal *l = stack[--sp];
-      if (l->shape.type == IR_TUPLE) {
-        for (int k = l->shape.ntuple - 1; k >= 0 && sp < 64; k--) stack[sp++] = l->elems[k];
-      } else {
-        VEC_PUSH(a, got, l);
-      }
+    push_leaves(a, tr, &got);
+  } else if (!strcmp(c.target, "cpu") && (c.tpu.stats || c.tpu.stats_json)) {
+    /* the cpu target with statistics: the backend directly */
+    ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
+    for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
+    tool_cpu_opts cpo = {c.cpu_threads, c.cpu_numerics, c.tpu.stats_json, c.tpu.stats};
+    ir_literal *tr = NULL;
+    char cerr[4096];
+    if (tool_cpu_run(tool_module_ir(m), &cpo, la, np, a, &tr, cerr, sizeof cerr) != ST_OK) {
+      tool_error(CMD, "%s: %s", c.file, cerr);
+      rc = TOOL_EXIT_FAIL;
+      goto done;
     }
+    push_leaves(a, tr, &got);
   } else {
     tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
     if (st != TPUCC_OK) {

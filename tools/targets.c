@@ -7,6 +7,8 @@
  * presets (when backend/tpu is built), "cpu" (backend/llvm's JIT, when LLVM
  * is found) and "interp" (the reference evaluator). */
 #include "tools/tools.h"
+#include <stdlib.h>
+#include <time.h>
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
 #endif
@@ -137,6 +139,88 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
 #else
   (void)path, (void)o, (void)target, (void)args, (void)nargs, (void)a, (void)out, (void)nout;
   snprintf(err, errlen, "built without the TPU backend");
+  return ST_UNSUPPORTED;
+#endif
+}
+
+#ifdef TPUCC_HAVE_LLVM
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *numerics_name(cpu_numerics n) {
+  return n == CPU_NUMERICS_STRICT ? "strict" : n == CPU_NUMERICS_TPU ? "tpu" : "native";
+}
+#endif
+
+base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal *const *args,
+                         int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
+#ifdef TPUCC_HAVE_LLVM
+  cpu_options co;
+  cpu_options_init(&co);
+  if (o->threads) {
+    char *end;
+    long v = strtol(o->threads, &end, 10);
+    if (*end || v < 1 || v > 1024) {
+      snprintf(err, errlen, "--threads: '%s' is not a count in 1..1024", o->threads);
+      return ST_INVALID_ARGUMENT;
+    }
+    co.threads = (int32_t)v;
+  }
+  if (o->numerics && !cpu_numerics_from_name(o->numerics, &co.numerics)) {
+    snprintf(err, errlen, "--cpu-numerics: '%s' is not native, strict or tpu", o->numerics);
+    return ST_INVALID_ARGUMENT;
+  }
+  cpu_exe *x = NULL;
+  double t0 = seconds_now();
+  base_status st = cpu_compile(m, &co, &x, err, errlen);
+  double t1 = seconds_now();
+  if (st == ST_OK) st = cpu_execute(x, args, nargs, a, out, err, errlen);
+  double t2 = seconds_now();
+  cpu_exe_info info;
+  memset(&info, 0, sizeof info);
+  if (x) cpu_exe_get_info(x, &info);
+  cpu_exe_destroy(x);
+  if (st != ST_OK) return st;
+  double run = t2 - t1, compile = t1 - t0;
+  uint64_t flops = 2 * ir_module_macs(m);
+  double achieved = run > 0 ? (double)flops / run : 0;
+  if (o->stats) {
+    fprintf(stderr, "stats (target cpu):\n");
+    fprintf(stderr, "  time              %.6g s host (the run alone)\n", run);
+    fprintf(stderr, "  FLOP/s            %.4g achieved (%llu flops)\n", achieved,
+            (unsigned long long)flops);
+    fprintf(stderr, "  compile           %.3f s (lower %.3f, optimise %.3f, machine code %.3f)\n",
+            compile, info.lower_seconds, info.opt_seconds, info.jit_seconds);
+    fprintf(stderr, "  threads           %d\n", (int)info.threads);
+    fprintf(stderr, "  numerics          %s\n", numerics_name(co.numerics));
+    fprintf(stderr, "  kernels           %d loop nests, %lld bytes of scratch\n",
+            (int)info.kernels, (long long)info.scratch_bytes);
+  }
+  if (o->stats_json) {
+    FILE *j = fopen(o->stats_json, "w");
+    if (!j) {
+      snprintf(err, errlen, "--stats-json: cannot write %s", o->stats_json);
+      return ST_IO_ERROR;
+    }
+    fprintf(j,
+            "{\"target\": \"cpu\", \"seconds\": %.9g, \"flops\": %llu, "
+            "\"achieved_flops\": %.6g, \"compile_seconds\": %.6f, \"host_seconds\": %.9g, "
+            "\"threads\": %d, \"numerics\": \"%s\", \"kernels\": %d, "
+            "\"scratch_bytes\": %lld}\n",
+            run, (unsigned long long)flops, achieved, compile, run, (int)info.threads,
+            numerics_name(co.numerics), (int)info.kernels, (long long)info.scratch_bytes);
+    if (ferror(j) | fclose(j)) {
+      snprintf(err, errlen, "--stats-json: error writing %s", o->stats_json);
+      return ST_IO_ERROR;
+    }
+  }
+  return ST_OK;
+#else
+  (void)m, (void)o, (void)args, (void)nargs, (void)a, (void)out;
+  snprintf(err, errlen, "built without the CPU backend (LLVM)");
   return ST_UNSUPPORTED;
 #endif
 }

@@ -275,6 +275,39 @@ case_corpus_all() {
   [ "$n" -gt 0 ] || fail "no corpus modules in $CORPUS"
 }
 
+# Statistics and reports per target: --stats/--stats-json on cpu give the
+# figures that apply (FLOPs equal to what the v3 lowering counts, an
+# independent count); target-specific flags elsewhere are usage errors,
+# never silently ignored.
+case_target_flags() {
+  "$TPUCC" run --help | grep -q '^  cpu ' || { echo "no cpu target: skipped"; exit 77; }
+  "$TPUCC" run --help | grep -q '^  v3 ' || { echo "no v3 target: skipped"; exit 77; }
+  local f n
+  for f in "$DATA/../../samples/mlp.tg" "$DATA/../../samples/cnn.tg" \
+           "$CORPUS/convolution_test__TestFusedConv2D.hlo" "$CORPUS/hlo_parser_test__ConvolutionR2.hlo"; do
+    [ -f "$f" ] || { fail "missing $f"; continue; }
+    n=$(basename "$f")
+    run 0 run "$f" --target=cpu --random-inputs --stats --stats-json="$T/$n.cpu.json" --threads=1
+    err_has "stats (target cpu):"
+    run 0 run "$f" --target=v3 --random-inputs --stats-json="$T/$n.v3.json"
+    local c v
+    c=$(grep -o '"flops": [0-9]*' "$T/$n.cpu.json")
+    v=$(grep -o '"flops": [0-9]*' "$T/$n.v3.json")
+    [ -n "$c" ] && [ "$c" == "$v" ] || fail "$n: cpu $c, v3 $v"
+    for k in seconds compile_seconds host_seconds threads; do
+      grep -q "\"$k\": " "$T/$n.cpu.json" || fail "$n: cpu JSON lacks $k"
+    done
+  done
+  # mlp.tg: 32x784x256 + 32x256x128 + 32x128x10 MACs
+  grep -q '"flops": 15024128,' "$T/mlp.tg.cpu.json" || fail "mlp FLOPs: $(cat "$T/mlp.tg.cpu.json")"
+  run 2 run "$DATA/add.hlo" --target=cpu --random-inputs --report=-
+  err_has "--report applies to TPU targets"
+  run 2 run "$DATA/add.hlo" --target=cpu --random-inputs --precision=high
+  err_has "--precision applies to TPU targets"
+  run 2 run "$DATA/add.hlo" --target=interp --random-inputs --stats
+  err_has "--stats applies to TPU targets and cpu"
+}
+
 "case_$CASE"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
 echo "ok"
