@@ -131,13 +131,18 @@ static const ir_literal *splat_of(lctx *x, ir_id i) {
   return NULL;
 }
 
+/* An elementwise program under construction. Lookups are hashed (memo by
+ * instruction id, inputs by value), so building a program costs time in
+ * its own size, never in the computation's. */
 typedef struct dag {
   int epi_in1;       /* 1 + input index of x->epi_dot, 0 before it is met */
-  int *memo;         /* per instruction: 1 + its node (shared uses), or 0 */
+  strmap *memo;      /* ir_id -> its node (shared uses) */
+  strmap *in_map;    /* tval pointer -> its input index */
   VEC(int) row_in;   /* inputs that are x->row_bcast vectors (not full) */
   VEC(tk_node) nodes;
   VEC(ir_id) in_ids; /* materialised inputs */
   VEC(tval *) in_vals;
+  VEC(int) in_node;  /* per input: its TK_IN node, or -1 before one exists */
 } dag;
 
 static int add_node(lctx *x, dag *d, tk_node n) {
@@ -145,18 +150,38 @@ static int add_node(lctx *x, dag *d, tk_node n) {
   return d->nodes.n - 1;
 }
 
-static int dag_input(lctx *x, dag *d, tval *v, ir_id id) {
-  for (int k = 0; k < d->in_vals.n; k++)
-    if (d->in_vals.v[k] == v) {
-      if (id != IR_NONE) VEC_PUSH(x->b->a, x->pending, id);
-      for (int j = 0; j < d->nodes.n; j++)
-        if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == k) return j;
-    }
+/* Appends input v (id: the instruction it is, or IR_NONE); its index. */
+static int dag_add_input(lctx *x, dag *d, tval *v, ir_id id) {
   VEC_PUSH(x->b->a, d->in_vals, v);
   VEC_PUSH(x->b->a, d->in_ids, id);
+  VEC_PUSH(x->b->a, d->in_node, -1);
+  if (v) {
+    if (!d->in_map) d->in_map = strmap_create(x->b->a);
+    if (strmap_get(d->in_map, (const char *)&v, sizeof v) < 0)
+      strmap_put(d->in_map, (const char *)&v, sizeof v, d->in_vals.n - 1);
+  }
+  return d->in_vals.n - 1;
+}
+
+/* The TK_IN node of input k (made on first use). */
+static int dag_in_node(lctx *x, dag *d, int k, ir_type t) {
+  if (d->in_node.v[k] < 0) {
+    tk_node n = {TK_IN, t, k, 0, 0, 0, 0, 0, {0, 0, 0}};
+    d->in_node.v[k] = add_node(x, d, n);
+  }
+  return d->in_node.v[k];
+}
+
+/* The first input whose value is v, or -1. */
+static int dag_find_input(const dag *d, tval *v) {
+  return d->in_map ? strmap_get(d->in_map, (const char *)&v, sizeof v) : -1;
+}
+
+static int dag_input(lctx *x, dag *d, tval *v, ir_id id) {
   if (id != IR_NONE) VEC_PUSH(x->b->a, x->pending, id);
-  tk_node n = {TK_IN, v->type, d->in_vals.n - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
-  return add_node(x, d, n);
+  int k = dag_find_input(d, v);
+  if (k < 0) k = dag_add_input(x, d, v, id);
+  return dag_in_node(x, d, k, v->type);
 }
 
 static tval *materialize_broadcast(lctx *x, tval *v, int rank, const int64_t *dims);
@@ -166,8 +191,9 @@ static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, cons
 
 static int dag_inst(lctx *x, dag *d, ir_id i) {
   const ir_inst *in = inst_of(x, i);
-  if (!d->memo) d->memo = arena_array(x->b->a, (size_t)x->comp->insts.n + 1, sizeof(int));
-  if (d->memo[i]) return d->memo[i] - 1;
+  if (!d->memo) d->memo = strmap_create(x->b->a);
+  int memo = strmap_get(d->memo, (const char *)&i, sizeof i);
+  if (memo >= 0) return memo;
   tk_node n = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
   int64_t count = 1;
   for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
@@ -181,7 +207,7 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
              ir_type_name(in->shape.type));
   }
   int r = add_node(x, d, n);
-  d->memo[i] = r + 1;
+  strmap_put(d->memo, (const char *)&i, sizeof i, r);
   return r;
 }
 
@@ -193,29 +219,18 @@ static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, cons
   }
   if (x->deferred[opi]) return dag_inst(x, d, opi);
   if (opi == x->epi_dot) { /* not lowered yet: an input without a buffer */
-    if (!d->epi_in1) {
-      VEC_PUSH(x->b->a, d->in_vals, NULL);
-      VEC_PUSH(x->b->a, d->in_ids, IR_NONE);
-      d->epi_in1 = d->in_vals.n;
-    }
-    for (int j = 0; j < d->nodes.n; j++)
-      if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == d->epi_in1 - 1) return j;
-    tk_node n = {TK_IN, IR_F32, d->epi_in1 - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
-    return add_node(x, d, n);
+    if (!d->epi_in1) d->epi_in1 = 1 + dag_add_input(x, d, NULL, IR_NONE);
+    return dag_in_node(x, d, d->epi_in1 - 1, IR_F32);
   }
   if (x->row_bcast && x->row_bcast[opi]) { /* the [N] vector itself, once */
     ir_id src = inst_of(x, opi)->ops[0];
     tval *v = x->val[src];
     for (int k = 0; k < d->row_in.n; k++)
-      if (d->in_vals.v[d->row_in.v[k]] == v)
-        for (int j = 0; j < d->nodes.n; j++)
-          if (d->nodes.v[j].kind == TK_IN && d->nodes.v[j].input == d->row_in.v[k]) return j;
-    VEC_PUSH(x->b->a, d->in_vals, v);
-    VEC_PUSH(x->b->a, d->in_ids, IR_NONE);
-    VEC_PUSH(x->b->a, d->row_in, d->in_vals.n - 1);
+      if (d->in_vals.v[d->row_in.v[k]] == v) return dag_in_node(x, d, d->row_in.v[k], v->type);
+    int k = dag_add_input(x, d, v, IR_NONE);
+    VEC_PUSH(x->b->a, d->row_in, k);
     VEC_PUSH(x->b->a, x->pending, src);
-    tk_node n = {TK_IN, v->type, d->in_vals.n - 1, 0, 0, 0, 0, 0, {0, 0, 0}};
-    return add_node(x, d, n);
+    return dag_in_node(x, d, k, v->type);
   }
   tval *v = x->val[opi];
   if (v->count != count) { /* a scalar operand of clamp/select */
@@ -649,6 +664,17 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
       users[in->ops[k]] = i;
     }
   }
+  /* Every user of instruction i, once per operand edge, in increasing
+   * order: ulist[uoff[i] .. uoff[i + 1]). */
+  int32_t *uoff = arena_array(b->a, (size_t)n + 2, sizeof(int32_t));
+  for (int i = 0; i < n; i++) uoff[i + 1] = uoff[i] + x.rem[i];
+  int32_t *ulist = arena_array(b->a, (size_t)uoff[n] + 1, sizeof(int32_t));
+  int32_t *ufill = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
+  for (int j = 0; j < n; j++) {
+    const ir_inst *u = &comp->insts.v[j];
+    if (u->dead) continue;
+    for (int k = 0; k < u->nops; k++) ulist[uoff[u->ops[k]] + ufill[u->ops[k]]++] = j;
+  }
   x.rem[comp->root]++;
   /* Deferral: single use by an elementwise op of the same element count. */
   for (int i = 0; i < n; i++) {
@@ -686,11 +712,9 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
       int64_t a = 1;
       for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
       bool all = a == rc;
-      for (int j = i + 1; j < n && all; j++) {
-        const ir_inst *u = &comp->insts.v[j];
-        if (u->dead) continue;
-        for (int k = 0; k < u->nops && all; k++)
-          if (u->ops[k] == i) all = is_elem(u) && (j == comp->root || x.deferred[j]);
+      for (int q = uoff[i]; q < uoff[i + 1] && all; q++) {
+        ir_id j = ulist[q];
+        all = is_elem(&comp->insts.v[j]) && (j == comp->root || x.deferred[j]);
       }
       if (all) x.deferred[i] = true;
     }
@@ -718,11 +742,9 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
           continue;
         bool ok = true;
         for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
-        for (int j = i + 1; j < n && ok; j++) {
-          const ir_inst *u = &comp->insts.v[j];
-          if (u->dead) continue;
-          for (int k = 0; k < u->nops && ok; k++)
-            if (u->ops[k] == i) ok = is_elem(u) && (j == comp->root || x.deferred[j]);
+        for (int q = uoff[i]; q < uoff[i + 1] && ok; q++) {
+          ir_id j = ulist[q];
+          ok = is_elem(&comp->insts.v[j]) && (j == comp->root || x.deferred[j]);
         }
         x.row_bcast[i] = ok && i != comp->root;
       }
@@ -735,12 +757,7 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
      * immediates. */
     if (splat_of(&x, i) && in->op == IR_OP_BROADCAST && i != comp->root) {
       bool all = true;
-      for (int j = i + 1; j < n && all; j++) {
-        const ir_inst *u = &comp->insts.v[j];
-        if (u->dead) continue;
-        for (int k = 0; k < u->nops; k++)
-          if (u->ops[k] == i && !is_elem(u)) all = false;
-      }
+      for (int q = uoff[i]; q < uoff[i + 1] && all; q++) all = is_elem(&comp->insts.v[ulist[q]]);
       if (all) {
         x.deferred[i] = true;
         continue;
