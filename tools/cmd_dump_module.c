@@ -18,8 +18,10 @@ void tpucc_help_dump_module(FILE *f) {
   fputs("usage: tpucc dump-module FILE.tpub [--target=SPEC] [--asm]\n"
         "\n"
         "Checks a .tpub program (container, checksum, and verification against\n"
-        "its own target or SPEC) and prints its header, signature, sections and\n"
-        "disassembly. With --asm only the assembly text is printed.\n"
+        "its own target or SPEC) and prints its header, signature, sections, the\n"
+        "op table (which HLO op or fusion each code range serves, with its source\n"
+        "and FLOPs) and the disassembly. With --asm only the assembly text is\n"
+        "printed.\n"
         "\n"
         "exit status: 0 a valid program; 2 usage error, unreadable or invalid file.\n",
         f);
@@ -30,6 +32,33 @@ static uint64_t le(const uint8_t *p, int n) {
   for (int i = n - 1; i >= 0; i--)
     v = v << 8 | p[i];
   return v;
+}
+
+/* The OPS section: per op its name, kind, source, FLOPs and the code
+ * ranges (pc intervals) attributed to it. */
+static void print_ops(const tpub_image *img) {
+  for (uint32_t k = 0; k < img->nops; k++) {
+    const tpub_op *o = &img->ops[k];
+    uint32_t words = 0;
+    for (uint32_t pc = 0; pc < img->ncode; pc++) words += img->op_of_pc[pc] == k;
+    printf("; op %u: %s", k, o->name);
+    if (o->kind[0]) printf(" (%s)", o->kind);
+    if (o->file[0]) printf(" %s:%u:%u", o->file, (unsigned)o->line, (unsigned)o->col);
+    printf(", %llu flops, %u code words", (unsigned long long)o->flops, (unsigned)words);
+    int shown = 0;
+    for (uint32_t pc = 0; pc < img->ncode;) {
+      if (img->op_of_pc[pc] != k) {
+        pc++;
+        continue;
+      }
+      uint32_t end = pc;
+      while (end < img->ncode && img->op_of_pc[end] == k) end++;
+      if (shown++ < 8) printf("%s[%u,%u)", shown == 1 ? " at pc " : " ", (unsigned)pc, (unsigned)end);
+      pc = end;
+    }
+    if (shown > 8) printf(" and %d more ranges", shown - 8);
+    printf("\n");
+  }
 }
 
 int tpucc_cmd_dump_module(int argc, char **argv) {
@@ -108,6 +137,7 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
              res ? i - img->nparams : i, x->name, tpub_dtype_name(x->dtype),
              (unsigned long long)x->bytes, (unsigned long long)x->hbm_offset);
     }
+    print_ops(img);
     printf("; %s\n", rc ? "verification FAILED" : "verified");
   }
   char *text = NULL;
