@@ -302,6 +302,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     info->vmem_peak = b.vmem_peak;
     info->instructions = (uint64_t)b.code.n;
     info->compile_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    info->arena_bytes = arena_bytes(a);
     if (o->memory_report) {
       strbuf r;
       sb_init(&r);

@@ -86,16 +86,19 @@ void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   put(b, op, a, b_, c, d, x, imm);
 }
 
+/* A register that holds v already, else the least recently used one is
+ * loaded. A register not loaded yet holds value 0, which is never looked
+ * up here (r0 is zero), so the hit test needs no sreg_ok. */
 int tb_sreg(tb *b, uint32_t v) {
   if (v == 0) return 0;
-  int best = TB_SREG_FIRST;
-  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++) {
-    if (b->sreg_ok[r] && b->sreg_val[r] == v) {
+  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
+    if (b->sreg_val[r] == v) {
       b->sreg_tick[r] = ++b->tick;
       return r;
     }
+  int best = TB_SREG_FIRST;
+  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
     if (b->sreg_tick[r] < b->sreg_tick[best]) best = r;
-  }
   put(b, OP_SLI, best, 0, 0, 0, 0, (int32_t)v);
   b->sreg_ok[best] = true;
   b->sreg_val[best] = v;

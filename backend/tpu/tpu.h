@@ -39,6 +39,8 @@ typedef struct tpu_compile_info {
   uint64_t vmem_peak;      /* largest VMEM footprint of a kernel */
   uint64_t instructions;   /* code words */
   double compile_seconds;
+  uint64_t arena_bytes;    /* bytes the compilation allocated (a measure of
+                              its work that does not depend on the machine) */
   char *memory_report;     /* NULL unless asked for; malloc'ed */
 } tpu_compile_info;
 

@@ -33,20 +33,30 @@ int tpub_dtype_lookup(const char *name, size_t len) {
   return -1;
 }
 
+/* CRC-32 (IEEE, reflected), four bytes per step ("slicing by 4"): t[0]
+ * is the byte table, t[k][i] the CRC of byte i followed by k zero bytes.
+ * The tables are rebuilt per call (4 KiB, a few microseconds): no shared
+ * state, and negligible beside the megabytes a program's sections hold. */
 static uint32_t crc_update(uint32_t c, const uint8_t *b, size_t n) {
   static const uint32_t poly = 0xEDB88320u;
-  uint32_t table[16];
-  for (uint32_t i = 0; i < 16; i++) {
+  uint32_t t[4][256];
+  for (uint32_t i = 0; i < 256; i++) {
     uint32_t x = i;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 8; k++)
       x = x & 1 ? poly ^ (x >> 1) : x >> 1;
-    table[i] = x;
+    t[0][i] = x;
   }
-  for (size_t i = 0; i < n; i++) {
-    c ^= b[i];
-    c = table[c & 15] ^ (c >> 4);
-    c = table[c & 15] ^ (c >> 4);
+  for (int k = 1; k < 4; k++)
+    for (int i = 0; i < 256; i++)
+      t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    c ^= (uint32_t)b[i] | (uint32_t)b[i + 1] << 8 | (uint32_t)b[i + 2] << 16 |
+         (uint32_t)b[i + 3] << 24;
+    c = t[3][c & 0xFF] ^ t[2][(c >> 8) & 0xFF] ^ t[1][(c >> 16) & 0xFF] ^ t[0][c >> 24];
   }
+  for (; i < n; i++)
+    c = t[0][(c ^ b[i]) & 0xFF] ^ (c >> 8);
   return c;
 }
 
