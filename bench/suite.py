@@ -17,17 +17,22 @@ markdown table (also written next to OUT.json as OUT.md). Groups:
             32 (RESNET50, bench/suite/resnet_conv.tg.in), count-weighted;
   cpu       the LLVM backend against OpenBLAS, a STREAM-like triad (bench/
             cpu_*), numpy (and PyTorch when installed);
-  compile   `tpucc compile --emit=tpub` of generated graphs of 1k, 10k and
-            100k instructions against linear scaling from the 1k graph.
+  compile   `tpucc compile --emit=tpub -O2 --target=v3` of generated graphs
+            of 1k, 10k and 100k instructions (medians) against linear
+            scaling from the 1k graph, their growth against n log n, and
+            ResNet-50 v1.5 inference as one graph (bench/suite/resnet50.py)
+            against issue 5's one second.
 
 A workload that cannot run prints "n/a (reason)", never a number it did
 not measure. TPUCC_BENCH_ONLY=a,b (emulator, tpu, issue5, cpu, compile)
 runs the named groups only. Only the standard library is needed here; numpy and torch
 anchors run in a subprocess of a python3 that has them."""
 import json
+import math
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -428,28 +433,81 @@ def gen_graph(n, path):
         f.write("\n".join(lines) + "\n")
 
 
+def timed(cmd, runs, timeout=600):
+    """Runs cmd `runs` times; returns (median wall s, median CPU s of the
+    child (user + sys), median passes s from --time-passes, error)."""
+    walls, cpus, passes = [], [], []
+    for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        ok, out, err = sh(cmd, timeout=timeout)
+        t = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if not ok:
+            return None, None, None, err
+        walls.append(t)
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+        m = re.search(r"^\s*total\s+([\d.]+) ms", err, re.M)
+        passes.append(float(m.group(1)) * 1e-3 if m else 0.0)
+    med = lambda v: sorted(v)[len(v) // 2]
+    return med(walls), med(cpus), med(passes), None
+
+
+def compile_cmd(path, out):
+    return [TPUCC, "compile", path, "--emit=tpub", "--target=v3", "-O2", "--time-passes",
+            "-o", out]
+
+
 def compile_time():
+    """Generated graphs of 1k, 10k and 100k instructions (median of several
+    runs each), the growth between sizes as an exponent of n and against
+    n log n, and ResNet-50 v1.5 inference as one graph (bench/suite/
+    resnet50.py); every figure is parse + -O2 passes + v3 lowering + the
+    .tpub write, wall time (CPU time in the notes)."""
     print("compile time", flush=True)
-    base = None
+    runs = {1000: 7, 10000: 5, 100000: 3}
+    t = {}
     for n in (1000, 10000, 100000):
         path = os.path.join(TMP, "gen%d.hlo" % n)
         gen_graph(n, path)
-        t0 = time.perf_counter()
-        ok, out, err = sh([TPUCC, "compile", path, "--emit=tpub", "--target=v3", "-o",
-                           os.path.join(TMP, "gen.tpub")], timeout=600)
-        t = time.perf_counter() - t0
+        wall, cpu, passes, err = timed(compile_cmd(path, os.path.join(TMP, "gen.tpub")), runs[n])
         name = "generated graph %dk instructions" % (n // 1000)
-        if not ok:
-            na("compile", name, "seconds", err)
+        if wall is None:
+            na("compile", name, "instructions/s", err)
             continue
-        if base is None:
-            base = t
-            row("compile", name, "instructions/s", n / t, None,
-                "reference point of the scaling anchor", "/s", "%.2f s (parse, -O2, v3 lowering)" % t)
+        t[n] = (wall, cpu)
+        note = "median of %d: %.3f s (-O2 passes %.3f s, parse + lowering + write %.3f s); " \
+               "CPU %.3f s" % (runs[n], wall, passes, wall - passes, cpu)
+        if n == 1000:
+            row("compile", name, "instructions/s", n / wall, None,
+                "reference point of the scaling anchor", "/s", note)
         else:
             # anchor: linear scaling from the 1k graph (ratio 1 = linear time)
-            row("compile", name, "instructions/s", n / t, 1000 / base,
-                "1k graph's rate (linear scaling)", "/s", "%.2f s" % t)
+            row("compile", name, "instructions/s", n / wall, 1000 / t[1000][0],
+                "1k graph's rate (linear scaling)", "/s", note)
+    for a, b in ((1000, 10000), (10000, 100000)):
+        if a not in t or b not in t:
+            continue
+        nlogn = (b * math.log(b)) / (a * math.log(a))
+        gw, gc = t[b][0] / t[a][0], t[b][1] / t[a][1]
+        row("compile", "growth %dk -> %dk" % (a // 1000, b // 1000), "time ratio", gw, nlogn,
+            "n log n ratio (tpucc / anchor <= 1: no worse than n log n)", "",
+            "exponent of n %.2f (wall), %.2f (CPU, ratio %.2f)" % (
+                math.log(gw) / math.log(b / a), math.log(gc) / math.log(b / a), gc))
+    sys.path.insert(0, os.path.join(ROOT, "bench", "suite"))
+    import resnet50
+    path = os.path.join(TMP, "resnet50.tg")
+    with open(path, "w") as f:
+        f.write(resnet50.resnet50(32))
+    wall, cpu, passes, err = timed(compile_cmd(path, os.path.join(TMP, "resnet50.tpub")), 5)
+    name = "ResNet-50 v1.5 inference b32, whole graph"
+    if wall is None:
+        na("compile", name, "compiles/s", err)
+    else:
+        size = os.path.getsize(os.path.join(TMP, "resnet50.tpub"))
+        row("compile", name, "compiles/s", 1 / wall, 1.0, "issue 5 target: under 1 s", "/s",
+            "median of 5: %.3f s (-O2 passes %.3f s); CPU %.3f s; .tpub %.1f MB" % (
+                wall, passes, cpu, size / 1e6))
 
 
 def table():
