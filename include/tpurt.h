@@ -5,6 +5,12 @@
  * TensorCore emulator and reports what the run cost in cycles. It depends
  * on nothing but the C library: link with `pkg-config --libs tpurt`.
  *
+ * libtpurt-cpu (`pkg-config --libs tpurt-cpu`, built when LLVM is found)
+ * implements this same header and adds the "cpu" device, whose programs
+ * are module text (XLA HLO or .tg) compiled at load time to native code,
+ * and module text on TPU devices (compiled to .tpub at load). Link one of
+ * the two libraries. docs/runtime.md, "The cpu device".
+ *
  *   tpurt_device_options_t o;  tpurt_device_options_init(&o);
  *   o.target = "v3";
  *   tpurt_device_t *dev;       tpurt_device_create(&o, &dev);
@@ -105,7 +111,12 @@ TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
 
 /* ---- device -------------------------------------------------------------
  * One emulated TensorCore of the given target ("v2", "v3", "v3-8",
- * overrides such as "v3,mxu=64x64,vmem=8MiB"; docs/isa.md lists them). */
+ * overrides such as "v3,mxu=64x64,vmem=8MiB"; docs/isa.md lists them), or
+ * in libtpurt-cpu the host CPU: "cpu[,threads=N][,numerics=native|strict|
+ * tpu]" (libtpurt: TPURT_UNSUPPORTED). "auto" is the spec in the
+ * environment variable TPURT_TARGET when set, else "cpu" in libtpurt-cpu,
+ * else "v3". The cpu device ignores cycle_limit, mxu_systolic and
+ * trace_path. */
 typedef struct tpurt_device tpurt_device_t;
 
 typedef struct tpurt_device_options {
@@ -128,8 +139,9 @@ typedef struct tpurt_device_options {
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);
-/* Fails with TPURT_INVALID_ARGUMENT for a bad target (out_device is then
- * NULL and the reason is lost: use tpurt_target_check to get it). */
+/* Fails with TPURT_INVALID_ARGUMENT for a bad target, TPURT_UNSUPPORTED
+ * for "cpu" in libtpurt (out_device is then NULL and the reason is lost:
+ * use tpurt_target_check to get it). */
 TPURT_API tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
                                              tpurt_device_t **out_device);
 TPURT_API void tpurt_device_destroy(tpurt_device_t *dev);
@@ -139,6 +151,8 @@ TPURT_API const char *tpurt_device_message(const tpurt_device_t *dev);
 TPURT_API const char *tpurt_device_target(const tpurt_device_t *dev);
 /* Checks a target spec without a device; writes the reason into err. */
 TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen);
+/* "tpu" (an emulated TensorCore) or "cpu" (the host, libtpurt-cpu). */
+TPURT_API const char *tpurt_device_platform(const tpurt_device_t *dev);
 
 /* ---- program ------------------------------------------------------------
  * A verified program and its signature. Owned by the caller; must be
@@ -146,7 +160,10 @@ TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err, size_
 typedef struct tpurt_program tpurt_program_t;
 
 /* Loads a .tpub image (bytes are copied) and verifies it against the
- * device's target. TPURT_INVALID_PROGRAM with the reason as the message. */
+ * device's target. TPURT_INVALID_PROGRAM with the reason as the message.
+ * libtpurt-cpu also takes module text (HLO or .tg; anything without the
+ * .tpub magic): compiled for the device at load, TPURT_PARSE_ERROR with
+ * located diagnostics when rejected. The cpu device takes text only. */
 TPURT_API tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
                                             tpurt_program_t **out_program);
 TPURT_API tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
@@ -238,6 +255,18 @@ typedef struct tpurt_stats {
 TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buffer_t *const *params,
                                                size_t nparams, tpurt_buffer_t **out_results,
                                                size_t nresults, tpurt_stats_t *out_stats);
+
+/* Host-side figures of a program, by key (docs/runtime.md, "Statistics"):
+ *   "host_seconds"    wall time of its last successful execute call (0 before)
+ *   "executions"      successful execute calls so far
+ *   "compile_seconds" time its load spent compiling module text (libtpurt-cpu;
+ *                     TPURT_NOT_FOUND for a .tpub or assembled program)
+ *   "flops"           useful FLOPs of one execution, 2 x multiply-adds of its
+ *                     dots and convolutions (TPURT_NOT_FOUND for a program
+ *                     without an op table)
+ * An unknown key is TPURT_NOT_FOUND. */
+TPURT_API tpurt_status_t tpurt_program_metric(const tpurt_program_t *prog, const char *key,
+                                              double *out_value);
 
 /* ---- per-op profiles ----------------------------------------------------
  * Programs compiled by tpucc carry an op table (the .tpub OPS section):

@@ -1,10 +1,17 @@
 /* tpurt.c: libtpurt's public API (include/tpurt.h) over the ISA tools
- * (runtime/isa) and the emulator (runtime/emu). */
+ * (runtime/isa) and the emulator (runtime/emu).
+ *
+ * Built twice: as libtpurt (TPU devices, .tpub programs; C library only)
+ * and, with TPURT_HAVE_CPU, as libtpurt-cpu, which adds the "cpu" device
+ * and module text (HLO, .tg) as programs on every device through the
+ * compiler (backend/llvm/rtdev.h). docs/runtime.md describes both. */
 #include "tpurt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "asm.h"
 #include "emu.h"
@@ -12,6 +19,9 @@
 #include "target.h"
 #include "tpub.h"
 #include "profile.h"
+#ifdef TPURT_HAVE_CPU
+#include "backend/llvm/rtdev.h"
+#endif
 
 _Static_assert(TPURT_MAX_UNITS == ISA_UNIT_COUNT, "unit numbering");
 _Static_assert(TPURT_MAX_RANK == TPUB_MAX_RANK, "rank limit");
@@ -30,12 +40,27 @@ struct tpurt_device {
   int mxu_systolic;
   char *trace_path; /* NULL: no trace */
   emu_machine *emu; /* created at the first execution */
+  int is_cpu;       /* the cpu device: target_text is its canonical spec */
+#ifdef TPURT_HAVE_CPU
+  cpu_rt_spec cpu;
+#endif
   char msg[MSG_BYTES];
 };
 
 struct tpurt_program {
   tpurt_device_t *dev;
-  tpub_image *img;
+  tpub_image *img; /* TPU programs; NULL on the cpu device */
+#ifdef TPURT_HAVE_CPU
+  cpu_rt_program *cpu; /* cpu programs */
+#endif
+  /* The signature (the image's, or the cpu program's). */
+  uint32_t nparams, nresults;
+  const tpub_tensor *params, *results;
+  double compile_seconds; /* < 0: loaded as a .tpub or assembled, not compiled */
+  double host_seconds;    /* wall time of the last successful execute */
+  uint64_t executions;
+  uint64_t flops; /* per execution; valid when has_flops */
+  int has_flops;
 };
 
 struct tpurt_buffer {
@@ -97,7 +122,50 @@ fail(tpurt_device_t *dev, tpurt_status_t st, const char *fmt, ...) {
   return st;
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- device --------------------------------------------------------------- */
+
+/* What "auto" stands for: the spec in the environment variable TPURT_TARGET
+ * when set (a configured device), else the cpu device when this library has
+ * it (the host CPU is always present; the emulator is a simulator, used
+ * when named), else the emulated v3. Other specs stand for themselves. */
+static const char *resolve_target(const char *spec) {
+  if (!spec) return "v3";
+  if (strcmp(spec, "auto") != 0) return spec;
+  const char *env = getenv("TPURT_TARGET");
+  if (env && *env && strcmp(env, "auto") != 0) return env;
+#ifdef TPURT_HAVE_CPU
+  return "cpu";
+#else
+  return "v3";
+#endif
+}
+
+static int is_cpu_spec(const char *s) { return strncmp(s, "cpu", 3) == 0 && (!s[3] || s[3] == ','); }
+
+/* Checks a (resolved) spec. The cpu device fills d->cpu, a TPU one *t. */
+static tpurt_status_t check_spec(const char *spec, tgt_target *t, tpurt_device_t *d, char *err,
+                                 size_t errlen) {
+  if (is_cpu_spec(spec)) {
+#ifdef TPURT_HAVE_CPU
+    cpu_rt_spec cs;
+    tpurt_status_t st = cpu_rt_parse_spec(spec, &cs, err, errlen);
+    if (st == TPURT_OK && d) d->cpu = cs;
+    return st;
+#else
+    (void)d;
+    if (err && errlen)
+      snprintf(err, errlen, "this libtpurt has no cpu device: link libtpurt-cpu (pkg-config tpurt-cpu)");
+    return TPURT_UNSUPPORTED;
+#endif
+  }
+  return tgt_parse(spec, t, err, errlen) ? TPURT_INVALID_ARGUMENT : TPURT_OK;
+}
 
 void tpurt_device_options_init(tpurt_device_options_t *o) {
   if (!o) return;
@@ -111,7 +179,14 @@ tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen) 
     if (err && errlen) snprintf(err, errlen, "no target given");
     return TPURT_INVALID_ARGUMENT;
   }
-  return tgt_parse(target, &t, err, errlen) ? TPURT_INVALID_ARGUMENT : TPURT_OK;
+  const char *spec = resolve_target(target);
+  char why[256] = "";
+  tpurt_status_t st = check_spec(spec, &t, NULL, why, sizeof why);
+  if (st && err && errlen) {
+    if (spec != target) snprintf(err, errlen, "auto is TPURT_TARGET='%s': %s", spec, why);
+    else snprintf(err, errlen, "%s", why);
+  }
+  return st;
 }
 
 tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
@@ -129,12 +204,23 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
     if (!a.alloc || !a.free) return TPURT_INVALID_ARGUMENT;
   }
   tgt_target t;
-  if (tgt_parse(opts->target ? opts->target : "v3", &t, NULL, 0)) return TPURT_INVALID_ARGUMENT;
+  const char *spec = resolve_target(opts->target);
   tpurt_device_t *d = rt_calloc(&a, 1, sizeof *d);
   if (!d) return TPURT_OUT_OF_MEMORY;
+  tpurt_status_t st = check_spec(spec, &t, d, NULL, 0);
+  if (st) {
+    rt_free(&a, d);
+    return st;
+  }
   d->alloc = a;
-  d->target = t;
-  tgt_format(&t, d->target_text, sizeof d->target_text);
+  d->is_cpu = is_cpu_spec(spec);
+#ifdef TPURT_HAVE_CPU
+  if (d->is_cpu) snprintf(d->target_text, sizeof d->target_text, "%s", d->cpu.canonical);
+#endif
+  if (!d->is_cpu) {
+    d->target = t;
+    tgt_format(&t, d->target_text, sizeof d->target_text);
+  }
   d->cycle_limit = opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT;
   d->mxu_systolic = opts->mxu_systolic;
   if (opts->trace_path) {
@@ -161,6 +247,10 @@ void tpurt_device_destroy(tpurt_device_t *dev) {
 const char *tpurt_device_message(const tpurt_device_t *dev) { return dev ? dev->msg : "no device"; }
 
 const char *tpurt_device_target(const tpurt_device_t *dev) { return dev ? dev->target_text : ""; }
+
+const char *tpurt_device_platform(const tpurt_device_t *dev) {
+  return !dev ? "" : dev->is_cpu ? "cpu" : "tpu";
+}
 
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);
@@ -194,8 +284,81 @@ static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img, tpurt_program_
   }
   p->dev = dev;
   p->img = img;
+  p->nparams = img->nparams;
+  p->nresults = img->nresults;
+  p->params = img->params;
+  p->results = img->results;
+  p->compile_seconds = -1;
+  p->has_flops = img->nops > 0;
+  for (uint32_t i = 0; i < img->nops; i++) p->flops += img->ops[i].flops;
   *out = p;
   return TPURT_OK;
+}
+
+static int is_tpub(const void *bytes, size_t size) {
+  return size >= 4 && memcmp(bytes, "TPUB", 4) == 0;
+}
+
+#ifdef TPURT_HAVE_CPU
+/* Module text on the cpu device: compile it to native code. */
+static tpurt_status_t load_cpu(tpurt_device_t *dev, const char *name, const void *bytes,
+                               size_t size, tpurt_program_t **out) {
+  if (is_tpub(bytes, size))
+    return fail(dev, TPURT_UNSUPPORTED,
+                "%s: a .tpub is a TPU program; the cpu device loads HLO or .tg module text", name);
+  cpu_rt_program *cp;
+  tpurt_status_t st = cpu_rt_compile(name, bytes, size, &dev->cpu, &cp, dev->msg, sizeof dev->msg);
+  if (st) return st;
+  tpurt_program_t *p = rt_calloc(&dev->alloc, 1, sizeof *p);
+  if (!p) {
+    cpu_rt_destroy(cp);
+    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  }
+  cpu_rt_info in;
+  cpu_rt_get_info(cp, &in);
+  p->dev = dev;
+  p->cpu = cp;
+  p->nparams = in.nparams;
+  p->nresults = in.nresults;
+  p->params = in.params;
+  p->results = in.results;
+  p->compile_seconds = in.compile_seconds;
+  p->flops = in.flops;
+  p->has_flops = 1;
+  *out = p;
+  return TPURT_OK;
+}
+#endif
+
+/* Loads a program from bytes named `name` (a path, or "<memory>"). */
+static tpurt_status_t load_named(tpurt_device_t *dev, const char *name, const void *bytes,
+                                 size_t size, tpurt_program_t **out) {
+#ifdef TPURT_HAVE_CPU
+  if (dev->is_cpu) return load_cpu(dev, name, bytes, size, out);
+  if (!is_tpub(bytes, size)) { /* module text: compile it for this TPU */
+    tpub_image *ti;
+    double secs;
+    tpurt_status_t st = cpu_rt_compile_tpu(name, bytes, size, dev->target_text, &ti, &secs,
+                                           dev->msg, sizeof dev->msg);
+    if (st) return st;
+    st = adopt(dev, ti, out);
+    if (st == TPURT_OK) (*out)->compile_seconds = secs;
+    return st;
+  }
+#endif
+  char why[512];
+  tpub_image *img;
+  int rc = tpub_read(bytes, size, &dev->alloc, &img, why, sizeof why);
+  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (rc) {
+    const char *hint = "";
+#ifndef TPURT_HAVE_CPU
+    if (!is_tpub(bytes, size) && size >= 9 && memchr(bytes, 0, size) == NULL)
+      hint = " (module text: compile it with `tpucc compile`, or link libtpurt-cpu to load text)";
+#endif
+    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s%s", why, hint);
+  }
+  return adopt(dev, img, out);
 }
 
 tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
@@ -203,12 +366,7 @@ tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t
   if (out) *out = NULL;
   if (!dev || !out || (!bytes && size))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load: NULL argument");
-  char why[512];
-  tpub_image *img;
-  int rc = tpub_read(bytes, size, &dev->alloc, &img, why, sizeof why);
-  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  if (rc) return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
-  return adopt(dev, img, out);
+  return load_named(dev, "<memory>", bytes ? bytes : "", size, out);
 }
 
 tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
@@ -235,7 +393,7 @@ tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
     rt_free(&dev->alloc, buf);
     return fail(dev, TPURT_IO_ERROR, "%s: read error", path);
   }
-  tpurt_status_t st = tpurt_program_load(dev, buf, (size_t)n, out);
+  tpurt_status_t st = load_named(dev, path, buf, (size_t)n, out);
   rt_free(&dev->alloc, buf);
   if (st == TPURT_INVALID_PROGRAM) {
     char tmp[MSG_BYTES];
@@ -250,6 +408,8 @@ tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text, siz
   if (out) *out = NULL;
   if (!dev || !out || (!text && len))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_assemble: NULL argument");
+  if (dev->is_cpu)
+    return fail(dev, TPURT_UNSUPPORTED, "the cpu device runs module text (HLO, .tg), not TPU assembly");
   tpub_image *img;
   int rc = isa_assemble(text ? text : "", len, name, &dev->alloc, &img, dev->msg, sizeof dev->msg);
   if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
@@ -261,12 +421,16 @@ void tpurt_program_destroy(tpurt_program_t *p) {
   if (!p) return;
   tpurt_device_t *dev = p->dev;
   tpub_free(p->img);
+#ifdef TPURT_HAVE_CPU
+  cpu_rt_destroy(p->cpu);
+#endif
   rt_free(&dev->alloc, p);
 }
 
 tpurt_status_t tpurt_program_save_file(tpurt_program_t *p, const char *path) {
   if (!p || !path) return TPURT_INVALID_ARGUMENT;
   tpurt_device_t *dev = p->dev;
+  if (!p->img) return fail(dev, TPURT_UNSUPPORTED, "a cpu program has no file form: keep its module text");
   uint8_t *bytes;
   size_t n;
   char why[256];
@@ -287,14 +451,15 @@ tpurt_status_t tpurt_program_save_file(tpurt_program_t *p, const char *path) {
 tpurt_status_t tpurt_program_disassemble(tpurt_program_t *p, char **out_text) {
   if (out_text) *out_text = NULL;
   if (!p || !out_text) return TPURT_INVALID_ARGUMENT;
+  if (!p->img) return fail(p->dev, TPURT_UNSUPPORTED, "a cpu program has no TPU assembly");
   size_t n;
   if (isa_disassemble(p->img, &p->dev->alloc, out_text, &n))
     return fail(p->dev, TPURT_OUT_OF_MEMORY, "out of memory");
   return TPURT_OK;
 }
 
-size_t tpurt_program_param_count(const tpurt_program_t *p) { return p ? p->img->nparams : 0; }
-size_t tpurt_program_result_count(const tpurt_program_t *p) { return p ? p->img->nresults : 0; }
+size_t tpurt_program_param_count(const tpurt_program_t *p) { return p ? p->nparams : 0; }
+size_t tpurt_program_result_count(const tpurt_program_t *p) { return p ? p->nresults : 0; }
 
 static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
   memset(o, 0, sizeof *o);
@@ -308,15 +473,15 @@ static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
 
 tpurt_status_t tpurt_program_param_info(const tpurt_program_t *p, size_t i,
                                         tpurt_tensor_info_t *o) {
-  if (!p || !o || i >= p->img->nparams) return TPURT_INVALID_ARGUMENT;
-  info_of(&p->img->params[i], o);
+  if (!p || !o || i >= p->nparams) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->params[i], o);
   return TPURT_OK;
 }
 
 tpurt_status_t tpurt_program_result_info(const tpurt_program_t *p, size_t i,
                                          tpurt_tensor_info_t *o) {
-  if (!p || !o || i >= p->img->nresults) return TPURT_INVALID_ARGUMENT;
-  info_of(&p->img->results[i], o);
+  if (!p || !o || i >= p->nresults) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->results[i], o);
   return TPURT_OK;
 }
 
@@ -485,6 +650,42 @@ static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uin
                                  const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
                                  size_t nresults, tpurt_stats_t *out_stats);
 
+#ifdef TPURT_HAVE_CPU
+/* A cpu program's run on checked parameters: result buffers are made
+ * first and the native code writes into them. The statistics are the
+ * seconds of the native run alone; every counter is zero. */
+static tpurt_status_t execute_cpu(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                  tpurt_buffer_t **results, tpurt_stats_t *out_stats) {
+  tpurt_device_t *dev = p->dev;
+  void **in = rt_calloc(&dev->alloc, (size_t)p->nparams + p->nresults + 1, sizeof(void *));
+  if (!in) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  void **outs = in + p->nparams;
+  tpurt_status_t st = TPURT_OK;
+  for (uint32_t i = 0; i < p->nresults && st == TPURT_OK; i++) {
+    const tpub_tensor *t = &p->results[i];
+    st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, &results[i]);
+    if (st == TPURT_OK) outs[i] = results[i]->data;
+  }
+  for (uint32_t i = 0; i < p->nparams; i++) in[i] = params[i]->data;
+  double t0 = now_seconds();
+  if (st == TPURT_OK) st = cpu_rt_execute(p->cpu, in, outs, dev->msg, sizeof dev->msg);
+  double secs = now_seconds() - t0;
+  rt_free(&dev->alloc, in);
+  if (st) {
+    for (uint32_t i = 0; i < p->nresults; i++) {
+      tpurt_buffer_destroy(results[i]);
+      results[i] = NULL;
+    }
+    return st;
+  }
+  if (out_stats) {
+    out_stats->seconds = secs;
+    for (int u = 0; u < TPURT_MAX_UNITS; u++) out_stats->units[u].name = isa_unit_name(u);
+  }
+  return TPURT_OK;
+}
+#endif
+
 /* One execution; with profile options (popts non-NULL) the run is profiled
  * per op into out_ops (runtime/prof/profile.c). */
 static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params, size_t nparams,
@@ -498,12 +699,14 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute: NULL array");
   for (size_t i = 0; i < nresults; i++)
     results[i] = NULL;
-  if (nparams != img->nparams || nresults != img->nresults)
+  if (popts && !img)
+    return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
+  if (nparams != p->nparams || nresults != p->nresults)
     return fail(dev, TPURT_INVALID_ARGUMENT,
-                "program takes %u parameters and %u results, given %zu and %zu", img->nparams,
-                img->nresults, nparams, nresults);
+                "program takes %u parameters and %u results, given %zu and %zu", p->nparams,
+                p->nresults, nparams, nresults);
   for (size_t i = 0; i < nparams; i++) {
-    const tpub_tensor *t = &img->params[i];
+    const tpub_tensor *t = &p->params[i];
     if (!params[i] || params[i]->dev != dev)
       return fail(dev, TPURT_INVALID_ARGUMENT, "parameter %zu (%s): missing or from another device",
                   i, t->name);
@@ -515,6 +718,9 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
                   t->name, want, got);
     }
   }
+#ifdef TPURT_HAVE_CPU
+  if (p->cpu) return execute_cpu(p, params, results, out_stats);
+#endif
   if (!dev->emu) {
     dev->emu = emu_create(&dev->target, &dev->alloc);
     if (!dev->emu) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory creating the core");
@@ -619,10 +825,46 @@ static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uin
   return st;
 }
 
+/* execute, timed for the program's metrics. */
+static tpurt_status_t timed_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                    size_t nparams, tpurt_buffer_t **results, size_t nresults,
+                                    tpurt_stats_t *out_stats, const tpurt_profile_options_t *popts,
+                                    tpurt_op_stats_t *out_ops) {
+  double t0 = now_seconds();
+  tpurt_status_t st = execute(p, params, nparams, results, nresults, out_stats, popts, out_ops);
+  if (st == TPURT_OK) {
+    p->host_seconds = now_seconds() - t0;
+    p->executions++;
+  }
+  return st;
+}
+
 tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
                                      size_t nparams, tpurt_buffer_t **results, size_t nresults,
                                      tpurt_stats_t *out_stats) {
-  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
+  return timed_execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
+}
+
+tpurt_status_t tpurt_program_metric(const tpurt_program_t *p, const char *key, double *out) {
+  if (out) *out = 0;
+  if (!p || !key || !out) return TPURT_INVALID_ARGUMENT;
+  if (strcmp(key, "host_seconds") == 0) {
+    *out = p->host_seconds;
+  } else if (strcmp(key, "executions") == 0) {
+    *out = (double)p->executions;
+  } else if (strcmp(key, "compile_seconds") == 0) {
+    if (p->compile_seconds < 0)
+      return fail(p->dev, TPURT_NOT_FOUND, "compile_seconds: the program was not compiled by this library");
+    *out = p->compile_seconds;
+  } else if (strcmp(key, "flops") == 0) {
+    if (!p->has_flops)
+      return fail(p->dev, TPURT_NOT_FOUND, "flops: the program has no op table to count them");
+    *out = (double)p->flops;
+  } else {
+    return fail(p->dev, TPURT_NOT_FOUND,
+                "unknown metric '%.100s' (host_seconds, executions, compile_seconds, flops)", key);
+  }
+  return TPURT_OK;
 }
 
 /* ---- per-op profiles (helper R; runtime/prof/profile.c) ------------------ */
@@ -638,19 +880,20 @@ tpurt_status_t tpurt_program_execute_profile(tpurt_program_t *p, tpurt_buffer_t 
                                              tpurt_op_stats_t *out_ops) {
   tpurt_profile_options_t def;
   tpurt_profile_options_init(&def);
-  return execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
+  return timed_execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
 }
 
 size_t tpurt_program_op_count(const tpurt_program_t *p) {
-  return p && p->img->nops ? p->img->nops : 1;
+  return p && p->img && p->img->nops ? p->img->nops : 1;
 }
 
 tpurt_status_t tpurt_program_op_info(const tpurt_program_t *p, size_t i, tpurt_op_info_t *o) {
   if (!p || !o || i >= tpurt_program_op_count(p)) return TPURT_INVALID_ARGUMENT;
   memset(o, 0, sizeof *o);
-  if (!p->img->nops) {
+  if (!p->img || !p->img->nops) {
     o->name = "(program)";
     o->kind = o->file = "";
+    o->flops = p->flops;
     return TPURT_OK;
   }
   const tpub_op *op = &p->img->ops[i];

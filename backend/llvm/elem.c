@@ -158,6 +158,33 @@ static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int n
 
 static LLVMValueRef fconst(emitter *e, double v) { return LLVMConstReal(e->t_f32, v); }
 
+/* The vector unit's transcendentals (base/vmath.c, TPU numerics): the
+ * double libm function `dname` of the exactly widened f32 arguments,
+ * rounded once to f32. LLVM keeps the double call: shrinking it to the
+ * float function is only allowed under fast-math flags, which are never
+ * set here. */
+static LLVMValueRef libm_f64(emitter *e, const char *dname, LLVMValueRef *args, int nargs) {
+  LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx), ps[2] = {t64, t64};
+  LLVMTypeRef ft = LLVMFunctionType(t64, ps, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, dname);
+  if (!fn) fn = LLVMAddFunction(e->mod, dname, ft);
+  LLVMValueRef w[2];
+  for (int i = 0; i < nargs; i++) w[i] = LLVMBuildFPExt(e->b, args[i], t64, "");
+  return LLVMBuildCall2(e->b, ft, fn, w, (unsigned)nargs, "");
+}
+
+/* libm function `fname` ("expf") of f32 arguments: the float function,
+ * or under TPU numerics the vector unit's double one ("exp"). */
+static LLVMValueRef transc(emitter *e, const char *fname, LLVMValueRef *args, int nargs) {
+  if (e->opt.numerics != CPU_NUMERICS_TPU) return libm(e, fname, args, nargs);
+  char dname[16];
+  size_t n = strlen(fname);
+  BASE_ASSERT(n > 1 && n < sizeof dname && fname[n - 1] == 'f');
+  memcpy(dname, fname, n - 1);
+  dname[n - 1] = 0;
+  return LLVMBuildFPTrunc(e->b, libm_f64(e, dname, args, nargs), e->t_f32, "");
+}
+
 static LLVMValueRef isnan_f(emitter *e, LLVMValueRef x) {
   return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
 }
@@ -201,23 +228,39 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   case IR_OP_NEGATE:
     r = fl ? LLVMBuildFNeg(b, x, "") : t == IR_PRED ? x : LLVMBuildNeg(b, x, "");
     break;
-  case IR_OP_EXP: r = libm(e, "expf", a, 1); break;
-  case IR_OP_EXPM1: r = libm(e, "expm1f", a, 1); break;
-  case IR_OP_LOG: r = libm(e, "logf", a, 1); break;
-  case IR_OP_LOG1P: r = libm(e, "log1pf", a, 1); break;
+  case IR_OP_EXP: r = transc(e, "expf", a, 1); break;
+  case IR_OP_EXPM1: r = transc(e, "expm1f", a, 1); break;
+  case IR_OP_LOG: r = transc(e, "logf", a, 1); break;
+  case IR_OP_LOG1P: r = transc(e, "log1pf", a, 1); break;
   case IR_OP_SQRT: r = llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1); break;
   case IR_OP_RSQRT:
-    r = LLVMBuildFDiv(b, fconst(e, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1), "");
+    if (e->opt.numerics == CPU_NUMERICS_TPU) { /* 1 / sqrt in double, rounded once */
+      LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx);
+      LLVMValueRef w[1] = {LLVMBuildFPExt(b, x, t64, "")};
+      r = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(t64, 1.0),
+                                            llvm_call_intrinsic(e, "llvm.sqrt", t64, w, 1), ""),
+                           e->t_f32, "");
+    } else {
+      r = LLVMBuildFDiv(b, fconst(e, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1), "");
+    }
     break;
-  case IR_OP_CBRT: r = libm(e, "cbrtf", a, 1); break;
-  case IR_OP_TANH: r = libm(e, "tanhf", a, 1); break;
+  case IR_OP_CBRT: r = transc(e, "cbrtf", a, 1); break;
+  case IR_OP_TANH: r = transc(e, "tanhf", a, 1); break;
   case IR_OP_LOGISTIC: {
     LLVMValueRef n[1] = {LLVMBuildFNeg(b, x, "")};
-    r = LLVMBuildFDiv(b, fconst(e, 1.0), LLVMBuildFAdd(b, fconst(e, 1.0), libm(e, "expf", n, 1), ""), "");
+    if (e->opt.numerics == CPU_NUMERICS_TPU) { /* 1 / (1 + exp(-x)) in double, rounded once */
+      LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx);
+      LLVMValueRef one = LLVMConstReal(t64, 1.0);
+      r = LLVMBuildFPTrunc(
+          b, LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, libm_f64(e, "exp", n, 1), ""), ""),
+          e->t_f32, "");
+    } else {
+      r = LLVMBuildFDiv(b, fconst(e, 1.0), LLVMBuildFAdd(b, fconst(e, 1.0), libm(e, "expf", n, 1), ""), "");
+    }
     break;
   }
-  case IR_OP_SINE: r = libm(e, "sinf", a, 1); break;
-  case IR_OP_COSINE: r = libm(e, "cosf", a, 1); break;
+  case IR_OP_SINE: r = transc(e, "sinf", a, 1); break;
+  case IR_OP_COSINE: r = transc(e, "cosf", a, 1); break;
   case IR_OP_FLOOR: r = llvm_call_intrinsic(e, "llvm.floor", e->t_f32, a, 1); break;
   case IR_OP_CEIL: r = llvm_call_intrinsic(e, "llvm.ceil", e->t_f32, a, 1); break;
   case IR_OP_ROUND_AFZ: r = llvm_call_intrinsic(e, "llvm.round", e->t_f32, a, 1); break;
@@ -305,11 +348,11 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
     else r = LLVMBuildSelect(b, LLVMBuildICmp(b, op == IR_OP_MAXIMUM ? LLVMIntSGT : LLVMIntSLT, x, y, ""), x, y, "");
     break;
   case IR_OP_POWER:
-    if (fl) r = libm(e, "powf", a, 2);
+    if (fl) r = transc(e, "powf", a, 2);
     else if (t == IR_PRED) r = LLVMBuildOr(b, x, LLVMBuildNot(b, y, ""), "");
     else r = ipow(e, t, x, y);
     break;
-  case IR_OP_ATAN2: r = libm(e, "atan2f", a, 2); break;
+  case IR_OP_ATAN2: r = transc(e, "atan2f", a, 2); break;
   case IR_OP_AND: return LLVMBuildAnd(b, x, y, "");
   case IR_OP_OR: return LLVMBuildOr(b, x, y, "");
   case IR_OP_XOR: return LLVMBuildXor(b, x, y, "");

@@ -87,6 +87,8 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
 #define F(n) {#n, (void (*)(void))n}
       F(expf), F(expm1f), F(logf), F(log1pf), F(cbrtf), F(tanhf), F(sinf), F(cosf),
       F(powf), F(atan2f), F(fmodf), F(sqrtf), F(floorf), F(ceilf), F(roundf),
+      /* TPU numerics: the vector unit's double functions (elem.c) */
+      F(exp), F(expm1), F(log), F(log1p), F(cbrt), F(tanh), F(sin), F(cos), F(pow), F(atan2),
       F(memcpy), F(memset), F(memmove),
 #ifdef TPUCC_HAVE_OPENBLAS
       F(cblas_sgemm),
