@@ -27,7 +27,9 @@
  * TPU numerics (opts.tpu_numerics): a single-input reduce whose to_apply is
  * one such op folds as backend/tpu does when there are many rows and few
  * outputs (R >= 4096 reduced elements per output, O < 1024 outputs): see
- * reduce_tree. Otherwise the order above. */
+ * reduce_tree. Otherwise, an f32 add over the trailing dimensions (R >= 1)
+ * folds in the vector unit's row order: see reduce_row. Otherwise the
+ * order above. */
 #include "ir/eval_internal.h"
 
 typedef struct reducer {
@@ -247,6 +249,30 @@ static base_status reduce_tree(ev_ctx *cx, reducer *r, uint8_t *v, int64_t R, in
   return reduce_tree(cx, r, v, R2 + rem, O, init, out);
 }
 
+/* The row order of backend/tpu (rows.c) for the R >= 1 contiguous
+ * elements x of one output: lane l < 128 folds x[l], x[l + 128], x[l +
+ * 256], ... in ascending order starting from x[l] (the row's 128-wide
+ * chunks added tile by tile); then the lane partials fold in ascending
+ * lane order starting from lane 0 (vrlsum), lanes without elements being
+ * absent; the result is to_apply(init, that sum). */
+static base_status reduce_row(ev_ctx *cx, reducer *r, const uint8_t *x, int64_t R,
+                              const void *init, uint8_t *out) {
+  size_t es = r->es[0];
+  int64_t L = R < 128 ? R : 128;
+  uint8_t p[128 * 8], t[8];
+  base_status st;
+  for (int64_t l = 0; l < L; l++) {
+    memcpy(p + (size_t)l * es, x + (size_t)l * es, es);
+    for (int64_t j = l + 128; j < R; j += 128)
+      if ((st = step1(cx, r, p + (size_t)l * es, x + (size_t)j * es)) != ST_OK) return st;
+  }
+  memcpy(t, p, es);
+  for (int64_t l = 1; l < L; l++)
+    if ((st = step1(cx, r, t, p + (size_t)l * es)) != ST_OK) return st;
+  memcpy(out, init, es);
+  return step1(cx, r, out, t);
+}
+
 base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   int n = in->nops / 2;
   ir_type *types;
@@ -302,6 +328,18 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
       }
     }
     if ((st = reduce_tree(cx, &r, v, nred, nout, ops[1]->data, res[0]->data)) != ST_OK) return st;
+    return finish(cx, in, n, res, out);
+  }
+  bool trailing = nr >= 1;
+  for (int d = 0; d < is->rank; d++) trailing &= red[d] == (d >= is->rank - nr);
+  if (cx->opts.tpu_numerics && n == 1 && r.fast && r.fast_op == IR_OP_ADD &&
+      types[0] == IR_F32 && trailing && nred >= 1 && !(nred >= 4096 && nout < 1024)) {
+    /* rows are contiguous: output o folds elements o*nred .. o*nred+nred-1 */
+    for (int64_t o = 0; o < nout; o++)
+      if ((st = reduce_row(cx, &r, (const uint8_t *)ops[0]->data + (size_t)(o * nred) * r.es[0],
+                           nred, ops[1]->data, (uint8_t *)res[0]->data + (size_t)o * r.es[0])) !=
+          ST_OK)
+        return st;
     return finish(cx, in, n, res, out);
   }
   int64_t kidx[IR_MAX_RANK] = {0};

@@ -42,6 +42,7 @@ enum { MAX_MEMBERS = 64 };
 
 typedef struct group {
   ir_id root;
+#include "runtime/isa/target.h"
   ir_fusion_kind kind;
   bool heavy; /* holds a dot, convolution or reduce */
   int nmembers;
@@ -51,6 +52,8 @@ typedef struct group {
 
 typedef VEC(int32_t) ivec;
 
+  bool rows;  /* a row fusion: reduces over the trailing dims of its root's
+                 dims with their producers and consumers */
 typedef struct fctx {
   ir_module *m;
   ir_comp_id c;
@@ -218,6 +221,54 @@ static void visit(fctx *f, ir_id i) {
   int ng = 0;
   bool outside = f->outside[i], multi_user_group = false;
   for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
+/* Why reduce i may not join group g (NULL: it may) as a row reduce: one
+ * add, maximum or minimum of f32 over exactly the trailing dims of an
+ * operand with the dims of g's root, g a loop fusion or a row fusion
+ * (kInput whose reduces all have such operands), 8 rows of R f32 elements
+ * in at most 1/16 of VMEM, and not an f32 sum of R >= 4096 elements into
+ * O < 1024 outputs (the TPU backend folds those as a tree). The TPU
+ * backend runs such a group as one row kernel: the block of rows loaded
+ * once into VMEM, every reduce and elementwise op on it there. */
+static const char *row_refusal(fctx *f, ir_id i, int g) {
+  const ir_inst *in = I(f, i);
+  const group *gr = &f->groups.v[g];
+  if (in->nops != 2 || in->shape.type != IR_F32 || in->ncalls != 1)
+    return "a reduce is only the root of its own fusion (kInput) unless it is a single f32 row reduce";
+  const ir_comp *rc = ir_comp_get(f->m, in->calls[0]);
+  int live = 0;
+  for (int k = 0; k < rc->insts.n; k++) live += !rc->insts.v[k].dead;
+  const ir_inst *rr = rc->root >= 0 ? &rc->insts.v[rc->root] : NULL;
+  if (!rr || live != 3 || rr->nops != 2 ||
+      (rr->op != IR_OP_ADD && rr->op != IR_OP_MAXIMUM && rr->op != IR_OP_MINIMUM) ||
+      rc->insts.v[rr->ops[0]].op != IR_OP_PARAMETER || rc->insts.v[rr->ops[1]].op != IR_OP_PARAMETER ||
+      rr->ops[0] == rr->ops[1])
+    return "a reduce is only the root of its own fusion (kInput) unless its reducer is one add, maximum or minimum";
+  const ir_shape *os = &I(f, in->ops[0])->shape;
+  bool red[IR_MAX_RANK] = {0};
+  for (int k = 0; k < in->a.dimensions.n; k++) red[in->a.dimensions.v[k]] = true;
+  int64_t R = 1, O = 1;
+  int nr = in->a.dimensions.n;
+  for (int d = 0; d < os->rank; d++) {
+    if (red[d] != (d >= os->rank - nr))
+      return "a reduce is only the root of its own fusion (kInput) unless it reduces the trailing dims";
+    if (red[d]) R *= os->dims[d];
+    else O *= os->dims[d];
+  }
+  if (nr < 1 || R < 1) return "a reduce of no elements is only the root of its own fusion";
+  if ((gr->heavy && !gr->rows) || (gr->kind != IR_FUSION_LOOP && !gr->rows))
+    return "its users' fusion holds a dot, convolution or another kind of reduce";
+  if (!same_dims(&I(f, gr->root)->shape, os))
+    return "its users' fusion is not over the reduce's operand dims";
+  if (rr->op == IR_OP_ADD && R >= 4096 && O < 1024)
+    return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
+  const tgt_target *t = f->ctx->target;
+  uint64_t vmem = t ? t->vmem_bytes : (uint64_t)16 << 20;
+  if ((uint64_t)R * 32 > vmem / 16)
+    return arena_printf(f->m->arena, "8 rows of %lld f32 elements take more than 1/16 of VMEM",
+                        (long long)R);
+  return NULL;
+}
+
     ir_id u = f->users[j];
     if (f->mem[u].n == 0 || f->stays[u]) outside = true; /* u survives outside */
     if (f->mem[u].n > 1) multi_user_group = true;
@@ -241,7 +292,20 @@ static void visit(fctx *f, ir_id i) {
         why = "a non-scalar constant stays in memory";
         break;
       case IR_OP_REDUCE:
-        why = "a reduce is only the root of its own fusion (kInput)";
+        if (ng == 1 && !outside && !multi_user_group) {
+          why = row_refusal(f, i, gs[0]);
+          if (!why) {
+            group *gr = &f->groups.v[gs[0]];
+            join(f, i, gs[0]);
+            gr->kind = IR_FUSION_INPUT;
+            gr->heavy = gr->rows = true;
+            pass_explain(f->ctx, PASS, in->name, "fused into %%%s (kInput, row fusion)",
+                         I(f, gr->root)->name);
+            return;
+          }
+        } else {
+          why = "a reduce is only the root of its own fusion (kInput)";
+        }
         break;
       case IR_OP_FUSION:
         why = "already a fusion";

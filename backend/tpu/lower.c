@@ -612,6 +612,7 @@ void lower_inst(lctx *x, ir_id i) {
   }
   case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a.index]); break;
   case IR_OP_FUSION: {
+    if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i)) break;
     tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
     for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
     x->val[i] = lower_comp(b, x->m, in->calls[0], ps, x->precision);

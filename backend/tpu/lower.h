@@ -76,6 +76,17 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
 void lower_reduce_window(lctx *x, ir_id i);
+/* rows.c: row kernels (reductions over the trailing dims with their
+ * elementwise producers and consumers, row blocks in VMEM). Whether reduce
+ * red of an operand of shape os takes the row kernel (f32 add, maximum or
+ * minimum over exactly the trailing dims; an add of R >= 4096 elements into
+ * O < 1024 outputs folds as a tree instead); reduce i by the row kernel,
+ * false (nothing emitted) when it does not apply; fusion instruction i as
+ * one row kernel, false (nothing emitted) when its computation is not a
+ * row program or 8 rows do not fit VMEM. */
+bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os);
+bool lower_row_reduce(lctx *x, ir_id i);
+bool lower_rows_fusion(lctx *x, ir_id i);
 /* Casts f32/bf16 to bf16 parts for the MXU: parts[p] (count elements each). */
 void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts);
 /* Converts (elementwise) v to type t; a new value. */

@@ -183,6 +183,16 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   return out;
 }
 
+/* An f32 right operand (a weight) of a one-pass dot with more rows M
+ * than one accumulator block: the matmul would convert each of its panels
+ * again for every block of rows, so it is converted to bf16 in HBM once
+ * here (the same RNE rounding as the conversion in VMEM, so the same
+ * bits). Returns rv itself (a new reference) otherwise. */
+static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
+  if (rv->type == IR_F32 && M > x->b->t.acc_rows) return lower_convert(x, rv, IR_BF16);
+  return tv_alias(x, rv, rv->type, rv->rank, rv->dims);
+}
+
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
@@ -232,7 +242,9 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   for (int k = 0; k < l->rank; k++) ident_l &= lp[k] == k;
   for (int k = 0; k < r->rank; k++) ident_r &= rp[k] == k;
   tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-  tval *rtv = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+  tval *rtv0 = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+  tval *rtv = weight_bf16(x, rtv0, M);
+  tv_release(x, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
   bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in,
@@ -322,7 +334,9 @@ void lower_dot(lctx *x, ir_id i) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
     tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-    tval *rtv = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+    tval *rtv0 = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+    tval *rtv = weight_bf16(x, rtv0, M);
+    tv_release(x, rtv0);
     bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
     int64_t cd1[3] = {Bn, M, N};
     tval *C1 = tv_new(x, IR_F32, 3, cd1);
@@ -752,6 +766,7 @@ static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint6
 void lower_reduce(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   int nv = in->nops / 2;
+  if (nv == 1 && lower_row_reduce(x, i)) return;
   tk_elem *red = reducer_of(x, in->calls[0], nv);
   if (!red) return;
   tval *v0 = x->val[in->ops[0]];
@@ -781,7 +796,9 @@ void lower_reduce(lctx *x, ir_id i) {
       else if (seen_red) minor = false;
     }
   }
-  if (minor && !ident && R > 1 && O > 1) {
+  /* (not when the tree below applies: its order is the one defined) */
+  bool tree = nv == 1 && associative(red) && R >= 4096 && O < 1024;
+  if (minor && !ident && R > 1 && O > 1 && !tree) {
     uint64_t xs[8], inits[8], os[8];
     tval **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
     if (nv > 8) {

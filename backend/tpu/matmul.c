@@ -159,20 +159,47 @@ typedef struct fin_ctx {
   uint64_t C, C_g;
 } fin_ctx;
 
-/* Panels j0..j0+gn of the block at row m0 (popped into their C slots):
- * the epilogue on 8x128 tiles in place, then the stores. */
-static void finish(const fin_ctx *f, int64_t g, int64_t m0, int64_t rows, int64_t p0, int64_t j0,
-                   int64_t gn) {
+/* A group of panels j0..j0+gn of the block at row m0 (popped into their C
+ * slots) whose epilogue and stores are still to be emitted: its 8x128
+ * tiles, panel by panel, `done` of `total` emitted so far. */
+typedef struct pend_grp {
+  int64_t g, m0, rows, p0, j0, gn, done, total;
+} pend_grp;
+
+static void pend_init(pend_grp *p, int64_t g, int64_t m0, int64_t rows, int64_t p0, int64_t j0,
+                      int64_t gn, int64_t N, int64_t Nt, bool epi) {
+  int64_t tiles = 0;
+  for (int64_t jj = j0; jj < j0 + gn; jj++) {
+    int64_t cols = N - jj * Nt < Nt ? N - jj * Nt : Nt;
+    tiles += epi ? (rows + 7) / 8 * ((cols + 127) / 128) : 1;
+  }
+  *p = (pend_grp){g, m0, rows, p0, j0, gn, 0, tiles};
+}
+
+/* Emits p's tiles up to number upto (the epilogue on 8x128 tiles in
+ * place), each panel's store after its last tile; so the caller can
+ * spread a group's epilogue between the next group's pushes, and the
+ * front end never waits behind a long run of vector instructions while
+ * the MXUs have nothing queued. */
+static void finish_upto(const fin_ctx *f, pend_grp *p, int64_t upto) {
   tb *b = f->b;
-  int64_t N = f->N, Nt = f->Nt;
-  for (int64_t jj = j0; jj < j0 + gn && !b->failed; jj++) {
+  int64_t N = f->N, Nt = f->Nt, rows = p->rows, t = 0;
+  if (upto > p->total) upto = p->total;
+  for (int64_t jj = p->j0; jj < p->j0 + p->gn && p->done < upto && !b->failed; jj++) {
     int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
-    int slot = (int)((p0 + jj) % f->nbs);
+    int64_t nt = f->epi ? (rows + 7) / 8 * ((cols + 127) / 128) : 1;
+    if (t + nt <= p->done) {
+      t += nt;
+      continue;
+    }
+    int slot = (int)((p->p0 + jj) % f->nbs);
     uint64_t cs = f->coff + (uint64_t)slot * f->cblock;
     const tk_elem *epi = f->epi;
     if (epi) /* out = epi(result, inputs) on 8x128 tiles, in place */
       for (int64_t r = 0; r < rows && !b->failed; r += 8)
-        for (int64_t c = 0; c < cols; c += 128) {
+        for (int64_t c = 0; c < cols; c += 128, t++) {
+          if (t < p->done) continue;
+          if (t >= upto) return;
           uint64_t o = (uint64_t)((r * Nt + c) * 4);
           int in_regs[8], out_reg = 0, v = 0;
           uint32_t used = 0;
@@ -188,12 +215,16 @@ static void finish(const fin_ctx *f, int64_t g, int64_t m0, int64_t rows, int64_
           tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
         }
     int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-    uint64_t dst = f->C + (uint64_t)g * f->C_g + (uint64_t)((m0 * N + n0) * 4);
+    uint64_t dst = f->C + (uint64_t)p->g * f->C_g + (uint64_t)((p->m0 * N + n0) * 4);
     if (f->q1) tb_dma_q1(b, false, cs, dst, d);
     else tb_dma(b, false, cs, dst, d);
   }
 }
+          p->done = t + 1;
 
+    else
+      t++;
+    p->done = t;
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
                     const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
@@ -256,7 +287,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   bool q1 = b->t.dma_queues > 1;
   if (q1) tb_fence(b, ISA_UNIT_DMA0, ISA_UNIT_DMA0 + 1);
   fin_ctx fc = {b, epi, dot_in, row, N, Nt, nbs, coff, cblock, eoff, q1, C, C_g};
-  int64_t pend_j0 = 0, pend_gn = 0;
+  pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -328,10 +359,8 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           for (int64_t jj = j0; jj < j0 + gn; jj++)
             conv_flat(b, sboff + (uint64_t)((p0 + jj) % nbs) * sb_slot,
                       boff + (uint64_t)((p0 + jj) % nbs) * bpanel, K * Nt);
-        if (pend_gn) { /* the previous group's epilogue, after these conversions */
-          finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
-          pend_gn = 0;
-        }
+        /* The previous group's epilogue (after these conversions) is
+         * spread over this group's K steps. */
         for (int64_t k = 0; k < nK; k++) {
           if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
             a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
@@ -340,6 +369,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           for (int64_t jj = j0; jj < j0 + gn; jj++) {
             int mx = (int)((p0 + jj) % nm);
             uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
+          if (pend.total) finish_upto(&fc, &pend, pend.total * (k + 1) / nK);
             if (k == 0) {
               tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
               tb_mswap(b, mx);
@@ -352,24 +382,20 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
             if (k + 1 < nK) tb_mswap(b, mx);
           }
         }
-        for (int64_t jj = j0; jj < j0 + gn; jj++) {
+        if (pend.total) finish_upto(&fc, &pend, pend.total);
+        for (int64_t jj = j0; jj < j0 + gn; jj++)
           tb_mpopm(b, (int)((p0 + jj) % nm), coff + (uint64_t)((p0 + jj) % nbs) * cblock,
                    (uint32_t)(Nt * 4), 0, (int)rows);
-          if (!(epi && b32)) finish(&fc, g, m0, rows, p0, jj, 1);
-        }
-        if (!(epi && b32)) continue;
-        /* Epilogue and stores of the previous group now, so that the
-         * vector unit converts this group's B panels (b32) before it
-         * spends time on the previous group's epilogue; this group's go
-         * after the next group's conversion or at the block's end. */
-        if (pend_gn) finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
-        pend_j0 = j0;
-        pend_gn = gn;
+        /* This group's epilogue and stores go between the next group's
+         * pushes (after its B conversions), or after the last group;
+         * without an epilogue, or with one K step and no conversions to
+         * put first, the stores go now. */
+        pend_init(&pend, g, m0, rows, p0, j0, gn, N, Nt, epi != NULL);
+        if (!epi || (!b32 && nK < 2)) finish_upto(&fc, &pend, pend.total);
       }
-      if (pend_gn) finish(&fc, g, m0, rows, p0, pend_j0, pend_gn);
-      pend_gn = 0;
       panel += nN;
     }
   if (q1) tb_dma_q1_drain(b);
   return true;
 }
+  if (pend.total) finish_upto(&fc, &pend, pend.total);

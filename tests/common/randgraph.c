@@ -506,6 +506,113 @@ static void gen_convert(gen *g) {
   add(g, IR_OP_CONVERT, &x, 1, NULL, NULL, 0, &s, true);
 }
 
+/* reduce(x, init) with op over x's last nr dims, broadcast back to x's
+ * shape (through a keepdims reshape when keep). */
+static ir_id rows_back(gen *g, ir_id x, int nr, ir_op op, double init, bool keep) {
+  const ir_shape xs = *shp(g, x);
+  int nk = xs.rank - nr;
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  int64_t dims[4] = {0, 1, 2, 3}, rd[4];
+  for (int k = 0; k < nr; k++) rd[k] = nk + k;
+  a.dimensions = ints(g, nr, rd);
+  ir_comp_id rc = reducer(g, op, IR_F32);
+  ir_id ops[2] = {x, scalar(g, IR_F32, init)};
+  ir_id r = add(g, IR_OP_REDUCE, ops, 2, &a, &rc, 1, NULL, false);
+  if (r == IR_NONE) return r;
+  int nd = nk;
+  if (keep) { /* [rows..., 1, ...] then broadcast over all dims */
+    int64_t kd[4];
+    for (int k = 0; k < xs.rank; k++) kd[k] = k < nk ? xs.dims[k] : 1;
+    ir_shape ks = ir_shape_array(IR_F32, xs.rank, kd);
+    r = add(g, IR_OP_RESHAPE, &r, 1, NULL, NULL, 0, &ks, false);
+    if (r == IR_NONE) return r;
+    /* size-1 dims broadcast: reshape back to the kept dims first */
+    ir_shape ns = ir_shape_array(IR_F32, nk, xs.dims);
+    r = add(g, IR_OP_RESHAPE, &r, 1, NULL, NULL, 0, &ns, false);
+  }
+  memset(&a, 0, sizeof a);
+  a.dimensions = ints(g, nd, dims);
+  return r == IR_NONE ? r : add(g, IR_OP_BROADCAST, &r, 1, &a, NULL, 0, &xs, false);
+}
+
+static ir_id binop(gen *g, ir_op op, ir_id x, ir_id y) {
+  if (x == IR_NONE || y == IR_NONE) return IR_NONE;
+  ir_id ops[2] = {x, y};
+  return add(g, op, ops, 2, NULL, NULL, 0, NULL, false);
+}
+
+/* x op splat(v) */
+static ir_id binc(gen *g, ir_op op, ir_id x, double v) {
+  return x == IR_NONE ? x : binop(g, op, x, splat(g, shp(g, x), v));
+}
+
+static void gen_norm(gen *g) {
+  static const int64_t sizes[] = {1, 7, 127, 129, 300};
+  int rank = 2 + pick(g, 2), nr = rank == 3 && pick(g, 3) == 0 ? 2 : 1;
+  int64_t d[4], R = 1;
+  for (;;) {
+    int64_t n = 1;
+    R = 1;
+    for (int k = 0; k < rank; k++) {
+      d[k] = sizes[pick(g, 5)];
+      n *= d[k];
+      if (k >= rank - nr) R *= d[k];
+    }
+    if (n <= g->o->max_elems) break;
+  }
+  ir_shape xs = ir_shape_array(IR_F32, rank, d);
+  ir_id x = param(g, &xs, false), y = IR_NONE;
+  bool keep = pick(g, 3) == 0;
+  int kind = pick(g, 4);
+  if (kind <= 1) { /* layer norm */
+    ir_id mean = binc(g, IR_OP_DIVIDE, rows_back(g, x, nr, IR_OP_ADD, 0, keep), (double)R);
+    ir_id dv = binop(g, IR_OP_SUBTRACT, x, mean);
+    ir_id var = binc(g, IR_OP_DIVIDE, rows_back(g, binop(g, IR_OP_MULTIPLY, dv, dv), nr, IR_OP_ADD, 0, keep),
+                     (double)R);
+    ir_id rs = var == IR_NONE ? var : add(g, IR_OP_RSQRT, (ir_id[]){binc(g, IR_OP_ADD, var, 1e-5)}, 1, NULL, NULL, 0, NULL, false);
+    y = binop(g, IR_OP_MULTIPLY, dv, rs);
+  } else if (kind == 2) { /* RMS norm */
+    ir_id ms = binc(g, IR_OP_DIVIDE, rows_back(g, binop(g, IR_OP_MULTIPLY, x, x), nr, IR_OP_ADD, 0, keep), (double)R);
+    ir_id rs = ms == IR_NONE ? ms : add(g, IR_OP_RSQRT, (ir_id[]){binc(g, IR_OP_ADD, ms, 1e-6)}, 1, NULL, NULL, 0, NULL, false);
+    y = binop(g, IR_OP_MULTIPLY, x, rs);
+  } else { /* softmax */
+    ir_id u = binop(g, IR_OP_SUBTRACT, x, rows_back(g, x, nr, IR_OP_MAXIMUM, -INFINITY, keep));
+    ir_id e = u == IR_NONE ? u : add(g, IR_OP_EXP, &u, 1, NULL, NULL, 0, NULL, false);
+    y = binop(g, IR_OP_DIVIDE, e, e == IR_NONE ? e : rows_back(g, e, nr, IR_OP_ADD, 0, keep));
+  }
+  if (y == IR_NONE) return;
+  if (kind == 0 || pick(g, 4) == 0) { /* * gamma + beta, broadcast along the rows */
+    ir_shape cs = ir_shape_array(IR_F32, nr, d + rank - nr);
+    int64_t cd[4];
+    for (int k = 0; k < nr; k++) cd[k] = rank - nr + k;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dimensions = ints(g, nr, cd);
+    ir_id gm = param(g, &cs, false), bt = param(g, &cs, false);
+    y = binop(g, IR_OP_MULTIPLY, y, add(g, IR_OP_BROADCAST, &gm, 1, &a, NULL, 0, &xs, false));
+    y = binop(g, IR_OP_ADD, y, add(g, IR_OP_BROADCAST, &bt, 1, &a, NULL, 0, &xs, false));
+    if (y == IR_NONE) return;
+  }
+  if (g->nv < MAXV) g->vals[g->nv++] = y;
+  /* a dot with an f32 weight [row, N] (and now and then a second one) */
+  for (int c = 0; c < 2 && nr == 1 && pick(g, 3); c++) {
+    const ir_shape *ys = shp(g, y);
+    int64_t K = ys->dims[ys->rank - 1], M = ir_shape_count(ys) / K, N = sizes[pick(g, 5)];
+    if (M * K * N > g->o->max_macs || M * N > g->o->max_elems) return;
+    int64_t wd[2] = {K, N}, lc = ys->rank - 1, zero = 0;
+    ir_shape ws = ir_shape_array(IR_F32, 2, wd);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    a.preferred_type = IR_TYPE_INVALID;
+    a.lhs_contracting = ints(g, 1, &lc);
+    a.rhs_contracting = ints(g, 1, &zero);
+    ir_id ops[2] = {y, param(g, &ws, false)};
+    y = add(g, IR_OP_DOT, ops, 2, &a, NULL, 0, NULL, true);
+    if (y == IR_NONE || pick(g, 2)) return;
+  }
+}
+
 static void step(gen *g) {
   unsigned fam[10] = {RG_ARITH | RG_TRANSC, RG_ARITH | RG_MINMAX | RG_INT, RG_MINMAX, RG_MOVE,
                       RG_MOVE, RG_REDUCE, RG_DOT, RG_CONV, RG_CMPSEL, RG_CONVERT};
@@ -619,3 +726,4 @@ ir_literal **rg_args_ex(const ir_module *m, arena *a, uint64_t seed, bool specia
   }
   return args;
 }
+  for (int k = 0; on(&g, RG_NORM) && k < 1 + (pick(&g, 3) == 0); k++) gen_norm(&g);

@@ -45,6 +45,16 @@ typedef struct rg_options {
   int64_t max_macs;  /* largest dot/convolution; 0: 2^21 multiply-adds */
   bool float_only;   /* no s32 parameters */
   bool default_precision; /* dots/convolutions only at operand_precision
+/* Row programs (not in RG_ALL): a graph with RG_NORM starts with one or
+ * two of them on f32 [rows..., row] values, rows and row lengths from
+ * {1, 7, 127, 129, 300}, reducing the last one or two dims: layer norm
+ * (sum, divide, subtract the broadcast mean, sum of squares, rsqrt of
+ * var + eps, optionally * gamma + beta as broadcast [row] parameters),
+ * RMS norm, or a softmax (max, subtract, exp, sum, divide), broadcasts
+ * direct or through a keepdims reshape; then often a dot of the result
+ * with an f32 weight parameter (a chain of two now and then). */
+enum { RG_NORM = 1u << 11 };
+
                              DEFAULT (else also HIGH and HIGHEST) */
 } rg_options;
 

@@ -6,7 +6,7 @@
  * accumulation could show: the sign of a zero sum when K is not a multiple
  * of the MXU's rows, bf16 subnormal inputs, NaN payloads, 0 x inf in the
  * padding of a convolution, the bf16x3 / bf16x6 pass order, the tree order
- * of large sums. */
+ * of large sums, the row order of sums over the trailing dims. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -295,12 +295,68 @@ static void large_sum_tree_order(void **state) {
   }
 }
 
+/* An f32 sum over the trailing dim folds in the row order: lanes first
+ * (element l with l + 128, ...), then the lanes in order. Row of R = 130:
+ * x[0] = 1, x[1..129] = 2^-24. Sequentially every 2^-24 is half an ulp of
+ * 1 and rounds away (tie to even): 1.0. In the row order lane 0 holds
+ * 1 + 2^-24 = 1, lane 1 holds 2^-24 + 2^-24 = 2^-23 and lanes 2..127 hold
+ * 2^-24; 1 + 2^-23 is exact, + 2^-24 is a tie that rounds to the even
+ * 1 + 2^-22, where the remaining halves of 2^-23 ulps tie back down:
+ * 1 + 2^-22 = 0x3F800002. A second row (x[0] = -0, the rest -0 too)
+ * sums -0 lanes to -0 and 0 + -0 = +0; a third of length 130 all 2^-24
+ * gives 130 x 2^-24 exactly (0x37020000). Also the same sum as a
+ * [2, 65] reduce over both dims (R = 130 as well) and the trailing-dim
+ * sum of 5000 elements into 2 outputs, which folds as the tree. */
+static void row_sum_order(void **state) {
+  (void)state;
+  const char *text =
+      "HloModule rowsum\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  x = f32[3,130] parameter(0)\n"
+      "  z = f32[] constant(0)\n  r = f32[3] reduce(x, z), dimensions={1}, to_apply=add\n"
+      "  y = f32[3,2,65] reshape(x)\n  q = f32[3] reduce(y, z), dimensions={1,2}, to_apply=add\n"
+      "  ROOT c = f32[6] concatenate(r, q), dimensions={0}\n}\n";
+  ir_module *m = parse(text);
+  arena *a = arena_create();
+  int64_t d[2] = {3, 130};
+  ir_literal *args[1] = {f32_array(a, 2, d, 0x1p-24f)};
+  float *x = args[0]->data;
+  x[0] = 1.0f;
+  for (int i = 130; i < 260; i++) x[i] = -0.0f;
+  uint32_t want[6] = {0x3F800002u, 0x00000000u, 0x37020000u, 0x3F800002u, 0x00000000u, 0x37020000u};
+  float seq = 0.0f;
+  for (int i = 0; i < 130; i++) seq += x[i];
+  assert_int_equal(f32_bits(seq), 0x3F800000u); /* the order shows */
+  check(m, args, 1, want, 6, 4);
+  arena_destroy(a);
+  ir_module_destroy(m);
+  /* [2, 5000] over the trailing dim: the tree of [5000, 2] (as transposed) */
+  const char *t2 =
+      "HloModule rowtree\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  x = f32[2,5000] parameter(0)\n"
+      "  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(x, z), dimensions={1}, to_apply=add\n}\n";
+  m = parse(t2);
+  a = arena_create();
+  int64_t d2[2] = {2, 5000};
+  ir_literal *a2[1] = {f32_array(a, 2, d2, 1.0f)};
+  float *x2 = a2[0]->data, *v = malloc(10000 * sizeof *v), wf[2];
+  for (int64_t i = 0; i < 10000; i++) {
+    if (i % 97 == 5) x2[i] = 16777216.0f;
+    v[(i % 5000) * 2 + i / 5000] = x2[i]; /* [5000, 2] */
+  }
+  tree_sum(v, 5000, 2, wf);
+  free(v);
+  uint32_t w2[2] = {f32_bits(wf[0]), f32_bits(wf[1])};
+  check(m, a2, 1, w2, 2, 4);
+  arena_destroy(a);
+  ir_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(neg_zero_sum_any_K),    cmocka_unit_test(subnormal_operands_flush),
       cmocka_unit_test(nan_canonical),         cmocka_unit_test(conv_padding_times_inf),
       cmocka_unit_test(precision_passes),      cmocka_unit_test(vector_kernels),
-      cmocka_unit_test(large_sum_tree_order),
+      cmocka_unit_test(large_sum_tree_order),  cmocka_unit_test(row_sum_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,6 +254,21 @@ int main(int argc, char **argv) {
     runs++;
     if (!one_graph(seed, i, &ro, &cf, false)) bad++;
   }
+  /* The row family: layer norms, RMS norms and softmaxes (row fusions,
+   * one kernel with the rows in VMEM, backend/tpu/rows.c) and dots of
+   * their results with f32 weights, then a few more steps; also on a
+   * target with 64 accumulator rows, so that weights are converted to
+   * bf16 once before the matmul (lower_ops.c: weight_bf16). */
+  rg_options rn = ro;
+  rn.ops = RG_NORM | RG_ARITH | RG_MOVE | RG_DOT;
+  rn.steps = 3;
+  cfg cn = cf;
+  if (cn.ntargets < 8) cn.targets[cn.ntargets++] = "v3,acc_rows=64";
+  for (int i = 0; i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 3000017u, i, &rn, &cn, false)) bad++;
+  }
 #ifdef HAVE_LLVM
   /* The CPU family: ops whose CPU TPU numerics equal the vector unit's. */
   rg_options rc = ro;

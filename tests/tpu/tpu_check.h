@@ -10,6 +10,9 @@
  *    like a random walk over K; 1e-5 (1 + sqrt(K)) at HIGH/HIGHEST);
  *    f32 parameters are drawn bf16-representable, so a dot or convolution
  *    fed directly by parameters is exact against the evaluator;
+ *  - modules with an f32 reduce of at most R elements per output: at least
+ *    2^-20 (1 + sqrt(R)) (1 + |ref|) (sums over the trailing dims fold in
+ *    the vector unit's row order, large ones into few outputs as a tree);
  *  - transcendental vector ops (exp, log, tanh, logistic, rsqrt): the
  *    emulator rounds a double result once, the evaluator calls f32 libm:
  *    4 ulps relative. */

@@ -1,0 +1,694 @@
+/* rows.c: row kernels: reductions over the trailing (minor) dimensions
+ * together with their elementwise producers and consumers, on blocks of
+ * rows held in VMEM (layer norm, softmax-like row programs, and plain
+ * row sums).
+ *
+ * The value space is [O, R]: O rows (the kept dims) of R elements (the
+ * reduced trailing dims, row-major). Every value of a row program is one
+ * of
+ *   FULL  [O, R]: fusion parameters of that shape (loaded per row block),
+ *         elementwise ops of FULL values, broadcasts of ROW values back
+ *         along the rows;
+ *   ROW   [O]: reduces (add, maximum, minimum of f32 over the trailing
+ *         dims), reshapes and elementwise ops of ROW values;
+ *   COL   [R]: a parameter broadcast along the trailing dims (a scale or
+ *         shift vector), loaded once;
+ *   CONST scalar constants (and broadcasts of them).
+ * A block of Rb rows of every FULL input is DMAd into VMEM (row stride
+ * Rpad = R rounded up to 128 lanes; two slots, the next block loading
+ * while this one computes) and, per group of 8 rows, each reduce is one
+ * pass over the row's 128-wide chunks: its FULL operand evaluated on 8x128
+ * tiles (tk_eval_dag: the kernels of elem.c) and accumulated lane-wise,
+ * then folded across lanes (vrlsum / vrlmax / vrlmin), which leaves the
+ * row's value broadcast across the lanes of its sublane: exactly the
+ * operand a FULL op needs, so a broadcast back along the rows costs
+ * nothing. ROW ops run on those registers; a last pass computes the FULL
+ * outputs and stores them (f32 or bf16) for one DMA per block; ROW outputs
+ * are stored lane 0 of each sublane. The input block is read from HBM
+ * once however many passes the program makes.
+ *
+ * Order of an f32 add (docs/numerics.md, the evaluator's reduce_row):
+ * lane l folds elements l, l+128, l+256, ... from element l; the lane
+ * partials fold in ascending lane order (vrlsum); the result is
+ * init + that sum. The tail chunk's lanes past R are replaced by -0 (the
+ * identity of the add for every value, -0 included), max/min by -inf /
+ * +inf; max and min are order-free. */
+#include "backend/tpu/lower.h"
+
+typedef enum { RC_CONST, RC_FULL, RC_ROW, RC_COL } rclass;
+typedef enum { RN_IN, RN_COL, RN_CONST, RN_SCAL, RN_OP, RN_RED, RN_ALIAS } rkind;
+
+typedef struct rnode {
+  rkind kind;
+  rclass cls;
+  ir_type type;
+  int input;          /* RN_IN, RN_COL, RN_SCAL: index into the inputs of that kind */
+  uint32_t bits;      /* RN_CONST */
+  ir_op op;           /* RN_OP: the elementwise op; RN_RED: add, maximum or minimum */
+  ir_cmp_dir cmp_dir;
+  ir_cmp_type cmp_type;
+  int nargs, args[3]; /* RN_OP; RN_RED: operand, init; RN_ALIAS: the aliased node */
+} rnode;
+
+typedef struct rprog {
+  VEC(rnode) nodes;
+  VEC(uint64_t) in_addr; /* FULL inputs, [O, R] row-major */
+  VEC(ir_type) in_type;
+  VEC(uint64_t) col_addr; /* COL inputs, f32 [R] */
+  VEC(uint64_t) scal_addr; /* scalar inputs (reduce inits from HBM), f32 */
+  VEC(int) out_node;
+  VEC(uint64_t) out_addr;
+  int64_t O, R;
+} rprog;
+
+static int rp_add(tb *b, rprog *p, rnode n) {
+  VEC_PUSH(b->a, p->nodes, n);
+  return p->nodes.n - 1;
+}
+
+/* ---- passes: FULL subtrees as elementwise programs ------------------------------ */
+
+/* Where a pass program's input k comes from. */
+typedef struct psrc {
+  rkind kind; /* RN_IN (load FULL input), RN_COL (load COL input), RN_RED: a ROW register */
+  int idx;    /* input index, or the ROW node */
+} psrc;
+
+typedef struct pass {
+  tk_elem e;
+  VEC(tk_node) nodes;
+  VEC(psrc) src;
+  int *memo; /* rnode -> 1 + tk node */
+} pass;
+
+static int pass_node(tb *b, const rprog *p, pass *ps, int i) {
+  if (ps->memo[i]) return ps->memo[i] - 1;
+  const rnode *n = &p->nodes.v[i];
+  tk_node t;
+  memset(&t, 0, sizeof t);
+  t.type = n->type;
+  if (n->kind == RN_ALIAS && n->cls == RC_FULL) {
+    int r = pass_node(b, p, ps, n->args[0]);
+    ps->memo[i] = r + 1;
+    return r;
+  }
+  if (n->kind == RN_CONST) {
+    t.kind = TK_CONST;
+    t.bits = n->bits;
+  } else if (n->cls == RC_ROW || n->kind == RN_IN || n->kind == RN_COL || n->kind == RN_SCAL) {
+    t.kind = TK_IN;
+    t.input = ps->src.n;
+    psrc s = {n->cls == RC_ROW ? RN_RED : n->kind, n->cls == RC_ROW ? i : n->input};
+    if (n->kind == RN_SCAL) s = (psrc){RN_SCAL, n->input};
+    VEC_PUSH(b->a, ps->src, s);
+  } else { /* a FULL op */
+    t.kind = TK_OP;
+    t.op = n->op;
+    t.cmp_dir = n->cmp_dir;
+    t.cmp_type = n->cmp_type;
+    t.nargs = n->nargs;
+    for (int k = 0; k < n->nargs; k++) t.args[k] = pass_node(b, p, ps, n->args[k]);
+  }
+  VEC_PUSH(b->a, ps->nodes, t);
+  ps->memo[i] = ps->nodes.n;
+  return ps->nodes.n - 1;
+}
+
+/* The program computing nodes targets[0..nt) from loads and ROW registers. */
+static pass *pass_make(tb *b, const rprog *p, const int *targets, int nt) {
+  pass *ps = arena_alloc(b->a, sizeof *ps);
+  memset(ps, 0, sizeof *ps);
+  ps->memo = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(int));
+  int *outs = arena_array(b->a, (size_t)nt + 1, sizeof(int));
+  for (int k = 0; k < nt; k++) outs[k] = pass_node(b, p, ps, targets[k]);
+  ps->e.nnodes = ps->nodes.n;
+  ps->e.nodes = ps->nodes.v;
+  ps->e.ninputs = ps->src.n;
+  ps->e.noutputs = nt;
+  ps->e.out_node = outs;
+  return ps;
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+enum { M_TAIL = 3, M_LANE0 = 4 }; /* masks of the kernel (tk_eval_dag uses m1, m2) */
+
+typedef struct rk {
+  tb *b;
+  const rprog *p;
+  int64_t Rpad, Rb, nC;
+  uint64_t col_off, scal_off, in_off, in_slot, out_off, out_slot, row_off, row_slot;
+  uint64_t *in_base, *out_base; /* per input / output: offset of slot 0 */
+  int *reg;                      /* ROW node -> register this group */
+  uint32_t used;
+  pass **red_pass;               /* per node (reduces): its pass */
+  pass *out_pass;
+  int nfull_out;
+} rk;
+
+static int ralloc(rk *k) {
+  for (int r = 0; r < TGT_VREGS; r++)
+    if (!(k->used >> r & 1)) {
+      k->used |= 1u << r;
+      return r;
+    }
+  tb_error(k->b, ST_UNSUPPORTED, "row program needs more than %d vector registers", TGT_VREGS);
+  return 0;
+}
+static void rfree(rk *k, int r) { k->used &= ~(1u << r); }
+
+static int esz(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
+
+/* Evaluates pass ps on chunk c of the 8 rows at r0 (slot sl); out[k] get
+ * registers the caller owns. */
+static bool pass_eval(rk *k, const pass *ps, int64_t r0, int sl, int64_t c, int *out) {
+  tb *b = k->b;
+  const rprog *p = k->p;
+  int in_regs[64], loaded[64], nl = 0;
+  if (ps->e.ninputs > 64) {
+    tb_error(b, ST_UNSUPPORTED, "row program with %d inputs", ps->e.ninputs);
+    return false;
+  }
+  for (int i = 0; i < ps->e.ninputs; i++) {
+    psrc s = ps->src.v[i];
+    if (s.kind == RN_RED) {
+      in_regs[i] = k->reg[s.idx];
+      continue;
+    }
+    int r = ralloc(k);
+    loaded[nl++] = r;
+    in_regs[i] = r;
+    if (s.kind == RN_IN) {
+      int es = esz(p->in_type.v[s.idx]);
+      tb_vld(b, r, k->in_base[s.idx] + (uint64_t)sl * k->in_slot +
+                       (uint64_t)((r0 * k->Rpad + c * 128) * es),
+             (uint32_t)(k->Rpad * es), es == 2);
+    } else if (s.kind == RN_COL) {
+      tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
+                       (uint64_t)(c * 512),
+             0, false);
+    } else { /* RN_SCAL */
+      tb_vld(b, r, k->scal_off + (uint64_t)s.idx * 4096, 512, false);
+    }
+  }
+  uint32_t used = k->used;
+  if (!tk_eval_dag(b, &used, &ps->e, in_regs, out)) return false;
+  k->used = used;
+  /* Outputs that are inputs: loaded ones change owner, ROW registers are
+   * copied (the caller may overwrite its outputs). */
+  for (int o = 0; o < ps->e.noutputs; o++) {
+    bool is_in = false;
+    for (int i = 0; i < ps->e.ninputs; i++) is_in |= in_regs[i] == out[o];
+    if (!is_in) continue;
+    bool is_loaded = false;
+    for (int j = 0; j < nl; j++)
+      if (loaded[j] == out[o]) {
+        loaded[j] = -1;
+        is_loaded = true;
+      }
+    if (!is_loaded) {
+      int r = ralloc(k);
+      tb_valu(b, OP_VMOV, r, out[o], 0);
+      out[o] = r;
+    }
+  }
+  for (int j = 0; j < nl; j++)
+    if (loaded[j] >= 0) rfree(k, loaded[j]);
+  return !b->failed;
+}
+
+static uint32_t red_identity(ir_op op) {
+  return op == IR_OP_ADD ? 0x80000000u : op == IR_OP_MAXIMUM ? 0xFF800000u : 0x7F800000u;
+}
+static isa_op red_vop(ir_op op) {
+  return op == IR_OP_ADD ? OP_VADDF : op == IR_OP_MAXIMUM ? OP_VMAXF : OP_VMINF;
+}
+
+/* Reduce node i for the 8 rows at r0: its ROW register. */
+static int reduce_rows(rk *k, int i, int64_t r0, int sl) {
+  tb *b = k->b;
+  const rnode *n = &k->p->nodes.v[i];
+  int64_t R = k->p->R;
+  int acc = -1;
+  for (int64_t c = 0; c < k->nC && !b->failed; c++) {
+    int v;
+    if (!pass_eval(k, k->red_pass[i], r0, sl, c, &v)) return 0;
+    if (c == k->nC - 1 && R % 128) { /* lanes past R: the op's identity */
+      int t = ralloc(k);
+      tb_valu(b, OP_VIMM, t, (int32_t)red_identity(n->op), 0);
+      tb_raw(b, OP_VSEL, v, M_TAIL, v, t, 0, 0);
+      rfree(k, t);
+    }
+    if (acc < 0) {
+      acc = v;
+    } else {
+      tb_valu(b, red_vop(n->op), acc, acc, v);
+      rfree(k, v);
+    }
+  }
+  isa_op lop = n->op == IR_OP_ADD ? OP_VRLSUM : n->op == IR_OP_MAXIMUM ? OP_VRLMAX : OP_VRLMIN;
+  tb_valu(b, lop, acc, acc, 0);
+  /* result = op(init, lanes' fold) */
+  const rnode *in = &k->p->nodes.v[n->args[1]];
+  int t = ralloc(k);
+  if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
+  else tb_vld(b, t, k->scal_off + (uint64_t)in->input * 4096, 512, false);
+  tb_valu(b, red_vop(n->op), acc, t, acc);
+  rfree(k, t);
+  return acc;
+}
+
+/* A ROW op node for the current rows: one-node program on registers. */
+static int row_op(rk *k, int i) {
+  tb *b = k->b;
+  const rnode *n = &k->p->nodes.v[i];
+  tk_node nodes[4];
+  int in_regs[3], ni = 0;
+  memset(nodes, 0, sizeof nodes);
+  for (int a = 0; a < n->nargs; a++) {
+    const rnode *an = &k->p->nodes.v[n->args[a]];
+    nodes[a].type = an->type;
+    if (an->kind == RN_CONST) {
+      nodes[a].kind = TK_CONST;
+      nodes[a].bits = an->bits;
+    } else {
+      nodes[a].kind = TK_IN;
+      nodes[a].input = ni;
+      in_regs[ni++] = k->reg[n->args[a]];
+    }
+  }
+  tk_node *o = &nodes[n->nargs];
+  o->kind = TK_OP;
+  o->type = n->type;
+  o->op = n->op;
+  o->cmp_dir = n->cmp_dir;
+  o->cmp_type = n->cmp_type;
+  o->nargs = n->nargs;
+  for (int a = 0; a < n->nargs; a++) o->args[a] = a;
+  int root = n->nargs, out = 0;
+  tk_elem e = {n->nargs + 1, nodes, ni, NULL, NULL, 1, &root, NULL, 0};
+  uint32_t used = k->used;
+  if (!tk_eval_dag(b, &used, &e, in_regs, &out)) return 0;
+  k->used = used;
+  return out;
+}
+
+static void rows_group(rk *k, int64_t r0, int sl) {
+  tb *b = k->b;
+  const rprog *p = k->p;
+  uint32_t used0 = k->used;
+  for (int i = 0; i < p->nodes.n && !b->failed; i++) {
+    const rnode *n = &p->nodes.v[i];
+    if (n->cls != RC_ROW) continue;
+    if (n->kind == RN_RED) k->reg[i] = reduce_rows(k, i, r0, sl);
+    else if (n->kind == RN_ALIAS) k->reg[i] = k->reg[n->args[0]];
+    else k->reg[i] = row_op(k, i);
+  }
+  /* FULL outputs: one pass over the chunks; ROW outputs: lane 0 of each
+   * sublane to consecutive words. */
+  int outs[32];
+  for (int64_t c = 0; c < k->nC && k->out_pass && !b->failed; c++) {
+    if (!pass_eval(k, k->out_pass, r0, sl, c, outs)) return;
+    for (int o = 0, f = 0; o < p->out_node.n; o++) {
+      if (p->nodes.v[p->out_node.v[o]].cls != RC_FULL) continue;
+      int es = esz(p->nodes.v[p->out_node.v[o]].type);
+      tb_vst(b, outs[f], k->out_base[o] + (uint64_t)sl * k->out_slot +
+                             (uint64_t)((r0 * k->Rpad + c * 128) * es),
+             (uint32_t)(k->Rpad * es), es == 2, 0);
+      rfree(k, outs[f++]);
+    }
+  }
+  for (int o = 0; o < p->out_node.n; o++)
+    if (p->nodes.v[p->out_node.v[o]].cls == RC_ROW)
+      tb_vst(b, k->reg[p->out_node.v[o]], k->out_base[o] + (uint64_t)sl * k->row_slot + (uint64_t)(r0 * 4),
+             4, false, M_LANE0);
+  k->used = used0;
+}
+
+/* Emits the row kernel of p; false (nothing emitted) when a block of 8
+ * rows does not fit VMEM. */
+static bool rows_kernel(tb *b, const rprog *p) {
+  int64_t O = p->O, R = p->R, Rpad = (R + 127) / 128 * 128;
+  uint64_t in_row = 0, out_row = 0, row_rows = 0;
+  for (int i = 0; i < p->in_addr.n; i++) in_row += (uint64_t)(Rpad * esz(p->in_type.v[i]));
+  int nrow_out = 0;
+  for (int o = 0; o < p->out_node.n; o++) {
+    const rnode *n = &p->nodes.v[p->out_node.v[o]];
+    if (n->cls == RC_FULL) out_row += (uint64_t)(Rpad * esz(n->type));
+    else nrow_out++;
+  }
+  row_rows = (uint64_t)nrow_out * 4;
+  uint64_t fixed = (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4) +
+                   (uint64_t)p->scal_addr.n * 4096 + 2 * (uint64_t)nrow_out * 1024 +
+                   (uint64_t)(p->in_addr.n + p->out_node.n) * 2 * TB_GRANULE;
+  uint64_t budget = b->t.vmem_bytes / 4 * 3;
+  int64_t Rb = (O + 7) / 8 * 8;
+  if (Rb > 512) Rb = 512;
+  while (Rb > 8 && fixed + 2 * (uint64_t)Rb * (in_row + out_row + row_rows) > budget)
+    Rb = (Rb / 2 + 7) / 8 * 8;
+  if (fixed + 2 * (uint64_t)Rb * (in_row + out_row + row_rows) > budget) return false;
+  rk k;
+  memset(&k, 0, sizeof k);
+  k.b = b;
+  k.p = p;
+  k.Rpad = Rpad;
+  k.Rb = Rb;
+  k.nC = Rpad / 128;
+  k.in_base = arena_array(b->a, (size_t)p->in_addr.n + 1, sizeof(uint64_t));
+  k.out_base = arena_array(b->a, (size_t)p->out_node.n + 1, sizeof(uint64_t));
+  k.reg = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(int));
+  k.red_pass = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(pass *));
+  /* VMEM: COL vectors, scalar tiles, then two slots of every FULL input,
+   * FULL output and ROW output block. */
+  uint64_t at = 0;
+  k.col_off = at;
+  at += (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4);
+  k.scal_off = at;
+  at += (uint64_t)p->scal_addr.n * 4096;
+  /* every slot of a kind has the size of the widest (f32) one */
+  k.in_slot = tb_align((uint64_t)(Rb * Rpad * 4));
+  for (int i = 0; i < p->in_addr.n; i++, at += 2 * k.in_slot) k.in_base[i] = at;
+  k.out_slot = tb_align((uint64_t)(Rb * Rpad * 4));
+  k.row_slot = tb_align((uint64_t)(Rb * 4 + 1024));
+  for (int o = 0; o < p->out_node.n; o++) {
+    k.out_base[o] = at;
+    at += 2 * (p->nodes.v[p->out_node.v[o]].cls == RC_FULL ? k.out_slot : k.row_slot);
+  }
+  if (at > b->t.vmem_bytes) return false;
+  if (!tb_vmem_fits(b, at, "a row kernel")) return true;
+  /* passes */
+  int nfull = 0, *ft = arena_array(b->a, (size_t)p->out_node.n + 1, sizeof(int));
+  for (int o = 0; o < p->out_node.n; o++)
+    if (p->nodes.v[p->out_node.v[o]].cls == RC_FULL) ft[nfull++] = p->out_node.v[o];
+  if (nfull) k.out_pass = pass_make(b, p, ft, nfull);
+  for (int i = 0; i < p->nodes.n; i++)
+    if (p->nodes.v[i].kind == RN_RED) k.red_pass[i] = pass_make(b, p, &p->nodes.v[i].args[0], 1);
+  /* loads of the COL vectors and scalar inits; masks */
+  for (int c = 0; c < p->col_addr.n; c++) {
+    int64_t d[10] = {R * 4, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+    tb_dma(b, true, k.col_off + (uint64_t)c * tb_align((uint64_t)Rpad * 4), p->col_addr.v[c], d);
+  }
+  for (int s = 0; s < p->scal_addr.n; s++) {
+    int64_t d[10] = {4, 1024, 1, 1, 0, 0, 0, 4, 0, 0};
+    tb_dma(b, true, k.scal_off + (uint64_t)s * 4096, p->scal_addr.v[s], d);
+  }
+  tb_valu(b, OP_VIOTA, 0, 0, 0);
+  tb_valu(b, OP_VIMM, 1, (int32_t)(R % 128), 0);
+  tb_raw(b, OP_VCMPLTI, M_TAIL, 0, 1, 0, 0, 0);
+  tb_valu(b, OP_VIMM, 1, 1, 0);
+  tb_raw(b, OP_VCMPLTI, M_LANE0, 0, 1, 0, 0, 0);
+  int64_t nblk = (O + Rb - 1) / Rb;
+  for (int64_t blk = -1; blk < nblk && !b->failed; blk++) {
+    if (blk + 1 < nblk) {
+      int64_t o0 = (blk + 1) * Rb, rows = O - o0 < Rb ? O - o0 : Rb;
+      int sl = (int)((blk + 1) & 1);
+      for (int i = 0; i < p->in_addr.n; i++) {
+        int es = esz(p->in_type.v[i]);
+        int64_t d[10] = {R * es, rows, 1, 1, R * es, 0, 0, Rpad * es, 0, 0};
+        tb_dma(b, true, k.in_base[i] + (uint64_t)sl * k.in_slot,
+               p->in_addr.v[i] + (uint64_t)(o0 * R * es), d);
+      }
+    }
+    if (blk < 0) continue;
+    int64_t o0 = blk * Rb, rows = O - o0 < Rb ? O - o0 : Rb;
+    int sl = (int)(blk & 1);
+    k.used = 0;
+    for (int64_t r0 = 0; r0 < rows && !b->failed; r0 += 8) rows_group(&k, r0, sl);
+    for (int o = 0; o < p->out_node.n; o++) {
+      const rnode *n = &p->nodes.v[p->out_node.v[o]];
+      if (n->cls == RC_FULL) {
+        int es = esz(n->type);
+        int64_t d[10] = {R * es, rows, 1, 1, R * es, 0, 0, Rpad * es, 0, 0};
+        tb_dma(b, false, k.out_base[o] + (uint64_t)sl * k.out_slot,
+               p->out_addr.v[o] + (uint64_t)(o0 * R * es), d);
+      } else {
+        int64_t d[10] = {rows * 4, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+        tb_dma(b, false, k.out_base[o] + (uint64_t)sl * k.row_slot, p->out_addr.v[o] + (uint64_t)(o0 * 4),
+               d);
+      }
+    }
+  }
+  return true;
+}
+
+/* ---- lowering --------------------------------------------------------------------- */
+
+/* The reducer's op when to_apply is one add, maximum or minimum of its two
+ * f32 parameters; IR_OP__COUNT otherwise. */
+static ir_op row_reducer(const ir_module *m, ir_comp_id c) {
+  const ir_comp *cp = &m->comps.v[c];
+  int live = 0;
+  for (int i = 0; i < cp->insts.n; i++) live += !cp->insts.v[i].dead;
+  if (cp->root < 0 || live != 3) return IR_OP__COUNT;
+  const ir_inst *r = &cp->insts.v[cp->root];
+  if ((r->op != IR_OP_ADD && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM) || r->nops != 2 ||
+      r->shape.type != IR_F32 || r->shape.rank != 0)
+    return IR_OP__COUNT;
+  const ir_inst *a = &cp->insts.v[r->ops[0]], *bb = &cp->insts.v[r->ops[1]];
+  if (a->op != IR_OP_PARAMETER || bb->op != IR_OP_PARAMETER ||
+      a->a.parameter_number == bb->a.parameter_number)
+    return IR_OP__COUNT;
+  return r->op;
+}
+
+bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os) {
+  if (red->op != IR_OP_REDUCE || red->nops != 2 || os->type != IR_F32 || os->rank < 1) return false;
+  ir_op op = row_reducer(m, red->calls[0]);
+  if (op == IR_OP__COUNT) return false;
+  int nr = red->a.dimensions.n;
+  bool isred[IR_MAX_RANK] = {0};
+  for (int k = 0; k < nr; k++) isred[red->a.dimensions.v[k]] = true;
+  int64_t R = 1, O = 1;
+  for (int d = 0; d < os->rank; d++) {
+    if (isred[d] != (d >= os->rank - nr)) return false;
+    if (isred[d]) R *= os->dims[d];
+    else O *= os->dims[d];
+  }
+  if (nr < 1 || R < 1 || O < 1) return false;
+  /* the tree order of many rows into few outputs stays lower_reduce's */
+  return !(op == IR_OP_ADD && R >= 4096 && O < 1024);
+}
+
+bool lower_row_reduce(lctx *x, ir_id i) {
+  const ir_inst *in = &x->comp->insts.v[i];
+  tval *v = x->val[in->ops[0]], *init = x->val[in->ops[1]];
+  if (in->shape.type == IR_TUPLE || v->type != IR_F32 ||
+      !lower_rows_applies(x->m, in, &x->comp->insts.v[in->ops[0]].shape))
+    return false;
+  tb *b = x->b;
+  rprog p;
+  memset(&p, 0, sizeof p);
+  p.O = 1;
+  for (int d = 0; d < in->shape.rank; d++) p.O *= in->shape.dims[d];
+  p.R = v->count / (p.O ? p.O : 1);
+  VEC_PUSH(b->a, p.in_addr, tv_addr(v));
+  VEC_PUSH(b->a, p.in_type, IR_F32);
+  VEC_PUSH(b->a, p.scal_addr, tv_addr(init));
+  rnode n0 = {RN_IN, RC_FULL, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}};
+  rnode n1 = {RN_SCAL, RC_CONST, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}};
+  rnode n2 = {RN_RED, RC_ROW, IR_F32, 0, 0, row_reducer(x->m, in->calls[0]), 0, 0, 2, {0, 1, 0}};
+  rp_add(b, &p, n0);
+  rp_add(b, &p, n1);
+  int r = rp_add(b, &p, n2);
+  tval *out = tv_new(x, in->shape.type, in->shape.rank, in->shape.dims);
+  VEC_PUSH(b->a, p.out_node, r);
+  VEC_PUSH(b->a, p.out_addr, tv_addr(out));
+  if (!rows_kernel(b, &p)) {
+    tv_release(x, out);
+    return false;
+  }
+  x->val[i] = out;
+  return true;
+}
+
+static bool same_dims(int rank, const int64_t *a, int rb, const int64_t *bd) {
+  if (rank != rb) return false;
+  for (int k = 0; k < rank; k++)
+    if (a[k] != bd[k]) return false;
+  return true;
+}
+
+bool lower_rows_fusion(lctx *x, ir_id fi) {
+  const ir_inst *fin = &x->comp->insts.v[fi];
+  if (fin->op != IR_OP_FUSION || fin->ncalls != 1) return false;
+  const ir_module *m = x->m;
+  const ir_comp *fc = &m->comps.v[fin->calls[0]];
+  tb *b = x->b;
+  int n = fc->insts.n;
+  /* The row space: the first reduce's operand dims S, its k trailing dims. */
+  const ir_shape *S = NULL;
+  int nr = 0;
+  for (int i = 0; i < n && !S; i++) {
+    const ir_inst *in = &fc->insts.v[i];
+    if (in->dead || in->op != IR_OP_REDUCE) continue;
+    const ir_shape *os = &fc->insts.v[in->ops[0]].shape;
+    if (!lower_rows_applies(m, in, os)) return false;
+    S = os;
+    nr = in->a.dimensions.n;
+  }
+  if (!S) return false;
+  int nk = S->rank - nr;
+  rprog p;
+  memset(&p, 0, sizeof p);
+  p.O = 1;
+  p.R = 1;
+  for (int d = 0; d < S->rank; d++) {
+    if (d < nk) p.O *= S->dims[d];
+    else p.R *= S->dims[d];
+  }
+  int *node = arena_array(b->a, (size_t)n + 1, sizeof(int));
+  int *colof = arena_array(b->a, (size_t)fin->nops + 1, sizeof(int)); /* param -> 1 + COL input */
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &fc->insts.v[i];
+    node[i] = -1;
+    if (in->dead || in->op == IR_OP_TUPLE) continue;
+    const ir_shape *s = &in->shape;
+    if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) return false;
+    rnode r;
+    memset(&r, 0, sizeof r);
+    r.type = s->type;
+    switch (in->op) {
+    case IR_OP_PARAMETER: {
+      tval *v = x->val[fin->ops[in->a.parameter_number]];
+      if (!v || v->tuple) return false;
+      if (same_dims(s->rank, s->dims, S->rank, S->dims)) {
+        r.kind = RN_IN;
+        r.cls = RC_FULL;
+        r.input = p.in_addr.n;
+        VEC_PUSH(b->a, p.in_addr, tv_addr(v));
+        VEC_PUSH(b->a, p.in_type, v->type);
+        break;
+      }
+      continue; /* a COL vector: made by its broadcasts */
+    }
+    case IR_OP_CONSTANT:
+      if (s->rank != 0) return false;
+      r.kind = RN_CONST;
+      r.cls = RC_CONST;
+      r.bits = lit_bits(in->a.literal, 0);
+      break;
+    case IR_OP_BROADCAST: {
+      const ir_inst *o = &fc->insts.v[in->ops[0]];
+      int on = node[in->ops[0]];
+      const ir_ints *dm = &in->a.dimensions;
+      if (on >= 0 && p.nodes.v[on].kind == RN_CONST) {
+        r = p.nodes.v[on];
+        break;
+      }
+      bool full = same_dims(s->rank, s->dims, S->rank, S->dims);
+      if (full && on >= 0 && p.nodes.v[on].cls == RC_ROW && dm->n == nk &&
+          same_dims(o->shape.rank, o->shape.dims, nk, S->dims)) {
+        bool lead = true;
+        for (int k = 0; k < nk; k++) lead &= dm->v[k] == k;
+        if (!lead) return false;
+        r.kind = RN_ALIAS;
+        r.cls = RC_FULL;
+        r.args[0] = on;
+        r.type = p.nodes.v[on].type;
+        break;
+      }
+      if (full && o->op == IR_OP_PARAMETER && o->shape.type == IR_F32 && dm->n == nr &&
+          same_dims(o->shape.rank, o->shape.dims, nr, S->dims + nk)) {
+        bool trail = true;
+        for (int k = 0; k < nr; k++) trail &= dm->v[k] == nk + k;
+        if (!trail) return false;
+        int64_t pn = o->a.parameter_number;
+        if (!colof[pn]) {
+          tval *v = x->val[fin->ops[pn]];
+          if (!v || v->tuple || v->type != IR_F32) return false;
+          VEC_PUSH(b->a, p.col_addr, tv_addr(v));
+          colof[pn] = p.col_addr.n;
+        }
+        r.kind = RN_COL;
+        r.cls = RC_FULL;
+        r.input = colof[pn] - 1;
+        break;
+      }
+      return false;
+    }
+    case IR_OP_RESHAPE: {
+      int on = node[in->ops[0]];
+      int64_t cnt = 1;
+      for (int k = 0; k < s->rank; k++) cnt *= s->dims[k];
+      if (on < 0 || p.nodes.v[on].cls != RC_ROW || cnt != p.O) return false;
+      r.kind = RN_ALIAS;
+      r.cls = RC_ROW;
+      r.args[0] = on;
+      break;
+    }
+    case IR_OP_REDUCE: {
+      const ir_shape *os = &fc->insts.v[in->ops[0]].shape;
+      int on = node[in->ops[0]], init = node[in->ops[1]];
+      if (!lower_rows_applies(m, in, os) || in->a.dimensions.n != nr ||
+          !same_dims(os->rank, os->dims, S->rank, S->dims) || on < 0 ||
+          p.nodes.v[on].cls != RC_FULL || p.nodes.v[on].type != IR_F32 || init < 0 ||
+          p.nodes.v[init].kind != RN_CONST)
+        return false;
+      r.kind = RN_RED;
+      r.cls = RC_ROW;
+      r.op = row_reducer(m, in->calls[0]);
+      r.nargs = 2;
+      r.args[0] = on;
+      r.args[1] = init;
+      break;
+    }
+    default: {
+      if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT) return false;
+      r.kind = RN_OP;
+      r.op = in->op;
+      r.cmp_dir = in->a.cmp_dir;
+      r.cmp_type = in->a.cmp_type;
+      r.nargs = in->nops;
+      bool full = false, row = false;
+      for (int k = 0; k < in->nops; k++) {
+        int an = node[in->ops[k]];
+        if (an < 0) return false;
+        r.args[k] = an;
+        full |= p.nodes.v[an].cls == RC_FULL;
+        row |= p.nodes.v[an].cls == RC_ROW;
+      }
+      if (full == row) return false; /* mixed, or constants only */
+      r.cls = full ? RC_FULL : RC_ROW;
+      tk_node t = {TK_OP, s->type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
+      const char *why;
+      if (!tk_elem_supported(b, &t, &why)) return false;
+      break;
+    }
+    }
+    node[i] = rp_add(b, &p, r);
+  }
+  /* Outputs: the root, or the root tuple's elements. */
+  const ir_inst *root = &fc->insts.v[fc->root];
+  int nout = root->op == IR_OP_TUPLE ? root->nops : 1;
+  if (nout > 32) return false;
+  for (int o = 0; o < nout; o++) {
+    ir_id oi = root->op == IR_OP_TUPLE ? root->ops[o] : fc->root;
+    int on = node[oi];
+    if (on < 0 || p.nodes.v[on].cls == RC_CONST || p.nodes.v[on].cls == RC_COL) return false;
+    const rnode *rn = &p.nodes.v[on];
+    if (rn->cls == RC_FULL && rn->kind != RN_OP) return false; /* an input or alias as is */
+    if (rn->cls == RC_ROW && rn->type != IR_F32) return false;
+    VEC_PUSH(b->a, p.out_node, on);
+  }
+  tval **outs = arena_array(b->a, (size_t)nout + 1, sizeof(tval *));
+  for (int o = 0; o < nout; o++) {
+    const ir_shape *s = root->op == IR_OP_TUPLE ? &fc->insts.v[root->ops[o]].shape : &root->shape;
+    outs[o] = tv_new(x, s->type, s->rank, s->dims);
+    VEC_PUSH(b->a, p.out_addr, tv_addr(outs[o]));
+  }
+  if (!rows_kernel(b, &p)) {
+    for (int o = 0; o < nout; o++) tv_release(x, outs[o]);
+    return false;
+  }
+  if (root->op != IR_OP_TUPLE) {
+    x->val[fi] = outs[0];
+  } else {
+    tval *t = arena_alloc(b->a, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->tuple = true;
+    t->n = nout;
+    t->elems = outs;
+    x->val[fi] = t;
+  }
+  return true;
+}
