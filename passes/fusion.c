@@ -35,6 +35,7 @@
  *   fusion: %x: not fused: producer %x has 3 users and is not cheap
  * and each fusion made is listed with its kind and members. */
 #include "passes/rewrite.h"
+#include "runtime/isa/target.h"
 
 #define PASS "fusion"
 
@@ -42,9 +43,10 @@ enum { MAX_MEMBERS = 64 };
 
 typedef struct group {
   ir_id root;
-#include "runtime/isa/target.h"
   ir_fusion_kind kind;
   bool heavy; /* holds a dot, convolution or reduce */
+  bool rows;  /* a row fusion: reduces over the trailing dims of its root's
+                 dims with their producers and consumers */
   int nmembers;
   ir_id members[MAX_MEMBERS]; /* in the order they joined: root first, then
                                  producers in decreasing id order */
@@ -52,8 +54,6 @@ typedef struct group {
 
 typedef VEC(int32_t) ivec;
 
-  bool rows;  /* a row fusion: reduces over the trailing dims of its root's
-                 dims with their producers and consumers */
 typedef struct fctx {
   ir_module *m;
   ir_comp_id c;
@@ -211,16 +211,6 @@ static bool root_candidate(const ir_inst *in) {
   return loop_fusible(in) && in->op != IR_OP_CONSTANT && ir_shape_is_array(&in->shape);
 }
 
-static void visit(fctx *f, ir_id i) {
-  const ir_inst *in = I(f, i);
-  if (in->dead) return;
-  int nu = f->ustart[i + 1] - f->ustart[i];
-  bool cheap = pr_is_cheap(ir_comp_get(f->m, f->c), i);
-  /* The groups of i's users, and whether any use is outside every group. */
-  int gs[MAX_MEMBERS];
-  int ng = 0;
-  bool outside = f->outside[i], multi_user_group = false;
-  for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
 /* Why reduce i may not join group g (NULL: it may) as a row reduce: one
  * add, maximum or minimum of f32 over exactly the trailing dims of an
  * operand with the dims of g's root, g a loop fusion or a row fusion
@@ -269,6 +259,16 @@ static const char *row_refusal(fctx *f, ir_id i, int g) {
   return NULL;
 }
 
+static void visit(fctx *f, ir_id i) {
+  const ir_inst *in = I(f, i);
+  if (in->dead) return;
+  int nu = f->ustart[i + 1] - f->ustart[i];
+  bool cheap = pr_is_cheap(ir_comp_get(f->m, f->c), i);
+  /* The groups of i's users, and whether any use is outside every group. */
+  int gs[MAX_MEMBERS];
+  int ng = 0;
+  bool outside = f->outside[i], multi_user_group = false;
+  for (int j = f->ustart[i]; j < f->ustart[i + 1]; j++) {
     ir_id u = f->users[j];
     if (f->mem[u].n == 0 || f->stays[u]) outside = true; /* u survives outside */
     if (f->mem[u].n > 1) multi_user_group = true;

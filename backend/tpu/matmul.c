@@ -213,18 +213,18 @@ static void finish_upto(const fin_ctx *f, pend_grp *p, int64_t upto) {
           }
           if (!tk_eval_dag(b, &used, epi, in_regs, &out_reg)) return;
           tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
+          p->done = t + 1;
         }
+    else
+      t++;
+    p->done = t;
     int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
     uint64_t dst = f->C + (uint64_t)p->g * f->C_g + (uint64_t)((p->m0 * N + n0) * 4);
     if (f->q1) tb_dma_q1(b, false, cs, dst, d);
     else tb_dma(b, false, cs, dst, d);
   }
 }
-          p->done = t + 1;
 
-    else
-      t++;
-    p->done = t;
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
                     const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
@@ -362,6 +362,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
         /* The previous group's epilogue (after these conversions) is
          * spread over this group's K steps. */
         for (int64_t k = 0; k < nK; k++) {
+          if (pend.total) finish_upto(&fc, &pend, pend.total * (k + 1) / nK);
           if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
             a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
             if (k + 1 < nK) a32_piece(b, k + 1, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
@@ -369,7 +370,6 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           for (int64_t jj = j0; jj < j0 + gn; jj++) {
             int mx = (int)((p0 + jj) % nm);
             uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
-          if (pend.total) finish_upto(&fc, &pend, pend.total * (k + 1) / nK);
             if (k == 0) {
               tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
               tb_mswap(b, mx);
@@ -395,7 +395,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
       }
       panel += nN;
     }
+  if (pend.total) finish_upto(&fc, &pend, pend.total);
   if (q1) tb_dma_q1_drain(b);
   return true;
 }
-  if (pend.total) finish_upto(&fc, &pend, pend.total);

@@ -664,6 +664,7 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
     param(&g, &s, true);
   }
   int steps = o.steps > 0 ? o.steps : 6 + pick(&g, 15);
+  for (int k = 0; on(&g, RG_NORM) && k < 1 + (pick(&g, 3) == 0); k++) gen_norm(&g);
   for (int i = 0; i < steps; i++) step(&g);
   ir_id last = g.vals[g.nv - 1], root = last;
   if (g.nv > 1 && pick(&g, 2)) {
@@ -726,4 +727,3 @@ ir_literal **rg_args_ex(const ir_module *m, arena *a, uint64_t seed, bool specia
   }
   return args;
 }
-  for (int k = 0; on(&g, RG_NORM) && k < 1 + (pick(&g, 3) == 0); k++) gen_norm(&g);

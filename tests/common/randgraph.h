@@ -38,13 +38,6 @@ enum {
   RG_ALL = (1u << 10) - 1,
 };
 
-typedef struct rg_options {
-  unsigned ops;      /* RG_* families; 0 means RG_ALL */
-  int steps;         /* instructions proposed; 0: 6 to 20 */
-  int64_t max_elems; /* largest value; 0: 40000 elements */
-  int64_t max_macs;  /* largest dot/convolution; 0: 2^21 multiply-adds */
-  bool float_only;   /* no s32 parameters */
-  bool default_precision; /* dots/convolutions only at operand_precision
 /* Row programs (not in RG_ALL): a graph with RG_NORM starts with one or
  * two of them on f32 [rows..., row] values, rows and row lengths from
  * {1, 7, 127, 129, 300}, reducing the last one or two dims: layer norm
@@ -55,6 +48,13 @@ typedef struct rg_options {
  * with an f32 weight parameter (a chain of two now and then). */
 enum { RG_NORM = 1u << 11 };
 
+typedef struct rg_options {
+  unsigned ops;      /* RG_* families; 0 means RG_ALL */
+  int steps;         /* instructions proposed; 0: 6 to 20 */
+  int64_t max_elems; /* largest value; 0: 40000 elements */
+  int64_t max_macs;  /* largest dot/convolution; 0: 2^21 multiply-adds */
+  bool float_only;   /* no s32 parameters */
+  bool default_precision; /* dots/convolutions only at operand_precision
                              DEFAULT (else also HIGH and HIGHEST) */
 } rg_options;
 
