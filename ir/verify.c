@@ -361,19 +361,48 @@ static void check_comp(vctx *v, ir_comp_id c) {
 
 /* ---- module ----------------------------------------------------------- */
 
+/* A set of borrowed strings for check_names: open addressing over
+ * (hash, pointer) slots, sized once for every name of the module, so
+ * adding a name hashes it once and compares strings only on a hash match
+ * (no key copies, no rehashing: the verifier runs after every pass). */
+typedef struct name_set {
+  uint64_t *hash;
+  const char **key;
+  size_t mask;
+} name_set;
+
+static name_set name_set_make(arena *a, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  name_set s = {arena_array(a, cap, sizeof(uint64_t)), arena_array(a, cap, sizeof(char *)), cap - 1};
+  return s;
+}
+
+/* Adds name; false when it was there already. */
+static bool name_set_add(name_set *s, const char *name) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  for (size_t i = (size_t)(h ^ h >> 29) & s->mask;; i = (i + 1) & s->mask) {
+    if (!s->key[i]) {
+      s->key[i] = name;
+      s->hash[i] = h;
+      return true;
+    }
+    if (s->hash[i] == h && strcmp(s->key[i], name) == 0) return false;
+  }
+}
+
 static void check_names(vctx *v) {
   const ir_module *m = v->m;
   arena_mark mk = arena_get_mark(m->arena);
-  strmap *comps = strmap_create(m->arena), *insts = strmap_create(m->arena);
+  size_t ninsts = 0;
+  for (int c = 0; c < m->comps.n; c++) ninsts += (size_t)m->comps.v[c].insts.n;
+  name_set comps = name_set_make(m->arena, (size_t)m->comps.n);
+  name_set insts = name_set_make(m->arena, ninsts);
   for (int c = 0; c < m->comps.n; c++) {
     const ir_comp *cp = &m->comps.v[c];
-    if (!cp->name) {
-      report(v, cp->loc, "computation %d has no name", c);
-    } else {
-      size_t l = strlen(cp->name);
-      if (strmap_get(comps, cp->name, l) >= 0) report(v, cp->loc, "computation name %s is used twice", cp->name);
-      else strmap_put(comps, cp->name, l, c);
-    }
+    if (!cp->name) report(v, cp->loc, "computation %d has no name", c);
+    else if (!name_set_add(&comps, cp->name)) report(v, cp->loc, "computation name %s is used twice", cp->name);
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
@@ -381,9 +410,7 @@ static void check_names(vctx *v) {
         report(v, in->loc, "instruction %d of computation %s has no name", i, cp->name ? cp->name : "?");
         continue;
       }
-      size_t l = strlen(in->name);
-      if (strmap_get(insts, in->name, l) >= 0) report(v, in->loc, "%%%s: instruction name is used twice", in->name);
-      else strmap_put(insts, in->name, l, 1);
+      if (!name_set_add(&insts, in->name)) report(v, in->loc, "%%%s: instruction name is used twice", in->name);
     }
   }
   arena_reset(m->arena, mk);
