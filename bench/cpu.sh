@@ -19,8 +19,10 @@ only="${3:-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 unset OPENBLAS_CORETYPE
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
-# The "tpucc cpu X ms" figure of a cpu_mlp / cpu_conv line.
+trap 'echo "load at the end: $(cut -d" " -f1-3 /proc/loadavg)"' EXIT
+# The "tpucc cpu X ms [CPU time Y ms]" figures of a cpu_mlp / cpu_conv line.
 ms() { sed -n 's/.*tpucc cpu \([0-9.]*\) ms.*/\1/p' <<<"$1"; }
+cms() { sed -n 's/.*tpucc cpu [0-9.]* ms \[CPU time \([0-9.]*\) ms\].*/\1/p' <<<"$1"; }
 for t in 1 2; do
   if [ "$only" != torch ]; then
     for n in 1024 2048; do
@@ -33,7 +35,7 @@ for t in 1 2; do
   if [ -x "$build/bench/cpu_conv" ]; then conv="$("$build/bench/cpu_conv" "$runs" "$t")"; echo "$conv"; fi
   if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     if [ -n "$mlp" ] && [ -n "$conv" ]; then
-      OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t /usr/bin/python3 "$here/cpu_torch.py" "$runs" "$t" "$(ms "$mlp")" "$(ms "$conv")"
+      OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t /usr/bin/python3 "$here/cpu_torch.py" "$runs" "$t" "$(ms "$mlp")" "$(ms "$conv")" "$(cms "$mlp")" "$(cms "$conv")"
     else
       OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t /usr/bin/python3 "$here/cpu_torch.py" "$runs" "$t"
     fi

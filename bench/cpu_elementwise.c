@@ -13,23 +13,12 @@
  * counted); the ratio compares bandwidths. The chain's output is checked
  * element by element against a C loop first. */
 #include "backend/llvm/cpu.h"
+#include "bench/cpu_bench.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 typedef struct triad_job {
   float *restrict A;
@@ -116,12 +105,12 @@ int main(int argc, char **argv) {
   o.threads = threads;
   cpu_exe *exe = NULL;
   char err[512];
-  double t0 = now();
+  double t0 = bench_now();
   if (cpu_compile(m, &o, &exe, err, sizeof err) != ST_OK) {
     fprintf(stderr, "cpu_elementwise: %s\n", err);
     return 1;
   }
-  double tjit = now() - t0;
+  double tjit = bench_now() - t0;
   arena *ar = arena_create();
   ir_literal *args[4];
   args[0] = ir_literal_create(ar, &vs);
@@ -153,17 +142,15 @@ int main(int argc, char **argv) {
   run_triad(A, B, C, n, threads);
   double *tc = calloc((size_t)runs, sizeof(double)), *tt = calloc((size_t)runs, sizeof(double));
   for (int r = 0; r < runs; r++) {
-    double a0 = now();
+    double a0 = bench_now();
     if (cpu_execute_to(exe, args, 4, out, err, sizeof err) != ST_OK) return 1;
-    double a1 = now();
+    double a1 = bench_now();
     run_triad(A, B, C, n, threads);
-    double a2 = now();
+    double a2 = bench_now();
     tc[r] = a1 - a0;
     tt[r] = a2 - a1;
   }
-  qsort(tc, (size_t)runs, sizeof(double), cmp_double);
-  qsort(tt, (size_t)runs, sizeof(double), cmp_double);
-  double mc = tc[runs / 2], mt = tt[runs / 2];
+  double mc = bench_median(tc, runs), mt = bench_median(tt, runs);
   double gc = 8.0 * (double)n / mc / 1e9, gt = 12.0 * (double)n / mt / 1e9;
   printf("cpu_elementwise n=%lldM threads=%d runs=%d: chain relu(x*a+b)*c %.2f ms = %.1f GB/s, "
          "triad %.2f ms = %.1f GB/s, bandwidth ratio %.3f (JIT compile %.0f ms)\n",

@@ -8,16 +8,12 @@
  * machine code generation and linking in LLJIT). Prints one line per module
  * and the median, 90th percentile and maximum of the totals. */
 #include "backend/llvm/cpu.h"
+#include "bench/cpu_bench.h"
 #include "frontend/frontend.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -88,7 +84,7 @@ int main(int argc, char **argv) {
   }
   free(names);
   if (n) {
-    qsort(tot, (size_t)n, sizeof(double), cmp_double);
+    qsort(tot, (size_t)n, sizeof(double), bench_cmp_double);
     printf("cpu_jit O%d: %d modules, median %.1f ms, p90 %.1f ms, max %.1f ms; "
            "time split: lower %.0f%%, optimise %.0f%%, codegen+link %.0f%%\n",
            lvl, n, tot[n / 2] * 1e3, tot[(n * 9) / 10] * 1e3, tot[n - 1] * 1e3,

@@ -12,28 +12,12 @@
  * below 1e-4), so a fast wrong kernel cannot report a number. Run with
  * OPENBLAS_CORETYPE unset so OpenBLAS picks its own kernel (bench/cpu.sh). */
 #include "backend/llvm/cpu.h"
+#include "bench/cpu_bench.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 1024;
@@ -70,12 +54,12 @@ int main(int argc, char **argv) {
   o.use_blas = false;
   cpu_exe *x = NULL;
   char err[512];
-  double t0 = now();
+  double t0 = bench_now();
   if (cpu_compile(m, &o, &x, err, sizeof err) != ST_OK) {
     fprintf(stderr, "cpu_matmul: %s\n", err);
     return 1;
   }
-  double tjit = now() - t0;
+  double tjit = bench_now() - t0;
   openblas_set_num_threads(threads);
 
   arena *ar = arena_create();
@@ -110,16 +94,16 @@ int main(int argc, char **argv) {
   }
   double *tj = calloc((size_t)runs, sizeof(double)), *tb = calloc((size_t)runs, sizeof(double));
   for (int r = 0; r < runs; r++) {
-    double a0 = now();
+    double a0 = bench_now();
     if (cpu_execute_to(x, args, 2, out, err, sizeof err) != ST_OK) return 1;
-    double a1 = now();
+    double a1 = bench_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, cb, n);
-    double a2 = now();
+    double a2 = bench_now();
     tj[r] = a1 - a0;
     tb[r] = a2 - a1;
   }
   double flop = 2.0 * n * (double)n * n;
-  double gj = flop / median(tj, runs) / 1e9, gb = flop / median(tb, runs) / 1e9;
+  double gj = flop / bench_median(tj, runs) / 1e9, gb = flop / bench_median(tb, runs) / 1e9;
   printf("cpu_matmul n=%d threads=%d runs=%d: tpucc cpu %.1f GFLOP/s, OpenBLAS sgemm %.1f GFLOP/s, "
          "ratio %.3f (JIT compile %.0f ms)\n",
          n, threads, runs, gj, gb, gj / gb, tjit * 1e3);

@@ -8,27 +8,17 @@
  * weights as parameters. The anchor does the same with cblas_sgemm and one
  * bias(+relu) pass per layer (openblas_set_num_threads(threads)). The
  * JIT's logits are compared with the anchor's (relative 1e-4) first; the
- * median time of each is reported. */
+ * median wall time of each is reported, and the median process CPU time
+ * of the JIT's runs (bench/cpu_bench.h: steadier on a loaded machine). */
 #include "backend/llvm/cpu.h"
+#include "bench/cpu_bench.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 enum { BATCH = 256, L0 = 784, L1 = 1024, L2 = 1024, L3 = 10 };
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static ir_id param(ir_module *m, ir_comp_id c, int n, ir_shape s) {
   ir_inst in;
@@ -113,12 +103,12 @@ int main(int argc, char **argv) {
   o.threads = threads;
   cpu_exe *x = NULL;
   char err[512];
-  double t0 = now();
+  double t0 = bench_now();
   if (cpu_compile(m, &o, &x, err, sizeof err) != ST_OK) {
     fprintf(stderr, "cpu_mlp: %s\n", err);
     return 1;
   }
-  double tjit = now() - t0;
+  double tjit = bench_now() - t0;
   openblas_set_num_threads(threads);
   arena *ar = arena_create();
   ir_literal *args[7];
@@ -153,21 +143,23 @@ int main(int argc, char **argv) {
       fprintf(stderr, "cpu_mlp: logit %d: %g, expected %g\n", i, got[i], a3[i]);
       return 1;
     }
-  double *tj = calloc((size_t)runs, sizeof(double)), *tb = calloc((size_t)runs, sizeof(double));
+  double *tj = calloc((size_t)runs, sizeof(double)), *tb = calloc((size_t)runs, sizeof(double)),
+         *cj = calloc((size_t)runs, sizeof(double));
   for (int r = 0; r < runs; r++) {
-    double q0 = now();
+    double q0 = bench_now(), c0 = bench_cpu_now();
     if (cpu_execute_to(x, args, 7, out, err, sizeof err) != ST_OK) return 1;
-    double q1 = now();
+    double q1 = bench_now(), c1 = bench_cpu_now();
     ANCHOR();
-    double q2 = now();
+    double q2 = bench_now();
     tj[r] = q1 - q0;
+    cj[r] = c1 - c0;
     tb[r] = q2 - q1;
   }
-  qsort(tj, (size_t)runs, sizeof(double), cmp_double);
-  qsort(tb, (size_t)runs, sizeof(double), cmp_double);
-  printf("cpu_mlp 784-1024-1024-10 batch %d threads=%d runs=%d: tpucc cpu %.2f ms, OpenBLAS+C %.2f ms, "
-         "ratio %.3f (JIT compile %.0f ms)\n",
-         BATCH, threads, runs, tj[runs / 2] * 1e3, tb[runs / 2] * 1e3, tb[runs / 2] / tj[runs / 2], tjit * 1e3);
+  double mj = bench_median(tj, runs), mb = bench_median(tb, runs), mc = bench_median(cj, runs);
+  printf("cpu_mlp 784-1024-1024-10 batch %d threads=%d runs=%d: tpucc cpu %.2f ms [CPU time %.2f ms], "
+         "OpenBLAS+C %.2f ms, ratio %.3f (JIT compile %.0f ms)\n",
+         BATCH, threads, runs, mj * 1e3, mc * 1e3, mb * 1e3, mb / mj, tjit * 1e3);
+  free(cj);
   free(tj);
   free(tb);
   free(a1);

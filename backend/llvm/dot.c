@@ -199,13 +199,21 @@ static void emit_cast(emitter *e, cbuf *src, cbuf *dst, int64_t n, bool canon_na
   llvm_kernel_end(e, &k, n, (double)n);
 }
 
-bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
+/* Emits dot id; with an epilogue (epi->n > 0) only when the tiled kernel
+ * runs and writes the f32 result straight into the output, else it emits
+ * nothing and returns false with *declined set. */
+static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *declined) {
   const ir_inst *in = llvm_inst(s, id);
   const ir_attrs *a = &in->a;
   const ir_shape *ls = &llvm_inst(s, in->ops[0])->shape, *rs = &llvm_inst(s, in->ops[1])->shape;
   ir_type ot = in->shape.type;
-  if (!ir_type_is_float(ls->type) || !ir_type_is_float(rs->type) || !ir_type_is_float(ot))
+  if (!ir_type_is_float(ls->type) || !ir_type_is_float(rs->type) || !ir_type_is_float(ot)) {
+    if (epi) {
+      *declined = true;
+      return false;
+    }
     return llvm_emit_kernel(e, s, id);
+  }
   cbuf *lb = s->mat[in->ops[0]][0], *rb = s->mat[in->ops[1]][0], *ob = s->mat[id][0];
   int nbt = a->lhs_batch.n, nc = a->lhs_contracting.n;
   int64_t lfree[IR_MAX_RANK], rfree[IR_MAX_RANK], lbat[IR_MAX_RANK], rbat[IR_MAX_RANK];
@@ -228,6 +236,23 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
     if (!rused[d]) rfree[nrf++] = d;
   int64_t NB = prod(ls, lbat, nbt), M = prod(ls, lfree, nlf), K = prod(ls, lcon, nc), N = prod(rs, rfree, nrf);
   bool tpu = e->opt.numerics == CPU_NUMERICS_TPU;
+  bool blas = false;
+#ifdef TPUCC_HAVE_OPENBLAS
+  blas = e->opt.use_blas && !e->aot && e->opt.numerics == CPU_NUMERICS_NATIVE &&
+         (double)M * (double)N * (double)K >= BLAS_MIN_FLOPS && M < INT32_MAX && N < INT32_MAX &&
+         K < INT32_MAX;
+#endif
+  bool tiled = e->opt.numerics != CPU_NUMERICS_STRICT && M > 0 && N > 0 && K > 0 &&
+               (double)M * (double)N * (double)K >= TILED_MIN_FLOPS;
+  if (epi) {
+    /* Column operands are indexed by the output's last dim: N must be it. */
+    bool ok = !blas && tiled && !tpu && ot == IR_F32 && e->opt.numerics == CPU_NUMERICS_NATIVE;
+    for (int i = 0; ok && i < epi->n; i++) ok = !epi->ops[i].col || (nrf == 1 && epi->ops[i].x->count == N);
+    if (!ok) {
+      *declined = true;
+      return false;
+    }
+  }
   /* A = [B, M, K] */
   int64_t seq[IR_MAX_RANK * 3];
   int q = 0;
@@ -255,19 +280,22 @@ bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
     ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * M * N});
     C = llvm_scratch_buf(e, &ps);
   }
-  bool blas = false;
-#ifdef TPUCC_HAVE_OPENBLAS
-  blas = e->opt.use_blas && !e->aot && e->opt.numerics == CPU_NUMERICS_NATIVE &&
-         (double)M * (double)N * (double)K >= BLAS_MIN_FLOPS && M < INT32_MAX && N < INT32_MAX &&
-         K < INT32_MAX;
-#endif
-  bool tiled = e->opt.numerics != CPU_NUMERICS_STRICT && M > 0 && N > 0 && K > 0 &&
-               (double)M * (double)N * (double)K >= TILED_MIN_FLOPS;
   if (blas) emit_blas(e, A, Bm, C, NB, M, N, K);
-  else if (tiled) llvm_emit_gemm(e, A, Bm, C, NB, M, N, K);
+  else if (tiled) llvm_emit_gemm_epi(e, A, Bm, C, NB, M, N, K, epi);
   else emit_rows(e, A, Bm, C, NB, M, N, K);
   if (C != ob) emit_cast(e, C, ob, NB * M * N, tpu && K > 0);
   return e->st == ST_OK;
+}
+
+bool llvm_emit_dot(emitter *e, scope *s, ir_id id) {
+  bool declined = false;
+  return emit_dot(e, s, id, NULL, &declined);
+}
+
+bool llvm_emit_dot_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
+  bool declined = false;
+  bool ok = emit_dot(e, s, id, epi, &declined);
+  return ok && !declined;
 }
 
 /* ---- convolution as an implicit GEMM ------------------------------------ */

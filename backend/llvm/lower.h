@@ -226,6 +226,28 @@ typedef struct gemm_conv {
   int64_t s_b, s_c, s_sp[IR_MAX_RANK]; /* input strides in elements */
 } gemm_conv;
 void llvm_emit_gemm_conv(emitter *e, const gemm_conv *cv, cbuf *B, cbuf *C, int64_t M, int64_t N, int64_t K);
+/* An elementwise epilogue of a GEMM, applied in registers as each tile of
+ * C leaves the kernel (after the last K block): out = op_n(... op_1(acc,
+ * x_1) ..., x_n) in f32, x_i a per-column f32 vector (col: N elements, the
+ * bias of a dense layer) or an f32 scalar (one element); swap puts x_i on
+ * the left. Ops: add, subtract, multiply, divide, maximum, minimum. */
+typedef struct gemm_epi_op {
+  ir_op op;
+  cbuf *x;
+  bool col, swap;
+} gemm_epi_op;
+enum { GEMM_EPI_MAX = 8, GEMM_MAX_ACC = 32 };
+typedef struct gemm_epi {
+  int n;
+  gemm_epi_op ops[GEMM_EPI_MAX];
+} gemm_epi;
+/* llvm_emit_gemm with an epilogue (NULL or n = 0: none). */
+void llvm_emit_gemm_epi(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K,
+                        const gemm_epi *epi);
+/* dot.c: emits dot id with an epilogue applied as its tiles are stored,
+ * into s->mat[id] (f32): only under NATIVE numerics on the tiled kernel;
+ * false (nothing emitted, no error) when that does not apply. */
+bool llvm_emit_dot_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
 

@@ -255,6 +255,64 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
 
 /* ---- fusions ------------------------------------------------------------ */
 
+/* The buffer of an f32 operand of an epilogue: a parameter of the fusion
+ * (bound to the fusion's operand) or a constant; else NULL. */
+static cbuf *epi_operand(emitter *e, scope *ns, ir_id y) {
+  const ir_inst *yi = llvm_inst(ns, y);
+  if (yi->shape.type != IR_F32) return NULL;
+  if (yi->op == IR_OP_PARAMETER && ns->mat[y]) return ns->mat[y][0];
+  if (yi->op == IR_OP_CONSTANT && yi->a.literal) return llvm_const_buf(e, yi->a.literal);
+  return NULL;
+}
+
+/* A dense layer's tail: the fusion's root is a chain of f32 add, subtract,
+ * multiply, divide, maximum or minimum over one dot, each link used once,
+ * whose other operand is a broadcast of an f32 scalar or of an f32 vector
+ * along the last dim (bias, relu's zero, a scale). Fills epi (first op
+ * nearest the dot) and returns the dot, or -1. Only under NATIVE numerics,
+ * where the GEMM can apply it in registers (llvm_emit_dot_epi). */
+static ir_id epilogue_dot(emitter *e, scope *ns, gemm_epi *epi) {
+  const ir_comp *c = ns->c;
+  epi->n = 0;
+  if (e->opt.numerics != CPU_NUMERICS_NATIVE) return -1;
+  int32_t *uses = arena_array(e->a, (size_t)c->insts.n + 1, sizeof(int32_t));
+  for (int i = 0; i < c->insts.n; i++)
+    if (!c->insts.v[i].dead)
+      for (int k = 0; k < c->insts.v[i].nops; k++)
+        if (c->insts.v[i].ops[k] >= 0 && c->insts.v[i].ops[k] < c->insts.n) uses[c->insts.v[i].ops[k]]++;
+  gemm_epi_op rev[GEMM_EPI_MAX];
+  int n = 0;
+  ir_id x = c->root;
+  for (;;) {
+    const ir_inst *xi = llvm_inst(ns, x);
+    if (x != c->root && uses[x] != 1) return -1;
+    if (xi->op == IR_OP_DOT) break;
+    bool ew = xi->op == IR_OP_ADD || xi->op == IR_OP_SUBTRACT || xi->op == IR_OP_MULTIPLY ||
+              xi->op == IR_OP_DIVIDE || xi->op == IR_OP_MAXIMUM || xi->op == IR_OP_MINIMUM;
+    if (!ew || xi->nops != 2 || xi->shape.type != IR_F32 || xi->shape.rank < 1 || n == GEMM_EPI_MAX) return -1;
+    gemm_epi_op op = {.op = xi->op};
+    int other = -1;
+    for (int k = 0; k < 2 && other < 0; k++) {
+      const ir_inst *bi = llvm_inst(ns, xi->ops[k]);
+      if (bi->op != IR_OP_BROADCAST || bi->nops != 1) continue;
+      const ir_inst *yi = llvm_inst(ns, bi->ops[0]);
+      bool scalar = yi->shape.rank == 0;
+      bool col = yi->shape.rank == 1 && bi->a.dimensions.n == 1 && bi->a.dimensions.v[0] == xi->shape.rank - 1;
+      cbuf *buf = scalar || col ? epi_operand(e, ns, bi->ops[0]) : NULL;
+      if (!buf) continue;
+      op.x = buf, op.col = col, op.swap = k == 0;
+      other = k;
+    }
+    if (other < 0) return -1;
+    rev[n++] = op;
+    x = xi->ops[1 - other];
+  }
+  if (n == 0 || llvm_inst(ns, x)->shape.type != IR_F32) return -1;
+  for (int i = 0; i < n; i++) epi->ops[i] = rev[n - 1 - i];
+  epi->n = n;
+  return x;
+}
+
 static bool emit_fusion(emitter *e, scope *s, ir_id id) {
   const ir_inst *in = llvm_inst(s, id);
   scope *ns = llvm_scope_new(e, in->calls[0], s);
@@ -265,6 +323,8 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     ir_id pid = c->params[p];
     if (pid >= 0 && p < in->nops) ns->mat[pid] = s->mat[in->ops[p]];
   }
+  gemm_epi epi;
+  ir_id epi_dot = epilogue_dot(e, ns, &epi);
   int n;
   ir_id *order = post_order(e, c, &n);
   int32_t *depth = arena_array(e->a, (size_t)c->insts.n + 1, sizeof(int32_t));
@@ -289,6 +349,17 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
       cbuf **l = scratch_leaves(e, &c->insts.v[o].shape);
       if (!llvm_emit_kernel_to(e, ns, o, l)) return false;
       ns->mat[o] = l;
+    }
+    if (x == epi_dot) {
+      /* The dot computes the root: its tiles leave the kernel through the
+       * epilogue straight into the fusion's output. */
+      ns->mat[x] = s->mat[id];
+      if (llvm_emit_dot_epi(e, ns, x, &epi)) {
+        ns->mat[c->root] = s->mat[id];
+        depth[x] = 0;
+        continue;
+      }
+      if (e->st != ST_OK) return false;
     }
     ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, &xi->shape);
     if (!(xi->op == IR_OP_DOT ? llvm_emit_dot(e, ns, x) : llvm_emit_conv(e, ns, x))) return false;
