@@ -1,10 +1,15 @@
 /* pool.c: the thread pool behind parallel kernels.
  *
  * threads - 1 workers wait for jobs (spinning briefly, then on a condition
- * variable); cpu_pool_parfor publishes one job (kernel, env, n), runs the
- * first range on the calling thread and waits until every worker has
- * finished its range. One job at a time: the pool belongs to one cpu_exe,
- * which runs one call at a time. */
+ * variable); cpu_pool_parfor publishes one job (kernel, env, n) and the
+ * calling thread works on it too. The rows [0, n) are handed out in
+ * CHUNKS_PER_THREAD x threads contiguous chunks from an atomic counter, so
+ * when another process holds one CPU the threads still running take the
+ * rest of the work instead of waiting for a fixed half (on a machine
+ * shared with other jobs a static split made every parallel kernel as
+ * slow as its most delayed thread). parfor returns once every chunk is
+ * done. One job at a time: the pool belongs to one cpu_exe, which runs
+ * one call at a time. */
 #include "backend/llvm/lower.h"
 
 #include <pthread.h>
@@ -14,7 +19,7 @@
 /* Workers spin this many pause iterations (tens of microseconds) for the
  * next job before sleeping, and so does the caller for the last range:
  * back-to-back kernels then cost no wake-up latency. */
-enum { SPIN = 1000 };
+enum { SPIN = 1000, CHUNKS_PER_THREAD = 4 };
 
 struct cpu_pool {
   int threads;
@@ -26,13 +31,9 @@ struct cpu_pool {
   _Atomic int quit;
   cpu_kernel_fn k;
   void *env;
-  int64_t n;
+  int64_t n, chunk;
+  _Atomic int64_t next; /* first row not yet handed out */
 };
-
-typedef struct worker_arg {
-  cpu_pool *p;
-  int rank;
-} worker_arg;
 
 static void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,15 +41,18 @@ static void relax(void) {
 #endif
 }
 
-static void run_range(cpu_pool *p, int rank) {
-  int64_t lo = p->n * rank / p->threads, hi = p->n * (rank + 1) / p->threads;
-  if (lo < hi) p->k(p->env, lo, hi);
+/* Runs chunks of the current job until none is left. */
+static void run_chunks(cpu_pool *p) {
+  for (;;) {
+    int64_t lo = atomic_fetch_add(&p->next, p->chunk);
+    if (lo >= p->n) return;
+    int64_t hi = p->n - lo < p->chunk ? p->n : lo + p->chunk;
+    p->k(p->env, lo, hi);
+  }
 }
 
 static void *worker(void *arg) {
-  worker_arg wa = *(worker_arg *)arg;
-  free(arg);
-  cpu_pool *p = wa.p;
+  cpu_pool *p = arg;
   uint64_t seen = 0;
   for (;;) {
     for (int i = 0; i < SPIN && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); i++) relax();
@@ -59,7 +63,7 @@ static void *worker(void *arg) {
     }
     if (atomic_load(&p->quit)) break;
     seen = atomic_load(&p->gen);
-    run_range(p, wa.rank);
+    run_chunks(p);
     if (atomic_fetch_sub(&p->pending, 1) == 1) {
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
@@ -79,6 +83,7 @@ cpu_pool *cpu_pool_create(int threads) {
   atomic_init(&p->gen, 0);
   atomic_init(&p->pending, 0);
   atomic_init(&p->quit, 0);
+  atomic_init(&p->next, 0);
   p->tids = calloc((size_t)p->threads, sizeof(pthread_t));
   if (!p->tids) {
     p->threads = 1;
@@ -86,15 +91,7 @@ cpu_pool *cpu_pool_create(int threads) {
     return NULL;
   }
   for (int i = 1; i < p->threads; i++) {
-    worker_arg *wa = malloc(sizeof *wa);
-    if (!wa) {
-      p->threads = i;
-      break;
-    }
-    wa->p = p;
-    wa->rank = i;
-    if (pthread_create(&p->tids[i], NULL, worker, wa) != 0) {
-      free(wa);
+    if (pthread_create(&p->tids[i], NULL, worker, p) != 0) {
       p->threads = i; /* run with the workers we have */
       break;
     }
@@ -125,12 +122,15 @@ void cpu_pool_parfor(void *pool, cpu_kernel_fn k, void *env, int64_t n) {
   p->k = k;
   p->env = env;
   p->n = n;
+  int64_t parts = (int64_t)p->threads * CHUNKS_PER_THREAD;
+  p->chunk = (n + parts - 1) / parts;
+  atomic_store(&p->next, 0);
   atomic_store(&p->pending, p->threads - 1);
   pthread_mutex_lock(&p->mu);
   atomic_fetch_add(&p->gen, 1);
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
-  run_range(p, 0);
+  run_chunks(p);
   for (int i = 0; i < SPIN && atomic_load(&p->pending) > 0; i++) relax();
   if (atomic_load(&p->pending) > 0) {
     pthread_mutex_lock(&p->mu);
