@@ -9,7 +9,14 @@
  *   kInput   a reduce with its elementwise producers (the reduce is the root);
  *   kOutput  a dot or convolution with its elementwise epilogue (bias add,
  *            activation, residual add): every instruction between the
- *            dot and the root is elementwise over the dot's dims.
+ *            dot and the root is elementwise over the dot's dims;
+ *   kCustom  attention: dot(Q, K) [* scalar], a softmax over the last dim
+ *            (reduce, subtract, exp, reduce, divide) and dot(P, V), with
+ *            the reshapes/transposes that feed Q, K, V and follow the
+ *            result (split/merge heads) when only the pattern uses them;
+ *            the TPU backend runs it as one kernel with the scores in VMEM
+ *            (backend/tpu/attention.c). Formed first, before the rules
+ *            below, when a score row fits VMEM (ctx->target, else v3).
  *
  * Rules (consumers are visited before producers, root first):
  *   - a producer joins its users' fusion when all of its users are in that
@@ -67,6 +74,9 @@ typedef struct fctx {
   ir_id *clone, *param;    /* materialise() scratch, IR_NONE between uses */
   uint8_t *dep;            /* epilogue_refusal() scratch, 0 between uses */
   VEC(group) groups;
+  int32_t *attn;        /* attention pattern of each member, or -1 */
+  VEC(ir_id) attn_root; /* per pattern: its root (the group's root) */
+  VEC(int) attn_group;  /* per pattern: its group once made, or -1 */
 } fctx;
 
 static const ir_inst *I(fctx *f, ir_id i) { return &ir_comp_get(f->m, f->c)->insts.v[i]; }
@@ -262,6 +272,20 @@ static const char *row_refusal(fctx *f, ir_id i, int g) {
 static void visit(fctx *f, ir_id i) {
   const ir_inst *in = I(f, i);
   if (in->dead) return;
+  if (f->attn[i] >= 0) { /* an attention pattern's member (attn_find) */
+    int pat = f->attn[i];
+    ir_id root = f->attn_root.v[pat];
+    if (i == root) {
+      int g = new_group(f, i);
+      f->groups.v[g].kind = IR_FUSION_CUSTOM;
+      f->groups.v[g].heavy = true;
+      f->attn_group.v[pat] = g;
+    } else {
+      join(f, i, f->attn_group.v[pat]);
+      pass_explain(f->ctx, PASS, in->name, "fused into %%%s (attention)", I(f, root)->name);
+    }
+    return;
+  }
   int nu = f->ustart[i + 1] - f->ustart[i];
   bool cheap = pr_is_cheap(ir_comp_get(f->m, f->c), i);
   /* The groups of i's users, and whether any use is outside every group. */
@@ -444,6 +468,144 @@ static bool worth_it(fctx *f, int g) {
   return real >= 2;
 }
 
+/* ---- attention -------------------------------------------------------------------- */
+
+static int nusers(fctx *f, ir_id i) {
+  return f->ustart[i + 1] - f->ustart[i] + (f->outside[i] ? 1 : 0);
+}
+
+/* The reduce over the last dim behind broadcast b, when b repeats it
+ * along that dim and is its only user. */
+static ir_id attn_row(fctx *f, ir_id b, int r) {
+  const ir_inst *bi = I(f, b);
+  if (bi->op != IR_OP_BROADCAST || nusers(f, b) != 1 || bi->a.dimensions.n != r - 1) return IR_NONE;
+  for (int k = 0; k < r - 1; k++)
+    if (bi->a.dimensions.v[k] != k) return IR_NONE;
+  ir_id s = bi->ops[0];
+  const ir_inst *red = I(f, s);
+  if (red->op != IR_OP_REDUCE || red->nops != 2 || red->a.dimensions.n != 1 ||
+      red->a.dimensions.v[0] != r - 1 || nusers(f, s) != 1)
+    return IR_NONE;
+  return s;
+}
+
+/* Adds the reshapes/transposes that only feed `user` through op. */
+static void attn_chain(fctx *f, ir_id op, ir_id *mem, int *n) {
+  while ((I(f, op)->op == IR_OP_RESHAPE || I(f, op)->op == IR_OP_TRANSPOSE) && nusers(f, op) == 1 &&
+         *n < MAX_MEMBERS / 2) {
+    mem[(*n)++] = op;
+    op = I(f, op)->ops[0];
+  }
+}
+
+static bool is_scalar_splat(fctx *f, ir_id i) {
+  return pr_is_cheap(ir_comp_get(f->m, f->c), i) && pr_splat(ir_comp_get(f->m, f->c), i) != NULL;
+}
+
+/* dot d2 = dot(E / bcast(sum(E)), V), E = exp(T - bcast(max(T))),
+ * T = dot(Q, K) [* splat]: its members (root last) in mem, or 0. */
+static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
+  const ir_inst *o = I(f, d2);
+  int n = 0, r = o->shape.rank, nb = r - 2;
+  if (o->op != IR_OP_DOT || r < 2 || o->shape.type != IR_F32 || o->a.lhs_batch.n != nb ||
+      o->a.lhs_contracting.n != 1 || o->a.lhs_contracting.v[0] != nb + 1)
+    return 0;
+  ir_id p = o->ops[0];
+  const ir_inst *pi = I(f, p);
+  if (pi->op != IR_OP_DIVIDE || nusers(f, p) != 1) return 0;
+  ir_id e = pi->ops[0], bz = pi->ops[1], rz = attn_row(f, bz, r);
+  if (rz == IR_NONE || I(f, rz)->ops[0] != e || I(f, e)->op != IR_OP_EXP || nusers(f, e) != 2)
+    return 0;
+  mem[n++] = p;
+  mem[n++] = bz;
+  mem[n++] = rz;
+  mem[n++] = e;
+  ir_id u = I(f, e)->ops[0];
+  if (I(f, u)->op != IR_OP_SUBTRACT || nusers(f, u) != 1) return 0;
+  ir_id t = I(f, u)->ops[0], bm = I(f, u)->ops[1], rm = attn_row(f, bm, r);
+  if (rm == IR_NONE || I(f, rm)->ops[0] != t || nusers(f, t) != 2) return 0;
+  mem[n++] = u;
+  mem[n++] = bm;
+  mem[n++] = rm;
+  ir_id d1 = t;
+  if (I(f, t)->op == IR_OP_MULTIPLY) {
+    const ir_inst *ti = I(f, t);
+    bool first = is_scalar_splat(f, ti->ops[0]);
+    if (!first && !is_scalar_splat(f, ti->ops[1])) return 0;
+    d1 = ti->ops[first ? 1 : 0];
+    mem[n++] = t;
+    if (nusers(f, d1) != 1) return 0;
+  }
+  const ir_inst *q = I(f, d1);
+  if (q->op != IR_OP_DOT || q->shape.rank != r || q->a.lhs_batch.n != nb ||
+      q->a.lhs_contracting.n != 1 || q->a.rhs_contracting.n != 1)
+    return 0;
+  const ir_id vals[6] = {p, e, u, t, d1, d2};
+  for (int k = 0; k < 6; k++)
+    if (I(f, vals[k])->shape.type != IR_F32) return 0;
+  mem[n++] = d1;
+  attn_chain(f, q->ops[0], mem, &n);
+  attn_chain(f, q->ops[1], mem, &n);
+  attn_chain(f, o->ops[1], mem, &n);
+  mem[n++] = d2;
+  /* The result's reshapes/transposes (merge heads) join as its root. */
+  ir_id top = d2;
+  while (nusers(f, top) == 1 && !f->outside[top] && n < MAX_MEMBERS / 2) {
+    ir_id u2 = f->users[f->ustart[top]];
+    if (I(f, u2)->op != IR_OP_TRANSPOSE && I(f, u2)->op != IR_OP_RESHAPE) break;
+    mem[n++] = top = u2;
+  }
+  return n;
+}
+
+/* Marks every attention pattern whose score rows fit VMEM (f->attn). */
+static void attn_find(fctx *f) {
+  f->attn = arena_array(f->m->arena, (size_t)f->n + 1, sizeof(int32_t));
+  for (int i = 0; i < f->n; i++)
+    f->attn[i] = -1;
+  const tgt_target *t = f->ctx->target;
+  /* Without a target: v3's 16 MiB (runtime/isa/target.c). */
+  uint64_t vmem = t ? t->vmem_bytes : (uint64_t)16 << 20;
+  const char *tname = t ? t->preset : "v3";
+  ir_id mem[MAX_MEMBERS];
+  for (ir_id i = 0; i < f->n; i++) {
+    const ir_inst *in = I(f, i);
+    if (in->dead || in->op != IR_OP_DOT) continue;
+    int n = attn_match(f, i, mem);
+    bool taken = false;
+    for (int k = 0; k < n; k++)
+      taken |= f->attn[mem[k]] >= 0;
+    if (n == 0 || taken) continue;
+    ir_id root = mem[n - 1];
+    const ir_shape *s = &I(f, I(f, i)->ops[0])->shape; /* the scores [.., Sq, Sk] */
+    int64_t sk = s->dims[s->rank - 1], rows = 1;
+    for (int k = 0; k + 1 < s->rank; k++)
+      rows *= s->dims[k];
+    /* Two groups of f32 score rows and bf16 P^T rows of 8 x 128 queries
+     * each (backend/tpu/attention.c), against 7/8 of VMEM. */
+    uint64_t need = 2 * (uint64_t)sk * (8 * 128 * 6), have = vmem - vmem / 8;
+    if (need > have || (rows == 1 && sk >= 4096)) {
+      pass_explain(f->ctx, PASS, I(f, i)->name, "attention not fused: %s",
+                   need > have ? arena_printf(f->m->arena,
+                                              "a score row of %lld keys needs %llu KiB of VMEM for "
+                                              "two groups of 1024 queries, more than %llu KiB (%s)",
+                                              (long long)sk, (unsigned long long)(need >> 10),
+                                              (unsigned long long)(have >> 10), tname)
+                               : "one row of 4096 keys or more: the backend sums it as a tree");
+      continue;
+    }
+    for (int k = 0; k < n; k++)
+      f->attn[mem[k]] = f->attn_root.n;
+    VEC_PUSH(f->m->arena, f->attn_root, root);
+    VEC_PUSH(f->m->arena, f->attn_group, -1);
+    pass_explain(f->ctx, PASS, I(f, root)->name,
+                 "attention of %lld query rows x %lld keys fused (kCustom): the scores stay "
+                 "in VMEM (%llu KiB for two groups of 1024 queries, of %llu KiB on %s)",
+                 (long long)rows, (long long)sk, (unsigned long long)(need >> 10),
+                 (unsigned long long)(have >> 10), tname);
+  }
+}
+
 bool pass_fusion(ir_module *m, pass_ctx *ctx) {
   if (m->entry == IR_NONE) return false;
   fctx f;
@@ -460,6 +622,7 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
   f.dep = arena_alloc(m->arena, (size_t)f.n);
   for (int i = 0; i < f.n; i++)
     f.clone[i] = f.param[i] = IR_NONE;
+  attn_find(&f);
   for (ir_id i = f.n - 1; i >= 0; i--)
     visit(&f, i);
   bool changed = false;

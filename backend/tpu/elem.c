@@ -77,7 +77,8 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
 typedef struct rp {
   tb *b;
   uint32_t used;
-  int mb; /* masks m(mb+1), m(mb+2) are this evaluation's */
+  int mb;   /* masks m(mb+1), m(mb+2) are this evaluation's */
+  int peak; /* most registers in use at once */
 } rp;
 
 #define M1 (p->mb + 1)
@@ -87,6 +88,8 @@ static int ralloc(rp *p) {
   for (int r = 0; r < TGT_VREGS; r++)
     if (!(p->used >> r & 1)) {
       p->used |= 1u << r;
+      int n = __builtin_popcount(p->used);
+      if (n > p->peak) p->peak = n;
       return r;
     }
   return -1;
@@ -530,15 +533,106 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
 /* ---- DAG evaluation --------------------------------------------------------- */
 
 static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
-                     int *out_regs);
+                     int *out_regs, int *peak, const tk_plan *pl);
 
 bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs) {
-  return eval_dag(b, used, 0, e, in_regs, out_regs);
+  return eval_dag(b, used, 0, e, in_regs, out_regs, NULL, NULL);
+}
+
+/* Registers e needs at once on one tile (inputs and, with pl, its
+ * hoisted constants included): a dry run into a throwaway builder. */
+static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl) {
+  tb dry;
+  memset(&dry, 0, sizeof dry);
+  dry.a = b->a;
+  dry.t = b->t;
+  dry.d = b->d;
+  dry.max_code = b->max_code;
+  dry.ops.n = 1; /* no op bookkeeping */
+  int in_regs[64], outs[64], peak = 0;
+  uint32_t used = 0;
+  if (e->ninputs > 24 || e->noutputs > 64) return TGT_VREGS + 1;
+  for (int i = 0; i < e->ninputs; i++) {
+    in_regs[i] = i;
+    used |= 1u << i;
+  }
+  for (int k = 0; pl && k < pl->nconst; k++) used |= 1u << (TGT_VREGS - 1 - k);
+  if (!eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl)) return TGT_VREGS + 1;
+  int base = e->ninputs + (pl ? pl->nconst : 0);
+  return peak > base ? peak : base;
+}
+
+void tk_plan_make(tb *b, const tk_elem *e, tk_plan *pl) {
+  memset(pl, 0, sizeof *pl);
+  for (int i = 0; i < e->nnodes && pl->nconst < TK_PLAN_CONSTS; i++) {
+    if (e->nodes[i].kind != TK_CONST) continue;
+    bool seen = false;
+    for (int k = 0; k < pl->nconst; k++) seen |= pl->bits[k] == e->nodes[i].bits;
+    if (!seen) pl->bits[pl->nconst++] = e->nodes[i].bits;
+  }
+  int need = dag_regs(b, e, NULL);
+  int plain = 3 * need <= TGT_VREGS ? 3 : 2 * need <= TGT_VREGS ? 2 : 1;
+  int hoisted = 0;
+  if (pl->nconst) {
+    int nh = dag_regs(b, e, pl) - pl->nconst, avail = TGT_VREGS - pl->nconst;
+    hoisted = 3 * nh <= avail ? 3 : 2 * nh <= avail ? 2 : nh <= avail ? 1 : 0;
+  }
+  /* constants in registers unless that leaves one tile where there were more */
+  if (hoisted >= 2 || (hoisted == 1 && plain == 1)) {
+    pl->tiles = hoisted;
+  } else {
+    pl->nconst = 0;
+    pl->tiles = plain;
+  }
+}
+
+int tk_plan_part(const tk_plan *pl, int gn) { return (TGT_VREGS - pl->nconst) / gn; }
+
+void tk_plan_consts(tb *b, const tk_plan *pl) {
+  for (int k = 0; k < pl->nconst; k++)
+    tb_valu(b, OP_VIMM, TGT_VREGS - 1 - k, (int32_t)pl->bits[k], 0);
+}
+
+/* Code words lo[g]..hi[g] of gn segments (in order, adjacent) reordered
+ * round robin, one word of each in turn. */
+static void interleave(tb *b, const uint32_t *lo, const uint32_t *hi, int gn) {
+  if (gn < 2 || b->failed) return;
+  uint32_t at = lo[0], n = hi[gn - 1] - at;
+  uint64_t *tmp = arena_array(b->a, n + 1, sizeof(uint64_t));
+  memcpy(tmp, b->code.v + at, (size_t)n * sizeof(uint64_t));
+  uint32_t w = at, pos[4] = {0, 0, 0, 0};
+  for (bool more = true; more;) {
+    more = false;
+    for (int g = 0; g < gn; g++)
+      if (lo[g] + pos[g] < hi[g]) {
+        b->code.v[w++] = tmp[lo[g] - at + pos[g]++];
+        more = true;
+      }
+  }
+}
+
+bool tk_eval_tiles(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
+                   int *out_regs) {
+  int RP = tk_plan_part(pl, gn);
+  uint32_t lo[4], hi[4];
+  for (int g = 0; g < gn; g++) {
+    uint32_t part = RP >= 32 ? 0xffffffffu : ((1u << RP) - 1) << (g * RP);
+    uint32_t used = ~part;
+    for (int i = 0; i < e->ninputs; i++) used |= 1u << in_regs[g * e->ninputs + i];
+    lo[g] = (uint32_t)b->code.n;
+    if (!eval_dag(b, &used, 2 * g, e, in_regs + g * e->ninputs, out_regs + g * e->noutputs, NULL,
+                  pl))
+      return false;
+    hi[g] = (uint32_t)b->code.n;
+  }
+  interleave(b, lo, hi, gn);
+  return !b->failed;
 }
 
 static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
-                     int *out_regs) {
-  rp p = {b, *used, mb};
+                     int *out_regs, int *peak, const tk_plan *pl) {
+  rp p = {b, *used, mb, __builtin_popcount(*used)};
+  uint32_t fixed = 0; /* registers of hoisted constants: never freed */
   int *uses = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
   int *reg = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
   for (int i = 0; i < e->nnodes; i++)
@@ -548,6 +642,14 @@ static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int 
     const tk_node *n = &e->nodes[i];
     if (n->kind == TK_IN) {
       reg[i] = in_regs[n->input];
+      continue;
+    }
+    int hk = -1;
+    for (int k = 0; n->kind == TK_CONST && pl && k < pl->nconst; k++)
+      if (pl->bits[k] == n->bits) hk = k;
+    if (hk >= 0) { /* in its register for the whole loop */
+      reg[i] = TGT_VREGS - 1 - hk;
+      fixed |= 1u << reg[i];
       continue;
     }
     int d = ralloc(&p);
@@ -569,13 +671,15 @@ static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int 
       op_node(b, &p, n, at, d, a);
       for (int j = 0; j < n->nargs; j++) {
         int q = n->args[j];
-        if (--uses[q] == 0 && e->nodes[q].kind != TK_IN) rfree(&p, reg[q]);
+        if (--uses[q] == 0 && e->nodes[q].kind != TK_IN && !(fixed >> reg[q] & 1))
+          rfree(&p, reg[q]);
       }
     }
     if (uses[i] == 0) rfree(&p, d);
   }
   for (int o = 0; o < e->noutputs; o++) out_regs[o] = reg[e->out_node[o]];
   *used = p.used;
+  if (peak) *peak = p.peak;
   return !b->failed;
 }
 
@@ -594,14 +698,13 @@ void tk_elementwise(tb *b, const tk_elem *e) {
   if (nchunks == 1) C = (e->count + 1023) / 1024 * 1024;
   uint64_t slot = (uint64_t)C * 4;
   if (!tb_vmem_fits(b, (uint64_t)nb * 2 * slot, "an elementwise loop")) return;
-  int in_regs[64];
-  /* Tiles per group: as many as have registers for the worst case of the
-   * expression (inputs, one register per node, scratch of the longest op
-   * sequence) and masks (two each). */
-  int need = e->ninputs + e->nnodes + 8, G = 1;
-  if (3 * need <= TGT_VREGS) G = 3;
-  else if (2 * need <= TGT_VREGS) G = 2;
-  int RP = TGT_VREGS / G;
+  int in_regs[3 * 24];
+  /* Tiles per group: as many as have registers for the expression's peak
+   * (a dry run) and masks (two each); scalar constants stay in registers
+   * for the whole chunk when that leaves enough. */
+  tk_plan pl;
+  tk_plan_make(b, e, &pl);
+  int G = pl.tiles;
   if (e->ninputs > 24 || e->noutputs > 24) {
     tb_error(b, ST_UNSUPPORTED, "fused loop with %d inputs and %d outputs (at most 24 each)",
              e->ninputs, e->noutputs);
@@ -621,10 +724,10 @@ void tk_elementwise(tb *b, const tk_elem *e) {
     if (c < 0) continue;
     int64_t off = c * C, len = e->count - off < C ? e->count - off : C;
     int64_t tiles = (len + 1023) / 1024;
+    tk_plan_consts(b, &pl);
     for (int64_t t0 = 0; t0 < tiles && !b->failed; t0 += G) {
-      int gn = tiles - t0 < G ? (int)(tiles - t0) : G;
-      int outs[4][24];
-      uint32_t seg_lo[4], seg_hi[4];
+      int gn = tiles - t0 < G ? (int)(tiles - t0) : G, RP = tk_plan_part(&pl, gn);
+      int outs[3 * 24];
       /* Loads, in order (they may wait for DMAs). */
       for (int g = 0; g < gn; g++)
         for (int i = 0; i < e->ninputs; i++) {
@@ -634,39 +737,17 @@ void tk_elementwise(tb *b, const tk_elem *e) {
                  (uint64_t)i * 2 * slot + (uint64_t)(c & 1) * slot + (uint64_t)t * (h ? 2048 : 4096),
                  h ? 256 : 512, h);
         }
-      /* Compute, each tile in its own registers and masks; the register
-       * code of the tiles is then interleaved so that one tile's latency
-       * hides behind the others' work (the vector unit issues in order). */
-      for (int g = 0; g < gn; g++) {
-        uint32_t part = RP >= 32 ? 0xffffffffu : ((1u << RP) - 1) << (g * RP);
-        uint32_t used = ~part;
-        for (int i = 0; i < e->ninputs; i++) {
-          in_regs[i] = g * RP + i;
-          used |= 1u << (g * RP + i);
-        }
-        seg_lo[g] = (uint32_t)b->code.n;
-        if (!eval_dag(b, &used, 2 * g, e, in_regs, outs[g])) return;
-        seg_hi[g] = (uint32_t)b->code.n;
-      }
-      if (gn > 1 && !b->failed) {
-        uint32_t lo = seg_lo[0], n = seg_hi[gn - 1] - lo;
-        uint64_t *tmp = arena_array(b->a, n + 1, sizeof(uint64_t));
-        memcpy(tmp, b->code.v + lo, (size_t)n * sizeof(uint64_t));
-        uint32_t at = lo, pos[4] = {0, 0, 0, 0};
-        for (bool more = true; more;) {
-          more = false;
-          for (int g = 0; g < gn; g++)
-            if (seg_lo[g] + pos[g] < seg_hi[g]) {
-              b->code.v[at++] = tmp[seg_lo[g] - lo + pos[g]++];
-              more = true;
-            }
-        }
-      }
+      /* Compute, each tile in its own registers and masks, the register
+       * code of the tiles interleaved so that one tile's latency hides
+       * behind the others' work (the vector unit issues in order). */
+      for (int g = 0; g < gn; g++)
+        for (int i = 0; i < e->ninputs; i++) in_regs[g * e->ninputs + i] = g * RP + i;
+      if (!tk_eval_tiles(b, e, &pl, gn, in_regs, outs)) return;
       for (int g = 0; g < gn; g++)
         for (int o = 0; o < e->noutputs; o++) {
           int64_t t = t0 + g;
           bool h = esize_of(e->nodes[e->out_node[o]].type) == 2;
-          tb_vst(b, outs[g][o],
+          tb_vst(b, outs[g * e->noutputs + o],
                  (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot +
                      (uint64_t)t * (h ? 2048 : 4096),
                  h ? 256 : 512, h, 0);

@@ -334,6 +334,12 @@ void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_
   put(b, OP_MWT, ra, rs, 0, 0, mxu, 0);
 }
 
+void tb_mwtt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span) {
+  access(b, ISA_UNIT_MXU0 + mxu, vaddr, vaddr + bytes_span, false);
+  int ra = tb_sreg(b, (uint32_t)vaddr), rs = tb_sreg(b, row_stride);
+  put(b, OP_MWTT, ra, rs, 0, 0, mxu, 0);
+}
+
 void tb_mswap(tb *b, int mxu) { put(b, OP_MSWAP, 0, 0, 0, 0, mxu, 0); }
 
 void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row,

@@ -246,7 +246,15 @@ static void lower_elementwise(lctx *x, ir_id i) {
   dag d = {0};
   int root = dag_inst(x, &d, i);
   if (x->b->failed) return;
-  tval *out = shape_val(x, &in->shape);
+  tval *out;
+  if (x->root_bf16 && i == x->comp->root && in->shape.type == IR_F32) {
+    /* stored rounded to bf16 (lower_bf16_store): a convert at the root */
+    tk_node cv = {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {root, 0, 0}};
+    root = add_node(x, &d, cv);
+    out = tv_new(x, IR_BF16, in->shape.rank, in->shape.dims);
+  } else {
+    out = shape_val(x, &in->shape);
+  }
   tk_elem e = {0};
   e.nnodes = d.nodes.n;
   e.nodes = d.nodes.v;
@@ -612,10 +620,11 @@ void lower_inst(lctx *x, ir_id i) {
   }
   case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a.index]); break;
   case IR_OP_FUSION: {
-    if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i)) break;
+    bool bf = lower_bf16_store(x, i);
+    if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i, bf)) break;
     tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
     for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
-    x->val[i] = lower_comp(b, x->m, in->calls[0], ps, x->precision);
+    x->val[i] = lower_comp_ex(b, x->m, in->calls[0], ps, x->precision, bf);
     b->loc = in->loc;
     b->opname = ir_op_name(in->op);
     break;
@@ -643,8 +652,14 @@ static void lower_constant(lctx *x, ir_id i) {
 /* ---- computations ------------------------------------------------------------ */
 
 tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec) {
+  return lower_comp_ex(b, m, c, params, prec, false);
+}
+
+tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec,
+                    bool root_bf16) {
   const ir_comp *comp = &m->comps.v[c];
   lctx x = {0};
+  x.root_bf16 = root_bf16;
   x.b = b;
   x.m = m;
   x.c = c;

@@ -41,6 +41,7 @@ struct lctx {
   ir_id epi_dot;      /* kOutput fusion: the dot lowered with the root's
                          elementwise program as its epilogue, or IR_NONE */
   bool *row_bcast;    /* broadcasts of an [N] vector read as rows there */
+  bool root_bf16;     /* an f32 elementwise root is stored as bf16 */
 };
 
 int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
@@ -55,6 +56,11 @@ void lower_inst(lctx *x, ir_id i);
 /* Lowers computation c with parameters bound to params; returns the root's
  * value (a reference the caller owns). */
 tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec);
+/* lower_comp where an f32 elementwise root may be stored as bf16
+ * (root_bf16: lower_bf16_store said so); the root value's type says
+ * whether it was. */
+tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec,
+                    bool root_bf16);
 
 /* Elementwise program of a scalar computation (reducers): inputs are its
  * parameters in order; outputs its root (or the root tuple's elements). */
@@ -73,6 +79,13 @@ void lower_dot(lctx *x, ir_id i);
  * apply (the caller lowers the dot and e separately). */
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row);
+/* Whether instruction i of the entry computation may be stored as bf16:
+ * f32, not the root, and every use a dot with one bf16 pass (DEFAULT
+ * precision here and in the options), directly or as a parameter of a
+ * loop/input/output fusion used there only by such dots. Those dots round
+ * the value to bf16 (RNE) anyway, so storing it rounded gives the same
+ * bits and halves its HBM traffic. */
+bool lower_bf16_store(const lctx *x, ir_id i);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
 void lower_reduce_window(lctx *x, ir_id i);
@@ -86,7 +99,7 @@ void lower_reduce_window(lctx *x, ir_id i);
  * row program or 8 rows do not fit VMEM. */
 bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os);
 bool lower_row_reduce(lctx *x, ir_id i);
-bool lower_rows_fusion(lctx *x, ir_id i);
+bool lower_rows_fusion(lctx *x, ir_id i, bool out_bf16);
 /* Casts f32/bf16 to bf16 parts for the MXU: parts[p] (count elements each). */
 void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts);
 /* Converts (elementwise) v to type t; a new value. */

@@ -193,6 +193,47 @@ static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
   return tv_alias(x, rv, rv->type, rv->rank, rv->dims);
 }
 
+/* A dot of computation c that rounds both operands to bf16 on their way
+ * to the MXU: one pass (DEFAULT precision, here and in the options) and a
+ * float result. */
+static bool one_pass_dot(const lctx *x, const ir_inst *in) {
+  return in->op == IR_OP_DOT && ir_type_is_float(in->shape.type) &&
+         x->precision == IR_PREC_DEFAULT && in->a.precision[0] == IR_PREC_DEFAULT &&
+         in->a.precision[1] == IR_PREC_DEFAULT;
+}
+
+bool lower_bf16_store(const lctx *x, ir_id i) {
+  const ir_comp *cp = x->comp;
+  const ir_inst *in = &cp->insts.v[i];
+  if (x->c != x->m->entry || i == cp->root || in->shape.type != IR_F32) return false;
+  int users = 0;
+  for (int j = i + 1; j < cp->insts.n; j++) {
+    const ir_inst *u = &cp->insts.v[j];
+    if (u->dead) continue;
+    for (int k = 0; k < u->nops; k++) {
+      if (u->ops[k] != i) continue;
+      users++;
+      if (one_pass_dot(x, u)) continue;
+      if (u->op != IR_OP_FUSION || u->ncalls != 1 || u->a.fusion_kind == IR_FUSION_CUSTOM)
+        return false;
+      /* inside the fusion, parameter k feeds one-pass dots only */
+      const ir_comp *fc = &x->m->comps.v[u->calls[0]];
+      for (int q = 0; q < fc->insts.n; q++) {
+        const ir_inst *pq = &fc->insts.v[q];
+        if (pq->dead || pq->op != IR_OP_PARAMETER || pq->a.parameter_number != k) continue;
+        if (q == fc->root) return false;
+        for (int r = 0; r < fc->insts.n; r++) {
+          const ir_inst *ur = &fc->insts.v[r];
+          if (ur->dead) continue;
+          for (int a = 0; a < ur->nops; a++)
+            if (ur->ops[a] == q && !one_pass_dot(x, ur)) return false;
+        }
+      }
+    }
+  }
+  return users > 0;
+}
+
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
@@ -203,7 +244,8 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     return false;
   for (int k = 0; k < e->ninputs; k++)
     if (k != dot_in && e->in_type[k] != IR_F32) return false;
-  if (e->noutputs != 1 || e->nodes[e->out_node[0]].type != IR_F32) return false;
+  ir_type ot = e->noutputs == 1 ? e->nodes[e->out_node[0]].type : IR_TYPE_INVALID;
+  if (ot != IR_F32 && ot != IR_BF16) return false;
   /* Operand permutations to [batch, M free, K] and [batch, K, N free]. */
   int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
   bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};

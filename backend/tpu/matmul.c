@@ -136,7 +136,8 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
                    int dot_in, const bool *row) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * 4), NULL, epi,
+  int oes = epi->nodes[epi->out_node[0]].type == IR_BF16 ? 2 : 4;
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * oes), NULL, epi,
                  dot_in, row);
 }
 
@@ -157,6 +158,8 @@ typedef struct fin_ctx {
   uint64_t coff, cblock, eoff;
   bool q1;
   uint64_t C, C_g;
+  tk_plan pl; /* how the epilogue runs on tiles (tk_plan_make) */
+  bool obf16; /* the epilogue's output is bf16 */
 } fin_ctx;
 
 /* A group of panels j0..j0+gn of the block at row m0 (popped into their C
@@ -195,31 +198,46 @@ static void finish_upto(const fin_ctx *f, pend_grp *p, int64_t upto) {
     int slot = (int)((p->p0 + jj) % f->nbs);
     uint64_t cs = f->coff + (uint64_t)slot * f->cblock;
     const tk_elem *epi = f->epi;
-    if (epi) /* out = epi(result, inputs) on 8x128 tiles, in place */
-      for (int64_t r = 0; r < rows && !b->failed; r += 8)
-        for (int64_t c = 0; c < cols; c += 128, t++) {
-          if (t < p->done) continue;
-          if (t >= upto) return;
-          uint64_t o = (uint64_t)((r * Nt + c) * 4);
-          int in_regs[8], out_reg = 0, v = 0;
-          uint32_t used = 0;
-          for (int in = 0; in < epi->ninputs; in++) {
+    if (epi) { /* out = epi(result, inputs) on 8x128 tiles, in place, a few at once */
+      int64_t ncc = (cols + 127) / 128;
+      if (p->done - t < nt && t + (p->done - t) < upto) tk_plan_consts(b, &f->pl);
+      for (int64_t q = p->done - t; q < nt && !b->failed;) {
+        if (t + q >= upto) return;
+        int gn = f->pl.tiles;
+        if (gn > nt - q) gn = (int)(nt - q);
+        if (gn > upto - t - q) gn = (int)(upto - t - q);
+        int RP = tk_plan_part(&f->pl, gn), in_regs[3 * 8], outs[3];
+        uint64_t o[3], cb[3]; /* f32 offset of the tile, and half its column's */
+        for (int g = 0; g < gn; g++) {
+          int64_t r = (q + g) / ncc * 8, c = (q + g) % ncc * 128;
+          o[g] = (uint64_t)((r * Nt + c) * 4);
+          cb[g] = (uint64_t)(c * 2);
+          for (int in = 0, v = 0; in < epi->ninputs; in++) {
             bool rw = in != f->dot_in && f->row && f->row[in]; /* one row, stride 0 */
             uint64_t src = in == f->dot_in ? cs
                                            : f->eoff + (uint64_t)(v++ * f->nbs + slot) * f->cblock;
-            tb_vld(b, in, src + (rw ? (uint64_t)(c * 4) : o), rw ? 0 : (uint32_t)(Nt * 4), false);
-            in_regs[in] = in;
-            used |= 1u << in;
+            int reg = g * RP + in;
+            tb_vld(b, reg, src + (rw ? (uint64_t)(c * 4) : o[g]), rw ? 0 : (uint32_t)(Nt * 4),
+                   false);
+            in_regs[g * epi->ninputs + in] = reg;
           }
-          if (!tk_eval_dag(b, &used, epi, in_regs, &out_reg)) return;
-          tb_vst(b, out_reg, cs + o, (uint32_t)(Nt * 4), false, 0);
-          p->done = t + 1;
         }
-    else
-      t++;
+        if (!tk_eval_tiles(b, epi, &f->pl, gn, in_regs, outs)) return;
+        /* bf16 results go to the first half of each f32 row: tile (r, c)
+         * overwrites f32 columns c/2.. of its rows, whose tiles come
+         * before it and are loaded already */
+        for (int g = 0; g < gn; g++)
+          tb_vst(b, outs[g], cs + (f->obf16 ? o[g] - cb[g] : o[g]), (uint32_t)(Nt * 4), f->obf16,
+                 0);
+        q += gn;
+        p->done = t + q;
+      }
+    }
+    t += nt;
     p->done = t;
-    int64_t d[10] = {cols * 4, rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-    uint64_t dst = f->C + (uint64_t)p->g * f->C_g + (uint64_t)((p->m0 * N + n0) * 4);
+    int oes = f->obf16 ? 2 : 4;
+    int64_t d[10] = {cols * oes, rows, 1, 1, N * oes, 0, 0, Nt * 4, 0, 0};
+    uint64_t dst = f->C + (uint64_t)p->g * f->C_g + (uint64_t)((p->m0 * N + n0) * oes);
     if (f->q1) tb_dma_q1(b, false, cs, dst, d);
     else tb_dma(b, false, cs, dst, d);
   }
@@ -286,7 +304,9 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
    * meanwhile). */
   bool q1 = b->t.dma_queues > 1;
   if (q1) tb_fence(b, ISA_UNIT_DMA0, ISA_UNIT_DMA0 + 1);
-  fin_ctx fc = {b, epi, dot_in, row, N, Nt, nbs, coff, cblock, eoff, q1, C, C_g};
+  fin_ctx fc = {b, epi, dot_in, row, N, Nt, nbs, coff, cblock, eoff, q1, C, C_g,
+                {0, 0, {0}}, epi && epi->nodes[epi->out_node[0]].type == IR_BF16};
+  if (epi) tk_plan_make(b, epi, &fc.pl);
   pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {

@@ -58,6 +58,7 @@ typedef struct rprog {
   VEC(uint64_t) scal_addr; /* scalar inputs (reduce inits from HBM), f32 */
   VEC(int) out_node;
   VEC(uint64_t) out_addr;
+  VEC(ir_type) out_type; /* FULL outputs: the node's type, or bf16 stored rounded */
   int64_t O, R;
 } rprog;
 
@@ -311,7 +312,7 @@ static void rows_group(rk *k, int64_t r0, int sl) {
     if (!pass_eval(k, k->out_pass, r0, sl, c, outs)) return;
     for (int o = 0, f = 0; o < p->out_node.n; o++) {
       if (p->nodes.v[p->out_node.v[o]].cls != RC_FULL) continue;
-      int es = esz(p->nodes.v[p->out_node.v[o]].type);
+      int es = esz(p->out_type.v[o]);
       tb_vst(b, outs[f], k->out_base[o] + (uint64_t)sl * k->out_slot +
                              (uint64_t)((r0 * k->Rpad + c * 128) * es),
              (uint32_t)(k->Rpad * es), es == 2, 0);
@@ -334,7 +335,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   int nrow_out = 0;
   for (int o = 0; o < p->out_node.n; o++) {
     const rnode *n = &p->nodes.v[p->out_node.v[o]];
-    if (n->cls == RC_FULL) out_row += (uint64_t)(Rpad * esz(n->type));
+    if (n->cls == RC_FULL) out_row += (uint64_t)(Rpad * esz(p->out_type.v[o]));
     else nrow_out++;
   }
   row_rows = (uint64_t)nrow_out * 4;
@@ -417,7 +418,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
     for (int o = 0; o < p->out_node.n; o++) {
       const rnode *n = &p->nodes.v[p->out_node.v[o]];
       if (n->cls == RC_FULL) {
-        int es = esz(n->type);
+        int es = esz(p->out_type.v[o]);
         int64_t d[10] = {R * es, rows, 1, 1, R * es, 0, 0, Rpad * es, 0, 0};
         tb_dma(b, false, k.out_base[o] + (uint64_t)sl * k.out_slot,
                p->out_addr.v[o] + (uint64_t)(o0 * R * es), d);
@@ -493,6 +494,7 @@ bool lower_row_reduce(lctx *x, ir_id i) {
   tval *out = tv_new(x, in->shape.type, in->shape.rank, in->shape.dims);
   VEC_PUSH(b->a, p.out_node, r);
   VEC_PUSH(b->a, p.out_addr, tv_addr(out));
+  VEC_PUSH(b->a, p.out_type, IR_F32);
   if (!rows_kernel(b, &p)) {
     tv_release(x, out);
     return false;
@@ -508,7 +510,7 @@ static bool same_dims(int rank, const int64_t *a, int rb, const int64_t *bd) {
   return true;
 }
 
-bool lower_rows_fusion(lctx *x, ir_id fi) {
+bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   const ir_inst *fin = &x->comp->insts.v[fi];
   if (fin->op != IR_OP_FUSION || fin->ncalls != 1) return false;
   const ir_module *m = x->m;
@@ -673,8 +675,14 @@ bool lower_rows_fusion(lctx *x, ir_id fi) {
   tval **outs = arena_array(b->a, (size_t)nout + 1, sizeof(tval *));
   for (int o = 0; o < nout; o++) {
     const ir_shape *s = root->op == IR_OP_TUPLE ? &fc->insts.v[root->ops[o]].shape : &root->shape;
-    outs[o] = tv_new(x, s->type, s->rank, s->dims);
+    /* a single f32 FULL root that only one-pass dots use: stored as bf16 */
+    ir_type t = out_bf16 && nout == 1 && s->type == IR_F32 &&
+                        p.nodes.v[p.out_node.v[o]].cls == RC_FULL
+                    ? IR_BF16
+                    : s->type;
+    outs[o] = tv_new(x, t, s->rank, s->dims);
     VEC_PUSH(b->a, p.out_addr, tv_addr(outs[o]));
+    VEC_PUSH(b->a, p.out_type, t);
   }
   if (!rows_kernel(b, &p)) {
     for (int o = 0; o < nout; o++) tv_release(x, outs[o]);

@@ -168,6 +168,30 @@ void tk_elementwise(tb *b, const tk_elem *e);
  * *used is the register pool (bit r = vr in use) before and after; the
  * outputs' registers go to out_regs. false after an error. */
 bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs);
+/* How tk_eval_tiles runs e in a loop over tiles: how many tiles (1..3) at
+ * once, and the scalar constants held in registers for the whole loop
+ * (constant k in v(31 - k)) instead of one vimm per tile; the other
+ * registers are split evenly between the tiles (tk_plan_part). Chosen
+ * from a dry run of e's register use. */
+enum { TK_PLAN_CONSTS = 16 };
+typedef struct tk_plan {
+  int tiles, nconst;
+  uint32_t bits[TK_PLAN_CONSTS];
+} tk_plan;
+void tk_plan_make(tb *b, const tk_elem *e, tk_plan *pl);
+/* Registers of each tile's part when gn tiles go at once: tile g owns
+ * v(g * part) .. v(g * part + part - 1). */
+int tk_plan_part(const tk_plan *pl, int gn);
+/* Loads pl's constants into their registers: before a run of
+ * tk_eval_tiles, again after anything else wrote those registers. */
+void tk_plan_consts(tb *b, const tk_plan *pl);
+/* Evaluates e on gn <= pl->tiles tiles at once: tile g's inputs are in
+ * registers in_regs[g * ninputs + i] within its part; its outputs go to
+ * out_regs[g * noutputs + o]. The tiles' register code is interleaved so
+ * that one tile's latencies hide behind the others' work; masks m(2g+1),
+ * m(2g+2) are tile g's. false after an error. */
+bool tk_eval_tiles(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
+                   int *out_regs);
 /* Internal type of an IR element type (F32, BF16 or S32); IR_TYPE_INVALID
  * when unsupported. */
 ir_type tk_itype(ir_type t);

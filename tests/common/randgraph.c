@@ -506,6 +506,80 @@ static void gen_convert(gen *g) {
   add(g, IR_OP_CONVERT, &x, 1, NULL, NULL, 0, &s, true);
 }
 
+/* Q, K or V [B, H, S, W]: a parameter, or split heads of [B, S, H*W]. */
+static ir_id heads(gen *g, int64_t B, int64_t H, int64_t S, int64_t W, bool split) {
+  int64_t d4[4] = {B, H, S, W};
+  if (!split) {
+    ir_shape s = ir_shape_array(IR_F32, 4, d4);
+    return param(g, &s, false);
+  }
+  int64_t d3[3] = {B, S, H * W}, r4[4] = {B, S, H, W}, perm[4] = {0, 2, 1, 3};
+  ir_shape s3 = ir_shape_array(IR_F32, 3, d3), sr = ir_shape_array(IR_F32, 4, r4);
+  ir_id x = param(g, &s3, false);
+  ir_id r = add(g, IR_OP_RESHAPE, &x, 1, NULL, NULL, 0, &sr, false);
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.dimensions = ints(g, 4, perm);
+  return r == IR_NONE ? IR_NONE : add(g, IR_OP_TRANSPOSE, &r, 1, &a, NULL, 0, NULL, false);
+}
+
+/* broadcast of reduce(x, init, last dim, op) back over x's last dim. */
+static ir_id row_reduce(gen *g, ir_id x, ir_op op, double init) {
+  const ir_shape xs = *shp(g, x);
+  ir_comp_id rc = reducer(g, op, IR_F32);
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  int64_t last = xs.rank - 1, dims[4] = {0, 1, 2, 3};
+  a.dimensions = ints(g, 1, &last);
+  ir_id ops[2] = {x, scalar(g, IR_F32, init)};
+  ir_id r = add(g, IR_OP_REDUCE, ops, 2, &a, &rc, 1, NULL, false);
+  memset(&a, 0, sizeof a);
+  a.dimensions = ints(g, xs.rank - 1, dims);
+  return r == IR_NONE ? r : add(g, IR_OP_BROADCAST, &r, 1, &a, NULL, 0, &xs, false);
+}
+
+static void gen_attn(gen *g) {
+  static const int64_t seqs[] = {1, 7, 129, 300}, widths[] = {1, 64, 100};
+  int64_t B = 1 + pick(g, 2), H = 1 + pick(g, 3), Sq = seqs[pick(g, 4)], Sk = seqs[pick(g, 4)];
+  int64_t D = widths[pick(g, 3)], Dv = widths[pick(g, 3)];
+  while (B * H * Sq * Sk > 100000)
+    H > 1 ? H-- : B > 1 ? B-- : (Sq = 129);
+  bool split = pick(g, 2);
+  ir_id q = heads(g, B, H, Sq, D, split), k = heads(g, B, H, Sk, D, split);
+  ir_id v = heads(g, B, H, Sk, Dv, split);
+  if (q == IR_NONE || k == IR_NONE || v == IR_NONE) return;
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  int64_t bd[2] = {0, 1}, c3 = 3, c2 = 2;
+  a.lhs_batch = a.rhs_batch = ints(g, 2, bd);
+  a.lhs_contracting = a.rhs_contracting = ints(g, 1, &c3);
+  ir_id qk[2] = {q, k}, s = add(g, IR_OP_DOT, qk, 2, &a, NULL, 0, NULL, false);
+  if (s == IR_NONE) return;
+  if (pick(g, 3)) { /* the scale, on either side */
+    ir_id c = splat(g, shp(g, s), pick(g, 2) ? 0.125 : 1.0 / sqrt((double)D));
+    bool first = pick(g, 2);
+    ir_id ops[2] = {first ? c : s, first ? s : c};
+    s = add(g, IR_OP_MULTIPLY, ops, 2, NULL, NULL, 0, NULL, false);
+  }
+  ir_id m = s == IR_NONE ? IR_NONE : row_reduce(g, s, IR_OP_MAXIMUM, -INFINITY);
+  if (m == IR_NONE) return;
+  ir_id sm[2] = {s, m}, u = add(g, IR_OP_SUBTRACT, sm, 2, NULL, NULL, 0, NULL, false);
+  ir_id e = u == IR_NONE ? u : add(g, IR_OP_EXP, &u, 1, NULL, NULL, 0, NULL, false);
+  ir_id z = e == IR_NONE ? e : row_reduce(g, e, IR_OP_ADD, 0);
+  if (z == IR_NONE) return;
+  ir_id ez[2] = {e, z}, p = add(g, IR_OP_DIVIDE, ez, 2, NULL, NULL, 0, NULL, false);
+  a.rhs_contracting = ints(g, 1, &c2);
+  ir_id pv[2] = {p, v};
+  ir_id o = p == IR_NONE ? p : add(g, IR_OP_DOT, pv, 2, &a, NULL, 0, NULL, !split);
+  if (o == IR_NONE || !split) return;
+  int64_t perm[4] = {0, 2, 1, 3}, d3[3] = {B, Sq, H * Dv};
+  memset(&a, 0, sizeof a);
+  a.dimensions = ints(g, 4, perm);
+  ir_id t = add(g, IR_OP_TRANSPOSE, &o, 1, &a, NULL, 0, NULL, false);
+  ir_shape s3 = ir_shape_array(IR_F32, 3, d3);
+  if (t != IR_NONE) add(g, IR_OP_RESHAPE, &t, 1, NULL, NULL, 0, &s3, true);
+}
+
 /* reduce(x, init) with op over x's last nr dims, broadcast back to x's
  * shape (through a keepdims reshape when keep). */
 static ir_id rows_back(gen *g, ir_id x, int nr, ir_op op, double init, bool keep) {
@@ -617,7 +691,14 @@ static void step(gen *g) {
   unsigned fam[10] = {RG_ARITH | RG_TRANSC, RG_ARITH | RG_MINMAX | RG_INT, RG_MINMAX, RG_MOVE,
                       RG_MOVE, RG_REDUCE, RG_DOT, RG_CONV, RG_CMPSEL, RG_CONVERT};
   for (int tries = 0; tries < 20; tries++) {
-    int k = pick(g, 10);
+    /* RG_ATTN draws from 11 (other streams stay as they were) */
+    int k = pick(g, on(g, RG_ATTN) ? 11 : 10);
+    if (k == 10) {
+      int before = g->nv;
+      gen_attn(g);
+      if (g->nv != before) return;
+      continue;
+    }
     if (!on(g, fam[k])) continue;
     int before = g->nv;
     switch (k) {
@@ -665,6 +746,7 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
   }
   int steps = o.steps > 0 ? o.steps : 6 + pick(&g, 15);
   for (int k = 0; on(&g, RG_NORM) && k < 1 + (pick(&g, 3) == 0); k++) gen_norm(&g);
+  if (on(&g, RG_ATTN)) gen_attn(&g);
   for (int i = 0; i < steps; i++) step(&g);
   ir_id last = g.vals[g.nv - 1], root = last;
   if (g.nv > 1 && pick(&g, 2)) {

@@ -36,6 +36,13 @@ enum {
   RG_CMPSEL = 1u << 8,  /* compare, select, is-finite */
   RG_CONVERT = 1u << 9, /* f32 <-> bf16, float <-> s32 */
   RG_ALL = (1u << 10) - 1,
+  RG_ATTN = 1u << 10, /* attention (not in RG_ALL): dot(Q, K) [* scale],
+                         softmax over the last dim (max, subtract, exp,
+                         sum, divide), dot(P, V), optionally with
+                         split-heads reshape+transpose operands and a
+                         merge-heads result; seq lengths from {1, 7, 129,
+                         300}, head widths from {1, 64, 100}; a graph with
+                         it starts with one such block */
 };
 
 /* Row programs (not in RG_ALL): a graph with RG_NORM starts with one or

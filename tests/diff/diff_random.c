@@ -254,6 +254,19 @@ int main(int argc, char **argv) {
     runs++;
     if (!one_graph(seed, i, &ro, &cf, false)) bad++;
   }
+  /* The attention family: every graph starts with an attention block
+   * (fused into one kernel with the scores in VMEM, backend/tpu/attention.c,
+   * where the target allows) followed by a few elementwise and data-movement
+   * steps; larger values for its [B, H, Sq, Sk] scores. */
+  rg_options ra = ro;
+  ra.ops = RG_ATTN | RG_ARITH | RG_MOVE;
+  ra.steps = 2;
+  ra.max_elems = 200000;
+  for (int i = 0; i < (n + 2) / 3; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 2000003u, i, &ra, &cf, false)) bad++;
+  }
   /* The row family: layer norms, RMS norms and softmaxes (row fusions,
    * one kernel with the rows in VMEM, backend/tpu/rows.c) and dots of
    * their results with f32 weights, then a few more steps; also on a

@@ -67,4 +67,25 @@ if "$TPUCC" run "$T/sin.hlo" --random-inputs >"$T/out" 2>"$T/err"; then
   echo "FAIL unsupported op accepted"; fail=1
 elif grep -q "sin.hlo:4:.*error: tpu: power" "$T/err"; then echo "PASS unsupported op is a located error"
 else echo "FAIL unsupported op message"; cat "$T/err"; fail=1; fi
+# Fused attention (-O2: passes/fusion.c's kCustom fusion, backend/tpu/
+# attention.c): Q's tile is the MXU's transposed weight load (mwtt), the
+# scores never go through HBM (HBM traffic about that of Q, K, V and the
+# result), and the values equal the unfused program's (-O1) bit for bit.
+cat >"$T/attn.tg" <<'G'
+graph main(q: f32[2,4,130,64], k: f32[2,4,130,64], v: f32[2,4,130,64]) -> f32[2,4,130,64] {
+  return scaled_dot_product_attention(q, k, v);
+}
+G
+check "attention compiles to one kernel with mwtt" sh -c \
+  "'$TPUCC' compile '$T/attn.tg' --target=v3 --emit=asm -o - | grep -q mwtt"
+check "attention unfused at -O1" "$TPUCC" run "$T/attn.tg" --target=v3 -O1 --random-inputs \
+  --output=@"$T/attn.npy"
+check "attention fused equals unfused bit for bit" "$TPUCC" run "$T/attn.tg" --target=v3 \
+  --random-inputs --expected-output=@"$T/attn.npy" --atol=0 --rtol=0
+# Q, K, V and the result are 4 x 266240 bytes; the f32 scores alone
+# would be 540800 bytes more each way.
+"$TPUCC" run "$T/attn.tg" --target=v3 --random-inputs --output= --stats-json="$T/attn.json" \
+  >/dev/null 2>&1
+hbm=$(sed -n 's/.*"hbm_bytes": *\([0-9]*\).*/\1/p' "$T/attn.json")
+check "attention scores stay in VMEM (HBM $hbm bytes)" test "${hbm:-0}" -gt 0 -a "${hbm:-0}" -lt 1300000
 exit $fail

@@ -216,6 +216,27 @@ static const tcase cases[] = {
      " %s = f32[] constant(0.25)\n %sb = f32[2,3,40,33] broadcast(%s), dimensions={}\n ROOT %o = f32[2,3,40,33] multiply(%d, %sb)\n}\n"
      "ENTRY e {\n %x = f32[2,3,40,16] parameter(0)\n %y = f32[2,3,33,16] parameter(1)\n"
      " ROOT %fu = f32[2,3,40,33] fusion(%x, %y), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+    /* Fused attention (backend/tpu/attention.c, the kCustom fusion of
+     * passes/fusion.c): split heads of [B, S, H*D] operands folded into
+     * the DMAs, scale first, bf16 values, 129 queries (a second MXU panel
+     * of one row), 70 keys, merge heads into [B, S, H*Dv]. v3 and v2 run
+     * the kernel; the 64x64 MXU and the 192 KiB VMEM fall back to the
+     * fused computation instruction by instruction. */
+    {"fusion_attention",
+     "HloModule m\n" MAXF ADDF "%f (a: f32[2,129,120], b: f32[2,70,120], c: bf16[2,70,3,24]) -> f32[2,129,72] {\n"
+     " %a = f32[2,129,120] parameter(0)\n %b = f32[2,70,120] parameter(1)\n %c = bf16[2,70,3,24] parameter(2)\n"
+     " %ra = f32[2,129,3,40] reshape(%a)\n %q = f32[2,3,129,40] transpose(%ra), dimensions={0,2,1,3}\n"
+     " %rb = f32[2,70,3,40] reshape(%b)\n %k = f32[2,3,70,40] transpose(%rb), dimensions={0,2,1,3}\n"
+     " %s = f32[2,3,129,70] dot(%q, %k), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}\n"
+     " %sc = f32[] constant(0.15)\n %sb = f32[2,3,129,70] broadcast(%sc), dimensions={}\n %t = f32[2,3,129,70] multiply(%sb, %s)\n"
+     " %ni = f32[] constant(-inf)\n %m = f32[2,3,129] reduce(%t, %ni), dimensions={3}, to_apply=%mx\n"
+     " %mb = f32[2,3,129,70] broadcast(%m), dimensions={0,1,2}\n %u = f32[2,3,129,70] subtract(%t, %mb)\n"
+     " %e = f32[2,3,129,70] exponential(%u)\n %z0 = f32[] constant(0)\n %z = f32[2,3,129] reduce(%e, %z0), dimensions={3}, to_apply=%ad\n"
+     " %zb = f32[2,3,129,70] broadcast(%z), dimensions={0,1,2}\n %p = f32[2,3,129,70] divide(%e, %zb)\n"
+     " %o = f32[2,3,129,24] dot(%p, %c), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}\n"
+     " %ot = f32[2,129,3,24] transpose(%o), dimensions={0,2,1,3}\n ROOT %r = f32[2,129,72] reshape(%ot)\n}\n"
+     "ENTRY e {\n %x = f32[2,129,120] parameter(0)\n %y = f32[2,70,120] parameter(1)\n %w = bf16[2,70,3,24] parameter(2)\n"
+     " ROOT %fu = f32[2,129,72] fusion(%x, %y, %w), kind=kCustom, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
     {"matmul_256x640x384_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[256,640] parameter(0)\n %y = bf16[640,384] parameter(1)\n"
      " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
