@@ -16,14 +16,14 @@
 
 enum { N = 4096 };
 
-/* op over f32[N] parameters, on the CPU with numerics n, against ir_eval
+/* op over t[N] parameters, on the CPU with numerics n, against ir_eval
  * with tpu_numerics (or default numerics when !tpu). */
-static bool check_op(ir_op op, cpu_numerics n, bool tpu) {
+static bool check_op(ir_op op, ir_type t, cpu_numerics n, bool tpu) {
   int arity = ir_op_arity(op);
   tmod m = tm_new("vmath");
   int64_t dims[1] = {N};
   ir_id ps[2];
-  for (int i = 0; i < arity; i++) ps[i] = tm_param(&m, i, IR_F32, 1, dims);
+  for (int i = 0; i < arity; i++) ps[i] = tm_param(&m, i, t, 1, dims);
   tm_finish(&m, tm_op(&m, op, ps, arity, NULL));
   arena *a = arena_create();
   ir_literal **args = tm_args(&m, a, 1000 + (uint64_t)op, true);
@@ -40,7 +40,7 @@ static bool check_op(ir_op op, cpu_numerics n, bool tpu) {
   cpu_exe *x = NULL;
   assert_int_equal(cpu_compile(m.m, &o, &x, err, sizeof err), ST_OK);
   assert_int_equal(cpu_execute(x, args, arity, a, &got, err, sizeof err), ST_OK);
-  snprintf(what, sizeof what, "%s (%s)", ir_op_name(op), tpu ? "tpu" : "strict");
+  snprintf(what, sizeof what, "%s %s (%s)", ir_op_name(op), ir_type_name(t), tpu ? "tpu" : "strict");
   bool ok = tm_agree(ref, got, 0, what);
   cpu_exe_destroy(x);
   arena_destroy(a);
@@ -55,8 +55,10 @@ static const ir_op vector_ops[] = {
 static void tpu_numerics_equal_vector_unit(void **state) {
   (void)state;
   int bad = 0;
-  for (size_t i = 0; i < sizeof vector_ops / sizeof vector_ops[0]; i++)
-    bad += !check_op(vector_ops[i], CPU_NUMERICS_TPU, true);
+  for (size_t i = 0; i < sizeof vector_ops / sizeof vector_ops[0]; i++) {
+    bad += !check_op(vector_ops[i], IR_F32, CPU_NUMERICS_TPU, true);
+    bad += !check_op(vector_ops[i], IR_BF16, CPU_NUMERICS_TPU, true); /* f32 kernel, then RNE */
+  }
   assert_int_equal(bad, 0);
 }
 
@@ -65,7 +67,7 @@ static void strict_numerics_equal_evaluator(void **state) {
   (void)state;
   int bad = 0;
   for (size_t i = 0; i < sizeof vector_ops / sizeof vector_ops[0]; i++)
-    bad += !check_op(vector_ops[i], CPU_NUMERICS_STRICT, false);
+    bad += !check_op(vector_ops[i], IR_F32, CPU_NUMERICS_STRICT, false);
   assert_int_equal(bad, 0);
 }
 
