@@ -348,8 +348,6 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   }
   if (b.failed) {
     base_status st = b.status;
-    free(b.code.v);
-    free(b.code_op.v);
     arena_destroy(a);
     return st;
   }
@@ -374,8 +372,6 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   b.ops.v[b.cur_op].flops += b.flops - b.op_flops0;
   if (tpub_set_ops(img, b.ops.v, (uint32_t)b.ops.n, b.code_op.v, err, sizeof err))
     base_die("tpu: op table: %s", err);
-  free(b.code.v);
-  free(b.code_op.v);
   img->nconsts = (uint32_t)pool.v.n;
   img->consts = rt_calloc(&img->alloc, (size_t)pool.v.n + 1, sizeof *img->consts);
   for (int k = 0; k < pool.v.n; k++) {

@@ -59,18 +59,9 @@ static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t im
     return;
   }
   isa_inst in = {(uint8_t)op, (uint8_t)a, (uint8_t)b_, (uint8_t)c, (uint8_t)d, (uint8_t)x, imm};
-  /* code and code_op grow together on the heap: realloc moves large
-   * blocks by remapping, where the arena would zero and copy every
-   * generation (tens of megabytes for a whole network). */
-  if (b->code.n == b->code.cap) {
-    int nc = b->code.cap ? b->code.cap * 2 : 4096;
-    b->code.v = base_xrealloc(b->code.v, (size_t)nc * sizeof *b->code.v);
-    b->code_op.v = base_xrealloc(b->code_op.v, (size_t)nc * sizeof *b->code_op.v);
-    b->code.cap = b->code_op.cap = nc;
-  }
-  b->code.v[b->code.n++] = isa_encode(&in);
+  VEC_PUSH(b->a, b->code, isa_encode(&in));
   if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
-  b->code_op.v[b->code_op.n++] = b->cur_op;
+  VEC_PUSH(b->a, b->code_op, b->cur_op);
 }
 
 void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {

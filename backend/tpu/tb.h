@@ -47,8 +47,6 @@ typedef struct tb {
   const char *opname;
   bool failed;
   base_status status;
-  /* code and code_op (below) live on the heap (realloc), not in the
-   * arena: a program's code is its largest array. compile.c frees both. */
   VEC(uint64_t) code;
   uint64_t max_code;
   uint32_t *smem;       /* SMEM image (descriptors) */
