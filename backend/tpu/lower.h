@@ -109,4 +109,10 @@ tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd
 /* Permutes dims: result dim k = v dim perm[k]. */
 tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm);
 
+/* attention.c: fusion instruction i (kCustom) as one fused attention
+ * kernel, the scores kept in VMEM; false, emitting nothing, when its
+ * computation is not the pattern or the plan does not fit the target
+ * (the caller then lowers the computation as it is). */
+bool lower_attention(lctx *x, ir_id i);
+
 #endif

@@ -81,12 +81,15 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
 }
 
 /* n f32 values at src -> bf16 at dst (VMEM), RNE; lanes past n are not
- * stored. Four tiles in flight so the loads' latency overlaps. */
-static void conv_flat(tb *b, uint64_t src, uint64_t dst, int64_t n) {
+ * stored. Four tiles in flight so the loads' latency overlaps. With
+ * src_bf16 the source is bf16 already (an exact copy). */
+void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
   int64_t tiles = (n + 1023) / 1024;
+  uint64_t ts = src_bf16 ? 2048 : 4096;
   for (int64_t t0 = 0; t0 < tiles; t0 += 4) {
     int gn = tiles - t0 < 4 ? (int)(tiles - t0) : 4;
-    for (int g = 0; g < gn; g++) tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * 4096, 512, false);
+    for (int g = 0; g < gn; g++)
+      tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * ts, src_bf16 ? 256 : 512, src_bf16);
     for (int g = 0; g < gn; g++) {
       int64_t t = t0 + g, tail = n - t * 1024;
       int mask = 0;
@@ -103,6 +106,10 @@ static void conv_flat(tb *b, uint64_t src, uint64_t dst, int64_t n) {
       tb_vst(b, 8 + g, dst + (uint64_t)t * 2048, 256, true, mask);
     }
   }
+}
+
+static void conv_flat(tb *b, uint64_t src, uint64_t dst, int64_t n) {
+  tk_conv_bf16(b, src, false, dst, n);
 }
 
 /* f32 A piece k: HBM -> staging (slot k&1, or the zeroed slot 2 for a

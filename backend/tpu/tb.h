@@ -108,6 +108,8 @@ void tb_dma_q1_drain(tb *b);
  * second consumer of a DMA's data a token of its own. */
 void tb_dma_token(tb *b);
 void tb_mwt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span);
+/* mwtt: the weight tile loaded transposed, W[k][n] = bf16 at vaddr + n*row_stride + 2k. */
+void tb_mwtt(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint64_t bytes_span);
 void tb_mswap(tb *b, int mxu);
 void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row,
               int rows);
@@ -215,6 +217,9 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
                    int dot_in, const bool *row);
+/* n f32 (or, with src_bf16, bf16) values at VMEM src -> bf16 (RNE) at
+ * VMEM dst, 1024 per 8x128 tile (tiles of 4 KiB, or 2 KiB, at src). */
+void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n);
 /* A left operand that is not a matrix in HBM (a convolution's patches):
  * load emits the DMAs that put bf16 A[g][m0..m0+rows)[k0..k0+kc) into
  * VMEM at dst with row stride rs bytes (columns past kc untouched). */
