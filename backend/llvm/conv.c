@@ -57,7 +57,7 @@ static LLVMValueRef vptr(emitter *e, LLVMTypeRef t, LLVMValueRef base, LLVMValue
   return LLVMBuildPointerCast(e->b, p, LLVMPointerType(t, 0), "");
 }
 
-bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
+static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
   const ir_inst *in = llvm_inst(s, id);
   const ir_attrs *a = &in->a;
   const ir_conv_dims *cd = &a->conv;
@@ -95,9 +95,13 @@ bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
   LLVMBuilderRef b = e->b;
   LLVMTypeRef vt = LLVMVectorType(e->t_f32, (unsigned)VL);
   cbuf *X = s->mat[in->ops[0]][0], *K = s->mat[in->ops[1]][0], *Y = s->mat[id][0];
-  cbuf *bufs[3] = {X, K, Y};
+  if (epi)
+    for (int i = 0; i < epi->n; i++)
+      if (epi->ops[i].col && epi->ops[i].x->count != O) return false;
+  cbuf *bufs[3 + GEMM_EPI_MAX] = {X, K, Y};
+  int nbufs = llvm_gemm_epi_bufs(epi, bufs, 3);
   kfn k;
-  llvm_kernel_begin(e, &k, bufs, 3, arena_printf(e->a, "k%d.conv", e->nkernels));
+  llvm_kernel_begin(e, &k, bufs, nbufs, arena_printf(e->a, "k%d.conv", e->nkernels));
   LLVMValueRef acc[MAX_ACC];
   for (int i = 0; i < PX * OV; i++) acc[i] = llvm_alloca(e, vt);
   loop lt, lky, lkx, lci;
@@ -181,8 +185,9 @@ bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
     LLVMPositionBuilderAtEnd(b, st);
     LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, orow, xp, ""), i64c(e, O), ""), o0, "");
     for (int v = 0; v < OV; v++) {
-      LLVMValueRef sto = LLVMBuildStore(b, LLVMBuildLoad2(b, vt, acc[p * OV + v], ""),
-                                        vptr(e, vt, llvm_buf_ptr(e, Y), LLVMBuildAdd(b, yo, i64c(e, v * VL), "")));
+      LLVMValueRef val = LLVMBuildLoad2(b, vt, acc[p * OV + v], "");
+      if (epi) val = llvm_gemm_epi_apply(e, epi, val, LLVMBuildAdd(b, o0, i64c(e, v * VL), ""), VL);
+      LLVMValueRef sto = LLVMBuildStore(b, val, vptr(e, vt, llvm_buf_ptr(e, Y), LLVMBuildAdd(b, yo, i64c(e, v * VL), "")));
       LLVMSetAlignment(sto, 4);
     }
     LLVMBuildBr(b, nx);
@@ -192,3 +197,7 @@ bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) {
   llvm_kernel_end(e, &k, tiles, (double)N * Ho * Wo * O * KH * KW * C);
   return true;
 }
+
+bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id) { return direct(e, s, id, NULL); }
+
+bool llvm_emit_conv_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi) { return direct(e, s, id, epi); }

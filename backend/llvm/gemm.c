@@ -152,9 +152,18 @@ static void st_part(emitter *e, LLVMValueRef v, LLVMValueRef base, LLVMValueRef 
   }
 }
 
-/* v after the epilogue's operations; col is the output column of lane 0. */
-static LLVMValueRef apply_epi(emitter *e, const gemm_epi *epi, LLVMTypeRef vt, LLVMValueRef v,
-                              LLVMValueRef col, int valid, int VL) {
+int llvm_gemm_epi_bufs(const gemm_epi *epi, cbuf **bufs, int nbufs) {
+  for (int i = 0; epi && i < epi->n; i++) {
+    bool dup = epi->ops[i].x->kind == CB_CONST; /* read through its global */
+    for (int j = 0; j < nbufs && !dup; j++) dup = bufs[j] == epi->ops[i].x;
+    if (!dup) bufs[nbufs++] = epi->ops[i].x;
+  }
+  return nbufs;
+}
+
+LLVMValueRef llvm_gemm_epi_apply(emitter *e, const gemm_epi *epi, LLVMValueRef v, LLVMValueRef col, int valid) {
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  int VL = (int)LLVMGetVectorSize(vt);
   for (int i = 0; i < epi->n; i++) {
     const gemm_epi_op *o = &epi->ops[i];
     LLVMValueRef x;
@@ -199,7 +208,7 @@ static void tile_rows(emitter *e, const geom *g, tile_io io, const gemm_epi *epi
         LLVMBuildStore(b, ld_part(e, vt, llvm_buf_ptr(e, C), off, valid[v], g->VL), a);
       } else {
         LLVMValueRef x = LLVMBuildLoad2(b, vt, a, "");
-        if (io == IO_STORE_EPI) x = apply_epi(e, epi, vt, x, col, valid[v], g->VL);
+        if (io == IO_STORE_EPI) x = llvm_gemm_epi_apply(e, epi, x, col, valid[v]);
         st_part(e, x, llvm_buf_ptr(e, C), off, valid[v], g->VL);
       }
     }
@@ -267,11 +276,7 @@ static void main_kernel(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A,
   cbuf *bufs[3 + GEMM_EPI_MAX];
   int nbufs = 0;
   bufs[nbufs++] = A, bufs[nbufs++] = Bp, bufs[nbufs++] = C;
-  for (int i = 0; epi && i < epi->n; i++) {
-    bool dup = epi->ops[i].x->kind == CB_CONST;
-    for (int j = 0; j < nbufs && !dup; j++) dup = bufs[j] == epi->ops[i].x;
-    if (!dup) bufs[nbufs++] = epi->ops[i].x;
-  }
+  nbufs = llvm_gemm_epi_bufs(epi, bufs, nbufs);
   kfn k;
   llvm_kernel_begin(e, &k, bufs, nbufs, arena_printf(e->a, "k%d.gemm", e->nkernels));
   LLVMValueRef ap_buf = llvm_alloca(e, LLVMArrayType(e->t_f32, (unsigned)(TPB * MR * KC)));

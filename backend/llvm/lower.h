@@ -248,6 +248,17 @@ void llvm_emit_gemm_epi(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64
  * into s->mat[id] (f32): only under NATIVE numerics on the tiled kernel;
  * false (nothing emitted, no error) when that does not apply. */
 bool llvm_emit_dot_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
+/* v (a vector of f32 outputs of one row, lane 0 at output column col, the
+ * first `valid` lanes inside the row) after epi's operations. */
+LLVMValueRef llvm_gemm_epi_apply(emitter *e, const gemm_epi *epi, LLVMValueRef v, LLVMValueRef col, int valid);
+/* Appends to bufs[0..nbufs) the buffers epi reads that a kernel must take
+ * as parameters (not constants, not already listed); the new count. bufs
+ * has room for GEMM_EPI_MAX more. */
+int llvm_gemm_epi_bufs(const gemm_epi *epi, cbuf **bufs, int nbufs);
+/* conv.c: the direct kernel with an epilogue (column operands indexed by
+ * the output feature) into s->mat[id]; false (nothing emitted, no error)
+ * when the convolution is not of the direct kernel's form. */
+bool llvm_emit_conv_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
 

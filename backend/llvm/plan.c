@@ -265,12 +265,14 @@ static cbuf *epi_operand(emitter *e, scope *ns, ir_id y) {
   return NULL;
 }
 
-/* A dense layer's tail: the fusion's root is a chain of f32 add, subtract,
- * multiply, divide, maximum or minimum over one dot, each link used once,
- * whose other operand is a broadcast of an f32 scalar or of an f32 vector
- * along the last dim (bias, relu's zero, a scale). Fills epi (first op
- * nearest the dot) and returns the dot, or -1. Only under NATIVE numerics,
- * where the GEMM can apply it in registers (llvm_emit_dot_epi). */
+/* A dense or convolution layer's tail: the fusion's root is a chain of f32
+ * add, subtract, multiply, divide, maximum or minimum over one dot or
+ * convolution, each link used once, whose other operand is a broadcast of
+ * an f32 scalar or of an f32 vector along the last dim (bias, relu's zero,
+ * a scale). Fills epi (first op nearest the dot) and returns the dot or
+ * convolution, or -1. Only under NATIVE numerics, where the GEMM and the
+ * direct convolution apply it in registers (llvm_emit_dot_epi,
+ * llvm_emit_conv_epi). */
 static ir_id epilogue_dot(emitter *e, scope *ns, gemm_epi *epi) {
   const ir_comp *c = ns->c;
   epi->n = 0;
@@ -286,7 +288,7 @@ static ir_id epilogue_dot(emitter *e, scope *ns, gemm_epi *epi) {
   for (;;) {
     const ir_inst *xi = llvm_inst(ns, x);
     if (x != c->root && uses[x] != 1) return -1;
-    if (xi->op == IR_OP_DOT) break;
+    if (xi->op == IR_OP_DOT || xi->op == IR_OP_CONVOLUTION) break;
     bool ew = xi->op == IR_OP_ADD || xi->op == IR_OP_SUBTRACT || xi->op == IR_OP_MULTIPLY ||
               xi->op == IR_OP_DIVIDE || xi->op == IR_OP_MAXIMUM || xi->op == IR_OP_MINIMUM;
     if (!ew || xi->nops != 2 || xi->shape.type != IR_F32 || xi->shape.rank < 1 || n == GEMM_EPI_MAX) return -1;
@@ -351,10 +353,10 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
       ns->mat[o] = l;
     }
     if (x == epi_dot) {
-      /* The dot computes the root: its tiles leave the kernel through the
-       * epilogue straight into the fusion's output. */
+      /* The dot (convolution) computes the root: its tiles leave the
+       * kernel through the epilogue straight into the fusion's output. */
       ns->mat[x] = s->mat[id];
-      if (llvm_emit_dot_epi(e, ns, x, &epi)) {
+      if (xi->op == IR_OP_DOT ? llvm_emit_dot_epi(e, ns, x, &epi) : llvm_emit_conv_epi(e, ns, x, &epi)) {
         ns->mat[c->root] = s->mat[id];
         depth[x] = 0;
         continue;

@@ -4,7 +4,8 @@
  * threads), its in-register epilogues (dot + bias + relu fusions, swapped
  * operands, scalar operands; and fusions it must decline), and the direct
  * convolution's register tiles (row widths that do and do not divide the
- * tile, 1 to 8 vectors of output channels, strides, asymmetric padding).
+ * tile, 1 to 8 vectors of output channels, strides, asymmetric padding)
+ * and its bias + relu epilogue.
  *
  * These kernels run only under NATIVE (and, for dots, TPU) numerics, where
  * sums are reassociated into fused multiply-adds. The data are small
@@ -109,7 +110,8 @@ static ir_id bin(tmod *t, ir_op op, ir_id x, ir_id y) { return tm_op(t, op, (ir_
  *   1  max(0, b + dot)                      operands swapped
  *   2  min((s - dot) * 0.5, b) / 2          scalar parameter and constants
  *   3  dot [M, 4, N/4] + b along the last dim: two free dims, declined
- *   4  dot + dot * s                        dot used twice: declined */
+ *   4  dot + dot * s                        dot used twice: declined
+ *   5  max(dot + b, 0), dot batched [3, M, N] (bias per column of every batch) */
 static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
   tmod t = tm_new("dense");
   ir_comp_id fc = ir_comp_add(t.m, "fused");
@@ -117,11 +119,13 @@ static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
   ir_comp_id main = t.c;
   t.c = fc;
   int64_t N2 = variant == 3 ? N / 4 : N;
-  ir_id h = tm_param(&t, 0, IR_F32, 2, D(M, K));
-  ir_id w = variant == 3 ? tm_param(&t, 1, IR_F32, 3, D(K, 4, N2)) : tm_param(&t, 1, IR_F32, 2, D(K, N));
+  ir_id h = variant == 5 ? tm_param(&t, 0, IR_F32, 3, D(3, M, K)) : tm_param(&t, 0, IR_F32, 2, D(M, K));
+  ir_id w = variant == 3   ? tm_param(&t, 1, IR_F32, 3, D(K, 4, N2))
+            : variant == 5 ? tm_param(&t, 1, IR_F32, 3, D(3, K, N))
+                           : tm_param(&t, 1, IR_F32, 2, D(K, N));
   ir_id b = tm_param(&t, 2, IR_F32, 1, D(N2));
   ir_id sc = tm_param(&t, 3, IR_F32, 0, NULL);
-  ir_attrs a = dot_attrs(&t, 0);
+  ir_attrs a = dot_attrs(&t, variant == 5 ? 1 : 0);
   ir_id d = tm_op(&t, IR_OP_DOT, (ir_id[]){h, w}, 2, &a);
   ir_shape os = ir_inst_get(t.m, t.c, d)->shape;
   int64_t last = os.rank - 1;
@@ -129,7 +133,7 @@ static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
   ir_id zero = bcast(&t, tm_const_f32(&t, 0.0f), &os, 0, NULL);
   ir_id root;
   switch (variant) {
-  case 0: root = bin(&t, IR_OP_MAXIMUM, bin(&t, IR_OP_ADD, d, bb), zero); break;
+  case 0: case 5: root = bin(&t, IR_OP_MAXIMUM, bin(&t, IR_OP_ADD, d, bb), zero); break;
   case 1: root = bin(&t, IR_OP_MAXIMUM, zero, bin(&t, IR_OP_ADD, bb, d)); break;
   case 2: {
     ir_id half = bcast(&t, tm_const_f32(&t, 0.5f), &os, 0, NULL);
@@ -158,7 +162,7 @@ static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
 static void gemm_epilogues(void **state) {
   (void)state;
   static const int64_t shapes[][3] = {{37, 300, 44}, {256, 200, 12}, {9, 129, 100}, {24, 64, 32}};
-  for (int v = 0; v < 5; v++)
+  for (int v = 0; v < 6; v++)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
       assert_true(epilogue_case(v, shapes[i][0], shapes[i][1], shapes[i][2]));
 }
@@ -204,11 +208,71 @@ static void conv_tiles(void **state) {
   assert_true(conv_case(1, 9, 9, 6, 32, 5, 5, p1, s2));     /* window wider than the padding */
 }
 
+/* fusion(x, k, b) = max(conv(x, k) + b, 0) with the bias along the last
+ * output dim: NHWC/HWIO f32 is the direct kernel with the epilogue applied
+ * in registers; NCHW/OIHW (bias along W) must decline to the unfused path. */
+static bool conv_epilogue_case(bool nchw, int64_t w, int64_t c, int64_t o) {
+  tmod t = tm_new("conv_layer");
+  ir_comp_id fc = ir_comp_add(t.m, "fused");
+  ir_comp_get(t.m, fc)->is_fusion = true;
+  ir_comp_id main = t.c;
+  t.c = fc;
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.preferred_type = IR_TYPE_INVALID;
+  a.feature_group_count = a.batch_group_count = 1;
+  a.has_window = true;
+  a.window.rank = 2;
+  for (int d = 0; d < 2; d++) a.window.dims[d] = (ir_window_dim){3, 1, 1, 1, 1, 1, false};
+  ir_conv_dims *cd = &a.conv;
+  cd->nspatial = 2;
+  ir_id x, k;
+  if (nchw) {
+    cd->in_batch = 0, cd->in_feature = 1, cd->in_spatial[0] = 2, cd->in_spatial[1] = 3;
+    cd->k_out = 0, cd->k_in = 1, cd->k_spatial[0] = 2, cd->k_spatial[1] = 3;
+    cd->out_batch = 0, cd->out_feature = 1, cd->out_spatial[0] = 2, cd->out_spatial[1] = 3;
+    x = tm_param(&t, 0, IR_F32, 4, D(2, c, 5, w));
+    k = tm_param(&t, 1, IR_F32, 4, D(o, c, 3, 3));
+  } else {
+    cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;
+    cd->k_spatial[0] = 0, cd->k_spatial[1] = 1, cd->k_in = 2, cd->k_out = 3;
+    cd->out_batch = 0, cd->out_spatial[0] = 1, cd->out_spatial[1] = 2, cd->out_feature = 3;
+    x = tm_param(&t, 0, IR_F32, 4, D(2, 5, w, c));
+    k = tm_param(&t, 1, IR_F32, 4, D(3, 3, c, o));
+  }
+  ir_id cv = tm_op(&t, IR_OP_CONVOLUTION, (ir_id[]){x, k}, 2, &a);
+  ir_shape os = ir_inst_get(t.m, t.c, cv)->shape;
+  int64_t last = os.rank - 1;
+  ir_id b = tm_param(&t, 2, IR_F32, 1, D(os.dims[last]));
+  ir_id zero = bcast(&t, tm_const_f32(&t, 0.0f), &os, 0, NULL);
+  ir_id root = bin(&t, IR_OP_MAXIMUM, bin(&t, IR_OP_ADD, cv, bcast(&t, b, &os, 1, &last)), zero);
+  ir_comp_get(t.m, fc)->root = root;
+  ir_comp_finish(t.m, fc);
+  t.c = main;
+  ir_id ps[3];
+  const ir_comp *fcp = ir_comp_get(t.m, fc);
+  for (int i = 0; i < 3; i++) ps[i] = tm_param_shape(&t, i, &fcp->insts.v[fcp->params[i]].shape);
+  ir_attrs fa;
+  memset(&fa, 0, sizeof fa);
+  char what[96];
+  snprintf(what, sizeof what, "conv epilogue %s w=%lld c=%lld o=%lld", nchw ? "nchw" : "nhwc", (long long)w,
+           (long long)c, (long long)o);
+  return check(&t, tm_call(&t, IR_OP_FUSION, ps, 3, &fa, fc), CPU_NUMERICS_NATIVE, what);
+}
+
+static void conv_epilogues(void **state) {
+  (void)state;
+  assert_true(conv_epilogue_case(false, 56, 16, 64));
+  assert_true(conv_epilogue_case(false, 13, 3, 48));
+  assert_true(conv_epilogue_case(true, 13, 8, 32));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gemm_edges),
       cmocka_unit_test(gemm_epilogues),
       cmocka_unit_test(conv_tiles),
+      cmocka_unit_test(conv_epilogues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
