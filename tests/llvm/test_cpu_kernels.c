@@ -105,6 +105,30 @@ static ir_id bcast(tmod *t, ir_id x, const ir_shape *s, int ndims, const int64_t
 
 static ir_id bin(tmod *t, ir_op op, ir_id x, ir_id y) { return tm_op(t, op, (ir_id[]){x, y}, 2, NULL); }
 
+/* Closes fused computation fc (root), returns to computation main, calls
+ * fc on fresh entry parameters shaped like its own and checks the module
+ * under native numerics. */
+static bool check_fusion(tmod *t, ir_comp_id fc, ir_comp_id main, ir_id root, const char *what) {
+  ir_comp_get(t->m, fc)->root = root;
+  ir_comp_finish(t->m, fc);
+  t->c = main;
+  const ir_comp *fcp = ir_comp_get(t->m, fc);
+  int np = fcp->nparams;
+  ir_id ps[8];
+  for (int i = 0; i < np && i < 8; i++) ps[i] = tm_param_shape(t, i, &fcp->insts.v[fcp->params[i]].shape);
+  ir_attrs fa;
+  memset(&fa, 0, sizeof fa);
+  return check(t, tm_call(t, IR_OP_FUSION, ps, np, &fa, fc), CPU_NUMERICS_NATIVE, what);
+}
+
+/* NHWC input, HWIO kernel, NHWC output. */
+static void nhwc_labels(ir_conv_dims *cd) {
+  cd->nspatial = 2;
+  cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;
+  cd->k_spatial[0] = 0, cd->k_spatial[1] = 1, cd->k_in = 2, cd->k_out = 3;
+  cd->out_batch = 0, cd->out_spatial[0] = 1, cd->out_spatial[1] = 2, cd->out_feature = 3;
+}
+
 /* fusion(h, W, b, s) for a dense layer tail; variants:
  *   0  max(dot + b, 0)                      bias + relu
  *   1  max(0, b + dot)                      operands swapped
@@ -146,17 +170,9 @@ static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
   case 3: root = bin(&t, IR_OP_ADD, d, bb); break;
   default: root = bin(&t, IR_OP_ADD, d, bin(&t, IR_OP_MULTIPLY, d, sb)); break;
   }
-  ir_comp_get(t.m, fc)->root = root;
-  ir_comp_finish(t.m, fc);
-  t.c = main;
-  ir_id ps[4];
-  const ir_comp *fcp = ir_comp_get(t.m, fc);
-  for (int i = 0; i < 4; i++) ps[i] = tm_param_shape(&t, i, &fcp->insts.v[fcp->params[i]].shape);
-  ir_attrs fa;
-  memset(&fa, 0, sizeof fa);
   char what[96];
   snprintf(what, sizeof what, "epilogue v%d %lldx%lldx%lld", variant, (long long)M, (long long)K, (long long)N);
-  return check(&t, tm_call(&t, IR_OP_FUSION, ps, 4, &fa, fc), CPU_NUMERICS_NATIVE, what);
+  return check_fusion(&t, fc, main, root, what);
 }
 
 static void gemm_epilogues(void **state) {
@@ -180,11 +196,7 @@ static bool conv_case(int64_t n, int64_t h, int64_t w, int64_t c, int64_t o, int
   wy.size = kh, wx.size = kw;
   wy.lhs_dilate = wy.rhs_dilate = wx.lhs_dilate = wx.rhs_dilate = 1;
   a.window.dims[0] = wy, a.window.dims[1] = wx;
-  ir_conv_dims *cd = &a.conv;
-  cd->nspatial = 2;
-  cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;
-  cd->k_spatial[0] = 0, cd->k_spatial[1] = 1, cd->k_in = 2, cd->k_out = 3;
-  cd->out_batch = 0, cd->out_spatial[0] = 1, cd->out_spatial[1] = 2, cd->out_feature = 3;
+  nhwc_labels(&a.conv);
   ir_id x = tm_param(&t, 0, IR_F32, 4, D(n, h, w, c)), k = tm_param(&t, 1, IR_F32, 4, D(kh, kw, c, o));
   char what[128];
   snprintf(what, sizeof what, "direct conv %lldx%lldx%lldx%lld -> %lld, %lldx%lld, stride %lld/%lld, pad %lld-%lld/%lld-%lld",
@@ -234,9 +246,7 @@ static bool conv_epilogue_case(bool nchw, int64_t w, int64_t c, int64_t o) {
     x = tm_param(&t, 0, IR_F32, 4, D(2, c, 5, w));
     k = tm_param(&t, 1, IR_F32, 4, D(o, c, 3, 3));
   } else {
-    cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;
-    cd->k_spatial[0] = 0, cd->k_spatial[1] = 1, cd->k_in = 2, cd->k_out = 3;
-    cd->out_batch = 0, cd->out_spatial[0] = 1, cd->out_spatial[1] = 2, cd->out_feature = 3;
+    nhwc_labels(cd);
     x = tm_param(&t, 0, IR_F32, 4, D(2, 5, w, c));
     k = tm_param(&t, 1, IR_F32, 4, D(3, 3, c, o));
   }
@@ -246,18 +256,10 @@ static bool conv_epilogue_case(bool nchw, int64_t w, int64_t c, int64_t o) {
   ir_id b = tm_param(&t, 2, IR_F32, 1, D(os.dims[last]));
   ir_id zero = bcast(&t, tm_const_f32(&t, 0.0f), &os, 0, NULL);
   ir_id root = bin(&t, IR_OP_MAXIMUM, bin(&t, IR_OP_ADD, cv, bcast(&t, b, &os, 1, &last)), zero);
-  ir_comp_get(t.m, fc)->root = root;
-  ir_comp_finish(t.m, fc);
-  t.c = main;
-  ir_id ps[3];
-  const ir_comp *fcp = ir_comp_get(t.m, fc);
-  for (int i = 0; i < 3; i++) ps[i] = tm_param_shape(&t, i, &fcp->insts.v[fcp->params[i]].shape);
-  ir_attrs fa;
-  memset(&fa, 0, sizeof fa);
   char what[96];
   snprintf(what, sizeof what, "conv epilogue %s w=%lld c=%lld o=%lld", nchw ? "nchw" : "nhwc", (long long)w,
            (long long)c, (long long)o);
-  return check(&t, tm_call(&t, IR_OP_FUSION, ps, 3, &fa, fc), CPU_NUMERICS_NATIVE, what);
+  return check_fusion(&t, fc, main, root, what);
 }
 
 static void conv_epilogues(void **state) {
