@@ -79,25 +79,50 @@ typedef struct rp {
   uint32_t used;
   int mb;   /* masks m(mb+1), m(mb+2) are this evaluation's */
   int peak; /* most registers in use at once */
+  uint32_t clock, age[TGT_VREGS]; /* when each register was freed: the
+                                     least recently freed is reused first,
+                                     so that schedule() can overlap work */
+  const tk_plan *pl; /* constants held in registers (imm() uses them) */
+  tk_plan *coll;     /* or: collects the constants imm() needs */
 } rp;
 
 #define M1 (p->mb + 1)
 #define M2 (p->mb + 2)
 
 static int ralloc(rp *p) {
+  int best = -1;
   for (int r = 0; r < TGT_VREGS; r++)
-    if (!(p->used >> r & 1)) {
-      p->used |= 1u << r;
-      int n = __builtin_popcount(p->used);
-      if (n > p->peak) p->peak = n;
-      return r;
-    }
-  return -1;
+    if (!(p->used >> r & 1) && (best < 0 || p->age[r] < p->age[best])) best = r;
+  if (best < 0) return -1;
+  p->used |= 1u << best;
+  int n = __builtin_popcount(p->used);
+  if (n > p->peak) p->peak = n;
+  return best;
 }
 static void rfree(rp *p, int r) {
-  if (r >= 0) p->used &= ~(1u << r);
+  if (r >= 0 && p->pl && r >= TGT_VREGS - p->pl->nconst) return; /* a held constant */
+  if (r >= 0) {
+    p->used &= ~(1u << r);
+    p->age[r] = ++p->clock;
+  }
 }
+/* A register holding bits that the caller may overwrite. */
 static int imm(rp *p, uint32_t bits) {
+  int r = ralloc(p);
+  if (r >= 0) tb_valu(p->b, OP_VIMM, r, (int32_t)bits, 0);
+  return r;
+}
+
+/* A register holding bits that the caller only reads (and frees): a
+ * constant the plan holds for the whole loop when there is one. */
+static int cimm(rp *p, uint32_t bits) {
+  for (int k = 0; p->pl && k < p->pl->nconst; k++)
+    if (p->pl->bits[k] == bits) return TGT_VREGS - 1 - k; /* rfree leaves it */
+  if (p->coll) {
+    bool seen = false;
+    for (int k = 0; k < p->coll->nconst; k++) seen |= p->coll->bits[k] == bits;
+    if (!seen && p->coll->nconst < TK_PLAN_CONSTS) p->coll->bits[p->coll->nconst++] = bits;
+  }
   int r = ralloc(p);
   if (r >= 0) tb_valu(p->b, OP_VIMM, r, (int32_t)bits, 0);
   return r;
@@ -105,7 +130,7 @@ static int imm(rp *p, uint32_t bits) {
 #define V3(op, d, a_, c_) tb_valu(b, (op), (d), (a_), (c_))
 
 static void wrap8(tb *b, rp *p, int r) {
-  int k = imm(p, 24);
+  int k = cimm(p, 24);
   V3(OP_VSHL, r, r, k);
   V3(OP_VSRA, r, r, k);
   rfree(p, k);
@@ -156,7 +181,7 @@ static void rounding(tb *b, rp *p, ir_op op, int d, int x) {
 
 /* mask -> 0/1 s32 in d */
 static void mask_to01(tb *b, rp *p, int d, int m) {
-  int one = imm(p, 1), zero = imm(p, 0);
+  int one = cimm(p, 1), zero = cimm(p, 0);
   tb_raw(b, OP_VSEL, d, m, one, zero, 0, 0);
   rfree(p, one);
   rfree(p, zero);
@@ -184,7 +209,7 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     yy = ty;
     f = false;
   } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S32) {
-    int k = imm(p, 0x80000000u);
+    int k = cimm(p, 0x80000000u);
     tx = ralloc(p);
     ty = ralloc(p);
     V3(OP_VXOR, tx, x, k);
@@ -193,7 +218,7 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     xx = tx;
     yy = ty;
   } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S8) {
-    int k = imm(p, 0xff);
+    int k = cimm(p, 0xff);
     tx = ralloc(p);
     ty = ralloc(p);
     V3(OP_VAND, tx, x, k);
@@ -419,7 +444,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_ABS:
     if (f) V3(OP_VABSF, d, x, 0);
     else {
-      int zr = imm(p, 0), ng = ralloc(p);
+      int zr = cimm(p, 0), ng = ralloc(p);
       V3(OP_VSUBI, ng, zr, x);
       tb_raw(b, OP_VCMPLTI, M1, x, zr, 0, 0, 0);
       tb_raw(b, OP_VSEL, d, M1, ng, x, 0, 0);
@@ -431,7 +456,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_NEGATE:
     if (f) V3(OP_VNEGF, d, x, 0);
     else {
-      int zr = imm(p, 0);
+      int zr = cimm(p, 0);
       V3(OP_VSUBI, d, zr, x);
       rfree(p, zr);
       if (t == IR_S8) wrap8(b, p, d);
@@ -455,7 +480,8 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     rounding(b, p, n->op, d, x);
     break;
   case IR_OP_SIGN: {
-    int zr = imm(p, 0), one = imm(p, f ? 0x3F800000u : 1u), mone = imm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
+    int zr = cimm(p, 0), one = cimm(p, f ? 0x3F800000u : 1u),
+        mone = cimm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
     isa_op lt = f ? OP_VCMPLTF : OP_VCMPLTI;
     int tmp = ralloc(p);
     tb_raw(b, lt, M1, x, zr, 0, 0, 0);
@@ -469,7 +495,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   }
   case IR_OP_IS_FINITE: {
-    int inf = imm(p, 0x7F800000u), ab = ralloc(p);
+    int inf = cimm(p, 0x7F800000u), ab = ralloc(p);
     V3(OP_VABSF, ab, x, 0);
     tb_raw(b, OP_VCMPLTF, M1, ab, inf, 0, 0, 0);
     rfree(p, inf);
@@ -478,7 +504,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   }
   case IR_OP_NOT: {
-    int k = imm(p, t == IR_PRED ? 1u : 0xFFFFFFFFu);
+    int k = cimm(p, t == IR_PRED ? 1u : 0xFFFFFFFFu);
     V3(OP_VXOR, d, x, k);
     rfree(p, k);
     break;
@@ -512,7 +538,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_COMPARE: compare(b, p, n, atypes[0], d, x, y); break;
   case IR_OP_POPCNT: case IR_OP_CLZ: popcnt_clz(b, p, n->op, t, d, x); break;
   case IR_OP_SELECT: {
-    int zr = imm(p, 0);
+    int zr = cimm(p, 0);
     tb_raw(b, OP_VCMPEQI, M1, x, zr, 0, 0, 0);
     tb_raw(b, OP_VSEL, d, M1, z, y, 0, 0);
     rfree(p, zr);
@@ -533,15 +559,15 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
 /* ---- DAG evaluation --------------------------------------------------------- */
 
 static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
-                     int *out_regs, int *peak, const tk_plan *pl);
+                     int *out_regs, int *peak, const tk_plan *pl, tk_plan *coll);
 
 bool tk_eval_dag(tb *b, uint32_t *used, const tk_elem *e, const int *in_regs, int *out_regs) {
-  return eval_dag(b, used, 0, e, in_regs, out_regs, NULL, NULL);
+  return eval_dag(b, used, 0, e, in_regs, out_regs, NULL, NULL, NULL);
 }
 
 /* Registers e needs at once on one tile (inputs and, with pl, its
  * hoisted constants included): a dry run into a throwaway builder. */
-static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl) {
+static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl, tk_plan *coll) {
   tb dry;
   memset(&dry, 0, sizeof dry);
   dry.a = b->a;
@@ -557,7 +583,7 @@ static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl) {
     used |= 1u << i;
   }
   for (int k = 0; pl && k < pl->nconst; k++) used |= 1u << (TGT_VREGS - 1 - k);
-  if (!eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl)) return TGT_VREGS + 1;
+  if (!eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl, coll)) return TGT_VREGS + 1;
   int base = e->ninputs + (pl ? pl->nconst : 0);
   return peak > base ? peak : base;
 }
@@ -570,11 +596,11 @@ void tk_plan_make(tb *b, const tk_elem *e, tk_plan *pl) {
     for (int k = 0; k < pl->nconst; k++) seen |= pl->bits[k] == e->nodes[i].bits;
     if (!seen) pl->bits[pl->nconst++] = e->nodes[i].bits;
   }
-  int need = dag_regs(b, e, NULL);
+  int need = dag_regs(b, e, NULL, pl); /* also collects the op sequences' constants */
   int plain = 3 * need <= TGT_VREGS ? 3 : 2 * need <= TGT_VREGS ? 2 : 1;
   int hoisted = 0;
   if (pl->nconst) {
-    int nh = dag_regs(b, e, pl) - pl->nconst, avail = TGT_VREGS - pl->nconst;
+    int nh = dag_regs(b, e, pl, NULL) - pl->nconst, avail = TGT_VREGS - pl->nconst;
     hoisted = 3 * nh <= avail ? 3 : 2 * nh <= avail ? 2 : nh <= avail ? 1 : 0;
   }
   /* constants in registers unless that leaves one tile where there were more */
@@ -611,27 +637,131 @@ static void interleave(tb *b, const uint32_t *lo, const uint32_t *hi, int gn) {
   }
 }
 
+/* Reorders the vector-unit register code in words lo..hi (ALU, compare
+ * and select instructions only: no memory access, no other unit) so that
+ * the in-order vector unit stalls less: list scheduling that keeps, for
+ * every vector and mask register, the order of its writes and of each
+ * read relative to the writes (a read still sees the value it saw), and
+ * picks next the instruction that can start earliest (its inputs' latency
+ * from docs/isa.md), the earlier one in program order on a tie. Values are
+ * therefore unchanged; only the timing improves. */
+static void schedule(tb *b, uint32_t lo, uint32_t hi) {
+  int n = (int)(hi - lo);
+  if (n < 3 || n > 4096 || b->failed) return;
+  typedef struct sn {
+    int nr, nw, lat;
+    uint8_t r[4], w[2]; /* registers: 0..31 vector, 32..39 mask */
+  } sn;
+  sn *in = arena_array(b->a, (size_t)n, sizeof *in);
+  for (int i = 0; i < n; i++) {
+    isa_inst d;
+    char err[8];
+    if (isa_decode(b->code.v[lo + (uint32_t)i], &d, err, sizeof err) != 0) return;
+    const isa_info *fi = isa_info_of((isa_op)d.op);
+    if (fi->unit != ISA_VECTOR || fi->lat < 1) return;
+    const char *f = fi->operands;
+    const uint8_t fld[4] = {d.a, d.b, d.c, d.d};
+    in[i].lat = fi->lat;
+    for (int k = 0; f[k] && k < 4; k++) {
+      if (f[k] != 'V' && f[k] != 'M') {
+        if (f[k] != 'I') return; /* S: a memory access; not this code */
+        continue;
+      }
+      uint8_t r = (uint8_t)(fld[k] + (f[k] == 'M' ? 32 : 0));
+      if (k == 0 && strcmp(f, "VSISM") != 0) in[i].w[in[i].nw++] = r;
+      else if (r != 32) in[i].r[in[i].nr++] = r; /* m0 is constant */
+    }
+  }
+  /* dependences: pred lists with the latency each edge needs */
+  int *npred = arena_array(b->a, (size_t)n, sizeof(int));
+  int (*pred)[32] = arena_array(b->a, (size_t)n, sizeof *pred);
+  int (*plat)[32] = arena_array(b->a, (size_t)n, sizeof *plat);
+  int lastw[40], nread[40];
+  bool over[40]; /* more readers than tracked: a later write is not movable */
+  int (*reads)[24] = arena_array(b->a, 40, sizeof *reads);
+  for (int r = 0; r < 40; r++) lastw[r] = -1, nread[r] = 0, over[r] = false;
+  for (int i = 0; i < n; i++) {
+    int np = 0;
+    for (int k = 0; k < in[i].nr; k++) { /* RAW */
+      int w = lastw[in[i].r[k]];
+      if (w >= 0 && np < 32) pred[i][np] = w, plat[i][np++] = in[w].lat;
+    }
+    for (int k = 0; k < in[i].nw; k++) { /* WAW, WAR: keep the order */
+      int r = in[i].w[k];
+      if (over[r]) return; /* leave the code as it is */
+      if (lastw[r] >= 0 && np < 32) pred[i][np] = lastw[r], plat[i][np++] = 1;
+      for (int j = 0; j < nread[r]; j++)
+        if (np < 32) pred[i][np] = reads[r][j], plat[i][np++] = 1;
+        else return;
+    }
+    npred[i] = np;
+    for (int k = 0; k < in[i].nw; k++) {
+      lastw[in[i].w[k]] = i;
+      nread[in[i].w[k]] = 0;
+      over[in[i].w[k]] = false;
+    }
+    for (int k = 0; k < in[i].nr; k++) {
+      int r = in[i].r[k];
+      if (nread[r] >= 24) over[r] = true;
+      else reads[r][nread[r]++] = i;
+    }
+  }
+  int *start = arena_array(b->a, (size_t)n, sizeof(int));
+  bool *done = arena_array(b->a, (size_t)n, sizeof(bool));
+  uint64_t *out = arena_array(b->a, (size_t)n, sizeof(uint64_t));
+  int t = -1, first = 0;
+  for (int m = 0; m < n; m++) {
+    int best = -1, bs = 0;
+    while (done[first]) first++;
+    for (int i = first; i < n; i++) {
+      if (done[i]) continue;
+      int st = t + 1;
+      bool ok = true;
+      for (int k = 0; k < npred[i] && ok; k++) {
+        int p = pred[i][k];
+        if (!done[p]) ok = false;
+        else if (start[p] + plat[i][k] > st) st = start[p] + plat[i][k];
+      }
+      if (ok && (best < 0 || st < bs)) best = i, bs = st;
+      if (ok && st == t + 1) break; /* cannot do better than no stall */
+    }
+    done[best] = true;
+    start[best] = bs;
+    t = bs;
+    out[m] = b->code.v[lo + (uint32_t)best];
+  }
+  memcpy(b->code.v + lo, out, (size_t)n * sizeof(uint64_t));
+}
+
+int tk_dag_regs(tb *b, const tk_elem *e) { return dag_regs(b, e, NULL, NULL); }
+
 bool tk_eval_tiles(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
                    int *out_regs) {
+  return tk_eval_tiles_keep(b, e, pl, gn, in_regs, out_regs, 0);
+}
+
+bool tk_eval_tiles_keep(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
+                        int *out_regs, uint32_t keep) {
   int RP = tk_plan_part(pl, gn);
   uint32_t lo[4], hi[4];
   for (int g = 0; g < gn; g++) {
     uint32_t part = RP >= 32 ? 0xffffffffu : ((1u << RP) - 1) << (g * RP);
-    uint32_t used = ~part;
+    uint32_t used = ~part | keep;
     for (int i = 0; i < e->ninputs; i++) used |= 1u << in_regs[g * e->ninputs + i];
     lo[g] = (uint32_t)b->code.n;
     if (!eval_dag(b, &used, 2 * g, e, in_regs + g * e->ninputs, out_regs + g * e->noutputs, NULL,
-                  pl))
+                  pl, NULL))
       return false;
     hi[g] = (uint32_t)b->code.n;
   }
   interleave(b, lo, hi, gn);
+  schedule(b, lo[0], hi[gn - 1]);
   return !b->failed;
 }
 
 static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int *in_regs,
-                     int *out_regs, int *peak, const tk_plan *pl) {
-  rp p = {b, *used, mb, __builtin_popcount(*used)};
+                     int *out_regs, int *peak, const tk_plan *pl, tk_plan *coll) {
+  rp p = {b, *used, mb, __builtin_popcount(*used), 0, {0}, pl, coll};
   uint32_t fixed = 0; /* registers of hoisted constants: never freed */
   int *uses = arena_array(b->a, (size_t)e->nnodes, sizeof(int));
   int *reg = arena_array(b->a, (size_t)e->nnodes, sizeof(int));

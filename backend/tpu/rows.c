@@ -132,7 +132,8 @@ static pass *pass_make(tb *b, const rprog *p, const int *targets, int nt) {
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
-enum { M_TAIL = 3, M_LANE0 = 4 }; /* masks of the kernel (tk_eval_dag uses m1, m2) */
+/* Masks of the kernel: tk_eval_tiles takes m1..m4 for two groups. */
+enum { M_TAIL = 5, M_LANE0 = 6, RK_GROUPS = 2 };
 
 typedef struct rk {
   tb *b;
@@ -140,81 +141,91 @@ typedef struct rk {
   int64_t Rpad, Rb, nC;
   uint64_t col_off, scal_off, in_off, in_slot, out_off, out_slot, row_off, row_slot;
   uint64_t *in_base, *out_base; /* per input / output: offset of slot 0 */
-  int *reg;                      /* ROW node -> register this group */
-  uint32_t used;
+  int G;                         /* groups of 8 rows computed in lockstep */
+  int *reg[RK_GROUPS];           /* ROW node -> register, per group */
+  uint32_t used[RK_GROUPS];      /* per group: registers in use (outside
+                                    its part of the file: all) */
+  tk_plan pl;                    /* G tiles at once, no held constants */
   pass **red_pass;               /* per node (reduces): its pass */
   pass *out_pass;
-  int nfull_out;
 } rk;
 
-static int ralloc(rk *k) {
+static uint32_t part_of(const rk *k, int g) {
+  int RP = TGT_VREGS / k->G;
+  return RP >= 32 ? 0xffffffffu : ((1u << RP) - 1) << (g * RP);
+}
+
+static int ralloc(rk *k, int g) {
   for (int r = 0; r < TGT_VREGS; r++)
-    if (!(k->used >> r & 1)) {
-      k->used |= 1u << r;
+    if (!(k->used[g] >> r & 1)) {
+      k->used[g] |= 1u << r;
       return r;
     }
-  tb_error(k->b, ST_UNSUPPORTED, "row program needs more than %d vector registers", TGT_VREGS);
+  tb_error(k->b, ST_UNSUPPORTED, "row program needs more than %d vector registers",
+           TGT_VREGS / k->G);
   return 0;
 }
-static void rfree(rk *k, int r) { k->used &= ~(1u << r); }
+static void rfree(rk *k, int g, int r) { k->used[g] &= ~(1u << r); }
 
 static int esz(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
 
-/* Evaluates pass ps on chunk c of the 8 rows at r0 (slot sl); out[k] get
- * registers the caller owns. */
-static bool pass_eval(rk *k, const pass *ps, int64_t r0, int sl, int64_t c, int *out) {
+/* Evaluates pass ps on chunk c of the G groups of 8 rows at r0 + 8g (slot
+ * sl), their code interleaved; out[g * noutputs + o] get registers group
+ * g owns. */
+static bool pass_eval(rk *k, const pass *ps, int64_t r0, int G, int sl, int64_t c, int *out) {
   tb *b = k->b;
   const rprog *p = k->p;
-  int in_regs[64], loaded[64], nl = 0;
-  if (ps->e.ninputs > 64) {
-    tb_error(b, ST_UNSUPPORTED, "row program with %d inputs", ps->e.ninputs);
+  int ni = ps->e.ninputs, no = ps->e.noutputs;
+  int in_regs[RK_GROUPS * 32], loaded[RK_GROUPS][32], nl[RK_GROUPS] = {0};
+  if (ni > 32 || no > 32) {
+    tb_error(b, ST_UNSUPPORTED, "row program with %d inputs", ni);
     return false;
   }
-  for (int i = 0; i < ps->e.ninputs; i++) {
-    psrc s = ps->src.v[i];
-    if (s.kind == RN_RED) {
-      in_regs[i] = k->reg[s.idx];
-      continue;
-    }
-    int r = ralloc(k);
-    loaded[nl++] = r;
-    in_regs[i] = r;
-    if (s.kind == RN_IN) {
-      int es = esz(p->in_type.v[s.idx]);
-      tb_vld(b, r, k->in_base[s.idx] + (uint64_t)sl * k->in_slot +
-                       (uint64_t)((r0 * k->Rpad + c * 128) * es),
-             (uint32_t)(k->Rpad * es), es == 2);
-    } else if (s.kind == RN_COL) {
-      tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
-                       (uint64_t)(c * 512),
-             0, false);
-    } else { /* RN_SCAL */
-      tb_vld(b, r, k->scal_off + (uint64_t)s.idx * 4096, 512, false);
-    }
-  }
-  uint32_t used = k->used;
-  if (!tk_eval_dag(b, &used, &ps->e, in_regs, out)) return false;
-  k->used = used;
-  /* Outputs that are inputs: loaded ones change owner, ROW registers are
-   * copied (the caller may overwrite its outputs). */
-  for (int o = 0; o < ps->e.noutputs; o++) {
-    bool is_in = false;
-    for (int i = 0; i < ps->e.ninputs; i++) is_in |= in_regs[i] == out[o];
-    if (!is_in) continue;
-    bool is_loaded = false;
-    for (int j = 0; j < nl; j++)
-      if (loaded[j] == out[o]) {
-        loaded[j] = -1;
-        is_loaded = true;
+  for (int g = 0; g < G; g++)
+    for (int i = 0; i < ni; i++) {
+      psrc s = ps->src.v[i];
+      if (s.kind == RN_RED) {
+        in_regs[g * ni + i] = k->reg[g][s.idx];
+        continue;
       }
-    if (!is_loaded) {
-      int r = ralloc(k);
-      tb_valu(b, OP_VMOV, r, out[o], 0);
-      out[o] = r;
+      int r = ralloc(k, g);
+      loaded[g][nl[g]++] = r;
+      in_regs[g * ni + i] = r;
+      if (s.kind == RN_IN) {
+        int es = esz(p->in_type.v[s.idx]);
+        tb_vld(b, r, k->in_base[s.idx] + (uint64_t)sl * k->in_slot +
+                         (uint64_t)(((r0 + 8 * g) * k->Rpad + c * 128) * es),
+               (uint32_t)(k->Rpad * es), es == 2);
+      } else if (s.kind == RN_COL) {
+        tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
+                         (uint64_t)(c * 512),
+               0, false);
+      } else { /* RN_SCAL */
+        tb_vld(b, r, k->scal_off + (uint64_t)s.idx * 4096, 512, false);
+      }
     }
+  uint32_t keep = 0; /* what the groups hold in their parts */
+  for (int g = 0; g < G; g++) keep |= k->used[g] & part_of(k, g);
+  if (!tk_eval_tiles_keep(b, &ps->e, &k->pl, G, in_regs, out, keep)) return false;
+  for (int g = 0; g < G; g++) {
+    /* Outputs that are inputs: loaded ones change owner, ROW registers are
+     * copied (the caller may overwrite its outputs). */
+    for (int o = 0; o < no; o++) {
+      int *op = &out[g * no + o];
+      bool is_in = false, is_loaded = false;
+      for (int i = 0; i < ni; i++) is_in |= in_regs[g * ni + i] == *op;
+      for (int j = 0; j < nl[g]; j++)
+        if (loaded[g][j] == *op) loaded[g][j] = -1, is_loaded = true;
+      if (is_in && !is_loaded) {
+        int r = ralloc(k, g);
+        tb_valu(b, OP_VMOV, r, *op, 0);
+        *op = r;
+      }
+      k->used[g] |= 1u << *op;
+    }
+    for (int j = 0; j < nl[g]; j++)
+      if (loaded[g][j] >= 0) rfree(k, g, loaded[g][j]);
   }
-  for (int j = 0; j < nl; j++)
-    if (loaded[j] >= 0) rfree(k, loaded[j]);
   return !b->failed;
 }
 
@@ -225,42 +236,45 @@ static isa_op red_vop(ir_op op) {
   return op == IR_OP_ADD ? OP_VADDF : op == IR_OP_MAXIMUM ? OP_VMAXF : OP_VMINF;
 }
 
-/* Reduce node i for the 8 rows at r0: its ROW register. */
-static int reduce_rows(rk *k, int i, int64_t r0, int sl) {
+/* Reduce node i for the G groups at r0: their ROW registers in k->reg. */
+static void reduce_rows(rk *k, int i, int64_t r0, int G, int sl) {
   tb *b = k->b;
   const rnode *n = &k->p->nodes.v[i];
   int64_t R = k->p->R;
-  int acc = -1;
+  int acc[RK_GROUPS] = {-1, -1}, v[RK_GROUPS];
   for (int64_t c = 0; c < k->nC && !b->failed; c++) {
-    int v;
-    if (!pass_eval(k, k->red_pass[i], r0, sl, c, &v)) return 0;
-    if (c == k->nC - 1 && R % 128) { /* lanes past R: the op's identity */
-      int t = ralloc(k);
-      tb_valu(b, OP_VIMM, t, (int32_t)red_identity(n->op), 0);
-      tb_raw(b, OP_VSEL, v, M_TAIL, v, t, 0, 0);
-      rfree(k, t);
-    }
-    if (acc < 0) {
-      acc = v;
-    } else {
-      tb_valu(b, red_vop(n->op), acc, acc, v);
-      rfree(k, v);
+    if (!pass_eval(k, k->red_pass[i], r0, G, sl, c, v)) return;
+    for (int g = 0; g < G; g++) {
+      if (c == k->nC - 1 && R % 128) { /* lanes past R: the op's identity */
+        int t = ralloc(k, g);
+        tb_valu(b, OP_VIMM, t, (int32_t)red_identity(n->op), 0);
+        tb_raw(b, OP_VSEL, v[g], M_TAIL, v[g], t, 0, 0);
+        rfree(k, g, t);
+      }
+      if (acc[g] < 0) {
+        acc[g] = v[g];
+      } else {
+        tb_valu(b, red_vop(n->op), acc[g], acc[g], v[g]);
+        rfree(k, g, v[g]);
+      }
     }
   }
   isa_op lop = n->op == IR_OP_ADD ? OP_VRLSUM : n->op == IR_OP_MAXIMUM ? OP_VRLMAX : OP_VRLMIN;
-  tb_valu(b, lop, acc, acc, 0);
+  for (int g = 0; g < G; g++) tb_valu(b, lop, acc[g], acc[g], 0);
   /* result = op(init, lanes' fold) */
   const rnode *in = &k->p->nodes.v[n->args[1]];
-  int t = ralloc(k);
-  if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
-  else tb_vld(b, t, k->scal_off + (uint64_t)in->input * 4096, 512, false);
-  tb_valu(b, red_vop(n->op), acc, t, acc);
-  rfree(k, t);
-  return acc;
+  for (int g = 0; g < G; g++) {
+    int t = ralloc(k, g);
+    if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
+    else tb_vld(b, t, k->scal_off + (uint64_t)in->input * 4096, 512, false);
+    tb_valu(b, red_vop(n->op), acc[g], t, acc[g]);
+    rfree(k, g, t);
+    k->reg[g][i] = acc[g];
+  }
 }
 
-/* A ROW op node for the current rows: one-node program on registers. */
-static int row_op(rk *k, int i) {
+/* A ROW op node for group g's rows: one-node program on registers. */
+static int row_op(rk *k, int g, int i) {
   tb *b = k->b;
   const rnode *n = &k->p->nodes.v[i];
   tk_node nodes[4];
@@ -275,7 +289,7 @@ static int row_op(rk *k, int i) {
     } else {
       nodes[a].kind = TK_IN;
       nodes[a].input = ni;
-      in_regs[ni++] = k->reg[n->args[a]];
+      in_regs[ni++] = k->reg[g][n->args[a]];
     }
   }
   tk_node *o = &nodes[n->nargs];
@@ -288,42 +302,47 @@ static int row_op(rk *k, int i) {
   for (int a = 0; a < n->nargs; a++) o->args[a] = a;
   int root = n->nargs, out = 0;
   tk_elem e = {n->nargs + 1, nodes, ni, NULL, NULL, 1, &root, NULL, 0};
-  uint32_t used = k->used;
-  if (!tk_eval_dag(b, &used, &e, in_regs, &out)) return 0;
-  k->used = used;
+  if (!tk_eval_dag(b, &k->used[g], &e, in_regs, &out)) return 0;
   return out;
 }
 
-static void rows_group(rk *k, int64_t r0, int sl) {
+/* The G groups of 8 rows at r0, r0 + 8, ...: every ROW node in order
+ * (reduces as passes over the chunks), then the outputs. */
+static void rows_groups(rk *k, int64_t r0, int G, int sl) {
   tb *b = k->b;
   const rprog *p = k->p;
-  uint32_t used0 = k->used;
+  for (int g = 0; g < G; g++) k->used[g] = ~part_of(k, g);
   for (int i = 0; i < p->nodes.n && !b->failed; i++) {
     const rnode *n = &p->nodes.v[i];
     if (n->cls != RC_ROW) continue;
-    if (n->kind == RN_RED) k->reg[i] = reduce_rows(k, i, r0, sl);
-    else if (n->kind == RN_ALIAS) k->reg[i] = k->reg[n->args[0]];
-    else k->reg[i] = row_op(k, i);
+    if (n->kind == RN_RED) {
+      reduce_rows(k, i, r0, G, sl);
+      continue;
+    }
+    for (int g = 0; g < G; g++)
+      k->reg[g][i] = n->kind == RN_ALIAS ? k->reg[g][n->args[0]] : row_op(k, g, i);
   }
   /* FULL outputs: one pass over the chunks; ROW outputs: lane 0 of each
    * sublane to consecutive words. */
-  int outs[32];
+  int outs[RK_GROUPS * 32], nf = k->out_pass ? k->out_pass->e.noutputs : 0;
   for (int64_t c = 0; c < k->nC && k->out_pass && !b->failed; c++) {
-    if (!pass_eval(k, k->out_pass, r0, sl, c, outs)) return;
-    for (int o = 0, f = 0; o < p->out_node.n; o++) {
-      if (p->nodes.v[p->out_node.v[o]].cls != RC_FULL) continue;
-      int es = esz(p->out_type.v[o]);
-      tb_vst(b, outs[f], k->out_base[o] + (uint64_t)sl * k->out_slot +
-                             (uint64_t)((r0 * k->Rpad + c * 128) * es),
-             (uint32_t)(k->Rpad * es), es == 2, 0);
-      rfree(k, outs[f++]);
-    }
+    if (!pass_eval(k, k->out_pass, r0, G, sl, c, outs)) return;
+    for (int g = 0; g < G; g++)
+      for (int o = 0, f = 0; o < p->out_node.n; o++) {
+        if (p->nodes.v[p->out_node.v[o]].cls != RC_FULL) continue;
+        int es = esz(p->out_type.v[o]), r = outs[g * nf + f++];
+        tb_vst(b, r, k->out_base[o] + (uint64_t)sl * k->out_slot +
+                         (uint64_t)(((r0 + 8 * g) * k->Rpad + c * 128) * es),
+               (uint32_t)(k->Rpad * es), es == 2, 0);
+        rfree(k, g, r);
+      }
   }
-  for (int o = 0; o < p->out_node.n; o++)
-    if (p->nodes.v[p->out_node.v[o]].cls == RC_ROW)
-      tb_vst(b, k->reg[p->out_node.v[o]], k->out_base[o] + (uint64_t)sl * k->row_slot + (uint64_t)(r0 * 4),
-             4, false, M_LANE0);
-  k->used = used0;
+  for (int g = 0; g < G; g++)
+    for (int o = 0; o < p->out_node.n; o++)
+      if (p->nodes.v[p->out_node.v[o]].cls == RC_ROW)
+        tb_vst(b, k->reg[g][p->out_node.v[o]],
+               k->out_base[o] + (uint64_t)sl * k->row_slot + (uint64_t)((r0 + 8 * g) * 4), 4,
+               false, M_LANE0);
 }
 
 /* Emits the row kernel of p; false (nothing emitted) when a block of 8
@@ -357,7 +376,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   k.nC = Rpad / 128;
   k.in_base = arena_array(b->a, (size_t)p->in_addr.n + 1, sizeof(uint64_t));
   k.out_base = arena_array(b->a, (size_t)p->out_node.n + 1, sizeof(uint64_t));
-  k.reg = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(int));
+  for (int g = 0; g < RK_GROUPS; g++) k.reg[g] = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(int));
   k.red_pass = arena_array(b->a, (size_t)p->nodes.n + 1, sizeof(pass *));
   /* VMEM: COL vectors, scalar tiles, then two slots of every FULL input,
    * FULL output and ROW output block. */
@@ -384,6 +403,16 @@ static bool rows_kernel(tb *b, const rprog *p) {
   if (nfull) k.out_pass = pass_make(b, p, ft, nfull);
   for (int i = 0; i < p->nodes.n; i++)
     if (p->nodes.v[i].kind == RN_RED) k.red_pass[i] = pass_make(b, p, &p->nodes.v[i].args[0], 1);
+  /* Two groups in lockstep when each fits half the registers: its ROW
+   * values, an accumulator, a tail identity and the widest pass. */
+  int nrow = 0, need = 0;
+  for (int i = 0; i < p->nodes.n; i++)
+    nrow += p->nodes.v[i].cls == RC_ROW && p->nodes.v[i].kind != RN_ALIAS;
+  for (int i = 0; i < p->nodes.n; i++)
+    if (k.red_pass[i] && tk_dag_regs(b, &k.red_pass[i]->e) > need) need = tk_dag_regs(b, &k.red_pass[i]->e);
+  if (k.out_pass && tk_dag_regs(b, &k.out_pass->e) > need) need = tk_dag_regs(b, &k.out_pass->e);
+  k.G = nrow + 2 + need <= TGT_VREGS / 2 && Rb % 16 == 0 ? 2 : 1;
+  k.pl.tiles = k.G;
   /* loads of the COL vectors and scalar inits; masks */
   for (int c = 0; c < p->col_addr.n; c++) {
     int64_t d[10] = {R * 4, 1, 1, 1, 0, 0, 0, 0, 0, 0};
@@ -413,8 +442,9 @@ static bool rows_kernel(tb *b, const rprog *p) {
     if (blk < 0) continue;
     int64_t o0 = blk * Rb, rows = O - o0 < Rb ? O - o0 : Rb;
     int sl = (int)(blk & 1);
-    k.used = 0;
-    for (int64_t r0 = 0; r0 < rows && !b->failed; r0 += 8) rows_group(&k, r0, sl);
+    /* (a last odd group of 8 rows has a partner on stale rows of the
+     * slot, computed and never stored: Rb is a multiple of 16 then) */
+    for (int64_t r0 = 0; r0 < rows && !b->failed; r0 += 8 * k.G) rows_groups(&k, r0, k.G, sl);
     for (int o = 0; o < p->out_node.n; o++) {
       const rnode *n = &p->nodes.v[p->out_node.v[o]];
       if (n->cls == RC_FULL) {

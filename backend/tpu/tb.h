@@ -192,6 +192,12 @@ void tk_plan_consts(tb *b, const tk_plan *pl);
  * m(2g+2) are tile g's. false after an error. */
 bool tk_eval_tiles(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
                    int *out_regs);
+/* tk_eval_tiles leaving the registers in keep alone (values the caller
+ * holds in the tiles' parts). */
+bool tk_eval_tiles_keep(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
+                        int *out_regs, uint32_t keep);
+/* Registers e needs at once on one tile, its inputs included (a dry run). */
+int tk_dag_regs(tb *b, const tk_elem *e);
 /* Internal type of an IR element type (F32, BF16 or S32); IR_TYPE_INVALID
  * when unsupported. */
 ir_type tk_itype(ir_type t);
