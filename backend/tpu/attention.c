@@ -732,12 +732,13 @@ static void values(kctx *k, const gview *v) {
   }
 }
 
-/* O^T tiles -> O rows (transpose buffer) -> HBM. */
+/* O^T tiles -> O rows (transpose buffer; f32, or rounded to bf16) -> HBM. */
 static void store(kctx *k, const gview *v) {
   tb *b = k->b;
   const attn *a = k->a;
   const plan *p = k->p;
   const panel *pn = v->pn;
+  int es = a->o.es;
   for (int64_t j = 0; j < v->n; j++) {
     uint64_t ot = v->s + p->ot + (uint64_t)(j * p->Dv8 * p->Nt * 4);
     uint64_t ob = p->ob + (uint64_t)((v->j0 + j) & 1) * r2k((uint64_t)(p->Nt * p->DvB * 4));
@@ -753,12 +754,12 @@ static void store(kctx *k, const gview *v) {
         for (int r = 0; r < 16; r++)
           tb_valu(b, OP_VTPOP, 16 + r, r, 0);
         for (int r = 0; r < 16; r++)
-          tb_vst(b, 16 + r, ob + (uint64_t)(((sl * LANES + 8 * r) * p->DvB + db * LANES) * 4),
-                 (uint32_t)(p->DvB * 4), false, 0);
+          tb_vst(b, 16 + r, ob + (uint64_t)(((sl * LANES + 8 * r) * p->DvB + db * LANES) * es),
+                 (uint32_t)(p->DvB * es), es == 2, 0);
       }
     }
-    int64_t d[10] = {a->Dv * 4, pn[j].rows, 1, 1, a->o.rs * 4, 0, 0, p->DvB * 4, 0, 0};
-    tb_dma(b, false, ob, boff(a, &a->o, pn[j].g) + (uint64_t)(pn[j].q0 * a->o.rs * 4), d);
+    int64_t d[10] = {a->Dv * es, pn[j].rows, 1, 1, a->o.rs * es, 0, 0, p->DvB * es, 0, 0};
+    tb_dma(b, false, ob, boff(a, &a->o, pn[j].g) + (uint64_t)(pn[j].q0 * a->o.rs * es), d);
   }
 }
 
@@ -783,7 +784,7 @@ static void one_op(tb *b, tk_elem *e, ir_op op, int nargs, bool swap) {
   e->out_node = out;
 }
 
-bool lower_attention(lctx *x, ir_id i) {
+bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
   const ir_inst *fu = &x->comp->insts.v[i];
   tb *b = x->b;
   attn a;
@@ -838,8 +839,9 @@ bool lower_attention(lctx *x, ir_id i) {
     k.max_scale_late = rmc->insts.v[rmc->root].op == IR_OP_MAXIMUM && cf > 0 && cf <= 3.4e38f;
   }
   if (!tb_vmem_fits(b, p.total, "the fused attention's tiles")) return true;
-  tval *out = tv_new(x, fu->shape.type, fu->shape.rank, fu->shape.dims);
+  tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape.type, fu->shape.rank, fu->shape.dims);
   a.o.v = out;
+  a.o.es = out_bf16 ? 2 : 4;
   /* Padding: zero staging (Q/K columns past D, V rows past Sk) and P^T
    * rows past Sk, in both sets; DMAs and the softmax never write them. */
   for (int s = 0; s < 2; s++) {

@@ -620,7 +620,8 @@ void lower_inst(lctx *x, ir_id i) {
   }
   case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a.index]); break;
   case IR_OP_FUSION: {
-    if (in->a.fusion_kind == IR_FUSION_CUSTOM && lower_attention(x, i)) break;
+    if (in->a.fusion_kind == IR_FUSION_CUSTOM && lower_attention(x, i, lower_bf16_store(x, i)))
+      break;
     bool bf = lower_bf16_store(x, i);
     if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i, bf)) break;
     tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));

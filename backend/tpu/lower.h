@@ -110,9 +110,10 @@ tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd
 tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm);
 
 /* attention.c: fusion instruction i (kCustom) as one fused attention
- * kernel, the scores kept in VMEM; false, emitting nothing, when its
+ * kernel, the scores kept in VMEM, its f32 result stored rounded to bf16
+ * when out_bf16 (lower_bf16_store); false, emitting nothing, when its
  * computation is not the pattern or the plan does not fit the target
  * (the caller then lowers the computation as it is). */
-bool lower_attention(lctx *x, ir_id i);
+bool lower_attention(lctx *x, ir_id i, bool out_bf16);
 
 #endif

@@ -570,14 +570,28 @@ static void gen_attn(gen *g) {
   ir_id ez[2] = {e, z}, p = add(g, IR_OP_DIVIDE, ez, 2, NULL, NULL, 0, NULL, false);
   a.rhs_contracting = ints(g, 1, &c2);
   ir_id pv[2] = {p, v};
-  ir_id o = p == IR_NONE ? p : add(g, IR_OP_DOT, pv, 2, &a, NULL, 0, NULL, !split);
-  if (o == IR_NONE || !split) return;
-  int64_t perm[4] = {0, 2, 1, 3}, d3[3] = {B, Sq, H * Dv};
-  memset(&a, 0, sizeof a);
-  a.dimensions = ints(g, 4, perm);
-  ir_id t = add(g, IR_OP_TRANSPOSE, &o, 1, &a, NULL, 0, NULL, false);
-  ir_shape s3 = ir_shape_array(IR_F32, 3, d3);
-  if (t != IR_NONE) add(g, IR_OP_RESHAPE, &t, 1, NULL, NULL, 0, &s3, true);
+  ir_id o = p == IR_NONE ? p : add(g, IR_OP_DOT, pv, 2, &a, NULL, 0, NULL, false);
+  if (o != IR_NONE && split) {
+    int64_t perm[4] = {0, 2, 1, 3}, d3[3] = {B, Sq, H * Dv};
+    memset(&a, 0, sizeof a);
+    a.dimensions = ints(g, 4, perm);
+    ir_id t = add(g, IR_OP_TRANSPOSE, &o, 1, &a, NULL, 0, NULL, false);
+    ir_shape s3 = ir_shape_array(IR_F32, 3, d3);
+    o = t == IR_NONE ? t : add(g, IR_OP_RESHAPE, &t, 1, NULL, NULL, 0, &s3, false);
+  }
+  if (o == IR_NONE) return;
+  if (pick(g, 2)) { /* an output projection: the result may be stored as bf16 */
+    const ir_shape *os = shp(g, o);
+    int64_t wd[2] = {os->dims[os->rank - 1], 7}, lc = os->rank - 1, zero = 0;
+    ir_shape ws = ir_shape_array(IR_F32, 2, wd);
+    ir_id w = param(g, &ws, false);
+    memset(&a, 0, sizeof a);
+    a.lhs_contracting = ints(g, 1, &lc);
+    a.rhs_contracting = ints(g, 1, &zero);
+    ir_id ow[2] = {o, w};
+    o = add(g, IR_OP_DOT, ow, 2, &a, NULL, 0, NULL, false);
+  }
+  if (o != IR_NONE && g->nv < MAXV) g->vals[g->nv++] = o;
 }
 
 /* reduce(x, init) with op over x's last nr dims, broadcast back to x's
