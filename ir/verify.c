@@ -304,14 +304,19 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
 
   /* Shapes: inference with the declared shape as the pre-filled target. */
   arena_mark mk = arena_get_mark(m->arena);
-  ir_shape *os = arena_array(m->arena, (size_t)(in->nops ? in->nops : 1), sizeof(ir_shape));
+  ir_shape few[4]; /* most ops: no arena scratch (this runs after every pass) */
+  ir_shape *os = in->nops <= 4 ? few : arena_array(m->arena, (size_t)in->nops, sizeof(ir_shape));
   for (int k = 0; k < in->nops; k++) os[k] = cp->insts.v[in->ops[k]].shape;
-  ir_attrs at = in->a;
-  if ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && ir_shape_is_array(&in->shape))
+  const ir_attrs *ap = &in->a;
+  ir_attrs at;
+  if ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && ir_shape_is_array(&in->shape)) {
+    at = in->a;
     at.preferred_type = in->shape.type;
+    ap = &at;
+  }
   ir_shape out = in->shape;
   char err[400];
-  if (!ir_infer_shape(m, in->op, os, in->nops, &at, in->calls, in->ncalls, &out, err, sizeof err)) {
+  if (!ir_infer_shape(m, in->op, os, in->nops, ap, in->calls, in->ncalls, &out, err, sizeof err)) {
     /* Drop inference's "op: " prefix: the instruction name says it. */
     const char *msg = err;
     size_t ol = strlen(opn);
