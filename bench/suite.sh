@@ -3,7 +3,8 @@
 # whole benchmark suite (bench/suite.py): emulator speed against OpenBLAS,
 # modelled TPU v2/v3 utilisation beside published figures, the CPU backend
 # against OpenBLAS / a triad / numpy (PyTorch when installed), and compile
-# time of generated graphs. Prints a markdown table, writes OUT.json (default
+# time of generated graphs and of ResNet-50 as one graph (TPUCC_BENCH_ONLY=
+# compile runs only that group). Prints a markdown table, writes OUT.json (default
 # BUILD_DIR/bench-results.json) and OUT.md. About 2 minutes on 2 cores from a
 # fresh build tree (docs/performance.md).
 #   bash bench/suite.sh
