@@ -377,7 +377,8 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
               int64_t d[10] = {cols * 4, rw ? 1 : rows, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
               tb_dma(b, true, eoff + (uint64_t)(v * nbs + slot) * cblock,
                      epi->in_addr[in] + (rw ? (uint64_t)(n0 * 4)
-                                            : (uint64_t)g * C_g + (uint64_t)((m0 * N + n0) * 4)),
+                                            : (uint64_t)(g * M * N * 4) +
+                                                  (uint64_t)((m0 * N + n0) * 4)),
                      d);
               v++;
             }

@@ -697,6 +697,17 @@ static void gen_norm(gen *g) {
     a.rhs_contracting = ints(g, 1, &zero);
     ir_id ops[2] = {y, param(g, &ws, false)};
     y = add(g, IR_OP_DOT, ops, 2, &a, NULL, 0, NULL, true);
+    if (y != IR_NONE && pick(g, 2)) { /* + bias: a matmul epilogue, maybe feeding the next dot */
+      const ir_shape ds = *shp(g, y);
+      ir_shape bs = ir_shape_array(IR_F32, 1, &ds.dims[ds.rank - 1]);
+      int64_t last = ds.rank - 1;
+      ir_attrs ba;
+      memset(&ba, 0, sizeof ba);
+      ba.dimensions = ints(g, 1, &last);
+      ir_id bv = param(g, &bs, false);
+      y = binop(g, IR_OP_ADD, y, add(g, IR_OP_BROADCAST, &bv, 1, &ba, NULL, 0, &ds, false));
+      if (y != IR_NONE && g->nv < MAXV) g->vals[g->nv++] = y;
+    }
     if (y == IR_NONE || pick(g, 2)) return;
   }
 }

@@ -52,7 +52,9 @@ enum {
  * var + eps, optionally * gamma + beta as broadcast [row] parameters),
  * RMS norm, or a softmax (max, subtract, exp, sum, divide), broadcasts
  * direct or through a keepdims reshape; then often a dot of the result
- * with an f32 weight parameter (a chain of two now and then). */
+ * with an f32 weight parameter, often + a bias vector (a chain of two now
+ * and then: the first's result then only feeds the second, so it is
+ * stored as bf16). */
 enum { RG_NORM = 1u << 11 };
 
 typedef struct rg_options {
