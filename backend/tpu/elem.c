@@ -583,7 +583,10 @@ static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl, tk_plan *coll) {
     used |= 1u << i;
   }
   for (int k = 0; pl && k < pl->nconst; k++) used |= 1u << (TGT_VREGS - 1 - k);
-  if (!eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl, coll)) return TGT_VREGS + 1;
+  arena_mark mk = arena_get_mark(b->a); /* the dry run's code is scratch */
+  bool ok = eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl, coll);
+  arena_reset(b->a, mk);
+  if (!ok) return TGT_VREGS + 1;
   int base = e->ninputs + (pl ? pl->nconst : 0);
   return peak > base ? peak : base;
 }
@@ -624,6 +627,7 @@ void tk_plan_consts(tb *b, const tk_plan *pl) {
 static void interleave(tb *b, const uint32_t *lo, const uint32_t *hi, int gn) {
   if (gn < 2 || b->failed) return;
   uint32_t at = lo[0], n = hi[gn - 1] - at;
+  arena_mark mk = arena_get_mark(b->a);
   uint64_t *tmp = arena_array(b->a, n + 1, sizeof(uint64_t));
   memcpy(tmp, b->code.v + at, (size_t)n * sizeof(uint64_t));
   uint32_t w = at, pos[4] = {0, 0, 0, 0};
@@ -635,6 +639,7 @@ static void interleave(tb *b, const uint32_t *lo, const uint32_t *hi, int gn) {
         more = true;
       }
   }
+  arena_reset(b->a, mk);
 }
 
 /* Reorders the vector-unit register code in words lo..hi (ALU, compare
@@ -645,7 +650,14 @@ static void interleave(tb *b, const uint32_t *lo, const uint32_t *hi, int gn) {
  * picks next the instruction that can start earliest (its inputs' latency
  * from docs/isa.md), the earlier one in program order on a tie. Values are
  * therefore unchanged; only the timing improves. */
+static void schedule_words(tb *b, uint32_t lo, uint32_t hi);
 static void schedule(tb *b, uint32_t lo, uint32_t hi) {
+  arena_mark mk = arena_get_mark(b->a); /* its tables are scratch, per group */
+  schedule_words(b, lo, hi);
+  arena_reset(b->a, mk);
+}
+
+static void schedule_words(tb *b, uint32_t lo, uint32_t hi) {
   int n = (int)(hi - lo);
   if (n < 3 || n > 4096 || b->failed) return;
   typedef struct sn {
