@@ -3,9 +3,11 @@
  * Every float dot is brought to C[b] = A[b] (MxK) * B[b] (KxN), row-major:
  * the output order of dot_general is exactly (batch, lhs free, rhs free), so
  * C is the output when it is f32; operands not already in that order (or
- * not f32, or under TPU numerics, which round them to bf16) are packed into
- * f32 scratch first (TPU numerics: rounded to bf16, bf16 subnormals read
- * as zero, as the emulator's MXU). Then, by numerics and size:
+ * not f32, or under TPU numerics) are packed into f32 scratch first (TPU
+ * numerics: the MXU's passes, docs/numerics.md section 2: each operand's
+ * bf16 parts, bf16 subnormals read as zero, the 1, 3 or 6 passes laid side
+ * by side along K, so one ascending-k sum runs them in order). Then, by
+ * numerics and size:
  *   - NATIVE with use_blas, JIT, OpenBLAS present, large: cblas_sgemm per
  *     batch (XLA:CPU calls Eigen the same way);
  *   - NATIVE or TPU, not tiny: the packed register-tiled kernel (gemm.c),
@@ -67,23 +69,21 @@ static int64_t prod(const ir_shape *s, const int64_t *list, int n) {
   return p;
 }
 
-/* The MXU's reading of an operand: rounded to bf16, a bf16 subnormal read
- * as a zero of its sign (runtime/emu/mxu.h, rule 1). */
-static LLVMValueRef tpu_operand(emitter *e, LLVMValueRef v) {
-  LLVMBuilderRef b = e->b;
-  v = llvm_round(e, IR_BF16, v);
-  LLVMValueRef u = LLVMBuildBitCast(b, v, e->t_i32, "");
-  LLVMValueRef ex = LLVMBuildAnd(b, u, LLVMConstInt(e->t_i32, 0x7f800000, 0), "");
-  LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntEQ, ex, LLVMConstInt(e->t_i32, 0, 0), "");
-  LLVMValueRef z = LLVMBuildAnd(b, u, LLVMConstInt(e->t_i32, 0x80000000u, 0), "");
-  return LLVMBuildBitCast(b, LLVMBuildSelect(b, sub, z, u, ""), e->t_f32, "");
-}
+/* The MXU passes of an operand under TPU numerics: pass p holds bf16 part
+ * part[p] (llvm_mxu_part) of every element, the passes laid along K: with
+ * k_inner (lhs, K = Y) dst[B][X][P][Y], else (rhs, K = X) dst[B][P][X][Y]. */
+typedef struct mxu_pack {
+  int P;
+  const int *part;
+  bool k_inner;
+} mxu_pack;
 
 /* Packs src into f32 dst[B][X][Y] where B, X, Y enumerate the listed source
- * dims, converting through the result type rt (the evaluator's rule); TPU
- * numerics round to bf16. */
+ * dims, converting through the result type rt (the evaluator's rule); with
+ * mp (TPU numerics) the float operand as is, in the MXU's passes. */
 static void pack(emitter *e, ir_type rt, cbuf *src, const ir_shape *ss, cbuf *dst,
-                 const int64_t *bl, int nb, const int64_t *xl, int nx, const int64_t *yl, int ny) {
+                 const int64_t *bl, int nb, const int64_t *xl, int nx, const int64_t *yl, int ny,
+                 const mxu_pack *mp) {
   LLVMBuilderRef b = e->b;
   int64_t X = prod(ss, xl, nx), Y = prod(ss, yl, ny), B = prod(ss, bl, nb);
   cbuf *bufs[2] = {src, dst};
@@ -98,13 +98,25 @@ static void pack(emitter *e, ir_type rt, cbuf *src, const ir_shape *ss, cbuf *ds
   LLVMValueRef j = llvm_loop_begin(e, &lj, i64c(e, 0), i64c(e, Y));
   LLVMValueRef lin = add_decomposed(e, base, j, ss, yl, ny);
   LLVMValueRef v = llvm_load(e, src->type, llvm_buf_ptr(e, src), lin);
-  v = llvm_convert(e, rt, IR_F32, llvm_convert(e, src->type, rt, v));
-  if (e->opt.numerics == CPU_NUMERICS_TPU) v = tpu_operand(e, v);
-  LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, Y), ""), j, "");
-  st(e, v, gep_f32(e, llvm_buf_ptr(e, dst), o));
+  if (!mp) {
+    v = llvm_convert(e, rt, IR_F32, llvm_convert(e, src->type, rt, v));
+    LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, Y), ""), j, "");
+    st(e, v, gep_f32(e, llvm_buf_ptr(e, dst), o));
+  } else {
+    LLVMValueRef f = llvm_convert(e, src->type, IR_F32, v);
+    for (int p = 0; p < mp->P; p++) {
+      /* the row of Y elements: r P + p, or (bi P + p) X + xi */
+      LLVMValueRef row = mp->k_inner
+          ? LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, mp->P), ""), i64c(e, p), "")
+          : LLVMBuildAdd(b, LLVMBuildMul(b, bi, i64c(e, mp->P * X), ""),
+                         LLVMBuildAdd(b, xi, i64c(e, p * X), ""), "");
+      LLVMValueRef o = LLVMBuildAdd(b, LLVMBuildMul(b, row, i64c(e, Y), ""), j, "");
+      st(e, llvm_mxu_part(e, f, mp->part[p]), gep_f32(e, llvm_buf_ptr(e, dst), o));
+    }
+  }
   llvm_loop_end(e, &lj);
   llvm_loop_end(e, &lr);
-  llvm_kernel_end(e, &k, B * X, (double)(B * X * Y));
+  llvm_kernel_end(e, &k, B * X, (double)(B * X * Y) * (mp ? mp->P : 1));
 }
 
 static bool is_identity(const int64_t *seq, int n) {
@@ -236,6 +248,9 @@ static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *
     if (!rused[d]) rfree[nrf++] = d;
   int64_t NB = prod(ls, lbat, nbt), M = prod(ls, lfree, nlf), K = prod(ls, lcon, nc), N = prod(rs, rfree, nrf);
   bool tpu = e->opt.numerics == CPU_NUMERICS_TPU;
+  /* TPU numerics: the passes side by side along K (K' = P K), one f32 sum. */
+  int P = tpu ? llvm_mxu_passes(in, ls->type, rs->type) : 1;
+  mxu_pack mpa = {P, llvm_mxu_pair[0], true}, mpb = {P, llvm_mxu_pair[1], false};
   bool blas = false;
 #ifdef TPUCC_HAVE_OPENBLAS
   blas = e->opt.use_blas && !e->aot && e->opt.numerics == CPU_NUMERICS_NATIVE &&
@@ -261,9 +276,9 @@ static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *
   for (int i = 0; i < nc; i++) seq[q++] = lcon[i];
   cbuf *A = lb;
   if (!is_identity(seq, q) || ls->type != IR_F32 || ot != IR_F32 || tpu) {
-    ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * M * K});
+    ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * M * K * P});
     A = llvm_scratch_buf(e, &ps);
-    pack(e, ot, lb, ls, A, lbat, nbt, lfree, nlf, lcon, nc);
+    pack(e, ot, lb, ls, A, lbat, nbt, lfree, nlf, lcon, nc, tpu ? &mpa : NULL);
   }
   q = 0;
   for (int i = 0; i < nbt; i++) seq[q++] = rbat[i];
@@ -271,15 +286,16 @@ static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *
   for (int i = 0; i < nrf; i++) seq[q++] = rfree[i];
   cbuf *Bm = rb;
   if (!is_identity(seq, q) || rs->type != IR_F32 || ot != IR_F32 || tpu) {
-    ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * K * N});
+    ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * K * N * P});
     Bm = llvm_scratch_buf(e, &ps);
-    pack(e, ot, rb, rs, Bm, rbat, nbt, rcon, nc, rfree, nrf);
+    pack(e, ot, rb, rs, Bm, rbat, nbt, rcon, nc, rfree, nrf, tpu ? &mpb : NULL);
   }
   cbuf *C = ob;
   if (ot != IR_F32 || (tpu && K > 0)) {
     ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){NB * M * N});
     C = llvm_scratch_buf(e, &ps);
   }
+  K *= P;
   if (blas) emit_blas(e, A, Bm, C, NB, M, N, K);
   else if (tiled) llvm_emit_gemm_epi(e, A, Bm, C, NB, M, N, K, epi);
   else emit_rows(e, A, Bm, C, NB, M, N, K);
@@ -359,7 +375,7 @@ bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
   xl[ns] = cd->k_in;
   ir_shape bs = ir_shape_array(IR_F32, 1, &(int64_t){K * N});
   cbuf *Bc = llvm_scratch_buf(e, &bs);
-  pack(e, ot, s->mat[in->ops[1]][0], ks, Bc, NULL, 0, xl, ns + 1, yl, 1);
+  pack(e, ot, s->mat[in->ops[1]][0], ks, Bc, NULL, 0, xl, ns + 1, yl, 1, NULL);
   cbuf *ob = s->mat[id][0], *C = ob;
   if (ot != IR_F32) {
     ir_shape cs = ir_shape_array(IR_F32, 1, &(int64_t){M * N});

@@ -8,7 +8,17 @@
  * Semantics follow ops.def and the evaluator: integer x/0 = -1,
  * INT_MIN/-1 = INT_MIN, x%0 = x, INT_MIN%-1 = 0; shifts out of range give 0
  * (arithmetic right: the sign); float max/min propagate NaN; float->int
- * conversion truncates, saturates and maps NaN to 0. */
+ * conversion truncates, saturates and maps NaN to 0.
+ *
+ * Under CPU_NUMERICS_TPU, f32 and bf16 ops compute what the emulated
+ * vector unit computes (base/vmath.c, the evaluator's TPU mode in
+ * ir/eval_tpu.c, docs/numerics.md section 4): arithmetic results are
+ * NaN-canonicalised (0x7FC00000) before any rounding to bf16,
+ * transcendentals are the double libm functions rounded once,
+ * maximum/minimum return the canonical NaN and prefer +0 / -0 between
+ * zeros, floor/ceil/round-* pass a NaN through with its bits, and
+ * s32 -> bf16 rounds twice (to f32, then to bf16). f16 keeps the default
+ * semantics there, as the evaluator does. */
 #include "backend/llvm/lower.h"
 
 LLVMValueRef llvm_i64(emitter *e, int64_t v) {
@@ -173,10 +183,22 @@ static LLVMValueRef libm_f64(emitter *e, const char *dname, LLVMValueRef *args, 
   return LLVMBuildCall2(e->b, ft, fn, w, (unsigned)nargs, "");
 }
 
+/* Whether ops on type t follow the vector unit (TPU numerics, f32/bf16). */
+static bool vec_unit(emitter *e, ir_type t) {
+  return e->opt.numerics == CPU_NUMERICS_TPU && (t == IR_F32 || t == IR_BF16);
+}
+
+/* The vector unit's vmath_bits: a NaN becomes 0x7FC00000. */
+LLVMValueRef llvm_canon_nan(emitter *e, LLVMValueRef v) {
+  LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
+  LLVMValueRef c = LLVMConstBitCast(ci(e->t_i32, VMATH_CANON_NAN), e->t_f32);
+  return LLVMBuildSelect(e->b, nan, c, v, "");
+}
+
 /* libm function `fname` ("expf") of f32 arguments: the float function,
- * or under TPU numerics the vector unit's double one ("exp"). */
-static LLVMValueRef transc(emitter *e, const char *fname, LLVMValueRef *args, int nargs) {
-  if (e->opt.numerics != CPU_NUMERICS_TPU) return libm(e, fname, args, nargs);
+ * or with vu (the vector unit's numerics) its double one ("exp"). */
+static LLVMValueRef transc(emitter *e, bool vu, const char *fname, LLVMValueRef *args, int nargs) {
+  if (!vu) return libm(e, fname, args, nargs);
   char dname[16];
   size_t n = strlen(fname);
   BASE_ASSERT(n > 1 && n < sizeof dname && fname[n - 1] == 'f');
@@ -215,7 +237,7 @@ static LLVMValueRef ipow(emitter *e, ir_type t, LLVMValueRef x, LLVMValueRef y) 
 
 LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   LLVMBuilderRef b = e->b;
-  bool fl = ir_type_is_float(t);
+  bool fl = ir_type_is_float(t), vu = vec_unit(e, t);
   LLVMTypeRef ty = llvm_ctype(e, t);
   LLVMValueRef r = NULL, a[1] = {x};
   switch (op) {
@@ -228,13 +250,13 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   case IR_OP_NEGATE:
     r = fl ? LLVMBuildFNeg(b, x, "") : t == IR_PRED ? x : LLVMBuildNeg(b, x, "");
     break;
-  case IR_OP_EXP: r = transc(e, "expf", a, 1); break;
-  case IR_OP_EXPM1: r = transc(e, "expm1f", a, 1); break;
-  case IR_OP_LOG: r = transc(e, "logf", a, 1); break;
-  case IR_OP_LOG1P: r = transc(e, "log1pf", a, 1); break;
+  case IR_OP_EXP: r = transc(e, vu, "expf", a, 1); break;
+  case IR_OP_EXPM1: r = transc(e, vu, "expm1f", a, 1); break;
+  case IR_OP_LOG: r = transc(e, vu, "logf", a, 1); break;
+  case IR_OP_LOG1P: r = transc(e, vu, "log1pf", a, 1); break;
   case IR_OP_SQRT: r = llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1); break;
   case IR_OP_RSQRT:
-    if (e->opt.numerics == CPU_NUMERICS_TPU) { /* 1 / sqrt in double, rounded once */
+    if (vu) { /* 1 / sqrt in double, rounded once */
       LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx);
       LLVMValueRef w[1] = {LLVMBuildFPExt(b, x, t64, "")};
       r = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(t64, 1.0),
@@ -244,11 +266,11 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
       r = LLVMBuildFDiv(b, fconst(e, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1), "");
     }
     break;
-  case IR_OP_CBRT: r = transc(e, "cbrtf", a, 1); break;
-  case IR_OP_TANH: r = transc(e, "tanhf", a, 1); break;
+  case IR_OP_CBRT: r = transc(e, vu, "cbrtf", a, 1); break;
+  case IR_OP_TANH: r = transc(e, vu, "tanhf", a, 1); break;
   case IR_OP_LOGISTIC: {
     LLVMValueRef n[1] = {LLVMBuildFNeg(b, x, "")};
-    if (e->opt.numerics == CPU_NUMERICS_TPU) { /* 1 / (1 + exp(-x)) in double, rounded once */
+    if (vu) { /* 1 / (1 + exp(-x)) in double, rounded once */
       LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx);
       LLVMValueRef one = LLVMConstReal(t64, 1.0);
       r = LLVMBuildFPTrunc(
@@ -259,12 +281,19 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
     }
     break;
   }
-  case IR_OP_SINE: r = transc(e, "sinf", a, 1); break;
-  case IR_OP_COSINE: r = transc(e, "cosf", a, 1); break;
-  case IR_OP_FLOOR: r = llvm_call_intrinsic(e, "llvm.floor", e->t_f32, a, 1); break;
-  case IR_OP_CEIL: r = llvm_call_intrinsic(e, "llvm.ceil", e->t_f32, a, 1); break;
-  case IR_OP_ROUND_AFZ: r = llvm_call_intrinsic(e, "llvm.round", e->t_f32, a, 1); break;
-  case IR_OP_ROUND_EVEN: r = llvm_call_intrinsic(e, "llvm.roundeven", e->t_f32, a, 1); break;
+  case IR_OP_SINE: r = transc(e, vu, "sinf", a, 1); break;
+  case IR_OP_COSINE: r = transc(e, vu, "cosf", a, 1); break;
+  case IR_OP_FLOOR:
+  case IR_OP_CEIL:
+  case IR_OP_ROUND_AFZ:
+  case IR_OP_ROUND_EVEN: {
+    static const char *const fn[] = {"llvm.floor", "llvm.ceil", "llvm.round", "llvm.roundeven"};
+    r = llvm_call_intrinsic(e, fn[op - IR_OP_FLOOR], e->t_f32, a, 1);
+    /* The vector unit returns a NaN unchanged (a signalling one too); the
+     * values are IEEE's otherwise (ir/eval_tpu.c: rounding). */
+    if (vu) return llvm_round(e, t, LLVMBuildSelect(b, isnan_f(e, x), x, r, ""));
+    break;
+  }
   case IR_OP_SIGN:
     if (fl) {
       LLVMValueRef one[2] = {fconst(e, 1.0), x};
@@ -291,7 +320,23 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   }
   default: base_die("llvm_unary: %s", ir_op_name(op));
   }
+  /* abs, negate and sign move bits; the others are arithmetic. */
+  if (vu && op != IR_OP_ABS && op != IR_OP_NEGATE && op != IR_OP_SIGN) r = llvm_canon_nan(e, r);
   return fl ? llvm_round(e, t, r) : r;
+}
+
+/* The vector unit's vmath_fmax / vmath_fmin on f32 values: the canonical
+ * NaN if either is NaN; between equal values the AND (max: +0 wins) or OR
+ * (min: -0 wins) of the bits; otherwise the larger / smaller. */
+static LLVMValueRef vec_maxmin(emitter *e, bool max, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef xb = LLVMBuildBitCast(b, x, e->t_i32, ""), yb = LLVMBuildBitCast(b, y, e->t_i32, "");
+  LLVMValueRef eq = max ? LLVMBuildAnd(b, xb, yb, "") : LLVMBuildOr(b, xb, yb, "");
+  LLVMValueRef pick = LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, x, y, "");
+  LLVMValueRef r = LLVMBuildSelect(b, pick, xb, yb, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, y, ""), eq, r, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""), ci(e->t_i32, VMATH_CANON_NAN), r, "");
+  return LLVMBuildBitCast(b, r, e->t_f32, "");
 }
 
 /* Float max/min: NaN in either operand gives NaN (the first NaN). */
@@ -307,7 +352,7 @@ static LLVMValueRef fmaxmin(emitter *e, bool max, LLVMValueRef x, LLVMValueRef y
 
 LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = e->b;
-  bool fl = ir_type_is_float(t);
+  bool fl = ir_type_is_float(t), vu = vec_unit(e, t);
   LLVMTypeRef ty = llvm_ctype(e, t);
   int bits = int_bits(t);
   LLVMValueRef r = NULL, a[2] = {x, y};
@@ -344,15 +389,16 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
     break;
   case IR_OP_MAXIMUM:
   case IR_OP_MINIMUM:
-    if (fl) r = fmaxmin(e, op == IR_OP_MAXIMUM, x, y);
+    if (vu) r = vec_maxmin(e, op == IR_OP_MAXIMUM, x, y);
+    else if (fl) r = fmaxmin(e, op == IR_OP_MAXIMUM, x, y);
     else r = LLVMBuildSelect(b, LLVMBuildICmp(b, op == IR_OP_MAXIMUM ? LLVMIntSGT : LLVMIntSLT, x, y, ""), x, y, "");
     break;
   case IR_OP_POWER:
-    if (fl) r = transc(e, "powf", a, 2);
+    if (fl) r = transc(e, vu, "powf", a, 2);
     else if (t == IR_PRED) r = LLVMBuildOr(b, x, LLVMBuildNot(b, y, ""), "");
     else r = ipow(e, t, x, y);
     break;
-  case IR_OP_ATAN2: r = transc(e, "atan2f", a, 2); break;
+  case IR_OP_ATAN2: r = transc(e, vu, "atan2f", a, 2); break;
   case IR_OP_AND: return LLVMBuildAnd(b, x, y, "");
   case IR_OP_OR: return LLVMBuildOr(b, x, y, "");
   case IR_OP_XOR: return LLVMBuildXor(b, x, y, "");
@@ -371,7 +417,23 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
   }
   default: base_die("llvm_binary: %s", ir_op_name(op));
   }
+  if (vu && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM) r = llvm_canon_nan(e, r); /* arithmetic */
   return fl ? llvm_round(e, t, r) : r;
+}
+
+/* clamp(lo, x, hi). Floats: under the vector unit's numerics
+ * min(max(x, lo), hi) with its maximum/minimum; otherwise the evaluator's
+ * rule: the first NaN of lo, x, hi, else x raised to lo when x < lo, then
+ * lowered to hi when hi < that (ties keep x). Integers: min(max(x, lo), hi). */
+LLVMValueRef llvm_clamp(emitter *e, ir_type t, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi) {
+  LLVMBuilderRef b = e->b;
+  if (!ir_type_is_float(t) || vec_unit(e, t))
+    return llvm_binary(e, IR_OP_MINIMUM, t, llvm_binary(e, IR_OP_MAXIMUM, t, x, lo), hi);
+  LLVMValueRef m = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, hi, m, ""), hi, m, "");
+  r = LLVMBuildSelect(b, isnan_f(e, hi), hi, r, "");
+  r = LLVMBuildSelect(b, isnan_f(e, x), x, r, "");
+  return LLVMBuildSelect(b, isnan_f(e, lo), lo, r, ""); /* r is an input: no rounding */
 }
 
 /* Total order on floats: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN,
@@ -450,7 +512,8 @@ LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x) 
   if (tf) {
     LLVMValueRef f = from == IR_PRED ? LLVMBuildUIToFP(b, x, e->t_f32, "")
                                      : LLVMBuildSIToFP(b, x, e->t_f32, "");
-    if (from == IR_S32 && to != IR_F32) f = round_odd_fixup(e, x, f);
+    /* The vector unit rounds s32 -> bf16 twice (vcvtif, then vrndbf). */
+    if (from == IR_S32 && to != IR_F32 && !vec_unit(e, to)) f = round_odd_fixup(e, x, f);
     return llvm_round(e, to, f);
   }
   if (ff) return f2i(e, to, x);
@@ -464,4 +527,40 @@ LLVMValueRef llvm_bitcast_convert(emitter *e, ir_type from, ir_type to, LLVMValu
   LLVMTypeRef st = llvm_stype(e, to);
   if (LLVMTypeOf(bits) != st) bits = LLVMBuildBitCast(e->b, bits, st, "");
   return llvm_from_bits(e, to, bits);
+}
+
+/* ---- the MXU's operands (TPU numerics) ------------------------------- */
+
+const int llvm_mxu_pair[2][6] = {{0, 0, 1, 0, 1, 2}, {0, 1, 0, 2, 1, 0}};
+
+/* As the evaluator's ev_tpu_passes: one pass at DEFAULT or when both
+ * operands are bf16, else 3 (HIGH) or 6 (HIGHEST) by the larger
+ * operand_precision. */
+int llvm_mxu_passes(const ir_inst *in, ir_type lt, ir_type rt) {
+  ir_precision p = in->a.precision[0] > in->a.precision[1] ? in->a.precision[0] : in->a.precision[1];
+  if (lt == IR_BF16 && rt == IR_BF16) return 1;
+  return p == IR_PREC_HIGHEST ? 6 : p == IR_PREC_HIGH ? 3 : 1;
+}
+
+/* Part p of v: x0 = v, x(i+1) = canon(x(i) - bf16(x(i))) (f32), part p =
+ * bf16(x(p)) with a bf16 subnormal read as a zero of its sign (the MXU's
+ * rule 1; ir/eval_tpu.c: ev_tpu_parts). */
+LLVMValueRef llvm_mxu_part(emitter *e, LLVMValueRef v, int p) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef h = llvm_round(e, IR_BF16, v);
+  for (int i = 0; i < p; i++) {
+    v = llvm_canon_nan(e, LLVMBuildFSub(b, v, h, ""));
+    h = llvm_round(e, IR_BF16, v);
+  }
+  LLVMValueRef u = LLVMBuildBitCast(b, h, e->t_i32, "");
+  LLVMValueRef ex = LLVMBuildAnd(b, u, ci(e->t_i32, 0x7f800000), "");
+  LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntEQ, ex, ci(e->t_i32, 0), "");
+  LLVMValueRef z = LLVMBuildAnd(b, u, ci(e->t_i32, INT32_MIN), "");
+  return LLVMBuildBitCast(b, LLVMBuildSelect(b, sub, z, u, ""), e->t_f32, "");
+}
+
+/* acc + x * y with one rounding (the MXU's fused add of an exact product). */
+LLVMValueRef llvm_mxu_mac(emitter *e, LLVMValueRef acc, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef args[3] = {x, y, acc};
+  return llvm_call_intrinsic(e, "llvm.fma", e->t_f32, args, 3);
 }

@@ -248,10 +248,146 @@ static bool gen_reduce_lanes(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueR
   return true;
 }
 
+/* TPU numerics: the reducer's op when the evaluator folds it in the TPU's
+ * orders (ir/eval_reduce.c, reducer_init's fast path): to_apply is three
+ * live instructions, one add, multiply, maximum, minimum, and or or of its
+ * two scalar parameters (either order). Else IR_OP__COUNT. */
+static ir_op tpu_fold_op(emitter *e, const ir_inst *in, ir_type t) {
+  if (in->nops != 2 || in->ncalls != 1) return IR_OP__COUNT;
+  const ir_comp *c = &e->m->comps.v[in->calls[0]];
+  int live = 0;
+  for (int i = 0; i < c->insts.n; i++) live += !c->insts.v[i].dead;
+  if (c->nparams != 2 || c->root < 0 || live != 3) return IR_OP__COUNT;
+  const ir_inst *r = &c->insts.v[c->root];
+  if (r->nops != 2 || (r->op != IR_OP_ADD && r->op != IR_OP_MULTIPLY && r->op != IR_OP_MAXIMUM &&
+                       r->op != IR_OP_MINIMUM && r->op != IR_OP_AND && r->op != IR_OP_OR))
+    return IR_OP__COUNT;
+  for (int k = 0; k < 2; k++) {
+    const ir_inst *p = &c->insts.v[r->ops[k]];
+    if (p->op != IR_OP_PARAMETER || p->shape.rank != 0 || p->shape.type != t) return IR_OP__COUNT;
+  }
+  return r->ops[0] != r->ops[1] ? r->op : IR_OP__COUNT;
+}
+
+/* The reducer of a single-input reduce applied to (a, x). */
+static LLVMValueRef fold1(emitter *e, const ir_inst *in, LLVMValueRef a, LLVMValueRef x) {
+  LLVMValueRef args[2] = {a, x}, res[1];
+  llvm_gen_call(e, in->calls[0], args, res);
+  return res[0];
+}
+
+/* Element j (a linear index over the reduced dims, row-major) of the
+ * input of reduce `in` at output index ix. */
+static LLVMValueRef red_elem(emitter *e, scope *s, const ir_inst *in, const bool *red, idx *ix,
+                             LLVMValueRef j) {
+  const ir_shape *is = op_shape(s, in, 0);
+  idx x;
+  idx_init(&x, is);
+  x.have_multi = true;
+  for (int d = 0, k = 0; d < is->rank; d++)
+    if (!red[d]) x.v[d] = ix->v[k++];
+  for (int d = is->rank - 1; d >= 0; d--) {
+    if (!red[d]) continue;
+    x.v[d] = LLVMBuildURem(e->b, j, i64c(e, is->dims[d] ? is->dims[d] : 1), "");
+    j = LLVMBuildUDiv(e->b, j, i64c(e, is->dims[d] ? is->dims[d] : 1), "");
+  }
+  return llvm_gen(e, s, in->ops[0], 0, &x);
+}
+
+/* Element j of the current level: the input (buf NULL) or buf[j]. */
+static LLVMValueRef level_elem(emitter *e, scope *s, const ir_inst *in, const bool *red, idx *ix,
+                               LLVMValueRef buf, LLVMTypeRef ct, LLVMValueRef j) {
+  if (!buf) return red_elem(e, s, in, red, ix, j);
+  return LLVMBuildLoad2(e->b, ct, LLVMBuildInBoundsGEP2(e->b, ct, buf, &j, 1, ""), "");
+}
+
+/* TPU numerics, a float single-input reduce with a tpu_fold_op reducer, in
+ * the orders the evaluator's TPU mode defines (docs/numerics.md section 4):
+ * the tree when R >= 4096 reduced elements and O < 1024 outputs, else for
+ * an f32 add over the trailing dims the vector unit's row order; false
+ * (nothing emitted) otherwise: the sequential fold. */
+static bool gen_reduce_tpu(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
+  const ir_inst *in = llvm_inst(s, id);
+  const ir_shape *is = op_shape(s, in, 0);
+  ir_type t = is->type;
+  if (e->opt.numerics != CPU_NUMERICS_TPU || !ir_type_is_float(t)) return false;
+  ir_op op = tpu_fold_op(e, in, t);
+  if (op == IR_OP__COUNT) return false;
+  bool red[IR_MAX_RANK] = {0};
+  for (int i = 0; i < in->a.dimensions.n; i++) red[in->a.dimensions.v[i]] = true;
+  int64_t R = 1, O = ir_shape_count(&in->shape);
+  int nr = 0;
+  for (int d = 0; d < is->rank; d++)
+    if (red[d]) R *= is->dims[d], nr++;
+  bool trailing = nr >= 1;
+  for (int d = 0; d < is->rank; d++) trailing &= red[d] == (d >= is->rank - nr);
+  bool tree = R >= 4096 && O < 1024;
+  if (!tree && !(op == IR_OP_ADD && t == IR_F32 && trailing && R >= 1)) return false;
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef ct = llvm_ctype(e, t);
+  idx sc;
+  llvm_idx_scalar(e, &sc);
+  LLVMValueRef init = llvm_gen(e, s, in->ops[1], 0, &sc);
+  llvm_idx_multi(e, ix);
+  LLVMValueRef acc = acc_new(e, ct, init), part = llvm_alloca(e, ct);
+  loop l1, l2;
+  if (!tree) { /* lane l < 128 folds l, l + 128, ...; the lanes fold in order */
+    int64_t L = R < 128 ? R : 128;
+    LLVMValueRef sum = acc_new(e, ct, init); /* set from lane 0 */
+    LLVMValueRef l = llvm_loop_begin(e, &l1, i64c(e, 0), i64c(e, L));
+    LLVMBuildStore(b, red_elem(e, s, in, red, ix, l), part);
+    LLVMValueRef hi = LLVMBuildAdd(b, LLVMBuildUDiv(b, LLVMBuildSub(b, i64c(e, R - 1), l, ""), i64c(e, 128), ""),
+                                   i64c(e, 1), "");
+    LLVMValueRef k = llvm_loop_begin(e, &l2, i64c(e, 1), hi);
+    LLVMValueRef j = LLVMBuildAdd(b, l, LLVMBuildMul(b, k, i64c(e, 128), ""), "");
+    LLVMBuildStore(b, fold1(e, in, LLVMBuildLoad2(b, ct, part, ""), red_elem(e, s, in, red, ix, j)), part);
+    llvm_loop_end(e, &l2);
+    LLVMValueRef p = LLVMBuildLoad2(b, ct, part, "");
+    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, l, i64c(e, 0), "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, first, p, fold1(e, in, LLVMBuildLoad2(b, ct, sum, ""), p), ""), sum);
+    llvm_loop_end(e, &l1);
+    out[0] = fold1(e, in, init, LLVMBuildLoad2(b, ct, sum, ""));
+    return true;
+  }
+  /* The tree: per level, partial q < R2 folds elements q, q + R2, ... of
+   * the first R1 x R2 from element q; the next level is the R2 partials
+   * then the R - R1 x R2 leftovers; the last level folds in order from init. */
+  LLVMValueRef buf = NULL;
+  int64_t Rk = R;
+  for (;;) {
+    int64_t R2 = 8192 / O;
+    if (R2 > Rk / 8) R2 = Rk / 8;
+    if (Rk < 4096 || R2 < 2) break;
+    int64_t R1 = Rk / R2, rem = Rk - R1 * R2;
+    LLVMValueRef dst = buf ? buf : llvm_alloca(e, LLVMArrayType(ct, (unsigned)(R2 + rem)));
+    dst = LLVMBuildPointerCast(b, dst, LLVMPointerType(ct, 0), "");
+    LLVMValueRef q = llvm_loop_begin(e, &l1, i64c(e, 0), i64c(e, R2));
+    LLVMBuildStore(b, level_elem(e, s, in, red, ix, buf, ct, q), part);
+    LLVMValueRef i = llvm_loop_begin(e, &l2, i64c(e, 1), i64c(e, R1));
+    LLVMValueRef j = LLVMBuildAdd(b, LLVMBuildMul(b, i, i64c(e, R2), ""), q, "");
+    LLVMBuildStore(b, fold1(e, in, LLVMBuildLoad2(b, ct, part, ""), level_elem(e, s, in, red, ix, buf, ct, j)), part);
+    llvm_loop_end(e, &l2);
+    LLVMBuildStore(b, LLVMBuildLoad2(b, ct, part, ""), LLVMBuildInBoundsGEP2(b, ct, dst, &q, 1, ""));
+    llvm_loop_end(e, &l1);
+    LLVMValueRef r = llvm_loop_begin(e, &l1, i64c(e, 0), i64c(e, rem));
+    LLVMValueRef from = LLVMBuildAdd(b, r, i64c(e, R1 * R2), ""), to = LLVMBuildAdd(b, r, i64c(e, R2), "");
+    LLVMBuildStore(b, level_elem(e, s, in, red, ix, buf, ct, from), LLVMBuildInBoundsGEP2(b, ct, dst, &to, 1, ""));
+    llvm_loop_end(e, &l1);
+    buf = dst;
+    Rk = R2 + rem;
+  }
+  LLVMValueRef i = llvm_loop_begin(e, &l1, i64c(e, 0), i64c(e, Rk));
+  LLVMBuildStore(b, fold1(e, in, LLVMBuildLoad2(b, ct, acc, ""), level_elem(e, s, in, red, ix, buf, ct, i)), acc);
+  llvm_loop_end(e, &l1);
+  out[0] = LLVMBuildLoad2(b, ct, acc, "");
+  return true;
+}
+
 static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
   const ir_inst *in = llvm_inst(s, id);
   int n = in->nops / 2;
   const ir_shape *is = op_shape(s, in, 0);
+  if (n == 1 && gen_reduce_tpu(e, s, id, ix, out)) return;
   if (n == 1 && gen_reduce_lanes(e, s, id, ix, out)) return;
   LLVMValueRef acc[IR_MAX_RANK * 2], args[IR_MAX_RANK * 4], res[IR_MAX_RANK * 2];
   idx sc;
@@ -330,9 +466,9 @@ static void gen_reduce_window(emitter *e, scope *s, ir_id id, idx *ix, LLVMValue
     out[j] = LLVMBuildLoad2(b, llvm_ctype(e, op_shape(s, in, j)->type), acc[j], "");
 }
 
-/* One multiply-accumulate step of a dot or convolution in the configured
- * numerics: operands converted to the result type, products in f32
- * (operands rounded to bf16 under TPU numerics), sums in f32 in loop order;
+/* One multiply-accumulate step of a dot or convolution (the evaluator's
+ * default; TPU numerics use mxu_step below): operands converted to the
+ * result type, products in f32, sums in f32 in loop order;
  * integer results multiply-add with wraparound in the result type. */
 static LLVMValueRef mac(emitter *e, ir_type rt, ir_type lt, ir_type kt, LLVMValueRef acc,
                         LLVMValueRef x, LLVMValueRef y) {
@@ -340,19 +476,39 @@ static LLVMValueRef mac(emitter *e, ir_type rt, ir_type lt, ir_type kt, LLVMValu
   /* Operands are first converted to the result type (the evaluator's rule). */
   x = llvm_convert(e, lt, rt, x);
   y = llvm_convert(e, kt, rt, y);
-  if (ir_type_is_float(rt)) {
-    if (e->opt.numerics == CPU_NUMERICS_TPU) {
-      x = llvm_round(e, IR_BF16, x);
-      y = llvm_round(e, IR_BF16, y);
-    }
-    return LLVMBuildFAdd(b, acc, LLVMBuildFMul(b, x, y, ""), "");
-  }
+  if (ir_type_is_float(rt)) return LLVMBuildFAdd(b, acc, LLVMBuildFMul(b, x, y, ""), "");
   if (rt == IR_PRED) return LLVMBuildOr(b, acc, LLVMBuildAnd(b, x, y, ""), "");
   return LLVMBuildAdd(b, acc, LLVMBuildMul(b, x, y, ""), "");
 }
 
 static LLVMTypeRef acc_type(emitter *e, ir_type rt) {
   return ir_type_is_float(rt) ? e->t_f32 : llvm_ctype(e, rt);
+}
+
+/* TPU numerics, float dot/convolution: the MXU's passes (docs/numerics.md
+ * section 2). The passes run one after another into one f32 sum from +0,
+ * each over the whole contraction in order; pass p multiplies the bf16
+ * parts of the f32 operands (not converted to the result type, as the
+ * evaluator) with one fused add per product; the sum is stored
+ * NaN-canonicalised and rounded once to the result type. */
+static int mxu_passes(emitter *e, const ir_inst *in, ir_type rt, ir_type lt, ir_type kt) {
+  if (e->opt.numerics != CPU_NUMERICS_TPU || !ir_type_is_float(rt) || !ir_type_is_float(lt) ||
+      !ir_type_is_float(kt))
+    return 0;
+  return llvm_mxu_passes(in, lt, kt);
+}
+
+/* One product of pass p into acc (x of type lt, y of kt, in compute type). */
+static LLVMValueRef mxu_step(emitter *e, int p, ir_type lt, ir_type kt, LLVMValueRef acc,
+                             LLVMValueRef x, LLVMValueRef y) {
+  x = llvm_mxu_part(e, llvm_convert(e, lt, IR_F32, x), llvm_mxu_pair[0][p]);
+  y = llvm_mxu_part(e, llvm_convert(e, kt, IR_F32, y), llvm_mxu_pair[1][p]);
+  return llvm_mxu_mac(e, acc, x, y);
+}
+
+/* The stored value of a float dot/convolution sum r. */
+static LLVMValueRef mxu_result(emitter *e, bool mxu, ir_type rt, LLVMValueRef r) {
+  return llvm_round(e, rt, mxu ? llvm_canon_nan(e, r) : r);
 }
 
 static LLVMValueRef gen_dot(emitter *e, scope *s, ir_id id, idx *ix) {
@@ -381,24 +537,30 @@ static LLVMValueRef gen_dot(emitter *e, scope *s, ir_id id, idx *ix) {
   LLVMTypeRef at = acc_type(e, rt);
   LLVMValueRef acc = acc_new(e, at, LLVMConstNull(at));
   loop lp[IR_MAX_RANK];
-  int nc = a->lhs_contracting.n;
-  for (int c = 0; c < nc; c++) {
-    LLVMValueRef v = llvm_loop_begin(e, &lp[c], i64c(e, 0), i64c(e, ls->dims[a->lhs_contracting.v[c]]));
-    li.v[a->lhs_contracting.v[c]] = v;
-    ri.v[a->rhs_contracting.v[c]] = v;
+  int nc = a->lhs_contracting.n, P = mxu_passes(e, in, rt, ls->type, rs->type);
+  for (int p = 0; p < (P ? P : 1); p++) {
+    li.lin = ri.lin = NULL; /* the linear indices of the last pass's loops */
+    for (int c = 0; c < nc; c++) {
+      LLVMValueRef v = llvm_loop_begin(e, &lp[c], i64c(e, 0), i64c(e, ls->dims[a->lhs_contracting.v[c]]));
+      li.v[a->lhs_contracting.v[c]] = v;
+      ri.v[a->rhs_contracting.v[c]] = v;
+    }
+    LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &li);
+    LLVMValueRef y = llvm_gen(e, s, in->ops[1], 0, &ri);
+    LLVMValueRef cur = LLVMBuildLoad2(e->b, at, acc, "");
+    LLVMBuildStore(e->b, P ? mxu_step(e, p, ls->type, rs->type, cur, x, y)
+                           : mac(e, rt, ls->type, rs->type, cur, x, y), acc);
+    for (int c = nc - 1; c >= 0; c--) llvm_loop_end(e, &lp[c]);
   }
-  LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &li);
-  LLVMValueRef y = llvm_gen(e, s, in->ops[1], 0, &ri);
-  LLVMValueRef cur = LLVMBuildLoad2(e->b, at, acc, "");
-  LLVMBuildStore(e->b, mac(e, rt, ls->type, rs->type, cur, x, y), acc);
-  for (int c = nc - 1; c >= 0; c--) llvm_loop_end(e, &lp[c]);
   LLVMValueRef r = LLVMBuildLoad2(e->b, at, acc, "");
-  return ir_type_is_float(rt) ? llvm_round(e, rt, r) : r;
+  return ir_type_is_float(rt) ? mxu_result(e, P > 0, rt, r) : r;
 }
 
 /* Convolution at one output element: for each kernel spatial position
  * (row-major), for each input feature of the group, acc += in * kernel;
- * positions falling in padding or between dilated elements are skipped. */
+ * positions falling in padding or between dilated elements are skipped,
+ * except under the MXU's passes, where they read a +0 operand (the TPU's
+ * zero-filled patches: 0 x inf is NaN there). */
 static LLVMValueRef gen_conv(emitter *e, scope *s, ir_id id, idx *ix) {
   const ir_inst *in = llvm_inst(s, id);
   const ir_attrs *a = &in->a;
@@ -429,36 +591,43 @@ static LLVMValueRef gen_conv(emitter *e, scope *s, ir_id id, idx *ix) {
   LLVMTypeRef at = acc_type(e, rt);
   LLVMValueRef acc = acc_new(e, at, LLVMConstNull(at));
   loop lp[IR_MAX_RANK + 1];
-  LLVMValueRef valid = NULL;
-  for (int d = 0; d < cd->nspatial; d++) {
-    const ir_window_dim *w = &a->window.dims[d];
-    int64_t ksz = ks->dims[cd->k_spatial[d]];
-    LLVMValueRef kv = llvm_loop_begin(e, &lp[d], i64c(e, 0), i64c(e, ksz));
-    LLVMValueRef p = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[cd->out_spatial[d]], i64c(e, w->stride), ""),
-                                  LLVMBuildMul(b, kv, i64c(e, w->rhs_dilate), ""), "");
-    p = LLVMBuildSub(b, p, i64c(e, w->pad_lo), "");
-    xi.v[cd->in_spatial[d]] = dilated_pos(e, p, w->lhs_dilate, is->dims[cd->in_spatial[d]], &valid);
-    ki.v[cd->k_spatial[d]] = w->reversal ? LLVMBuildSub(b, i64c(e, ksz - 1), kv, "") : kv;
+  int P = mxu_passes(e, in, rt, is->type, ks->type);
+  for (int p = 0; p < (P ? P : 1); p++) {
+    LLVMValueRef valid = NULL;
+    xi.lin = ki.lin = NULL; /* the linear indices of the last pass's loops */
+    for (int d = 0; d < cd->nspatial; d++) {
+      const ir_window_dim *w = &a->window.dims[d];
+      int64_t ksz = ks->dims[cd->k_spatial[d]];
+      LLVMValueRef kv = llvm_loop_begin(e, &lp[d], i64c(e, 0), i64c(e, ksz));
+      LLVMValueRef pos = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[cd->out_spatial[d]], i64c(e, w->stride), ""),
+                                      LLVMBuildMul(b, kv, i64c(e, w->rhs_dilate), ""), "");
+      pos = LLVMBuildSub(b, pos, i64c(e, w->pad_lo), "");
+      xi.v[cd->in_spatial[d]] = dilated_pos(e, pos, w->lhs_dilate, is->dims[cd->in_spatial[d]], &valid);
+      ki.v[cd->k_spatial[d]] = w->reversal ? LLVMBuildSub(b, i64c(e, ksz - 1), kv, "") : kv;
+    }
+    LLVMValueRef ok = valid ? valid : LLVMConstInt(e->t_i1, 1, 0);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cv.in");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cv.join");
+    LLVMBuildCondBr(b, P ? LLVMConstInt(e->t_i1, 1, 0) : ok, body, join);
+    LLVMPositionBuilderAtEnd(b, body);
+    llvm_level_push(e);
+    LLVMValueRef ci = llvm_loop_begin(e, &lp[cd->nspatial], i64c(e, 0), i64c(e, cg));
+    xi.v[cd->in_feature] = G > 1 ? LLVMBuildAdd(b, fbase, ci, "") : ci;
+    ki.v[cd->k_in] = ci;
+    LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &xi); /* clamped index: in bounds */
+    LLVMValueRef y = llvm_gen(e, s, in->ops[1], 0, &ki);
+    LLVMValueRef cur = LLVMBuildLoad2(b, at, acc, "");
+    if (P) x = LLVMBuildSelect(b, ok, x, llvm_zero(e, is->type), "");
+    LLVMBuildStore(b, P ? mxu_step(e, p, is->type, ks->type, cur, x, y)
+                        : mac(e, rt, is->type, ks->type, cur, x, y), acc);
+    llvm_loop_end(e, &lp[cd->nspatial]);
+    llvm_level_pop(e);
+    LLVMBuildBr(b, join);
+    LLVMPositionBuilderAtEnd(b, join);
+    for (int d = cd->nspatial - 1; d >= 0; d--) llvm_loop_end(e, &lp[d]);
   }
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cv.in");
-  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cv.join");
-  LLVMBuildCondBr(b, valid ? valid : LLVMConstInt(e->t_i1, 1, 0), body, join);
-  LLVMPositionBuilderAtEnd(b, body);
-  llvm_level_push(e);
-  LLVMValueRef ci = llvm_loop_begin(e, &lp[cd->nspatial], i64c(e, 0), i64c(e, cg));
-  xi.v[cd->in_feature] = G > 1 ? LLVMBuildAdd(b, fbase, ci, "") : ci;
-  ki.v[cd->k_in] = ci;
-  LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &xi);
-  LLVMValueRef y = llvm_gen(e, s, in->ops[1], 0, &ki);
-  LLVMValueRef cur = LLVMBuildLoad2(b, at, acc, "");
-  LLVMBuildStore(b, mac(e, rt, is->type, ks->type, cur, x, y), acc);
-  llvm_loop_end(e, &lp[cd->nspatial]);
-  llvm_level_pop(e);
-  LLVMBuildBr(b, join);
-  LLVMPositionBuilderAtEnd(b, join);
-  for (int d = cd->nspatial - 1; d >= 0; d--) llvm_loop_end(e, &lp[d]);
   LLVMValueRef r = LLVMBuildLoad2(b, at, acc, "");
-  return ir_type_is_float(rt) ? llvm_round(e, rt, r) : r;
+  return ir_type_is_float(rt) ? mxu_result(e, P > 0, rt, r) : r;
 }
 
 /* ---- the generator ---------------------------------------------------- */
@@ -505,8 +674,7 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
     else if (in->op == IR_OP_COMPARE) v = llvm_compare(e, a, ot, x[0], x[1]);
     else if (fl & OPF_BINARY) v = llvm_binary(e, in->op, t, x[0], x[1]);
     else if (in->op == IR_OP_SELECT) v = LLVMBuildSelect(b, x[0], x[1], x[2], "");
-    else /* clamp(lo, x, hi) */
-      v = llvm_binary(e, IR_OP_MINIMUM, t, llvm_binary(e, IR_OP_MAXIMUM, t, x[1], x[0]), x[2]);
+    else v = llvm_clamp(e, t, x[0], x[1], x[2]);
     memo_put(e, s, id, leaf, ix, v);
     return v;
   }

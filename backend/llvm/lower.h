@@ -142,10 +142,20 @@ LLVMValueRef llvm_i64(emitter *e, int64_t v);
 LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x);
 LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef llvm_compare(emitter *e, const ir_attrs *a, ir_type t, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef llvm_clamp(emitter *e, ir_type t, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi);
 LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
 LLVMValueRef llvm_bitcast_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
 LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
                                  LLVMValueRef *args, int nargs);
+/* TPU numerics, the MXU (docs/numerics.md section 2): the number of bf16
+ * passes of a float dot/convolution (1, 3 or 6), pass p multiplying part
+ * llvm_mxu_pair[0][p] of the lhs by part llvm_mxu_pair[1][p] of the rhs;
+ * part p (0..2) of an f32 value as the MXU reads it; the f32 sum stored. */
+extern const int llvm_mxu_pair[2][6];
+int llvm_mxu_passes(const ir_inst *in, ir_type lt, ir_type rt);
+LLVMValueRef llvm_mxu_part(emitter *e, LLVMValueRef v, int p);
+LLVMValueRef llvm_mxu_mac(emitter *e, LLVMValueRef acc, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef llvm_canon_nan(emitter *e, LLVMValueRef v);
 
 /* ---- gen.c ----------------------------------------------------------- */
 /* The value (compute type) of leaf `leaf` of instruction id of scope s at

@@ -7,15 +7,11 @@
  * bit: floats included (dots, convolutions, elementwise, reductions) and
  * integers and data movement exactly. The -O2 module is also re-evaluated
  * in TPU-numerics mode and must equal the oracle (the passes keep meaning).
- * With LLVM built, a second family of graphs (the ops on which the CPU's
- * TPU numerics and the vector unit agree: no transcendentals, no
- * maximum/minimum; operand_precision DEFAULT only, as the CPU makes one
- * bf16 pass at every precision) runs on the CPU JIT under CPU_NUMERICS_TPU at -O0 and
- * -O2 and must equal the same oracle bit for bit, except that a NaN
- * matches any NaN (the CPU does not canonicalise NaN payloads). With
- * --specials the CPU's convolutions differ (they skip padding, so 0 x inf
- * there is no NaN, and do not flush bf16 subnormal operands): known,
- * docs/numerics.md; the emulator agrees in every case.
+ * With LLVM built, a second family of graphs (every op family, dots and
+ * convolutions at DEFAULT, HIGH and HIGHEST) runs on the CPU JIT under
+ * CPU_NUMERICS_TPU at -O0 and -O2 and must equal the same oracle bit for
+ * bit, NaN payloads included, once on the ordinary arguments and once with
+ * specials (inf, -0, NaN payloads, subnormals).
  *
  *   diff_random [graphs [seed]] [--targets=v3;v2;...] [--no-cpu] [--only=N]
  *               [--specials]   (arguments include inf, -0, NaN, subnormals)
@@ -26,6 +22,7 @@
  * numerics instead: most float graphs then fail, which shows that the
  * agreement is not vacuous. */
 #include "tests/common/randgraph.h"
+#include "tests/diff/diff_same.h"
 #include "backend/tpu/tpu.h"
 #include "passes/passes.h"
 #ifdef HAVE_LLVM
@@ -35,37 +32,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* Finds the first element where a and b differ (bitwise; with nan_any, two
- * NaNs of any payload match). Writes a description into why. */
-static bool same(const ir_literal *a, const ir_literal *b, bool nan_any, char *why, size_t n) {
-  if (!ir_shape_equal(&a->shape, &b->shape)) {
-    snprintf(why, n, "result shapes differ");
-    return false;
-  }
-  if (a->shape.type == IR_TUPLE) {
-    for (int i = 0; i < a->shape.ntuple; i++)
-      if (!same(a->elems[i], b->elems[i], nan_any, why, n)) return false;
-    return true;
-  }
-  int64_t cnt = ir_shape_count(&a->shape);
-  int es = ir_type_size(a->shape.type);
-  for (int64_t i = 0; i < cnt; i++) {
-    const uint8_t *x = (const uint8_t *)a->data + i * es, *y = (const uint8_t *)b->data + i * es;
-    if (!memcmp(x, y, (size_t)es)) continue;
-    if (nan_any && ir_type_is_float(a->shape.type) && isnan(ir_literal_get_f64(a, i)) &&
-        isnan(ir_literal_get_f64(b, i)))
-      continue;
-    uint32_t xb = 0, yb = 0;
-    memcpy(&xb, x, (size_t)es);
-    memcpy(&yb, y, (size_t)es);
-    snprintf(why, n, "%s element %lld: oracle %.9g (0x%08x), got %.9g (0x%08x)",
-             ir_type_name(a->shape.type), (long long)i, ir_literal_get_f64(a, i), xb,
-             ir_literal_get_f64(b, i), yb);
-    return false;
-  }
-  return true;
-}
 
 static void print_module(const ir_module *m) {
   strbuf b;
@@ -126,7 +92,7 @@ static bool run_tpu(const ir_module *m, const char *target, ir_literal **args, a
     fprintf(stderr, "%s on %s: execution failed: %s\n", what, target, err);
     return false;
   }
-  if (!same(ref, got, false, why, sizeof why)) {
+  if (!diff_same(ref, got, false, why, sizeof why)) {
     fprintf(stderr, "%s on %s: %s\n", what, target, why);
     return false;
   }
@@ -153,7 +119,7 @@ static bool run_cpu(const ir_module *m, ir_literal **args, arena *a, const ir_li
     fprintf(stderr, "%s on cpu: execution failed: %s\n", what, err);
     return false;
   }
-  if (!same(ref, got, true, why, sizeof why)) {
+  if (!diff_same(ref, got, false, why, sizeof why)) {
     fprintf(stderr, "%s on cpu (tpu numerics): %s\n", what, why);
     return false;
   }
@@ -189,7 +155,7 @@ static bool one_graph(uint64_t seed, int i, const rg_options *ro, const cfg *cf,
     if (eval_tpu(o2, args, a, &ref2, err, sizeof err) != ST_OK) {
       fprintf(stderr, "%s: oracle on the -O2 module failed: %s\n", what, err);
       ok = false;
-    } else if (!same(ref, ref2, false, why, sizeof why)) {
+    } else if (!diff_same(ref, ref2, false, why, sizeof why)) {
       fprintf(stderr, "%s: -O2 module under the oracle: %s\n", what, why);
       ok = false;
     }
@@ -283,14 +249,16 @@ int main(int argc, char **argv) {
     if (!one_graph(seed + 3000017u, i, &rn, &cn, false)) bad++;
   }
 #ifdef HAVE_LLVM
-  /* The CPU family: ops whose CPU TPU numerics equal the vector unit's. */
+  /* The CPU family: every op family at every precision, on ordinary and
+   * on special arguments. */
   rg_options rc = ro;
-  rc.ops = RG_ALL & ~(RG_TRANSC | RG_MINMAX);
-  rc.default_precision = true; /* the CPU makes one bf16 pass at any precision */
+  cfg cs = cf;
+  cs.specials = true;
   for (int i = 0; cpu && i < n; i++) {
     if (only >= 0 && i != only) continue;
-    runs++;
+    runs += 2;
     if (!one_graph(seed + 1000003u, i, &rc, &cf, true)) bad++;
+    if (!one_graph(seed + 4000037u, i, &rc, &cs, true)) bad++;
   }
 #else
   (void)cpu;
