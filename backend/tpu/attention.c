@@ -145,15 +145,22 @@ static bool simple_reducer(const ir_module *m, ir_comp_id rc) {
 
 /* Fills an operand view for dot operand `op` with batch dims bdims, row
  * dim `row` and column dim `col` (which must be contiguous). */
-static bool operand_view(lctx *x, const ir_comp *c, const ir_inst *fu, ir_id op, int nb,
-                         const int64_t *bdims, int64_t row, int64_t col, aview *v) {
+static bool operand_view(const lctx *x, const ir_comp *c, const ir_inst *fu, ir_id op, int nb,
+                         const int64_t *bdims, int64_t row, int64_t col, bool dry, aview *v) {
   int64_t st[IR_MAX_RANK], pn = -1;
   if (!view_strides(c, op, st, &pn, 0) || pn < 0 || pn >= fu->nops) return false;
-  const tval *p = x->val[fu->ops[pn]];
-  if (!p || p->tuple || (p->type != IR_F32 && p->type != IR_BF16)) return false;
   if (st[col] != 1 && ci(c, op)->shape.dims[col] > 1) return false;
-  v->v = p;
-  v->es = p->type == IR_F32 ? 4 : 2;
+  if (dry) { /* not lowered yet: its IR type, 4 bytes (the larger plan) */
+    ir_type t = ci(x->comp, fu->ops[pn])->shape.type;
+    if (t != IR_F32 && t != IR_BF16) return false;
+    v->v = NULL;
+    v->es = 4;
+  } else {
+    const tval *p = x->val[fu->ops[pn]];
+    if (!p || p->tuple || (p->type != IR_F32 && p->type != IR_BF16)) return false;
+    v->v = p;
+    v->es = p->type == IR_F32 ? 4 : 2;
+  }
   for (int k = 0; k < nb; k++)
     v->bst[k] = st[bdims[k]];
   v->rs = st[row];
@@ -176,14 +183,15 @@ static int64_t free_dim(const ir_shape *s, const ir_ints *batch, const ir_ints *
   return f;
 }
 
-static bool one_pass(lctx *x, const ir_inst *d, ir_type lt, ir_type rt) {
+static bool one_pass(const lctx *x, const ir_inst *d, ir_type lt, ir_type rt) {
   if (lt == IR_BF16 && rt == IR_BF16) return true;
   return x->precision == IR_PREC_DEFAULT && d->a.precision[0] == IR_PREC_DEFAULT &&
          d->a.precision[1] == IR_PREC_DEFAULT;
 }
 
-/* Recognises the pattern in fusion instruction fu's computation. */
-static bool match(lctx *x, const ir_inst *fu, attn *a) {
+/* Recognises the pattern in fusion instruction fu's computation (dry:
+ * before its operands are lowered, assuming f32 ones). */
+static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   const ir_comp *c = &x->m->comps.v[fu->calls[0]];
   memset(a, 0, sizeof *a);
   if (c->root < 0) return false;
@@ -258,13 +266,14 @@ static bool match(lctx *x, const ir_inst *fu, attn *a) {
   a->Dv = d2->shape.dims[nb + 1];
   if (vs->dims[d2->a.rhs_contracting.v[0]] != a->Sk) return false;
   if (!operand_view(x, c, fu, q->ops[0], nb, q->a.lhs_batch.v, qf, q->a.lhs_contracting.v[0],
-                    &a->q) ||
+                    dry, &a->q) ||
       !operand_view(x, c, fu, q->ops[1], nb, q->a.rhs_batch.v, kf, q->a.rhs_contracting.v[0],
-                    &a->k) ||
+                    dry, &a->k) ||
       !operand_view(x, c, fu, d2->ops[1], nb, d2->a.rhs_batch.v, d2->a.rhs_contracting.v[0], vf,
-                    &a->vv))
+                    dry, &a->vv))
     return false;
-  if (!one_pass(x, q, a->q.v->type, a->k.v->type) || !one_pass(x, d2, IR_F32, a->vv.v->type))
+  ir_type qt = a->q.es == 2 ? IR_BF16 : IR_F32, kt = a->k.es == 2 ? IR_BF16 : IR_F32;
+  if (!one_pass(x, q, qt, kt) || !one_pass(x, d2, IR_F32, a->vv.es == 2 ? IR_BF16 : IR_F32))
     return false;
   /* The result: strides of O's dims inside the root's row-major buffer. */
   int64_t st[IR_MAX_RANK];
@@ -469,15 +478,18 @@ static void loads(kctx *k, const gview *v) {
   const int64_t *gs = v->gs;
   int ng = v->ng;
   uint64_t s = v->s;
+  /* bf16 Q and K go straight into their MXU tiles (zero padded once). */
+  uint64_t qd = a->q.es == 2 ? v->ts + p->qt : s + p->qs;
+  uint64_t kd = a->k.es == 2 ? v->ts + p->kt : s + p->ks;
   for (int64_t j = 0; j < n; j++) {
     int64_t d[10] = {a->D * a->q.es,  pn[j].rows, 1, 1, a->q.rs * a->q.es, 0, 0,
                      p->Dp * a->q.es, 0,          0};
-    tb_dma(b, true, s + p->qs + (uint64_t)(j * p->Nt * p->Dp * a->q.es),
+    tb_dma(b, true, qd + (uint64_t)(j * p->Nt * p->Dp * a->q.es),
            boff(a, &a->q, pn[j].g) + (uint64_t)(pn[j].q0 * a->q.rs * a->q.es), d);
   }
   for (int g = 0; g < ng; g++) {
     int64_t dk[10] = {a->D * a->k.es, a->Sk, 1, 1, a->k.rs * a->k.es, 0, 0, p->Dp * a->k.es, 0, 0};
-    tb_dma(b, true, s + p->ks + (uint64_t)(g * a->Sk * p->Dp * a->k.es), boff(a, &a->k, gs[g]), dk);
+    tb_dma(b, true, kd + (uint64_t)(g * a->Sk * p->Dp * a->k.es), boff(a, &a->k, gs[g]), dk);
     int64_t dv[10] = {a->Dv * a->vv.es,  a->Sk, 1, 1, a->vv.rs * a->vv.es, 0, 0,
                       p->DvB * a->vv.es, 0,     0};
     tb_dma(b, true, s + p->vs + (uint64_t)(g * p->L * p->DvB * a->vv.es), boff(a, &a->vv, gs[g]),
@@ -493,11 +505,11 @@ static void convert(kctx *k, const gview *v) {
   int64_t n = v->n;
   int ng = v->ng;
   uint64_t s = v->s, ts = v->ts;
-  for (int64_t j = 0; j < n; j++)
-    tk_conv_bf16(b, s + p->qs + (uint64_t)(j * p->Nt * p->Dp * a->q.es), a->q.es == 2,
+  for (int64_t j = 0; j < n && a->q.es == 4; j++)
+    tk_conv_bf16(b, s + p->qs + (uint64_t)(j * p->Nt * p->Dp * 4), false,
                  ts + p->qt + (uint64_t)(j * p->Nt * p->Dp * 2), p->Nt * p->Dp);
-  for (int g = 0; g < ng; g++)
-    tk_conv_bf16(b, s + p->ks + (uint64_t)(g * a->Sk * p->Dp * a->k.es), a->k.es == 2,
+  for (int g = 0; g < ng && a->k.es == 4; g++)
+    tk_conv_bf16(b, s + p->ks + (uint64_t)(g * a->Sk * p->Dp * 4), false,
                  ts + p->kt + (uint64_t)(g * a->Sk * p->Dp * 2), a->Sk * p->Dp);
   /* V [keys][dv] -> V^T [dv][keys]: 128 x 128 blocks through the
    * transpose buffer. */
@@ -618,7 +630,7 @@ static void softmax(kctx *k, const gview *v) {
    * is spread over the softmax's key iterations, so that the front end
    * never blocks on a full MXU queue while the vector unit starves. */
   k->pend = k->mq.n - k->mq_next;
-  k->ticks = 3 * Sk + 16;
+  k->ticks = Sk + Sk / 2 + 16;
   int64_t tick = 0;
   for (int w = 0; w < 16; w++)
     drip_tick(k, &tick);
@@ -784,28 +796,23 @@ static void one_op(tb *b, tk_elem *e, ir_op op, int nargs, bool swap) {
   e->out_node = out;
 }
 
-bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
-  const ir_inst *fu = &x->comp->insts.v[i];
-  tb *b = x->b;
-  attn a;
-  if (!match(x, fu, &a)) return false;
-  const tgt_target *t = &b->t;
-  /* The 8 x 128-query slot layout needs whole 128-lane panels. */
+/* The panels (mxu_cols queries each) and the plan for target t: false
+ * when the MXU shape does not suit the 8 x 128-query slot layout or the
+ * buffers of even one panel per group do not fit 7/8 of VMEM. */
+static bool make_plan(const tgt_target *t, arena *ar, const attn *a, panel **pnp, int64_t *np,
+                      plan *p) {
   if (t->mxu_cols % LANES || t->mxu_cols > SLOTS * LANES ||
-      (t->mxu_rows % LANES && LANES % t->mxu_rows) || a.Dv > t->acc_rows)
+      (t->mxu_rows % LANES && LANES % t->mxu_rows) || a->Dv > t->acc_rows)
     return false;
-  /* Panels of mxu_cols queries; groups of PG panels (8 slots). */
-  int64_t Nt = t->mxu_cols, npq = (a.Sq + Nt - 1) / Nt, npanels = a.G * npq;
-  panel *pn = arena_array(b->a, (size_t)npanels, sizeof(panel));
+  int64_t Nt = t->mxu_cols, npq = (a->Sq + Nt - 1) / Nt, npanels = a->G * npq;
+  panel *pn = arena_array(ar, (size_t)npanels, sizeof(panel));
   for (int64_t j = 0; j < npanels; j++) {
     pn[j].g = j / npq;
     pn[j].q0 = (j % npq) * Nt;
-    pn[j].rows = a.Sq - pn[j].q0 < Nt ? a.Sq - pn[j].q0 : Nt;
+    pn[j].rows = a->Sq - pn[j].q0 < Nt ? a->Sq - pn[j].q0 : Nt;
   }
   uint64_t budget = t->vmem_bytes - t->vmem_bytes / 8;
-  plan p;
-  int64_t PG = SLOTS / (Nt / LANES);
-  for (;; PG /= 2) {
+  for (int64_t PG = SLOTS / (Nt / LANES);; PG /= 2) {
     int64_t ngmax = 1, gs[SLOTS];
     int gi[SLOTS];
     for (int64_t j0 = 0; j0 < npanels; j0 += PG) {
@@ -813,10 +820,33 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
       int ng = group_gs(pn + j0, n, gs, gi);
       if (ng > ngmax) ngmax = ng;
     }
-    plan_sizes(t, &a, PG, ngmax, &p);
-    if (p.total <= budget || PG == 1) break;
+    plan_sizes(t, a, PG, ngmax, p);
+    if (p->total <= budget || PG == 1) break;
   }
-  if (p.total > budget) return false; /* the score rows do not fit VMEM */
+  *pnp = pn;
+  *np = npanels;
+  return p->total <= budget;
+}
+
+bool lower_attention_takes(const lctx *x, ir_id i) {
+  const ir_inst *fu = &x->comp->insts.v[i];
+  attn a;
+  panel *pn;
+  int64_t np;
+  plan p;
+  return fu->op == IR_OP_FUSION && fu->ncalls == 1 && fu->a.fusion_kind == IR_FUSION_CUSTOM &&
+         match(x, fu, true, &a) && make_plan(&x->b->t, x->b->a, &a, &pn, &np, &p);
+}
+
+bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
+  const ir_inst *fu = &x->comp->insts.v[i];
+  tb *b = x->b;
+  attn a;
+  panel *pn;
+  int64_t npanels;
+  plan p;
+  if (!match(x, fu, false, &a) || !make_plan(&b->t, b->a, &a, &pn, &npanels, &p)) return false;
+  int64_t PG = p.PG;
   kctx k = {0};
   k.b = b;
   k.a = &a;
@@ -849,6 +879,7 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
     fill0(b, o + p.qs, p.set - p.qs);
     if (p.L > a.Sk) fill0(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row);
   }
+  if (a.q.es == 2 || a.k.es == 2) fill0(b, p.tiles, 3 * p.tset); /* their pads */
   /* Order (docs/tpu-backend.md): a unit that must wait for another waits
    * for everything that unit has queued, so each group's work is emitted
    * where that tail is work needed anyway: per step g the vector unit
@@ -866,11 +897,9 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
   drip(&k, -1);
   for (int64_t g = 0; g < ng && !b->failed; g++) {
     if (g + 2 < ng) loads(&k, &gv[g + 2]);
-    if (g + 1 < ng) {
-      convert(&k, &gv[g + 1]);
-      scores(&k, &gv[g + 1]);
-    }
+    if (g + 1 < ng) convert(&k, &gv[g + 1]);
     if (g >= 1) values(&k, &gv[g - 1]);
+    if (g + 1 < ng) scores(&k, &gv[g + 1]);
     softmax(&k, &gv[g]);
     if (g >= 2) store(&k, &gv[g - 2]);
   }

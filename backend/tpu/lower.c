@@ -330,6 +330,28 @@ tval *lower_convert(lctx *x, const tval *v, ir_type t) {
   return out;
 }
 
+/* A dot of the entry whose result only feeds one-pass dots (the fused
+ * attention's Q, K, V: lower_bf16_store) stores it rounded to bf16 from
+ * its matmul's epilogue: the bits those dots would round it to, half the
+ * bytes. false (nothing emitted) otherwise. */
+static bool lower_dot_bf16(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (!lower_bf16_store(x, i)) return false;
+  tval *out = tv_new(x, IR_BF16, in->shape.rank, in->shape.dims);
+  tk_node nodes[2] = {{TK_IN, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+  int root = 1;
+  uint64_t ia = 0, oa = tv_addr(out);
+  ir_type it = IR_F32;
+  tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, out->count};
+  if (!lower_dot_epilogue(x, i, &e, 0, oa, NULL)) {
+    tv_release(x, out);
+    return false;
+  }
+  x->val[i] = out;
+  return true;
+}
+
 /* ---- data movement -------------------------------------------------------------- */
 
 static tval *materialize_broadcast(lctx *x, tval *v, int rank, const int64_t *dims) {
@@ -589,7 +611,9 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_PAD:
     x->val[i] = lower_pad(x, ov, x->val[in->ops[1]], in->a.padding, in->shape.type);
     break;
-  case IR_OP_DOT: lower_dot(x, i); break;
+  case IR_OP_DOT:
+    if (!lower_dot_bf16(x, i)) lower_dot(x, i);
+    break;
   case IR_OP_CONVOLUTION:
     if (!lower_pointwise_conv(x, i)) lower_conv(x, i);
     break;

@@ -82,9 +82,10 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
 /* Whether instruction i of the entry computation may be stored as bf16:
  * f32, not the root, and every use a dot with one bf16 pass (DEFAULT
  * precision here and in the options), directly or as a parameter of a
- * loop/input/output fusion used there only by such dots. Those dots round
- * the value to bf16 (RNE) anyway, so storing it rounded gives the same
- * bits and halves its HBM traffic. */
+ * loop/input/output fusion used there only by such dots, or of an
+ * attention fusion that lower_attention_takes (its Q, K, V). Those dots
+ * round the value to bf16 (RNE) anyway, so storing it rounded gives the
+ * same bits and halves its HBM traffic. */
 bool lower_bf16_store(const lctx *x, ir_id i);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
@@ -115,5 +116,8 @@ tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm);
  * computation is not the pattern or the plan does not fit the target
  * (the caller then lowers the computation as it is). */
 bool lower_attention(lctx *x, ir_id i, bool out_bf16);
+/* Whether lower_attention will run fusion instruction i as the kernel,
+ * whatever its operands' storage (f32, or bf16: it reads both). */
+bool lower_attention_takes(const lctx *x, ir_id i);
 
 #endif

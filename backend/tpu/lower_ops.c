@@ -214,8 +214,11 @@ bool lower_bf16_store(const lctx *x, ir_id i) {
       if (u->ops[k] != i) continue;
       users++;
       if (one_pass_dot(x, u)) continue;
-      if (u->op != IR_OP_FUSION || u->ncalls != 1 || u->a.fusion_kind == IR_FUSION_CUSTOM)
-        return false;
+      if (u->op == IR_OP_FUSION && u->a.fusion_kind == IR_FUSION_CUSTOM) {
+        if (!lower_attention_takes(x, j)) return false; /* the kernel reads bf16 Q, K, V */
+        continue;
+      }
+      if (u->op != IR_OP_FUSION || u->ncalls != 1) return false;
       /* inside the fusion, parameter k feeds one-pass dots only */
       const ir_comp *fc = &x->m->comps.v[u->calls[0]];
       for (int q = 0; q < fc->insts.n; q++) {

@@ -88,4 +88,21 @@ check "attention fused equals unfused bit for bit" "$TPUCC" run "$T/attn.tg" --t
   >/dev/null 2>&1
 hbm=$(sed -n 's/.*"hbm_bytes": *\([0-9]*\).*/\1/p' "$T/attn.json")
 check "attention scores stay in VMEM (HBM $hbm bytes)" test "${hbm:-0}" -gt 0 -a "${hbm:-0}" -lt 1300000
+# Projections feeding the fused attention store bf16 (lower_bf16_store:
+# the kernel reads bf16 Q, K, V straight into its MXU tiles) and its result
+# feeds a dot (stored bf16 too): the same bits as the unfused -O1 program.
+cat >"$T/proj.tg" <<'G'
+graph main(x: f32[2,130,128], wq: f32[128,128], wk: f32[128,128], wv: f32[128,128],
+           wo: f32[128,128]) -> f32[2,130,128] {
+  let q = transpose(reshape(x @ wq, [2, 130, 2, 64]), perm=[0, 2, 1, 3]);
+  let k = transpose(reshape(x @ wk, [2, 130, 2, 64]), perm=[0, 2, 1, 3]);
+  let v = transpose(reshape(x @ wv, [2, 130, 2, 64]), perm=[0, 2, 1, 3]);
+  let o = reshape(transpose(scaled_dot_product_attention(q, k, v), perm=[0, 2, 1, 3]), [2, 130, 128]);
+  return x + o @ wo;
+}
+G
+check "projected attention unfused at -O1" "$TPUCC" run "$T/proj.tg" --target=v3 -O1 --random-inputs \
+  --output=@"$T/proj.npy"
+check "projected attention fused, bf16 Q/K/V/O, equals unfused bit for bit" "$TPUCC" run \
+  "$T/proj.tg" --target=v3 --random-inputs --expected-output=@"$T/proj.npy" --atol=0 --rtol=0
 exit $fail
