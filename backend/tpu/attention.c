@@ -265,10 +265,10 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   a->D = qs->dims[q->a.lhs_contracting.v[0]];
   a->Dv = d2->shape.dims[nb + 1];
   if (vs->dims[d2->a.rhs_contracting.v[0]] != a->Sk) return false;
-  if (!operand_view(x, c, fu, q->ops[0], nb, q->a.lhs_batch.v, qf, q->a.lhs_contracting.v[0],
-                    dry, &a->q) ||
-      !operand_view(x, c, fu, q->ops[1], nb, q->a.rhs_batch.v, kf, q->a.rhs_contracting.v[0],
-                    dry, &a->k) ||
+  if (!operand_view(x, c, fu, q->ops[0], nb, q->a.lhs_batch.v, qf, q->a.lhs_contracting.v[0], dry,
+                    &a->q) ||
+      !operand_view(x, c, fu, q->ops[1], nb, q->a.rhs_batch.v, kf, q->a.rhs_contracting.v[0], dry,
+                    &a->k) ||
       !operand_view(x, c, fu, d2->ops[1], nb, d2->a.rhs_batch.v, d2->a.rhs_contracting.v[0], vf,
                     dry, &a->vv))
     return false;
