@@ -4,7 +4,8 @@
  * Each pass lives in its own file and exports one entry point
  *     bool pass_<name>(ir_module *m, pass_ctx *ctx);
  * that returns true when it changed the module. A pass leaves the module
- * verified (the pipeline re-verifies after every pass when ctx->verify).
+ * verified (the pipeline re-verifies after every pass when ctx->verify, and
+ * once at its end otherwise).
  * Decisions worth explaining (fusion, tiling) are recorded with
  * pass_explain; `--explain` prints them. */
 #ifndef TPUCC_PASSES_H
@@ -15,7 +16,8 @@
 typedef struct pass_ctx {
   diag *d;            /* user-facing diagnostics (located errors) */
   int opt_level;      /* 0..3 */
-  bool verify;        /* run ir_verify after each pass */
+  bool verify;        /* run ir_verify after each pass; when false, pass_run
+                         verifies once after the last pass */
   strbuf *explain;    /* when non-NULL, passes append their reasons */
   const void *target; /* a const tgt_target * (runtime/isa/target.h) when
                          compiling for a TPU preset, or NULL: defaults */

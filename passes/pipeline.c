@@ -149,6 +149,12 @@ base_status pass_run(ir_module *m, pass_ctx *ctx, const char *passes,
     if (opts->dump_dir && (!have_re || regexec(&re, list[i]->name, 0, NULL, 0) == 0))
       if (!dump(m, opts, i + 1, list[i]->name, ctx->d)) goto io_fail;
   }
+  if (!ctx->verify && n > 0 && ir_verify(m, ctx->d) > 0) { /* once, at the end */
+    src_loc nl = {0};
+    diag_error(ctx->d, nl, "internal: module does not verify after the passes (rerun with "
+                           "--verify-each to find the pass)");
+    goto fail;
+  }
   if (opts->time_passes) fprintf(rep, "  %-24s %9.3f ms\n", "total", total * 1e3);
   if (have_re) regfree(&re);
   return ST_OK;

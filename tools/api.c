@@ -463,7 +463,7 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
   if (!s->last) s->last = diag_create();
   strbuf explain;
   sb_init(&explain);
-  pass_ctx ctx = {s->last, o->opt_level, true, o->explain ? &explain : NULL, NULL};
+  pass_ctx ctx = {s->last, o->opt_level, o->verify_each, o->explain ? &explain : NULL, NULL};
   pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
   int before = diag_error_count(s->last);
   base_status st = pass_run(tm->m, &ctx, o->passes, &ro);

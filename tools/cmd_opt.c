@@ -22,6 +22,8 @@ void tool_help_opt_flags(FILE *f) {
         "                     (NNNN counts from 0000 = the input, so files sort in order)\n"
         "  --dump-after=REGEX only dump after passes whose name matches (POSIX ERE)\n"
         "  --time-passes      print each pass's wall time to standard error\n"
+        "  --verify-each      verify the module after every pass (default for opt;\n"
+        "                     compile and run verify once, after the last pass)\n"
         "  --explain          print the passes' decisions (fusions made and refused,\n"
         "                     rewrites) to standard error\n",
         f);
@@ -42,13 +44,16 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_opti
     o->opt_level = name[1] - '0';
     return 1;
   }
-  if (!strcmp(name, "time-passes") || !strcmp(name, "explain") || !strcmp(name, "list-passes")) {
+  if (!strcmp(name, "time-passes") || !strcmp(name, "explain") || !strcmp(name, "list-passes") ||
+      !strcmp(name, "verify-each")) {
     if (v) {
       tool_error(ar->cmd, "--%s takes no value", name);
       return -1;
     }
     if (name[0] == 't')
       o->time_passes = true;
+    else if (name[0] == 'v')
+      o->verify_each = true;
     else if (name[0] == 'e')
       o->explain = true;
     else {
@@ -97,6 +102,7 @@ int tool_cmd_opt(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *name, *v;
   tool_opt_options oo;
   tool_opt_options_init(&oo);
+  oo.verify_each = true; /* the pass tests' harness: find the pass that breaks */
   tpucc_compile_options co;
   tpucc_compile_options_init(&co);
   while (tool_args_next(&ar, &name, &v)) {

@@ -112,13 +112,15 @@ typedef struct tool_opt_options {
   const char *dump_after; /* regex over pass names for the dumps, or NULL */
   bool time_passes;       /* per-pass times to stderr */
   bool explain;           /* pass decisions to stderr */
+  bool verify_each;       /* ir_verify after every pass (else once at the end) */
 } tool_opt_options;
 void tool_opt_options_init(tool_opt_options *o); /* -O2, nothing else */
 /* Parses one of the options above (name without dashes, as tool_args_next
  * gives it; value may be NULL); returns 1 when it was one (0 when not, -1
  * after printing a usage error). Used by compile, run and opt. */
 int tool_opt_parse(tool_args *ar, const char *name, const char *value, tool_opt_options *o);
-/* Runs the passes on a compiled module (verifying after each) and
+/* Runs the passes on a compiled module (verifying after each with
+ * o->verify_each, else once after the last) and
  * refreshes its signature. On failure the session message holds the
  * reason and the diagnostics the details. */
 tpucc_status tool_module_optimize(tpucc_module *m, const tool_opt_options *o);

@@ -184,6 +184,9 @@ case_compile() {
   out_has "add("
   run 0 compile "$DATA/add.hlo" -o "$T/re.hlo"
   out_is ""
+  run 0 compile "$DATA/add.hlo" --verify-each --time-passes -o "$T/re2.hlo"
+  cmp -s "$T/re.hlo" "$T/re2.hlo" || fail "--verify-each changed the output"
+  run 2 compile "$DATA/add.hlo" --verify-each=yes
   run 0 run "$T/re.hlo" --input="2x3xf32=1" --input="2x3xf32=2"
   out_is "2x3xf32=[3 3 3][3 3 3]"
 }
