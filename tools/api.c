@@ -10,6 +10,9 @@
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 #include "tools/tools.h"
+#ifdef TPUCC_HAVE_TPU
+#include "runtime/isa/target.h" /* tool_opt_options.target */
+#endif
 
 /* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
 _Static_assert((int)TPUCC_INTERNAL == (int)ST_INTERNAL, "status codes diverged");
@@ -464,6 +467,10 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
   strbuf explain;
   sb_init(&explain);
   pass_ctx ctx = {s->last, o->opt_level, o->verify_each, o->explain ? &explain : NULL, NULL};
+#ifdef TPUCC_HAVE_TPU
+  tgt_target tt;
+  if (o->target && tgt_parse(o->target, &tt, NULL, 0) == 0) ctx.target = &tt;
+#endif
   pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
   int before = diag_error_count(s->last);
   base_status st = pass_run(tm->m, &ctx, o->passes, &ro);

@@ -189,6 +189,7 @@ int tool_cmd_compile(int argc, char **argv) {
   tpucc_module *m = NULL;
   const char *text;
   size_t len;
+  oo.target = tpo.target; /* passes size their decisions by a TPU target */
   if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
     fputs(d, stderr);

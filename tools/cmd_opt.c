@@ -86,6 +86,8 @@ void tool_help_opt(FILE *f) {
         f);
   tool_help_opt_flags(f);
   fputs("  -o FILE            write to FILE instead of standard output\n"
+        "  --target=SPEC      size the passes' decisions (VMEM) for this TPU target\n"
+        "                     (default: v3's figures)\n"
         "  --entry=NAME       .tg only: the graph to compile (default: the last)\n"
         "  --language=hlo|tg  override the choice by file extension\n"
         "  -h, --help         this text\n"
@@ -121,10 +123,18 @@ int tool_cmd_opt(int argc, char **argv) {
     if (!strcmp(name, "h") || !strcmp(name, "help")) {
       tool_help_opt(stdout);
       return TOOL_EXIT_OK;
-    } else if (!strcmp(name, "o") || !strcmp(name, "entry") || !strcmp(name, "language")) {
+    } else if (!strcmp(name, "o") || !strcmp(name, "entry") || !strcmp(name, "language") ||
+               !strcmp(name, "target")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
       if (!strcmp(name, "o"))
         out = v;
+      else if (!strcmp(name, "target")) {
+        if (!tool_tpu_target(v)) {
+          tool_error(CMD, "--target: '%s' is not a TPU target spec (v2, v3, overrides)", v);
+          return TOOL_EXIT_USAGE;
+        }
+        oo.target = v;
+      }
       else if (!strcmp(name, "entry"))
         co.entry = v;
       else if (!tool_parse_language(CMD, v, &co.language))

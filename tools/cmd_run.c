@@ -528,6 +528,7 @@ int tool_cmd_run(int argc, char **argv) {
     if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
     goto done;
   }
+  c.opt.target = c.target; /* passes size their decisions by a TPU target */
   if (tool_module_optimize(m, &c.opt) != TPUCC_OK) { /* the -O pipeline */
     tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;

@@ -113,6 +113,9 @@ typedef struct tool_opt_options {
   bool time_passes;       /* per-pass times to stderr */
   bool explain;           /* pass decisions to stderr */
   bool verify_each;       /* ir_verify after every pass (else once at the end) */
+  const char *target;     /* the TPU target spec the module is compiled for: passes
+                             size their decisions (VMEM) by it; NULL or a non-TPU
+                             target: v3's figures */
 } tool_opt_options;
 void tool_opt_options_init(tool_opt_options *o); /* -O2, nothing else */
 /* Parses one of the options above (name without dashes, as tool_args_next

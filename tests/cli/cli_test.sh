@@ -311,6 +311,21 @@ case_target_flags() {
   err_has "--stats applies to TPU targets and cpu"
 }
 
+# The passes size their decisions by the target given to opt, compile and
+# run: the attention golden fuses on v3 and is refused with 64 KiB of VMEM.
+case_pass_target() {
+  "$TPUCC" run --help | grep -q '^  v3 ' || { echo "no v3 target: skipped"; exit 77; }
+  local g="$DATA/../passes/golden/fusion_attention.hlo"
+  run 0 opt "$g" --passes=fusion --explain
+  err_has "fused (kCustom): the scores stay in VMEM (84 KiB for two groups of 1024 queries, of 14336 KiB on v3)"
+  run 0 opt "$g" --passes=fusion --explain --target=v3,vmem=64KiB
+  err_has "attention not fused: a score row of 7 keys needs 84 KiB of VMEM for two groups of 1024 queries, more than 56 KiB"
+  run 2 opt "$g" --target=cpu
+  err_has "is not a TPU target spec"
+  run 0 compile "$g" -O2 --explain --target=v2 -o "$T/a.tpub"
+  err_has "of 14336 KiB on v2)"
+}
+
 "case_$CASE"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
 echo "ok"
