@@ -14,9 +14,9 @@
  *   COL   [R]: a parameter broadcast along the trailing dims (a scale or
  *         shift vector), loaded once;
  *   CONST scalar constants (and broadcasts of them).
- * A block of Rb rows of every FULL input is DMAd into VMEM (row stride
- * Rpad = R rounded up to 128 lanes; two slots, the next block loading
- * while this one computes) and, per group of 8 rows, each reduce is one
+ * A block of Rb rows of every FULL input (about 256 KiB) is DMAd into
+ * VMEM (row stride Rpad = R rounded up to 128 lanes; two slots, the next
+ * block loading while this one computes) and, per group of 8 rows, each reduce is one
  * pass over the row's 128-wide chunks: its FULL operand evaluated on 8x128
  * tiles (tk_eval_dag: the kernels of elem.c) and accumulated lane-wise,
  * then folded across lanes (vrlsum / vrlmax / vrlmin), which leaves the
@@ -362,8 +362,13 @@ static bool rows_kernel(tb *b, const rprog *p) {
                    (uint64_t)p->scal_addr.n * 4096 + 2 * (uint64_t)nrow_out * 1024 +
                    (uint64_t)(p->in_addr.n + p->out_node.n) * 2 * TB_GRANULE;
   uint64_t budget = b->t.vmem_bytes / 4 * 3;
-  int64_t Rb = (O + 7) / 8 * 8;
-  if (Rb > 512) Rb = 512;
+  /* Blocks of about 256 KiB of f32 rows (16 to 512 rows): the first
+   * block's load and the last block's store overlap nothing, so they stay
+   * short. */
+  int64_t Rb = (O + 7) / 8 * 8, cap = ((int64_t)1 << 18) / (Rpad * 4) / 16 * 16;
+  if (cap < 16) cap = 16;
+  if (cap > 512) cap = 512;
+  if (Rb > cap) Rb = cap;
   while (Rb > 8 && fixed + 2 * (uint64_t)Rb * (in_row + out_row + row_rows) > budget)
     Rb = (Rb / 2 + 7) / 8 * 8;
   if (fixed + 2 * (uint64_t)Rb * (in_row + out_row + row_rows) > budget) return false;
