@@ -1,7 +1,7 @@
 /* diff_cpu_tpu.c: the CPU's TPU numerics (backend/llvm, CPU_NUMERICS_TPU)
  * against ir_eval in TPU-numerics mode, bit for bit, NaN payloads
- * included (docs/numerics.md sections 4 and 5), and a sample against the
- * emulator (backend/tpu on v3) directly.
+ * included (docs/numerics.md sections 4 and 5), and the emulator
+ * (backend/tpu on v3) against the same oracle.
  *
  *  - elementwise: every float op of ops.def (unary, binary over all pairs,
  *    clamp over triples, compare in every direction and comparison type,
@@ -17,9 +17,12 @@
  *  - convolutions: 1-D and 2-D, NHWC and NCHW, strides, padding (also
  *    negative), lhs (base) and rhs (window) dilation, reversal, feature
  *    and batch groups, at the three precisions.
+ *  - reductions: add (row order, tree order over one, two and three dims,
+ *    two tree levels, sequential), f32 and bf16, max, min, multiply.
  * Float arguments are random full-precision values with about one in
  * eight replaced by a special (inf, -0, NaN payloads, subnormals, ties,
- * huge values whose products overflow). Every module also runs under
+ * huge values whose products overflow). Every module without f16 also runs
+ * on the emulator (v3) against the same oracle, and every module under
  * CPU_NUMERICS_STRICT against the default evaluator (NaN payloads aside),
  * which must be unchanged.
  *
@@ -195,6 +198,7 @@ static ir_literal *vec(arena *a, ir_type t, int64_t n) {
   return ir_literal_create(a, &s);
 }
 
+/* with emu, every module also runs on the emulator (f32 and bf16) */
 static void elementwise(ir_type t, bool emu) {
   const char *tn = ir_type_name(t);
   int64_t n = NSPEC, n2 = n * n, n3 = 20 * 20 * 20;
@@ -216,12 +220,12 @@ static void elementwise(ir_type t, bool emu) {
     snprintf(name, sizeof name, "%s %s", tn, unary_ops[o]);
     snprintf(hlo, sizeof hlo, "HloModule u\nENTRY e {\n x = %s[%lld] parameter(0)\n ROOT r = %s[%lld] %s(x)\n}\n",
              tn, (long long)n, tn, (long long)n, unary_ops[o]);
-    check(name, hlo, &x1, 1, emu && o < 2);
+    check(name, hlo, &x1, 1, emu);
   }
   snprintf(name, sizeof name, "%s is-finite", tn);
   snprintf(hlo, sizeof hlo, "HloModule u\nENTRY e {\n x = %s[%lld] parameter(0)\n ROOT r = pred[%lld] is-finite(x)\n}\n",
            tn, (long long)n, (long long)n);
-  check(name, hlo, &x1, 1, false);
+  check(name, hlo, &x1, 1, emu);
   ir_literal *xy[3] = {x2, y2, NULL}, *pxy[3] = {p2, x2, y2};
   if (t == IR_BF16) {
     /* A signalling bf16 NaN through select: ir_eval copies its bits, the
@@ -242,8 +246,7 @@ static void elementwise(ir_type t, bool emu) {
              "HloModule b\nENTRY e {\n x = %s[%lld] parameter(0)\n y = %s[%lld] parameter(1)\n"
              " ROOT r = %s[%lld] %s(x, y)\n}\n",
              tn, (long long)n2, tn, (long long)n2, tn, (long long)n2, binary_ops[o]);
-    /* the emulator lowers add .. divide, maximum, minimum */
-    check(name, hlo, xy, 2, emu && (o < 4 || o == 5 || o == 6));
+    check(name, hlo, xy, 2, emu);
   }
   for (int d = 0; d < 6; d++)
     for (int total = 0; total < 2; total++) {
@@ -253,7 +256,7 @@ static void elementwise(ir_type t, bool emu) {
                " ROOT r = pred[%lld] compare(x, y), direction=%s%s\n}\n",
                tn, (long long)n2, tn, (long long)n2, (long long)n2, dirs[d],
                total ? ", type=TOTALORDER" : "");
-      check(name, hlo, xy, 2, false);
+      check(name, hlo, xy, 2, emu);
     }
   snprintf(name, sizeof name, "%s select", tn);
   snprintf(hlo, sizeof hlo,
@@ -267,7 +270,7 @@ static void elementwise(ir_type t, bool emu) {
            " hi = %s[%lld] parameter(2)\n ROOT r = %s[%lld] clamp(lo, x, hi)\n}\n",
            tn, (long long)n3, tn, (long long)n3, tn, (long long)n3, tn, (long long)n3);
   check(name, hlo, c, 3, emu);
-  /* an elementwise chain fused at -O2 on the emulator: the same values */
+  /* a chain of elementwise ops (one loop on the CPU) */
   snprintf(name, sizeof name, "%s chain", tn);
   snprintf(hlo, sizeof hlo,
            "HloModule ch\nENTRY e {\n x = %s[%lld] parameter(0)\n y = %s[%lld] parameter(1)\n"
@@ -302,9 +305,7 @@ static void converts(void) {
       snprintf(name, sizeof name, "convert %s -> %s", fn, tn);
       snprintf(hlo, sizeof hlo, "HloModule cv\nENTRY e {\n x = %s[%lld] parameter(0)\n ROOT r = %s[%lld] convert(x)\n}\n",
                fn, (long long)n, tn, (long long)n);
-      bool emu = (ts[f] == IR_F32 || ts[f] == IR_BF16 || ts[f] == IR_S32) &&
-                 (ts[t] == IR_F32 || ts[t] == IR_BF16 || ts[t] == IR_S32);
-      check(name, hlo, &x, 1, emu);
+      check(name, hlo, &x, 1, ts[f] != IR_F16 && ts[t] != IR_F16); /* no f16 on the TPU */
     }
   arena_destroy(a);
 }
@@ -329,7 +330,7 @@ static void types3(ir_type *lt, ir_type *rt, ir_type *ot) {
   *ot = combos[c][2];
 }
 
-static void one_dot(int i, bool emu) {
+static void one_dot(int i) {
   static const int64_t sizes[] = {1, 2, 3, 5, 8, 17, 33, 64, 130};
   int64_t B = rnd(3) == 0 ? 1 + rnd(3) : 0, M = sizes[rnd(9)], N = sizes[rnd(9)], K = sizes[rnd(9)];
   if (rnd(2)) { /* large enough for the tiled kernel */
@@ -363,11 +364,11 @@ static void one_dot(int i, bool emu) {
   arena *a = arena_create();
   ir_shape s0 = ir_shape_array(lt, lr, ld), s1 = ir_shape_array(rt, rr, rd);
   ir_literal *args[2] = {random_literal(a, &s0), random_literal(a, &s1)};
-  check(name, hlo, args, 2, emu);
+  check(name, hlo, args, 2, true);
   arena_destroy(a);
 }
 
-static void one_conv(int i, bool emu) {
+static void one_conv(int i) {
   int ns = 1 + (int)rnd(2);
   bool nchw = rnd(2);
   int64_t G = rnd(3) == 0 ? 2 : 1, BG = G == 1 && rnd(4) == 0 ? 2 : 1;
@@ -420,7 +421,7 @@ static void one_conv(int i, bool emu) {
   arena *a = arena_create();
   ir_shape s0 = ir_shape_array(lt, ns + 2, id), s1 = ir_shape_array(rt, ns + 2, kd);
   ir_literal *args[2] = {random_literal(a, &s0), random_literal(a, &s1)};
-  check(name, hlo, args, 2, emu);
+  check(name, hlo, args, 2, true);
   arena_destroy(a);
 }
 
@@ -434,22 +435,21 @@ static void reductions(void) {
   static const struct {
     const char *type, *in, *out, *dims, *op, *init;
     int64_t n;
-    bool emu;
   } rs[] = {
-      {"f32", "3,300", "3", "1", "add", "0", 900, true},
-      {"f32", "2,5,70", "2", "1,2", "add", "0.5", 700, false},
-      {"f32", "300,3", "3", "0", "add", "0", 900, false},
-      {"f32", "1200,5", "1200", "1", "add", "-0", 6000, false},
-      {"f32", "5000", "", "0", "add", "0", 5000, true},
-      {"f32", "2,4100", "2", "1", "add", "1", 8200, true},
-      {"f32", "4,2,2100", "2", "0,2", "add", "0", 16800, false},
-      {"f32", "70000", "", "0", "add", "0", 70000, false},
-      {"f32", "20000", "", "0", "add", "-0", 20000, false},
-      {"bf16", "3,5000", "3", "1", "add", "0", 15000, false},
-      {"bf16", "3,300", "3", "1", "add", "0", 900, false},
-      {"f32", "2,6000", "2", "1", "maximum", "-inf", 12000, true},
-      {"f32", "6000", "", "0", "minimum", "inf", 6000, false},
-      {"f32", "4096", "", "0", "multiply", "1", 4096, false},
+      {"f32", "3,300", "3", "1", "add", "0", 900},
+      {"f32", "2,5,70", "2", "1,2", "add", "0.5", 700},
+      {"f32", "300,3", "3", "0", "add", "0", 900},
+      {"f32", "1200,5", "1200", "1", "add", "-0", 6000},
+      {"f32", "5000", "", "0", "add", "0", 5000},
+      {"f32", "2,4100", "2", "1", "add", "1", 8200},
+      {"f32", "4,2,2100", "2", "0,2", "add", "0", 16800},
+      {"f32", "70000", "", "0", "add", "0", 70000},
+      {"f32", "20000", "", "0", "add", "-0", 20000},
+      {"bf16", "3,5000", "3", "1", "add", "0", 15000},
+      {"bf16", "3,300", "3", "1", "add", "0", 900},
+      {"f32", "2,6000", "2", "1", "maximum", "-inf", 12000},
+      {"f32", "6000", "", "0", "minimum", "inf", 6000},
+      {"f32", "4096", "", "0", "multiply", "1", 4096},
   };
   char hlo[1024], name[96];
   for (size_t i = 0; i < COUNTOF(rs); i++) {
@@ -482,7 +482,35 @@ static void reductions(void) {
     }
     ps = ir_shape_array(ps.type, ps.rank, ps.dims);
     x->shape = ps;
-    check(name, hlo, &x, 1, rs[i].emu);
+    check(name, hlo, &x, 1, true);
+    arena_destroy(a);
+  }
+}
+
+/* Reduce-window (pooling) with the reducer in TPU numerics: max with NaN
+ * payloads and signed zeros (also on the emulator), add over padding. */
+static void pooling(void) {
+  static const struct {
+    const char *op, *init, *win;
+    bool emu;
+  } ps[] = {
+      {"maximum", "-inf", "size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0", true},
+      {"minimum", "inf", "size=1x2x2x1 stride=1x2x2x1", true},
+      {"add", "0", "size=1x3x3x1 stride=1x1x1x1 pad=0_0x1_1x1_1x0_0 rhs_dilate=1x2x1x1", false},
+  };
+  char hlo[1024], name[96];
+  for (size_t i = 0; i < COUNTOF(ps); i++) {
+    snprintf(name, sizeof name, "reduce-window %s", ps[i].op);
+    arena *a = arena_create();
+    int64_t d[4] = {2, 9, 8, 3};
+    ir_shape xs = ir_shape_array(IR_F32, 4, d);
+    ir_literal *x = random_literal(a, &xs);
+    snprintf(hlo, sizeof hlo,
+             "HloModule p\nf {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+             " ROOT c = f32[] %s(a, b)\n}\nENTRY e {\n x = f32[2,9,8,3] parameter(0)\n"
+             " z = f32[] constant(%s)\n ROOT r = reduce-window(x, z), window={%s}, to_apply=f\n}\n",
+             ps[i].op, ps[i].init, ps[i].win);
+    check(name, hlo, &x, 1, ps[i].emu);
     arena_destroy(a);
   }
 }
@@ -498,10 +526,11 @@ int main(int argc, char **argv) {
   converts();
   int cv = nchecks;
   reductions();
+  pooling();
   int rd = nchecks;
-  for (int i = 0; i < n; i++) one_dot(i, i % 4 == 0);
+  for (int i = 0; i < n; i++) one_dot(i);
   int dt = nchecks;
-  for (int i = 0; i < n; i++) one_conv(i, i % 4 == 0);
+  for (int i = 0; i < n; i++) one_conv(i);
   printf("diff_cpu_tpu: %d checks (elementwise %d, converts %d, reductions %d, dots %d, "
          "convolutions %d; %d also on the emulator), %d failures\n",
          nchecks, ew, cv - ew, rd - cv, dt - rd, nchecks - dt, nemu, nfail);
