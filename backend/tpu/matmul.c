@@ -250,6 +250,96 @@ static void finish_upto(const fin_ctx *f, pend_grp *p, int64_t upto) {
   }
 }
 
+/* The loads of the resident plan in their issue order: per block, the
+ * A panel's piece 0 (f32: into its staging slot), then its B panels
+ * (f32: into staging slots), the rest of the A panel after the first
+ * group's B panels. ld_upto issues them up to panel j of block blk (j
+ * past nN reaches into the next block: its loads then run under this
+ * block's last group), so a new block's first pushes do not wait for a
+ * whole B group and A piece to arrive. */
+typedef struct ld_ctx {
+  tb *b;
+  int64_t M, N, K, Kt, Nt, Mb, nK, nN, nMb, G;
+  int nm, nbs;
+  uint64_t A, A_g;
+  int esa;
+  bool a32;
+  uint64_t B, B_g;
+  bool b32;
+  const tk_aview *av;
+  uint64_t aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot;
+  int64_t blk, j; /* next load: panel j of block blk (j = -1: its A piece 0) */
+} ld_ctx;
+
+static void ld_one(ld_ctx *c) {
+  tb *b = c->b;
+  int64_t blk = c->blk, g = blk / c->nMb, m0 = blk % c->nMb * c->Mb;
+  int64_t rows = c->M - m0 < c->Mb ? c->M - m0 : c->Mb, Kt = c->Kt, K = c->K, Nt = c->Nt;
+  uint64_t as = c->aoff + (uint64_t)(blk & 1) * c->apanel;
+  uint64_t asrc = c->A + (uint64_t)g * c->A_g + (uint64_t)(m0 * K * c->esa);
+  if (c->j < 0) { /* A piece 0 */
+    if (c->av) {
+      c->av->load(b, c->av, g, m0, rows, 0, K < Kt ? K : Kt, as, Kt * 2);
+      for (int t = 1; t < c->nm; t++) tb_dma_token(b);
+    } else if (c->a32) {
+      a32_piece(b, 0, K, Kt, rows, c->Mb, asrc, as, c->saoff, c->sa_slot, true);
+    } else {
+      int64_t kc = K < Kt ? K : Kt;
+      int64_t d[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
+      tb_dma(b, true, as, asrc, d);
+      for (int t = 1; t < c->nm; t++) tb_dma_token(b); /* one token per MXU */
+    }
+    c->j = 0;
+    return;
+  }
+  int64_t j = c->j, n0 = j * Nt, cols = c->N - n0 < Nt ? c->N - n0 : Nt;
+  int64_t pg = blk * c->nN + j; /* global panel index */
+  if (c->b32) { /* staged now, converted just before its group */
+    uint64_t st = c->sboff + (uint64_t)(pg % c->nbs) * c->sb_slot;
+    int64_t d[10] = {cols * 4, K, 1, 1, c->N * 4, 0, 0, Nt * 4, 0, 0};
+    tb_dma(b, true, st, c->B + (uint64_t)g * c->B_g + (uint64_t)(n0 * 4), d);
+  } else {
+    int64_t d[10] = {cols * 2, K, 1, 1, c->N * 2, 0, 0, Nt * 2, 0, 0};
+    tb_dma(b, true, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel,
+           c->B + (uint64_t)g * c->B_g + (uint64_t)(n0 * 2), d);
+  }
+  if (!c->a32 && j == (c->nN < c->nm ? c->nN : c->nm) - 1)
+    for (int64_t k = 1; k < c->nK; k++) { /* the rest of the A panel */
+      int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+      if (c->av) {
+        c->av->load(b, c->av, g, m0, rows, k * Kt, kc, as + (uint64_t)(k * c->Mb * Kt * 2),
+                    Kt * 2);
+      } else {
+        int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
+        tb_dma(b, true, as + (uint64_t)(k * c->Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2), da);
+      }
+      for (int t = 1; t < c->nm; t++) tb_dma_token(b);
+    }
+  if (++c->j == c->nN) {
+    c->blk++;
+    c->j = -1;
+  }
+}
+
+/* Issues the loads up to (not including) panel j of block blk; past nN
+ * into the next block only when A is bf16 (f32 A pieces are staged and
+ * converted in the first group of their block, in slots still in use). */
+static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
+  int64_t nblk = c->G * c->nMb;
+  while (!c->b->failed && c->blk < nblk) {
+    if (c->blk < blk) {
+      /* earlier loads still to issue: issue them first */
+    } else if (c->blk == blk) {
+      if (c->j >= j) return;
+    } else if (c->blk == blk + 1 && !c->a32) {
+      if (c->j >= j - c->nN) return;
+    } else {
+      return;
+    }
+    ld_one(c);
+  }
+}
+
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
                     const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
@@ -315,58 +405,22 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                 {0, 0, {0}}, epi && epi->nodes[epi->out_node[0]].type == IR_BF16};
   if (epi) tk_plan_make(b, epi, &fc.pl);
   pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
+  ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, B, B_g, b32,
+               av, aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot, 0, -1};
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
       uint64_t as = aoff + (uint64_t)(blk & 1) * apanel;
       uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * esa);
-      /* The A panel loads in K-tile column pieces, so the first pushes
-       * start when piece 0 and the first B panels are in; the other
-       * pieces follow behind them. f32 pieces go through a staging slot
-       * and are converted to bf16 by the vector unit. */
-      if (av) {
-        int64_t kc = K < Kt ? K : Kt;
-        av->load(b, av, g, m0, rows, 0, kc, as, Kt * 2);
-        for (int t = 1; t < nm; t++) tb_dma_token(b);
-      } else if (a32) {
-        a32_piece(b, 0, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
-      } else {
-        int64_t kc = K < Kt ? K : Kt;
-        int64_t d[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
-        tb_dma(b, true, as, asrc, d);
-        for (int t = 1; t < nm; t++) tb_dma_token(b); /* one token per MXU */
-      }
       int64_t p0 = panel; /* global index of panel j = 0 of this block */
-      int ahead = nm, loaded = 0;
       /* Panels go in groups of `mxus`, one per MXU, their instructions
        * interleaved tile by tile so that no MXU queue fills while another
-       * MXU starves; B panels load `ahead` panels in front of their use. */
+       * MXU starves; B panels load one group in front of their use, the
+       * next block's first group (and its first A piece) during this
+       * block's last group. */
       for (int64_t j0 = 0; j0 < nN && !b->failed; j0 += nm) {
         int64_t gn = nN - j0 < nm ? nN - j0 : nm;
-        for (; loaded < nN && loaded < j0 + gn + ahead; loaded++) {
-          int64_t n0 = loaded * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
-          uint64_t bs = boff + (uint64_t)((p0 + loaded) % nbs) * bpanel;
-          if (b32) { /* staged now, converted just before its group */
-            uint64_t st = sboff + (uint64_t)((p0 + loaded) % nbs) * sb_slot;
-            int64_t d[10] = {cols * 4, K, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-            tb_dma(b, true, st, B + (uint64_t)g * B_g + (uint64_t)(n0 * 4), d);
-          } else {
-            int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
-            tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)(n0 * 2), d);
-          }
-          if (!a32 && loaded == (nN < nm ? nN : nm) - 1)
-            for (int64_t k = 1; k < nK; k++) { /* the rest of the A panel */
-              int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
-              if (av) {
-                av->load(b, av, g, m0, rows, k * Kt, kc, as + (uint64_t)(k * Mb * Kt * 2), Kt * 2);
-              } else {
-                int64_t da[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
-                tb_dma(b, true, as + (uint64_t)(k * Mb * Kt * 2), asrc + (uint64_t)(k * Kt * 2),
-                       da);
-              }
-              for (int t = 1; t < nm; t++) tb_dma_token(b);
-            }
-        }
+        ld_upto(&lc, blk, j0 + gn + nm);
         if (epi) /* the epilogue inputs' tiles of this group's panels */
           for (int64_t jj = j0; jj < j0 + gn; jj++) {
             int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt;
