@@ -240,6 +240,22 @@ static const tcase cases[] = {
     {"matmul_256x640x384_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[256,640] parameter(0)\n %y = bf16[640,384] parameter(1)\n"
      " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
+    /* f32 weights of dots with several accumulator blocks of rows (2048
+     * on every target here): 3 blocks (4100 rows) convert the weight in
+     * VMEM per block, with and without an epilogue (bias), the next
+     * block's A piece and first B panels loaded during a block's last
+     * group; 5 blocks (8200 rows) convert it in HBM first. */
+    {"dot_f32_weight_row_blocks",
+     "HloModule m\n%f (p: f32[4100,40], w: f32[40,300], b: f32[300]) -> f32[4100,300] {\n"
+     " %p = f32[4100,40] parameter(0)\n %w = f32[40,300] parameter(1)\n %b = f32[300] parameter(2)\n"
+     " %d = f32[4100,300] dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+     " %bb = f32[4100,300] broadcast(%b), dimensions={1}\n ROOT %a = f32[4100,300] add(%d, %bb)\n}\n"
+     "ENTRY e {\n %x = f32[4100,40] parameter(0)\n %y = f32[40,300] parameter(1)\n %c = f32[300] parameter(2)\n"
+     " %z = f32[8200,24] parameter(3)\n %v = f32[24,130] parameter(4)\n"
+     " %fu = f32[4100,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n"
+     " %d1 = f32[4100,300] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+     " %d2 = f32[8200,130] dot(%z, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+     " ROOT %r = (f32[4100,300], f32[4100,300], f32[8200,130]) tuple(%fu, %d1, %d2)\n}\n", IR_PREC_DEFAULT, 0},
 };
 
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB"};
