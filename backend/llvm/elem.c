@@ -69,8 +69,9 @@ LLVMValueRef llvm_from_bits(emitter *e, ir_type t, LLVMValueRef v) {
 }
 
 /* f32 -> bf16 bits, nearest even; NaN keeps its top bits and is quieted
- * (ir_f32_to_bf16). */
-static LLVMValueRef f32_to_bf16_bits(emitter *e, LLVMValueRef v) {
+ * (ir_f32_to_bf16). With keep_exact, a value already exact in bf16 (low
+ * 16 bits zero) keeps its bits, a signalling NaN too. */
+static LLVMValueRef f32_to_bf16_bits(emitter *e, LLVMValueRef v, bool keep_exact) {
   LLVMBuilderRef b = e->b;
   LLVMValueRef u = LLVMBuildBitCast(b, v, e->t_i32, "");
   LLVMValueRef absu = LLVMBuildAnd(b, u, ci(e->t_i32, 0x7fffffff), "");
@@ -81,14 +82,20 @@ static LLVMValueRef f32_to_bf16_bits(emitter *e, LLVMValueRef v) {
   LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, lsb, ci(e->t_i32, 0x7fff), ""), "");
   r = LLVMBuildLShr(b, r, ci(e->t_i32, 16), "");
   r = LLVMBuildSelect(b, isnan, qnan, r, "");
+  if (keep_exact)
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, u, ci(e->t_i32, 0xffff), ""), ci(e->t_i32, 0), ""),
+                        hi, r, "");
   return LLVMBuildTrunc(b, r, e->t_i16, "");
 }
 
+/* Under TPU numerics a bf16 value in flight (always exact in bf16) is
+ * stored with its bits, as the evaluator and the emulator move a signalling
+ * NaN; results are quieted by llvm_round when they are rounded. */
 LLVMValueRef llvm_to_bits(emitter *e, ir_type t, LLVMValueRef v) {
   LLVMBuilderRef b = e->b;
   switch (t) {
   case IR_PRED: return LLVMBuildZExt(b, v, e->t_i8, "");
-  case IR_BF16: return f32_to_bf16_bits(e, v);
+  case IR_BF16: return f32_to_bf16_bits(e, v, e->opt.numerics == CPU_NUMERICS_TPU);
   case IR_F16: {
     LLVMValueRef h = LLVMBuildFPTrunc(b, v, e->t_f16, "");
     return LLVMBuildBitCast(b, h, e->t_i16, "");
@@ -98,7 +105,8 @@ LLVMValueRef llvm_to_bits(emitter *e, ir_type t, LLVMValueRef v) {
 }
 
 LLVMValueRef llvm_round(emitter *e, ir_type t, LLVMValueRef v) {
-  if (t != IR_BF16 && t != IR_F16) return v;
+  if (t == IR_BF16) return llvm_from_bits(e, t, f32_to_bf16_bits(e, v, false));
+  if (t != IR_F16) return v;
   return llvm_from_bits(e, t, llvm_to_bits(e, t, v));
 }
 
