@@ -24,8 +24,11 @@
  * (dots may use FMA and OpenBLAS, so they differ from the evaluator in the
  * last bits). STRICT: the evaluator's order and roundings (no FMA, ascending
  * k); results equal ir_eval bit for bit except where libm is called on both
- * sides through different paths. TPU: dot operands rounded to bf16, products
- * exact, f32 accumulation ascending k (the emulator's MXU contract).
+ * sides through different paths. TPU: what the emulator computes
+ * (docs/numerics.md sections 2-5): dot and convolution operands split into
+ * bf16 parts (1, 3 or 6 passes by precision), products exact, one f32 sum
+ * in the MXU's order; elementwise ops as the vector unit's kernels
+ * (base/vmath.c, canonical NaN); reductions in its tree and row orders.
  *
  * Thread safety: a cpu_exe may be used by one cpu_execute at a time (its
  * scratch is reused across runs); distinct cpu_exe are independent. */
@@ -40,7 +43,7 @@ typedef void (*cpu_parfor_fn)(void *parctx, cpu_kernel_fn k, void *env, int64_t 
 typedef enum cpu_numerics {
   CPU_NUMERICS_NATIVE, /* fastest f32: FMA, BLAS for large dots */
   CPU_NUMERICS_STRICT, /* the reference evaluator's order and roundings */
-  CPU_NUMERICS_TPU,    /* bf16-rounded dot operands, f32 ascending-k sums */
+  CPU_NUMERICS_TPU,    /* the emulator's bits (docs/numerics.md section 5) */
 } cpu_numerics;
 
 typedef struct cpu_options {
