@@ -297,16 +297,21 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   tval *rtv = weight_bf16(x, rtv0, M);
   tv_release(x, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
+  /* an f32 weight whose panels do not fit VMEM: the matmul's first row
+   * block converts it into this bf16 copy under its MXU work */
+  int64_t bd[3] = {Bn, K, N};
+  tval *once = b32 && !a32 ? tv_new(x, IR_BF16, 3, bd) : NULL;
   bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, out, e, dot_in,
-                          row);
+                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32,
+                          once ? tv_addr(once) : TK_NO_ONCE, out, e, dot_in, row);
+  if (once) tv_release(x, once);
   if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
      * HBM first (the same RNE rounding), then the bf16 plan. */
     tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
     tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
     ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
-                       (uint64_t)(K * N * 2), false, out, e, dot_in, row);
+                       (uint64_t)(K * N * 2), false, TK_NO_ONCE, out, e, dot_in, row);
     if (a32) tv_release(x, lc);
     if (b32) tv_release(x, rc);
   }

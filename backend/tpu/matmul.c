@@ -133,24 +133,27 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row);
+                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row,
+                    uint64_t b_once);
 
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1, NULL);
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1, NULL,
+                 TK_NO_ONCE);
 }
 
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
-                   int dot_in, const bool *row) {
+                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t b_once, uint64_t C,
+                   const tk_elem *epi, int dot_in, const bool *row) {
   int oes = epi->nodes[epi->out_node[0]].type == IR_BF16 ? 2 : 4;
   return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * oes), NULL, epi,
-                 dot_in, row);
+                 dot_in, row, b_once);
 }
 
 bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
                     uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1, NULL);
+  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1, NULL,
+                 TK_NO_ONCE);
 }
 
 /* What the resident plan's result stores need: the epilogue (optional)
@@ -269,7 +272,35 @@ typedef struct ld_ctx {
   const tk_aview *av;
   uint64_t aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot;
   int64_t blk, j; /* next load: panel j of block blk (j = -1: its A piece 0) */
+  uint64_t b_once, scoff, sc_slot; /* B converted once (TK_NO_ONCE: not), its pieces' slots */
 } ld_ctx;
+
+enum { ONCE_SLOTS = 4 }; /* staging slots of f32 B pieces converted once */
+
+/* Panel j (n0, cols) of f32 B for problem g, converted in VMEM into its
+ * bf16 panel slot bs K tile by K tile (pieces staged in ONCE_SLOTS slots,
+ * loads ONCE_SLOTS - 1 pieces ahead of the conversions) and stored to the
+ * bf16 copy at b_once, which the later row blocks load. */
+static void ld_once(ld_ctx *c, int64_t g, int64_t n0, int64_t cols, uint64_t bs) {
+  tb *b = c->b;
+  int64_t Kt = c->Kt, K = c->K, N = c->N, Nt = c->Nt;
+  for (int64_t k = 0; k < c->nK + ONCE_SLOTS - 1 && !b->failed; k++) {
+    if (k < c->nK) {
+      int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+      int64_t d[10] = {cols * 4, kc, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
+      tb_dma(b, true, c->scoff + (uint64_t)(k % ONCE_SLOTS) * c->sc_slot,
+             c->B + (uint64_t)g * c->B_g + (uint64_t)((k * Kt * N + n0) * 4), d);
+    }
+    int64_t kv = k - (ONCE_SLOTS - 1);
+    if (kv >= 0) {
+      int64_t kc = K - kv * Kt < Kt ? K - kv * Kt : Kt;
+      tk_conv_bf16(b, c->scoff + (uint64_t)(kv % ONCE_SLOTS) * c->sc_slot, false,
+                   bs + (uint64_t)(kv * Kt * Nt * 2), kc * Nt);
+    }
+  }
+  int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
+  tb_dma(b, false, bs, c->b_once + (uint64_t)(g * K * N * 2) + (uint64_t)(n0 * 2), d);
+}
 
 static void ld_one(ld_ctx *c) {
   tb *b = c->b;
@@ -294,7 +325,13 @@ static void ld_one(ld_ctx *c) {
   }
   int64_t j = c->j, n0 = j * Nt, cols = c->N - n0 < Nt ? c->N - n0 : Nt;
   int64_t pg = blk * c->nN + j; /* global panel index */
-  if (c->b32) { /* staged now, converted just before its group */
+  if (c->b_once != TK_NO_ONCE && blk % c->nMb == 0) {
+    ld_once(c, g, n0, cols, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel);
+  } else if (c->b_once != TK_NO_ONCE) {
+    int64_t d[10] = {cols * 2, K, 1, 1, c->N * 2, 0, 0, Nt * 2, 0, 0};
+    tb_dma(b, true, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel,
+           c->b_once + (uint64_t)(g * K * c->N * 2) + (uint64_t)(n0 * 2), d);
+  } else if (c->b32) { /* staged now, converted just before its group */
     uint64_t st = c->sboff + (uint64_t)(pg % c->nbs) * c->sb_slot;
     int64_t d[10] = {cols * 4, K, 1, 1, c->N * 4, 0, 0, Nt * 4, 0, 0};
     tb_dma(b, true, st, c->B + (uint64_t)g * c->B_g + (uint64_t)(n0 * 4), d);
@@ -342,7 +379,8 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                     bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row) {
+                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row,
+                    uint64_t b_once) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
   if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
@@ -355,32 +393,50 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
   int nbs = 2 * nm; /* B and C slots */
-  int64_t Mb = (M + 7) / 8 * 8;
-  if (Mb > b->t.acc_rows) Mb = b->t.acc_rows;
   uint64_t budget = b->t.vmem_bytes - b->t.vmem_bytes / 8;
-  uint64_t apanel = 0, cblock = 0, bpanel = 0, sa_slot = 0, sb_slot = 0;
-  int64_t Kc = Kp; /* K chunk held in VMEM at once */
+  uint64_t apanel = 0, cblock = 0, bpanel = 0, sa_slot = 0, sb_slot = 0, sc_slot = 0;
+  uint64_t aoff = 0, boff = 0, coff = 0, saoff = 0, sboff = 0, eoff = 0, scoff = 0, vtotal = 0;
+  int64_t Mb = 0, Kc = Kp; /* rows per block, K chunk held in VMEM at once */
+  bool once = false; /* f32 B converted by the first row block into b_once */
   for (;;) {
-    apanel = tb_align((uint64_t)(Mb * Kc * 2 + 2048));
-    bpanel = tb_align((uint64_t)(Kc * Nt * 2));
-    cblock = tb_align((uint64_t)(Mb * Nt * 4));
-    sa_slot = a32 ? tb_align((uint64_t)(Mb * Kt * 4)) : 0;
-    sb_slot = b32 ? tb_align((uint64_t)(Kc * Nt * 4)) : 0;
-    if (2 * apanel + (uint64_t)nbs * (bpanel + (uint64_t)(1 + nx) * cblock + sb_slot) +
-            3 * sa_slot <=
-        budget)
-      break;
-    if (Mb > 256) Mb = (Mb / 2 + 7) / 8 * 8;
-    else if (Kc > Kt) Kc = ((Kc / Kt + 1) / 2) * Kt;
-    else if (Mb > 8) Mb = (Mb / 2 + 7) / 8 * 8;
-    else break;
+    Mb = (M + 7) / 8 * 8;
+    if (Mb > b->t.acc_rows) Mb = b->t.acc_rows;
+    Kc = Kp;
+    sc_slot = once ? tb_align((uint64_t)(Kt * Nt * 4)) : 0;
+    for (;;) {
+      apanel = tb_align((uint64_t)(Mb * Kc * 2 + 2048));
+      bpanel = tb_align((uint64_t)(Kc * Nt * 2));
+      cblock = tb_align((uint64_t)(Mb * Nt * 4));
+      sa_slot = a32 ? tb_align((uint64_t)(Mb * Kt * 4)) : 0;
+      sb_slot = b32 ? tb_align((uint64_t)(Kc * Nt * 4)) : 0;
+      if (2 * apanel + (uint64_t)nbs * (bpanel + (uint64_t)(1 + nx) * cblock + sb_slot) +
+              3 * sa_slot <=
+          budget)
+        break;
+      if (Mb > 256) Mb = (Mb / 2 + 7) / 8 * 8;
+      else if (Kc > Kt) Kc = ((Kc / Kt + 1) / 2) * Kt;
+      else if (Mb > 8) Mb = (Mb / 2 + 7) / 8 * 8;
+      else break;
+    }
+    boff = 2 * apanel;
+    coff = boff + (uint64_t)nbs * bpanel;
+    saoff = coff + (uint64_t)nbs * cblock;
+    sboff = saoff + 3 * sa_slot;
+    eoff = sboff + (uint64_t)nbs * sb_slot; /* epilogue inputs' tiles */
+    scoff = eoff + (uint64_t)(nx * nbs) * cblock;
+    vtotal = scoff + ONCE_SLOTS * sc_slot;
+    /* f32 B panels that do not fit: the first row block converts them
+     * piece by piece and keeps a bf16 copy for the others. */
+    if (b32 && b_once != TK_NO_ONCE && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
+      b32 = false;
+      once = true;
+      continue;
+    }
+    break;
   }
-  uint64_t aoff = 0, boff = 2 * apanel, coff = boff + (uint64_t)nbs * bpanel;
-  uint64_t saoff = coff + (uint64_t)nbs * cblock, sboff = saoff + 3 * sa_slot;
+  if (!once) b_once = TK_NO_ONCE;
   /* f32 operands are converted in VMEM only by the resident plan. */
-  uint64_t eoff = sboff + (uint64_t)nbs * sb_slot; /* epilogue inputs' tiles */
-  uint64_t vtotal = eoff + (uint64_t)(nx * nbs) * cblock;
-  if ((a32 || b32 || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
+  if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
   if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
   if (Kc < Kp) {
     chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
@@ -406,7 +462,8 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   if (epi) tk_plan_make(b, epi, &fc.pl);
   pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
   ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, B, B_g, b32,
-               av, aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot, 0, -1};
+               av, aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot, 0, -1,
+               b_once, scoff, sc_slot};
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;

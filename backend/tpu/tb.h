@@ -219,10 +219,15 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
  * one output f32, stored at C ([G, M, N]). The vector unit applies the
  * same kernels as tk_elementwise to the same f32 values (same bits).
  * false, emitting nothing, when the plan does not fit (the caller then
- * runs tk_matmul_ex and tk_elementwise). */
+ * runs tk_matmul_ex and tk_elementwise). b_once (TK_NO_ONCE: none) is an
+ * HBM bf16 [G, K, N] buffer: when f32 B's panels do not fit VMEM, the
+ * first row block of each problem converts them K tile by K tile and
+ * stores them there, the other row blocks load that copy (the same RNE
+ * rounding, so the same bits; the conversion runs under the MXU work). */
+#define TK_NO_ONCE UINT64_MAX /* b_once: none */
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, const tk_elem *epi,
-                   int dot_in, const bool *row);
+                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t b_once, uint64_t C,
+                   const tk_elem *epi, int dot_in, const bool *row);
 /* n f32 (or, with src_bf16, bf16) values at VMEM src -> bf16 (RNE) at
  * VMEM dst, 1024 per 8x128 tile (tiles of 4 KiB, or 2 KiB, at src). */
 void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n);

@@ -256,9 +256,20 @@ static const tcase cases[] = {
      " %d1 = f32[4100,300] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
      " %d2 = f32[8200,130] dot(%z, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
      " ROOT %r = (f32[4100,300], f32[4100,300], f32[8200,130]) tuple(%fu, %d1, %d2)\n}\n", IR_PREC_DEFAULT, 0},
+    /* An f32 weight whose panels do not fit VMEM as f32 on v2,vmem=4MiB
+     * (K = 2048): the first of 4 row blocks converts it in VMEM piece by
+     * piece and stores a bf16 copy that the other blocks load. */
+    {"dot_f32_weight_once",
+     "HloModule m\n%f (p: bf16[600,2048], w: f32[2048,300], b: f32[300]) -> f32[600,300] {\n"
+     " %p = bf16[600,2048] parameter(0)\n %w = f32[2048,300] parameter(1)\n %b = f32[300] parameter(2)\n"
+     " %d = f32[600,300] dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+     " %bb = f32[600,300] broadcast(%b), dimensions={1}\n ROOT %a = f32[600,300] add(%d, %bb)\n}\n"
+     "ENTRY e {\n %x = bf16[600,2048] parameter(0)\n %y = f32[2048,300] parameter(1)\n %c = f32[300] parameter(2)\n"
+     " ROOT %fu = f32[600,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
 };
 
-static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB"};
+static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB",
+                                      "v2,vmem=4MiB"};
 
 /* An op without a vector-unit sequence (integer power) and an element
  * type without a vector-unit representation (f16) are located errors
@@ -301,6 +312,8 @@ int main(int argc, char **argv) {
       if (t == 3 && !strstr(cases[i].name, "dot") && !strstr(cases[i].name, "conv") &&
           !strstr(cases[i].name, "matmul"))
         continue;
+      /* The 4 MiB target only for the f32 weights converted once. */
+      if (t == 4 && !strstr(cases[i].name, "weight")) continue;
       char name[256];
       snprintf(name, sizeof name, "%s@%s", cases[i].name, targets[t]);
       int r = tc_check(m, targets[t], cases[i].prec, 1234 + i, cases[i].tol > 0 ? cases[i].tol : -1,
