@@ -275,31 +275,32 @@ typedef struct ld_ctx {
   uint64_t b_once, scoff, sc_slot; /* B converted once (TK_NO_ONCE: not), its pieces' slots */
 } ld_ctx;
 
-enum { ONCE_SLOTS = 4 }; /* staging slots of f32 B pieces converted once */
+enum { ONCE_SLOTS = 4 }; /* staging slots per panel of f32 B pieces converted once */
 
-/* Panel j (n0, cols) of f32 B for problem g, converted in VMEM into its
- * bf16 panel slot bs K tile by K tile (pieces staged in ONCE_SLOTS slots,
- * loads ONCE_SLOTS - 1 pieces ahead of the conversions) and stored to the
- * bf16 copy at b_once, which the later row blocks load. */
-static void ld_once(ld_ctx *c, int64_t g, int64_t n0, int64_t cols, uint64_t bs) {
-  tb *b = c->b;
+/* f32 B converted by the first row block (b_once): piece k (K tile k) of
+ * panel jj of the group at j0, staged in slot k mod ONCE_SLOTS of the
+ * panel's ring. once_load: HBM f32 -> staging; once_conv: staging ->
+ * the bf16 panel in VMEM, and after the last piece the panel -> its bf16
+ * copy in HBM, which the other row blocks load. */
+static uint64_t once_slot(const ld_ctx *c, int64_t jj, int64_t j0, int64_t k) {
+  return c->scoff + (uint64_t)((jj - j0) * ONCE_SLOTS + k % ONCE_SLOTS) * c->sc_slot;
+}
+
+static void once_load(ld_ctx *c, int64_t g, int64_t jj, int64_t j0, int64_t k) {
+  int64_t Kt = c->Kt, N = c->N, n0 = jj * c->Nt, cols = N - n0 < c->Nt ? N - n0 : c->Nt;
+  int64_t kc = c->K - k * Kt < Kt ? c->K - k * Kt : Kt;
+  int64_t d[10] = {cols * 4, kc, 1, 1, N * 4, 0, 0, c->Nt * 4, 0, 0};
+  tb_dma(c->b, true, once_slot(c, jj, j0, k),
+         c->B + (uint64_t)g * c->B_g + (uint64_t)((k * Kt * N + n0) * 4), d);
+}
+
+static void once_conv(ld_ctx *c, int64_t g, int64_t jj, int64_t j0, int64_t k, uint64_t bs) {
   int64_t Kt = c->Kt, K = c->K, N = c->N, Nt = c->Nt;
-  for (int64_t k = 0; k < c->nK + ONCE_SLOTS - 1 && !b->failed; k++) {
-    if (k < c->nK) {
-      int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
-      int64_t d[10] = {cols * 4, kc, 1, 1, N * 4, 0, 0, Nt * 4, 0, 0};
-      tb_dma(b, true, c->scoff + (uint64_t)(k % ONCE_SLOTS) * c->sc_slot,
-             c->B + (uint64_t)g * c->B_g + (uint64_t)((k * Kt * N + n0) * 4), d);
-    }
-    int64_t kv = k - (ONCE_SLOTS - 1);
-    if (kv >= 0) {
-      int64_t kc = K - kv * Kt < Kt ? K - kv * Kt : Kt;
-      tk_conv_bf16(b, c->scoff + (uint64_t)(kv % ONCE_SLOTS) * c->sc_slot, false,
-                   bs + (uint64_t)(kv * Kt * Nt * 2), kc * Nt);
-    }
-  }
+  int64_t n0 = jj * Nt, cols = N - n0 < Nt ? N - n0 : Nt, kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+  tk_conv_bf16(c->b, once_slot(c, jj, j0, k), false, bs + (uint64_t)(k * Kt * Nt * 2), kc * Nt);
+  if (k + 1 < c->nK) return;
   int64_t d[10] = {cols * 2, K, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
-  tb_dma(b, false, bs, c->b_once + (uint64_t)(g * K * N * 2) + (uint64_t)(n0 * 2), d);
+  tb_dma(c->b, false, bs, c->b_once + (uint64_t)(g * K * N * 2) + (uint64_t)(n0 * 2), d);
 }
 
 static void ld_one(ld_ctx *c) {
@@ -326,7 +327,7 @@ static void ld_one(ld_ctx *c) {
   int64_t j = c->j, n0 = j * Nt, cols = c->N - n0 < Nt ? c->N - n0 : Nt;
   int64_t pg = blk * c->nN + j; /* global panel index */
   if (c->b_once != TK_NO_ONCE && blk % c->nMb == 0) {
-    ld_once(c, g, n0, cols, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel);
+    /* converted piece by piece within its group's K steps (mm_core) */
   } else if (c->b_once != TK_NO_ONCE) {
     int64_t d[10] = {cols * 2, K, 1, 1, c->N * 2, 0, 0, Nt * 2, 0, 0};
     tb_dma(b, true, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel,
@@ -368,7 +369,8 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
       /* earlier loads still to issue: issue them first */
     } else if (c->blk == blk) {
       if (c->j >= j) return;
-    } else if (c->blk == blk + 1 && !c->a32) {
+    } else if (c->blk == blk + 1 && !c->a32 &&
+               (c->b_once == TK_NO_ONCE || blk % c->nMb)) { /* the bf16 copy is still to store */
       if (c->j >= j - c->nN) return;
     } else {
       return;
@@ -424,7 +426,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     sboff = saoff + 3 * sa_slot;
     eoff = sboff + (uint64_t)nbs * sb_slot; /* epilogue inputs' tiles */
     scoff = eoff + (uint64_t)(nx * nbs) * cblock;
-    vtotal = scoff + ONCE_SLOTS * sc_slot;
+    vtotal = scoff + (uint64_t)(nm * ONCE_SLOTS) * sc_slot;
     /* f32 B panels that do not fit: the first row block converts them
      * piece by piece and keeps a bf16 copy for the others. */
     if (b32 && b_once != TK_NO_ONCE && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
@@ -500,8 +502,19 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                       boff + (uint64_t)((p0 + jj) % nbs) * bpanel, K * Nt);
         /* The previous group's epilogue (after these conversions) is
          * spread over this group's K steps. */
+        bool conv = once && mb == 0; /* this group's f32 B pieces convert in its K steps */
         for (int64_t k = 0; k < nK; k++) {
           if (pend.total) finish_upto(&fc, &pend, pend.total * (k + 1) / nK);
+          /* pieces 0..2 first, then piece k+2 at step k (two tiles before
+           * its weight load), each staging load ONCE_SLOTS - 1 pieces
+           * before its conversion */
+          for (int64_t kk = conv ? (k ? k + 2 : 0) : nK; kk <= k + 2 && kk < nK; kk++)
+            for (int64_t jj = j0; jj < j0 + gn; jj++) {
+              if (kk == 0)
+                for (int64_t q = 0; q < ONCE_SLOTS - 1 && q < nK; q++) once_load(&lc, g, jj, j0, q);
+              once_conv(&lc, g, jj, j0, kk, boff + (uint64_t)((p0 + jj) % nbs) * bpanel);
+              if (kk + ONCE_SLOTS - 1 < nK) once_load(&lc, g, jj, j0, kk + ONCE_SLOTS - 1);
+            }
           if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
             a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
             if (k + 1 < nK) a32_piece(b, k + 1, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
