@@ -88,6 +88,18 @@ check "attention fused equals unfused bit for bit" "$TPUCC" run "$T/attn.tg" --t
   >/dev/null 2>&1
 hbm=$(sed -n 's/.*"hbm_bytes": *\([0-9]*\).*/\1/p' "$T/attn.json")
 check "attention scores stay in VMEM (HBM $hbm bytes)" test "${hbm:-0}" -gt 0 -a "${hbm:-0}" -lt 1300000
+# A ResNet 3x3 convolution (batch 8, 56x56, 64->64, bf16) is modelled
+# at 141,915 cycles on v3; the matmul's cross-block prefetch once applied
+# to the patch-gathered A panels of convolutions too and took it to 232,477
+# (bench/suite.py's ResNet-50 rows). Deterministic: a ceiling, not a timing.
+cat >"$T/c3.tg" <<'G'
+graph main(x: bf16[8,56,56,64], k: bf16[3,3,64,64]) -> f32[8,56,56,64] {
+  return conv2d(x, k, strides=1, padding=1, preferred_type=f32);
+}
+G
+"$TPUCC" run "$T/c3.tg" --target=v3 --random-inputs --output= --stats-json="$T/c3.json" >/dev/null 2>&1
+cyc=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/c3.json")
+check "3x3 convolution within its modelled cycles ($cyc <= 150000)" test "${cyc:-0}" -gt 0 -a "${cyc:-999999}" -le 150000
 # Projections feeding the fused attention store bf16 (lower_bf16_store:
 # the kernel reads bf16 Q, K, V straight into its MXU tiles) and its result
 # feeds a dot (stored bf16 too): the same bits as the unfused -O1 program.
