@@ -104,6 +104,12 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       break;
     case IR_OP_SELECT:
       memcpy(o, *a ? b : c, es);
+      if (cx->opts.tpu_numerics && t == IR_BF16) { /* the vector unit's vrndbf/vsth */
+        uint16_t h;
+        memcpy(&h, o, 2);
+        if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) h |= 0x40; /* a NaN leaves quiet */
+        memcpy(o, &h, 2);
+      }
       break;
     case IR_OP_CLAMP:
       if (cx->opts.tpu_numerics) {

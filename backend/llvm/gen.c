@@ -673,7 +673,12 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
     if (fl & OPF_UNARY) v = llvm_unary(e, in->op, t, x[0]);
     else if (in->op == IR_OP_COMPARE) v = llvm_compare(e, a, ot, x[0], x[1]);
     else if (fl & OPF_BINARY) v = llvm_binary(e, in->op, t, x[0], x[1]);
-    else if (in->op == IR_OP_SELECT) v = LLVMBuildSelect(b, x[0], x[1], x[2], "");
+    else if (in->op == IR_OP_SELECT) {
+      v = LLVMBuildSelect(b, x[0], x[1], x[2], "");
+      /* TPU: a bf16 select leaves the vector unit rounded (vrndbf, vsth),
+       * which quiets a signalling NaN; other bf16 values are unchanged */
+      if (e->opt.numerics == CPU_NUMERICS_TPU && t == IR_BF16) v = llvm_round(e, t, v);
+    }
     else v = llvm_clamp(e, t, x[0], x[1], x[2]);
     memo_put(e, s, id, leaf, ix, v);
     return v;
