@@ -115,6 +115,7 @@ typedef struct run_cfg {
   bool listed;          /* --list-passes printed the pipeline */
   tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
+  int32_t cpu_nthreads;                   /* --threads as a count; 0: not given */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -191,6 +192,7 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       int64_t t;
       if (!tool_parse_int(CMD, name, v, 1, 1024, &t)) return false;
       c->cpu_threads = v;
+      c->cpu_nthreads = (int32_t)t;
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
@@ -615,7 +617,7 @@ int tool_cmd_run(int argc, char **argv) {
     /* the cpu target with statistics: the backend directly */
     ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
     for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
-    tool_cpu_opts cpo = {c.cpu_threads, c.cpu_numerics, c.tpu.stats_json, c.tpu.stats};
+    tool_cpu_opts cpo = {c.cpu_nthreads, c.cpu_numerics, c.tpu.stats_json, c.tpu.stats};
     ir_literal *tr = NULL;
     char cerr[4096];
     if (tool_cpu_run(tool_module_ir(m), &cpo, la, np, a, &tr, cerr, sizeof cerr) != ST_OK) {

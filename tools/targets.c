@@ -7,7 +7,6 @@
  * presets (when backend/tpu is built), "cpu" (backend/llvm's JIT, when LLVM
  * is found) and "interp" (the reference evaluator). */
 #include "tools/tools.h"
-#include <stdlib.h>
 #include <time.h>
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
@@ -160,15 +159,7 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
 #ifdef TPUCC_HAVE_LLVM
   cpu_options co;
   cpu_options_init(&co);
-  if (o->threads) {
-    char *end;
-    long v = strtol(o->threads, &end, 10);
-    if (*end || v < 1 || v > 1024) {
-      snprintf(err, errlen, "--threads: '%s' is not a count in 1..1024", o->threads);
-      return ST_INVALID_ARGUMENT;
-    }
-    co.threads = (int32_t)v;
-  }
+  co.threads = o->threads;
   if (o->numerics && !cpu_numerics_from_name(o->numerics, &co.numerics)) {
     snprintf(err, errlen, "--cpu-numerics: '%s' is not native, strict or tpu", o->numerics);
     return ST_INVALID_ARGUMENT;

@@ -56,11 +56,13 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
 bool tool_tpu_target(const char *name);
 
 /* The cpu target with the CLI's options (backend/llvm; ST_UNSUPPORTED when
- * built without LLVM): threads and numerics as --threads and
- * --cpu-numerics spell them (NULL: the defaults); stats prints, and
- * stats_json writes, the figures that apply to a CPU run (docs/cli.md). */
+ * built without LLVM): threads as --threads gave them (checked, 1..1024;
+ * 0: the default), numerics as --cpu-numerics spells it (NULL: native);
+ * stats prints, and stats_json writes, the figures that apply to a CPU run
+ * (docs/cli.md). */
 typedef struct tool_cpu_opts {
-  const char *threads, *numerics, *stats_json;
+  int32_t threads;
+  const char *numerics, *stats_json;
   bool stats;
 } tool_cpu_opts;
 base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal *const *args,
