@@ -498,6 +498,7 @@ int tool_cmd_run(int argc, char **argv) {
                                                  : NULL;
     const char *stats = c.tpu.stats ? "--stats" : c.tpu.stats_json ? "--stats-json" : NULL;
     const char *t = is_tpub ? given_target : c.target;
+    if (!t) t = tool_targets[0].name; /* built without the TPU backend: the default target */
     if (!tpu && tpu_only) {
       tool_error(CMD, "%s applies to TPU targets (v2, v3, ...), not '%s'", tpu_only, t);
       goto done;
@@ -613,7 +614,7 @@ int tool_cmd_run(int argc, char **argv) {
       goto done;
     }
     push_leaves(a, tr, &got);
-  } else if (!strcmp(c.target, "cpu") && (c.tpu.stats || c.tpu.stats_json)) {
+  } else if ((c.tpu.stats || c.tpu.stats_json) && c.target && !strcmp(c.target, "cpu")) {
     /* the cpu target with statistics: the backend directly */
     ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
     for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
