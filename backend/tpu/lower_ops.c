@@ -243,6 +243,60 @@ bool lower_bf16_store(const lctx *x, ir_id i) {
   return users > 0;
 }
 
+/* How a dot's operands reach the matmul: the permutations that make A
+ * [batch, M free, K] (lp) and B [batch, K, N free] (rp), whether each is
+ * the identity, and bt: B is not [batch, K, N] but already [batch, N free,
+ * K], which the matmul takes as it lies (transposed weight loads). */
+typedef struct dot_plan {
+  int64_t Bn, M, N, K;
+  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
+  bool ident_l, ident_r, bt;
+} dot_plan;
+
+static void dot_plan_of(const ir_attrs *at, const tval *l, const tval *r, dot_plan *p) {
+  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
+  int64_t rq[IR_MAX_RANK]; /* [batch, N free, K] */
+  int nl = 0, nr = 0, nq = 0;
+  p->Bn = p->M = p->N = p->K = 1;
+  for (int k = 0; k < at->lhs_batch.n; k++) {
+    p->lp[nl++] = at->lhs_batch.v[k];
+    lu[at->lhs_batch.v[k]] = true;
+    p->Bn *= l->dims[at->lhs_batch.v[k]];
+  }
+  for (int k = 0; k < at->lhs_contracting.n; k++) lu[at->lhs_contracting.v[k]] = true;
+  for (int d = 0; d < l->rank; d++)
+    if (!lu[d]) {
+      p->lp[nl++] = d;
+      p->M *= l->dims[d];
+    }
+  for (int k = 0; k < at->lhs_contracting.n; k++) {
+    p->lp[nl++] = at->lhs_contracting.v[k];
+    p->K *= l->dims[at->lhs_contracting.v[k]];
+  }
+  for (int k = 0; k < at->rhs_batch.n; k++) {
+    p->rp[nr++] = rq[nq++] = at->rhs_batch.v[k];
+    ru[at->rhs_batch.v[k]] = true;
+  }
+  for (int k = 0; k < at->rhs_contracting.n; k++) {
+    p->rp[nr++] = at->rhs_contracting.v[k];
+    ru[at->rhs_contracting.v[k]] = true;
+  }
+  for (int d = 0; d < r->rank; d++)
+    if (!ru[d]) {
+      p->rp[nr++] = rq[nq++] = d;
+      p->N *= r->dims[d];
+    }
+  for (int k = 0; k < at->rhs_contracting.n; k++) rq[nq++] = at->rhs_contracting.v[k];
+  bool ident_q = true;
+  p->ident_l = p->ident_r = true;
+  for (int k = 0; k < l->rank; k++) p->ident_l &= p->lp[k] == k;
+  for (int k = 0; k < r->rank; k++) {
+    p->ident_r &= p->rp[k] == k;
+    ident_q &= rq[k] == k;
+  }
+  p->bt = !p->ident_r && ident_q;
+}
+
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
@@ -255,45 +309,13 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     if (k != dot_in && e->in_type[k] != IR_F32) return false;
   ir_type ot = e->noutputs == 1 ? e->nodes[e->out_node[0]].type : IR_TYPE_INVALID;
   if (ot != IR_F32 && ot != IR_BF16) return false;
-  /* Operand permutations to [batch, M free, K] and [batch, K, N free]. */
-  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
-  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
-  int nl = 0, nr = 0;
-  int64_t Bn = 1, K = 1, M = 1, N = 1;
-  for (int k = 0; k < at->lhs_batch.n; k++) {
-    lp[nl++] = at->lhs_batch.v[k];
-    lu[at->lhs_batch.v[k]] = true;
-    Bn *= l->dims[at->lhs_batch.v[k]];
-  }
-  for (int k = 0; k < at->lhs_contracting.n; k++) lu[at->lhs_contracting.v[k]] = true;
-  for (int d = 0; d < l->rank; d++)
-    if (!lu[d]) {
-      lp[nl++] = d;
-      M *= l->dims[d];
-    }
-  for (int k = 0; k < at->lhs_contracting.n; k++) {
-    lp[nl++] = at->lhs_contracting.v[k];
-    K *= l->dims[at->lhs_contracting.v[k]];
-  }
-  for (int k = 0; k < at->rhs_batch.n; k++) {
-    rp[nr++] = at->rhs_batch.v[k];
-    ru[at->rhs_batch.v[k]] = true;
-  }
-  for (int k = 0; k < at->rhs_contracting.n; k++) {
-    rp[nr++] = at->rhs_contracting.v[k];
-    ru[at->rhs_contracting.v[k]] = true;
-  }
-  for (int d = 0; d < r->rank; d++)
-    if (!ru[d]) {
-      rp[nr++] = d;
-      N *= r->dims[d];
-    }
+  dot_plan d;
+  dot_plan_of(at, l, r, &d);
+  int64_t Bn = d.Bn, M = d.M, N = d.N, K = d.K;
   if (e->count != Bn * M * N) return false;
-  bool ident_l = true, ident_r = true;
-  for (int k = 0; k < l->rank; k++) ident_l &= lp[k] == k;
-  for (int k = 0; k < r->rank; k++) ident_r &= rp[k] == k;
-  tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-  tval *rtv0 = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+  tval *lt = d.ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, d.lp);
+  tval *rtv0 = d.ident_r || d.bt ? tv_alias(x, r, r->type, r->rank, r->dims)
+                                 : lower_transpose(x, r, d.rp);
   tval *rtv = weight_bf16(x, rtv0, M);
   tv_release(x, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
@@ -302,7 +324,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   int64_t bd[3] = {Bn, K, N};
   tval *once = b32 && !a32 ? tv_new(x, IR_BF16, 3, bd) : NULL;
   bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32,
+                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, d.bt,
                           once ? tv_addr(once) : TK_NO_ONCE, out, e, dot_in, row);
   if (once) tv_release(x, once);
   if (!ok && (a32 || b32)) {
@@ -311,7 +333,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
     tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
     ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
-                       (uint64_t)(K * N * 2), false, TK_NO_ONCE, out, e, dot_in, row);
+                       (uint64_t)(K * N * 2), false, d.bt, TK_NO_ONCE, out, e, dot_in, row);
     if (a32) tv_release(x, lc);
     if (b32) tv_release(x, rc);
   }
@@ -325,43 +347,12 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
 void lower_dot(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
-  const ir_attrs *at = &in->a;
-  int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
-  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
-  int nl = 0, nr = 0;
-  int64_t Bn = 1, M = 1, N = 1, K = 1;
-  for (int k = 0; k < at->lhs_batch.n; k++) {
-    lp[nl++] = at->lhs_batch.v[k];
-    lu[at->lhs_batch.v[k]] = true;
-    Bn *= l->dims[at->lhs_batch.v[k]];
-  }
-  for (int k = 0; k < at->lhs_contracting.n; k++) lu[at->lhs_contracting.v[k]] = true;
-  for (int d = 0; d < l->rank; d++)
-    if (!lu[d]) {
-      lp[nl++] = d;
-      M *= l->dims[d];
-    }
-  for (int k = 0; k < at->lhs_contracting.n; k++) {
-    lp[nl++] = at->lhs_contracting.v[k];
-    K *= l->dims[at->lhs_contracting.v[k]];
-  }
-  for (int k = 0; k < at->rhs_batch.n; k++) {
-    rp[nr++] = at->rhs_batch.v[k];
-    ru[at->rhs_batch.v[k]] = true;
-  }
-  for (int k = 0; k < at->rhs_contracting.n; k++) {
-    rp[nr++] = at->rhs_contracting.v[k];
-    ru[at->rhs_contracting.v[k]] = true;
-  }
-  for (int d = 0; d < r->rank; d++)
-    if (!ru[d]) {
-      rp[nr++] = d;
-      N *= r->dims[d];
-    }
+  dot_plan d;
+  dot_plan_of(&in->a, l, r, &d);
+  int64_t Bn = d.Bn, M = d.M, N = d.N, K = d.K;
+  const int64_t *lp = d.lp, *rp = d.rp;
+  bool ident_l = d.ident_l, ident_r = d.ident_r, bt = d.bt;
   ir_type rt = in->shape.type;
-  bool ident_l = true, ident_r = true;
-  for (int k = 0; k < l->rank; k++) ident_l &= lp[k] == k;
-  for (int k = 0; k < r->rank; k++) ident_r &= rp[k] == k;
   if (!ir_type_is_float(rt)) {
     /* Exact integer/pred path: convert operands to the result type. */
     tval *lc = l->type == rt ? tv_alias(x, l, rt, l->rank, l->dims) : lower_convert(x, l, rt);
@@ -390,7 +381,8 @@ void lower_dot(lctx *x, ir_id i) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
     tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-    tval *rtv0 = ident_r ? tv_alias(x, r, r->type, r->rank, r->dims) : lower_transpose(x, r, rp);
+    tval *rtv0 = ident_r || bt ? tv_alias(x, r, r->type, r->rank, r->dims)
+                               : lower_transpose(x, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
     tv_release(x, rtv0);
     bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
@@ -399,8 +391,8 @@ void lower_dot(lctx *x, ir_id i) {
     if (lt->type != IR_BF16 && !a32) a32 = false;
     bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) && (rtv->type == IR_F32 || rtv->type == IR_BF16) &&
               tk_matmul_ex(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, tv_addr(C1),
-                           (uint64_t)(M * N * 4));
+                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, bt,
+                           tv_addr(C1), (uint64_t)(M * N * 4));
     if (ok) {
       x->b->flops += (uint64_t)(2 * Bn * M * N * K);
       tv_release(x, lt);
@@ -427,7 +419,7 @@ void lower_dot(lctx *x, ir_id i) {
       tv_release(x, la[p]);
       la[p] = t;
     }
-    if (!ident_r) {
+    if (!ident_r && !bt) {
       tval *t = lower_transpose(x, ra[p], rp);
       tv_release(x, ra[p]);
       ra[p] = t;
@@ -436,15 +428,17 @@ void lower_dot(lctx *x, ir_id i) {
   int64_t Kp = (int64_t)P * K;
   tval *A = la[0], *Bm = ra[0];
   if (P > 1) {
-    int64_t ad[3] = {Bn, M, Kp}, bd[3] = {Bn, Kp, N};
+    int64_t ad[3] = {Bn, M, Kp}, bd[3] = {Bn, bt ? N : Kp, bt ? Kp : N};
     A = tv_new(x, IR_BF16, 3, ad);
     Bm = tv_new(x, IR_BF16, 3, bd);
     for (int p = 0; p < P; p++) {
       int64_t d3a[3] = {Bn, M, K}, sa[3] = {M * K, K, 1}, dsa[3] = {M * Kp, Kp, 1};
       tk_copy(x->b, tv_addr(A) + (uint64_t)(p * K * 2), dsa, tv_addr(la[pair_a[p]]), sa, 3, d3a, 2);
-      int64_t d3b[3] = {Bn, K, N}, sb[3] = {K * N, N, 1}, dsb[3] = {Kp * N, N, 1};
-      tk_copy(x->b, tv_addr(Bm) + (uint64_t)(p * K * N * 2), dsb, tv_addr(ra[pair_b[p]]), sb, 3,
-              d3b, 2);
+      /* B's part p: rows p*K.. of [Kp, N], or columns p*K.. of [N, Kp] (bt) */
+      int64_t d3b[3] = {Bn, bt ? N : K, bt ? K : N}, sb[3] = {K * N, d3b[2], 1};
+      int64_t dsb[3] = {Kp * N, bt ? Kp : N, 1};
+      tk_copy(x->b, tv_addr(Bm) + (uint64_t)(p * (bt ? K : K * N) * 2), dsb,
+              tv_addr(ra[pair_b[p]]), sb, 3, d3b, 2);
     }
     for (int p = 0; p < np; p++) {
       tv_release(x, la[p]);
@@ -453,8 +447,8 @@ void lower_dot(lctx *x, ir_id i) {
   }
   int64_t cd[3] = {Bn, M, N};
   tval *C = tv_new(x, IR_F32, 3, cd);
-  tk_matmul(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), tv_addr(Bm),
-            (uint64_t)(Kp * N * 2), tv_addr(C), (uint64_t)(M * N * 4));
+  tk_matmul_ex(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), false, tv_addr(Bm),
+               (uint64_t)(Kp * N * 2), false, bt, tv_addr(C), (uint64_t)(M * N * 4));
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   tv_release(x, A);
   tv_release(x, Bm);

@@ -1,7 +1,11 @@
 /* matmul.c: C = A x B on the MXUs, tiled from the target description.
  *
  * A is bf16 [M,K], B bf16 [K,N], C f32 [M,N], all row-major in HBM (G
- * independent problems at byte strides). Tile sizes: K tiles of mxu_rows,
+ * independent problems at byte strides). B may instead be stored
+ * transposed, [N,K] (bt): its panels then lie in VMEM as Nt rows of K
+ * and each weight tile is loaded with the MXU's transposed weight load
+ * (mwtt), so no transpose of B is ever materialised; the products and
+ * their order are the same, so are the bits. Tile sizes: K tiles of mxu_rows,
  * N panels of mxu_cols, M blocks of at most acc_rows rows chosen so that
  * two A panels (Mb x Kp), 2*mxus B panels (Kp x Nt) and 2*mxus C blocks
  * (Mb x Nt f32) fit in VMEM. Loop order per M block: the A panel is loaded
@@ -29,11 +33,23 @@ static void fill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
   for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
 }
 
+/* Loads weight tile k of the B panel at bs into mx's shadow buffer: the
+ * panel is Kc rows of Nt (tile k at row k*Kt) or, bt, Nt rows of Kc (tile
+ * k at column k*Kt, loaded transposed). */
+static void wtile(tb *b, int mx, uint64_t bs, int64_t k, int64_t Kc, bool bt) {
+  int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
+  if (bt)
+    tb_mwtt(b, mx, bs + (uint64_t)(k * Kt * 2), (uint32_t)(Kc * 2),
+            (uint64_t)((Nt - 1) * Kc * 2 + Kt * 2));
+  else
+    tb_mwt(b, mx, bs + (uint64_t)(k * Kt * Nt * 2), (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+}
+
 /* K too long for VMEM: per (M block, N panel), K chunks of Kc rows stream
  * through two A and two B buffers (A is re-read for every N panel) and
  * accumulate in the MXU in ascending k, as in the resident case. */
 static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g, int64_t Mb, int64_t Kc,
+                    uint64_t B, uint64_t B_g, bool bt, uint64_t C, uint64_t C_g, int64_t Mb, int64_t Kc,
                     uint64_t apanel, uint64_t bpanel, uint64_t boff, uint64_t coff) {
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus, nbs = 2 * nm;
@@ -59,14 +75,17 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           }
           int64_t da[10] = {kl * 2, rows, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
           tb_dma(b, true, as, A + (uint64_t)g * A_g + (uint64_t)((m0 * K + k0) * 2), da);
-          int64_t db[10] = {cols * 2, kl, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
-          tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)((k0 * N + n0) * 2), db);
-          tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+          if (bt) {
+            int64_t db[10] = {kl * 2, cols, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
+            tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)((n0 * K + k0) * 2), db);
+          } else {
+            int64_t db[10] = {cols * 2, kl, 1, 1, N * 2, 0, 0, Nt * 2, 0, 0};
+            tb_dma(b, true, bs, B + (uint64_t)g * B_g + (uint64_t)((k0 * N + n0) * 2), db);
+          }
+          wtile(b, mx, bs, 0, Kc, bt);
           tb_mswap(b, mx);
           for (int64_t k = 0; k < nk; k++) {
-            if (k + 1 < nk)
-              tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
-                     (uint64_t)(Kt * Nt * 2));
+            if (k + 1 < nk) wtile(b, mx, bs, k + 1, Kc, bt);
             tb_mpush(b, mx, kc > 0 || k > 0, as + (uint64_t)(k * Kt * 2), (uint32_t)(Kc * 2), 0,
                      (int)rows);
             if (k + 1 < nk) tb_mswap(b, mx);
@@ -128,31 +147,32 @@ static void a32_piece(tb *b, int64_t k, int64_t K, int64_t Kt, int64_t rows, int
 
 void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
                uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, C, C_g);
+  tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, false, C, C_g);
 }
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row,
-                    uint64_t b_once);
+                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
+                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
+                    const bool *row, uint64_t b_once);
 
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                  bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, C_g, NULL, NULL, -1, NULL,
+                  bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
+                  uint64_t C_g) {
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, C_g, NULL, NULL, -1, NULL,
                  TK_NO_ONCE);
 }
 
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t b_once, uint64_t C,
-                   const tk_elem *epi, int dot_in, const bool *row) {
+                   bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t b_once,
+                   uint64_t C, const tk_elem *epi, int dot_in, const bool *row) {
   int oes = epi->nodes[epi->out_node[0]].type == IR_BF16 ? 2 : 4;
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, C, (uint64_t)(M * N * oes), NULL, epi,
-                 dot_in, row, b_once);
+  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, (uint64_t)(M * N * oes), NULL,
+                 epi, dot_in, row, b_once);
 }
 
 bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
                     uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, C, C_g, av, NULL, -1, NULL,
+  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, false, C, C_g, av, NULL, -1, NULL,
                  TK_NO_ONCE);
 }
 
@@ -268,7 +288,7 @@ typedef struct ld_ctx {
   int esa;
   bool a32;
   uint64_t B, B_g;
-  bool b32;
+  bool b32, bt; /* B f32; B stored [N,K] (panels Nt rows of Kp) */
   const tk_aview *av;
   uint64_t aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot;
   int64_t blk, j; /* next load: panel j of block blk (j = -1: its A piece 0) */
@@ -332,14 +352,16 @@ static void ld_one(ld_ctx *c) {
     int64_t d[10] = {cols * 2, K, 1, 1, c->N * 2, 0, 0, Nt * 2, 0, 0};
     tb_dma(b, true, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel,
            c->b_once + (uint64_t)(g * K * c->N * 2) + (uint64_t)(n0 * 2), d);
-  } else if (c->b32) { /* staged now, converted just before its group */
-    uint64_t st = c->sboff + (uint64_t)(pg % c->nbs) * c->sb_slot;
-    int64_t d[10] = {cols * 4, K, 1, 1, c->N * 4, 0, 0, Nt * 4, 0, 0};
-    tb_dma(b, true, st, c->B + (uint64_t)g * c->B_g + (uint64_t)(n0 * 4), d);
   } else {
-    int64_t d[10] = {cols * 2, K, 1, 1, c->N * 2, 0, 0, Nt * 2, 0, 0};
-    tb_dma(b, true, c->boff + (uint64_t)(pg % c->nbs) * c->bpanel,
-           c->B + (uint64_t)g * c->B_g + (uint64_t)(n0 * 2), d);
+    /* f32: staged now, converted just before its group */
+    int es = c->b32 ? 4 : 2;
+    uint64_t dst = c->b32 ? c->sboff + (uint64_t)(pg % c->nbs) * c->sb_slot
+                          : c->boff + (uint64_t)(pg % c->nbs) * c->bpanel;
+    int64_t Kp = c->nK * Kt;
+    int64_t d[10] = {cols * es, K, 1, 1, c->N * es, 0, 0, Nt * es, 0, 0};
+    int64_t dt[10] = {K * es, cols, 1, 1, K * es, 0, 0, Kp * es, 0, 0};
+    tb_dma(b, true, dst, c->B + (uint64_t)g * c->B_g + (uint64_t)((c->bt ? n0 * K : n0) * es),
+           c->bt ? dt : d);
   }
   if (!c->a32 && j == (c->nN < c->nm ? c->nN : c->nm) - 1)
     for (int64_t k = 1; k < c->nK; k++) { /* the rest of the A panel */
@@ -383,9 +405,9 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
 }
 
 static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g,
-                    const tk_aview *av, const tk_elem *epi, int dot_in, const bool *row,
-                    uint64_t b_once) {
+                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
+                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
+                    const bool *row, uint64_t b_once) {
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
   if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
@@ -432,7 +454,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     vtotal = scoff + (uint64_t)(nm * ONCE_SLOTS) * sc_slot;
     /* f32 B panels that do not fit: the first row block converts them
      * piece by piece and keeps a bf16 copy for the others. */
-    if (b32 && b_once != TK_NO_ONCE && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
+    if (b32 && !bt && b_once != TK_NO_ONCE && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
       b32 = false;
       once = true;
       continue;
@@ -444,7 +466,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
   if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
   if (Kc < Kp) {
-    chunked(b, G, M, N, K, A, A_g, B, B_g, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
+    chunked(b, G, M, N, K, A, A_g, B, B_g, bt, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
     return true;
   }
   if (a32 && K % Kt) fill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
@@ -452,6 +474,8 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   if (Kp != K) {
     fill(b, aoff, 2 * apanel, NEG0_BF16X2);
     fill(b, boff, (uint64_t)nbs * bpanel, 0);
+    /* transposed f32 B: its staged rows' pad columns convert to the +0 pads */
+    if (b32 && bt) fill(b, sboff, (uint64_t)nbs * sb_slot, 0);
   }
   int64_t nMb = (M + Mb - 1) / Mb;
   int64_t blk = 0, panel = 0;
@@ -466,7 +490,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                 {0, 0, {0}}, epi && epi->nodes[epi->out_node[0]].type == IR_BF16};
   if (epi) tk_plan_make(b, epi, &fc.pl);
   pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
-  ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, B, B_g, b32,
+  ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, B, B_g, b32, bt,
                av, aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot, 0, -1,
                b_once, scoff, sc_slot};
   for (int64_t g = 0; g < G && !b->failed; g++)
@@ -502,7 +526,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
         if (b32)
           for (int64_t jj = j0; jj < j0 + gn; jj++)
             conv_flat(b, sboff + (uint64_t)((p0 + jj) % nbs) * sb_slot,
-                      boff + (uint64_t)((p0 + jj) % nbs) * bpanel, K * Nt);
+                      boff + (uint64_t)((p0 + jj) % nbs) * bpanel, bt ? Nt * Kp : K * Nt);
         /* The previous group's epilogue (after these conversions) is
          * spread over this group's K steps. */
         bool conv = once && mb == 0; /* this group's f32 B pieces convert in its K steps */
@@ -526,12 +550,10 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
             int mx = (int)((p0 + jj) % nm);
             uint64_t bs = boff + (uint64_t)((p0 + jj) % nbs) * bpanel;
             if (k == 0) {
-              tb_mwt(b, mx, bs, (uint32_t)(Nt * 2), (uint64_t)(Kt * Nt * 2));
+              wtile(b, mx, bs, 0, Kp, bt);
               tb_mswap(b, mx);
             }
-            if (k + 1 < nK)
-              tb_mwt(b, mx, bs + (uint64_t)((k + 1) * Kt * Nt * 2), (uint32_t)(Nt * 2),
-                     (uint64_t)(Kt * Nt * 2));
+            if (k + 1 < nK) wtile(b, mx, bs, k + 1, Kp, bt);
             tb_mpush(b, mx, k > 0, as + (uint64_t)(k * Mb * Kt * 2), (uint32_t)(Kt * 2), 0,
                      (int)rows);
             if (k + 1 < nK) tb_mswap(b, mx);

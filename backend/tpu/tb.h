@@ -208,10 +208,14 @@ void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, ui
                uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
 /* The same where A (a32) and/or B (b32) may be f32 in HBM: they are
  * converted to bf16 (RNE) by the vector unit as their tiles arrive in
- * VMEM. Returns false, emitting nothing, when f32 operands need the
- * K-chunked plan (the caller converts them first); true otherwise. */
+ * VMEM; with bt, B[g] is stored transposed, [N,K] row-major, and its
+ * weight tiles are loaded with the MXU's transposed load (same products,
+ * same order, same bits). Returns false, emitting nothing, when f32
+ * operands need the K-chunked plan (the caller converts them first); true
+ * otherwise. */
 bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                  bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t C, uint64_t C_g);
+                  bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
+                  uint64_t C_g);
 /* tk_matmul_ex whose f32 result tiles go through the elementwise program
  * epi in VMEM before their single store: epi's input dot_in is the dot's
  * result, its other inputs f32 [G, M, N] row-major buffers (in_addr), or
@@ -223,11 +227,12 @@ bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A,
  * HBM bf16 [G, K, N] buffer: when f32 B's panels do not fit VMEM, the
  * first row block of each problem converts them K tile by K tile and
  * stores them there, the other row blocks load that copy (the same RNE
- * rounding, so the same bits; the conversion runs under the MXU work). */
+ * rounding, so the same bits; the conversion runs under the MXU work);
+ * not with bt, whose f32 B is then converted by the caller. */
 #define TK_NO_ONCE UINT64_MAX /* b_once: none */
 bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, uint64_t b_once, uint64_t C,
-                   const tk_elem *epi, int dot_in, const bool *row);
+                   bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t b_once,
+                   uint64_t C, const tk_elem *epi, int dot_in, const bool *row);
 /* n f32 (or, with src_bf16, bf16) values at VMEM src -> bf16 (RNE) at
  * VMEM dst, 1024 per 8x128 tile (tiles of 4 KiB, or 2 KiB, at src). */
 void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n);

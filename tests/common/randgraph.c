@@ -216,14 +216,40 @@ static void gen_dot(gen *g) {
   if (B * M * K * N > g->o->max_macs) return;
   int64_t rd[3] = {B, K, N};
   ir_type rt = pick(g, 3) ? xs->type : (xs->type == IR_F32 ? IR_BF16 : IR_F32);
-  ir_shape ys = xs->rank == 3 ? ir_shape_array(rt, 3, rd) : ir_shape_array(rt, 2, rd + 1);
+  int r3 = xs->rank == 3;
+  /* 0: y [B,] K, N; 1: [B,] N, K; 2: transpose of a [B,] N, K parameter;
+   * 3 (batched only): N, K, B */
+  int lay = g->o->dot_layouts ? pick(g, r3 ? 4 : 3) : 0;
+  int64_t rc = r3 ? 1 : 0, rb = 0;
+  if (lay == 1 || lay == 2) { /* the parameter holds [B,] N, K */
+    rd[1] = N;
+    rd[2] = K;
+  } else if (lay == 3) {
+    rd[0] = N;
+    rd[1] = K;
+    rd[2] = B;
+  }
+  ir_shape ys = r3 ? ir_shape_array(rt, 3, rd) : ir_shape_array(rt, 2, rd + 1);
   ir_id y = param(g, &ys, false);
-  int64_t lc = xs->rank - 1, rc = xs->rank == 3 ? 1 : 0, zero = 0;
+  if (lay == 1) rc = r3 ? 2 : 1;
+  if (lay == 2) {
+    ir_attrs ta;
+    memset(&ta, 0, sizeof ta);
+    int64_t perm[3] = {0, 2, 1}, perm2[2] = {1, 0};
+    ta.dimensions = r3 ? ints(g, 3, perm) : ints(g, 2, perm2);
+    y = add(g, IR_OP_TRANSPOSE, &y, 1, &ta, NULL, 0, NULL, false);
+    if (y == IR_NONE) return;
+  }
+  if (lay == 3) {
+    rc = 1;
+    rb = 2;
+  }
+  int64_t lc = xs->rank - 1, zero = 0;
   a.lhs_contracting = ints(g, 1, &lc);
   a.rhs_contracting = ints(g, 1, &rc);
-  if (xs->rank == 3) {
+  if (r3) {
     a.lhs_batch = ints(g, 1, &zero);
-    a.rhs_batch = ints(g, 1, &zero);
+    a.rhs_batch = ints(g, 1, &rb);
   }
   ir_id ops[2] = {x, y};
   ir_id d = add(g, IR_OP_DOT, ops, 2, &a, NULL, 0, NULL, true);

@@ -65,6 +65,10 @@ typedef struct rg_options {
   bool float_only;   /* no s32 parameters */
   bool default_precision; /* dots/convolutions only at operand_precision
                              DEFAULT (else also HIGH and HIGHEST) */
+  bool dot_layouts; /* a dot's right operand is also stored [batch, N, K]
+                       (contracting dim last), as transpose([.., N, K]) of
+                       a parameter, or with its batch dim last ([N, K, B]);
+                       else always [batch, K, N] */
 } rg_options;
 
 void rg_options_init(rg_options *o);

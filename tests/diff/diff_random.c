@@ -7,6 +7,9 @@
  * bit: floats included (dots, convolutions, elementwise, reductions) and
  * integers and data movement exactly. The -O2 module is also re-evaluated
  * in TPU-numerics mode and must equal the oracle (the passes keep meaning).
+ * Further families: attention blocks, row programs (layer norms,
+ * softmaxes) feeding dots, and dots with their right operand in every
+ * layout (stored [batch, N, K], transposed, batch dim last).
  * With LLVM built, a second family of graphs (every op family, dots and
  * convolutions at DEFAULT, HIGH and HIGHEST) runs on the CPU JIT under
  * CPU_NUMERICS_TPU at -O0 and -O2 and must equal the same oracle bit for
@@ -247,6 +250,22 @@ int main(int argc, char **argv) {
     if (only >= 0 && i != only) continue;
     runs++;
     if (!one_graph(seed + 3000017u, i, &rn, &cn, false)) bad++;
+  }
+  /* The weight-layout family: dots whose right operand is stored
+   * [batch, N, K] (the matmul loads its tiles transposed, mwtt), is the
+   * transpose of such a parameter (folded into the dot at -O2), or has
+   * its batch dim last; also on a target with so little VMEM that K is
+   * chunked. */
+  rg_options rw = ro;
+  rw.ops = RG_DOT | RG_ARITH | RG_MOVE;
+  rw.steps = 4;
+  rw.dot_layouts = true;
+  cfg cw = cf;
+  if (cw.ntargets < 8) cw.targets[cw.ntargets++] = "v2,vmem=192KiB";
+  for (int i = 0; i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 5000011u, i, &rw, &cw, false)) bad++;
   }
 #ifdef HAVE_LLVM
   /* The CPU family: every op family at every precision, on ordinary and

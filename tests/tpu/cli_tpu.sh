@@ -100,6 +100,26 @@ G
 "$TPUCC" run "$T/c3.tg" --target=v3 --random-inputs --output= --stats-json="$T/c3.json" >/dev/null 2>&1
 cyc=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/c3.json")
 check "3x3 convolution within its modelled cycles ($cyc <= 150000)" test "${cyc:-0}" -gt 0 -a "${cyc:-999999}" -le 150000
+# A weight stored [N, K] (contracting dim last) is loaded into the MXU
+# with the transposed weight load: the same modelled cycles as the same
+# dot with the weight stored [K, N] (5,038 on v3), where a transpose
+# staged in HBM took it to 6,747. Deterministic: an equality, not a timing.
+cat >"$T/wkn.hlo" <<'G'
+HloModule wkn
+ENTRY main {
+  a = f32[512,256] parameter(0)
+  b = f32[256,384] parameter(1)
+  ROOT d = f32[512,384] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+G
+sed -e 's/f32\[256,384\] parameter/f32[384,256] parameter/' -e 's/rhs_contracting_dims={0}/rhs_contracting_dims={1}/' \
+  "$T/wkn.hlo" >"$T/wnk.hlo"
+for w in wkn wnk; do
+  "$TPUCC" run "$T/$w.hlo" --target=v3 --random-inputs --output= --stats-json="$T/$w.json" >/dev/null 2>&1
+done
+ckn=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/wkn.json")
+cnk=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/wnk.json")
+check "weight stored [N,K] as fast as [K,N] ($cnk, $ckn cycles)" test "${ckn:-0}" -gt 0 -a "${cnk:-1}" = "${ckn:-0}"
 # Projections feeding the fused attention store bf16 (lower_bf16_store:
 # the kernel reads bf16 Q, K, V straight into its MXU tiles) and its result
 # feeds a dot (stored bf16 too): the same bits as the unfused -O1 program.

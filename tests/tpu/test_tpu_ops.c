@@ -266,6 +266,35 @@ static const tcase cases[] = {
      " %bb = f32[600,300] broadcast(%b), dimensions={1}\n ROOT %a = f32[600,300] add(%d, %bb)\n}\n"
      "ENTRY e {\n %x = bf16[600,2048] parameter(0)\n %y = f32[2048,300] parameter(1)\n %c = f32[300] parameter(2)\n"
      " ROOT %fu = f32[600,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+    /* Right operands stored [batch, N, K] (contracting dim last): the
+     * matmul loads their weight tiles transposed (mwtt), f32 ones staged
+     * and converted in VMEM with their K pads, in one and in three bf16
+     * passes, with an epilogue, and an f32 one too big for the in-VMEM
+     * conversion on v2,vmem=4MiB (converted in HBM first). */
+    {"dot_weight_nk_f32",
+     "HloModule m\nENTRY e {\n %x = f32[129,300] parameter(0)\n %y = f32[65,300] parameter(1)\n"
+     " ROOT %d = f32[129,65] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n", IR_PREC_DEFAULT, 0},
+    {"dot_weight_nk_batch_bf16",
+     "HloModule m\nENTRY e {\n %x = bf16[3,20,130] parameter(0)\n %y = bf16[3,257,130] parameter(1)\n"
+     " ROOT %d = f32[3,20,257] dot(%x, %y), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}\n}\n", IR_PREC_DEFAULT, 0},
+    {"dot_weight_nk_high",
+     "HloModule m\nENTRY e {\n %x = f32[20,150] parameter(0)\n %y = f32[30,150] parameter(1)\n %ey = f32[30,150] exponential(%y)\n"
+     " ROOT %d = f32[20,30] dot(%x, %ey), lhs_contracting_dims={1}, rhs_contracting_dims={1}, operand_precision={high,high}\n}\n", IR_PREC_DEFAULT, 0},
+    {"dot_weight_nk_epilogue",
+     "HloModule m\n%f (p: f32[37,300], w: f32[140,300], b: f32[140]) -> f32[37,140] {\n"
+     " %p = f32[37,300] parameter(0)\n %w = f32[140,300] parameter(1)\n %b = f32[140] parameter(2)\n"
+     " %d = f32[37,140] dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+     " %bb = f32[37,140] broadcast(%b), dimensions={1}\n %a = f32[37,140] add(%d, %bb)\n"
+     " %z = f32[] constant(0)\n %zb = f32[37,140] broadcast(%z), dimensions={}\n ROOT %r = f32[37,140] maximum(%a, %zb)\n}\n"
+     "ENTRY e {\n %x = f32[37,300] parameter(0)\n %y = f32[140,300] parameter(1)\n %c = f32[140] parameter(2)\n"
+     " ROOT %fu = f32[37,140] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+    {"dot_f32_weight_nk_big",
+     "HloModule m\n%f (p: bf16[600,2048], w: f32[300,2048], b: f32[300]) -> f32[600,300] {\n"
+     " %p = bf16[600,2048] parameter(0)\n %w = f32[300,2048] parameter(1)\n %b = f32[300] parameter(2)\n"
+     " %d = f32[600,300] dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+     " %bb = f32[600,300] broadcast(%b), dimensions={1}\n ROOT %a = f32[600,300] add(%d, %bb)\n}\n"
+     "ENTRY e {\n %x = bf16[600,2048] parameter(0)\n %y = f32[300,2048] parameter(1)\n %c = f32[300] parameter(2)\n"
+     " ROOT %fu = f32[600,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
 };
 
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB",
