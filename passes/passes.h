@@ -64,5 +64,6 @@ bool pass_dce(ir_module *m, pass_ctx *ctx);       /* dce.c */
 bool pass_fusion(ir_module *m, pass_ctx *ctx);    /* fusion.c */
 bool pass_mof(ir_module *m, pass_ctx *ctx);       /* mof.c */
 bool pass_layout(ir_module *m, pass_ctx *ctx);    /* layout.c */
+bool pass_transpose_fold(ir_module *m, pass_ctx *ctx); /* transpose_fold.c */
 
 #endif

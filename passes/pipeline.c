@@ -8,8 +8,9 @@
 #include <time.h>
 
 /* The compiler, in order. -O0 runs nothing (the frontend's verified module
- * goes to the target as written); -O1 cleans up (simplify, fold, CSE, DCE)
- * and assigns layouts; -O2 also fuses. A name may appear twice: the second
+ * goes to the target as written); -O1 cleans up (simplify, fold, CSE, DCE),
+ * folds transposes into the dots that read them and assigns layouts; -O2
+ * also fuses. A name may appear twice: the second
  * run cleans up after the first (pass_find returns the first row, which is
  * what --passes= uses). */
 const pass_info pass_pipeline[] = {
@@ -17,6 +18,8 @@ const pass_info pass_pipeline[] = {
     {"constfold", pass_constfold, 1, "evaluates instructions of constants (<= 64K elements)"},
     {"cse", pass_cse, 1, "merges identical instructions"},
     {"simplify", pass_simplify, 1, "algebraic simplification (exact rewrites only)"},
+    {"transpose-folding", pass_transpose_fold, 1,
+     "a dot reads a transposed operand directly when the MXU can (no copy)"},
     {"dce", pass_dce, 1, "removes instructions and computations nothing uses"},
     {"fusion", pass_fusion, 2, "loop, input (reduce) and output (dot/conv epilogue) fusion"},
     {"multi-output-fusion", pass_mof, 2, "merges sibling and producer-consumer fusions"},

@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # --list-passes: every pipeline pass with its level, on opt, compile and run.
 for cmd in opt compile run; do
   out=$("$TPUCC" $cmd --list-passes) || fail "$cmd --list-passes exited $?"
-  for p in simplify constfold cse dce fusion multi-output-fusion layout; do
+  for p in simplify constfold cse transpose-folding dce fusion multi-output-fusion layout; do
     grep -q "^  $p " <<<"$out" || fail "$cmd --list-passes lacks $p"
   done
 done
@@ -22,10 +22,11 @@ grep -q "fusion *-O2" <<<"$("$TPUCC" opt --list-passes)" || fail "fusion is not 
 "$TPUCC" opt "$G/fusion_reduce.hlo" -O2 --dump-dir="$W/d" >/dev/null || fail "dump run failed"
 ls "$W/d" >"$W/list"
 head -n 1 "$W/list" | grep -qx "fusion_reduce.0000.after_input.hlo" || fail "first dump: $(head -n 1 "$W/list")"
-grep -qx "fusion_reduce.0006.after_fusion.hlo" "$W/list" || fail "no 0006.after_fusion dump: $(cat "$W/list")"
-[ "$(wc -l <"$W/list")" -eq 10 ] || fail "expected 10 dumps (input + 9 passes), got $(wc -l <"$W/list")"
-grep -q "kind=kInput" "$W/d/fusion_reduce.0006.after_fusion.hlo" || fail "fusion dump has no kInput fusion"
-grep -q "fusion(" "$W/d/fusion_reduce.0005.after_dce.hlo" && fail "dump before fusion already fused"
+grep -qx "fusion_reduce.0005.after_transpose-folding.hlo" "$W/list" || fail "no 0005.after_transpose-folding dump: $(cat "$W/list")"
+grep -qx "fusion_reduce.0007.after_fusion.hlo" "$W/list" || fail "no 0007.after_fusion dump: $(cat "$W/list")"
+[ "$(wc -l <"$W/list")" -eq 11 ] || fail "expected 11 dumps (input + 10 passes), got $(wc -l <"$W/list")"
+grep -q "kind=kInput" "$W/d/fusion_reduce.0007.after_fusion.hlo" || fail "fusion dump has no kInput fusion"
+grep -q "fusion(" "$W/d/fusion_reduce.0006.after_dce.hlo" && fail "dump before fusion already fused"
 # every dump reads back and runs
 for f in "$W"/d/*.hlo; do
   "$TPUCC" run "$f" --target=interp -O0 --random-inputs --output= || fail "dump $(basename "$f") does not run"
@@ -34,7 +35,7 @@ done
 # --dump-after=REGEX filters by pass name.
 "$TPUCC" opt "$G/fusion_reduce.hlo" --dump-dir="$W/e" --dump-after='^(fusion|layout)$' >/dev/null ||
   fail "dump-after run failed"
-[ "$(ls "$W/e" | tr '\n' ' ')" = "fusion_reduce.0006.after_fusion.hlo fusion_reduce.0009.after_layout.hlo " ] ||
+[ "$(ls "$W/e" | tr '\n' ' ')" = "fusion_reduce.0007.after_fusion.hlo fusion_reduce.0010.after_layout.hlo " ] ||
   fail "dump-after gave: $(ls "$W/e" | tr '\n' ' ')"
 "$TPUCC" opt "$G/fusion_reduce.hlo" --dump-dir="$W/f" --dump-after='(' >/dev/null 2>"$W/err"
 [ $? -eq 1 ] || fail "bad regex: wrong exit status"
@@ -84,6 +85,54 @@ done
 "$TPUCC" run "$G/fusion_loop.hlo" --target=interp --random-inputs --explain --output= --output= --output= 2>"$W/x" ||
   fail "run --explain failed"
 grep -q "not fused: producer %e has 2 users and is not cheap" "$W/x" || fail "explain: $(cat "$W/x")"
+
+# transpose-folding on the backends: the folded dots give bitwise the values
+# of the module without the pass. cpu --cpu-numerics=strict must equal the
+# interp (the oracle's numerics); v3 with the pass must equal v3 without it
+# and cpu --cpu-numerics=tpu (the v3 bits), and stay near the oracle.
+# tf_big.hlo has MXU-sized operands (K = 130, N = 200: partial tiles).
+nofold=simplify,constfold,cse,simplify,dce,fusion,multi-output-fusion,dce,layout
+targets=$("$TPUCC" run --help 2>&1)
+has_target() { grep -q "^  $1 " <<<"$targets"; }
+cat >"$W/tf_big.hlo" <<'EOF'
+HloModule transpose_fold_big
+
+ENTRY main {
+  a = f32[136,130] parameter(0)
+  b = f32[200,130] parameter(1)
+  bt = f32[130,200] transpose(b), dimensions={1,0}
+  d = f32[136,200] dot(a, bt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  x = bf16[136,130] parameter(2)
+  xt = bf16[130,136] transpose(x), dimensions={1,0}
+  e = f32[136,200] dot(xt, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+  q = bf16[2,3,20,64] parameter(3)
+  k = bf16[2,3,140,64] parameter(4)
+  kt = bf16[2,3,64,140] transpose(k), dimensions={0,1,3,2}
+  s = f32[2,3,20,140] dot(q, kt), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+  ROOT r = (f32[136,200], f32[136,200], f32[2,3,20,140]) tuple(d, e, s)
+}
+EOF
+[ "$("$TPUCC" opt "$W/tf_big.hlo" --explain 2>&1 >/dev/null | grep -c '^transpose-folding: .*: folded')" -eq 3 ] ||
+  fail "tf_big.hlo: expected 3 folds"
+for f in "$G"/transpose_fold*.hlo "$W/tf_big.hlo"; do
+  b=$(basename "$f")
+  tf_run() { "$TPUCC" run "$f" --random-inputs --print-max-elements=0 "$@"; }
+  tf_run --target=interp >"$W/ti" 2>&1 || fail "$b: interp run"
+  if has_target cpu; then
+    tf_run --target=cpu --cpu-numerics=strict >"$W/tc" 2>&1 || fail "$b: cpu run"
+    cmp -s "$W/ti" "$W/tc" || fail "$b: cpu (strict numerics) differs from interp"
+  fi
+  if has_target v3; then
+    tf_run --target=v3 --reference=interp --atol=0.05 --rtol=0.02 >"$W/tv" 2>&1 ||
+      fail "$b: v3 run or comparison with interp: $(tail -n 2 "$W/tv")"
+    tf_run --target=v3 --passes="$nofold" >"$W/tv0" 2>&1 || fail "$b: v3 run without the pass"
+    cmp -s "$W/tv" "$W/tv0" || fail "$b: v3 differs with and without transpose-folding"
+    if has_target cpu; then
+      tf_run --target=cpu --cpu-numerics=tpu >"$W/tct" 2>&1 || fail "$b: cpu (tpu numerics) run"
+      cmp -s "$W/tv" "$W/tct" || fail "$b: v3 differs from cpu --cpu-numerics=tpu"
+    fi
+  fi
+done
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]
