@@ -598,14 +598,15 @@ int tool_cmd_run(int argc, char **argv) {
   lit_vec got = {0};
   if (c.target && tool_tpu_target(c.target) &&
       (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
-       c.tpu.report || c.tpu.trace || c.tpu.roofline ||
+       c.tpu.report || c.tpu.trace || c.tpu.roofline || c.opt.explain ||
        !tool_target_find(c.target))) {
-    /* A TPU target with a report, a precision or overrides: the backend
-     * directly (tools.h, tool_tpu_run). */
+    /* A TPU target with a report, a precision, --explain or overrides: the
+     * backend directly (tools.h, tool_tpu_run). */
     ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
     for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
     tool_tpu_opts to = c.tpu;
     to.target = c.target;
+    to.explain = c.opt.explain;
     ir_literal *tr = NULL;
     char terr[8192];
     if (tool_tpu_run(tool_module_ir(m), &to, la, np, a, &tr, terr, sizeof terr) != ST_OK) {

@@ -63,6 +63,7 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
   tpu_options_init(&to);
   if (o->target) to.target = o->target;
   to.memory_report = o->memory_report;
+  to.explain = o->explain;
   if (!precision_of(o->precision, &to.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
     return ST_INVALID_ARGUMENT;
@@ -83,6 +84,7 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
   r.stats = o->stats;
   r.json_path = o->stats_json;
   r.memory_report = o->memory_report;
+  r.explain = o->explain;
   r.out = stderr;
   if (!precision_of(o->precision, &r.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);

@@ -35,6 +35,7 @@ const tool_target *tool_target_find(const char *name);
 typedef struct tool_tpu_opts {
   const char *target, *precision, *stats_json;
   bool stats, memory_report;
+  bool explain; /* the lowering's tiling decisions, after the passes' */
   const char *report, *trace, *roofline; /* per-op reports (tools/report.h) */
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */

@@ -845,7 +845,18 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
   panel *pn;
   int64_t npanels;
   plan p;
-  if (!match(x, fu, false, &a) || !make_plan(&b->t, b->a, &a, &pn, &npanels, &p)) return false;
+  if (!match(x, fu, false, &a)) {
+    tb_explain(b, "attention kernel not used: the pattern's types, dims or operand views are not "
+                  "ones it takes (one-pass dots, views of parameters through reshapes and "
+                  "transposes)");
+    return false;
+  }
+  if (!make_plan(&b->t, b->a, &a, &pn, &npanels, &p)) {
+    tb_explain(b, "attention kernel not used: no plan on this target (MXU columns not a "
+                  "multiple of 128, or a group's buffers for %lld keys exceed 7/8 of VMEM)",
+               (long long)a.Sk);
+    return false;
+  }
   int64_t PG = p.PG;
   kctx k = {0};
   k.b = b;
@@ -869,6 +880,12 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
     k.max_scale_late = rmc->insts.v[rmc->root].op == IR_OP_MAXIMUM && cf > 0 && cf <= 3.4e38f;
   }
   if (!tb_vmem_fits(b, p.total, "the fused attention's tiles")) return true;
+  tb_explain(b, "attention kernel: %lld problems of %lld queries x %lld keys (D %lld, Dv %lld), "
+                "groups of %lld panel(s) of %lld queries, the scores in VMEM (%llu of %llu KiB), "
+                "Q loaded transposed (mwtt)",
+             (long long)a.G, (long long)a.Sq, (long long)a.Sk, (long long)a.D, (long long)a.Dv,
+             (long long)p.PG, (long long)p.Nt, (unsigned long long)(p.total >> 10),
+             (unsigned long long)(b->t.vmem_bytes >> 10));
   tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape.type, fu->shape.rank, fu->shape.dims);
   a.o.v = out;
   a.o.es = out_bf16 ? 2 : 4;

@@ -21,6 +21,8 @@ void tpu_info_free(tpu_compile_info *info) {
   if (!info) return;
   free(info->memory_report);
   info->memory_report = NULL;
+  free(info->explain);
+  info->explain = NULL;
 }
 
 /* Constants: collected here, copied into the image at the end. */
@@ -172,6 +174,9 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   arena *a = arena_create();
   tb b;
   tb_init(&b, a, &tg, d);
+  strbuf explain;
+  sb_init(&explain);
+  if (o->explain && info) b.explain = &explain;
   cpool pool = {0};
   b.pool = &pool;
   const ir_comp *entry = &m->comps.v[m->entry];
@@ -345,7 +350,9 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
       info->memory_report = strdup(sb_str(&r));
       sb_free(&r);
     }
+    if (b.explain) info->explain = strdup(sb_str(&explain));
   }
+  sb_free(&explain);
   if (b.failed) {
     base_status st = b.status;
     arena_destroy(a);

@@ -82,6 +82,17 @@ void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {
   b->cur_op = (uint32_t)(b->ops.n - 1);
 }
 
+void tb_explain(tb *b, const char *fmt, ...) {
+  if (!b->explain) return;
+  const char *op = b->ops.n > 0 ? b->ops.v[b->cur_op].name : b->opname;
+  sb_printf(b->explain, "tiling: %s: ", op && op[0] ? op : "-");
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(b->explain, fmt, ap);
+  va_end(ap);
+  sb_putc(b->explain, '\n');
+}
+
 void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   put(b, op, a, b_, c, d, x, imm);
 }

@@ -283,6 +283,8 @@ static void lower_elementwise(lctx *x, ir_id i) {
     e.in_type[di] = IR_F32;
     done = lower_dot_epilogue(x, dot, &e, di, oa, row);
     if (!done) {
+      tb_explain(x->b, "the dot is lowered alone and the epilogue runs as a separate pass over "
+                       "its f32 result");
       int np = x->pending.n;
       ir_id *saved = arena_array(x->b->a, (size_t)np + 1, sizeof(ir_id));
       for (int k = 0; k < np; k++) saved[k] = x->pending.v[k];
@@ -503,6 +505,10 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
     tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
   }
   int64_t M = (a ? a->count : v->count) / Cin;
+  tb_explain(x->b, "pointwise convolution: one matmul [%lld, %lld] x [%lld, %lld] on the "
+                   "buffers as they lie%s",
+             (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
+             strided ? " (the strided positions gathered first)" : "");
   tval *C = tv_new(x, IR_F32, r, in->shape.dims);
   tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(a ? a : v), 0, tv_addr(kv), 0, tv_addr(C), 0);
   if (a) tv_release(x, a);
@@ -648,6 +654,10 @@ void lower_inst(lctx *x, ir_id i) {
       break;
     bool bf = lower_bf16_store(x, i);
     if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i, bf)) break;
+    if (in->a.fusion_kind == IR_FUSION_INPUT)
+      tb_explain(b, "not a row kernel (its reduces are not over trailing dims with rows that "
+                    "fit VMEM, or it holds an op the row kernel lacks): lowered instruction by "
+                    "instruction");
     tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
     for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
     x->val[i] = lower_comp_ex(b, x->m, in->calls[0], ps, x->precision, bf);

@@ -297,26 +297,57 @@ static void dot_plan_of(const ir_attrs *at, const tval *l, const tval *r, dot_pl
   p->bt = !p->ident_r && ident_q;
 }
 
+/* --explain: how the dot's operands reach the matmul (d), and whether an
+ * f32 weight (w32) was converted to bf16 in HBM first. */
+static void explain_operands(lctx *x, const dot_plan *d, const char *what, bool w32) {
+  tb_explain(x->b, "%s: lhs %s; rhs %s%s", what,
+             d->ident_l ? "read as it lies ([batch, M, K])"
+                        : "permuted to [batch, M, K] by a copy through HBM (the MXU streams "
+                          "rows of A with K contiguous)",
+             d->ident_r ? "read as it lies ([batch, K, N])"
+             : d->bt    ? "read as it lies ([batch, N, K]): weight tiles loaded transposed"
+                        : "permuted to [batch, K, N] by a copy through HBM (neither [.., K, N] "
+                          "nor [.., N, K])",
+             w32 ? "; f32 weight converted to bf16 in HBM once (more than 4 accumulator "
+                   "blocks of rows would each convert it again)"
+                 : "");
+}
+
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
   const ir_attrs *at = &in->a;
   if (in->shape.type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
-      passes_of(x, in, l->type, r->type) != 1)
+      passes_of(x, in, l->type, r->type) != 1) {
+    tb_explain(x->b, "epilogue not applied in the matmul: the dot is not one bf16 pass of float "
+                     "operands into f32");
     return false;
+  }
   for (int k = 0; k < e->ninputs; k++)
-    if (k != dot_in && e->in_type[k] != IR_F32) return false;
+    if (k != dot_in && e->in_type[k] != IR_F32) {
+      tb_explain(x->b, "epilogue not applied in the matmul: input %d is %s, not f32", k,
+                 ir_type_name(e->in_type[k]));
+      return false;
+    }
   ir_type ot = e->noutputs == 1 ? e->nodes[e->out_node[0]].type : IR_TYPE_INVALID;
-  if (ot != IR_F32 && ot != IR_BF16) return false;
+  if (ot != IR_F32 && ot != IR_BF16) {
+    tb_explain(x->b, "epilogue not applied in the matmul: its result is not one f32 or bf16 value");
+    return false;
+  }
   dot_plan d;
   dot_plan_of(at, l, r, &d);
   int64_t Bn = d.Bn, M = d.M, N = d.N, K = d.K;
-  if (e->count != Bn * M * N) return false;
+  if (e->count != Bn * M * N) {
+    tb_explain(x->b, "epilogue not applied in the matmul: it is not elementwise over the dot's "
+                     "result");
+    return false;
+  }
   tval *lt = d.ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, d.lp);
   tval *rtv0 = d.ident_r || d.bt ? tv_alias(x, r, r->type, r->rank, r->dims)
                                  : lower_transpose(x, r, d.rp);
   tval *rtv = weight_bf16(x, rtv0, M);
+  explain_operands(x, &d, "dot with epilogue", rtv->type != rtv0->type);
   tv_release(x, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
   /* an f32 weight whose panels do not fit VMEM: the matmul's first row
@@ -330,6 +361,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
      * HBM first (the same RNE rounding), then the bf16 plan. */
+    tb_explain(x->b, "f32 operands converted to bf16 in HBM first, then the bf16 plan");
     tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
     tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
     ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
@@ -384,6 +416,7 @@ void lower_dot(lctx *x, ir_id i) {
     tval *rtv0 = ident_r || bt ? tv_alias(x, r, r->type, r->rank, r->dims)
                                : lower_transpose(x, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
+    explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
     tv_release(x, rtv0);
     bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
     int64_t cd1[3] = {Bn, M, N};
@@ -411,6 +444,13 @@ void lower_dot(lctx *x, ir_id i) {
     tv_release(x, lt);
     tv_release(x, rtv);
   }
+  if (P > 1)
+    tb_explain(x->b, "dot at %s: %d bf16 passes, the operands' bf16 parts side by side along K "
+                     "(K' = %lld), one matmul",
+               P == 6 ? "HIGHEST" : "HIGH", P, (long long)(P * K));
+  else
+    tb_explain(x->b, "no resident plan for f32 operands: converted to bf16 in HBM first");
+  if (P > 1 || !ident_l || (!ident_r && !bt)) explain_operands(x, &d, "dot", false);
   parts_of(x, l, np, la);
   parts_of(x, r, np, ra);
   for (int p = 0; p < np; p++) {
@@ -632,6 +672,19 @@ void lower_conv(lctx *x, ir_id i) {
       C = NULL;
     }
   }
+  if (viewed)
+    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
+                     "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
+                     "matrix in HBM",
+               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
+               (long long)Wn, (long long)Cg, P > 1 ? " x bf16 parts" : "");
+  else
+    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
+                     "materialised in HBM (%s)",
+               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
+               !fl ? "integer: exact products on the vector unit"
+               : ns < 1 ? "no spatial dims"
+                        : "no resident plan with K in VMEM for the gathered view");
   if (!viewed) A = tv_new(x, et, 3, ad);
   for (int64_t wpos = 0; wpos < Wn && !x->b->failed && !viewed; wpos++) {
     /* wi: window position, row-major over the spatial dims. */

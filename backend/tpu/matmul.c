@@ -463,8 +463,38 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
   }
   if (!once) b_once = TK_NO_ONCE;
   /* f32 operands are converted in VMEM only by the resident plan. */
-  if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) return false;
+  if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
+    tb_explain(b, "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
+               "does not fit VMEM whole (%llu of %llu KiB)",
+               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
+               epi ? "the epilogue" : av ? "a gathered A view" : "operands converted in VMEM",
+               (long long)K, (unsigned long long)(vtotal >> 10),
+               (unsigned long long)(b->t.vmem_bytes >> 10));
+    return false;
+  }
   if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
+  if (b->explain) {
+    int64_t nMb_ = (M + Mb - 1) / Mb;
+    tb_explain(b,
+               "matmul %lldx[%lld,%lld]x[%lld,%lld]: %lld row block(s) of %lld (acc_rows %d), "
+               "%lld panel(s) of %lld columns over %d MXU(s), K in %lld tile(s) of %lld %s; "
+               "VMEM %llu of %llu KiB; A %s; B %s%s%s",
+               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
+               (long long)nMb_, (long long)Mb, b->t.acc_rows, (long long)nN, (long long)Nt, nm,
+               (long long)nK, (long long)Kt,
+               Kc < Kp ? "streamed in chunks (the whole K does not fit VMEM)"
+                       : "resident, accumulated in the MXU",
+               (unsigned long long)(vtotal >> 10), (unsigned long long)(b->t.vmem_bytes >> 10),
+               av ? "gathered into VMEM by DMA (no patch matrix)"
+                  : a32 ? "f32, converted to bf16 in VMEM" : "bf16",
+               bt ? "stored [N,K], loaded transposed (mwtt)" : "stored [K,N]",
+               once ? ", f32 converted once by the first row block (its f32 panels do not fit)"
+                    : b32 ? ", f32 converted to bf16 in VMEM" : "",
+               epi ? "; the epilogue runs on the result tiles in VMEM before their one store"
+               : Kc < Kp || a32 || av || nMb_ < 2
+                   ? ""
+                   : "; the next row block's loads go out during the last panel group");
+  }
   if (Kc < Kp) {
     chunked(b, G, M, N, K, A, A_g, B, B_g, bt, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
     return true;

@@ -401,6 +401,10 @@ static bool rows_kernel(tb *b, const rprog *p) {
   }
   if (at > b->t.vmem_bytes) return false;
   if (!tb_vmem_fits(b, at, "a row kernel")) return true;
+  tb_explain(b, "row kernel: %lld rows of %lld elements, blocks of %lld rows with every row in "
+                "VMEM (%llu of %llu KiB), each input read once and each output written once",
+             (long long)p->O, (long long)p->R, (long long)Rb, (unsigned long long)(at >> 10),
+             (unsigned long long)(b->t.vmem_bytes >> 10));
   /* passes */
   int nfull = 0, *ft = arena_array(b->a, (size_t)p->out_node.n + 1, sizeof(int));
   for (int o = 0; o < p->out_node.n; o++)

@@ -387,11 +387,13 @@ base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
   o.target = r->target ? r->target : "v3";
   o.precision = r->precision;
   o.memory_report = r->memory_report;
+  o.explain = r->explain;
   tpub_image *img = NULL;
   tpu_compile_info info;
   memset(&info, 0, sizeof info);
   base_status st = compile_or_fail(m, &o, &img, &info, err, errlen);
   if (r->memory_report && info.memory_report) fputs(info.memory_report, r->out ? r->out : stderr);
+  if (info.explain) fputs(info.explain, r->out ? r->out : stderr);
   if (st == ST_OK) st = run_and_report(img, o.target, m, r, &info, args, nargs, a, out, err, errlen);
   tpub_free(img);
   tpu_info_free(&info);
@@ -405,6 +407,7 @@ base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *
   memset(&info, 0, sizeof info);
   base_status st = compile_or_fail(m, o, &img, &info, err, errlen);
   if (o->memory_report && info.memory_report) fputs(info.memory_report, report ? report : stderr);
+  if (info.explain) fputs(info.explain, report ? report : stderr);
   tpu_info_free(&info);
   if (st != ST_OK) return st;
   uint8_t *bytes = NULL;

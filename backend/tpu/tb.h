@@ -77,7 +77,13 @@ typedef struct tb {
   uint32_t cur_op;
   uint64_t op_flops0, op_code0; /* FLOPs and code words when cur_op began */
   const ir_comp *attr_comp; /* instructions of this computation start ops */
+  strbuf *explain;          /* NULL, or where tb_explain writes (--explain) */
 } tb;
+
+/* --explain: appends "tiling: OP: message" (OP the op being lowered, an
+ * entry instruction or fusion) when asked for; a decision of the lowering
+ * or a kernel's plan, said once where it is taken. */
+void tb_explain(tb *b, const char *fmt, ...) BASE_PRINTF(2, 3);
 
 /* Records a located error ("tpu: ...") and marks the build failed. */
 void tb_error(tb *b, base_status st, const char *fmt, ...) BASE_PRINTF(3, 4);

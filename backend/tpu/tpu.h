@@ -25,6 +25,7 @@ typedef struct tpu_options {
                               DEFAULT one bf16 pass, HIGH bf16x3,
                               HIGHEST bf16x6 */
   bool memory_report;      /* fill tpu_compile_info.memory_report */
+  bool explain;            /* fill tpu_compile_info.explain */
 } tpu_options;
 
 void tpu_options_init(tpu_options *o);
@@ -42,6 +43,9 @@ typedef struct tpu_compile_info {
   uint64_t arena_bytes;    /* bytes the compilation allocated (a measure of
                               its work that does not depend on the machine) */
   char *memory_report;     /* NULL unless asked for; malloc'ed */
+  char *explain;           /* NULL unless asked for; malloc'ed: the lowering's
+                              tiling decisions, one "tiling: OP: why" line
+                              each (docs/tpu-backend.md, "Explain") */
 } tpu_compile_info;
 
 void tpu_info_free(tpu_compile_info *info);
@@ -106,6 +110,7 @@ typedef struct tpu_run_report {
   bool stats;              /* print the statistics to `out` */
   const char *json_path;   /* write the --stats-json keys of docs/tpu-backend.md */
   bool memory_report;      /* print the memory report to `out` (compiling only) */
+  bool explain;            /* print the tiling decisions to `out` (compiling only) */
   FILE *out;               /* NULL: stderr */
   tpu_profile *profile;    /* non-NULL: run profiled (tpu_execute_profiled) */
   struct tpurt_stats *stats_out; /* non-NULL: receives the run's counters */

@@ -120,6 +120,29 @@ done
 ckn=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/wkn.json")
 cnk=$(sed -n 's/.*"cycles": *\([0-9]*\).*/\1/p' "$T/wnk.json")
 check "weight stored [N,K] as fast as [K,N] ($cnk, $ckn cycles)" test "${ckn:-0}" -gt 0 -a "${cnk:-1}" = "${ckn:-0}"
+# --explain: the lowering's tiling decisions after the passes' lines, one
+# "tiling: OP: why" line each (run and compile), refusals included.
+ex() { # ex FILE PATTERN ARGS...: tpucc ARGS --explain prints a line matching PATTERN
+  f=$1 pat=$2
+  shift 2
+  "$TPUCC" "$@" --explain >/dev/null 2>"$T/ex.err" && grep -q "$pat" "$T/ex.err"
+}
+check "explain: weight [N,K] loaded transposed" \
+  ex "$T/wnk.hlo" '^tiling: d: .*B stored \[N,K\], loaded transposed (mwtt)' run "$T/wnk.hlo" \
+  --random-inputs --output=
+check "explain: dot operands as they lie" \
+  ex "$T/wnk.hlo" '^tiling: d: dot, one bf16 pass: lhs read as it lies.*rhs read as it lies (\[batch, N, K\])' \
+  run "$T/wnk.hlo" --random-inputs --output=
+check "explain: K streamed in chunks when VMEM is small" \
+  ex "$T/wkn.hlo" '^tiling: d: matmul 1x\[512,256\]x\[256,384\]: .*streamed in chunks' run "$T/wkn.hlo" \
+  --target='v2,vmem=192KiB' --random-inputs --output=
+check "explain: compile shows the convolution's patch view" \
+  ex "$T/c3.tg" 'convolution as 1 matmul(s) \[25088, 576\] x \[576, 64\].*patches gathered into VMEM by DMA' \
+  compile "$T/c3.tg" --emit=tpub -o "$T/c3.tpub"
+check "explain: HIGHEST splits into six passes" \
+  ex "$T/wkn.hlo" '^tiling: d: dot at HIGHEST: 6 bf16 passes' run "$T/wkn.hlo" --precision=highest \
+  --random-inputs --output=
+check "explain: no lines without --explain" sh -c "\"$TPUCC\" run \"$T/wnk.hlo\" --random-inputs --output= 2>&1 | grep -c tiling: | grep -qx 0"
 # Projections feeding the fused attention store bf16 (lower_bf16_store:
 # the kernel reads bf16 Q, K, V straight into its MXU tiles) and its result
 # feeds a dot (stored bf16 too): the same bits as the unfused -O1 program.
