@@ -245,7 +245,8 @@ static void check_file(const char *path) {
 
 /* Writes a random module: values of one shape f32[R,C] built from
  * elementwise ops, broadcasts of scalar constants and of a bias, splat
- * constants, reductions broadcast back, dots with a [C,C] weight,
+ * constants, reductions broadcast back, dots with a [C,C] weight (some
+ * through a transpose of either operand, for transpose-folding),
  * transposes (square shapes), compare+select, reshape round trips, iota,
  * slice+concatenate, slice+pad and identities for simplify to find; values are reused at random so
  * producers get several users in different would-be fusions, and the root is a tuple of some of
@@ -296,10 +297,27 @@ static void random_module(strbuf *b, uint64_t *st, int k) {
       sb_printf(b, "  v%d = f32[%d,%d] broadcast(r%d), dimensions={0}\n", v, R, C, v);
       break;
     }
-    case 8:
-      sb_printf(
-          b, "  v%d = f32[%d,%d] dot(v%d, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
-          v, R, C, a);
+    case 8: /* by v % 3 (no extra draw: the stream stays): x @ w; x @ transpose(w)
+               with contracting dim 0 (transpose-folding: w's dim 1); for square x,
+               transpose(x) with contracting dim 0 (folds on the lhs) */
+      if (v % 3 == 1) {
+        sb_printf(b, "  t%d = f32[%d,%d] transpose(w), dimensions={1,0}\n", v, C, C);
+        sb_printf(b,
+                  "  v%d = f32[%d,%d] dot(v%d, t%d), lhs_contracting_dims={1}, "
+                  "rhs_contracting_dims={0}\n",
+                  v, R, C, a, v);
+      } else if (v % 3 == 2 && R == C) {
+        sb_printf(b, "  t%d = f32[%d,%d] transpose(v%d), dimensions={1,0}\n", v, C, R, a);
+        sb_printf(b,
+                  "  v%d = f32[%d,%d] dot(t%d, w), lhs_contracting_dims={0}, "
+                  "rhs_contracting_dims={0}\n",
+                  v, R, C, v);
+      } else {
+        sb_printf(
+            b,
+            "  v%d = f32[%d,%d] dot(v%d, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+            v, R, C, a);
+      }
       break;
     case 9:
       if (R == C) {
