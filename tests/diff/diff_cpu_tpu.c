@@ -260,6 +260,33 @@ static void elementwise(ir_type t, bool emu) {
            " ROOT r = %s[%lld] concatenate(y, x), dimensions={0}\n}\n",
            tn, (long long)n, tn, (long long)n, tn, (long long)(2 * n));
   check(name, hlo, &x1, 1, emu);
+  /* ... also inside a loop fusion with an elementwise op beside them
+   * (the fusion's broadcast, reverse and transpose are data movement) */
+  snprintf(name, sizeof name, "%s loop fusion of movement", tn);
+  snprintf(hlo, sizeof hlo,
+           "HloModule lf\n%%fc (p: %s[%lld]) -> (%s[2,%lld], %s[%lld,2], %s[%lld]) {\n"
+           " p = %s[%lld] parameter(0)\n b = %s[2,%lld] broadcast(p), dimensions={1}\n"
+           " v = %s[2,%lld] reverse(b), dimensions={1}\n t = %s[%lld,2] transpose(b), dimensions={1,0}\n"
+           " n = %s[%lld] negate(p)\n ROOT r = (%s[2,%lld], %s[%lld,2], %s[%lld]) tuple(v, t, n)\n}\n"
+           "ENTRY e {\n x = %s[%lld] parameter(0)\n"
+           " ROOT f = (%s[2,%lld], %s[%lld,2], %s[%lld]) fusion(x), kind=kLoop, calls=%%fc\n}\n",
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n,
+           tn, (long long)n);
+  check(name, hlo, &x1, 1, emu);
   snprintf(name, sizeof name, "%s clamp", tn);
   snprintf(hlo, sizeof hlo,
            "HloModule c\nENTRY e {\n lo = %s[%lld] parameter(0)\n x = %s[%lld] parameter(1)\n"
