@@ -14,8 +14,9 @@ void tool_opt_options_init(tool_opt_options *o) {
 
 void tool_help_opt_flags(FILE *f) {
   fputs("  -O0, -O1, -O2      optimisation level (default -O2): -O0 runs no pass,\n"
-        "                     -O1 simplifies, folds constants, CSE, DCE and assigns\n"
-        "                     layouts, -O2 also fuses (see --list-passes)\n"
+        "                     -O1 simplifies, folds constants, CSE, folds transposes\n"
+        "                     into dots, DCE and assigns layouts, -O2 also fuses\n"
+        "                     (see --list-passes)\n"
         "  --passes=a,b,c     run exactly these passes, in this order\n"
         "  --list-passes      print the pipeline (name, level, what it does) and exit\n"
         "  --dump-dir=DIR     write the HLO after each pass to DIR/MODULE.NNNN.after_PASS.hlo\n"
@@ -25,7 +26,8 @@ void tool_help_opt_flags(FILE *f) {
         "  --verify-each      verify the module after every pass (default for opt;\n"
         "                     compile and run verify once, after the last pass)\n"
         "  --explain          print the passes' decisions (fusions made and refused,\n"
-        "                     rewrites) to standard error\n",
+        "                     rewrites) to standard error; run and compile on a TPU\n"
+        "                     target add the lowering's tiling decisions (tiling: ...)\n",
         f);
 }
 
