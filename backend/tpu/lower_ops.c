@@ -444,13 +444,14 @@ void lower_dot(lctx *x, ir_id i) {
     tv_release(x, lt);
     tv_release(x, rtv);
   }
-  if (P > 1)
+  if (P > 1) {
     tb_explain(x->b, "dot at %s: %d bf16 passes, the operands' bf16 parts side by side along K "
                      "(K' = %lld), one matmul",
                P == 6 ? "HIGHEST" : "HIGH", P, (long long)(P * K));
-  else
+    explain_operands(x, &d, "dot", false);
+  } else { /* the one-pass attempt above said how its operands arrive */
     tb_explain(x->b, "no resident plan for f32 operands: converted to bf16 in HBM first");
-  if (P > 1 || !ident_l || (!ident_r && !bt)) explain_operands(x, &d, "dot", false);
+  }
   parts_of(x, l, np, la);
   parts_of(x, r, np, ra);
   for (int p = 0; p < np; p++) {

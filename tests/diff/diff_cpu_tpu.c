@@ -263,29 +263,18 @@ static void elementwise(ir_type t, bool emu) {
   /* ... also inside a loop fusion with an elementwise op beside them
    * (the fusion's broadcast, reverse and transpose are data movement) */
   snprintf(name, sizeof name, "%s loop fusion of movement", tn);
+  char v1[32], v2[32], v3[32]; /* T[n], T[2,n], T[n,2] */
+  snprintf(v1, sizeof v1, "%s[%lld]", tn, (long long)n);
+  snprintf(v2, sizeof v2, "%s[2,%lld]", tn, (long long)n);
+  snprintf(v3, sizeof v3, "%s[%lld,2]", tn, (long long)n);
   snprintf(hlo, sizeof hlo,
-           "HloModule lf\n%%fc (p: %s[%lld]) -> (%s[2,%lld], %s[%lld,2], %s[%lld]) {\n"
-           " p = %s[%lld] parameter(0)\n b = %s[2,%lld] broadcast(p), dimensions={1}\n"
-           " v = %s[2,%lld] reverse(b), dimensions={1}\n t = %s[%lld,2] transpose(b), dimensions={1,0}\n"
-           " n = %s[%lld] negate(p)\n ROOT r = (%s[2,%lld], %s[%lld,2], %s[%lld]) tuple(v, t, n)\n}\n"
-           "ENTRY e {\n x = %s[%lld] parameter(0)\n"
-           " ROOT f = (%s[2,%lld], %s[%lld,2], %s[%lld]) fusion(x), kind=kLoop, calls=%%fc\n}\n",
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n,
-           tn, (long long)n);
+           "HloModule lf\n%%fc (p: %s) -> (%s, %s, %s) {\n p = %s parameter(0)\n"
+           " b = %s broadcast(p), dimensions={1}\n v = %s reverse(b), dimensions={1}\n"
+           " t = %s transpose(b), dimensions={1,0}\n n = %s negate(p)\n"
+           " ROOT r = (%s, %s, %s) tuple(v, t, n)\n}\n"
+           "ENTRY e {\n x = %s parameter(0)\n ROOT f = (%s, %s, %s) fusion(x), kind=kLoop, "
+           "calls=%%fc\n}\n",
+           v1, v2, v3, v1, v1, v2, v2, v3, v1, v2, v3, v1, v1, v2, v3, v1);
   check(name, hlo, &x1, 1, emu);
   snprintf(name, sizeof name, "%s clamp", tn);
   snprintf(hlo, sizeof hlo,
