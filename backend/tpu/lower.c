@@ -558,15 +558,24 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_COPY:
     x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
     break;
-  case IR_OP_BITCAST_CONVERT:
-    if (tv_esize(in->shape.type) != tv_esize(ov->type) || ir_type_size(in->shape.type) != 4 ||
-        ir_type_size(ov->type) != 4) {
+  case IR_OP_BITCAST_CONVERT: {
+    ir_type ot = inst_of(x, in->ops[0])->shape.type;
+    if (ir_type_size(in->shape.type) != 4 || ir_type_size(ot) != 4) {
       tb_error(b, ST_UNSUPPORTED, "bitcast-convert between %s and %s (only 32-bit types)",
-               ir_type_name(ov->type), ir_type_name(in->shape.type));
+               ir_type_name(ot), ir_type_name(in->shape.type));
       return;
+    }
+    /* An operand without a buffer (computed in registers by this, its
+     * elementwise user: deferred, a splat, a fused dot or row vector) has
+     * nothing to alias: the bitcast is the copy node ending its program. */
+    if (!ov) {
+      lower_elementwise(x, i);
+      consume_ops = false;
+      break;
     }
     x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
     break;
+  }
   case IR_OP_TRANSPOSE: x->val[i] = lower_transpose(x, ov, in->a.dimensions.v); break;
   case IR_OP_SLICE: {
     tval *out = shape_val(x, &in->shape);

@@ -4,7 +4,8 @@
  * reference evaluator (ir_eval: TPU numerics for v3 and cpu,numerics=tpu,
  * default numerics for cpu,numerics=strict); signatures, metrics, "auto",
  * and the error cases (bad device specs, wrong shapes, NULL program,
- * programs of the other device kind, parse errors). */
+ * programs of the other device kind, parse errors), and a bitcast-convert
+ * of a computed value as the result. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -417,12 +418,47 @@ static void cpu_tuple_parameter(void **state) {
   tpurt_device_destroy(dev);
 }
 
+/* A bitcast-convert of a computed value as the result, loaded as text on
+ * both kinds (the v3 lowering computes its operand in registers and gave
+ * the root no buffer): the bits of -x read as s32. */
+static void bitcast_root_of_computed_value(void **state) {
+  (void)state;
+  static const char hlo[] = "HloModule m\nENTRY e {\n  p0 = f32[4] parameter(0)\n"
+                            "  n = f32[4] negate(p0)\n  ROOT r = s32[4] bitcast-convert(n)\n}\n";
+  const char *specs[] = {"v3", "cpu"};
+  float x[4] = {1, -2, 3, -4};
+  int64_t d4 = 4;
+  for (int k = 0; k < 2; k++) {
+    tpurt_device_t *dev = device(specs[k]);
+    tpurt_program_t *p = NULL;
+    if (tpurt_program_load(dev, hlo, sizeof hlo - 1, &p) != TPURT_OK)
+      fail_msg("%s: %s", specs[k], tpurt_device_message(dev));
+    tpurt_buffer_t *arg, *res;
+    assert_int_equal(tpurt_buffer_create(dev, TPURT_F32, 1, &d4, x, sizeof x, &arg), TPURT_OK);
+    if (tpurt_program_execute(p, &arg, 1, &res, 1, NULL) != TPURT_OK)
+      fail_msg("%s: %s", specs[k], tpurt_device_message(dev));
+    int32_t got[4];
+    assert_int_equal(tpurt_buffer_read(res, got, sizeof got), TPURT_OK);
+    for (int i = 0; i < 4; i++) {
+      float nx = -x[i];
+      int32_t want;
+      memcpy(&want, &nx, sizeof want);
+      assert_int_equal(got[i], want);
+    }
+    tpurt_buffer_destroy(arg);
+    tpurt_buffer_destroy(res);
+    tpurt_program_destroy(p);
+    tpurt_device_destroy(dev);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(same_program_v3_and_cpu), cmocka_unit_test(signatures_agree),
       cmocka_unit_test(program_kinds),           cmocka_unit_test(bad_device_specs),
       cmocka_unit_test(auto_device),             cmocka_unit_test(execute_errors),
       cmocka_unit_test(parse_errors),            cmocka_unit_test(cpu_tuple_parameter),
+      cmocka_unit_test(bitcast_root_of_computed_value),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

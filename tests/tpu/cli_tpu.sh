@@ -160,4 +160,21 @@ check "projected attention unfused at -O1" "$TPUCC" run "$T/proj.tg" --target=v3
   --output=@"$T/proj.npy"
 check "projected attention fused, bf16 Q/K/V/O, equals unfused bit for bit" "$TPUCC" run \
   "$T/proj.tg" --target=v3 --random-inputs --expected-output=@"$T/proj.npy" --atol=0 --rtol=0
+# A bitcast-convert of a computed value as the result (its operand computed
+# in registers, no buffer to alias), from .hlo and from .tg: the
+# evaluator's bits on v3.
+cat >"$T/bc.hlo" <<'H'
+HloModule m
+ENTRY e {
+  p0 = f32[4] parameter(0)
+  n = f32[4] negate(p0)
+  ROOT r = s32[4] bitcast-convert(n)
+}
+H
+printf 'graph main(x: f32[4]) -> s32[4] {\n  return bitcast_convert(-x, s32);\n}\n' >"$T/bc.tg"
+for f in bc.hlo bc.tg; do
+  check "bitcast-convert root of a computed value ($f) on v3" "$TPUCC" run "$T/$f" \
+    --input=4xf32="1 -2 3 -4" --expected-output=4xs32="-1082130432 1073741824 -1069547520 1082130432" \
+    --atol=0 --rtol=0
+done
 exit $fail

@@ -4,7 +4,8 @@
  * v2 and v3,mxu=64x64,vmem=8MiB (and a tiny-VMEM target that forces K
  * chunking), run on the emulator and compared with the reference
  * evaluator (tolerances: tpu_check.h). Also checks that an unsupported op
- * is a located compile error naming it.
+ * is a located compile error naming it, and every op as the root of a
+ * computed value.
  *
  *   test_tpu_ops [--only=NAME]      exit 0 when every case matched */
 #include <stdlib.h>
@@ -297,6 +298,98 @@ static const tcase cases[] = {
      " ROOT %fu = f32[600,300] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
 };
 
+/* Every op as the root of a computed value (and a bitcast-convert also of
+ * a splat, a constant, a parameter, and ending a fusion's program after a
+ * dot): the root's operands are computed in registers by
+ * their one elementwise user when they can be, and a root without a
+ * buffer of its own must still get one. The entry is
+ * ROOT_PRE + the lines + "}"; `comps` are computations before it. */
+#define ROOT_PRE                                                                                  \
+  "ENTRY e {\n %p0 = f32[4,6] parameter(0)\n %p1 = f32[4,6] parameter(1)\n"                    \
+  " %n = f32[4,6] negate(%p0)\n %m = f32[4,6] add(%p0, %p1)\n"
+#define FUSION_XY(body) "%f (x: f32[4,6], y: f32[4,6]) -> " body
+
+static const struct {
+  const char *name, *comps, *lines;
+} roots[] = {
+    {"bitcast_convert", "", " ROOT %r = s32[4,6] bitcast-convert(%n)\n"},
+    {"bitcast_convert_chain", "",
+     " %b = s32[4,6] bitcast-convert(%m)\n %c = s32[4,6] add(%b, %b)\n"
+     " ROOT %r = f32[4,6] bitcast-convert(%c)\n"},
+    {"bitcast_convert_splat", "",
+     " %c = f32[] constant(-1.5)\n %b = f32[4,6] broadcast(%c), dimensions={}\n"
+     " ROOT %r = s32[4,6] bitcast-convert(%b)\n"},
+    {"bitcast_convert_constant", "",
+     " %c = f32[2] constant({1, -2})\n ROOT %r = s32[2] bitcast-convert(%c)\n"},
+    {"bitcast_convert_parameter", "", " ROOT %r = s32[4,6] bitcast-convert(%p0)\n"},
+    {"bitcast_convert_loop_fusion",
+     FUSION_XY("s32[4,6] {\n %x = f32[4,6] parameter(0)\n %y = f32[4,6] parameter(1)\n"
+               " %a = f32[4,6] multiply(%x, %y)\n ROOT %b = s32[4,6] bitcast-convert(%a)\n}\n"),
+     " ROOT %r = s32[4,6] fusion(%n, %m), kind=kLoop, calls=%f\n"},
+    {"bitcast_convert_dot_epilogue",
+     FUSION_XY("f32[4,4] {\n %x = f32[4,6] parameter(0)\n %y = f32[4,6] parameter(1)\n"
+               " %d = f32[4,4] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+               " %c = f32[] constant(1)\n %cb = f32[4,4] broadcast(%c), dimensions={}\n"
+               " %a = f32[4,4] add(%d, %cb)\n %b = s32[4,4] bitcast-convert(%a)\n"
+               " ROOT %r = f32[4,4] bitcast-convert(%b)\n}\n"),
+     " ROOT %r = f32[4,4] fusion(%p0, %p1), kind=kOutput, calls=%f\n"},
+    {"bitcast_convert_of_dot",
+     FUSION_XY("f32[4,4] {\n %x = f32[4,6] parameter(0)\n %y = f32[4,6] parameter(1)\n"
+               " %d = f32[4,4] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+               " ROOT %r = f32[4,4] bitcast-convert(%d)\n}\n"),
+     " ROOT %r = f32[4,4] fusion(%n, %m), kind=kOutput, calls=%f\n"},
+    {"convert", "", " ROOT %r = s32[4,6] convert(%n)\n"},
+    {"convert_bf16", "", " ROOT %r = bf16[4,6] convert(%n)\n"},
+    {"copy", "", " ROOT %r = f32[4,6] copy(%n)\n"},
+    {"reshape", "", " ROOT %r = f32[24] reshape(%n)\n"},
+    {"broadcast", "", " ROOT %r = f32[3,4,6] broadcast(%n), dimensions={1,2}\n"},
+    {"transpose", "", " ROOT %r = f32[6,4] transpose(%n), dimensions={1,0}\n"},
+    {"slice", "", " ROOT %r = f32[2,3] slice(%n), slice={[1:3], [0:6:2]}\n"},
+    {"reverse", "", " ROOT %r = f32[4,6] reverse(%n), dimensions={1}\n"},
+    {"concatenate", "", " ROOT %r = f32[8,6] concatenate(%n, %m), dimensions={0}\n"},
+    {"pad", "",
+     " %z = f32[] constant(1)\n %zz = f32[] negate(%z)\n"
+     " ROOT %r = f32[6,9] pad(%n, %zz), padding=1_1x1_2\n"},
+    {"dot", "", " ROOT %r = f32[4,4] dot(%n, %m), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"},
+    {"convolution", "",
+     " %a = f32[1,4,6,1] reshape(%n)\n %k = f32[1,2,2,1] slice(%a), slice={[0:1], [0:2], [0:2], [0:1]}\n"
+     " %kk = f32[2,2,1,1] reshape(%k)\n"
+     " ROOT %r = f32[1,3,5,1] convolution(%a, %kk), window={size=2x2}, dim_labels=b01f_01io->b01f\n"},
+    {"reduce", ADDF, " %z = f32[] constant(0)\n ROOT %r = f32[4] reduce(%n, %z), dimensions={1}, to_apply=%ad\n"},
+    {"reduce_window", ADDF,
+     " %z = f32[] constant(0)\n ROOT %r = f32[3,5] reduce-window(%n, %z), window={size=2x2}, to_apply=%ad\n"},
+    {"all_reduce", ADDF, " ROOT %r = f32[4,6] all-reduce(%n), to_apply=%ad\n"},
+    {"tuple", "", " ROOT %r = (f32[4,6], f32[4,6]) tuple(%n, %m)\n"},
+    {"get_tuple_element", "",
+     " %t = (f32[4,6], f32[4,6]) tuple(%n, %m)\n ROOT %r = f32[4,6] get-tuple-element(%t), index=1\n"},
+    {"compare", "", " ROOT %r = pred[4,6] compare(%n, %m), direction=LT\n"},
+    {"select", "",
+     " %c = pred[4,6] compare(%n, %m), direction=LT\n ROOT %r = f32[4,6] select(%c, %n, %m)\n"},
+    {"clamp", "", " ROOT %r = f32[4,6] clamp(%n, %m, %p1)\n"},
+    {"negate", "", " ROOT %r = f32[4,6] negate(%n)\n"},
+};
+
+/* Runs every roots[] module on v3 and v2; the number that failed. */
+static int check_roots(const char *only, int *runs) {
+  int fails = 0;
+  for (size_t k = 0; k < COUNTOF(roots); k++) {
+    if (only && !strstr(roots[k].name, only)) continue;
+    char text[4096], name[128];
+    snprintf(text, sizeof text, "HloModule m\n%s%s%s}\n", roots[k].comps, ROOT_PRE, roots[k].lines);
+    ir_module *m = tc_parse(roots[k].name, text);
+    static const char *const rt[] = {"v3", "v2"};
+    for (size_t t = 0; t < COUNTOF(rt); t++) {
+      snprintf(name, sizeof name, "root_of_computed_%s@%s", roots[k].name, rt[t]);
+      int r = tc_check(m, rt[t], IR_PREC_DEFAULT, 99 + k, -1, name);
+      ++*runs;
+      if (r == 0) printf("PASS %s\n", name);
+      else fails++;
+    }
+    ir_module_destroy(m);
+  }
+  return fails;
+}
+
 static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,vmem=192KiB",
                                       "v2,vmem=4MiB"};
 
@@ -353,6 +446,7 @@ int main(int argc, char **argv) {
     }
     ir_module_destroy(m);
   }
+  fail += check_roots(only, &n);
   if (!only) fail += check_unsupported();
   printf("test_tpu_ops: %d of %d runs failed\n", fail, n);
   return fail ? 1 : 0;
