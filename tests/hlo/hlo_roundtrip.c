@@ -1,10 +1,14 @@
 /* hlo_roundtrip.c: the corpus round-trip test.
  *
- *   hlo_roundtrip DIR        every .hlo file in DIR must import; for both print
- *                            styles print -> import -> print must be a
- *                            fixed point; XLA's own printed forms
+ *   hlo_roundtrip [--printed] DIR...
+ *                            every .hlo file in each DIR must import; for
+ *                            both print styles print -> import -> print
+ *                            must be a fixed point; XLA's own printed forms
  *                            (hlo_parser_test__*, except the inputs listed
  *                            below) must come out exactly as written.
+ *                            With --printed, so must every file that
+ *                            starts with an `HloModule` header (in the long
+ *                            or the short style; tests/modules/).
  *                            When DIR/NAME.expected exists beside
  *                            DIR/NAME.hlo, the long form must equal it.
  *   hlo_roundtrip --print [--short] FILE   prints the imported module.
@@ -71,7 +75,7 @@ static void show_diff(const char *what, const char *a, const char *b) {
           (int)(ea ? ea - la : (long)strlen(la)), la, (int)(eb ? eb - lb : (long)strlen(lb)), lb);
 }
 
-static int check_file(const char *dir, const char *name) {
+static int check_file(const char *dir, const char *name, bool printed) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   size_t len;
@@ -125,13 +129,15 @@ static int check_file(const char *dir, const char *name) {
     free(pl);
     free(want);
   }
-  if (m && strncmp(name, "hlo_parser_test__", 17) == 0) {
+  bool printed_form = printed && strncmp(text, "HloModule ", 10) == 0;
+  if (m && (printed_form || strncmp(name, "hlo_parser_test__", 17) == 0)) {
     bool expect = true;
     for (size_t i = 0; i < COUNTOF(not_printed_form); i++)
       if (strcmp(name, not_printed_form[i]) == 0) expect = false;
     if (expect && !matched) {
       char *pl = print(m, IR_PRINT_LONG), *ps = print(m, IR_PRINT_SHORT);
-      fprintf(stderr, "FAIL %s: printed form differs from XLA's\n", name);
+      fprintf(stderr, "FAIL %s: printed form differs from %s\n", name,
+              printed_form ? "the file" : "XLA's");
       show_diff("long form", text, pl);
       show_diff("short form", text, ps);
       free(pl);
@@ -170,32 +176,36 @@ int main(int argc, char **argv) {
     free(text);
     return rc;
   }
-  if (argc != 2) {
-    fprintf(stderr, "usage: hlo_roundtrip DIR | --print [--short] FILE\n");
+  bool printed = argc >= 2 && strcmp(argv[1], "--printed") == 0;
+  if (argc < 2 + printed) {
+    fprintf(stderr, "usage: hlo_roundtrip [--printed] DIR... | --print [--short] FILE\n");
     return 2;
   }
-  DIR *dir = opendir(argv[1]);
-  if (!dir) {
-    fprintf(stderr, "cannot open %s\n", argv[1]);
-    return 2;
+  int n = 0, fails = 0;
+  for (int a = 1 + printed; a < argc; a++) {
+    DIR *dir = opendir(argv[a]);
+    if (!dir) {
+      fprintf(stderr, "cannot open %s\n", argv[a]);
+      return 2;
+    }
+    char **names = NULL;
+    int nd = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+      size_t l = strlen(e->d_name);
+      if (l < 5 || strcmp(e->d_name + l - 4, ".hlo") != 0) continue;
+      names = realloc(names, sizeof(char *) * (size_t)(nd + 1));
+      names[nd++] = strdup(e->d_name);
+    }
+    closedir(dir);
+    qsort(names, (size_t)nd, sizeof(char *), cmp);
+    for (int i = 0; i < nd; i++) {
+      fails += check_file(argv[a], names[i], printed) ? 1 : 0;
+      free(names[i]);
+    }
+    free(names);
+    n += nd;
   }
-  char **names = NULL;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(dir))) {
-    size_t l = strlen(e->d_name);
-    if (l < 5 || strcmp(e->d_name + l - 4, ".hlo") != 0) continue;
-    names = realloc(names, sizeof(char *) * (size_t)(n + 1));
-    names[n++] = strdup(e->d_name);
-  }
-  closedir(dir);
-  qsort(names, (size_t)n, sizeof(char *), cmp);
-  int fails = 0;
-  for (int i = 0; i < n; i++) {
-    fails += check_file(argv[1], names[i]) ? 1 : 0;
-    free(names[i]);
-  }
-  free(names);
   printf("%d files, %d failed\n", n, fails);
   return fails ? 1 : (n ? 0 : 1);
 }

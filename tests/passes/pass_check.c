@@ -8,14 +8,15 @@
  * reads back and verifies, and that re-read module must evaluate to
  * bitwise the same values (NaN payloads and signed zeros included).
  *
- *   pass_check [--max-steps=N] [--seed=S] [--random=N] PATH...
+ *   pass_check [--max-steps=N] [--seed=S] [--random=N] [--no-skip] PATH...
  *
  * --random=N also checks N random modules (random_module below) made from
  * seed S (default 1); a failing one is printed; --write=DIR (before
  * --random) saves them as DIR/random_K.hlo, e.g. to run them on targets.
  *
  * Modules the evaluator refuses (tuple parameters, more work than
- * --max-steps) are reported as skipped. Exit status: 0 when every check
+ * --max-steps) are reported as skipped; --no-skip (the project's own
+ * modules) makes a skip a failure. Exit status: 0 when every check
  * passed, 1 otherwise (each failure named on stderr). */
 #include <dirent.h>
 #include <stdlib.h>
@@ -432,7 +433,12 @@ static void check_path(const char *path) {
 int main(int argc, char **argv) {
   int npaths = 0;
   uint64_t seed = 1;
+  bool no_skip = false;
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--no-skip")) {
+      no_skip = true;
+      continue;
+    }
     if (!strncmp(argv[i], "--max-steps=", 12)) {
       max_steps = strtoll(argv[i] + 12, NULL, 10);
       continue;
@@ -454,9 +460,10 @@ int main(int argc, char **argv) {
     npaths++;
   }
   if (!npaths) {
-    fprintf(stderr, "usage: pass_check [--max-steps=N] [--seed=S] [--random=N] PATH...\n");
+    fprintf(stderr,
+            "usage: pass_check [--max-steps=N] [--seed=S] [--random=N] [--no-skip] PATH...\n");
     return 2;
   }
   printf("%d checks passed, %d modules skipped, %d failures\n", checked, skipped, failures);
-  return failures || checked == 0 ? 1 : 0;
+  return failures || checked == 0 || (no_skip && skipped) ? 1 : 0;
 }

@@ -2,8 +2,8 @@
 # install_cpu.sh BUILD_DIR SOURCE_DIR AXPY_HLO: installs the project into a
 # temporary DESTDIR, compiles tests/runtime/cpu_example.c against the
 # installed libtpurt-cpu using only `pkg-config tpurt-cpu`, runs it on the
-# AXPY module on the cpu device, and checks that the TPU-only libtpurt
-# does not load LLVM.
+# AXPY module (tests/modules/axpy.hlo) on the cpu device, and checks that
+# the TPU-only libtpurt does not load LLVM.
 set -eu
 build=$1
 src=$2

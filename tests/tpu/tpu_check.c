@@ -74,8 +74,10 @@ static int64_t scan_ops(const ir_module *m, bool *mxu, bool *trans, int64_t *rma
                     (ir_shape_count(&in->shape) ? ir_shape_count(&in->shape) : 1);
         if (r > *rmax) *rmax = r;
       }
+      /* the vmath kernels (docs/numerics.md): double functions rounded once */
       if (op == IR_OP_EXP || op == IR_OP_LOG || op == IR_OP_TANH || op == IR_OP_LOGISTIC ||
-          op == IR_OP_RSQRT)
+          op == IR_OP_RSQRT || op == IR_OP_EXPM1 || op == IR_OP_LOG1P || op == IR_OP_SINE ||
+          op == IR_OP_COSINE || op == IR_OP_CBRT || op == IR_OP_POWER || op == IR_OP_ATAN2)
         *trans = true;
     }
   return kmax;

@@ -13,9 +13,9 @@
  *  - modules with an f32 reduce of at most R elements per output: at least
  *    2^-20 (1 + sqrt(R)) (1 + |ref|) (sums over the trailing dims fold in
  *    the vector unit's row order, large ones into few outputs as a tree);
- *  - transcendental vector ops (exp, log, tanh, logistic, rsqrt): the
- *    emulator rounds a double result once, the evaluator calls f32 libm:
- *    4 ulps relative. */
+ *  - transcendental vector ops (exp, log, tanh, logistic, rsqrt, expm1,
+ *    log1p, sine, cosine, cbrt, power, atan2): the emulator rounds a double
+ *    result once, the evaluator calls f32 libm: 4 ulps relative. */
 #ifndef TPUCC_TESTS_TPU_CHECK_H
 #define TPUCC_TESTS_TPU_CHECK_H
 
