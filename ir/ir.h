@@ -17,9 +17,17 @@
 
 /* ---- element types --------------------------------------------------- */
 
+/* The first six are the types every target runs; the rest import, print
+ * and verify (XLA's wider integers, f64, complex, sub-byte integers stored
+ * one per byte, and the token of side-effect ordering, which has no bytes),
+ * and a target that cannot run one reports a located error. New types are
+ * appended: tpucc_dtype (include/tpucc.h) mirrors the first six by value. */
 #define IR_ELEM_TYPES(X)                                                     \
   X(PRED, "pred", 1) X(S8, "s8", 1) X(S32, "s32", 4) X(BF16, "bf16", 2)       \
-  X(F16, "f16", 2) X(F32, "f32", 4)
+  X(F16, "f16", 2) X(F32, "f32", 4)                                          \
+  X(S16, "s16", 2) X(S64, "s64", 8) X(U8, "u8", 1) X(U16, "u16", 2)           \
+  X(U32, "u32", 4) X(U64, "u64", 8) X(F64, "f64", 8) X(S4, "s4", 1)           \
+  X(U4, "u4", 1) X(C64, "c64", 8) X(C128, "c128", 16) X(TOKEN, "token", 0)
 
 typedef enum ir_type {
 #define X(e, s, n) IR_##e,
@@ -31,8 +39,13 @@ typedef enum ir_type {
 
 const char *ir_type_name(ir_type t);           /* "f32"; "tuple" */
 int ir_type_size(ir_type t);                   /* bytes per element */
-bool ir_type_is_float(ir_type t);              /* bf16, f16, f32 */
-bool ir_type_is_int(ir_type t);                /* s8, s32 */
+bool ir_type_is_float(ir_type t);              /* bf16, f16, f32, f64 */
+bool ir_type_is_int(ir_type t);                /* s4..s64, u4..u64 */
+bool ir_type_is_unsigned(ir_type t);           /* u4..u64 */
+bool ir_type_is_complex(ir_type t);            /* c64, c128 */
+/* The element types of the core set that every target runs (pred, s8,
+ * s32, bf16, f16, f32); tuples are not element types. */
+bool ir_type_is_core(ir_type t);
 /* Looks up a spelling; returns IR_TYPE_INVALID when unknown. */
 ir_type ir_type_from_name(const char *s, size_t len);
 
@@ -145,6 +158,8 @@ enum {
   OPF_FLOAT = 1 << 4,
   OPF_INT = 1 << 5,
   OPF_CALLS = 1 << 6,
+  OPF_DECLARED = 1 << 7, /* result shape as written; attributes kept verbatim */
+  OPF_EFFECT = 1 << 8,   /* an effect beyond the result: never merged */
 };
 
 const char *ir_op_name(ir_op op);      /* HLO spelling */
@@ -197,18 +212,41 @@ typedef struct ir_padding_dim {
   int64_t lo, hi, interior; /* lo and hi may be negative */
 } ir_padding_dim;
 
-/* A replica group list ("replica_groups={{0,1},{2,3}}"). */
+/* A replica group list ("replica_groups={{0,1},{2,3}}"). XLA's iota form
+ * ("[2,2]<=[4]", "[2,2]<=[2,2]T(1,0)") is expanded into groups and its
+ * text kept in iota, which the printer writes instead of the list. */
 typedef struct ir_replica_groups {
   int32_t ngroups;
   ir_ints *groups;
+  const char *iota;
 } ir_replica_groups;
 
 /* An attribute kept verbatim so that it round-trips (backend_config,
- * frontend_attributes, sharding, ...): never interpreted by tpucc. */
+ * frontend_attributes, sharding, ...): never interpreted by tpucc. With
+ * text NULL it stands for a called-computation attribute of an
+ * OPF_DECLARED op ("condition=%c", "branch_computations={%a, %b}"): the
+ * computations are calls[first_call .. first_call + ncalls), written as a
+ * braced list when list is set. Raw attributes are compared by CSE and
+ * copied by clones; the printer writes them in stored order. */
 typedef struct ir_raw_attr {
   const char *name;
   const char *text; /* everything after '=' as written */
+  int32_t first_call, ncalls;
+  bool list;
 } ir_raw_attr;
+
+/* A module-level table XLA prints after the header (FileNames,
+ * FunctionNames, FileLocations, StackFrames): rows "ID TEXT", each TEXT
+ * kept verbatim. */
+typedef struct ir_table_row {
+  int64_t id;
+  const char *text;
+} ir_table_row;
+typedef struct ir_table {
+  const char *name;
+  int32_t nrows;
+  ir_table_row *rows;
+} ir_table;
 
 /* Source metadata (metadata={op_name="..." source_file="..." source_line=N}). */
 typedef struct ir_metadata {
@@ -276,6 +314,8 @@ typedef struct ir_module {
   bool is_scheduled;         /* header flag, kept for round trips */
   int32_t nraw;
   ir_raw_attr *raw;          /* other header attributes kept verbatim */
+  int32_t ntables;
+  ir_table *tables;          /* stack-frame tables, in written order */
   const char *source_file;   /* interned; for diagnostics */
 } ir_module;
 
@@ -352,6 +392,14 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
  * in every computation, an entry, unique names). Reports each problem at the
  * instruction's location into d; returns the number of problems. */
 int ir_verify(const ir_module *m, diag *d);
+
+/* Checks that a target that runs the core set can run m: no OPF_DECLARED
+ * op (while, custom-call, gather, ...) and no element type outside pred,
+ * s8, s32, bf16, f16, f32, anywhere in the module. Reports each problem at
+ * the instruction ("'while' is not supported by the cpu target yet") into
+ * d (may be NULL) and the first, prefixed "file:line:col: ", into err (may
+ * be NULL); returns the number of problems. */
+int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen);
 
 /* ---- text ------------------------------------------------------------ */
 

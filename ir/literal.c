@@ -29,7 +29,11 @@ double ir_literal_get_f64(const ir_literal *l, int64_t i) {
   case IR_BF16: return ir_bf16_to_f32(((const uint16_t *)l->data)[i]);
   case IR_F16: return ir_f16_to_f32(((const uint16_t *)l->data)[i]);
   case IR_F32: return ((const float *)l->data)[i];
-  default: base_die("ir_literal_get_f64 on %s", ir_type_name(l->shape.type));
+  case IR_F64: return ((const double *)l->data)[i];
+  case IR_U64: return (double)((const uint64_t *)l->data)[i];
+  case IR_C64: return ((const float *)l->data)[2 * i];   /* the real part */
+  case IR_C128: return ((const double *)l->data)[2 * i];
+  default: return (double)ir_literal_get_i64(l, i);
   }
 }
 
@@ -38,6 +42,15 @@ int64_t ir_literal_get_i64(const ir_literal *l, int64_t i) {
   case IR_PRED: return ((const uint8_t *)l->data)[i] ? 1 : 0;
   case IR_S8: return ((const int8_t *)l->data)[i];
   case IR_S32: return ((const int32_t *)l->data)[i];
+  case IR_S4: return ((const int8_t *)l->data)[i];
+  case IR_S16: return ((const int16_t *)l->data)[i];
+  case IR_S64: return ((const int64_t *)l->data)[i];
+  case IR_U4:
+  case IR_U8: return ((const uint8_t *)l->data)[i];
+  case IR_U16: return ((const uint16_t *)l->data)[i];
+  case IR_U32: return ((const uint32_t *)l->data)[i];
+  case IR_U64: return (int64_t)((const uint64_t *)l->data)[i]; /* bits */
+  case IR_TOKEN: return 0;
   default: {
     double d = ir_literal_get_f64(l, i);
     if (isnan(d)) return 0;
@@ -77,7 +90,24 @@ void ir_literal_set_f64(ir_literal *l, int64_t i, double v) {
   case IR_BF16: ((uint16_t *)l->data)[i] = ir_f32_to_bf16(to_f32_round_odd(v)); break;
   case IR_F16: ((uint16_t *)l->data)[i] = ir_f32_to_f16(to_f32_round_odd(v)); break;
   case IR_F32: ((float *)l->data)[i] = (float)v; break;
-  default: base_die("ir_literal_set_f64 on %s", ir_type_name(l->shape.type));
+  case IR_F64: ((double *)l->data)[i] = v; break;
+  case IR_C64: ((float *)l->data)[2 * i] = (float)v; ((float *)l->data)[2 * i + 1] = 0; break;
+  case IR_C128: ((double *)l->data)[2 * i] = v; ((double *)l->data)[2 * i + 1] = 0; break;
+  case IR_TOKEN: break;
+  default: {
+    /* the wider integers: saturate to the type's range, NaN -> 0 */
+    double lo = ir_type_is_unsigned(l->shape.type) ? 0 : -9.2233720368547758e18;
+    if (isnan(v)) v = 0;
+    if (v < lo) v = lo;
+    if (ir_type_is_unsigned(l->shape.type) && v >= 1.8446744073709552e19) {
+      ir_literal_set_i64(l, i, -1); /* all ones: the u64 maximum, wrapped below */
+    } else if (ir_type_is_unsigned(l->shape.type) && v >= 9.2233720368547758e18) {
+      ir_literal_set_i64(l, i, (int64_t)(uint64_t)v);
+    } else {
+      ir_literal_set_i64(l, i, v >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)v);
+    }
+    break;
+  }
   }
 }
 
@@ -86,6 +116,14 @@ void ir_literal_set_i64(ir_literal *l, int64_t i, int64_t v) {
   case IR_PRED: ((uint8_t *)l->data)[i] = v != 0; break;
   case IR_S8: ((int8_t *)l->data)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
   case IR_S32: ((int32_t *)l->data)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+  case IR_S4: ((int8_t *)l->data)[i] = (int8_t)((int8_t)((uint8_t)(uint64_t)v << 4) >> 4); break;
+  case IR_U4: ((uint8_t *)l->data)[i] = (uint8_t)((uint64_t)v & 15); break;
+  case IR_S16: ((int16_t *)l->data)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+  case IR_U8: ((uint8_t *)l->data)[i] = (uint8_t)(uint64_t)v; break;
+  case IR_U16: ((uint16_t *)l->data)[i] = (uint16_t)(uint64_t)v; break;
+  case IR_U32: ((uint32_t *)l->data)[i] = (uint32_t)(uint64_t)v; break;
+  case IR_S64: ((int64_t *)l->data)[i] = v; break;
+  case IR_U64: ((uint64_t *)l->data)[i] = (uint64_t)v; break;
   default: ir_literal_set_f64(l, i, (double)v); break;
   }
 }

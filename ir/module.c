@@ -85,6 +85,8 @@ static void dup_attrs(arena *a, ir_attrs *at) {
       g[i] = dup_ints(a, at->replica_groups.groups[i]);
     at->replica_groups.groups = g;
   }
+  if (at->replica_groups.iota)
+    at->replica_groups.iota = arena_strdup(a, at->replica_groups.iota);
 }
 
 ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto) {
@@ -203,6 +205,7 @@ static ir_literal *clone_literal(arena *a, const ir_literal *l) {
 static ir_raw_attr *clone_raw(arena *a, const ir_raw_attr *raw, int32_t n) {
   ir_raw_attr *r = arena_array(a, (size_t)(n ? n : 1), sizeof(ir_raw_attr));
   for (int32_t i = 0; i < n; i++) {
+    r[i] = raw[i];
     r[i].name = dup_str(a, raw[i].name);
     r[i].text = dup_str(a, raw[i].text);
   }
@@ -220,6 +223,21 @@ ir_module *ir_module_clone(const ir_module *src) {
   if (src->nraw) {
     m->nraw = src->nraw;
     m->raw = clone_raw(m->arena, src->raw, src->nraw);
+  }
+  if (src->ntables) {
+    m->ntables = src->ntables;
+    m->tables = arena_array(m->arena, (size_t)src->ntables, sizeof(ir_table));
+    for (int t = 0; t < src->ntables; t++) {
+      const ir_table *st = &src->tables[t];
+      ir_table *dt = &m->tables[t];
+      dt->name = dup_str(m->arena, st->name);
+      dt->nrows = st->nrows;
+      dt->rows = arena_array(m->arena, (size_t)(st->nrows ? st->nrows : 1), sizeof(ir_table_row));
+      for (int r = 0; r < st->nrows; r++) {
+        dt->rows[r].id = st->rows[r].id;
+        dt->rows[r].text = dup_str(m->arena, st->rows[r].text);
+      }
+    }
   }
   for (int c = 0; c < src->comps.n; c++) {
     const ir_comp *sc = &src->comps.v[c];

@@ -8,6 +8,9 @@
  *
  *   HloModule name[, is_scheduled=true][, raw...], entry_computation_layout={(...)->...}
  *
+ *   FileNames                               stack-frame tables, when the
+ *   1 "a.py"                                module has them, rows verbatim
+ *
  *   %callee (p: f32[]) -> f32[] {           computations callees first,
  *     %p = f32[] parameter(0)               instructions in XLA's post order
  *     ROOT %r = f32[] negate(f32[] %p)      (depth first from each
@@ -19,8 +22,11 @@
  * operand lists mark every fifth element with an index comment, as in
  * "(f32[], f32[], f32[], f32[], f32[], /\*index=5*\/f32[])".
  *
- * Attributes follow XLA's order: the op's own, then to_apply/calls, opaque
- * ones kept verbatim, metadata, backend_config. Literals print as XLA's
+ * Attributes follow XLA's order: the op's own (interpreted, then those kept
+ * verbatim, in stored order; an OPF_DECLARED op's called computations sit
+ * among them where they were written), then to_apply/calls, the generic
+ * ones kept verbatim (sharding, frontend_attributes, ...), metadata,
+ * backend_config. Literals print as XLA's
  * one-line form ("{ { 1, 2 }, { 3, 4 } }", /\*i0=0*\/ comments above rank
  * 3) with XLA's float spelling: %.6g for f32 when it reads back exactly,
  * else %.9g; bf16 %.4g; f16 %.5g; inf, -inf, nan, nan(0xPAYLOAD) when the
@@ -60,6 +66,44 @@ static void put_nan(strbuf *b, uint32_t bits, uint32_t sign, uint32_t mask, uint
   if ((bits & mask) != quiet) sb_printf(b, "(0x%x)", (unsigned)(bits & mask));
 }
 
+/* XLA's round-trip spelling: %.6g (f32) or %.15g (f64) when that reads
+ * back exactly, else %.9g or %.17g. */
+static void put_f32(strbuf *b, float f) {
+  char buf[64];
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (isnan(f)) {
+    put_nan(b, u, 0x80000000u, 0x7fffffu, 0x400000u);
+    return;
+  }
+  if (isinf(f)) {
+    sb_puts(b, f < 0 ? "-inf" : "inf");
+    return;
+  }
+  snprintf(buf, sizeof buf, "%.6g", (double)f);
+  if (strtof(buf, NULL) != f) snprintf(buf, sizeof buf, "%.9g", (double)f);
+  sb_puts(b, buf);
+}
+
+static void put_f64(strbuf *b, double d) {
+  char buf[64];
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  if (isnan(d)) {
+    sb_puts(b, (u >> 63) ? "-nan" : "nan");
+    uint64_t payload = u & ((UINT64_C(1) << 52) - 1);
+    if (payload != (UINT64_C(1) << 51)) sb_printf(b, "(0x%llx)", (unsigned long long)payload);
+    return;
+  }
+  if (isinf(d)) {
+    sb_puts(b, d < 0 ? "-inf" : "inf");
+    return;
+  }
+  snprintf(buf, sizeof buf, "%.15g", d);
+  if (strtod(buf, NULL) != d) snprintf(buf, sizeof buf, "%.17g", d);
+  sb_puts(b, buf);
+}
+
 static void put_elem(strbuf *b, const ir_literal *l, int64_t i, bool in_array) {
   char buf[64];
   switch (l->shape.type) {
@@ -70,22 +114,30 @@ static void put_elem(strbuf *b, const ir_literal *l, int64_t i, bool in_array) {
   }
   case IR_S8: sb_printf(b, "%d", ((const int8_t *)l->data)[i]); return;
   case IR_S32: sb_printf(b, "%d", ((const int32_t *)l->data)[i]); return;
+  case IR_S4: case IR_S16: case IR_S64:
+    sb_printf(b, "%lld", (long long)ir_literal_get_i64(l, i));
+    return;
+  case IR_U4: case IR_U8: case IR_U16: case IR_U32: case IR_U64:
+    sb_printf(b, "%llu", (unsigned long long)ir_literal_get_i64(l, i));
+    return;
+  case IR_F64: put_f64(b, ((const double *)l->data)[i]); return;
+  case IR_C64: case IR_C128: {
+    bool wide = l->shape.type == IR_C128;
+    double re = wide ? ((const double *)l->data)[2 * i] : ((const float *)l->data)[2 * i];
+    double im = wide ? ((const double *)l->data)[2 * i + 1] : ((const float *)l->data)[2 * i + 1];
+    sb_putc(b, '(');
+    if (wide) put_f64(b, re);
+    else put_f32(b, (float)re);
+    sb_puts(b, ", ");
+    if (wide) put_f64(b, im);
+    else put_f32(b, (float)im);
+    sb_putc(b, ')');
+    return;
+  }
   case IR_F32: {
     float f;
-    uint32_t u;
     memcpy(&f, (const char *)l->data + 4 * i, 4);
-    memcpy(&u, &f, 4);
-    if (isnan(f)) {
-      put_nan(b, u, 0x80000000u, 0x7fffffu, 0x400000u);
-      return;
-    }
-    if (isinf(f)) {
-      sb_puts(b, f < 0 ? "-inf" : "inf");
-      return;
-    }
-    snprintf(buf, sizeof buf, "%.6g", (double)f);
-    if (strtof(buf, NULL) != f) snprintf(buf, sizeof buf, "%.9g", (double)f);
-    sb_puts(b, buf);
+    put_f32(b, f);
     return;
   }
   case IR_BF16:
@@ -271,6 +323,33 @@ static void put_preferred(strbuf *b, const ir_inst *in) {
   if (t != in->shape.type) sb_printf(b, ", preferred_element_type=%s", ir_type_name(t));
 }
 
+/* Attributes any instruction may carry, which XLA prints after the called
+ * computations (metadata and backend_config come last, separately). */
+static bool generic_attr(const char *name) {
+  static const char *const names[] = {"sharding", "frontend_attributes", "statistics",
+                                      "control-predecessors", "origin", "metadata",
+                                      "backend_config"};
+  for (size_t i = 0; i < COUNTOF(names); i++)
+    if (strcmp(name, names[i]) == 0) return true;
+  return false;
+}
+
+static void put_comp_name(pctx *x, ir_comp_id c) {
+  if (c >= 0 && c < x->m->comps.n) put_name(x, x->m->comps.v[c].name);
+  else sb_printf(x->b, "<bad computation %d>", c);
+}
+
+/* A called-computation attribute kept in place: "name=%c", "name={%a, %b}". */
+static void put_raw_calls(pctx *x, const ir_inst *in, const ir_raw_attr *r) {
+  sb_printf(x->b, ", %s=%s", r->name, r->list ? "{" : "");
+  for (int j = 0; j < r->ncalls; j++) {
+    int k = r->first_call + j;
+    if (j) sb_puts(x->b, ", ");
+    put_comp_name(x, k >= 0 && k < in->ncalls ? in->calls[k] : IR_NONE);
+  }
+  if (r->list) sb_putc(x->b, '}');
+}
+
 static void put_attrs(pctx *x, const ir_inst *in) {
   strbuf *b = x->b;
   const ir_attrs *a = &in->a;
@@ -352,6 +431,10 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     break;
   case IR_OP_ALL_REDUCE:
     if (a->channel_id) sb_printf(b, ", channel_id=%lld", (long long)a->channel_id);
+    if (a->replica_groups.iota) {
+      sb_printf(b, ", replica_groups=%s", a->replica_groups.iota);
+      break;
+    }
     sb_puts(b, ", replica_groups={");
     for (int g = 0; g < a->replica_groups.ngroups; g++) {
       if (g) sb_putc(b, ',');
@@ -366,18 +449,28 @@ static void put_attrs(pctx *x, const ir_inst *in) {
   }
   default: break;
   }
-  for (int k = 0; k < in->ncalls; k++) {
+  /* XLA's order: the op's own attributes (kept ones included), called
+   * computations, then the generic ones */
+  bool placed_calls = false;
+  for (int k = 0; k < in->nraw; k++) {
+    const ir_raw_attr *r = &in->raw[k];
+    if (!r->text) {
+      put_raw_calls(x, in, r);
+      placed_calls = true;
+    } else if (!generic_attr(r->name)) {
+      sb_printf(b, ", %s=%s", r->name, r->text);
+    }
+  }
+  for (int k = 0; k < in->ncalls && !placed_calls; k++) {
     sb_puts(b, in->op == IR_OP_FUSION ? ", calls=" : ", to_apply=");
-    if (in->calls[k] >= 0 && in->calls[k] < x->m->comps.n)
-      put_name(x, x->m->comps.v[in->calls[k]].name);
-    else
-      sb_printf(b, "<bad computation %d>", in->calls[k]);
+    put_comp_name(x, in->calls[k]);
   }
   const char *raw_meta = NULL, *raw_backend = NULL;
   for (int k = 0; k < in->nraw; k++) {
+    if (!in->raw[k].text) continue;
     if (strcmp(in->raw[k].name, "metadata") == 0) raw_meta = in->raw[k].text;
     else if (strcmp(in->raw[k].name, "backend_config") == 0) raw_backend = in->raw[k].text;
-    else sb_printf(b, ", %s=%s", in->raw[k].name, in->raw[k].text);
+    else if (generic_attr(in->raw[k].name)) sb_printf(b, ", %s=%s", in->raw[k].name, in->raw[k].text);
   }
   const ir_metadata *md = &in->meta;
   if (raw_meta) {
@@ -580,6 +673,12 @@ static void print_module(strbuf *b, const ir_module *m, bool shrt) {
     if (!early) sb_printf(b, ", %s=%s", m->raw[k].name, m->raw[k].text);
   }
   sb_puts(b, "\n\n");
+  for (int t = 0; t < m->ntables; t++) {
+    sb_printf(b, "%s\n", m->tables[t].name);
+    for (int r = 0; r < m->tables[t].nrows; r++)
+      sb_printf(b, "%lld %s\n", (long long)m->tables[t].rows[r].id, m->tables[t].rows[r].text);
+    sb_putc(b, '\n');
+  }
   int nc = m->comps.n, n = 0;
   uint8_t *seen = calloc((size_t)nc + 1, 1);
   ir_comp_id *order = malloc(sizeof(ir_comp_id) * ((size_t)nc + 1));

@@ -22,8 +22,18 @@ int ir_type_size(ir_type t) {
   return (unsigned)t < COUNTOF(types) ? types[t].size : 0;
 }
 
-bool ir_type_is_float(ir_type t) { return t == IR_BF16 || t == IR_F16 || t == IR_F32; }
-bool ir_type_is_int(ir_type t) { return t == IR_S8 || t == IR_S32; }
+bool ir_type_is_float(ir_type t) {
+  return t == IR_BF16 || t == IR_F16 || t == IR_F32 || t == IR_F64;
+}
+bool ir_type_is_unsigned(ir_type t) {
+  return t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64;
+}
+bool ir_type_is_int(ir_type t) {
+  return t == IR_S4 || t == IR_S8 || t == IR_S16 || t == IR_S32 || t == IR_S64 ||
+         ir_type_is_unsigned(t);
+}
+bool ir_type_is_complex(ir_type t) { return t == IR_C64 || t == IR_C128; }
+bool ir_type_is_core(ir_type t) { return (unsigned)t <= IR_F32; }
 
 ir_type ir_type_from_name(const char *s, size_t len) {
   for (unsigned i = 0; i < COUNTOF(types); i++)

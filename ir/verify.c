@@ -14,6 +14,8 @@
  * Requires nothing; modifies nothing (scratch lives above an arena mark). */
 #include "ir/ir.h"
 
+#include <stdlib.h>
+
 typedef struct vctx {
   const ir_module *m;
   diag *d;
@@ -202,26 +204,136 @@ static void check_params(vctx *v, const ir_comp *cp) {
   arena_reset(v->m->arena, mk);
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Replica ids are non-negative and listed once (sorted: O(n log n), an
+ * iota list may name 2^20 devices). */
 static void check_replica_groups(vctx *v, const ir_inst *in) {
   const ir_replica_groups *g = &in->a.replica_groups;
   if (g->ngroups < 0 || (g->ngroups > 0 && !g->groups)) {
     report(v, in->loc, "%%%s: malformed replica_groups", in->name);
     return;
   }
+  size_t n = 0;
+  for (int i = 0; i < g->ngroups; i++) n += (size_t)(g->groups[i].n > 0 ? g->groups[i].n : 0);
+  if (n == 0) return;
+  arena *a = v->m->arena;
+  arena_mark mk = arena_get_mark(a);
+  int64_t *ids = arena_array(a, n, sizeof(int64_t));
+  size_t k = 0;
   for (int i = 0; i < g->ngroups; i++)
-    for (int j = 0; j < g->groups[i].n; j++) {
-      int64_t r = g->groups[i].v[j];
-      if (r < 0) {
-        report(v, in->loc, "%%%s: replica_groups has negative replica id %lld", in->name, (long long)r);
-        return;
+    for (int j = 0; j < g->groups[i].n; j++) ids[k++] = g->groups[i].v[j];
+  qsort(ids, n, sizeof(int64_t), cmp_i64);
+  if (ids[0] < 0)
+    report(v, in->loc, "%%%s: replica_groups has negative replica id %lld", in->name, (long long)ids[0]);
+  else
+    for (size_t i = 1; i < n; i++)
+      if (ids[i] == ids[i - 1]) {
+        report(v, in->loc, "%%%s: replica_groups lists replica %lld twice", in->name, (long long)ids[i]);
+        break;
       }
-      for (int i2 = 0; i2 <= i; i2++)
-        for (int j2 = 0; j2 < (i2 == i ? j : g->groups[i2].n); j2++)
-          if (g->groups[i2].v[j2] == r) {
-            report(v, in->loc, "%%%s: replica_groups lists replica %lld twice", in->name, (long long)r);
-            return;
-          }
+  arena_reset(a, mk);
+}
+
+/* Computation j of the called-computation attribute `name` of a declared
+ * op, or IR_NONE. */
+static ir_comp_id call_named(const ir_inst *in, const char *name, int j) {
+  for (int k = 0; k < in->nraw; k++) {
+    const ir_raw_attr *r = &in->raw[k];
+    if (r->text || strcmp(r->name, name) != 0) continue;
+    int x = r->first_call + j;
+    if (j < r->ncalls && x >= 0 && x < in->ncalls) return in->calls[x];
+  }
+  return IR_NONE;
+}
+
+static int comp_param_count(const ir_comp *cp) {
+  int n = 0;
+  for (int i = 0; i < cp->insts.n; i++)
+    if (!cp->insts.v[i].dead && cp->insts.v[i].op == IR_OP_PARAMETER) n++;
+  return n;
+}
+
+static const ir_shape *comp_param_shape(const ir_comp *cp, int64_t k) {
+  for (int i = 0; i < cp->insts.n; i++) {
+    const ir_inst *p = &cp->insts.v[i];
+    if (!p->dead && p->op == IR_OP_PARAMETER && p->a.parameter_number == k) return &p->shape;
+  }
+  return NULL;
+}
+
+/* Computation c (the `what` of in) takes arguments of shapes args and
+ * returns `ret`; reports the first mismatch. */
+static bool check_signature(vctx *v, const ir_inst *in, ir_comp_id c, const char *what,
+                            const ir_shape *args, int nargs, const ir_shape *ret) {
+  char b1[160], b2[160];
+  if (c < 0 || c >= v->m->comps.n) {
+    report(v, in->loc, "%%%s: %s has no %s computation", in->name, ir_op_name(in->op), what);
+    return false;
+  }
+  const ir_comp *cp = &v->m->comps.v[c];
+  if (comp_param_count(cp) != nargs) {
+    report(v, in->loc, "%%%s: %s computation %s takes %d parameters, given %d", in->name, what,
+           cp->name, comp_param_count(cp), nargs);
+    return false;
+  }
+  for (int i = 0; i < nargs; i++) {
+    const ir_shape *p = comp_param_shape(cp, i);
+    if (p && !ir_shape_equal(p, &args[i])) {
+      report(v, in->loc, "%%%s: %s computation %s takes %s as parameter %d, given %s", in->name,
+             what, cp->name, shape_str(b1, sizeof b1, p), i, shape_str(b2, sizeof b2, &args[i]));
+      return false;
     }
+  }
+  if (cp->root >= 0 && cp->root < cp->insts.n && !ir_shape_equal(&cp->insts.v[cp->root].shape, ret)) {
+    report(v, in->loc, "%%%s: %s computation %s returns %s, expected %s", in->name, what, cp->name,
+           shape_str(b1, sizeof b1, &cp->insts.v[cp->root].shape), shape_str(b2, sizeof b2, ret));
+    return false;
+  }
+  return true;
+}
+
+/* call, while and conditional: their computations' signatures agree with
+ * the operands and the written result. */
+static void check_control(vctx *v, const ir_comp *cp, const ir_inst *in) {
+  ir_shape few[8];
+  if (in->nops > 8) return; /* a call of more operands: checked by shape only */
+  for (int k = 0; k < in->nops; k++) few[k] = cp->insts.v[in->ops[k]].shape;
+  if (in->op == IR_OP_CALL) {
+    check_signature(v, in, call_named(in, "to_apply", 0), "to_apply", few, in->nops, &in->shape);
+  } else if (in->op == IR_OP_WHILE) {
+    ir_shape pred = ir_shape_scalar(IR_PRED);
+    char b1[160], b2[160];
+    if (!ir_shape_equal(&few[0], &in->shape))
+      report(v, in->loc, "%%%s: while carries %s but is written as %s", in->name,
+             shape_str(b1, sizeof b1, &few[0]), shape_str(b2, sizeof b2, &in->shape));
+    else if (check_signature(v, in, call_named(in, "condition", 0), "condition", few, 1, &pred))
+      check_signature(v, in, call_named(in, "body", 0), "body", few, 1, &few[0]);
+  } else if (in->op == IR_OP_CONDITIONAL) {
+    bool pred = in->nops > 0 && few[0].type == IR_PRED;
+    if (in->nops < 1 || few[0].rank != 0 || (few[0].type != IR_PRED && few[0].type != IR_S32)) {
+      report(v, in->loc, "%%%s: conditional selects by a pred[] or s32[] operand 0", in->name);
+      return;
+    }
+    int nb = 0;
+    for (int k = 0; k < in->nraw; k++)
+      if (!in->raw[k].text && strcmp(in->raw[k].name, "branch_computations") == 0) nb = in->raw[k].ncalls;
+    if (pred && nb == 0) nb = 2;
+    if (in->nops != nb + 1) {
+      report(v, in->loc, "%%%s: conditional has %d branches but %d branch operands", in->name, nb,
+             in->nops - 1);
+      return;
+    }
+    for (int b = 0; b < nb; b++) {
+      ir_comp_id c = pred && call_named(in, "branch_computations", 0) == IR_NONE
+                         ? call_named(in, b == 0 ? "true_computation" : "false_computation", 0)
+                         : call_named(in, "branch_computations", b);
+      if (!check_signature(v, in, c, "branch", &few[b + 1], 1, &in->shape)) return;
+    }
+  }
 }
 
 static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
@@ -301,6 +413,8 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   }
   if (in->op == IR_OP_ALL_REDUCE) check_replica_groups(v, in);
   if (!ops_ok) return;
+  if (in->op == IR_OP_CALL || in->op == IR_OP_WHILE || in->op == IR_OP_CONDITIONAL)
+    check_control(v, cp, in);
 
   /* Shapes: inference with the declared shape as the pre-filled target. */
   arena_mark mk = arena_get_mark(m->arena);
@@ -463,6 +577,47 @@ static void check_call_graph(vctx *v) {
     }
   }
   arena_reset(m->arena, mk);
+}
+
+/* The first element type of s (tuples: depth first) outside the core set,
+ * or IR_TYPE_INVALID. */
+static ir_type non_core_type(const ir_shape *s, int depth) {
+  if (s->type != IR_TUPLE) return ir_type_is_core(s->type) ? IR_TYPE_INVALID : s->type;
+  for (int i = 0; i < s->ntuple && depth < 64; i++) {
+    ir_type t = non_core_type(&s->tuple[i], depth + 1);
+    if (t != IR_TYPE_INVALID) return t;
+  }
+  return IR_TYPE_INVALID;
+}
+
+int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen) {
+  int problems = 0;
+  if (err && errlen) err[0] = 0;
+  for (int c = 0; c < m->comps.n; c++) {
+    const ir_comp *cp = &m->comps.v[c];
+    for (int i = 0; i < cp->insts.n; i++) {
+      const ir_inst *in = &cp->insts.v[i];
+      if (in->dead) continue;
+      char msg[256];
+      ir_type t = non_core_type(&in->shape, 0);
+      if (ir_op_flags(in->op) & OPF_DECLARED)
+        snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
+                 target);
+      else if (t != IR_TYPE_INVALID)
+        snprintf(msg, sizeof msg, "element type '%s' (of '%s') is not supported by the %s target yet",
+                 ir_type_name(t), in->name ? in->name : "?", target);
+      else
+        continue;
+      if (d) diag_error(d, in->loc, "%s", msg);
+      if (problems++ == 0 && err && errlen) {
+        if (in->loc.file && in->loc.line > 0)
+          snprintf(err, errlen, "%s:%d:%d: %s", in->loc.file, (int)in->loc.line, (int)in->loc.col, msg);
+        else
+          snprintf(err, errlen, "%s", msg);
+      }
+    }
+  }
+  return problems;
 }
 
 int ir_verify(const ir_module *m, diag *d) {

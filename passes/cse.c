@@ -3,7 +3,8 @@
  * computation, no two live instructions have the same op, operands (in
  * order), attributes, called computations and shape (element type, dims and
  * layout); the later one's users use the earlier one. Never merged:
- * parameters (distinct inputs), all-reduce (a collective with a channel).
+ * parameters (distinct inputs), all-reduce (a collective with a channel),
+ * ops with effects (OPF_EFFECT: custom-call, rng, collectives, I/O).
  * Constants merge when their literals are bitwise equal. Metadata and
  * source locations do not count. */
 #include "passes/rewrite.h"
@@ -15,6 +16,16 @@ static bool ints_eq(const ir_ints *a, const ir_ints *b) {
   for (int i = 0; i < a->n; i++)
     if (a->v[i] != b->v[i]) return false;
   return true;
+}
+
+/* Same name and text; a called-computation attribute (text NULL) names
+ * the same slice of calls (which same() compares). */
+static bool raw_eq(const ir_raw_attr *p, const ir_raw_attr *q) {
+  if (strcmp(p->name, q->name) != 0) return false;
+  if (!p->text || !q->text)
+    return !p->text && !q->text && p->first_call == q->first_call && p->ncalls == q->ncalls &&
+           p->list == q->list;
+  return strcmp(p->text, q->text) == 0;
 }
 
 static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
@@ -60,7 +71,7 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
     if (!strcmp(x->raw[i].name, "metadata")) continue;
     bool found = false;
     for (int j = 0; j < y->nraw && !found; j++)
-      found = !strcmp(x->raw[i].name, y->raw[j].name) && !strcmp(x->raw[i].text, y->raw[j].text);
+      found = raw_eq(&x->raw[i], &y->raw[j]);
     if (!found) return false;
   }
   return true;
@@ -118,7 +129,9 @@ static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
     if (in->dead) continue;
     for (int k = 0; k < in->nops; k++)
       in->ops[k] = pr_find(&mp, in->ops[k]);
-    if (in->op == IR_OP_PARAMETER || in->op == IR_OP_ALL_REDUCE) continue;
+    if (in->op == IR_OP_PARAMETER || in->op == IR_OP_ALL_REDUCE ||
+        (ir_op_flags(in->op) & OPF_EFFECT))
+      continue;
     size_t slot = (size_t)(hash(in) & (uint64_t)(cap - 1));
     for (;; slot = (slot + 1) & (size_t)(cap - 1)) {
       ir_id j = table[slot];

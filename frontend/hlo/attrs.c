@@ -12,7 +12,8 @@
  *   dim_labels=b01f_01io->b01f  feature_group_count=N  batch_group_count=N
  *   operand_precision={default,highest}  preferred_element_type=f32
  *   direction=LT  type=TOTALORDER  iota_dimension=N  index=N
- *   replica_groups={{0,1},{2,3}}  channel_id=N  to_apply=comp  calls=comp
+ *   replica_groups={{0,1},{2,3}} or [2,2]<=[4] or [2,2]<=[2,2]T(1,0)
+ *   channel_id=N  to_apply=comp  calls=comp
  *   kind=kLoop|kInput|kOutput|kCustom
  *   metadata={op_type="..." op_name="..." source_file="..." source_line=N}
  *     (other metadata fields: the whole attribute is also kept verbatim). */
@@ -296,10 +297,82 @@ static bool slices(actx *x, const hlo_tok *v, ir_attrs *at) {
   return true;
 }
 
+/* "[a,b,...]" of non-negative integers into out (at most IR_MAX_RANK). */
+static int bracket_ints(actx *x, const hlo_tok *g, char open, int64_t *out) {
+  if (g->kind != HLO_GROUP || g->open != open) {
+    bad_value(x, g, open == '[' ? "a list such as [2,2]" : "a permutation such as (1,0)");
+    return -1;
+  }
+  items it;
+  if (!split(x, g, &it)) return -1;
+  if (it.n > IR_MAX_RANK) {
+    fail(x, g, "more than %d dimensions in a replica group list", IR_MAX_RANK);
+    return -1;
+  }
+  for (int i = 0; i < it.n; i++) {
+    if (it.len[i] != 1 || !tok_int(x, g->kids[it.start[i]], &out[i])) return -1;
+    if (out[i] < 0 || out[i] > (1 << 20)) {
+      bad_value(x, g->kids[it.start[i]], "a size between 0 and 2^20");
+      return -1;
+    }
+  }
+  return it.n;
+}
+
+/* XLA's iota replica groups "[G,S]<=[d0,d1,...]T(p0,p1,...)": the numbers
+ * 0..N-1 laid out as dims d, transposed by p (when given), read in row
+ * major order as G groups of S. */
+static bool iota_groups(actx *x, const hlo_tok *v, ir_replica_groups *rg) {
+  int64_t gs[IR_MAX_RANK], d[IR_MAX_RANK], perm[IR_MAX_RANK];
+  int ngs = bracket_ints(x, v->kids[0], '[', gs);
+  int nd = ngs < 0 ? -1 : bracket_ints(x, v->kids[1], '[', d);
+  if (nd < 0) return false;
+  if (ngs != 2) return fail(x, v->kids[0], "an iota replica group list starts [groups,size]");
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    n *= d[i];
+    if (n > (1 << 20)) return fail(x, v, "an iota replica group list of more than 2^20 devices");
+  }
+  if (n != gs[0] * gs[1])
+    return fail(x, v, "iota replica groups: %lld groups of %lld need %lld devices, the iota has %lld",
+                (long long)gs[0], (long long)gs[1], (long long)(gs[0] * gs[1]), (long long)n);
+  for (int i = 0; i < nd; i++) perm[i] = i;
+  if (v->n == 4) {
+    int np = bracket_ints(x, v->kids[3], '(', perm);
+    if (np < 0) return false;
+    bool seen[IR_MAX_RANK] = {false};
+    for (int i = 0; i < np; i++) {
+      if (np != nd || perm[i] >= nd || seen[perm[i]])
+        return fail(x, v->kids[3], "T(...) must be a permutation of the %d iota dimensions", nd);
+      seen[perm[i]] = true;
+    }
+  }
+  /* element k of the transposed array: its index in the transposed dims,
+   * mapped back to the iota's row-major position */
+  int64_t td[IR_MAX_RANK];
+  for (int i = 0; i < nd; i++) td[i] = d[perm[i]];
+  rg->ngroups = (int32_t)gs[0];
+  rg->groups = arena_array(x->a, (size_t)gs[0] + 1, sizeof(ir_ints));
+  for (int64_t g = 0; g < gs[0]; g++) {
+    rg->groups[g].n = (int32_t)gs[1];
+    rg->groups[g].v = arena_array(x->a, (size_t)gs[1] + 1, sizeof(int64_t));
+    for (int64_t j = 0; j < gs[1]; j++) {
+      int64_t k = g * gs[1] + j, idx[IR_MAX_RANK], src[IR_MAX_RANK], val = 0;
+      for (int i = nd - 1; i >= 0; i--) {
+        idx[i] = k % td[i];
+        k /= td[i];
+      }
+      for (int i = 0; i < nd; i++) src[perm[i]] = idx[i];
+      for (int i = 0; i < nd; i++) val = val * d[i] + src[i];
+      rg->groups[g].v[j] = val;
+    }
+  }
+  rg->iota = fe_hlo_tok_text(x->p, v);
+  return true;
+}
+
 static bool replica_groups(actx *x, const hlo_tok *v, ir_replica_groups *rg) {
-  if (v->kind == HLO_GROUP && v->open == '<')
-    return fail(x, v, "iota replica group lists such as [2,10]<=[20] are not supported; "
-                      "write the groups out, as in {{0,1},{2,3}}");
+  if (v->kind == HLO_GROUP && v->open == '<') return iota_groups(x, v, rg);
   if (v->kind != HLO_GROUP || v->open != '{')
     return bad_value(x, v, "groups such as {{0,1},{2,3}}");
   items it;
@@ -369,6 +442,8 @@ static int metadata(actx *x, const hlo_tok *v, ir_metadata *md) {
   }
   int known = 1;
   for (int i = 0; i < v->n; i += 3) {
+    if (v->kids[i]->kind == ',' && i > 0) i++; /* "a=1, b=2" as newer XLA writes */
+    if (i >= v->n) break;
     const hlo_tok *k = v->kids[i];
     if (k->kind != NAME || i + 2 >= v->n || v->kids[i + 1]->kind != '=') {
       bad_value(x, k, "key=value items such as op_name=\"x\"");
@@ -417,19 +492,189 @@ static bool comp_ref(actx *x, const hlo_tok *v) {
   return true;
 }
 
+/* Attributes XLA's parser accepts on every instruction; kept verbatim. */
 static const char *const raw_attrs[] = {
     "backend_config", "frontend_attributes", "sharding", "statistics", "control-predecessors",
-    "origin",
+    "origin", "result_accuracy",
 };
 
-static void add_raw(actx *x, const char *name, const hlo_tok *v) {
+/* Attributes XLA's parser accepts on some ops, kept verbatim there: the
+ * ops are listed by spelling. Those of OPF_DECLARED ops are all here; the
+ * rest are the ones tpucc does not interpret on ops it does. */
+static const struct {
+  const char *name, *ops;
+} op_raw_attrs[] = {
+    {"parameter_replication", "parameter"},
+    {"constrain_layout", "all-reduce all-gather all-to-all reduce-scatter all-reduce-start "
+                         "all-gather-start"},
+    {"use_global_device_ids", "all-reduce all-gather reduce-scatter all-reduce-start "
+                              "all-gather-start"},
+    {"output_to_operand_aliasing", "fusion custom-call async-start"},
+    {"algorithm", "dot rng-bit-generator"},
+    {"channel_id", "all-gather all-to-all reduce-scatter collective-permute collective-broadcast "
+                   "all-reduce-start all-gather-start collective-permute-start send send-done "
+                   "recv recv-done"},
+    {"replica_groups", "all-gather all-to-all reduce-scatter collective-broadcast "
+                       "all-reduce-start all-gather-start"},
+    {"dimensions", "map sort all-gather all-to-all reduce-scatter all-gather-start "
+                   "get-dimension-size set-dimension-size"},
+    {"source_target_pairs", "collective-permute collective-permute-start"},
+    {"slice_sizes", "gather collective-permute collective-permute-start"},
+    {"is_stable", "sort"},
+    {"k", "topk"},
+    {"largest", "topk"},
+    {"offset_dims", "gather"},
+    {"collapsed_slice_dims", "gather"},
+    {"start_index_map", "gather"},
+    {"operand_batching_dims", "gather"},
+    {"start_indices_batching_dims", "gather"},
+    {"index_vector_dim", "gather scatter"},
+    {"indices_are_sorted", "gather scatter"},
+    {"update_window_dims", "scatter"},
+    {"inserted_window_dims", "scatter"},
+    {"scatter_dims_to_operand_dims", "scatter"},
+    {"input_batching_dims", "scatter"},
+    {"scatter_indices_batching_dims", "scatter"},
+    {"unique_indices", "scatter"},
+    {"window", "select-and-scatter custom-call"},
+    {"dynamic_slice_sizes", "dynamic-slice"},
+    {"exponent_bits", "reduce-precision"},
+    {"mantissa_bits", "reduce-precision"},
+    {"custom_call_target", "custom-call"},
+    {"api_version", "custom-call"},
+    {"opaque", "custom-call"},
+    {"operand_layout_constraints", "custom-call"},
+    {"custom_call_has_side_effect", "custom-call"},
+    {"schedule", "custom-call"},
+    {"literal", "custom-call"},
+    {"dim_labels", "custom-call"},
+    {"feature_group_count", "custom-call"},
+    {"batch_group_count", "custom-call"},
+    {"operand_precision", "custom-call"},
+    {"padding_type", "custom-call"},
+    {"async_execution_thread", "async-start async-update async-done"},
+    {"cross_program_prefetch_index", "copy-start"},
+    {"is_host_transfer", "send send-done recv recv-done"},
+    {"infeed_config", "infeed"},
+    {"outfeed_config", "outfeed"},
+    {"outfeed_shape", "outfeed"},
+    {"distribution", "rng"},
+    {"domain", "domain"},
+    {"epsilon", "batch-norm-training batch-norm-inference batch-norm-grad"},
+    {"feature_index", "batch-norm-training batch-norm-inference batch-norm-grad"},
+    {"lower", "cholesky triangular-solve"},
+    {"left_side", "triangular-solve"},
+    {"unit_diagonal", "triangular-solve"},
+    {"transpose_a", "triangular-solve"},
+    {"fft_type", "fft"},
+    {"fft_length", "fft"},
+    {"is_composite", "call"},
+};
+
+/* Called-computation attributes of OPF_DECLARED ops; list: a braced
+ * list ("branch_computations={%a, %b}"), else one name. */
+static const struct {
+  const char *name, *ops;
+  bool list;
+} comp_attrs[] = {
+    {"to_apply", "call map sort scatter reduce-scatter all-reduce-start custom-call", false},
+    {"condition", "while", false},
+    {"body", "while", false},
+    {"true_computation", "conditional", false},
+    {"false_computation", "conditional", false},
+    {"branch_computations", "conditional", true},
+    {"select", "select-and-scatter", false},
+    {"scatter", "select-and-scatter", false},
+    {"called_computations", "custom-call", true},
+    {"calls", "async-start async-update async-done", false},
+};
+
+/* Whether the spelling of op is a word of the space-separated list. */
+static bool listed(const char *list, ir_op op) {
+  const char *name = ir_op_name(op);
+  size_t n = strlen(name);
+  for (const char *s = list; (s = strstr(s, name)) != NULL; s += n)
+    if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == 0)) return true;
+  return false;
+}
+
+bool fe_hlo_is_comp_attr(const char *name) {
+  for (size_t i = 0; i < COUNTOF(comp_attrs); i++)
+    if (strcmp(comp_attrs[i].name, name) == 0) return true;
+  return strcmp(name, "calls") == 0 || strcmp(name, "to_apply") == 0;
+}
+
+static ir_raw_attr *push_raw(actx *x, const char *name) {
   ir_inst *in = x->in;
   ir_raw_attr *r = arena_array(x->a, (size_t)in->nraw + 1, sizeof(ir_raw_attr));
   if (in->nraw) memcpy(r, in->raw, sizeof(ir_raw_attr) * (size_t)in->nraw);
-  r[in->nraw].name = arena_strdup(x->a, name);
-  r[in->nraw].text = fe_hlo_tok_text(x->p, v);
   in->raw = r;
-  in->nraw++;
+  r += in->nraw++;
+  r->name = arena_strdup(x->a, name);
+  return r;
+}
+
+static void add_raw(actx *x, const char *name, const hlo_tok *v) {
+  push_raw(x, name)->text = fe_hlo_tok_text(x->p, v);
+}
+
+/* A called-computation attribute of a declared op: "name=%c" or, for a
+ * list, "name={%a, %b}" (one name without braces is read too). The
+ * computations are appended to the instruction's calls. */
+static bool comp_refs(actx *x, const hlo_tok *name, const hlo_tok *v, bool list) {
+  ir_inst *in = x->in;
+  const hlo_tok *one = v;
+  int n = 1;
+  const hlo_tok *const *names = &one;
+  if (v->kind == HLO_GROUP && v->open == '{') {
+    items it;
+    if (!split(x, v, &it)) return false;
+    n = it.n;
+    const hlo_tok **ns = arena_array(x->p->scratch, (size_t)n + 1, sizeof(hlo_tok *));
+    for (int i = 0; i < n; i++) {
+      if (it.len[i] != 1) return bad_value(x, v->kids[it.start[i]], "a computation name");
+      ns[i] = v->kids[it.start[i]];
+    }
+    names = ns;
+  } else if (list) {
+    list = false; /* a single name written without braces prints back so */
+  }
+  ir_comp_id *calls = arena_array(x->a, (size_t)(in->ncalls + n) + 1, sizeof(ir_comp_id));
+  if (in->ncalls) memcpy(calls, in->calls, sizeof(ir_comp_id) * (size_t)in->ncalls);
+  for (int i = 0; i < n; i++) {
+    const hlo_tok *t = names[i];
+    if (t->kind != NAME && t->kind != KW_CONSTANT) return bad_value(x, t, "a computation name");
+    int32_t idx = strmap_get(x->c->comp_ids, t->text, (size_t)t->len);
+    if (idx < 0) return fail(x, t, "unknown computation '%s'", t->text);
+    calls[in->ncalls + i] = x->p->comps.v[idx]->id;
+  }
+  ir_raw_attr *r = push_raw(x, name->text);
+  r->first_call = in->ncalls;
+  r->ncalls = n;
+  r->list = list;
+  in->calls = calls;
+  in->ncalls += n;
+  return true;
+}
+
+/* An attribute of an OPF_DECLARED op; false after reporting. */
+static bool apply_declared(actx *x, const hlo_tok *name, const hlo_tok *v) {
+  ir_inst *in = x->in;
+  const char *n = name->text;
+  for (size_t i = 0; i < COUNTOF(comp_attrs); i++)
+    if (strcmp(n, comp_attrs[i].name) == 0 && listed(comp_attrs[i].ops, in->op))
+      return comp_refs(x, name, v, comp_attrs[i].list);
+  for (size_t i = 0; i < COUNTOF(op_raw_attrs); i++)
+    if (strcmp(n, op_raw_attrs[i].name) == 0 && listed(op_raw_attrs[i].ops, in->op)) {
+      add_raw(x, n, v);
+      return true;
+    }
+  for (size_t i = 0; i < COUNTOF(raw_attrs); i++)
+    if (strcmp(n, raw_attrs[i]) == 0) {
+      add_raw(x, n, v);
+      return true;
+    }
+  return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(in->op));
 }
 
 /* One attribute; false after reporting. */
@@ -441,6 +686,7 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dim
   uint64_t allowed = 0;
   x->name = name;
 #define IS(s) (strcmp(n, (s)) == 0)
+  if ((ir_op_flags(op) & OPF_DECLARED) && !IS("metadata")) return apply_declared(x, name, v);
   if (IS("dimensions")) allowed = OPB(BROADCAST) | OPB(TRANSPOSE) | OPB(REDUCE) | OPB(REVERSE) | OPB(CONCATENATE);
   else if (IS("slice")) allowed = OPB(SLICE);
   else if (IS("padding")) allowed = OPB(PAD);
@@ -464,9 +710,14 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dim
         add_raw(x, n, v);
         return true;
       }
+    for (size_t i = 0; i < COUNTOF(op_raw_attrs); i++)
+      if (IS(op_raw_attrs[i].name) && listed(op_raw_attrs[i].ops, op)) {
+        add_raw(x, n, v);
+        return true;
+      }
     return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(op));
   }
-  if (!(allowed & (UINT64_C(1) << op)))
+  if (op >= 64 || !(allowed & (UINT64_C(1) << op)))
     return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
 
   int64_t iv;
@@ -552,6 +803,37 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dim
   base_die("attribute table out of sync: %s", n);
 }
 
+static bool has_attr(const hlo_inst *hi, const char *name) {
+  for (int i = 0; i < hi->attrs.n; i++)
+    if (strcmp(hi->attrs.v[i].name->text, name) == 0) return true;
+  return false;
+}
+
+/* The attribute a declared op cannot do without (its called computations,
+ * a custom-call's target), or NULL. */
+static const char *declared_missing(const hlo_inst *hi, ir_op op) {
+  static const struct {
+    const char *ops, *attrs[2];
+  } need[] = {
+      {"while", {"condition", "body"}},
+      {"call map sort scatter reduce-scatter all-reduce-start", {"to_apply", NULL}},
+      {"select-and-scatter", {"select", "scatter"}},
+      {"custom-call", {"custom_call_target", NULL}},
+      {"async-start", {"calls", NULL}},
+  };
+  if (op == IR_OP_CONDITIONAL) {
+    if (has_attr(hi, "branch_computations")) return NULL;
+    if (!has_attr(hi, "true_computation")) return "true_computation";
+    if (!has_attr(hi, "false_computation")) return "false_computation";
+    return NULL;
+  }
+  for (size_t i = 0; i < COUNTOF(need); i++)
+    if (listed(need[i].ops, op))
+      for (int k = 0; k < 2; k++)
+        if (need[i].attrs[k] && !has_attr(hi, need[i].attrs[k])) return need[i].attrs[k];
+  return NULL;
+}
+
 bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   actx x = {c, c->p, c->out, c->p->m->arena, NULL};
   ir_inst *in = c->out;
@@ -575,6 +857,14 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
 
   /* required attributes */
   const char *missing = NULL;
+  if (ir_op_flags(op) & OPF_DECLARED) {
+    missing = declared_missing(hi, op);
+    if (missing) {
+      fail(&x, hi->opcode, "%s needs the attribute '%s'", ir_op_name(op), missing);
+      return false;
+    }
+    return true;
+  }
   bool has[9] = {false};
   const char *req[] = {"iota_dimension", "index", "slice", "padding", "direction", "dim_labels",
                        "to_apply", "calls", "kind"};
@@ -628,6 +918,21 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
 void fe_hlo_header(hlo_parser *p) {
   ir_module *m = p->m;
   if (p->module_name) m->name = arena_strdup(m->arena, p->module_name->text);
+  if (p->tables.n) {
+    m->tables = arena_array(m->arena, (size_t)p->tables.n, sizeof(ir_table));
+    for (int i = 0; i < p->tables.n; i++) {
+      const hlo_table *t = p->tables.v[i];
+      ir_table *mt = &m->tables[m->ntables++];
+      mt->name = arena_strdup(m->arena, t->name->text);
+      mt->rows = arena_array(m->arena, (size_t)t->ids.n + 1, sizeof(ir_table_row));
+      for (int r = 0; r < t->ids.n; r++) {
+        ir_table_row *row = &mt->rows[mt->nrows];
+        if (!fe_hlo_int(p, t->ids.v[r], &row->id)) continue;
+        row->text = fe_hlo_tok_text(p, t->texts.v[r]);
+        mt->nrows++;
+      }
+    }
+  }
   strmap *seen = strmap_create(p->scratch);
   for (int i = 0; i < p->header.n; i++) {
     const hlo_tok *k = p->header.v[i].name, *v = p->header.v[i].value;

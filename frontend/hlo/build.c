@@ -45,36 +45,58 @@ typedef struct builder {
   ir_module *m;
   strmap *comp_ids;   /* computation name -> index into p->comps */
   strmap *used;       /* every instruction name given out */
+  strmap *next;       /* base name -> the next suffix fresh_name tries */
   strmap *owner;      /* written instruction name -> first computation index */
   hlo_comp **by_id;   /* computation id -> its tree */
 } builder;
 
-/* The first free name among base, base.1, base.2, ... */
+/* A free name among base, base.1, base.2, ...: the suffixes tried for a
+ * base only grow (b->next), so renaming a name that n computations reuse
+ * costs O(n) in all, not O(n^2). */
 static const char *fresh_name(builder *b, const char *base) {
   size_t bl = strlen(base);
   if (strmap_get(b->used, base, bl) < 0) {
     strmap_put(b->used, base, bl, 1);
     return arena_strdup(b->m->arena, base);
   }
-  for (int64_t k = 1;; k++) {
-    char *n = arena_printf(b->m->arena, "%s.%lld", base, (long long)k);
-    size_t nl = strlen(n);
-    if (strmap_get(b->used, n, nl) < 0) {
-      strmap_put(b->used, n, nl, 1);
-      return n;
-    }
+  int32_t k = strmap_get(b->next, base, bl);
+  if (k < 1) k = 1;
+  strbuf sb;
+  sb_init(&sb);
+  for (;; k++) {
+    sb.len = 0;
+    sb_printf(&sb, "%s.%d", base, (int)k);
+    if (strmap_get(b->used, sb_str(&sb), sb.len) < 0) break;
   }
-}
-
-static hlo_tok *find_attr(const hlo_inst *hi, const char *name) {
-  for (int i = 0; i < hi->attrs.n; i++)
-    if (strcmp(hi->attrs.v[i].name->text, name) == 0) return hi->attrs.v[i].value;
-  return NULL;
+  const char *n = arena_strdup(b->m->arena, sb_str(&sb));
+  sb_free(&sb);
+  strmap_put(b->used, n, strlen(n), 1);
+  strmap_put(b->next, base, bl, k + 1);
+  return n;
 }
 
 /* ---- computation order: callees first ---- */
 
 typedef VEC(int) intvec;
+
+/* The index of a computation that hi calls and that is not yet placed
+ * (state ST_NEW), or -1. Names are read as written: one name, or a braced
+ * list of names. */
+static int new_callee(builder *b, const hlo_inst *hi) {
+  hlo_parser *p = b->p;
+  for (int i = 0; i < hi->attrs.n; i++) {
+    const hlo_tok *v = hi->attrs.v[i].value;
+    if (!fe_hlo_is_comp_attr(hi->attrs.v[i].name->text)) continue;
+    int n = v->kind == HLO_GROUP ? v->n : 1;
+    for (int j = 0; j < n; j++) {
+      const hlo_tok *t = v->kind == HLO_GROUP ? v->kids[j] : v;
+      if (t->kind != NAME) continue;
+      int32_t x = strmap_get(b->comp_ids, t->text, (size_t)t->len);
+      if (x >= 0 && p->comps.v[x]->state == ST_NEW) return x;
+    }
+  }
+  return -1;
+}
 
 static void order_comps(builder *b, int ci, intvec *out) {
   hlo_parser *p = b->p;
@@ -88,14 +110,8 @@ static void order_comps(builder *b, int ci, intvec *out) {
     int *k = &next.v[next.n - 1];
     int callee = -1;
     while (*k < c->insts.n && callee < 0) {
-      hlo_inst *hi = c->insts.v[(*k)++];
-      const char *keys[] = {"to_apply", "calls"};
-      for (int j = 0; j < 2 && callee < 0; j++) {
-        hlo_tok *v = find_attr(hi, keys[j]);
-        if (!v || v->kind != NAME) continue;
-        int32_t x = strmap_get(b->comp_ids, v->text, (size_t)v->len);
-        if (x >= 0 && p->comps.v[x]->state == ST_NEW) callee = x;
-      }
+      callee = new_callee(b, c->insts.v[*k]);
+      if (callee < 0) (*k)++; /* all of this instruction's callees are placed */
     }
     if (callee >= 0) {
       p->comps.v[callee]->state = ST_ACTIVE;
@@ -315,6 +331,10 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
   } else if (op == IR_OP_PARAMETER) {
     fe_hlo_error(p, hi->opcode->loc, "parameter needs a shape, as in f32[2] parameter(0)");
     return false;
+  } else if (ir_op_flags(op) & OPF_DECLARED) {
+    fe_hlo_error(p, hi->opcode->loc, "%s needs its result shape written, as in "
+                 "f32[2] %s(...)", ir_op_name(op), ir_op_name(op));
+    return false;
   } else {
     char err[256];
     if (!ir_infer_shape(b->m, op, os, nops, &in->a, in->calls, in->ncalls, &in->shape, err,
@@ -486,7 +506,8 @@ static void check_entry_layout(builder *b) {
 }
 
 ir_module *fe_hlo_build(hlo_parser *p) {
-  builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch), NULL, NULL};
+  builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch),
+               strmap_create(p->scratch), NULL, NULL};
   b.by_id = arena_array(p->scratch, (size_t)p->comps.n + 1, sizeof(hlo_comp *));
   ir_module *m = p->m;
   fe_hlo_header(p);

@@ -103,10 +103,8 @@ const char *fe_hlo_tok_text(hlo_parser *p, const hlo_tok *t) {
 
 /* XLA element types that tpucc does not implement: named in errors. */
 static const char *const xla_only_types[] = {
-    "s2", "s4", "s16", "s64", "u2", "u4", "u8", "u16", "u32", "u64", "f64",
-    "c64", "c128", "f8e5m2", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz",
-    "f8e5m2fnuz", "f8e4m3fnuz", "f8e3m4", "f4e2m1fn", "f8e8m0fnu", "token",
-    "opaque",
+    "s1", "s2", "u1", "u2", "f8e5m2", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz",
+    "f8e5m2fnuz", "f8e4m3fnuz", "f8e3m4", "f4e2m1fn", "f8e8m0fnu", "opaque",
 };
 
 static ir_shape *bad_shape(hlo_parser *p) {
@@ -211,7 +209,8 @@ ir_shape *fe_hlo_array_shape(hlo_parser *p, hlo_tok *type, hlo_tokvec *dims,
       if (strcmp(type->text, xla_only_types[i]) == 0) xla = true;
     if (xla)
       fe_hlo_error(p, type->loc,
-                   "unsupported element type '%s' (tpucc supports pred, s8, s32, bf16, f16, f32)",
+                   "unsupported element type '%s' (tpucc reads pred, s4, s8, s16, s32, s64, "
+                   "u4, u8, u16, u32, u64, bf16, f16, f32, f64, c64, c128 and token)",
                    type->text);
     else
       fe_hlo_error(p, type->loc, "unknown element type '%s'", type->text);

@@ -110,6 +110,13 @@ typedef struct hlo_diag {
   src_loc anchor; /* the group's error location: the sort key */
 } hlo_diag;
 
+/* A module-level table ("FileNames" and its "ID TEXT" rows). */
+typedef struct hlo_table {
+  hlo_tok *name;
+  VEC(hlo_tok *) ids;
+  VEC(hlo_tok *) texts;
+} hlo_table;
+
 typedef struct hlo_parser {
   arena *scratch;
   ir_module *m;
@@ -126,6 +133,7 @@ typedef struct hlo_parser {
   hlo_shapevec *ecl_params; /* entry_computation_layout, when given */
   ir_shape *ecl_result;
   src_loc ecl_loc;
+  VEC(hlo_table *) tables; /* stack-frame tables after the header */
   VEC(hlo_comp *) comps;
   hlo_instvec pending;  /* instructions of the computation being parsed */
   int errors;           /* errors reported while parsing */
@@ -161,7 +169,11 @@ typedef struct hlo_attr_ctx {
   int nops;
 } hlo_attr_ctx;
 bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi);
-/* Interprets module header attributes into m (is_scheduled, raw). */
+/* Whether an attribute of this name names called computations on some op
+ * (to_apply, calls, condition, body, branch_computations, ...). */
+bool fe_hlo_is_comp_attr(const char *name);
+/* Interprets module header attributes into m (is_scheduled, raw) and
+ * copies the stack-frame tables. */
 void fe_hlo_header(hlo_parser *p);
 
 /* Constant literal (literal.c): reads the literal written in group `lit`

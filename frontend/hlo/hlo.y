@@ -1,6 +1,8 @@
 /* hlo.y: the HLO text grammar (bison, pure, with locations).
  *
- *   module      : [ "HloModule" name { "," attr } ] computation { computation }
+ *   module      : [ "HloModule" name { "," attr } { table } ] computation { computation }
+ *   table       : heading { integer value }     (heading: FileNames, FunctionNames,
+ *                                                FileLocations or StackFrames on its own line)
  *   (module attr: "entry_computation_layout" "=" "{" "(" [ shape { "," shape } ] ")" "->" shape "}"
  *                 is read as shapes; other attributes as token trees)
  *   computation : [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ]
@@ -151,7 +153,7 @@ static hlo_tokvec *layout_join(hlo_parser *p, hlo_tokvec *ints, hlo_tokvec *tail
 %token <tok> NAME "name" TYPE "element type" INT "integer" FLOAT "number"
 %token <tok> STRING "string" DXD "dimension list" PAD "padding"
 %token <tok> DIMLABELS "dim_labels" HEX "hex number"
-%token <tok> ARROW "->" ELLIPSIS "..." LE "<=" TILE "T"
+%token <tok> ARROW "->" ELLIPSIS "..." LE "<=" TILE "T" KW_TABLE "table heading"
 %token <tok> '{' '}' '[' ']' '(' ')' '=' ',' ':' '*' '?' '<'
 
 %type <tok> name root_opt entry_opt value atom group soup_item tiledim
@@ -168,8 +170,30 @@ static hlo_tokvec *layout_join(hlo_parser *p, hlo_tokvec *ints, hlo_tokvec *tail
 %%
 
 module
-  : header comps
+  : header tables comps
   | comps
+  ;
+
+tables
+  : %empty
+  | tables table_head table_rows
+  ;
+
+table_head
+  : KW_TABLE {
+      hlo_table *t = arena_alloc(p->scratch, sizeof *t);
+      t->name = $1;
+      VEC_PUSH(p->scratch, p->tables, t);
+    }
+  ;
+
+table_rows
+  : %empty
+  | table_rows INT value {
+      hlo_table *t = p->tables.v[p->tables.n - 1];
+      VEC_PUSH(p->scratch, t->ids, $2);
+      VEC_PUSH(p->scratch, t->texts, $3);
+    }
   ;
 
 header

@@ -19,6 +19,7 @@
 #include "hlo_parse.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -61,8 +62,10 @@ static bool lsplit(lctx *c, const hlo_tok *g, litems *it) {
   return true;
 }
 
-/* A scalar item: one token, or nan/-nan followed by a (0x...) group. */
-static bool is_scalar(const hlo_tok *const *t, int n) {
+/* A scalar item: one token, or nan/-nan followed by a (0x...) group; a
+ * complex value is one (re, im) group. */
+static bool is_scalar(const hlo_tok *const *t, int n, ir_type ty) {
+  if (ir_type_is_complex(ty)) return n == 1 && t[0]->kind == HLO_GROUP && t[0]->open == '(';
   if (n == 1) return t[0]->kind != HLO_GROUP;
   return n == 2 && t[1]->kind == HLO_GROUP && t[1]->open == '(' &&
          (strcmp(t[0]->text, "nan") == 0 || strcmp(t[0]->text, "-nan") == 0);
@@ -85,12 +88,45 @@ static void store_bits(ir_literal *l, int64_t i, uint32_t bits) {
   else ((uint16_t *)l->data)[i] = (uint16_t)bits;
 }
 
+/* An f64 scalar: a number, inf, nan or nan(0xPAYLOAD), signed. */
+static bool scalar_f64(lctx *c, const hlo_tok *const *tk, int n, ir_literal *l, int64_t i) {
+  const hlo_tok *x = tk[0];
+  const char *s = x->text, *w = s[0] == '-' ? s + 1 : s;
+  double d;
+  if ((x->kind == NAME || x->kind == FLOAT) && strcmp(w, "nan") == 0) {
+    uint64_t payload = UINT64_C(1) << 51, mask = (UINT64_C(1) << 52) - 1;
+    if (n == 2) {
+      const hlo_tok *g = tk[1];
+      if (g->n != 1 || (g->kids[0]->kind != HEX && g->kids[0]->kind != DXD))
+        return lfail(c, g, "expected a NaN payload such as nan(0x1)");
+      errno = 0;
+      unsigned long long pv = strtoull(g->kids[0]->text, NULL, 16);
+      if (errno == ERANGE || pv == 0 || (pv & ~mask) != 0)
+        return lfail(c, g->kids[0], "NaN payload %s is out of range for f64", g->kids[0]->text);
+      payload = pv;
+    }
+    uint64_t bits = (s[0] == '-' ? UINT64_C(1) << 63 : 0) | (UINT64_C(0x7ff) << 52) | payload;
+    memcpy(&d, &bits, 8);
+  } else if ((x->kind == NAME || x->kind == FLOAT) && strcmp(w, "inf") == 0 && n == 1) {
+    d = s[0] == '-' ? -INFINITY : INFINITY;
+  } else if ((x->kind == INT || x->kind == FLOAT) && n == 1) {
+    errno = 0;
+    d = strtod(s, NULL);
+    if (isinf(d)) return lfail(c, x, "value %s is out of range for f64", s);
+  } else {
+    return lfail(c, x, "expected a number for f64, got '%s'", s);
+  }
+  if (l) memcpy((char *)l->data + 8 * i, &d, 8);
+  return true;
+}
+
 /* Parses one scalar for element type t; stores it at index i when l is set. */
 static bool scalar(lctx *c, const hlo_tok *const *tk, int n, ir_type t, ir_literal *l,
                    int64_t i) {
   const hlo_tok *x = tk[0];
   const char *s = x->text;
-  if (x->kind == HLO_GROUP) return lfail(c, x, "expected a %s value", ir_type_name(t));
+  if (x->kind == HLO_GROUP && !ir_type_is_complex(t))
+    return lfail(c, x, "expected a %s value", ir_type_name(t));
   if (t == IR_PRED) {
     int v = -1;
     if (x->kind == NAME && strcmp(s, "true") == 0) v = 1;
@@ -100,16 +136,53 @@ static bool scalar(lctx *c, const hlo_tok *const *tk, int n, ir_type t, ir_liter
     if (l) ((uint8_t *)l->data)[i] = (uint8_t)v;
     return true;
   }
-  if (t == IR_S8 || t == IR_S32) {
+  if (ir_type_is_int(t)) {
     if (x->kind != INT || n != 1) return lfail(c, x, "expected an integer for %s, got '%s'", ir_type_name(t), s);
+    int bits = t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_size(t);
     errno = 0;
+    if (ir_type_is_unsigned(t)) {
+      unsigned long long v = strtoull(s, NULL, 10);
+      unsigned long long hi = bits == 64 ? ~0ull : (1ull << bits) - 1;
+      if (errno == ERANGE || s[0] == '-' || v > hi)
+        return lfail(c, x, "value %s is out of range for %s", s, ir_type_name(t));
+      if (l) ir_literal_set_i64(l, i, (int64_t)v);
+      return true;
+    }
     long long v = strtoll(s, NULL, 10);
-    long long lo = t == IR_S8 ? -128 : INT32_MIN, hi = t == IR_S8 ? 127 : INT32_MAX;
+    long long hi = bits == 64 ? LLONG_MAX : (1ll << (bits - 1)) - 1, lo = -hi - 1;
     if (errno == ERANGE || v < lo || v > hi)
       return lfail(c, x, "value %s is out of range for %s", s, ir_type_name(t));
     if (l) ir_literal_set_i64(l, i, v);
     return true;
   }
+  if (t == IR_TOKEN) return lfail(c, x, "a token has no constant value");
+  if (ir_type_is_complex(t)) {
+    /* (re, im): two floats of the part type */
+    ir_type part = t == IR_C64 ? IR_F32 : IR_F64;
+    litems it;
+    if (!lsplit(c, x, &it)) return false;
+    if (it.n != 2) return lfail(c, x, "expected a complex value (re, im), got %d parts", it.n);
+    ir_literal tmp;
+    double v[2];
+    for (int k = 0; k < 2; k++) {
+      memset(&tmp, 0, sizeof tmp);
+      tmp.shape.type = part;
+      tmp.data = &v[k];
+      float fv;
+      if (part == IR_F32) tmp.data = &fv;
+      if (!scalar(c, (const hlo_tok *const *)&x->kids[it.start[k]], it.len[k], part, &tmp, 0))
+        return false;
+      if (part == IR_F32) v[k] = fv;
+    }
+    if (l && t == IR_C64) {
+      float f2[2] = {(float)v[0], (float)v[1]};
+      memcpy((char *)l->data + 8 * i, f2, 8);
+    } else if (l) {
+      memcpy((char *)l->data + 16 * i, v, 16);
+    }
+    return true;
+  }
+  if (t == IR_F64) return scalar_f64(c, tk, n, l, i);
   /* floats */
   bool neg = s[0] == '-';
   if (x->kind == NAME || x->kind == FLOAT) {
@@ -167,7 +240,7 @@ static bool array(lctx *c, const hlo_tok *g, int depth, ir_literal *l) {
   for (int i = 0; i < it.n; i++) {
     hlo_tok *const *tk = &g->kids[it.start[i]];
     if (depth + 1 == s->rank) {
-      if (!is_scalar((const hlo_tok *const *)tk, it.len[i]))
+      if (!is_scalar((const hlo_tok *const *)tk, it.len[i], s->type))
         return lfail(c, tk[0], "expected a scalar at depth %d of the literal", depth + 1);
       if (!scalar(c, (const hlo_tok *const *)tk, it.len[i], s->type, l, c->next)) return false;
       c->next++;
@@ -235,7 +308,7 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
     return l;
   }
   int64_t count = ir_shape_count(s);
-  if (is_scalar((const hlo_tok *const *)tk, n)) {
+  if (is_scalar((const hlo_tok *const *)tk, n, s->type)) {
     if (!scalar(&c, (const hlo_tok *const *)tk, n, s->type, NULL, 0)) return NULL;
     if (s->rank > 0) {
       if (print_cells(s) > HLO_MAX_SPLAT) {
