@@ -29,17 +29,17 @@ void arena_destroy(arena *a) {
   free(a);
 }
 
-void *arena_alloc(arena *a, size_t n) {
+void *arena_try_alloc(arena *a, size_t n) {
   size_t need;
-  if (base_add_overflow(n, 15, &need)) base_die("arena request too large");
+  if (base_add_overflow(n, 15, &need)) return NULL;
   need &= ~(size_t)15;
   block *b = a->top;
   if (!b || b->size - b->used < need) {
     size_t sz = need > BLOCK_MIN ? need : BLOCK_MIN;
     size_t bytes;
-    if (base_add_overflow(sz, sizeof(block), &bytes))
-      base_die("arena request too large");
-    b = base_xmalloc(bytes);
+    if (base_add_overflow(sz, sizeof(block), &bytes)) return NULL;
+    b = malloc(bytes);
+    if (!b) return NULL;
     b->prev = a->top;
     b->size = sz;
     b->used = 0;
@@ -49,6 +49,12 @@ void *arena_alloc(arena *a, size_t n) {
   b->used += need;
   a->total += need;
   memset(p, 0, n);
+  return p;
+}
+
+void *arena_alloc(arena *a, size_t n) {
+  void *p = arena_try_alloc(a, n);
+  if (!p) base_die("out of memory allocating %zu bytes", n);
   return p;
 }
 

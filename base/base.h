@@ -78,6 +78,9 @@ typedef struct arena_mark {
 arena *arena_create(void);
 void arena_destroy(arena *a); /* accepts NULL */
 void *arena_alloc(arena *a, size_t n); /* 16-byte aligned, zeroed */
+/* The same, but NULL when the host has no memory for it (for the callers
+ * that report an allocation failure as an error instead of dying). */
+void *arena_try_alloc(arena *a, size_t n);
 void *arena_array(arena *a, size_t count, size_t size); /* overflow-checked */
 void *arena_dup(arena *a, const void *p, size_t n);
 char *arena_strdup(arena *a, const char *s);

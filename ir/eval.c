@@ -51,7 +51,9 @@ base_status ev_alloc(ev_ctx *cx, const ir_inst *inst, int64_t n, void **out) {
     return ev_fail(cx, inst, ST_RESOURCE_EXHAUSTED,
                    "needs %lld more bytes with %lld in use, over the limit of %lld bytes",
                    (long long)n, (long long)used, (long long)cx->max_bytes);
-  *out = arena_alloc(cx->scratch, (size_t)n);
+  if (!(*out = arena_try_alloc(cx->scratch, (size_t)n)))
+    return ev_fail(cx, inst, ST_OUT_OF_MEMORY, "the host has no memory for %lld more bytes",
+                   (long long)n);
   return ST_OK;
 }
 
@@ -367,7 +369,9 @@ static base_status copy_out(ev_ctx *cx, const ir_literal *v, arena *a, ir_litera
     }
   } else {
     l->nbytes = v->nbytes;
-    l->data = arena_alloc(a, v->nbytes ? v->nbytes : 1);
+    if (!(l->data = arena_try_alloc(a, v->nbytes ? v->nbytes : 1)))
+      return ev_fail(cx, NULL, ST_OUT_OF_MEMORY, "the host has no memory for the %zu-byte result",
+                     v->nbytes);
     if (v->nbytes) memcpy(l->data, v->data, v->nbytes);
   }
   *out = l;
@@ -406,9 +410,15 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   if (m->entry < 0 || m->entry >= m->comps.n)
     return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "module %s has no entry computation",
                    m->name ? m->name : "?");
+  /* The static budget first (ir_budget: the accounting every target
+   * shares), so that runaway work is refused before any of it is done;
+   * ev_work and ev_alloc still count what is actually done. */
+  ir_budget bud = {cx.max_steps, cx.max_bytes};
+  base_status st = ir_budget_check(m, &bud, NULL, err, errlen);
+  if (st != ST_OK) return st;
   cx.scratch = arena_create();
   ir_literal *v = NULL;
-  base_status st = ev_call(&cx, NULL, m->entry, args, nargs, &v);
+  st = ev_call(&cx, NULL, m->entry, args, nargs, &v);
   if (st == ST_OK) st = copy_out(&cx, v, out_arena, out);
   arena_destroy(cx.scratch);
   if (st != ST_OK) *out = NULL;

@@ -127,6 +127,10 @@ struct ir_literal {
 /* Allocates a zero-filled literal of shape s in arena a, or NULL (with
  * ST_RESOURCE_EXHAUSTED semantics) when the byte size exceeds limit. */
 ir_literal *ir_literal_create(arena *a, const ir_shape *s);
+/* The same, but NULL also when the host has no memory for it, so that
+ * callers report an allocation failure instead of dying (ir/tensor_io.c).
+ * What was allocated before a failure stays in a. */
+ir_literal *ir_literal_try_create(arena *a, const ir_shape *s);
 /* Element access as double / int64 (for tests, printing and the evaluator's
  * slow paths); idx is the row-major linear index. */
 double ir_literal_get_f64(const ir_literal *l, int64_t idx);
@@ -347,6 +351,42 @@ void ir_comp_compact(ir_module *m, ir_comp_id c);
 int32_t *ir_comp_use_counts(ir_module *m, ir_comp_id c);
 /* Deep-copies a module (new arena). */
 ir_module *ir_module_clone(const ir_module *m);
+
+/* ---- budget (budget.c) ------------------------------------------------ */
+
+/* What running a module may cost, checked before it runs with the same
+ * accounting on every target (the evaluator, cpu, v2/v3), so that a module
+ * asking for runaway work or memory is a located error at once, never a
+ * hang or an out-of-memory kill:
+ *   work   one step per element an instruction produces (1 for a tuple),
+ *          plus a dot's and a convolution's multiply-adds, plus a reduce's
+ *          and a reduce-window's folds, each fold costing one call of its
+ *          to_apply (at least 1 step); a fusion adds one call of its body.
+ *          Parameters cost nothing. Summed over the entry computation.
+ *   bytes  every array an instruction of the entry computation makes
+ *          (constants included; parameters, tuple and get-tuple-element
+ *          excluded; a fusion counts its result), summed; and each result
+ *          anywhere, alone.
+ *   size   each result at most IR_MAX_ELEMENTS elements.
+ * Defaults: IR_BUDGET_WORK steps (2^40: about a minute of dots or an hour
+ * of elementwise loops on the cpu target) and IR_BUDGET_BYTES (16 GiB).
+ * The evaluator checks with its own ir_eval_options (2^36 steps). */
+typedef struct ir_budget {
+  double max_work;   /* steps in total (0: IR_BUDGET_WORK) */
+  int64_t max_bytes; /* bytes in total and per result (0: IR_BUDGET_BYTES) */
+} ir_budget;
+#define IR_BUDGET_WORK 1099511627776.0 /* 2^40 */
+#define IR_BUDGET_BYTES ((int64_t)16 << 30)
+enum { IR_BUDGET_MAX_DEPTH = 64 }; /* nesting of called computations */
+void ir_budget_init(ir_budget *b);
+/* Checks m's entry computation against b (NULL: the defaults). Over the
+ * budget: ST_RESOURCE_EXHAUSTED, reported at the instruction where the
+ * total crosses the limit into d (may be NULL: "NAME (op): needs N steps of
+ * work with M before it, over the limit of L") and the same prefixed
+ * "file:line:col: " into err (may be NULL). Never crashes on a malformed
+ * module (what it cannot measure costs nothing). */
+base_status ir_budget_check(const ir_module *m, const ir_budget *b, diag *d, char *err,
+                            size_t errlen);
 
 /* ---- cost (cost.c) ---------------------------------------------------- */
 

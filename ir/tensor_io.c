@@ -19,6 +19,35 @@ static base_status fail(char *err, size_t errlen, base_status st, const char *fm
   return st;
 }
 
+/* ---- literals that may not fit ------------------------------------------ */
+
+static ir_literal *try_create(arena *a, const ir_shape *s, int depth) {
+  ir_literal *l = arena_try_alloc(a, sizeof *l);
+  if (!l || depth > IR_BUDGET_MAX_DEPTH) return NULL;
+  l->shape = *s;
+  if (s->type == IR_TUPLE) {
+    size_t n = (size_t)(s->ntuple > 0 ? s->ntuple : 1);
+    l->shape.tuple = arena_try_alloc(a, n * sizeof *s->tuple);
+    l->elems = arena_try_alloc(a, n * sizeof *l->elems);
+    if (!l->shape.tuple || !l->elems) return NULL;
+    for (int i = 0; i < s->ntuple; i++) {
+      if (!(l->elems[i] = try_create(a, &s->tuple[i], depth + 1))) return NULL;
+      l->shape.tuple[i] = l->elems[i]->shape;
+    }
+    return l;
+  }
+  int64_t n;
+  size_t bytes;
+  if (!ir_shape_elements(s, &n) ||
+      base_mul_overflow((size_t)n, (size_t)ir_type_size(s->type), &bytes))
+    return NULL;
+  l->nbytes = bytes;
+  l->data = arena_try_alloc(a, bytes ? bytes : 1);
+  return l->data ? l : NULL;
+}
+
+ir_literal *ir_literal_try_create(arena *a, const ir_shape *s) { return try_create(a, s, 0); }
+
 /* ---- files ----------------------------------------------------------- */
 
 base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, size_t *out_len,

@@ -56,6 +56,8 @@ typedef struct cpu_options {
   const char *cpu_features; /* NULL: the host's (LLVMGetHostCPUFeatures) */
   const char *entry_name; /* symbol of the entry function; NULL: "tpucc_entry" */
   const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
+  ir_budget budget;       /* work and memory the module may ask for, checked
+                             before lowering (ir.h); zero: the defaults */
 } cpu_options;
 
 void cpu_options_init(cpu_options *o);
@@ -69,8 +71,9 @@ int cpu_default_threads(void);
 typedef struct cpu_exe cpu_exe;
 
 /* Lowers, optimises and JIT-compiles the entry computation of m (which must
- * verify). m is not kept. Failures (unsupported op, LLVM error) return a
- * status with a message in err. */
+ * verify). m is not kept. Failures (over o->budget: ST_RESOURCE_EXHAUSTED
+ * naming the instruction; unsupported op; LLVM error; out of memory) return
+ * a status with a message in err. */
 base_status cpu_compile(const ir_module *m, const cpu_options *o,
                         cpu_exe **out_exe, char *err, size_t errlen);
 /* Runs exe on args (one literal per parameter; shapes must equal the
@@ -101,8 +104,7 @@ void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
  * the program. Options are the defaults, overridden by the environment
  * variables TPUCC_CPU_THREADS (a count) and TPUCC_CPU_NUMERICS (native,
  * strict or tpu) until the CLI grows --threads and --cpu-numerics.
- * max_bytes is accepted for the contract (the CPU needs no more memory than
- * its outputs plus its scratch). */
+ * max_bytes > 0 replaces the budget's byte limit (ir_budget). */
 base_status cpu_run_target(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
                            int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
 /* The same with explicit options. */

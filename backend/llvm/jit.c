@@ -138,7 +138,14 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
     return st;
   }
   cpu_exe *x = calloc(1, sizeof *x);
-  if (!x) base_die("out of memory");
+  if (!x) {
+    llvm_emitter_free(&e);
+    LLVMDisposeModule(e.mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    LLVMDisposeTargetMachine(tm);
+    snprintf(err, errlen, "out of memory");
+    return ST_OUT_OF_MEMORY;
+  }
   x->a = arena_create();
   x->scratch_bytes = e.scratch_bytes;
   x->ninputs = e.ninputs;
@@ -239,10 +246,10 @@ base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *o
   *out = NULL;
   base_status st = check_args(x, args, nargs, err, errlen);
   if (st != ST_OK) return st;
-  ir_literal *res = ir_literal_create(out_arena, &x->result);
+  ir_literal *res = ir_literal_try_create(out_arena, &x->result);
   if (!res) {
-    snprintf(err, errlen, "result too large");
-    return ST_RESOURCE_EXHAUSTED;
+    snprintf(err, errlen, "the host has no memory for the result");
+    return ST_OUT_OF_MEMORY;
   }
   st = cpu_execute_to(x, args, nargs, res, err, errlen);
   if (st == ST_OK) *out = res;
@@ -301,9 +308,9 @@ base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *c
 
 base_status cpu_run_target(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
                            int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
-  (void)max_bytes;
   cpu_options o;
   cpu_options_init(&o);
+  if (max_bytes > 0) o.budget.max_bytes = max_bytes;
   const char *t = getenv("TPUCC_CPU_THREADS"), *n = getenv("TPUCC_CPU_NUMERICS");
   if (t && *t) {
     char *end;

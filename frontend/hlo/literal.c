@@ -88,6 +88,19 @@ static void store_bits(ir_literal *l, int64_t i, uint32_t bits) {
   else ((uint16_t *)l->data)[i] = (uint16_t)bits;
 }
 
+/* The payload group of nan(0xPAYLOAD): nonzero, within mask. */
+static bool nan_payload(lctx *c, const hlo_tok *g, uint64_t mask, ir_type t, uint64_t *out) {
+  if (g->n != 1 || (g->kids[0]->kind != HEX && g->kids[0]->kind != DXD))
+    return lfail(c, g, "expected a NaN payload such as nan(0x1)");
+  errno = 0;
+  unsigned long long pv = strtoull(g->kids[0]->text, NULL, 16);
+  if (errno == ERANGE || pv == 0 || (pv & ~mask) != 0)
+    return lfail(c, g->kids[0], "NaN payload %s is out of range for %s", g->kids[0]->text,
+                 ir_type_name(t));
+  *out = pv;
+  return true;
+}
+
 /* An f64 scalar: a number, inf, nan or nan(0xPAYLOAD), signed. */
 static bool scalar_f64(lctx *c, const hlo_tok *const *tk, int n, ir_literal *l, int64_t i) {
   const hlo_tok *x = tk[0];
@@ -95,16 +108,7 @@ static bool scalar_f64(lctx *c, const hlo_tok *const *tk, int n, ir_literal *l, 
   double d;
   if ((x->kind == NAME || x->kind == FLOAT) && strcmp(w, "nan") == 0) {
     uint64_t payload = UINT64_C(1) << 51, mask = (UINT64_C(1) << 52) - 1;
-    if (n == 2) {
-      const hlo_tok *g = tk[1];
-      if (g->n != 1 || (g->kids[0]->kind != HEX && g->kids[0]->kind != DXD))
-        return lfail(c, g, "expected a NaN payload such as nan(0x1)");
-      errno = 0;
-      unsigned long long pv = strtoull(g->kids[0]->text, NULL, 16);
-      if (errno == ERANGE || pv == 0 || (pv & ~mask) != 0)
-        return lfail(c, g->kids[0], "NaN payload %s is out of range for f64", g->kids[0]->text);
-      payload = pv;
-    }
+    if (n == 2 && !nan_payload(c, tk[1], mask, IR_F64, &payload)) return false;
     uint64_t bits = (s[0] == '-' ? UINT64_C(1) << 63 : 0) | (UINT64_C(0x7ff) << 52) | payload;
     memcpy(&d, &bits, 8);
   } else if ((x->kind == NAME || x->kind == FLOAT) && strcmp(w, "inf") == 0 && n == 1) {
@@ -190,19 +194,9 @@ static bool scalar(lctx *c, const hlo_tok *const *tk, int n, ir_type t, ir_liter
     if (strcmp(w, "nan") == 0) {
       uint32_t pm, q, e, sg;
       nan_bits(t, &pm, &q, &e, &sg);
-      uint32_t payload = q;
-      if (n == 2) {
-        const hlo_tok *g = tk[1];
-        if (g->n != 1 || (g->kids[0]->kind != HEX && g->kids[0]->kind != DXD))
-          return lfail(c, g, "expected a NaN payload such as nan(0x1)");
-        errno = 0;
-        unsigned long long pv = strtoull(g->kids[0]->text, NULL, 16);
-        if (errno == ERANGE || pv == 0 || (pv & ~(unsigned long long)pm) != 0)
-          return lfail(c, g->kids[0], "NaN payload %s is out of range for %s", g->kids[0]->text,
-                       ir_type_name(t));
-        payload = (uint32_t)pv;
-      }
-      if (l) store_bits(l, i, (neg ? sg : 0) | e | payload);
+      uint64_t payload = q;
+      if (n == 2 && !nan_payload(c, tk[1], pm, t, &payload)) return false;
+      if (l) store_bits(l, i, (neg ? sg : 0) | e | (uint32_t)payload);
       return true;
     }
     if (strcmp(w, "inf") == 0 && n == 1) {
