@@ -402,18 +402,21 @@ static int run_tpub(const run_cfg *c, const char *target, arena *a, const given 
     return TOOL_EXIT_USAGE;
   }
   ir_literal **args = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
+  const char **names = arena_array(a, (size_t)(np ? np : 1), sizeof(char *));
   uint64_t state = c->seed;
   for (int i = 0; i < np; i++) {
-    if (i < nins) {
-      if (!ir_shape_equal(&ins[i].lit->shape, &ps[i])) {
-        tool_error(CMD, "--input %d does not match parameter %d of %s", ins[i].arg, i, c->file);
-        return TOOL_EXIT_USAGE;
-      }
-      args[i] = ins[i].lit;
-    } else {
-      args[i] = ir_literal_create(a, &ps[i]);
-      tool_random_fill(args[i], &state);
+    names[i] = arena_printf(a, "p%d", i);
+    if (i >= nins) continue;
+    if (!ir_shape_equal(&ins[i].lit->shape, &ps[i])) {
+      tool_error(CMD, "--input %d does not match parameter %d of %s", ins[i].arg, i, c->file);
+      return TOOL_EXIT_USAGE;
     }
+    args[i] = ins[i].lit;
+  }
+  base_status rst = tool_random_inputs(a, ps, names, nins, np, &state, args, err, sizeof err);
+  if (rst != ST_OK) {
+    tool_error(CMD, "%s: %s", c->file, err);
+    return rst == ST_OUT_OF_MEMORY ? TOOL_EXIT_FAIL : TOOL_EXIT_USAGE;
   }
   if (tool_tpu_run_file(c->file, &c->tpu, target, args, np, a, &got, &ngot, err,
                         sizeof err) != ST_OK) {
@@ -550,6 +553,9 @@ int tool_cmd_run(int argc, char **argv) {
     goto done;
   }
   tpucc_tensor *args = arena_array(a, (size_t)(np ? np : 1), sizeof *args);
+  ir_shape *pshapes = arena_array(a, (size_t)(np ? np : 1), sizeof *pshapes);
+  const char **pnames = arena_array(a, (size_t)(np ? np : 1), sizeof(char *));
+  ir_literal **made = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
   uint64_t state = c.seed;
   for (int i = 0; i < np; i++) {
     tpucc_tensor want;
@@ -557,20 +563,9 @@ int tool_cmd_run(int argc, char **argv) {
       tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
       goto done;
     }
-    ir_shape ws = desc_shape(&want);
-    if (i >= nins) {
-      int64_t count;
-      if (!ir_shape_elements(&ws, &count) ||
-          (uint64_t)count * (uint64_t)ir_type_size(ws.type) > IR_TENSOR_MAX_FILE) {
-        tool_error(CMD, "parameter %d '%s' (%s) is too large to generate", i, want.name,
-                   spec_of(a, &ws));
-        goto done;
-      }
-      ir_literal *l = ir_literal_create(a, &ws);
-      tool_random_fill(l, &state);
-      tensor_view(l, &args[i]);
-      continue;
-    }
+    ir_shape ws = pshapes[i] = desc_shape(&want);
+    pnames[i] = arena_strdup(a, want.name);
+    if (i >= nins) continue;
     const ir_literal *g = ins[i].lit;
     if (!ir_shape_equal(&g->shape, &ws)) {
       tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s", ins[i].arg,
@@ -578,6 +573,17 @@ int tool_cmd_run(int argc, char **argv) {
       goto done;
     }
     tensor_view(g, &args[i]);
+  }
+  {
+    char rerr[512];
+    base_status rst =
+        tool_random_inputs(a, pshapes, pnames, nins, np, &state, made, rerr, sizeof rerr);
+    if (rst != ST_OK) {
+      tool_error(CMD, "%s: %s", c.file, rerr);
+      if (rst == ST_OUT_OF_MEMORY) rc = TOOL_EXIT_FAIL;
+      goto done;
+    }
+    for (int i = nins; i < np; i++) tensor_view(made[i], &args[i]);
   }
 
   /* Check the result flags against the signature before running. */

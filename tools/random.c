@@ -31,3 +31,41 @@ void tool_random_fill(ir_literal *l, uint64_t *state) {
       ir_literal_set_i64(l, i, (int64_t)(x >> 60) - 8);
   }
 }
+
+/* Bytes of an array shape, or -1 when it has no valid element count. */
+static double array_bytes(const ir_shape *s) {
+  int64_t n;
+  if (s->type == IR_TUPLE || !ir_shape_elements(s, &n)) return -1;
+  return (double)n * ir_type_size(s->type);
+}
+
+base_status tool_random_inputs(arena *a, const ir_shape *ps, const char *const *names, int from,
+                               int n, uint64_t *state, ir_literal **args, char *err,
+                               size_t errlen) {
+  double total = 0;
+  for (int i = from; i < n; i++) { /* every cap first: nothing is made in vain */
+    double b = array_bytes(&ps[i]);
+    strbuf spec;
+    sb_init(&spec);
+    ir_tensor_print_spec(&spec, &ps[i]);
+    const char *why = b < 0 || b > (double)IR_TENSOR_MAX_FILE ? "is over the cap of 4 GiB per parameter"
+                      : total + b > (double)TOOL_RANDOM_MAX_TOTAL
+                          ? "brings the generated inputs over the cap of 8 GiB in all"
+                          : NULL;
+    if (why)
+      snprintf(err, errlen, "parameter %d '%s' (%s, %.3g bytes) %s: give it with --input", i,
+               names[i], sb_str(&spec), b, why);
+    sb_free(&spec);
+    if (why) return ST_RESOURCE_EXHAUSTED;
+    total += b;
+  }
+  for (int i = from; i < n; i++) {
+    if (!(args[i] = ir_literal_try_create(a, &ps[i]))) {
+      snprintf(err, errlen, "parameter %d '%s': the host has no memory for %.3g bytes", i,
+               names[i], array_bytes(&ps[i]));
+      return ST_OUT_OF_MEMORY;
+    }
+    tool_random_fill(args[i], state);
+  }
+  return ST_OK;
+}

@@ -76,6 +76,16 @@ uint64_t tool_random_next(uint64_t *state);
 /* Fills an array literal in row-major order from *state: floats uniform in
  * [-1, 1) (rounded to the type), s8/s32 uniform in [-8, 8), pred 0/1. */
 void tool_random_fill(ir_literal *l, uint64_t *state);
+/* --random-inputs: makes and fills args[i] for i in [from, n), of shapes
+ * ps[i] (names[i] for messages), continuing the stream in *state. Each is
+ * at most IR_TENSOR_MAX_FILE bytes and all together at most
+ * TOOL_RANDOM_MAX_TOTAL, checked before anything is made. Over a cap:
+ * ST_RESOURCE_EXHAUSTED; the host has no memory: ST_OUT_OF_MEMORY; either
+ * with a message naming the parameter in err. */
+#define TOOL_RANDOM_MAX_TOTAL ((size_t)8 << 30)
+base_status tool_random_inputs(arena *a, const ir_shape *ps, const char *const *names, int from,
+                               int n, uint64_t *state, ir_literal **args, char *err,
+                               size_t errlen);
 
 /* ---- command line (args.c) -------------------------------------------- */
 

@@ -30,6 +30,8 @@ run() {
 out_is() { [ "$(cat "$T/out")" == "$1" ] || fail "stdout is '$(cat "$T/out")', expected '$1'"; }
 err_has() { grep -qF -- "$1" "$T/err" || { fail "stderr lacks '$1'"; sed 's/^/  stderr: /' "$T/err" | head -10 >&2; }; }
 out_has() { grep -qF -- "$1" "$T/out" || fail "stdout lacks '$1'"; }
+# has_target NAME: the build has target NAME (listed by tpucc run --help).
+has_target() { "$TPUCC" run --help | grep -q "^  $1 "; }
 
 # --help documents every flag; --version; usage errors exit 2.
 case_help() {
@@ -216,6 +218,23 @@ case_random_inputs() {
   for m in axpy dot reduce data_movement binary_f32 reduce_window convolution pred_ops int_s8; do
     run 0 run "$MODULES/$m.hlo" --target=interp --random-inputs
   done
+  # Each parameter is capped at 4 GiB and all of them at 8 GiB, checked
+  # before anything is made: six 3.6 GB parameters are refused at once.
+  {
+    echo "HloModule six"
+    echo "ENTRY main {"
+    for i in 0 1 2 3 4 5; do echo "  p$i = f32[900000000] parameter($i)"; done
+    echo "  ROOT t = (f32[900000000], f32[900000000]) tuple(p0, p5)"
+    echo "}"
+  } >"$T/six.hlo"
+  for t in interp cpu; do
+    has_target "$t" || continue
+    run 2 run "$T/six.hlo" --target=$t --random-inputs
+    err_has "parameter 2 'p2' (900000000xf32, 3.6e+09 bytes) brings the generated inputs over the cap of 8 GiB in all"
+  done
+  printf 'HloModule one\nENTRY main {\n  ROOT p = f32[1100000000] parameter(0)\n}\n' >"$T/one.hlo"
+  run 2 run "$T/one.hlo" --target=interp --random-inputs
+  err_has "parameter 0 'p' (1100000000xf32, 4.4e+09 bytes) is over the cap of 4 GiB per parameter"
 }
 
 # numpy writes, tpucc reads (C/Fortran order, both byte orders); tpucc
