@@ -410,6 +410,7 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   if (m->entry < 0 || m->entry >= m->comps.n)
     return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "module %s has no entry computation",
                    m->name ? m->name : "?");
+  if (ir_check_runnable(m, "interp", NULL, err, errlen)) return ST_UNSUPPORTED;
   /* The static budget first (ir_budget: the accounting every target
    * shares), so that runaway work is refused before any of it is done;
    * ev_work and ev_alloc still count what is actually done. */

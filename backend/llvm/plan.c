@@ -568,6 +568,10 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
   e->t_kernel = LLVMFunctionType(e->t_void, kp, 3, 0);
   LLVMTypeRef pp[4] = {e->t_ptr, LLVMPointerType(e->t_kernel, 0), e->t_ptr, e->t_i64};
   e->t_parfor = LLVMFunctionType(e->t_void, pp, 4, 0);
+  if (ir_check_runnable(m, "cpu", NULL, err, errlen)) {
+    e->st = ST_UNSUPPORTED;
+    return false;
+  }
   if ((e->st = ir_budget_check(m, &o->budget, NULL, err, errlen)) != ST_OK) return false;
   return llvm_lower_entry(e);
 }

@@ -171,6 +171,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
     return ST_INVALID_ARGUMENT;
   }
+  if (ir_check_runnable(m, spec, d, NULL, 0)) return ST_UNSUPPORTED;
   base_status bst = ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
   if (bst != ST_OK) return bst;
   arena *a = arena_create();
