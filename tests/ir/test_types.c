@@ -27,10 +27,18 @@ static void type_names_sizes_and_lookup(void **st) {
   assert_int_equal(ir_type_size(IR_S32), 4);
   assert_int_equal(ir_type_from_name("s8", 2), IR_S8);
   assert_int_equal(ir_type_from_name("f32x", 3), IR_F32); /* length-bounded */
-  assert_int_equal(ir_type_from_name("f64", 3), IR_TYPE_INVALID);
+  assert_int_equal(ir_type_from_name("f64", 3), IR_F64);
+  assert_int_equal(ir_type_from_name("f8e5m2", 6), IR_TYPE_INVALID);
   assert_int_equal(ir_type_from_name("", 0), IR_TYPE_INVALID);
   assert_true(ir_type_is_float(IR_BF16) && !ir_type_is_float(IR_S32));
   assert_true(ir_type_is_int(IR_S8) && !ir_type_is_int(IR_PRED));
+  /* the wider types import; only the first six are core */
+  assert_int_equal(ir_type_size(IR_S64), 8);
+  assert_int_equal(ir_type_size(IR_C128), 16);
+  assert_int_equal(ir_type_size(IR_TOKEN), 0);
+  assert_true(ir_type_is_int(IR_U64) && ir_type_is_unsigned(IR_U4) && !ir_type_is_unsigned(IR_S4));
+  assert_true(ir_type_is_float(IR_F64) && ir_type_is_complex(IR_C64) && !ir_type_is_float(IR_C64));
+  assert_true(ir_type_is_core(IR_F32) && !ir_type_is_core(IR_S64) && !ir_type_is_core(IR_TOKEN));
 }
 
 static void op_table_spellings_arity_flags(void **st) {
