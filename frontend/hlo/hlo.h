@@ -137,6 +137,7 @@ typedef struct hlo_parser {
   VEC(hlo_comp *) comps;
   hlo_instvec pending;  /* instructions of the computation being parsed */
   int errors;           /* errors reported while parsing */
+  int64_t filled;       /* elements filled by scalar and {...} constants (literal.c) */
   VEC(hlo_diag) diags;  /* held back; see fe_hlo_flush */
 } hlo_parser;
 
@@ -188,6 +189,7 @@ ir_module *fe_hlo_build(hlo_parser *p);
 /* Limits on what text can make the importer allocate. */
 enum {
   HLO_MAX_SPLAT = 1 << 22,  /* elements a scalar or {...} constant may fill */
+  HLO_MAX_FILLED = 1 << 27, /* elements all of them together may fill */
   HLO_MAX_DEPTH = 64,       /* nesting of groups read recursively */
 };
 

@@ -270,6 +270,20 @@ static int64_t print_cells(const ir_shape *s) {
   return total;
 }
 
+/* Counts the count elements a scalar or {...} constant fills against
+ * HLO_MAX_FILLED for the whole module; false (reported at the constant)
+ * when this one would take the total over it. */
+static bool fill_fits(lctx *c, const hlo_tok *at, const ir_shape *s, int64_t count) {
+  if (count <= HLO_MAX_FILLED - c->p->filled) {
+    c->p->filled += count;
+    return true;
+  }
+  lfail(c, at, "constant %s would fill %lld elements after %lld filled by the scalar and {...} "
+        "constants before it, over the limit of %d for a module", shape_text(c->p, s),
+        (long long)count, (long long)c->p->filled, HLO_MAX_FILLED);
+  return false;
+}
+
 static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape *s,
                         const hlo_tok *where, int depth) {
   lctx c = {p, s, NULL, 0};
@@ -310,6 +324,7 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
               "most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
         return NULL;
       }
+      if (!fill_fits(&c, tk[0], s, count)) return NULL;
       fe_hlo_warning(p, tk[0]->loc,
                   "scalar literal for an array constant: every element is set to %s "
                   "(XLA sets only the first)", tk[0]->text);
@@ -332,6 +347,7 @@ static ir_literal *read(hlo_parser *p, hlo_tok *const *tk, int n, const ir_shape
             "at most %d values and brace groups)", shape_text(p, s), HLO_MAX_SPLAT);
       return NULL;
     }
+    if (!fill_fits(&c, tk[0], s, count)) return NULL;
     fe_hlo_warning(p, tk[0]->loc, "elided constant {...}: filled with zeros");
     return ir_literal_create(p->m->arena, s);
   }
