@@ -700,8 +700,44 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
   return lower_comp_ex(b, m, c, params, prec, false);
 }
 
+static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **params,
+                             ir_precision prec, bool root_bf16);
+
+/* Deferred instructions are compiled by recursion from their consumer
+ * (dag_inst), one level per instruction of a deferred chain: a chain
+ * longer than MAX_CHAIN is cut by materialising its MAX_CHAIN-th link,
+ * which bounds that recursion whatever the computation's length. */
+enum { MAX_CHAIN = 256 };
+
+static void cut_chains(lctx *x) {
+  const ir_comp *comp = x->comp;
+  int32_t *len = arena_array(x->b->a, (size_t)comp->insts.n + 1, sizeof(int32_t));
+  for (int i = 0; i < comp->insts.n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || !x->deferred[i]) continue;
+    int32_t l = 0;
+    for (int k = 0; k < in->nops; k++)
+      if (x->deferred[in->ops[k]] && len[in->ops[k]] > l) l = len[in->ops[k]];
+    if (l + 1 >= MAX_CHAIN) x->deferred[i] = false;
+    else len[i] = l + 1;
+  }
+}
+
 tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec,
                     bool root_bf16) {
+  if (b->depth >= TB_MAX_DEPTH) {
+    tb_error(b, ST_RESOURCE_EXHAUSTED, "computations nested deeper than %d (calling %s)",
+             TB_MAX_DEPTH, m->comps.v[c].name);
+    return NULL;
+  }
+  b->depth++;
+  tval *r = lower_comp_body(b, m, c, params, prec, root_bf16);
+  b->depth--;
+  return r;
+}
+
+static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **params,
+                             ir_precision prec, bool root_bf16) {
   const ir_comp *comp = &m->comps.v[c];
   lctx x = {0};
   x.root_bf16 = root_bf16;
@@ -748,6 +784,7 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
     for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
     if (a == bb) x.deferred[i] = true;
   }
+  cut_chains(&x);
   /* A fusion computation whose f32 elementwise root reaches a dot through
    * deferred elementwise ops (a kOutput fusion) lowers that dot with the
    * root's program as its epilogue (lower_elementwise). */
@@ -779,6 +816,7 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
       }
       if (all) x.deferred[i] = true;
     }
+    cut_chains(&x);
     for (int i = 0; i < n && x.epi_dot == IR_NONE; i++) {
       const ir_inst *in = &comp->insts.v[i];
       if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape.type != IR_F32) continue;

@@ -54,7 +54,8 @@ uint64_t tv_addr(const tval *v);
 /* Lowers one instruction; its value goes to x->val[i]. */
 void lower_inst(lctx *x, ir_id i);
 /* Lowers computation c with parameters bound to params; returns the root's
- * value (a reference the caller owns). */
+ * value (a reference the caller owns), or NULL with a located error (at
+ * the caller's instruction when c would nest deeper than TB_MAX_DEPTH). */
 tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_precision prec);
 /* lower_comp where an f32 elementwise root may be stored as bf16
  * (root_bf16: lower_bf16_store said so); the root value's type says

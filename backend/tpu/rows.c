@@ -134,6 +134,8 @@ static pass *pass_make(tb *b, const rprog *p, const int *targets, int nt) {
 
 /* Masks of the kernel: tk_eval_tiles takes m1..m4 for two groups. */
 enum { M_TAIL = 5, M_LANE0 = 6, RK_GROUPS = 2 };
+/* The most instructions a fused computation made a row kernel may have. */
+enum { RK_MAX_INSTS = 1024 };
 
 typedef struct rk {
   tb *b;
@@ -556,6 +558,9 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   const ir_comp *fc = &m->comps.v[fin->calls[0]];
   tb *b = x->b;
   int n = fc->insts.n;
+  /* pass_node recurses once per link of a chain of FULL ops: bounded by
+   * the instruction count (longer fusions go instruction by instruction). */
+  if (n > RK_MAX_INSTS) return false;
   /* The row space: the first reduce's operand dims S, its k trailing dims. */
   const ir_shape *S = NULL;
   int nr = 0;

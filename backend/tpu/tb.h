@@ -20,6 +20,9 @@ enum {
   TB_SEM_Q1 = 31,        /* queue-1 DMAs (matmul result stores) signal it */
   TB_DMA_UNIT = ISA_UNIT_DMA0,
   TB_SREG_FIRST = 1, TB_SREG_LAST = 31,
+  /* Nesting of called computations the lowering follows (the evaluator's
+   * limit, and ir_budget_check's); deeper is a located error. */
+  TB_MAX_DEPTH = 64,
 };
 
 typedef struct tb_access {
@@ -68,6 +71,7 @@ typedef struct tb {
   uint64_t flops;
   int max_passes;
   int next_mxu;
+  int depth;            /* computations being lowered (entry: 1) */
   void *pool;           /* compile.c's constant pool */
   /* Per-op attribution (the .tpub OPS section, helper R): the ops seen so
    * far, the op of every code word, the current op and the FLOPs counter
