@@ -1,5 +1,6 @@
 /* randgraph.c: the random-graph generator (see randgraph.h). */
 #include "tests/common/randgraph.h"
+#include "tests/common/testgen.h"
 
 #include <math.h>
 
@@ -15,22 +16,13 @@ typedef struct gen {
   int nparams;
 } gen;
 
-static uint64_t rnd(gen *g) {
-  uint64_t z = (g->rs += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(gen *g) { return tc_splitmix(&g->rs); }
 static int pick(gen *g, int n) { return n > 0 ? (int)(rnd(g) % (uint64_t)n) : 0; }
 static bool on(gen *g, unsigned fam) { return (g->o->ops & fam) != 0; }
 
 static const ir_shape *shp(gen *g, ir_id v) { return &ir_inst_get(g->m, g->c, v)->shape; }
 
-static ir_ints ints(gen *g, int n, const int64_t *v) {
-  ir_ints r = {n, arena_array(g->m->arena, (size_t)(n > 0 ? n : 1), sizeof(int64_t))};
-  if (n > 0) memcpy(r.v, v, (size_t)n * sizeof *v);
-  return r;
-}
+static ir_ints ints(gen *g, int n, const int64_t *v) { return tc_ints(g->m->arena, n, v); }
 
 /* Adds op(ops) when its shape infers (target: the shape for ops that need
  * one, else NULL) and the result is within the element bound; pushes it
@@ -67,12 +59,7 @@ static ir_id add(gen *g, ir_op op, const ir_id *ops, int nops, const ir_attrs *a
 }
 
 static ir_id param(gen *g, const ir_shape *s, bool push) {
-  ir_inst in;
-  memset(&in, 0, sizeof in);
-  in.op = IR_OP_PARAMETER;
-  in.shape = *s;
-  in.a.parameter_number = g->nparams++;
-  ir_id id = ir_inst_add(g->m, g->c, &in);
+  ir_id id = tc_param(g->m, g->c, s, g->nparams++);
   if (push && g->nv < MAXV) g->vals[g->nv++] = id;
   return id;
 }
@@ -82,12 +69,7 @@ static ir_id scalar(gen *g, ir_type t, double v) {
   ir_literal *l = ir_literal_create(g->m->arena, &s);
   if (ir_type_is_float(t)) ir_literal_set_f64(l, 0, v);
   else ir_literal_set_i64(l, 0, (int64_t)v);
-  ir_inst in;
-  memset(&in, 0, sizeof in);
-  in.op = IR_OP_CONSTANT;
-  in.shape = s;
-  in.a.literal = l;
-  return ir_inst_add(g->m, g->c, &in);
+  return tc_constant(g->m, g->c, l);
 }
 
 /* broadcast of a scalar constant to s */
@@ -148,15 +130,8 @@ static bool ranked(const ir_shape *s) { return s->rank > 0; }
 static ir_comp_id reducer(gen *g, ir_op op, ir_type t) {
   ir_comp_id rc = ir_comp_add(g->m, ir_unique_name(g->m, "reducer"));
   ir_shape s = ir_shape_scalar(t);
+  ir_id p[2] = {tc_param(g->m, rc, &s, 0), tc_param(g->m, rc, &s, 1)};
   ir_inst in;
-  memset(&in, 0, sizeof in);
-  in.op = IR_OP_PARAMETER;
-  in.shape = s;
-  ir_id p[2];
-  for (int i = 0; i < 2; i++) {
-    in.a.parameter_number = i;
-    p[i] = ir_inst_add(g->m, rc, &in);
-  }
   memset(&in, 0, sizeof in);
   in.op = op;
   in.shape = s;
@@ -804,12 +779,7 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
     ir_id ops[2] = {last, g.vals[pick(&g, g.nv - 1)]};
     root = add(&g, IR_OP_TUPLE, ops, 2, NULL, NULL, 0, NULL, false);
   }
-  ir_comp_get(g.m, g.c)->root = root;
-  ir_comp_finish(g.m, g.c);
-  diag *d = diag_create();
-  if (ir_verify(g.m, d))
-    base_die("randgraph: graph %llu does not verify: %s", (unsigned long long)index, diag_text(d));
-  diag_destroy(d);
+  tc_finish(g.m, g.c, root, "randgraph", index);
   return g.m;
 }
 

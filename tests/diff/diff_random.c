@@ -25,74 +25,33 @@
  * numerics instead: most float graphs then fail, which shows that the
  * agreement is not vacuous. */
 #include "tests/common/randgraph.h"
+#include "tests/diff/diff_run.h"
 #include "tests/diff/diff_same.h"
-#include "backend/tpu/tpu.h"
-#include "passes/passes.h"
-#ifdef HAVE_LLVM
-#include "backend/llvm/cpu.h"
-#endif
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static void print_module(const ir_module *m) {
-  strbuf b;
-  sb_init(&b);
-  ir_print_module(&b, m);
-  fprintf(stderr, "%s\n", sb_str(&b));
-  sb_free(&b);
-}
-
 static base_status eval_tpu(const ir_module *m, ir_literal **args, arena *a, ir_literal **out,
                             char *err, size_t n) {
-  ir_eval_options eo;
-  ir_eval_options_init(&eo);
-  eo.tpu_numerics = getenv("DIFF_DEFAULT_ORACLE") == NULL;
-  return ir_eval(m, &eo, args, rg_nparams(m), a, out, err, n);
+  return diff_eval(m, getenv("DIFF_DEFAULT_ORACLE") == NULL, args, rg_nparams(m), a, out, err, n);
 }
 
 /* m optimised at -O2 (a clone), or NULL with the reason printed. */
 static ir_module *optimised(const ir_module *m, const char *what) {
-  ir_module *o = ir_module_clone(m);
-  diag *d = diag_create();
-  pass_ctx pc;
-  memset(&pc, 0, sizeof pc);
-  pc.d = d;
-  pc.opt_level = 2;
-  pc.verify = true;
-  if (pass_run(o, &pc, NULL, NULL) != ST_OK) {
-    fprintf(stderr, "%s: -O2 pipeline failed: %s\n", what, diag_first_message(d));
-    ir_module_destroy(o);
-    o = NULL;
-  }
-  diag_destroy(d);
+  char err[512];
+  ir_module *o = diff_optimise(m, 2, NULL, err, sizeof err);
+  if (!o) fprintf(stderr, "%s: %s\n", what, err);
   return o;
 }
 
-static bool run_tpu(const ir_module *m, const char *target, ir_literal **args, arena *a,
-                    const ir_literal *ref, const char *what) {
-  tpu_options o;
-  tpu_options_init(&o);
-  o.target = target;
-  diag *d = diag_create();
-  tpub_image *img = NULL;
-  tpu_compile_info info;
-  memset(&info, 0, sizeof info);
-  base_status st = tpu_compile(m, &o, d, &img, &info);
-  tpu_info_free(&info);
-  if (st != ST_OK) {
-    fprintf(stderr, "%s on %s: compile failed: %s\n", what, target, diag_text(d));
-    diag_destroy(d);
-    return false;
-  }
-  diag_destroy(d);
-  char err[512], why[256];
-  ir_literal *got = NULL;
-  st = tpu_execute(img, target, m, args, rg_nparams(m), a, &got, NULL, NULL, err, sizeof err);
-  tpub_free(img);
-  if (st != ST_OK) {
-    fprintf(stderr, "%s on %s: execution failed: %s\n", what, target, err);
+/* A target's result against the oracle's; false with the reason printed. */
+static bool matches(diff_outcome r, const char *err, const ir_literal *ref, const ir_literal *got,
+                    const char *what, const char *target) {
+  char why[256];
+  if (r != DIFF_RAN) {
+    fprintf(stderr, "%s on %s: %s failed: %s\n", what, target,
+            r == DIFF_REFUSED ? "compile" : "execution", err);
     return false;
   }
   if (!diff_same(ref, got, false, why, sizeof why)) {
@@ -102,31 +61,21 @@ static bool run_tpu(const ir_module *m, const char *target, ir_literal **args, a
   return true;
 }
 
+static bool run_tpu(const ir_module *m, const char *target, ir_literal **args, arena *a,
+                    const ir_literal *ref, const char *what) {
+  char err[1024];
+  ir_literal *got = NULL;
+  diff_outcome r = diff_run_tpu(m, target, args, rg_nparams(m), a, &got, err, sizeof err);
+  return matches(r, err, ref, got, what, target);
+}
+
 #ifdef HAVE_LLVM
 static bool run_cpu(const ir_module *m, ir_literal **args, arena *a, const ir_literal *ref,
                     const char *what) {
-  cpu_options o;
-  cpu_options_init(&o);
-  o.numerics = CPU_NUMERICS_TPU;
-  o.threads = 1;
-  cpu_exe *x = NULL;
-  char err[512], why[256];
-  if (cpu_compile(m, &o, &x, err, sizeof err) != ST_OK) {
-    fprintf(stderr, "%s on cpu: compile failed: %s\n", what, err);
-    return false;
-  }
+  char err[1024];
   ir_literal *got = NULL;
-  base_status st = cpu_execute(x, args, rg_nparams(m), a, &got, err, sizeof err);
-  cpu_exe_destroy(x);
-  if (st != ST_OK) {
-    fprintf(stderr, "%s on cpu: execution failed: %s\n", what, err);
-    return false;
-  }
-  if (!diff_same(ref, got, false, why, sizeof why)) {
-    fprintf(stderr, "%s on cpu (tpu numerics): %s\n", what, why);
-    return false;
-  }
-  return true;
+  diff_outcome r = diff_run_cpu(m, CPU_NUMERICS_TPU, args, rg_nparams(m), a, &got, err, sizeof err);
+  return matches(r, err, ref, got, what, "cpu (tpu numerics)");
 }
 #endif
 
@@ -177,7 +126,7 @@ static bool one_graph(uint64_t seed, int i, const rg_options *ro, const cfg *cf,
   }
   if (!ok) {
     fprintf(stderr, "---- %s as HLO:\n", what);
-    print_module(m);
+    diff_print_module(m);
   }
   ir_module_destroy(o2);
   ir_module_destroy(m);

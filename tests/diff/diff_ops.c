@@ -1,0 +1,403 @@
+/* diff_ops.c: every op of ir/ops.def, with parameters, constants, splats
+ * and computed values as its operands and as the root, in a tuple root or
+ * feeding another op, on interp, cpu and v3 (tests/common/opgen.h).
+ *
+ * For each case the oracle is ir_eval, in default numerics and in TPU
+ * numerics. The module is also run through the -O2 pipeline, and the
+ * optimised module under the oracle must give the same results (default
+ * numerics NaN payloads aside, TPU numerics bit for bit). Then, at -O0 and
+ * at -O2:
+ *  - cpu, strict numerics: equal to the default evaluator bit for bit,
+ *    NaN payloads aside (docs/cpu-backend.md, "strict");
+ *  - cpu, TPU numerics: equal to the evaluator's TPU mode bit for bit, NaN
+ *    payloads included (docs/numerics.md section 5);
+ *  - v3 (emulator): equal to the evaluator's TPU mode bit for bit, dots
+ *    and convolutions included (docs/numerics.md section 4: against the
+ *    TPU mode no tolerance is needed; the one documented difference,
+ *    reduce-window's init folded at padding positions, is avoided by
+ *    opgen, which pads only with the reducer's identity).
+ * A target may refuse a module only with a clean error and for a reason
+ * in `refusals` (documented limits); anything else, an execution failure
+ * or a difference fails the case and prints its module as HLO. Known bugs
+ * not yet fixed are in `skips`, each naming its reproducer; the summary
+ * counts every refusal and skip by reason.
+ *
+ *   diff_ops [cases [seed]] [--from=N] [--only=N] [--fork] [--list]
+ *            [--no-cpu] [--no-cpu-tpu] [--no-v3]
+ *
+ * Defaults: 4 x og_nops() cases (rounds 0 to 3: every op, each operand
+ * slot from each of the four sources, every use), seed 1. A longer run:
+ * `diff_ops 3000 7 --fork` (--fork runs each case in a child process, so
+ * a crash is reported with its module and the run goes on; --list prints
+ * what each case tests without running it). */
+#include "tests/common/opgen.h"
+#include "tests/diff/diff_run.h"
+#include "tests/diff/diff_same.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- what a module holds ------------------------------------------------- */
+
+static bool shape_has(const ir_shape *s, ir_type t) {
+  if (s->type != IR_TUPLE) return s->type == t;
+  for (int i = 0; i < s->ntuple; i++)
+    if (shape_has(&s->tuple[i], t)) return true;
+  return false;
+}
+
+/* Whether an instruction of any computation of m satisfies want. */
+static bool any_inst(const ir_module *m, bool (*want)(const ir_inst *)) {
+  for (int c = 0; c < m->comps.n; c++) {
+    const ir_comp *cp = &m->comps.v[c];
+    for (int i = 0; i < cp->insts.n; i++)
+      if (!cp->insts.v[i].dead && want(&cp->insts.v[i])) return true;
+  }
+  return false;
+}
+
+static bool is_f16(const ir_inst *in) {
+  return shape_has(&in->shape, IR_F16) ||
+         ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && in->a.preferred_type == IR_F16);
+}
+static bool is_int_power(const ir_inst *in) {
+  return in->op == IR_OP_POWER && !ir_type_is_float(in->shape.type);
+}
+static bool is_tuple_param(const ir_inst *in) {
+  return in->op == IR_OP_PARAMETER && in->shape.type == IR_TUPLE;
+}
+static bool is_narrow_bitcast(const ir_inst *in) {
+  return in->op == IR_OP_BITCAST_CONVERT && ir_type_size(in->shape.type) != 4;
+}
+static bool is_pred_arith(const ir_inst *in) {
+  return (in->op == IR_OP_SUBTRACT || in->op == IR_OP_DIVIDE || in->op == IR_OP_REMAINDER) &&
+         in->shape.type == IR_PRED;
+}
+static bool has_tuple_param(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_tuple_param);
+}
+static bool has_narrow_bitcast(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_narrow_bitcast);
+}
+static bool has_pred_arith(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_pred_arith);
+}
+/* A constant or splat operand of the op under test. */
+static bool const_operand(const og_case *k) {
+  for (int j = 0; j < k->nslots; j++)
+    if (k->src[j] == OG_CONST || k->src[j] == OG_SPLAT) return true;
+  return false;
+}
+static bool is_transcendental(ir_op op) {
+  switch (op) {
+  case IR_OP_EXP: case IR_OP_EXPM1: case IR_OP_LOG: case IR_OP_LOG1P: case IR_OP_RSQRT:
+  case IR_OP_CBRT: case IR_OP_TANH: case IR_OP_LOGISTIC: case IR_OP_SINE: case IR_OP_COSINE:
+  case IR_OP_POWER: case IR_OP_ATAN2: return true;
+  default: return false;
+  }
+}
+/* Reads a float's bits: a bitcast-convert from a float type, or a
+ * TOTALORDER compare (which orders NaNs by sign). */
+static bool reads_float_bits(const ir_inst *in) {
+  return (in->op == IR_OP_BITCAST_CONVERT && !ir_type_is_float(in->shape.type)) ||
+         (in->op == IR_OP_COMPARE && in->a.cmp_type == IR_CMPT_TOTALORDER);
+}
+static bool transcendental_of_constant(const ir_module *m, const og_case *k) {
+  (void)m;
+  return is_transcendental(k->op) && const_operand(k);
+}
+static bool nan_bits_of_constant(const ir_module *m, const og_case *k) {
+  return const_operand(k) && any_inst(m, reads_float_bits);
+}
+static bool has_f16(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_f16);
+}
+static bool has_int_power(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_int_power);
+}
+
+/* ---- the targets ------------------------------------------------------- */
+
+typedef enum tgt { T_CPU_STRICT, T_CPU_TPU, T_V3, NTGT } tgt;
+static const char *const tgt_name[NTGT] = {"cpu strict", "cpu tpu", "v3"};
+
+/* A refusal the test accepts: target t may refuse a module for which
+ * applies holds, with needle in its message. Documented limits have no
+ * bug; the others are known bugs (an undocumented refusal of a module the
+ * evaluator runs), each naming its reproducer, until fixed or documented. */
+typedef struct refusal {
+  tgt t;
+  bool (*applies)(const ir_module *m, const og_case *k);
+  const char *needle;
+  const char *why;
+  const char *bug; /* NULL: documented */
+} refusal;
+
+static const refusal refusals[] = {
+    {T_V3, has_f16, "f16", "v3: f16 is not lowered (docs/tpu-backend.md)", NULL},
+    {T_V3, has_int_power, "power", "v3: integer power is not lowered (docs/tpu-backend.md)",
+     NULL},
+    {T_V3, has_tuple_param, "parameter of type tuple", "v3: tuple parameters",
+     "h5-bugs/v3-tuple-parameter.hlo"},
+    {T_V3, has_narrow_bitcast, "only 32-bit types", "v3: bitcast-convert of 8/16-bit types",
+     "h5-bugs/v3-bitcast-convert-narrow.hlo"},
+    {T_V3, has_pred_arith, " on pred)", "v3: subtract, divide and remainder of pred",
+     "h5-bugs/v3-pred-arith.hlo"},
+};
+enum { NREFUSALS = COUNTOF(refusals) };
+
+/* A known bug not fixed yet: the case is not run on target t at all. */
+typedef struct skip {
+  tgt t;
+  bool (*applies)(const ir_module *m, const og_case *k);
+  const char *why; /* names the bug and its reproducer */
+} skip;
+
+static const skip skips[] = {
+    {T_CPU_STRICT, transcendental_of_constant,
+     "LLVM folds a libm call on a constant with its own bits, "
+     "h5-bugs/cpu-strict-libm-constant.hlo"},
+    {T_CPU_STRICT, nan_bits_of_constant,
+     "LLVM folds a NaN of constants with another sign (read by bitcast-convert or TOTALORDER), "
+     "h5-bugs/cpu-strict-constant-nan-sign.hlo"},
+    {NTGT, NULL, NULL},
+};
+enum { NSKIPS = COUNTOF(skips) - 1 };
+
+/* The -O2 pipeline without constfold (passes/pipeline.c, less that one
+ * pass): tells a difference that constant folding makes apart from any
+ * other. */
+static const char o2_without_constfold[] =
+    "simplify,cse,simplify,transpose-folding,dce,fusion,multi-output-fusion,dce,layout";
+
+/* ---- counts (shared with --fork children) --------------------------------- */
+
+typedef struct counts {
+  int cases, failed, crashed, runs;
+  int constfold; /* -O2 differs from -O0 under TPU numerics by constant folding alone */
+  int refused[NREFUSALS + 1];
+  int skipped[NSKIPS + 1];
+} counts;
+
+typedef struct cfg {
+  uint64_t seed;
+  bool on[NTGT];
+} cfg;
+
+/* One target on one module: true when it ran and matched, or refused or
+ * was skipped for a listed reason. */
+static bool run_target(const ir_module *m, const og_case *k, tgt t, ir_literal **args, arena *a,
+                       const ir_literal *ref, const char *what, counts *n) {
+  for (int s = 0; s < NSKIPS; s++)
+    if (skips[s].t == t && skips[s].applies(m, k)) {
+      n->skipped[s]++;
+      return true;
+    }
+  char err[1024] = "", why[256];
+  ir_literal *got = NULL;
+  diff_outcome r = DIFF_FAILED;
+  n->runs++;
+  switch (t) {
+#ifdef HAVE_LLVM
+  case T_CPU_STRICT:
+  case T_CPU_TPU:
+    r = diff_run_cpu(m, t == T_CPU_TPU ? CPU_NUMERICS_TPU : CPU_NUMERICS_STRICT, args,
+                     og_nparams(m), a, &got, err, sizeof err);
+    break;
+#endif
+  case T_V3: r = diff_run_tpu(m, "v3", args, og_nparams(m), a, &got, err, sizeof err); break;
+  default: snprintf(err, sizeof err, "target not built"); break;
+  }
+  if (r == DIFF_REFUSED) {
+    for (int i = 0; i < NREFUSALS; i++)
+      if (refusals[i].t == t && refusals[i].applies(m, k) && strstr(err, refusals[i].needle)) {
+        n->refused[i]++;
+        return true;
+      }
+    n->refused[NREFUSALS]++;
+    fprintf(stderr, "%s on %s: refused for no documented reason: %s\n", what, tgt_name[t],
+            err[0] ? err : "(no message)");
+    return false;
+  }
+  if (r == DIFF_FAILED) {
+    fprintf(stderr, "%s on %s: execution failed: %s\n", what, tgt_name[t], err);
+    return false;
+  }
+  /* NaN payloads aside: strict (docs/cpu-backend.md), and f16 under TPU
+     numerics, which keeps the default semantics (docs/numerics.md s. 5) */
+  bool nan_any = t == T_CPU_STRICT || (t == T_CPU_TPU && has_f16(m, k));
+  if (!diff_same(ref, got, nan_any, why, sizeof why)) {
+    fprintf(stderr, "%s on %s: %s\n", what, tgt_name[t], why);
+    return false;
+  }
+  return true;
+}
+
+/* The oracle's two results for m, or false with the reason printed. */
+static bool oracle(const ir_module *m, ir_literal **args, arena *a, ir_literal **ref,
+                   const char *what) {
+  char err[512];
+  for (int tpu = 0; tpu < 2; tpu++)
+    if (diff_eval(m, tpu, args, og_nparams(m), a, &ref[tpu], err, sizeof err) != ST_OK) {
+      fprintf(stderr, "%s: the oracle (%s numerics) failed: %s\n", what, tpu ? "TPU" : "default",
+              err);
+      return false;
+    }
+  return true;
+}
+
+/* The -O2 module's oracle results against the original's: the same in
+ * default numerics (constfold folds with the default evaluator, so NaN
+ * payloads aside), and the same bits in TPU numerics, unless constant
+ * folding alone makes the difference (it computes what interp computes,
+ * docs/passes.md: a folded transcendental or NaN then has interp's bits on
+ * every target). */
+static bool same_after_o2(const ir_module *m, ir_literal **args, arena *a, ir_literal **ref,
+                          ir_literal **ref2, const char *what, counts *n) {
+  char why[256], err[512];
+  if (!diff_same(ref[0], ref2[0], true, why, sizeof why)) {
+    fprintf(stderr, "%s: the -O2 module under the oracle (default numerics): %s\n", what, why);
+    return false;
+  }
+  if (diff_same(ref[1], ref2[1], false, why, sizeof why)) return true;
+  ir_module *o = diff_optimise(m, 2, o2_without_constfold, err, sizeof err);
+  ir_literal *r3 = NULL;
+  bool folding = o && diff_eval(o, true, args, og_nparams(o), a, &r3, err, sizeof err) == ST_OK &&
+                 diff_same(ref[1], r3, false, err, sizeof err);
+  ir_module_destroy(o);
+  if (folding) {
+    n->constfold++;
+    return true;
+  }
+  fprintf(stderr, "%s: the -O2 module under the oracle (TPU numerics): %s\n", what, why);
+  return false;
+}
+
+static bool run_case(const cfg *cf, uint64_t i, counts *n) {
+  og_case k;
+  ir_module *m = og_generate(cf->seed, i, &k);
+  arena *a = arena_create();
+  ir_literal **args = og_args(m, a, cf->seed * 1000003u + i);
+  char what[300], err[512];
+  snprintf(what, sizeof what, "case %llu (seed %llu) [%s]", (unsigned long long)i,
+           (unsigned long long)cf->seed, k.desc);
+  ir_literal *ref[2], *ref2[2];
+  ir_module *o2 = NULL;
+  bool ok = oracle(m, args, a, ref, what);
+  if (ok && !(o2 = diff_optimise(m, 2, NULL, err, sizeof err))) {
+    fprintf(stderr, "%s: %s\n", what, err);
+    ok = false;
+  }
+  if (ok) {
+    char w2[320];
+    snprintf(w2, sizeof w2, "%s at -O2", what);
+    ok = oracle(o2, args, a, ref2, w2) && same_after_o2(m, args, a, ref, ref2, what, n);
+  }
+  for (int lvl = 0; ok && lvl < 2; lvl++) {
+    const ir_module *mm = lvl ? o2 : m;
+    ir_literal **r = lvl ? ref2 : ref;
+    char w2[320];
+    snprintf(w2, sizeof w2, "%s at -O%d", what, lvl ? 2 : 0);
+    for (int t = 0; t < NTGT; t++)
+      if (cf->on[t] && !run_target(mm, &k, (tgt)t, args, a, r[t != T_CPU_STRICT], w2, n))
+        ok = false;
+  }
+  if (!ok) {
+    fprintf(stderr, "---- case %llu as HLO:\n", (unsigned long long)i);
+    diff_print_module(m);
+  }
+  ir_module_destroy(o2);
+  ir_module_destroy(m);
+  arena_destroy(a);
+  return ok;
+}
+
+/* run_case in a child process: a crash is a failure of this case only. */
+static bool run_case_forked(const cfg *cf, uint64_t i, counts *n) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("diff_ops: fork");
+    return run_case(cf, i, n);
+  }
+  if (pid == 0) _exit(run_case(cf, i, n) ? 0 : 1);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) continue;
+  if (WIFEXITED(st)) return WEXITSTATUS(st) == 0;
+  og_case k;
+  ir_module *m = og_generate(cf->seed, i, &k);
+  fprintf(stderr, "case %llu (seed %llu) [%s]: CRASHED (signal %d)\n---- case %llu as HLO:\n",
+          (unsigned long long)i, (unsigned long long)cf->seed, k.desc,
+          WIFSIGNALED(st) ? WTERMSIG(st) : -1, (unsigned long long)i);
+  diff_print_module(m);
+  ir_module_destroy(m);
+  n->crashed++;
+  return false;
+}
+
+int main(int argc, char **argv) {
+  uint64_t ncases = 4 * (uint64_t)og_nops(), from = 0;
+  int64_t only = -1;
+  int pos = 0;
+  bool fork_each = false, list = false;
+  cfg cf = {1, {true, true, true}};
+#ifndef HAVE_LLVM
+  cf.on[T_CPU_STRICT] = cf.on[T_CPU_TPU] = false;
+#endif
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--from=", 7)) from = strtoull(argv[i] + 7, NULL, 10);
+    else if (!strncmp(argv[i], "--only=", 7)) only = strtoll(argv[i] + 7, NULL, 10);
+    else if (!strcmp(argv[i], "--fork")) fork_each = true;
+    else if (!strcmp(argv[i], "--list")) list = true;
+    else if (!strcmp(argv[i], "--no-cpu")) cf.on[T_CPU_STRICT] = cf.on[T_CPU_TPU] = false;
+    else if (!strcmp(argv[i], "--no-cpu-tpu")) cf.on[T_CPU_TPU] = false;
+    else if (!strcmp(argv[i], "--no-v3")) cf.on[T_V3] = false;
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "diff_ops: unknown option %s\n", argv[i]);
+      return 2;
+    } else if (pos++ == 0) ncases = strtoull(argv[i], NULL, 10);
+    else cf.seed = strtoull(argv[i], NULL, 10);
+  }
+  counts *n = mmap(NULL, sizeof(counts), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (n == MAP_FAILED) {
+    perror("diff_ops: mmap");
+    return 2;
+  }
+  memset(n, 0, sizeof *n);
+  if (only >= 0) from = (uint64_t)only, ncases = 1;
+  for (uint64_t i = from; i < from + ncases; i++) {
+    if (list) {
+      og_case k;
+      ir_module_destroy(og_generate(cf.seed, i, &k));
+      printf("%llu %s\n", (unsigned long long)i, k.desc);
+      continue;
+    }
+    n->cases++;
+    if (!(fork_each ? run_case_forked(&cf, i, n) : run_case(&cf, i, n))) n->failed++;
+  }
+  printf("diff_ops: %d cases (seed %llu, from %llu), %d target runs, %d failed, %d crashed\n",
+         n->cases, (unsigned long long)cf.seed, (unsigned long long)from, n->runs, n->failed,
+         n->crashed);
+  printf("  -O2 differs from -O0 under TPU numerics by constant folding alone: %d\n",
+         n->constfold);
+  for (int i = 0; i < NREFUSALS; i++)
+    printf("  refused (%s): %5d  %s%s%s\n", refusals[i].bug ? "known bug" : "documented",
+           n->refused[i], refusals[i].why, refusals[i].bug ? ", " : "",
+           refusals[i].bug ? refusals[i].bug : "");
+  if (n->refused[NREFUSALS]) printf("  refused (NOT documented): %d\n", n->refused[NREFUSALS]);
+  for (int i = 0; i < NSKIPS; i++)
+    printf("  skipped (known bug): %5d  %s on %s\n", n->skipped[i], skips[i].why,
+           tgt_name[skips[i].t]);
+  int bad = n->failed;
+  munmap(n, sizeof *n);
+  return bad ? 1 : 0;
+}
