@@ -308,6 +308,8 @@ typedef struct ir_comp {
   ir_id *params;             /* params[i] = id of parameter(i), set by ir_comp_finish */
   bool is_fusion;            /* called by a fusion instruction */
   src_loc loc;
+  int32_t nraw;
+  ir_raw_attr *raw;          /* attributes after the body (execution_thread) */
 } ir_comp;
 
 typedef struct ir_module {

@@ -246,6 +246,10 @@ ir_module *ir_module_clone(const ir_module *src) {
     dc->root = sc->root;
     dc->is_fusion = sc->is_fusion;
     dc->loc = sc->loc;
+    if (sc->nraw) {
+      dc->nraw = sc->nraw;
+      dc->raw = clone_raw(m->arena, sc->raw, sc->nraw);
+    }
     for (int i = 0; i < sc->insts.n; i++) {
       ir_id ni = ir_inst_add(m, nc, &sc->insts.v[i]);
       ir_inst *in = ir_inst_get(m, nc, ni);

@@ -623,6 +623,7 @@ static void put_comp(pctx *x, ir_comp_id c) {
   }
   free(order);
   sb_putc(b, '}');
+  for (int k = 0; k < cp->nraw; k++) sb_printf(b, ", %s=%s", cp->raw[k].name, cp->raw[k].text);
 }
 
 /* Callees first (post order over calls), from computation c. */

@@ -495,7 +495,7 @@ static bool comp_ref(actx *x, const hlo_tok *v) {
 /* Attributes XLA's parser accepts on every instruction; kept verbatim. */
 static const char *const raw_attrs[] = {
     "backend_config", "frontend_attributes", "sharding", "statistics", "control-predecessors",
-    "origin", "result_accuracy",
+    "origin", "result_accuracy", "parameter_replication",
 };
 
 /* Attributes XLA's parser accepts on some ops, kept verbatim there: the
@@ -504,20 +504,33 @@ static const char *const raw_attrs[] = {
 static const struct {
   const char *name, *ops;
 } op_raw_attrs[] = {
-    {"parameter_replication", "parameter"},
+    {"mode", "all-reduce reduce-scatter all-reduce-start"},
+    {"conv_kind", "convolution"},
+    {"inferred_dimension", "reshape"},
+    {"delta", "rng-get-and-update-state"},
+    {"num_carries", "scan"},
+    {"is_reverse", "scan"},
+    {"is_associative", "scan"},
+    {"lhs_contracting_dims", "ragged-dot scaled-dot"},
+    {"rhs_contracting_dims", "ragged-dot scaled-dot"},
+    {"lhs_batch_dims", "ragged-dot scaled-dot"},
+    {"rhs_batch_dims", "ragged-dot scaled-dot"},
+    {"lhs_ragged_dims", "ragged-dot"},
+    {"rhs_group_dims", "ragged-dot"},
     {"constrain_layout", "all-reduce all-gather all-to-all reduce-scatter all-reduce-start "
                          "all-gather-start"},
     {"use_global_device_ids", "all-reduce all-gather reduce-scatter all-reduce-start "
                               "all-gather-start"},
     {"output_to_operand_aliasing", "fusion custom-call async-start"},
-    {"algorithm", "dot rng-bit-generator"},
-    {"channel_id", "all-gather all-to-all reduce-scatter collective-permute collective-broadcast "
+    {"algorithm", "dot scaled-dot rng-bit-generator"},
+    {"channel_id", "all-gather all-to-all ragged-all-to-all reduce-scatter collective-permute "
+                   "collective-broadcast "
                    "all-reduce-start all-gather-start collective-permute-start send send-done "
                    "recv recv-done"},
-    {"replica_groups", "all-gather all-to-all reduce-scatter collective-broadcast "
-                       "all-reduce-start all-gather-start"},
-    {"dimensions", "map sort all-gather all-to-all reduce-scatter all-gather-start "
-                   "get-dimension-size set-dimension-size"},
+    {"replica_groups", "all-gather all-to-all ragged-all-to-all reduce-scatter "
+                       "collective-broadcast all-reduce-start all-gather-start"},
+    {"dimensions", "map sort scan all-gather all-to-all ragged-all-to-all reduce-scatter "
+                   "all-gather-start get-dimension-size set-dimension-size"},
     {"source_target_pairs", "collective-permute collective-permute-start"},
     {"slice_sizes", "gather collective-permute collective-permute-start"},
     {"is_stable", "sort"},
@@ -550,7 +563,7 @@ static const struct {
     {"dim_labels", "custom-call"},
     {"feature_group_count", "custom-call"},
     {"batch_group_count", "custom-call"},
-    {"operand_precision", "custom-call"},
+    {"operand_precision", "custom-call ragged-dot scaled-dot"},
     {"padding_type", "custom-call"},
     {"async_execution_thread", "async-start async-update async-done"},
     {"cross_program_prefetch_index", "copy-start"},
@@ -577,7 +590,7 @@ static const struct {
   const char *name, *ops;
   bool list;
 } comp_attrs[] = {
-    {"to_apply", "call map sort scatter reduce-scatter all-reduce-start custom-call", false},
+    {"to_apply", "call map sort scan scatter reduce-scatter all-reduce-start custom-call", false},
     {"condition", "while", false},
     {"body", "while", false},
     {"true_computation", "conditional", false},
@@ -816,7 +829,7 @@ static const char *declared_missing(const hlo_inst *hi, ir_op op) {
     const char *ops, *attrs[2];
   } need[] = {
       {"while", {"condition", "body"}},
-      {"call map sort scatter reduce-scatter all-reduce-start", {"to_apply", NULL}},
+      {"call map sort scan scatter reduce-scatter all-reduce-start", {"to_apply", NULL}},
       {"select-and-scatter", {"select", "scatter"}},
       {"custom-call", {"custom_call_target", NULL}},
       {"async-start", {"calls", NULL}},

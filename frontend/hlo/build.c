@@ -505,6 +505,31 @@ static void check_entry_layout(builder *b) {
   }
 }
 
+/* Attributes after a computation's body: execution_thread="..." (XLA's
+ * only one), kept verbatim. */
+static void comp_attrs(hlo_parser *p, const hlo_comp *c, ir_comp *ic) {
+  if (!c->attrs.n) return;
+  ic->raw = arena_array(p->m->arena, (size_t)c->attrs.n, sizeof(ir_raw_attr));
+  for (int i = 0; i < c->attrs.n; i++) {
+    const hlo_tok *k = c->attrs.v[i].name, *v = c->attrs.v[i].value;
+    if (strcmp(k->text, "execution_thread") != 0 || v->kind != STRING) {
+      fe_hlo_error(p, k->loc, strcmp(k->text, "execution_thread") != 0
+                                  ? "unsupported computation attribute '%s'"
+                                  : "bad value for computation attribute '%s': expected a string",
+                   k->text);
+      continue;
+    }
+    for (int j = 0; j < ic->nraw; j++)
+      if (strcmp(ic->raw[j].name, k->text) == 0) {
+        fe_hlo_error(p, k->loc, "computation attribute '%s' is given twice", k->text);
+        break;
+      }
+    ic->raw[ic->nraw].name = arena_strdup(p->m->arena, k->text);
+    ic->raw[ic->nraw].text = fe_hlo_tok_text(p, v);
+    ic->nraw++;
+  }
+}
+
 ir_module *fe_hlo_build(hlo_parser *p) {
   builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch),
                strmap_create(p->scratch), NULL, NULL};
@@ -530,6 +555,7 @@ ir_module *fe_hlo_build(hlo_parser *p) {
     c->id = ir_comp_add(m, c->name->text);
     b.by_id[c->id] = c;
     ir_comp_get(m, c->id)->loc = c->name->loc;
+    comp_attrs(p, c, ir_comp_get(m, c->id));
     if (c->entry) {
       if (entry >= 0) {
         fe_hlo_error(p, c->name->loc, "more than one ENTRY computation ('%s' and '%s')",

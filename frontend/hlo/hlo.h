@@ -97,6 +97,7 @@ typedef struct hlo_comp {
   ir_comp_id id;       /* filled by build.c */
   int state;
   hlo_instvec insts;   /* in text order, nested instructions before users */
+  hlo_attrvec attrs;   /* after the body (execution_thread=) */
 } hlo_comp;
 
 /* A diagnostic held back until the parse ends, so that they come out in

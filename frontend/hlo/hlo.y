@@ -6,7 +6,7 @@
  *   (module attr: "entry_computation_layout" "=" "{" "(" [ shape { "," shape } ] ")" "->" shape "}"
  *                 is read as shapes; other attributes as token trees)
  *   computation : [ "ENTRY" ] name [ "(" [ param { "," param } ] ")" "->" shape ]
- *                 "{" instruction { instruction } "}"
+ *                 "{" instruction { instruction } "}" { "," attr }
  *   param       : name ":" shape
  *   instruction : [ "ROOT" ] name "=" [ shape ] rhs { "," attr }
  *   rhs         : opcode "(" [ operand { "," operand } ] ")"
@@ -163,7 +163,7 @@ static hlo_tokvec *layout_join(hlo_parser *p, hlo_tokvec *ints, hlo_tokvec *tail
 %type <inst> inst rhs
 %type <opnd> operand
 %type <opnds> operands operands_opt
-%type <attrs> attrs
+%type <attrs> attrs comp_attrs
 %type <comp> comp_head comp_head_arr
 %type <params> params params_opt
 
@@ -223,14 +223,29 @@ comps
   ;
 
 comp
-  : comp_head '{' insts '}'                      { end_comp(p, $1); }
-  | comp_head_arr '{' insts '}' {
-      $1->result = fe_hlo_array_shape(p, $1->rtype, $1->rdims, NULL);
+  : comp_head '{' insts '}' comp_attrs {
+      if ($5) $1->attrs = *$5;
       end_comp(p, $1);
     }
-  | comp_head_arr '{' layout_ints_opt layout_tail '}' '{' insts '}' {
-      $1->result = fe_hlo_array_shape(p, $1->rtype, $1->rdims, layout_join(p, $3, $4));
+  | comp_head_arr '{' insts '}' comp_attrs {
+      $1->result = fe_hlo_array_shape(p, $1->rtype, $1->rdims, NULL);
+      if ($5) $1->attrs = *$5;
       end_comp(p, $1);
+    }
+  | comp_head_arr '{' layout_ints_opt layout_tail '}' '{' insts '}' comp_attrs {
+      $1->result = fe_hlo_array_shape(p, $1->rtype, $1->rdims, layout_join(p, $3, $4));
+      if ($9) $1->attrs = *$9;
+      end_comp(p, $1);
+    }
+  ;
+
+/* after a computation's body: ", execution_thread=\"host\"" */
+comp_attrs
+  : %empty { $$ = NULL; }
+  | comp_attrs ',' name '=' value {
+      $$ = $1 ? $1 : arena_alloc(p->scratch, sizeof(hlo_attrvec));
+      hlo_attr a = {$3, $5};
+      VEC_PUSH(p->scratch, *$$, a);
     }
   ;
 
