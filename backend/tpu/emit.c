@@ -264,16 +264,58 @@ static uint32_t desc_addr(tb *b, const int64_t d[10]) {
   return b->dyn_desc;
 }
 
+/* The byte range [*lo, *hi) a transfer touches on one side (strides at
+ * desc[s..s+2]) from base; desc's counts are at least 1. */
+static void dma_box(const int64_t desc[10], int s, int64_t base, int64_t *lo, int64_t *hi) {
+  *lo = *hi = base;
+  for (int k = 0; k < 3; k++) {
+    int64_t e = desc[s + k] * (desc[1 + k] - 1);
+    if (e < 0) *lo += e;
+    else *hi += e;
+  }
+  *hi += desc[0];
+}
+
+/* A transfer the ISA can encode (docs/isa.md, "DMA descriptors"): a run
+ * of 1..2^30 bytes, counts of 1..2^24, strides that fit the descriptor's
+ * signed 32-bit words, and both boxes inside memory the target addresses
+ * (HBM below hbm_limit, at most 2^32). Otherwise a located error and
+ * false: what the arithmetic above computed in 64 bits is never wrapped
+ * into a descriptor. Sets the VMEM box. */
+static bool dma_encodable(tb *b, uint64_t vaddr, uint64_t haddr, const int64_t desc[10],
+                          int64_t *vlo, int64_t *vhi) {
+  const char *what = NULL;
+  int64_t bad = 0;
+  if (desc[0] < 1 || desc[0] > ((int64_t)1 << 30)) what = "contiguous run", bad = desc[0];
+  for (int k = 0; k < 3 && !what; k++)
+    if (desc[1 + k] < 1 || desc[1 + k] > ((int64_t)1 << 24)) what = "count", bad = desc[1 + k];
+  for (int k = 4; k < 10 && !what; k++)
+    if (desc[k] < INT32_MIN || desc[k] > INT32_MAX)
+      what = k < 7 ? "HBM stride" : "VMEM stride", bad = desc[k];
+  if (what) {
+    tb_error(b, ST_RESOURCE_EXHAUSTED,
+             "a DMA %s of %lld bytes does not fit the target's 32-bit DMA descriptors", what,
+             (long long)bad);
+    return false;
+  }
+  int64_t hlo, hhi;
+  dma_box(desc, 4, (int64_t)haddr, &hlo, &hhi);
+  dma_box(desc, 7, (int64_t)vaddr, vlo, vhi);
+  if (hlo < 0 || (uint64_t)hhi > b->hbm_limit || *vlo < 0 || (uint64_t)*vhi > b->t.vmem_bytes) {
+    tb_error(b, ST_RESOURCE_EXHAUSTED,
+             "a DMA reaches HBM bytes [%lld, %lld) and VMEM bytes [%lld, %lld), outside the "
+             "%llu and %llu bytes the target addresses",
+             (long long)hlo, (long long)hhi, (long long)*vlo, (long long)*vhi,
+             (unsigned long long)b->hbm_limit, (unsigned long long)b->t.vmem_bytes);
+    return false;
+  }
+  return true;
+}
+
 void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
   if (b->failed) return;
-  /* VMEM box: bounding range of the vmem side. */
-  int64_t lo = (int64_t)vaddr, hi = (int64_t)vaddr;
-  for (int k = 0; k < 3; k++) {
-    int64_t e = desc[7 + k] * (desc[1 + k] - 1);
-    if (e < 0) lo += e;
-    else hi += e;
-  }
-  hi += desc[0];
+  int64_t lo, hi;
+  if (!dma_encodable(b, vaddr, haddr, desc, &lo, &hi)) return;
   access(b, TB_DMA_UNIT, (uint64_t)lo, (uint64_t)hi, load);
   uint32_t da = desc_addr(b, desc);
   int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);
@@ -297,13 +339,8 @@ void tb_fence(tb *b, int u, int v) {
 
 void tb_dma_q1(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
   if (b->failed) return;
-  int64_t lo = (int64_t)vaddr, hi = (int64_t)vaddr;
-  for (int k = 0; k < 3; k++) {
-    int64_t e = desc[7 + k] * (desc[1 + k] - 1);
-    if (e < 0) lo += e;
-    else hi += e;
-  }
-  hi += desc[0];
+  int64_t lo, hi;
+  if (!dma_encodable(b, vaddr, haddr, desc, &lo, &hi)) return;
   access(b, TB_DMA_UNIT + 1, (uint64_t)lo, (uint64_t)hi, load);
   uint32_t da = desc_addr(b, desc);
   int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);

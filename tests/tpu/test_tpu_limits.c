@@ -5,6 +5,9 @@
  *  - computations nested deeper than 64 are a located error at the caller
  *    (the evaluator's and the cpu target's limit), and 5,000 of them are
  *    an error, not a crash;
+ *  - a convolution whose stride (2^30 elements of 2 bytes) makes a DMA
+ *    stride that does not fit the descriptor's signed 32-bit word is a
+ *    located compile error (it wrapped, and the run faulted after minutes);
  *  - a chain of 25,000 elementwise ops, each the one operand of the next
  *    (computed in registers by its user), and the same chain inside a row
  *    kernel's fusion, compile and match the evaluator.
@@ -96,6 +99,17 @@ static int case_nest_5000(void) {
   return r;
 }
 
+static int case_conv_stride_2e30(void) {
+  static const char text[] =
+      "HloModule m\nENTRY e {\n  x = f32[1,4,1] parameter(0)\n  k = f32[2,1,1] parameter(1)\n"
+      "  ROOT c = f32[1,2,1] convolution(x, k), window={size=2 stride=1073741824 pad=0_1073741824}, "
+      "dim_labels=b0f_0io->b0f\n}\n";
+  static const char *const at[] = {"conv_stride.hlo:5:", "tpu: convolution: a DMA HBM stride of "
+                                   "2147483648 bytes does not fit the target's 32-bit DMA descriptors",
+                                   NULL};
+  return expect_error("conv_stride.hlo", text, ST_RESOURCE_EXHAUSTED, at);
+}
+
 static int check_text(const char *name, char *text) {
   ir_module *m = tc_parse(name, text);
   int r = tc_check(m, "v3", IR_PREC_DEFAULT, 7, 0, name);
@@ -114,6 +128,7 @@ static const struct {
 } cases[] = {
     {"nest_64", case_nest_64},
     {"nest_5000", case_nest_5000},
+    {"conv_stride_2e30", case_conv_stride_2e30},
     {"elementwise_chain_25000", case_chain},
     {"row_kernel_chain_25000", case_rows_chain},
 };
