@@ -69,7 +69,10 @@ void tool_help_run(FILE *f) {
         "  --trace=FILE.json      TPU targets: Chrome trace (Perfetto), spans named\n"
         "                         after ops, HBM bandwidth counter\n"
         "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
-        "                         (docs/profiling.md)\n",
+        "                         (docs/profiling.md)\n"
+        "  --max-cycles=N         TPU targets: stop the emulated run after N cycles\n"
+        "                         (default 1000000000) with an error naming the\n"
+        "                         limit and the cycle reached; exit status 1\n",
         f);
   fputs("  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
@@ -187,6 +190,11 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       VALUE();
       if (name[1] == 't') c->tpu.stats_json = v;
       else c->tpu.precision = v;
+    } else if (!strcmp(name, "max-cycles")) {
+      VALUE();
+      int64_t n;
+      if (!tool_parse_int(CMD, name, v, 1, INT64_MAX, &n)) return false;
+      c->tpu.max_cycles = (uint64_t)n;
     } else if (!strcmp(name, "threads")) {
       VALUE();
       int64_t t;
@@ -498,6 +506,7 @@ int tool_cmd_run(int argc, char **argv) {
                            : c.tpu.roofline   ? "--roofline"
                            : c.tpu.precision  ? "--precision"
                            : c.tpu.memory_report ? "--memory-report"
+                           : c.tpu.max_cycles    ? "--max-cycles"
                                                  : NULL;
     const char *stats = c.tpu.stats ? "--stats" : c.tpu.stats_json ? "--stats-json" : NULL;
     const char *t = is_tpub ? given_target : c.target;
@@ -604,7 +613,7 @@ int tool_cmd_run(int argc, char **argv) {
   lit_vec got = {0};
   if (c.target && tool_tpu_target(c.target) &&
       (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
-       c.tpu.report || c.tpu.trace || c.tpu.roofline || c.opt.explain ||
+       c.tpu.report || c.tpu.trace || c.tpu.roofline || c.opt.explain || c.tpu.max_cycles ||
        !tool_target_find(c.target))) {
     /* A TPU target with a report, a precision, --explain or overrides: the
      * backend directly (tools.h, tool_tpu_run). */

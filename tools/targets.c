@@ -85,6 +85,7 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
   r.json_path = o->stats_json;
   r.memory_report = o->memory_report;
   r.explain = o->explain;
+  r.max_cycles = o->max_cycles;
   r.out = stderr;
   if (!precision_of(o->precision, &r.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
@@ -131,6 +132,7 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
   r.target = target;
   r.stats = o->stats;
   r.json_path = o->stats_json;
+  r.max_cycles = o->max_cycles;
   r.out = stderr;
   if (o->report || o->trace || o->roofline) { /* per-op reports: tools/report_run.c */
     tool_report_opts ro = {o->report, o->trace, o->roofline};

@@ -37,6 +37,7 @@ typedef struct tool_tpu_opts {
   bool stats, memory_report;
   bool explain; /* the lowering's tiling decisions, after the passes' */
   const char *report, *trace, *roofline; /* per-op reports (tools/report.h) */
+  uint64_t max_cycles; /* --max-cycles: the emulator's cycle limit (0: 10^9) */
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,

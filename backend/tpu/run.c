@@ -52,13 +52,13 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
                         ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                         struct tpurt_stats *stats, double *host_seconds, char *err,
                         size_t errlen) {
-  return tpu_execute_profiled(img, target, m, args, nargs, a, out, stats, host_seconds, NULL, err,
-                              errlen);
+  return tpu_execute_profiled(img, target, 0, m, args, nargs, a, out, stats, host_seconds, NULL,
+                              err, errlen);
 }
 
-base_status tpu_execute_profiled(const tpub_image *img, const char *target, const ir_module *m,
-                                 ir_literal *const *args, int nargs, arena *a, ir_literal **out,
-                                 struct tpurt_stats *stats, double *host_seconds,
+base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint64_t cycle_limit,
+                                 const ir_module *m, ir_literal *const *args, int nargs, arena *a,
+                                 ir_literal **out, struct tpurt_stats *stats, double *host_seconds,
                                  tpu_profile *prof, char *err, size_t errlen) {
   base_status rc = ST_OK;
   uint8_t *bytes = NULL;
@@ -71,6 +71,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, cons
   tpurt_device_options_t o;
   tpurt_device_options_init(&o);
   o.target = target;
+  o.cycle_limit = cycle_limit;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
   tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
@@ -124,7 +125,9 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, cons
   if (host_seconds) *host_seconds = t1 - t0;
   if (stats) *stats = st;
   if (es != TPURT_OK) {
-    snprintf(err, errlen, "tpu: execution failed: %s", tpurt_device_message(dev));
+    snprintf(err, errlen, "tpu: execution %s: %s",
+             es == TPURT_RESOURCE_EXHAUSTED ? "stopped at its cycle limit" : "failed",
+             tpurt_device_message(dev));
     rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED
          : es == TPURT_IO_ERROR         ? ST_IO_ERROR /* the profile's trace file */
                                         : ST_RUNTIME_FAULT;
@@ -355,8 +358,8 @@ static base_status run_and_report(const tpub_image *img, const char *target, con
   tpurt_stats_t s;
   run_figures g;
   memset(&g, 0, sizeof g);
-  base_status st = tpu_execute_profiled(img, target, m, args, nargs, a, out, &s, &g.host,
-                                        r->profile, err, errlen);
+  base_status st = tpu_execute_profiled(img, target, r->max_cycles, m, args, nargs, a, out, &s,
+                                        &g.host, r->profile, err, errlen);
   if (st != ST_OK) return st;
   if (r->stats_out) *r->stats_out = s;
   if (!r->stats && !r->json_path) return ST_OK;

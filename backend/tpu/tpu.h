@@ -84,8 +84,11 @@ typedef struct tpu_profile {
   struct tpurt_op_stats *ops;
   const char *target; /* out: the target the run used (in the arena) */
 } tpu_profile;
-/* tpu_execute with optional profiling (prof may be NULL). */
+/* tpu_execute with optional profiling (prof may be NULL) and a cycle
+ * limit (0: the device's default, 10^9): a run that reaches it stops with
+ * ST_RESOURCE_EXHAUSTED and an error naming the limit and the cycle. */
 base_status tpu_execute_profiled(const tpub_image *img, const char *target,
+                                 uint64_t cycle_limit,
                                  const ir_module *m, ir_literal *const *args,
                                  int nargs, arena *a, ir_literal **out,
                                  struct tpurt_stats *stats, double *host_seconds,
@@ -114,6 +117,7 @@ typedef struct tpu_run_report {
   FILE *out;               /* NULL: stderr */
   tpu_profile *profile;    /* non-NULL: run profiled (tpu_execute_profiled) */
   struct tpurt_stats *stats_out; /* non-NULL: receives the run's counters */
+  uint64_t max_cycles;     /* the emulator's cycle limit (0: 10^9) */
 } tpu_run_report;
 base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
                                 ir_literal *const *args, int nargs, arena *a,

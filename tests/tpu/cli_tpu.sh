@@ -177,4 +177,33 @@ for f in bc.hlo bc.tg; do
     --input=4xf32="1 -2 3 -4" --expected-output=4xs32="-1082130432 1073741824 -1069547520 1082130432" \
     --atol=0 --rtol=0
 done
+# --max-cycles: a program that loops stops at the limit, exit 1, with the
+# limit and the cycle reached in the message (a .tpub and a module); a
+# usage error off TPU targets and for N < 1; documented in --help.
+cat >"$T/loop.s" <<'S'
+.target v3
+.hbm 1024
+.param x f32[4] @0
+.result y f32[4] @512
+top:
+        jmp top
+S
+fails_with() { # fails_with STATUS PATTERN COMMAND...: exit STATUS, stderr matches PATTERN
+  want=$1 pat=$2
+  shift 2
+  "$@" >"$T/o" 2>"$T/e"
+  got=$?
+  [ "$got" = "$want" ] && grep -q -- "$pat" "$T/e" || { echo "exit $got:"; cat "$T/e"; return 1; }
+}
+check "assemble a loop" "$TPUCC" asm "$T/loop.s" -o "$T/loop.tpub"
+check "--max-cycles stops a loop" fails_with 1 'stopped at its cycle limit: .* at cycle 100001: cycle limit of 100000 reached' \
+  "$TPUCC" run "$T/loop.tpub" --random-inputs --max-cycles=100000
+check "--max-cycles on a module" fails_with 1 'at cycle [0-9]*: cycle limit of 5 reached' \
+  "$TPUCC" run "$T/bc.hlo" --random-inputs --max-cycles=5
+check "--max-cycles large enough runs" "$TPUCC" run "$T/bc.hlo" --random-inputs --max-cycles=100000
+check "--max-cycles off TPU targets" fails_with 2 "max-cycles applies to TPU targets" \
+  "$TPUCC" run "$T/bc.hlo" --random-inputs --max-cycles=5 --target=interp
+check "--max-cycles=0" fails_with 2 "max-cycles: '0' is not an integer" \
+  "$TPUCC" run "$T/bc.hlo" --random-inputs --max-cycles=0
+check "--max-cycles in --help" sh -c "'$TPUCC' run --help | grep -q -- '--max-cycles=N'"
 exit $fail
