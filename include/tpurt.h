@@ -166,6 +166,11 @@ typedef struct tpurt_program tpurt_program_t;
  * located diagnostics when rejected. The cpu device takes text only. */
 TPURT_API tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
                                             tpurt_program_t **out_program);
+/* Loads the file at path as tpurt_program_load does, after checking it
+ * before reading it whole: TPURT_NOT_FOUND without it, TPURT_IO_ERROR for
+ * a directory or anything not a regular file, TPURT_RESOURCE_EXHAUSTED
+ * over 2 GiB, TPURT_INVALID_PROGRAM when its .tpub header's size is not the
+ * file's (and in libtpurt, which loads no text, without the .tpub magic). */
 TPURT_API tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
                                                  tpurt_program_t **out_program);
 /* Assembles text in the assembler form of docs/isa.md and verifies the

@@ -374,26 +374,23 @@ tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
   if (out) *out = NULL;
   if (!dev || !path || !out)
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load_file: NULL argument");
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(dev, TPURT_NOT_FOUND, "%s: cannot open", path);
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return fail(dev, TPURT_IO_ERROR, "%s: cannot determine the size", path);
+#ifdef TPURT_HAVE_CPU
+  int need_magic = 0; /* module text loads too */
+#else
+  int need_magic = 1;
+#endif
+  uint8_t *buf;
+  size_t n;
+  char why[MSG_BYTES - 16];
+  switch (tpub_read_file(path, &dev->alloc, need_magic, &buf, &n, why, sizeof why)) {
+  case TPUB_FILE_OK: break;
+  case TPUB_FILE_NOT_FOUND: return fail(dev, TPURT_NOT_FOUND, "%s", why);
+  case TPUB_FILE_TOO_LARGE: return fail(dev, TPURT_RESOURCE_EXHAUSTED, "%s", why);
+  case TPUB_FILE_NOT_TPUB: return fail(dev, TPURT_INVALID_PROGRAM, "%s", why);
+  case TPUB_FILE_NO_MEMORY: return fail(dev, TPURT_OUT_OF_MEMORY, "%s", why);
+  default: return fail(dev, TPURT_IO_ERROR, "%s", why);
   }
-  uint8_t *buf = rt_alloc(&dev->alloc, (size_t)n);
-  if (!buf) {
-    fclose(f);
-    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  }
-  size_t got = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  if (got != (size_t)n) {
-    rt_free(&dev->alloc, buf);
-    return fail(dev, TPURT_IO_ERROR, "%s: read error", path);
-  }
-  tpurt_status_t st = load_named(dev, path, buf, (size_t)n, out);
+  tpurt_status_t st = load_named(dev, path, buf, n, out);
   rt_free(&dev->alloc, buf);
   if (st == TPURT_INVALID_PROGRAM) {
     char tmp[MSG_BYTES];

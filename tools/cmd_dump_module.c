@@ -23,7 +23,11 @@ void tpucc_help_dump_module(FILE *f) {
         "and FLOPs) and the disassembly. With --asm only the assembly text is\n"
         "printed.\n"
         "\n"
-        "exit status: 0 a valid program; 2 usage error, unreadable or invalid file.\n",
+        "The file is checked (a regular file of at most 2 GiB starting with the\n"
+        ".tpub magic) before it is read.\n"
+        "\n"
+        "exit status: 0 a valid program; 1 out of memory; 2 usage error,\n"
+        "unreadable or invalid file.\n",
         f);
 }
 
@@ -87,39 +91,33 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
     tpucc_help_dump_module(stderr);
     return 2;
   }
-  FILE *f = fopen(in, "rb");
-  if (!f) {
-    fprintf(stderr, "tpucc dump-module: error: cannot read '%s'\n", in);
-    return 2;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
-    fclose(f);
-    free(b);
-    fprintf(stderr, "tpucc dump-module: error: cannot read '%s'\n", in);
-    return 2;
-  }
-  fclose(f);
+  uint8_t *b;
+  size_t n;
   char why[512];
+  int rf = tpub_read_file(in, NULL, 1, &b, &n, why, sizeof why);
+  if (rf != TPUB_FILE_OK) {
+    fprintf(stderr, "tpucc dump-module: error: %s\n", why);
+    return rf == TPUB_FILE_NO_MEMORY ? 1 : 2;
+  }
   tpub_image *img = NULL;
-  if (tpub_read(b, (size_t)n, NULL, &img, why, sizeof why)) {
-    fprintf(stderr, "%s: error: invalid program: %s\n", in, why);
-    free(b);
-    return 2;
+  int rr = tpub_read(b, n, NULL, &img, why, sizeof why);
+  if (rr) {
+    fprintf(stderr, "%s: error: %s%s\n", in, rr == -2 ? "out of memory" : "invalid program: ",
+            rr == -2 ? "" : why);
+    rt_free(NULL, b);
+    return rr == -2 ? 1 : 2;
   }
   tgt_target t;
-  int rc = 0;
+  int rc = 0, rv = 0;
   if (tgt_parse(target ? target : img->target, &t, why, sizeof why) ||
-      tpub_verify(img, &t, why, sizeof why)) {
-    fprintf(stderr, "%s: error: invalid program: %s\n", in, why);
-    rc = 2;
+      (rv = tpub_verify(img, &t, why, sizeof why)) != 0) {
+    fprintf(stderr, "%s: error: %s%s\n", in, rv == -2 ? "out of memory" : "invalid program: ",
+            rv == -2 ? "" : why);
+    rc = rv == -2 ? 1 : 2;
   }
   if (!only_asm) {
     static const char *const kinds[] = {"?", "target", "signature", "code", "const", "smem", "ops"};
-    printf("; %s: .tpub format %u, ISA %u, %ld bytes, crc32 %08x\n", in, (unsigned)le(b + 8, 2),
+    printf("; %s: .tpub format %u, ISA %u, %zu bytes, crc32 %08x\n", in, (unsigned)le(b + 8, 2),
            (unsigned)le(b + 10, 2), n, (unsigned)le(b + 24, 4));
     printf("; target %s, HBM %llu bytes\n", img->target, (unsigned long long)img->hbm_bytes);
     uint32_t nsec = (uint32_t)le(b + 12, 4);
@@ -146,10 +144,11 @@ int tpucc_cmd_dump_module(int argc, char **argv) {
     fwrite(text, 1, len, stdout);
     free(text);
   } else {
-    rc = 2;
+    fprintf(stderr, "%s: error: out of memory\n", in);
+    rc = 1;
   }
   tpub_free(img);
-  free(b);
+  rt_free(NULL, b);
   return rc;
 }
 

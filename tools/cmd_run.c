@@ -393,6 +393,11 @@ static int run_tpub(const run_cfg *c, const char *target, arena *a, const given 
     tool_error(CMD, "--reference needs a module, not a .tpub program");
     return TOOL_EXIT_USAGE;
   }
+  if (target && !tool_tpu_target(target)) {
+    tool_error(CMD, "%s is a compiled TPU program: it runs only on a TPU target (v2, v3, v2-8, "
+               "v3-8, or one with overrides such as v3,mxu=64x64), not '%s'", c->file, target);
+    return TOOL_EXIT_USAGE;
+  }
   if (c->tpu.precision || c->tpu.memory_report) { /* compile-time choices */
     tool_error(CMD, "--%s applies when compiling; %s is already compiled",
                c->tpu.precision ? "precision" : "memory-report", c->file);

@@ -78,7 +78,11 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
   if (!in || !res) base_die("out of memory"); /* compiler side: fatal, as in base.h */
   if (tpurt_device_create(&o, &dev) != TPURT_OK) {
-    snprintf(err, errlen, "tpu: cannot create a device for target '%s'", target);
+    tpurt_target_check(target, why, sizeof why);
+    snprintf(err, errlen,
+             "tpu: a compiled program runs only on a TPU target (v2, v3, v2-8, v3-8, or one "
+             "with overrides such as v3,mxu=64x64), not '%s'%s%.300s",
+             target, why[0] ? ": " : "", why);
     rc = ST_INVALID_ARGUMENT;
     goto done;
   }
@@ -436,13 +440,23 @@ base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *
 /* ---- running .tpub files ------------------------------------------------------ */
 
 static base_status load_image(const char *path, tpub_image **img, char *err, size_t errlen) {
-  char *data = NULL;
+  uint8_t *data = NULL;
   size_t len = 0;
-  base_status st = ir_file_read(path, (size_t)1 << 31, &data, &len, err, errlen);
-  if (st != ST_OK) return st;
+  switch (tpub_read_file(path, NULL, 1, &data, &len, err, errlen)) {
+  case TPUB_FILE_OK: break;
+  case TPUB_FILE_NOT_FOUND: return ST_NOT_FOUND;
+  case TPUB_FILE_TOO_LARGE: return ST_RESOURCE_EXHAUSTED;
+  case TPUB_FILE_NOT_TPUB: return ST_INVALID_ARGUMENT;
+  case TPUB_FILE_NO_MEMORY: return ST_OUT_OF_MEMORY;
+  default: return ST_IO_ERROR;
+  }
   char why[512];
   int rc = tpub_read(data, len, NULL, img, why, sizeof why);
-  free(data);
+  rt_free(NULL, data);
+  if (rc == -2) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    return ST_OUT_OF_MEMORY;
+  }
   if (rc) {
     snprintf(err, errlen, "%s: not a valid .tpub program: %s", path, why);
     return ST_INVALID_ARGUMENT;

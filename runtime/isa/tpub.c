@@ -11,7 +11,7 @@
 
 #include "isa.h"
 
-static const uint8_t magic[8] = {'T', 'P', 'U', 'B', '\r', '\n', 0x1a, '\n'};
+static const char *const magic = TPUB_MAGIC;
 
 enum { SEC_TARGET = 1, SEC_SIGNATURE, SEC_CODE, SEC_CONST, SEC_SMEM, SEC_OPS, SEC_END };
 enum { HEADER_BYTES = 64, SECTION_BYTES = 24, MAX_SECTIONS = 16 };

@@ -155,6 +155,30 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
  * the reason in err, or -2 when memory ran out. */
 int tpub_verify(const tpub_image *img, const tgt_target *t, char *err, size_t errlen);
 
+/* The first 8 bytes of every .tpub file. */
+#define TPUB_MAGIC "TPUB\r\n\x1a\n"
+/* The largest program file the readers accept (2 GiB). */
+#define TPUB_MAX_FILE ((uint64_t)1 << 31)
+
+enum {
+  TPUB_FILE_OK = 0,
+  TPUB_FILE_NOT_FOUND, /* no such file */
+  TPUB_FILE_IO,        /* a directory, not a regular file, unreadable */
+  TPUB_FILE_TOO_LARGE, /* over TPUB_MAX_FILE bytes */
+  TPUB_FILE_NOT_TPUB,  /* no TPUB_MAGIC (need_magic), or a header whose file
+                          size is not the file's */
+  TPUB_FILE_NO_MEMORY,
+};
+/* Reads the regular file at path whole through a (NULL: malloc), after
+ * checking, before any allocation, that it is a regular file of at most
+ * TPUB_MAX_FILE bytes, that it begins with TPUB_MAGIC (need_magic), and
+ * when it does, that the file size in its header is the file's.
+ * Returns TPUB_FILE_OK with *out (free with rt_free) and *out_len, or one
+ * of the codes above with "PATH: reason" in why. The contents are not
+ * checked beyond the magic: tpub_read does that. */
+int tpub_read_file(const char *path, const rt_allocator *a, int need_magic, uint8_t **out,
+                   size_t *out_len, char *why, size_t whylen);
+
 /* CRC-32 (IEEE, reflected, init and xorout 0xFFFFFFFF) of n bytes. */
 uint32_t tpub_crc32(const void *p, size_t n);
 

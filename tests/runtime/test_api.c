@@ -1,12 +1,15 @@
 /* test_api.c: libtpurt's public API: versions, status strings, argument and
  * signature checks with their messages, file round trips, and the
  * fail-the-Nth-allocation test: every out-of-memory path returns an error
- * and leaks nothing (SQLite/Lua style fault injection). */
+ * and leaks nothing (SQLite/Lua style fault injection); loading a file
+ * checks what it is before reading it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cmocka.h>
+
+#include <unistd.h>
 
 #include "rt_test.h"
 
@@ -251,6 +254,70 @@ static void every_allocation_failure_is_clean(void **state) {
   }
 }
 
+/* An allocator that refuses anything over 1 MiB and counts the bytes it
+ * was asked for: loading a file must look at it before allocating. */
+typedef struct capped {
+  size_t asked;
+} capped;
+static void *cap_alloc(void *user, size_t n) {
+  capped *c = user;
+  c->asked += n;
+  return n > ((size_t)1 << 20) ? NULL : malloc(n);
+}
+static void cap_free(void *user, void *p) {
+  (void)user;
+  free(p);
+}
+
+/* tpurt_program_load_file checks what the path is first: a directory, a
+ * file without the .tpub magic, one whose header size is not its size,
+ * and one over 2 GiB (sparse) are errors that say so, before anything the
+ * size of the file is allocated. */
+static void load_file_checks_before_reading(void **state) {
+  (void)state;
+  capped c = {0};
+  tpurt_allocator_t a = {cap_alloc, cap_free, &c};
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.allocator = &a;
+  tpurt_device_t *d;
+  assert_int_equal(tpurt_device_create(&o, &d), TPURT_OK);
+  size_t base = c.asked;
+  char dir[] = "/tmp/tpurt_load_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  tpurt_program_t *p = (tpurt_program_t *)1;
+  assert_int_equal(tpurt_program_load_file(d, dir, &p), TPURT_IO_ERROR);
+  assert_null(p);
+  assert_non_null(strstr(tpurt_device_message(d), "is a directory"));
+  char path[64];
+  snprintf(path, sizeof path, "%s/m.hlo", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs("HloModule m\n", f);
+  fclose(f);
+  assert_int_equal(tpurt_program_load_file(d, path, &p), TPURT_INVALID_PROGRAM);
+  assert_non_null(strstr(tpurt_device_message(d), "does not start with the TPUB magic"));
+  /* 1 GiB (sparse) with the magic and a header claiming 64 bytes */
+  static const unsigned char head[24] = {'T', 'P', 'U', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 1, 0,
+                                         1, 0, 0, 0, 64};
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
+  assert_int_equal(fseek(f, (1L << 30) - 1, SEEK_SET), 0);
+  fputc(0, f);
+  fclose(f);
+  assert_int_equal(tpurt_program_load_file(d, path, &p), TPURT_INVALID_PROGRAM);
+  assert_non_null(strstr(tpurt_device_message(d), "header says 64 bytes, the file has 1073741824"));
+  /* 3 GiB (sparse): over the limit */
+  assert_int_equal(truncate(path, 3L << 30), 0);
+  assert_int_equal(tpurt_program_load_file(d, path, &p), TPURT_RESOURCE_EXHAUSTED);
+  assert_non_null(strstr(tpurt_device_message(d), "file too large (3221225472 bytes"));
+  assert_true(c.asked - base < 4096); /* nothing the size of the file was asked for */
+  remove(path);
+  rmdir(dir);
+  tpurt_device_destroy(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(versions_and_status_strings),
@@ -258,6 +325,7 @@ int main(void) {
       cmocka_unit_test(signature_checks_and_messages),
       cmocka_unit_test(trace_file_has_every_instruction),
       cmocka_unit_test(every_allocation_failure_is_clean),
+      cmocka_unit_test(load_file_checks_before_reading),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

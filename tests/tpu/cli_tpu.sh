@@ -206,4 +206,8 @@ check "--max-cycles off TPU targets" fails_with 2 "max-cycles applies to TPU tar
 check "--max-cycles=0" fails_with 2 "max-cycles: '0' is not an integer" \
   "$TPUCC" run "$T/bc.hlo" --random-inputs --max-cycles=0
 check "--max-cycles in --help" sh -c "'$TPUCC' run --help | grep -q -- '--max-cycles=N'"
+# A .tpub on a target that is not a TPU: a usage error naming the TPU targets.
+check "a .tpub on interp" fails_with 2 "mm.tpub is a compiled TPU program: it runs only on a TPU target (v2, v3" \
+  "$TPUCC" run "$T/mm.tpub" --random-inputs --target=interp
+check "a directory named .tpub" fails_with 2 "d.tpub: is a directory" sh -c "mkdir -p '$T/d.tpub' && '$TPUCC' run '$T/d.tpub' --random-inputs"
 exit $fail
