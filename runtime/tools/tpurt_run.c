@@ -10,6 +10,7 @@
  * counters of docs/isa.md, section 9. Exit status: 0 ran to the end; 1 the
  * program faulted; 2 usage error or a program that does not load. Uses only
  * the public API (include/tpurt.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static void usage(FILE *f) {
         f);
 }
 
+/* Assembly text of at most 1 GiB (a directory reports a size far above). */
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -32,7 +34,7 @@ static char *slurp(const char *path, size_t *n) {
     return NULL;
   }
   long len = ftell(f);
-  if (len < 0 || fseek(f, 0, SEEK_SET)) {
+  if (len < 0 || len > (1L << 30) || fseek(f, 0, SEEK_SET)) {
     fclose(f);
     return NULL;
   }
@@ -45,6 +47,20 @@ static char *slurp(const char *path, size_t *n) {
   if (b) b[len] = 0;
   *n = (size_t)len;
   return b;
+}
+
+/* A decimal number in [min, 2^64); false for anything else. */
+static int number(const char *flag, const char *s, unsigned long long min,
+                  unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (s[0] < '0' || s[0] > '9' || *end || errno || v < min) {
+    fprintf(stderr, "tpurt-run: %s: '%s' is not a number of at least %llu\n", flag, s, min);
+    return 0;
+  }
+  *out = v;
+  return 1;
 }
 
 static uint32_t crc32_of(const unsigned char *p, size_t n) {
@@ -82,10 +98,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--systolic")) {
       o.mxu_systolic = 1;
     } else if (!strncmp(a, "--cycle-limit=", 14)) {
-      o.cycle_limit = strtoull(a + 14, NULL, 10);
+      unsigned long long n;
+      if (!number("--cycle-limit", a + 14, 1, &n)) return 2;
+      o.cycle_limit = n;
     } else if (!strncmp(a, "--random=", 9)) {
       random = 1;
-      seed = strtoull(a + 9, NULL, 10);
+      if (!number("--random", a + 9, 0, &seed)) return 2;
     } else if (a[0] == '-' || file) {
       usage(stderr);
       return 2;
@@ -114,7 +132,7 @@ int main(int argc, char **argv) {
     size_t n = 0;
     char *text = slurp(file, &n);
     if (!text) {
-      fprintf(stderr, "tpurt-run: cannot read %s\n", file);
+      fprintf(stderr, "tpurt-run: cannot read %s (a text file of at most 1 GiB)\n", file);
       tpurt_device_destroy(dev);
       return 2;
     }
@@ -130,11 +148,22 @@ int main(int argc, char **argv) {
   }
   size_t np = tpurt_program_param_count(prog), nr = tpurt_program_result_count(prog);
   tpurt_buffer_t **in = calloc(np + 1, sizeof *in), **out = calloc(nr + 1, sizeof *out);
-  int rc = 2;
+  int rc = 1;
+  if (!in || !out) {
+    fprintf(stderr, "tpurt-run: out of memory\n");
+    goto done;
+  }
+  rc = 2;
   for (size_t i = 0; i < np; i++) {
     tpurt_tensor_info_t t;
     tpurt_program_param_info(prog, i, &t);
     unsigned char *data = random ? malloc(t.bytes ? t.bytes : 1) : NULL;
+    if (random && !data) {
+      fprintf(stderr, "tpurt-run: out of memory for the %zu bytes of parameter %s\n", t.bytes,
+              t.name);
+      rc = 1;
+      goto done;
+    }
     if (data) {
       /* Random bytes would make NaNs; fill floats with small values. */
       for (size_t k = 0; k < t.bytes; k++) {
@@ -166,7 +195,12 @@ int main(int argc, char **argv) {
       tpurt_tensor_info_t t;
       tpurt_program_result_info(prog, i, &t);
       unsigned char *data = malloc(t.bytes ? t.bytes : 1);
-      if (!data) continue;
+      if (!data) {
+        fprintf(stderr, "tpurt-run: out of memory for the %zu bytes of result %s\n", t.bytes,
+                t.name);
+        rc = 1;
+        goto done;
+      }
       tpurt_buffer_read(out[i], data, t.bytes);
       printf("result %s ", t.name);
       shape(&t);
@@ -196,9 +230,9 @@ int main(int argc, char **argv) {
            (unsigned long long)x->stall_hbm, (unsigned long long)x->stall_queue_full);
   }
 done:
-  for (size_t i = 0; i < np; i++)
+  for (size_t i = 0; in && i < np; i++)
     tpurt_buffer_destroy(in[i]);
-  for (size_t i = 0; i < nr; i++)
+  for (size_t i = 0; out && i < nr; i++)
     tpurt_buffer_destroy(out[i]);
   free(in);
   free(out);

@@ -32,4 +32,19 @@ set +e
 "$run" "$dir/rowsum.s" --target=v9 > /dev/null 2>&1; st=$?
 set -e
 [ "$st" -eq 2 ] || { echo "bad target: status $st"; exit 1; }
+# Numbers are numbers: junk or 0 for --cycle-limit, junk for --random and
+# a directory given as the program are usage errors (status 2), not a
+# silent default.
+for bad in --cycle-limit=abc --cycle-limit=0 --cycle-limit=5x --random=seven; do
+  set +e
+  "$run" "$dir/rowsum.s" "$bad" > /dev/null 2> "$tmp/err"; st=$?
+  set -e
+  [ "$st" -eq 2 ] || { echo "$bad: status $st"; exit 1; }
+  grep -q "is not a number" "$tmp/err" || { echo "$bad:"; cat "$tmp/err"; exit 1; }
+done
+mkdir "$tmp/d.tpub"
+set +e
+"$run" "$tmp/d.tpub" > /dev/null 2> "$tmp/err"; st=$?
+set -e
+[ "$st" -eq 2 ] && grep -q "is a directory" "$tmp/err" || { echo "directory: status $st"; cat "$tmp/err"; exit 1; }
 echo ok
