@@ -246,7 +246,15 @@ static bool window_out(ctx *c, const ir_window_dim *w, int i, int64_t in, int64_
 
 static bool type_ok_for(ctx *c, unsigned flags, ir_type t, int i) {
   ir_op op = c->op;
-  if ((flags & OPF_FLOAT) && !ir_type_is_float(t))
+  if (t == IR_TOKEN) return fail(c, "operand %d is a token, expected a number", i);
+  /* complex numbers take the float ops that XLA defines on them */
+  bool real_only = op == IR_OP_FLOOR || op == IR_OP_CEIL || op == IR_OP_ROUND_AFZ ||
+                   op == IR_OP_ROUND_EVEN || op == IR_OP_IS_FINITE || op == IR_OP_ATAN2 ||
+                   op == IR_OP_CBRT || op == IR_OP_MAXIMUM || op == IR_OP_MINIMUM ||
+                   op == IR_OP_REMAINDER || op == IR_OP_CLAMP;
+  if (ir_type_is_complex(t) && real_only)
+    return fail(c, "operand %d has type %s, expected a real type", i, ir_type_name(t));
+  if ((flags & OPF_FLOAT) && !ir_type_is_float(t) && !ir_type_is_complex(t))
     return fail(c, "operand %d has type %s, expected a floating-point type", i, ir_type_name(t));
   if ((flags & OPF_INT) && !ir_type_is_int(t)) {
     bool pred_ok = op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR || op == IR_OP_NOT;
@@ -296,6 +304,7 @@ static bool infer_elementwise(ctx *c, unsigned flags, const ir_shape *ops, int n
     if ((unsigned)a->cmp_type > IR_CMPT_UNSIGNED) return fail(c, "invalid comparison type %d", (int)a->cmp_type);
   }
   ir_type rt = (c->op == IR_OP_COMPARE || c->op == IR_OP_IS_FINITE) ? IR_PRED : ops[0].type;
+  if (c->op == IR_OP_ABS && ir_type_is_complex(rt)) rt = rt == IR_C64 ? IR_F32 : IR_F64;
   set_array(out, rt, ops[0].rank, ops[0].dims);
   return true;
 }

@@ -918,9 +918,9 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
    * (XLA prints it only when it differs) */
   if (op == IR_OP_COMPARE && c->nops >= 1 && c->ops[0].type != IR_TUPLE) {
     ir_type t = c->ops[0].type;
-    ir_cmp_type def = ir_type_is_float(t) ? IR_CMPT_FLOAT
-                      : t == IR_PRED      ? IR_CMPT_UNSIGNED
-                                          : IR_CMPT_SIGNED;
+    ir_cmp_type def = ir_type_is_float(t) || ir_type_is_complex(t)  ? IR_CMPT_FLOAT
+                      : t == IR_PRED || ir_type_is_unsigned(t) ? IR_CMPT_UNSIGNED
+                                                               : IR_CMPT_SIGNED;
     if (in->a.cmp_type == def) in->a.cmp_type = IR_CMPT_DEFAULT;
   }
   return true;

@@ -9,6 +9,7 @@
  *                            With --printed, so must every file that
  *                            starts with an `HloModule` header (in the long
  *                            or the short style; tests/modules/).
+ *                            A clone of each module must print the same.
  *                            Files on the known_gaps list below must
  *                            still fail to import.
  *                            When DIR/NAME.expected exists beside
@@ -133,6 +134,20 @@ static int check_file(const char *dir, const char *name, bool printed) {
     ir_module_destroy(m2);
     diag_destroy(d2);
     free(p1);
+  }
+  /* a clone prints the same (kept attributes, called-computation
+   * placeholders, tables and computation attributes are copied) */
+  if (m) {
+    ir_module *mc = ir_module_clone(m);
+    char *pm = print(m, IR_PRINT_LONG), *pc = print(mc, IR_PRINT_LONG);
+    if (strcmp(pm, pc) != 0) {
+      fprintf(stderr, "FAIL %s: the clone prints differently\n", name);
+      show_diff("module vs clone", pm, pc);
+      fails++;
+    }
+    free(pm);
+    free(pc);
+    ir_module_destroy(mc);
   }
   /* a NAME.expected beside NAME.hlo is the expected long form */
   char gold[4096];
