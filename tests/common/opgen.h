@@ -3,7 +3,7 @@
  *
  * Where randgraph (randgraph.h) builds long random graphs of a few op
  * families, opgen builds many small modules around ONE op of ir/ops.def
- * under test (og_ops), so that every op meets every kind of operand and every
+ * under test (og_op), so that every op meets every kind of operand and every
  * kind of use:
  *
  *  - each operand slot of the op is a parameter, a constant literal, a
@@ -21,7 +21,7 @@
  *    8 x 128 tile), at most a few thousand elements.
  *
  * Case `index` of a stream is a function of (seed, index) alone. The op is
- * og_ops()[index % og_nops()]; its round r = index / og_nops() fixes the
+ * og_op(index % og_nops()); its round r = index / og_nops() fixes the
  * sources and the use for the first 12 rounds: slot j takes source
  * (r + j) % 4 and the use is r % 3, so rounds 0 to 3 give every slot
  * every source, and rounds 0 to 11 every source of the first slot with
@@ -65,7 +65,7 @@ typedef struct og_case {
 /* The ops covered: every op of ops.def that the targets run (all but the
  * OPF_DECLARED ones, which only import and print), in ops.def order. */
 int og_nops(void);
-const ir_op *og_ops(void);
+ir_op og_op(int i); /* 0 <= i < og_nops() */
 
 /* Case `index` of the stream `seed`: a new module (destroy with
  * ir_module_destroy) and, when k is not NULL, its description. */
