@@ -840,16 +840,16 @@ void tk_elementwise(tb *b, const tk_elem *e) {
   if (nchunks == 1) C = (e->count + 1023) / 1024 * 1024;
   uint64_t slot = (uint64_t)C * 4;
   if (!tb_vmem_fits(b, (uint64_t)nb * 2 * slot, "an elementwise loop")) return;
-  int in_regs[3 * 24];
+  int in_regs[3 * TK_MAX_INPUTS];
   /* Tiles per group: as many as have registers for the expression's peak
    * (a dry run) and masks (two each); scalar constants stay in registers
    * for the whole chunk when that leaves enough. */
   tk_plan pl;
   tk_plan_make(b, e, &pl);
   int G = pl.tiles;
-  if (e->ninputs > 24 || e->noutputs > 24) {
-    tb_error(b, ST_UNSUPPORTED, "fused loop with %d inputs and %d outputs (at most 24 each)",
-             e->ninputs, e->noutputs);
+  if (e->ninputs > TK_MAX_INPUTS || e->noutputs > TK_MAX_INPUTS) {
+    tb_error(b, ST_UNSUPPORTED, "fused loop with %d inputs and %d outputs (at most %d each)",
+             e->ninputs, e->noutputs, TK_MAX_INPUTS);
     return;
   }
   for (int64_t c = -1; c < nchunks; c++) {

@@ -703,23 +703,46 @@ tval *lower_comp(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_prec
 static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **params,
                              ir_precision prec, bool root_bf16);
 
-/* Deferred instructions are compiled by recursion from their consumer
- * (dag_inst), one level per instruction of a deferred chain: a chain
- * longer than MAX_CHAIN is cut by materialising its MAX_CHAIN-th link,
- * which bounds that recursion whatever the computation's length. */
+/* Bounds on the programs deferral builds. Deferred instructions are
+ * compiled by recursion from their consumer (dag_inst), one level per
+ * instruction of a deferred chain, and a program reads at most
+ * TK_MAX_INPUTS buffers (tk_elementwise). Walking the computation in
+ * order, an elementwise instruction whose program would read more
+ * materialises its deferred operand with the most inputs until it fits
+ * (n counts an input once per use: an upper bound), and a chain longer
+ * than MAX_CHAIN is cut by materialising its MAX_CHAIN-th link; so
+ * neither depends on the computation's size. */
 enum { MAX_CHAIN = 256 };
 
-static void cut_chains(lctx *x) {
+static void cut_programs(lctx *x) {
   const ir_comp *comp = x->comp;
   int32_t *len = arena_array(x->b->a, (size_t)comp->insts.n + 1, sizeof(int32_t));
+  int32_t *nin = arena_array(x->b->a, (size_t)comp->insts.n + 1, sizeof(int32_t));
   for (int i = 0; i < comp->insts.n; i++) {
     const ir_inst *in = &comp->insts.v[i];
-    if (in->dead || !x->deferred[i]) continue;
-    int32_t l = 0;
-    for (int k = 0; k < in->nops; k++)
-      if (x->deferred[in->ops[k]] && len[in->ops[k]] > l) l = len[in->ops[k]];
-    if (l + 1 >= MAX_CHAIN) x->deferred[i] = false;
-    else len[i] = l + 1;
+    if (in->dead || !is_elem(in)) continue;
+    for (;;) {
+      int32_t l = 0, n = 0;
+      ir_id big = IR_NONE;
+      for (int k = 0; k < in->nops; k++) {
+        ir_id o = in->ops[k];
+        if (!x->deferred[o]) {
+          n += splat_of(x, o) ? 0 : 1;
+          continue;
+        }
+        n += nin[o];
+        if (len[o] > l) l = len[o];
+        if (big == IR_NONE || nin[o] > nin[big]) big = o;
+      }
+      if (n > TK_MAX_INPUTS && big != IR_NONE) {
+        x->deferred[big] = false;
+        continue;
+      }
+      len[i] = l + 1;
+      nin[i] = n;
+      break;
+    }
+    if (x->deferred[i] && len[i] >= MAX_CHAIN) x->deferred[i] = false;
   }
 }
 
@@ -784,7 +807,7 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
     for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
     if (a == bb) x.deferred[i] = true;
   }
-  cut_chains(&x);
+  cut_programs(&x);
   /* A fusion computation whose f32 elementwise root reaches a dot through
    * deferred elementwise ops (a kOutput fusion) lowers that dot with the
    * root's program as its epilogue (lower_elementwise). */
@@ -816,7 +839,7 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
       }
       if (all) x.deferred[i] = true;
     }
-    cut_chains(&x);
+    cut_programs(&x);
     for (int i = 0; i < n && x.epi_dot == IR_NONE; i++) {
       const ir_inst *in = &comp->insts.v[i];
       if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape.type != IR_F32) continue;

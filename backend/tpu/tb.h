@@ -23,6 +23,8 @@ enum {
   /* Nesting of called computations the lowering follows (the evaluator's
    * limit, and ir_budget_check's); deeper is a located error. */
   TB_MAX_DEPTH = 64,
+  /* Buffers one elementwise program (tk_elementwise) reads, and writes. */
+  TK_MAX_INPUTS = 24,
 };
 
 typedef struct tb_access {

@@ -8,6 +8,9 @@
  *  - a convolution whose stride (2^30 elements of 2 bytes) makes a DMA
  *    stride that does not fit the descriptor's signed 32-bit word is a
  *    located compile error (it wrapped, and the run faulted after minutes);
+ *  - a chain of elementwise ops reading 40 parameters, each op the one
+ *    operand of the next (one program would read more buffers than a
+ *    fused loop takes: it was a compile error);
  *  - a chain of 25,000 elementwise ops, each the one operand of the next
  *    (computed in registers by its user), and the same chain inside a row
  *    kernel's fusion, compile and match the evaluator.
@@ -55,6 +58,20 @@ static char *add_chain(int n, bool rows) {
               n - 1);
   else
     sb_printf(&s, "  ROOT r = f32[8,130] negate(x%d)\n}\n", n - 1);
+  char *t = strdup(sb_str(&s));
+  sb_free(&s);
+  return t;
+}
+
+/* x_k = add(x_{k-1}, p_k) over n parameters. */
+static char *wide_chain(int n) {
+  strbuf s;
+  sb_init(&s);
+  sb_printf(&s, "HloModule wide\nENTRY e {\n  x0 = f32[8,130] parameter(0)\n");
+  for (int k = 1; k < n; k++)
+    sb_printf(&s, "  p%d = f32[8,130] parameter(%d)\n  x%d = f32[8,130] add(x%d, p%d)\n", k, k, k,
+              k - 1, k);
+  sb_printf(&s, "  ROOT r = f32[8,130] negate(x%d)\n}\n", n - 1);
   char *t = strdup(sb_str(&s));
   sb_free(&s);
   return t;
@@ -119,6 +136,7 @@ static int check_text(const char *name, char *text) {
   return r != 0;
 }
 
+static int case_wide_chain(void) { return check_text("elementwise_inputs_40", wide_chain(40)); }
 static int case_chain(void) { return check_text("elementwise_chain_25000", add_chain(25000, false)); }
 static int case_rows_chain(void) { return check_text("row_kernel_chain_25000", add_chain(25000, true)); }
 
@@ -129,6 +147,7 @@ static const struct {
     {"nest_64", case_nest_64},
     {"nest_5000", case_nest_5000},
     {"conv_stride_2e30", case_conv_stride_2e30},
+    {"elementwise_inputs_40", case_wide_chain},
     {"elementwise_chain_25000", case_chain},
     {"row_kernel_chain_25000", case_rows_chain},
 };
