@@ -530,15 +530,32 @@ base_status ir_npy_decode_as(arena *a, const char *what, const void *data,
                              char *err, size_t errlen);
 base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err,
                           size_t errlen);
+/* Reads only the header of an .npy whose first len bytes are data (a
+ * prefix is enough): *out_shape gets its dims and the IR type holding its
+ * dtype exactly (IR_TYPE_INVALID when none does), *out_size the whole
+ * file's length the header implies (SIZE_MAX when it overflows or the
+ * dtype is unknown). */
+base_status ir_npy_peek(const char *what, const void *data, size_t len,
+                        ir_shape *out_shape, size_t *out_size, char *err,
+                        size_t errlen);
 
 /* .npz (a zip of .npy files, as numpy.savez writes). Reads stored entries
  * and, when built with zlib, deflated ones (numpy.savez_compressed);
  * zip64 records are understood; CRCs are checked. *out is an arena array
- * of *out_n arrays in archive order, named without ".npy". Encoding writes
- * stored entries "NAME.npy" (no zip64: each entry under 4 GiB). */
+ * of *out_n arrays in archive order, named without ".npy": every entry, or
+ * only the one named `select` (not NULL). Before anything is inflated the
+ * whole directory is checked (records inside the file, entries owning
+ * disjoint bytes and distinct names, each at most IR_TENSOR_MAX_FILE
+ * bytes) and then the .npy header of each entry read (inflating only its
+ * first bytes): it must imply the entry's size and, when `expect` is
+ * given, have its dims (an archive of several arrays then needs select);
+ * the entries read hold at most IR_TENSOR_MAX_FILE bytes in all. Only the
+ * entries read are inflated. Encoding writes stored entries "NAME.npy" (no
+ * zip64: each entry under 4 GiB). */
 base_status ir_npz_decode(arena *a, const char *what, const void *data,
-                          size_t len, ir_named_literal **out, int *out_n,
-                          char *err, size_t errlen);
+                          size_t len, const char *select,
+                          const ir_shape *expect, ir_named_literal **out,
+                          int *out_n, char *err, size_t errlen);
 base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n,
                           char *err, size_t errlen);
 

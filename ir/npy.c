@@ -308,8 +308,18 @@ static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_f
   }
 }
 
-static base_status decode(arena *a, const char *what, const void *data, size_t len, ir_type as,
-                          ir_literal **out, char *err, size_t errlen) {
+/* The parsed header of an .npy held in data[0, len): its dict, dtype and
+ * where the data starts. len may be a prefix of the file. */
+typedef struct npy_head {
+  hdr h;
+  dtype dt;
+  bool known;  /* dt is a dtype tpucc reads */
+  ir_type nt;  /* the IR type holding dt exactly, or IR_TYPE_INVALID */
+  size_t doff; /* where the data starts */
+} npy_head;
+
+static base_status read_head(const char *what, const void *data, size_t len, npy_head *o,
+                             char *err, size_t errlen) {
   const uint8_t *d = data;
   if (len < 10 || memcmp(d, npy_magic, 6) != 0)
     return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npy file (bad magic)", what);
@@ -332,16 +342,44 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
   if (hlen > len - hstart)
     return fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: .npy header length %zu exceeds the file (%zu bytes)", what, hlen, len);
-  hdr h;
-  memset(&h, 0, sizeof h);
-  h.p = (const char *)d + hstart;
-  h.end = h.p + hlen;
+  memset(o, 0, sizeof *o);
+  o->h.p = (const char *)d + hstart;
+  o->h.end = o->h.p + hlen;
   char why[160];
-  if (!parse_header(&h, why, sizeof why))
+  if (!parse_header(&o->h, why, sizeof why))
     return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: malformed .npy header: %s", what, why);
-  dtype dt;
-  bool known = parse_descr(h.descr, &dt);
-  ir_type nt = known ? native_type(dt) : IR_TYPE_INVALID;
+  o->known = parse_descr(o->h.descr, &o->dt);
+  o->nt = o->known ? native_type(o->dt) : IR_TYPE_INVALID;
+  o->doff = hstart + hlen;
+  return ST_OK;
+}
+
+base_status ir_npy_peek(const char *what, const void *data, size_t len, ir_shape *out_shape,
+                        size_t *out_size, char *err, size_t errlen) {
+  npy_head o;
+  base_status st = read_head(what, data, len, &o, err, errlen);
+  if (st != ST_OK) return st;
+  int64_t n;
+  *out_shape = ir_shape_array(o.nt == IR_TYPE_INVALID ? IR_F32 : o.nt, o.h.rank, o.h.dims);
+  if (!ir_shape_elements(out_shape, &n) || !o.known ||
+      (double)n * o.dt.size > (double)SIZE_MAX - (double)o.doff)
+    *out_size = SIZE_MAX;
+  else
+    *out_size = o.doff + (size_t)n * (size_t)o.dt.size;
+  out_shape->type = o.nt;
+  return ST_OK;
+}
+
+static base_status decode(arena *a, const char *what, const void *data, size_t len, ir_type as,
+                          ir_literal **out, char *err, size_t errlen) {
+  const uint8_t *d = data;
+  npy_head o;
+  base_status st = read_head(what, data, len, &o, err, errlen);
+  if (st != ST_OK) return st;
+  hdr h = o.h;
+  dtype dt = o.dt;
+  bool known = o.known;
+  ir_type nt = o.nt;
   if (!known || (nt == IR_TYPE_INVALID && as == IR_TYPE_INVALID))
     return fail(err, errlen, ST_UNSUPPORTED,
                 "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8, int32, float16 and "
@@ -357,7 +395,7 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
   size_t bytes;
   if (!ir_shape_elements(&s, &n) || base_mul_overflow((size_t)n, (size_t)dt.size, &bytes))
     return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
-  size_t doff = hstart + hlen, avail = len - doff;
+  size_t doff = o.doff, avail = len - doff;
   if (bytes > avail)
     return fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: truncated: shape needs %zu data bytes, the file has %zu", what, bytes, avail);

@@ -83,7 +83,11 @@ static bool find_eocd(const uint8_t *d, size_t len, size_t *at) {
 }
 
 #ifdef HAVE_ZLIB
-static bool inflate_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t un) {
+/* Inflates the raw deflate stream src[0, n) into dst[0, un). With whole,
+ * the stream must end exactly there; else inflating stops after un bytes
+ * or at the stream's end (a prefix). *out_n: the bytes produced. */
+static bool inflate_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t un, bool whole,
+                        size_t *out_n) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
   if (inflateInit2(&zs, -15) != Z_OK) return false;
@@ -100,20 +104,38 @@ static bool inflate_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t un) {
       zs.avail_out = out_left > 0x40000000 ? 0x40000000 : (uInt)out_left;
       out_left -= zs.avail_out;
     }
+    if (!whole && zs.avail_out == 0 && out_left == 0) break; /* the prefix is full */
     r = inflate(&zs, Z_NO_FLUSH);
     /* Z_BUF_ERROR only means "no progress": fine when a refill is due. */
     if (r == Z_BUF_ERROR && ((zs.avail_in == 0 && in_left) || (zs.avail_out == 0 && out_left)))
       r = Z_OK;
   }
-  bool ok = r == Z_STREAM_END && zs.total_out == un && zs.avail_out == 0 && out_left == 0;
+  bool ok = whole ? r == Z_STREAM_END && zs.total_out == un && zs.avail_out == 0 && out_left == 0
+                  : zs.total_out == un || r == Z_STREAM_END;
+  *out_n = zs.total_out;
   inflateEnd(&zs);
   return ok;
 }
 #endif
 
-base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t len,
-                          ir_named_literal **out, int *out_n, char *err, size_t errlen) {
-  const uint8_t *d = data;
+/* One central-directory entry, checked against the archive. */
+typedef struct entry {
+  char *name; /* without ".npy" */
+  uint32_t method, crc;
+  uint64_t csize, usize, loff, doff; /* local header at loff, data at doff */
+} entry;
+
+static int by_offset(const void *a, const void *b) {
+  const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+  return x->loff < y->loff ? -1 : x->loff > y->loff;
+}
+
+/* Reads the central directory into ents[0, *n): every entry's records,
+ * sizes and offsets checked against the archive, no two entries sharing
+ * bytes or a name, each inflating to at most IR_TENSOR_MAX_FILE bytes,
+ * before anything is inflated. */
+static base_status read_directory(arena *a, const char *what, const uint8_t *d, size_t len,
+                                  entry **out, uint64_t *out_n, char *err, size_t errlen) {
   size_t eocd;
   if (len >= 4 && rd32(d) != 0x04034b50 && rd32(d) != 0x06054b50)
     return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npz (zip) file (bad magic)", what);
@@ -142,14 +164,21 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
     return fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: %llu entries cannot fit a %llu-byte central directory", what,
                 (unsigned long long)nent, (unsigned long long)cdsize);
-  ir_named_literal *res = arena_array(a, nent ? (size_t)nent : 1, sizeof *res);
+  entry *ents = arena_array(a, nent ? (size_t)nent : 1, sizeof *ents);
+  entry **order = arena_array(a, nent ? (size_t)nent : 1, sizeof *order);
   const uint8_t *cd = d + cdoff, *cdend = cd + cdsize;
   for (uint64_t e = 0; e < nent; e++) {
+    entry *en = &ents[e];
+    order[e] = en;
     if (cdend - cd < CDIR_SIZE || rd32(cd) != 0x02014b50)
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
                   what, (unsigned long long)e);
-    uint32_t flags = rd16(cd + 8), method = rd16(cd + 10), crc = rd32(cd + 16);
-    uint64_t csize = rd32(cd + 20), usize = rd32(cd + 24), loff = rd32(cd + 42);
+    uint32_t flags = rd16(cd + 8);
+    en->method = rd16(cd + 10);
+    en->crc = rd32(cd + 16);
+    en->csize = rd32(cd + 20);
+    en->usize = rd32(cd + 24);
+    en->loff = rd32(cd + 42);
     size_t nl = rd16(cd + 28), xl = rd16(cd + 30), cl = rd16(cd + 32);
     if ((size_t)(cdend - cd) - CDIR_SIZE < nl + xl + cl)
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
@@ -162,9 +191,9 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
       if ((size_t)(xend - x - 4) < sz) break;
       if (id == 1) {
         const uint8_t *f = x + 4, *fend = f + sz;
-        if (usize == 0xffffffffu && fend - f >= 8) usize = rd64(f), f += 8;
-        if (csize == 0xffffffffu && fend - f >= 8) csize = rd64(f), f += 8;
-        if (loff == 0xffffffffu && fend - f >= 8) loff = rd64(f), f += 8;
+        if (en->usize == 0xffffffffu && fend - f >= 8) en->usize = rd64(f), f += 8;
+        if (en->csize == 0xffffffffu && fend - f >= 8) en->csize = rd64(f), f += 8;
+        if (en->loff == 0xffffffffu && fend - f >= 8) en->loff = rd64(f), f += 8;
       }
       x += 4 + sz;
     }
@@ -178,60 +207,180 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
     if (nl < 4 || memcmp(name + nl - 4, ".npy", 4) != 0)
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s' is not an .npy file", what,
                   ename);
-    if (loff > len || len - loff < LOCAL_SIZE || rd32(d + loff) != 0x04034b50)
+    if (en->loff > len || len - en->loff < LOCAL_SIZE || rd32(d + en->loff) != 0x04034b50)
       return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': bad local header offset", what,
                   ename);
-    uint64_t doff = loff + LOCAL_SIZE + rd16(d + loff + 26) + rd16(d + loff + 28);
-    if (doff > len || csize > len - doff)
+    en->doff = en->loff + LOCAL_SIZE + rd16(d + en->loff + 26) + rd16(d + en->loff + 28);
+    if (en->doff > len || en->csize > len - en->doff)
       return fail(err, errlen, ST_INVALID_ARGUMENT,
                   "%s: entry '%s': data (%llu bytes at %llu) lies outside the file (%zu bytes)",
-                  what, ename, (unsigned long long)csize, (unsigned long long)doff, len);
-    const uint8_t *src = d + doff;
-    uint8_t *buf = NULL;
-    const uint8_t *npy;
-    if (method == 0) {
-      if (usize != csize)
-        return fail(err, errlen, ST_INVALID_ARGUMENT,
-                    "%s: entry '%s': stored entry with differing sizes", what, ename);
-      npy = src;
-    } else if (method == 8) {
-#ifdef HAVE_ZLIB
-      /* deflate never expands more than ~1032:1 */
-      if (usize / 1032 > csize + 1)
-        return fail(err, errlen, ST_INVALID_ARGUMENT,
-                    "%s: entry '%s': declared size %llu is impossible for %llu compressed bytes",
-                    what, ename, (unsigned long long)usize, (unsigned long long)csize);
-      buf = base_xmalloc((size_t)usize);
-      if (!inflate_raw(src, (size_t)csize, buf, (size_t)usize)) {
-        free(buf);
-        return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': corrupt deflate data", what,
-                    ename);
-      }
-      npy = buf;
-#else
-      return fail(err, errlen, ST_UNSUPPORTED,
-                  "%s: entry '%s' is deflated (numpy.savez_compressed) but this tpucc was "
-                  "built without zlib; save with numpy.savez instead",
-                  what, ename);
-#endif
-    } else {
+                  what, ename, (unsigned long long)en->csize, (unsigned long long)en->doff, len);
+    if (en->usize > IR_TENSOR_MAX_FILE)
+      return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+                  "%s: entry '%s' holds %llu bytes, over the limit of %zu for one array", what,
+                  ename, (unsigned long long)en->usize, IR_TENSOR_MAX_FILE);
+    if (en->method == 0 && en->usize != en->csize)
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "%s: entry '%s': stored entry with differing sizes", what, ename);
+    /* deflate never expands more than ~1032:1 */
+    if (en->method == 8 && en->usize / 1032 > en->csize + 1)
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "%s: entry '%s': declared size %llu is impossible for %llu compressed bytes",
+                  what, ename, (unsigned long long)en->usize, (unsigned long long)en->csize);
+    if (en->method != 0 && en->method != 8)
       return fail(err, errlen, ST_UNSUPPORTED,
                   "%s: entry '%s' uses zip compression method %u (only stored and deflate)", what,
-                  ename, method);
-    }
-    if (crc32_of(npy, (size_t)usize) != crc) {
-      free(buf);
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': CRC-32 mismatch", what, ename);
-    }
-    char *sub = arena_printf(a, "%s:%s", what, ename);
-    base_status st = ir_npy_decode(a, sub, npy, (size_t)usize, &res[e].lit, err, errlen);
-    free(buf);
-    if (st != ST_OK) return st;
+                  ename, en->method);
     ename[nl - 4] = 0;
-    res[e].name = ename;
+    en->name = ename;
+  }
+  /* Entries own disjoint byte ranges [local header, end of data): a zip
+   * whose records share data would inflate the same bytes many times. */
+  qsort(order, (size_t)nent, sizeof *order, by_offset);
+  for (uint64_t e = 1; e < nent; e++)
+    if (order[e]->loff < order[e - 1]->doff + order[e - 1]->csize)
+      return fail(err, errlen, ST_INVALID_ARGUMENT,
+                  "%s: entries '%s' and '%s' overlap (at byte %llu): not an archive numpy writes",
+                  what, order[e - 1]->name, order[e]->name, (unsigned long long)order[e]->loff);
+  strmap *names = strmap_create(a);
+  for (uint64_t e = 0; e < nent; e++) {
+    size_t nl = strlen(ents[e].name);
+    if (strmap_get(names, ents[e].name, nl) >= 0)
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: two entries are named '%s.npy'", what,
+                  ents[e].name);
+    strmap_put(names, ents[e].name, nl, 0);
+  }
+  *out = ents;
+  *out_n = nent;
+  return ST_OK;
+}
+
+/* Checks entry en's .npy header (inflating only its first bytes) against
+ * the entry's size and, when given, the expected dims, before the entry is
+ * inflated whole. */
+static base_status check_header(arena *a, const char *what, const uint8_t *d, const entry *en,
+                                const ir_shape *expect, char *err, size_t errlen) {
+  enum { PEEK = 1 << 16 };
+  uint8_t head[PEEK];
+  const uint8_t *h = d + en->doff;
+  size_t hn = en->usize < PEEK ? (size_t)en->usize : PEEK;
+  if (en->method == 8) {
+#ifdef HAVE_ZLIB
+    if (!inflate_raw(d + en->doff, (size_t)en->csize, head, hn, false, &hn))
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
+                  what, en->name);
+    h = head;
+#else
+    return fail(err, errlen, ST_UNSUPPORTED,
+                "%s: entry '%s.npy' is deflated (numpy.savez_compressed) but this tpucc was "
+                "built without zlib; save with numpy.savez instead",
+                what, en->name);
+#endif
+  }
+  ir_shape s;
+  size_t size;
+  const char *sub = arena_printf(a, "%s:%s.npy", what, en->name);
+  base_status st = ir_npy_peek(sub, h, hn, &s, &size, err, errlen);
+  if (st != ST_OK) return st;
+  if (expect) {
+    bool same = s.rank == expect->rank;
+    for (int k = 0; same && k < s.rank; k++) same = s.dims[k] == expect->dims[k];
+    if (!same) {
+      strbuf want, got;
+      sb_init(&want);
+      sb_init(&got);
+      ir_tensor_print_spec(&want, expect);
+      s.type = expect->type;
+      ir_tensor_print_spec(&got, &s);
+      st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s: expected %s, the array is %s", sub,
+                sb_str(&want), sb_str(&got));
+      sb_free(&want);
+      sb_free(&got);
+      return st;
+    }
+  }
+  if (size != SIZE_MAX && size != en->usize)
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "%s: the .npy header implies %zu bytes, the archive says %llu", sub, size,
+                (unsigned long long)en->usize);
+  return ST_OK;
+}
+
+/* Inflates (or points at) entry en and decodes its .npy. */
+static base_status decode_entry(arena *a, const char *what, const uint8_t *d, const entry *en,
+                                ir_literal **out, char *err, size_t errlen) {
+  const uint8_t *npy = d + en->doff;
+  uint8_t *buf = NULL;
+#ifdef HAVE_ZLIB
+  if (en->method == 8) {
+    if (!(buf = malloc(en->usize ? (size_t)en->usize : 1)))
+      return fail(err, errlen, ST_OUT_OF_MEMORY,
+                  "%s: entry '%s.npy': the host has no memory for %llu bytes", what, en->name,
+                  (unsigned long long)en->usize);
+    size_t got;
+    if (!inflate_raw(d + en->doff, (size_t)en->csize, buf, (size_t)en->usize, true, &got)) {
+      free(buf);
+      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
+                  what, en->name);
+    }
+    npy = buf;
+  }
+#endif
+  base_status st = ST_OK;
+  if (crc32_of(npy, (size_t)en->usize) != en->crc)
+    st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': CRC-32 mismatch", what,
+              en->name);
+  else
+    st = ir_npy_decode(a, arena_printf(a, "%s:%s.npy", what, en->name), npy, (size_t)en->usize,
+                       out, err, errlen);
+  free(buf);
+  return st;
+}
+
+base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t len,
+                          const char *select, const ir_shape *expect, ir_named_literal **out,
+                          int *out_n, char *err, size_t errlen) {
+  const uint8_t *d = data;
+  entry *ents = NULL;
+  uint64_t nent = 0;
+  base_status st = read_directory(a, what, d, len, &ents, &nent, err, errlen);
+  if (st != ST_OK) return st;
+  uint64_t first = 0, count = nent;
+  if (select) {
+    while (first < nent && strcmp(ents[first].name, select) != 0) first++;
+    if (first == nent) {
+      strbuf names;
+      sb_init(&names);
+      for (uint64_t i = 0; i < nent; i++) sb_printf(&names, "%s%s", i ? ", " : "", ents[i].name);
+      st = fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", what, select,
+                nent ? sb_str(&names) : "none");
+      sb_free(&names);
+      return st;
+    }
+    count = 1;
+  } else if (expect && nent != 1) {
+    return fail(err, errlen, ST_INVALID_ARGUMENT,
+                "%s holds %llu arrays; with a shape, select one as @%s:NAME", what,
+                (unsigned long long)nent, what);
+  }
+  /* Every header first, and the total, so that nothing is inflated for an
+   * archive that is refused. */
+  uint64_t total = 0;
+  for (uint64_t e = first; e < first + count; e++) {
+    if ((st = check_header(a, what, d, &ents[e], expect, err, errlen)) != ST_OK) return st;
+    total += ents[e].usize;
+    if (total > IR_TENSOR_MAX_FILE)
+      return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+                  "%s: its arrays hold more than %zu bytes in all", what, IR_TENSOR_MAX_FILE);
+  }
+  ir_named_literal *res = arena_array(a, count ? (size_t)count : 1, sizeof *res);
+  for (uint64_t e = first; e < first + count; e++) {
+    if ((st = decode_entry(a, what, d, &ents[e], &res[e - first].lit, err, errlen)) != ST_OK)
+      return st;
+    res[e - first].name = ents[e].name;
   }
   *out = res;
-  *out_n = (int)nent;
+  *out_n = (int)count;
   return ST_OK;
 }
 

@@ -199,7 +199,7 @@ base_status ir_tensor_read_file(arena *a, const char *path, const ir_shape *shap
       *out_n = 1;
     }
   } else if (npz) {
-    st = ir_npz_decode(a, path, data, len, out, out_n, err, errlen);
+    st = ir_npz_decode(a, path, data, len, NULL, NULL, out, out_n, err, errlen);
   } else if (bin && shape) {
     ir_literal *l;
     st = ir_bin_decode(a, path, data, len, shape, &l, err, errlen);
@@ -488,41 +488,26 @@ static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
   ir_named_literal *r;
   int n;
   base_status st;
-  if (shape && ends_with(p, ".npy")) { /* the type given converts */
+  bool npy = shape && ends_with(p, ".npy"), npz = sel || ends_with(p, ".npz");
+  if (npy || npz) {
     char *data;
     size_t len;
     st = ir_file_read(p, IR_TENSOR_MAX_FILE, &data, &len, err, errlen);
     if (st != ST_OK) return st;
-    r = arena_alloc(a, sizeof *r);
-    r->name = p;
-    n = 1;
-    st = ir_npy_decode_as(a, p, data, len, shape->type, &r->lit, err, errlen);
+    if (npz) { /* only the entry asked for, checked before it is inflated */
+      st = ir_npz_decode(a, p, data, len, sel, shape, &r, &n, err, errlen);
+    } else { /* the type given converts */
+      r = arena_alloc(a, sizeof *r);
+      r->name = p;
+      n = 1;
+      st = ir_npy_decode_as(a, p, data, len, shape->type, &r->lit, err, errlen);
+    }
     free(data);
   } else {
     st = ir_tensor_read_file(a, p, raw ? shape : NULL, &r, &n, err, errlen);
   }
   if (st != ST_OK) return st;
-  if (sel) {
-    int k = 0;
-    while (k < n && strcmp(r[k].name, sel) != 0)
-      k++;
-    if (k == n) {
-      strbuf names;
-      sb_init(&names);
-      for (int i = 0; i < n; i++)
-        sb_printf(&names, "%s%s", i ? ", " : "", r[i].name);
-      st = fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", p, sel,
-                n ? sb_str(&names) : "none");
-      sb_free(&names);
-      return st;
-    }
-    r += k;
-    n = 1;
-  }
   if (shape && !raw) {
-    if (n != 1)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
-                  "%s holds %d arrays; with a shape, select one as @%s:NAME", p, n, p);
     st = fit_to_spec(a, p, &r[0].lit, shape, err, errlen);
     if (st != ST_OK) return st;
   }

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#ifdef HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 #include "ir/ir.h"
 #include "numpy_npz.h"
@@ -306,7 +309,7 @@ static void npz_read_numpy_savez(void **state) {
   ir_named_literal *arr;
   int n;
   assert_int_equal(
-      ir_npz_decode(a, "n.npz", numpy_savez, sizeof numpy_savez, &arr, &n, err, sizeof err), ST_OK);
+      ir_npz_decode(a, "n.npz", numpy_savez, sizeof numpy_savez, NULL, NULL, &arr, &n, err, sizeof err), ST_OK);
   assert_int_equal(n, 2);
   assert_string_equal(arr[0].name, "a");
   assert_string_equal(arr[1].name, "b");
@@ -324,7 +327,7 @@ static void npz_read_numpy_savez_compressed(void **state) {
   ir_named_literal *arr;
   int n;
   base_status st = ir_npz_decode(a, "c.npz", numpy_savez_compressed, sizeof numpy_savez_compressed,
-                                 &arr, &n, err, sizeof err);
+                                 NULL, NULL, &arr, &n, err, sizeof err);
 #ifdef HAVE_ZLIB
   assert_int_equal(st, ST_OK);
   assert_int_equal(n, 1);
@@ -358,7 +361,7 @@ static void npz_write_several_and_read_back(void **state) {
   assert_int_equal(ir_npz_encode(&b, in, 3, err, sizeof err), ST_OK);
   ir_named_literal *out;
   int n;
-  assert_int_equal(ir_npz_decode(a, "w.npz", b.s, b.len, &out, &n, err, sizeof err), ST_OK);
+  assert_int_equal(ir_npz_decode(a, "w.npz", b.s, b.len, NULL, NULL, &out, &n, err, sizeof err), ST_OK);
   assert_int_equal(n, 3);
   for (int i = 0; i < 3; i++) {
     assert_string_equal(out[i].name, in[i].name);
@@ -368,19 +371,163 @@ static void npz_write_several_and_read_back(void **state) {
   char *c = malloc(b.len);
   memcpy(c, b.s, b.len);
   c[41 + 128 + 2] ^= 1; /* a data byte of weights.npy (after its 41-byte local header) */
-  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len, &out, &n, err, sizeof err), ST_OK);
+  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len, NULL, NULL, &out, &n, err, sizeof err), ST_OK);
   assert_non_null(strstr(err, "CRC-32 mismatch"));
   assert_non_null(strstr(err, "'weights.npy'"));
   memcpy(c, b.s, b.len);
-  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len - 1, &out, &n, err, sizeof err), ST_OK);
+  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len - 1, NULL, NULL, &out, &n, err, sizeof err), ST_OK);
   assert_non_null(strstr(err, "end-of-central-directory"));
   c[b.len - 6] = (char)0xff; /* central directory offset far out */
-  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len, &out, &n, err, sizeof err), ST_OK);
+  assert_int_not_equal(ir_npz_decode(a, "w.npz", c, b.len, NULL, NULL, &out, &n, err, sizeof err), ST_OK);
   assert_non_null(strstr(err, "outside the file"));
   /* every truncation fails cleanly */
   for (size_t k = 0; k < b.len; k += 7)
-    assert_int_not_equal(ir_npz_decode(a, "w.npz", b.s, k, &out, &n, err, sizeof err), ST_OK);
+    assert_int_not_equal(ir_npz_decode(a, "w.npz", b.s, k, NULL, NULL, &out, &n, err, sizeof err), ST_OK);
   free(c);
+  sb_free(&b);
+  arena_destroy(a);
+}
+
+/* ---- hostile archives, built here byte by byte ---------------------- */
+
+static void put16(strbuf *b, uint32_t v) {
+  sb_putc(b, (char)(v & 0xff));
+  sb_putc(b, (char)(v >> 8 & 0xff));
+}
+static void put32(strbuf *b, uint32_t v) {
+  put16(b, v & 0xffff);
+  put16(b, v >> 16);
+}
+
+/* A local header for an entry of method m with data of csize bytes
+ * following it (sizes in the header are ignored by readers of the central
+ * directory, as numpy's force_zip64 writer leaves them). */
+static void zip_local(strbuf *b, const char *name, uint32_t m) {
+  put32(b, 0x04034b50);
+  put16(b, 20), put16(b, 0), put16(b, m), put16(b, 0), put16(b, 0x21);
+  put32(b, 0), put32(b, 0xffffffffu), put32(b, 0xffffffffu);
+  put16(b, (uint32_t)strlen(name)), put16(b, 0);
+  sb_puts(b, name);
+}
+
+/* A central-directory record; usize/csize 0xffffffff with a zip64 extra
+ * field holding the real sizes when big is set. */
+static void zip_central(strbuf *b, const char *name, uint32_t m, uint32_t crc, uint64_t csize,
+                        uint64_t usize, uint32_t loff, bool big) {
+  put32(b, 0x02014b50);
+  put16(b, 45), put16(b, 45), put16(b, 0), put16(b, m), put16(b, 0), put16(b, 0x21);
+  put32(b, crc);
+  put32(b, big ? 0xffffffffu : (uint32_t)csize), put32(b, big ? 0xffffffffu : (uint32_t)usize);
+  put16(b, (uint32_t)strlen(name)), put16(b, big ? 20 : 0), put16(b, 0);
+  put16(b, 0), put16(b, 0), put32(b, 0), put32(b, loff);
+  sb_puts(b, name);
+  if (big) {
+    put16(b, 1), put16(b, 16);
+    put32(b, (uint32_t)usize), put32(b, (uint32_t)(usize >> 32));
+    put32(b, (uint32_t)csize), put32(b, (uint32_t)(csize >> 32));
+  }
+}
+
+static void zip_end(strbuf *b, uint32_t n, size_t cdstart) {
+  put32(b, 0x06054b50);
+  put16(b, 0), put16(b, 0), put16(b, n), put16(b, n);
+  put32(b, (uint32_t)(b->len - cdstart)), put32(b, (uint32_t)cdstart), put16(b, 0);
+}
+
+/* A deflated entry whose .npy header declares 10^8 float32 (400 MB) while
+ * only its first bytes are real deflate data: asked for as 2x4xf32, the
+ * header is refused before the entry is inflated (nothing of 400 MB is
+ * allocated); an entry declaring over 4 GiB is refused from the directory
+ * alone. */
+static void npz_header_checked_before_inflating(void **state) {
+  (void)state;
+#ifdef HAVE_ZLIB
+  arena *a = arena_create();
+  char hdr[128] = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000000,), }";
+  size_t hl = strlen(hdr);
+  while ((10 + hl + 1) % 64) hdr[hl++] = ' ';
+  hdr[hl++] = '\n';
+  hdr[hl] = 0;
+  uint8_t npy[256];
+  size_t nn = mk_npy(npy, 1, hdr, NULL, 0);
+  uint8_t z[512];
+  uLongf zl = sizeof z;
+  assert_int_equal(compress2(z, &zl, npy, nn, 9), Z_OK); /* zlib framing: 2 bytes, then raw */
+  uint64_t usize = nn + (uint64_t)400000000, csize = usize / 1000;
+  for (int big = 0; big < 2; big++) {
+    if (big) usize = (uint64_t)6 << 30, csize = usize / 1000; /* the 6 GB zip64 bomb */
+    strbuf b;
+    sb_init(&b);
+    zip_local(&b, "x.npy", 8);
+    sb_putn(&b, (const char *)z + 2, zl - 6); /* the header's deflate blocks, not final */
+    while (b.len < 35 + csize) sb_putc(&b, 0); /* filler never inflated */
+    size_t cd = b.len;
+    zip_central(&b, "x.npy", 8, 0, csize, usize, 0, true);
+    zip_end(&b, 1, cd);
+    int64_t d[2] = {2, 4};
+    ir_shape want = ir_shape_array(IR_F32, 2, d);
+    ir_named_literal *out;
+    int n;
+    assert_int_equal(ir_npz_decode(a, "bomb.npz", b.s, b.len, NULL, &want, &out, &n, err,
+                                   sizeof err),
+                     big ? ST_RESOURCE_EXHAUSTED : ST_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, big ? "entry 'x.npy' holds 6442450944 bytes, over the limit"
+                                    : "bomb.npz:x.npy: expected 2x4xf32, the array is "
+                                      "100000000xf32"));
+    sb_free(&b);
+  }
+  arena_destroy(a);
+#endif
+}
+
+/* 64 directory records naming one 128-byte stored entry: an archive whose
+ * entries share bytes is refused before any entry is decoded, whichever
+ * entry is asked for; a well-formed archive decodes only the entry asked
+ * for. */
+static void npz_overlapping_entries_refused(void **state) {
+  (void)state;
+  arena *a = arena_create();
+  uint8_t npy[256];
+  float v[2] = {1, 2};
+  size_t nn = mk_npy(npy, 1,
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }            \n",
+                     (const uint8_t *)v, sizeof v);
+  strbuf b;
+  sb_init(&b);
+  zip_local(&b, "a0.npy", 0);
+  sb_putn(&b, (const char *)npy, nn);
+  size_t cd = b.len;
+  char name[16];
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "a%d.npy", i);
+    zip_central(&b, name, 0, 0, nn, nn, 0, false);
+  }
+  zip_end(&b, 64, cd);
+  ir_named_literal *out;
+  int n;
+  assert_int_equal(ir_npz_decode(a, "o.npz", b.s, b.len, NULL, NULL, &out, &n, err, sizeof err),
+                   ST_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "o.npz: entries 'a0' and 'a1' overlap (at byte 0)"));
+  assert_int_equal(ir_npz_decode(a, "o.npz", b.s, b.len, "a5", NULL, &out, &n, err, sizeof err),
+                   ST_INVALID_ARGUMENT);
+  sb_free(&b);
+  /* select: one entry of three decoded; an unknown name lists the others */
+  int64_t d1 = 3;
+  ir_shape s1 = ir_shape_array(IR_S8, 1, &d1);
+  ir_named_literal in[3] = {{"p", ir_literal_create(a, &s1)},
+                            {"q", ir_literal_create(a, &s1)},
+                            {"r", ir_literal_create(a, &s1)}};
+  ir_literal_set_i64(in[1].lit, 2, 7);
+  sb_init(&b);
+  assert_int_equal(ir_npz_encode(&b, in, 3, err, sizeof err), ST_OK);
+  assert_int_equal(ir_npz_decode(a, "s.npz", b.s, b.len, "q", NULL, &out, &n, err, sizeof err),
+                   ST_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(out[0].name, "q");
+  assert_int_equal(ir_literal_get_i64(out[0].lit, 2), 7);
+  assert_int_equal(ir_npz_decode(a, "s.npz", b.s, b.len, "z", NULL, &out, &n, err, sizeof err),
+                   ST_NOT_FOUND);
+  assert_non_null(strstr(err, "s.npz has no array 'z' (it has: p, q, r)"));
   sb_free(&b);
   arena_destroy(a);
 }
@@ -570,7 +717,7 @@ static void mutations_never_crash(void **state) {
     ir_named_literal *arr;
     int cnt;
     err[0] = 0;
-    if (ir_npz_decode(a, "m.npz", buf, n, &arr, &cnt, err, sizeof err) == ST_OK)
+    if (ir_npz_decode(a, "m.npz", buf, n, NULL, NULL, &arr, &cnt, err, sizeof err) == ST_OK)
       ok++;
     else
       assert_true(strncmp(err, "m.npz", 5) == 0);
@@ -602,6 +749,8 @@ int main(void) {
       cmocka_unit_test(literal_parse_and_print),
       cmocka_unit_test(literal_file_references),
       cmocka_unit_test(mutations_never_crash),
+      cmocka_unit_test(npz_header_checked_before_inflating),
+      cmocka_unit_test(npz_overlapping_entries_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
