@@ -431,8 +431,9 @@ tpurt_status_t tpurt_program_save_file(tpurt_program_t *p, const char *path) {
   uint8_t *bytes;
   size_t n;
   char why[256];
-  if (tpub_write(p->img, &dev->alloc, &bytes, &n, why, sizeof why))
-    return fail(dev, TPURT_OUT_OF_MEMORY, "cannot serialise: %s", why);
+  int wr = tpub_write(p->img, &dev->alloc, &bytes, &n, why, sizeof why);
+  if (wr)
+    return fail(dev, wr == -2 ? TPURT_OUT_OF_MEMORY : TPURT_INTERNAL, "cannot serialise: %s", why);
   FILE *f = fopen(path, "wb");
   if (!f) {
     rt_free(&dev->alloc, bytes);

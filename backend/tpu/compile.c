@@ -96,7 +96,12 @@ static tval *const_new(lctx *x, const ir_literal *l) {
   v->buf->owned = false;
   v->buf->addr = tb_hbm_alloc(b, bytes);
   if (b->failed) return v;
-  uint8_t *data = arena_alloc(b->a, bytes ? bytes : 1);
+  uint8_t *data = arena_try_alloc(b->a, bytes ? bytes : 1);
+  if (!data) {
+    tb_error(b, ST_OUT_OF_MEMORY, "out of memory for a constant of %llu bytes",
+             (unsigned long long)bytes);
+    return v;
+  }
   for (int64_t k = 0; k < n; k++) {
     uint32_t bits = lit_bits(l, k);
     if (es == 2) {
@@ -150,6 +155,53 @@ static void set_name(char *dst, const char *src) {
   }
   memcpy(dst, src, n);
   dst[n] = 0;
+}
+
+/* The image of a finished build: its code, SMEM, constants, signature
+ * (params pt[np], results rt[nr]) and op table, copied. NULL with the
+ * reason in err when host memory runs out. */
+static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tensor *pt, int np,
+                                  const tpub_tensor *rt, int nr, const cpool *pool, char *err,
+                                  size_t errlen) {
+  tpub_image *img = tpub_new(NULL);
+  if (!img) goto oom;
+  size_t sl = strlen(spec);
+  char *tspec = rt_alloc(&img->alloc, sl + 1);
+  if (!tspec) goto oom;
+  memcpy(tspec, spec, sl + 1);
+  rt_free(&img->alloc, img->target);
+  img->target = tspec;
+  img->hbm_bytes = b->hbm_peak < 4096 ? 4096 : b->hbm_peak;
+  uint32_t nsm = b->smem_words ? b->smem_words : 1;
+  img->params = rt_calloc(&img->alloc, (size_t)np + 1, sizeof *img->params);
+  img->results = rt_calloc(&img->alloc, (size_t)nr + 1, sizeof *img->results);
+  img->code = rt_alloc(&img->alloc, (size_t)b->code.n * 8);
+  img->consts = rt_calloc(&img->alloc, (size_t)pool->v.n + 1, sizeof *img->consts);
+  img->smem = rt_calloc(&img->alloc, nsm, 4);
+  if (!img->params || !img->results || !img->code || !img->consts || !img->smem) goto oom;
+  img->nparams = (uint32_t)np;
+  memcpy(img->params, pt, (size_t)np * sizeof *pt);
+  img->nresults = (uint32_t)nr;
+  memcpy(img->results, rt, (size_t)nr * sizeof *rt);
+  img->ncode = (uint32_t)b->code.n;
+  memcpy(img->code, b->code.v, (size_t)b->code.n * 8);
+  img->nsmem = nsm;
+  memcpy(img->smem, b->smem, (size_t)b->smem_words * 4);
+  for (int k = 0; k < pool->v.n; k++) {
+    tpub_const c = pool->v.v[k];
+    c.data = rt_alloc(&img->alloc, c.size);
+    if (!c.data) goto oom;
+    memcpy(c.data, pool->v.v[k].data, c.size);
+    img->consts[img->nconsts++] = c;
+  }
+  int rc = tpub_set_ops(img, b->ops.v, (uint32_t)b->ops.n, b->code_op.v, err, errlen);
+  if (rc == -2) goto oom;
+  if (rc) base_die("tpu: op table: %s", err);
+  return img;
+oom:
+  tpub_free(img);
+  snprintf(err, errlen, "out of memory assembling the program");
+  return NULL;
 }
 
 base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,
@@ -361,39 +413,15 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     arena_destroy(a);
     return st;
   }
-  /* Assemble the image. */
-  tpub_image *img = tpub_new(NULL);
-  if (!img) base_die("out of memory");
-  size_t sl = strlen(spec);
-  char *tspec = rt_alloc(&img->alloc, sl + 1);
-  memcpy(tspec, spec, sl + 1);
-  rt_free(&img->alloc, img->target);
-  img->target = tspec;
-  img->hbm_bytes = b.hbm_peak < 4096 ? 4096 : b.hbm_peak;
-  img->nparams = (uint32_t)np;
-  img->params = rt_calloc(&img->alloc, (size_t)np + 1, sizeof *img->params);
-  memcpy(img->params, pt, (size_t)np * sizeof *pt);
-  img->nresults = (uint32_t)rs.n;
-  img->results = rt_calloc(&img->alloc, (size_t)rs.n + 1, sizeof *img->results);
-  memcpy(img->results, rt, (size_t)rs.n * sizeof *rt);
-  img->ncode = (uint32_t)b.code.n;
-  img->code = rt_alloc(&img->alloc, (size_t)b.code.n * 8);
-  memcpy(img->code, b.code.v, (size_t)b.code.n * 8);
+  /* Assemble the image (host allocations checked: out of memory is an
+   * error, ST_OUT_OF_MEMORY). */
   b.ops.v[b.cur_op].flops += b.flops - b.op_flops0;
-  if (tpub_set_ops(img, b.ops.v, (uint32_t)b.ops.n, b.code_op.v, err, sizeof err))
-    base_die("tpu: op table: %s", err);
-  img->nconsts = (uint32_t)pool.v.n;
-  img->consts = rt_calloc(&img->alloc, (size_t)pool.v.n + 1, sizeof *img->consts);
-  for (int k = 0; k < pool.v.n; k++) {
-    img->consts[k] = pool.v.v[k];
-    img->consts[k].data = rt_alloc(&img->alloc, pool.v.v[k].size);
-    memcpy(img->consts[k].data, pool.v.v[k].data, pool.v.v[k].size);
-  }
-  uint32_t nsm = b.smem_words ? b.smem_words : 1;
-  img->nsmem = nsm;
-  img->smem = rt_calloc(&img->alloc, nsm, 4);
-  memcpy(img->smem, b.smem, (size_t)b.smem_words * 4);
+  tpub_image *img = assemble_image(&b, spec, pt, np, rt, rs.n, &pool, err, sizeof err);
   arena_destroy(a);
+  if (!img) {
+    diag_error(d, (src_loc){0}, "tpu: %s", err);
+    return ST_OUT_OF_MEMORY;
+  }
   if (tpub_verify(img, &tg, err, sizeof err)) {
     diag_error(d, (src_loc){0}, "tpu: internal error: generated program fails verification: %s", err);
     tpub_free(img);

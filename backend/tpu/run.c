@@ -56,6 +56,16 @@ base_status tpu_execute(const tpub_image *img, const char *target, const ir_modu
                               err, errlen);
 }
 
+/* The base status of a failed tpurt call (other: the caller's choice). */
+static base_status status_of(tpurt_status_t s, base_status other) {
+  switch (s) {
+  case TPURT_OUT_OF_MEMORY: return ST_OUT_OF_MEMORY;
+  case TPURT_RESOURCE_EXHAUSTED: return ST_RESOURCE_EXHAUSTED;
+  case TPURT_IO_ERROR: return ST_IO_ERROR;
+  default: return other;
+  }
+}
+
 base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint64_t cycle_limit,
                                  const ir_module *m, ir_literal *const *args, int nargs, arena *a,
                                  ir_literal **out, struct tpurt_stats *stats, double *host_seconds,
@@ -64,9 +74,10 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
   char why[512];
-  if (tpub_write(img, NULL, &bytes, &nbytes, why, sizeof why)) {
+  int wr = tpub_write(img, NULL, &bytes, &nbytes, why, sizeof why);
+  if (wr) {
     snprintf(err, errlen, "tpu: cannot serialise the program: %s", why);
-    return ST_INTERNAL;
+    return wr == -2 ? ST_OUT_OF_MEMORY : ST_INTERNAL;
   }
   tpurt_device_options_t o;
   tpurt_device_options_init(&o);
@@ -76,8 +87,18 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   tpurt_program_t *prog = NULL;
   tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
   tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
-  if (!in || !res) base_die("out of memory"); /* compiler side: fatal, as in base.h */
-  if (tpurt_device_create(&o, &dev) != TPURT_OK) {
+  tpurt_status_t ts;
+  if (!in || !res) {
+    snprintf(err, errlen, "tpu: out of memory");
+    rc = ST_OUT_OF_MEMORY;
+    goto done;
+  }
+  if ((ts = tpurt_device_create(&o, &dev)) == TPURT_OUT_OF_MEMORY) {
+    snprintf(err, errlen, "tpu: out of memory creating the device");
+    rc = ST_OUT_OF_MEMORY;
+    goto done;
+  }
+  if (ts != TPURT_OK) {
     tpurt_target_check(target, why, sizeof why);
     snprintf(err, errlen,
              "tpu: a compiled program runs only on a TPU target (v2, v3, v2-8, v3-8, or one "
@@ -86,9 +107,9 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = ST_INVALID_ARGUMENT;
     goto done;
   }
-  if (tpurt_program_load(dev, bytes, nbytes, &prog) != TPURT_OK) {
+  if ((ts = tpurt_program_load(dev, bytes, nbytes, &prog)) != TPURT_OK) {
     snprintf(err, errlen, "tpu: program rejected: %s", tpurt_device_message(dev));
-    rc = ST_INTERNAL;
+    rc = status_of(ts, ST_INTERNAL);
     goto done;
   }
   if ((uint32_t)nargs != img->nparams) {
@@ -98,10 +119,10 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   }
   for (int i = 0; i < nargs; i++) {
     const ir_literal *l = args[i];
-    if (tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank, l->shape.dims,
-                            l->data, l->nbytes, &in[i]) != TPURT_OK) {
+    if ((ts = tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank,
+                                  l->shape.dims, l->data, l->nbytes, &in[i])) != TPURT_OK) {
       snprintf(err, errlen, "tpu: parameter %d: %s", i, tpurt_device_message(dev));
-      rc = ST_INVALID_ARGUMENT;
+      rc = status_of(ts, ST_INVALID_ARGUMENT);
       goto done;
     }
   }
@@ -113,7 +134,11 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     prof->nops = tpurt_program_op_count(prog);
     prof->info = calloc(prof->nops + 1, sizeof *prof->info);
     prof->ops = calloc(prof->nops + 1, sizeof *prof->ops);
-    if (!prof->info || !prof->ops) base_die("out of memory");
+    if (!prof->info || !prof->ops) {
+      snprintf(err, errlen, "tpu: out of memory");
+      rc = ST_OUT_OF_MEMORY;
+      goto done;
+    }
     for (size_t i = 0; i < prof->nops; i++) { /* strings outlive the program: copy to a */
       tpurt_program_op_info(prog, i, &prof->info[i]);
       prof->info[i].name = arena_strdup(a, prof->info[i].name ? prof->info[i].name : "");
@@ -132,9 +157,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     snprintf(err, errlen, "tpu: execution %s: %s",
              es == TPURT_RESOURCE_EXHAUSTED ? "stopped at its cycle limit" : "failed",
              tpurt_device_message(dev));
-    rc = es == TPURT_RESOURCE_EXHAUSTED ? ST_RESOURCE_EXHAUSTED
-         : es == TPURT_IO_ERROR         ? ST_IO_ERROR /* the profile's trace file */
-                                        : ST_RUNTIME_FAULT;
+    rc = status_of(es, ST_RUNTIME_FAULT); /* IO_ERROR: the profile's trace file */
     goto done;
   }
   if (!m) { /* results described by the image's signature */
@@ -142,7 +165,12 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     for (uint32_t k = 0; k < img->nresults; k++) {
       ir_shape sh = ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank,
                                    img->results[k].dims);
-      flat[k] = ir_literal_create(a, &sh);
+      flat[k] = ir_literal_try_create(a, &sh);
+      if (!flat[k]) {
+        snprintf(err, errlen, "tpu: out of memory for result %u", k);
+        rc = ST_OUT_OF_MEMORY;
+        goto done;
+      }
       if (tpurt_buffer_read(res[k], flat[k]->data, flat[k]->nbytes) != TPURT_OK) {
         snprintf(err, errlen, "tpu: result %u: %s", k, tpurt_device_message(dev));
         rc = ST_INTERNAL;
@@ -158,7 +186,12 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     leaves(a, rs, &ls);
     ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));
     for (int k = 0; k < ls.n; k++) {
-      flat[k] = ir_literal_create(a, &ls.v[k]);
+      flat[k] = ir_literal_try_create(a, &ls.v[k]);
+      if (!flat[k]) {
+        snprintf(err, errlen, "tpu: out of memory for result %d", k);
+        rc = ST_OUT_OF_MEMORY;
+        goto done;
+      }
       if (tpurt_buffer_read(res[k], flat[k]->data, flat[k]->nbytes) != TPURT_OK) {
         snprintf(err, errlen, "tpu: result %d: %s", k, tpurt_device_message(dev));
         rc = ST_INTERNAL;
@@ -169,8 +202,8 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     *out = rebuild(a, rs, flat, &k);
   }
 done:
-  for (uint32_t k = 0; k < img->nresults; k++) tpurt_buffer_destroy(res[k]);
-  for (int i = 0; i < nargs; i++) tpurt_buffer_destroy(in[i]);
+  for (uint32_t k = 0; res && k < img->nresults; k++) tpurt_buffer_destroy(res[k]);
+  for (int i = 0; in && i < nargs; i++) tpurt_buffer_destroy(in[i]);
   free(in);
   free(res);
   tpurt_program_destroy(prog);
@@ -425,8 +458,9 @@ base_status tpu_emit_file(const ir_module *m, const tpu_options *o, const char *
   else rc = tpub_write(img, NULL, &bytes, &n, why, sizeof why);
   tpub_free(img);
   if (rc) {
-    snprintf(err, errlen, "tpu: cannot write the program");
-    return ST_INTERNAL;
+    snprintf(err, errlen, "tpu: cannot write the program: %s",
+             rc == -2 || !strcmp(emit, "asm") ? "out of memory" : why);
+    return rc == -2 || !strcmp(emit, "asm") ? ST_OUT_OF_MEMORY : ST_INTERNAL;
   }
   if (!path || !strcmp(path, "-")) {
     if (fwrite(bytes, 1, n, stdout) != n) st = ST_IO_ERROR;

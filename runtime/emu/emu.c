@@ -231,7 +231,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
     m->pc = 0;
     m->word = img->code[0];
     m->now = 0;
-    emu_fail(m, EMU_FAULT_OOM, "out of host memory for HBM ordering state");
+    emu_fail(m, EMU_FAULT_OOM, "out of memory (host) for the HBM ordering state");
     m->st = NULL;
     m->f = NULL;
     return -1;

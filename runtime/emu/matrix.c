@@ -144,7 +144,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
       int act = x->active, tr = x->tile_tr[act];
       int64_t c = emu_mxu_systolic_matmul_bf16(lhs, x->tile[act], acc, (int)rows, K, N, lds,
                                                tr ? K : N, N, K, N, tr ? EMU_MXU_W_TRANSPOSED : 0);
-      if (c < 0) return emu_fail(m, EMU_FAULT_OOM, "out of host memory");
+      if (c < 0) return emu_fail(m, EMU_FAULT_OOM, "out of memory (host)");
       m->systolic_cycles += c;
     } else {
       emu_mxu_matmul_packed(lhs, x->packed[x->active], acc, (int)rows, K, N, lds, N, 0, x->scratch);

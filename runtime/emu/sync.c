@@ -42,7 +42,7 @@ int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t, int unit
     while (nc < q->n + count)
       nc *= 2;
     emu_token *nh = rt_alloc(&m->alloc, (size_t)nc * sizeof *nh);
-    if (!nh) return emu_fail(m, EMU_FAULT_OOM, "out of host memory");
+    if (!nh) return emu_fail(m, EMU_FAULT_OOM, "out of memory (host)");
     for (uint32_t i = 0; i < q->n; i++)
       nh[i] = q->heap[i];
     rt_free(&m->alloc, q->heap);

@@ -450,7 +450,7 @@ int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size
   uint8_t *b = rt_calloc(a, 1, (size_t)pos);
   if (!b) {
     fail(err, errlen, "out of memory");
-    return -1;
+    return -2;
   }
   memcpy(b, magic, 8);
   wr(b + 8, TPUB_FORMAT_VERSION, 2);

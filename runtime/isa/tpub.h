@@ -146,8 +146,9 @@ void tpub_free(tpub_image *img); /* accepts NULL */
 int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image **out, char *err,
               size_t errlen);
 
-/* Serialises img. Returns 0 and a buffer from a (free with rt_free), or -1
- * when memory ran out or img is not representable (err says why). */
+/* Serialises img. Returns 0 and a buffer from a (free with rt_free), -1
+ * when img is not representable (err says why), or -2 when memory ran
+ * out. */
 int tpub_write(const tpub_image *img, const rt_allocator *a, uint8_t **out, size_t *out_size,
                char *err, size_t errlen);
 
