@@ -1,9 +1,11 @@
 /* cmd_asm.c: `tpucc asm`: assemble TPU assembly text (docs/isa.md, section
  * 4) into a verified .tpub program file. Built into `tpucc`, or on its own
  * as `tpucc-asm` when compiled with -DTPUCC_STANDALONE_MAIN. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "asm.h"
 #include "target.h"
@@ -28,26 +30,42 @@ void tpucc_help_asm(FILE *f) {
         f);
 }
 
-static char *read_all(const char *path, size_t *n) {
+/* Assembly text: a regular file or a pipe of at most MAX_TEXT bytes (a
+ * larger regular file is refused before reading, a pipe once that much
+ * was read). NULL with the reason in why. */
+enum { MAX_TEXT = 1 << 30 };
+
+static char *read_all(const char *path, size_t *n, const char **why) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f) {
+    *why = strerror(errno);
+    return NULL;
+  }
+  struct stat sb;
+  *why = NULL;
+  if (fstat(fileno(f), &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISFIFO(sb.st_mode)))
+    *why = "not a regular file or a pipe";
+  else if (S_ISREG(sb.st_mode) && sb.st_size >= MAX_TEXT)
+    *why = "file too large (1 GiB at most)";
+  if (*why) {
+    fclose(f);
+    return NULL;
+  }
   size_t cap = 4096, len = 0;
   char *s = malloc(cap);
   while (s) {
     size_t k = fread(s + len, 1, cap - len, f);
     len += k;
     if (len < cap) break;
-    char *ns = realloc(s, cap *= 2);
-    if (!ns) {
-      free(s);
-      s = NULL;
-    }
+    char *ns = cap < MAX_TEXT ? realloc(s, cap *= 2) : NULL;
+    if (!ns) free(s);
     s = ns;
   }
   int err = ferror(f);
   fclose(f);
-  if (err) {
+  if (err || !s) {
     free(s);
+    *why = err ? "read error" : "out of memory, or more than 1 GiB";
     return NULL;
   }
   *n = len;
@@ -82,9 +100,10 @@ int tpucc_cmd_asm(int argc, char **argv) {
     return 2;
   }
   size_t n = 0;
-  char *text = read_all(in, &n);
+  const char *why_not;
+  char *text = read_all(in, &n, &why_not);
   if (!text) {
-    fprintf(stderr, "tpucc asm: error: cannot read '%s'\n", in);
+    fprintf(stderr, "tpucc asm: error: cannot read '%s': %s\n", in, why_not);
     return 2;
   }
   static char err[8192];

@@ -43,6 +43,13 @@ dd if=/dev/zero of="$tmp/big.tpub" bs=1 count=1 seek=1073741823 conv=notrunc 2>/
 rejects "$tmp/big.tpub" "header says [0-9]* bytes, the file has 1073741824"
 dd if=/dev/zero of="$tmp/big.tpub" bs=1 count=1 seek=3221225471 conv=notrunc 2>/dev/null
 rejects "$tmp/big.tpub" "file too large (3221225472 bytes"
+# asm looks at its input first: a device and a 3 GiB file (sparse) are
+# refused at once (it read them until memory ran out).
+if "$tpucc" asm /dev/zero -o "$tmp/z.tpub" 2> "$tmp/err"; then echo "asm read /dev/zero"; exit 1; fi
+grep -q "cannot read '/dev/zero': not a regular file or a pipe" "$tmp/err"
+dd if=/dev/zero of="$tmp/big.s" bs=1 count=1 seek=3221225471 2>/dev/null
+if "$tpucc" asm "$tmp/big.s" -o "$tmp/z.tpub" 2> "$tmp/err"; then echo "asm read 3 GiB"; exit 1; fi
+grep -q "file too large" "$tmp/err"
 # Assembly errors carry file:line:col.
 printf 'halt\n  vaddf v1, v2\n' > "$tmp/bad.s"
 if "$tpucc" asm "$tmp/bad.s" -o "$tmp/x.tpub" 2> "$tmp/err"; then
