@@ -19,7 +19,8 @@ void tool_help_run(FILE *f) {
         "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
         "  --language=hlo|tg      override the choice by file extension\n"
         "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
-        "                         (an .npz file supplies one per array). TENSOR is:\n"
+        "                         (an .npz file supplies one per array, bound by\n"
+        "                         name when its names are the parameters'). TENSOR is:\n"
         "                           2x3xf32=1 2 3 4 5 6   values, row-major; spaces,\n"
         "                                                 commas and [ ] separate;\n"
         "                                                 one value fills all\n"
@@ -103,6 +104,7 @@ typedef struct given {
   ir_literal *lit;
   int arg;          /* 1-based index of the --input / --expected-output flag */
   const char *text; /* the flag's text */
+  const char *name; /* an array of a whole .npz (@x.npz): its entry name; else NULL */
 } given;
 
 typedef struct run_cfg {
@@ -259,7 +261,9 @@ static bool parse_tensors(arena *a, const char *flag, const char **texts, int n,
       return false;
     }
     for (int j = 0; j < k; j++) {
-      given g = {r[j].lit, i + 1, texts[i]};
+      const char *t = texts[i] + strspn(texts[i], " \t"), *e = t + strlen(t);
+      bool whole_npz = t[0] == '@' && e - t > 4 && !strcmp(e - 4, ".npz");
+      given g = {r[j].lit, i + 1, texts[i], whole_npz ? r[j].name : NULL};
       VEC_PUSH(a, v, g);
     }
   }
@@ -380,6 +384,42 @@ static void push_leaves(arena *a, ir_literal *l, lit_vec *out) {
     return;
   }
   for (int k = 0; k < l->shape.ntuple; k++) push_leaves(a, l->elems[k], out);
+}
+
+/* .npz arrays bind to parameters by name when the inputs are all arrays of
+ * whole archives (@x.npz) whose entry names are exactly the parameters'
+ * names: ins is then reordered into parameter order. Otherwise they bind
+ * by position, and when an archive supplied any, a note says so. */
+static void bind_npz_by_name(given *ins, int nins, const char *const *pnames, int np, arena *a) {
+  bool any = false, all = nins == np;
+  for (int i = 0; i < nins; i++) {
+    if (ins[i].name) any = true;
+    else all = false;
+  }
+  if (!any) return;
+  given *byname = arena_array(a, (size_t)(np ? np : 1), sizeof *byname);
+  for (int p = 0; all && p < np; p++) {
+    int hit = -1;
+    for (int i = 0; i < nins; i++)
+      if (!strcmp(ins[i].name, pnames[p])) hit = hit < 0 ? i : -2;
+    if (hit < 0) all = false;
+    else byname[p] = ins[hit];
+  }
+  if (all) {
+    memcpy(ins, byname, (size_t)np * sizeof *ins);
+    return;
+  }
+  strbuf b;
+  sb_init(&b);
+  for (int i = 0; i < nins; i++)
+    sb_printf(&b, "%s%s", i ? ", " : "", ins[i].name ? ins[i].name : "(not from an .npz)");
+  sb_puts(&b, "; the parameters: ");
+  for (int p = 0; p < np; p++) sb_printf(&b, "%s%s", p ? ", " : "", pnames[p]);
+  fprintf(stderr,
+          "%s: note: .npz arrays bound to parameters by position (the inputs: %s); they bind by "
+          "name when their names are exactly the parameters'\n",
+          CMD, sb_str(&b));
+  sb_free(&b);
 }
 
 /* `tpucc run FILE.tpub`: a compiled TPU program (backend/tpu), on its
@@ -577,13 +617,16 @@ int tool_cmd_run(int argc, char **argv) {
       tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
       goto done;
     }
-    ir_shape ws = pshapes[i] = desc_shape(&want);
+    pshapes[i] = desc_shape(&want);
     pnames[i] = arena_strdup(a, want.name);
-    if (i >= nins) continue;
+  }
+  bind_npz_by_name(ins, nins, pnames, np, a);
+  for (int i = 0; i < nins; i++) {
     const ir_literal *g = ins[i].lit;
-    if (!ir_shape_equal(&g->shape, &ws)) {
+    if (!ir_shape_equal(&g->shape, &pshapes[i])) {
       tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s", ins[i].arg,
-                 shown(a, ins[i].text), i, want.name, spec_of(a, &ws), spec_of(a, &g->shape));
+                 shown(a, ins[i].text), i, pnames[i], spec_of(a, &pshapes[i]),
+                 spec_of(a, &g->shape));
       goto done;
     }
     tensor_view(g, &args[i]);

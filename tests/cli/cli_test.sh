@@ -237,6 +237,37 @@ case_random_inputs() {
   err_has "parameter 0 'p' (1100000000xf32, 4.4e+09 bytes) is over the cap of 4 GiB per parameter"
 }
 
+# .npz inputs bind by name when their names are the parameters' names, by
+# position otherwise (with a note). The archives are written by Python's
+# zipfile with hand-made .npy headers (no numpy needed).
+case_npz_names() {
+  command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
+  cat >"$T/mk.py" <<'EOF'
+import sys, struct, zipfile
+def npy(vals):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % len(vals)
+    h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+    return (b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode()
+            + struct.pack('<%df' % len(vals), *vals))
+with zipfile.ZipFile(sys.argv[1], 'w') as z:
+    for kv in sys.argv[2:]:
+        k, v = kv.split('=')
+        z.writestr(k + '.npy', npy([float(x) for x in v.split(',')]))
+EOF
+  printf 'HloModule sub\nENTRY main {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT d = f32[2] subtract(a, b)\n}\n' >"$T/sub.hlo"
+  python3 "$T/mk.py" "$T/ba.npz" b=1,1 a=5,6 || fail "python3 could not write an .npz"
+  python3 "$T/mk.py" "$T/pos.npz" arr_0=5,6 arr_1=1,1
+  python3 "$T/mk.py" "$T/ac.npz" a=5,6 c=1,1
+  run 0 run "$T/sub.hlo" --target=interp --input="@$T/ba.npz"
+  out_is "2xf32=4 5"
+  grep -q note "$T/err" && fail "binding by name printed a note"
+  run 0 run "$T/sub.hlo" --target=interp --input="@$T/pos.npz"
+  out_is "2xf32=4 5"
+  err_has "note: .npz arrays bound to parameters by position (the inputs: arr_0, arr_1; the parameters: a, b)"
+  run 0 run "$T/sub.hlo" --target=interp --input="@$T/ac.npz"
+  err_has "(the inputs: a, c; the parameters: a, b)"
+}
+
 # numpy writes, tpucc reads (C/Fortran order, both byte orders); tpucc
 # writes, numpy reads. Skipped when no python3 with numpy is found.
 case_numpy() {
