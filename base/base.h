@@ -123,6 +123,11 @@ void sb_printf(strbuf *b, const char *fmt, ...) BASE_PRINTF(2, 3);
 void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
 /* Returns the text (NUL-terminated, owned by b) */
 const char *sb_str(strbuf *b);
+/* Appends s[0, n) with every control byte but newline and tab (0x00-0x1f,
+ * 0x7f) written as \xNN, so that text quoted from a user's file cannot
+ * drive the terminal. Every message printer (diag, the CLI's errors) goes
+ * through it. */
+void sb_put_escaped(strbuf *b, const char *s, size_t n);
 
 /* ---- string map ------------------------------------------------------ */
 

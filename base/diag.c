@@ -98,12 +98,13 @@ void diag_vreport(diag *d, diag_level lvl, src_loc loc, const char *fmt,
   else if (loc.file)
     sb_printf(&d->text, "%s: ", loc.file);
   sb_printf(&d->text, "%s: ", names[lvl]);
-  va_list ap2;
-  va_copy(ap2, ap);
-  sb_vprintf(&d->text, fmt, ap);
+  strbuf msg; /* user text quoted in messages may hold control bytes */
+  sb_init(&msg);
+  sb_vprintf(&msg, fmt, ap);
+  sb_put_escaped(&d->text, msg.s ? msg.s : "", msg.len);
   sb_putc(&d->text, '\n');
-  if (lvl == DIAG_ERROR && d->errors == 0) sb_vprintf(&d->first, fmt, ap2);
-  va_end(ap2);
+  if (lvl == DIAG_ERROR && d->errors == 0) sb_put_escaped(&d->first, msg.s ? msg.s : "", msg.len);
+  sb_free(&msg);
   const char *ln;
   size_t ll;
   if (loc.line > 0 && source_line(d, loc.file, loc.line, &ln, &ll)) {
@@ -120,6 +121,16 @@ void diag_vreport(diag *d, diag_level lvl, src_loc loc, const char *fmt,
   }
   if (d->stream) fputs(d->text.s + start, d->stream);
   if (lvl == DIAG_ERROR) d->errors++;
+}
+
+void sb_put_escaped(strbuf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+      sb_printf(b, "\\x%02x", c);
+    else
+      sb_putc(b, (char)c);
+  }
 }
 
 void diag_report(diag *d, diag_level lvl, src_loc loc, const char *fmt, ...) {

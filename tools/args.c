@@ -7,11 +7,16 @@
 
 void tool_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "%s: error: ", cmd);
+  strbuf m, e;
+  sb_init(&m);
+  sb_init(&e);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  sb_vprintf(&m, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  sb_put_escaped(&e, m.s ? m.s : "", m.len); /* quoted user text: no raw control bytes */
+  fprintf(stderr, "%s: error: %s\n", cmd, sb_str(&e));
+  sb_free(&m);
+  sb_free(&e);
 }
 
 bool tool_args_next(tool_args *a, const char **name, const char **value) {

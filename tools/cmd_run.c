@@ -415,10 +415,14 @@ static void bind_npz_by_name(given *ins, int nins, const char *const *pnames, in
     sb_printf(&b, "%s%s", i ? ", " : "", ins[i].name ? ins[i].name : "(not from an .npz)");
   sb_puts(&b, "; the parameters: ");
   for (int p = 0; p < np; p++) sb_printf(&b, "%s%s", p ? ", " : "", pnames[p]);
+  strbuf e; /* entry names are the archive's text */
+  sb_init(&e);
+  sb_put_escaped(&e, sb_str(&b), b.len);
   fprintf(stderr,
           "%s: note: .npz arrays bound to parameters by position (the inputs: %s); they bind by "
           "name when their names are exactly the parameters'\n",
-          CMD, sb_str(&b));
+          CMD, sb_str(&e));
+  sb_free(&e);
   sb_free(&b);
 }
 
@@ -673,7 +677,11 @@ int tool_cmd_run(int argc, char **argv) {
     ir_literal *tr = NULL;
     char terr[8192];
     if (tool_tpu_run(tool_module_ir(m), &to, la, np, a, &tr, terr, sizeof terr) != ST_OK) {
-      fprintf(stderr, "%s\n", terr);
+      strbuf e;
+      sb_init(&e);
+      sb_put_escaped(&e, terr, strlen(terr));
+      fprintf(stderr, "%s\n", sb_str(&e));
+      sb_free(&e);
       rc = TOOL_EXIT_FAIL;
       goto done;
     }

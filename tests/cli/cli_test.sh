@@ -131,6 +131,11 @@ case_expected_output() {
 
 # A wrong input names the parameter (index and name), expected and given.
 case_wrong_input() {
+  # control bytes quoted from a file are escaped, never echoed raw
+  printf "\x93NUMPY\x01\x00\x46\x00{'descr': '<\x1b[31mX', 'fortran_order': False, 'shape': (2,), }        \n" >"$T/esc.npy"
+  run 2 run "$DATA/add.hlo" --input="@$T/esc.npy" --input="2x3xf32=1"
+  err_has "unsupported dtype '<\x1b[31mX'"
+  grep -q "$(printf '\x1b')" "$T/err" && fail "a raw ESC byte reached stderr"
   run 2 run "$DATA/add.hlo" --input="2x3xf32=1" --input="3x2xf32=1"
   err_has "--input 2 ('3x2xf32=1') for parameter 1 'y': expected 2x3xf32, given 3x2xf32"
   run 2 run "$DATA/add.hlo" --input="2x3xs32=1" --input="2x3xf32=1"
