@@ -509,9 +509,16 @@ typedef struct ir_named_literal {
  * oversized files are errors naming the path. */
 base_status ir_file_read(const char *path, size_t max_bytes, char **out_data,
                          size_t *out_len, char *err, size_t errlen);
-/* Writes len bytes to path (created or truncated). */
+/* Writes len bytes to path. A regular file (or a new one) is written to a
+ * temporary file beside it, synced and renamed over it only when complete:
+ * on any failure (disk full) the old file is left whole and no partial
+ * file remains. A device or pipe (/dev/stdout) is written in place. */
 base_status ir_file_write(const char *path, const void *data, size_t len,
                           char *err, size_t errlen);
+/* Checks, without writing, that ir_file_write(path) can succeed as far as
+ * can be known beforehand: not a directory, its directory exists and is
+ * writable, an existing file is writable. */
+base_status ir_file_check_writable(const char *path, char *err, size_t errlen);
 
 /* .npy (numpy format 1.0/2.0/3.0). Reads dtypes |b1 (pred), |i1 (s8),
  * <i4 >i4 (s32), <f2 >f2 (f16), <f4 >f4 (f32), C or Fortran order, into a

@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
     BASE_PRINTF(4, 5);
@@ -107,15 +109,85 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, si
   return ST_OK;
 }
 
+/* Writes all of data to fd; false with errno set on failure. */
+static bool write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t w = write(fd, p, len > ((size_t)1 << 30) ? (size_t)1 << 30 : len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return false;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return true;
+}
+
 base_status ir_file_write(const char *path, const void *data, size_t len, char *err,
                           size_t errlen) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
-  size_t w = len ? fwrite(data, 1, len, f) : 0;
-  bool bad = w != len || ferror(f);
-  if (fclose(f) != 0) bad = true;
-  if (bad) return fail(err, errlen, ST_IO_ERROR, "%s: write error", path);
-  return ST_OK;
+  struct stat sb;
+  bool exists = stat(path, &sb) == 0;
+  if (exists && S_ISDIR(sb.st_mode))
+    return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+  if (exists && !S_ISREG(sb.st_mode)) { /* a device or pipe (/dev/stdout): written in place */
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+    bool ok = write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) != 0 && ok) ok = false, e = errno;
+    return ok ? ST_OK : fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(e));
+  }
+  /* A regular file: a temporary beside it, synced, renamed over it only
+   * when complete, so that a failed write leaves the old file whole. */
+  char *tmp = NULL;
+  int fd = -1;
+  for (int k = 0; k < 100 && fd < 0; k++) {
+    free(tmp);
+    size_t n = strlen(path) + 40;
+    tmp = base_xmalloc(n);
+    snprintf(tmp, n, "%s.tmp-%ld-%d", path, (long)getpid(), k);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    base_status st = fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+    free(tmp);
+    return st;
+  }
+  bool ok = (!exists || fchmod(fd, sb.st_mode & 07777) == 0) && write_all(fd, data, len) &&
+            fsync(fd) == 0;
+  int e = errno;
+  if (close(fd) != 0 && ok) ok = false, e = errno;
+  if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+  if (!ok) unlink(tmp);
+  free(tmp);
+  return ok ? ST_OK
+            : fail(err, errlen, ST_IO_ERROR, "%s: %s (the file is unchanged)", path, strerror(e));
+}
+
+base_status ir_file_check_writable(const char *path, char *err, size_t errlen) {
+  struct stat sb;
+  if (!*path) return fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name");
+  if (stat(path, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode)) return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+    if (access(path, W_OK) != 0)
+      return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return ST_OK; /* a device or pipe: written in place */
+  }
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+  if (!dir) return fail(err, errlen, ST_OUT_OF_MEMORY, "out of memory");
+  base_status st = ST_OK;
+  if (stat(dir, &sb) != 0)
+    st = fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
+  else if (!S_ISDIR(sb.st_mode))
+    st = fail(err, errlen, ST_IO_ERROR, "%s: %s is not a directory", path, dir);
+  else if (access(dir, W_OK) != 0)
+    st = fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
+  free(dir);
+  return st;
 }
 
 /* ---- raw .bin -------------------------------------------------------- */

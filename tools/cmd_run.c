@@ -40,9 +40,12 @@ void tool_help_run(FILE *f) {
         "                         floats uniform in [-1,1), s8/s32 in [-8,8), pred 0/1\n"
         "  --output=@FILE         one per result, in order (a tuple root has one per\n"
         "                         element): @f.npy, @f.npz or @f.bin writes the result\n"
-        "                         (bf16 goes to .npy as f32, exactly); --output=-\n"
-        "                         prints it; --output= discards it. Without any\n"
-        "                         --output every result is printed, one per line:\n"
+        "                         (bf16 goes to .npy as f32, exactly) through a\n"
+        "                         temporary file renamed into place when complete;\n"
+        "                         every FILE is checked writable before running;\n"
+        "                         --output=- prints it; --output= discards it.\n"
+        "                         Results after the last --output are printed, one\n"
+        "                         per line:\n"
         "                           2x3xf32=[1 2 3][4 5 6]\n"
         "  --print-max-elements=N print at most N elements per result (default 1024,\n"
         "                         0: all), then '...'\n"
@@ -242,6 +245,11 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     const char *o = c->outputs[i];
     if (strcmp(o, "-") != 0 && o[0] != 0 && (o[0] != '@' || o[1] == 0)) {
       tool_error(CMD, "--output '%s': expected @FILE, - (print) or nothing (discard)", o);
+      return false;
+    }
+    char err[512]; /* every output file writable before anything runs */
+    if (o[0] == '@' && ir_file_check_writable(o + 1, err, sizeof err) != ST_OK) {
+      tool_error(CMD, "--output %d: %s", i + 1, err);
       return false;
     }
   }
@@ -648,7 +656,7 @@ int tool_cmd_run(int argc, char **argv) {
   }
 
   /* Check the result flags against the signature before running. */
-  if (c.noutputs && c.noutputs != nr) {
+  if (c.noutputs > nr) { /* fewer are fine: the other results are printed */
     tool_error(CMD, "%s: the entry has %d result%s, %d --output given", c.file, nr,
                nr == 1 ? "" : "s", c.noutputs);
     goto done;
@@ -715,7 +723,7 @@ int tool_cmd_run(int argc, char **argv) {
   sb_init(&out);
   for (int k = 0; k < got.n; k++) {
     ir_literal *l = got.v[k];
-    const char *o = c.noutputs ? c.outputs[k] : "-";
+    const char *o = k < c.noutputs ? c.outputs[k] : "-";
     if (!strcmp(o, "-")) {
       out.len = 0;
       ir_tensor_print(&out, l, c.print_max);

@@ -171,7 +171,8 @@ case_npy_output() {
   run 0 run "$DATA/tuple.hlo" --input="@$T/n.npy" --output="@$T/b.bin" --output=
   [ "$(od -An -tx1 "$T/b.bin" | tr -d ' \n')" == "010000000200000003000000" ] ||
     fail "b.bin bytes: $(od -An -tx1 "$T/b.bin")"
-  run 1 run "$DATA/add.hlo" --random-inputs --output="@$T/nodir/x.npy"
+  # refused before running (a usage error), see case_output_safety
+  run 2 run "$DATA/add.hlo" --random-inputs --output="@$T/nodir/x.npy"
   err_has "nodir/x.npy"
 }
 
@@ -240,6 +241,32 @@ case_random_inputs() {
   printf 'HloModule one\nENTRY main {\n  ROOT p = f32[1100000000] parameter(0)\n}\n' >"$T/one.hlo"
   run 2 run "$T/one.hlo" --target=interp --random-inputs
   err_has "parameter 0 'p' (1100000000xf32, 4.4e+09 bytes) is over the cap of 4 GiB per parameter"
+}
+
+# Outputs: every path checked before running; a file is replaced only when
+# its new contents are complete; results after the last --output printed.
+case_output_safety() {
+  echo "old" >"$T/keep.npy"
+  run 2 run "$DATA/tuple.hlo" --input="3xs32=1 2 3" --output="@$T/keep.npy" \
+      --output="@$T/no/such/dir/s.npy"
+  err_has "--output 2: $T/no/such/dir/s.npy: directory $T/no/such/dir: No such file or directory"
+  [ "$(cat "$T/keep.npy")" == "old" ] || fail "keep.npy was written before the second --output was refused"
+  run 2 run "$DATA/tuple.hlo" --input="3xs32=1 2 3" --output="@$T"
+  err_has "--output 1: $T: is a directory"
+  # a write that fails (over a 1 KiB file-size limit: EFBIG) leaves the old file whole
+  printf 'HloModule big\nENTRY main {\n  c = f32[] constant(1)\n  ROOT b = f32[4096] broadcast(c), dimensions={}\n}\n' >"$T/big.hlo"
+  (trap '' XFSZ; ulimit -f 1; exec "$TPUCC" run "$T/big.hlo" --target=interp \
+      --output="@$T/keep.npy" >"$T/out" 2>"$T/err")
+  local rc=$?
+  [ $rc -eq 1 ] || fail "a write over the file-size limit exited $rc, expected 1"
+  err_has "(the file is unchanged)"
+  [ "$(cat "$T/keep.npy")" == "old" ] || fail "the failed write changed keep.npy"
+  ls "$T" | grep -q 'keep.npy.tmp' && fail "a temporary file was left behind"
+  # a successful write replaces the file; the second result is printed
+  run 0 run "$DATA/tuple.hlo" --input="3xs32=1 2 3" --output="@$T/keep.npy"
+  out_is "3xs32=1 4 9"
+  run 0 run "$DATA/tuple.hlo" --input="@$T/keep.npy" --output=-
+  out_is "$(printf '3xs32=1 2 3\n3xs32=1 4 9')"
 }
 
 # .npz inputs bind by name when their names are the parameters' names, by
