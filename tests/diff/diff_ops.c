@@ -5,8 +5,9 @@
  * For each case the oracle is ir_eval, in default numerics and in TPU
  * numerics. The module is also run through the -O2 pipeline, and the
  * optimised module under the oracle must give the same results (default
- * numerics NaN payloads aside, TPU numerics bit for bit). Then, at -O0 and
- * at -O2:
+ * numerics NaN payloads aside, TPU numerics bit for bit except where
+ * constfold, which folds with the default evaluator, makes the difference:
+ * counted). Then, at -O0 and at -O2 (against the oracle of that module):
  *  - cpu, strict numerics: equal to the default evaluator bit for bit,
  *    NaN payloads aside (docs/cpu-backend.md, "strict");
  *  - cpu, TPU numerics: equal to the evaluator's TPU mode bit for bit, NaN
@@ -19,7 +20,8 @@
  * A target may refuse a module only with a clean error and for a reason
  * in `refusals` (documented limits); anything else, an execution failure
  * or a difference fails the case and prints its module as HLO. Known bugs
- * not yet fixed are in `bugs`, each naming its reproducer: a difference
+ * not yet fixed are in `bugs`, each naming the reproducer filed with its
+ * report: a difference
  * they explain is counted against them instead; the summary counts every
  * refusal and known-bug difference by reason.
  *
