@@ -437,7 +437,10 @@ int ir_verify(const ir_module *m, diag *d);
 
 /* Checks that a target that runs the core set can run m: no OPF_DECLARED
  * op (while, custom-call, gather, ...) and no element type outside pred,
- * s8, s32, bf16, f16, f32, anywhere in the module. Reports each problem at
+ * s8, s32, bf16, f16, f32, anywhere in the module; one replica asked for
+ * (header replica_count absent or 1, reported at the entry computation)
+ * and no all-reduce whose replica_groups name a replica other than 0.
+ * Reports each problem at
  * the instruction ("'while' is not supported by the cpu target yet") into
  * d (may be NULL) and the first, prefixed "file:line:col: ", into err (may
  * be NULL); returns the number of problems. */

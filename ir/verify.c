@@ -14,6 +14,7 @@
  * Requires nothing; modifies nothing (scratch lives above an arena mark). */
 #include "ir/ir.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 typedef struct vctx {
@@ -590,31 +591,76 @@ static ir_type non_core_type(const ir_shape *s, int depth) {
   return IR_TYPE_INVALID;
 }
 
+/* Reports msg at loc into d and, for the first problem, into err. */
+static void runnable_problem(diag *d, src_loc loc, const char *msg, int *problems, char *err,
+                             size_t errlen) {
+  if (d) diag_error(d, loc, "%s", msg);
+  if ((*problems)++ == 0 && err && errlen) {
+    if (loc.file && loc.line > 0)
+      snprintf(err, errlen, "%s:%d:%d: %s", loc.file, (int)loc.line, (int)loc.col, msg);
+    else
+      snprintf(err, errlen, "%s", msg);
+  }
+}
+
+/* The module's replica_count header attribute: 1 when absent, 0 when it is
+ * not a positive integer. */
+static long long module_replica_count(const ir_module *m) {
+  for (int i = 0; i < m->nraw; i++) {
+    if (!m->raw[i].name || strcmp(m->raw[i].name, "replica_count") != 0) continue;
+    const char *t = m->raw[i].text ? m->raw[i].text : "";
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(t, &end, 10);
+    return end == t || *end || errno || n < 1 ? 0 : n;
+  }
+  return 1;
+}
+
+/* The first replica other than 0 that in's replica_groups name, or -1. */
+static long long other_replica(const ir_inst *in) {
+  const ir_replica_groups *rg = &in->a.replica_groups;
+  for (int g = 0; g < rg->ngroups; g++)
+    for (int k = 0; k < rg->groups[g].n; k++)
+      if (rg->groups[g].v[k] != 0) return rg->groups[g].v[k];
+  return -1;
+}
+
 int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen) {
   int problems = 0;
   if (err && errlen) err[0] = 0;
+  char msg[256];
+  long long replicas = module_replica_count(m);
+  if (replicas != 1) {
+    src_loc at = {m->source_file, 0, 0};
+    if (m->entry >= 0 && m->entry < m->comps.n) at = m->comps.v[m->entry].loc;
+    if (replicas == 0)
+      snprintf(msg, sizeof msg, "module attribute replica_count is not a positive integer");
+    else
+      snprintf(msg, sizeof msg, "module asks for %lld replicas (replica_count); target %s runs 1",
+               replicas, target);
+    runnable_problem(d, at, msg, &problems, err, errlen);
+  }
   for (int c = 0; c < m->comps.n; c++) {
     const ir_comp *cp = &m->comps.v[c];
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      char msg[256];
       ir_type t = non_core_type(&in->shape, 0);
+      long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
       if (ir_op_flags(in->op) & OPF_DECLARED)
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)
         snprintf(msg, sizeof msg, "element type '%s' (of '%s') is not supported by the %s target yet",
                  ir_type_name(t), in->name ? in->name : "?", target);
+      else if (other >= 0)
+        snprintf(msg, sizeof msg,
+                 "'%s': replica_groups name replica %lld; target %s runs one replica (0)",
+                 in->name ? in->name : "?", other, target);
       else
         continue;
-      if (d) diag_error(d, in->loc, "%s", msg);
-      if (problems++ == 0 && err && errlen) {
-        if (in->loc.file && in->loc.line > 0)
-          snprintf(err, errlen, "%s:%d:%d: %s", in->loc.file, (int)in->loc.line, (int)in->loc.col, msg);
-        else
-          snprintf(err, errlen, "%s", msg);
-      }
+      runnable_problem(d, in->loc, msg, &problems, err, errlen);
     }
   }
   return problems;
