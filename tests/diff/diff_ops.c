@@ -117,6 +117,14 @@ static bool reads_float_bits(const ir_comp *c, const ir_inst *in) {
   return (in->op == IR_OP_BITCAST_CONVERT && !ir_type_is_float(in->shape.type)) ||
          (in->op == IR_OP_COMPARE && in->a.cmp_type == IR_CMPT_TOTALORDER);
 }
+static bool is_rounding(const ir_comp *c, const ir_inst *in) {
+  (void)c;
+  return in->op == IR_OP_FLOOR || in->op == IR_OP_CEIL || in->op == IR_OP_ROUND_EVEN;
+}
+static bool rounding_bits_read(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_rounding) && any_inst(m, reads_float_bits);
+}
 static bool transcendental_of_constant(const ir_module *m, const og_case *k) {
   (void)m;
   return is_transcendental(k->op) && const_operand(k);
@@ -200,6 +208,9 @@ static const bug bugs[] = {
     {T_CPU_STRICT, nan_bits_of_constant,
      "LLVM folds a NaN of constants with another sign (read by bitcast-convert or TOTALORDER), "
      "h5-bugs/cpu-strict-constant-nan-sign.hlo"},
+    {T_CPU_STRICT, rounding_bits_read,
+     "floor, ceil, round-nearest-even quiet a signalling NaN (read by bitcast-convert or "
+     "TOTALORDER), h5-bugs/cpu-strict-floor-snan.hlo"},
     {T_CPU_TPU, has_bf16_same_convert,
      "convert bf16 -> bf16 keeps a signalling NaN, h5-bugs/cpu-tpu-convert-bf16-snan.hlo"},
     {T_PASSES, has_bf16,
