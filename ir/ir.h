@@ -58,12 +58,14 @@ float ir_f16_to_f32(uint16_t h);
 
 /* ---- shapes ---------------------------------------------------------- */
 
-enum { IR_MAX_RANK = 8, IR_MAX_TILES = 4 };
+/* IR_MAX_RANK bounds every shape (XLA's tests use rank 9); a tile's rank is
+ * bounded apart, by IR_MAX_TILE_RANK, to keep layouts small. */
+enum { IR_MAX_RANK = 12, IR_MAX_TILES = 4, IR_MAX_TILE_RANK = 8 };
 #define IR_TILE_COMBINE (-1) /* a '*' tile dimension */
 
 typedef struct ir_tile {
   int8_t rank;
-  int64_t dims[IR_MAX_RANK];
+  int64_t dims[IR_MAX_TILE_RANK];
 } ir_tile;
 
 /* The physical layout: minor_to_major is a permutation of 0..rank-1;

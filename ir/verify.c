@@ -107,7 +107,7 @@ static bool layout_ok(const ir_shape *s, char *why, size_t n) {
     return false;
   }
   for (int t = 0; t < l->ntiles; t++) {
-    if (l->tiles[t].rank < 1 || l->tiles[t].rank > IR_MAX_RANK) {
+    if (l->tiles[t].rank < 1 || l->tiles[t].rank > IR_MAX_TILE_RANK) {
       snprintf(why, n, "layout tile %d has rank %d", t, l->tiles[t].rank);
       return false;
     }

@@ -279,6 +279,23 @@ tpucc_status tpucc_module_emit_hlo(tpucc_module *m, const char **out_text, size_
 
 /* ---- signature -------------------------------------------------------- */
 
+/* Whether an array shape fits a tpucc_tensor (at most TPUCC_MAX_RANK dims,
+ * an element type of tpucc_dtype); else sets the session's message about
+ * WHAT (e.g. "parameter 0 'x'") and returns false. */
+static bool fits_tensor(tpucc_session *ss, const ir_shape *s, const char *what) {
+  if (s->rank > TPUCC_MAX_RANK) {
+    set_msg(ss, ST_UNSUPPORTED, "%s has rank %d; a tpucc_tensor holds at most %d dimensions", what,
+            s->rank, TPUCC_MAX_RANK);
+    return false;
+  }
+  if ((unsigned)s->type > TPUCC_DTYPE_F32) {
+    set_msg(ss, ST_UNSUPPORTED, "%s has element type %s, which a tpucc_tensor cannot hold", what,
+            ir_type_name(s->type));
+    return false;
+  }
+  return true;
+}
+
 static void describe(const ir_shape *s, const char *name, tpucc_tensor *t) {
   memset(t, 0, sizeof *t);
   t->dtype = (tpucc_dtype)s->type;
@@ -304,6 +321,9 @@ tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i, tpucc_tens
     return set_msg(m->s, ST_UNSUPPORTED,
                    "parameter %d '%s' is a tuple; tuple parameters cannot be passed as tensors",
                    (int)i, p->name);
+  char what[160];
+  snprintf(what, sizeof what, "parameter %d '%s'", (int)i, p->name);
+  if (!fits_tensor(m->s, &p->shape, what)) return TPUCC_UNSUPPORTED;
   clear_msg(m->s);
   describe(&p->shape, p->name, out_desc);
   return TPUCC_OK;
@@ -314,6 +334,9 @@ tpucc_status tpucc_module_result(const tpucc_module *m, int32_t i, tpucc_tensor 
   if (i < 0 || i >= m->nresults || !out_desc)
     return set_msg(m->s, ST_INVALID_ARGUMENT, "result index %d out of range (%d results)", (int)i,
                    (int)m->nresults);
+  char what[64];
+  snprintf(what, sizeof what, "result %d", (int)i);
+  if (!fits_tensor(m->s, &m->results[i], what)) return TPUCC_UNSUPPORTED;
   clear_msg(m->s);
   describe(&m->results[i], NULL, out_desc);
   return TPUCC_OK;
@@ -369,6 +392,11 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
   if (ninputs != m->nparams)
     return set_msg(s, ST_INVALID_ARGUMENT, "entry '%s' takes %d parameter%s, %d given", entry,
                    (int)m->nparams, m->nparams == 1 ? "" : "s", (int)ninputs);
+  for (int32_t i = 0; i < m->nresults; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "result %d", (int)i);
+    if (!fits_tensor(s, &m->results[i], what)) return TPUCC_UNSUPPORTED;
+  }
   arena *a = arena_create();
   ir_literal **args = arena_array(a, (size_t)(ninputs ? ninputs : 1), sizeof *args);
   strbuf x, y;

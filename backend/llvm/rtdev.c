@@ -12,7 +12,7 @@
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
-_Static_assert(IR_MAX_RANK == TPUB_MAX_RANK, "rank limits");
+_Static_assert(IR_MAX_RANK >= TPUB_MAX_RANK, "rank limits");
 
 struct cpu_rt_program {
   arena *a; /* shapes, literal wrappers, signature */
@@ -191,6 +191,14 @@ tpurt_status_t cpu_rt_compile(const char *name, const void *text, size_t len,
         snprintf(err, errlen, "%s: %s %s has element type %s, which libtpurt buffers cannot hold",
                  name, p < c->nparams ? "parameter" : "result", in->name,
                  ir_type_name(llvm_leaf_shape(&in->shape, l)->type));
+        ir_module_destroy(m);
+        return TPURT_UNSUPPORTED;
+      }
+    for (int l = 0; l < llvm_leaf_count(&in->shape); l++)
+      if (llvm_leaf_shape(&in->shape, l)->rank > TPURT_MAX_RANK) {
+        snprintf(err, errlen, "%s: %s %s has rank %d; libtpurt buffers have at most %d dimensions",
+                 name, p < c->nparams ? "parameter" : "result", in->name,
+                 llvm_leaf_shape(&in->shape, l)->rank, TPURT_MAX_RANK);
         ir_module_destroy(m);
         return TPURT_UNSUPPORTED;
       }

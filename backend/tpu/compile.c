@@ -257,6 +257,11 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
                s->type == IR_TUPLE ? "tuple" : ir_type_name(s->type));
       break;
     }
+    if (s->rank > TPUB_MAX_RANK) {
+      tb_error(&b, ST_UNSUPPORTED, "parameter of rank %d: a TPU program's parameters have at most %d dimensions",
+               s->rank, TPUB_MAX_RANK);
+      break;
+    }
     int64_t n = ir_shape_count(s);
     uint64_t bytes = (uint64_t)n * (uint64_t)ir_type_size(s->type);
     set_name(pt[p].name, pi->name);
@@ -329,6 +334,11 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   tb_set_op(&b, "(results)", "", b.loc);
   for (int k = 0; k < rs.n && !b.failed; k++) {
     const ir_shape *s = &rs.v[k];
+    if (s->rank > TPUB_MAX_RANK) {
+      tb_error(&b, ST_UNSUPPORTED, "result of rank %d: a TPU program's results have at most %d dimensions",
+               s->rank, TPUB_MAX_RANK);
+      break;
+    }
     tval *v = rv.v[k];
     int64_t n = ir_shape_count(s);
     int xs = ir_type_size(s->type);

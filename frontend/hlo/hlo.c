@@ -155,9 +155,9 @@ static bool read_layout(hlo_parser *p, ir_shape *s, hlo_tokvec *lay, src_loc at)
           return false;
         }
         ir_tile *t = &l->tiles[l->ntiles++];
-        if (g[k]->n > IR_MAX_RANK) {
+        if (g[k]->n > IR_MAX_TILE_RANK) {
           fe_hlo_error(p, g[k]->loc, "tile of rank %d exceeds the maximum of %d",
-                       g[k]->n, IR_MAX_RANK);
+                       g[k]->n, IR_MAX_TILE_RANK);
           return false;
         }
         t->rank = (int8_t)g[k]->n;

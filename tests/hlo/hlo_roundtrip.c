@@ -10,8 +10,6 @@
  *                            starts with an `HloModule` header (in the long
  *                            or the short style; tests/modules/).
  *                            A clone of each module must print the same.
- *                            Files on the known_gaps list below must
- *                            still fail to import.
  *                            When DIR/NAME.expected exists beside
  *                            DIR/NAME.hlo, the long form must equal it.
  *   hlo_roundtrip --print [--short] FILE   prints the imported module.
@@ -30,16 +28,6 @@ static const char *const not_printed_form[] = {
     "hlo_parser_test__BroadcastOfScalarDoesntNeedDimensionsAttr.hlo",
     "hlo_parser_test__MixAnonAndNonAnonOperands.hlo",
     "hlo_parser_test__ConfigurationField.hlo",
-};
-
-/* Corpus files tpucc cannot import yet, each with the reason: they must
- * still fail to import (a file that starts to import fails the test until
- * it is taken off this list). */
-static const struct {
-  const char *name, *why;
-} known_gaps[] = {
-    {"hlo_parser_test__Gather.hlo", "a rank-9 shape (IR_MAX_RANK is 8, shared with .tpub)"},
-    {"hlo_parser_test__Scatter.hlo", "a rank-9 shape (IR_MAX_RANK is 8, shared with .tpub)"},
 };
 
 static char *read_file(const char *path, size_t *len) {
@@ -100,15 +88,7 @@ static int check_file(const char *dir, const char *name, bool printed) {
   int fails = 0;
   diag *d = diag_create();
   ir_module *m = fe_parse_hlo(path, text, len, d);
-  const char *gap = NULL;
-  for (size_t i = 0; i < COUNTOF(known_gaps); i++)
-    if (strcmp(name, known_gaps[i].name) == 0) gap = known_gaps[i].why;
-  if (gap && m) {
-    fprintf(stderr, "FAIL %s: imports now; take it off known_gaps (%s)\n", name, gap);
-    fails++;
-  } else if (gap) {
-    printf("known gap %s: %s\n", name, gap);
-  } else if (!m) {
+  if (!m) {
     fprintf(stderr, "FAIL %s: does not import:\n%s", name, diag_text(d));
     fails++;
   }

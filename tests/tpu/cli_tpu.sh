@@ -210,4 +210,17 @@ check "--max-cycles in --help" sh -c "'$TPUCC' run --help | grep -q -- '--max-cy
 check "a .tpub on interp" fails_with 2 "mm.tpub is a compiled TPU program: it runs only on a TPU target (v2, v3" \
   "$TPUCC" run "$T/mm.tpub" --random-inputs --target=interp
 check "a directory named .tpub" fails_with 2 "d.tpub: is a directory" sh -c "mkdir -p '$T/d.tpub' && '$TPUCC' run '$T/d.tpub' --random-inputs"
+# Rank 9 runs inside a module (tests/modules/rank9.hlo); a .tpub signature
+# holds at most 8 dimensions, so a rank-9 parameter is a located error.
+cat >"$T/rank9.hlo" <<'S'
+HloModule r9
+ENTRY e {
+  ROOT p = f32[1,1,1,1,1,1,1,1,2] parameter(0)
+}
+S
+check "a rank-9 parameter compiled for v3" fails_with 2 "rank9.hlo:3:8: error: tpu: parameter: parameter of rank 9: a TPU program's parameters have at most 8 dimensions" \
+  "$TPUCC" compile "$T/rank9.hlo" --target=v3 -o "$T/rank9.tpub"
+check "no partial .tpub left" test ! -e "$T/rank9.tpub"
+check "a rank-9 parameter through libtpucc" fails_with 2 "parameter 0 'p' has rank 9; a tpucc_tensor holds at most 8 dimensions" \
+  "$TPUCC" run "$T/rank9.hlo" --random-inputs --target=interp
 exit $fail
