@@ -158,10 +158,12 @@ static void emit_blas(emitter *e, cbuf *A, cbuf *Bm, cbuf *C, int64_t nb, int64_
   llvm_kernel_end(e, &k, nb, 0); /* BLAS threads itself */
 }
 
-/* c = c + a*b in the configured numerics. */
+/* c = c + a*b in the configured numerics. STRICT: the evaluator's
+ * `acc += x * y` through llvm_binary, which also gives the evaluator's NaN
+ * when operands are NaN (elem.c). */
 static LLVMValueRef madd(emitter *e, LLVMValueRef c, LLVMValueRef a, LLVMValueRef bv) {
   if (e->opt.numerics == CPU_NUMERICS_STRICT)
-    return LLVMBuildFAdd(e->b, c, LLVMBuildFMul(e->b, a, bv, ""), "");
+    return llvm_binary(e, IR_OP_ADD, IR_F32, c, llvm_binary(e, IR_OP_MULTIPLY, IR_F32, a, bv));
   LLVMValueRef args[3] = {a, bv, c};
   return llvm_call_intrinsic(e, e->opt.numerics == CPU_NUMERICS_TPU ? "llvm.fma" : "llvm.fmuladd",
                              LLVMTypeOf(c), args, 3);

@@ -425,6 +425,13 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
   }
   default: base_die("llvm_binary: %s", ir_op_name(op));
   }
+  if (fl && e->opt.numerics == CPU_NUMERICS_STRICT &&
+      (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY || op == IR_OP_DIVIDE))
+    /* the evaluator's NaN, as the host computes `x op y` (x86: the first
+     * NaN operand, quieted); LLVM may commute fadd and fmul and turn
+     * x - y into x + -y, which flips a NaN y's sign */
+    r = LLVMBuildSelect(b, isnan_f(e, x), LLVMBuildFAdd(b, x, x, ""),
+                        LLVMBuildSelect(b, isnan_f(e, y), LLVMBuildFAdd(b, y, y, ""), r, ""), "");
   if (vu && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM) r = llvm_canon_nan(e, r); /* arithmetic */
   return fl ? llvm_round(e, t, r) : r;
 }

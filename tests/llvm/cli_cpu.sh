@@ -85,5 +85,45 @@ for f in --threads=0 --threads=x --cpu-numerics=fast; do
   "$tpucc" run "$tmp/mm.hlo" --random-inputs --target=cpu "$f" >/dev/null 2>&1
   [ $? -eq 2 ] || bad "$f should be a usage error"
 done
+# 5. --cpu-numerics=strict gives the evaluator's bits, NaN included: a dot
+# whose products and sums meet NaNs of both signs (inf*0 makes -nan on x86,
+# inputs hold +nan), read back through bitcast-convert.
+tokens=(inf -nan 0 nan -inf 1 2 -nan 0 inf -1 nan)
+pat() { local n=$1 off=$2 s="" i; for ((i = 0; i < n; i++)); do s+="${tokens[$(((i * 7 + off) % 12))]} "; done; echo "$s"; }
+for mkn in "2 3 2" "64 64 64"; do
+  set -- $mkn
+  printf 'HloModule nan\nENTRY main {\n  a = f32[%d,%d] parameter(0)\n  b = f32[%d,%d] parameter(1)\n  d = f32[%d,%d] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  ROOT r = s32[%d,%d] bitcast-convert(d)\n}\n' \
+    "$1" "$2" "$2" "$3" "$1" "$3" "$1" "$3" >"$tmp/nan.hlo"
+  A="${1}x${2}xf32=$(pat $(($1 * $2)) 0)" B="${2}x${3}xf32=$(pat $(($2 * $3)) 5)"
+  want="$("$tpucc" run "$tmp/nan.hlo" --target=interp --input="$A" --input="$B" --print-max-elements=0)"
+  got="$("$tpucc" run "$tmp/nan.hlo" --target=cpu --cpu-numerics=strict --input="$A" --input="$B" --print-max-elements=0)"
+  [ -n "$want" ] && [ "$got" = "$want" ] || bad "strict ${1}x${2}x${3} dot with NaNs: bits differ from interp"
+done
+
+# ... and through a row reduction and elementwise ops on NaNs of both signs.
+cat > "$tmp/nanred.hlo" <<'HLO'
+HloModule nanred
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[8,64] parameter(0)
+  y = f32[8,64] parameter(1)
+  m = f32[8,64] multiply(x, y)
+  z = f32[] constant(0)
+  r = f32[8] reduce(m, z), dimensions={1}, to_apply=add
+  t = f32[8,64] subtract(y, m)
+  br = s32[8] bitcast-convert(r)
+  bt = s32[8,64] bitcast-convert(t)
+  ROOT o = (s32[8], s32[8,64]) tuple(br, bt)
+}
+HLO
+A="8x64xf32=$(pat 512 0)" B="8x64xf32=$(pat 512 3)"
+want="$("$tpucc" run "$tmp/nanred.hlo" --target=interp --input="$A" --input="$B" --print-max-elements=0)"
+got="$("$tpucc" run "$tmp/nanred.hlo" --target=cpu --cpu-numerics=strict --input="$A" --input="$B" --print-max-elements=0)"
+[ -n "$want" ] && [ "$got" = "$want" ] || bad "strict reduce and elementwise ops with NaNs: bits differ from interp"
+
 [ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
 exit $fail
