@@ -26,13 +26,14 @@
  * refusal and known-bug difference by reason.
  *
  *   diff_ops [cases [seed]] [--from=N] [--only=N] [--fork] [--list]
- *            [--no-cpu] [--no-cpu-tpu] [--no-v3]
+ *            [--no-cpu] [--no-cpu-tpu] [--no-v3] [--no-known-bugs]
  *
  * Defaults: 4 x og_nops() cases (rounds 0 to 3: every op, each operand
  * slot from each of the four sources, every use), seed 1. A longer run:
  * `diff_ops 3000 7 --fork` (--fork runs each case in a child process, so
  * a crash is reported with its module and the run goes on; --list prints
- * what each case tests without running it). */
+ * what each case tests without running it; --no-known-bugs fails the
+ * known bugs' refusals and differences too, to check a fix). */
 #include "tests/common/opgen.h"
 #include "tests/diff/diff_run.h"
 #include "tests/diff/diff_same.h"
@@ -75,72 +76,9 @@ static bool is_tuple_param(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return in->op == IR_OP_PARAMETER && in->shape.type == IR_TUPLE;
 }
-static bool is_narrow_bitcast(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return in->op == IR_OP_BITCAST_CONVERT && ir_type_size(in->shape.type) != 4;
-}
-static bool is_pred_arith(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return (in->op == IR_OP_SUBTRACT || in->op == IR_OP_DIVIDE || in->op == IR_OP_REMAINDER) &&
-         in->shape.type == IR_PRED;
-}
 static bool has_tuple_param(const ir_module *m, const og_case *k) {
   (void)k;
   return any_inst(m, is_tuple_param);
-}
-static bool has_narrow_bitcast(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_narrow_bitcast);
-}
-static bool has_pred_arith(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_pred_arith);
-}
-/* A constant or splat operand of the op under test. */
-static bool const_operand(const og_case *k) {
-  for (int j = 0; j < k->nslots; j++)
-    if (k->src[j] == OG_CONST || k->src[j] == OG_SPLAT) return true;
-  return false;
-}
-static bool is_transcendental(ir_op op) {
-  switch (op) {
-  case IR_OP_EXP: case IR_OP_EXPM1: case IR_OP_LOG: case IR_OP_LOG1P: case IR_OP_RSQRT:
-  case IR_OP_CBRT: case IR_OP_TANH: case IR_OP_LOGISTIC: case IR_OP_SINE: case IR_OP_COSINE:
-  case IR_OP_POWER: case IR_OP_ATAN2: return true;
-  default: return false;
-  }
-}
-/* Reads a float's bits: a bitcast-convert from a float type, or a
- * TOTALORDER compare (which orders NaNs by sign). */
-static bool reads_float_bits(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return (in->op == IR_OP_BITCAST_CONVERT && !ir_type_is_float(in->shape.type)) ||
-         (in->op == IR_OP_COMPARE && in->a.cmp_type == IR_CMPT_TOTALORDER);
-}
-static bool is_rounding(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return in->op == IR_OP_FLOOR || in->op == IR_OP_CEIL || in->op == IR_OP_ROUND_EVEN;
-}
-static bool rounding_bits_read(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_rounding) && any_inst(m, reads_float_bits);
-}
-static bool transcendental_of_constant(const ir_module *m, const og_case *k) {
-  (void)m;
-  return is_transcendental(k->op) && const_operand(k);
-}
-static bool nan_bits_of_constant(const ir_module *m, const og_case *k) {
-  return const_operand(k) && any_inst(m, reads_float_bits);
-}
-/* convert bf16 -> bf16: quiets a signalling NaN on interp (both
- * numerics) and v3, not on the cpu under TPU numerics */
-static bool is_bf16_same_convert(const ir_comp *c, const ir_inst *in) {
-  return in->op == IR_OP_CONVERT && in->shape.type == IR_BF16 &&
-         c->insts.v[in->ops[0]].shape.type == IR_BF16;
-}
-static bool has_bf16_same_convert(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_bf16_same_convert);
 }
 static bool is_bf16(const ir_comp *c, const ir_inst *in) {
   (void)c;
@@ -184,10 +122,6 @@ static const refusal refusals[] = {
      NULL},
     {T_V3, has_tuple_param, "parameter of type tuple", "v3: tuple parameters",
      "h5-bugs/v3-tuple-parameter.hlo"},
-    {T_V3, has_narrow_bitcast, "only 32-bit types", "v3: bitcast-convert of 8/16-bit types",
-     "h5-bugs/v3-bitcast-convert-narrow.hlo"},
-    {T_V3, has_pred_arith, " on pred)", "v3: subtract, divide and remainder of pred",
-     "h5-bugs/v3-pred-arith.hlo"},
 };
 enum { NREFUSALS = COUNTOF(refusals) };
 
@@ -202,17 +136,6 @@ typedef struct bug {
 } bug;
 
 static const bug bugs[] = {
-    {T_CPU_STRICT, transcendental_of_constant,
-     "LLVM folds a libm call on a constant with its own bits, "
-     "h5-bugs/cpu-strict-libm-constant.hlo"},
-    {T_CPU_STRICT, nan_bits_of_constant,
-     "LLVM folds a NaN of constants with another sign (read by bitcast-convert or TOTALORDER), "
-     "h5-bugs/cpu-strict-constant-nan-sign.hlo"},
-    {T_CPU_STRICT, rounding_bits_read,
-     "floor, ceil, round-nearest-even quiet a signalling NaN (read by bitcast-convert or "
-     "TOTALORDER), h5-bugs/cpu-strict-floor-snan.hlo"},
-    {T_CPU_TPU, has_bf16_same_convert,
-     "convert bf16 -> bf16 keeps a signalling NaN, h5-bugs/cpu-tpu-convert-bf16-snan.hlo"},
     {T_PASSES, has_bf16,
      "NaN bits only: simplify drops bf16 ops that quiet a signalling NaN (convert to bf16, "
      "negate(negate x)), h5-bugs/passes-simplify-convert-snan.hlo"},
@@ -238,10 +161,12 @@ typedef struct counts {
 typedef struct cfg {
   uint64_t seed;
   bool on[NTGT];
+  bool no_known_bugs; /* known bugs' refusals and differences fail too */
 } cfg;
 
 /* Whether a difference on target t is that of a known bug (counted). */
-static bool known_bug(const ir_module *m, const og_case *k, tgt t, counts *n) {
+static bool known_bug(const cfg *cf, const ir_module *m, const og_case *k, tgt t, counts *n) {
+  if (cf->no_known_bugs) return false;
   for (int i = 0; i < NBUGS; i++)
     if (bugs[i].t == t && bugs[i].applies(m, k)) {
       n->differed[i]++;
@@ -252,8 +177,9 @@ static bool known_bug(const ir_module *m, const og_case *k, tgt t, counts *n) {
 
 /* One target on one module: true when it ran and matched (or differed by
  * a known bug), or refused for a listed reason. */
-static bool run_target(const ir_module *m, const og_case *k, tgt t, ir_literal **args, arena *a,
-                       const ir_literal *ref, const char *what, counts *n) {
+static bool run_target(const cfg *cf, const ir_module *m, const og_case *k, tgt t,
+                       ir_literal **args, arena *a, const ir_literal *ref, const char *what,
+                       counts *n) {
   char err[1024] = "", why[256];
   ir_literal *got = NULL;
   diff_outcome r = DIFF_FAILED;
@@ -271,7 +197,8 @@ static bool run_target(const ir_module *m, const og_case *k, tgt t, ir_literal *
   }
   if (r == DIFF_REFUSED) {
     for (int i = 0; i < NREFUSALS; i++)
-      if (refusals[i].t == t && refusals[i].applies(m, k) && strstr(err, refusals[i].needle)) {
+      if (refusals[i].t == t && !(refusals[i].bug && cf->no_known_bugs) &&
+          refusals[i].applies(m, k) && strstr(err, refusals[i].needle)) {
         n->refused[i]++;
         return true;
       }
@@ -288,7 +215,7 @@ static bool run_target(const ir_module *m, const og_case *k, tgt t, ir_literal *
      numerics, which keeps the default semantics (docs/numerics.md s. 5) */
   bool nan_any = t == T_CPU_STRICT || (t == T_CPU_TPU && has_f16(m, k));
   if (diff_same(ref, got, nan_any, why, sizeof why)) return true;
-  if (known_bug(m, k, t, n)) return true;
+  if (known_bug(cf, m, k, t, n)) return true;
   fprintf(stderr, "%s on %s: %s\n", what, tgt_name[t], why);
   return false;
 }
@@ -312,7 +239,7 @@ static bool oracle(const ir_module *m, ir_literal **args, arena *a, ir_literal *
  * folding alone makes the difference (it computes what interp computes,
  * docs/passes.md: a folded transcendental or NaN then has interp's bits on
  * every target). */
-static bool same_after_o2(const ir_module *m, const og_case *k, ir_literal **args, arena *a,
+static bool same_after_o2(const cfg *cf, const ir_module *m, const og_case *k, ir_literal **args, arena *a,
                           ir_literal **ref, ir_literal **ref2, const char *what, counts *n) {
   char why[256], err[512];
   if (!diff_same(ref[0], ref2[0], true, why, sizeof why)) {
@@ -330,7 +257,7 @@ static bool same_after_o2(const ir_module *m, const og_case *k, ir_literal **arg
     return true;
   }
   char nan_why[256];
-  if (diff_same(ref[1], ref2[1], true, nan_why, sizeof nan_why) && known_bug(m, k, T_PASSES, n))
+  if (diff_same(ref[1], ref2[1], true, nan_why, sizeof nan_why) && known_bug(cf, m, k, T_PASSES, n))
     return true;
   fprintf(stderr, "%s: the -O2 module under the oracle (TPU numerics): %s\n", what, why);
   return false;
@@ -355,7 +282,7 @@ static bool run_case(const cfg *cf, uint64_t i, counts *n) {
     snprintf(w2, sizeof w2, "%s at -O2", what);
     have[1] = oracle(o2, args, a, ref2, w2);
   }
-  bool ok = have[0] && have[1] && same_after_o2(m, &k, args, a, ref, ref2, what, n);
+  bool ok = have[0] && have[1] && same_after_o2(cf, m, &k, args, a, ref, ref2, what, n);
   for (int lvl = 0; lvl < 2; lvl++) {
     if (!have[lvl]) continue;
     const ir_module *mm = lvl ? o2 : m;
@@ -363,7 +290,7 @@ static bool run_case(const cfg *cf, uint64_t i, counts *n) {
     char w2[320];
     snprintf(w2, sizeof w2, "%s at -O%d", what, lvl ? 2 : 0);
     for (int t = 0; t < NTGT; t++)
-      if (cf->on[t] && !run_target(mm, &k, (tgt)t, args, a, r[t != T_CPU_STRICT], w2, n))
+      if (cf->on[t] && !run_target(cf, mm, &k, (tgt)t, args, a, r[t != T_CPU_STRICT], w2, n))
         ok = false;
   }
   if (!ok) {
@@ -405,7 +332,7 @@ int main(int argc, char **argv) {
   int64_t only = -1;
   int pos = 0;
   bool fork_each = false, list = false;
-  cfg cf = {1, {true, true, true}};
+  cfg cf = {1, {true, true, true}, false};
 #ifndef HAVE_LLVM
   cf.on[T_CPU_STRICT] = cf.on[T_CPU_TPU] = false;
 #endif
@@ -414,6 +341,7 @@ int main(int argc, char **argv) {
     else if (!strncmp(argv[i], "--only=", 7)) only = strtoll(argv[i] + 7, NULL, 10);
     else if (!strcmp(argv[i], "--fork")) fork_each = true;
     else if (!strcmp(argv[i], "--list")) list = true;
+    else if (!strcmp(argv[i], "--no-known-bugs")) cf.no_known_bugs = true;
     else if (!strcmp(argv[i], "--no-cpu")) cf.on[T_CPU_STRICT] = cf.on[T_CPU_TPU] = false;
     else if (!strcmp(argv[i], "--no-cpu-tpu")) cf.on[T_CPU_TPU] = false;
     else if (!strcmp(argv[i], "--no-v3")) cf.on[T_V3] = false;
