@@ -48,18 +48,6 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
       return false;
     }
     return true;
-  case IR_OP_DIVIDE: case IR_OP_REMAINDER:
-    if (t == IR_PRED) {
-      *why = "pred division";
-      return false;
-    }
-    return true;
-  case IR_OP_SUBTRACT:
-    if (t == IR_PRED) {
-      *why = "pred subtract";
-      return false;
-    }
-    return true;
   case IR_OP_SHL: case IR_OP_SHR_A: case IR_OP_SHR_L:
     if (t == IR_PRED) {
       *why = "pred shift";
@@ -67,7 +55,7 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
     }
     return true;
   case IR_OP_BITCAST_CONVERT:
-    return true; /* lower.c admits only 32-bit <-> 32-bit */
+    return true; /* same width (verifier); lower.c maps it to copy or convert */
   default: return true;
   }
 }
@@ -371,6 +359,17 @@ static void popcnt_clz(tb *b, rp *p, ir_op op, ir_type t, int d, int x) {
   rfree(p, u);
 }
 
+/* pred divide/remainder by the integer rules on 0/1, as the evaluator:
+ * x / 1 = x, x / 0 = 1 (wrapped -1), so x / y = x | !y; x % 1 = 0,
+ * x % 0 = x, so x % y = x & !y. */
+static void pred_divrem(tb *b, rp *p, bool rem, int d, int x, int y) {
+  int k = cimm(p, 1), ny = ralloc(p);
+  V3(OP_VXOR, ny, y, k);
+  V3(rem ? OP_VAND : OP_VOR, d, x, ny);
+  rfree(p, k);
+  rfree(p, ny);
+}
+
 /* Integer divide/remainder (s32, s8 held sign-extended): restoring
  * division of the magnitudes, 32 steps, then the signs; x/0 = -1, x%0 = x,
  * INT_MIN/-1 = INT_MIN (and s8's wrap), INT_MIN%-1 = 0, as the evaluator. */
@@ -514,7 +513,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     if (t == IR_S8) wrap8(b, p, d);
     break;
   case IR_OP_SUBTRACT:
-    V3(f ? OP_VSUBF : OP_VSUBI, d, x, y);
+    V3(f ? OP_VSUBF : t == IR_PRED ? OP_VXOR : OP_VSUBI, d, x, y);
     if (t == IR_S8) wrap8(b, p, d);
     break;
   case IR_OP_MULTIPLY:
@@ -523,10 +522,12 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   case IR_OP_DIVIDE:
     if (f) V3(OP_VDIVF, d, x, y);
+    else if (t == IR_PRED) pred_divrem(b, p, false, d, x, y);
     else int_divrem(b, p, false, t, d, x, y);
     break;
   case IR_OP_REMAINDER:
     if (f) V3(OP_VREMF, d, x, y);
+    else if (t == IR_PRED) pred_divrem(b, p, true, d, x, y);
     else int_divrem(b, p, true, t, d, x, y);
     break;
   case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;

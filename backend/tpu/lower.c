@@ -199,7 +199,13 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
   for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
   for (int k = 0; k < in->nops; k++)
     n.args[k] = dag_operand(x, d, in->ops[k], count, in->shape.rank, in->shape.dims);
-  if (in->op == IR_OP_BITCAST_CONVERT) n.op = IR_OP_COPY;
+  if (in->op == IR_OP_BITCAST_CONVERT) {
+    /* Between types of one width (the verifier's rule): the same bits in
+     * the register representation, except that a pred result from s8 is
+     * "byte nonzero", which is convert's rule. */
+    ir_type ot = inst_of(x, in->ops[0])->shape.type;
+    n.op = in->shape.type == IR_PRED && ot != IR_PRED ? IR_OP_CONVERT : IR_OP_COPY;
+  }
   const char *why;
   if (!tk_elem_supported(x->b, &n, &why)) {
     x->b->loc = in->loc;
@@ -560,15 +566,11 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   case IR_OP_BITCAST_CONVERT: {
     ir_type ot = inst_of(x, in->ops[0])->shape.type;
-    if (ir_type_size(in->shape.type) != 4 || ir_type_size(ot) != 4) {
-      tb_error(b, ST_UNSUPPORTED, "bitcast-convert between %s and %s (only 32-bit types)",
-               ir_type_name(ot), ir_type_name(in->shape.type));
-      return;
-    }
     /* An operand without a buffer (computed in registers by this, its
      * elementwise user: deferred, a splat, a fused dot or row vector) has
-     * nothing to alias: the bitcast is the copy node ending its program. */
-    if (!ov) {
+     * nothing to alias: the bitcast is the copy node ending its program.
+     * A pred result from another type is normalised to 0/1 there too. */
+    if (!ov || (in->shape.type == IR_PRED && ot != IR_PRED)) {
       lower_elementwise(x, i);
       consume_ops = false;
       break;

@@ -103,6 +103,13 @@ static const tcase cases[] = {
      "HloModule m\nENTRY e {\n %x = bf16[33,65] parameter(0)\n %y = bf16[33,65] parameter(1)\n %p = pred[33,65] parameter(2)\n"
      " %s8 = s8[33,65] parameter(3)\n %a = bf16[33,65] add(%x, %y)\n %s = bf16[33,65] select(%p, %a, %y)\n"
      " %t = s8[33,65] add(%s8, %s8)\n ROOT %r = (bf16[33,65], s8[33,65], pred[33,65]) tuple(%s, %t, %p)\n}\n", IR_PREC_DEFAULT, 0},
+    {"pred_arith_narrow_bitcast",
+     "HloModule m\nENTRY e {\n %p = pred[5,129] parameter(0)\n %q = pred[5,129] parameter(1)\n"
+     " %s8 = s8[5,129] parameter(2)\n %h = bf16[5,129] parameter(3)\n"
+     " %sb = pred[5,129] subtract(%p, %q)\n %dv = pred[5,129] divide(%p, %q)\n %rm = pred[5,129] remainder(%p, %q)\n"
+     " %bp = pred[5,129] bitcast-convert(%s8)\n %bs = s8[5,129] bitcast-convert(%p)\n"
+     " %ad = s8[5,129] add(%s8, %s8)\n %bd = pred[5,129] bitcast-convert(%ad)\n %bh = bf16[5,129] bitcast-convert(%h)\n"
+     " ROOT %r = (pred[5,129], pred[5,129], pred[5,129], pred[5,129], s8[5,129], pred[5,129], bf16[5,129]) tuple(%sb, %dv, %rm, %bp, %bs, %bd, %bh)\n}\n", IR_PREC_DEFAULT, 0},
     {"data_movement",
      "HloModule m\nENTRY e {\n %x = f32[4,9,130] parameter(0)\n %t = f32[130,4,9] transpose(%x), dimensions={2,0,1}\n"
      " %s = f32[2,3,40] slice(%x), slice={[1:4:2], [0:9:3], [5:125:3]}\n %rv = f32[4,9,130] reverse(%x), dimensions={0,2}\n"
