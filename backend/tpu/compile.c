@@ -157,6 +157,79 @@ static void set_name(char *dst, const char *src) {
   dst[n] = 0;
 }
 
+static int shape_leaf_count(const ir_shape *s) {
+  if (s->type != IR_TUPLE) return 1;
+  int n = 0;
+  for (int k = 0; k < s->ntuple; k++) n += shape_leaf_count(&s->tuple[k]);
+  return n;
+}
+
+/* The value of an entry parameter (or of one array leaf of a tuple
+ * parameter) of shape s: leaf *leaf of the signature pt, named name (a
+ * tuple's leaves name.0, name.1, ... by their index path). NULL on error
+ * (reported). */
+static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tensor *pt, int *leaf) {
+  tb *bp = x->b;
+  arena *a = bp->a;
+  if (s->type == IR_TUPLE) {
+    tval *t = arena_alloc(a, sizeof *t);
+    t->tuple = true;
+    t->n = s->ntuple;
+    t->elems = arena_array(a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
+    for (int k = 0; k < t->n && !bp->failed; k++) {
+      char sub[TPUB_MAX_NAME + 16];
+      snprintf(sub, sizeof sub, "%.*s.%d", TPUB_MAX_NAME, name, k);
+      t->elems[k] = param_value(x, &s->tuple[k], sub, pt, leaf);
+    }
+    return t;
+  }
+  int p = (*leaf)++;
+  if (tk_itype(s->type) == IR_TYPE_INVALID) {
+    tb_error(bp, ST_UNSUPPORTED, "parameter of type %s is not supported", ir_type_name(s->type));
+    return NULL;
+  }
+  if (s->rank > TPUB_MAX_RANK) {
+    tb_error(bp, ST_UNSUPPORTED, "parameter of rank %d: a TPU program's parameters have at most %d dimensions",
+             s->rank, TPUB_MAX_RANK);
+    return NULL;
+  }
+  int64_t n = ir_shape_count(s);
+  uint64_t bytes = (uint64_t)n * (uint64_t)ir_type_size(s->type);
+  set_name(pt[p].name, name);
+  pt[p].dtype = dtype_of(s->type);
+  pt[p].rank = s->rank;
+  for (int k = 0; k < s->rank; k++) pt[p].dims[k] = s->dims[k];
+  pt[p].bytes = bytes;
+  pt[p].hbm_offset = tb_hbm_alloc(bp, bytes);
+  tval *v = arena_alloc(a, sizeof *v);
+  v->type = s->type;
+  v->rank = s->rank;
+  v->count = n;
+  for (int k = 0; k < s->rank; k++) v->dims[k] = s->dims[k];
+  v->buf = arena_alloc(a, sizeof *v->buf);
+  v->buf->addr = pt[p].hbm_offset;
+  v->buf->bytes = bytes;
+  v->buf->refs = 1;
+  if (ir_type_size(s->type) == 1) {
+    /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
+    tval *w = tv_new(x, s->type, s->rank, s->dims);
+    tk_fill(bp, tv_addr(w), n, 4, 0);
+    int64_t one = n, ds = 4, ss = 1;
+    tk_copy(bp, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);
+    if (s->type == IR_S8) {
+      tk_node nodes[2] = {{TK_IN, IR_S32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                          {TK_OP, IR_S8, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+      int root = 1;
+      uint64_t ia = tv_addr(w);
+      ir_type it = IR_S32;
+      tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &ia, n};
+      tk_elementwise(bp, &e);
+    }
+    v = w;
+  }
+  return v;
+}
+
 /* The image of a finished build: its code, SMEM, constants, signature
  * (params pt[np], results rt[nr]) and op table, copied. NULL with the
  * reason in err when host memory runs out. */
@@ -243,60 +316,18 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   x.c = m->entry;
   x.comp = entry;
   x.precision = o->precision;
-  /* Parameters in their own dtype, then widened when needed. */
-  int np = entry->nparams;
-  tpub_tensor *pt = arena_array(a, (size_t)np + 1, sizeof *pt);
+  /* Parameters in their own dtype, then widened when needed; a tuple
+   * parameter is one .tpub parameter per array leaf, depth first. */
+  int np = entry->nparams, nleaves = 0;
+  for (int p = 0; p < np; p++) nleaves += shape_leaf_count(&entry->insts.v[entry->params[p]].shape);
+  tpub_tensor *pt = arena_array(a, (size_t)nleaves + 1, sizeof *pt);
   tval **params = arena_array(a, (size_t)np + 1, sizeof(tval *));
+  int leaf = 0;
   for (int p = 0; p < np && !b.failed; p++) {
     const ir_inst *pi = &entry->insts.v[entry->params[p]];
     b.loc = pi->loc;
     b.opname = "parameter";
-    const ir_shape *s = &pi->shape;
-    if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) {
-      tb_error(&b, ST_UNSUPPORTED, "parameter of type %s is not supported",
-               s->type == IR_TUPLE ? "tuple" : ir_type_name(s->type));
-      break;
-    }
-    if (s->rank > TPUB_MAX_RANK) {
-      tb_error(&b, ST_UNSUPPORTED, "parameter of rank %d: a TPU program's parameters have at most %d dimensions",
-               s->rank, TPUB_MAX_RANK);
-      break;
-    }
-    int64_t n = ir_shape_count(s);
-    uint64_t bytes = (uint64_t)n * (uint64_t)ir_type_size(s->type);
-    set_name(pt[p].name, pi->name);
-    pt[p].dtype = dtype_of(s->type);
-    pt[p].rank = s->rank;
-    for (int k = 0; k < s->rank; k++) pt[p].dims[k] = s->dims[k];
-    pt[p].bytes = bytes;
-    pt[p].hbm_offset = tb_hbm_alloc(&b, bytes);
-    tval *v = arena_alloc(a, sizeof *v);
-    v->type = s->type;
-    v->rank = s->rank;
-    v->count = n;
-    for (int k = 0; k < s->rank; k++) v->dims[k] = s->dims[k];
-    v->buf = arena_alloc(a, sizeof *v->buf);
-    v->buf->addr = pt[p].hbm_offset;
-    v->buf->bytes = bytes;
-    v->buf->refs = 1;
-    if (ir_type_size(s->type) == 1) {
-      /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
-      tval *w = tv_new(&x, s->type, s->rank, s->dims);
-      tk_fill(&b, tv_addr(w), n, 4, 0);
-      int64_t one = n, ds = 4, ss = 1;
-      tk_copy(&b, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);
-      if (s->type == IR_S8) {
-        tk_node nodes[2] = {{TK_IN, IR_S32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
-                            {TK_OP, IR_S8, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
-        int root = 1;
-        uint64_t ia = tv_addr(w);
-        ir_type it = IR_S32;
-        tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &ia, n};
-        tk_elementwise(&b, &e);
-      }
-      v = w;
-    }
-    params[p] = v;
+    params[p] = param_value(&x, &pi->shape, pi->name, pt, &leaf);
   }
   /* Every constant of the module, and the zeros the lowerings pad with. */
   for (int c = 0; c < m->comps.n && !b.failed; c++)
@@ -426,7 +457,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   /* Assemble the image (host allocations checked: out of memory is an
    * error, ST_OUT_OF_MEMORY). */
   b.ops.v[b.cur_op].flops += b.flops - b.op_flops0;
-  tpub_image *img = assemble_image(&b, spec, pt, np, rt, rs.n, &pool, err, sizeof err);
+  tpub_image *img = assemble_image(&b, spec, pt, nleaves, rt, rs.n, &pool, err, sizeof err);
   arena_destroy(a);
   if (!img) {
     diag_error(d, (src_loc){0}, "tpu: %s", err);

@@ -38,6 +38,18 @@ static void leaves(arena *a, const ir_shape *s, shape_vec *out) {
   VEC_PUSH(a, *out, *s);
 }
 
+typedef VEC(const ir_literal *) literal_vec;
+
+/* The array leaves of l, depth first: the program's parameters for a
+ * tuple argument (backend/tpu/compile.c flattens tuple parameters so). */
+static void literal_leaves(arena *a, const ir_literal *l, literal_vec *out) {
+  if (l->shape.type == IR_TUPLE) {
+    for (int k = 0; k < l->shape.ntuple; k++) literal_leaves(a, l->elems[k], out);
+    return;
+  }
+  VEC_PUSH(a, *out, l);
+}
+
 /* Rebuilds the root's (possibly nested tuple) literal from flat leaves. */
 static ir_literal *rebuild(arena *a, const ir_shape *s, ir_literal **flat, int *k) {
   if (s->type != IR_TUPLE) return flat[(*k)++];
@@ -85,7 +97,9 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   o.cycle_limit = cycle_limit;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
-  tpurt_buffer_t **in = calloc((size_t)nargs + 1, sizeof *in);
+  literal_vec flat_args = {0};
+  for (int i = 0; i < nargs; i++) literal_leaves(a, args[i], &flat_args);
+  tpurt_buffer_t **in = calloc((size_t)flat_args.n + 1, sizeof *in);
   tpurt_buffer_t **res = calloc((size_t)img->nresults + 1, sizeof *res);
   tpurt_status_t ts;
   if (!in || !res) {
@@ -112,13 +126,14 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = status_of(ts, ST_INTERNAL);
     goto done;
   }
-  if ((uint32_t)nargs != img->nparams) {
-    snprintf(err, errlen, "tpu: %d arguments for %u parameters", nargs, img->nparams);
+  if ((uint32_t)flat_args.n != img->nparams) {
+    snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat_args.n,
+             img->nparams);
     rc = ST_INVALID_ARGUMENT;
     goto done;
   }
-  for (int i = 0; i < nargs; i++) {
-    const ir_literal *l = args[i];
+  for (int i = 0; i < flat_args.n; i++) {
+    const ir_literal *l = flat_args.v[i];
     if ((ts = tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank,
                                   l->shape.dims, l->data, l->nbytes, &in[i])) != TPURT_OK) {
       snprintf(err, errlen, "tpu: parameter %d: %s", i, tpurt_device_message(dev));
@@ -145,10 +160,10 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
       prof->info[i].kind = arena_strdup(a, prof->info[i].kind ? prof->info[i].kind : "");
       prof->info[i].file = arena_strdup(a, prof->info[i].file ? prof->info[i].file : "");
     }
-    es = tpurt_program_execute_profile(prog, in, (size_t)nargs, res, img->nresults, &st,
+    es = tpurt_program_execute_profile(prog, in, (size_t)flat_args.n, res, img->nresults, &st,
                                        prof->options, prof->ops);
   } else {
-    es = tpurt_program_execute(prog, in, (size_t)nargs, res, img->nresults, &st);
+    es = tpurt_program_execute(prog, in, (size_t)flat_args.n, res, img->nresults, &st);
   }
   double t1 = now_s();
   if (host_seconds) *host_seconds = t1 - t0;
@@ -203,7 +218,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   }
 done:
   for (uint32_t k = 0; res && k < img->nresults; k++) tpurt_buffer_destroy(res[k]);
-  for (int i = 0; in && i < nargs; i++) tpurt_buffer_destroy(in[i]);
+  for (int i = 0; in && i < flat_args.n; i++) tpurt_buffer_destroy(in[i]);
   free(in);
   free(res);
   tpurt_program_destroy(prog);

@@ -72,14 +72,6 @@ static bool is_int_power(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return in->op == IR_OP_POWER && !ir_type_is_float(in->shape.type);
 }
-static bool is_tuple_param(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return in->op == IR_OP_PARAMETER && in->shape.type == IR_TUPLE;
-}
-static bool has_tuple_param(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_tuple_param);
-}
 static bool is_bf16(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return shape_has(&in->shape, IR_BF16);
@@ -120,8 +112,6 @@ static const refusal refusals[] = {
     {T_V3, has_f16, "f16", "v3: f16 is not lowered (docs/tpu-backend.md)", NULL},
     {T_V3, has_int_power, "power", "v3: integer power is not lowered (docs/tpu-backend.md)",
      NULL},
-    {T_V3, has_tuple_param, "parameter of type tuple", "v3: tuple parameters",
-     "h5-bugs/v3-tuple-parameter.hlo"},
 };
 enum { NREFUSALS = COUNTOF(refusals) };
 

@@ -110,6 +110,13 @@ static const tcase cases[] = {
      " %bp = pred[5,129] bitcast-convert(%s8)\n %bs = s8[5,129] bitcast-convert(%p)\n"
      " %ad = s8[5,129] add(%s8, %s8)\n %bd = pred[5,129] bitcast-convert(%ad)\n %bh = bf16[5,129] bitcast-convert(%h)\n"
      " ROOT %r = (pred[5,129], pred[5,129], pred[5,129], pred[5,129], s8[5,129], pred[5,129], bf16[5,129]) tuple(%sb, %dv, %rm, %bp, %bs, %bd, %bh)\n}\n", IR_PREC_DEFAULT, 0},
+    {"tuple_parameters",
+     "HloModule m\nENTRY e {\n %p = (f32[3,130], (s8[7], bf16[2,5]), pred[4]) parameter(0)\n %x = f32[3,130] parameter(1)\n"
+     " %q = (s32[2]) parameter(2)\n %a = f32[3,130] get-tuple-element(%p), index=0\n %s = f32[3,130] add(%a, %x)\n"
+     " %in = (s8[7], bf16[2,5]) get-tuple-element(%p), index=1\n %b = s8[7] get-tuple-element(%in), index=0\n"
+     " %h = bf16[2,5] get-tuple-element(%in), index=1\n %c = pred[4] get-tuple-element(%p), index=2\n"
+     " %i = s32[2] get-tuple-element(%q), index=0\n"
+     " ROOT %r = (f32[3,130], s8[7], bf16[2,5], pred[4], s32[2], (f32[3,130], (s8[7], bf16[2,5]), pred[4])) tuple(%s, %b, %h, %c, %i, %p)\n}\n", IR_PREC_DEFAULT, 0},
     {"data_movement",
      "HloModule m\nENTRY e {\n %x = f32[4,9,130] parameter(0)\n %t = f32[130,4,9] transpose(%x), dimensions={2,0,1}\n"
      " %s = f32[2,3,40] slice(%x), slice={[1:4:2], [0:9:3], [5:125:3]}\n %rv = f32[4,9,130] reverse(%x), dimensions={0,2}\n"

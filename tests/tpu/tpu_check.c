@@ -13,26 +13,34 @@ static uint64_t next(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* Fills the array leaves of l (a tuple's depth first) from the stream s. */
+static void fill(ir_literal *l, uint64_t *s) {
+  const ir_shape *sh = &l->shape;
+  if (sh->type == IR_TUPLE) {
+    for (int k = 0; k < sh->ntuple; k++) fill(l->elems[k], s);
+    return;
+  }
+  int64_t n = ir_shape_count(sh);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t r = next(s);
+    if (ir_type_is_float(sh->type)) {
+      float f = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+      ir_literal_set_f64(l, i, (double)ir_bf16_to_f32(ir_f32_to_bf16(f)));
+    } else if (sh->type == IR_PRED) {
+      ir_literal_set_i64(l, i, (int64_t)(r & 1));
+    } else {
+      ir_literal_set_i64(l, i, (int64_t)(r % 16) - 8);
+    }
+  }
+}
+
 ir_literal **tc_args(const ir_module *m, arena *a, uint64_t seed) {
   const ir_comp *c = &m->comps.v[m->entry];
   ir_literal **args = arena_array(a, (size_t)c->nparams + 1, sizeof(ir_literal *));
   uint64_t s = seed;
   for (int p = 0; p < c->nparams; p++) {
-    const ir_shape *sh = &c->insts.v[c->params[p]].shape;
-    ir_literal *l = ir_literal_create(a, sh);
-    int64_t n = ir_shape_count(sh);
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t r = next(&s);
-      if (ir_type_is_float(sh->type)) {
-        float f = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        ir_literal_set_f64(l, i, (double)ir_bf16_to_f32(ir_f32_to_bf16(f)));
-      } else if (sh->type == IR_PRED) {
-        ir_literal_set_i64(l, i, (int64_t)(r & 1));
-      } else {
-        ir_literal_set_i64(l, i, (int64_t)(r % 16) - 8);
-      }
-    }
-    args[p] = l;
+    args[p] = ir_literal_create(a, &c->insts.v[c->params[p]].shape);
+    fill(args[p], &s);
   }
   return args;
 }
