@@ -3,7 +3,10 @@
  * are all constants, whose result is an array of at most FOLD_MAX_ELEMS
  * elements, and which the evaluator computes within FOLD_MAX_STEPS steps
  * becomes a constant holding exactly what the reference evaluator computes
- * (so folding never changes a value the interp target reports).
+ * in the numerics of the target the module is compiled for: the TPU mode
+ * (docs/numerics.md section 4) when ctx->target names a TPU preset, so
+ * that -O2 and -O0 give the same bits there; the default numerics
+ * otherwise (so folding never changes a value the interp target reports).
  * Not folded: leaves (parameter, constant, iota: an iota is cheaper than
  * its literal), broadcasts of scalars (the canonical cheap splat form that
  * simplify produces and fusion duplicates), tuples, get-tuple-element,
@@ -49,9 +52,11 @@ static int foldable(const ir_comp *cp, const ir_inst *in) {
   return YES;
 }
 
-/* Evaluates instruction id of computation c; returns its value in the
- * module's arena, or NULL (with the reason in why) when it cannot. */
-static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, char *why, size_t whylen) {
+/* Evaluates instruction id of computation c (in the evaluator's TPU mode
+ * when tpu_numerics); returns its value in the module's arena, or NULL
+ * (with the reason in why) when it cannot. */
+static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, bool tpu_numerics, char *why,
+                            size_t whylen) {
   ir_comp_id t = ir_comp_add(m, "__constfold");
   ir_inst in = *ir_inst_get(m, c, id);
   ir_id ops[64];
@@ -77,6 +82,7 @@ static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, char *why, siz
   ir_eval_options o;
   ir_eval_options_init(&o);
   o.max_steps = FOLD_MAX_STEPS;
+  o.tpu_numerics = tpu_numerics;
   o.max_bytes = (int64_t)64 << 20;
   arena *a = arena_create();
   ir_literal *out = NULL;
@@ -109,7 +115,7 @@ bool pass_constfold(ir_module *m, pass_ctx *ctx) {
                      (long long)ir_shape_count(&cp->insts.v[i].shape), FOLD_MAX_ELEMS);
       if (fo != YES) continue;
       char why[256] = "";
-      ir_literal *l = evaluate(m, c, i, why, sizeof why);
+      ir_literal *l = evaluate(m, c, i, ctx->target != NULL, why, sizeof why);
       ir_inst *in = ir_inst_get(m, c, i);
       if (!l) {
         pass_explain(ctx, PASS, in->name, "not folded: %s", why[0] ? why : "no value");

@@ -223,4 +223,18 @@ check "a rank-9 parameter compiled for v3" fails_with 2 "rank9.hlo:3:8: error: t
 check "no partial .tpub left" test ! -e "$T/rank9.tpub"
 check "a rank-9 parameter through libtpucc" fails_with 2 "parameter 0 'p' has rank 9; a tpucc_tensor holds at most 8 dimensions" \
   "$TPUCC" run "$T/rank9.hlo" --random-inputs --target=interp
+# constfold folds in the compile target's numerics: a constant-only sine
+# has the vector unit's bits (vmath_sinf) at -O2 as at -O0 on v3, and the
+# default evaluator's on interp at both levels.
+cat >"$T/cfold.hlo" <<'S'
+HloModule cfold
+ENTRY e {
+  c = f32[3] constant({0.103200056, 0.115700267, 1})
+  ROOT s = f32[3] sine(c)
+}
+S
+for lvl in -O0 -O2; do
+  check "constant sine on v3 at $lvl: the TPU's bits" sh -c "'$TPUCC' run '$T/cfold.hlo' --target=v3 $lvl | grep -qx '3xf32=0.103016965 0.1154423 0.84147096'"
+  check "constant sine on interp at $lvl: the evaluator's bits" sh -c "'$TPUCC' run '$T/cfold.hlo' --target=interp $lvl | grep -qx '3xf32=0.10301697 0.115442306 0.84147096'"
+done
 exit $fail
