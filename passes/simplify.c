@@ -23,7 +23,10 @@
  * The float identities (x + -0.0, x - 0.0, x * 1, x / 1, max(x, x)) are
  * exact except for a signalling NaN, which arithmetic quiets: they apply
  * only when x cannot be one (it is computed by arithmetic, or a constant
- * without one), so parameters and bitcasts keep their multiply by one.
+ * without one), so parameters and bitcasts keep their multiply by one. On
+ * bf16 and f16, whose every result the evaluator rounds (quieting a
+ * signalling NaN), negate(negate x), convert to the same type and select
+ * follow the same rule.
  * Every rewrite is recorded with pass_explain. Instructions left unused are
  * removed (parameters stay). */
 #include "passes/rewrite.h"
@@ -129,6 +132,16 @@ static bool may_be_snan(sctx *s, ir_id id, int depth) {
   return !(fl & OPF_ELEMWISE) || selects;
 }
 
+/* Whether passing x through a bf16 or f16 op could quiet a signalling
+ * NaN: the evaluator computes 16-bit floats in f32 and rounds every
+ * result (convert to the same type, negate, select's result in TPU
+ * numerics), so negate(negate x), convert and select of such an x are not
+ * identities. */
+static bool quiets_16(sctx *s, ir_id x) {
+  ir_type t = I(s, x)->shape.type;
+  return (t == IR_BF16 || t == IR_F16) && may_be_snan(s, x, 0);
+}
+
 /* "all ones" of an integer type: true for pred, -1 for ints. */
 static bool all_ones(const ir_literal *l) {
   if (!l) return false;
@@ -218,19 +231,23 @@ static ir_id simplify_one(sctx *s, ir_id id) {
     return note(s, id, bcast_scalar(s, id, sc), "splat constant");
   }
   case IR_OP_NEGATE:
-    if (o->op == IR_OP_NEGATE) return note(s, id, o->ops[0], "negate(negate x)");
+    if (o->op == IR_OP_NEGATE && !quiets_16(s, o->ops[0]))
+      return note(s, id, o->ops[0], "negate(negate x)");
     return IR_NONE;
   case IR_OP_NOT:
     if (o->op == IR_OP_NOT) return note(s, id, o->ops[0], "not(not x)");
     return IR_NONE;
   case IR_OP_SELECT: {
     const ir_literal *p = pr_splat(C(s), in->ops[0]);
-    if (p) return note(s, id, in->ops[ir_literal_get_i64(p, 0) ? 1 : 2], "select(constant, a, b)");
-    if (in->ops[1] == in->ops[2]) return note(s, id, in->ops[1], "select(p, a, a)");
+    ir_id pick = p ? in->ops[ir_literal_get_i64(p, 0) ? 1 : 2] : in->ops[1];
+    if (quiets_16(s, pick)) return IR_NONE;
+    if (p) return note(s, id, pick, "select(constant, a, b)");
+    if (in->ops[1] == in->ops[2]) return note(s, id, pick, "select(p, a, a)");
     return IR_NONE;
   }
   case IR_OP_CONVERT:
-    if (o->shape.type == in->shape.type) return note(s, id, x, "convert to the same type");
+    if (o->shape.type == in->shape.type && !quiets_16(s, x))
+      return note(s, id, x, "convert to the same type");
     return IR_NONE;
   case IR_OP_COPY:
     if (ir_shape_is_array(&o->shape)) return note(s, id, x, "copy");

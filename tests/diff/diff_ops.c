@@ -72,14 +72,6 @@ static bool is_int_power(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return in->op == IR_OP_POWER && !ir_type_is_float(in->shape.type);
 }
-static bool is_bf16(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return shape_has(&in->shape, IR_BF16);
-}
-static bool has_bf16(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_bf16);
-}
 static bool has_f16(const ir_module *m, const og_case *k) {
   (void)k;
   return any_inst(m, is_f16);
@@ -126,9 +118,6 @@ typedef struct bug {
 } bug;
 
 static const bug bugs[] = {
-    {T_PASSES, has_bf16,
-     "NaN bits only: simplify drops bf16 ops that quiet a signalling NaN (convert to bf16, "
-     "negate(negate x)), h5-bugs/passes-simplify-convert-snan.hlo"},
     {NTGT, NULL, NULL},
 };
 enum { NBUGS = COUNTOF(bugs) - 1 };
