@@ -21,6 +21,8 @@
  * semantics there, as the evaluator does. */
 #include "backend/llvm/lower.h"
 
+#include <math.h>
+
 LLVMValueRef llvm_i64(emitter *e, int64_t v) {
   return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
 }
@@ -158,7 +160,10 @@ LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
   return LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
 }
 
-/* A call to a libm float function (readnone, so LLVM may hoist or CSE it). */
+/* A call to a libm float function. Under STRICT numerics the call is
+ * nobuiltin: LLVM neither folds it on constants with its own arithmetic
+ * nor replaces it by an intrinsic, so the result is the host libm's, the
+ * function the evaluator calls (ir/eval_scalar.c). */
 static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int nargs) {
   LLVMTypeRef ps[2] = {e->t_f32, e->t_f32};
   LLVMTypeRef ft = LLVMFunctionType(e->t_f32, ps, (unsigned)nargs, 0);
@@ -171,7 +176,12 @@ static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int n
       LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, k, 0));
     }
   }
-  return LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
+  LLVMValueRef call = LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
+  if (e->opt.numerics == CPU_NUMERICS_STRICT) {
+    unsigned k = LLVMGetEnumAttributeKindForName("nobuiltin", strlen("nobuiltin"));
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, k, 0));
+  }
+  return call;
 }
 
 static LLVMValueRef fconst(emitter *e, double v) { return LLVMConstReal(e->t_f32, v); }
@@ -296,10 +306,18 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   case IR_OP_ROUND_AFZ:
   case IR_OP_ROUND_EVEN: {
     static const char *const fn[] = {"llvm.floor", "llvm.ceil", "llvm.round", "llvm.roundeven"};
+    if (e->opt.numerics == CPU_NUMERICS_STRICT && op == IR_OP_ROUND_AFZ) {
+      r = libm(e, "roundf", a, 1); /* the evaluator's call: it quiets a NaN */
+      break;
+    }
     r = llvm_call_intrinsic(e, fn[op - IR_OP_FLOOR], e->t_f32, a, 1);
-    /* The vector unit returns a NaN unchanged (a signalling one too); the
-     * values are IEEE's otherwise (ir/eval_tpu.c: rounding). */
-    if (vu) return llvm_round(e, t, LLVMBuildSelect(b, isnan_f(e, x), x, r, ""));
+    /* A NaN is returned unchanged (a signalling one too), the values are
+     * IEEE's otherwise: the vector unit (ir/eval_tpu.c: rounding), and
+     * under STRICT the evaluator's floorf and ceilf, which the C compiler
+     * expands inline (magnitudes of 2^23 and up returned as they are), and
+     * its round-half-even. */
+    if (vu || e->opt.numerics == CPU_NUMERICS_STRICT)
+      return llvm_round(e, t, LLVMBuildSelect(b, isnan_f(e, x), x, r, ""));
     break;
   }
   case IR_OP_SIGN:
@@ -345,6 +363,23 @@ static LLVMValueRef vec_maxmin(emitter *e, bool max, LLVMValueRef x, LLVMValueRe
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, y, ""), eq, r, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""), ci(e->t_i32, VMATH_CANON_NAN), r, "");
   return LLVMBuildBitCast(b, r, e->t_f32, "");
+}
+
+/* The NaN the evaluator gets from `x op y` (and fmodf) on the host: the
+ * first NaN operand, quieted (x86), else the host's default NaN when r is
+ * a NaN (an invalid operation: inf - inf, 0 * inf, 0 / 0, fmod(inf, y));
+ * r otherwise. LLVM may commute fadd and fmul, turn x - y into x + -y
+ * (which flips a NaN y's sign) and fold an invalid operation of constants
+ * to +NaN, so the NaN is chosen here. */
+static LLVMValueRef strict_nan(emitter *e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef r) {
+  LLVMBuilderRef b = e->b;
+  volatile float inf = INFINITY;
+  float dflt = inf - inf; /* computed on the host at run time, never folded */
+  uint32_t u;
+  memcpy(&u, &dflt, 4);
+  r = LLVMBuildSelect(b, isnan_f(e, r), LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32), r, "");
+  return LLVMBuildSelect(b, isnan_f(e, x), LLVMBuildFAdd(b, x, x, ""),
+                         LLVMBuildSelect(b, isnan_f(e, y), LLVMBuildFAdd(b, y, y, ""), r, ""), "");
 }
 
 /* Float max/min: NaN in either operand gives NaN (the first NaN). */
@@ -426,12 +461,9 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
   default: base_die("llvm_binary: %s", ir_op_name(op));
   }
   if (fl && e->opt.numerics == CPU_NUMERICS_STRICT &&
-      (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY || op == IR_OP_DIVIDE))
-    /* the evaluator's NaN, as the host computes `x op y` (x86: the first
-     * NaN operand, quieted); LLVM may commute fadd and fmul and turn
-     * x - y into x + -y, which flips a NaN y's sign */
-    r = LLVMBuildSelect(b, isnan_f(e, x), LLVMBuildFAdd(b, x, x, ""),
-                        LLVMBuildSelect(b, isnan_f(e, y), LLVMBuildFAdd(b, y, y, ""), r, ""), "");
+      (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY || op == IR_OP_DIVIDE ||
+       op == IR_OP_REMAINDER))
+    r = strict_nan(e, x, y, r);
   if (vu && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM) r = llvm_canon_nan(e, r); /* arithmetic */
   return fl ? llvm_round(e, t, r) : r;
 }
@@ -518,7 +550,10 @@ LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x) 
   LLVMBuilderRef b = e->b;
   bool ff = ir_type_is_float(from), tf = ir_type_is_float(to);
   LLVMTypeRef ty = llvm_ctype(e, to);
-  if (from == to) return x;
+  /* bf16 -> bf16 rounds to bf16 as the evaluator does (ir_f32_to_bf16),
+   * which quiets a signalling NaN a value in flight may hold under TPU
+   * numerics (llvm_to_bits). */
+  if (from == to) return to == IR_BF16 ? llvm_round(e, to, x) : x;
   if (to == IR_PRED) {
     if (ff) return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(e, 0), "");
     return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstNull(llvm_ctype(e, from)), "");
