@@ -160,8 +160,8 @@ LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
   return LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
 }
 
-/* A call to a libm float function. Under STRICT numerics the call is
- * nobuiltin: LLVM neither folds it on constants with its own arithmetic
+/* A call to a libm float function. Except under NATIVE numerics the call
+ * is nobuiltin: LLVM neither folds it on constants with its own arithmetic
  * nor replaces it by an intrinsic, so the result is the host libm's, the
  * function the evaluator calls (ir/eval_scalar.c). */
 static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int nargs) {
@@ -177,7 +177,7 @@ static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int n
     }
   }
   LLVMValueRef call = LLVMBuildCall2(e->b, ft, fn, args, (unsigned)nargs, "");
-  if (e->opt.numerics == CPU_NUMERICS_STRICT) {
+  if (e->opt.numerics != CPU_NUMERICS_NATIVE) {
     unsigned k = LLVMGetEnumAttributeKindForName("nobuiltin", strlen("nobuiltin"));
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, k, 0));
   }
@@ -204,6 +204,12 @@ static LLVMValueRef libm_f64(emitter *e, const char *dname, LLVMValueRef *args, 
 /* Whether ops on type t follow the vector unit (TPU numerics, f32/bf16). */
 static bool vec_unit(emitter *e, ir_type t) {
   return e->opt.numerics == CPU_NUMERICS_TPU && (t == IR_F32 || t == IR_BF16);
+}
+
+/* Whether ops on type t must give the evaluator's default bits, NaNs
+ * included: STRICT, and TPU numerics outside the vector unit (f16). */
+static bool evaluator_bits(emitter *e, ir_type t) {
+  return e->opt.numerics == CPU_NUMERICS_STRICT || (e->opt.numerics == CPU_NUMERICS_TPU && !vec_unit(e, t));
 }
 
 /* The vector unit's vmath_bits: a NaN becomes 0x7FC00000. */
@@ -306,17 +312,17 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   case IR_OP_ROUND_AFZ:
   case IR_OP_ROUND_EVEN: {
     static const char *const fn[] = {"llvm.floor", "llvm.ceil", "llvm.round", "llvm.roundeven"};
-    if (e->opt.numerics == CPU_NUMERICS_STRICT && op == IR_OP_ROUND_AFZ) {
+    if (evaluator_bits(e, t) && op == IR_OP_ROUND_AFZ) {
       r = libm(e, "roundf", a, 1); /* the evaluator's call: it quiets a NaN */
       break;
     }
     r = llvm_call_intrinsic(e, fn[op - IR_OP_FLOOR], e->t_f32, a, 1);
     /* A NaN is returned unchanged (a signalling one too), the values are
      * IEEE's otherwise: the vector unit (ir/eval_tpu.c: rounding), and
-     * under STRICT the evaluator's floorf and ceilf, which the C compiler
-     * expands inline (magnitudes of 2^23 and up returned as they are), and
-     * its round-half-even. */
-    if (vu || e->opt.numerics == CPU_NUMERICS_STRICT)
+     * otherwise under STRICT and TPU numerics the evaluator's floorf and
+     * ceilf, which the C compiler expands inline (magnitudes of 2^23 and
+     * up returned as they are), and its round-half-even. */
+    if (vu || evaluator_bits(e, t))
       return llvm_round(e, t, LLVMBuildSelect(b, isnan_f(e, x), x, r, ""));
     break;
   }
@@ -460,7 +466,7 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
   }
   default: base_die("llvm_binary: %s", ir_op_name(op));
   }
-  if (fl && e->opt.numerics == CPU_NUMERICS_STRICT &&
+  if (fl && evaluator_bits(e, t) &&
       (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY || op == IR_OP_DIVIDE ||
        op == IR_OP_REMAINDER))
     r = strict_nan(e, x, y, r);

@@ -167,5 +167,30 @@ printf '\xc1\xff\x80\x3f' >"$tmp/qnan.bin"
   --output=@"$tmp/cvt.bin" && cmp -s "$tmp/cvt.bin" "$tmp/qnan.bin" ||
   bad "tpu -O0 convert bf16 -> bf16 of a signalling NaN: $(od -An -tx2 "$tmp/cvt.bin" 2>&1)"
 
+# 8. TPU numerics keep the evaluator's default semantics on f16, NaN signs
+# included: arithmetic meeting NaNs of both signs and invalid operations
+# (1 - nan gave -nan: LLVM turned x - c into x + -c).
+cat > "$tmp/f16nan.hlo" <<'HLO'
+HloModule f16nan
+ENTRY main {
+  p = f16[16] parameter(0)
+  c = f16[16] constant({inf, -nan, 0, nan, -inf, 1, -nan, 0, inf, nan, -1, nan, -inf, -nan, 2, nan})
+  s = f16[16] subtract(p, c)
+  a = f16[16] add(c, p)
+  m = f16[16] multiply(p, c)
+  d = f16[16] divide(c, p)
+  ROOT t = (f16[16], f16[16], f16[16], f16[16]) tuple(s, a, m, d)
+}
+HLO
+f16run() {
+  local o=$1
+  shift
+  "$tpucc" run "$tmp/f16nan.hlo" -O0 --input="16xf16=inf nan -nan 0 inf 1 nan -inf 0 -nan inf 1 -inf nan 3 -nan" \
+    "$@" --output=@"$tmp/$o.1.bin" --output=@"$tmp/$o.2.bin" --output=@"$tmp/$o.3.bin" --output=@"$tmp/$o.4.bin" &&
+    cat "$tmp/$o".[1-4].bin >"$tmp/$o.bin"
+}
+f16run want --target=interp && f16run got --target=cpu --cpu-numerics=tpu &&
+  cmp -s "$tmp/want.bin" "$tmp/got.bin" || bad "tpu -O0 f16 arithmetic on NaNs: bits differ from interp"
+
 [ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
 exit $fail
