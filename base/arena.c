@@ -54,13 +54,13 @@ void *arena_try_alloc(arena *a, size_t n) {
 
 void *arena_alloc(arena *a, size_t n) {
   void *p = arena_try_alloc(a, n);
-  if (!p) base_die("out of memory allocating %zu bytes", n);
+  if (!p) base_out_of_memory(n);
   return p;
 }
 
 void *arena_array(arena *a, size_t count, size_t size) {
   size_t n;
-  if (base_mul_overflow(count, size, &n)) base_die("arena array too large");
+  if (base_mul_overflow(count, size, &n)) base_out_of_memory(SIZE_MAX);
   return arena_alloc(a, n);
 }
 

@@ -4,7 +4,8 @@
  * diagnostics sink, status codes, growable vectors and a string map.
  *
  * Memory contract: the compiler side allocates from arenas and treats host
- * allocation failure as fatal (base_die, as QBE does); the runtime (libtpurt)
+ * allocation failure as fatal (base_out_of_memory: an error, exit status 1;
+ * sizes that come from the input are checked first); the runtime (libtpurt)
  * never calls base_die for a condition a caller can cause, and uses its own
  * caller-provided allocator. */
 #ifndef TPUCC_BASE_H
@@ -35,6 +36,14 @@ BASE_NORETURN void base_die_at(const char *file, int line, const char *fmt, ...)
     BASE_PRINTF(3, 4);
 #define base_die(...) base_die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define BASE_ASSERT(c) ((c) ? (void)0 : base_die("assertion failed: %s", #c))
+
+/* The host could not give N bytes to a compiler-side allocation that has no
+ * error path (arena blocks, vectors, x-allocations): prints "error: out of
+ * memory (host): could not allocate N bytes" (N unknown: 0 or SIZE_MAX) and
+ * exits with status 1, so a
+ * user sees an error, never an abort. Allocations whose size comes from the
+ * input are checked by their callers (arena_try_alloc, budgets) first. */
+BASE_NORETURN void base_out_of_memory(size_t n);
 
 /* malloc/realloc/calloc that die on failure (compiler side only). */
 void *base_xmalloc(size_t n);

@@ -3,6 +3,7 @@
 #include "base.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 void base_die_at(const char *file, int line, const char *fmt, ...) {
   va_list ap;
@@ -14,21 +15,30 @@ void base_die_at(const char *file, int line, const char *fmt, ...) {
   abort();
 }
 
+void base_out_of_memory(size_t n) {
+  if (n && n != SIZE_MAX)
+    fprintf(stderr, "error: out of memory (host): could not allocate %zu bytes\n", n);
+  else
+    fprintf(stderr, "error: out of memory (host)\n");
+  fflush(NULL);
+  _exit(1); /* not exit(): exit handlers (OpenBLAS joins its threads) may need memory or hang */
+}
+
 void *base_xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
-  if (!p) base_die("out of memory allocating %zu bytes", n);
+  if (!p) base_out_of_memory(n);
   return p;
 }
 
 void *base_xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) base_die("out of memory allocating %zu x %zu bytes", n, size);
+  if (!p) base_out_of_memory(n * size);
   return p;
 }
 
 void *base_xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
-  if (!q) base_die("out of memory allocating %zu bytes", n);
+  if (!q) base_out_of_memory(n);
   return q;
 }
 

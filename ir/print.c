@@ -548,7 +548,7 @@ static int post_order(const ir_comp *cp, ir_id *out) {
   uint8_t *state = calloc((size_t)n, 1);
   ir_id *stack = malloc(sizeof(ir_id) * (size_t)n);
   int *next = malloc(sizeof(int) * (size_t)n);
-  if (!users || !state || !stack || !next) base_die("out of memory");
+  if (!users || !state || !stack || !next) base_out_of_memory(0);
   for (int i = 0; i < n; i++) {
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead) continue;
@@ -607,7 +607,7 @@ static void put_comp(pctx *x, ir_comp_id c) {
   }
   sb_puts(b, " {\n");
   ir_id *order = malloc(sizeof(ir_id) * (size_t)(cp->insts.n + 1));
-  if (!order) base_die("out of memory");
+  if (!order) base_out_of_memory(0);
   int n;
   if (x->m->is_scheduled) {
     n = 0;
@@ -683,7 +683,7 @@ static void print_module(strbuf *b, const ir_module *m, bool shrt) {
   int nc = m->comps.n, n = 0;
   uint8_t *seen = calloc((size_t)nc + 1, 1);
   ir_comp_id *order = malloc(sizeof(ir_comp_id) * ((size_t)nc + 1));
-  if (!seen || !order) base_die("out of memory");
+  if (!seen || !order) base_out_of_memory(0);
   if (m->entry >= 0 && m->entry < nc) seen[m->entry] = 1; /* entry last */
   for (int c = 0; c < nc; c++) comp_order(m, c, seen, order, &n);
   if (m->entry >= 0 && m->entry < nc) {

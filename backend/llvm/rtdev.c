@@ -214,7 +214,7 @@ tpurt_status_t cpu_rt_compile(const char *name, const void *text, size_t len,
     return st == ST_UNSUPPORTED || st == ST_OUT_OF_MEMORY ? (tpurt_status_t)st : TPURT_INTERNAL;
   }
   cpu_rt_program *p = calloc(1, sizeof *p);
-  if (!p) base_die("out of memory");
+  if (!p) base_out_of_memory(0);
   p->a = arena_create();
   p->exe = x;
   p->nargs = c->nparams;
