@@ -239,7 +239,7 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
 
 static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
   if (is_f(from) && is_f(to)) {
-    if (to == IR_BF16 && from != IR_BF16) V3(OP_VRNDBF, d, x, 0);
+    if (to == IR_BF16) V3(OP_VRNDBF, d, x, 0); /* bf16 -> bf16 too: quiets a signalling NaN */
     else V3(OP_VMOV, d, x, 0);
   } else if (is_f(from)) {
     if (to == IR_PRED) {

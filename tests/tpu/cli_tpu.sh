@@ -237,4 +237,22 @@ for lvl in -O0 -O2; do
   check "constant sine on v3 at $lvl: the TPU's bits" sh -c "'$TPUCC' run '$T/cfold.hlo' --target=v3 $lvl | grep -qx '3xf32=0.103016965 0.1154423 0.84147096'"
   check "constant sine on interp at $lvl: the evaluator's bits" sh -c "'$TPUCC' run '$T/cfold.hlo' --target=interp $lvl | grep -qx '3xf32=0.10301697 0.115442306 0.84147096'"
 done
+# convert bf16 -> bf16 rounds, so a signalling NaN (0xFF81) leaves quiet
+# (0xFFC1) on v3 as in the evaluator, also when the value stays in
+# registers (converted on to f32), at -O0 and at -O2 (simplify keeps it).
+cat >"$T/snan.hlo" <<'S'
+HloModule snan
+ENTRY e {
+  p = bf16[2] parameter(0)
+  c = bf16[2] convert(p)
+  w = f32[2] convert(c)
+  ROOT r = s32[2] bitcast-convert(w)
+}
+S
+printf '\201\377\200\077' >"$T/snan.bin"
+for t in v3 interp; do
+  for lvl in -O0 -O2; do
+    check "convert bf16 -> bf16 quiets a signalling NaN on $t at $lvl" sh -c "'$TPUCC' run '$T/snan.hlo' --target=$t $lvl --input=2xbf16=@'$T/snan.bin' | grep -qx '2xs32=-4128768 1065353216'"
+  done
+done
 exit $fail
