@@ -15,6 +15,7 @@
 typedef struct bctx {
   const ir_module *m;
   double max_work, max_bytes;
+  int max_depth;
   double work, bytes; /* running totals */
   double *memo;       /* per computation: the work of one call, or -1 */
   diag *d;
@@ -153,9 +154,9 @@ static base_status comp_work(bctx *b, const ir_inst *caller, ir_comp_id c, int d
     return ST_OK;
   }
   const ir_comp *cp = &b->m->comps.v[c];
-  if (depth > IR_BUDGET_MAX_DEPTH)
-    return fail(b, caller, "computations nested deeper than %d (calling %s)",
-                IR_BUDGET_MAX_DEPTH, cp->name ? cp->name : "?");
+  if (depth > b->max_depth)
+    return fail(b, caller, "computations nested deeper than %d (calling %s)", b->max_depth,
+                cp->name ? cp->name : "?");
   double w = 0;
   for (int i = 0; i < cp->insts.n; i++) {
     double iw;
@@ -181,8 +182,8 @@ static base_status check_inst(bctx *b, const ir_inst *in, int depth, bool *seen)
   if (by > b->max_bytes)
     return fail(b, in, "result needs %.3g bytes, over the limit of %.3g bytes", by, b->max_bytes);
   for (int k = 0; k < in->ncalls && in->calls; k++) {
-    if (depth >= IR_BUDGET_MAX_DEPTH)
-      return fail(b, in, "computations nested deeper than %d", IR_BUDGET_MAX_DEPTH);
+    if (depth >= b->max_depth)
+      return fail(b, in, "computations nested deeper than %d", b->max_depth);
     base_status st = check_comp(b, in->calls[k], depth + 1, seen);
     if (st != ST_OK) return st;
   }
@@ -208,15 +209,17 @@ static bool holds_new_bytes(ir_op op) {
 void ir_budget_init(ir_budget *b) {
   b->max_work = IR_BUDGET_WORK;
   b->max_bytes = IR_BUDGET_BYTES;
+  b->max_depth = IR_BUDGET_MAX_DEPTH;
 }
 
 base_status ir_budget_check(const ir_module *m, const ir_budget *bud, diag *d, char *err,
                             size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (!m || m->entry < 0 || m->entry >= m->comps.n) return ST_OK; /* nothing runs */
-  bctx b = {m, 0, 0, 0, 0, NULL, d, err, errlen};
+  bctx b = {m, 0, 0, 0, 0, 0, NULL, d, err, errlen};
   b.max_work = bud && bud->max_work > 0 ? bud->max_work : IR_BUDGET_WORK;
   b.max_bytes = (double)(bud && bud->max_bytes > 0 ? bud->max_bytes : IR_BUDGET_BYTES);
+  b.max_depth = bud && bud->max_depth > 0 ? bud->max_depth : IR_BUDGET_MAX_DEPTH;
   size_t nc = (size_t)m->comps.n;
   b.memo = malloc(nc * sizeof *b.memo);
   bool *seen = calloc(nc, sizeof *seen);

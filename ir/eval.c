@@ -414,7 +414,7 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   /* The static budget first (ir_budget: the accounting every target
    * shares), so that runaway work is refused before any of it is done;
    * ev_work and ev_alloc still count what is actually done. */
-  ir_budget bud = {cx.max_steps, cx.max_bytes};
+  ir_budget bud = {cx.max_steps, cx.max_bytes, IR_BUDGET_MAX_DEPTH};
   base_status st = ir_budget_check(m, &bud, NULL, err, errlen);
   if (st != ST_OK) return st;
   cx.scratch = arena_create();

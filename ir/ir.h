@@ -378,6 +378,7 @@ ir_module *ir_module_clone(const ir_module *m);
 typedef struct ir_budget {
   double max_work;   /* steps in total (0: IR_BUDGET_WORK) */
   int64_t max_bytes; /* bytes in total and per result (0: IR_BUDGET_BYTES) */
+  int max_depth;     /* nesting of called computations (0: IR_BUDGET_MAX_DEPTH) */
 } ir_budget;
 #define IR_BUDGET_WORK 1099511627776.0 /* 2^40 */
 #define IR_BUDGET_BYTES ((int64_t)16 << 30)

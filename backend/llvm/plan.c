@@ -22,7 +22,7 @@
 
 /* Inline generation recurses once per chained instruction (gen.c); longer
  * chains in a fusion are cut by materialising, in reducers refused. */
-enum { MAX_INLINE_DEPTH = 2000, FUSION_CUT_DEPTH = 256 };
+enum { MAX_INLINE_DEPTH = 2000, FUSION_CUT_DEPTH = 256, CPU_MAX_CALL_DEPTH = 16 };
 
 bool llvm_fail(emitter *e, base_status st, const char *fmt, ...) {
   if (e->st != ST_OK) return false;
@@ -226,7 +226,8 @@ static int chain_depth(emitter *e, const ir_comp *c) {
  * chains instead (emit_fusion). */
 static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion) {
   const ir_comp *c = &e->m->comps.v[cid];
-  if (depth > 16) return llvm_fail(e, ST_UNSUPPORTED, "%s: calls nest too deeply", c->name);
+  if (depth > CPU_MAX_CALL_DEPTH) /* the budget reports it first, located */
+    return llvm_fail(e, ST_UNSUPPORTED, "%s: calls nest too deeply", c->name);
   if (c->root < 0 || c->root >= c->insts.n) return llvm_fail(e, ST_INVALID_ARGUMENT, "%s: no root", c->name);
   if (depth >= 1 && !entry_fusion && chain_depth(e, c) > MAX_INLINE_DEPTH)
     return llvm_fail(e, ST_UNSUPPORTED, "%s: a called computation with a chain of more than %d instructions",
@@ -572,7 +573,12 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
     e->st = ST_UNSUPPORTED;
     return false;
   }
-  if ((e->st = ir_budget_check(m, &o->budget, NULL, err, errlen)) != ST_OK) return false;
+  /* The cpu inlines called computations into one function each, recursing
+   * per nesting level: its nesting limit is CPU_MAX_CALL_DEPTH, reported by
+   * the budget at the calling instruction. */
+  ir_budget bud = o->budget;
+  if (bud.max_depth <= 0 || bud.max_depth > CPU_MAX_CALL_DEPTH) bud.max_depth = CPU_MAX_CALL_DEPTH;
+  if ((e->st = ir_budget_check(m, &bud, NULL, err, errlen)) != ST_OK) return false;
   return llvm_lower_entry(e);
 }
 

@@ -192,5 +192,25 @@ f16run() {
 f16run want --target=interp && f16run got --target=cpu --cpu-numerics=tpu &&
   cmp -s "$tmp/want.bin" "$tmp/got.bin" || bad "tpu -O0 f16 arithmetic on NaNs: bits differ from interp"
 
+# 9. Called computations nested deeper than the cpu's 16 levels: a located
+# error at the calling fusion (was "f0: calls nest too deeply", no place).
+{
+  echo "HloModule nest"
+  echo "f0 {"; echo "  p = f32[4] parameter(0)"; echo "  ROOT r = f32[4] negate(p)"; echo "}"
+  for i in $(seq 1 16); do
+    echo "f$i {"; echo "  p = f32[4] parameter(0)"
+    echo "  ROOT r = f32[4] fusion(p), kind=kLoop, calls=f$((i - 1))"; echo "}"
+  done
+  echo "ENTRY e {"; echo "  p = f32[4] parameter(0)"
+  echo "  ROOT r = f32[4] fusion(p), kind=kLoop, calls=f16"; echo "}"
+} >"$tmp/nest.hlo"
+"$tpucc" run "$tmp/nest.hlo" --target=cpu --input=4xf32="1 2 3 4" 2>"$tmp/nest.err" >/dev/null
+rc=$?
+{ [ $rc -eq 1 ] && grep -q "nest.hlo:8:8: r.1 (fusion): computations nested deeper than 16 (calling f0)" "$tmp/nest.err"; } ||
+  bad "cpu nesting over 16: exit $rc, $(cat "$tmp/nest.err")"
+sed -i 's/calls=f16$/calls=f15/' "$tmp/nest.hlo"
+[ "$("$tpucc" run "$tmp/nest.hlo" --target=cpu --input=4xf32="1 2 3 4")" = "4xf32=-1 -2 -3 -4" ] ||
+  bad "cpu nesting of 16 levels does not run"
+
 [ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
 exit $fail
