@@ -169,7 +169,8 @@ enum {
 };
 
 const char *ir_op_name(ir_op op);      /* HLO spelling */
-int ir_op_arity(ir_op op);             /* -1 variadic */
+int ir_op_arity(ir_op op);             /* -1 variadic (or not an opcode) */
+/* 0 for a value that is not an opcode. */
 unsigned ir_op_flags(ir_op op);
 /* Looks up an HLO spelling; returns IR_OP__COUNT when unknown. */
 ir_op ir_op_from_name(const char *s, size_t len);

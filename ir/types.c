@@ -55,8 +55,8 @@ static const struct {
 const char *ir_op_name(ir_op op) {
   return (unsigned)op < IR_OP__COUNT ? ops[op].name : "invalid-op";
 }
-int ir_op_arity(ir_op op) { return ops[op].arity; }
-unsigned ir_op_flags(ir_op op) { return ops[op].flags; }
+int ir_op_arity(ir_op op) { return (unsigned)op < IR_OP__COUNT ? ops[op].arity : -1; }
+unsigned ir_op_flags(ir_op op) { return (unsigned)op < IR_OP__COUNT ? ops[op].flags : 0; }
 
 ir_op ir_op_from_name(const char *s, size_t len) {
   for (int i = 0; i < IR_OP__COUNT; i++)

@@ -133,8 +133,8 @@ static void random_instructions_never_crash(void **state) {
     for (int k = 0; k < nops_inst; k++) {
       ir_op op = (ir_op)pick(IR_OP_IOTA, IR_OP__COUNT - 1);
       int arity = ir_op_arity(op);
-      int nops = arity >= 0 && pick(0, 7) ? arity : (int)pick(0, 4);
-      ir_id ops[4];
+      int nops = arity >= 0 && arity <= 8 && pick(0, 7) ? arity : (int)pick(0, 4);
+      ir_id ops[8];
       for (int i = 0; i < nops; i++)
         ops[i] = nids ? ids[pick(0, nids - 1)] : (ir_id)pick(-1, 2);
       ir_shape rs;
