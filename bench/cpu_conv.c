@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
   ir_module *m = ir_module_create("conv");
   ir_comp_id c = ir_comp_add(m, "main");
   m->entry = c;
-  ir_inst p;
+  ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_PARAMETER;
   p.shape = ir_shape_array(IR_F32, 4, (int64_t[]){nb, H, W, C});
@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
   ir_literal *args[2];
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (int k = 0; k < 2; k++) {
-    args[k] = ir_literal_create(ar, &ir_inst_get(m, c, ops[k])->shape);
+    args[k] = ir_literal_create(ar, ir_inst_get(m, c, ops[k])->shape);
     float *d = args[k]->data;
     int64_t n = ir_shape_count(&args[k]->shape);
     for (int64_t i = 0; i < n; i++) {
@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
   }
   int64_t rows = (int64_t)nb * H * W;
   float *col = aligned_alloc(64, (size_t)rows * KH * KW * C * 4), *ref = aligned_alloc(64, (size_t)rows * O * 4);
-  ir_literal *out = ir_literal_create(ar, &ir_inst_get(m, c, ir_comp_get(m, c)->root)->shape);
+  ir_literal *out = ir_literal_create(ar, ir_inst_get(m, c, ir_comp_get(m, c)->root)->shape);
   if (!col || !ref || cpu_execute_to(x, args, 2, out, err, sizeof err) != ST_OK) {
     fprintf(stderr, "cpu_conv: %s\n", col && ref ? err : "out of memory");
     return 1;

@@ -47,7 +47,7 @@ static void run_triad(float *A, const float *B, const float *C, int64_t n, int t
 }
 
 static ir_id param(ir_module *m, ir_comp_id c, int n, const ir_shape *s) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.shape = *s;
@@ -56,7 +56,7 @@ static ir_id param(ir_module *m, ir_comp_id c, int n, const ir_shape *s) {
 }
 
 static ir_id bcast(ir_module *m, ir_comp_id c, ir_id x, const ir_shape *s) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_BROADCAST;
   in.shape = *s;
@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
   ir_comp_id f = ir_comp_add(m, "fused_chain");
   ir_comp_get(m, f)->is_fusion = true;
   ir_id x = param(m, f, 0, &vs), a = param(m, f, 1, &ss), b = param(m, f, 2, &ss), c = param(m, f, 3, &ss);
-  ir_inst z;
+  ir_inst_proto z;
   memset(&z, 0, sizeof z);
   z.op = IR_OP_CONSTANT;
   z.shape = ss;

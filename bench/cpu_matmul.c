@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
   ir_comp_id c = ir_comp_add(m, "main");
   m->entry = c;
   int64_t dims[2] = {n, n};
-  ir_inst p;
+  ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_PARAMETER;
   p.shape = ir_shape_array(IR_F32, 2, dims);

@@ -21,7 +21,7 @@
 enum { BATCH = 256, L0 = 784, L1 = 1024, L2 = 1024, L3 = 10 };
 
 static ir_id param(ir_module *m, ir_comp_id c, int n, ir_shape s) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.shape = s;
@@ -43,7 +43,7 @@ static ir_comp_id layer(ir_module *m, int64_t k, int64_t n, bool relu) {
   a.rhs_contracting = (ir_ints){1, &zero};
   a.preferred_type = IR_TYPE_INVALID;
   ir_id d = ir_build(m, c, IR_OP_DOT, (ir_id[]){h, w}, 2, &a, NULL, 0, (src_loc){0});
-  ir_inst bc;
+  ir_inst_proto bc;
   memset(&bc, 0, sizeof bc);
   bc.op = IR_OP_BROADCAST;
   bc.shape = ir_shape_array(IR_F32, 2, (int64_t[]){BATCH, n});
@@ -53,7 +53,7 @@ static ir_comp_id layer(ir_module *m, int64_t k, int64_t n, bool relu) {
   ir_id bb = ir_inst_add(m, c, &bc);
   ir_id r = ir_build(m, c, IR_OP_ADD, (ir_id[]){d, bb}, 2, NULL, NULL, 0, (src_loc){0});
   if (relu) {
-    ir_inst z;
+    ir_inst_proto z;
     memset(&z, 0, sizeof z);
     z.op = IR_OP_CONSTANT;
     z.shape = ir_shape_scalar(IR_F32);
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   ir_literal *args[7];
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (int k = 0; k < 7; k++) {
-    args[k] = ir_literal_create(ar, &ir_inst_get(m, e, p[k])->shape);
+    args[k] = ir_literal_create(ar, ir_inst_get(m, e, p[k])->shape);
     float *d = args[k]->data;
     int64_t n = ir_shape_count(&args[k]->shape);
     for (int64_t i = 0; i < n; i++) {
@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
   }
   float *a1 = malloc(sizeof(float) * BATCH * L1), *a2 = malloc(sizeof(float) * BATCH * L2),
         *a3 = malloc(sizeof(float) * BATCH * L3);
-  ir_literal *out = ir_literal_create(ar, &ir_inst_get(m, e, ir_comp_get(m, e)->root)->shape);
+  ir_literal *out = ir_literal_create(ar, ir_inst_get(m, e, ir_comp_get(m, e)->root)->shape);
   if (!a1 || !a2 || !a3 || cpu_execute_to(x, args, 7, out, err, sizeof err) != ST_OK) {
     fprintf(stderr, "cpu_mlp: %s\n", err);
     return 1;

@@ -29,17 +29,18 @@ static base_status fail(bctx *b, const ir_inst *in, const char *fmt, ...) BASE_P
 static base_status fail(bctx *b, const ir_inst *in, const char *fmt, ...) {
   strbuf s;
   sb_init(&s);
-  sb_printf(&s, "%s (%s): ", in->name ? in->name : "?",
+  sb_printf(&s, "%s (%s): ", in->info->name ? in->info->name : "?",
             (unsigned)in->op < IR_OP__COUNT ? ir_op_name(in->op) : "?");
   va_list ap;
   va_start(ap, fmt);
   sb_vprintf(&s, fmt, ap);
   va_end(ap);
-  if (b->d) diag_error(b->d, in->loc, "%s", sb_str(&s));
+  if (b->d) diag_error(b->d, in->info->loc, "%s", sb_str(&s));
   if (b->err && b->errlen) {
-    if (in->loc.file && in->loc.line > 0)
-      snprintf(b->err, b->errlen, "%s:%d:%d: %s", in->loc.file, (int)in->loc.line,
-               (int)in->loc.col, sb_str(&s));
+    if (in->info->loc.file && in->info->loc.line > 0)
+      snprintf(b->err, b->errlen, "%s:%d:%d: %s", in->info->loc.file,
+               (int) in->info->loc.line,
+               (int) in->info->loc.col, sb_str(&s));
     else
       snprintf(b->err, b->errlen, "%s", sb_str(&s));
   }
@@ -81,7 +82,7 @@ static double shape_bytes(const ir_shape *s, int depth) {
 /* The shape of operand k of in, or NULL when out of range. */
 static const ir_shape *operand(const ir_comp *cp, const ir_inst *in, int k) {
   if (k >= in->nops || !in->ops || in->ops[k] < 0 || in->ops[k] >= cp->insts.n) return NULL;
-  return &cp->insts.v[in->ops[k]].shape;
+  return cp->insts.v[in->ops[k]].shape;
 }
 
 static bool dim_ok(const ir_shape *s, int64_t d) {
@@ -95,23 +96,23 @@ static double inner_work(const ir_comp *cp, const ir_inst *in, double out) {
   double k = 1;
   switch (in->op) {
   case IR_OP_DOT:
-    for (int i = 0; i < in->a.lhs_contracting.n; i++)
-      if (dim_ok(lhs, in->a.lhs_contracting.v[i]))
-        k *= (double)lhs->dims[in->a.lhs_contracting.v[i]];
+    for (int i = 0; i < in->a->lhs_contracting.n; i++)
+      if (dim_ok(lhs, in->a->lhs_contracting.v[i]))
+        k *= (double)lhs->dims[in->a->lhs_contracting.v[i]];
     return out * k;
   case IR_OP_CONVOLUTION:
-    if (dim_ok(rhs, in->a.conv.k_in)) k = (double)rhs->dims[in->a.conv.k_in];
-    for (int i = 0; i < in->a.conv.nspatial && i < IR_MAX_RANK; i++)
-      if (dim_ok(rhs, in->a.conv.k_spatial[i])) k *= (double)rhs->dims[in->a.conv.k_spatial[i]];
+    if (dim_ok(rhs, in->a->conv.k_in)) k = (double)rhs->dims[in->a->conv.k_in];
+    for (int i = 0; i < in->a->conv.nspatial && i < IR_MAX_RANK; i++)
+      if (dim_ok(rhs, in->a->conv.k_spatial[i])) k *= (double)rhs->dims[in->a->conv.k_spatial[i]];
     return out * k;
   case IR_OP_REDUCE: /* one fold per input element */
     return lhs && lhs->type != IR_TUPLE && elements(lhs) > 0 ? elements(lhs) : 0;
   case IR_OP_REDUCE_WINDOW: {
-    double nout = in->shape.type == IR_TUPLE
-                      ? (in->shape.ntuple > 0 && in->shape.tuple ? elements(&in->shape.tuple[0]) : 0)
+    double nout = in->shape->type == IR_TUPLE
+                      ? (in->shape->ntuple > 0 && in->shape->tuple ? elements(&in->shape->tuple[0]) : 0)
                       : out;
-    for (int d = 0; d < in->a.window.rank && d < IR_MAX_RANK; d++)
-      k *= (double)(in->a.window.dims[d].size > 0 ? in->a.window.dims[d].size : 0);
+    for (int d = 0; d < in->a->window.rank && d < IR_MAX_RANK; d++)
+      k *= (double)(in->a->window.dims[d].size > 0 ? in->a->window.dims[d].size : 0);
     return nout > 0 ? nout * k : 0;
   }
   default:
@@ -127,7 +128,7 @@ static base_status inst_work(bctx *b, const ir_comp *cp, const ir_inst *in, int 
                              double *out) {
   *out = 0;
   if (in->dead || in->op == IR_OP_PARAMETER) return ST_OK; /* bound, not produced */
-  double n = elements(&in->shape);
+  double n = elements(in->shape);
   if (n < 0) return ST_OK; /* malformed: the evaluator says so */
   double w = n > 1 ? n : 1, inner = inner_work(cp, in, n);
   for (int k = 0; k < in->ncalls && in->calls; k++) {
@@ -175,8 +176,8 @@ static base_status check_comp(bctx *b, ir_comp_id c, int depth, bool *seen);
  * bytes of its result), then every instruction of what it calls. */
 static base_status check_inst(bctx *b, const ir_inst *in, int depth, bool *seen) {
   if (in->dead) return ST_OK;
-  double n = in->shape.type == IR_TUPLE ? 0 : elements(&in->shape);
-  double by = shape_bytes(&in->shape, 0);
+  double n = in->shape->type == IR_TUPLE ? 0 : elements(in->shape);
+  double by = shape_bytes(in->shape, 0);
   if (n > (double)IR_MAX_ELEMENTS)
     return fail(b, in, "result has %.3g elements, over the limit of 2^40", n);
   if (by > b->max_bytes)
@@ -249,7 +250,7 @@ base_status ir_budget_check(const ir_module *m, const ir_budget *bud, diag *d, c
     b.work += w;
     if ((st = check_inst(&b, in, 0, seen)) != ST_OK) break;
     if (in->dead || !holds_new_bytes(in->op)) continue;
-    double by = shape_bytes(&in->shape, 0);
+    double by = shape_bytes(in->shape, 0);
     if (by > b.max_bytes - b.bytes) {
       st = fail(&b, in, "needs %.3g bytes with %.3g before it, over the limit of %.3g bytes", by,
                 b.bytes, b.max_bytes);

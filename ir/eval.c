@@ -26,13 +26,15 @@ base_status ev_fail(ev_ctx *cx, const ir_inst *inst, base_status st, const char 
   if (!cx->err || cx->errlen == 0) return st;
   size_t n = 0;
   int k;
-  if (inst && inst->loc.line > 0 && inst->loc.file) {
-    k = snprintf(cx->err, cx->errlen, "%s:%d:%d: ", inst->loc.file, (int)inst->loc.line,
-                 (int)inst->loc.col);
+  if (inst && inst->info->loc.line > 0 && inst->info->loc.file) {
+    k = snprintf(cx->err, cx->errlen, "%s:%d:%d: ", inst->info->loc.file,
+                 (int) inst->info->loc.line,
+                 (int) inst->info->loc.col);
     if (k > 0) n = (size_t)k < cx->errlen ? (size_t)k : cx->errlen - 1;
   }
   if (inst) {
-    k = snprintf(cx->err + n, cx->errlen - n, "eval: %s (%s): ", inst->name ? inst->name : "?",
+    k = snprintf(cx->err + n, cx->errlen - n, "eval: %s (%s): ",
+                 inst->info->name ? inst->info->name : "?",
                  ir_op_name(inst->op));
   } else {
     k = snprintf(cx->err + n, cx->errlen - n, "eval: ");
@@ -150,10 +152,10 @@ static base_status eval_gte(ev_ctx *cx, const ir_inst *in, ir_literal *const *op
   const ir_literal *t = ops[0];
   if (t->shape.type != IR_TUPLE)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand is not a tuple");
-  if (in->a.index < 0 || in->a.index >= t->shape.ntuple)
+  if (in->a->index < 0 || in->a->index >= t->shape.ntuple)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "index %lld out of range for a %d-tuple",
-                   (long long)in->a.index, (int)t->shape.ntuple);
-  *out = t->elems[in->a.index];
+                   (long long) in->a->index, (int)t->shape.ntuple);
+  *out = t->elems[in->a->index];
   return ST_OK;
 }
 
@@ -201,26 +203,26 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand %d is a tuple, expected an array", k);
   }
   int64_t nelem;
-  if (in->shape.type != IR_TUPLE &&
-      (ir_type_size(in->shape.type) <= 0 || in->shape.rank < 0 || in->shape.rank > IR_MAX_RANK))
+  if (in->shape->type != IR_TUPLE &&
+      (ir_type_size(in->shape->type) <= 0 || in->shape->rank < 0 || in->shape->rank > IR_MAX_RANK))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "malformed result shape");
   /* From here on, index arithmetic on the result's dims cannot overflow. */
-  if (in->shape.type != IR_TUPLE && !ir_shape_elements(&in->shape, &nelem))
+  if (in->shape->type != IR_TUPLE && !ir_shape_elements(in->shape, &nelem))
     return ev_fail(cx, in, ST_RESOURCE_EXHAUSTED,
                    "result has negative dims or more than 2^40 elements");
 
   if (ir_op_flags(in->op) & OPF_ELEMWISE) return ev_elementwise(cx, in, ops, out);
   switch (in->op) {
   case IR_OP_PARAMETER:
-    if (in->a.parameter_number < 0 || in->a.parameter_number >= nargs)
+    if (in->a->parameter_number < 0 || in->a->parameter_number >= nargs)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "parameter number %lld without an argument",
-                     (long long)in->a.parameter_number);
-    *out = args[in->a.parameter_number];
+                     (long long) in->a->parameter_number);
+    *out = args[in->a->parameter_number];
     return ST_OK;
   case IR_OP_CONSTANT:
-    if (!literal_ok(in->a.literal, 0))
+    if (!literal_ok(in->a->literal, 0))
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "missing or malformed literal");
-    *out = in->a.literal;
+    *out = in->a->literal;
     return ST_OK;
   case IR_OP_TUPLE:
     return ev_new_tuple(cx, in, ops, in->nops, out);
@@ -285,28 +287,29 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
   for (int i = 0; i < cp->insts.n; i++) {
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead || in->op != IR_OP_PARAMETER) continue;
-    if (in->a.parameter_number < 0 || in->a.parameter_number >= nargs)
+    if (in->a->parameter_number < 0 || in->a->parameter_number >= nargs)
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "parameter(%lld) of %s, but %d argument%s given",
-                     (long long)in->a.parameter_number, cp->name, nargs,
+                     (long long) in->a->parameter_number, cp->name, nargs,
                      nargs == 1 ? " was" : "s were");
-    const ir_literal *a = args[in->a.parameter_number];
+    const ir_literal *a = args[in->a->parameter_number];
     if (!literal_ok(a, 0))
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "argument %lld is missing or malformed",
-                     (long long)in->a.parameter_number);
-    if (!ir_shape_equal(&a->shape, &in->shape)) {
+                     (long long) in->a->parameter_number);
+    if (!ir_shape_equal(&a->shape, in->shape)) {
       strbuf want, got;
       sb_init(&want);
       sb_init(&got);
-      ir_shape_print(&want, &in->shape, false);
+      ir_shape_print(&want, in->shape, false);
       ir_shape_print(&got, &a->shape, false);
       base_status st =
           ev_fail(cx, in, ST_INVALID_ARGUMENT, "argument %lld has shape %s, expected %s",
-                  (long long)in->a.parameter_number, sb_str(&got), sb_str(&want));
+                  (long long) in->a->parameter_number, sb_str(&got),
+                  sb_str(&want));
       sb_free(&want);
       sb_free(&got);
       return st;
     }
-    if (in->a.parameter_number + 1 > nparams) nparams = in->a.parameter_number + 1;
+    if (in->a->parameter_number + 1 > nparams) nparams = in->a->parameter_number + 1;
   }
   if (nparams != nargs)
     return ev_fail(cx, caller, ST_INVALID_ARGUMENT, "%s takes %lld arguments, %d given", cp->name,
@@ -323,17 +326,17 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
     if (in->dead) continue;
     ir_literal *v = NULL;
     double n = 1;
-    if (in->shape.type != IR_TUPLE)
-      for (int d = 0; d < in->shape.rank && d < IR_MAX_RANK; d++)
-        n *= (double)in->shape.dims[d];
+    if (in->shape->type != IR_TUPLE)
+      for (int d = 0; d < in->shape->rank && d < IR_MAX_RANK; d++)
+        n *= (double) in->shape->dims[d];
     st = ev_work(cx, in, n > 1 ? n : 1);
     if (st == ST_OK) st = eval_inst(cx, cp, i, vals, args, nargs, &v);
     if (st != ST_OK) break;
-    if (!v || !ir_shape_equal(&v->shape, &in->shape)) {
+    if (!v || !ir_shape_equal(&v->shape, in->shape)) {
       strbuf want, got;
       sb_init(&want);
       sb_init(&got);
-      ir_shape_print(&want, &in->shape, false);
+      ir_shape_print(&want, in->shape, false);
       if (v) ir_shape_print(&got, &v->shape, false);
       st = ev_fail(cx, in, ST_INVALID_ARGUMENT, "value has shape %s, but the instruction says %s",
                    v ? sb_str(&got) : "(none)", sb_str(&want));

@@ -46,22 +46,22 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
 static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
                             const ir_literal *rhs, const ir_window_dim *win, const int64_t *ksz,
                             ir_literal **out) {
-  const ir_conv_dims *cd = &in->a.conv;
-  ir_type rt = in->shape.type;
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
   int ns = cd->nspatial;
-  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
-  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
+  int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
   int64_t in_b = lhs->shape.dims[cd->in_batch];
   int64_t k_i = rhs->shape.dims[cd->k_in], k_o = rhs->shape.dims[cd->k_out];
   int P = ev_tpu_passes(in, lhs->shape.type, rhs->shape.type), np = P == 6 ? 3 : P == 3 ? 2 : 1;
   ir_literal *lp[3], *rp[3], *r;
-  base_status st = ev_new_array(cx, in, &in->shape, &r);
+  base_status st = ev_new_array(cx, in, in->shape, &r);
   if (st != ST_OK) return st;
-  int64_t nout = ir_shape_count(&in->shape), nwin = 1, nsp = 1;
+  int64_t nout = ir_shape_count(in->shape), nwin = 1, nsp = 1;
   int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK], os[IR_MAX_RANK], osd[IR_MAX_RANK];
   for (int i = 0; i < ns; i++) {
     nwin *= ksz[i];
-    osd[i] = in->shape.dims[cd->out_spatial[i]];
+    osd[i] = in->shape->dims[cd->out_spatial[i]];
     nsp *= osd[i];
   }
   *out = r;
@@ -71,7 +71,7 @@ static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs
   if ((st = ev_tpu_parts(cx, in, rhs, np, rp)) != ST_OK) return st;
   ev_strides(&lhs->shape, ls);
   ev_strides(&rhs->shape, rs);
-  ev_strides(&in->shape, os);
+  ev_strides(in->shape, os);
   int64_t *lsp, *rsp;
   if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&lsp)) != ST_OK) return st;
   if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&rsp)) != ST_OK) return st;
@@ -120,21 +120,21 @@ static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs
 base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
                            ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
-  const ir_conv_dims *cd = &in->a.conv;
-  ir_type rt = in->shape.type;
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
   int ns = cd->nspatial;
   if (ns < 0 || ns > IR_MAX_RANK - 2 || lhs->shape.rank != ns + 2 || rhs->shape.rank != ns + 2 ||
-      in->shape.rank != ns + 2)
+      in->shape->rank != ns + 2)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand and result ranks must be %d", ns + 2);
   if (!is_perm(cd->in_batch, cd->in_feature, cd->in_spatial, ns) ||
       !is_perm(cd->k_in, cd->k_out, cd->k_spatial, ns) ||
       !is_perm(cd->out_batch, cd->out_feature, cd->out_spatial, ns))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dim_labels are not permutations");
-  if (in->a.has_window && in->a.window.rank != ns)
+  if (in->a->has_window && in->a->window.rank != ns)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, expected %d",
-                   (int)in->a.window.rank, ns);
-  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
-  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+                   (int) in->a->window.rank, ns);
+  int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
+  int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
   int64_t in_b = lhs->shape.dims[cd->in_batch], in_f = lhs->shape.dims[cd->in_feature];
   int64_t k_i = rhs->shape.dims[cd->k_in], k_o = rhs->shape.dims[cd->k_out];
   if (in_f % fgc != 0 || k_i != in_f / fgc || k_o % fgc != 0 || k_o % bgc != 0 || in_b % bgc != 0)
@@ -152,7 +152,7 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   for (int i = 0; i < ns; i++) {
     ksz[i] = rhs->shape.dims[cd->k_spatial[i]];
     ir_window_dim w = {ksz[i], 1, 0, 0, 1, 1, false};
-    if (in->a.has_window) w = in->a.window.dims[i];
+    if (in->a->has_window) w = in->a->window.dims[i];
     if (w.size != ksz[i] || w.stride < 1 || w.lhs_dilate < 1 || w.rhs_dilate < 1 ||
         w.stride > IR_MAX_ELEMENTS || w.lhs_dilate > IR_MAX_ELEMENTS ||
         w.rhs_dilate > IR_MAX_ELEMENTS || w.pad_lo < -IR_MAX_ELEMENTS ||
@@ -170,9 +170,9 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     want[cd->out_spatial[i]] = padded < eff || padded <= 0 ? 0 : (padded - eff) / w.stride + 1;
   }
   for (int d = 0; d < ns + 2; d++)
-    if (want[d] != in->shape.dims[d])
+    if (want[d] != in->shape->dims[d])
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", d,
-                     (long long)in->shape.dims[d], (long long)want[d]);
+                     (long long) in->shape->dims[d], (long long)want[d]);
 
   if (cx->opts.tpu_numerics && ir_type_is_float(rt) && ir_type_is_float(lhs->shape.type) &&
       ir_type_is_float(rhs->shape.type))
@@ -181,8 +181,8 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   base_status st;
   if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;
   if (rhs->shape.type != rt && (st = ev_convert_to(cx, in, rhs, rt, &rc)) != ST_OK) return st;
-  if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
-  int64_t nout = ir_shape_count(&in->shape);
+  if ((st = ev_new_array(cx, in, in->shape, &r)) != ST_OK) return st;
+  int64_t nout = ir_shape_count(in->shape);
   if (nout == 0) {
     *out = r;
     return ST_OK;
@@ -226,11 +226,11 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   int64_t ls[IR_MAX_RANK], rs[IR_MAX_RANK], os[IR_MAX_RANK], osd[IR_MAX_RANK];
   ev_strides(&lhs->shape, ls);
   ev_strides(&rhs->shape, rs);
-  ev_strides(&in->shape, os);
+  ev_strides(in->shape, os);
   int64_t nwin = 1, nsp = 1;
   for (int i = 0; i < ns; i++) {
     nwin *= ksz[i]; /* <= rhs elements: k_i and k_o are > 0 here */
-    osd[i] = in->shape.dims[cd->out_spatial[i]];
+    osd[i] = in->shape->dims[cd->out_spatial[i]];
     nsp *= osd[i];
   }
   int64_t *lsp, *rsp;

@@ -58,7 +58,7 @@ static base_status operand_perm(ev_ctx *cx, const ir_inst *in, const char *side,
 static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
                            const ir_literal *rhs, const int64_t *lp, const int64_t *rp, int64_t B,
                            int64_t M, int64_t N, int64_t K, ir_literal **out) {
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   int P = ev_tpu_passes(in, lhs->shape.type, rhs->shape.type), np = P == 6 ? 3 : P == 3 ? 2 : 1;
   base_status st = ev_work(cx, in, (double)B * (double)M * (double)N * (double)K * P);
   ir_literal *lparts[3], *rparts[3], *r;
@@ -68,7 +68,7 @@ static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
     if ((st = ev_permute(cx, in, lparts[p], lp, &lparts[p])) != ST_OK) break;
     st = ev_permute(cx, in, rparts[p], rp, &rparts[p]);
   }
-  if (st == ST_OK) st = ev_new_array(cx, in, &in->shape, &r);
+  if (st == ST_OK) st = ev_new_array(cx, in, in->shape, &r);
   if (st != ST_OK) return st;
   size_t es = (size_t)ir_type_size(rt);
   uint8_t *po = r->data;
@@ -89,8 +89,8 @@ static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
 
 base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
-  const ir_attrs *at = &in->a;
-  ir_type rt = in->shape.type;
+  const ir_attrs *at = in->a;
+  ir_type rt = in->shape->type;
   if (at->lhs_batch.n != at->rhs_batch.n || at->lhs_contracting.n != at->rhs_contracting.n)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT,
                    "lhs and rhs have different numbers of batch or contracting dimensions");
@@ -127,13 +127,14 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
                      (long long)b);
     K *= a;
   }
-  if (nw != in->shape.rank)
-    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result rank %d, expected %d", (int)in->shape.rank,
+  if (nw != in->shape->rank)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result rank %d, expected %d",
+                   (int) in->shape->rank,
                    nw);
   for (int i = 0; i < nw; i++)
-    if (want[i] != in->shape.dims[i])
+    if (want[i] != in->shape->dims[i])
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", i,
-                     (long long)in->shape.dims[i], (long long)want[i]);
+                     (long long) in->shape->dims[i], (long long)want[i]);
 
   if (cx->opts.tpu_numerics && ir_type_is_float(rt) && ir_type_is_float(lhs->shape.type) &&
       ir_type_is_float(rhs->shape.type))
@@ -146,7 +147,7 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   if (rhs->shape.type != rt && (st = ev_convert_to(cx, in, rhs, rt, &rc)) != ST_OK) return st;
   if ((st = ev_permute(cx, in, lc, lp, &a)) != ST_OK) return st;
   if ((st = ev_permute(cx, in, rc, rp, &b)) != ST_OK) return st;
-  if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
+  if ((st = ev_new_array(cx, in, in->shape, &r)) != ST_OK) return st;
   int64_t na = ir_shape_count(&a->shape), nbv = ir_shape_count(&b->shape);
   size_t es = (size_t)ir_type_size(rt);
   const uint8_t *pa = a->data, *pb = b->data;

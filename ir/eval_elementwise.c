@@ -9,12 +9,12 @@
 
 /* Checks operand k: same dims as the result, or a scalar. */
 static base_status check_operand(ev_ctx *cx, const ir_inst *in, const ir_literal *v, int k) {
-  if (v->shape.rank == 0 || ev_dims_equal(&v->shape, &in->shape)) return ST_OK;
+  if (v->shape.rank == 0 || ev_dims_equal(&v->shape, in->shape)) return ST_OK;
   strbuf a, b;
   sb_init(&a);
   sb_init(&b);
   ir_shape_print(&a, &v->shape, false);
-  ir_shape_print(&b, &in->shape, false);
+  ir_shape_print(&b, in->shape, false);
   base_status st = ev_fail(cx, in, ST_INVALID_ARGUMENT,
                            "operand %d is %s, which is neither a scalar nor the result's dims (%s)",
                            k, sb_str(&a), sb_str(&b));
@@ -67,7 +67,7 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   for (int k = 0; k < nops; k++)
     if ((st = check_operand(cx, in, ops[k], k)) != ST_OK) return st;
 
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   /* The type the op computes in: the data operand's. */
   ir_type t = in->op == IR_OP_SELECT ? ops[1]->shape.type : ops[0]->shape.type;
   ir_type want_rt = in->op == IR_OP_COMPARE || in->op == IR_OP_IS_FINITE ? IR_PRED : t;
@@ -83,8 +83,8 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   }
 
   ir_literal *r;
-  if ((st = ev_new_array(cx, in, &in->shape, &r)) != ST_OK) return st;
-  int64_t n = ir_shape_count(&in->shape);
+  if ((st = ev_new_array(cx, in, in->shape, &r)) != ST_OK) return st;
+  int64_t n = ir_shape_count(in->shape);
   size_t es = (size_t)ir_type_size(t), rs = (size_t)ir_type_size(rt);
   /* Byte step per element of each operand: 0 for a broadcast scalar. */
   size_t step[3];
@@ -100,7 +100,7 @@ base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     const uint8_t *c = nops > 2 ? p[2] + (size_t)i * step[2] : NULL;
     switch (in->op) {
     case IR_OP_COMPARE:
-      *o = ev_compare_elem(in->a.cmp_dir, in->a.cmp_type, t, a, b);
+      *o = ev_compare_elem(in->a->cmp_dir, in->a->cmp_type, t, a, b);
       break;
     case IR_OP_SELECT:
       memcpy(o, *a ? b : c, es);
@@ -157,9 +157,9 @@ base_status ev_convert_to(ev_ctx *cx, const ir_inst *in, const ir_literal *a, ir
 }
 
 base_status ev_convert(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
-  if (!ev_dims_equal(&ops[0]->shape, &in->shape))
+  if (!ev_dims_equal(&ops[0]->shape, in->shape))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand dims differ from the result's");
-  return ev_convert_to(cx, in, ops[0], in->shape.type, out);
+  return ev_convert_to(cx, in, ops[0], in->shape->type, out);
 }
 
 /* bitcast-convert: the same bytes reinterpreted. Between types of equal
@@ -170,13 +170,13 @@ base_status ev_convert(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir
 base_status ev_bitcast_convert(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
                                ir_literal **out) {
   ir_literal *r;
-  base_status st = ev_new_array(cx, in, &in->shape, &r);
+  base_status st = ev_new_array(cx, in, in->shape, &r);
   if (st != ST_OK) return st;
   if (r->nbytes != ops[0]->nbytes)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "operand has %zu bytes, result %zu", ops[0]->nbytes,
                    r->nbytes);
   if (r->nbytes) memcpy(r->data, ops[0]->data, r->nbytes);
-  if (in->shape.type == IR_PRED)
+  if (in->shape->type == IR_PRED)
     for (size_t i = 0; i < r->nbytes; i++)
       ((uint8_t *)r->data)[i] = ((uint8_t *)r->data)[i] != 0;
   *out = r;

@@ -71,7 +71,7 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
   }
   /* Signature: 2n scalar parameters, a scalar (n = 1) or n-tuple root. */
   const ir_shape *rs =
-      cp->root >= 0 && cp->root < cp->insts.n ? &cp->insts.v[cp->root].shape : NULL;
+      cp->root >= 0 && cp->root < cp->insts.n ? cp->insts.v[cp->root].shape : NULL;
   bool ok = rs != NULL;
   if (ok && n == 1)
     ok = is_scalar_of(rs, types[0]);
@@ -108,8 +108,8 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
     ir_id o = root->ops[k];
     if (o < 0 || o >= cp->insts.n) return ST_OK;
     const ir_inst *p = &cp->insts.v[o];
-    if (p->dead || p->op != IR_OP_PARAMETER || !is_scalar_of(&p->shape, types[0])) return ST_OK;
-    pn[k] = p->a.parameter_number;
+    if (p->dead || p->op != IR_OP_PARAMETER || !is_scalar_of(p->shape, types[0])) return ST_OK;
+    pn[k] = p->a->parameter_number;
   }
   if (!((pn[0] == 0 && pn[1] == 1) || (pn[0] == 1 && pn[1] == 0))) return ST_OK;
   r->fast = true;
@@ -178,9 +178,9 @@ static base_status new_results(ev_ctx *cx, const ir_inst *in, int n, const ir_ty
                                const int64_t *dims, ir_literal **res) {
   for (int k = 0; k < n; k++) {
     ir_shape s = ir_shape_array(types[k], rank, dims);
-    const ir_shape *want = n == 1 ? &in->shape
-                           : in->shape.type == IR_TUPLE && in->shape.ntuple == n
-                               ? &in->shape.tuple[k]
+    const ir_shape *want = n == 1 ? in->shape
+                           : in->shape->type == IR_TUPLE && in->shape->ntuple == n
+                               ? &in->shape->tuple[k]
                                : NULL;
     if (!want || !ir_shape_equal(want, &s)) {
       strbuf b;
@@ -283,8 +283,8 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   if (st != ST_OK) return st;
   const ir_shape *is = &ops[0]->shape;
   bool red[IR_MAX_RANK] = {false};
-  for (int i = 0; i < in->a.dimensions.n; i++) {
-    int64_t d = in->a.dimensions.v[i];
+  for (int i = 0; i < in->a->dimensions.n; i++) {
+    int64_t d = in->a->dimensions.v[i];
     if (d < 0 || d >= is->rank || red[d])
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "reduce dimension %lld invalid or repeated",
                      (long long)d);
@@ -382,11 +382,11 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   if (st != ST_OK) return st;
   const ir_shape *is = &ops[0]->shape;
   int rank = is->rank;
-  if ((in->a.has_window ? in->a.window.rank : 0) != rank)
+  if ((in->a->has_window ? in->a->window.rank : 0) != rank)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, the input %d",
-                   in->a.has_window ? (int)in->a.window.rank : 0, rank);
+                   in->a->has_window ? (int) in->a->window.rank : 0, rank);
   int64_t odims[IR_MAX_RANK], wsz[IR_MAX_RANK], strides[IR_MAX_RANK];
-  const ir_window_dim *win = in->a.window.dims;
+  const ir_window_dim *win = in->a->window.dims;
   for (int d = 0; d < rank; d++) {
     const ir_window_dim *w = &win[d];
     if (w->size < 0 || w->size > IR_MAX_ELEMENTS || w->stride < 1 || w->stride > IR_MAX_ELEMENTS ||

@@ -140,8 +140,8 @@ bool ev_tpu_convert(ir_type from, const void *a, ir_type to, void *out) {
 const int ev_tpu_pair_a[6] = {0, 0, 1, 0, 1, 2}, ev_tpu_pair_b[6] = {0, 1, 0, 2, 1, 0};
 
 int ev_tpu_passes(const ir_inst *in, ir_type lt, ir_type rt) {
-  ir_precision p = in->a.precision[0] > in->a.precision[1] ? in->a.precision[0]
-                                                           : in->a.precision[1];
+  ir_precision p = in->a->precision[0] > in->a->precision[1] ? in->a->precision[0]
+                                                           : in->a->precision[1];
   if (lt == IR_BF16 && rt == IR_BF16) return 1;
   return p == IR_PREC_HIGHEST ? 6 : p == IR_PREC_HIGH ? 3 : 1;
 }

@@ -148,7 +148,7 @@ static const ir_comp *called(ctx *c, const ir_comp_id *calls, int ncalls, const 
 static const ir_shape *comp_param(const ir_comp *cp, int64_t k) {
   for (int i = 0; i < cp->insts.n; i++) {
     const ir_inst *in = &cp->insts.v[i];
-    if (!in->dead && in->op == IR_OP_PARAMETER && in->a.parameter_number == k) return &in->shape;
+    if (!in->dead && in->op == IR_OP_PARAMETER && in->a->parameter_number == k) return in->shape;
   }
   return NULL;
 }
@@ -165,7 +165,7 @@ static const ir_shape *comp_root(ctx *c, const ir_comp *cp) {
     fail(c, "computation %s has no root", cp->name);
     return NULL;
   }
-  return &cp->insts.v[cp->root].shape;
+  return cp->insts.v[cp->root].shape;
 }
 
 /* Checks that cp is a reducer over element types t[0..n-1]:

@@ -83,17 +83,28 @@ typedef struct ir_shape ir_shape;
 struct ir_shape {
   ir_type type;
   int8_t rank;         /* arrays only */
-  bool has_layout;     /* layout given (else default: row-major) */
-  int64_t dims[IR_MAX_RANK];
-  ir_layout layout;
   int32_t ntuple;      /* IR_TUPLE only: element count */
+  int64_t dims[IR_MAX_RANK];
+  const ir_layout *layout; /* arrays: NULL is the default layout (row-major,
+                              untiled, natural bits, memory space 0); else
+                              immutable, owned by an arena or static */
   ir_shape *tuple;     /* IR_TUPLE only: elements, in the module's arena */
 };
+
+/* The default layout of a rank-r array: minor_to_major r-1..0, no tiles. */
+const ir_layout *ir_layout_default(int rank);
+/* The layout of array shape s, the default one when s->layout is NULL. */
+static inline const ir_layout *ir_shape_layout(const ir_shape *s) {
+  return s->layout ? s->layout : ir_layout_default(s->rank);
+}
+/* Sets s->layout to a copy of l in arena a, or to NULL when l is the
+ * default layout for s's rank (so equal layouts compare equal by value). */
+void ir_shape_set_layout(arena *a, ir_shape *s, const ir_layout *l);
 
 /* Makes an array shape with the default (row-major, untiled) layout. */
 ir_shape ir_shape_array(ir_type t, int rank, const int64_t *dims);
 ir_shape ir_shape_scalar(ir_type t);
-/* Sets minor_to_major to rank-1..0 and clears tiles; has_layout = true. */
+/* Gives s the default layout (layout = NULL). */
 void ir_shape_default_layout(ir_shape *s);
 bool ir_shape_is_array(const ir_shape *s);
 /* Element count; false when it overflows int64 or exceeds IR_MAX_ELEMENTS. */
@@ -103,9 +114,9 @@ bool ir_shape_elements(const ir_shape *s, int64_t *out);
 int64_t ir_shape_count(const ir_shape *s);
 /* Same type and dims (and same tuple structure); layouts ignored. */
 bool ir_shape_equal(const ir_shape *a, const ir_shape *b);
-/* Same as ir_shape_equal and also same layout (when both have one). */
+/* Same as ir_shape_equal and also same layout. */
 bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b);
-/* Deep copy of tuple elements into arena a. */
+/* Deep copy of tuple elements and layouts into arena a. */
 ir_shape ir_shape_clone(arena *a, const ir_shape *s);
 /* Appends the HLO spelling ("f32[2,3]{1,0}" or "(f32[], s32[4])"). */
 void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout);
@@ -286,22 +297,53 @@ typedef struct ir_attrs {
   ir_type preferred_type;    /* dot/convolution preferred_element_type, or IR_TYPE_INVALID */
 } ir_attrs;
 
+/* The attributes of an instruction that has none (preferred_type
+ * IR_TYPE_INVALID, every other field zero). */
+extern const ir_attrs ir_attrs_none;
+
+/* What an instruction carries that passes rarely read: kept beside the
+ * instruction, one per instruction. */
+typedef struct ir_inst_info {
+  const char *name;          /* unique within the module */
+  src_loc loc;               /* where it was written (HLO or .tg line) */
+  ir_metadata meta;
+  int32_t nraw;
+  ir_raw_attr *raw;
+} ir_inst_info;
+
+/* An instruction: 56 bytes (tests/ir/test_module.c checks <= 64). Its
+ * shape is interned in the module (ir_shape_intern: equal shapes share one
+ * pointer); its attributes belong to it alone (ir_attrs_none when it has
+ * none) and change only through ir_inst_attrs_mut. */
 typedef struct ir_inst {
   ir_op op;
-  const char *name;          /* unique within the module */
-  ir_shape shape;
-  int32_t nops;
+  bool dead;                 /* removed by a pass; skipped by printers */
+  int32_t nops, ncalls;
+  const ir_shape *shape;
   ir_id *ops;                /* operand instruction ids (same computation) */
-  int32_t ncalls;
   ir_comp_id *calls;         /* to_apply= (reduce, reduce-window, all-reduce)
                                 or calls= (fusion) */
+  const ir_attrs *a;         /* never NULL */
+  ir_inst_info *info;        /* never NULL */
+} ir_inst;
+
+/* An instruction being built: every field by value. ir_inst_add copies it
+ * into the module (interning the shape, copying attributes, operands,
+ * calls and raw attributes into the arena). */
+typedef struct ir_inst_proto {
+  ir_op op;
+  const char *name;          /* NULL: a unique name from the op spelling */
+  ir_shape shape;
+  int32_t nops;
+  ir_id *ops;
+  int32_t ncalls;
+  ir_comp_id *calls;
   ir_attrs a;
   int32_t nraw;
   ir_raw_attr *raw;
   ir_metadata meta;
-  src_loc loc;               /* where it was written (HLO or .tg line) */
-  bool dead;                 /* removed by a pass; skipped by printers */
-} ir_inst;
+  src_loc loc;
+} ir_inst_proto;
 
 typedef struct ir_comp {
   const char *name;
@@ -339,8 +381,24 @@ ir_comp *ir_comp_get(ir_module *m, ir_comp_id c);
 /* Appends an instruction (copied; operands/calls arrays copied into the
  * arena) and returns its id. name may be NULL: a unique name is made from
  * the op spelling ("add.3"). */
-ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto);
+ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst_proto *proto);
 ir_inst *ir_inst_get(ir_module *m, ir_comp_id c, ir_id i);
+/* Makes *in the instruction proto describes (as ir_inst_add would add
+ * it): an instruction rewritten in place keeps its id. */
+void ir_inst_assign(ir_module *m, ir_inst *in, const ir_inst_proto *proto);
+/* A proto with every field of in (pointers shared: copy before changing
+ * the arrays they point to). */
+ir_inst_proto ir_inst_proto_of(const ir_inst *in);
+/* The one shape of m equal to s (type, dims, layout, tuple elements),
+ * copied into m's arena the first time it is asked for. */
+const ir_shape *ir_shape_intern(ir_module *m, const ir_shape *s);
+/* Sets in's shape to the interned copy of s. */
+void ir_inst_set_shape(ir_module *m, ir_inst *in, const ir_shape *s);
+/* in's attributes, writable: a copy of its own in m's arena when it had
+ * none. */
+ir_attrs *ir_inst_attrs_mut(ir_module *m, ir_inst *in);
+/* Replaces in's attributes with a copy of *a (deep: lists copied). */
+void ir_inst_set_attrs(ir_module *m, ir_inst *in, const ir_attrs *a);
 /* A fresh module-unique name derived from base ("add" -> "add.7"). */
 const char *ir_unique_name(ir_module *m, const char *base);
 /* Recomputes params[] from parameter instructions (after building). */

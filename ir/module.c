@@ -9,7 +9,11 @@ typedef struct module_impl {
   ir_module m;
   strmap *names; /* every instruction name in use -> 1 */
   int64_t counter;
+  strmap *shape_keys;             /* a shape's key (shape_key) -> index */
+  VEC(const ir_shape *) shapes;   /* interned shapes */
 } module_impl;
+
+const ir_attrs ir_attrs_none = {.preferred_type = IR_TYPE_INVALID};
 
 ir_module *ir_module_create(const char *name) {
   arena *a = arena_create();
@@ -18,6 +22,7 @@ ir_module *ir_module_create(const char *name) {
   mi->m.name = arena_strdup(a, name ? name : "module");
   mi->m.entry = IR_NONE;
   mi->names = strmap_create(a);
+  mi->shape_keys = strmap_create(a);
   return &mi->m;
 }
 
@@ -89,25 +94,136 @@ static void dup_attrs(arena *a, ir_attrs *at) {
     at->replica_groups.iota = arena_strdup(a, at->replica_groups.iota);
 }
 
-ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst *proto) {
-  module_impl *mi = (module_impl *)m;
-  ir_comp *cp = ir_comp_get(m, c);
-  ir_inst in = *proto;
-  arena *a = m->arena;
-  if (in.name) {
-    size_t nl = strlen(in.name);
-    in.name = arena_strndup(a, in.name, nl);
-    strmap_put(mi->names, in.name, nl, 1);
-  } else {
-    in.name = ir_unique_name(m, ir_op_name(in.op));
+/* Appends the bytes that identify s (type, dims, layout, tuple
+ * elements) to b. */
+static void shape_key(strbuf *b, const ir_shape *s) {
+  sb_putn(b, (const char *)(&s->type), sizeof s->type);
+  if (s->type == IR_TUPLE) {
+    sb_putn(b, (const char *)(&s->ntuple), sizeof s->ntuple);
+    for (int i = 0; i < s->ntuple; i++) shape_key(b, &s->tuple[i]);
+    return;
   }
-  in.shape = ir_shape_clone(a, &proto->shape);
+  /* a malformed rank (the verifier reports it) keys its first dims */
+  size_t rank = s->rank < 0 ? 0 : s->rank > IR_MAX_RANK ? IR_MAX_RANK : (size_t)s->rank;
+  sb_putn(b, (const char *)(&s->rank), sizeof s->rank);
+  sb_putn(b, (const char *)(s->dims), sizeof(int64_t) * rank);
+  const ir_layout *l = s->layout;
+  sb_putc(b, l ? 'L' : 'D');
+  if (!l) return;
+  sb_putn(b, (const char *)(l->minor_to_major), rank);
+  sb_putn(b, (const char *)(&l->ntiles), sizeof l->ntiles);
+  for (int t = 0; t < l->ntiles && t < IR_MAX_TILES; t++) {
+    int tr = l->tiles[t].rank < 0 ? 0 : l->tiles[t].rank > IR_MAX_TILE_RANK ? IR_MAX_TILE_RANK
+                                                                           : l->tiles[t].rank;
+    sb_putn(b, (const char *)(&l->tiles[t].rank), sizeof l->tiles[t].rank);
+    sb_putn(b, (const char *)(l->tiles[t].dims), sizeof(int64_t) * (size_t)tr);
+  }
+  sb_putn(b, (const char *)(&l->memory_space), sizeof l->memory_space);
+  sb_putn(b, (const char *)(&l->element_bits), sizeof l->element_bits);
+}
+
+const ir_shape *ir_shape_intern(ir_module *m, const ir_shape *s) {
+  module_impl *mi = (module_impl *)m;
+  strbuf key;
+  sb_init(&key);
+  shape_key(&key, s);
+  int32_t at = strmap_get(mi->shape_keys, key.s, key.len);
+  if (at < 0) {
+    ir_shape *copy = arena_alloc(m->arena, sizeof *copy);
+    *copy = ir_shape_clone(m->arena, s);
+    at = mi->shapes.n;
+    VEC_PUSH(m->arena, mi->shapes, copy);
+    strmap_put(mi->shape_keys, key.s, key.len, at);
+  }
+  sb_free(&key);
+  return mi->shapes.v[at];
+}
+
+void ir_inst_set_shape(ir_module *m, ir_inst *in, const ir_shape *s) {
+  in->shape = ir_shape_intern(m, s);
+}
+
+/* Whether a holds nothing: equal to ir_attrs_none, preferred_type
+ * aside for the ops that do not read it. */
+static bool attrs_empty(ir_op op, const ir_attrs *a) {
+  if (op == IR_OP_DOT || op == IR_OP_CONVOLUTION) return memcmp(a, &ir_attrs_none, sizeof *a) == 0;
+  ir_attrs t = *a;
+  t.preferred_type = IR_TYPE_INVALID;
+  return memcmp(&t, &ir_attrs_none, sizeof t) == 0;
+}
+
+void ir_inst_set_attrs(ir_module *m, ir_inst *in, const ir_attrs *a) {
+  if (attrs_empty(in->op, a)) {
+    in->a = &ir_attrs_none;
+    return;
+  }
+  ir_attrs *c = arena_alloc(m->arena, sizeof *c);
+  *c = *a;
+  dup_attrs(m->arena, c);
+  in->a = c;
+}
+
+ir_attrs *ir_inst_attrs_mut(ir_module *m, ir_inst *in) {
+  if (in->a == &ir_attrs_none) {
+    ir_attrs *c = arena_alloc(m->arena, sizeof *c);
+    *c = ir_attrs_none;
+    in->a = c;
+  }
+  return (ir_attrs *)in->a;
+}
+
+ir_inst_proto ir_inst_proto_of(const ir_inst *in) {
+  ir_inst_proto p;
+  memset(&p, 0, sizeof p);
+  p.op = in->op;
+  p.name = in->info->name;
+  p.shape = *in->shape;
+  p.nops = in->nops;
+  p.ops = in->ops;
+  p.ncalls = in->ncalls;
+  p.calls = in->calls;
+  p.a = *in->a;
+  p.nraw = in->info->nraw;
+  p.raw = in->info->raw;
+  p.meta = in->info->meta;
+  p.loc = in->info->loc;
+  return p;
+}
+
+ir_id ir_inst_add(ir_module *m, ir_comp_id c, const ir_inst_proto *proto) {
+  ir_comp *cp = ir_comp_get(m, c);
+  ir_inst in;
+  ir_inst_assign(m, &in, proto);
+  VEC_PUSH(m->arena, cp->insts, in);
+  return cp->insts.n - 1;
+}
+
+void ir_inst_assign(ir_module *m, ir_inst *out, const ir_inst_proto *proto) {
+  module_impl *mi = (module_impl *)m;
+  arena *a = m->arena;
+  ir_inst in;
+  memset(&in, 0, sizeof in);
+  ir_inst_info *info = arena_alloc(a, sizeof *info);
+  if (proto->name) {
+    size_t nl = strlen(proto->name);
+    info->name = arena_strndup(a, proto->name, nl);
+    strmap_put(mi->names, info->name, nl, 1);
+  } else {
+    info->name = ir_unique_name(m, ir_op_name(proto->op));
+  }
+  info->loc = proto->loc;
+  info->meta = proto->meta;
+  info->nraw = proto->nraw;
+  if (proto->nraw) info->raw = arena_dup(a, proto->raw, sizeof(ir_raw_attr) * (size_t)proto->nraw);
+  in.op = proto->op;
+  in.info = info;
+  in.shape = ir_shape_intern(m, &proto->shape);
+  in.nops = proto->nops;
+  in.ncalls = proto->ncalls;
   if (in.nops) in.ops = arena_dup(a, proto->ops, sizeof(ir_id) * (size_t)in.nops);
   if (in.ncalls) in.calls = arena_dup(a, proto->calls, sizeof(ir_comp_id) * (size_t)in.ncalls);
-  if (in.nraw) in.raw = arena_dup(a, proto->raw, sizeof(ir_raw_attr) * (size_t)in.nraw);
-  dup_attrs(a, &in.a);
-  VEC_PUSH(a, cp->insts, in);
-  return cp->insts.n - 1;
+  ir_inst_set_attrs(m, &in, &proto->a);
+  *out = in;
 }
 
 /* nparams is the number of live parameter instructions; a parameter whose
@@ -124,9 +240,9 @@ void ir_comp_finish(ir_module *m, ir_comp_id c) {
   for (int32_t i = 0; i < n; i++) cp->params[i] = IR_NONE;
   for (int i = 0; i < cp->insts.n; i++) {
     const ir_inst *in = &cp->insts.v[i];
-    if (!in->dead && in->op == IR_OP_PARAMETER && in->a.parameter_number >= 0 &&
-        in->a.parameter_number < n)
-      cp->params[in->a.parameter_number] = i;
+    if (!in->dead && in->op == IR_OP_PARAMETER && in->a->parameter_number >= 0 &&
+        in->a->parameter_number < n)
+      cp->params[in->a->parameter_number] = i;
   }
 }
 
@@ -251,13 +367,15 @@ ir_module *ir_module_clone(const ir_module *src) {
       dc->raw = clone_raw(m->arena, sc->raw, sc->nraw);
     }
     for (int i = 0; i < sc->insts.n; i++) {
-      ir_id ni = ir_inst_add(m, nc, &sc->insts.v[i]);
-      ir_inst *in = ir_inst_get(m, nc, ni);
-      if (in->a.literal) in->a.literal = clone_literal(m->arena, in->a.literal);
-      if (in->nraw) in->raw = clone_raw(m->arena, in->raw, in->nraw);
-      in->meta.op_name = dup_str(m->arena, in->meta.op_name);
-      in->meta.op_type = dup_str(m->arena, in->meta.op_type);
-      in->meta.source_file = dup_str(m->arena, in->meta.source_file);
+      const ir_inst *si = &sc->insts.v[i];
+      ir_inst_proto p = ir_inst_proto_of(si);
+      if (p.a.literal) p.a.literal = clone_literal(m->arena, p.a.literal);
+      if (p.nraw) p.raw = clone_raw(m->arena, p.raw, p.nraw);
+      p.meta.op_name = dup_str(m->arena, p.meta.op_name);
+      p.meta.op_type = dup_str(m->arena, p.meta.op_type);
+      p.meta.source_file = dup_str(m->arena, p.meta.source_file);
+      ir_id ni = ir_inst_add(m, nc, &p);
+      ir_inst_get(m, nc, ni)->dead = si->dead;
     }
     ir_comp_finish(m, nc);
   }
@@ -273,18 +391,18 @@ ir_id ir_build(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops, int nops,
 ir_id ir_build_shaped(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
                       int nops, const ir_attrs *attrs, const ir_comp_id *calls,
                       int ncalls, const ir_shape *target, src_loc loc) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.nops = nops;
   in.ops = (ir_id *)ops;
-  if (attrs) in.a = *attrs;
+  in.a = attrs ? *attrs : ir_attrs_none;
   in.loc = loc;
   in.ncalls = ncalls;
   in.calls = (ir_comp_id *)calls;
   ir_shape opshapes[64];
   ir_shape *os = nops <= 64 ? opshapes : arena_array(m->arena, (size_t)nops, sizeof(ir_shape));
-  for (int i = 0; i < nops; i++) os[i] = ir_inst_get(m, c, ops[i])->shape;
+  for (int i = 0; i < nops; i++) os[i] = *ir_inst_get(m, c, ops[i])->shape;
   char err[256];
   if (target) in.shape = *target;
   else if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_IOTA ||
@@ -308,7 +426,7 @@ void ir_comp_compact(ir_module *m, ir_comp_id c) {
     if (in.dead) continue;
     for (int j = 0; j < in.nops; j++) {
       if (remap[in.ops[j]] == IR_NONE)
-        base_die("ir_comp_compact: %s uses dead instruction", in.name);
+        base_die("ir_comp_compact: %s uses dead instruction", in.info->name);
       in.ops[j] = remap[in.ops[j]];
     }
     cp->insts.v[k++] = in;

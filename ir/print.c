@@ -54,9 +54,7 @@ static void put_shape(strbuf *b, const ir_shape *s, bool layout) {
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
   sb_putc(b, ']');
   if (!layout) return;
-  ir_shape d = *s;
-  if (!d.has_layout) ir_shape_default_layout(&d);
-  ir_layout_print(b, &d);
+  ir_layout_print(b, s);
 }
 
 /* ---- literals ---- */
@@ -317,10 +315,10 @@ static void put_precision(strbuf *b, const ir_attrs *a) {
  * read as pred, which counts as unset unless the result is pred, as in
  * ir_infer_shape) and differs from the result's element type. */
 static void put_preferred(strbuf *b, const ir_inst *in) {
-  ir_type t = in->a.preferred_type;
-  if ((unsigned)t >= IR_TUPLE || !ir_shape_is_array(&in->shape)) return;
-  if (t == IR_PRED && in->shape.type != IR_PRED) return;
-  if (t != in->shape.type) sb_printf(b, ", preferred_element_type=%s", ir_type_name(t));
+  ir_type t = in->a->preferred_type;
+  if ((unsigned)t >= IR_TUPLE || !ir_shape_is_array(in->shape)) return;
+  if (t == IR_PRED && in->shape->type != IR_PRED) return;
+  if (t != in->shape->type) sb_printf(b, ", preferred_element_type=%s", ir_type_name(t));
 }
 
 /* Attributes any instruction may carry, which XLA prints after the called
@@ -352,7 +350,7 @@ static void put_raw_calls(pctx *x, const ir_inst *in, const ir_raw_attr *r) {
 
 static void put_attrs(pctx *x, const ir_inst *in) {
   strbuf *b = x->b;
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   switch (in->op) {
   case IR_OP_BROADCAST: case IR_OP_TRANSPOSE: case IR_OP_REDUCE: case IR_OP_REVERSE:
   case IR_OP_CONCATENATE:
@@ -452,8 +450,8 @@ static void put_attrs(pctx *x, const ir_inst *in) {
   /* XLA's order: the op's own attributes (kept ones included), called
    * computations, then the generic ones */
   bool placed_calls = false;
-  for (int k = 0; k < in->nraw; k++) {
-    const ir_raw_attr *r = &in->raw[k];
+  for (int k = 0; k < in->info->nraw; k++) {
+    const ir_raw_attr *r = &in->info->raw[k];
     if (!r->text) {
       put_raw_calls(x, in, r);
       placed_calls = true;
@@ -466,13 +464,15 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     put_comp_name(x, in->calls[k]);
   }
   const char *raw_meta = NULL, *raw_backend = NULL;
-  for (int k = 0; k < in->nraw; k++) {
-    if (!in->raw[k].text) continue;
-    if (strcmp(in->raw[k].name, "metadata") == 0) raw_meta = in->raw[k].text;
-    else if (strcmp(in->raw[k].name, "backend_config") == 0) raw_backend = in->raw[k].text;
-    else if (generic_attr(in->raw[k].name)) sb_printf(b, ", %s=%s", in->raw[k].name, in->raw[k].text);
+  for (int k = 0; k < in->info->nraw; k++) {
+    if (!in->info->raw[k].text) continue;
+    if (strcmp(in->info->raw[k].name, "metadata") == 0) raw_meta = in->info->raw[k].text;
+    else if (strcmp(in->info->raw[k].name, "backend_config") == 0) raw_backend = in->info->raw[k].text;
+    else if (generic_attr(in->info->raw[k].name)) sb_printf(b, ", %s=%s",
+                                                            in->info->raw[k].name,
+                                                            in->info->raw[k].text);
   }
-  const ir_metadata *md = &in->meta;
+  const ir_metadata *md = &in->info->meta;
   if (raw_meta) {
     sb_printf(b, ", metadata=%s", raw_meta);
   } else if (md->op_type || md->op_name || md->source_file || md->source_line) {
@@ -504,14 +504,14 @@ static void put_inst(pctx *x, ir_comp_id c, ir_id i) {
   const ir_inst *in = &cp->insts.v[i];
   strbuf *b = x->b;
   if (cp->root == i) sb_puts(b, "ROOT ");
-  put_name(x, in->name);
+  put_name(x, in->info->name);
   sb_puts(b, " = ");
-  put_shape(b, &in->shape, true);
+  put_shape(b, in->shape, true);
   sb_printf(b, " %s(", ir_op_name(in->op));
   if (in->op == IR_OP_PARAMETER) {
-    sb_printf(b, "%lld", (long long)in->a.parameter_number);
+    sb_printf(b, "%lld", (long long) in->a->parameter_number);
   } else if (in->op == IR_OP_CONSTANT) {
-    if (in->a.literal) ir_literal_print(b, in->a.literal);
+    if (in->a->literal) ir_literal_print(b, in->a->literal);
   } else {
     for (int k = 0; k < in->nops; k++) {
       if (k) sb_puts(b, ", ");
@@ -522,10 +522,10 @@ static void put_inst(pctx *x, ir_comp_id c, ir_id i) {
         continue;
       }
       if (!x->shrt) {
-        put_shape(b, &cp->insts.v[o].shape, true);
+        put_shape(b, cp->insts.v[o].shape, true);
         sb_putc(b, ' ');
       }
-      put_name(x, cp->insts.v[o].name);
+      put_name(x, cp->insts.v[o].info->name);
     }
   }
   sb_putc(b, ')');
@@ -598,11 +598,11 @@ static void put_comp(pctx *x, ir_comp_id c) {
         sb_printf(b, "<missing parameter %d>", k);
         continue;
       }
-      sb_printf(b, "%s: ", cp->insts.v[pi].name);
-      put_shape(b, &cp->insts.v[pi].shape, false);
+      sb_printf(b, "%s: ", cp->insts.v[pi].info->name);
+      put_shape(b, cp->insts.v[pi].shape, false);
     }
     sb_puts(b, ") -> ");
-    if (cp->root >= 0 && cp->root < cp->insts.n) put_shape(b, &cp->insts.v[cp->root].shape, false);
+    if (cp->root >= 0 && cp->root < cp->insts.n) put_shape(b, cp->insts.v[cp->root].shape, false);
     else sb_puts(b, "()");
   }
   sb_puts(b, " {\n");
@@ -649,10 +649,10 @@ static void put_entry_layout(strbuf *b, const ir_module *m) {
     if (k) sb_puts(b, ", ");
     if (k && k % 5 == 0) sb_printf(b, "/*index=%d*/", k);
     ir_id pi = e->params ? e->params[k] : IR_NONE;
-    if (pi >= 0 && pi < e->insts.n) put_shape(b, &e->insts.v[pi].shape, true);
+    if (pi >= 0 && pi < e->insts.n) put_shape(b, e->insts.v[pi].shape, true);
   }
   sb_puts(b, ")->");
-  put_shape(b, &e->insts.v[e->root].shape, true);
+  put_shape(b, e->insts.v[e->root].shape, true);
   sb_putc(b, '}');
 }
 

@@ -14,11 +14,54 @@ ir_shape ir_shape_array(ir_type t, int rank, const int64_t *dims) {
 
 ir_shape ir_shape_scalar(ir_type t) { return ir_shape_array(t, 0, NULL); }
 
-void ir_shape_default_layout(ir_shape *s) {
-  memset(&s->layout, 0, sizeof s->layout);
-  for (int i = 0; i < s->rank; i++)
-    s->layout.minor_to_major[i] = (int8_t)(s->rank - 1 - i);
-  s->has_layout = true;
+static const ir_layout default_layouts[IR_MAX_RANK + 1] = {
+    {.minor_to_major = {0}},
+    {.minor_to_major = {0}},
+    {.minor_to_major = {1, 0}},
+    {.minor_to_major = {2, 1, 0}},
+    {.minor_to_major = {3, 2, 1, 0}},
+    {.minor_to_major = {4, 3, 2, 1, 0}},
+    {.minor_to_major = {5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {6, 5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {7, 6, 5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {8, 7, 6, 5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+    {.minor_to_major = {11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+};
+_Static_assert(IR_MAX_RANK == 12, "default_layouts lists ranks 0..12");
+
+const ir_layout *ir_layout_default(int rank) {
+  BASE_ASSERT(rank >= 0 && rank <= IR_MAX_RANK);
+  return &default_layouts[rank];
+}
+
+static bool is_static_default(const ir_layout *l) {
+  uintptr_t p = (uintptr_t)l, lo = (uintptr_t)default_layouts;
+  return p >= lo && p < lo + sizeof default_layouts;
+}
+
+void ir_shape_default_layout(ir_shape *s) { s->layout = NULL; }
+
+static bool layout_same(int rank, const ir_layout *x, const ir_layout *y) {
+  if (memcmp(x->minor_to_major, y->minor_to_major, (size_t)rank) != 0) return false;
+  if (x->ntiles != y->ntiles || x->memory_space != y->memory_space ||
+      x->element_bits != y->element_bits)
+    return false;
+  for (int t = 0; t < x->ntiles; t++) {
+    if (x->tiles[t].rank != y->tiles[t].rank) return false;
+    for (int i = 0; i < x->tiles[t].rank; i++)
+      if (x->tiles[t].dims[i] != y->tiles[t].dims[i]) return false;
+  }
+  return true;
+}
+
+void ir_shape_set_layout(arena *a, ir_shape *s, const ir_layout *l) {
+  if (!l || layout_same(s->rank, l, ir_layout_default(s->rank))) {
+    s->layout = NULL;
+    return;
+  }
+  s->layout = arena_dup(a, l, sizeof *l);
 }
 
 bool ir_shape_is_array(const ir_shape *s) { return s->type != IR_TUPLE; }
@@ -55,18 +98,8 @@ bool ir_shape_equal(const ir_shape *a, const ir_shape *b) {
 }
 
 static bool layout_equal(const ir_shape *a, const ir_shape *b) {
-  if (!a->has_layout || !b->has_layout) return true;
-  const ir_layout *x = &a->layout, *y = &b->layout;
-  if (memcmp(x->minor_to_major, y->minor_to_major, (size_t)a->rank) != 0) return false;
-  if (x->ntiles != y->ntiles || x->memory_space != y->memory_space ||
-      x->element_bits != y->element_bits)
-    return false;
-  for (int t = 0; t < x->ntiles; t++) {
-    if (x->tiles[t].rank != y->tiles[t].rank) return false;
-    for (int i = 0; i < x->tiles[t].rank; i++)
-      if (x->tiles[t].dims[i] != y->tiles[t].dims[i]) return false;
-  }
-  return true;
+  if (a->layout == b->layout) return true;
+  return layout_same(a->rank, ir_shape_layout(a), ir_shape_layout(b));
 }
 
 bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b) {
@@ -81,6 +114,7 @@ bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b) {
 
 ir_shape ir_shape_clone(arena *a, const ir_shape *s) {
   ir_shape r = *s;
+  if (s->layout && !is_static_default(s->layout)) r.layout = arena_dup(a, s->layout, sizeof *s->layout);
   if (s->type == IR_TUPLE && s->ntuple > 0) {
     r.tuple = arena_array(a, (size_t)s->ntuple, sizeof(ir_shape));
     for (int i = 0; i < s->ntuple; i++) r.tuple[i] = ir_shape_clone(a, &s->tuple[i]);
@@ -102,11 +136,11 @@ void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
   sb_putc(b, '[');
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
   sb_putc(b, ']');
-  if (with_layout && s->has_layout) ir_layout_print(b, s);
+  if (with_layout) ir_layout_print(b, s);
 }
 
 void ir_layout_print(strbuf *b, const ir_shape *s) {
-  const ir_layout *l = &s->layout;
+  const ir_layout *l = ir_shape_layout(s);
   bool extra = l->ntiles || l->element_bits || l->memory_space;
   if (s->rank == 0 && !extra) return;
   sb_putc(b, '{');

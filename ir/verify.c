@@ -91,8 +91,8 @@ static bool layout_ok(const ir_shape *s, char *why, size_t n) {
       if (!layout_ok(&s->tuple[i], why, n)) return false;
     return true;
   }
-  if (!s->has_layout || s->rank < 0 || s->rank > IR_MAX_RANK) return true;
-  const ir_layout *l = &s->layout;
+  if (!s->layout || s->rank < 0 || s->rank > IR_MAX_RANK) return true;
+  const ir_layout *l = s->layout;
   bool seen[IR_MAX_RANK] = {0};
   for (int i = 0; i < s->rank; i++) {
     int d = l->minor_to_major[i];
@@ -167,7 +167,7 @@ static void check_params(vctx *v, const ir_comp *cp) {
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead || in->op != IR_OP_PARAMETER) continue;
     np++;
-    if (in->a.parameter_number > maxno) maxno = in->a.parameter_number;
+    if (in->a->parameter_number > maxno) maxno = in->a->parameter_number;
   }
   if (np == 0) {
     if (cp->nparams != 0)
@@ -183,14 +183,17 @@ static void check_params(vctx *v, const ir_comp *cp) {
   for (int i = 0; i < n; i++) {
     const ir_inst *in = &cp->insts.v[i];
     if (in->dead || in->op != IR_OP_PARAMETER) continue;
-    int64_t k = in->a.parameter_number;
+    int64_t k = in->a->parameter_number;
     if (k < 0 || k >= np) {
-      report(v, in->loc, "%%%s: parameter number %lld out of range: computation %s has %d parameters",
-             in->name, (long long)k, cp->name, np);
+      report(v, in->info->loc,
+             "%%%s: parameter number %lld out of range: computation %s has %d parameters",
+             in->info->name, (long long)k, cp->name, np);
       ok = false;
     } else if (owner[k] != IR_NONE) {
-      report(v, in->loc, "%%%s: parameter number %lld already used by %%%s", in->name, (long long)k,
-             cp->insts.v[owner[k]].name);
+      report(v, in->info->loc,
+             "%%%s: parameter number %lld already used by %%%s",
+             in->info->name, (long long)k,
+             cp->insts.v[owner[k]].info->name);
       ok = false;
     } else {
       owner[k] = i;
@@ -213,9 +216,9 @@ static int cmp_i64(const void *a, const void *b) {
 /* Replica ids are non-negative and listed once (sorted: O(n log n), an
  * iota list may name 2^20 devices). */
 static void check_replica_groups(vctx *v, const ir_inst *in) {
-  const ir_replica_groups *g = &in->a.replica_groups;
+  const ir_replica_groups *g = &in->a->replica_groups;
   if (g->ngroups < 0 || (g->ngroups > 0 && !g->groups)) {
-    report(v, in->loc, "%%%s: malformed replica_groups", in->name);
+    report(v, in->info->loc, "%%%s: malformed replica_groups", in->info->name);
     return;
   }
   size_t n = 0;
@@ -229,11 +232,15 @@ static void check_replica_groups(vctx *v, const ir_inst *in) {
     for (int j = 0; j < g->groups[i].n; j++) ids[k++] = g->groups[i].v[j];
   qsort(ids, n, sizeof(int64_t), cmp_i64);
   if (ids[0] < 0)
-    report(v, in->loc, "%%%s: replica_groups has negative replica id %lld", in->name, (long long)ids[0]);
+    report(v, in->info->loc,
+           "%%%s: replica_groups has negative replica id %lld",
+           in->info->name, (long long)ids[0]);
   else
     for (size_t i = 1; i < n; i++)
       if (ids[i] == ids[i - 1]) {
-        report(v, in->loc, "%%%s: replica_groups lists replica %lld twice", in->name, (long long)ids[i]);
+        report(v, in->info->loc,
+               "%%%s: replica_groups lists replica %lld twice",
+               in->info->name, (long long)ids[i]);
         break;
       }
   arena_reset(a, mk);
@@ -242,8 +249,8 @@ static void check_replica_groups(vctx *v, const ir_inst *in) {
 /* Computation j of the called-computation attribute `name` of a declared
  * op, or IR_NONE. */
 static ir_comp_id call_named(const ir_inst *in, const char *name, int j) {
-  for (int k = 0; k < in->nraw; k++) {
-    const ir_raw_attr *r = &in->raw[k];
+  for (int k = 0; k < in->info->nraw; k++) {
+    const ir_raw_attr *r = &in->info->raw[k];
     if (r->text || strcmp(r->name, name) != 0) continue;
     int x = r->first_call + j;
     if (j < r->ncalls && x >= 0 && x < in->ncalls) return in->calls[x];
@@ -261,7 +268,7 @@ static int comp_param_count(const ir_comp *cp) {
 static const ir_shape *comp_param_shape(const ir_comp *cp, int64_t k) {
   for (int i = 0; i < cp->insts.n; i++) {
     const ir_inst *p = &cp->insts.v[i];
-    if (!p->dead && p->op == IR_OP_PARAMETER && p->a.parameter_number == k) return &p->shape;
+    if (!p->dead && p->op == IR_OP_PARAMETER && p->a->parameter_number == k) return p->shape;
   }
   return NULL;
 }
@@ -272,26 +279,33 @@ static bool check_signature(vctx *v, const ir_inst *in, ir_comp_id c, const char
                             const ir_shape *args, int nargs, const ir_shape *ret) {
   char b1[160], b2[160];
   if (c < 0 || c >= v->m->comps.n) {
-    report(v, in->loc, "%%%s: %s has no %s computation", in->name, ir_op_name(in->op), what);
+    report(v, in->info->loc, "%%%s: %s has no %s computation", in->info->name,
+           ir_op_name(in->op), what);
     return false;
   }
   const ir_comp *cp = &v->m->comps.v[c];
   if (comp_param_count(cp) != nargs) {
-    report(v, in->loc, "%%%s: %s computation %s takes %d parameters, given %d", in->name, what,
+    report(v, in->info->loc,
+           "%%%s: %s computation %s takes %d parameters, given %d",
+           in->info->name, what,
            cp->name, comp_param_count(cp), nargs);
     return false;
   }
   for (int i = 0; i < nargs; i++) {
     const ir_shape *p = comp_param_shape(cp, i);
     if (p && !ir_shape_equal(p, &args[i])) {
-      report(v, in->loc, "%%%s: %s computation %s takes %s as parameter %d, given %s", in->name,
+      report(v, in->info->loc,
+             "%%%s: %s computation %s takes %s as parameter %d, given %s",
+             in->info->name,
              what, cp->name, shape_str(b1, sizeof b1, p), i, shape_str(b2, sizeof b2, &args[i]));
       return false;
     }
   }
-  if (cp->root >= 0 && cp->root < cp->insts.n && !ir_shape_equal(&cp->insts.v[cp->root].shape, ret)) {
-    report(v, in->loc, "%%%s: %s computation %s returns %s, expected %s", in->name, what, cp->name,
-           shape_str(b1, sizeof b1, &cp->insts.v[cp->root].shape), shape_str(b2, sizeof b2, ret));
+  if (cp->root >= 0 && cp->root < cp->insts.n && !ir_shape_equal(cp->insts.v[cp->root].shape, ret)) {
+    report(v, in->info->loc,
+           "%%%s: %s computation %s returns %s, expected %s", in->info->name,
+           what, cp->name,
+           shape_str(b1, sizeof b1, cp->insts.v[cp->root].shape), shape_str(b2, sizeof b2, ret));
     return false;
   }
   return true;
@@ -302,29 +316,36 @@ static bool check_signature(vctx *v, const ir_inst *in, ir_comp_id c, const char
 static void check_control(vctx *v, const ir_comp *cp, const ir_inst *in) {
   ir_shape few[8];
   if (in->nops > 8) return; /* a call of more operands: checked by shape only */
-  for (int k = 0; k < in->nops; k++) few[k] = cp->insts.v[in->ops[k]].shape;
+  for (int k = 0; k < in->nops; k++) few[k] = *cp->insts.v[in->ops[k]].shape;
   if (in->op == IR_OP_CALL) {
-    check_signature(v, in, call_named(in, "to_apply", 0), "to_apply", few, in->nops, &in->shape);
+    check_signature(v, in, call_named(in, "to_apply", 0), "to_apply", few, in->nops,
+                    in->shape);
   } else if (in->op == IR_OP_WHILE) {
     ir_shape pred = ir_shape_scalar(IR_PRED);
     char b1[160], b2[160];
-    if (!ir_shape_equal(&few[0], &in->shape))
-      report(v, in->loc, "%%%s: while carries %s but is written as %s", in->name,
-             shape_str(b1, sizeof b1, &few[0]), shape_str(b2, sizeof b2, &in->shape));
+    if (!ir_shape_equal(&few[0], in->shape))
+      report(v, in->info->loc, "%%%s: while carries %s but is written as %s",
+             in->info->name,
+             shape_str(b1, sizeof b1, &few[0]),
+             shape_str(b2, sizeof b2, in->shape));
     else if (check_signature(v, in, call_named(in, "condition", 0), "condition", few, 1, &pred))
       check_signature(v, in, call_named(in, "body", 0), "body", few, 1, &few[0]);
   } else if (in->op == IR_OP_CONDITIONAL) {
     bool pred = in->nops > 0 && few[0].type == IR_PRED;
     if (in->nops < 1 || few[0].rank != 0 || (few[0].type != IR_PRED && few[0].type != IR_S32)) {
-      report(v, in->loc, "%%%s: conditional selects by a pred[] or s32[] operand 0", in->name);
+      report(v, in->info->loc,
+             "%%%s: conditional selects by a pred[] or s32[] operand 0",
+             in->info->name);
       return;
     }
     int nb = 0;
-    for (int k = 0; k < in->nraw; k++)
-      if (!in->raw[k].text && strcmp(in->raw[k].name, "branch_computations") == 0) nb = in->raw[k].ncalls;
+    for (int k = 0; k < in->info->nraw; k++)
+      if (!in->info->raw[k].text && strcmp(in->info->raw[k].name, "branch_computations") == 0) nb = in->info->raw[k].ncalls;
     if (pred && nb == 0) nb = 2;
     if (in->nops != nb + 1) {
-      report(v, in->loc, "%%%s: conditional has %d branches but %d branch operands", in->name, nb,
+      report(v, in->info->loc,
+             "%%%s: conditional has %d branches but %d branch operands",
+             in->info->name, nb,
              in->nops - 1);
       return;
     }
@@ -332,7 +353,7 @@ static void check_control(vctx *v, const ir_comp *cp, const ir_inst *in) {
       ir_comp_id c = pred && call_named(in, "branch_computations", 0) == IR_NONE
                          ? call_named(in, b == 0 ? "true_computation" : "false_computation", 0)
                          : call_named(in, "branch_computations", b);
-      if (!check_signature(v, in, c, "branch", &few[b + 1], 1, &in->shape)) return;
+      if (!check_signature(v, in, c, "branch", &few[b + 1], 1, in->shape)) return;
     }
   }
 }
@@ -341,72 +362,85 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   const ir_module *m = v->m;
   const ir_comp *cp = &m->comps.v[c];
   const ir_inst *in = &cp->insts.v[i];
-  const char *nm = in->name ? in->name : "?";
+  const char *nm = in->info->name ? in->info->name : "?";
   if ((unsigned)in->op >= IR_OP__COUNT) {
-    report(v, in->loc, "%%%s: unknown opcode %d", nm, (int)in->op);
+    report(v, in->info->loc, "%%%s: unknown opcode %d", nm, (int)in->op);
     return;
   }
   const char *opn = ir_op_name(in->op);
   int arity = ir_op_arity(in->op);
   if (in->nops < 0 || (in->nops > 0 && !in->ops)) {
-    report(v, in->loc, "%%%s: malformed operand list", nm);
+    report(v, in->info->loc, "%%%s: malformed operand list", nm);
     return;
   }
   if (in->ncalls < 0 || (in->ncalls > 0 && !in->calls)) {
-    report(v, in->loc, "%%%s: malformed called-computation list", nm);
+    report(v, in->info->loc, "%%%s: malformed called-computation list", nm);
     return;
   }
   if (arity >= 0 && in->nops != arity) {
-    report(v, in->loc, "%%%s: %s takes %d operand%s, has %d", nm, opn, arity, arity == 1 ? "" : "s", in->nops);
+    report(v, in->info->loc, "%%%s: %s takes %d operand%s, has %d", nm, opn,
+           arity, arity == 1 ? "" : "s", in->nops);
     return;
   }
   char why[160];
-  if (!shape_wellformed(&in->shape, 0, why, sizeof why)) {
-    report(v, in->loc, "%%%s: %s", nm, why);
+  if (!shape_wellformed(in->shape, 0, why, sizeof why)) {
+    report(v, in->info->loc, "%%%s: %s", nm, why);
     return;
   }
   bool ops_ok = true;
   for (int k = 0; k < in->nops; k++) {
     ir_id o = in->ops[k];
     if (o < 0 || o >= cp->insts.n) {
-      report(v, in->loc, "%%%s: operand %d refers to instruction %d, not in computation %s", nm, k, o, cp->name);
+      report(v, in->info->loc,
+             "%%%s: operand %d refers to instruction %d, not in computation %s",
+             nm, k, o, cp->name);
       ops_ok = false;
     } else if (cp->insts.v[o].dead) {
-      report(v, in->loc, "%%%s: operand %d refers to removed instruction %%%s", nm, k, cp->insts.v[o].name);
+      report(v, in->info->loc,
+             "%%%s: operand %d refers to removed instruction %%%s", nm, k,
+             cp->insts.v[o].info->name);
       ops_ok = false;
     } else if (o >= i) {
       /* Reported once per computation as a cycle when there is one. */
       ops_ok = false;
-    } else if (!shape_wellformed(&cp->insts.v[o].shape, 0, why, sizeof why)) {
+    } else if (!shape_wellformed(cp->insts.v[o].shape, 0, why, sizeof why)) {
       ops_ok = false; /* reported at the operand */
     }
   }
   for (int k = 0; k < in->ncalls; k++)
     if (in->calls[k] < 0 || in->calls[k] >= m->comps.n) {
-      report(v, in->loc, "%%%s: called computation %d does not exist", nm, in->calls[k]);
+      report(v, in->info->loc, "%%%s: called computation %d does not exist",
+             nm, in->calls[k]);
       ops_ok = false;
     }
   if (!(ir_op_flags(in->op) & OPF_CALLS) && in->ncalls) {
-    report(v, in->loc, "%%%s: %s calls no computations, has %d", nm, opn, in->ncalls);
+    report(v, in->info->loc, "%%%s: %s calls no computations, has %d", nm,
+           opn, in->ncalls);
     ops_ok = false;
   }
-  if (!layout_ok(&in->shape, why, sizeof why)) report(v, in->loc, "%%%s: %s", nm, why);
-  if (in->op == IR_OP_FUSION && (unsigned)in->a.fusion_kind > IR_FUSION_CUSTOM)
-    report(v, in->loc, "%%%s: invalid fusion kind %d", nm, (int)in->a.fusion_kind);
+  if (!layout_ok(in->shape, why, sizeof why)) report(v, in->info->loc,
+                                                     "%%%s: %s", nm, why);
+  if (in->op == IR_OP_FUSION && (unsigned) in->a->fusion_kind > IR_FUSION_CUSTOM)
+    report(v, in->info->loc, "%%%s: invalid fusion kind %d", nm,
+           (int) in->a->fusion_kind);
   if (in->op == IR_OP_CONSTANT) {
-    const ir_literal *l = in->a.literal;
+    const ir_literal *l = in->a->literal;
     if (!l) {
-      report(v, in->loc, "%%%s: constant has no literal", nm);
+      report(v, in->info->loc, "%%%s: constant has no literal", nm);
       ops_ok = false;
-    } else if (!ir_shape_equal(&l->shape, &in->shape)) {
-      report(v, in->loc, "%%%s: literal shape %s does not match instruction shape %s", nm, SHP(&l->shape),
-             SHP(&in->shape));
+    } else if (!ir_shape_equal(&l->shape, in->shape)) {
+      report(v, in->info->loc,
+             "%%%s: literal shape %s does not match instruction shape %s", nm,
+             SHP(&l->shape),
+             SHP(in->shape));
       ops_ok = false;
     } else if (ir_shape_is_array(&l->shape)) {
       int64_t cnt;
       if (ir_shape_elements(&l->shape, &cnt) &&
           (l->data == NULL || l->nbytes != (size_t)cnt * (size_t)ir_type_size(l->shape.type))) {
-        report(v, in->loc, "%%%s: literal holds %zu bytes, shape %s needs %lld", nm, l->nbytes, SHP(&l->shape),
+        report(v, in->info->loc,
+               "%%%s: literal holds %zu bytes, shape %s needs %lld", nm,
+               l->nbytes, SHP(&l->shape),
                (long long)(cnt * ir_type_size(l->shape.type)));
         ops_ok = false;
       }
@@ -421,24 +455,25 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   arena_mark mk = arena_get_mark(m->arena);
   ir_shape few[4]; /* most ops: no arena scratch (this runs after every pass) */
   ir_shape *os = in->nops <= 4 ? few : arena_array(m->arena, (size_t)in->nops, sizeof(ir_shape));
-  for (int k = 0; k < in->nops; k++) os[k] = cp->insts.v[in->ops[k]].shape;
-  const ir_attrs *ap = &in->a;
+  for (int k = 0; k < in->nops; k++) os[k] = *cp->insts.v[in->ops[k]].shape;
+  const ir_attrs *ap = in->a;
   ir_attrs at;
-  if ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && ir_shape_is_array(&in->shape)) {
-    at = in->a;
-    at.preferred_type = in->shape.type;
+  if ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && ir_shape_is_array(in->shape)) {
+    at = *in->a;
+    at.preferred_type = in->shape->type;
     ap = &at;
   }
-  ir_shape out = in->shape;
+  ir_shape out = *in->shape;
   char err[400];
   if (!ir_infer_shape(m, in->op, os, in->nops, ap, in->calls, in->ncalls, &out, err, sizeof err)) {
     /* Drop inference's "op: " prefix: the instruction name says it. */
     const char *msg = err;
     size_t ol = strlen(opn);
     if (strncmp(msg, opn, ol) == 0 && msg[ol] == ':' && msg[ol + 1] == ' ') msg += ol + 2;
-    report(v, in->loc, "%%%s: %s", nm, msg);
-  } else if (!ir_shape_equal(&out, &in->shape)) {
-    report(v, in->loc, "%%%s: shape %s does not match inferred %s", nm, SHP(&in->shape), SHP(&out));
+    report(v, in->info->loc, "%%%s: %s", nm, msg);
+  } else if (!ir_shape_equal(&out, in->shape)) {
+    report(v, in->info->loc, "%%%s: shape %s does not match inferred %s", nm,
+           SHP(in->shape), SHP(&out));
   }
   arena_reset(m->arena, mk);
 }
@@ -453,7 +488,7 @@ static void check_comp(vctx *v, ir_comp_id c) {
   if (cp->root < 0 || cp->root >= cp->insts.n)
     report(v, cp->loc, "computation %s has no root", cn);
   else if (cp->insts.v[cp->root].dead)
-    report(v, cp->loc, "computation %s: root %%%s was removed", cn, cp->insts.v[cp->root].name);
+    report(v, cp->loc, "computation %s: root %%%s was removed", cn, cp->insts.v[cp->root].info->name);
   check_params(v, cp);
 
   /* Order: a cycle, or uses before definitions. */
@@ -462,15 +497,19 @@ static void check_comp(vctx *v, ir_comp_id c) {
   arena_reset(v->m->arena, mk);
   if (cyc != IR_NONE) {
     const ir_inst *in = &cp->insts.v[cyc];
-    report(v, in->loc, "%%%s: computation %s has a cycle through this instruction", in->name, cn);
+    report(v, in->info->loc,
+           "%%%s: computation %s has a cycle through this instruction",
+           in->info->name, cn);
   } else {
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead || in->nops < 0 || (in->nops && !in->ops)) continue;
       for (int k = 0; k < in->nops; k++)
         if (in->ops[k] >= i && in->ops[k] < cp->insts.n) {
-          report(v, in->loc, "%%%s: operand %d %%%s is used before its definition", in->name, k,
-                 cp->insts.v[in->ops[k]].name);
+          report(v, in->info->loc,
+                 "%%%s: operand %d %%%s is used before its definition",
+                 in->info->name, k,
+                 cp->insts.v[in->ops[k]].info->name);
           break;
         }
     }
@@ -526,11 +565,15 @@ static void check_names(vctx *v) {
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      if (!in->name || !in->name[0]) {
-        report(v, in->loc, "instruction %d of computation %s has no name", i, cp->name ? cp->name : "?");
+      if (!in->info->name || !in->info->name[0]) {
+        report(v, in->info->loc,
+               "instruction %d of computation %s has no name", i,
+               cp->name ? cp->name : "?");
         continue;
       }
-      if (!name_set_add(&insts, in->name)) report(v, in->loc, "%%%s: instruction name is used twice", in->name);
+      if (!name_set_add(&insts, in->info->name)) report(v, in->info->loc,
+                                                        "%%%s: instruction name is used twice",
+                                                        in->info->name);
     }
   }
   arena_reset(m->arena, mk);
@@ -568,7 +611,9 @@ static void check_call_graph(vctx *v) {
       ir_comp_id t = in->calls[nc[x]++];
       if (t < 0 || t >= n) continue;
       if (state[t] == 1) {
-        report(v, in->loc, "%%%s: call to %s is recursive (computation %s calls itself)", in->name,
+        report(v, in->info->loc,
+               "%%%s: call to %s is recursive (computation %s calls itself)",
+               in->info->name,
                m->comps.v[t].name, m->comps.v[t].name);
       } else if (state[t] == 0) {
         state[t] = 1;
@@ -619,7 +664,7 @@ static long long module_replica_count(const ir_module *m) {
 
 /* The first replica other than 0 that in's replica_groups name, or -1. */
 static long long other_replica(const ir_inst *in) {
-  const ir_replica_groups *rg = &in->a.replica_groups;
+  const ir_replica_groups *rg = &in->a->replica_groups;
   for (int g = 0; g < rg->ngroups; g++)
     for (int k = 0; k < rg->groups[g].n; k++)
       if (rg->groups[g].v[k] != 0) return rg->groups[g].v[k];
@@ -646,21 +691,22 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      ir_type t = non_core_type(&in->shape, 0);
+      ir_type t = non_core_type(in->shape, 0);
       long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
       if (ir_op_flags(in->op) & OPF_DECLARED)
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)
         snprintf(msg, sizeof msg, "element type '%s' (of '%s') is not supported by the %s target yet",
-                 ir_type_name(t), in->name ? in->name : "?", target);
+                 ir_type_name(t), in->info->name ? in->info->name : "?",
+                 target);
       else if (other >= 0)
         snprintf(msg, sizeof msg,
                  "'%s': replica_groups name replica %lld; target %s runs one replica (0)",
-                 in->name ? in->name : "?", other, target);
+                 in->info->name ? in->info->name : "?", other, target);
       else
         continue;
-      runnable_problem(d, in->loc, msg, &problems, err, errlen);
+      runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
     }
   }
   return problems;

@@ -37,18 +37,18 @@ static int foldable(const ir_comp *cp, const ir_inst *in) {
   case IR_OP_ALL_REDUCE:
     return NO;
   case IR_OP_BROADCAST:
-    if (in->nops != 1 || cp->insts.v[in->ops[0]].shape.rank == 0) return NO;
+    if (in->nops != 1 || cp->insts.v[in->ops[0]].shape->rank == 0) return NO;
     break;
   default:
     break;
   }
-  if (in->dead || in->nops == 0 || !ir_shape_is_array(&in->shape)) return NO;
+  if (in->dead || in->nops == 0 || !ir_shape_is_array(in->shape)) return NO;
   for (int k = 0; k < in->nops; k++) {
     const ir_inst *o = &cp->insts.v[in->ops[k]];
-    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(&o->shape)) return NO;
+    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(o->shape)) return NO;
   }
   int64_t n;
-  if (!ir_shape_elements(&in->shape, &n) || n > FOLD_MAX_ELEMS) return TOO_BIG;
+  if (!ir_shape_elements(in->shape, &n) || n > FOLD_MAX_ELEMS) return TOO_BIG;
   return YES;
 }
 
@@ -58,7 +58,7 @@ static int foldable(const ir_comp *cp, const ir_inst *in) {
 static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, bool tpu_numerics, char *why,
                             size_t whylen) {
   ir_comp_id t = ir_comp_add(m, "__constfold");
-  ir_inst in = *ir_inst_get(m, c, id);
+  ir_inst_proto in = ir_inst_proto_of(ir_inst_get(m, c, id));
   ir_id ops[64];
   if (in.nops > (int)COUNTOF(ops)) {
     m->comps.n--;
@@ -66,7 +66,7 @@ static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, bool tpu_numer
     return NULL;
   }
   for (int k = 0; k < in.nops; k++) {
-    ir_inst o = *ir_inst_get(m, c, in.ops[k]);
+    ir_inst_proto o = ir_inst_proto_of(ir_inst_get(m, c, in.ops[k]));
     o.name = "__constfold_operand";
     o.nraw = 0;
     ops[k] = ir_inst_add(m, t, &o);
@@ -91,7 +91,7 @@ static ir_literal *evaluate(ir_module *m, ir_comp_id c, ir_id id, bool tpu_numer
   m->comps.n--; /* pop the temporary computation */
   ir_literal *r = NULL;
   if (st == ST_OK && out && ir_shape_is_array(&out->shape)) {
-    ir_shape s = ir_inst_get(m, c, id)->shape;
+    ir_shape s = *ir_inst_get(m, c, id)->shape;
     r = ir_literal_create(m->arena, &s);
     if (r && r->nbytes == out->nbytes)
       memcpy(r->data, out->data, out->nbytes);
@@ -111,28 +111,30 @@ bool pass_constfold(ir_module *m, pass_ctx *ctx) {
       const ir_comp *cp = ir_comp_get(m, c);
       int fo = foldable(cp, &cp->insts.v[i]);
       if (fo == TOO_BIG)
-        pass_explain(ctx, PASS, cp->insts.v[i].name, "not folded: %lld elements (limit %d)",
-                     (long long)ir_shape_count(&cp->insts.v[i].shape), FOLD_MAX_ELEMS);
+        pass_explain(ctx, PASS, cp->insts.v[i].info->name, "not folded: %lld elements (limit %d)",
+                     (long long)ir_shape_count(cp->insts.v[i].shape), FOLD_MAX_ELEMS);
       if (fo != YES) continue;
       char why[256] = "";
       ir_literal *l = evaluate(m, c, i, ctx->target != NULL, why, sizeof why);
       ir_inst *in = ir_inst_get(m, c, i);
       if (!l) {
-        pass_explain(ctx, PASS, in->name, "not folded: %s", why[0] ? why : "no value");
+        pass_explain(ctx, PASS, in->info->name, "not folded: %s",
+                     why[0] ? why : "no value");
         continue;
       }
-      pass_explain(ctx, PASS, in->name, "%s of constants folded (%lld element%s)",
-                   ir_op_name(in->op), (long long)ir_shape_count(&in->shape),
-                   ir_shape_count(&in->shape) == 1 ? "" : "s");
-      ir_inst k;
+      pass_explain(ctx, PASS, in->info->name,
+                   "%s of constants folded (%lld element%s)",
+                   ir_op_name(in->op), (long long)ir_shape_count(in->shape),
+                   ir_shape_count(in->shape) == 1 ? "" : "s");
+      ir_inst_proto k;
       memset(&k, 0, sizeof k);
       k.op = IR_OP_CONSTANT;
-      k.name = in->name;
-      k.shape = in->shape;
+      k.name = in->info->name;
+      k.shape = *in->shape;
       k.a.literal = l;
-      k.meta = in->meta;
-      k.loc = in->loc;
-      *in = k;
+      k.meta = in->info->meta;
+      k.loc = in->info->loc;
+      ir_inst_assign(m, in, &k);
       any = true;
     }
     if (any) pr_sweep(m, c);

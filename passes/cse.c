@@ -29,7 +29,7 @@ static bool raw_eq(const ir_raw_attr *p, const ir_raw_attr *q) {
 }
 
 static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
-  const ir_attrs *a = &x->a, *b = &y->a;
+  const ir_attrs *a = x->a, *b = y->a;
   if (x->op == IR_OP_CONSTANT)
     return a->literal && b->literal && ir_literal_equal(a->literal, b->literal);
   if (a->index != b->index || !ints_eq(&a->dimensions, &b->dimensions) ||
@@ -62,16 +62,16 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
   /* Attributes kept verbatim (backend_config, sharding, ...) must agree,
    * except metadata. */
   int nx = 0, ny = 0;
-  for (int i = 0; i < x->nraw; i++)
-    nx += strcmp(x->raw[i].name, "metadata") != 0;
-  for (int i = 0; i < y->nraw; i++)
-    ny += strcmp(y->raw[i].name, "metadata") != 0;
+  for (int i = 0; i < x->info->nraw; i++)
+    nx += strcmp(x->info->raw[i].name, "metadata") != 0;
+  for (int i = 0; i < y->info->nraw; i++)
+    ny += strcmp(y->info->raw[i].name, "metadata") != 0;
   if (nx != ny) return false;
-  for (int i = 0; i < x->nraw; i++) {
-    if (!strcmp(x->raw[i].name, "metadata")) continue;
+  for (int i = 0; i < x->info->nraw; i++) {
+    if (!strcmp(x->info->raw[i].name, "metadata")) continue;
     bool found = false;
-    for (int j = 0; j < y->nraw && !found; j++)
-      found = raw_eq(&x->raw[i], &y->raw[j]);
+    for (int j = 0; j < y->info->nraw && !found; j++)
+      found = raw_eq(&x->info->raw[i], &y->info->raw[j]);
     if (!found) return false;
   }
   return true;
@@ -79,8 +79,7 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
 
 static bool same(const ir_inst *x, const ir_inst *y) {
   if (x->op != y->op || x->nops != y->nops || x->ncalls != y->ncalls) return false;
-  if (!ir_shape_equal_with_layout(&x->shape, &y->shape)) return false;
-  if (x->shape.has_layout != y->shape.has_layout) return false;
+  if (!ir_shape_equal_with_layout(x->shape, y->shape)) return false;
   for (int k = 0; k < x->nops; k++)
     if (x->ops[k] != y->ops[k]) return false;
   for (int k = 0; k < x->ncalls; k++)
@@ -95,17 +94,17 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 
 static uint64_t hash(const ir_inst *in) {
   uint64_t h = mix(0, (uint64_t)in->op);
-  h = mix(h, (uint64_t)in->shape.type);
-  if (in->shape.type != IR_TUPLE)
-    for (int i = 0; i < in->shape.rank; i++)
-      h = mix(h, (uint64_t)in->shape.dims[i]);
+  h = mix(h, (uint64_t) in->shape->type);
+  if (in->shape->type != IR_TUPLE)
+    for (int i = 0; i < in->shape->rank; i++)
+      h = mix(h, (uint64_t) in->shape->dims[i]);
   for (int k = 0; k < in->nops; k++)
     h = mix(h, (uint64_t)in->ops[k]);
   for (int k = 0; k < in->ncalls; k++)
     h = mix(h, (uint64_t)in->calls[k] + 77);
-  if (in->op == IR_OP_CONSTANT && in->a.literal && in->a.literal->data) {
-    const uint8_t *d = in->a.literal->data;
-    size_t n = in->a.literal->nbytes < 64 ? in->a.literal->nbytes : 64;
+  if (in->op == IR_OP_CONSTANT && in->a->literal && in->a->literal->data) {
+    const uint8_t *d = in->a->literal->data;
+    size_t n = in->a->literal->nbytes < 64 ? in->a->literal->nbytes : 64;
     for (size_t i = 0; i < n; i++)
       h = mix(h, d[i]);
   }
@@ -140,7 +139,8 @@ static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {
         break;
       }
       if (same(&cp->insts.v[j], in)) {
-        pass_explain(ctx, PASS, in->name, "same as %%%s", cp->insts.v[j].name);
+        pass_explain(ctx, PASS, in->info->name, "same as %%%s",
+                     cp->insts.v[j].info->name);
         mp.v[i] = j;
         any = true;
         break;

@@ -151,7 +151,7 @@ static bool loop_fusible(const ir_inst *in) {
   case IR_OP_COPY:
     return true;
   case IR_OP_CONSTANT:
-    return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
+    return ir_shape_is_array(in->shape) && in->shape->rank == 0;
   default:
     return false;
   }
@@ -170,7 +170,7 @@ static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
   const group *gr = &f->groups.v[g];
   if (gr->heavy) return "its consumer's fusion already holds a dot, convolution or reduce";
   if (gr->kind != IR_FUSION_LOOP) return "its consumer's fusion is not a loop fusion";
-  if (!same_dims(&I(f, gr->root)->shape, &I(f, d)->shape))
+  if (!same_dims(I(f, gr->root)->shape, I(f, d)->shape))
     return "the epilogue's result has other dims than the dot";
   f->dep[d] = 1;
   const char *why = NULL;
@@ -180,7 +180,7 @@ static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
     const ir_inst *in = I(f, i);
     for (int q = 0; q < in->nops; q++)
       f->dep[i] |= f->dep[in->ops[q]];
-    if (f->dep[i] && !why && (!is_elemwise(in) || !same_dims(&in->shape, &I(f, d)->shape)))
+    if (f->dep[i] && !why && (!is_elemwise(in) || !same_dims(in->shape, I(f, d)->shape)))
       why = "the epilogue is not elementwise over the dot's dims";
   }
   f->dep[d] = 0;
@@ -198,7 +198,8 @@ static const char *refusal(fctx *f, ir_id i, int g) {
     const ir_inst *u = I(f, f->users[j]);
     if (in_group(f, f->users[j], g) && (u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION))
       return arena_printf(
-          f->m->arena, "feeds the MXU operand of %%%s (operands of a dot stay in memory)", u->name);
+          f->m->arena, "feeds the MXU operand of %%%s (operands of a dot stay in memory)",
+          u->info->name);
   }
   if (in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) return epilogue_refusal(f, i, g);
   return NULL;
@@ -217,8 +218,8 @@ static int new_group(fctx *f, ir_id root) {
 }
 
 static bool root_candidate(const ir_inst *in) {
-  if (in->op == IR_OP_REDUCE) return ir_shape_is_array(&in->shape);
-  return loop_fusible(in) && in->op != IR_OP_CONSTANT && ir_shape_is_array(&in->shape);
+  if (in->op == IR_OP_REDUCE) return ir_shape_is_array(in->shape);
+  return loop_fusible(in) && in->op != IR_OP_CONSTANT && ir_shape_is_array(in->shape);
 }
 
 /* Why reduce i may not join group g (NULL: it may) as a row reduce: one
@@ -232,7 +233,7 @@ static bool root_candidate(const ir_inst *in) {
 static const char *row_refusal(fctx *f, ir_id i, int g) {
   const ir_inst *in = I(f, i);
   const group *gr = &f->groups.v[g];
-  if (in->nops != 2 || in->shape.type != IR_F32 || in->ncalls != 1)
+  if (in->nops != 2 || in->shape->type != IR_F32 || in->ncalls != 1)
     return "a reduce is only the root of its own fusion (kInput) unless it is a single f32 row reduce";
   const ir_comp *rc = ir_comp_get(f->m, in->calls[0]);
   int live = 0;
@@ -243,11 +244,11 @@ static const char *row_refusal(fctx *f, ir_id i, int g) {
       rc->insts.v[rr->ops[0]].op != IR_OP_PARAMETER || rc->insts.v[rr->ops[1]].op != IR_OP_PARAMETER ||
       rr->ops[0] == rr->ops[1])
     return "a reduce is only the root of its own fusion (kInput) unless its reducer is one add, maximum or minimum";
-  const ir_shape *os = &I(f, in->ops[0])->shape;
+  const ir_shape *os = I(f, in->ops[0])->shape;
   bool red[IR_MAX_RANK] = {0};
-  for (int k = 0; k < in->a.dimensions.n; k++) red[in->a.dimensions.v[k]] = true;
+  for (int k = 0; k < in->a->dimensions.n; k++) red[in->a->dimensions.v[k]] = true;
   int64_t R = 1, O = 1;
-  int nr = in->a.dimensions.n;
+  int nr = in->a->dimensions.n;
   for (int d = 0; d < os->rank; d++) {
     if (red[d] != (d >= os->rank - nr))
       return "a reduce is only the root of its own fusion (kInput) unless it reduces the trailing dims";
@@ -257,7 +258,7 @@ static const char *row_refusal(fctx *f, ir_id i, int g) {
   if (nr < 1 || R < 1) return "a reduce of no elements is only the root of its own fusion";
   if ((gr->heavy && !gr->rows) || (gr->kind != IR_FUSION_LOOP && !gr->rows))
     return "its users' fusion holds a dot, convolution or another kind of reduce";
-  if (!same_dims(&I(f, gr->root)->shape, os))
+  if (!same_dims(I(f, gr->root)->shape, os))
     return "its users' fusion is not over the reduce's operand dims";
   if (rr->op == IR_OP_ADD && R >= 4096 && O < 1024)
     return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
@@ -282,7 +283,8 @@ static void visit(fctx *f, ir_id i) {
       f->attn_group.v[pat] = g;
     } else {
       join(f, i, f->attn_group.v[pat]);
-      pass_explain(f->ctx, PASS, in->name, "fused into %%%s (attention)", I(f, root)->name);
+      pass_explain(f->ctx, PASS, in->info->name,
+                   "fused into %%%s (attention)", I(f, root)->info->name);
     }
     return;
   }
@@ -323,8 +325,9 @@ static void visit(fctx *f, ir_id i) {
             join(f, i, gs[0]);
             gr->kind = IR_FUSION_INPUT;
             gr->heavy = gr->rows = true;
-            pass_explain(f->ctx, PASS, in->name, "fused into %%%s (kInput, row fusion)",
-                         I(f, gr->root)->name);
+            pass_explain(f->ctx, PASS, in->info->name,
+                         "fused into %%%s (kInput, row fusion)",
+                         I(f, gr->root)->info->name);
             return;
           }
         } else {
@@ -338,31 +341,36 @@ static void visit(fctx *f, ir_id i) {
         why = arena_printf(f->m->arena, "%s is not fusible", ir_op_name(in->op));
         break;
       }
-      if (why) pass_explain(f->ctx, PASS, in->name, "not fused: %s", why);
+      if (why) pass_explain(f->ctx, PASS, in->info->name, "not fused: %s",
+                            why);
     } else if (cheap) {
       bool refused = false;
       for (int q = 0; q < ng; q++) {
         const char *r = refusal(f, i, gs[q]);
         if (r) {
-          pass_explain(f->ctx, PASS, in->name, "not fused into %%%s: %s",
-                       I(f, f->groups.v[gs[q]].root)->name, r);
+          pass_explain(f->ctx, PASS, in->info->name,
+                       "not fused into %%%s: %s",
+                       I(f, f->groups.v[gs[q]].root)->info->name, r);
           refused = true;
           continue;
         }
         join(f, i, gs[q]);
-        pass_explain(f->ctx, PASS, in->name, "fused into %%%s (%s)%s",
-                     I(f, f->groups.v[gs[q]].root)->name, kind_name(f->groups.v[gs[q]].kind),
+        pass_explain(f->ctx, PASS, in->info->name, "fused into %%%s (%s)%s",
+                     I(f, f->groups.v[gs[q]].root)->info->name,
+                     kind_name(f->groups.v[gs[q]].kind),
                      ng > 1 || outside ? ", duplicated: cheap" : "");
       }
       if (!outside && !refused) return;
       f->stays[i] = true; /* the original is still needed */
     } else if (outside || ng > 1 || multi_user_group) {
       if (nu > 1 || (f->outside[i] && nu > 0))
-        pass_explain(f->ctx, PASS, in->name,
-                     "not fused: producer %%%s has %d users and is not cheap", in->name,
+        pass_explain(f->ctx, PASS, in->info->name,
+                     "not fused: producer %%%s has %d users and is not cheap",
+                     in->info->name,
                      nu + (f->outside[i] ? 1 : 0));
       else
-        pass_explain(f->ctx, PASS, in->name, "not fused: its user is not fused");
+        pass_explain(f->ctx, PASS, in->info->name,
+                     "not fused: its user is not fused");
     } else {
       int g = gs[0];
       why = refusal(f, i, g);
@@ -373,12 +381,13 @@ static void visit(fctx *f, ir_id i) {
           gr->kind = IR_FUSION_OUTPUT;
           gr->heavy = true;
         }
-        pass_explain(f->ctx, PASS, in->name, "fused into %%%s (%s)", I(f, gr->root)->name,
+        pass_explain(f->ctx, PASS, in->info->name, "fused into %%%s (%s)",
+                     I(f, gr->root)->info->name,
                      kind_name(gr->kind));
         return;
       }
-      pass_explain(f->ctx, PASS, in->name, "not fused into %%%s: %s",
-                   I(f, f->groups.v[g].root)->name, why);
+      pass_explain(f->ctx, PASS, in->info->name, "not fused into %%%s: %s",
+                   I(f, f->groups.v[g].root)->info->name, why);
     }
   }
   /* Not absorbed by its users: it may head a fusion of its own. */
@@ -392,7 +401,7 @@ static void materialise(fctx *f, int g) {
   arena *a = m->arena;
   const ir_inst *root = I(f, gr.root);
   const char *fusion_name = ir_unique_name(m, "fusion");
-  ir_comp_id fc = ir_comp_add(m, arena_printf(a, "fused_%s", root->name));
+  ir_comp_id fc = ir_comp_add(m, arena_printf(a, "fused_%s", root->info->name));
   ir_comp_get(m, fc)->is_fusion = true;
   ir_id *clone = f->clone, *param = f->param;
   VEC(ir_id) srcs = {0};
@@ -400,7 +409,7 @@ static void materialise(fctx *f, int g) {
   sb_init(&list);
   for (int mi = gr.nmembers - 1; mi >= 0; mi--) { /* increasing ids */
     ir_id i = gr.members[mi];
-    ir_inst proto = *I(f, i);
+    ir_inst_proto proto = ir_inst_proto_of(I(f, i));
     ir_id ops[64];
     ir_id *opsp = proto.nops <= 64 ? ops : arena_array(a, (size_t)proto.nops, sizeof(ir_id));
     for (int k = 0; k < proto.nops; k++) {
@@ -410,13 +419,13 @@ static void materialise(fctx *f, int g) {
         continue;
       }
       if (param[o] == IR_NONE) {
-        ir_inst p;
+        ir_inst_proto p;
         memset(&p, 0, sizeof p);
         p.op = IR_OP_PARAMETER;
-        p.shape = I(f, o)->shape;
+        p.shape = *I(f, o)->shape;
         p.a.parameter_number = srcs.n;
         p.name = ir_unique_name(m, arena_printf(a, "param_%d", srcs.n));
-        p.loc = I(f, o)->loc;
+        p.loc = I(f, o)->info->loc;
         param[o] = ir_inst_add(m, fc, &p);
         VEC_PUSH(a, srcs, o);
       }
@@ -431,7 +440,7 @@ static void materialise(fctx *f, int g) {
       only_inside = in_group(f, f->users[j], g);
     if (!only_inside) proto.name = ir_unique_name(m, proto.name);
     clone[i] = ir_inst_add(m, fc, &proto);
-    sb_printf(&list, "%s%%%s", list.len ? " " : "", I(f, i)->name);
+    sb_printf(&list, "%s%%%s", list.len ? " " : "", I(f, i)->info->name);
   }
   ir_comp *fcp = ir_comp_get(m, fc);
   fcp->root = clone[gr.root];
@@ -444,20 +453,20 @@ static void materialise(fctx *f, int g) {
                kind_name(gr.kind), fcp->name, gr.nmembers, sb_str(&list), srcs.n);
   sb_free(&list);
   ir_inst *ri = ir_inst_get(m, f->c, gr.root);
-  ir_inst fu;
+  ir_inst_proto fu;
   memset(&fu, 0, sizeof fu);
   fu.op = IR_OP_FUSION;
   fu.name = fusion_name;
-  fu.shape = ri->shape;
+  fu.shape = *ri->shape;
   fu.nops = srcs.n;
   fu.ops = srcs.n ? arena_dup(a, srcs.v, sizeof(ir_id) * (size_t)srcs.n) : NULL;
   fu.ncalls = 1;
   fu.calls = arena_dup(a, &fc, sizeof fc);
   fu.a.fusion_kind = gr.kind;
   fu.a.preferred_type = IR_TYPE_INVALID;
-  fu.loc = ri->loc;
-  fu.meta = ri->meta;
-  *ri = fu;
+  fu.loc = ri->info->loc;
+  fu.meta = ri->info->meta;
+  ir_inst_assign(f->m, ri, &fu);
 }
 
 static bool worth_it(fctx *f, int g) {
@@ -478,13 +487,13 @@ static int nusers(fctx *f, ir_id i) {
  * along that dim and is its only user. */
 static ir_id attn_row(fctx *f, ir_id b, int r) {
   const ir_inst *bi = I(f, b);
-  if (bi->op != IR_OP_BROADCAST || nusers(f, b) != 1 || bi->a.dimensions.n != r - 1) return IR_NONE;
+  if (bi->op != IR_OP_BROADCAST || nusers(f, b) != 1 || bi->a->dimensions.n != r - 1) return IR_NONE;
   for (int k = 0; k < r - 1; k++)
-    if (bi->a.dimensions.v[k] != k) return IR_NONE;
+    if (bi->a->dimensions.v[k] != k) return IR_NONE;
   ir_id s = bi->ops[0];
   const ir_inst *red = I(f, s);
-  if (red->op != IR_OP_REDUCE || red->nops != 2 || red->a.dimensions.n != 1 ||
-      red->a.dimensions.v[0] != r - 1 || nusers(f, s) != 1)
+  if (red->op != IR_OP_REDUCE || red->nops != 2 || red->a->dimensions.n != 1 ||
+      red->a->dimensions.v[0] != r - 1 || nusers(f, s) != 1)
     return IR_NONE;
   return s;
 }
@@ -506,9 +515,9 @@ static bool is_scalar_splat(fctx *f, ir_id i) {
  * T = dot(Q, K) [* splat]: its members (root last) in mem, or 0. */
 static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
   const ir_inst *o = I(f, d2);
-  int n = 0, r = o->shape.rank, nb = r - 2;
-  if (o->op != IR_OP_DOT || r < 2 || o->shape.type != IR_F32 || o->a.lhs_batch.n != nb ||
-      o->a.lhs_contracting.n != 1 || o->a.lhs_contracting.v[0] != nb + 1)
+  int n = 0, r = o->shape->rank, nb = r - 2;
+  if (o->op != IR_OP_DOT || r < 2 || o->shape->type != IR_F32 || o->a->lhs_batch.n != nb ||
+      o->a->lhs_contracting.n != 1 || o->a->lhs_contracting.v[0] != nb + 1)
     return 0;
   ir_id p = o->ops[0];
   const ir_inst *pi = I(f, p);
@@ -537,12 +546,12 @@ static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
     if (nusers(f, d1) != 1) return 0;
   }
   const ir_inst *q = I(f, d1);
-  if (q->op != IR_OP_DOT || q->shape.rank != r || q->a.lhs_batch.n != nb ||
-      q->a.lhs_contracting.n != 1 || q->a.rhs_contracting.n != 1)
+  if (q->op != IR_OP_DOT || q->shape->rank != r || q->a->lhs_batch.n != nb ||
+      q->a->lhs_contracting.n != 1 || q->a->rhs_contracting.n != 1)
     return 0;
   const ir_id vals[6] = {p, e, u, t, d1, d2};
   for (int k = 0; k < 6; k++)
-    if (I(f, vals[k])->shape.type != IR_F32) return 0;
+    if (I(f, vals[k])->shape->type != IR_F32) return 0;
   mem[n++] = d1;
   attn_chain(f, q->ops[0], mem, &n);
   attn_chain(f, q->ops[1], mem, &n);
@@ -577,7 +586,7 @@ static void attn_find(fctx *f) {
       taken |= f->attn[mem[k]] >= 0;
     if (n == 0 || taken) continue;
     ir_id root = mem[n - 1];
-    const ir_shape *s = &I(f, I(f, i)->ops[0])->shape; /* the scores [.., Sq, Sk] */
+    const ir_shape *s = I(f, I(f, i)->ops[0])->shape; /* the scores [.., Sq, Sk] */
     int64_t sk = s->dims[s->rank - 1], rows = 1;
     for (int k = 0; k + 1 < s->rank; k++)
       rows *= s->dims[k];
@@ -585,7 +594,8 @@ static void attn_find(fctx *f) {
      * each (backend/tpu/attention.c), against 7/8 of VMEM. */
     uint64_t need = 2 * (uint64_t)sk * (8 * 128 * 6), have = vmem - vmem / 8;
     if (need > have || (rows == 1 && sk >= 4096)) {
-      pass_explain(f->ctx, PASS, I(f, i)->name, "attention not fused: %s",
+      pass_explain(f->ctx, PASS, I(f, i)->info->name,
+                   "attention not fused: %s",
                    need > have ? arena_printf(f->m->arena,
                                               "a score row of %lld keys needs %llu KiB of VMEM for "
                                               "two groups of 1024 queries, more than %llu KiB (%s)",
@@ -598,7 +608,7 @@ static void attn_find(fctx *f) {
       f->attn[mem[k]] = f->attn_root.n;
     VEC_PUSH(f->m->arena, f->attn_root, root);
     VEC_PUSH(f->m->arena, f->attn_group, -1);
-    pass_explain(f->ctx, PASS, I(f, root)->name,
+    pass_explain(f->ctx, PASS, I(f, root)->info->name,
                  "attention of %lld query rows x %lld keys fused (kCustom): the scores stay "
                  "in VMEM (%llu KiB for two groups of 1024 queries, of %llu KiB on %s)",
                  (long long)rows, (long long)sk, (unsigned long long)(need >> 10),
@@ -629,7 +639,7 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
   for (int g = 0; g < f.groups.n; g++) {
     if (!worth_it(&f, g)) {
       if (f.groups.v[g].nmembers > 1)
-        pass_explain(ctx, PASS, I(&f, f.groups.v[g].root)->name,
+        pass_explain(ctx, PASS, I(&f, f.groups.v[g].root)->info->name,
                      "no fusion made: one instruction besides scalar constants");
       continue;
     }

@@ -34,19 +34,8 @@ static void tile1(ir_tile *t, int64_t a) {
   t->dims[0] = a;
 }
 
-/* Assigns the layout of one array shape; returns true when it changed. */
-static bool assign(ir_shape *s, int sublanes, int lanes) {
-  if (s->type == IR_TUPLE) {
-    bool ch = false;
-    for (int i = 0; i < s->ntuple; i++)
-      ch |= assign(&s->tuple[i], sublanes, lanes);
-    return ch;
-  }
-  if (s->has_layout && s->layout.ntiles > 0) return false;
-  bool changed = !s->has_layout;
-  if (!s->has_layout) ir_shape_default_layout(s);
-  if (s->rank == 0) return changed;
-  ir_layout *l = &s->layout;
+/* Gives l (the layout of array shape s, rank >= 1) the TPU's tiles. */
+static void tile_layout(const ir_shape *s, ir_layout *l, int sublanes, int lanes) {
   int bytes = ir_type_size(s->type);
   int pack = bytes >= 4 ? 1 : 4 / bytes;
   if (s->rank == 1) {
@@ -57,7 +46,7 @@ static bool assign(ir_shape *s, int sublanes, int lanes) {
       tile2(&l->tiles[2], pack, 1);
       l->ntiles = 3;
     }
-    return true;
+    return;
   }
   int64_t second = s->dims[l->minor_to_major[1]];
   int64_t rows = sublanes;
@@ -73,6 +62,26 @@ static bool assign(ir_shape *s, int sublanes, int lanes) {
     tile2(&l->tiles[1], pack, 1);
     l->ntiles = 2;
   }
+}
+
+/* Assigns the layout of one shape (tuple elements in arena a), into
+ * *tiled for an array; returns true when it changed. */
+static bool assign(arena *a, ir_shape *s, ir_layout *tiled, int sublanes, int lanes) {
+  if (s->type == IR_TUPLE) {
+    bool ch = false;
+    for (int i = 0; i < s->ntuple; i++) {
+      ir_layout l;
+      if (assign(a, &s->tuple[i], &l, sublanes, lanes)) {
+        ir_shape_set_layout(a, &s->tuple[i], &l);
+        ch = true;
+      }
+    }
+    return ch;
+  }
+  if (ir_shape_layout(s)->ntiles > 0 || s->rank == 0) return false;
+  *tiled = *ir_shape_layout(s);
+  tile_layout(s, tiled, sublanes, lanes);
+  s->layout = tiled;
   return true;
 }
 
@@ -89,8 +98,12 @@ bool pass_layout(ir_module *m, pass_ctx *ctx) {
     for (int i = 0; i < cp->insts.n; i++) {
       ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      if (in->shape.type == IR_TUPLE) in->shape = ir_shape_clone(m->arena, &in->shape);
-      changed |= assign(&in->shape, sublanes, lanes);
+      ir_shape sh = in->shape->type == IR_TUPLE ? ir_shape_clone(m->arena, in->shape) : *in->shape;
+      ir_layout tiled;
+      if (assign(m->arena, &sh, &tiled, sublanes, lanes)) {
+        ir_inst_set_shape(m, in, &sh);
+        changed = true;
+      }
     }
   }
   return changed;

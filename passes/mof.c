@@ -45,12 +45,12 @@ static ir_inst *I(mctx *x, ir_id i) { return ir_inst_get(x->m, x->c, i); }
 /* The iteration space of a candidate fusion, or NULL when it is none. */
 static const ir_shape *space(mctx *x, ir_id id) {
   const ir_inst *in = I(x, id);
-  if (in->op != IR_OP_FUSION || in->ncalls != 1 || !ir_shape_is_array(&in->shape)) return NULL;
+  if (in->op != IR_OP_FUSION || in->ncalls != 1 || !ir_shape_is_array(in->shape)) return NULL;
   const ir_comp *fc = ir_comp_get(x->m, in->calls[0]);
   const ir_inst *r = &fc->insts.v[fc->root];
-  if (in->a.fusion_kind == IR_FUSION_LOOP) return &in->shape;
-  if (in->a.fusion_kind == IR_FUSION_INPUT && r->op == IR_OP_REDUCE && r->nops >= 1)
-    return &fc->insts.v[r->ops[0]].shape;
+  if (in->a->fusion_kind == IR_FUSION_LOOP) return in->shape;
+  if (in->a->fusion_kind == IR_FUSION_INPUT && r->op == IR_OP_REDUCE && r->nops >= 1)
+    return fc->insts.v[r->ops[0]].shape;
   return NULL;
 }
 
@@ -99,7 +99,7 @@ static ir_id clone_body(mctx *x, ir_comp_id fc, ir_comp_id src, const ir_id *ops
   int n = ir_comp_get(m, src)->insts.n;
   ir_id *map = arena_array(m->arena, (size_t)n, sizeof(ir_id));
   for (int i = 0; i < n; i++) {
-    ir_inst proto = *ir_inst_get(m, src, i);
+    ir_inst_proto proto = ir_inst_proto_of(ir_inst_get(m, src, i));
     if (proto.op == IR_OP_PARAMETER) {
       ir_id from = ops[proto.a.parameter_number];
       map[i] = IR_NONE;
@@ -135,22 +135,23 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
         dup |= srcs[q] == o;
       if (dup) continue;
       if (np == MAX_OPERANDS) {
-        pass_explain(x->ctx, PASS, I(x, b)->name, "not merged with %%%s: more than %d operands",
-                     I(x, a)->name, MAX_OPERANDS);
+        pass_explain(x->ctx, PASS, I(x, b)->info->name,
+                     "not merged with %%%s: more than %d operands",
+                     I(x, a)->info->name, MAX_OPERANDS);
         return false;
       }
       srcs[np++] = o;
     }
   }
-  const char *an = I(x, a)->name, *bn = I(x, b)->name;
+  const char *an = I(x, a)->info->name, *bn = I(x, b)->info->name;
   ir_comp_id fc = ir_comp_add(m, arena_printf(m->arena, "fused_multi_%s_%s", an, bn));
   ir_comp_get(m, fc)->is_fusion = true;
   ir_id params[MAX_OPERANDS];
   for (int k = 0; k < np; k++) {
-    ir_inst p;
+    ir_inst_proto p;
     memset(&p, 0, sizeof p);
     p.op = IR_OP_PARAMETER;
-    p.shape = I(x, srcs[k])->shape;
+    p.shape = *I(x, srcs[k])->shape;
     p.a.parameter_number = k;
     p.name = ir_unique_name(m, arena_printf(m->arena, "param_%d", k));
     params[k] = ir_inst_add(m, fc, &p);
@@ -164,28 +165,31 @@ static bool merge(mctx *x, ir_id a, ir_id b, bool consumer, const char *why) {
   ir_comp *fcp = ir_comp_get(m, fc);
   fcp->root = t;
   ir_comp_finish(m, fc);
-  ir_inst fu;
+  ir_inst_proto fu;
   memset(&fu, 0, sizeof fu);
   fu.op = IR_OP_FUSION;
   fu.name = ir_unique_name(m, "fusion");
-  fu.shape = ir_shape_clone(m->arena, &fcp->insts.v[t].shape);
+  fu.shape = ir_shape_clone(m->arena, fcp->insts.v[t].shape);
   fu.nops = np;
   fu.ops = srcs;
   fu.ncalls = 1;
   fu.calls = &fc;
-  fu.a.fusion_kind = (fa.a.fusion_kind == IR_FUSION_INPUT || fb.a.fusion_kind == IR_FUSION_INPUT)
+  fu.a.fusion_kind = (fa.a->fusion_kind == IR_FUSION_INPUT || fb.a->fusion_kind == IR_FUSION_INPUT)
                          ? IR_FUSION_INPUT
                          : IR_FUSION_LOOP;
   fu.a.preferred_type = IR_TYPE_INVALID;
-  fu.loc = fb.loc;
+  fu.loc = fb.info->loc;
   ir_id mf = ir_inst_add(m, x->c, &fu);
   ir_attrs g0, g1;
   memset(&g0, 0, sizeof g0);
   memset(&g1, 0, sizeof g1);
   g1.index = 1;
-  ir_id e0 = ir_build(m, x->c, IR_OP_GET_TUPLE_ELEMENT, &mf, 1, &g0, NULL, 0, fa.loc);
-  ir_id e1 = ir_build(m, x->c, IR_OP_GET_TUPLE_ELEMENT, &mf, 1, &g1, NULL, 0, fb.loc);
-  pass_explain(x->ctx, PASS, I(x, mf)->name, "%s fusion of %%%s and %%%s: %s",
+  ir_id e0 = ir_build(m, x->c, IR_OP_GET_TUPLE_ELEMENT, &mf, 1, &g0, NULL, 0,
+                      fa.info->loc);
+  ir_id e1 = ir_build(m, x->c, IR_OP_GET_TUPLE_ELEMENT, &mf, 1, &g1, NULL, 0,
+                      fb.info->loc);
+  pass_explain(x->ctx, PASS, I(x, mf)->info->name,
+               "%s fusion of %%%s and %%%s: %s",
                consumer ? "producer-consumer" : "sibling", an, bn, why);
   /* Users of a and b (or the merged fusions that took their place) read
    * the tuple's elements now. M, e0 and e1 sit at b's position. */
@@ -236,53 +240,60 @@ static bool try_merge(mctx *x, ir_id b, const int32_t *ustart, const int32_t *uc
   for (int k = 0; k < I(x, b)->nops; k++) {
     ir_id a = I(x, b)->ops[k];
     const ir_shape *sa = a < n0 && !x->done[a] ? space(x, a) : NULL;
-    if (!sa || I(x, a)->a.fusion_kind != IR_FUSION_LOOP || uses[a] < 2) continue;
-    if (!same_dims(&I(x, a)->shape, sb)) {
-      pass_explain(ctx, PASS, I(x, b)->name,
-                   "not merged with its producer %%%s: other iteration space", I(x, a)->name);
+    if (!sa || I(x, a)->a->fusion_kind != IR_FUSION_LOOP || uses[a] < 2) continue;
+    if (!same_dims(I(x, a)->shape, sb)) {
+      pass_explain(ctx, PASS, I(x, b)->info->name,
+                   "not merged with its producer %%%s: other iteration space",
+                   I(x, a)->info->name);
       continue;
     }
     if (!users_after(x, a, b)) {
-      pass_explain(ctx, PASS, I(x, b)->name,
-                   "not merged with its producer %%%s: it has a user placed before", I(x, a)->name);
+      pass_explain(ctx, PASS, I(x, b)->info->name,
+                   "not merged with its producer %%%s: it has a user placed before",
+                   I(x, a)->info->name);
       continue;
     }
     if (depends(x, b, a, true)) {
-      pass_explain(ctx, PASS, I(x, b)->name,
+      pass_explain(ctx, PASS, I(x, b)->info->name,
                    "not merged with its producer %%%s: another path leads from it (a cycle)",
-                   I(x, a)->name);
+                   I(x, a)->info->name);
       continue;
     }
     const char *why = arena_printf(m->arena, "%lld bytes of %%%s not read back",
-                                   (long long)bytes_of(&I(x, a)->shape), I(x, a)->name);
+                                   (long long)bytes_of(I(x, a)->shape),
+                                   I(x, a)->info->name);
     if (merge(x, a, b, true, why)) return true;
   }
   /* siblings: an earlier fusion reading a common operand */
   for (int k = 0; k < I(x, b)->nops; k++) {
     ir_id o = I(x, b)->ops[k];
-    if (o >= n0 || bytes_of(&I(x, o)->shape) <= ir_type_size(I(x, o)->shape.type)) continue;
+    if (o >= n0 || bytes_of(I(x, o)->shape) <= ir_type_size(I(x, o)->shape->type)) continue;
     for (int j = ustart[o]; j < ustart[o] + ucount[o]; j++) {
       ir_id a = users[j];
       if (a >= b || x->done[a]) continue;
       const ir_shape *sa = space(x, a);
       if (!sa) continue;
       if (!same_dims(sa, sb)) {
-        pass_explain(ctx, PASS, I(x, b)->name,
-                     "not merged with sibling %%%s: other iteration space", I(x, a)->name);
+        pass_explain(ctx, PASS, I(x, b)->info->name,
+                     "not merged with sibling %%%s: other iteration space",
+                     I(x, a)->info->name);
         continue;
       }
       if (!users_after(x, a, b)) {
-        pass_explain(ctx, PASS, I(x, b)->name,
-                     "not merged with sibling %%%s: it has a user placed before", I(x, a)->name);
+        pass_explain(ctx, PASS, I(x, b)->info->name,
+                     "not merged with sibling %%%s: it has a user placed before",
+                     I(x, a)->info->name);
         continue;
       }
       if (depends(x, b, a, false)) {
-        pass_explain(ctx, PASS, I(x, b)->name, "not merged with sibling %%%s: depends on it",
-                     I(x, a)->name);
+        pass_explain(ctx, PASS, I(x, b)->info->name,
+                     "not merged with sibling %%%s: depends on it",
+                     I(x, a)->info->name);
         continue;
       }
-      const char *why = arena_printf(m->arena, "%%%s (%lld bytes) read once", I(x, o)->name,
-                                     (long long)bytes_of(&I(x, o)->shape));
+      const char *why = arena_printf(m->arena, "%%%s (%lld bytes) read once",
+                                     I(x, o)->info->name,
+                                     (long long)bytes_of(I(x, o)->shape));
       if (merge(x, a, b, false, why)) return true;
     }
   }

@@ -64,11 +64,11 @@ const ir_literal *pr_splat(const ir_comp *cp, ir_id id) {
   const ir_inst *in = &cp->insts.v[id];
   if (in->op == IR_OP_BROADCAST && in->nops == 1) {
     const ir_inst *o = &cp->insts.v[in->ops[0]];
-    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(&o->shape) || o->shape.rank != 0) return NULL;
+    if (o->op != IR_OP_CONSTANT || !ir_shape_is_array(o->shape) || o->shape->rank != 0) return NULL;
     in = o;
   }
-  if (in->op != IR_OP_CONSTANT || !in->a.literal || !ir_shape_is_array(&in->shape)) return NULL;
-  const ir_literal *l = in->a.literal;
+  if (in->op != IR_OP_CONSTANT || !in->a->literal || !ir_shape_is_array(in->shape)) return NULL;
+  const ir_literal *l = in->a->literal;
   size_t es = (size_t)ir_type_size(l->shape.type);
   if (l->nbytes < es || !l->data) return NULL;
   const uint8_t *d = l->data;
@@ -90,12 +90,12 @@ bool pr_is_cheap(const ir_comp *cp, ir_id id) {
   const ir_inst *in = &cp->insts.v[id];
   switch (in->op) {
   case IR_OP_CONSTANT:
-    return ir_shape_is_array(&in->shape) && in->shape.rank == 0;
+    return ir_shape_is_array(in->shape) && in->shape->rank == 0;
   case IR_OP_IOTA:
     return true;
   case IR_OP_BROADCAST: {
     const ir_inst *o = &cp->insts.v[in->ops[0]];
-    return ir_shape_is_array(&o->shape) && o->shape.rank == 0;
+    return ir_shape_is_array(o->shape) && o->shape->rank == 0;
   }
   default:
     return false;

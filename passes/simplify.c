@@ -47,18 +47,20 @@ static const ir_comp *C(sctx *s) { return ir_comp_get(s->m, s->c); }
  * rewrite (id >= fresh) takes id's name: id dies, nothing else uses it. */
 static ir_id note(sctx *s, ir_id id, ir_id to, const char *what) {
   if (to >= s->fresh) {
-    I(s, to)->name = I(s, id)->name;
-    pass_explain(s->ctx, PASS, I(s, id)->name, "%s -> new %s", what, ir_op_name(I(s, to)->op));
+    I(s, to)->info->name = I(s, id)->info->name;
+    pass_explain(s->ctx, PASS, I(s, id)->info->name, "%s -> new %s", what,
+                 ir_op_name(I(s, to)->op));
   } else {
-    pass_explain(s->ctx, PASS, I(s, id)->name, "%s -> %%%s", what, I(s, to)->name);
+    pass_explain(s->ctx, PASS, I(s, id)->info->name, "%s -> %%%s", what,
+                 I(s, to)->info->name);
   }
   return to;
 }
 
 /* A broadcast of scalar `scalar` to the shape of instruction id. */
 static ir_id bcast_scalar(sctx *s, ir_id id, ir_id scalar) {
-  ir_shape target = I(s, id)->shape;
-  src_loc loc = I(s, id)->loc;
+  ir_shape target = *I(s, id)->shape;
+  src_loc loc = I(s, id)->info->loc;
   ir_attrs at;
   memset(&at, 0, sizeof at);
   return ir_build_shaped(s->m, s->c, IR_OP_BROADCAST, &scalar, 1, &at, NULL, 0, &target, loc);
@@ -71,7 +73,7 @@ static ir_id bcast_scalar_src(sctx *s, ir_id id) {
   const ir_inst *in = I(s, id);
   if (in->op != IR_OP_BROADCAST) return IR_NONE;
   const ir_inst *o = I(s, in->ops[0]);
-  return ir_shape_is_array(&o->shape) && o->shape.rank == 0 ? in->ops[0] : IR_NONE;
+  return ir_shape_is_array(o->shape) && o->shape->rank == 0 ? in->ops[0] : IR_NONE;
 }
 
 static bool same_dims(const ir_shape *a, const ir_shape *b) {
@@ -106,11 +108,11 @@ static bool snan_bits(const ir_literal *l) {
 
 static bool may_be_snan(sctx *s, ir_id id, int depth) {
   const ir_inst *in = I(s, id);
-  if (!ir_type_is_float(in->shape.type)) return false;
+  if (!ir_type_is_float(in->shape->type)) return false;
   if (depth > 8) return true;
   switch (in->op) {
   case IR_OP_CONSTANT:
-    return !in->a.literal || snan_bits(in->a.literal);
+    return !in->a->literal || snan_bits(in->a->literal);
   case IR_OP_BROADCAST:
   case IR_OP_RESHAPE:
   case IR_OP_TRANSPOSE:
@@ -138,7 +140,7 @@ static bool may_be_snan(sctx *s, ir_id id, int depth) {
  * numerics), so negate(negate x), convert and select of such an x are not
  * identities. */
 static bool quiets_16(sctx *s, ir_id x) {
-  ir_type t = I(s, x)->shape.type;
+  ir_type t = I(s, x)->shape->type;
   return (t == IR_BF16 || t == IR_F16) && may_be_snan(s, x, 0);
 }
 
@@ -150,7 +152,7 @@ static bool all_ones(const ir_literal *l) {
 
 static ir_id binary(sctx *s, ir_id id) {
   const ir_inst *in = I(s, id);
-  ir_type t = in->shape.type;
+  ir_type t = in->shape->type;
   ir_id x = in->ops[0], y = in->ops[1];
   const ir_literal *lx = pr_splat(C(s), x), *ly = pr_splat(C(s), y);
   bool fl = ir_type_is_float(t);
@@ -209,7 +211,7 @@ static ir_id movement_of_splat(sctx *s, ir_id id) {
 
 static ir_id simplify_one(sctx *s, ir_id id) {
   const ir_inst *in = I(s, id);
-  if (in->dead || !ir_shape_is_array(&in->shape)) return IR_NONE;
+  if (in->dead || !ir_shape_is_array(in->shape)) return IR_NONE;
   unsigned fl = ir_op_flags(in->op);
   if ((fl & OPF_BINARY) && in->op != IR_OP_COMPARE) return binary(s, id);
   const ir_inst *o = in->nops >= 1 ? I(s, in->ops[0]) : NULL;
@@ -217,15 +219,16 @@ static ir_id simplify_one(sctx *s, ir_id id) {
   switch (in->op) {
   case IR_OP_CONSTANT: {
     const ir_literal *l = pr_splat(C(s), id);
-    if (!l || in->shape.rank == 0 || ir_shape_count(&in->shape) < 2) return IR_NONE;
-    ir_inst proto;
+    if (!l || in->shape->rank == 0 || ir_shape_count(in->shape) < 2) return IR_NONE;
+    ir_inst_proto proto;
     memset(&proto, 0, sizeof proto);
     proto.op = IR_OP_CONSTANT;
-    proto.shape = ir_shape_scalar(in->shape.type);
-    proto.loc = in->loc;
-    proto.name = ir_unique_name(s->m, arena_printf(s->m->arena, "%s.scalar", in->name));
+    proto.shape = ir_shape_scalar(in->shape->type);
+    proto.loc = in->info->loc;
+    proto.name = ir_unique_name(s->m,
+                                arena_printf(s->m->arena, "%s.scalar", in->info->name));
     ir_literal *sl = ir_literal_create(s->m->arena, &proto.shape);
-    memcpy(sl->data, l->data, (size_t)ir_type_size(in->shape.type));
+    memcpy(sl->data, l->data, (size_t)ir_type_size(in->shape->type));
     proto.a.literal = sl;
     ir_id sc = ir_inst_add(s->m, s->c, &proto);
     return note(s, id, bcast_scalar(s, id, sc), "splat constant");
@@ -246,55 +249,55 @@ static ir_id simplify_one(sctx *s, ir_id id) {
     return IR_NONE;
   }
   case IR_OP_CONVERT:
-    if (o->shape.type == in->shape.type && !quiets_16(s, x))
+    if (o->shape->type == in->shape->type && !quiets_16(s, x))
       return note(s, id, x, "convert to the same type");
     return IR_NONE;
   case IR_OP_COPY:
-    if (ir_shape_is_array(&o->shape)) return note(s, id, x, "copy");
+    if (ir_shape_is_array(o->shape)) return note(s, id, x, "copy");
     return IR_NONE;
   case IR_OP_CONCATENATE:
     if (in->nops == 1) return note(s, id, x, "concatenate of one operand");
     return IR_NONE;
   case IR_OP_PAD: {
-    for (int d = 0; d < in->a.npad; d++)
-      if (in->a.padding[d].lo || in->a.padding[d].hi || in->a.padding[d].interior) return IR_NONE;
+    for (int d = 0; d < in->a->npad; d++)
+      if (in->a->padding[d].lo || in->a->padding[d].hi || in->a->padding[d].interior) return IR_NONE;
     return note(s, id, x, "pad by nothing");
   }
   case IR_OP_SLICE: {
     bool full = true;
-    for (int d = 0; d < in->shape.rank && full; d++)
-      full = in->a.slice_start.v[d] == 0 && in->a.slice_limit.v[d] == o->shape.dims[d] &&
-             (in->a.slice_stride.n == 0 || in->a.slice_stride.v[d] == 1);
+    for (int d = 0; d < in->shape->rank && full; d++)
+      full = in->a->slice_start.v[d] == 0 && in->a->slice_limit.v[d] == o->shape->dims[d] &&
+             (in->a->slice_stride.n == 0 || in->a->slice_stride.v[d] == 1);
     if (full) return note(s, id, x, "slice of the full range");
     return movement_of_splat(s, id);
   }
   case IR_OP_REVERSE: {
     bool trivial = true;
-    for (int k = 0; k < in->a.dimensions.n; k++)
-      if (in->shape.dims[in->a.dimensions.v[k]] > 1) trivial = false;
+    for (int k = 0; k < in->a->dimensions.n; k++)
+      if (in->shape->dims[in->a->dimensions.v[k]] > 1) trivial = false;
     if (trivial) return note(s, id, x, "reverse of size-1 dimensions");
     return movement_of_splat(s, id);
   }
   case IR_OP_RESHAPE:
-    if (same_dims(&o->shape, &in->shape)) return note(s, id, x, "reshape to the same dims");
+    if (same_dims(o->shape, in->shape)) return note(s, id, x, "reshape to the same dims");
     if (o->op == IR_OP_RESHAPE) {
-      ir_shape target = in->shape;
+      ir_shape target = *in->shape;
       ir_id r = ir_build_shaped(s->m, s->c, IR_OP_RESHAPE, &o->ops[0], 1, NULL, NULL, 0, &target,
-                                in->loc);
+                                in->info->loc);
       return note(s, id, r, "reshape(reshape x)");
     }
     return movement_of_splat(s, id);
   case IR_OP_TRANSPOSE: {
     bool ident = true;
-    for (int k = 0; k < in->a.dimensions.n; k++)
-      ident &= in->a.dimensions.v[k] == k;
+    for (int k = 0; k < in->a->dimensions.n; k++)
+      ident &= in->a->dimensions.v[k] == k;
     if (ident) return note(s, id, x, "transpose by the identity");
     if (o->op == IR_OP_TRANSPOSE) {
-      int r = in->shape.rank;
+      int r = in->shape->rank;
       int64_t q[IR_MAX_RANK];
       bool qid = true;
       for (int k = 0; k < r; k++) {
-        q[k] = o->a.dimensions.v[in->a.dimensions.v[k]];
+        q[k] = o->a->dimensions.v[in->a->dimensions.v[k]];
         qid &= q[k] == k;
       }
       if (qid) return note(s, id, o->ops[0], "transpose(transpose x) by the identity");
@@ -302,29 +305,30 @@ static ir_id simplify_one(sctx *s, ir_id id) {
       memset(&at, 0, sizeof at);
       at.dimensions.n = r;
       at.dimensions.v = q;
-      ir_id t = ir_build(s->m, s->c, IR_OP_TRANSPOSE, &o->ops[0], 1, &at, NULL, 0, in->loc);
+      ir_id t = ir_build(s->m, s->c, IR_OP_TRANSPOSE, &o->ops[0], 1, &at, NULL, 0,
+                         in->info->loc);
       return note(s, id, t, "transpose(transpose x)");
     }
     return movement_of_splat(s, id);
   }
   case IR_OP_BROADCAST: {
-    if (same_dims(&o->shape, &in->shape)) {
+    if (same_dims(o->shape, in->shape)) {
       bool ident = true;
-      for (int k = 0; k < in->a.dimensions.n; k++)
-        ident &= in->a.dimensions.v[k] == k;
+      for (int k = 0; k < in->a->dimensions.n; k++)
+        ident &= in->a->dimensions.v[k] == k;
       if (ident) return note(s, id, x, "broadcast to the same shape");
     }
     if (o->op == IR_OP_BROADCAST) {
       int64_t q[IR_MAX_RANK];
-      for (int k = 0; k < o->a.dimensions.n; k++)
-        q[k] = in->a.dimensions.v[o->a.dimensions.v[k]];
+      for (int k = 0; k < o->a->dimensions.n; k++)
+        q[k] = in->a->dimensions.v[o->a->dimensions.v[k]];
       ir_attrs at;
       memset(&at, 0, sizeof at);
-      at.dimensions.n = o->a.dimensions.n;
+      at.dimensions.n = o->a->dimensions.n;
       at.dimensions.v = q;
-      ir_shape target = in->shape;
+      ir_shape target = *in->shape;
       ir_id b = ir_build_shaped(s->m, s->c, IR_OP_BROADCAST, &o->ops[0], 1, &at, NULL, 0, &target,
-                                in->loc);
+                                in->info->loc);
       return note(s, id, b, "broadcast(broadcast x)");
     }
     return IR_NONE;

@@ -78,12 +78,12 @@ static bool is_identity(const int64_t *x, int nx, const int64_t *y, int ny, cons
 static bool fold_side(ir_module *m, ir_comp_id c, ir_id id, int k, pass_ctx *ctx) {
   ir_inst *dot = ir_inst_get(m, c, id);
   const ir_inst *t = ir_inst_get(m, c, dot->ops[k]);
-  side s = k == 0 ? (side){"lhs", &dot->a.lhs_batch, &dot->a.lhs_contracting}
-                  : (side){"rhs", &dot->a.rhs_batch, &dot->a.rhs_contracting};
-  const int64_t *perm = t->a.dimensions.v;
-  const char *oname = ir_inst_get(m, c, t->ops[0])->name; /* the new operand's */
-  int r = t->shape.rank, nb = s.batch->n, nc = s.contr->n;
-  BASE_ASSERT(r <= IR_MAX_RANK && t->a.dimensions.n == r && nb + nc <= r);
+  side s = k == 0 ? (side){"lhs", &dot->a->lhs_batch, &dot->a->lhs_contracting}
+                  : (side){"rhs", &dot->a->rhs_batch, &dot->a->rhs_contracting};
+  const int64_t *perm = t->a->dimensions.v;
+  const char *oname = ir_inst_get(m, c, t->ops[0])->info->name; /* the new operand's */
+  int r = t->shape->rank, nb = s.batch->n, nc = s.contr->n;
+  BASE_ASSERT(r <= IR_MAX_RANK && t->a->dimensions.n == r && nb + nc <= r);
   int64_t nbatch[IR_MAX_RANK], ncontr[IR_MAX_RANK], tfree[IR_MAX_RANK], ofree[IR_MAX_RANK];
   for (int i = 0; i < nb; i++)
     nbatch[i] = perm[s.batch->v[i]];
@@ -101,7 +101,7 @@ static bool fold_side(ir_module *m, ir_comp_id c, ir_id id, int k, pass_ctx *ctx
         from[j] = perm[tfree[j]];
       sb_puts(&why, "free dims ");
       print_ints(&why, tfree, nf);
-      sb_printf(&why, " of %%%s are dims ", t->name);
+      sb_printf(&why, " of %%%s are dims ", t->info->name);
       print_ints(&why, from, nf);
       sb_printf(&why, " of %%%s, out of order: the fold would permute the result", oname);
       goto refuse;
@@ -127,7 +127,7 @@ static bool fold_side(ir_module *m, ir_comp_id c, ir_id id, int k, pass_ctx *ctx
     }
     goto refuse;
   }
-  const char *tname = t->name;
+  const char *tname = t->info->name;
   dot->ops[k] = t->ops[0]; /* t stays valid: no instruction is added */
   s.batch->v = nb ? arena_dup(m->arena, nbatch, (size_t)nb * sizeof(int64_t)) : NULL;
   s.contr->v = nc ? arena_dup(m->arena, ncontr, (size_t)nc * sizeof(int64_t)) : NULL;
@@ -138,12 +138,14 @@ static bool fold_side(ir_module *m, ir_comp_id c, ir_id id, int k, pass_ctx *ctx
   }
   sb_printf(&why, "%s contracting ", s.name);
   print_ints(&why, ncontr, nc);
-  pass_explain(ctx, PASS, dot->name, "folded %%%s (%s) into the dot: %s", tname, s.name,
+  pass_explain(ctx, PASS, dot->info->name,
+               "folded %%%s (%s) into the dot: %s", tname, s.name,
                sb_str(&why));
   sb_free(&why);
   return true;
 refuse:
-  pass_explain(ctx, PASS, dot->name, "not folded %%%s (%s): %s", t->name, s.name, sb_str(&why));
+  pass_explain(ctx, PASS, dot->info->name, "not folded %%%s (%s): %s",
+               t->info->name, s.name, sb_str(&why));
   sb_free(&why);
   return false;
 }

@@ -221,22 +221,22 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
   int32_t np = 0;
   for (int i = 0; i < c->insts.n; i++) {
     const ir_inst *p = &c->insts.v[i];
-    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
-        p->a.parameter_number < c->insts.n && p->a.parameter_number + 1 > np)
-      np = (int32_t)p->a.parameter_number + 1;
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
+        p->a->parameter_number < c->insts.n && p->a->parameter_number + 1 > np)
+      np = (int32_t) p->a->parameter_number + 1;
   }
   tm->params = arena_array(m->arena, (size_t)(np ? np : 1), sizeof(ir_id));
   for (int i = 0; i < np; i++)
     tm->params[i] = IR_NONE;
   for (int i = 0; i < c->insts.n; i++) {
     const ir_inst *p = &c->insts.v[i];
-    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
-        p->a.parameter_number < np)
-      tm->params[p->a.parameter_number] = i;
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
+        p->a->parameter_number < np)
+      tm->params[p->a->parameter_number] = i;
   }
   tm->nparams = np;
   shape_vec res = {0};
-  if (c->root != IR_NONE) collect_results(m->arena, &c->insts.v[c->root].shape, &res);
+  if (c->root != IR_NONE) collect_results(m->arena, c->insts.v[c->root].shape, &res);
   tm->results = res.v;
   tm->nresults = res.n;
   *out_module = tm;
@@ -317,15 +317,15 @@ tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i, tpucc_tens
   if (m->params[i] == IR_NONE)
     return set_msg(m->s, ST_INVALID_ARGUMENT, "the entry has no parameter(%d)", (int)i);
   const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
-  if (p->shape.type == IR_TUPLE)
+  if (p->shape->type == IR_TUPLE)
     return set_msg(m->s, ST_UNSUPPORTED,
                    "parameter %d '%s' is a tuple; tuple parameters cannot be passed as tensors",
-                   (int)i, p->name);
+                   (int)i, p->info->name);
   char what[160];
-  snprintf(what, sizeof what, "parameter %d '%s'", (int)i, p->name);
-  if (!fits_tensor(m->s, &p->shape, what)) return TPUCC_UNSUPPORTED;
+  snprintf(what, sizeof what, "parameter %d '%s'", (int)i, p->info->name);
+  if (!fits_tensor(m->s, p->shape, what)) return TPUCC_UNSUPPORTED;
   clear_msg(m->s);
-  describe(&p->shape, p->name, out_desc);
+  describe(p->shape, p->info->name, out_desc);
   return TPUCC_OK;
 }
 
@@ -414,24 +414,24 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
     const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
     if ((unsigned)g->dtype > TPUCC_DTYPE_F32 || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': invalid tensor (dtype %d, rank %d)",
-                   (int)i, p->name, (int)g->dtype, (int)g->rank);
+                   (int)i, p->info->name, (int)g->dtype, (int)g->rank);
       break;
     }
     ir_shape gs = ir_shape_array((ir_type)g->dtype, (int)g->rank, g->dims);
     int64_t n;
-    if (!ir_shape_equal(&gs, &p->shape)) {
-      spec(&x, &p->shape);
+    if (!ir_shape_equal(&gs, p->shape)) {
+      spec(&x, p->shape);
       if (ir_shape_elements(&gs, &n))
         spec(&y, &gs);
       else
         sb_puts(&y, "an invalid shape");
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': expected %s, given %s", (int)i,
-                   p->name, sb_str(&x), sb_str(&y));
+                   p->info->name, sb_str(&x), sb_str(&y));
       break;
     }
     if (!g->data || g->nbytes != want.nbytes) {
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': %zu data bytes, expected %zu",
-                   (int)i, p->name, g->data ? g->nbytes : 0, want.nbytes);
+                   (int)i, p->info->name, g->data ? g->nbytes : 0, want.nbytes);
       break;
     }
     ir_literal *l = arena_alloc(a, sizeof *l);
@@ -529,12 +529,12 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
     tm->params[i] = IR_NONE;
   for (int i = 0; i < c->insts.n; i++) {
     const ir_inst *p = &c->insts.v[i];
-    if (p->op == IR_OP_PARAMETER && !p->dead && p->a.parameter_number >= 0 &&
-        p->a.parameter_number < tm->nparams)
-      tm->params[p->a.parameter_number] = i;
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
+        p->a->parameter_number < tm->nparams)
+      tm->params[p->a->parameter_number] = i;
   }
   shape_vec res = {0};
-  if (c->root != IR_NONE) collect_results(tm->m->arena, &c->insts.v[c->root].shape, &res);
+  if (c->root != IR_NONE) collect_results(tm->m->arena, c->insts.v[c->root].shape, &res);
   tm->results = res.v;
   tm->nresults = res.n;
   return TPUCC_OK;

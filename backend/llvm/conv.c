@@ -60,10 +60,11 @@ static LLVMValueRef vptr(emitter *e, LLVMTypeRef t, LLVMValueRef base, LLVMValue
 
 static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   const ir_conv_dims *cd = &a->conv;
-  const ir_shape *is = &llvm_inst(s, in->ops[0])->shape, *ks = &llvm_inst(s, in->ops[1])->shape;
-  const ir_shape *os = &in->shape;
+  const ir_shape *is = llvm_inst(s, in->ops[0])->shape, *ks = llvm_inst(s,
+                                                                        in->ops[1])->shape;
+  const ir_shape *os = in->shape;
   bool wide = llvm_gemm_wide(e);
   int VL = wide ? 16 : 8;
   if (e->opt.numerics != CPU_NUMERICS_NATIVE || cd->nspatial != 2 || is->type != IR_F32 ||

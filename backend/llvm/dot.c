@@ -218,9 +218,10 @@ static void emit_cast(emitter *e, cbuf *src, cbuf *dst, int64_t n, bool canon_na
  * nothing and returns false with *declined set. */
 static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *declined) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
-  const ir_shape *ls = &llvm_inst(s, in->ops[0])->shape, *rs = &llvm_inst(s, in->ops[1])->shape;
-  ir_type ot = in->shape.type;
+  const ir_attrs *a = in->a;
+  const ir_shape *ls = llvm_inst(s, in->ops[0])->shape, *rs = llvm_inst(s,
+                                                                        in->ops[1])->shape;
+  ir_type ot = in->shape->type;
   if (!ir_type_is_float(ls->type) || !ir_type_is_float(rs->type) || !ir_type_is_float(ot)) {
     if (epi) {
       *declined = true;
@@ -324,10 +325,11 @@ bool llvm_emit_dot_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
  * the patches gathered while packing. Anything else runs elementally. */
 bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   const ir_conv_dims *cd = &a->conv;
-  const ir_shape *is = &llvm_inst(s, in->ops[0])->shape, *ks = &llvm_inst(s, in->ops[1])->shape;
-  const ir_shape *os = &in->shape;
+  const ir_shape *is = llvm_inst(s, in->ops[0])->shape, *ks = llvm_inst(s,
+                                                                        in->ops[1])->shape;
+  const ir_shape *os = in->shape;
   ir_type ot = os->type;
   int ns = cd->nspatial;
   bool ok = e->opt.numerics == CPU_NUMERICS_NATIVE && ir_type_is_float(ot) &&

@@ -593,7 +593,7 @@ const int llvm_mxu_pair[2][6] = {{0, 0, 1, 0, 1, 2}, {0, 1, 0, 2, 1, 0}};
  * operands are bf16, else 3 (HIGH) or 6 (HIGHEST) by the larger
  * operand_precision. */
 int llvm_mxu_passes(const ir_inst *in, ir_type lt, ir_type rt) {
-  ir_precision p = in->a.precision[0] > in->a.precision[1] ? in->a.precision[0] : in->a.precision[1];
+  ir_precision p = in->a->precision[0] > in->a->precision[1] ? in->a->precision[0] : in->a->precision[1];
   if (lt == IR_BF16 && rt == IR_BF16) return 1;
   return p == IR_PREC_HIGHEST ? 6 : p == IR_PREC_HIGH ? 3 : 1;
 }

@@ -89,7 +89,7 @@ static void memo_put(emitter *e, const scope *s, ir_id id, int leaf, idx *ix, LL
 /* ---- helpers ---------------------------------------------------------- */
 
 static const ir_shape *op_shape(const scope *s, const ir_inst *in, int k) {
-  return &llvm_inst(s, in->ops[k])->shape;
+  return llvm_inst(s, in->ops[k])->shape;
 }
 
 static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
@@ -168,7 +168,7 @@ static ir_op assoc_reducer(emitter *e, const ir_inst *in, ir_type t) {
   const ir_inst *r = &c->insts.v[c->root];
   if (r->op != IR_OP_ADD && r->op != IR_OP_MULTIPLY && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM)
     return IR_OP__COUNT;
-  if (r->nops != 2 || r->shape.type != t) return IR_OP__COUNT;
+  if (r->nops != 2 || r->shape->type != t) return IR_OP__COUNT;
   bool p01 = r->ops[0] == c->params[0] && r->ops[1] == c->params[1];
   bool p10 = r->ops[0] == c->params[1] && r->ops[1] == c->params[0];
   return p01 || p10 ? r->op : IR_OP__COUNT;
@@ -198,7 +198,7 @@ static bool gen_reduce_lanes(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueR
   ir_type t = is->type;
   int last = is->rank - 1;
   bool red[IR_MAX_RANK] = {0};
-  for (int i = 0; i < in->a.dimensions.n; i++) red[in->a.dimensions.v[i]] = true;
+  for (int i = 0; i < in->a->dimensions.n; i++) red[in->a->dimensions.v[i]] = true;
   ir_op op = assoc_reducer(e, in, t);
   if (op == IR_OP__COUNT || last < 0 || !red[last] || is->dims[last] < 2 * RED_LANES) return false;
   LLVMTypeRef ct = llvm_ctype(e, t);
@@ -264,7 +264,7 @@ static ir_op tpu_fold_op(emitter *e, const ir_inst *in, ir_type t) {
     return IR_OP__COUNT;
   for (int k = 0; k < 2; k++) {
     const ir_inst *p = &c->insts.v[r->ops[k]];
-    if (p->op != IR_OP_PARAMETER || p->shape.rank != 0 || p->shape.type != t) return IR_OP__COUNT;
+    if (p->op != IR_OP_PARAMETER || p->shape->rank != 0 || p->shape->type != t) return IR_OP__COUNT;
   }
   return r->ops[0] != r->ops[1] ? r->op : IR_OP__COUNT;
 }
@@ -314,8 +314,8 @@ static bool gen_reduce_tpu(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef
   ir_op op = tpu_fold_op(e, in, t);
   if (op == IR_OP__COUNT) return false;
   bool red[IR_MAX_RANK] = {0};
-  for (int i = 0; i < in->a.dimensions.n; i++) red[in->a.dimensions.v[i]] = true;
-  int64_t R = 1, O = ir_shape_count(&in->shape);
+  for (int i = 0; i < in->a->dimensions.n; i++) red[in->a->dimensions.v[i]] = true;
+  int64_t R = 1, O = ir_shape_count(in->shape);
   int nr = 0;
   for (int d = 0; d < is->rank; d++)
     if (red[d]) R *= is->dims[d], nr++;
@@ -398,7 +398,7 @@ static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *ou
   }
   llvm_idx_multi(e, ix);
   bool red[IR_MAX_RANK] = {0};
-  for (int i = 0; i < in->a.dimensions.n; i++) red[in->a.dimensions.v[i]] = true;
+  for (int i = 0; i < in->a->dimensions.n; i++) red[in->a->dimensions.v[i]] = true;
   loop lp[IR_MAX_RANK];
   int nl = 0;
   idx x;
@@ -439,7 +439,7 @@ static void gen_reduce_window(emitter *e, scope *s, ir_id id, idx *ix, LLVMValue
   x.have_multi = true;
   LLVMValueRef valid = NULL;
   for (int d = 0; d < is->rank; d++) {
-    const ir_window_dim *w = &in->a.window.dims[d];
+    const ir_window_dim *w = &in->a->window.dims[d];
     LLVMValueRef wv = llvm_loop_begin(e, &lp[d], i64c(e, 0), i64c(e, w->size));
     LLVMValueRef p = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[d], i64c(e, w->stride), ""),
                                   LLVMBuildMul(b, wv, i64c(e, w->rhs_dilate), ""), "");
@@ -513,9 +513,9 @@ static LLVMValueRef mxu_result(emitter *e, bool mxu, ir_type rt, LLVMValueRef r)
 
 static LLVMValueRef gen_dot(emitter *e, scope *s, ir_id id, idx *ix) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   const ir_shape *ls = op_shape(s, in, 0), *rs = op_shape(s, in, 1);
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   llvm_idx_multi(e, ix);
   idx li, ri;
   idx_init(&li, ls);
@@ -563,16 +563,16 @@ static LLVMValueRef gen_dot(emitter *e, scope *s, ir_id id, idx *ix) {
  * zero-filled patches: 0 x inf is NaN there). */
 static LLVMValueRef gen_conv(emitter *e, scope *s, ir_id id, idx *ix) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   const ir_conv_dims *cd = &a->conv;
   LLVMBuilderRef b = e->b;
   const ir_shape *is = op_shape(s, in, 0), *ks = op_shape(s, in, 1);
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   int64_t G = a->feature_group_count > 0 ? a->feature_group_count : 1;
   int64_t BG = a->batch_group_count > 0 ? a->batch_group_count : 1;
   int64_t cg = ks->dims[cd->k_in];           /* input features per group */
   int64_t O = ks->dims[cd->k_out];
-  int64_t nb_out = in->shape.dims[cd->out_batch];
+  int64_t nb_out = in->shape->dims[cd->out_batch];
   llvm_idx_multi(e, ix);
   LLVMValueRef ob = ix->v[cd->out_batch], of = ix->v[cd->out_feature];
   idx xi, ki;
@@ -639,12 +639,12 @@ void llvm_gen_call(emitter *e, ir_comp_id c, LLVMValueRef *args, LLVMValueRef *o
   int off = 0;
   for (int p = 0; p < cp->nparams; p++) {
     cs->param_off[p] = off;
-    off += llvm_leaf_count(&cp->insts.v[cp->params[p]].shape);
+    off += llvm_leaf_count(cp->insts.v[cp->params[p]].shape);
   }
   cs->param_vals = args;
   idx sc;
   llvm_idx_scalar(e, &sc);
-  int nr = llvm_leaf_count(&cp->insts.v[cp->root].shape);
+  int nr = llvm_leaf_count(cp->insts.v[cp->root].shape);
   for (int j = 0; j < nr; j++) out[j] = llvm_gen(e, cs, cp->root, j, &sc);
 }
 
@@ -660,9 +660,9 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
   LLVMValueRef v = memo_get(e, s, id, leaf, ix);
   if (v) return v;
   const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = &in->a;
+  const ir_attrs *a = in->a;
   LLVMBuilderRef b = e->b;
-  ir_type t = in->shape.type;
+  ir_type t = in->shape->type;
   unsigned fl = ir_op_flags(in->op);
   idx oi, tmp[3];
   if (fl & OPF_ELEMWISE) {
@@ -858,10 +858,11 @@ static bool nm_walk(emitter *e, scope *s, ir_id id, bool self) {
   const ir_inst *in = llvm_inst(s, id);
   switch (in->op) {
   case IR_OP_PARAMETER:
-    return s->parent ? nm_walk(e, s->parent, s->param_src[in->a.parameter_number], false) : false;
+    return s->parent ? nm_walk(e, s->parent,
+                               s->param_src[in->a->parameter_number], false) : false;
   case IR_OP_CONSTANT: return false;
   case IR_OP_BROADCAST:
-    if (llvm_inst(s, in->ops[0])->shape.rank > 0) return true;
+    if (llvm_inst(s, in->ops[0])->shape->rank > 0) return true;
     break;
   case IR_OP_IOTA: case IR_OP_TRANSPOSE: case IR_OP_SLICE: case IR_OP_CONCATENATE:
   case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW:
@@ -888,7 +889,7 @@ bool llvm_needs_multi(emitter *e, scope *s, ir_id id) {
 
 static void co_walk(emitter *e, scope *s, ir_id id, bool self, bool *used) {
   if (!self && s->mat[id]) {
-    int n = llvm_leaf_count(&llvm_inst(s, id)->shape);
+    int n = llvm_leaf_count(llvm_inst(s, id)->shape);
     for (int j = 0; j < n; j++) used[s->mat[id][j]->id] = true;
     return;
   }
@@ -896,7 +897,8 @@ static void co_walk(emitter *e, scope *s, ir_id id, bool self, bool *used) {
   s->visit[id] = e->visit_gen;
   const ir_inst *in = llvm_inst(s, id);
   if (in->op == IR_OP_PARAMETER) {
-    if (s->parent) co_walk(e, s->parent, s->param_src[in->a.parameter_number], false, used);
+    if (s->parent) co_walk(e, s->parent,
+                           s->param_src[in->a->parameter_number], false, used);
     return;
   }
   if (in->op == IR_OP_FUSION) {

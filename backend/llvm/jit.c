@@ -154,8 +154,8 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   const ir_comp *ec = &m->comps.v[m->entry];
   x->nparams = ec->nparams;
   x->params = arena_array(x->a, (size_t)ec->nparams + 1, sizeof(ir_shape));
-  for (int p = 0; p < ec->nparams; p++) x->params[p] = ir_shape_clone(x->a, &ec->insts.v[ec->params[p]].shape);
-  x->result = ir_shape_clone(x->a, &ec->insts.v[ec->root].shape);
+  for (int p = 0; p < ec->nparams; p++) x->params[p] = ir_shape_clone(x->a, ec->insts.v[ec->params[p]].shape);
+  x->result = ir_shape_clone(x->a, ec->insts.v[ec->root].shape);
   const char *entry_name = opt.entry_name ? opt.entry_name : "tpucc_entry";
   llvm_emitter_free(&e);
 

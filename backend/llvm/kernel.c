@@ -164,21 +164,21 @@ static double elem_work(const ir_module *m, const ir_comp *c, const ir_inst *in)
   double w = 1;
   switch (in->op) {
   case IR_OP_REDUCE: {
-    const ir_shape *is = &c->insts.v[in->ops[0]].shape;
-    for (int i = 0; i < in->a.dimensions.n; i++) w *= (double)is->dims[in->a.dimensions.v[i]];
+    const ir_shape *is = c->insts.v[in->ops[0]].shape;
+    for (int i = 0; i < in->a->dimensions.n; i++) w *= (double)is->dims[in->a->dimensions.v[i]];
     break;
   }
   case IR_OP_REDUCE_WINDOW:
-    for (int i = 0; i < in->a.window.rank; i++) w *= (double)in->a.window.dims[i].size;
+    for (int i = 0; i < in->a->window.rank; i++) w *= (double) in->a->window.dims[i].size;
     break;
   case IR_OP_DOT: {
-    const ir_shape *ls = &c->insts.v[in->ops[0]].shape;
-    for (int i = 0; i < in->a.lhs_contracting.n; i++) w *= (double)ls->dims[in->a.lhs_contracting.v[i]];
+    const ir_shape *ls = c->insts.v[in->ops[0]].shape;
+    for (int i = 0; i < in->a->lhs_contracting.n; i++) w *= (double)ls->dims[in->a->lhs_contracting.v[i]];
     break;
   }
   case IR_OP_CONVOLUTION: {
-    const ir_shape *ks = &c->insts.v[in->ops[1]].shape;
-    int64_t o = ks->dims[in->a.conv.k_out];
+    const ir_shape *ks = c->insts.v[in->ops[1]].shape;
+    int64_t o = ks->dims[in->a->conv.k_out];
     w = (double)ir_shape_count(ks) / (double)(o ? o : 1);
     break;
   }
@@ -204,7 +204,7 @@ static bool same_dims(const ir_shape *a, const ir_shape *b) {
 /* One loop nest storing leaves [l0, l1) (all of one shape) of id into outs. */
 static void kernel_leaves(emitter *e, scope *s, ir_id id, cbuf **outs, int l0, int l1, double wfac) {
   const ir_inst *in = llvm_inst(s, id);
-  const ir_shape *sh = llvm_leaf_shape(&in->shape, l0);
+  const ir_shape *sh = llvm_leaf_shape(in->shape, l0);
   int64_t n = ir_shape_count(sh);
   bool *used = arena_array(e->a, (size_t)e->bufs.n + 1, sizeof(bool));
   llvm_collect(e, s, id, true, used);
@@ -217,7 +217,7 @@ static void kernel_leaves(emitter *e, scope *s, ir_id id, cbuf **outs, int l0, i
   int64_t inner = sh->rank ? sh->dims[sh->rank - 1] : 1;
   int64_t rows = flat ? n : (inner ? n / inner : 0);
   kfn k;
-  char *name = arena_printf(e->a, "k%d.%s", e->nkernels, in->name);
+  char *name = arena_printf(e->a, "k%d.%s", e->nkernels, in->info->name);
   llvm_kernel_begin(e, &k, kb, nk, name);
   loop lr, li;
   idx ix;
@@ -259,11 +259,12 @@ bool llvm_emit_kernel(emitter *e, scope *s, ir_id id) {
 
 bool llvm_emit_kernel_to(emitter *e, scope *s, ir_id id, cbuf **outs) {
   const ir_inst *in = llvm_inst(s, id);
-  int nl = llvm_leaf_count(&in->shape);
+  int nl = llvm_leaf_count(in->shape);
   double w = elem_work(e->m, s->c, in);
   bool all_same = true;
   for (int l = 1; l < nl; l++)
-    all_same = all_same && same_dims(llvm_leaf_shape(&in->shape, 0), llvm_leaf_shape(&in->shape, l));
+    all_same = all_same && same_dims(llvm_leaf_shape(in->shape, 0),
+                                     llvm_leaf_shape(in->shape, l));
   if (nl == 0) return true;
   if (all_same) {
     kernel_leaves(e, s, id, outs, 0, nl, w);

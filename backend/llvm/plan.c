@@ -236,18 +236,22 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
     const ir_inst *in = &c->insts.v[i];
     if (in->dead) continue;
     int64_t cnt;
-    int nl = llvm_leaf_count(&in->shape);
+    int nl = llvm_leaf_count(in->shape);
     for (int l = 0; l < nl; l++) {
-      const ir_shape *ls = llvm_leaf_shape(&in->shape, l);
+      const ir_shape *ls = llvm_leaf_shape(in->shape, l);
       if (!ir_shape_elements(ls, &cnt) || ls->type >= IR_TUPLE)
-        return llvm_fail(e, ST_UNSUPPORTED, "%s: unsupported shape", in->name);
+        return llvm_fail(e, ST_UNSUPPORTED, "%s: unsupported shape",
+                         in->info->name);
     }
-    if (in->op == IR_OP_CONSTANT && in->a.literal && in->a.literal->nbytes > ((size_t)1 << 31))
-      return llvm_fail(e, ST_UNSUPPORTED, "%s: constants above 2 GiB are not supported", in->name);
+    if (in->op == IR_OP_CONSTANT && in->a->literal && in->a->literal->nbytes > ((size_t)1 << 31))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: constants above 2 GiB are not supported",
+                       in->info->name);
     if ((in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW) && in->nops / 2 > IR_MAX_RANK * 2)
-      return llvm_fail(e, ST_UNSUPPORTED, "%s: too many reduce operands", in->name);
-    if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape.type != IR_TUPLE)
-      return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form", in->name);
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: too many reduce operands",
+                       in->info->name);
+    if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape->type != IR_TUPLE)
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form",
+                       in->info->name);
     for (int k = 0; k < in->ncalls; k++)
       if (!check_comp(e, in->calls[k], depth + 1, depth == 0 && in->op == IR_OP_FUSION)) return false;
   }
@@ -260,9 +264,10 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
  * (bound to the fusion's operand) or a constant; else NULL. */
 static cbuf *epi_operand(emitter *e, scope *ns, ir_id y) {
   const ir_inst *yi = llvm_inst(ns, y);
-  if (yi->shape.type != IR_F32) return NULL;
+  if (yi->shape->type != IR_F32) return NULL;
   if (yi->op == IR_OP_PARAMETER && ns->mat[y]) return ns->mat[y][0];
-  if (yi->op == IR_OP_CONSTANT && yi->a.literal) return llvm_const_buf(e, yi->a.literal);
+  if (yi->op == IR_OP_CONSTANT && yi->a->literal) return llvm_const_buf(e,
+                                                                        yi->a->literal);
   return NULL;
 }
 
@@ -292,15 +297,15 @@ static ir_id epilogue_dot(emitter *e, scope *ns, gemm_epi *epi) {
     if (xi->op == IR_OP_DOT || xi->op == IR_OP_CONVOLUTION) break;
     bool ew = xi->op == IR_OP_ADD || xi->op == IR_OP_SUBTRACT || xi->op == IR_OP_MULTIPLY ||
               xi->op == IR_OP_DIVIDE || xi->op == IR_OP_MAXIMUM || xi->op == IR_OP_MINIMUM;
-    if (!ew || xi->nops != 2 || xi->shape.type != IR_F32 || xi->shape.rank < 1 || n == GEMM_EPI_MAX) return -1;
+    if (!ew || xi->nops != 2 || xi->shape->type != IR_F32 || xi->shape->rank < 1 || n == GEMM_EPI_MAX) return -1;
     gemm_epi_op op = {.op = xi->op};
     int other = -1;
     for (int k = 0; k < 2 && other < 0; k++) {
       const ir_inst *bi = llvm_inst(ns, xi->ops[k]);
       if (bi->op != IR_OP_BROADCAST || bi->nops != 1) continue;
       const ir_inst *yi = llvm_inst(ns, bi->ops[0]);
-      bool scalar = yi->shape.rank == 0;
-      bool col = yi->shape.rank == 1 && bi->a.dimensions.n == 1 && bi->a.dimensions.v[0] == xi->shape.rank - 1;
+      bool scalar = yi->shape->rank == 0;
+      bool col = yi->shape->rank == 1 && bi->a->dimensions.n == 1 && bi->a->dimensions.v[0] == xi->shape->rank - 1;
       cbuf *buf = scalar || col ? epi_operand(e, ns, bi->ops[0]) : NULL;
       if (!buf) continue;
       op.x = buf, op.col = col, op.swap = k == 0;
@@ -310,7 +315,7 @@ static ir_id epilogue_dot(emitter *e, scope *ns, gemm_epi *epi) {
     rev[n++] = op;
     x = xi->ops[1 - other];
   }
-  if (n == 0 || llvm_inst(ns, x)->shape.type != IR_F32) return -1;
+  if (n == 0 || llvm_inst(ns, x)->shape->type != IR_F32) return -1;
   for (int i = 0; i < n; i++) epi->ops[i] = rev[n - 1 - i];
   epi->n = n;
   return x;
@@ -340,7 +345,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     depth[x] = ns->mat[x] ? 0 : dx + 1;
     if (depth[x] > FUSION_CUT_DEPTH && x != c->root && xi->op != IR_OP_PARAMETER) {
       /* A long inline chain: materialise here so generation stays shallow. */
-      cbuf **l = scratch_leaves(e, &xi->shape);
+      cbuf **l = scratch_leaves(e, xi->shape);
       if (!llvm_emit_kernel_to(e, ns, x, l)) return false;
       ns->mat[x] = l;
       depth[x] = 0;
@@ -349,7 +354,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     for (int k = 0; k < 2; k++) {
       ir_id o = xi->ops[k];
       if (ns->mat[o]) continue;
-      cbuf **l = scratch_leaves(e, &c->insts.v[o].shape);
+      cbuf **l = scratch_leaves(e, c->insts.v[o].shape);
       if (!llvm_emit_kernel_to(e, ns, o, l)) return false;
       ns->mat[o] = l;
     }
@@ -364,7 +369,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
       }
       if (e->st != ST_OK) return false;
     }
-    ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, &xi->shape);
+    ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, xi->shape);
     if (!(xi->op == IR_OP_DOT ? llvm_emit_dot(e, ns, x) : llvm_emit_conv(e, ns, x))) return false;
     depth[x] = 0;
   }
@@ -414,7 +419,7 @@ static bool is_alias(const scope *s, const ir_inst *in) {
   case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT:
     return true;
   case IR_OP_RESHAPE: case IR_OP_COPY:
-    return in->shape.type == llvm_inst(s, in->ops[0])->shape.type;
+    return in->shape->type == llvm_inst(s, in->ops[0])->shape->type;
   case IR_OP_ALL_REDUCE: return true; /* one replica: the identity */
   default: return false;
   }
@@ -422,33 +427,35 @@ static bool is_alias(const scope *s, const ir_inst *in) {
 
 static void plan_alias(emitter *e, scope *s, ir_id id) {
   const ir_inst *in = llvm_inst(s, id);
-  int nl = llvm_leaf_count(&in->shape);
+  int nl = llvm_leaf_count(in->shape);
   cbuf **l = arena_array(e->a, (size_t)nl + 1, sizeof(cbuf *));
   switch (in->op) {
   case IR_OP_PARAMETER: {
     int base = 0;
-    for (int p = 0; p < in->a.parameter_number; p++)
-      if (s->c->params[p] >= 0) base += llvm_leaf_count(&llvm_inst(s, s->c->params[p])->shape);
+    for (int p = 0; p < in->a->parameter_number; p++)
+      if (s->c->params[p] >= 0) base += llvm_leaf_count(llvm_inst(s, s->c->params[p])->shape);
     for (int j = 0; j < nl; j++) {
-      const ir_shape *ls = llvm_leaf_shape(&in->shape, j);
+      const ir_shape *ls = llvm_leaf_shape(in->shape, j);
       l[j] = llvm_new_buf(e, CB_INPUT, ls->type, ir_shape_count(ls));
       l[j]->index = base + j;
     }
     break;
   }
   case IR_OP_CONSTANT:
-    for (int j = 0; j < nl; j++) l[j] = llvm_const_buf(e, llvm_literal_leaf(in->a.literal, j));
+    for (int j = 0; j < nl; j++) l[j] = llvm_const_buf(e,
+                                                       llvm_literal_leaf(in->a->literal, j));
     break;
   case IR_OP_TUPLE: {
     int o = 0;
     for (int k = 0; k < in->nops; k++) {
-      int n = llvm_leaf_count(&llvm_inst(s, in->ops[k])->shape);
+      int n = llvm_leaf_count(llvm_inst(s, in->ops[k])->shape);
       for (int j = 0; j < n; j++) l[o++] = s->mat[in->ops[k]][j];
     }
     break;
   }
   case IR_OP_GET_TUPLE_ELEMENT: {
-    int off = llvm_leaf_offset(&llvm_inst(s, in->ops[0])->shape, (int)in->a.index);
+    int off = llvm_leaf_offset(llvm_inst(s, in->ops[0])->shape,
+                               (int) in->a->index);
     for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][off + j];
     break;
   }
@@ -476,7 +483,7 @@ bool llvm_lower_entry(emitter *e) {
   const ir_comp *c = s->c;
   for (int p = 0; p < c->nparams; p++) {
     if (c->params[p] < 0) return llvm_fail(e, ST_INVALID_ARGUMENT, "parameter %d missing", p);
-    e->ninputs += llvm_leaf_count(&c->insts.v[c->params[p]].shape);
+    e->ninputs += llvm_leaf_count(c->insts.v[c->params[p]].shape);
   }
   entry_begin(e);
   /* Parameters first, so input numbering does not depend on use order. */
@@ -489,10 +496,10 @@ bool llvm_lower_entry(emitter *e) {
     const ir_inst *in = llvm_inst(s, id);
     if (s->mat[id]) continue;
     if (is_alias(s, in)) plan_alias(e, s, id);
-    else s->mat[id] = scratch_leaves(e, &in->shape);
+    else s->mat[id] = scratch_leaves(e, in->shape);
   }
   /* Redirect root leaves to the outputs where a kernel writes them. */
-  const ir_shape *rs = &c->insts.v[c->root].shape;
+  const ir_shape *rs = c->insts.v[c->root].shape;
   int nout = llvm_leaf_count(rs);
   e->noutputs = nout;
   cbuf **root = s->mat[c->root];

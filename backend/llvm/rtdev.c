@@ -123,15 +123,15 @@ static uint64_t flops_of(const ir_module *m, const ir_comp *c) {
     if (in->op == IR_OP_FUSION && in->ncalls > 0) {
       f += flops_of(m, &m->comps.v[in->calls[0]]);
     } else if (in->op == IR_OP_DOT) {
-      const ir_shape *l = &c->insts.v[in->ops[0]].shape;
+      const ir_shape *l = c->insts.v[in->ops[0]].shape;
       uint64_t k = 1;
-      for (int j = 0; j < in->a.lhs_contracting.n; j++) k *= (uint64_t)l->dims[in->a.lhs_contracting.v[j]];
-      f += 2 * (uint64_t)ir_shape_count(&in->shape) * k;
+      for (int j = 0; j < in->a->lhs_contracting.n; j++) k *= (uint64_t)l->dims[in->a->lhs_contracting.v[j]];
+      f += 2 * (uint64_t)ir_shape_count(in->shape) * k;
     } else if (in->op == IR_OP_CONVOLUTION) {
-      const ir_shape *kr = &c->insts.v[in->ops[1]].shape;
-      uint64_t k = (uint64_t)kr->dims[in->a.conv.k_in];
-      for (int j = 0; j < in->a.conv.nspatial; j++) k *= (uint64_t)kr->dims[in->a.conv.k_spatial[j]];
-      f += 2 * (uint64_t)ir_shape_count(&in->shape) * k;
+      const ir_shape *kr = c->insts.v[in->ops[1]].shape;
+      uint64_t k = (uint64_t)kr->dims[in->a->conv.k_in];
+      for (int j = 0; j < in->a->conv.nspatial; j++) k *= (uint64_t)kr->dims[in->a->conv.k_spatial[j]];
+      f += 2 * (uint64_t)ir_shape_count(in->shape) * k;
     }
   }
   return f;
@@ -180,25 +180,27 @@ tpurt_status_t cpu_rt_compile(const char *name, const void *text, size_t len,
   ir_module *m = parse_optimise(name, text, len, err, errlen);
   if (!m) return TPURT_PARSE_ERROR;
   const ir_comp *c = &m->comps.v[m->entry];
-  const ir_shape *rs = &c->insts.v[c->root].shape;
+  const ir_shape *rs = c->insts.v[c->root].shape;
   int nin = 0, nout = llvm_leaf_count(rs);
-  for (int p = 0; p < c->nparams; p++) nin += llvm_leaf_count(&c->insts.v[c->params[p]].shape);
+  for (int p = 0; p < c->nparams; p++) nin += llvm_leaf_count(c->insts.v[c->params[p]].shape);
   /* Every leaf must be an element type libtpurt buffers hold. */
   for (int p = 0; p <= c->nparams; p++) {
     const ir_inst *in = &c->insts.v[p < c->nparams ? c->params[p] : c->root];
-    for (int l = 0; l < llvm_leaf_count(&in->shape); l++)
-      if (!dtype_of(llvm_leaf_shape(&in->shape, l)->type)) {
+    for (int l = 0; l < llvm_leaf_count(in->shape); l++)
+      if (!dtype_of(llvm_leaf_shape(in->shape, l)->type)) {
         snprintf(err, errlen, "%s: %s %s has element type %s, which libtpurt buffers cannot hold",
-                 name, p < c->nparams ? "parameter" : "result", in->name,
-                 ir_type_name(llvm_leaf_shape(&in->shape, l)->type));
+                 name, p < c->nparams ? "parameter" : "result",
+                 in->info->name,
+                 ir_type_name(llvm_leaf_shape(in->shape, l)->type));
         ir_module_destroy(m);
         return TPURT_UNSUPPORTED;
       }
-    for (int l = 0; l < llvm_leaf_count(&in->shape); l++)
-      if (llvm_leaf_shape(&in->shape, l)->rank > TPURT_MAX_RANK) {
+    for (int l = 0; l < llvm_leaf_count(in->shape); l++)
+      if (llvm_leaf_shape(in->shape, l)->rank > TPURT_MAX_RANK) {
         snprintf(err, errlen, "%s: %s %s has rank %d; libtpurt buffers have at most %d dimensions",
-                 name, p < c->nparams ? "parameter" : "result", in->name,
-                 llvm_leaf_shape(&in->shape, l)->rank, TPURT_MAX_RANK);
+                 name, p < c->nparams ? "parameter" : "result",
+                 in->info->name,
+                 llvm_leaf_shape(in->shape, l)->rank, TPURT_MAX_RANK);
         ir_module_destroy(m);
         return TPURT_UNSUPPORTED;
       }
@@ -227,11 +229,12 @@ tpurt_status_t cpu_rt_compile(const char *name, const void *text, size_t len,
   for (int i = 0; i < c->nparams; i++) {
     const ir_inst *pi = &c->insts.v[c->params[i]];
     int first = n;
-    p->args[i] = wrapper(p->a, &pi->shape, &p->in_leaves, &n);
+    p->args[i] = wrapper(p->a, pi->shape, &p->in_leaves, &n);
     for (int l = first; l < n; l++) {
       char nm[TPUB_MAX_NAME + 1];
-      if (pi->shape.type == IR_TUPLE) snprintf(nm, sizeof nm, "%.50s.%d", pi->name, l - first);
-      else snprintf(nm, sizeof nm, "%s", pi->name);
+      if (pi->shape->type == IR_TUPLE) snprintf(nm, sizeof nm, "%.50s.%d",
+                                                pi->info->name, l - first);
+      else snprintf(nm, sizeof nm, "%s", pi->info->name);
       set_tensor(&p->params[l], nm, &p->in_leaves[l]->shape);
     }
   }

@@ -70,8 +70,8 @@ static const ir_inst *ci(const ir_comp *c, ir_id i) { return &c->insts.v[i]; }
 static const ir_literal *scalar_lit(const ir_comp *c, ir_id i) {
   const ir_inst *in = ci(c, i);
   if (in->op == IR_OP_BROADCAST) in = ci(c, in->ops[0]);
-  if (in->op == IR_OP_CONSTANT && in->shape.rank == 0 && in->shape.type == IR_F32)
-    return in->a.literal;
+  if (in->op == IR_OP_CONSTANT && in->shape->rank == 0 && in->shape->type == IR_F32)
+    return in->a->literal;
   return NULL;
 }
 
@@ -95,22 +95,22 @@ static bool is_row_major(int rank, const int64_t *dims, const int64_t *st) {
  * over the parameter's buffer; the parameter number in *pn. */
 static bool view_strides(const ir_comp *c, ir_id i, int64_t *st, int64_t *pn, int depth) {
   const ir_inst *in = ci(c, i);
-  if (depth > 8 || !ir_shape_is_array(&in->shape)) return false;
+  if (depth > 8 || !ir_shape_is_array(in->shape)) return false;
   if (in->op == IR_OP_PARAMETER) {
-    row_major(in->shape.rank, in->shape.dims, st);
-    *pn = in->a.parameter_number;
+    row_major(in->shape->rank, in->shape->dims, st);
+    *pn = in->a->parameter_number;
     return true;
   }
   const ir_inst *o = in->nops == 1 ? ci(c, in->ops[0]) : NULL;
   int64_t os[IR_MAX_RANK];
   if (!o || !view_strides(c, in->ops[0], os, pn, depth + 1)) return false;
   if (in->op == IR_OP_TRANSPOSE) {
-    for (int k = 0; k < in->shape.rank; k++)
-      st[k] = os[in->a.dimensions.v[k]];
+    for (int k = 0; k < in->shape->rank; k++)
+      st[k] = os[in->a->dimensions.v[k]];
     return true;
   }
-  if (in->op == IR_OP_RESHAPE && is_row_major(o->shape.rank, o->shape.dims, os)) {
-    row_major(in->shape.rank, in->shape.dims, st);
+  if (in->op == IR_OP_RESHAPE && is_row_major(o->shape->rank, o->shape->dims, os)) {
+    row_major(in->shape->rank, in->shape->dims, st);
     return true;
   }
   return false;
@@ -120,12 +120,12 @@ static bool view_strides(const ir_comp *c, ir_id i, int64_t *st, int64_t *pn, in
  * repeats it along that dim. */
 static ir_id row_bcast_src(const ir_comp *c, ir_id i, int r) {
   const ir_inst *b = ci(c, i);
-  if (b->op != IR_OP_BROADCAST || b->a.dimensions.n != r - 1) return IR_NONE;
+  if (b->op != IR_OP_BROADCAST || b->a->dimensions.n != r - 1) return IR_NONE;
   for (int k = 0; k < r - 1; k++)
-    if (b->a.dimensions.v[k] != k) return IR_NONE;
+    if (b->a->dimensions.v[k] != k) return IR_NONE;
   const ir_inst *red = ci(c, b->ops[0]);
-  if (red->op != IR_OP_REDUCE || red->nops != 2 || red->a.dimensions.n != 1 ||
-      red->a.dimensions.v[0] != r - 1 || red->shape.rank != r - 1)
+  if (red->op != IR_OP_REDUCE || red->nops != 2 || red->a->dimensions.n != 1 ||
+      red->a->dimensions.v[0] != r - 1 || red->shape->rank != r - 1)
     return IR_NONE;
   return b->ops[0];
 }
@@ -135,7 +135,7 @@ static bool simple_reducer(const ir_module *m, ir_comp_id rc) {
   const ir_comp *c = &m->comps.v[rc];
   if (c->nparams != 2 || c->root < 0) return false;
   const ir_inst *r = ci(c, c->root);
-  if (r->shape.rank != 0 || r->shape.type != IR_F32 || !(ir_op_flags(r->op) & OPF_ELEMWISE) ||
+  if (r->shape->rank != 0 || r->shape->type != IR_F32 || !(ir_op_flags(r->op) & OPF_ELEMWISE) ||
       r->nops != 2)
     return false;
   for (int k = 0; k < 2; k++)
@@ -149,9 +149,9 @@ static bool operand_view(const lctx *x, const ir_comp *c, const ir_inst *fu, ir_
                          const int64_t *bdims, int64_t row, int64_t col, bool dry, aview *v) {
   int64_t st[IR_MAX_RANK], pn = -1;
   if (!view_strides(c, op, st, &pn, 0) || pn < 0 || pn >= fu->nops) return false;
-  if (st[col] != 1 && ci(c, op)->shape.dims[col] > 1) return false;
+  if (st[col] != 1 && ci(c, op)->shape->dims[col] > 1) return false;
   if (dry) { /* not lowered yet: its IR type, 4 bytes (the larger plan) */
-    ir_type t = ci(x->comp, fu->ops[pn])->shape.type;
+    ir_type t = ci(x->comp, fu->ops[pn])->shape->type;
     if (t != IR_F32 && t != IR_BF16) return false;
     v->v = NULL;
     v->es = 4;
@@ -185,8 +185,8 @@ static int64_t free_dim(const ir_shape *s, const ir_ints *batch, const ir_ints *
 
 static bool one_pass(const lctx *x, const ir_inst *d, ir_type lt, ir_type rt) {
   if (lt == IR_BF16 && rt == IR_BF16) return true;
-  return x->precision == IR_PREC_DEFAULT && d->a.precision[0] == IR_PREC_DEFAULT &&
-         d->a.precision[1] == IR_PREC_DEFAULT;
+  return x->precision == IR_PREC_DEFAULT && d->a->precision[0] == IR_PREC_DEFAULT &&
+         d->a->precision[1] == IR_PREC_DEFAULT;
 }
 
 /* Recognises the pattern in fusion instruction fu's computation (dry:
@@ -205,16 +205,16 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
     o = ci(c, o)->ops[0];
   }
   const ir_inst *d2 = ci(c, o);
-  if (d2->op != IR_OP_DOT || d2->shape.type != IR_F32 || fu->shape.type != IR_F32) return false;
-  int r = d2->shape.rank, nb = r - 2;
-  if (nb < 0 || d2->a.lhs_batch.n != nb || d2->a.lhs_contracting.n != 1 ||
-      d2->a.lhs_contracting.v[0] != nb + 1 || d2->a.rhs_contracting.n != 1)
+  if (d2->op != IR_OP_DOT || d2->shape->type != IR_F32 || fu->shape->type != IR_F32) return false;
+  int r = d2->shape->rank, nb = r - 2;
+  if (nb < 0 || d2->a->lhs_batch.n != nb || d2->a->lhs_contracting.n != 1 ||
+      d2->a->lhs_contracting.v[0] != nb + 1 || d2->a->rhs_contracting.n != 1)
     return false;
   for (int k = 0; k < nb; k++)
-    if (d2->a.lhs_batch.v[k] != k) return false;
+    if (d2->a->lhs_batch.v[k] != k) return false;
   /* P = E / broadcast(z) */
   const ir_inst *p = ci(c, d2->ops[0]);
-  if (p->op != IR_OP_DIVIDE || p->shape.type != IR_F32) return false;
+  if (p->op != IR_OP_DIVIDE || p->shape->type != IR_F32) return false;
   ir_id e = p->ops[0], zr = row_bcast_src(c, p->ops[1], r);
   const ir_inst *ei = ci(c, e);
   if (zr == IR_NONE || ci(c, zr)->ops[0] != e || ei->op != IR_OP_EXP) return false;
@@ -232,11 +232,11 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
     if (!a->scale) return false;
   }
   const ir_inst *q = ci(c, d1);
-  if (q->op != IR_OP_DOT || q->shape.type != IR_F32 || q->shape.rank != r ||
-      q->a.lhs_batch.n != nb || q->a.rhs_batch.n != nb || q->a.lhs_contracting.n != 1 ||
-      q->a.rhs_contracting.n != 1)
+  if (q->op != IR_OP_DOT || q->shape->type != IR_F32 || q->shape->rank != r ||
+      q->a->lhs_batch.n != nb || q->a->rhs_batch.n != nb || q->a->lhs_contracting.n != 1 ||
+      q->a->rhs_contracting.n != 1)
     return false;
-  if (ti->shape.type != IR_F32 || u->shape.type != IR_F32 || ei->shape.type != IR_F32) return false;
+  if (ti->shape->type != IR_F32 || u->shape->type != IR_F32 || ei->shape->type != IR_F32) return false;
   const ir_inst *rm = ci(c, mr), *rz = ci(c, zr);
   a->init_m = scalar_lit(c, rm->ops[1]);
   a->init_z = scalar_lit(c, rz->ops[1]);
@@ -247,29 +247,29 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   a->red_z = rz->calls[0];
   if (!simple_reducer(x->m, a->red_m) || !simple_reducer(x->m, a->red_z)) return false;
   /* Dims and operand views. */
-  const ir_shape *qs = &ci(c, q->ops[0])->shape, *ks = &ci(c, q->ops[1])->shape;
-  const ir_shape *vs = &ci(c, d2->ops[1])->shape;
+  const ir_shape *qs = ci(c, q->ops[0])->shape, *ks = ci(c, q->ops[1])->shape;
+  const ir_shape *vs = ci(c, d2->ops[1])->shape;
   if (qs->rank != r || ks->rank != r || vs->rank != r) return false;
-  int64_t qf = free_dim(qs, &q->a.lhs_batch, &q->a.lhs_contracting);
-  int64_t kf = free_dim(ks, &q->a.rhs_batch, &q->a.rhs_contracting);
-  int64_t vf = free_dim(vs, &d2->a.rhs_batch, &d2->a.rhs_contracting);
-  if (qf < 0 || kf < 0 || vf < 0 || d2->a.rhs_batch.n != nb) return false;
+  int64_t qf = free_dim(qs, &q->a->lhs_batch, &q->a->lhs_contracting);
+  int64_t kf = free_dim(ks, &q->a->rhs_batch, &q->a->rhs_contracting);
+  int64_t vf = free_dim(vs, &d2->a->rhs_batch, &d2->a->rhs_contracting);
+  if (qf < 0 || kf < 0 || vf < 0 || d2->a->rhs_batch.n != nb) return false;
   a->nb = nb;
   a->G = 1;
   for (int k = 0; k < nb; k++) {
-    a->bd[k] = d2->shape.dims[k];
+    a->bd[k] = d2->shape->dims[k];
     a->G *= a->bd[k];
   }
-  a->Sq = q->shape.dims[nb];
-  a->Sk = q->shape.dims[nb + 1];
-  a->D = qs->dims[q->a.lhs_contracting.v[0]];
-  a->Dv = d2->shape.dims[nb + 1];
-  if (vs->dims[d2->a.rhs_contracting.v[0]] != a->Sk) return false;
-  if (!operand_view(x, c, fu, q->ops[0], nb, q->a.lhs_batch.v, qf, q->a.lhs_contracting.v[0], dry,
+  a->Sq = q->shape->dims[nb];
+  a->Sk = q->shape->dims[nb + 1];
+  a->D = qs->dims[q->a->lhs_contracting.v[0]];
+  a->Dv = d2->shape->dims[nb + 1];
+  if (vs->dims[d2->a->rhs_contracting.v[0]] != a->Sk) return false;
+  if (!operand_view(x, c, fu, q->ops[0], nb, q->a->lhs_batch.v, qf, q->a->lhs_contracting.v[0], dry,
                     &a->q) ||
-      !operand_view(x, c, fu, q->ops[1], nb, q->a.rhs_batch.v, kf, q->a.rhs_contracting.v[0], dry,
+      !operand_view(x, c, fu, q->ops[1], nb, q->a->rhs_batch.v, kf, q->a->rhs_contracting.v[0], dry,
                     &a->k) ||
-      !operand_view(x, c, fu, d2->ops[1], nb, d2->a.rhs_batch.v, d2->a.rhs_contracting.v[0], vf,
+      !operand_view(x, c, fu, d2->ops[1], nb, d2->a->rhs_batch.v, d2->a->rhs_contracting.v[0], vf,
                     dry, &a->vv))
     return false;
   ir_type qt = a->q.es == 2 ? IR_BF16 : IR_F32, kt = a->k.es == 2 ? IR_BF16 : IR_F32;
@@ -278,16 +278,16 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   /* The result: strides of O's dims inside the root's row-major buffer. */
   int64_t st[IR_MAX_RANK];
   const ir_inst *top = ci(c, c->root);
-  row_major(top->shape.rank, top->shape.dims, st);
+  row_major(top->shape->rank, top->shape->dims, st);
   for (int k = 0; k < nc; k++) {
     const ir_inst *n = ci(c, chain[k]), *y = ci(c, n->ops[0]);
     if (n->op == IR_OP_RESHAPE) {
-      if (!is_row_major(n->shape.rank, n->shape.dims, st)) return false;
-      row_major(y->shape.rank, y->shape.dims, st);
+      if (!is_row_major(n->shape->rank, n->shape->dims, st)) return false;
+      row_major(y->shape->rank, y->shape->dims, st);
     } else {
       int64_t ys[IR_MAX_RANK];
-      for (int j = 0; j < n->shape.rank; j++)
-        ys[n->a.dimensions.v[j]] = st[j];
+      for (int j = 0; j < n->shape->rank; j++)
+        ys[n->a->dimensions.v[j]] = st[j];
       memcpy(st, ys, sizeof ys);
     }
   }
@@ -834,7 +834,7 @@ bool lower_attention_takes(const lctx *x, ir_id i) {
   panel *pn;
   int64_t np;
   plan p;
-  return fu->op == IR_OP_FUSION && fu->ncalls == 1 && fu->a.fusion_kind == IR_FUSION_CUSTOM &&
+  return fu->op == IR_OP_FUSION && fu->ncalls == 1 && fu->a->fusion_kind == IR_FUSION_CUSTOM &&
          match(x, fu, true, &a) && make_plan(&x->b->t, x->b->a, &a, &pn, &np, &p);
 }
 
@@ -886,7 +886,8 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
              (long long)a.G, (long long)a.Sq, (long long)a.Sk, (long long)a.D, (long long)a.Dv,
              (long long)p.PG, (long long)p.Nt, (unsigned long long)(p.total >> 10),
              (unsigned long long)(b->t.vmem_bytes >> 10));
-  tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape.type, fu->shape.rank, fu->shape.dims);
+  tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape->type, fu->shape->rank,
+                     fu->shape->dims);
   a.o.v = out;
   a.o.es = out_bf16 ? 2 : 4;
   /* Padding: zero staging (Q/K columns past D, V rows past Sk) and P^T

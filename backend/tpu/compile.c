@@ -319,24 +319,24 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   /* Parameters in their own dtype, then widened when needed; a tuple
    * parameter is one .tpub parameter per array leaf, depth first. */
   int np = entry->nparams, nleaves = 0;
-  for (int p = 0; p < np; p++) nleaves += shape_leaf_count(&entry->insts.v[entry->params[p]].shape);
+  for (int p = 0; p < np; p++) nleaves += shape_leaf_count(entry->insts.v[entry->params[p]].shape);
   tpub_tensor *pt = arena_array(a, (size_t)nleaves + 1, sizeof *pt);
   tval **params = arena_array(a, (size_t)np + 1, sizeof(tval *));
   int leaf = 0;
   for (int p = 0; p < np && !b.failed; p++) {
     const ir_inst *pi = &entry->insts.v[entry->params[p]];
-    b.loc = pi->loc;
+    b.loc = pi->info->loc;
     b.opname = "parameter";
-    params[p] = param_value(&x, &pi->shape, pi->name, pt, &leaf);
+    params[p] = param_value(&x, pi->shape, pi->info->name, pt, &leaf);
   }
   /* Every constant of the module, and the zeros the lowerings pad with. */
   for (int c = 0; c < m->comps.n && !b.failed; c++)
     for (int i = 0; i < m->comps.v[c].insts.n; i++) {
       const ir_inst *in = &m->comps.v[c].insts.v[i];
       if (in->op == IR_OP_CONSTANT && !in->dead) {
-        b.loc = in->loc;
+        b.loc = in->info->loc;
         b.opname = "constant";
-        tpu_const_value(&x, in->a.literal);
+        tpu_const_value(&x, in->a->literal);
       }
     }
   {
@@ -357,11 +357,11 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   /* Results: convert each leaf into its own region. */
   shape_vec rs = {0};
   tval_vec rv = {0};
-  leaves(a, &entry->insts.v[entry->root].shape, &rs);
+  leaves(a, entry->insts.v[entry->root].shape, &rs);
   if (root) val_leaves(a, root, &rv);
   tpub_tensor *rt = arena_array(a, (size_t)rs.n + 1, sizeof *rt);
   b.opname = "result";
-  b.loc = entry->insts.v[entry->root].loc;
+  b.loc = entry->insts.v[entry->root].info->loc;
   tb_set_op(&b, "(results)", "", b.loc);
   for (int k = 0; k < rs.n && !b.failed; k++) {
     const ir_shape *s = &rs.v[k];
@@ -419,12 +419,12 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
       int order[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
       for (int i = 0; i < entry->insts.n; i++) {
         const ir_inst *in = &entry->insts.v[i];
-        if (in->dead || in->shape.type == IR_TUPLE) continue;
-        uint64_t by = (uint64_t)ir_shape_count(&in->shape) * (uint64_t)tv_esize(in->shape.type);
+        if (in->dead || in->shape->type == IR_TUPLE) continue;
+        uint64_t by = (uint64_t)ir_shape_count(in->shape) * (uint64_t)tv_esize(in->shape->type);
         for (int s = 0; s < 8; s++) {
           uint64_t bs = order[s] < 0 ? 0
-                                     : (uint64_t)ir_shape_count(&entry->insts.v[order[s]].shape) *
-                                           (uint64_t)tv_esize(entry->insts.v[order[s]].shape.type);
+                                     : (uint64_t)ir_shape_count(entry->insts.v[order[s]].shape) *
+                                           (uint64_t)tv_esize(entry->insts.v[order[s]].shape->type);
           if (order[s] < 0 || by > bs) {
             memmove(&order[s + 1], &order[s], (size_t)(7 - s) * sizeof(int));
             order[s] = i;
@@ -436,11 +436,13 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
         const ir_inst *in = &entry->insts.v[order[s]];
         strbuf sh;
         sb_init(&sh);
-        ir_shape_print(&sh, &in->shape, false);
+        ir_shape_print(&sh, in->shape, false);
         sb_printf(&r, "    %12llu  %-24s %s %s:%d\n",
-                  (unsigned long long)((uint64_t)ir_shape_count(&in->shape) *
-                                       (uint64_t)tv_esize(in->shape.type)),
-                  sb_str(&sh), in->name, in->loc.file ? in->loc.file : "?", in->loc.line);
+                  (unsigned long long)((uint64_t)ir_shape_count(in->shape) *
+                                       (uint64_t)tv_esize(in->shape->type)),
+                  sb_str(&sh), in->info->name,
+                  in->info->loc.file ? in->info->loc.file : "?",
+                  in->info->loc.line);
         sb_free(&sh);
       }
       info->memory_report = strdup(sb_str(&r));

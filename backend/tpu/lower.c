@@ -123,11 +123,11 @@ static const ir_literal *splat_of(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   if (in->op == IR_OP_BROADCAST) {
     const ir_inst *o = inst_of(x, in->ops[0]);
-    if (o->op == IR_OP_CONSTANT && o->shape.rank == 0 && tk_itype(o->shape.type) != IR_TYPE_INVALID)
-      return o->a.literal;
+    if (o->op == IR_OP_CONSTANT && o->shape->rank == 0 && tk_itype(o->shape->type) != IR_TYPE_INVALID)
+      return o->a->literal;
   }
-  if (in->op == IR_OP_CONSTANT && in->shape.rank == 0 && tk_itype(in->shape.type) != IR_TYPE_INVALID)
-    return in->a.literal;
+  if (in->op == IR_OP_CONSTANT && in->shape->rank == 0 && tk_itype(in->shape->type) != IR_TYPE_INVALID)
+    return in->a->literal;
   return NULL;
 }
 
@@ -194,23 +194,25 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
   if (!d->memo) d->memo = strmap_create(x->b->a);
   int memo = strmap_get(d->memo, (const char *)&i, sizeof i);
   if (memo >= 0) return memo;
-  tk_node n = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
+  tk_node n = {TK_OP, in->shape->type, 0, 0, in->op, in->a->cmp_dir,
+in->a->cmp_type, in->nops, {0, 0, 0}};
   int64_t count = 1;
-  for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
+  for (int k = 0; k < in->shape->rank; k++) count *= in->shape->dims[k];
   for (int k = 0; k < in->nops; k++)
-    n.args[k] = dag_operand(x, d, in->ops[k], count, in->shape.rank, in->shape.dims);
+    n.args[k] = dag_operand(x, d, in->ops[k], count, in->shape->rank,
+                            in->shape->dims);
   if (in->op == IR_OP_BITCAST_CONVERT) {
     /* Between types of one width (the verifier's rule): the same bits in
      * the register representation, except that a pred result from s8 is
      * "byte nonzero", which is convert's rule. */
-    ir_type ot = inst_of(x, in->ops[0])->shape.type;
-    n.op = in->shape.type == IR_PRED && ot != IR_PRED ? IR_OP_CONVERT : IR_OP_COPY;
+    ir_type ot = inst_of(x, in->ops[0])->shape->type;
+    n.op = in->shape->type == IR_PRED && ot != IR_PRED ? IR_OP_CONVERT : IR_OP_COPY;
   }
   const char *why;
   if (!tk_elem_supported(x->b, &n, &why)) {
-    x->b->loc = in->loc;
+    x->b->loc = in->info->loc;
     tb_error(x->b, ST_UNSUPPORTED, "%s (%s%s%s)", why, ir_op_name(in->op), " on ",
-             ir_type_name(in->shape.type));
+             ir_type_name(in->shape->type));
   }
   int r = add_node(x, d, n);
   strmap_put(d->memo, (const char *)&i, sizeof i, r);
@@ -253,13 +255,13 @@ static void lower_elementwise(lctx *x, ir_id i) {
   int root = dag_inst(x, &d, i);
   if (x->b->failed) return;
   tval *out;
-  if (x->root_bf16 && i == x->comp->root && in->shape.type == IR_F32) {
+  if (x->root_bf16 && i == x->comp->root && in->shape->type == IR_F32) {
     /* stored rounded to bf16 (lower_bf16_store): a convert at the root */
     tk_node cv = {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {root, 0, 0}};
     root = add_node(x, &d, cv);
-    out = tv_new(x, IR_BF16, in->shape.rank, in->shape.dims);
+    out = tv_new(x, IR_BF16, in->shape->rank, in->shape->dims);
   } else {
-    out = shape_val(x, &in->shape);
+    out = shape_val(x, in->shape);
   }
   tk_elem e = {0};
   e.nnodes = d.nodes.n;
@@ -345,7 +347,7 @@ tval *lower_convert(lctx *x, const tval *v, ir_type t) {
 static bool lower_dot_bf16(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   if (!lower_bf16_store(x, i)) return false;
-  tval *out = tv_new(x, IR_BF16, in->shape.rank, in->shape.dims);
+  tval *out = tv_new(x, IR_BF16, in->shape->rank, in->shape->dims);
   tk_node nodes[2] = {{TK_IN, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
                       {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
   int root = 1;
@@ -420,12 +422,12 @@ tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd
 static void lower_iota(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tb *b = x->b;
-  int d = (int)in->a.index;
-  int64_t L = in->shape.dims[d];
+  int d = (int) in->a->index;
+  int64_t L = in->shape->dims[d];
   int64_t one = L;
-  tval *line = tv_new(x, in->shape.type, 1, &one);
+  tval *line = tv_new(x, in->shape->type, 1, &one);
   /* Values base + r*128 + l, tile by tile, converted to the type. */
-  ir_type t = in->shape.type;
+  ir_type t = in->shape->type;
   bool h = tv_esize(t) == 2;
   int64_t tiles = (L + 1023) / 1024;
   uint64_t vbuf = 0;
@@ -451,7 +453,7 @@ static void lower_iota(lctx *x, ir_id i) {
     int64_t dd[10] = {elems * (h ? 2 : 4), 1, 1, 1, 0, 0, 0, 0, 0, 0};
     tb_dma(b, false, vbuf, tv_addr(line) + (uint64_t)(t0 * 1024 * (h ? 2 : 4)), dd);
   }
-  tval *out = shape_val(x, &in->shape);
+  tval *out = shape_val(x, in->shape);
   int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0};
   tv_strides(out, ds);
   ss[d] = 1;
@@ -473,41 +475,41 @@ static void lower_constant(lctx *x, ir_id i);
 static bool lower_pointwise_conv(lctx *x, ir_id i) {
   const ir_inst *in = &x->comp->insts.v[i];
   const tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
-  const ir_conv_dims *cd = &in->a.conv;
-  ir_type rt = in->shape.type;
-  int ns = cd->nspatial, r = in->shape.rank;
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
+  int ns = cd->nspatial, r = in->shape->rank;
   if (v->type != IR_BF16 || kv->type != IR_BF16 || !ir_type_is_float(rt) ||
-      in->a.feature_group_count > 1 || in->a.batch_group_count > 1 || ns < 1 ||
-      in->a.window.rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
+      in->a->feature_group_count > 1 || in->a->batch_group_count > 1 || ns < 1 ||
+      in->a->window.rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
     return false;
   if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
       cd->out_feature != r - 1 || cd->k_in > cd->k_out)
     return false;
   bool strided = false;
   for (int k = 0; k < ns; k++) {
-    const ir_window_dim *w = &in->a.window.dims[k];
+    const ir_window_dim *w = &in->a->window.dims[k];
     if (w->size != 1 || w->stride < 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
         w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
         kv->dims[cd->k_spatial[k]] != 1 ||
-        in->shape.dims[k + 1] != (v->dims[k + 1] - 1) / w->stride + 1)
+        in->shape->dims[k + 1] != (v->dims[k + 1] - 1) / w->stride + 1)
       return false;
     strided |= w->stride != 1;
   }
   int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out];
-  if (Cin != kv->dims[cd->k_in] || Cout != in->shape.dims[r - 1] || Cin == 0 ||
-      in->shape.dims[0] != v->dims[0])
+  if (Cin != kv->dims[cd->k_in] || Cout != in->shape->dims[r - 1] || Cin == 0 ||
+      in->shape->dims[0] != v->dims[0])
     return false;
   /* Strided: the sampled positions first, as a bf16 [batch, out spatial...,
    * Cin] buffer (a quarter of the input for stride 2). */
   tval *a = NULL;
   if (strided) {
     int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
-    for (int k = 0; k < r; k++) dims[k] = in->shape.dims[k];
+    for (int k = 0; k < r; k++) dims[k] = in->shape->dims[k];
     dims[r - 1] = Cin;
     a = tv_new(x, IR_BF16, r, dims);
     tv_strides(v, ss);
     tv_strides(a, ds);
-    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a.window.dims[k].stride;
+    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a->window.dims[k].stride;
     tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
   }
   int64_t M = (a ? a->count : v->count) / Cin;
@@ -515,7 +517,7 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
                    "buffers as they lie%s",
              (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
              strided ? " (the strided positions gathered first)" : "");
-  tval *C = tv_new(x, IR_F32, r, in->shape.dims);
+  tval *C = tv_new(x, IR_F32, r, in->shape->dims);
   tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(a ? a : v), 0, tv_addr(kv), 0, tv_addr(C), 0);
   if (a) tv_release(x, a);
   if (x->b->max_passes < 1) x->b->max_passes = 1;
@@ -532,11 +534,13 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
 void lower_inst(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tb *b = x->b;
-  b->loc = in->loc;
+  b->loc = in->info->loc;
   b->opname = ir_op_name(in->op);
-  if (x->comp == b->attr_comp) tb_set_op(b, in->name, ir_op_name(in->op), in->loc);
-  if (in->shape.type != IR_TUPLE && tk_itype(in->shape.type) == IR_TYPE_INVALID) {
-    tb_error(b, ST_UNSUPPORTED, "element type %s is not supported", ir_type_name(in->shape.type));
+  if (x->comp == b->attr_comp) tb_set_op(b, in->info->name,
+                                         ir_op_name(in->op), in->info->loc);
+  if (in->shape->type != IR_TUPLE && tk_itype(in->shape->type) == IR_TYPE_INVALID) {
+    tb_error(b, ST_UNSUPPORTED, "element type %s is not supported",
+             ir_type_name(in->shape->type));
     return;
   }
   x->pending.n = 0;
@@ -544,49 +548,52 @@ void lower_inst(lctx *x, ir_id i) {
   bool consume_ops = true;
   switch (in->op) {
   case IR_OP_PARAMETER: {
-    int64_t p = in->a.parameter_number;
+    int64_t p = in->a->parameter_number;
     x->val[i] = tv_ref(x, x->params[p]);
     break;
   }
   case IR_OP_CONSTANT: lower_constant(x, i); break;
   case IR_OP_IOTA: lower_iota(x, i); break;
   case IR_OP_BROADCAST: {
-    tval *out = shape_val(x, &in->shape);
+    tval *out = shape_val(x, in->shape);
     int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0}, os[IR_MAX_RANK];
     tv_strides(out, ds);
     tv_strides(ov, os);
-    for (int k = 0; k < in->a.dimensions.n; k++) ss[in->a.dimensions.v[k]] = os[k];
+    for (int k = 0; k < in->a->dimensions.n; k++) ss[in->a->dimensions.v[k]] = os[k];
     tk_copy(b, tv_addr(out), ds, tv_addr(ov), ss, out->rank, out->dims, tv_esize(out->type));
     x->val[i] = out;
     break;
   }
   case IR_OP_RESHAPE:
   case IR_OP_COPY:
-    x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, ov, in->shape->type, in->shape->rank,
+                         in->shape->dims);
     break;
   case IR_OP_BITCAST_CONVERT: {
-    ir_type ot = inst_of(x, in->ops[0])->shape.type;
+    ir_type ot = inst_of(x, in->ops[0])->shape->type;
     /* An operand without a buffer (computed in registers by this, its
      * elementwise user: deferred, a splat, a fused dot or row vector) has
      * nothing to alias: the bitcast is the copy node ending its program.
      * A pred result from another type is normalised to 0/1 there too. */
-    if (!ov || (in->shape.type == IR_PRED && ot != IR_PRED)) {
+    if (!ov || (in->shape->type == IR_PRED && ot != IR_PRED)) {
       lower_elementwise(x, i);
       consume_ops = false;
       break;
     }
-    x->val[i] = tv_alias(x, ov, in->shape.type, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, ov, in->shape->type, in->shape->rank,
+                         in->shape->dims);
     break;
   }
-  case IR_OP_TRANSPOSE: x->val[i] = lower_transpose(x, ov, in->a.dimensions.v); break;
+  case IR_OP_TRANSPOSE: x->val[i] = lower_transpose(x, ov,
+                                                    in->a->dimensions.v); break;
   case IR_OP_SLICE: {
-    tval *out = shape_val(x, &in->shape);
+    tval *out = shape_val(x, in->shape);
     int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], os[IR_MAX_RANK], off = 0;
     tv_strides(out, ds);
     tv_strides(ov, os);
     for (int k = 0; k < ov->rank; k++) {
-      int64_t st = in->a.slice_stride.n ? in->a.slice_stride.v[k] : 1;
-      off += in->a.slice_start.v[k] * os[k];
+      int64_t st = in->a->slice_stride.n ? in->a->slice_stride.v[k] : 1;
+      off += in->a->slice_start.v[k] * os[k];
       ss[k] = os[k] * st;
     }
     int es = tv_esize(out->type);
@@ -595,12 +602,12 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   }
   case IR_OP_REVERSE: {
-    tval *out = shape_val(x, &in->shape);
+    tval *out = shape_val(x, in->shape);
     int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK], off = 0;
     tv_strides(out, ds);
     tv_strides(ov, ss);
-    for (int k = 0; k < in->a.dimensions.n; k++) {
-      int64_t d = in->a.dimensions.v[k];
+    for (int k = 0; k < in->a->dimensions.n; k++) {
+      int64_t d = in->a->dimensions.v[k];
       off += (ov->dims[d] - 1) * ss[d];
       ss[d] = -ss[d];
     }
@@ -610,8 +617,8 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   }
   case IR_OP_CONCATENATE: {
-    tval *out = shape_val(x, &in->shape);
-    int64_t d = in->a.dimensions.v[0], ds[IR_MAX_RANK], at = 0;
+    tval *out = shape_val(x, in->shape);
+    int64_t d = in->a->dimensions.v[0], ds[IR_MAX_RANK], at = 0;
     tv_strides(out, ds);
     int es = tv_esize(out->type);
     for (int k = 0; k < in->nops; k++) {
@@ -626,7 +633,8 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   }
   case IR_OP_PAD:
-    x->val[i] = lower_pad(x, ov, x->val[in->ops[1]], in->a.padding, in->shape.type);
+    x->val[i] = lower_pad(x, ov, x->val[in->ops[1]], in->a->padding,
+                          in->shape->type);
     break;
   case IR_OP_DOT:
     if (!lower_dot_bf16(x, i)) lower_dot(x, i);
@@ -638,7 +646,7 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_REDUCE_WINDOW: lower_reduce_window(x, i); break;
   case IR_OP_ALL_REDUCE: {
     /* One replica: the identity on every operand. */
-    if (in->nops == 1 && in->shape.type != IR_TUPLE) {
+    if (in->nops == 1 && in->shape->type != IR_TUPLE) {
       x->val[i] = tv_ref(x, ov);
     } else {
       tval *t = arena_alloc(b->a, sizeof *t);
@@ -659,20 +667,20 @@ void lower_inst(lctx *x, ir_id i) {
     x->val[i] = t;
     break;
   }
-  case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a.index]); break;
+  case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(x, ov->elems[in->a->index]); break;
   case IR_OP_FUSION: {
-    if (in->a.fusion_kind == IR_FUSION_CUSTOM && lower_attention(x, i, lower_bf16_store(x, i)))
+    if (in->a->fusion_kind == IR_FUSION_CUSTOM && lower_attention(x, i, lower_bf16_store(x, i)))
       break;
     bool bf = lower_bf16_store(x, i);
-    if (in->a.fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i, bf)) break;
-    if (in->a.fusion_kind == IR_FUSION_INPUT)
+    if (in->a->fusion_kind == IR_FUSION_INPUT && lower_rows_fusion(x, i, bf)) break;
+    if (in->a->fusion_kind == IR_FUSION_INPUT)
       tb_explain(b, "not a row kernel (its reduces are not over trailing dims with rows that "
                     "fit VMEM, or it holds an op the row kernel lacks): lowered instruction by "
                     "instruction");
     tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
     for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
     x->val[i] = lower_comp_ex(b, x->m, in->calls[0], ps, x->precision, bf);
-    b->loc = in->loc;
+    b->loc = in->info->loc;
     b->opname = ir_op_name(in->op);
     break;
   }
@@ -693,7 +701,7 @@ void lower_inst(lctx *x, ir_id i) {
 
 /* Constants become CONST entries of the image: see compile.c's pool. */
 static void lower_constant(lctx *x, ir_id i) {
-  x->val[i] = tpu_const_value(x, inst_of(x, i)->a.literal);
+  x->val[i] = tpu_const_value(x, inst_of(x, i)->a->literal);
 }
 
 /* ---- computations ------------------------------------------------------------ */
@@ -803,10 +811,10 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || !is_elem(in) || x.rem[i] != 1 || i == comp->root) continue;
     const ir_inst *u = &comp->insts.v[users[i]];
-    if (!is_elem(u) || u->shape.type == IR_TUPLE) continue;
+    if (!is_elem(u) || u->shape->type == IR_TUPLE) continue;
     int64_t a = 1, bb = 1;
-    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
-    for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
+    for (int k = 0; k < in->shape->rank; k++) a *= in->shape->dims[k];
+    for (int k = 0; k < u->shape->rank; k++) bb *= u->shape->dims[k];
     if (a == bb) x.deferred[i] = true;
   }
   cut_programs(&x);
@@ -814,9 +822,9 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
    * deferred elementwise ops (a kOutput fusion) lowers that dot with the
    * root's program as its epilogue (lower_elementwise). */
   const ir_inst *rt = comp->root >= 0 ? &comp->insts.v[comp->root] : NULL;
-  if (params && rt && is_elem(rt) && rt->shape.type == IR_F32 && !x.deferred[comp->root]) {
+  if (params && rt && is_elem(rt) && rt->shape->type == IR_F32 && !x.deferred[comp->root]) {
     int64_t rc = 1;
-    for (int k = 0; k < rt->shape.rank; k++) rc *= rt->shape.dims[k];
+    for (int k = 0; k < rt->shape->rank; k++) rc *= rt->shape->dims[k];
     /* Elementwise ops of the root's element count whose every use is in
      * the root's program join it even when used more than once (the
      * program shares their node: dag.memo), so that the whole epilogue
@@ -825,15 +833,15 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
     bool has_dot = false;
     for (int i = 0; i < n; i++) {
       const ir_inst *in = &comp->insts.v[i];
-      has_dot |= !in->dead && in->op == IR_OP_DOT && x.rem[i] == 1 && in->shape.type == IR_F32;
+      has_dot |= !in->dead && in->op == IR_OP_DOT && x.rem[i] == 1 && in->shape->type == IR_F32;
     }
     for (int i = n - 1; i >= 0 && has_dot; i--) {
       const ir_inst *in = &comp->insts.v[i];
       if (in->dead || !is_elem(in) || i == comp->root || x.deferred[i] || x.rem[i] < 1 ||
-          in->shape.type == IR_TUPLE)
+          in->shape->type == IR_TUPLE)
         continue;
       int64_t a = 1;
-      for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+      for (int k = 0; k < in->shape->rank; k++) a *= in->shape->dims[k];
       bool all = a == rc;
       for (int q = uoff[i]; q < uoff[i + 1] && all; q++) {
         ir_id j = ulist[q];
@@ -844,9 +852,9 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
     cut_programs(&x);
     for (int i = 0; i < n && x.epi_dot == IR_NONE; i++) {
       const ir_inst *in = &comp->insts.v[i];
-      if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape.type != IR_F32) continue;
+      if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape->type != IR_F32) continue;
       int64_t dc = 1;
-      for (int k = 0; k < in->shape.rank; k++) dc *= in->shape.dims[k];
+      for (int k = 0; k < in->shape->rank; k++) dc *= in->shape->dims[k];
       ir_id u = users[i];
       if (dc == rc && (u == comp->root || x.deferred[u]) && is_elem(&comp->insts.v[u]))
         x.epi_dot = i;
@@ -855,17 +863,17 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
      * inside the program: the epilogue reads the vector as a row. */
     if (x.epi_dot != IR_NONE) {
       const ir_inst *dt = &comp->insts.v[x.epi_dot];
-      int nN = comp->insts.v[dt->ops[1]].shape.rank - dt->a.rhs_batch.n - dt->a.rhs_contracting.n;
+      int nN = comp->insts.v[dt->ops[1]].shape->rank - dt->a->rhs_batch.n - dt->a->rhs_contracting.n;
       x.row_bcast = arena_array(b->a, (size_t)n + 1, sizeof(bool));
       for (int i = 0; i < n; i++) {
         const ir_inst *in = &comp->insts.v[i];
         const ir_inst *o = in->nops ? &comp->insts.v[in->ops[0]] : NULL;
-        if (in->dead || in->op != IR_OP_BROADCAST || !o || o->shape.type != IR_F32 ||
-            o->shape.rank != nN || nN < 1 || in->shape.rank != dt->shape.rank ||
-            in->a.dimensions.n != nN || splat_of(&x, i))
+        if (in->dead || in->op != IR_OP_BROADCAST || !o || o->shape->type != IR_F32 ||
+            o->shape->rank != nN || nN < 1 || in->shape->rank != dt->shape->rank ||
+            in->a->dimensions.n != nN || splat_of(&x, i))
           continue;
         bool ok = true;
-        for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
+        for (int k = 0; k < nN; k++) ok &= in->a->dimensions.v[k] == in->shape->rank - nN + k;
         for (int q = uoff[i]; q < uoff[i + 1] && ok; q++) {
           ir_id j = ulist[q];
           ok = is_elem(&comp->insts.v[j]) && (j == comp->root || x.deferred[j]);

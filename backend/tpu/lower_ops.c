@@ -42,21 +42,21 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
     node[i] = -1;
     if (in->dead) continue;
     if (in->op == IR_OP_TUPLE) continue;
-    if (in->shape.type == IR_TUPLE || in->shape.rank != 0) goto bad;
+    if (in->shape->type == IR_TUPLE || in->shape->rank != 0) goto bad;
     tk_node nd = {0};
-    nd.type = in->shape.type;
+    nd.type = in->shape->type;
     if (in->op == IR_OP_PARAMETER) {
       nd.kind = TK_IN;
-      nd.input = (int)in->a.parameter_number;
-      out->in_type[nd.input] = in->shape.type;
+      nd.input = (int)in->a->parameter_number;
+      out->in_type[nd.input] = in->shape->type;
     } else if (in->op == IR_OP_CONSTANT) {
       nd.kind = TK_CONST;
-      nd.bits = lit_bits(in->a.literal, 0);
+      nd.bits = lit_bits(in->a->literal, 0);
     } else if ((ir_op_flags(in->op) & OPF_ELEMWISE) || in->op == IR_OP_CONVERT) {
       nd.kind = TK_OP;
       nd.op = in->op;
-      nd.cmp_dir = in->a.cmp_dir;
-      nd.cmp_type = in->a.cmp_type;
+      nd.cmp_dir = in->a->cmp_dir;
+      nd.cmp_type = in->a->cmp_type;
       nd.nargs = in->nops;
       for (int k = 0; k < in->nops; k++) {
         if (node[in->ops[k]] < 0) goto bad;
@@ -64,7 +64,7 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
       }
       const char *why;
       if (!tk_elem_supported(x->b, &nd, &why)) {
-        x->b->loc = in->loc;
+        x->b->loc = in->info->loc;
         tb_error(x->b, ST_UNSUPPORTED, "reducer op %s: %s", ir_op_name(in->op), why);
         return false;
       }
@@ -121,8 +121,8 @@ void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts) {
 
 static int passes_of(lctx *x, const ir_inst *in, ir_type lt, ir_type rt) {
   ir_precision p = x->precision;
-  if (in->a.precision[0] > p) p = in->a.precision[0];
-  if (in->a.precision[1] > p) p = in->a.precision[1];
+  if (in->a->precision[0] > p) p = in->a->precision[0];
+  if (in->a->precision[1] > p) p = in->a->precision[1];
   if (lt == IR_BF16 && rt == IR_BF16) return 1;
   return p == IR_PREC_HIGHEST ? 6 : p == IR_PREC_HIGH ? 3 : 1;
 }
@@ -203,15 +203,15 @@ static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
  * to the MXU: one pass (DEFAULT precision, here and in the options) and a
  * float result. */
 static bool one_pass_dot(const lctx *x, const ir_inst *in) {
-  return in->op == IR_OP_DOT && ir_type_is_float(in->shape.type) &&
-         x->precision == IR_PREC_DEFAULT && in->a.precision[0] == IR_PREC_DEFAULT &&
-         in->a.precision[1] == IR_PREC_DEFAULT;
+  return in->op == IR_OP_DOT && ir_type_is_float(in->shape->type) &&
+         x->precision == IR_PREC_DEFAULT && in->a->precision[0] == IR_PREC_DEFAULT &&
+         in->a->precision[1] == IR_PREC_DEFAULT;
 }
 
 bool lower_bf16_store(const lctx *x, ir_id i) {
   const ir_comp *cp = x->comp;
   const ir_inst *in = &cp->insts.v[i];
-  if (x->c != x->m->entry || i == cp->root || in->shape.type != IR_F32) return false;
+  if (x->c != x->m->entry || i == cp->root || in->shape->type != IR_F32) return false;
   int users = 0;
   for (int j = i + 1; j < cp->insts.n; j++) {
     const ir_inst *u = &cp->insts.v[j];
@@ -220,7 +220,7 @@ bool lower_bf16_store(const lctx *x, ir_id i) {
       if (u->ops[k] != i) continue;
       users++;
       if (one_pass_dot(x, u)) continue;
-      if (u->op == IR_OP_FUSION && u->a.fusion_kind == IR_FUSION_CUSTOM) {
+      if (u->op == IR_OP_FUSION && u->a->fusion_kind == IR_FUSION_CUSTOM) {
         if (!lower_attention_takes(x, j)) return false; /* the kernel reads bf16 Q, K, V */
         continue;
       }
@@ -229,7 +229,7 @@ bool lower_bf16_store(const lctx *x, ir_id i) {
       const ir_comp *fc = &x->m->comps.v[u->calls[0]];
       for (int q = 0; q < fc->insts.n; q++) {
         const ir_inst *pq = &fc->insts.v[q];
-        if (pq->dead || pq->op != IR_OP_PARAMETER || pq->a.parameter_number != k) continue;
+        if (pq->dead || pq->op != IR_OP_PARAMETER || pq->a->parameter_number != k) continue;
         if (q == fc->root) return false;
         for (int r = 0; r < fc->insts.n; r++) {
           const ir_inst *ur = &fc->insts.v[r];
@@ -317,8 +317,8 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
-  const ir_attrs *at = &in->a;
-  if (in->shape.type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
+  const ir_attrs *at = in->a;
+  if (in->shape->type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
       passes_of(x, in, l->type, r->type) != 1) {
     tb_explain(x->b, "epilogue not applied in the matmul: the dot is not one bf16 pass of float "
                      "operands into f32");
@@ -380,11 +380,11 @@ void lower_dot(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
   dot_plan d;
-  dot_plan_of(&in->a, l, r, &d);
+  dot_plan_of(in->a, l, r, &d);
   int64_t Bn = d.Bn, M = d.M, N = d.N, K = d.K;
   const int64_t *lp = d.lp, *rp = d.rp;
   bool ident_l = d.ident_l, ident_r = d.ident_r, bt = d.bt;
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   if (!ir_type_is_float(rt)) {
     /* Exact integer/pred path: convert operands to the result type. */
     tval *lc = l->type == rt ? tv_alias(x, l, rt, l->rank, l->dims) : lower_convert(x, l, rt);
@@ -396,7 +396,7 @@ void lower_dot(lctx *x, ir_id i) {
     if (rtv != rc) tv_release(x, rtv);
     tv_release(x, lc);
     tv_release(x, rc);
-    x->val[i] = tv_alias(x, o, rt, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, o, rt, in->shape->rank, in->shape->dims);
     tv_release(x, o);
     return;
   }
@@ -431,10 +431,10 @@ void lower_dot(lctx *x, ir_id i) {
       tv_release(x, lt);
       tv_release(x, rtv);
       if (rt == IR_F32) {
-        x->val[i] = tv_alias(x, C1, rt, in->shape.rank, in->shape.dims);
+        x->val[i] = tv_alias(x, C1, rt, in->shape->rank, in->shape->dims);
       } else {
         tval *cv = lower_convert(x, C1, rt);
-        x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
+        x->val[i] = tv_alias(x, cv, rt, in->shape->rank, in->shape->dims);
         tv_release(x, cv);
       }
       tv_release(x, C1);
@@ -494,10 +494,10 @@ void lower_dot(lctx *x, ir_id i) {
   tv_release(x, A);
   tv_release(x, Bm);
   if (rt == IR_F32) {
-    x->val[i] = tv_alias(x, C, rt, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, C, rt, in->shape->rank, in->shape->dims);
   } else {
     tval *cv = lower_convert(x, C, rt);
-    x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, cv, rt, in->shape->rank, in->shape->dims);
     tv_release(x, cv);
   }
   tv_release(x, C);
@@ -558,23 +558,23 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
 void lower_conv(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
-  const ir_conv_dims *cd = &in->a.conv;
-  const ir_window *w = &in->a.window;
+  const ir_conv_dims *cd = &in->a->conv;
+  const ir_window *w = &in->a->window;
   int ns = cd->nspatial;
-  ir_type rt = in->shape.type;
+  ir_type rt = in->shape->type;
   bool fl = ir_type_is_float(rt);
   if (fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
     tb_error(x->b, ST_UNSUPPORTED, "convolution of %s and %s into %s", ir_type_name(v->type),
              ir_type_name(kv->type), ir_type_name(rt));
     return;
   }
-  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
-  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
+  int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
   int64_t G = fgc * bgc;
   int64_t Bn = v->dims[cd->in_batch], Cg = kv->dims[cd->k_in], Cout = kv->dims[cd->k_out];
   int64_t Bo = Bn / bgc, Coutg = Cout / G, O = 1, Wn = 1, Od[IR_MAX_RANK], Wd[IR_MAX_RANK];
   for (int k = 0; k < ns; k++) {
-    Od[k] = in->shape.dims[cd->out_spatial[k]];
+    Od[k] = in->shape->dims[cd->out_spatial[k]];
     Wd[k] = w->dims[k].size;
     O *= Od[k];
     Wn *= Wd[k];
@@ -750,8 +750,8 @@ void lower_conv(lctx *x, ir_id i) {
   /* Scatter [G, Bo, O..., Coutg] into the output layout. */
   tval shp;
   memset(&shp, 0, sizeof shp);
-  shp.rank = in->shape.rank;
-  for (int k = 0; k < shp.rank; k++) shp.dims[k] = in->shape.dims[k];
+  shp.rank = in->shape->rank;
+  for (int k = 0; k < shp.rank; k++) shp.dims[k] = in->shape->dims[k];
   int64_t os[IR_MAX_RANK];
   tv_strides(&shp, os);
   int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK];
@@ -790,11 +790,11 @@ void lower_conv(lctx *x, ir_id i) {
   bool same = true;
   for (int k = 0; k < r; k++) same &= dims[k] == 1 || ss[k] == dss[k];
   if (same) {
-    x->val[i] = tv_alias(x, C, rt, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x, C, rt, in->shape->rank, in->shape->dims);
     tv_release(x, C);
     return;
   }
-  tval *out = tv_new(x, rt, in->shape.rank, in->shape.dims);
+  tval *out = tv_new(x, rt, in->shape->rank, in->shape->dims);
   tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
   tv_release(x, C);
   x->val[i] = out;
@@ -875,7 +875,7 @@ void lower_reduce(lctx *x, ir_id i) {
   if (!red) return;
   tval *v0 = x->val[in->ops[0]];
   bool isred[IR_MAX_RANK] = {0};
-  for (int k = 0; k < in->a.dimensions.n; k++) isred[in->a.dimensions.v[k]] = true;
+  for (int k = 0; k < in->a->dimensions.n; k++) isred[in->a->dimensions.v[k]] = true;
   int64_t perm[IR_MAX_RANK], R = 1, O = 1;
   int np = 0;
   bool ident = true;
@@ -912,12 +912,12 @@ void lower_reduce(lctx *x, ir_id i) {
     for (int v = 0; v < nv; v++) {
       xs[v] = tv_addr(x->val[in->ops[v]]);
       inits[v] = tv_addr(x->val[in->ops[nv + v]]);
-      const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+      const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
       outs[v] = tv_new(x, s->type, s->rank, s->dims);
       os[v] = tv_addr(outs[v]);
     }
     tk_fold_strided(x->b, red, nv, xs, 1, R, inits, os, R, O);
-    x->val[i] = result_val(x, &in->shape, nv, outs);
+    x->val[i] = result_val(x, in->shape, nv, outs);
     return;
   }
   uint64_t xs[8], inits[8], os[8];
@@ -931,7 +931,7 @@ void lower_reduce(lctx *x, ir_id i) {
     tv[v] = ident ? src : lower_transpose(x, src, perm);
     xs[v] = tv_addr(tv[v]);
     inits[v] = tv_addr(x->val[in->ops[nv + v]]);
-    const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+    const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
     outs[v] = tv_new(x, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
@@ -939,7 +939,7 @@ void lower_reduce(lctx *x, ir_id i) {
   else tk_fold(x->b, red, nv, xs, inits, os, R, O);
   for (int v = 0; v < nv; v++)
     if (!ident) tv_release(x, tv[v]);
-  x->val[i] = result_val(x, &in->shape, nv, outs);
+  x->val[i] = result_val(x, in->shape, nv, outs);
 }
 
 void lower_reduce_window(lctx *x, ir_id i) {
@@ -950,7 +950,7 @@ void lower_reduce_window(lctx *x, ir_id i) {
     if (red) tb_error(x->b, ST_UNSUPPORTED, "reduce-window of %d values (at most 8)", nv);
     return;
   }
-  const ir_window *w = &in->a.window;
+  const ir_window *w = &in->a->window;
   tval *v0 = x->val[in->ops[0]];
   int rank = v0->rank;
   ir_padding_dim pd[IR_MAX_RANK];
@@ -961,7 +961,7 @@ void lower_reduce_window(lctx *x, ir_id i) {
     pd[k].interior = w->dims[k].lhs_dilate - 1;
     need_pad |= pd[k].lo || pd[k].hi || pd[k].interior;
   }
-  const ir_shape *s0 = in->shape.type == IR_TUPLE ? &in->shape.tuple[0] : &in->shape;
+  const ir_shape *s0 = in->shape->type == IR_TUPLE ? &in->shape->tuple[0] : in->shape;
   int64_t O = 1, Wn = 1;
   for (int k = 0; k < rank; k++) {
     O *= s0->dims[k];
@@ -1000,11 +1000,11 @@ void lower_reduce_window(lctx *x, ir_id i) {
     if (need_pad) tv_release(x, pv);
     xs[v] = tv_addr(stk[v]);
     inits[v] = tv_addr(init);
-    const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
+    const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
     outs[v] = tv_new(x, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
   tk_fold(x->b, red, nv, xs, inits, os, Wn, O);
   for (int v = 0; v < nv; v++) tv_release(x, stk[v]);
-  x->val[i] = result_val(x, &in->shape, nv, outs);
+  x->val[i] = result_val(x, in->shape, nv, outs);
 }

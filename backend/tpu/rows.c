@@ -484,11 +484,11 @@ static ir_op row_reducer(const ir_module *m, ir_comp_id c) {
   if (cp->root < 0 || live != 3) return IR_OP__COUNT;
   const ir_inst *r = &cp->insts.v[cp->root];
   if ((r->op != IR_OP_ADD && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM) || r->nops != 2 ||
-      r->shape.type != IR_F32 || r->shape.rank != 0)
+      r->shape->type != IR_F32 || r->shape->rank != 0)
     return IR_OP__COUNT;
   const ir_inst *a = &cp->insts.v[r->ops[0]], *bb = &cp->insts.v[r->ops[1]];
   if (a->op != IR_OP_PARAMETER || bb->op != IR_OP_PARAMETER ||
-      a->a.parameter_number == bb->a.parameter_number)
+      a->a->parameter_number == bb->a->parameter_number)
     return IR_OP__COUNT;
   return r->op;
 }
@@ -497,9 +497,9 @@ bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *
   if (red->op != IR_OP_REDUCE || red->nops != 2 || os->type != IR_F32 || os->rank < 1) return false;
   ir_op op = row_reducer(m, red->calls[0]);
   if (op == IR_OP__COUNT) return false;
-  int nr = red->a.dimensions.n;
+  int nr = red->a->dimensions.n;
   bool isred[IR_MAX_RANK] = {0};
-  for (int k = 0; k < nr; k++) isred[red->a.dimensions.v[k]] = true;
+  for (int k = 0; k < nr; k++) isred[red->a->dimensions.v[k]] = true;
   int64_t R = 1, O = 1;
   for (int d = 0; d < os->rank; d++) {
     if (isred[d] != (d >= os->rank - nr)) return false;
@@ -514,14 +514,14 @@ bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *
 bool lower_row_reduce(lctx *x, ir_id i) {
   const ir_inst *in = &x->comp->insts.v[i];
   tval *v = x->val[in->ops[0]], *init = x->val[in->ops[1]];
-  if (in->shape.type == IR_TUPLE || v->type != IR_F32 ||
-      !lower_rows_applies(x->m, in, &x->comp->insts.v[in->ops[0]].shape))
+  if (in->shape->type == IR_TUPLE || v->type != IR_F32 ||
+      !lower_rows_applies(x->m, in, x->comp->insts.v[in->ops[0]].shape))
     return false;
   tb *b = x->b;
   rprog p;
   memset(&p, 0, sizeof p);
   p.O = 1;
-  for (int d = 0; d < in->shape.rank; d++) p.O *= in->shape.dims[d];
+  for (int d = 0; d < in->shape->rank; d++) p.O *= in->shape->dims[d];
   p.R = v->count / (p.O ? p.O : 1);
   VEC_PUSH(b->a, p.in_addr, tv_addr(v));
   VEC_PUSH(b->a, p.in_type, IR_F32);
@@ -532,7 +532,7 @@ bool lower_row_reduce(lctx *x, ir_id i) {
   rp_add(b, &p, n0);
   rp_add(b, &p, n1);
   int r = rp_add(b, &p, n2);
-  tval *out = tv_new(x, in->shape.type, in->shape.rank, in->shape.dims);
+  tval *out = tv_new(x, in->shape->type, in->shape->rank, in->shape->dims);
   VEC_PUSH(b->a, p.out_node, r);
   VEC_PUSH(b->a, p.out_addr, tv_addr(out));
   VEC_PUSH(b->a, p.out_type, IR_F32);
@@ -567,10 +567,10 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   for (int i = 0; i < n && !S; i++) {
     const ir_inst *in = &fc->insts.v[i];
     if (in->dead || in->op != IR_OP_REDUCE) continue;
-    const ir_shape *os = &fc->insts.v[in->ops[0]].shape;
+    const ir_shape *os = fc->insts.v[in->ops[0]].shape;
     if (!lower_rows_applies(m, in, os)) return false;
     S = os;
-    nr = in->a.dimensions.n;
+    nr = in->a->dimensions.n;
   }
   if (!S) return false;
   int nk = S->rank - nr;
@@ -588,14 +588,14 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
     const ir_inst *in = &fc->insts.v[i];
     node[i] = -1;
     if (in->dead || in->op == IR_OP_TUPLE) continue;
-    const ir_shape *s = &in->shape;
+    const ir_shape *s = in->shape;
     if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) return false;
     rnode r;
     memset(&r, 0, sizeof r);
     r.type = s->type;
     switch (in->op) {
     case IR_OP_PARAMETER: {
-      tval *v = x->val[fin->ops[in->a.parameter_number]];
+      tval *v = x->val[fin->ops[in->a->parameter_number]];
       if (!v || v->tuple) return false;
       if (same_dims(s->rank, s->dims, S->rank, S->dims)) {
         r.kind = RN_IN;
@@ -611,19 +611,19 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
       if (s->rank != 0) return false;
       r.kind = RN_CONST;
       r.cls = RC_CONST;
-      r.bits = lit_bits(in->a.literal, 0);
+      r.bits = lit_bits(in->a->literal, 0);
       break;
     case IR_OP_BROADCAST: {
       const ir_inst *o = &fc->insts.v[in->ops[0]];
       int on = node[in->ops[0]];
-      const ir_ints *dm = &in->a.dimensions;
+      const ir_ints *dm = &in->a->dimensions;
       if (on >= 0 && p.nodes.v[on].kind == RN_CONST) {
         r = p.nodes.v[on];
         break;
       }
       bool full = same_dims(s->rank, s->dims, S->rank, S->dims);
       if (full && on >= 0 && p.nodes.v[on].cls == RC_ROW && dm->n == nk &&
-          same_dims(o->shape.rank, o->shape.dims, nk, S->dims)) {
+          same_dims(o->shape->rank, o->shape->dims, nk, S->dims)) {
         bool lead = true;
         for (int k = 0; k < nk; k++) lead &= dm->v[k] == k;
         if (!lead) return false;
@@ -633,12 +633,12 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
         r.type = p.nodes.v[on].type;
         break;
       }
-      if (full && o->op == IR_OP_PARAMETER && o->shape.type == IR_F32 && dm->n == nr &&
-          same_dims(o->shape.rank, o->shape.dims, nr, S->dims + nk)) {
+      if (full && o->op == IR_OP_PARAMETER && o->shape->type == IR_F32 && dm->n == nr &&
+          same_dims(o->shape->rank, o->shape->dims, nr, S->dims + nk)) {
         bool trail = true;
         for (int k = 0; k < nr; k++) trail &= dm->v[k] == nk + k;
         if (!trail) return false;
-        int64_t pn = o->a.parameter_number;
+        int64_t pn = o->a->parameter_number;
         if (!colof[pn]) {
           tval *v = x->val[fin->ops[pn]];
           if (!v || v->tuple || v->type != IR_F32) return false;
@@ -663,9 +663,9 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
       break;
     }
     case IR_OP_REDUCE: {
-      const ir_shape *os = &fc->insts.v[in->ops[0]].shape;
+      const ir_shape *os = fc->insts.v[in->ops[0]].shape;
       int on = node[in->ops[0]], init = node[in->ops[1]];
-      if (!lower_rows_applies(m, in, os) || in->a.dimensions.n != nr ||
+      if (!lower_rows_applies(m, in, os) || in->a->dimensions.n != nr ||
           !same_dims(os->rank, os->dims, S->rank, S->dims) || on < 0 ||
           p.nodes.v[on].cls != RC_FULL || p.nodes.v[on].type != IR_F32 || init < 0 ||
           p.nodes.v[init].kind != RN_CONST)
@@ -682,8 +682,8 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
       if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT) return false;
       r.kind = RN_OP;
       r.op = in->op;
-      r.cmp_dir = in->a.cmp_dir;
-      r.cmp_type = in->a.cmp_type;
+      r.cmp_dir = in->a->cmp_dir;
+      r.cmp_type = in->a->cmp_type;
       r.nargs = in->nops;
       bool full = false, row = false;
       for (int k = 0; k < in->nops; k++) {
@@ -695,7 +695,8 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
       }
       if (full == row) return false; /* mixed, or constants only */
       r.cls = full ? RC_FULL : RC_ROW;
-      tk_node t = {TK_OP, s->type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
+      tk_node t = {TK_OP, s->type, 0, 0, in->op, in->a->cmp_dir,
+in->a->cmp_type, in->nops, {0, 0, 0}};
       const char *why;
       if (!tk_elem_supported(b, &t, &why)) return false;
       break;
@@ -718,7 +719,7 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   }
   tval **outs = arena_array(b->a, (size_t)nout + 1, sizeof(tval *));
   for (int o = 0; o < nout; o++) {
-    const ir_shape *s = root->op == IR_OP_TUPLE ? &fc->insts.v[root->ops[o]].shape : &root->shape;
+    const ir_shape *s = root->op == IR_OP_TUPLE ? fc->insts.v[root->ops[o]].shape : root->shape;
     /* a single f32 FULL root that only one-pass dots use: stored as bf16 */
     ir_type t = out_bf16 && nout == 1 && s->type == IR_F32 &&
                         p.nodes.v[p.out_node.v[o]].cls == RC_FULL

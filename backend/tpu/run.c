@@ -196,7 +196,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     goto done;
   }
   {
-    const ir_shape *rs = &m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
+    const ir_shape *rs = m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
     shape_vec ls = {0};
     leaves(a, rs, &ls);
     ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));

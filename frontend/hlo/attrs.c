@@ -30,7 +30,7 @@
 typedef struct actx {
   hlo_attr_ctx *c;
   hlo_parser *p;
-  ir_inst *in;
+  ir_inst_proto *in;
   arena *a; /* module arena */
   const hlo_tok *name;
 } actx;
@@ -618,7 +618,7 @@ bool fe_hlo_is_comp_attr(const char *name) {
 }
 
 static ir_raw_attr *push_raw(actx *x, const char *name) {
-  ir_inst *in = x->in;
+  ir_inst_proto *in = x->in;
   ir_raw_attr *r = arena_array(x->a, (size_t)in->nraw + 1, sizeof(ir_raw_attr));
   if (in->nraw) memcpy(r, in->raw, sizeof(ir_raw_attr) * (size_t)in->nraw);
   in->raw = r;
@@ -635,7 +635,7 @@ static void add_raw(actx *x, const char *name, const hlo_tok *v) {
  * list, "name={%a, %b}" (one name without braces is read too). The
  * computations are appended to the instruction's calls. */
 static bool comp_refs(actx *x, const hlo_tok *name, const hlo_tok *v, bool list) {
-  ir_inst *in = x->in;
+  ir_inst_proto *in = x->in;
   const hlo_tok *one = v;
   int n = 1;
   const hlo_tok *const *names = &one;
@@ -672,7 +672,7 @@ static bool comp_refs(actx *x, const hlo_tok *name, const hlo_tok *v, bool list)
 
 /* An attribute of an OPF_DECLARED op; false after reporting. */
 static bool apply_declared(actx *x, const hlo_tok *name, const hlo_tok *v) {
-  ir_inst *in = x->in;
+  ir_inst_proto *in = x->in;
   const char *n = name->text;
   for (size_t i = 0; i < COUNTOF(comp_attrs); i++)
     if (strcmp(n, comp_attrs[i].name) == 0 && listed(comp_attrs[i].ops, in->op))
@@ -692,7 +692,7 @@ static bool apply_declared(actx *x, const hlo_tok *name, const hlo_tok *v) {
 
 /* One attribute; false after reporting. */
 static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dims) {
-  ir_inst *in = x->in;
+  ir_inst_proto *in = x->in;
   ir_attrs *at = &in->a;
   ir_op op = in->op;
   const char *n = name->text;
@@ -849,7 +849,7 @@ static const char *declared_missing(const hlo_inst *hi, ir_op op) {
 
 bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   actx x = {c, c->p, c->out, c->p->m->arena, NULL};
-  ir_inst *in = c->out;
+  ir_inst_proto *in = c->out;
   bool ok = true, seen_dims = false;
   ir_op op = in->op;
   if (op == IR_OP_CONVOLUTION) in->a.feature_group_count = in->a.batch_group_count = 1;

@@ -199,13 +199,13 @@ static int *topo(comp_ctx *cc, int **opidx) {
   return order;
 }
 
-static void init_inst(ir_inst *in) {
+static void init_inst(ir_inst_proto *in) {
   memset(in, 0, sizeof *in);
   in->a.preferred_type = IR_TYPE_INVALID;
 }
 
 /* Builds instruction hi into *in; false when it has errors. */
-static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
+static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst_proto *in) {
   builder *b = cc->b;
   hlo_parser *p = b->p;
   init_inst(in);
@@ -262,12 +262,12 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst *in) {
         continue;
       }
       ir_inst *src = ir_inst_get(b->m, cc->id, oi->id);
-      os[i] = src->shape;
+      os[i] = *src->shape;
       ids[i] = oi->id;
-      if (o->shape && o->shape->type != IR_TYPE_INVALID && !ir_shape_equal(o->shape, &src->shape)) {
+      if (o->shape && o->shape->type != IR_TYPE_INVALID && !ir_shape_equal(o->shape, src->shape)) {
         fe_hlo_error(p, o->shape_loc, "operand %d of '%s' is written as %s but '%s' is %s", i,
                      hi->final_name, shape_str(p, o->shape), oi->final_name,
-                     shape_str(p, &src->shape));
+                     shape_str(p, src->shape));
         ok = false;
       }
     }
@@ -357,7 +357,7 @@ static void build_comp(builder *b, hlo_comp *c) {
   bool comp_ok = true;
   for (int k = 0; k < n; k++) {
     hlo_inst *hi = c->insts.v[order[k]];
-    ir_inst in;
+    ir_inst_proto in;
     if (hi->bad) {
       /* errors already reported (undefined operand, cycle) */
       comp_ok = false;
@@ -401,7 +401,7 @@ static void build_comp(builder *b, hlo_comp *c) {
     hlo_inst *hi = c->insts.v[i];
     ir_inst *in = ir_inst_get(b->m, c->id, hi->id);
     if (in->op != IR_OP_PARAMETER) continue;
-    int64_t k = in->a.parameter_number;
+    int64_t k = in->a->parameter_number;
     if (k >= nparams) {
       fe_hlo_error(p, hi->loc,
                    "parameter number %lld of '%s' is out of range: computation '%s' has %d "
@@ -432,7 +432,7 @@ static void build_comp(builder *b, hlo_comp *c) {
     } else {
       for (int i = 0; i < nparams; i++) {
         const ir_shape *want = c->params.v[i].shape;
-        const ir_shape *got = &ir_inst_get(b->m, c->id, byno[i]->id)->shape;
+        const ir_shape *got = ir_inst_get(b->m, c->id, byno[i]->id)->shape;
         if (want->type != IR_TYPE_INVALID && !ir_shape_equal(want, got)) {
           fe_hlo_error(p, c->params.v[i].name->loc,
                        "signature gives parameter %d as %s but '%s' is %s", i,
@@ -441,7 +441,7 @@ static void build_comp(builder *b, hlo_comp *c) {
         }
       }
     }
-    const ir_shape *rs = &ir_inst_get(b->m, c->id, root->id)->shape;
+    const ir_shape *rs = ir_inst_get(b->m, c->id, root->id)->shape;
     if (c->result && c->result->type != IR_TYPE_INVALID && !ir_shape_equal(c->result, rs)) {
       fe_hlo_error(p, c->result_loc, "signature gives the result as %s but ROOT '%s' is %s",
                    shape_str(p, c->result), root->final_name, shape_str(p, rs));
@@ -473,18 +473,20 @@ static void check_entry_layout(builder *b) {
     if (i < e->nparams) snprintf(what, sizeof what, "parameter %d", i);
     else snprintf(what, sizeof what, "the result");
     if (want->type == IR_TYPE_INVALID) continue;
-    if (!ir_shape_equal(want, &in->shape)) {
+    if (!ir_shape_equal(want, in->shape)) {
       fe_hlo_error(p, p->ecl_loc, "entry_computation_layout gives %s as %s but '%s' is %s", what,
-                   shape_str(p, want), in->name, shape_str(p, &in->shape));
-    } else if (!ir_shape_equal_with_layout(want, &in->shape)) {
+                   shape_str(p, want), in->info->name,
+                   shape_str(p, in->shape));
+    } else if (!ir_shape_equal_with_layout(want, in->shape)) {
       strbuf x, y;
       sb_init(&x);
       sb_init(&y);
       ir_shape_print(&x, want, true);
-      ir_shape_print(&y, &in->shape, true);
+      ir_shape_print(&y, in->shape, true);
       fe_hlo_warning(p, p->ecl_loc,
                      "entry_computation_layout gives %s the layout %s but '%s' has %s; tpucc "
-                     "keeps the instruction's layout", what, sb_str(&x), in->name, sb_str(&y));
+                     "keeps the instruction's layout", what, sb_str(&x),
+                     in->info->name, sb_str(&y));
       sb_free(&x);
       sb_free(&y);
     }

@@ -114,9 +114,9 @@ static ir_shape *bad_shape(hlo_parser *p) {
 }
 
 /* Reads "1,0:T(8,128)(2,1)E(16)S(1)" (as the grammar flattened it) into
- * s->layout. Returns false after reporting. */
-static bool read_layout(hlo_parser *p, ir_shape *s, hlo_tokvec *lay, src_loc at) {
-  ir_layout *l = &s->layout;
+ * *l for shape s. Returns false after reporting. */
+static bool read_layout(hlo_parser *p, const ir_shape *s, hlo_tokvec *lay, src_loc at,
+                        ir_layout *l) {
   memset(l, 0, sizeof *l);
   int i = 0, nminor = 0;
   bool seen[IR_MAX_RANK] = {false};
@@ -242,8 +242,11 @@ ir_shape *fe_hlo_array_shape(hlo_parser *p, hlo_tok *type, hlo_tokvec *dims,
     return bad_shape(p);
   }
   ir_shape_default_layout(s);
-  if (layout && !read_layout(p, s, layout, type->loc)) return bad_shape(p);
-  s->has_layout = true;
+  ir_layout l;
+  if (layout) {
+    if (!read_layout(p, s, layout, type->loc, &l)) return bad_shape(p);
+    ir_shape_set_layout(p->m->arena, s, &l);
+  }
   return s;
 }
 

@@ -166,7 +166,7 @@ bool fe_hlo_int(hlo_parser *p, const hlo_tok *t, int64_t *out);
 typedef struct hlo_attr_ctx {
   hlo_parser *p;
   strmap *comp_ids;
-  ir_inst *out;          /* attributes land here */
+  ir_inst_proto *out;          /* attributes land here */
   const ir_shape *ops;   /* operand shapes (resolved) */
   int nops;
 } hlo_attr_ctx;

@@ -82,7 +82,7 @@ void lnote_origin(lctx *L, const tg_node *n) {
 /* ---- building --------------------------------------------------------- */
 
 const ir_shape *lshape(lctx *L, ir_id id) {
-  return &ir_inst_get(L->m, L->comp, id)->shape;
+  return ir_inst_get(L->m, L->comp, id)->shape;
 }
 
 /* Counts one instruction against the limits; false (reported once) when
@@ -105,7 +105,7 @@ static bool budget(lctx *L, src_loc loc) {
   return true;
 }
 
-static ir_id add_inst(lctx *L, ir_inst *in, src_loc loc) {
+static ir_id add_inst(lctx *L, ir_inst_proto *in, src_loc loc) {
   loc.file = L->file;
   in->loc = loc;
   in->meta.source_file = L->file;
@@ -145,7 +145,7 @@ ir_id lemit(lctx *L, ir_op op, const ir_id *ops, int nops, const ir_attrs *a,
     lerr(L, loc, "%s: result %s is too large", what, lshape_str(L, &out));
     return IR_NONE;
   }
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.shape = out;
@@ -159,7 +159,7 @@ ir_id lemit(lctx *L, ir_op op, const ir_id *ops, int nops, const ir_attrs *a,
 
 ir_id lconst(lctx *L, ir_literal *lit, src_loc loc) {
   if (!lit || !budget(L, loc)) return IR_NONE;
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_CONSTANT;
   in.shape = lit->shape;
@@ -177,7 +177,7 @@ ir_id lscalar(lctx *L, ir_type t, double v, src_loc loc) {
 
 static ir_id lparam(lctx *L, int index, const ir_shape *s, const char *name, src_loc loc) {
   if (!budget(L, loc)) return IR_NONE;
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.shape = *s;
@@ -197,7 +197,7 @@ ir_comp_id lreducer(lctx *L, int kind, ir_type t, src_loc loc) {
   const char *cn = ir_unique_name(L->m, arena_printf(L->m->arena, "%s_%s", names[kind], ir_type_name(t)));
   ir_comp_id c = ir_comp_add(L->m, cn);
   ir_shape s = ir_shape_scalar(t);
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   loc.file = L->file;
   in.op = IR_OP_PARAMETER;
@@ -270,7 +270,7 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
         }
         if (v.k == TV_TENSOR && v.id >= before) {
           ir_inst *in = ir_inst_get(L->m, L->comp, v.id);
-          if (in->op != IR_OP_PARAMETER) in->name = ir_unique_name(L->m, st->names[0]);
+          if (in->op != IR_OP_PARAMETER) in->info->name = ir_unique_name(L->m, st->names[0]);
         }
         bind(L, st->names[0], st->name_locs[0], v);
       } else {

@@ -61,7 +61,8 @@ static void note(gen *g, const char *fmt, ...) {
   va_end(ap);
 }
 
-static const ir_shape *shp(gen *g, ir_id v) { return &ir_inst_get(g->m, g->c, v)->shape; }
+static const ir_shape *shp(gen *g, ir_id v) { return ir_inst_get(g->m, g->c,
+								 v)->shape; }
 
 static ir_ints ints(gen *g, int n, const int64_t *v) { return tc_ints(g->m->arena, n, v); }
 
@@ -670,7 +671,7 @@ static double identity(ir_op op, ir_type t) {
 static ir_id scalar_const(gen *g, ir_type t, double v) {
   ir_shape s = ir_shape_scalar(t);
   ir_id k = constant(g, &s, false);
-  ir_literal *l = ir_inst_get(g->m, g->c, k)->a.literal;
+  ir_literal *l = ir_inst_get(g->m, g->c, k)->a->literal;
   if (ir_type_is_float(t)) ir_literal_set_f64(l, 0, v);
   else ir_literal_set_i64(l, 0, (int64_t)v);
   return k;
@@ -984,6 +985,6 @@ ir_literal **og_args(const ir_module *m, arena *a, uint64_t seed) {
   memset(&g, 0, sizeof g);
   g.rs = seed * 0x9E3779B97F4A7C15ull + 11;
   for (int p = 0; p < c->nparams; p++)
-    args[p] = random_literal(&g, a, &c->insts.v[c->params[p]].shape, false);
+    args[p] = random_literal(&g, a, c->insts.v[c->params[p]].shape, false);
   return args;
 }

@@ -20,7 +20,7 @@ static uint64_t rnd(gen *g) { return tc_splitmix(&g->rs); }
 static int pick(gen *g, int n) { return n > 0 ? (int)(rnd(g) % (uint64_t)n) : 0; }
 static bool on(gen *g, unsigned fam) { return (g->o->ops & fam) != 0; }
 
-static const ir_shape *shp(gen *g, ir_id v) { return &ir_inst_get(g->m, g->c, v)->shape; }
+static const ir_shape *shp(gen *g, ir_id v) { return ir_inst_get(g->m, g->c, v)->shape; }
 
 static ir_ints ints(gen *g, int n, const int64_t *v) { return tc_ints(g->m->arena, n, v); }
 
@@ -44,7 +44,7 @@ static ir_id add(gen *g, ir_op op, const ir_id *ops, int nops, const ir_attrs *a
   if (out.type != IR_TUPLE &&
       (!ir_shape_elements(&out, &n) || n > g->o->max_elems))
     return IR_NONE;
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.shape = out;
@@ -131,7 +131,7 @@ static ir_comp_id reducer(gen *g, ir_op op, ir_type t) {
   ir_comp_id rc = ir_comp_add(g->m, ir_unique_name(g->m, "reducer"));
   ir_shape s = ir_shape_scalar(t);
   ir_id p[2] = {tc_param(g->m, rc, &s, 0), tc_param(g->m, rc, &s, 1)};
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.shape = s;
@@ -807,7 +807,7 @@ ir_literal **rg_args_ex(const ir_module *m, arena *a, uint64_t seed, bool specia
   memset(&g, 0, sizeof g);
   g.rs = seed * 0x9E3779B97F4A7C15ull + 7;
   for (int p = 0; p < c->nparams; p++) {
-    const ir_shape *s = &c->insts.v[c->params[p]].shape;
+    const ir_shape *s = c->insts.v[c->params[p]].shape;
     ir_literal *l = ir_literal_create(a, s);
     int64_t n = ir_shape_count(s);
     for (int64_t i = 0; i < n; i++) {

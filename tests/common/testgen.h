@@ -22,7 +22,7 @@ static inline ir_ints tc_ints(arena *a, int n, const int64_t *v) {
 
 /* Appends parameter(number) of shape s to computation c. */
 static inline ir_id tc_param(ir_module *m, ir_comp_id c, const ir_shape *s, int64_t number) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.shape = *s;
@@ -32,7 +32,7 @@ static inline ir_id tc_param(ir_module *m, ir_comp_id c, const ir_shape *s, int6
 
 /* Appends a constant holding literal l (kept, not copied) to c. */
 static inline ir_id tc_constant(ir_module *m, ir_comp_id c, ir_literal *l) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_CONSTANT;
   in.shape = l->shape;

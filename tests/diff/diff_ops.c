@@ -65,12 +65,12 @@ static bool any_inst(const ir_module *m, bool (*want)(const ir_comp *, const ir_
 
 static bool is_f16(const ir_comp *c, const ir_inst *in) {
   (void)c;
-  return shape_has(&in->shape, IR_F16) ||
-         ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && in->a.preferred_type == IR_F16);
+  return shape_has(in->shape, IR_F16) ||
+         ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && in->a->preferred_type == IR_F16);
 }
 static bool is_int_power(const ir_comp *c, const ir_inst *in) {
   (void)c;
-  return in->op == IR_OP_POWER && !ir_type_is_float(in->shape.type);
+  return in->op == IR_OP_POWER && !ir_type_is_float(in->shape->type);
 }
 static bool has_f16(const ir_module *m, const og_case *k) {
   (void)k;

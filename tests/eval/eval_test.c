@@ -28,7 +28,7 @@ void tb_free(tb *t) {
 
 ir_id tb_op(tb *t, ir_op op, ir_shape s, const ir_attrs *a, int nops, const ir_id *ops, int ncalls,
             const ir_comp_id *calls) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.shape = s;

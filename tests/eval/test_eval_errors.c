@@ -24,11 +24,11 @@ static void wrong_argument_shape_names_the_parameter(void **state) {
   tb t;
   tb_init(&t);
   ir_id p = tb_param(&t, 0, SH(IR_F32, 2));
-  ir_inst_get(t.m, t.entry, p)->loc = (src_loc){"model.hlo", 3, 5};
+  ir_inst_get(t.m, t.entry, p)->info->loc = (src_loc){"model.hlo", 3, 5};
   ir_literal *arg = tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3));
   expect_error(&t, p, &arg, 1, ST_INVALID_ARGUMENT, "argument 0 has shape f32[3], expected f32[2]");
   assert_non_null(strstr(t.err, "model.hlo:3:5:"));
-  assert_non_null(strstr(t.err, ir_inst_get(t.m, t.entry, p)->name));
+  assert_non_null(strstr(t.err, ir_inst_get(t.m, t.entry, p)->info->name));
   tb_free(&t);
   tb_init(&t); /* wrong type */
   p = tb_param(&t, 0, SH(IR_F32, 2));
@@ -59,7 +59,8 @@ static void byte_limit_names_the_instruction(void **state) {
   ir_attrs a = attrs();
   ir_id s = tb_scalar(&t, IR_F32, 1);
   ir_id b = OP1(&t, IR_OP_BROADCAST, SH(IR_F32, 1024, 1024), &a, s);
-  expect_error(&t, b, NULL, 0, ST_RESOURCE_EXHAUSTED, ir_inst_get(t.m, t.entry, b)->name);
+  expect_error(&t, b, NULL, 0, ST_RESOURCE_EXHAUSTED,
+               ir_inst_get(t.m, t.entry, b)->info->name);
   assert_non_null(strstr(t.err, "limit"));
   tb_free(&t);
   tb_init(&t); /* an element count that overflows is refused, not allocated */
@@ -99,7 +100,8 @@ static void work_limit_stops_huge_windows_and_dots(void **state) {
   r = OP2(&t, IR_OP_DOT, SH(IR_F32, 64, 64), &a, l, l);
   ir_shape s = SH(IR_F32, 64, 64);
   arg = ir_literal_create(t.out, &s);
-  expect_error(&t, r, &arg, 1, ST_RESOURCE_EXHAUSTED, ir_inst_get(t.m, t.entry, r)->name);
+  expect_error(&t, r, &arg, 1, ST_RESOURCE_EXHAUSTED,
+               ir_inst_get(t.m, t.entry, r)->info->name);
   tb_free(&t);
 }
 

@@ -142,7 +142,7 @@ static void random_instructions_never_crash(void **state) {
         ir_shape el[2] = {rand_shape(ty, 2), rand_shape(ty, 2)};
         rs = tuple_shape(&t, 2, el);
       } else if (nops > 0 && ops[0] >= 0 && ops[0] < ir_comp_get(t.m, t.c)->insts.n && pick(0, 1)) {
-        rs = ir_inst_get(t.m, t.c, ops[0])->shape; /* often the operand's shape */
+        rs = *ir_inst_get(t.m, t.c, ops[0])->shape; /* often the operand's shape */
         if (pick(0, 3) == 0 && rs.type != IR_TUPLE) rs.type = rand_type();
       } else {
         rs = rand_shape(pick(0, 2) ? ty : rand_type(), 3);
@@ -161,7 +161,7 @@ static void random_instructions_never_crash(void **state) {
     if (st == ST_OK) {
       ok++;
       assert_non_null(out);
-      assert_true(ir_shape_equal(&out->shape, &ir_inst_get(t.m, t.entry, last)->shape));
+      assert_true(ir_shape_equal(&out->shape, ir_inst_get(t.m, t.entry, last)->shape));
     } else {
       failed++;
       assert_null(out);

@@ -30,7 +30,7 @@ static size_t constant_bytes(const ir_module *m) {
   size_t n = 0;
   for (int c = 0; c < m->comps.n; c++)
     for (int i = 0; i < m->comps.v[c].insts.n; i++)
-      n += literal_bytes(m->comps.v[c].insts.v[i].a.literal);
+      n += literal_bytes(m->comps.v[c].insts.v[i].a->literal);
   return n;
 }
 

@@ -40,7 +40,7 @@ int main(void) {
       fails++;
     }
     const ir_comp *last = ir_comp_get(big, 7999);
-    const char *p = last->insts.v[last->params[0]].name, *r = last->insts.v[last->root].name;
+    const char *p = last->insts.v[last->params[0]].info->name, *r = last->insts.v[last->root].info->name;
     if (strcmp(p, "p.7999") != 0 || strcmp(r, "r.7999") != 0) {
       fprintf(stderr, "FAIL: computation c7999 names its instructions %s and %s\n", p, r);
       fails++;

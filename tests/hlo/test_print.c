@@ -144,7 +144,7 @@ static void module_long_and_short(void **state) {
   ir_module *m = ir_module_create("demo");
   ir_comp_id c = ir_comp_add(m, "main");
   int64_t d[2] = {2, 3};
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.name = "x";
@@ -220,9 +220,9 @@ static void module_long_and_short(void **state) {
   assert_string_equal(sb_str(&s2), sb_str(&s));
   /* the metadata string was decoded on the way in */
   ir_comp *mc = ir_comp_get(m2, m2->entry);
-  assert_string_equal(mc->insts.v[mc->root].meta.op_name, "a \"quoted\" name");
-  assert_int_equal(mc->insts.v[mc->root].loc.line, 7);
-  assert_int_equal(mc->insts.v[mc->root].loc.col, 8);
+  assert_string_equal(mc->insts.v[mc->root].info->meta.op_name, "a \"quoted\" name");
+  assert_int_equal(mc->insts.v[mc->root].info->loc.line, 7);
+  assert_int_equal(mc->insts.v[mc->root].info->loc.col, 8);
   sb_free(&s2);
   sb_free(&s);
   ir_module_destroy(m2);
@@ -243,7 +243,7 @@ static void parse_exact_values(void **state) {
   ir_module *m = fe_parse_hlo("v.hlo", text, strlen(text), d);
   assert_non_null(m);
   ir_comp *c = ir_comp_get(m, m->entry);
-  const ir_literal *l = c->insts.v[c->root].a.literal;
+  const ir_literal *l = c->insts.v[c->root].a->literal;
   const uint16_t *bf = l->elems[0]->data, *h = l->elems[1]->data;
   uint32_t f[2];
   memcpy(f, l->elems[2]->data, 8);
@@ -270,7 +270,7 @@ static void parse_exact_values(void **state) {
   m = fe_parse_hlo("o.hlo", ok, strlen(ok), d);
   assert_non_null(m);
   c = ir_comp_get(m, m->entry);
-  assert_int_equal(*(const uint16_t *)c->insts.v[c->root].a.literal->data, 0x7bff);
+  assert_int_equal(*(const uint16_t *)c->insts.v[c->root].a->literal->data, 0x7bff);
   ir_module_destroy(m);
   diag_destroy(d);
 }

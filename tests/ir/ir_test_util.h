@@ -83,7 +83,7 @@ static inline const char *tu_str(const ir_shape *s) {
 /* Appends an instruction with an explicit (possibly wrong) shape. */
 static inline ir_id tu_inst(ir_module *m, ir_comp_id c, ir_op op, const char *name, const char *shape,
                             int nops, const ir_id *ops, const ir_attrs *a) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = op;
   in.name = name;

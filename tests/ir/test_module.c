@@ -15,10 +15,10 @@ static void unique_names_from_op_spelling(void **st) {
   ir_id p = tu_param(m, c, 0, NULL, "f32[]");
   ir_id a = tu_inst(m, c, IR_OP_NEGATE, NULL, "f32[]", 1, &p, NULL);
   ir_id b = tu_inst(m, c, IR_OP_NEGATE, NULL, "f32[]", 1, &a, NULL);
-  assert_string_equal(ir_inst_get(m, c, p)->name, "parameter");
-  assert_string_equal(ir_inst_get(m, c, a)->name, "negate");
-  assert_string_not_equal(ir_inst_get(m, c, b)->name, "negate");
-  assert_int_equal(strncmp(ir_inst_get(m, c, b)->name, "negate.", 7), 0);
+  assert_string_equal(ir_inst_get(m, c, p)->info->name, "parameter");
+  assert_string_equal(ir_inst_get(m, c, a)->info->name, "negate");
+  assert_string_not_equal(ir_inst_get(m, c, b)->info->name, "negate");
+  assert_int_equal(strncmp(ir_inst_get(m, c, b)->info->name, "negate.", 7), 0);
   /* an explicit name is taken, so a derived one avoids it */
   tu_inst(m, c, IR_OP_NEGATE, "exp.1", "f32[]", 1, &b, NULL);
   const char *n = ir_unique_name(m, "exp");
@@ -72,9 +72,9 @@ static void topo_sort_moves_operands_first(void **st) {
   m->entry = c;
   assert_true(ir_comp_topo_sort(m, c));
   ir_comp *cp = ir_comp_get(m, c);
-  assert_string_equal(cp->insts.v[0].name, "p");
-  assert_string_equal(cp->insts.v[1].name, "e");
-  assert_string_equal(cp->insts.v[2].name, "neg");
+  assert_string_equal(cp->insts.v[0].info->name, "p");
+  assert_string_equal(cp->insts.v[1].info->name, "e");
+  assert_string_equal(cp->insts.v[2].info->name, "neg");
   assert_int_equal(cp->insts.v[1].ops[0], 0);
   assert_int_equal(cp->insts.v[2].ops[0], 1);
   assert_int_equal(cp->root, 2);
@@ -99,7 +99,7 @@ static void topo_sort_keeps_ordered_input(void **st) {
   assert_true(ir_comp_topo_sort(m, c));
   ir_comp *cp = ir_comp_get(m, c);
   const char *want[] = {"a", "b", "k", "unused", "r"};
-  for (int i = 0; i < 5; i++) assert_string_equal(cp->insts.v[i].name, want[i]);
+  for (int i = 0; i < 5; i++) assert_string_equal(cp->insts.v[i].info->name, want[i]);
   assert_int_equal(cp->insts.v[r].ops[0], k);
   assert_int_equal(cp->insts.v[unused].ops[0], a);
   assert_int_equal(cp->root, r);
@@ -114,7 +114,7 @@ static void topo_sort_reports_cycle_and_leaves_order(void **st) {
   tu_inst(m, c, IR_OP_NEGATE, "y", "f32[]", 1, (ir_id[]){0}, NULL);
   assert_false(ir_comp_topo_sort(m, c));
   ir_comp *cp = ir_comp_get(m, c);
-  assert_string_equal(cp->insts.v[0].name, "x");
+  assert_string_equal(cp->insts.v[0].info->name, "x");
   assert_int_equal(cp->insts.v[0].ops[0], 1);
   assert_int_equal(cp->insts.v[1].ops[0], 0);
   ir_module_destroy(m);
@@ -138,19 +138,19 @@ static ir_module *rich_module(void) {
   ir_id k = tu_inst(m, c, IR_OP_CONSTANT, "k", "f32[3]", 0, NULL, &ka);
   ir_id s = tu_inst(m, c, IR_OP_ADD, "s", "f32[3]", 2, (ir_id[]){p, k}, NULL);
   ir_inst *si = ir_inst_get(m, c, s);
-  si->meta.op_name = arena_strdup(m->arena, "jit(f)/add");
-  si->meta.source_file = arena_strdup(m->arena, "model.py");
-  si->meta.source_line = 12;
-  si->raw = arena_alloc(m->arena, sizeof(ir_raw_attr));
-  si->raw[0].name = arena_strdup(m->arena, "backend_config");
-  si->raw[0].text = arena_strdup(m->arena, "{\"x\":1}");
-  si->nraw = 1;
+  si->info->meta.op_name = arena_strdup(m->arena, "jit(f)/add");
+  si->info->meta.source_file = arena_strdup(m->arena, "model.py");
+  si->info->meta.source_line = 12;
+  si->info->raw = arena_alloc(m->arena, sizeof(ir_raw_attr));
+  si->info->raw[0].name = arena_strdup(m->arena, "backend_config");
+  si->info->raw[0].text = arena_strdup(m->arena, "{\"x\":1}");
+  si->info->nraw = 1;
   ir_attrs ra = no_attrs();
   ra.dimensions = INTS(0);
   ir_id z = tu_inst(m, c, IR_OP_CONSTANT, "z", "f32[]", 0, NULL, &(ir_attrs){0});
   ir_shape zs = ir_shape_scalar(IR_F32);
-  ir_inst_get(m, c, z)->a.literal = ir_literal_create(m->arena, &zs);
-  ir_inst in;
+  ir_inst_attrs_mut(m, ir_inst_get(m, c, z))->literal = ir_literal_create(m->arena, &zs);
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_REDUCE;
   in.name = "r";
@@ -176,7 +176,7 @@ static void clone_is_deep_and_independent(void **st) {
   ir_module *c = ir_module_clone(m);
   /* scribble over the original's arena, then free it */
   ir_comp *oc = ir_comp_get(m, 1);
-  oc->insts.v[0].shape.dims[0] = 99;
+  ((ir_shape *)oc->insts.v[0].shape)->dims[0] = 99;
   ir_module_destroy(m);
 
   assert_int_equal(ir_verify(c, d), 0);
@@ -189,19 +189,19 @@ static void clone_is_deep_and_independent(void **st) {
   assert_int_equal(cc->nparams, 1);
   assert_int_equal(cc->params[0], 0);
   const ir_inst *k = &cc->insts.v[1];
-  assert_string_equal(k->name, "k");
-  assert_true(ir_literal_get_f64(k->a.literal, 2) == 3.0);
+  assert_string_equal(k->info->name, "k");
+  assert_true(ir_literal_get_f64(k->a->literal, 2) == 3.0);
   const ir_inst *s = &cc->insts.v[2];
-  assert_string_equal(s->meta.op_name, "jit(f)/add");
-  assert_string_equal(s->meta.source_file, "model.py");
-  assert_int_equal(s->meta.source_line, 12);
-  assert_string_equal(s->raw[0].name, "backend_config");
-  assert_string_equal(s->raw[0].text, "{\"x\":1}");
+  assert_string_equal(s->info->meta.op_name, "jit(f)/add");
+  assert_string_equal(s->info->meta.source_file, "model.py");
+  assert_int_equal(s->info->meta.source_line, 12);
+  assert_string_equal(s->info->raw[0].name, "backend_config");
+  assert_string_equal(s->info->raw[0].text, "{\"x\":1}");
   const ir_inst *r = &cc->insts.v[4];
   assert_int_equal(r->calls[0], 0);
-  assert_int_equal(r->a.dimensions.n, 1);
-  assert_int_equal(r->a.dimensions.v[0], 0);
-  assert_string_equal(tu_str(&cc->insts.v[cc->root].shape), "(f32[3], f32[])");
+  assert_int_equal(r->a->dimensions.n, 1);
+  assert_int_equal(r->a->dimensions.v[0], 0);
+  assert_string_equal(tu_str(cc->insts.v[cc->root].shape), "(f32[3], f32[])");
   /* the clone keeps names unique: a derived "k" is fresh */
   assert_string_not_equal(ir_unique_name(c, "k"), "k");
   diag_destroy(d);

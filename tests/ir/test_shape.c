@@ -27,38 +27,53 @@ static void scalar_prints_without_braces(void **st) {
   assert_string_equal(print(&s, true), "pred[]");
 }
 
-static void layout_not_given_is_not_printed(void **st) {
+static void default_layout_is_null_and_printed(void **st) {
   (void)st;
-  ir_shape s = ir_shape_array(IR_BF16, 1, (int64_t[]){7});
-  s.has_layout = false;
-  assert_string_equal(print(&s, true), "bf16[7]");
+  arena *a = arena_create();
+  ir_shape s = ir_shape_array(IR_BF16, 2, (int64_t[]){7, 3});
+  assert_null(s.layout);
+  assert_string_equal(print(&s, true), "bf16[7,3]{1,0}");
+  ir_layout l = *ir_layout_default(2);
+  ir_shape_set_layout(a, &s, &l); /* the default: stored as NULL */
+  assert_null(s.layout);
+  l.minor_to_major[0] = 0;
+  l.minor_to_major[1] = 1;
+  ir_shape_set_layout(a, &s, &l);
+  assert_non_null(s.layout);
+  assert_ptr_not_equal(s.layout, &l);
+  assert_string_equal(print(&s, true), "bf16[7,3]{0,1}");
+  arena_destroy(a);
 }
 
 static void column_major_layout(void **st) {
   (void)st;
   ir_shape s = ir_shape_array(IR_F32, 2, (int64_t[]){2, 3});
-  s.layout.minor_to_major[0] = 0;
-  s.layout.minor_to_major[1] = 1;
+  ir_layout l = *ir_layout_default(2);
+  s.layout = &l;
+  l.minor_to_major[0] = 0;
+  l.minor_to_major[1] = 1;
   assert_string_equal(print(&s, true), "f32[2,3]{0,1}");
 }
 
 static void tiled_layouts(void **st) {
   (void)st;
   ir_shape s = ir_shape_array(IR_F32, 2, (int64_t[]){16, 256});
-  s.layout.ntiles = 1;
-  s.layout.tiles[0] = (ir_tile){2, {8, 128}};
+  ir_layout l = *ir_layout_default(2);
+  s.layout = &l;
+  l.ntiles = 1;
+  l.tiles[0] = (ir_tile){2, {8, 128}};
   assert_string_equal(print(&s, true), "f32[16,256]{1,0:T(8,128)}");
   /* several tiles share one T, as XLA spells them */
-  s.layout.ntiles = 2;
-  s.layout.tiles[1] = (ir_tile){2, {2, 1}};
+  l.ntiles = 2;
+  l.tiles[1] = (ir_tile){2, {2, 1}};
   assert_string_equal(print(&s, true), "f32[16,256]{1,0:T(8,128)(2,1)}");
-  s.layout.tiles[1] = (ir_tile){3, {IR_TILE_COMBINE, 2, 1}};
+  l.tiles[1] = (ir_tile){3, {IR_TILE_COMBINE, 2, 1}};
   assert_string_equal(print(&s, true), "f32[16,256]{1,0:T(8,128)(*,2,1)}");
-  s.layout.element_bits = 16;
-  s.layout.memory_space = 1;
+  l.element_bits = 16;
+  l.memory_space = 1;
   assert_string_equal(print(&s, true), "f32[16,256]{1,0:T(8,128)(*,2,1)E(16)S(1)}");
-  s.layout.ntiles = 0;
-  s.layout.element_bits = 0;
+  l.ntiles = 0;
+  l.element_bits = 0;
   assert_string_equal(print(&s, true), "f32[16,256]{1,0:S(1)}");
 }
 
@@ -74,8 +89,10 @@ static void tuple_prints_elements(void **st) {
 static void equality_ignores_layout(void **st) {
   (void)st;
   ir_shape a = ir_shape_array(IR_F32, 2, (int64_t[]){2, 3}), b = a;
-  b.layout.minor_to_major[0] = 0;
-  b.layout.minor_to_major[1] = 1;
+  ir_layout l = *ir_layout_default(2);
+  b.layout = &l;
+  l.minor_to_major[0] = 0;
+  l.minor_to_major[1] = 1;
   assert_true(ir_shape_equal(&a, &b));
   assert_false(ir_shape_equal_with_layout(&a, &b));
   ir_shape c = ir_shape_array(IR_F32, 2, (int64_t[]){3, 2});
@@ -83,10 +100,12 @@ static void equality_ignores_layout(void **st) {
   ir_shape d = ir_shape_array(IR_S32, 2, (int64_t[]){2, 3});
   assert_false(ir_shape_equal(&a, &d));
   b = a;
-  b.layout.ntiles = 1;
-  b.layout.tiles[0] = (ir_tile){1, {128}};
+  l = *ir_layout_default(2);
+  b.layout = &l;
+  l.ntiles = 1;
+  l.tiles[0] = (ir_tile){1, {128}};
   assert_false(ir_shape_equal_with_layout(&a, &b));
-  b.has_layout = false; /* no layout given: nothing to compare */
+  l.ntiles = 0; /* the default layout spelled out equals NULL */
   assert_true(ir_shape_equal_with_layout(&a, &b));
 }
 
@@ -132,7 +151,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(array_prints_with_default_layout),
       cmocka_unit_test(scalar_prints_without_braces),
-      cmocka_unit_test(layout_not_given_is_not_printed),
+      cmocka_unit_test(default_layout_is_null_and_printed),
       cmocka_unit_test(column_major_layout),
       cmocka_unit_test(tiled_layouts),
       cmocka_unit_test(tuple_prints_elements),

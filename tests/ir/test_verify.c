@@ -53,6 +53,15 @@ static void expect(fixture *f, int n, const char *first) {
 
 static ir_inst *inst(fixture *f, ir_id i) { return ir_inst_get(f->m, f->c, i); }
 
+/* Gives instruction i the shape spelled spec, bypassing inference. */
+static void set_shape(fixture *f, ir_id i, const char *spec) {
+  ir_shape s = tu_shape(f->m->arena, spec);
+  ir_inst_set_shape(f->m, inst(f, i), &s);
+}
+
+/* i's attributes, writable (to corrupt them). */
+static ir_attrs *attrs_of(fixture *f, ir_id i) { return ir_inst_attrs_mut(f->m, inst(f, i)); }
+
 static void well_formed_module_has_no_problems(void **st) {
   fixture *f = *st;
   assert_int_equal(ir_verify(f->m, f->d), 0);
@@ -61,13 +70,13 @@ static void well_formed_module_has_no_problems(void **st) {
 
 static void operand_shape_mismatch(void **st) {
   fixture *f = *st;
-  inst(f, f->p1)->shape = tu_shape(f->m->arena, "f32[3]");
+  set_shape(f, f->p1, "f32[3]");
   expect(f, 1, "verify: %add.3: operand 1 shape f32[3] does not match f32[2]");
 }
 
 static void declared_shape_differs_from_inferred(void **st) {
   fixture *f = *st;
-  inst(f, f->add)->shape = tu_shape(f->m->arena, "f32[3]");
+  set_shape(f, f->add, "f32[3]");
   expect(f, 1, "verify: %add.3: shape f32[3] does not match inferred f32[2]");
 }
 
@@ -76,10 +85,12 @@ static void layout_difference_is_accepted(void **st) {
   ir_id t = tu_inst(f->m, f->c, IR_OP_TRANSPOSE, "t", "f32[2]", 1, &f->add, &(ir_attrs){.dimensions = INTS(0)});
   (void)t;
   ir_shape s = tu_shape(f->m->arena, "f32[2,3]");
-  s.layout.minor_to_major[0] = 0;
-  s.layout.minor_to_major[1] = 1;
+  ir_layout l = *ir_layout_default(2);
+  l.minor_to_major[0] = 0;
+  l.minor_to_major[1] = 1;
+  s.layout = &l;
   ir_id p2 = tu_param(f->m, f->c, 2, "p2", "f32[2,3]");
-  inst(f, p2)->shape = s;
+  ir_inst_set_shape(f->m, inst(f, p2), &s);
   ir_id cp = tu_inst(f->m, f->c, IR_OP_COPY, "cp", "f32[2,3]", 1, &p2, NULL);
   (void)cp;
   ir_comp_finish(f->m, f->c);
@@ -88,12 +99,14 @@ static void layout_difference_is_accepted(void **st) {
 
 static void bad_layout_is_reported(void **st) {
   fixture *f = *st;
-  ir_inst *p = inst(f, f->p0);
-  p->shape = tu_shape(f->m->arena, "f32[2,2]");
-  p->shape.layout.minor_to_major[0] = 1;
-  p->shape.layout.minor_to_major[1] = 1;
-  inst(f, f->p1)->shape = p->shape;
-  inst(f, f->add)->shape = p->shape;
+  ir_shape s = tu_shape(f->m->arena, "f32[2,2]");
+  ir_layout l = *ir_layout_default(2);
+  l.minor_to_major[0] = 1;
+  l.minor_to_major[1] = 1;
+  s.layout = &l;
+  ir_inst_set_shape(f->m, inst(f, f->p0), &s);
+  inst(f, f->p1)->shape = inst(f, f->p0)->shape;
+  inst(f, f->add)->shape = inst(f, f->p0)->shape;
   expect(f, 3, "verify: %p0: layout minor_to_major is not a permutation of 0..1");
 }
 
@@ -146,13 +159,13 @@ static void operand_refers_to_removed_instruction(void **st) {
 
 static void duplicate_parameter_number(void **st) {
   fixture *f = *st;
-  inst(f, f->p1)->a.parameter_number = 0;
+  attrs_of(f, f->p1)->parameter_number = 0;
   expect(f, 1, "verify: %p1: parameter number 0 already used by %p0");
 }
 
 static void parameter_numbers_with_gap(void **st) {
   fixture *f = *st;
-  inst(f, f->p1)->a.parameter_number = 2;
+  attrs_of(f, f->p1)->parameter_number = 2;
   expect(f, 1, "verify: %p1: parameter number 2 out of range: computation main has 2 parameters");
 }
 
@@ -164,7 +177,7 @@ static void stale_params_array(void **st) {
 
 static void duplicate_instruction_names(void **st) {
   fixture *f = *st;
-  inst(f, f->p1)->name = "p0";
+  inst(f, f->p1)->info->name = "p0";
   expect(f, 1, "verify: %p0: instruction name is used twice");
 }
 
@@ -212,7 +225,7 @@ static void constant_without_literal(void **st) {
 
 static void called_computation_missing(void **st) {
   fixture *f = *st;
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_FUSION;
   in.name = "fu";
@@ -231,7 +244,7 @@ static void fusion_parameter_count_mismatch(void **st) {
   ir_id x = tu_param(f->m, g, 0, "fx", "f32[2]");
   ir_comp_get(f->m, g)->root = tu_inst(f->m, g, IR_OP_NEGATE, "fn", "f32[2]", 1, &x, NULL);
   ir_comp_finish(f->m, g);
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_FUSION;
   in.name = "fu";
@@ -249,7 +262,7 @@ static void reducer_with_wrong_signature(void **st) {
   ir_comp_id r = tu_reducer(f->m, "add_s32", IR_S32, IR_OP_ADD);
   ir_id z = tu_param(f->m, f->c, 2, "z", "f32[]");
   ir_comp_finish(f->m, f->c);
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_REDUCE;
   in.name = "red";
@@ -268,7 +281,7 @@ static void recursive_calls(void **st) {
   /* g(x) = fusion(x) calls g itself */
   ir_comp_id g = ir_comp_add(f->m, "g");
   ir_id x = tu_param(f->m, g, 0, "gx", "f32[2]");
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_FUSION;
   in.name = "again";
@@ -300,7 +313,7 @@ static void dot_declared_result_type_is_honoured(void **st) {
   a.rhs_contracting = INTS(0);
   ir_id d = tu_inst(f->m, f->c, IR_OP_DOT, "dot", "f32[2,4]", 2, (ir_id[]){l, r}, &a);
   assert_int_equal(ir_verify(f->m, f->d), 0);
-  inst(f, d)->shape = tu_shape(f->m->arena, "s32[2,4]");
+  set_shape(f, d, "s32[2,4]");
   expect(f, 1, "verify: %dot: result type s32 is incompatible with operand type bf16");
 }
 
@@ -308,8 +321,8 @@ static void located_report_shows_source_line(void **st) {
   fixture *f = *st;
   const char *src = "HloModule m\nENTRY main {\n  add.3 = f32[2] add(p0, p1)\n}\n";
   diag_add_source(f->d, "m.hlo", src, strlen(src));
-  inst(f, f->add)->loc = (src_loc){"m.hlo", 3, 3};
-  inst(f, f->add)->shape = tu_shape(f->m->arena, "s32[2]");
+  inst(f, f->add)->info->loc = (src_loc){"m.hlo", 3, 3};
+  set_shape(f, f->add, "s32[2]");
   assert_int_equal(ir_verify(f->m, f->d), 1);
   assert_string_equal(diag_text(f->d),
                       "m.hlo:3:3: error: verify: %add.3: shape s32[2] does not match inferred f32[2]\n"
@@ -320,15 +333,18 @@ static void located_report_shows_source_line(void **st) {
 static void several_problems_are_all_counted(void **st) {
   fixture *f = *st;
   f->m->entry = IR_NONE;
-  inst(f, f->p1)->name = "p0";
-  inst(f, f->add)->shape = tu_shape(f->m->arena, "f32[9]");
+  inst(f, f->p1)->info->name = "p0";
+  set_shape(f, f->add, "f32[9]");
   expect(f, 3, "verify: module verify_test has no entry computation");
 }
 
 static void malformed_shapes_are_reported_once(void **st) {
   fixture *f = *st;
-  inst(f, f->p0)->shape.dims[0] = -4;
-  inst(f, f->p1)->shape.rank = IR_MAX_RANK + 1;
+  ir_shape s0 = *inst(f, f->p0)->shape, s1 = *inst(f, f->p1)->shape;
+  s0.dims[0] = -4;
+  s1.rank = IR_MAX_RANK + 1;
+  ir_inst_set_shape(f->m, inst(f, f->p0), &s0);
+  ir_inst_set_shape(f->m, inst(f, f->p1), &s1);
   ir_verify(f->m, f->d);
   assert_string_equal(diag_text(f->d), "error: verify: %p0: shape has negative dimension -4\n"
                                        "error: verify: %p1: shape has rank 13, outside 0..12\n");
@@ -337,15 +353,14 @@ static void malformed_shapes_are_reported_once(void **st) {
 
 static void huge_shape_is_reported(void **st) {
   fixture *f = *st;
-  ir_inst *p = inst(f, f->p0);
-  p->shape = tu_shape(f->m->arena, "f32[1048576,1048576,2]");
+  set_shape(f, f->p0, "f32[1048576,1048576,2]");
   expect(f, 1, "verify: %p0: shape has more than 2^40 elements");
 }
 
 static void replica_groups_must_be_distinct(void **st) {
   fixture *f = *st;
   ir_comp_id r = tu_reducer(f->m, "sum", IR_F32, IR_OP_ADD);
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_ALL_REDUCE;
   in.name = "ar";
@@ -359,9 +374,9 @@ static void replica_groups_must_be_distinct(void **st) {
   in.a.replica_groups.groups = groups;
   ir_id ar = ir_inst_add(f->m, f->c, &in);
   expect(f, 1, "verify: %ar: replica_groups lists replica 1 twice");
-  inst(f, ar)->a.replica_groups.groups[1].v[1] = 3;
+  attrs_of(f, ar)->replica_groups.groups[1].v[1] = 3;
   assert_int_equal(ir_verify(f->m, f->d), 0);
-  inst(f, ar)->a.replica_groups.groups[0].v[0] = -1;
+  attrs_of(f, ar)->replica_groups.groups[0].v[0] = -1;
   assert_int_equal(ir_verify(f->m, f->d), 1);
 }
 
@@ -371,7 +386,7 @@ static void fusion_kind_out_of_range(void **st) {
   ir_id x = tu_param(f->m, g, 0, "fx", "f32[2]");
   ir_comp_get(f->m, g)->root = tu_inst(f->m, g, IR_OP_NEGATE, "fn", "f32[2]", 1, &x, NULL);
   ir_comp_finish(f->m, g);
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_FUSION;
   in.name = "fu";
@@ -390,7 +405,7 @@ static void malformed_attribute_list(void **st) {
   ir_attrs a = attrs();
   a.dimensions = INTS(0);
   ir_id t = tu_inst(f->m, f->c, IR_OP_TRANSPOSE, "tr", "f32[2]", 1, &f->add, &a);
-  inst(f, t)->a.dimensions = (ir_ints){2, NULL}; /* a count without an array */
+  attrs_of(f, t)->dimensions = (ir_ints){2, NULL}; /* a count without an array */
   expect(f, 1, "verify: %tr: malformed attribute list");
 }
 

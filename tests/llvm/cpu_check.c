@@ -15,7 +15,7 @@ tmod tm_new(const char *name) {
 }
 
 ir_id tm_param_shape(tmod *t, int n, const ir_shape *s) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_PARAMETER;
   in.shape = *s;
@@ -29,7 +29,7 @@ ir_id tm_param(tmod *t, int n, ir_type ty, int rank, const int64_t *dims) {
 }
 
 ir_id tm_const_scalar(tmod *t, ir_type ty, double v) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_CONSTANT;
   in.shape = ir_shape_scalar(ty);
@@ -123,7 +123,7 @@ ir_literal **tm_args(tmod *t, arena *a, uint64_t seed, bool specials) {
   const ir_comp *c = ir_comp_get(t->m, t->m->entry);
   ir_literal **args = arena_array(a, (size_t)c->nparams + 1, sizeof *args);
   for (int p = 0; p < c->nparams; p++) {
-    args[p] = ir_literal_create(a, &c->insts.v[c->params[p]].shape);
+    args[p] = ir_literal_create(a, c->insts.v[c->params[p]].shape);
     tm_fill(args[p], seed + (uint64_t)p * 1000003u, specials);
   }
   return args;

@@ -34,10 +34,10 @@ typedef struct gen {
   int nparams;
 } gen;
 
-static const ir_shape *shp(gen *g, ir_id v) { return &ir_inst_get(g->t.m, g->t.c, v)->shape; }
+static const ir_shape *shp(gen *g, ir_id v) { return ir_inst_get(g->t.m, g->t.c, v)->shape; }
 
 /* Adds inst if its shape infers (for ops that infer) and pushes it. */
-static bool try_add(gen *g, ir_inst *in, bool infer) {
+static bool try_add(gen *g, ir_inst_proto *in, bool infer) {
   ir_shape ops[4], out;
   for (int i = 0; i < in->nops; i++) ops[i] = *shp(g, in->ops[i]);
   char err[200];
@@ -64,7 +64,7 @@ static ir_shape rand_shape(ir_type t) {
 }
 
 static void step(gen *g) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   arena *a = g->t.m->arena;
   ir_id x = g->vals[pick(g->nv)], y = g->vals[pick(g->nv)];
@@ -181,7 +181,7 @@ static void step(gen *g) {
     in.nops = 2;
     in.a.cmp_dir = (ir_cmp_dir)pick(6);
     if (!try_add(g, &in, true)) break;
-    ir_inst sel;
+    ir_inst_proto sel;
     memset(&sel, 0, sizeof sel);
     ir_id sops[3] = {g->vals[g->nv - 1], x, y};
     sel.op = IR_OP_SELECT;

@@ -93,7 +93,7 @@ static void gemm_edges(void **state) {
 }
 
 static ir_id bcast(tmod *t, ir_id x, const ir_shape *s, int ndims, const int64_t *dims) {
-  ir_inst in;
+  ir_inst_proto in;
   memset(&in, 0, sizeof in);
   in.op = IR_OP_BROADCAST;
   in.shape = *s;
@@ -115,7 +115,7 @@ static bool check_fusion(tmod *t, ir_comp_id fc, ir_comp_id main, ir_id root, co
   const ir_comp *fcp = ir_comp_get(t->m, fc);
   int np = fcp->nparams;
   ir_id ps[8];
-  for (int i = 0; i < np && i < 8; i++) ps[i] = tm_param_shape(t, i, &fcp->insts.v[fcp->params[i]].shape);
+  for (int i = 0; i < np && i < 8; i++) ps[i] = tm_param_shape(t, i, fcp->insts.v[fcp->params[i]].shape);
   ir_attrs fa;
   memset(&fa, 0, sizeof fa);
   return check(t, tm_call(t, IR_OP_FUSION, ps, np, &fa, fc), CPU_NUMERICS_NATIVE, what);
@@ -151,7 +151,7 @@ static bool epilogue_case(int variant, int64_t M, int64_t K, int64_t N) {
   ir_id sc = tm_param(&t, 3, IR_F32, 0, NULL);
   ir_attrs a = dot_attrs(&t, variant == 5 ? 1 : 0);
   ir_id d = tm_op(&t, IR_OP_DOT, (ir_id[]){h, w}, 2, &a);
-  ir_shape os = ir_inst_get(t.m, t.c, d)->shape;
+  ir_shape os = *ir_inst_get(t.m, t.c, d)->shape;
   int64_t last = os.rank - 1;
   ir_id bb = bcast(&t, b, &os, 1, &last), sb = bcast(&t, sc, &os, 0, NULL);
   ir_id zero = bcast(&t, tm_const_f32(&t, 0.0f), &os, 0, NULL);
@@ -251,7 +251,7 @@ static bool conv_epilogue_case(bool nchw, int64_t w, int64_t c, int64_t o) {
     k = tm_param(&t, 1, IR_F32, 4, D(3, 3, c, o));
   }
   ir_id cv = tm_op(&t, IR_OP_CONVOLUTION, (ir_id[]){x, k}, 2, &a);
-  ir_shape os = ir_inst_get(t.m, t.c, cv)->shape;
+  ir_shape os = *ir_inst_get(t.m, t.c, cv)->shape;
   int64_t last = os.rank - 1;
   ir_id b = tm_param(&t, 2, IR_F32, 1, D(os.dims[last]));
   ir_id zero = bcast(&t, tm_const_f32(&t, 0.0f), &os, 0, NULL);

@@ -54,7 +54,8 @@ static void check(int64_t M, int64_t K, int64_t N, bool specials, int threads) {
   arena *ar = arena_create();
   ir_literal *args[2];
   for (int i = 0; i < 2; i++) {
-    args[i] = ir_literal_create(ar, &ir_inst_get(t.m, t.c, i == 0 ? l : r)->shape);
+    args[i] = ir_literal_create(ar,
+                                ir_inst_get(t.m, t.c, i == 0 ? l : r)->shape);
     uint16_t *d = args[i]->data;
     for (int64_t j = 0; j < ir_shape_count(&args[i]->shape); j++) d[j] = rand_bf16(specials);
   }

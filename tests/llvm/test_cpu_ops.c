@@ -94,7 +94,7 @@ static void convert_all_pairs(void **state) {
       for (int bc = 0; bc < 2; bc++) {
         tmod m = tm_new("convert");
         ir_id p = tm_param(&m, 0, all_types[f], 1, dims);
-        ir_inst in;
+        ir_inst_proto in;
         memset(&in, 0, sizeof in);
         in.op = bc ? IR_OP_BITCAST_CONVERT : IR_OP_CONVERT;
         in.shape = ir_shape_array(all_types[t], 1, dims);

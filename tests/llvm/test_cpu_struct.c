@@ -38,7 +38,7 @@ static void data_movement(void **state) {
       ir_id p = tm_param(&m, 0, t, 2, D(3, 5));
       memset(&a, 0, sizeof a);
       a.dimensions = INTS(m, 1, 3);
-      ir_inst in;
+      ir_inst_proto in;
       memset(&in, 0, sizeof in);
       in.op = IR_OP_BROADCAST;
       in.shape = ir_shape_array(t, 4, D(4, 3, 2, 5));
@@ -53,7 +53,7 @@ static void data_movement(void **state) {
       memset(&a, 0, sizeof a);
       a.dimensions = INTS(m, 2, 0, 1);
       ir_id tr = tm_op(&m, IR_OP_TRANSPOSE, &p, 1, &a);
-      ir_inst in;
+      ir_inst_proto in;
       memset(&in, 0, sizeof in);
       in.op = IR_OP_RESHAPE;
       in.shape = ir_shape_array(t, 2, D(10, 12));
@@ -90,7 +90,7 @@ static void data_movement(void **state) {
     }
     if (t != IR_PRED) { /* iota along dim 1 (pred iota is ill-typed) */
       tmod m = tm_new("iota");
-      ir_inst in;
+      ir_inst_proto in;
       memset(&in, 0, sizeof in);
       in.op = IR_OP_IOTA;
       in.shape = ir_shape_array(t, 2, D(3, 300));
@@ -159,7 +159,7 @@ static void variadic_reduce_argmax(void **state) {
   ir_attrs ia;
   memset(&ia, 0, sizeof ia);
   ia.index = 1;
-  ir_inst io;
+  ir_inst_proto io;
   memset(&io, 0, sizeof io);
   io.op = IR_OP_IOTA;
   io.shape = ir_shape_array(IR_S32, 2, D(17, 29));
@@ -248,7 +248,7 @@ static bool dot_case(ir_type lt, ir_type rt, ir_type pt, int variant, cpu_numeri
     a.rhs_contracting = INTS(m, 0);
     break;
   }
-  ir_shape ss[2] = {ir_inst_get(m.m, m.c, l)->shape, ir_inst_get(m.m, m.c, r)->shape}, out;
+  ir_shape ss[2] = {*ir_inst_get(m.m, m.c, l)->shape, *ir_inst_get(m.m, m.c, r)->shape}, out;
   char err[200];
   if (!ir_infer_shape(m.m, IR_OP_DOT, ss, 2, &a, NULL, 0, &out, err, sizeof err)) {
     ir_module_destroy(m.m);
@@ -320,7 +320,7 @@ static void tpu_case(int64_t M, int64_t K, int64_t N, int threads) {
   tm_finish(&t1, tm_op(&t1, IR_OP_DOT, (ir_id[]){l, r}, 2, &a));
   l = tm_param(&t2, 0, IR_F32, 2, D(M, K));
   r = tm_param(&t2, 1, IR_F32, 2, D(K, N));
-  ir_inst cv;
+  ir_inst_proto cv;
   memset(&cv, 0, sizeof cv);
   cv.op = IR_OP_CONVERT;
   cv.nops = 1;
@@ -397,7 +397,7 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
     x = tm_param(&m, 0, t, 4, D(variant == 4 ? 4 : 2, 9, 8, cin));
     k = tm_param(&m, 1, t, 4, D(3, 3, kin, cout));
   }
-  ir_shape ss[2] = {ir_inst_get(m.m, m.c, x)->shape, ir_inst_get(m.m, m.c, k)->shape}, out;
+  ir_shape ss[2] = {*ir_inst_get(m.m, m.c, x)->shape, *ir_inst_get(m.m, m.c, k)->shape}, out;
   char err[200];
   if (!ir_infer_shape(m.m, IR_OP_CONVOLUTION, ss, 2, &a, NULL, 0, &out, err, sizeof err)) {
     fprintf(stderr, "conv v%d rejected: %s\n", variant, err);
@@ -442,16 +442,16 @@ static void fusions(void **state) {
       ir_attrs ba;
       memset(&ba, 0, sizeof ba);
       ba.dimensions = INTS(m, 1);
-      ir_inst bi;
+      ir_inst_proto bi;
       memset(&bi, 0, sizeof bi);
       bi.op = IR_OP_BROADCAST;
       bi.shape = ir_shape_array(IR_F32, 2, D(64, 600));
-      ir_id bb = ir_inst_add(m.m, m.c, &(ir_inst){.op = IR_OP_BROADCAST, .shape = bi.shape, .nops = 1,
+      ir_id bb = ir_inst_add(m.m, m.c, &(ir_inst_proto){.op = IR_OP_BROADCAST, .shape = bi.shape, .nops = 1,
                                              .ops = &bv, .a = ba});
       ir_id mul = tm_op(&m, IR_OP_MULTIPLY, (ir_id[]){x, av}, 2, NULL);
       ir_id add = tm_op(&m, IR_OP_ADD, (ir_id[]){mul, bb}, 2, NULL);
       ir_id z = tm_const_f32(&m, 0.0f);
-      ir_id zb = ir_inst_add(m.m, m.c, &(ir_inst){.op = IR_OP_BROADCAST, .shape = bi.shape, .nops = 1, .ops = &z});
+      ir_id zb = ir_inst_add(m.m, m.c, &(ir_inst_proto){.op = IR_OP_BROADCAST, .shape = bi.shape, .nops = 1, .ops = &z});
       ir_id relu = tm_op(&m, IR_OP_MAXIMUM, (ir_id[]){add, zb}, 2, NULL);
       root = tm_op(&m, IR_OP_MULTIPLY, (ir_id[]){relu, x}, 2, NULL);
     } else if (variant == 1) {
@@ -478,7 +478,7 @@ static void fusions(void **state) {
       ir_attrs ba;
       memset(&ba, 0, sizeof ba);
       ba.dimensions = INTS(m, 1);
-      ir_id bb = ir_inst_add(m.m, m.c, &(ir_inst){.op = IR_OP_BROADCAST, .shape = ir_shape_array(IR_F32, 2, D(40, 30)),
+      ir_id bb = ir_inst_add(m.m, m.c, &(ir_inst_proto){.op = IR_OP_BROADCAST, .shape = ir_shape_array(IR_F32, 2, D(40, 30)),
                                                   .nops = 1, .ops = &bv, .a = ba});
       root = tm_op(&m, IR_OP_ADD, (ir_id[]){d, bb}, 2, NULL);
     }
@@ -487,7 +487,7 @@ static void fusions(void **state) {
     m.c = main;
     ir_id ps[3];
     const ir_comp *fcp = ir_comp_get(m.m, fc);
-    for (int i = 0; i < nargs; i++) ps[i] = tm_param_shape(&m, i, &fcp->insts.v[fcp->params[i]].shape);
+    for (int i = 0; i < nargs; i++) ps[i] = tm_param_shape(&m, i, fcp->insts.v[fcp->params[i]].shape);
     ir_attrs fa;
     memset(&fa, 0, sizeof fa);
     ir_id f = tm_call(&m, IR_OP_FUSION, ps, nargs, &fa, fc);

@@ -184,11 +184,11 @@ static void check_inputs(const char *path, const ir_module *m0, bool special) {
   uint64_t st = 12345;
   for (int i = 0; i < e->nparams; i++) {
     const ir_inst *p = &e->insts.v[e->params[i]];
-    if (!ir_shape_is_array(&p->shape)) {
+    if (!ir_shape_is_array(p->shape)) {
       if (!special) printf("skipped %s: tuple parameter\n", path), skipped++;
       goto out;
     }
-    args[i] = ir_literal_create(a, &p->shape);
+    args[i] = ir_literal_create(a, p->shape);
     fill(args[i], &st, special);
   }
   ir_literal *ref = NULL;

@@ -59,7 +59,7 @@ static void reference(const inputs *in, bool tpu_numerics, float r[NR], float s[
   const float *src[3] = {in->x, in->w, in->b};
   ir_literal *args[3];
   for (int p = 0; p < 3; p++) {
-    args[p] = ir_literal_create(a, &c->insts.v[c->params[p]].shape);
+    args[p] = ir_literal_create(a, c->insts.v[c->params[p]].shape);
     memcpy(args[p]->data, src[p], args[p]->nbytes);
   }
   ir_eval_options o;

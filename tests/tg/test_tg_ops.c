@@ -692,16 +692,17 @@ static void entry_and_metadata(void **state) {
   bool saw_exp = false;
   for (int i = 0; i < c->insts.n; i++) {
     ir_inst *in = &c->insts.v[i];
-    assert_string_equal(in->meta.source_file, "m.tg");
-    assert_string_equal(in->loc.file, "m.tg");
+    assert_string_equal(in->info->meta.source_file, "m.tg");
+    assert_string_equal(in->info->loc.file, "m.tg");
     if (in->op == IR_OP_EXP) {
       saw_exp = true;
-      assert_int_equal(in->meta.source_line, 3);
-      assert_int_equal(in->loc.col, 11);
-      assert_string_equal(in->name, "h");
-      assert_string_equal(in->meta.op_name, "b/exp");
+      assert_int_equal(in->info->meta.source_line, 3);
+      assert_int_equal(in->info->loc.col, 11);
+      assert_string_equal(in->info->name, "h");
+      assert_string_equal(in->info->meta.op_name, "b/exp");
     }
-    if (in->op == IR_OP_MULTIPLY) assert_int_equal(in->meta.source_line, 4);
+    if (in->op == IR_OP_MULTIPLY) assert_int_equal(in->info->meta.source_line,
+                                                   4);
   }
   assert_true(saw_exp);
   ir_module_destroy(m);
@@ -729,25 +730,26 @@ static void lowering_structure(void **state) {
     case IR_OP_PARAMETER: nparams++; break;
     case IR_OP_DOT:
       ndot++;
-      assert_int_equal(in->a.lhs_contracting.n, 1);
-      assert_int_equal(in->a.lhs_contracting.v[0], 1);
-      assert_int_equal(in->a.rhs_contracting.v[0], 0);
-      assert_int_equal(in->a.lhs_batch.n, 0);
-      assert_int_equal(in->loc.col, 13);
+      assert_int_equal(in->a->lhs_contracting.n, 1);
+      assert_int_equal(in->a->lhs_contracting.v[0], 1);
+      assert_int_equal(in->a->rhs_contracting.v[0], 0);
+      assert_int_equal(in->a->lhs_batch.n, 0);
+      assert_int_equal(in->info->loc.col, 13);
       break;
     case IR_OP_BROADCAST:
       nbcast++;
-      assert_int_equal(in->a.dimensions.n, 1);
-      assert_int_equal(in->a.dimensions.v[0], 1);
-      assert_int_equal(in->shape.dims[0], 4);
-      assert_int_equal(in->shape.dims[1], 3);
-      assert_string_equal(ir_inst_get(m, m->entry, in->ops[0])->name, "b");
+      assert_int_equal(in->a->dimensions.n, 1);
+      assert_int_equal(in->a->dimensions.v[0], 1);
+      assert_int_equal(in->shape->dims[0], 4);
+      assert_int_equal(in->shape->dims[1], 3);
+      assert_string_equal(ir_inst_get(m, m->entry, in->ops[0])->info->name,
+                          "b");
       break;
     case IR_OP_ADD:
       nadd++;
-      assert_string_equal(in->name, "h");
+      assert_string_equal(in->info->name, "h");
       assert_int_equal(c->root, i);
-      assert_int_equal(in->loc.col, 17);
+      assert_int_equal(in->info->loc.col, 17);
       break;
     default: fail_msg("unexpected op %s", ir_op_name(in->op));
     }

@@ -37,7 +37,7 @@ static inline ir_literal **tgu_random_args(ir_module *m, arena *a, uint64_t seed
   ir_comp *c = ir_comp_get(m, m->entry);
   ir_literal **args = arena_array(a, (size_t)(c->nparams ? c->nparams : 1), sizeof(ir_literal *));
   for (int i = 0; i < c->nparams; i++) {
-    args[i] = ir_literal_create(a, &ir_inst_get(m, m->entry, c->params[i])->shape);
+    args[i] = ir_literal_create(a, ir_inst_get(m, m->entry, c->params[i])->shape);
     tgu_fill_random(args[i], &seed);
   }
   *out_n = c->nparams;

@@ -39,7 +39,7 @@ ir_literal **tc_args(const ir_module *m, arena *a, uint64_t seed) {
   ir_literal **args = arena_array(a, (size_t)c->nparams + 1, sizeof(ir_literal *));
   uint64_t s = seed;
   for (int p = 0; p < c->nparams; p++) {
-    args[p] = ir_literal_create(a, &c->insts.v[c->params[p]].shape);
+    args[p] = ir_literal_create(a, c->insts.v[c->params[p]].shape);
     fill(args[p], &s);
   }
   return args;
@@ -66,20 +66,20 @@ static int64_t scan_ops(const ir_module *m, bool *mxu, bool *trans, int64_t *rma
       ir_op op = in->op;
       if (op == IR_OP_DOT || op == IR_OP_CONVOLUTION) {
         *mxu = true;
-        const ir_shape *l = &m->comps.v[c].insts.v[in->ops[0]].shape;
-        const ir_shape *r = &m->comps.v[c].insts.v[in->ops[1]].shape;
+        const ir_shape *l = m->comps.v[c].insts.v[in->ops[0]].shape;
+        const ir_shape *r = m->comps.v[c].insts.v[in->ops[1]].shape;
         int64_t k = 1;
         if (op == IR_OP_DOT)
-          for (int j = 0; j < in->a.lhs_contracting.n; j++) k *= l->dims[in->a.lhs_contracting.v[j]];
+          for (int j = 0; j < in->a->lhs_contracting.n; j++) k *= l->dims[in->a->lhs_contracting.v[j]];
         else {
-          k = r->dims[in->a.conv.k_in];
-          for (int j = 0; j < in->a.conv.nspatial; j++) k *= r->dims[in->a.conv.k_spatial[j]];
+          k = r->dims[in->a->conv.k_in];
+          for (int j = 0; j < in->a->conv.nspatial; j++) k *= r->dims[in->a->conv.k_spatial[j]];
         }
         if (k > kmax) kmax = k;
       }
-      if (op == IR_OP_REDUCE && in->shape.type == IR_F32) {
-        int64_t r = ir_shape_count(&m->comps.v[c].insts.v[in->ops[0]].shape) /
-                    (ir_shape_count(&in->shape) ? ir_shape_count(&in->shape) : 1);
+      if (op == IR_OP_REDUCE && in->shape->type == IR_F32) {
+        int64_t r = ir_shape_count(m->comps.v[c].insts.v[in->ops[0]].shape) /
+                    (ir_shape_count(in->shape) ? ir_shape_count(in->shape) : 1);
         if (r > *rmax) *rmax = r;
       }
       /* the vmath kernels (docs/numerics.md): double functions rounded once */
