@@ -144,6 +144,8 @@ void sb_put_escaped(strbuf *b, const char *s, size_t n);
  * creation. Open addressing; not thread-safe. */
 typedef struct strmap strmap;
 strmap *strmap_create(arena *a);
+/* The same, sized for n keys without growing (keys must be < 4 GiB). */
+strmap *strmap_create_sized(arena *a, int n);
 /* Returns the value or -1 when absent. */
 int32_t strmap_get(const strmap *m, const char *key, size_t len);
 /* Inserts or replaces. Values must be >= 0. */

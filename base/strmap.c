@@ -3,7 +3,7 @@
 
 typedef struct slot {
   const char *key;
-  size_t len;
+  uint32_t len;
   int32_t value;
 } slot;
 
@@ -19,10 +19,13 @@ static uint64_t hash(const char *s, size_t n) {
   return h;
 }
 
-strmap *strmap_create(arena *a) {
+strmap *strmap_create(arena *a) { return strmap_create_sized(a, 0); }
+
+strmap *strmap_create_sized(arena *a, int n) {
   strmap *m = arena_alloc(a, sizeof *m);
   m->a = a;
   m->cap = 16;
+  while (m->cap < INT32_MAX / 2 && (int64_t)n * 4 >= (int64_t)m->cap * 3) m->cap *= 2;
   m->slots = arena_array(a, (size_t)m->cap, sizeof(slot));
   return m;
 }
@@ -50,10 +53,11 @@ void strmap_put(strmap *m, const char *key, size_t len, int32_t value) {
     for (int i = 0; i < oc; i++)
       if (old[i].key) *find(m, old[i].key, old[i].len) = old[i];
   }
+  if (len > UINT32_MAX) base_die("strmap: a key of %zu bytes", len);
   slot *s = find(m, key, len);
   if (!s->key) {
     s->key = arena_strndup(m->a, key, len);
-    s->len = len;
+    s->len = (uint32_t)len;
     m->count++;
   }
   s->value = value;

@@ -64,9 +64,11 @@ int main(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   a.preferred_type = IR_TYPE_INVALID;
   a.feature_group_count = a.batch_group_count = 1;
-  a.has_window = true;
-  a.window.rank = 2;
-  for (int d = 0; d < 2; d++) a.window.dims[d] = (ir_window_dim){3, 1, 1, 1, 1, 1, false};
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = 2;
+  for (int d = 0; d < 2; d++) win_a.dims[d] = (ir_window_dim){3, 1, 1, 1, 1, 1, false};
   ir_conv_dims *cd = &a.conv;
   cd->nspatial = 2;
   cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;

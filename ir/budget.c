@@ -111,8 +111,8 @@ static double inner_work(const ir_comp *cp, const ir_inst *in, double out) {
     double nout = in->shape->type == IR_TUPLE
                       ? (in->shape->ntuple > 0 && in->shape->tuple ? elements(&in->shape->tuple[0]) : 0)
                       : out;
-    for (int d = 0; d < in->a->window.rank && d < IR_MAX_RANK; d++)
-      k *= (double)(in->a->window.dims[d].size > 0 ? in->a->window.dims[d].size : 0);
+    for (int d = 0; d < ir_window_of(in->a)->rank && d < IR_MAX_RANK; d++)
+      k *= (double)(ir_window_of(in->a)->dims[d].size > 0 ? ir_window_of(in->a)->dims[d].size : 0);
     return nout > 0 ? nout * k : 0;
   }
   default:

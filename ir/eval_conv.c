@@ -130,9 +130,9 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
       !is_perm(cd->k_in, cd->k_out, cd->k_spatial, ns) ||
       !is_perm(cd->out_batch, cd->out_feature, cd->out_spatial, ns))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "dim_labels are not permutations");
-  if (in->a->has_window && in->a->window.rank != ns)
+  if ((in->a->window != NULL) && ir_window_of(in->a)->rank != ns)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, expected %d",
-                   (int) in->a->window.rank, ns);
+                   (int) ir_window_of(in->a)->rank, ns);
   int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
   int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
   int64_t in_b = lhs->shape.dims[cd->in_batch], in_f = lhs->shape.dims[cd->in_feature];
@@ -152,7 +152,7 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   for (int i = 0; i < ns; i++) {
     ksz[i] = rhs->shape.dims[cd->k_spatial[i]];
     ir_window_dim w = {ksz[i], 1, 0, 0, 1, 1, false};
-    if (in->a->has_window) w = in->a->window.dims[i];
+    if ((in->a->window != NULL)) w = ir_window_of(in->a)->dims[i];
     if (w.size != ksz[i] || w.stride < 1 || w.lhs_dilate < 1 || w.rhs_dilate < 1 ||
         w.stride > IR_MAX_ELEMENTS || w.lhs_dilate > IR_MAX_ELEMENTS ||
         w.rhs_dilate > IR_MAX_ELEMENTS || w.pad_lo < -IR_MAX_ELEMENTS ||

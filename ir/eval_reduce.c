@@ -382,11 +382,12 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   if (st != ST_OK) return st;
   const ir_shape *is = &ops[0]->shape;
   int rank = is->rank;
-  if ((in->a->has_window ? in->a->window.rank : 0) != rank)
+  if (((in->a->window != NULL) ? ir_window_of(in->a)->rank : 0) != rank)
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "window has %d dimensions, the input %d",
-                   in->a->has_window ? (int) in->a->window.rank : 0, rank);
+                   (in->a->window != NULL) ? (int) ir_window_of(in->a)->rank : 0,
+                   rank);
   int64_t odims[IR_MAX_RANK], wsz[IR_MAX_RANK], strides[IR_MAX_RANK];
-  const ir_window_dim *win = in->a->window.dims;
+  const ir_window_dim *win = ir_window_of(in->a)->dims;
   for (int d = 0; d < rank; d++) {
     const ir_window_dim *w = &win[d];
     if (w->size < 0 || w->size > IR_MAX_ELEMENTS || w->stride < 1 || w->stride > IR_MAX_ELEMENTS ||

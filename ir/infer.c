@@ -536,13 +536,14 @@ static bool infer_convolution(ctx *c, const ir_shape *l, const ir_shape *r, cons
     return fail(c, "kernel output features %lld not divisible by batch_group_count %lld", (long long)kout,
                 (long long)bgc);
   ir_window_dim defw = {1, 1, 0, 0, 1, 1, false};
-  if (a->has_window ? a->window.rank != ns : ns != 0)
-    return fail(c, "window has %d dimensions, expected %d", a->has_window ? a->window.rank : 0, ns);
+  if ((a->window != NULL) ? ir_window_of(a)->rank != ns : ns != 0)
+    return fail(c, "window has %d dimensions, expected %d",
+                (a->window != NULL) ? ir_window_of(a)->rank : 0, ns);
   int64_t dims[IR_MAX_RANK];
   dims[d->out_batch] = batch / bgc;
   dims[d->out_feature] = kout;
   for (int i = 0; i < ns; i++) {
-    const ir_window_dim *w = a->has_window ? &a->window.dims[i] : &defw;
+    const ir_window_dim *w = (a->window != NULL) ? &ir_window_of(a)->dims[i] : &defw;
     if (w->size != r->dims[d->k_spatial[i]])
       return fail(c, "window size %lld in dimension %d differs from kernel size %lld", (long long)w->size, i,
                   (long long)r->dims[d->k_spatial[i]]);
@@ -615,11 +616,11 @@ static bool infer_reduce_window(ctx *c, const ir_shape *ops, int nops, const ir_
   ir_type types[64];
   if (!reduce_inputs(c, ops, nops, calls, ncalls, types)) return false;
   const ir_shape *x = &ops[0];
-  int wr = a->has_window ? a->window.rank : 0;
+  int wr = (a->window != NULL) ? ir_window_of(a)->rank : 0;
   if (wr != x->rank) return fail(c, "window has %d dimensions, operand %s has rank %d", wr, SHP(x), x->rank);
   int64_t dims[IR_MAX_RANK];
   for (int i = 0; i < x->rank; i++)
-    if (!window_out(c, &a->window.dims[i], i, x->dims[i], &dims[i])) return false;
+    if (!window_out(c, &ir_window_of(a)->dims[i], i, x->dims[i], &dims[i])) return false;
   return finish_multi(c, nops / 2, types, x->rank, dims, out);
 }
 
@@ -692,8 +693,8 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
     for (size_t i = 0; i < COUNTOF(lists); i++)
       if (lists[i]->n < 0 || (lists[i]->n > 0 && !lists[i]->v)) return fail(&c, "malformed attribute list");
     if (a->npad < 0 || (a->npad > 0 && !a->padding)) return fail(&c, "malformed padding");
-    if (a->has_window && (a->window.rank < 0 || a->window.rank > IR_MAX_RANK))
-      return fail(&c, "window rank %d out of range", a->window.rank);
+    if ((a->window != NULL) && (ir_window_of(a)->rank < 0 || ir_window_of(a)->rank > IR_MAX_RANK))
+      return fail(&c, "window rank %d out of range", ir_window_of(a)->rank);
   }
   unsigned flags = ir_op_flags(op);
   int arity = ir_op_arity(op);

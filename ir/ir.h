@@ -287,8 +287,8 @@ typedef struct ir_attrs {
   ir_cmp_type cmp_type;      /* compare */
   ir_ints lhs_batch, rhs_batch, lhs_contracting, rhs_contracting; /* dot */
   ir_precision precision[2]; /* dot, convolution: operand_precision */
-  ir_window window;          /* convolution, reduce-window */
-  bool has_window;
+  const ir_window *window;   /* convolution, reduce-window: NULL when not
+                                given (read through ir_window_of) */
   ir_conv_dims conv;         /* convolution */
   int64_t feature_group_count, batch_group_count; /* convolution (>= 1) */
   ir_replica_groups replica_groups; /* all-reduce */
@@ -296,6 +296,12 @@ typedef struct ir_attrs {
   ir_fusion_kind fusion_kind;/* fusion */
   ir_type preferred_type;    /* dot/convolution preferred_element_type, or IR_TYPE_INVALID */
 } ir_attrs;
+
+/* An empty window (rank 0), and a's window or that empty one. */
+extern const ir_window ir_window_none;
+static inline const ir_window *ir_window_of(const ir_attrs *a) {
+  return a->window ? a->window : &ir_window_none;
+}
 
 /* The attributes of an instruction that has none (preferred_type
  * IR_TYPE_INVALID, every other field zero). */

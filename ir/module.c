@@ -14,6 +14,7 @@ typedef struct module_impl {
 } module_impl;
 
 const ir_attrs ir_attrs_none = {.preferred_type = IR_TYPE_INVALID};
+const ir_window ir_window_none;
 
 ir_module *ir_module_create(const char *name) {
   arena *a = arena_create();
@@ -92,6 +93,7 @@ static void dup_attrs(arena *a, ir_attrs *at) {
   }
   if (at->replica_groups.iota)
     at->replica_groups.iota = arena_strdup(a, at->replica_groups.iota);
+  if (at->window) at->window = arena_dup(a, at->window, sizeof *at->window);
 }
 
 /* Appends the bytes that identify s (type, dims, layout, tuple

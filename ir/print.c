@@ -409,7 +409,7 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     break;
   case IR_OP_CONVOLUTION: {
     const ir_conv_dims *c = &a->conv;
-    if (a->window.rank > 0) put_window(b, &a->window);
+    if (ir_window_of(a)->rank > 0) put_window(b, ir_window_of(a));
     sb_puts(b, ", dim_labels=");
     put_labels(b, c->nspatial, c->in_batch, c->in_feature, c->in_spatial, "bf");
     sb_putc(b, '_');
@@ -425,7 +425,7 @@ static void put_attrs(pctx *x, const ir_inst *in) {
     break;
   }
   case IR_OP_REDUCE_WINDOW:
-    if (a->window.rank > 0) put_window(b, &a->window);
+    if (ir_window_of(a)->rank > 0) put_window(b, ir_window_of(a));
     break;
   case IR_OP_ALL_REDUCE:
     if (a->channel_id) sb_printf(b, ", channel_id=%lld", (long long)a->channel_id);

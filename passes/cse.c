@@ -39,7 +39,7 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
       !ints_eq(&a->lhs_batch, &b->lhs_batch) || !ints_eq(&a->rhs_batch, &b->rhs_batch) ||
       !ints_eq(&a->lhs_contracting, &b->lhs_contracting) ||
       !ints_eq(&a->rhs_contracting, &b->rhs_contracting) || a->precision[0] != b->precision[0] ||
-      a->precision[1] != b->precision[1] || a->has_window != b->has_window ||
+      a->precision[1] != b->precision[1] || (a->window != NULL) != (b->window != NULL) ||
       a->feature_group_count != b->feature_group_count ||
       a->batch_group_count != b->batch_group_count || a->fusion_kind != b->fusion_kind ||
       a->preferred_type != b->preferred_type)
@@ -48,10 +48,10 @@ static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
     if (a->padding[i].lo != b->padding[i].lo || a->padding[i].hi != b->padding[i].hi ||
         a->padding[i].interior != b->padding[i].interior)
       return false;
-  if (a->has_window || a->window.rank || b->window.rank) {
-    if (a->window.rank != b->window.rank) return false;
-    for (int i = 0; i < a->window.rank; i++) {
-      const ir_window_dim *p = &a->window.dims[i], *q = &b->window.dims[i];
+  if ((a->window != NULL) || ir_window_of(a)->rank || ir_window_of(b)->rank) {
+    if (ir_window_of(a)->rank != ir_window_of(b)->rank) return false;
+    for (int i = 0; i < ir_window_of(a)->rank; i++) {
+      const ir_window_dim *p = &ir_window_of(a)->dims[i], *q = &ir_window_of(b)->dims[i];
       if (p->size != q->size || p->stride != q->stride || p->pad_lo != q->pad_lo ||
           p->pad_hi != q->pad_hi || p->lhs_dilate != q->lhs_dilate ||
           p->rhs_dilate != q->rhs_dilate || p->reversal != q->reversal)

@@ -78,8 +78,9 @@ static bool is_identity(const int64_t *x, int nx, const int64_t *y, int ny, cons
 static bool fold_side(ir_module *m, ir_comp_id c, ir_id id, int k, pass_ctx *ctx) {
   ir_inst *dot = ir_inst_get(m, c, id);
   const ir_inst *t = ir_inst_get(m, c, dot->ops[k]);
-  side s = k == 0 ? (side){"lhs", &dot->a->lhs_batch, &dot->a->lhs_contracting}
-                  : (side){"rhs", &dot->a->rhs_batch, &dot->a->rhs_contracting};
+  ir_attrs *da = ir_inst_attrs_mut(m, dot);
+  side s = k == 0 ? (side){"lhs", &da->lhs_batch, &da->lhs_contracting}
+                  : (side){"rhs", &da->rhs_batch, &da->rhs_contracting};
   const int64_t *perm = t->a->dimensions.v;
   const char *oname = ir_inst_get(m, c, t->ops[0])->info->name; /* the new operand's */
   int r = t->shape->rank, nb = s.batch->n, nc = s.contr->n;

@@ -76,14 +76,14 @@ static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
       cd->out_batch != 0 || cd->out_spatial[0] != 1 || cd->out_spatial[1] != 2 || cd->out_feature != 3)
     return false;
   int64_t sy = 1, sx = 1, pt = 0, pl = 0;
-  if (a->has_window) {
-    if (a->window.rank != 2) return false;
+  if ((a->window != NULL)) {
+    if (ir_window_of(a)->rank != 2) return false;
     for (int d = 0; d < 2; d++) {
-      const ir_window_dim *w = &a->window.dims[d];
+      const ir_window_dim *w = &ir_window_of(a)->dims[d];
       if (w->lhs_dilate != 1 || w->rhs_dilate != 1 || w->reversal) return false;
     }
-    sy = a->window.dims[0].stride, sx = a->window.dims[1].stride;
-    pt = a->window.dims[0].pad_lo, pl = a->window.dims[1].pad_lo;
+    sy = ir_window_of(a)->dims[0].stride, sx = ir_window_of(a)->dims[1].stride;
+    pt = ir_window_of(a)->dims[0].pad_lo, pl = ir_window_of(a)->dims[1].pad_lo;
   }
   int64_t N = is->dims[0], H = is->dims[1], W = is->dims[2], C = is->dims[3];
   int64_t KH = ks->dims[0], KW = ks->dims[1], O = ks->dims[3];

@@ -336,10 +336,10 @@ bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
             ir_type_is_float(is->type) && ir_type_is_float(ks->type) &&
             (ot == IR_F32 || (is->type == ot && ks->type == ot)) &&
             a->feature_group_count <= 1 && a->batch_group_count <= 1 &&
-            cd->out_batch == 0 && cd->out_feature == ns + 1 && (!a->has_window || a->window.rank == ns);
+            cd->out_batch == 0 && cd->out_feature == ns + 1 && (!(a->window != NULL) || ir_window_of(a)->rank == ns);
   for (int i = 0; ok && i < ns; i++) {
     ok = cd->out_spatial[i] == i + 1;
-    if (a->has_window) ok = ok && a->window.dims[i].lhs_dilate == 1 && !a->window.dims[i].reversal;
+    if ((a->window != NULL)) ok = ok && ir_window_of(a)->dims[i].lhs_dilate == 1 && !ir_window_of(a)->dims[i].reversal;
   }
   if (ok && llvm_emit_conv_direct(e, s, id)) return e->st == ST_OK;
   gemm_conv cv;
@@ -358,7 +358,7 @@ bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
     cv.s_b = st[cd->in_batch];
     cv.s_c = st[cd->in_feature];
     for (int i = 0; i < ns; i++) {
-      const ir_window_dim *w = a->has_window ? &a->window.dims[i] : NULL;
+      const ir_window_dim *w = (a->window != NULL) ? &ir_window_of(a)->dims[i] : NULL;
       cv.osz[i] = os->dims[i + 1];
       cv.isz[i] = is->dims[cd->in_spatial[i]];
       cv.ksz[i] = ks->dims[cd->k_spatial[i]];

@@ -439,7 +439,7 @@ static void gen_reduce_window(emitter *e, scope *s, ir_id id, idx *ix, LLVMValue
   x.have_multi = true;
   LLVMValueRef valid = NULL;
   for (int d = 0; d < is->rank; d++) {
-    const ir_window_dim *w = &in->a->window.dims[d];
+    const ir_window_dim *w = &ir_window_of(in->a)->dims[d];
     LLVMValueRef wv = llvm_loop_begin(e, &lp[d], i64c(e, 0), i64c(e, w->size));
     LLVMValueRef p = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[d], i64c(e, w->stride), ""),
                                   LLVMBuildMul(b, wv, i64c(e, w->rhs_dilate), ""), "");
@@ -596,7 +596,7 @@ static LLVMValueRef gen_conv(emitter *e, scope *s, ir_id id, idx *ix) {
     LLVMValueRef valid = NULL;
     xi.lin = ki.lin = NULL; /* the linear indices of the last pass's loops */
     for (int d = 0; d < cd->nspatial; d++) {
-      const ir_window_dim *w = &a->window.dims[d];
+      const ir_window_dim *w = &ir_window_of(a)->dims[d];
       int64_t ksz = ks->dims[cd->k_spatial[d]];
       LLVMValueRef kv = llvm_loop_begin(e, &lp[d], i64c(e, 0), i64c(e, ksz));
       LLVMValueRef pos = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[cd->out_spatial[d]], i64c(e, w->stride), ""),

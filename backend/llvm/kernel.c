@@ -169,7 +169,7 @@ static double elem_work(const ir_module *m, const ir_comp *c, const ir_inst *in)
     break;
   }
   case IR_OP_REDUCE_WINDOW:
-    for (int i = 0; i < in->a->window.rank; i++) w *= (double) in->a->window.dims[i].size;
+    for (int i = 0; i < ir_window_of(in->a)->rank; i++) w *= (double) ir_window_of(in->a)->dims[i].size;
     break;
   case IR_OP_DOT: {
     const ir_shape *ls = c->insts.v[in->ops[0]].shape;

@@ -480,14 +480,14 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
   int ns = cd->nspatial, r = in->shape->rank;
   if (v->type != IR_BF16 || kv->type != IR_BF16 || !ir_type_is_float(rt) ||
       in->a->feature_group_count > 1 || in->a->batch_group_count > 1 || ns < 1 ||
-      in->a->window.rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
+      ir_window_of(in->a)->rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
     return false;
   if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
       cd->out_feature != r - 1 || cd->k_in > cd->k_out)
     return false;
   bool strided = false;
   for (int k = 0; k < ns; k++) {
-    const ir_window_dim *w = &in->a->window.dims[k];
+    const ir_window_dim *w = &ir_window_of(in->a)->dims[k];
     if (w->size != 1 || w->stride < 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
         w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
         kv->dims[cd->k_spatial[k]] != 1 ||
@@ -509,7 +509,7 @@ static bool lower_pointwise_conv(lctx *x, ir_id i) {
     a = tv_new(x, IR_BF16, r, dims);
     tv_strides(v, ss);
     tv_strides(a, ds);
-    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a->window.dims[k].stride;
+    for (int k = 0; k < ns; k++) ss[k + 1] *= ir_window_of(in->a)->dims[k].stride;
     tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
   }
   int64_t M = (a ? a->count : v->count) / Cin;

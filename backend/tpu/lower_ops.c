@@ -559,7 +559,7 @@ void lower_conv(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
   const ir_conv_dims *cd = &in->a->conv;
-  const ir_window *w = &in->a->window;
+  const ir_window *w = ir_window_of(in->a);
   int ns = cd->nspatial;
   ir_type rt = in->shape->type;
   bool fl = ir_type_is_float(rt);
@@ -950,7 +950,7 @@ void lower_reduce_window(lctx *x, ir_id i) {
     if (red) tb_error(x->b, ST_UNSUPPORTED, "reduce-window of %d values (at most 8)", nv);
     return;
   }
-  const ir_window *w = &in->a->window;
+  const ir_window *w = ir_window_of(in->a);
   tval *v0 = x->val[in->ops[0]];
   int rank = v0->rank;
   ir_padding_dim pd[IR_MAX_RANK];

@@ -791,8 +791,9 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dim
     return true;
   }
   if (IS("window")) {
-    at->has_window = true;
-    return window(x, v, &at->window);
+    ir_window *w = arena_alloc(x->a, sizeof *w);
+    at->window = w;
+    return window(x, v, w);
   }
   if (IS("dim_labels")) return dim_labels(x, v, &at->conv);
   if (IS("replica_groups")) return replica_groups(x, v, &at->replica_groups);

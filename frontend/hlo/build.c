@@ -34,6 +34,9 @@ typedef struct builder {
   strmap *next;       /* base name -> the next suffix fresh_name tries */
   strmap *owner;      /* written instruction name -> first computation index */
   hlo_comp **by_id;   /* computation id -> its tree */
+  ir_shape *os;       /* build_inst's operand shapes and ids, reused: */
+  ir_id *ids;         /* cap entries each, grown in the scratch arena */
+  int cap;
 } builder;
 
 /* A free name among base, base.1, base.2, ...: the suffixes tried for a
@@ -226,8 +229,13 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst_proto *in) 
 
   /* operands */
   int nops = hi->ops.n;
-  ir_shape *os = arena_array(p->scratch, (size_t)nops + 1, sizeof(ir_shape));
-  ir_id *ids = arena_array(b->m->arena, (size_t)nops + 1, sizeof(ir_id));
+  if (nops + 1 > b->cap) {
+    b->cap = nops + 1 > 2 * b->cap ? nops + 1 : 2 * b->cap;
+    b->os = arena_array(p->scratch, (size_t)b->cap, sizeof(ir_shape));
+    b->ids = arena_array(p->scratch, (size_t)b->cap, sizeof(ir_id));
+  }
+  ir_shape *os = b->os;
+  ir_id *ids = b->ids;
   if (op == IR_OP_PARAMETER) {
     if (nops != 1 || hi->ops.v[0].kind != HLO_OPND_INT) {
       fe_hlo_error(p, hi->opcode->loc, "parameter takes its number, as in parameter(0)");
@@ -334,7 +342,7 @@ static bool build_inst(comp_ctx *cc, hlo_inst *hi, int *ops, ir_inst_proto *in) 
 
 static void build_comp(builder *b, hlo_comp *c) {
   hlo_parser *p = b->p;
-  comp_ctx cc = {b, c, strmap_create(p->scratch), c->id};
+  comp_ctx cc = {b, c, strmap_create_sized(p->scratch, c->insts.n), c->id};
   int n = c->insts.n;
   ir_comp *irc = ir_comp_get(b->m, c->id);
   /* names were assigned; index them by the written names */
@@ -519,8 +527,10 @@ static void comp_attrs(hlo_parser *p, const hlo_comp *c, ir_comp *ic) {
 }
 
 ir_module *fe_hlo_build(hlo_parser *p) {
-  builder b = {p, p->m, strmap_create(p->scratch), strmap_create(p->scratch),
-               strmap_create(p->scratch), NULL, NULL};
+  int ninsts = 0;
+  for (int i = 0; i < p->comps.n; i++) ninsts += p->comps.v[i]->insts.n;
+  builder b = {p, p->m, strmap_create(p->scratch), strmap_create_sized(p->scratch, ninsts),
+               strmap_create(p->scratch), NULL, NULL, NULL, NULL, 0};
   b.by_id = arena_array(p->scratch, (size_t)p->comps.n + 1, sizeof(hlo_comp *));
   ir_module *m = p->m;
   fe_hlo_header(p);
@@ -560,12 +570,12 @@ ir_module *fe_hlo_build(hlo_parser *p) {
   /* instruction names: written names first (module-wide), then renames of
    * names reused across computations, then the anonymous ones */
   int before = p->errors;
-  strmap *owner = strmap_create(p->scratch);
+  strmap *owner = strmap_create_sized(p->scratch, ninsts);
   b.owner = owner;
   for (int i = 0; i < p->comps.n; i++) {
     hlo_comp *c = p->comps.v[i];
     if (c->id == IR_NONE) continue;
-    strmap *local = strmap_create(p->scratch);
+    strmap *local = strmap_create_sized(p->scratch, c->insts.n);
     for (int k = 0; k < c->insts.n; k++) {
       hlo_inst *hi = c->insts.v[k];
       hi->loc = hi->name ? hi->name->loc : hi->opcode->loc;

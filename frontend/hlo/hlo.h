@@ -27,14 +27,14 @@ typedef struct hlo_loc {
 /* A token, or a bracket group ({...}, [...], (...)) of token trees. */
 typedef struct hlo_tok hlo_tok;
 struct hlo_tok {
-  int kind;          /* bison token kind; HLO_GROUP for a group */
-  char open;         /* groups: '{', '[' or '('; '<' for an iota list */
   const char *text;  /* tokens: their text, NUL-terminated ('%' removed) */
-  int32_t len;
   src_loc loc;       /* first character */
   size_t off, end;   /* byte span in the source, end exclusive */
-  int32_t n;         /* groups: number of children */
   hlo_tok **kids;
+  int32_t kind;      /* bison token kind; HLO_GROUP for a group */
+  int32_t len;
+  int32_t n;         /* groups: number of children */
+  char open;         /* groups: '{', '[' or '('; '<' for an iota list */
 };
 enum { HLO_GROUP = -2 };
 
@@ -128,6 +128,7 @@ typedef struct hlo_parser {
   /* lexer position */
   int line, col;
   size_t off;
+  char one_byte_text[256][2]; /* the text of one-byte tokens: byte, NUL */
   /* tree */
   hlo_tok *module_name; /* NULL when there is no HloModule header */
   hlo_attrvec header;

@@ -358,6 +358,8 @@ operands_opt
 operands
   : operand {
       $$ = arena_alloc(p->scratch, sizeof(hlo_opndvec));
+      $$->v = arena_array(p->scratch, 2, sizeof *$$->v); /* most ops take 1 or 2 */
+      $$->cap = 2;
       VEC_PUSH(p->scratch, *$$, $1);
     }
   | operands ',' operand { $$ = $1; VEC_PUSH(p->scratch, *$$, $3); }

@@ -883,11 +883,13 @@ HANDLER(h_conv) {
     return tv_err();
   }
   ir_attrs a = attrs0();
-  a.has_window = true;
-  a.window.rank = n;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = n;
   int64_t in[IR_MAX_RANK];
   for (int i = 0; i < n; i++) {
-    ir_window_dim *w = &a.window.dims[i];
+    ir_window_dim *w = &win_a.dims[i];
     w->size = sk.dims[cd.k_spatial[i]];
     w->stride = strides[i];
     w->lhs_dilate = ldil[i];
@@ -898,7 +900,7 @@ HANDLER(h_conv) {
       return tv_err();
     }
   }
-  if (!window_padding(L, arg[3], what, n, in, a.window.dims)) return tv_err();
+  if (!window_padding(L, arg[3], what, n, in, win_a.dims)) return tv_err();
   a.conv = cd;
   a.feature_group_count = groups;
   a.batch_group_count = 1;
@@ -942,14 +944,16 @@ HANDLER(h_pool) {
   }
   if (!window_padding(L, arg[3], what, n, in, wd)) return tv_err();
   ir_attrs a = attrs0();
-  a.has_window = true;
-  a.window.rank = r;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = r;
   for (int i = 0; i < r; i++) {
-    a.window.dims[i] = (ir_window_dim){1, 1, 0, 0, 1, 1, false};
+    win_a.dims[i] = (ir_window_dim){1, 1, 0, 0, 1, 1, false};
   }
   bool padded = false;
   for (int i = 0; i < n; i++) {
-    a.window.dims[spos[i]] = wd[i];
+    win_a.dims[spos[i]] = wd[i];
     if (wd[i].pad_lo || wd[i].pad_hi) padded = true;
   }
   int kind = b->aux < 0 ? R_SUM : b->aux;

@@ -622,8 +622,10 @@ static ir_id build_conv(gen *g, ir_type t) {
   a.precision[0] = a.precision[1] = rand_precision(g);
   a.feature_group_count = fgc;
   a.batch_group_count = bgc;
-  a.has_window = true;
-  a.window.rank = ns;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = ns;
   a.conv.nspatial = ns;
   a.conv.in_batch = a.conv.out_batch = 0;
   a.conv.in_feature = a.conv.out_feature = (int8_t)(ns + 1);
@@ -634,7 +636,7 @@ static ir_id build_conv(gen *g, ir_type t) {
     a.conv.in_spatial[i] = a.conv.out_spatial[i] = (int8_t)(1 + i);
     a.conv.k_spatial[i] = (int8_t)i;
     xd[1 + i] = sp[pick(g, ns == 1 ? 7 : 5)];
-    ir_window_dim *w = &a.window.dims[i];
+    ir_window_dim *w = &win_a.dims[i];
     w->size = kd[i] = 1 + pick(g, 3);
     w->stride = 1 + (pick(g, 3) == 0);
     w->pad_lo = pick(g, 3) - (pick(g, 6) == 0);
@@ -706,10 +708,12 @@ static ir_id build_reduce(gen *g, ir_op op, ir_type t) {
      skips those positions: docs/numerics.md section 4) */
   og_source isrc = g->k->src[1];
   bool ident = isrc == OG_CONST || isrc == OG_SPLAT;
-  a.has_window = true;
-  a.window.rank = s.rank;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = s.rank;
   for (int i = 0; i < s.rank; i++) {
-    ir_window_dim *w = &a.window.dims[i];
+    ir_window_dim *w = &win_a.dims[i];
     w->size = 1 + pick(g, (int)(s.dims[i] < 3 ? s.dims[i] : 3));
     w->stride = 1 + (pick(g, 3) == 0);
     w->rhs_dilate = 1 + (pick(g, 5) == 0);

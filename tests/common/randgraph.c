@@ -262,12 +262,14 @@ static void gen_conv(gen *g) {
   a.conv.in_feature = a.conv.out_feature = (int8_t)(ns + 1);
   a.conv.k_in = (int8_t)ns;
   a.conv.k_out = (int8_t)(ns + 1);
-  a.has_window = true;
-  a.window.rank = ns;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = ns;
   for (int i = 0; i < ns; i++) {
     a.conv.in_spatial[i] = a.conv.out_spatial[i] = (int8_t)(1 + i);
     a.conv.k_spatial[i] = (int8_t)i;
-    ir_window_dim *w = &a.window.dims[i];
+    ir_window_dim *w = &win_a.dims[i];
     w->size = kd[i];
     w->stride = 1 + pick(g, 2);
     w->pad_lo = pick(g, 3);

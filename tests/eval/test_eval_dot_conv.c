@@ -206,8 +206,7 @@ static conv_case conv1d(int64_t size, int64_t stride, int64_t lo, int64_t hi, in
 static ir_literal *conv(tb *t, const conv_case *c, ir_literal *l, ir_literal *r, ir_shape out) {
   ir_attrs a = attrs();
   a.conv = c->dims;
-  a.window = c->win;
-  a.has_window = true;
+  a.window = &c->win;
   a.feature_group_count = c->fgc;
   a.batch_group_count = c->bgc;
   a.preferred_type = IR_TYPE_INVALID;

@@ -79,10 +79,12 @@ static void work_limit_stops_huge_windows_and_dots(void **state) {
   /* a 2^30 x 2^30 window over a padded 2x2 input: 2^60 steps, refused at once */
   ir_comp_id f = tb_binary_comp(&t, IR_OP_ADD, IR_F32);
   ir_attrs a = attrs();
-  a.has_window = true;
-  a.window.rank = 2;
-  a.window.dims[0] = a.window.dims[1] =
-      (ir_window_dim){(int64_t)1 << 30, 1, (int64_t)1 << 30, (int64_t)1 << 30, 1, 1, false};
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = 2;
+  win_a.dims[0] = win_a.dims[1] =
+  		(ir_window_dim){(int64_t)1 << 30, 1, (int64_t)1 << 30, (int64_t)1 << 30, 1, 1, false};
   ir_id x = tb_param(&t, 0, SH(IR_F32, 2, 2));
   ir_id i = tb_scalar(&t, IR_F32, 0);
   /* padded 2^31 + 2, window 2^30: 2^30 + 3 outputs per dim */

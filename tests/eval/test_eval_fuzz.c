@@ -70,30 +70,31 @@ static void rand_attrs(arena *a, ir_attrs *at, int rank_hint) {
   at->rhs_batch = rand_ints(a, 2, -1, 3);
   at->lhs_contracting = rand_ints(a, 2, -1, 3);
   at->rhs_contracting = rand_ints(a, 2, -1, 3);
-  at->has_window = pick(0, 3) != 0;
-  at->window.rank = (int32_t)pick(0, 3);
+  ir_window *win = arena_alloc(a, sizeof *win);
+  at->window = pick(0, 3) != 0 ? win : NULL;
+  win->rank = (int32_t)pick(0, 3);
   for (int i = 0; i < IR_MAX_RANK; i++)
-    at->window.dims[i] = (ir_window_dim){pick(-1, 3), pick(-1, 3), pick(-2, 2),    pick(-2, 2),
-                                         pick(0, 3),  pick(0, 3),  pick(0, 1) != 0};
-  at->conv.nspatial = (int32_t)pick(-1, 2);
-  at->conv.in_batch = (int8_t)pick(-1, 3), at->conv.in_feature = (int8_t)pick(-1, 3);
-  at->conv.k_in = (int8_t)pick(-1, 3), at->conv.k_out = (int8_t)pick(-1, 3);
-  at->conv.out_batch = (int8_t)pick(-1, 3), at->conv.out_feature = (int8_t)pick(-1, 3);
-  for (int i = 0; i < IR_MAX_RANK; i++) {
-    at->conv.in_spatial[i] = (int8_t)pick(-1, 3);
-    at->conv.k_spatial[i] = (int8_t)pick(-1, 3);
-    at->conv.out_spatial[i] = (int8_t)pick(-1, 3);
+    win->dims[i] = (ir_window_dim){pick(-1, 3), pick(-1, 3), pick(-2, 2),    pick(-2, 2),
+                                                                              pick(0, 3),  pick(0, 3),  pick(0, 1) != 0};
+                                         at->conv.nspatial = (int32_t)pick(-1, 2);
+                                         at->conv.in_batch = (int8_t)pick(-1, 3), at->conv.in_feature = (int8_t)pick(-1, 3);
+                                         at->conv.k_in = (int8_t)pick(-1, 3), at->conv.k_out = (int8_t)pick(-1, 3);
+                                         at->conv.out_batch = (int8_t)pick(-1, 3), at->conv.out_feature = (int8_t)pick(-1, 3);
+                                         for (int i = 0; i < IR_MAX_RANK; i++) {
+      at->conv.in_spatial[i] = (int8_t)pick(-1, 3);
+      at->conv.k_spatial[i] = (int8_t)pick(-1, 3);
+      at->conv.out_spatial[i] = (int8_t)pick(-1, 3);
+    }
+    if (pick(0, 1)) { /* a valid 1-d labelling */
+      at->conv.nspatial = 1;
+      at->conv.in_batch = 0, at->conv.in_feature = 1, at->conv.in_spatial[0] = 2;
+      at->conv.k_out = 0, at->conv.k_in = 1, at->conv.k_spatial[0] = 2;
+      at->conv.out_batch = 0, at->conv.out_feature = 1, at->conv.out_spatial[0] = 2;
+    }
+    at->feature_group_count = pick(-1, 3);
+    at->batch_group_count = pick(-1, 3);
+    at->preferred_type = IR_TYPE_INVALID;
   }
-  if (pick(0, 1)) { /* a valid 1-d labelling */
-    at->conv.nspatial = 1;
-    at->conv.in_batch = 0, at->conv.in_feature = 1, at->conv.in_spatial[0] = 2;
-    at->conv.k_out = 0, at->conv.k_in = 1, at->conv.k_spatial[0] = 2;
-    at->conv.out_batch = 0, at->conv.out_feature = 1, at->conv.out_spatial[0] = 2;
-  }
-  at->feature_group_count = pick(-1, 3);
-  at->batch_group_count = pick(-1, 3);
-  at->preferred_type = IR_TYPE_INVALID;
-}
 
 static void random_instructions_never_crash(void **state) {
   (void)state;

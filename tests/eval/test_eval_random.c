@@ -105,8 +105,10 @@ static void random_convolutions_match_definition(void **state) {
     ld[lp[0]] = in_b, ld[lp[1]] = in_f;
     kd[kp[0]] = k_o, kd[kp[1]] = cg;
     od[op[0]] = in_b / bgc, od[op[1]] = k_o;
-    a.has_window = true;
-    a.window.rank = ns;
+    ir_window win_a;
+    memset(&win_a, 0, sizeof win_a);
+    a.window = &win_a;
+    win_a.rank = ns;
     a.feature_group_count = fgc;
     a.batch_group_count = bgc;
     for (int i = 0; i < ns; i++) {
@@ -115,7 +117,7 @@ static void random_convolutions_match_definition(void **state) {
       a.conv.out_spatial[i] = op[2 + i];
       ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-1, 2),    pick(-1, 2),
                          pick(1, 3), pick(1, 2), pick(0, 1) != 0};
-      a.window.dims[i] = w;
+      win_a.dims[i] = w;
       ld[lp[2 + i]] = pick(0, 4);
       kd[kp[2 + i]] = w.size;
       od[op[2 + i]] =
@@ -138,12 +140,12 @@ static void random_convolutions_match_definition(void **state) {
       int64_t sum = 0;
       int64_t wsz[IR_MAX_RANK], k[IR_MAX_RANK] = {0};
       for (int i = 0; i < ns; i++)
-        wsz[i] = a.window.dims[i].size;
+        wsz[i] = win_a.dims[i].size;
       do {
         int64_t li[IR_MAX_RANK], ki[IR_MAX_RANK];
         bool inside = true;
         for (int i = 0; i < ns && inside; i++) {
-          const ir_window_dim *w = &a.window.dims[i];
+          const ir_window_dim *w = &win_a.dims[i];
           int64_t p = oi[op[2 + i]] * w->stride + k[i] * w->rhs_dilate - w->pad_lo;
           inside = p >= 0 && p % w->lhs_dilate == 0 && p / w->lhs_dilate < ld[lp[2 + i]];
           li[lp[2 + i]] = inside ? p / w->lhs_dilate : 0;
@@ -173,12 +175,14 @@ static void random_reduce_windows_match_definition(void **state) {
     int rank = (int)pick(1, 3);
     int64_t dims[IR_MAX_RANK], od[IR_MAX_RANK];
     ir_attrs a = attrs();
-    a.has_window = true;
-    a.window.rank = rank;
+    ir_window win_a;
+    memset(&win_a, 0, sizeof win_a);
+    a.window = &win_a;
+    win_a.rank = rank;
     for (int d = 0; d < rank; d++) {
       ir_window_dim w = {pick(1, 3), pick(1, 3), pick(-2, 2), pick(-2, 2),
                          pick(1, 3), pick(1, 3), false};
-      a.window.dims[d] = w;
+      win_a.dims[d] = w;
       dims[d] = pick(0, 4);
       od[d] = out_size(dims[d], w.size, w.stride, w.pad_lo, w.pad_hi, w.lhs_dilate, w.rhs_dilate);
       if (od[d] < 0) od[d] = 0;
@@ -197,11 +201,11 @@ static void random_reduce_windows_match_definition(void **state) {
     for (int64_t e = 0; e < nout; e++, next_index(rank, od, oi)) {
       int64_t sum = init, wsz[IR_MAX_RANK], k[IR_MAX_RANK] = {0}, xi[IR_MAX_RANK];
       for (int d = 0; d < rank; d++)
-        wsz[d] = a.window.dims[d].size;
+        wsz[d] = win_a.dims[d].size;
       do {
         bool inside = true;
         for (int d = 0; d < rank && inside; d++) {
-          const ir_window_dim *w = &a.window.dims[d];
+          const ir_window_dim *w = &win_a.dims[d];
           int64_t p = oi[d] * w->stride + k[d] * w->rhs_dilate - w->pad_lo;
           inside = p >= 0 && p % w->lhs_dilate == 0 && p / w->lhs_dilate < dims[d];
           xi[d] = inside ? p / w->lhs_dilate : 0;

@@ -247,10 +247,12 @@ static void reduce_variadic_argmax_keeps_first_maximum(void **state) {
 static ir_literal *reduce_window1(tb *t, ir_literal *x, double init, const ir_window_dim *w,
                                   ir_shape out, ir_comp_id f) {
   ir_attrs a = attrs();
-  a.has_window = true;
-  a.window.rank = x->shape.rank;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = x->shape.rank;
   for (int d = 0; d < x->shape.rank; d++)
-    a.window.dims[d] = w[d];
+    win_a.dims[d] = w[d];
   ir_id p = tb_param(t, 0, x->shape);
   ir_id i = tb_scalar(t, x->shape.type, init);
   ir_id r = tb_op(t, IR_OP_REDUCE_WINDOW, out, &a, 2, (ir_id[]){p, i}, 1, &f);
@@ -332,9 +334,11 @@ static void reduce_window_variadic_sums_two_inputs(void **state) {
   ir_id p0 = tb_param(&t, 0, SH(IR_F32, 3)), p1 = tb_param(&t, 1, SH(IR_S32, 3));
   ir_id i0 = tb_scalar(&t, IR_F32, 0), i1 = tb_scalar(&t, IR_S32, 1);
   ir_attrs a = attrs();
-  a.has_window = true;
-  a.window.rank = 1;
-  a.window.dims[0] = (ir_window_dim){2, 1, 0, 0, 1, 1, false};
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = 1;
+  win_a.dims[0] = (ir_window_dim){2, 1, 0, 0, 1, 1, false};
   ir_shape os = tuple_shape(&t, 2, (ir_shape[]){SH(IR_F32, 2), SH(IR_S32, 2)});
   ir_id r = tb_op(&t, IR_OP_REDUCE_WINDOW, os, &a, 4, (ir_id[]){p0, p1, i0, i1}, 1, &f);
   ir_literal *args[2] = {tb_lit(&t, SH(IR_F32, 3), VALS(1, 2, 3)),

@@ -355,9 +355,10 @@ static ir_attrs conv2d(void) {
   a.conv.in_batch = 0, a.conv.in_feature = 3, a.conv.in_spatial[0] = 1, a.conv.in_spatial[1] = 2;
   a.conv.k_spatial[0] = 0, a.conv.k_spatial[1] = 1, a.conv.k_in = 2, a.conv.k_out = 3;
   a.conv.out_batch = 0, a.conv.out_feature = 3, a.conv.out_spatial[0] = 1, a.conv.out_spatial[1] = 2;
-  a.has_window = true;
-  a.window.rank = 2;
-  for (int i = 0; i < 2; i++) a.window.dims[i] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
+  ir_window *w = arena_alloc(M->arena, sizeof *w);
+  a.window = w;
+  w->rank = 2;
+  for (int i = 0; i < 2; i++) w->dims[i] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
   return a;
 }
 
@@ -373,12 +374,12 @@ static void convolution_stride_padding_dilation(void **st) {
   ir_attrs a = conv2d();
   /* dim0: in 7, pad 1+1 -> 9, window 3 dilated by 2 -> 5, stride 2: (9-5)/2+1 = 3
    * dim1: in 6, pad 0+1 -> 7, window 2, stride 1: 7-2+1 = 6 */
-  a.window.dims[0] = (ir_window_dim){3, 2, 1, 1, 1, 2, false};
-  a.window.dims[1] = (ir_window_dim){2, 1, 0, 1, 1, 1, false};
+  ((ir_window *)a.window)->dims[0] = (ir_window_dim){3, 2, 1, 1, 1, 2, false};
+  ((ir_window *)a.window)->dims[1] = (ir_window_dim){2, 1, 0, 1, 1, 1, false};
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[2,7,6,3]", "f32[3,2,3,8]"), "f32[2,3,6,8]");
   /* lhs dilation 2 of 4 -> 7; window 3: 5. Window larger than input: 0 */
-  a.window.dims[0] = (ir_window_dim){3, 1, 0, 0, 2, 1, false};
-  a.window.dims[1] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
+  ((ir_window *)a.window)->dims[0] = (ir_window_dim){3, 1, 0, 0, 2, 1, false};
+  ((ir_window *)a.window)->dims[1] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[1,4,2,3]", "f32[3,3,3,8]"), "f32[1,5,0,8]");
 }
 
@@ -389,9 +390,10 @@ static ir_attrs conv1d(void) {
   a.conv.in_batch = 0, a.conv.in_feature = 1, a.conv.in_spatial[0] = 2;
   a.conv.k_out = 0, a.conv.k_in = 1, a.conv.k_spatial[0] = 2;
   a.conv.out_batch = 0, a.conv.out_feature = 1, a.conv.out_spatial[0] = 2;
-  a.has_window = true;
-  a.window.rank = 1;
-  a.window.dims[0] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
+  ir_window *w = arena_alloc(M->arena, sizeof *w);
+  a.window = w;
+  w->rank = 1;
+  w->dims[0] = (ir_window_dim){3, 1, 0, 0, 1, 1, false};
   return a;
 }
 
@@ -427,7 +429,7 @@ static void convolution_output_labels_and_errors(void **st) {
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[2,3,5]", "f32[9,3,3]"),
                       "error: convolution: dim_labels repeat an output dimension");
   a = conv1d();
-  a.window.dims[0].stride = 0;
+  ((ir_window *)a.window)->dims[0].stride = 0;
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[2,3,5]", "f32[9,3,3]"),
                       "error: convolution: window dimension 0 has stride 0 (must be >= 1)");
 }
@@ -480,16 +482,18 @@ static void reduce_checks_to_apply_signature(void **st) {
 static void reduce_window_strides_padding_dilation(void **st) {
   (void)st;
   ir_attrs a = attrs();
-  a.has_window = true;
-  a.window.rank = 2;
-  a.window.dims[0] = (ir_window_dim){2, 2, 0, 0, 1, 1, false};
-  a.window.dims[1] = (ir_window_dim){3, 3, 0, 0, 1, 1, false};
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = 2;
+  win_a.dims[0] = (ir_window_dim){2, 2, 0, 0, 1, 1, false};
+  win_a.dims[1] = (ir_window_dim){3, 3, 0, 0, 1, 1, false};
   assert_string_equal(INFER_CALL(REDUCE_WINDOW, &a, ADD_F32, "f32[4,6]", "f32[]"), "f32[2,2]");
   /* dim0: base 4 dilated by 2 -> 7, pad 1+1 -> 9, window 3 dilated by 2 -> 5,
    * stride 2: (9-5)/2+1 = 3. dim1: 6 with window 3 stride 3 -> 2 */
-  a.window.dims[0] = (ir_window_dim){3, 2, 1, 1, 2, 2, false};
+  win_a.dims[0] = (ir_window_dim){3, 2, 1, 1, 2, 2, false};
   assert_string_equal(INFER_CALL(REDUCE_WINDOW, &a, ADD_F32, "f32[4,6]", "f32[]"), "f32[3,2]");
-  a.window.rank = 1;
+  win_a.rank = 1;
   assert_string_equal(INFER_CALL(REDUCE_WINDOW, &a, ADD_F32, "f32[4,6]", "f32[]"),
                       "error: reduce-window: window has 1 dimensions, operand f32[4,6] has rank 2");
 }
@@ -585,7 +589,7 @@ static void corpus_conv0d_and_boolean_conv(void **st) {
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "f32[10,5]", "f32[5,7]"), "f32[10,7]");
   /* convolution_test__TestBooleanInput: bf0_oi0->bf0, size=3 pad=1_1 */
   a = conv1d();
-  a.window.dims[0].pad_lo = a.window.dims[0].pad_hi = 1;
+  ((ir_window *)a.window)->dims[0].pad_lo = ((ir_window *)a.window)->dims[0].pad_hi = 1;
   a.preferred_type = IR_PRED;
   assert_string_equal(INFER(CONVOLUTION, &a, NULL, "pred[3,3,3]", "pred[3,3,3]"), "pred[3,3,3]");
 }

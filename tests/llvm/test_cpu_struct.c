@@ -190,15 +190,17 @@ static void reduce_window(void **state) {
       ir_id ps[2] = {tm_param(&m, 0, t, 4, D(2, 11, 9, 3)), tm_param(&m, 1, t, 0, NULL)};
       ir_attrs a;
       memset(&a, 0, sizeof a);
-      a.has_window = true;
-      a.window.rank = 4;
+      ir_window win_a;
+      memset(&win_a, 0, sizeof win_a);
+      a.window = &win_a;
+      win_a.rank = 4;
       for (int d = 0; d < 4; d++)
-        a.window.dims[d] = (ir_window_dim){1, 1, 0, 0, 1, 1, false};
-      a.window.dims[1] = (ir_window_dim){3, 2, 1, 1, 1, 1, false};
-      a.window.dims[2] = (ir_window_dim){2, 1, 0, 1, 1, 1, false};
+        win_a.dims[d] = (ir_window_dim){1, 1, 0, 0, 1, 1, false};
+      win_a.dims[1] = (ir_window_dim){3, 2, 1, 1, 1, 1, false};
+      win_a.dims[2] = (ir_window_dim){2, 1, 0, 1, 1, 1, false};
       if (variant == 2) {
-        a.window.dims[1] = (ir_window_dim){3, 1, 2, 0, 2, 1, false}; /* base dilation */
-        a.window.dims[2] = (ir_window_dim){2, 2, 1, 1, 1, 2, false}; /* window dilation */
+        win_a.dims[1] = (ir_window_dim){3, 1, 2, 0, 2, 1, false}; /* base dilation */
+        win_a.dims[2] = (ir_window_dim){2, 2, 1, 1, 1, 2, false}; /* window dilation */
       }
       char what[64];
       snprintf(what, sizeof what, "reduce-window %s v%d", ir_type_name(t), variant);
@@ -357,8 +359,10 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
   a.preferred_type = IR_TYPE_INVALID;
   a.feature_group_count = 1;
   a.batch_group_count = 1;
-  a.has_window = true;
-  a.window.rank = 2;
+  ir_window win_a;
+  memset(&win_a, 0, sizeof win_a);
+  a.window = &win_a;
+  win_a.rank = 2;
   ir_conv_dims *cd = &a.conv;
   cd->nspatial = 2;
   ir_id x, k;
@@ -366,11 +370,11 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
   cd->in_batch = 0, cd->in_spatial[0] = 1, cd->in_spatial[1] = 2, cd->in_feature = 3;
   cd->k_spatial[0] = 0, cd->k_spatial[1] = 1, cd->k_in = 2, cd->k_out = 3;
   cd->out_batch = 0, cd->out_spatial[0] = 1, cd->out_spatial[1] = 2, cd->out_feature = 3;
-  for (int d = 0; d < 2; d++) a.window.dims[d] = (ir_window_dim){3, 1, 1, 1, 1, 1, false};
+  for (int d = 0; d < 2; d++) win_a.dims[d] = (ir_window_dim){3, 1, 1, 1, 1, 1, false};
   int64_t cin = num == CPU_NUMERICS_NATIVE ? 16 : 4, cout = num == CPU_NUMERICS_NATIVE ? 40 : 6;
   if (variant == 1) { /* strides, asymmetric padding, dilations, reversal */
-    a.window.dims[0] = (ir_window_dim){3, 2, 2, 0, 1, 2, false};
-    a.window.dims[1] = (ir_window_dim){3, 1, 1, 2, 2, 1, true};
+    win_a.dims[0] = (ir_window_dim){3, 2, 2, 0, 1, 2, false};
+    win_a.dims[1] = (ir_window_dim){3, 1, 1, 2, 2, 1, true};
   }
   if (variant == 2) a.feature_group_count = 2; /* grouped */
   if (variant == 3) { /* NCHW / OIHW layouts */
@@ -381,13 +385,13 @@ static bool conv_case(ir_type t, int variant, cpu_numerics num) {
   if (variant == 4) a.batch_group_count = 2;
   if (variant == 6) { /* direct kernel: 48 outputs, strides, asymmetric padding */
     cout = 48;
-    a.window.dims[0] = (ir_window_dim){3, 2, 1, 2, 1, 1, false};
-    a.window.dims[1] = (ir_window_dim){3, 1, 2, 0, 1, 1, false};
+    win_a.dims[0] = (ir_window_dim){3, 2, 1, 2, 1, 1, false};
+    win_a.dims[1] = (ir_window_dim){3, 1, 2, 0, 1, 1, false};
   }
   if (variant == 7) cout = 64; /* direct kernel: 4 vectors of outputs, padding 1 */
   if (variant == 5) { /* strides, asymmetric padding, window dilation */
-    a.window.dims[0] = (ir_window_dim){3, 2, 2, 0, 1, 2, false};
-    a.window.dims[1] = (ir_window_dim){3, 1, 0, 2, 1, 1, false};
+    win_a.dims[0] = (ir_window_dim){3, 2, 2, 0, 1, 2, false};
+    win_a.dims[1] = (ir_window_dim){3, 1, 0, 2, 1, 1, false};
   }
   int64_t kin = cin / a.feature_group_count;
   if (variant == 3) {
