@@ -302,7 +302,7 @@ static const rt_device_ops cpu_ops = {
     cpu_load, cpu_program_destroy, cpu_buffer_alloc, cpu_buffer_free, cpu_run, cpu_destroy,
 };
 
-static const rt_driver cpu_driver = {"cpu", cpu_claims, cpu_create, &cpu_ops};
+static const rt_driver cpu_driver = {"cpu", "cpu", cpu_claims, cpu_create, &cpu_ops};
 
 /* ---- module text on TPU devices ------------------------------------------ */
 

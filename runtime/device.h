@@ -79,7 +79,8 @@ typedef struct rt_device_config {
 } rt_device_config;
 
 typedef struct rt_driver {
-  const char *name; /* "tpu", "cpu" */
+  const char *name;         /* "tpu", "cpu" */
+  const char *default_spec; /* what "auto" stands for when this driver comes first */
   /* Whether spec names one of this driver's devices (its first word). */
   int (*claims)(const char *spec);
   /* Checks spec (dev NULL: only checks); else creates *dev and fills info. */

@@ -372,4 +372,4 @@ static const rt_device_ops tpu_ops = {
     tpu_load, tpu_program_destroy, tpu_buffer_alloc, tpu_buffer_free, tpu_execute, tpu_destroy,
 };
 
-const rt_driver rt_tpu_driver = {"tpu", tpu_claims, tpu_create, &tpu_ops};
+const rt_driver rt_tpu_driver = {"tpu", "v3", tpu_claims, tpu_create, &tpu_ops};

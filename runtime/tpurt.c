@@ -121,10 +121,12 @@ static const char *resolve_target(const char *spec) {
   if (strcmp(spec, "auto") != 0) return spec;
   const char *env = getenv("TPURT_TARGET");
   if (env && *env && strcmp(env, "auto") != 0) return env;
-  return rt_linked_drivers()->v[0] == &rt_tpu_driver ? "v3" : rt_linked_drivers()->v[0]->name;
+  return rt_linked_drivers()->v[0]->default_spec;
 }
 
-/* The linked driver whose device spec names, or NULL with the reason. */
+/* The first linked driver that claims spec, or NULL with the reason: the
+ * TPU driver claims every spec but the cpu's, so only "cpu" goes unclaimed,
+ * in libtpurt. */
 static const rt_driver *driver_for(const char *spec, char *err, size_t errlen) {
   for (const rt_driver *const *d = rt_linked_drivers()->v; *d; d++)
     if ((*d)->claims(spec)) return *d;

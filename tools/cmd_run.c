@@ -530,7 +530,7 @@ typedef struct run_state {
 
 /* t with the cpu flags appended when t is a cpu spec (the later key wins),
  * else t; NULL after a usage error for a bad cpu spec. */
-static const char *cpu_spec(run_state *r, const char *t) {
+static const char *cpu_spec(run_state *r, const char *flag, const char *t) {
   if (!t || !drv_is_cpu_spec(t)) return t;
   const run_cfg *c = &r->c;
   const char *spec = arena_printf(r->a, "%s%s%s%s%s", t, c->cpu_threads ? ",threads=" : "",
@@ -540,7 +540,7 @@ static const char *cpu_spec(run_state *r, const char *t) {
   drv_cpu_spec cs;
   char err[256];
   if (drv_cpu_spec_parse(spec, false, &cs, err, sizeof err) != ST_OK) {
-    tool_error(CMD, "--target %s: %s", t, err);
+    tool_error(CMD, "%s %s: %s", flag, t, err);
     return NULL;
   }
   return spec;
@@ -564,8 +564,8 @@ static bool check_targets(run_state *r) {
     sb_free(&known);
     return false;
   }
-  if ((c->target && !(r->cpu_target = cpu_spec(r, c->target))) ||
-      (c->reference && !(r->cpu_reference = cpu_spec(r, c->reference))))
+  if ((c->target && !(r->cpu_target = cpu_spec(r, "--target", c->target))) ||
+      (c->reference && !(r->cpu_reference = cpu_spec(r, "--reference", c->reference))))
     return false;
   bool is_tpub = strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub");
   bool tpu = is_tpub ? !r->given_target || tool_tpu_target(r->given_target)
