@@ -70,6 +70,34 @@ base_status drv_optimize(ir_module *m, const drv_opt *o, const char *target, dia
   return pass_run(m, &ctx, o->passes, &ro);
 }
 
+void drv_diag_message(diag *d, const char *fallback, char *err, size_t errlen) {
+  snprintf(err, errlen, "%s", diag_error_count(d) ? diag_text(d) : fallback);
+  size_t n = strlen(err);
+  while (n && err[n - 1] == '\n') err[--n] = 0;
+}
+
+ir_module *drv_load(const char *name, const void *text, size_t len, const char *target, char *err,
+                    size_t errlen) {
+  diag *d = diag_create();
+  tpucc_language lang = drv_language_of(name, text, len, TPUCC_LANGUAGE_TG);
+  ir_module *m = NULL;
+  drv_parse(name, text, len, lang, NULL, d, &m);
+  if (m && m->entry == IR_NONE)
+    diag_error(d, (src_loc){0}, "%s: the module has no entry computation", name);
+  if (m && diag_error_count(d) == 0) {
+    drv_opt o = {.opt_level = 2, .verify_each = true};
+    if (drv_optimize(m, &o, target, d) != ST_OK && diag_error_count(d) == 0)
+      diag_error(d, (src_loc){0}, "%s: the optimisation pipeline failed", name);
+  }
+  if (!m || diag_error_count(d) > 0) {
+    drv_diag_message(d, "the frontend rejected the input", err, errlen);
+    ir_module_destroy(m);
+    m = NULL;
+  }
+  diag_destroy(d);
+  return m;
+}
+
 /* ---- the cpu spec ------------------------------------------------------- */
 
 static const char *const numerics_names[] = {"native", "strict", "tpu"};

@@ -52,6 +52,17 @@ typedef struct drv_opt {
  * target: v3's figures). Errors go to d; returns pass_run's status. */
 base_status drv_optimize(ir_module *m, const drv_opt *o, const char *target, diag *d);
 
+/* Parses module text named `name` (language: drv_language_of, falling
+ * back to .tg) and runs the -O2 pipeline for target, verified after every
+ * pass: what libtpurt-cpu's devices compile. NULL with the diagnostics (or
+ * the reason) in err as one message. */
+ir_module *drv_load(const char *name, const void *text, size_t len, const char *target, char *err,
+                    size_t errlen);
+
+/* The diagnostics of d as one message (no trailing newline), or fallback
+ * when there are none. */
+void drv_diag_message(diag *d, const char *fallback, char *err, size_t errlen);
+
 /* ---- target specs -------------------------------------------------------- */
 
 /* A cpu spec, parsed. numerics is a cpu_numerics value (backend/llvm). */

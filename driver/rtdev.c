@@ -48,40 +48,6 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The diagnostics of d as one message (no trailing newline), or fallback
- * when there are none. */
-static void message_of(diag *d, const char *fallback, char *err, size_t errlen) {
-  snprintf(err, errlen, "%s", diag_error_count(d) ? diag_text(d) : fallback);
-  size_t n = strlen(err);
-  while (n && err[n - 1] == '\n') err[--n] = 0;
-}
-
-/* Parses and optimises (-O2, verified after every pass) module text for
- * target (a device spec). NULL with the diagnostics (or the reason) in err.
- * The language: by extension, else HLO when the text names a module or an
- * entry computation, else .tg. */
-static ir_module *parse_optimise(const char *name, const void *text, size_t len,
-                                 const char *target, char *err, size_t errlen) {
-  diag *d = diag_create();
-  tpucc_language lang = drv_language_of(name, text, len, TPUCC_LANGUAGE_TG);
-  ir_module *m = NULL;
-  drv_parse(name, text, len, lang, NULL, d, &m);
-  if (m && m->entry == IR_NONE)
-    diag_error(d, (src_loc){0}, "%s: the module has no entry computation", name);
-  if (m && diag_error_count(d) == 0) {
-    drv_opt o = {.opt_level = 2, .verify_each = true};
-    if (drv_optimize(m, &o, target, d) != ST_OK && diag_error_count(d) == 0)
-      diag_error(d, (src_loc){0}, "%s: the optimisation pipeline failed", name);
-  }
-  if (!m || diag_error_count(d) > 0) {
-    message_of(d, "the frontend rejected the input", err, errlen);
-    ir_module_destroy(m);
-    m = NULL;
-  }
-  diag_destroy(d);
-  return m;
-}
-
 /* 2 x multiply-accumulates of every dot and convolution reachable from c
  * through fusions (convolution window positions in padding included). */
 static uint64_t flops_of(const ir_module *m, const ir_comp *c) {
@@ -250,7 +216,7 @@ static tpurt_status_t cpu_load(rt_device *d, const char *name, const void *text,
     return TPURT_UNSUPPORTED;
   }
   double t0 = now();
-  ir_module *m = parse_optimise(name, text, len, d->spec.canonical, err, errlen);
+  ir_module *m = drv_load(name, text, len, d->spec.canonical, err, errlen);
   if (!m) return TPURT_PARSE_ERROR;
   const ir_comp *c = &m->comps.v[m->entry];
   tpurt_status_t ts = check_leaves(name, c, err, errlen);
@@ -312,14 +278,14 @@ static tpurt_status_t compile_tpu(const char *name, const void *text, size_t len
                                   char *err, size_t errlen) {
   *out = NULL;
   double t0 = now();
-  ir_module *m = parse_optimise(name, text, len, target, err, errlen);
+  ir_module *m = drv_load(name, text, len, target, err, errlen);
   if (!m) return TPURT_PARSE_ERROR;
   tpu_options o;
   tpu_options_init(&o);
   o.target = target;
   diag *d = diag_create();
   base_status st = tpu_compile(m, &o, d, out, NULL);
-  if (st != ST_OK) message_of(d, base_status_str(st), err, errlen);
+  if (st != ST_OK) drv_diag_message(d, base_status_str(st), err, errlen);
   diag_destroy(d);
   ir_module_destroy(m);
   *out_seconds = now() - t0;
