@@ -170,7 +170,10 @@ TPUCC_API const char *tpucc_target_description(int32_t i);
 typedef struct tpucc_result tpucc_result;
 
 typedef struct tpucc_execute_options {
-  const char *target; /* a name from the target list; NULL: the default */
+  const char *target; /* a name from the target list, "cpu" with options
+                         ("cpu,threads=2,numerics=strict": docs/cli.md; the
+                         options left out from TPUCC_CPU_THREADS and
+                         TPUCC_CPU_NUMERICS when set); NULL: the default */
   int64_t max_bytes;  /* refuse to materialise more than this (0: 16 GiB) */
 } tpucc_execute_options;
 

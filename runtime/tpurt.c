@@ -1,10 +1,9 @@
-/* tpurt.c: libtpurt's public API (include/tpurt.h) over the ISA tools
- * (runtime/isa) and the emulator (runtime/emu).
- *
- * Built twice: as libtpurt (TPU devices, .tpub programs; C library only)
- * and, with TPURT_HAVE_CPU, as libtpurt-cpu, which adds the "cpu" device
- * and module text (HLO, .tg) as programs on every device through the
- * compiler (backend/llvm/rtdev.h). docs/runtime.md describes both. */
+/* tpurt.c: libtpurt's public API (include/tpurt.h) over the device
+ * drivers (device.h): the handles, every argument check, messages and
+ * program metrics. The drivers a library links come from
+ * rt_linked_drivers: the emulated TPU (tpu_device.c) in libtpurt, plus the
+ * cpu device and module text in libtpurt-cpu (driver/rtdev.c).
+ * docs/runtime.md describes both. */
 #include "tpurt.h"
 
 #include <stdarg.h>
@@ -14,16 +13,11 @@
 #include <time.h>
 
 #include "asm.h"
-#include "emu.h"
 #include "isa.h"
+#include "runtime/device.h"
 #include "target.h"
 #include "tpub.h"
-#include "profile.h"
-#ifdef TPURT_HAVE_CPU
-#include "backend/llvm/rtdev.h"
-#endif
 
-_Static_assert(TPURT_MAX_UNITS == ISA_UNIT_COUNT, "unit numbering");
 _Static_assert(TPURT_MAX_RANK == TPUB_MAX_RANK, "rank limit");
 _Static_assert((int)TPURT_F32 == (int)TPUB_F32 && (int)TPURT_BF16 == (int)TPUB_BF16 &&
                    (int)TPURT_U8 == (int)TPUB_U8,
@@ -34,33 +28,19 @@ enum { MSG_BYTES = 4096 };
 
 struct tpurt_device {
   rt_allocator alloc;
-  tgt_target target;
-  char target_text[512];
-  uint64_t cycle_limit;
-  int mxu_systolic;
-  char *trace_path; /* NULL: no trace */
-  emu_machine *emu; /* created at the first execution */
-  int is_cpu;       /* the cpu device: target_text is its canonical spec */
-#ifdef TPURT_HAVE_CPU
-  cpu_rt_spec cpu;
-#endif
+  const rt_driver *drv;
+  rt_device *d;
+  rt_device_info info;
   char msg[MSG_BYTES];
 };
 
 struct tpurt_program {
   tpurt_device_t *dev;
-  tpub_image *img; /* TPU programs; NULL on the cpu device */
-#ifdef TPURT_HAVE_CPU
-  cpu_rt_program *cpu; /* cpu programs */
-#endif
-  /* The signature (the image's, or the cpu program's). */
-  uint32_t nparams, nresults;
-  const tpub_tensor *params, *results;
-  double compile_seconds; /* < 0: loaded as a .tpub or assembled, not compiled */
-  double host_seconds;    /* wall time of the last successful execute */
+  rt_program *p;
+  tpub_image *img; /* a TPU program's image; NULL on other devices */
+  rt_program_info info;
+  double host_seconds; /* wall time of the last successful execute */
   uint64_t executions;
-  uint64_t flops; /* per execution; valid when has_flops */
-  int has_flops;
 };
 
 struct tpurt_buffer {
@@ -69,7 +49,7 @@ struct tpurt_buffer {
   int rank;
   int64_t dims[TPURT_MAX_RANK];
   size_t bytes;
-  uint8_t *data;
+  uint8_t *data; /* from the device's buffer_alloc */
 };
 
 int tpurt_version(void) { return TPURT_VERSION_NUMBER; }
@@ -128,43 +108,41 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+
 /* ---- device --------------------------------------------------------------- */
 
 /* What "auto" stands for: the spec in the environment variable TPURT_TARGET
- * when set (a configured device), else the cpu device when this library has
- * it (the host CPU is always present; the emulator is a simulator, used
- * when named), else the emulated v3. Other specs stand for themselves. */
+ * when set (a configured device), else the first linked driver's device:
+ * the cpu in libtpurt-cpu (the host CPU is always present; the emulator is
+ * a simulator, used when named), the emulated v3 in libtpurt. Other specs
+ * stand for themselves. */
 static const char *resolve_target(const char *spec) {
   if (!spec) return "v3";
   if (strcmp(spec, "auto") != 0) return spec;
   const char *env = getenv("TPURT_TARGET");
   if (env && *env && strcmp(env, "auto") != 0) return env;
-#ifdef TPURT_HAVE_CPU
-  return "cpu";
-#else
-  return "v3";
-#endif
+  return rt_linked_drivers()->v[0]->default_spec;
 }
 
-static int is_cpu_spec(const char *s) { return strncmp(s, "cpu", 3) == 0 && (!s[3] || s[3] == ','); }
+/* The first linked driver that claims spec, or NULL with the reason: the
+ * TPU driver claims every spec but the cpu's, so only "cpu" goes unclaimed,
+ * in libtpurt. */
+static const rt_driver *driver_for(const char *spec, char *err, size_t errlen) {
+  for (const rt_driver *const *d = rt_linked_drivers()->v; *d; d++)
+    if ((*d)->claims(spec)) return *d;
+  if (err && errlen)
+    snprintf(err, errlen, "this libtpurt has no cpu device: link libtpurt-cpu (pkg-config tpurt-cpu)");
+  return NULL;
+}
 
-/* Checks a (resolved) spec. The cpu device fills d->cpu, a TPU one *t. */
-static tpurt_status_t check_spec(const char *spec, tgt_target *t, tpurt_device_t *d, char *err,
-                                 size_t errlen) {
-  if (is_cpu_spec(spec)) {
-#ifdef TPURT_HAVE_CPU
-    cpu_rt_spec cs;
-    tpurt_status_t st = cpu_rt_parse_spec(spec, &cs, err, errlen);
-    if (st == TPURT_OK && d) d->cpu = cs;
-    return st;
-#else
-    (void)d;
-    if (err && errlen)
-      snprintf(err, errlen, "this libtpurt has no cpu device: link libtpurt-cpu (pkg-config tpurt-cpu)");
-    return TPURT_UNSUPPORTED;
-#endif
-  }
-  return tgt_parse(spec, t, err, errlen) ? TPURT_INVALID_ARGUMENT : TPURT_OK;
+/* Checks a (resolved) spec: TPURT_OK, or the driver's reason in err. */
+static tpurt_status_t check_spec(const char *spec, char *err, size_t errlen) {
+  const rt_driver *drv = driver_for(spec, err, errlen);
+  if (!drv) return TPURT_UNSUPPORTED;
+  char why[512] = "";
+  tpurt_status_t st = drv->create(spec, NULL, NULL, NULL, why, sizeof why);
+  if (st && err && errlen) snprintf(err, errlen, "%s", why);
+  return st;
 }
 
 void tpurt_device_options_init(tpurt_device_options_t *o) {
@@ -174,14 +152,13 @@ void tpurt_device_options_init(tpurt_device_options_t *o) {
 }
 
 tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen) {
-  tgt_target t;
   if (!target) {
     if (err && errlen) snprintf(err, errlen, "no target given");
     return TPURT_INVALID_ARGUMENT;
   }
   const char *spec = resolve_target(target);
   char why[256] = "";
-  tpurt_status_t st = check_spec(spec, &t, NULL, why, sizeof why);
+  tpurt_status_t st = check_spec(spec, why, sizeof why);
   if (st && err && errlen) {
     if (spec != target) snprintf(err, errlen, "auto is TPURT_TARGET='%s': %s", spec, why);
     else snprintf(err, errlen, "%s", why);
@@ -203,34 +180,19 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
     a.user = opts->allocator->user;
     if (!a.alloc || !a.free) return TPURT_INVALID_ARGUMENT;
   }
-  tgt_target t;
   const char *spec = resolve_target(opts->target);
+  const rt_driver *drv = driver_for(spec, NULL, 0);
+  if (!drv) return TPURT_UNSUPPORTED;
   tpurt_device_t *d = rt_calloc(&a, 1, sizeof *d);
   if (!d) return TPURT_OUT_OF_MEMORY;
-  tpurt_status_t st = check_spec(spec, &t, d, NULL, 0);
+  d->alloc = a;
+  d->drv = drv;
+  rt_device_config c = {&d->alloc, opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT,
+                        opts->mxu_systolic, opts->trace_path};
+  tpurt_status_t st = drv->create(spec, &c, &d->d, &d->info, d->msg, sizeof d->msg);
   if (st) {
     rt_free(&a, d);
     return st;
-  }
-  d->alloc = a;
-  d->is_cpu = is_cpu_spec(spec);
-#ifdef TPURT_HAVE_CPU
-  if (d->is_cpu) snprintf(d->target_text, sizeof d->target_text, "%s", d->cpu.canonical);
-#endif
-  if (!d->is_cpu) {
-    d->target = t;
-    tgt_format(&t, d->target_text, sizeof d->target_text);
-  }
-  d->cycle_limit = opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT;
-  d->mxu_systolic = opts->mxu_systolic;
-  if (opts->trace_path) {
-    size_t n = strlen(opts->trace_path);
-    d->trace_path = rt_alloc(&a, n + 1);
-    if (!d->trace_path) {
-      rt_free(&a, d);
-      return TPURT_OUT_OF_MEMORY;
-    }
-    memcpy(d->trace_path, opts->trace_path, n + 1);
   }
   *out_device = d;
   return TPURT_OK;
@@ -239,17 +201,16 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
 void tpurt_device_destroy(tpurt_device_t *dev) {
   if (!dev) return;
   rt_allocator a = dev->alloc;
-  emu_destroy(dev->emu);
-  rt_free(&a, dev->trace_path);
+  dev->drv->ops->destroy(dev->d);
   rt_free(&a, dev);
 }
 
 const char *tpurt_device_message(const tpurt_device_t *dev) { return dev ? dev->msg : "no device"; }
 
-const char *tpurt_device_target(const tpurt_device_t *dev) { return dev ? dev->target_text : ""; }
+const char *tpurt_device_target(const tpurt_device_t *dev) { return dev ? dev->info.target : ""; }
 
 const char *tpurt_device_platform(const tpurt_device_t *dev) {
-  return !dev ? "" : dev->is_cpu ? "cpu" : "tpu";
+  return dev ? dev->info.platform : "";
 }
 
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
@@ -258,107 +219,30 @@ void tpurt_free(tpurt_device_t *dev, void *ptr) {
 
 /* ---- program -------------------------------------------------------------- */
 
-/* Takes ownership of img: verifies it and wraps it. */
-static tpurt_status_t adopt(tpurt_device_t *dev, tpub_image *img, tpurt_program_t **out) {
-  char why[512];
-  tgt_target pt;
-  if (tgt_parse(img->target, &pt, why, sizeof why)) {
-    tpub_free(img);
-    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
-  }
-  if (pt.mxu_rows != dev->target.mxu_rows || pt.mxu_cols != dev->target.mxu_cols) {
-    tpub_free(img);
-    return fail(dev, TPURT_UNSUPPORTED, "program was compiled for %dx%d MXUs, the device has %dx%d",
-                pt.mxu_rows, pt.mxu_cols, dev->target.mxu_rows, dev->target.mxu_cols);
-  }
-  int rc = tpub_verify(img, &dev->target, why, sizeof why);
-  if (rc) {
-    tpub_free(img);
-    if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s", why);
-  }
-  tpurt_program_t *p = rt_calloc(&dev->alloc, 1, sizeof *p);
-  if (!p) {
-    tpub_free(img);
+/* Wraps a driver's program p (destroyed on failure). */
+static tpurt_status_t wrap(tpurt_device_t *dev, rt_program *p, const rt_program_info *info,
+                           tpurt_program_t **out) {
+  tpurt_program_t *w = rt_calloc(&dev->alloc, 1, sizeof *w);
+  if (!w) {
+    dev->drv->ops->program_destroy(p);
     return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
   }
-  p->dev = dev;
-  p->img = img;
-  p->nparams = img->nparams;
-  p->nresults = img->nresults;
-  p->params = img->params;
-  p->results = img->results;
-  p->compile_seconds = -1;
-  p->has_flops = img->nops > 0;
-  for (uint32_t i = 0; i < img->nops; i++) p->flops += img->ops[i].flops;
-  *out = p;
+  w->dev = dev;
+  w->p = p;
+  w->img = dev->drv == &rt_tpu_driver ? rt_tpu_program_image(p) : NULL;
+  w->info = *info;
+  *out = w;
   return TPURT_OK;
 }
-
-static int is_tpub(const void *bytes, size_t size) {
-  return size >= 4 && memcmp(bytes, "TPUB", 4) == 0;
-}
-
-#ifdef TPURT_HAVE_CPU
-/* Module text on the cpu device: compile it to native code. */
-static tpurt_status_t load_cpu(tpurt_device_t *dev, const char *name, const void *bytes,
-                               size_t size, tpurt_program_t **out) {
-  if (is_tpub(bytes, size))
-    return fail(dev, TPURT_UNSUPPORTED,
-                "%s: a .tpub is a TPU program; the cpu device loads HLO or .tg module text", name);
-  cpu_rt_program *cp;
-  tpurt_status_t st = cpu_rt_compile(name, bytes, size, &dev->cpu, &cp, dev->msg, sizeof dev->msg);
-  if (st) return st;
-  tpurt_program_t *p = rt_calloc(&dev->alloc, 1, sizeof *p);
-  if (!p) {
-    cpu_rt_destroy(cp);
-    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  }
-  cpu_rt_info in;
-  cpu_rt_get_info(cp, &in);
-  p->dev = dev;
-  p->cpu = cp;
-  p->nparams = in.nparams;
-  p->nresults = in.nresults;
-  p->params = in.params;
-  p->results = in.results;
-  p->compile_seconds = in.compile_seconds;
-  p->flops = in.flops;
-  p->has_flops = 1;
-  *out = p;
-  return TPURT_OK;
-}
-#endif
 
 /* Loads a program from bytes named `name` (a path, or "<memory>"). */
 static tpurt_status_t load_named(tpurt_device_t *dev, const char *name, const void *bytes,
                                  size_t size, tpurt_program_t **out) {
-#ifdef TPURT_HAVE_CPU
-  if (dev->is_cpu) return load_cpu(dev, name, bytes, size, out);
-  if (!is_tpub(bytes, size)) { /* module text: compile it for this TPU */
-    tpub_image *ti;
-    double secs;
-    tpurt_status_t st = cpu_rt_compile_tpu(name, bytes, size, dev->target_text, &ti, &secs,
-                                           dev->msg, sizeof dev->msg);
-    if (st) return st;
-    st = adopt(dev, ti, out);
-    if (st == TPURT_OK) (*out)->compile_seconds = secs;
-    return st;
-  }
-#endif
-  char why[512];
-  tpub_image *img;
-  int rc = tpub_read(bytes, size, &dev->alloc, &img, why, sizeof why);
-  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  if (rc) {
-    const char *hint = "";
-#ifndef TPURT_HAVE_CPU
-    if (!is_tpub(bytes, size) && size >= 9 && memchr(bytes, 0, size) == NULL)
-      hint = " (module text: compile it with `tpucc compile`, or link libtpurt-cpu to load text)";
-#endif
-    return fail(dev, TPURT_INVALID_PROGRAM, "invalid program: %s%s", why, hint);
-  }
-  return adopt(dev, img, out);
+  rt_program *p;
+  rt_program_info info;
+  tpurt_status_t st = dev->drv->ops->load(dev->d, name, bytes, size, &p, &info, dev->msg,
+                                          sizeof dev->msg);
+  return st ? st : wrap(dev, p, &info, out);
 }
 
 tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
@@ -374,11 +258,9 @@ tpurt_status_t tpurt_program_load_file(tpurt_device_t *dev, const char *path,
   if (out) *out = NULL;
   if (!dev || !path || !out)
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_load_file: NULL argument");
-#ifdef TPURT_HAVE_CPU
-  int need_magic = 0; /* module text loads too */
-#else
-  int need_magic = 1;
-#endif
+  /* Module text loads too when the library has a compiler or a device
+   * that takes it. */
+  int need_magic = dev->drv == &rt_tpu_driver && !rt_linked_drivers()->compile_text;
   uint8_t *buf;
   size_t n;
   char why[MSG_BYTES - 16];
@@ -405,22 +287,19 @@ tpurt_status_t tpurt_program_assemble(tpurt_device_t *dev, const char *text, siz
   if (out) *out = NULL;
   if (!dev || !out || (!text && len))
     return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_assemble: NULL argument");
-  if (dev->is_cpu)
+  if (dev->drv != &rt_tpu_driver)
     return fail(dev, TPURT_UNSUPPORTED, "the cpu device runs module text (HLO, .tg), not TPU assembly");
-  tpub_image *img;
-  int rc = isa_assemble(text ? text : "", len, name, &dev->alloc, &img, dev->msg, sizeof dev->msg);
-  if (rc == -2) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  if (rc) return TPURT_PARSE_ERROR;
-  return adopt(dev, img, out);
+  rt_program *p;
+  rt_program_info info;
+  tpurt_status_t st = rt_tpu_assemble(dev->d, text ? text : "", len, name, &p, &info, dev->msg,
+                                      sizeof dev->msg);
+  return st ? st : wrap(dev, p, &info, out);
 }
 
 void tpurt_program_destroy(tpurt_program_t *p) {
   if (!p) return;
   tpurt_device_t *dev = p->dev;
-  tpub_free(p->img);
-#ifdef TPURT_HAVE_CPU
-  cpu_rt_destroy(p->cpu);
-#endif
+  dev->drv->ops->program_destroy(p->p);
   rt_free(&dev->alloc, p);
 }
 
@@ -456,8 +335,8 @@ tpurt_status_t tpurt_program_disassemble(tpurt_program_t *p, char **out_text) {
   return TPURT_OK;
 }
 
-size_t tpurt_program_param_count(const tpurt_program_t *p) { return p ? p->nparams : 0; }
-size_t tpurt_program_result_count(const tpurt_program_t *p) { return p ? p->nresults : 0; }
+size_t tpurt_program_param_count(const tpurt_program_t *p) { return p ? p->info.nparams : 0; }
+size_t tpurt_program_result_count(const tpurt_program_t *p) { return p ? p->info.nresults : 0; }
 
 static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
   memset(o, 0, sizeof *o);
@@ -471,15 +350,15 @@ static void info_of(const tpub_tensor *t, tpurt_tensor_info_t *o) {
 
 tpurt_status_t tpurt_program_param_info(const tpurt_program_t *p, size_t i,
                                         tpurt_tensor_info_t *o) {
-  if (!p || !o || i >= p->nparams) return TPURT_INVALID_ARGUMENT;
-  info_of(&p->params[i], o);
+  if (!p || !o || i >= p->info.nparams) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->info.params[i], o);
   return TPURT_OK;
 }
 
 tpurt_status_t tpurt_program_result_info(const tpurt_program_t *p, size_t i,
                                          tpurt_tensor_info_t *o) {
-  if (!p || !o || i >= p->nresults) return TPURT_INVALID_ARGUMENT;
-  info_of(&p->results[i], o);
+  if (!p || !o || i >= p->info.nresults) return TPURT_INVALID_ARGUMENT;
+  info_of(&p->info.results[i], o);
   return TPURT_OK;
 }
 
@@ -501,7 +380,7 @@ static tpurt_status_t make_buffer(tpurt_device_t *dev, tpurt_dtype_t dtype, int 
   }
   tpurt_buffer_t *b = rt_calloc(&dev->alloc, 1, sizeof *b);
   if (!b) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  b->data = rt_calloc(&dev->alloc, 1, bytes);
+  b->data = dev->drv->ops->buffer_alloc(dev->d, bytes);
   if (!b->data) {
     rt_free(&dev->alloc, b);
     return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory (%zu bytes)", bytes);
@@ -540,7 +419,7 @@ tpurt_status_t tpurt_buffer_create(tpurt_device_t *dev, tpurt_dtype_t dtype, int
 void tpurt_buffer_destroy(tpurt_buffer_t *b) {
   if (!b) return;
   tpurt_device_t *dev = b->dev;
-  rt_free(&dev->alloc, b->data);
+  dev->drv->ops->buffer_free(dev->d, b->data);
   rt_free(&dev->alloc, b);
 }
 
@@ -565,40 +444,7 @@ void tpurt_buffer_info(const tpurt_buffer_t *b, tpurt_tensor_info_t *o) {
 }
 
 /* ---- execution ------------------------------------------------------------ */
-
-/* Chrome trace-event output (tpurt_device_options_t.trace_path). */
-typedef struct trace_out {
-  FILE *f;
-  int n;
-} trace_out;
-
-static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
-                        uint64_t occ, uint64_t lat) {
-  trace_out *t = user;
-  char text[160] = "?";
-  isa_inst in;
-  if (!isa_decode(word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
-  fprintf(t->f,
-          ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,"
-          "\"ts\":%llu,\"dur\":%llu,\"args\":{\"pc\":%u,\"lat\":%llu}}",
-          text, unit, (unsigned long long)start, (unsigned long long)occ, pc,
-          (unsigned long long)lat);
-  t->n++;
-}
-
-static FILE *trace_open(tpurt_device_t *dev) {
-  FILE *f = fopen(dev->trace_path, "w");
-  if (!f) return NULL;
-  fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-        "\"args\":{\"name\":\"tpucc core\"}}",
-        f);
-  for (int u = 0; u < TPURT_MAX_UNITS; u++)
-    fprintf(f,
-            ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
-            "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-            u, isa_unit_name(u));
-  return f;
-}
+/* ---- execution ------------------------------------------------------------ */
 
 static int shape_matches(const tpurt_buffer_t *b, const tpub_tensor *t) {
   if ((int)b->dtype != t->dtype || b->rank != t->rank) return 0;
@@ -613,98 +459,16 @@ static void shape_text(char *out, size_t n, int dtype, int rank, const int64_t *
     k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? "," : "", (long long)dims[i]);
   if (k < n) snprintf(out + k, n - k, "]");
 }
-
-static void copy_stats(const emu_stats *e, const tgt_target *t, tpurt_stats_t *o) {
-  memset(o, 0, sizeof *o);
-  o->cycles = e->cycles;
-  o->seconds = (double)e->cycles / (double)t->clock_hz;
-  o->instructions = e->instructions;
-  o->mxu_macs = e->mxu_macs;
-  o->mxu_busy_cycles = e->mxu_busy_cycles;
-  o->mxu_peak_macs = e->cycles * tgt_peak_macs_per_cycle(t);
-  o->mxu_weight_loads = e->mxu_weight_loads;
-  o->hbm_read_bytes = e->hbm_read_bytes;
-  o->hbm_write_bytes = e->hbm_write_bytes;
-  o->hbm_busy_cycles = e->hbm_busy_cycles;
-  o->dma_transfers = e->dma_transfers;
-  o->mxu_array_cycles = e->mxu_array_cycles;
-  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
-    const emu_unit_stats *s = &e->units[u];
-    tpurt_unit_stats_t *d = &o->units[u];
-    d->name = isa_unit_name(u);
-    d->instructions = s->instructions;
-    d->busy_cycles = s->busy_cycles;
-    d->stall_dependency = s->stall_dependency;
-    d->stall_sync = s->stall_sync;
-    d->stall_dma = s->stall_dma;
-    d->stall_weight_load = s->stall_weight;
-    d->stall_hbm = s->stall_hbm;
-    d->stall_queue_full = s->stall_queue;
-    d->last_cycle = s->last_cycle;
-  }
-}
-
-static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uint8_t *hbm, int rc,
-                                 const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
-                                 size_t nresults, tpurt_stats_t *out_stats);
-
-#ifdef TPURT_HAVE_CPU
-/* A cpu program's run on checked parameters: result buffers are made
- * first and the native code writes into them. The statistics are the
- * seconds of the native run alone; every counter is zero. */
-static tpurt_status_t execute_cpu(tpurt_program_t *p, tpurt_buffer_t *const *params,
-                                  tpurt_buffer_t **results, tpurt_stats_t *out_stats) {
+/* Checks an execution's arguments against p's signature. */
+static tpurt_status_t check_args(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                 size_t nparams, size_t nresults) {
   tpurt_device_t *dev = p->dev;
-  void **in = rt_calloc(&dev->alloc, (size_t)p->nparams + p->nresults + 1, sizeof(void *));
-  if (!in) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
-  void **outs = in + p->nparams;
-  tpurt_status_t st = TPURT_OK;
-  for (uint32_t i = 0; i < p->nresults && st == TPURT_OK; i++) {
-    const tpub_tensor *t = &p->results[i];
-    st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, &results[i]);
-    if (st == TPURT_OK) outs[i] = results[i]->data;
-  }
-  for (uint32_t i = 0; i < p->nparams; i++) in[i] = params[i]->data;
-  double t0 = now_seconds();
-  if (st == TPURT_OK) st = cpu_rt_execute(p->cpu, in, outs, dev->msg, sizeof dev->msg);
-  double secs = now_seconds() - t0;
-  rt_free(&dev->alloc, in);
-  if (st) {
-    for (uint32_t i = 0; i < p->nresults; i++) {
-      tpurt_buffer_destroy(results[i]);
-      results[i] = NULL;
-    }
-    return st;
-  }
-  if (out_stats) {
-    out_stats->seconds = secs;
-    for (int u = 0; u < TPURT_MAX_UNITS; u++) out_stats->units[u].name = isa_unit_name(u);
-  }
-  return TPURT_OK;
-}
-#endif
-
-/* One execution; with profile options (popts non-NULL) the run is profiled
- * per op into out_ops (runtime/prof/profile.c). */
-static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params, size_t nparams,
-                              tpurt_buffer_t **results, size_t nresults, tpurt_stats_t *out_stats,
-                              const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
-  if (!p) return TPURT_INVALID_ARGUMENT;
-  tpurt_device_t *dev = p->dev;
-  const tpub_image *img = p->img;
-  if (out_stats) memset(out_stats, 0, sizeof *out_stats);
-  if ((nresults && !results) || (nparams && !params))
-    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute: NULL array");
-  for (size_t i = 0; i < nresults; i++)
-    results[i] = NULL;
-  if (popts && !img)
-    return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
-  if (nparams != p->nparams || nresults != p->nresults)
+  if (nparams != p->info.nparams || nresults != p->info.nresults)
     return fail(dev, TPURT_INVALID_ARGUMENT,
-                "program takes %u parameters and %u results, given %zu and %zu", p->nparams,
-                p->nresults, nparams, nresults);
+                "program takes %u parameters and %u results, given %zu and %zu", p->info.nparams,
+                p->info.nresults, nparams, nresults);
   for (size_t i = 0; i < nparams; i++) {
-    const tpub_tensor *t = &p->params[i];
+    const tpub_tensor *t = &p->info.params[i];
     if (!params[i] || params[i]->dev != dev)
       return fail(dev, TPURT_INVALID_ARGUMENT, "parameter %zu (%s): missing or from another device",
                   i, t->name);
@@ -716,106 +480,37 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
                   t->name, want, got);
     }
   }
-#ifdef TPURT_HAVE_CPU
-  if (p->cpu) return execute_cpu(p, params, results, out_stats);
-#endif
-  if (!dev->emu) {
-    dev->emu = emu_create(&dev->target, &dev->alloc);
-    if (!dev->emu) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory creating the core");
-    emu_set_systolic(dev->emu, dev->mxu_systolic);
-  }
-  uint8_t *hbm = rt_calloc(&dev->alloc, 1, (size_t)img->hbm_bytes);
-  if (!hbm)
-    return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory for %llu bytes of HBM",
-                (unsigned long long)img->hbm_bytes);
-  for (uint32_t i = 0; i < img->nconsts; i++)
-    memcpy(hbm + img->consts[i].hbm_offset, img->consts[i].data, (size_t)img->consts[i].size);
-  for (size_t i = 0; i < nparams; i++)
-    memcpy(hbm + img->params[i].hbm_offset, params[i]->data, params[i]->bytes);
-  emu_stats es;
-  emu_fault ef;
-  trace_out tr = {NULL, 0};
-  prof *pf = NULL;
-  if (popts) {
-    const char *tp = popts->trace_path ? popts->trace_path : dev->trace_path;
-    FILE *tf = NULL;
-    if (tp && !(tf = fopen(tp, "w"))) {
-      rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace", tp);
-    }
-    size_t nops = img->nops ? img->nops : 1;
-    tpurt_op_stats_t *ops = out_ops;
-    if (!ops) ops = rt_calloc(&dev->alloc, nops, sizeof *ops);
-    if (ops) pf = prof_create(&dev->alloc, img, &dev->target, ops, tf, popts->trace_instructions);
-    if (!pf) {
-      if (ops != out_ops) rt_free(&dev->alloc, ops);
-      if (tf) fclose(tf);
-      rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory for the profile");
-    }
-    prof_attach(pf, dev->emu);
-    int rc = emu_run(dev->emu, img, hbm, dev->cycle_limit, &es, &ef);
-    emu_set_trace(dev->emu, NULL, NULL);
-    int prc = prof_finish(pf, &es);
-    prof_destroy(pf);
-    if (ops != out_ops) rt_free(&dev->alloc, ops);
-    if (tf) {
-      int bad = ferror(tf);
-      if (fclose(tf) || bad || prc) {
-        rt_free(&dev->alloc, hbm);
-        return fail(dev, prc ? TPURT_OUT_OF_MEMORY : TPURT_IO_ERROR, "%s: error writing the trace",
-                    tp);
-      }
-    }
-    return finish_run(dev, img, hbm, rc, &es, &ef, results, nresults, out_stats);
-  }
-  if (dev->trace_path) {
-    tr.f = trace_open(dev);
-    if (!tr.f) {
-      rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_IO_ERROR, "%s: cannot create the trace", dev->trace_path);
-    }
-    emu_set_trace(dev->emu, trace_event, &tr);
-  }
-  int rc = emu_run(dev->emu, img, hbm, dev->cycle_limit, &es, &ef);
-  if (tr.f) {
-    emu_set_trace(dev->emu, NULL, NULL);
-    fputs("\n]\n", tr.f);
-    int bad = ferror(tr.f);
-    if (fclose(tr.f) || bad) {
-      rt_free(&dev->alloc, hbm);
-      return fail(dev, TPURT_IO_ERROR, "%s: error writing the trace", dev->trace_path);
-    }
-  }
-  return finish_run(dev, img, hbm, rc, &es, &ef, results, nresults, out_stats);
+  return TPURT_OK;
 }
 
-/* Results and status of a run; frees hbm. */
-static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uint8_t *hbm, int rc,
-                                 const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
-                                 size_t nresults, tpurt_stats_t *out_stats) {
-  emu_fault ef = *fp;
-  if (out_stats) copy_stats(es, &dev->target, out_stats);
-  if (rc) {
-    rt_free(&dev->alloc, hbm);
-    char text[160] = "";
-    isa_inst in;
-    if (!isa_decode(ef.word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
-    tpurt_status_t st = ef.kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
-                        : ef.kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
-                                                    : TPURT_RUNTIME_FAULT;
-    return fail(dev, st, "fault at pc %u (%s) at cycle %llu: %s", ef.pc, text,
-                (unsigned long long)ef.cycle, ef.reason);
-  }
+/* One execution on checked arguments: the result buffers are made first
+ * and the driver writes into them; with profile options (popts non-NULL)
+ * the run is profiled per op into out_ops. */
+static tpurt_status_t run(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                          tpurt_buffer_t **results, tpurt_stats_t *out_stats,
+                          const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
+  tpurt_device_t *dev = p->dev;
+  uint32_t np = p->info.nparams, nr = p->info.nresults;
+  void **in = rt_calloc(&dev->alloc, (size_t)np + nr + 1, sizeof(void *));
+  if (!in) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  void **outs = in + np;
   tpurt_status_t st = TPURT_OK;
-  for (size_t i = 0; i < nresults && st == TPURT_OK; i++) {
-    const tpub_tensor *t = &img->results[i];
+  for (uint32_t i = 0; i < nr && st == TPURT_OK; i++) {
+    const tpub_tensor *t = &p->info.results[i];
     st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, &results[i]);
-    if (st == TPURT_OK) memcpy(results[i]->data, hbm + t->hbm_offset, results[i]->bytes);
+    if (st == TPURT_OK) outs[i] = results[i]->data;
   }
-  rt_free(&dev->alloc, hbm);
+  for (uint32_t i = 0; i < np; i++) in[i] = params[i]->data;
+  if (out_stats)
+    for (int u = 0; u < TPURT_MAX_UNITS; u++) out_stats->units[u].name = isa_unit_name(u);
+  rt_replica r = {in, outs, out_stats};
+  if (st == TPURT_OK && popts)
+    st = rt_tpu_execute_profile(p->p, &r, popts, out_ops, dev->msg, sizeof dev->msg);
+  else if (st == TPURT_OK)
+    st = dev->drv->ops->execute(p->p, &r, 1, dev->msg, sizeof dev->msg);
+  rt_free(&dev->alloc, in);
   if (st) {
-    for (size_t i = 0; i < nresults; i++) {
+    for (uint32_t i = 0; i < nr; i++) {
       tpurt_buffer_destroy(results[i]);
       results[i] = NULL;
     }
@@ -823,13 +518,23 @@ static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uin
   return st;
 }
 
-/* execute, timed for the program's metrics. */
-static tpurt_status_t timed_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
-                                    size_t nparams, tpurt_buffer_t **results, size_t nresults,
-                                    tpurt_stats_t *out_stats, const tpurt_profile_options_t *popts,
-                                    tpurt_op_stats_t *out_ops) {
+/* Checks and runs one execution, timed for the program's metrics. */
+static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params, size_t nparams,
+                              tpurt_buffer_t **results, size_t nresults, tpurt_stats_t *out_stats,
+                              const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
+  if (!p) return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *dev = p->dev;
+  if (out_stats) memset(out_stats, 0, sizeof *out_stats);
+  if ((nresults && !results) || (nparams && !params))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute: NULL array");
+  for (size_t i = 0; i < nresults; i++)
+    results[i] = NULL;
+  if (popts && !p->img)
+    return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
+  tpurt_status_t st = check_args(p, params, nparams, nresults);
+  if (st) return st;
   double t0 = now_seconds();
-  tpurt_status_t st = execute(p, params, nparams, results, nresults, out_stats, popts, out_ops);
+  st = run(p, params, results, out_stats, popts, out_ops);
   if (st == TPURT_OK) {
     p->host_seconds = now_seconds() - t0;
     p->executions++;
@@ -840,7 +545,7 @@ static tpurt_status_t timed_execute(tpurt_program_t *p, tpurt_buffer_t *const *p
 tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
                                      size_t nparams, tpurt_buffer_t **results, size_t nresults,
                                      tpurt_stats_t *out_stats) {
-  return timed_execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
+  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
 }
 
 tpurt_status_t tpurt_program_metric(const tpurt_program_t *p, const char *key, double *out) {
@@ -851,13 +556,13 @@ tpurt_status_t tpurt_program_metric(const tpurt_program_t *p, const char *key, d
   } else if (strcmp(key, "executions") == 0) {
     *out = (double)p->executions;
   } else if (strcmp(key, "compile_seconds") == 0) {
-    if (p->compile_seconds < 0)
+    if (p->info.compile_seconds < 0)
       return fail(p->dev, TPURT_NOT_FOUND, "compile_seconds: the program was not compiled by this library");
-    *out = p->compile_seconds;
+    *out = p->info.compile_seconds;
   } else if (strcmp(key, "flops") == 0) {
-    if (!p->has_flops)
+    if (!p->info.has_flops)
       return fail(p->dev, TPURT_NOT_FOUND, "flops: the program has no op table to count them");
-    *out = (double)p->flops;
+    *out = (double)p->info.flops;
   } else {
     return fail(p->dev, TPURT_NOT_FOUND,
                 "unknown metric '%.100s' (host_seconds, executions, compile_seconds, flops)", key);
@@ -865,7 +570,7 @@ tpurt_status_t tpurt_program_metric(const tpurt_program_t *p, const char *key, d
   return TPURT_OK;
 }
 
-/* ---- per-op profiles (helper R; runtime/prof/profile.c) ------------------ */
+/* ---- per-op profiles (runtime/prof/profile.c) ----------------------------- */
 
 void tpurt_profile_options_init(tpurt_profile_options_t *o) {
   if (o) memset(o, 0, sizeof *o);
@@ -878,7 +583,7 @@ tpurt_status_t tpurt_program_execute_profile(tpurt_program_t *p, tpurt_buffer_t 
                                              tpurt_op_stats_t *out_ops) {
   tpurt_profile_options_t def;
   tpurt_profile_options_init(&def);
-  return timed_execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
+  return execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
 }
 
 size_t tpurt_program_op_count(const tpurt_program_t *p) {
@@ -891,7 +596,7 @@ tpurt_status_t tpurt_program_op_info(const tpurt_program_t *p, size_t i, tpurt_o
   if (!p->img || !p->img->nops) {
     o->name = "(program)";
     o->kind = o->file = "";
-    o->flops = p->flops;
+    o->flops = p->info.flops;
     return TPURT_OK;
   }
   const tpub_op *op = &p->img->ops[i];

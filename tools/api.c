@@ -1,5 +1,6 @@
-/* api.c: libtpucc, the compile API of include/tpucc.h, over the frontends,
- * the IR printer and the target table (targets.c). Contracts are in the
+/* api.c: libtpucc, the compile API of include/tpucc.h, over the driver
+ * (driver/driver.h: parsing, the passes for a target), the IR printer and
+ * the target table (targets.c). Contracts are in the
  * header; this file only adds how: a session keeps a diag sink per
  * compilation and a message buffer; a module wraps an ir_module plus its
  * flattened result shapes; a result owns an arena with the literals. */
@@ -7,12 +8,8 @@
 
 #include <stdlib.h>
 
-#include "frontend/frontend.h"
-#include "passes/passes.h"
+#include "driver/driver.h"
 #include "tools/tools.h"
-#ifdef TPUCC_HAVE_TPU
-#include "runtime/isa/target.h" /* tool_opt_options.target */
-#endif
 
 /* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
 _Static_assert((int)TPUCC_INTERNAL == (int)ST_INTERNAL, "status codes diverged");
@@ -119,22 +116,6 @@ void tpucc_compile_options_init(tpucc_compile_options *o) {
   o->language = TPUCC_LANGUAGE_AUTO;
 }
 
-static bool has_suffix(const char *s, const char *suf) {
-  size_t n = strlen(s), m = strlen(suf);
-  return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
-/* AUTO: by extension, else HLO when the text looks like HLO. */
-static tpucc_language pick_language(const char *name, const char *text, size_t len) {
-  if (has_suffix(name, ".hlo") || has_suffix(name, ".txt")) return TPUCC_LANGUAGE_HLO;
-  if (has_suffix(name, ".tg")) return TPUCC_LANGUAGE_TG;
-  size_t n = len < 4096 ? len : 4096;
-  for (size_t i = 0; i + 9 <= n; i++)
-    if (memcmp(text + i, "HloModule", 9) == 0 || memcmp(text + i, "ENTRY", 5) == 0)
-      return TPUCC_LANGUAGE_HLO;
-  return TPUCC_LANGUAGE_AUTO;
-}
-
 typedef VEC(ir_shape) shape_vec;
 typedef VEC(ir_literal *) literal_vec;
 
@@ -164,37 +145,19 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
   tpucc_compile_options_init(&def);
   if (!opts) opts = &def;
   tpucc_language lang = opts->language;
-  if (lang == TPUCC_LANGUAGE_AUTO) lang = pick_language(name, text ? text : "", len);
+  if (lang == TPUCC_LANGUAGE_AUTO)
+    lang = drv_language_of(name, text ? text : "", len, TPUCC_LANGUAGE_AUTO);
   if (lang == TPUCC_LANGUAGE_AUTO)
     return set_msg(s, ST_INVALID_ARGUMENT,
                    "%s: cannot tell the language (name it .hlo or .tg, or choose one)", name);
   diag_destroy(s->last);
   s->last = diag_create();
   diag_set_max_errors(s->last, s->max_errors);
-  /* The frontends get a NUL-terminated copy and the text for carets. */
-  char *copy = base_xmalloc(len + 1);
-  if (len) memcpy(copy, text, len);
-  copy[len] = 0;
-  diag_add_source(s->last, name, copy, len);
   ir_module *m = NULL;
-  if (lang == TPUCC_LANGUAGE_HLO) {
-#ifdef HAVE_HLO
-    m = fe_parse_hlo(name, copy, len, s->last);
-#else
-    free(copy);
-    return set_msg(s, ST_UNSUPPORTED, "%s: this tpucc was built without the HLO frontend", name);
-#endif
-  } else {
-#ifdef HAVE_TG
-    m = fe_parse_tg(name, copy, len, opts->entry, s->last);
-#else
-    free(copy);
-    return set_msg(s, ST_UNSUPPORTED, "%s: this tpucc was built without the .tg frontend", name);
-#endif
-  }
-  free(copy);
-  if (!m || diag_error_count(s->last) > 0) {
-    ir_module_destroy(m);
+  if (drv_parse(name, text ? text : "", len, lang, opts->entry, s->last, &m) == ST_UNSUPPORTED)
+    return set_msg(s, ST_UNSUPPORTED, "%s: this tpucc was built without the %s frontend", name,
+                   lang == TPUCC_LANGUAGE_HLO ? "HLO" : ".tg");
+  if (!m) {
     s->msg.len = 0;
     if (diag_error_count(s->last) > 0)
       first_line(&s->msg, diag_text(s->last));
@@ -448,7 +411,8 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
   }
   ir_literal *out = NULL;
   char err[512] = "";
-  base_status bs = t->run(m->m, opts->max_bytes, args, ninputs, a, &out, err, sizeof err);
+  base_status bs = t->run(m->m, opts->target ? opts->target : t->name, opts->max_bytes, args,
+                          ninputs, a, &out, err, sizeof err);
   if (bs != ST_OK || !out) {
     arena_destroy(a);
     return set_msg(s, bs != ST_OK ? bs : ST_INTERNAL, "%s: %s", t->name,
@@ -505,14 +469,10 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
   if (!s->last) s->last = diag_create();
   strbuf explain;
   sb_init(&explain);
-  pass_ctx ctx = {s->last, o->opt_level, o->verify_each, o->explain ? &explain : NULL, NULL};
-#ifdef TPUCC_HAVE_TPU
-  tgt_target tt;
-  if (o->target && tgt_parse(o->target, &tt, NULL, 0) == 0) ctx.target = &tt;
-#endif
-  pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
+  drv_opt dro = {o->opt_level, o->passes,    o->verify_each, o->explain ? &explain : NULL,
+                 o->dump_dir,  o->dump_after, o->time_passes};
   int before = diag_error_count(s->last);
-  base_status st = pass_run(tm->m, &ctx, o->passes, &ro);
+  base_status st = drv_optimize(tm->m, &dro, o->target, s->last);
   if (explain.len) fwrite(explain.s, 1, explain.len, stderr);
   sb_free(&explain);
   if (st != ST_OK) {

@@ -2,9 +2,7 @@
  * (the IR's own text form), and, through the backends in the target table,
  * TPU programs (.tpub), TPU assembly or a CPU object file and header. */
 #include "tools/tools.h"
-#ifdef TPUCC_HAVE_LLVM
-#include "backend/llvm/cpu.h" /* --target=cpu: cpu_compile_aot */
-#endif
+#include "driver/driver.h" /* --target=cpu: the spec; with LLVM, cpu_compile_aot */
 
 #include <ctype.h>
 
@@ -59,12 +57,17 @@ static int emit_cpu(const ir_module *m, const char *out, const char *header, con
     tool_error(CMD, "--target=cpu writes an object file: give -o FILE.o");
     return TOOL_EXIT_USAGE;
   }
-  cpu_options o;
-  cpu_options_init(&o);
-  if (numerics && !cpu_numerics_from_name(numerics, &o.numerics)) {
+  char spec[64], err[1024];
+  drv_cpu_spec cs;
+  snprintf(spec, sizeof spec, "cpu,numerics=%.20s", numerics ? numerics : "native");
+  if ((numerics && strchr(numerics, ',')) ||
+      drv_cpu_spec_parse(spec, false, &cs, err, sizeof err) != ST_OK) {
     tool_error(CMD, "--cpu-numerics: '%s' is not native, strict or tpu", numerics);
     return TOOL_EXIT_USAGE;
   }
+  cpu_options o;
+  cpu_options_init(&o);
+  drv_cpu_options(&cs, &o);
   char name[128];
   if (!sym) { /* the stem of -o as a C identifier */
     const char *b = strrchr(out, '/');
@@ -87,7 +90,6 @@ static int emit_cpu(const ir_module *m, const char *out, const char *header, con
     }
   }
   o.entry_name = sym;
-  char err[1024];
   base_status st = cpu_compile_aot(m, &o, out, header, err, sizeof err);
   if (st != ST_OK) {
     tool_error(CMD, "%s", err);

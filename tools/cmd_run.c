@@ -2,6 +2,7 @@
  * a target, print or write the results, and optionally check them against
  * expected tensors. The help text below is the reference for its flags. */
 #include "tools/tools.h"
+#include "driver/driver.h" /* cpu specs */
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +16,8 @@ void tool_help_run(FILE *f) {
         "options:\n"
         "  --target=NAME          where to run (default: v3 when built with the TPU\n"
         "                         backend, else the first listed below); TPU targets\n"
-        "                         take overrides: --target=v3,mxu=64x64,vmem=8MiB\n"
+        "                         take overrides: --target=v3,mxu=64x64,vmem=8MiB,\n"
+        "                         cpu options: --target=cpu,threads=4,numerics=strict\n"
         "  --entry=NAME           .tg only: the graph to run (default: the last)\n"
         "  --language=hlo|tg      override the choice by file extension\n"
         "  --input=TENSOR         one per parameter, in the entry's parameter order\n"
@@ -123,7 +125,6 @@ typedef struct run_cfg {
   bool listed;          /* --list-passes printed the pipeline */
   tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
-  int32_t cpu_nthreads;                   /* --threads as a count; 0: not given */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -205,7 +206,6 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       int64_t t;
       if (!tool_parse_int(CMD, name, v, 1, 1024, &t)) return false;
       c->cpu_threads = v;
-      c->cpu_nthreads = (int32_t)t;
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
@@ -512,38 +512,48 @@ static int run_tpub(const run_cfg *c, const char *target, arena *a, const given 
   return rc;
 }
 
-int tool_cmd_run(int argc, char **argv) {
-  arena *a = arena_create();
-  run_cfg c = {0};
-  c.target = NULL;
-  c.seed = 1;
-  c.atol = 1e-5;
-  c.rtol = 1e-5;
-  c.print_max = 1024;
-  tool_opt_options_init(&c.opt);
-  bool help = false;
-  int rc = TOOL_EXIT_USAGE;
-  tpucc_session *s = NULL;
-  tpucc_module *m = NULL;
-  tpucc_result *res = NULL, *ref = NULL;
-  if (!parse_cmdline(argc, argv, &c, a, &help)) goto done;
-  if (help) {
-    if (!c.listed) tool_help_run(stdout);
-    rc = TOOL_EXIT_OK;
-    goto done;
+/* One `tpucc run` of a module, step by step (tool_cmd_run). */
+typedef struct run_state {
+  run_cfg c;
+  arena *a;
+  const char *given_target; /* --target as given (a .tpub runs on its own unless given) */
+  const char *cpu_target, *cpu_reference; /* the cpu specs with --threads, --cpu-numerics */
+  given *ins, *exps;
+  int nins, nexps;
+  tpucc_session *s;
+  tpucc_module *m;
+  int np, nr;
+  tpucc_tensor *args; /* one per parameter */
+  lit_vec got;        /* the results' array leaves */
+  tpucc_result *res, *ref;
+} run_state;
+
+/* t with the cpu flags appended when t is a cpu spec (the later key wins),
+ * else t; NULL after a usage error for a bad cpu spec. */
+static const char *cpu_spec(run_state *r, const char *flag, const char *t) {
+  if (!t || !drv_is_cpu_spec(t)) return t;
+  const run_cfg *c = &r->c;
+  const char *spec = arena_printf(r->a, "%s%s%s%s%s", t, c->cpu_threads ? ",threads=" : "",
+                                  c->cpu_threads ? c->cpu_threads : "",
+                                  c->cpu_numerics ? ",numerics=" : "",
+                                  c->cpu_numerics ? c->cpu_numerics : "");
+  drv_cpu_spec cs;
+  char err[256];
+  if (drv_cpu_spec_parse(spec, false, &cs, err, sizeof err) != ST_OK) {
+    tool_error(CMD, "%s %s: %s", flag, t, err);
+    return NULL;
   }
-  /* The cpu row of the target table (backend/llvm's cpu_run_target) reads
-   * its options from these variables; the flags override the environment
-   * for this process only. */
-  if ((c.cpu_threads && setenv("TPUCC_CPU_THREADS", c.cpu_threads, 1) != 0) ||
-      (c.cpu_numerics && setenv("TPUCC_CPU_NUMERICS", c.cpu_numerics, 1) != 0)) {
-    tool_error(CMD, "cannot set the CPU options");
-    goto done;
-  }
-  const char *given_target = c.target; /* a .tpub runs on its own target unless given */
-  if (!c.target && tool_target_find("v3")) c.target = "v3"; /* the TPU emulator */
+  return spec;
+}
+
+/* The target and reference: the default, known names, and the flags that
+ * only some targets honour (refused elsewhere, never ignored). */
+static bool check_targets(run_state *r) {
+  run_cfg *c = &r->c;
+  r->given_target = c->target;
+  if (!c->target && tool_target_find("v3")) c->target = "v3"; /* the TPU emulator */
   for (int k = 0; k < 2; k++) {
-    const char *t = k ? c.reference : c.target;
+    const char *t = k ? c->reference : c->target;
     if (!t || tool_target_find(t) || (!k && tool_tpu_target(t))) continue;
     strbuf known;
     sb_init(&known);
@@ -552,181 +562,191 @@ int tool_cmd_run(int argc, char **argv) {
     tool_error(CMD, "unknown %s '%s' (known: %s)", k ? "reference target" : "target", t,
                sb_str(&known));
     sb_free(&known);
-    goto done;
+    return false;
   }
-  { /* flags that only some targets honour: refused elsewhere, never ignored */
-    bool is_tpub = strlen(c.file) > 5 && !strcmp(c.file + strlen(c.file) - 5, ".tpub");
-    bool tpu = is_tpub ? !given_target || tool_tpu_target(given_target)
-                       : tool_tpu_target(c.target);
-    const char *tpu_only = c.tpu.report       ? "--report"
-                           : c.tpu.trace      ? "--trace"
-                           : c.tpu.roofline   ? "--roofline"
-                           : c.tpu.precision  ? "--precision"
-                           : c.tpu.memory_report ? "--memory-report"
-                           : c.tpu.max_cycles    ? "--max-cycles"
-                                                 : NULL;
-    const char *stats = c.tpu.stats ? "--stats" : c.tpu.stats_json ? "--stats-json" : NULL;
-    const char *t = is_tpub ? given_target : c.target;
-    if (!t) t = tool_targets[0].name; /* built without the TPU backend: the default target */
-    if (!tpu && tpu_only) {
-      tool_error(CMD, "%s applies to TPU targets (v2, v3, ...), not '%s'", tpu_only, t);
-      goto done;
-    }
-    if (!tpu && stats && strcmp(t, "cpu")) {
-      tool_error(CMD, "%s applies to TPU targets and cpu, not '%s'", stats, t);
-      goto done;
-    }
+  if ((c->target && !(r->cpu_target = cpu_spec(r, "--target", c->target))) ||
+      (c->reference && !(r->cpu_reference = cpu_spec(r, "--reference", c->reference))))
+    return false;
+  bool is_tpub = strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub");
+  bool tpu = is_tpub ? !r->given_target || tool_tpu_target(r->given_target)
+                     : tool_tpu_target(c->target);
+  const char *tpu_only = c->tpu.report          ? "--report"
+                         : c->tpu.trace         ? "--trace"
+                         : c->tpu.roofline      ? "--roofline"
+                         : c->tpu.precision     ? "--precision"
+                         : c->tpu.memory_report ? "--memory-report"
+                         : c->tpu.max_cycles    ? "--max-cycles"
+                                                : NULL;
+  const char *stats = c->tpu.stats ? "--stats" : c->tpu.stats_json ? "--stats-json" : NULL;
+  const char *t = is_tpub ? r->given_target : c->target;
+  if (!t) t = tool_targets[0].name; /* built without the TPU backend: the default target */
+  if (!tpu && tpu_only) {
+    tool_error(CMD, "%s applies to TPU targets (v2, v3, ...), not '%s'", tpu_only, t);
+    return false;
   }
-  given *ins = NULL, *exps = NULL;
-  int nins = 0, nexps = 0;
-  if (!parse_tensors(a, "--input", c.inputs, c.ninputs, &ins, &nins)) goto done;
-  if (!parse_tensors(a, "--expected-output", c.expected, c.nexpected, &exps, &nexps)) goto done;
+  if (!tpu && stats && !drv_is_cpu_spec(t)) {
+    tool_error(CMD, "%s applies to TPU targets and cpu, not '%s'", stats, t);
+    return false;
+  }
+  return true;
+}
 
-  if (strlen(c.file) > 5 && !strcmp(c.file + strlen(c.file) - 5, ".tpub")) {
-    rc = run_tpub(&c, given_target, a, ins, nins, exps, nexps);
-    goto done;
-  }
-  if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
+/* Compiles and optimises the module; an exit code. */
+static int compile_module(run_state *r) {
+  run_cfg *c = &r->c;
+  if (tpucc_session_create(NULL, &r->s) != TPUCC_OK) {
     tool_error(CMD, "out of memory");
-    goto done;
+    return TOOL_EXIT_USAGE;
   }
   tpucc_compile_options co;
   tpucc_compile_options_init(&co);
-  co.language = c.lang;
-  co.entry = c.entry;
-  if (tpucc_compile_file(s, &co, c.file, &m) != TPUCC_OK) {
-    const char *d = tpucc_session_diagnostics(s);
+  co.language = c->lang;
+  co.entry = c->entry;
+  if (tpucc_compile_file(r->s, &co, c->file, &r->m) != TPUCC_OK) {
+    const char *d = tpucc_session_diagnostics(r->s);
     fputs(d, stderr);
-    if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(s));
-    goto done;
+    if (!strstr(d, "error:")) tool_error(CMD, "%s", tpucc_session_message(r->s));
+    return TOOL_EXIT_USAGE;
   }
-  c.opt.target = c.target; /* passes size their decisions by a TPU target */
-  if (tool_module_optimize(m, &c.opt) != TPUCC_OK) { /* the -O pipeline */
-    tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
-    rc = TOOL_EXIT_FAIL;
-    goto done;
+  c->opt.target = c->target; /* passes size their decisions by a TPU target */
+  if (tool_module_optimize(r->m, &c->opt) != TPUCC_OK) { /* the -O pipeline */
+    tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
+    return TOOL_EXIT_FAIL;
   }
+  fputs(tpucc_session_diagnostics(r->s), stderr); /* warnings */
+  r->np = tpucc_module_parameter_count(r->m);
+  r->nr = tpucc_module_result_count(r->m);
+  return TOOL_EXIT_OK;
+}
 
-  fputs(tpucc_session_diagnostics(s), stderr); /* warnings */
-
-  /* Match inputs to parameters. */
-  int np = tpucc_module_parameter_count(m), nr = tpucc_module_result_count(m);
-  if (nins > np || (nins < np && !c.random)) {
-    tool_error(CMD, "%s: the entry takes %d parameter%s, %d input%s given%s", c.file, np,
+/* Matches the inputs to the parameters, makes the random ones, and checks
+ * the result flags against the signature before running; an exit code. */
+static int bind_inputs(run_state *r) {
+  run_cfg *c = &r->c;
+  arena *a = r->a;
+  int np = r->np, nr = r->nr, nins = r->nins;
+  if (nins > np || (nins < np && !c->random)) {
+    tool_error(CMD, "%s: the entry takes %d parameter%s, %d input%s given%s", c->file, np,
                np == 1 ? "" : "s", nins, nins == 1 ? "" : "s",
                nins < np ? " (give one --input per parameter, or --random-inputs)" : "");
-    print_signature(m, a);
-    goto done;
+    print_signature(r->m, a);
+    return TOOL_EXIT_USAGE;
   }
-  tpucc_tensor *args = arena_array(a, (size_t)(np ? np : 1), sizeof *args);
+  r->args = arena_array(a, (size_t)(np ? np : 1), sizeof *r->args);
   ir_shape *pshapes = arena_array(a, (size_t)(np ? np : 1), sizeof *pshapes);
   const char **pnames = arena_array(a, (size_t)(np ? np : 1), sizeof(char *));
   ir_literal **made = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
-  uint64_t state = c.seed;
+  uint64_t state = c->seed;
   for (int i = 0; i < np; i++) {
     tpucc_tensor want;
-    if (tpucc_module_parameter(m, i, &want) != TPUCC_OK) {
-      tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
-      goto done;
+    if (tpucc_module_parameter(r->m, i, &want) != TPUCC_OK) {
+      tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
+      return TOOL_EXIT_USAGE;
     }
     pshapes[i] = desc_shape(&want);
     pnames[i] = arena_strdup(a, want.name);
   }
-  bind_npz_by_name(ins, nins, pnames, np, a);
+  bind_npz_by_name(r->ins, nins, pnames, np, a);
   for (int i = 0; i < nins; i++) {
-    const ir_literal *g = ins[i].lit;
+    const ir_literal *g = r->ins[i].lit;
     if (!ir_shape_equal(&g->shape, &pshapes[i])) {
-      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s", ins[i].arg,
-                 shown(a, ins[i].text), i, pnames[i], spec_of(a, &pshapes[i]),
+      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s",
+                 r->ins[i].arg, shown(a, r->ins[i].text), i, pnames[i], spec_of(a, &pshapes[i]),
                  spec_of(a, &g->shape));
-      goto done;
+      return TOOL_EXIT_USAGE;
     }
-    tensor_view(g, &args[i]);
+    tensor_view(g, &r->args[i]);
   }
-  {
-    char rerr[512];
-    base_status rst =
-        tool_random_inputs(a, pshapes, pnames, nins, np, &state, made, rerr, sizeof rerr);
-    if (rst != ST_OK) {
-      tool_error(CMD, "%s: %s", c.file, rerr);
-      if (rst == ST_OUT_OF_MEMORY) rc = TOOL_EXIT_FAIL;
-      goto done;
-    }
-    for (int i = nins; i < np; i++) tensor_view(made[i], &args[i]);
+  char rerr[512];
+  base_status rst = tool_random_inputs(a, pshapes, pnames, nins, np, &state, made, rerr, sizeof rerr);
+  if (rst != ST_OK) {
+    tool_error(CMD, "%s: %s", c->file, rerr);
+    return rst == ST_OUT_OF_MEMORY ? TOOL_EXIT_FAIL : TOOL_EXIT_USAGE;
   }
+  for (int i = nins; i < np; i++) tensor_view(made[i], &r->args[i]);
+  if (c->noutputs > nr) { /* fewer are fine: the other results are printed */
+    tool_error(CMD, "%s: the entry has %d result%s, %d --output given", c->file, nr,
+               nr == 1 ? "" : "s", c->noutputs);
+    return TOOL_EXIT_USAGE;
+  }
+  if (r->nexps && r->nexps != nr) {
+    tool_error(CMD, "%s: the entry has %d result%s, %d expected output%s given", c->file, nr,
+               nr == 1 ? "" : "s", r->nexps, r->nexps == 1 ? "" : "s");
+    return TOOL_EXIT_USAGE;
+  }
+  return TOOL_EXIT_OK;
+}
 
-  /* Check the result flags against the signature before running. */
-  if (c.noutputs > nr) { /* fewer are fine: the other results are printed */
-    tool_error(CMD, "%s: the entry has %d result%s, %d --output given", c.file, nr,
-               nr == 1 ? "" : "s", c.noutputs);
-    goto done;
-  }
-  if (nexps && nexps != nr) {
-    tool_error(CMD, "%s: the entry has %d result%s, %d expected output%s given", c.file, nr,
-               nr == 1 ? "" : "s", nexps, nexps == 1 ? "" : "s");
-    goto done;
-  }
+/* The arguments as literals, for the backends called directly. */
+static ir_literal **arg_literals(run_state *r) {
+  ir_literal **la = arena_array(r->a, (size_t)(r->np ? r->np : 1), sizeof(ir_literal *));
+  for (int i = 0; i < r->np; i++) la[i] = literal_of(r->a, &r->args[i]);
+  return la;
+}
 
-  tpucc_execute_options eo;
-  tpucc_execute_options_init(&eo);
-  eo.target = c.target;
-  lit_vec got = {0};
-  if (c.target && tool_tpu_target(c.target) &&
-      (c.tpu.stats || c.tpu.stats_json || c.tpu.precision || c.tpu.memory_report ||
-       c.tpu.report || c.tpu.trace || c.tpu.roofline || c.opt.explain || c.tpu.max_cycles ||
-       !tool_target_find(c.target))) {
-    /* A TPU target with a report, a precision, --explain or overrides: the
-     * backend directly (tools.h, tool_tpu_run). */
-    ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
-    for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
-    tool_tpu_opts to = c.tpu;
-    to.target = c.target;
-    to.explain = c.opt.explain;
-    ir_literal *tr = NULL;
+/* Runs on the target into r->got; an exit code. A TPU target with a
+ * report, a precision, --explain or overrides, and the cpu with
+ * statistics, call their backend directly (tools.h); the others run
+ * through tpucc_execute. */
+static int execute_on_target(run_state *r) {
+  run_cfg *c = &r->c;
+  ir_literal *tr = NULL;
+  if (c->target && tool_tpu_target(c->target) &&
+      (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
+       c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain || c->tpu.max_cycles ||
+       !tool_target_find(c->target))) {
+    tool_tpu_opts to = c->tpu;
+    to.target = c->target;
+    to.explain = c->opt.explain;
     char terr[8192];
-    if (tool_tpu_run(tool_module_ir(m), &to, la, np, a, &tr, terr, sizeof terr) != ST_OK) {
+    if (tool_tpu_run(tool_module_ir(r->m), &to, arg_literals(r), r->np, r->a, &tr, terr,
+                     sizeof terr) != ST_OK) {
       strbuf e;
       sb_init(&e);
       sb_put_escaped(&e, terr, strlen(terr));
       fprintf(stderr, "%s\n", sb_str(&e));
       sb_free(&e);
-      rc = TOOL_EXIT_FAIL;
-      goto done;
+      return TOOL_EXIT_FAIL;
     }
-    push_leaves(a, tr, &got);
-  } else if ((c.tpu.stats || c.tpu.stats_json) && c.target && !strcmp(c.target, "cpu")) {
-    /* the cpu target with statistics: the backend directly */
-    ir_literal **la = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
-    for (int i = 0; i < np; i++) la[i] = literal_of(a, &args[i]);
-    tool_cpu_opts cpo = {c.cpu_nthreads, c.cpu_numerics, c.tpu.stats_json, c.tpu.stats};
-    ir_literal *tr = NULL;
+  } else if ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target)) {
+    tool_cpu_opts cpo = {r->cpu_target, c->tpu.stats_json, c->tpu.stats};
     char cerr[4096];
-    if (tool_cpu_run(tool_module_ir(m), &cpo, la, np, a, &tr, cerr, sizeof cerr) != ST_OK) {
-      tool_error(CMD, "%s: %s", c.file, cerr);
-      rc = TOOL_EXIT_FAIL;
-      goto done;
+    if (tool_cpu_run(tool_module_ir(r->m), &cpo, arg_literals(r), r->np, r->a, &tr, cerr,
+                     sizeof cerr) != ST_OK) {
+      tool_error(CMD, "%s: %s", c->file, cerr);
+      return TOOL_EXIT_FAIL;
     }
-    push_leaves(a, tr, &got);
   } else {
-    tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
+    tpucc_execute_options eo;
+    tpucc_execute_options_init(&eo);
+    eo.target = r->cpu_target;
+    tpucc_status st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
     if (st != TPUCC_OK) {
-      tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
-      rc = st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
-      goto done;
+      tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
+      return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
     }
-    for (int k = 0; k < tpucc_result_count(res); k++)
-      VEC_PUSH(a, got, literal_of(a, tpucc_result_tensor(res, k)));
+    for (int k = 0; k < tpucc_result_count(r->res); k++)
+      VEC_PUSH(r->a, r->got, literal_of(r->a, tpucc_result_tensor(r->res, k)));
+    return TOOL_EXIT_OK;
   }
+  push_leaves(r->a, tr, &r->got);
+  return TOOL_EXIT_OK;
+}
 
-  rc = TOOL_EXIT_OK;
+/* Prints or writes the results (--output), checks --expected-output and
+ * the reference target; an exit code. */
+static int finish_results(run_state *r) {
+  run_cfg *c = &r->c;
+  arena *a = r->a;
+  int rc = TOOL_EXIT_OK;
   strbuf out;
   sb_init(&out);
-  for (int k = 0; k < got.n; k++) {
-    ir_literal *l = got.v[k];
-    const char *o = k < c.noutputs ? c.outputs[k] : "-";
+  for (int k = 0; k < r->got.n; k++) {
+    ir_literal *l = r->got.v[k];
+    const char *o = k < c->noutputs ? c->outputs[k] : "-";
     if (!strcmp(o, "-")) {
       out.len = 0;
-      ir_tensor_print(&out, l, c.print_max);
+      ir_tensor_print(&out, l, c->print_max);
       sb_putc(&out, '\n');
       fwrite(out.s, 1, out.len, stdout);
     } else if (o[0] == '@') {
@@ -739,28 +759,63 @@ int tool_cmd_run(int argc, char **argv) {
   }
   sb_free(&out);
   fflush(stdout);
-  for (int k = 0; k < nexps && k < got.n; k++)
-    if (!check_result(a, &c, k, got.v[k], exps[k].lit,
-                      arena_printf(a, "--expected-output %d", exps[k].arg)))
+  for (int k = 0; k < r->nexps && k < r->got.n; k++)
+    if (!check_result(a, c, k, r->got.v[k], r->exps[k].lit,
+                      arena_printf(a, "--expected-output %d", r->exps[k].arg)))
       rc = TOOL_EXIT_FAIL;
-  if (c.reference) { /* the same inputs on the reference target */
-    eo.target = c.reference;
-    if (tpucc_execute(m, &eo, args, np, &ref) != TPUCC_OK) {
-      tool_error(CMD, "%s: reference: %s", c.file, tpucc_session_message(s));
-      rc = TOOL_EXIT_FAIL;
-    } else {
-      const char *from = arena_printf(a, "reference %s", c.reference);
-      for (int k = 0; k < got.n && k < tpucc_result_count(ref); k++)
-        if (!check_result(a, &c, k, got.v[k], literal_of(a, tpucc_result_tensor(ref, k)), from))
-          rc = TOOL_EXIT_FAIL;
-    }
+  if (!c->reference) return rc;
+  tpucc_execute_options eo; /* the same inputs on the reference target */
+  tpucc_execute_options_init(&eo);
+  eo.target = r->cpu_reference;
+  if (tpucc_execute(r->m, &eo, r->args, r->np, &r->ref) != TPUCC_OK) {
+    tool_error(CMD, "%s: reference: %s", c->file, tpucc_session_message(r->s));
+    return TOOL_EXIT_FAIL;
   }
+  const char *from = arena_printf(a, "reference %s", c->reference);
+  for (int k = 0; k < r->got.n && k < tpucc_result_count(r->ref); k++)
+    if (!check_result(a, c, k, r->got.v[k], literal_of(a, tpucc_result_tensor(r->ref, k)), from))
+      rc = TOOL_EXIT_FAIL;
+  return rc;
+}
 
-done:
-  tpucc_result_destroy(ref);
-  tpucc_result_destroy(res);
-  tpucc_module_destroy(m);
-  tpucc_session_destroy(s);
-  arena_destroy(a);
+/* The steps of a run after the command line: an exit code. */
+static int run_steps(run_state *r) {
+  run_cfg *c = &r->c;
+  if (!check_targets(r)) return TOOL_EXIT_USAGE;
+  if (!parse_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+      !parse_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+    return TOOL_EXIT_USAGE;
+  if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub"))
+    return run_tpub(c, r->given_target, r->a, r->ins, r->nins, r->exps, r->nexps);
+  int rc = compile_module(r);
+  if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
+  if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
+  if (rc == TOOL_EXIT_OK) rc = finish_results(r);
+  return rc;
+}
+
+int tool_cmd_run(int argc, char **argv) {
+  run_state r = {0};
+  r.a = arena_create();
+  r.c.seed = 1;
+  r.c.atol = 1e-5;
+  r.c.rtol = 1e-5;
+  r.c.print_max = 1024;
+  tool_opt_options_init(&r.c.opt);
+  bool help = false;
+  int rc = TOOL_EXIT_USAGE;
+  if (!parse_cmdline(argc, argv, &r.c, r.a, &help)) {
+    rc = TOOL_EXIT_USAGE;
+  } else if (help) {
+    if (!r.c.listed) tool_help_run(stdout);
+    rc = TOOL_EXIT_OK;
+  } else {
+    rc = run_steps(&r);
+  }
+  tpucc_result_destroy(r.ref);
+  tpucc_result_destroy(r.res);
+  tpucc_module_destroy(r.m);
+  tpucc_session_destroy(r.s);
+  arena_destroy(r.a);
   return rc;
 }

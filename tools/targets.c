@@ -5,12 +5,11 @@
  * description, and a run function with the tool_target_run_fn contract
  * (tools.h). `tpucc run` defaults to "v3" when built (else "interp"). Rows: the TPU emulator
  * presets (when backend/tpu is built), "cpu" (backend/llvm's JIT, when LLVM
- * is found) and "interp" (the reference evaluator). */
+ * is found; its options come in the spec, driver.h) and "interp" (the
+ * reference evaluator). */
 #include "tools/tools.h"
 #include <time.h>
-#ifdef TPUCC_HAVE_LLVM
-#include "backend/llvm/cpu.h" /* cpu: backend/llvm's JIT */
-#endif
+#include "driver/driver.h" /* cpu specs; with LLVM, backend/llvm/cpu.h */
 #ifdef TPUCC_HAVE_TPU
 #include "backend/tpu/tpu.h" /* v3, v2: backend/tpu on libtpurt's emulator */
 #include "tools/report.h"    /* --report, --trace, --roofline */
@@ -18,27 +17,56 @@
 
 /* interp: the reference evaluator, the oracle every backend is checked
  * against. */
-static base_status run_interp(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
-                              int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
+static base_status run_interp(const ir_module *m, const char *spec, int64_t max_bytes,
+                              ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                              char *err, size_t errlen) {
+  (void)spec;
   ir_eval_options o;
   ir_eval_options_init(&o);
   if (max_bytes > 0) o.max_bytes = max_bytes;
   return ir_eval(m, &o, args, nargs, a, out, err, errlen);
 }
 
+#ifdef TPUCC_HAVE_TPU
+static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_bytes,
+                           ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                           char *err, size_t errlen) {
+  return (strcmp(spec, "v2") == 0 ? tpu_run_v2 : tpu_run_v3)(m, max_bytes, args, nargs, a, out,
+                                                            err, errlen);
+}
+#endif
+
+#ifdef TPUCC_HAVE_LLVM
+/* cpu: the spec's options, TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS
+ * supplying those it leaves out (driver.h). */
+static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_bytes,
+                           ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                           char *err, size_t errlen) {
+  drv_cpu_spec cs;
+  base_status st = drv_cpu_spec_parse(spec, true, &cs, err, errlen);
+  if (st != ST_OK) return st;
+  cpu_options o;
+  cpu_options_init(&o);
+  drv_cpu_options(&cs, &o);
+  if (max_bytes > 0) o.budget.max_bytes = max_bytes;
+  return cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
+}
+#endif
+
 const tool_target tool_targets[] = {
     {"interp", "the reference evaluator (ir/eval.c): exact and slow, the oracle", run_interp},
 #ifdef TPUCC_HAVE_TPU
-    {"v3", "TPU v3 core on the emulator (backend/tpu): 2 MXUs 128x128, 940 MHz", tpu_run_v3},
-    {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", tpu_run_v2},
+    {"v3", "TPU v3 core on the emulator (backend/tpu): 2 MXUs 128x128, 940 MHz", run_tpu},
+    {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", run_tpu},
 #endif
 #ifdef TPUCC_HAVE_LLVM
-    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", cpu_run_target},
+    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", run_cpu},
 #endif
 };
 const int tool_ntargets = (int)COUNTOF(tool_targets);
 
-const tool_target *tool_target_find(const char *name) {
+const tool_target *tool_target_find(const char *spec) {
+  const char *name = drv_is_cpu_spec(spec) ? "cpu" : spec;
   for (int i = 0; i < tool_ntargets; i++)
     if (strcmp(tool_targets[i].name, name) == 0) return &tool_targets[i];
   return NULL;
@@ -152,22 +180,17 @@ static double seconds_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
-
-static const char *numerics_name(cpu_numerics n) {
-  return n == CPU_NUMERICS_STRICT ? "strict" : n == CPU_NUMERICS_TPU ? "tpu" : "native";
-}
 #endif
 
 base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
 #ifdef TPUCC_HAVE_LLVM
+  drv_cpu_spec cs;
+  base_status sst = drv_cpu_spec_parse(o->spec, true, &cs, err, errlen);
+  if (sst != ST_OK) return sst;
   cpu_options co;
   cpu_options_init(&co);
-  co.threads = o->threads;
-  if (o->numerics && !cpu_numerics_from_name(o->numerics, &co.numerics)) {
-    snprintf(err, errlen, "--cpu-numerics: '%s' is not native, strict or tpu", o->numerics);
-    return ST_INVALID_ARGUMENT;
-  }
+  drv_cpu_options(&cs, &co);
   cpu_exe *x = NULL;
   double t0 = seconds_now();
   base_status st = cpu_compile(m, &co, &x, err, errlen);
@@ -190,7 +213,7 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
     fprintf(stderr, "  compile           %.3f s (lower %.3f, optimise %.3f, machine code %.3f)\n",
             compile, info.lower_seconds, info.opt_seconds, info.jit_seconds);
     fprintf(stderr, "  threads           %d\n", (int)info.threads);
-    fprintf(stderr, "  numerics          %s\n", numerics_name(co.numerics));
+    fprintf(stderr, "  numerics          %s\n", drv_numerics_name(cs.numerics));
     fprintf(stderr, "  kernels           %d loop nests, %lld bytes of scratch\n",
             (int)info.kernels, (long long)info.scratch_bytes);
   }
@@ -206,7 +229,7 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
             "\"threads\": %d, \"numerics\": \"%s\", \"kernels\": %d, "
             "\"scratch_bytes\": %lld}\n",
             run, (unsigned long long)flops, achieved, compile, run, (int)info.threads,
-            numerics_name(co.numerics), (int)info.kernels, (long long)info.scratch_bytes);
+            drv_numerics_name(cs.numerics), (int)info.kernels, (long long)info.scratch_bytes);
     if (ferror(j) | fclose(j)) {
       snprintf(err, errlen, "--stats-json: error writing %s", o->stats_json);
       return ST_IO_ERROR;

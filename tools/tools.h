@@ -10,10 +10,11 @@
 /* ---- targets (targets.c) --------------------------------------------- */
 
 /* Executes the entry of m on args (already checked against the entry's
- * parameters). On success *out is the entry's result literal (a tuple for
- * tuple roots) allocated in a. On failure returns a status and writes one
- * line into err. */
-typedef base_status (*tool_target_run_fn)(const ir_module *m, int64_t max_bytes,
+ * parameters) on the target spec names (its row's name, or for cpu the
+ * name with options: driver.h). On success *out is the entry's result
+ * literal (a tuple for tuple roots) allocated in a. On failure returns a
+ * status and writes one line into err. */
+typedef base_status (*tool_target_run_fn)(const ir_module *m, const char *spec, int64_t max_bytes,
                                           ir_literal *const *args, int nargs, arena *a,
                                           ir_literal **out, char *err, size_t errlen);
 
@@ -26,8 +27,8 @@ typedef struct tool_target {
 /* The table, in order; entry 0 is the default target. */
 extern const tool_target tool_targets[];
 extern const int tool_ntargets;
-/* Finds a target by name, or NULL. */
-const tool_target *tool_target_find(const char *name);
+/* Finds the row of a target spec ("v3", "cpu,threads=2"), or NULL. */
+const tool_target *tool_target_find(const char *spec);
 
 /* The TPU backend's CLI hooks (targets.c; ST_UNSUPPORTED when tpucc was
  * built without backend/tpu). target: a spec ("v3,mxu=64x64"); precision:
@@ -57,14 +58,13 @@ base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const ch
 /* True when name is a TPU target spec (v2, v3, v3-8, with overrides). */
 bool tool_tpu_target(const char *name);
 
-/* The cpu target with the CLI's options (backend/llvm; ST_UNSUPPORTED when
- * built without LLVM): threads as --threads gave them (checked, 1..1024;
- * 0: the default), numerics as --cpu-numerics spells it (NULL: native);
- * stats prints, and stats_json writes, the figures that apply to a CPU run
+/* The cpu target (backend/llvm; ST_UNSUPPORTED when built without LLVM)
+ * with the options of spec ("cpu,threads=2,numerics=strict"; those left
+ * out from TPUCC_CPU_THREADS / TPUCC_CPU_NUMERICS, driver.h); stats prints,
+ * and stats_json writes, the figures that apply to a CPU run
  * (docs/cli.md). */
 typedef struct tool_cpu_opts {
-  int32_t threads;
-  const char *numerics, *stats_json;
+  const char *spec, *stats_json;
   bool stats;
 } tool_cpu_opts;
 base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal *const *args,

@@ -30,9 +30,10 @@ enum { MAX_ACC = 28, MAX_ACC_NARROW = 12 };
  * the last tile beyond Wo included); ties go to the larger ov (fewer input
  * broadcasts). Measured on Zen 5 for 56-wide rows of 64 channels (thread
  * CPU time): 6 x 4 8.5 ms, 7 x 4 8.9 ms (32 registers: spills), 7 x 2
- * 7.6 ms, 14 x 2 7.4 ms. TPUCC_CONV_TILE=PXxOV overrides the choice (for
- * such experiments; ignored when it does not fit). */
-static void pick_tile(int64_t Wo, int64_t nv, int budget, int nregs, int *px, int *ov) {
+ * 7.6 ms, 14 x 2 7.4 ms. cpu_options.conv_tile (PX, OV) overrides the
+ * choice (for such experiments; ignored when it does not fit). */
+static void pick_tile(const cpu_options *opt, int64_t Wo, int64_t nv, int budget, int nregs, int *px,
+                      int *ov) {
   double best = 0;
   *px = 1, *ov = 1;
   for (int o = 4; o >= 1; o /= 2) {
@@ -43,11 +44,8 @@ static void pick_tile(int64_t Wo, int64_t nv, int budget, int nregs, int *px, in
       if (best == 0 || cyc < best - 1e-9) best = cyc, *px = p, *ov = o;
     }
   }
-  const char *env = getenv("TPUCC_CONV_TILE");
-  int ep, eo;
-  if (env && sscanf(env, "%dx%d", &ep, &eo) == 2 && ep >= 1 && eo >= 1 && eo <= 4 && nv % eo == 0 &&
-      ep * eo <= budget)
-    *px = ep, *ov = eo;
+  int ep = opt->conv_tile[0], eo = opt->conv_tile[1];
+  if (ep >= 1 && eo >= 1 && eo <= 4 && nv % eo == 0 && ep * eo <= budget) *px = ep, *ov = eo;
 }
 
 static LLVMValueRef i64c(emitter *e, int64_t v) { return llvm_i64(e, v); }
@@ -90,7 +88,7 @@ static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
   int64_t Ho = os->dims[1], Wo = os->dims[2];
   if (O % VL != 0 || C < 1 || KH < 1 || KW < 1 || N * Ho * Wo * O == 0) return false;
   int PX, OV;
-  pick_tile(Wo, O / VL, wide ? MAX_ACC : MAX_ACC_NARROW, wide ? 32 : 16, &PX, &OV);
+  pick_tile(&e->opt, Wo, O / VL, wide ? MAX_ACC : MAX_ACC_NARROW, wide ? 32 : 16, &PX, &OV);
   int64_t nxt = (Wo + PX - 1) / PX, nob = O / ((int64_t)OV * VL);
   int64_t tiles = N * Ho * nxt * nob;
 

@@ -58,6 +58,9 @@ typedef struct cpu_options {
   const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
   ir_budget budget;       /* work and memory the module may ask for, checked
                              before lowering (ir.h); zero: the defaults */
+  int32_t conv_tile[2];   /* direct convolution's register tile (PX, OV), for
+                             experiments (conv.c); zero or one that does not
+                             fit: the model's choice */
 } cpu_options;
 
 void cpu_options_init(cpu_options *o);
@@ -99,15 +102,8 @@ typedef struct cpu_exe_info {
 } cpu_exe_info;
 void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
 
-/* The `cpu` row of the tpucc target table (tools/targets.c), with the
- * tool_target_run_fn contract: compiles m, runs it once on args, destroys
- * the program. Options are the defaults, overridden by the environment
- * variables TPUCC_CPU_THREADS (a count) and TPUCC_CPU_NUMERICS (native,
- * strict or tpu) until the CLI grows --threads and --cpu-numerics.
- * max_bytes > 0 replaces the budget's byte limit (ir_budget). */
-base_status cpu_run_target(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
-                           int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
-/* The same with explicit options. */
+/* Compiles m with the options o, runs it once on args, destroys the
+ * program (tools/targets.c's `cpu` row). */
 base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
 

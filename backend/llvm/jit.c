@@ -305,25 +305,3 @@ base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *c
   cpu_exe_destroy(x);
   return st;
 }
-
-base_status cpu_run_target(const ir_module *m, int64_t max_bytes, ir_literal *const *args,
-                           int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
-  cpu_options o;
-  cpu_options_init(&o);
-  if (max_bytes > 0) o.budget.max_bytes = max_bytes;
-  const char *t = getenv("TPUCC_CPU_THREADS"), *n = getenv("TPUCC_CPU_NUMERICS");
-  if (t && *t) {
-    char *end;
-    long v = strtol(t, &end, 10);
-    if (*end || v < 1 || v > 1024) {
-      snprintf(err, errlen, "TPUCC_CPU_THREADS='%s': expected a count in 1..1024", t);
-      return ST_INVALID_ARGUMENT;
-    }
-    o.threads = (int32_t)v;
-  }
-  if (n && *n && !cpu_numerics_from_name(n, &o.numerics)) {
-    snprintf(err, errlen, "TPUCC_CPU_NUMERICS='%s': expected native, strict or tpu", n);
-    return ST_INVALID_ARGUMENT;
-  }
-  return cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
-}

@@ -3,6 +3,7 @@
  * hand-computed results, and every error path's status and message. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,6 +120,37 @@ static void execute_errors(void **state) {
   tpucc_session_destroy(s);
 }
 
+/* The cpu target takes its options in the spec (when built with LLVM). */
+static void cpu_spec_target(void **state) {
+  (void)state;
+  bool has_cpu = false;
+  for (int32_t i = 0; i < tpucc_target_count(); i++)
+    has_cpu |= strcmp(tpucc_target_name(i), "cpu") == 0;
+  if (!has_cpu) skip();
+  tpucc_session *s;
+  assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
+  tpucc_module *m;
+  assert_int_equal(tpucc_compile_memory(s, NULL, "add.hlo", add_hlo, strlen(add_hlo), &m),
+                   TPUCC_OK);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0.5f, 0.25f, -3, 10, 0, -6};
+  tpucc_tensor in[2] = {f32_2x3(x), f32_2x3(y)};
+  tpucc_execute_options eo;
+  tpucc_execute_options_init(&eo);
+  eo.target = "cpu,threads=1,numerics=strict";
+  tpucc_result *r = NULL;
+  assert_int_equal(tpucc_execute(m, &eo, in, 2, &r), TPUCC_OK);
+  const float want[6] = {1.5f, 2.25f, 0, 14, 5, 0};
+  assert_memory_equal(tpucc_result_tensor(r, 0)->data, want, sizeof want);
+  tpucc_result_destroy(r);
+  r = NULL;
+  eo.target = "cpu,threads=0";
+  assert_int_equal(tpucc_execute(m, &eo, in, 2, &r), TPUCC_INVALID_ARGUMENT);
+  assert_non_null(strstr(tpucc_session_message(s), "threads=0: expected a count in 1..1024"));
+  assert_null(r);
+  tpucc_module_destroy(m);
+  tpucc_session_destroy(s);
+}
+
 static void compile_errors(void **state) {
   (void)state;
   tpucc_session *s;
@@ -201,6 +233,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(compile_signature_execute),
       cmocka_unit_test(execute_errors),
+      cmocka_unit_test(cpu_spec_target),
       cmocka_unit_test(compile_errors),
       cmocka_unit_test(tuple_results_and_emit),
       cmocka_unit_test(versions_and_names),

@@ -6,7 +6,8 @@
 #  - tpucc run --target=cpu --threads=1 and --threads=2 print the same text;
 #  - --cpu-numerics=tpu on f32 dots prints what --target=v3 prints (when the
 #    TPU backend is built), and differs from native where bf16 matters;
-#  - malformed flag values are usage errors (exit 2).
+#  - malformed flag values are usage errors (exit 2);
+#  - the cpu options as a spec (--target=cpu,threads=N,numerics=M).
 set -u
 tpucc="$1"
 src="$2"
@@ -211,6 +212,26 @@ rc=$?
 sed -i 's/calls=f16$/calls=f15/' "$tmp/nest.hlo"
 [ "$("$tpucc" run "$tmp/nest.hlo" --target=cpu --input=4xf32="1 2 3 4")" = "4xf32=-1 -2 -3 -4" ] ||
   bad "cpu nesting of 16 levels does not run"
+
+# 10. cpu options as a spec: --target=cpu,threads=N,numerics=M is what the
+# flags ask; the flags append to the spec (the later key wins); a bad spec
+# is a usage error. TPUCC_CPU_THREADS is the default --stats reports too
+# (it reported one thread per CPU, ignoring the variable).
+sp="$(run --target=cpu,threads=2,numerics=strict)" || bad "--target=cpu,threads=2,numerics=strict"
+[ "$sp" = "$ri" ] || bad "--target=cpu,numerics=strict differs from --target=interp"
+sp="$(run --target=cpu,numerics=native --cpu-numerics=strict)" || bad "spec with --cpu-numerics"
+[ "$sp" = "$ri" ] || bad "--cpu-numerics=strict does not override the spec's numerics=native"
+for t in cpu,threads=0 cpu,numerics=fast cpu,fast=1 cpu,threads; do
+  "$tpucc" run "$tmp/mm.hlo" --random-inputs --target="$t" >/dev/null 2>"$tmp/spec.err"
+  rc=$?
+  { [ $rc -eq 2 ] && grep -q "error: --target $t: cpu: " "$tmp/spec.err"; } ||
+    bad "--target=$t: exit $rc, $(cat "$tmp/spec.err")"
+done
+st="$(TPUCC_CPU_THREADS=7 run --target=cpu --stats 2>&1 >/dev/null)" || bad "--stats with TPUCC_CPU_THREADS"
+echo "$st" | grep -q "^  threads *7$" || bad "--stats ignores TPUCC_CPU_THREADS=7: $st"
+st="$(run --target=cpu,threads=3,numerics=strict --stats 2>&1 >/dev/null)" || bad "--stats with a spec"
+echo "$st" | grep -q "^  threads *3$" && echo "$st" | grep -q "^  numerics *strict$" ||
+  bad "--stats does not report the spec's options: $st"
 
 [ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
 exit $fail

@@ -440,6 +440,47 @@ static void cpu_tuple_parameter(void **state) {
 /* A bitcast-convert of a computed value as the result, loaded as text on
  * both kinds (the v3 lowering computes its operand in registers and gave
  * the root no buffer): the bits of -x read as s32. */
+/* Module text loaded on a TPU device goes through the pass pipeline for
+ * that device: a max over rows of 20000 f32 fuses into its user (8 rows
+ * take 625 KiB, within 1/16 of v2's 16 MiB of VMEM) but not within
+ * vmem=8MiB, so the two programs have different op tables. */
+static const char rows_hlo[] =
+    "HloModule rows\n"
+    "max_f {\n"
+    "  p0 = f32[] parameter(0)\n"
+    "  p1 = f32[] parameter(1)\n"
+    "  ROOT m = f32[] maximum(p0, p1)\n"
+    "}\n"
+    "ENTRY e {\n"
+    "  x = f32[8,20000] parameter(0)\n"
+    "  lo = f32[] constant(-inf)\n"
+    "  m = f32[8] reduce(x, lo), dimensions={1}, to_apply=max_f\n"
+    "  mb = f32[8,20000] broadcast(m), dimensions={0}\n"
+    "  ROOT y = f32[8,20000] subtract(x, mb)\n"
+    "}\n";
+
+static size_t fusions_on(const char *spec) {
+  tpurt_device_t *dev = device(spec);
+  tpurt_program_t *p = NULL;
+  assert_int_equal(tpurt_program_load(dev, rows_hlo, sizeof rows_hlo - 1, &p), TPURT_OK);
+  size_t n = 0;
+  for (size_t i = 0; i < tpurt_program_op_count(p); i++) {
+    tpurt_op_info_t o;
+    assert_int_equal(tpurt_program_op_info(p, i, &o), TPURT_OK);
+    print_message("%s: op %zu %s (%s)\n", spec, i, o.name, o.kind);
+    n += strcmp(o.kind, "fusion") == 0;
+  }
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(dev);
+  return n;
+}
+
+static void tpu_text_fuses_for_the_device(void **state) {
+  (void)state;
+  assert_int_equal(fusions_on("v2"), 1);
+  assert_int_equal(fusions_on("v2,vmem=8MiB"), 2);
+}
+
 static void bitcast_root_of_computed_value(void **state) {
   (void)state;
   static const char hlo[] = "HloModule m\nENTRY e {\n  p0 = f32[4] parameter(0)\n"
@@ -478,6 +519,7 @@ int main(void) {
       cmocka_unit_test(auto_device),             cmocka_unit_test(execute_errors),
       cmocka_unit_test(parse_errors), cmocka_unit_test(rank9_parameter_refused),            cmocka_unit_test(cpu_tuple_parameter),
       cmocka_unit_test(bitcast_root_of_computed_value),
+      cmocka_unit_test(tpu_text_fuses_for_the_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

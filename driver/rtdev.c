@@ -1,0 +1,299 @@
+/* rtdev.c: the compiler's side of libtpurt-cpu (docs/runtime.md, "The cpu
+ * device"): the drivers this library links (runtime/device.h), which are
+ * the "cpu" driver, whose programs are module text (HLO or .tg) compiled at
+ * load time to native code by backend/llvm's JIT, then the emulated TPU,
+ * whose devices load module text too, compiled at load time to a .tpub
+ * image by backend/tpu. Both go through the driver (driver.h): parse, the
+ * -O2 pipeline for the device's target (verified after every pass), then
+ * the backend, as `tpucc run` does.
+ *
+ * Memory: the compiler, LLVM and the JIT allocate with malloc (the
+ * compiler stops the process when malloc fails), not with the device's
+ * allocator; only the runtime's own objects (buffers, handles) use that.
+ * Thread-compatible: one call on a program at a time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/llvm/lower.h"
+#include "backend/tpu/tpu.h"
+#include "driver/driver.h"
+#include "runtime/device.h"
+
+_Static_assert(IR_MAX_RANK >= TPUB_MAX_RANK, "rank limits");
+
+/* A cpu device: its options. */
+struct rt_device {
+  rt_allocator alloc;
+  drv_cpu_spec spec;
+};
+
+/* A compiled cpu program and its flat signature: one tensor per array leaf
+ * of the entry's parameters (tuple parameters flattened depth-first, named
+ * "param.0", ...), one per leaf of the root ("result.0", ...). */
+struct rt_program {
+  arena *a; /* shapes, literal wrappers, signature */
+  cpu_exe *exe;
+  int nargs;
+  ir_literal **args, *res;           /* wrappers whose leaf data pointers execute sets */
+  ir_literal **in_leaves, **out_leaves;
+  tpub_tensor *params, *results;
+  rt_program_info info;
+};
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* 2 x multiply-accumulates of every dot and convolution reachable from c
+ * through fusions (convolution window positions in padding included). */
+static uint64_t flops_of(const ir_module *m, const ir_comp *c) {
+  uint64_t f = 0;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *in = &c->insts.v[i];
+    if (in->dead) continue;
+    if (in->op == IR_OP_FUSION && in->ncalls > 0) {
+      f += flops_of(m, &m->comps.v[in->calls[0]]);
+    } else if (in->op == IR_OP_DOT) {
+      const ir_shape *l = c->insts.v[in->ops[0]].shape;
+      uint64_t k = 1;
+      for (int j = 0; j < in->a->lhs_contracting.n; j++) k *= (uint64_t)l->dims[in->a->lhs_contracting.v[j]];
+      f += 2 * (uint64_t)ir_shape_count(in->shape) * k;
+    } else if (in->op == IR_OP_CONVOLUTION) {
+      const ir_shape *kr = c->insts.v[in->ops[1]].shape;
+      uint64_t k = (uint64_t)kr->dims[in->a->conv.k_in];
+      for (int j = 0; j < in->a->conv.nspatial; j++) k *= (uint64_t)kr->dims[in->a->conv.k_spatial[j]];
+      f += 2 * (uint64_t)ir_shape_count(in->shape) * k;
+    }
+  }
+  return f;
+}
+
+static int dtype_of(ir_type t) {
+  switch (t) {
+  case IR_PRED: return TPURT_PRED;
+  case IR_S8: return TPURT_S8;
+  case IR_S32: return TPURT_S32;
+  case IR_BF16: return TPURT_BF16;
+  case IR_F16: return TPURT_F16;
+  case IR_F32: return TPURT_F32;
+  default: return 0;
+  }
+}
+
+static void set_tensor(tpub_tensor *t, const char *name, const ir_shape *s) {
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->dtype = dtype_of(s->type);
+  t->rank = s->rank;
+  for (int d = 0; d < s->rank; d++) t->dims[d] = s->dims[d];
+  t->bytes = (uint64_t)ir_shape_count(s) * (uint64_t)ir_type_size(s->type);
+}
+
+/* A literal of shape s whose array leaves (appended to *leaves in
+ * depth-first order) get their data pointer at execution. */
+static ir_literal *wrapper(arena *a, const ir_shape *s, ir_literal ***leaves, int *n) {
+  ir_literal *l = arena_alloc(a, sizeof *l);
+  l->shape = ir_shape_clone(a, s);
+  if (s->type == IR_TUPLE) {
+    l->elems = arena_array(a, (size_t)s->ntuple + 1, sizeof *l->elems);
+    for (int i = 0; i < s->ntuple; i++) l->elems[i] = wrapper(a, &s->tuple[i], leaves, n);
+  } else {
+    l->nbytes = (size_t)ir_shape_count(s) * (size_t)ir_type_size(s->type);
+    (*leaves)[(*n)++] = l;
+  }
+  return l;
+}
+
+/* ---- the cpu driver ------------------------------------------------------- */
+
+static int cpu_claims(const char *spec) { return drv_is_cpu_spec(spec); }
+
+static tpurt_status_t cpu_create(const char *spec, const rt_device_config *c, rt_device **out,
+                                 rt_device_info *info, char *err, size_t errlen) {
+  drv_cpu_spec cs;
+  if (drv_cpu_spec_parse(spec, false, &cs, err, errlen) != ST_OK) return TPURT_INVALID_ARGUMENT;
+  if (!out) return TPURT_OK;
+  rt_device *d = rt_calloc(c->alloc, 1, sizeof *d);
+  if (!d) return TPURT_OUT_OF_MEMORY;
+  d->alloc = *c->alloc;
+  d->spec = cs;
+  info->platform = "cpu";
+  snprintf(info->target, sizeof info->target, "%s", cs.canonical);
+  info->ncores = 1;
+  *out = d;
+  return TPURT_OK;
+}
+
+static void cpu_destroy(rt_device *d) {
+  if (!d) return;
+  rt_allocator a = d->alloc;
+  rt_free(&a, d);
+}
+
+static void *cpu_buffer_alloc(rt_device *d, size_t bytes) { return rt_calloc(&d->alloc, 1, bytes); }
+static void cpu_buffer_free(rt_device *d, void *p) { rt_free(&d->alloc, p); }
+
+/* TPURT_OK when every leaf of the entry's parameters and root is an
+ * element type and rank libtpurt buffers hold; else the reason in err. */
+static tpurt_status_t check_leaves(const char *name, const ir_comp *c, char *err, size_t errlen) {
+  for (int p = 0; p <= c->nparams; p++) {
+    const ir_inst *in = &c->insts.v[p < c->nparams ? c->params[p] : c->root];
+    const char *what = p < c->nparams ? "parameter" : "result";
+    for (int l = 0; l < llvm_leaf_count(in->shape); l++)
+      if (!dtype_of(llvm_leaf_shape(in->shape, l)->type)) {
+        snprintf(err, errlen, "%s: %s %s has element type %s, which libtpurt buffers cannot hold",
+                 name, what, in->info->name, ir_type_name(llvm_leaf_shape(in->shape, l)->type));
+        return TPURT_UNSUPPORTED;
+      }
+    for (int l = 0; l < llvm_leaf_count(in->shape); l++)
+      if (llvm_leaf_shape(in->shape, l)->rank > TPURT_MAX_RANK) {
+        snprintf(err, errlen, "%s: %s %s has rank %d; libtpurt buffers have at most %d dimensions",
+                 name, what, in->info->name, llvm_leaf_shape(in->shape, l)->rank, TPURT_MAX_RANK);
+        return TPURT_UNSUPPORTED;
+      }
+  }
+  return TPURT_OK;
+}
+
+/* A program around x for the entry c: literal wrappers and the flat
+ * signature. */
+static rt_program *program_of(const ir_module *m, const ir_comp *c, cpu_exe *x) {
+  const ir_shape *rs = c->insts.v[c->root].shape;
+  int nin = 0, nout = llvm_leaf_count(rs);
+  for (int p = 0; p < c->nparams; p++) nin += llvm_leaf_count(c->insts.v[c->params[p]].shape);
+  rt_program *p = calloc(1, sizeof *p);
+  if (!p) base_out_of_memory(0);
+  p->a = arena_create();
+  p->exe = x;
+  p->nargs = c->nparams;
+  p->args = arena_array(p->a, (size_t)c->nparams + 1, sizeof *p->args);
+  p->in_leaves = arena_array(p->a, (size_t)nin + 1, sizeof *p->in_leaves);
+  p->out_leaves = arena_array(p->a, (size_t)nout + 1, sizeof *p->out_leaves);
+  p->params = arena_array(p->a, (size_t)nin + 1, sizeof *p->params);
+  p->results = arena_array(p->a, (size_t)nout + 1, sizeof *p->results);
+  int n = 0;
+  for (int i = 0; i < c->nparams; i++) {
+    const ir_inst *pi = &c->insts.v[c->params[i]];
+    int first = n;
+    p->args[i] = wrapper(p->a, pi->shape, &p->in_leaves, &n);
+    for (int l = first; l < n; l++) {
+      char nm[TPUB_MAX_NAME + 1];
+      if (pi->shape->type == IR_TUPLE) snprintf(nm, sizeof nm, "%.50s.%d", pi->info->name, l - first);
+      else snprintf(nm, sizeof nm, "%s", pi->info->name);
+      set_tensor(&p->params[l], nm, &p->in_leaves[l]->shape);
+    }
+  }
+  n = 0;
+  p->res = wrapper(p->a, rs, &p->out_leaves, &n);
+  for (int l = 0; l < n; l++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "result.%d", l);
+    set_tensor(&p->results[l], nm, &p->out_leaves[l]->shape);
+  }
+  p->info.nparams = (uint32_t)nin;
+  p->info.nresults = (uint32_t)nout;
+  p->info.params = p->params;
+  p->info.results = p->results;
+  p->info.flops = flops_of(m, c);
+  p->info.has_flops = 1;
+  return p;
+}
+
+static int is_tpub(const void *bytes, size_t size) {
+  return size >= 4 && memcmp(bytes, "TPUB", 4) == 0;
+}
+
+/* Module text: compiled to native code for the device's options. */
+static tpurt_status_t cpu_load(rt_device *d, const char *name, const void *text, size_t len,
+                               rt_program **out, rt_program_info *info, char *err,
+                               size_t errlen) {
+  if (is_tpub(text, len)) {
+    snprintf(err, errlen,
+             "%s: a .tpub is a TPU program; the cpu device loads HLO or .tg module text", name);
+    return TPURT_UNSUPPORTED;
+  }
+  double t0 = now();
+  ir_module *m = drv_load(name, text, len, d->spec.canonical, err, errlen);
+  if (!m) return TPURT_PARSE_ERROR;
+  const ir_comp *c = &m->comps.v[m->entry];
+  tpurt_status_t ts = check_leaves(name, c, err, errlen);
+  if (ts) {
+    ir_module_destroy(m);
+    return ts;
+  }
+  cpu_options o;
+  cpu_options_init(&o);
+  drv_cpu_options(&d->spec, &o);
+  cpu_exe *x;
+  base_status st = cpu_compile(m, &o, &x, err, errlen);
+  if (st != ST_OK) {
+    ir_module_destroy(m);
+    return st == ST_UNSUPPORTED || st == ST_OUT_OF_MEMORY ? (tpurt_status_t)st : TPURT_INTERNAL;
+  }
+  rt_program *p = program_of(m, c, x);
+  ir_module_destroy(m);
+  p->info.compile_seconds = now() - t0;
+  *info = p->info;
+  *out = p;
+  return TPURT_OK;
+}
+
+/* One run; the statistics are the seconds of the native run alone, every
+ * counter zero. */
+static tpurt_status_t cpu_run(rt_program *p, const rt_replica *r, int n, char *err,
+                                  size_t errlen) {
+  if (n != 1) {
+    snprintf(err, errlen, "%d replicas for 1 core", n);
+    return TPURT_INVALID_ARGUMENT;
+  }
+  for (uint32_t i = 0; i < p->info.nparams; i++) p->in_leaves[i]->data = r->params[i];
+  for (uint32_t i = 0; i < p->info.nresults; i++) p->out_leaves[i]->data = r->results[i];
+  double t0 = now();
+  base_status st = cpu_execute_to(p->exe, p->args, p->nargs, p->res, err, errlen);
+  if (r->stats) r->stats->seconds = now() - t0;
+  return st == ST_OK ? TPURT_OK : TPURT_INTERNAL;
+}
+
+static void cpu_program_destroy(rt_program *p) {
+  if (!p) return;
+  cpu_exe_destroy(p->exe);
+  arena_destroy(p->a);
+  free(p);
+}
+
+static const rt_device_ops cpu_ops = {
+    cpu_load, cpu_program_destroy, cpu_buffer_alloc, cpu_buffer_free, cpu_run, cpu_destroy,
+};
+
+static const rt_driver cpu_driver = {"cpu", "cpu", cpu_claims, cpu_create, &cpu_ops};
+
+/* ---- module text on TPU devices ------------------------------------------ */
+
+/* rt_text_compiler: parse, the passes for target, backend/tpu. */
+static tpurt_status_t compile_tpu(const char *name, const void *text, size_t len,
+                                  const char *target, tpub_image **out, double *out_seconds,
+                                  char *err, size_t errlen) {
+  *out = NULL;
+  double t0 = now();
+  ir_module *m = drv_load(name, text, len, target, err, errlen);
+  if (!m) return TPURT_PARSE_ERROR;
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = target;
+  diag *d = diag_create();
+  base_status st = tpu_compile(m, &o, d, out, NULL);
+  if (st != ST_OK) drv_diag_message(d, base_status_str(st), err, errlen);
+  diag_destroy(d);
+  ir_module_destroy(m);
+  *out_seconds = now() - t0;
+  return st == ST_OK ? TPURT_OK : (tpurt_status_t)st;
+}
+
+/* libtpurt-cpu's drivers: "auto" prefers the cpu. */
+static const rt_driver *const linked[] = {&cpu_driver, &rt_tpu_driver, NULL};
+static const rt_drivers drivers = {linked, compile_tpu};
+
+const rt_drivers *rt_linked_drivers(void) { return &drivers; }
