@@ -224,4 +224,30 @@ uint32_t vmath_fmin(uint32_t a, uint32_t b);
 int32_t vmath_cvtfi(uint32_t u);
 float vmath_cvtif(uint32_t u);
 
+/* ---- bf16 ------------------------------------------------------------- */
+/* The one bf16 conversion of the project: the reference evaluator (through
+ * ir_f32_to_bf16), the emulator's MXU and vector unit, and the compilers'
+ * constant folding all round with it. Inline: it sits in the emulator's
+ * hot loops. */
+
+/* bf16 bits -> f32, exact (subnormals kept; the MXU flushes them itself). */
+static inline float base_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* f32 -> bf16 bits: the top 16 bits, the dropped 16 rounded to nearest,
+ * ties to even. Infinities stay infinities and overflow rounds to them; a
+ * NaN becomes a quiet NaN with the same sign and the upper payload bits
+ * (never an infinity). f32 subnormals round like any value. */
+static inline uint16_t base_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
 #endif

@@ -65,23 +65,8 @@ ir_op ir_op_from_name(const char *s, size_t len) {
   return IR_OP__COUNT;
 }
 
-/* f32 -> bf16: keep the top 16 bits, rounding the dropped 16 to nearest,
- * ties to even. NaN is kept quiet (the payload's top bits plus the quiet bit). */
-uint16_t ir_f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  uint32_t lsb = (u >> 16) & 1;
-  u += 0x7fffu + lsb;
-  return (uint16_t)(u >> 16);
-}
-
-float ir_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
+uint16_t ir_f32_to_bf16(float f) { return base_f32_to_bf16(f); }
+float ir_bf16_to_f32(uint16_t h) { return base_bf16_to_f32(h); }
 
 /* f32 -> f16 with round to nearest even, including into subnormals. */
 uint16_t ir_f32_to_f16(float f) {

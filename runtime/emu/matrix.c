@@ -113,7 +113,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
         for (int k = 0; k < K; k++) {
           float f;
           memcpy(&f, &m->v[in->a][r][k], 4);
-          x->lhs[(size_t)r * (size_t)K + (size_t)k] = emu_f32_to_bf16(f);
+          x->lhs[(size_t)r * (size_t)K + (size_t)k] = base_f32_to_bf16(f);
         }
       lhs = x->lhs;
       lds = K;
