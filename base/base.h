@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tpurt.h" /* the status list */
+
 #if defined(__GNUC__)
 #define BASE_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define BASE_NORETURN __attribute__((noreturn))
@@ -56,18 +58,14 @@ bool base_add_overflow(size_t a, size_t b, size_t *out);
 
 /* ---- status codes ---------------------------------------------------- */
 
+/* The one list of status codes is libtpurt's (TPURT_STATUS_LIST in
+ * include/tpurt.h, a header of the C library alone): ST_NAME has the value
+ * of TPURT_NAME, and of TPUCC_NAME for the codes libtpucc has (all but
+ * INVALID_PROGRAM), so a status crosses either API unconverted. */
 typedef enum base_status {
-  ST_OK = 0,
-  ST_INVALID_ARGUMENT, /* a caller passed something malformed */
-  ST_PARSE_ERROR,      /* text input was rejected; diagnostics say where */
-  ST_UNSUPPORTED,      /* well-formed but outside what tpucc handles */
-  ST_OUT_OF_MEMORY,
-  ST_IO_ERROR,
-  ST_NOT_FOUND,
-  ST_RESOURCE_EXHAUSTED, /* a configured limit (size, cycles) was reached */
-  ST_RUNTIME_FAULT,      /* a program stopped on a fault while executing */
-  ST_FAILED_PRECONDITION,
-  ST_INTERNAL,
+#define BASE_STATUS_ENUM_(name, text) ST_##name,
+  TPURT_STATUS_LIST(BASE_STATUS_ENUM_)
+#undef BASE_STATUS_ENUM_
   ST__COUNT
 } base_status;
 

@@ -65,19 +65,27 @@ extern "C" {
 TPURT_API int tpurt_version(void);
 TPURT_API const char *tpurt_version_string(void);
 
+/* Status codes: X(NAME, "text"). TPURT_NAME is the row's position, fixed
+ * for good (TPURT_OK 0 ... TPURT_INVALID_PROGRAM 11); "text" is what
+ * tpurt_status_string returns. Codes 0..10 are also libtpucc's (tpucc.h). */
+#define TPURT_STATUS_LIST(X)                                                                       \
+  X(OK, "ok")                                                                                      \
+  X(INVALID_ARGUMENT, "invalid argument") /* a caller passed something malformed */                \
+  X(PARSE_ERROR, "parse error")           /* assembly text was rejected */                         \
+  X(UNSUPPORTED, "unsupported")           /* well-formed but not supported (e.g. target) */        \
+  X(OUT_OF_MEMORY, "out of memory")                                                                \
+  X(IO_ERROR, "I/O error")                                                                         \
+  X(NOT_FOUND, "not found")                                                                        \
+  X(RESOURCE_EXHAUSTED, "resource exhausted") /* the cycle limit was reached */                    \
+  X(RUNTIME_FAULT, "runtime fault")           /* the program faulted while running */              \
+  X(FAILED_PRECONDITION, "failed precondition")                                                    \
+  X(INTERNAL, "internal error")                                                                    \
+  X(INVALID_PROGRAM, "invalid program") /* a .tpub file failed verification */
+
 typedef enum tpurt_status {
-  TPURT_OK = 0,
-  TPURT_INVALID_ARGUMENT = 1, /* a caller passed something malformed */
-  TPURT_PARSE_ERROR = 2,      /* assembly text was rejected */
-  TPURT_UNSUPPORTED = 3,      /* well-formed but not supported (e.g. target) */
-  TPURT_OUT_OF_MEMORY = 4,
-  TPURT_IO_ERROR = 5,
-  TPURT_NOT_FOUND = 6,
-  TPURT_RESOURCE_EXHAUSTED = 7, /* the cycle limit was reached */
-  TPURT_RUNTIME_FAULT = 8,      /* the program faulted while running */
-  TPURT_FAILED_PRECONDITION = 9,
-  TPURT_INTERNAL = 10,
-  TPURT_INVALID_PROGRAM = 11 /* a .tpub file failed verification */
+#define TPURT_STATUS_ENUM_(name, text) TPURT_##name,
+  TPURT_STATUS_LIST(TPURT_STATUS_ENUM_)
+#undef TPURT_STATUS_ENUM_
 } tpurt_status_t;
 
 /* "ok", "invalid argument", ... Never NULL. */
@@ -92,15 +100,22 @@ typedef struct tpurt_allocator {
   void *user;
 } tpurt_allocator_t;
 
-/* Element types (values match the .tpub format). */
+/* Element types: X(NAME, code, "name", bytes). TPURT_NAME is code, the
+ * element type's number in .tpub files, fixed for good; "name" is what
+ * tpurt_dtype_name returns and bytes what tpurt_dtype_size returns. */
+#define TPURT_DTYPE_LIST(X)                                                                        \
+  X(PRED, 1, "pred", 1) /* one byte, 0 or 1 */                                                     \
+  X(S8, 2, "s8", 1)                                                                                \
+  X(S32, 3, "s32", 4)                                                                              \
+  X(BF16, 4, "bf16", 2)                                                                            \
+  X(F16, 5, "f16", 2)                                                                              \
+  X(F32, 6, "f32", 4)                                                                              \
+  X(U8, 7, "u8", 1)
+
 typedef enum tpurt_dtype {
-  TPURT_PRED = 1,
-  TPURT_S8 = 2,
-  TPURT_S32 = 3,
-  TPURT_BF16 = 4,
-  TPURT_F16 = 5,
-  TPURT_F32 = 6,
-  TPURT_U8 = 7
+#define TPURT_DTYPE_ENUM_(name, code, spelling, bytes) TPURT_##name = code,
+  TPURT_DTYPE_LIST(TPURT_DTYPE_ENUM_)
+#undef TPURT_DTYPE_ENUM_
 } tpurt_dtype_t;
 
 /* Size in bytes of one element, 0 for an unknown dtype. Name: "f32". */

@@ -33,7 +33,32 @@ bool ir_type_is_int(ir_type t) {
          ir_type_is_unsigned(t);
 }
 bool ir_type_is_complex(ir_type t) { return t == IR_C64 || t == IR_C128; }
-bool ir_type_is_core(ir_type t) { return (unsigned)t <= IR_F32; }
+
+enum {
+#define X(e, s, n) CORE_##e,
+  TPUCC_DTYPE_LIST(X)
+#undef X
+  CORE_COUNT
+};
+bool ir_type_is_core(ir_type t) { return (unsigned)t < CORE_COUNT; }
+
+int ir_type_tpurt_code(ir_type t) {
+  switch (t) {
+#define X(e, s, n) case IR_##e: return TPURT_##e;
+    TPUCC_DTYPE_LIST(X)
+#undef X
+  default: return 0;
+  }
+}
+
+ir_type ir_type_of_tpurt_code(int code) {
+  switch (code) {
+#define X(e, s, n) case TPURT_##e: return IR_##e;
+    TPUCC_DTYPE_LIST(X)
+#undef X
+  default: return IR_TYPE_INVALID;
+  }
+}
 
 ir_type ir_type_from_name(const char *s, size_t len) {
   for (unsigned i = 0; i < COUNTOF(types); i++)

@@ -14,13 +14,26 @@
 #include "runtime/isa/target.h" /* tool_opt_options.target */
 #endif
 
-/* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
-_Static_assert((int)TPUCC_INTERNAL == (int)ST_INTERNAL, "status codes diverged");
-_Static_assert((int)TPUCC_RUNTIME_FAULT == (int)ST_RUNTIME_FAULT, "status codes diverged");
-_Static_assert((int)TPUCC_DTYPE_PRED == (int)IR_PRED && (int)TPUCC_DTYPE_S8 == (int)IR_S8 &&
-                   (int)TPUCC_DTYPE_S32 == (int)IR_S32 && (int)TPUCC_DTYPE_BF16 == (int)IR_BF16 &&
-                   (int)TPUCC_DTYPE_F16 == (int)IR_F16 && (int)TPUCC_DTYPE_F32 == (int)IR_F32,
-               "dtypes diverged");
+/* A base_status is a tpucc_status_t of the same number (base.h), and
+ * ir_type's first values are tpucc_dtype_t's (ir.h): both lists are
+ * generated from the lists of tpucc.h, and the status list of tpurt.h
+ * that base_status comes from agrees with tpucc.h's on every code. */
+#define X(name, text) _Static_assert((int)TPUCC_##name == (int)ST_##name, "TPUCC_" #name);
+TPUCC_STATUS_LIST(X)
+#undef X
+
+enum {
+#define X(name, text) STATUS_##name,
+  TPUCC_STATUS_LIST(X)
+#undef X
+  STATUS_COUNT
+};
+enum {
+#define X(name, spelling, bytes) DTYPE_##name,
+  TPUCC_DTYPE_LIST(X)
+#undef X
+  DTYPE_COUNT
+};
 
 enum { MAX_SOURCE = 256 << 20 };
 
@@ -47,19 +60,18 @@ struct tpucc_result {
 
 /* ---- versions, statuses, dtypes --------------------------------------- */
 
-const char *tpucc_version(void) { return TPUCC_VERSION_STRING; }
+const char *tpucc_version_string(void) { return TPUCC_VERSION_STRING; }
 
-const char *tpucc_status_str(tpucc_status s) {
-  if ((unsigned)s >= ST__COUNT) return "unknown status";
-  return base_status_str((base_status)s);
+const char *tpucc_status_string(tpucc_status_t s) {
+  return (unsigned)s < STATUS_COUNT ? base_status_str((base_status)s) : "unknown status";
 }
 
-const char *tpucc_dtype_name(tpucc_dtype t) {
-  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_name((ir_type)t) : "invalid";
+const char *tpucc_dtype_name(tpucc_dtype_t t) {
+  return (unsigned)t < DTYPE_COUNT ? ir_type_name((ir_type)t) : "invalid";
 }
 
-int tpucc_dtype_size(tpucc_dtype t) {
-  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_size((ir_type)t) : 0;
+int tpucc_dtype_size(tpucc_dtype_t t) {
+  return (unsigned)t < DTYPE_COUNT ? ir_type_size((ir_type)t) : 0;
 }
 
 /* ---- sessions ---------------------------------------------------------- */
@@ -288,7 +300,7 @@ static bool fits_tensor(tpucc_session *ss, const ir_shape *s, const char *what) 
             s->rank, TPUCC_MAX_RANK);
     return false;
   }
-  if ((unsigned)s->type > TPUCC_DTYPE_F32) {
+  if (!ir_type_is_core(s->type)) {
     set_msg(ss, ST_UNSUPPORTED, "%s has element type %s, which a tpucc_tensor cannot hold", what,
             ir_type_name(s->type));
     return false;
@@ -412,7 +424,7 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
     if (st != TPUCC_OK) break;
     const tpucc_tensor *g = &inputs[i];
     const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
-    if ((unsigned)g->dtype > TPUCC_DTYPE_F32 || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
+    if ((unsigned)g->dtype >= DTYPE_COUNT || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': invalid tensor (dtype %d, rank %d)",
                    (int)i, p->name, (int)g->dtype, (int)g->rank);
       break;

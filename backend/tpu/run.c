@@ -10,18 +10,6 @@
 #include "asm.h"
 #include "tpurt.h"
 
-static ir_type type_of(int dtype) {
-  switch (dtype) {
-  case TPUB_PRED: return IR_PRED;
-  case TPUB_S8: return IR_S8;
-  case TPUB_S32: return IR_S32;
-  case TPUB_BF16: return IR_BF16;
-  case TPUB_F16: return IR_F16;
-  case TPUB_F32: return IR_F32;
-  default: return IR_TYPE_INVALID;
-  }
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -178,8 +166,8 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   if (!m) { /* results described by the image's signature */
     ir_literal **flat = arena_array(a, (size_t)img->nresults + 1, sizeof(ir_literal *));
     for (uint32_t k = 0; k < img->nresults; k++) {
-      ir_shape sh = ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank,
-                                   img->results[k].dims);
+      ir_shape sh = ir_shape_array(ir_type_of_tpurt_code(img->results[k].dtype),
+                                   img->results[k].rank, img->results[k].dims);
       flat[k] = ir_literal_try_create(a, &sh);
       if (!flat[k]) {
         snprintf(err, errlen, "tpu: out of memory for result %u", k);
@@ -521,7 +509,7 @@ base_status tpu_file_params(const char *path, arena *a, ir_shape **out, int *n, 
   *n = (int)img->nparams;
   *out = arena_array(a, (size_t)img->nparams + 1, sizeof(ir_shape));
   for (uint32_t k = 0; k < img->nparams; k++) {
-    ir_type t = type_of(img->params[k].dtype);
+    ir_type t = ir_type_of_tpurt_code(img->params[k].dtype);
     if (t == IR_TYPE_INVALID) {
       snprintf(err, errlen, "%s: parameter %u has dtype %s, which tpucc cannot feed", path, k,
                tpub_dtype_name(img->params[k].dtype));
