@@ -237,31 +237,49 @@ TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf, tpurt_tensor_info_t 
  * from the target stay zero. */
 #define TPURT_MAX_UNITS 14
 
+/* The counters of one unit, in the field order of tpurt_unit_stats_t:
+ * X(field, "label"). label heads the counter's column in the per-unit
+ * tables of tpurt-run and `tpucc run --stats` ("": not a column). */
+#define TPURT_UNIT_COUNTERS(X)                                                                     \
+  X(instructions, "instrs")         /* instructions this unit executed */                          \
+  X(busy_cycles, "busy")            /* cycles its issue slot was occupied */                       \
+  X(stall_dependency, "st.dep")     /* waiting for a register (or MXU result) */                   \
+  X(stall_sync, "st.sync")          /* waiting on a semaphore a non-DMA unit signals */            \
+  X(stall_dma, "st.dma")            /* waiting on a semaphore a DMA signals */                     \
+  X(stall_weight_load, "st.weight") /* mswap waiting for its weight load */                        \
+  X(stall_hbm, "st.hbm")            /* DMA waiting for HBM held by another queue */                \
+  X(stall_queue_full, "st.queue")   /* front end: the target unit's queue was full */              \
+  X(last_cycle, "")                 /* when its last instruction completed */
+
 typedef struct tpurt_unit_stats {
   const char *name; /* "scalar", "vector", "mxu0", "dma1", ... */
-  uint64_t instructions;
-  uint64_t busy_cycles;
-  uint64_t stall_dependency;
-  uint64_t stall_sync;
-  uint64_t stall_dma;
-  uint64_t stall_weight_load;
-  uint64_t stall_hbm;
-  uint64_t stall_queue_full;
-  uint64_t last_cycle;
+#define TPURT_UNIT_COUNTER_FIELD_(field, label) uint64_t field;
+  TPURT_UNIT_COUNTERS(TPURT_UNIT_COUNTER_FIELD_)
+#undef TPURT_UNIT_COUNTER_FIELD_
 } tpurt_unit_stats_t;
 
+/* The counters of a run after cycles and seconds, in the field order of
+ * tpurt_stats_t: X(field, kind), kind COUNTED (the emulator counts it) or
+ * DERIVED (computed from the counts and the target). Each is a key of
+ * `tpucc run --stats-json`. */
+#define TPURT_RUN_COUNTERS(X)                                                                      \
+  X(instructions, COUNTED)     /* instructions issued by the front end */                          \
+  X(mxu_macs, COUNTED)         /* useful multiply-accumulates */                                   \
+  X(mxu_busy_cycles, COUNTED)  /* array cycles spent streaming lhs rows */                         \
+  X(mxu_peak_macs, DERIVED)    /* cycles x MXUs x rows x cols */                                   \
+  X(mxu_weight_loads, COUNTED) /* weight tiles loaded */                                           \
+  X(hbm_read_bytes, COUNTED)                                                                       \
+  X(hbm_write_bytes, COUNTED)                                                                      \
+  X(hbm_busy_cycles, COUNTED) /* cycles HBM was transferring */                                    \
+  X(dma_transfers, COUNTED)                                                                        \
+  X(mxu_array_cycles, COUNTED) /* mxu_systolic only: PE-model cycles stepped */
+
 typedef struct tpurt_stats {
-  uint64_t cycles;
-  double seconds; /* cycles / clock */
-  uint64_t instructions;
-  uint64_t mxu_macs;
-  uint64_t mxu_busy_cycles;
-  uint64_t mxu_peak_macs; /* cycles x MXUs x rows x cols */
-  uint64_t mxu_weight_loads;
-  uint64_t hbm_read_bytes, hbm_write_bytes;
-  uint64_t hbm_busy_cycles;
-  uint64_t dma_transfers;
-  uint64_t mxu_array_cycles; /* mxu_systolic only: PE-model cycles stepped */
+  uint64_t cycles; /* from start until every unit drained */
+  double seconds;  /* cycles / clock */
+#define TPURT_RUN_COUNTER_FIELD_(field, kind) uint64_t field;
+  TPURT_RUN_COUNTERS(TPURT_RUN_COUNTER_FIELD_)
+#undef TPURT_RUN_COUNTER_FIELD_
   tpurt_unit_stats_t units[TPURT_MAX_UNITS];
 } tpurt_stats_t;
 

@@ -590,36 +590,6 @@ static void shape_text(char *out, size_t n, int dtype, int rank, const int64_t *
   if (k < n) snprintf(out + k, n - k, "]");
 }
 
-static void copy_stats(const emu_stats *e, const tgt_target *t, tpurt_stats_t *o) {
-  memset(o, 0, sizeof *o);
-  o->cycles = e->cycles;
-  o->seconds = (double)e->cycles / (double)t->clock_hz;
-  o->instructions = e->instructions;
-  o->mxu_macs = e->mxu_macs;
-  o->mxu_busy_cycles = e->mxu_busy_cycles;
-  o->mxu_peak_macs = e->cycles * tgt_peak_macs_per_cycle(t);
-  o->mxu_weight_loads = e->mxu_weight_loads;
-  o->hbm_read_bytes = e->hbm_read_bytes;
-  o->hbm_write_bytes = e->hbm_write_bytes;
-  o->hbm_busy_cycles = e->hbm_busy_cycles;
-  o->dma_transfers = e->dma_transfers;
-  o->mxu_array_cycles = e->mxu_array_cycles;
-  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
-    const emu_unit_stats *s = &e->units[u];
-    tpurt_unit_stats_t *d = &o->units[u];
-    d->name = isa_unit_name(u);
-    d->instructions = s->instructions;
-    d->busy_cycles = s->busy_cycles;
-    d->stall_dependency = s->stall_dependency;
-    d->stall_sync = s->stall_sync;
-    d->stall_dma = s->stall_dma;
-    d->stall_weight_load = s->stall_weight;
-    d->stall_hbm = s->stall_hbm;
-    d->stall_queue_full = s->stall_queue;
-    d->last_cycle = s->last_cycle;
-  }
-}
-
 static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uint8_t *hbm, int rc,
                                  const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
                                  size_t nresults, tpurt_stats_t *out_stats);
@@ -771,7 +741,7 @@ static tpurt_status_t finish_run(tpurt_device_t *dev, const tpub_image *img, uin
                                  const emu_stats *es, const emu_fault *fp, tpurt_buffer_t **results,
                                  size_t nresults, tpurt_stats_t *out_stats) {
   emu_fault ef = *fp;
-  if (out_stats) copy_stats(es, &dev->target, out_stats);
+  if (out_stats) emu_stats_export(es, &dev->target, out_stats);
   if (rc) {
     rt_free(&dev->alloc, hbm);
     char text[160] = "";

@@ -85,7 +85,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
   }
   case OP_MSWAP:
     if (x->wl_free > earliest) {
-      us->stall_weight += x->wl_free - earliest;
+      us->stall_weight_load += x->wl_free - earliest;
       *start = x->wl_free;
     }
     x->active = !x->active;
