@@ -112,7 +112,7 @@ typedef struct given {
 
 typedef struct run_cfg {
   const char *file, *target, *entry, *reference;
-  tpucc_language lang;
+  tpucc_language_t lang;
   const char **inputs, **outputs, **expected;
   int ninputs, noutputs, nexpected;
   bool random;
@@ -280,9 +280,9 @@ static bool parse_tensors(arena *a, const char *flag, const char **texts, int n,
   return true;
 }
 
-static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
+static void tensor_view(const ir_literal *l, tpucc_tensor_t *t) {
   memset(t, 0, sizeof *t);
-  t->dtype = (tpucc_dtype)l->shape.type;
+  t->dtype = (tpucc_dtype_t)l->shape.type;
   t->rank = l->shape.rank;
   for (int i = 0; i < l->shape.rank; i++)
     t->dims[i] = l->shape.dims[i];
@@ -290,11 +290,11 @@ static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
   t->nbytes = l->nbytes;
 }
 
-static ir_shape desc_shape(const tpucc_tensor *t) {
+static ir_shape desc_shape(const tpucc_tensor_t *t) {
   return ir_shape_array((ir_type)t->dtype, (int)t->rank, t->dims);
 }
 
-static ir_literal *literal_of(arena *a, const tpucc_tensor *t) {
+static ir_literal *literal_of(arena *a, const tpucc_tensor_t *t) {
   ir_literal *l = arena_alloc(a, sizeof *l);
   l->shape = desc_shape(t);
   l->data = t->data;
@@ -311,10 +311,10 @@ static const char *spec_of(arena *a, const ir_shape *s) {
   return r;
 }
 
-static void print_signature(tpucc_module *m, arena *a) {
+static void print_signature(tpucc_module_t *m, arena *a) {
   int np = tpucc_module_parameter_count(m);
   for (int i = 0; i < np; i++) {
-    tpucc_tensor d;
+    tpucc_tensor_t d;
     if (tpucc_module_parameter(m, i, &d) != TPUCC_OK) continue;
     ir_shape s = desc_shape(&d);
     fprintf(stderr, "  parameter %d '%s': %s\n", i, d.name, spec_of(a, &s));
@@ -523,9 +523,9 @@ int tool_cmd_run(int argc, char **argv) {
   tool_opt_options_init(&c.opt);
   bool help = false;
   int rc = TOOL_EXIT_USAGE;
-  tpucc_session *s = NULL;
-  tpucc_module *m = NULL;
-  tpucc_result *res = NULL, *ref = NULL;
+  tpucc_session_t *s = NULL;
+  tpucc_module_t *m = NULL;
+  tpucc_result_t *res = NULL, *ref = NULL;
   if (!parse_cmdline(argc, argv, &c, a, &help)) goto done;
   if (help) {
     if (!c.listed) tool_help_run(stdout);
@@ -590,7 +590,7 @@ int tool_cmd_run(int argc, char **argv) {
     tool_error(CMD, "out of memory");
     goto done;
   }
-  tpucc_compile_options co;
+  tpucc_compile_options_t co;
   tpucc_compile_options_init(&co);
   co.language = c.lang;
   co.entry = c.entry;
@@ -618,13 +618,13 @@ int tool_cmd_run(int argc, char **argv) {
     print_signature(m, a);
     goto done;
   }
-  tpucc_tensor *args = arena_array(a, (size_t)(np ? np : 1), sizeof *args);
+  tpucc_tensor_t *args = arena_array(a, (size_t)(np ? np : 1), sizeof *args);
   ir_shape *pshapes = arena_array(a, (size_t)(np ? np : 1), sizeof *pshapes);
   const char **pnames = arena_array(a, (size_t)(np ? np : 1), sizeof(char *));
   ir_literal **made = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
   uint64_t state = c.seed;
   for (int i = 0; i < np; i++) {
-    tpucc_tensor want;
+    tpucc_tensor_t want;
     if (tpucc_module_parameter(m, i, &want) != TPUCC_OK) {
       tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
       goto done;
@@ -667,7 +667,7 @@ int tool_cmd_run(int argc, char **argv) {
     goto done;
   }
 
-  tpucc_execute_options eo;
+  tpucc_execute_options_t eo;
   tpucc_execute_options_init(&eo);
   eo.target = c.target;
   lit_vec got = {0};
@@ -708,7 +708,7 @@ int tool_cmd_run(int argc, char **argv) {
     }
     push_leaves(a, tr, &got);
   } else {
-    tpucc_status st = tpucc_execute(m, &eo, args, np, &res);
+    tpucc_status_t st = tpucc_execute(m, &eo, args, np, &res);
     if (st != TPUCC_OK) {
       tool_error(CMD, "%s: %s", c.file, tpucc_session_message(s));
       rc = st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
