@@ -327,16 +327,36 @@ TPURT_API tpurt_status_t tpurt_program_op_info(const tpurt_program_t *prog, size
 
 /* What one op cost in a run. Stalls are attributed to the op of the
  * instruction that stalled; sums over ops equal the run's totals. */
+/* The counters of tpurt_op_stats_t after unit_busy, in field order:
+ * X(field, source). source UNIT: the unit counter of that name, from the
+ * units each of the op's instructions ran on (its own and the scalar
+ * front end); RUN: the run counter of that name; OP: counted per op
+ * (vpu_element_ops: 1024 per vector ALU instruction). */
+#define TPURT_OP_COUNTERS(X)                                                                       \
+  X(stall_weight_load, UNIT)                                                                       \
+  X(stall_dma, UNIT)                                                                               \
+  X(stall_dependency, UNIT)                                                                        \
+  X(stall_sync, UNIT)                                                                              \
+  X(stall_hbm, UNIT)                                                                               \
+  X(stall_queue_full, UNIT)                                                                        \
+  X(mxu_busy_cycles, RUN)                                                                          \
+  X(mxu_macs, RUN)                                                                                 \
+  X(mxu_weight_loads, RUN)                                                                         \
+  X(vpu_instructions, OP)                                                                          \
+  X(vpu_element_ops, OP)                                                                           \
+  X(hbm_read_bytes, RUN)                                                                           \
+  X(hbm_write_bytes, RUN)                                                                          \
+  X(hbm_busy_cycles, RUN)                                                                          \
+  X(dma_transfers, RUN)
+
 typedef struct tpurt_op_stats {
   uint64_t instructions;          /* executed instructions of the op */
   uint64_t first_cycle, end_cycle; /* first start .. last completion on any unit */
   uint64_t exclusive_cycles;      /* cycles by which it moved the run's end; sums to cycles */
   uint64_t unit_busy[TPURT_MAX_UNITS]; /* issue-slot cycles per unit (sum of occ) */
-  uint64_t stall_weight_load, stall_dma, stall_dependency;
-  uint64_t stall_sync, stall_hbm, stall_queue_full;
-  uint64_t mxu_busy_cycles, mxu_macs, mxu_weight_loads;
-  uint64_t vpu_instructions, vpu_element_ops; /* element ops: 1024 per ALU instruction */
-  uint64_t hbm_read_bytes, hbm_write_bytes, hbm_busy_cycles, dma_transfers;
+#define TPURT_OP_COUNTER_FIELD_(field, source) uint64_t field;
+  TPURT_OP_COUNTERS(TPURT_OP_COUNTER_FIELD_)
+#undef TPURT_OP_COUNTER_FIELD_
 } tpurt_op_stats_t;
 
 typedef struct tpurt_profile_options {

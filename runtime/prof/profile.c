@@ -30,25 +30,6 @@ typedef struct span {
   uint64_t insts;
 } span;
 
-/* The counters an op accumulates, under the names emu_stats and
- * tpurt_op_stats_t share: the stalls of a unit and the run's MXU and HBM
- * counters. */
-#define OP_STALLS(X)                                                                               \
-  X(stall_dependency)                                                                              \
-  X(stall_sync)                                                                                    \
-  X(stall_dma)                                                                                     \
-  X(stall_weight_load)                                                                             \
-  X(stall_hbm)                                                                                     \
-  X(stall_queue_full)
-#define OP_COUNTERS(X)                                                                             \
-  X(mxu_macs)                                                                                      \
-  X(mxu_busy_cycles)                                                                               \
-  X(mxu_weight_loads)                                                                              \
-  X(hbm_read_bytes)                                                                                \
-  X(hbm_write_bytes)                                                                               \
-  X(hbm_busy_cycles)                                                                               \
-  X(dma_transfers)
-
 struct prof {
   rt_allocator a;
   const tpub_image *img;
@@ -138,24 +119,33 @@ static void prof_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_
   }
   p->last_op = op;
   o->unit_busy[unit] += occ;
-  /* Counters this instruction changed. */
+  /* The UNIT and RUN counters of TPURT_OP_COUNTERS: their growth since
+   * the previous instruction is this instruction's. */
   int us[2] = {ISA_UNIT_SCALAR, unit};
   for (int j = 0; j < (unit == ISA_UNIT_SCALAR ? 1 : 2); j++) {
     const emu_unit_stats *now = &st->units[us[j]];
     emu_unit_stats *was = &last->units[us[j]];
-#define ADD(field)                                                                                 \
+#define ADD_UNIT(field)                                                                            \
   o->field += now->field - was->field;                                                             \
   was->field = now->field;
-    OP_STALLS(ADD)
-#undef ADD
+#define ADD_RUN(field)
+#define ADD_OP(field)
+#define ADD(field, source) ADD_##source(field)
+    TPURT_OP_COUNTERS(ADD)
+#undef ADD_UNIT
+#undef ADD_RUN
   }
   uint64_t moved =
       (st->hbm_read_bytes - last->hbm_read_bytes) + (st->hbm_write_bytes - last->hbm_write_bytes);
-#define ADD(field)                                                                                 \
+#define ADD_UNIT(field)
+#define ADD_RUN(field)                                                                             \
   o->field += st->field - last->field;                                                             \
   last->field = st->field;
-  OP_COUNTERS(ADD)
+  TPURT_OP_COUNTERS(ADD)
 #undef ADD
+#undef ADD_OP
+#undef ADD_RUN
+#undef ADD_UNIT
   uint8_t opc = (uint8_t)(word >> 56);
   if (unit == ISA_UNIT_VECTOR) {
     o->vpu_instructions++;

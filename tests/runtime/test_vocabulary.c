@@ -1,8 +1,10 @@
 /* test_vocabulary.c: libtpurt's lists (include/tpurt.h) and what is
  * generated from them: every status and element type goes name -> value
  * -> name through the library's lookups, the .tpub numbers are the ones
- * files on disk hold, and emu_stats_export carries every counter of an
- * emu_stats into tpurt_stats_t under the field of the same name. */
+ * files on disk hold, emu_stats_export carries every counter of an
+ * emu_stats into tpurt_stats_t under the field of the same name, and the
+ * profiler attributes every UNIT and RUN counter of TPURT_OP_COUNTERS in
+ * full (the ops' sums are the run's totals). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 
 #include "emu.h"
 #include "isa.h"
+#include "rt_test.h"
 #include "target.h"
 #include "tpub.h"
 #include "tpurt.h"
@@ -129,11 +132,76 @@ static void stats_export_copies_every_counter(void **state) {
     if (!holds_word(&o, words[k])) fail_msg("emu_stats word %zu is not exported", k);
 }
 
+/* A run's op counters, summed over its ops, against the run's own figures
+ * (which come through emu_stats_export, not through the profiler). */
+static void op_counters_sum_to_the_run(void **state) {
+  (void)state;
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.target = "v3";
+  tpurt_device_t *dev;
+  assert_int_equal(tpurt_device_create(&o, &dev), TPURT_OK);
+  size_t len = 0;
+  char *src = rt_read_file(KERNEL_DIR "/matmul256.s", &len);
+  assert_non_null(src);
+  tpurt_program_t *p;
+  assert_int_equal(tpurt_program_assemble(dev, src, len, "matmul256.s", &p), TPURT_OK);
+  free(src);
+  int64_t dims[2] = {256, 256};
+  tpurt_buffer_t *in[2], *out[1];
+  assert_int_equal(tpurt_buffer_create(dev, TPURT_BF16, 2, dims, NULL, 256 * 256 * 2, &in[0]), 0);
+  assert_int_equal(tpurt_buffer_create(dev, TPURT_BF16, 2, dims, NULL, 256 * 256 * 2, &in[1]), 0);
+  size_t nops = tpurt_program_op_count(p);
+  tpurt_op_stats_t *ops = calloc(nops, sizeof *ops);
+  assert_non_null(ops);
+  tpurt_stats_t st;
+  assert_int_equal(tpurt_program_execute_profile(p, in, 2, out, 1, &st, NULL, ops), TPURT_OK);
+  int checked = 0;
+#define SUM_OPS(field)                                                                             \
+  uint64_t ops_##field = 0;                                                                        \
+  for (size_t i = 0; i < nops; i++)                                                                \
+    ops_##field += ops[i].field;
+#define CHECK_UNIT(field)                                                                          \
+  {                                                                                                \
+    SUM_OPS(field)                                                                                 \
+    uint64_t run = 0;                                                                              \
+    for (int u = 0; u < TPURT_MAX_UNITS; u++)                                                      \
+      run += st.units[u].field;                                                                    \
+    assert_int_equal(ops_##field, run);                                                            \
+    checked++;                                                                                     \
+  }
+#define CHECK_RUN(field)                                                                           \
+  {                                                                                                \
+    SUM_OPS(field)                                                                                 \
+    assert_int_equal(ops_##field, st.field);                                                       \
+    checked++;                                                                                     \
+  }
+#define CHECK_OP(field)
+#define CHECK(field, source) CHECK_##source(field)
+  TPURT_OP_COUNTERS(CHECK)
+#undef CHECK
+#undef CHECK_OP
+#undef CHECK_RUN
+#undef CHECK_UNIT
+#undef SUM_OPS
+  assert_int_equal(checked, 13);
+  /* The kernel's work shows in the counters checked. */
+  assert_int_equal(st.mxu_macs, 256ull * 256 * 256);
+  assert_true(st.mxu_weight_loads > 0 && st.dma_transfers > 0 && st.hbm_busy_cycles > 0);
+  free(ops);
+  tpurt_buffer_destroy(out[0]);
+  tpurt_buffer_destroy(in[0]);
+  tpurt_buffer_destroy(in[1]);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(dev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(status_round_trip),
       cmocka_unit_test(dtype_round_trip),
       cmocka_unit_test(stats_export_copies_every_counter),
+      cmocka_unit_test(op_counters_sum_to_the_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
