@@ -1,7 +1,8 @@
 /* base.h: the one interface of base/, shared by the compiler and the runtime.
  *
  * What lives here: the per-compilation arena, source locations and the
- * diagnostics sink, status codes, growable vectors and a string map.
+ * diagnostics sink, status codes, growable vectors and a string map, the
+ * vector unit's scalar kernels and the bf16 conversion.
  *
  * Memory contract: the compiler side allocates from arenas and treats host
  * allocation failure as fatal (base_out_of_memory: an error, exit status 1;
@@ -223,10 +224,10 @@ int32_t vmath_cvtfi(uint32_t u);
 float vmath_cvtif(uint32_t u);
 
 /* ---- bf16 ------------------------------------------------------------- */
-/* The one bf16 conversion of the project: the reference evaluator (through
- * ir_f32_to_bf16), the emulator's MXU and vector unit, and the compilers'
- * constant folding all round with it. Inline: it sits in the emulator's
- * hot loops. */
+/* The one bf16 conversion of the project: the evaluator and the passes
+ * (through ir_f32_to_bf16), the emulator's MXU and vector unit and the
+ * assembler's constants all round with it. Inline: it sits in the
+ * emulator's hot loops. */
 
 /* bf16 bits -> f32, exact (subnormals kept; the MXU flushes them itself). */
 static inline float base_bf16_to_f32(uint16_t h) {
