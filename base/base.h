@@ -1,7 +1,8 @@
 /* base.h: the one interface of base/, shared by the compiler and the runtime.
  *
  * What lives here: the per-compilation arena, source locations and the
- * diagnostics sink, status codes, growable vectors and a string map.
+ * diagnostics sink, status codes, growable vectors and a string map, the
+ * vector unit's scalar kernels and the bf16 conversion.
  *
  * Memory contract: the compiler side allocates from arenas and treats host
  * allocation failure as fatal (base_out_of_memory: an error, exit status 1;
@@ -17,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "tpurt.h" /* the status list */
 
 #if defined(__GNUC__)
 #define BASE_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -56,18 +59,14 @@ bool base_add_overflow(size_t a, size_t b, size_t *out);
 
 /* ---- status codes ---------------------------------------------------- */
 
+/* The one list of status codes is libtpurt's (TPURT_STATUS_LIST in
+ * include/tpurt.h, a header of the C library alone): ST_NAME has the value
+ * of TPURT_NAME, and of TPUCC_NAME for the codes libtpucc has (all but
+ * INVALID_PROGRAM), so a status crosses either API unconverted. */
 typedef enum base_status {
-  ST_OK = 0,
-  ST_INVALID_ARGUMENT, /* a caller passed something malformed */
-  ST_PARSE_ERROR,      /* text input was rejected; diagnostics say where */
-  ST_UNSUPPORTED,      /* well-formed but outside what tpucc handles */
-  ST_OUT_OF_MEMORY,
-  ST_IO_ERROR,
-  ST_NOT_FOUND,
-  ST_RESOURCE_EXHAUSTED, /* a configured limit (size, cycles) was reached */
-  ST_RUNTIME_FAULT,      /* a program stopped on a fault while executing */
-  ST_FAILED_PRECONDITION,
-  ST_INTERNAL,
+#define BASE_STATUS_ENUM_(name, text) ST_##name,
+  TPURT_STATUS_LIST(BASE_STATUS_ENUM_)
+#undef BASE_STATUS_ENUM_
   ST__COUNT
 } base_status;
 
@@ -225,5 +224,31 @@ uint32_t vmath_fmax(uint32_t a, uint32_t b);
 uint32_t vmath_fmin(uint32_t a, uint32_t b);
 int32_t vmath_cvtfi(uint32_t u);
 float vmath_cvtif(uint32_t u);
+
+/* ---- bf16 ------------------------------------------------------------- */
+/* The one bf16 conversion of the project: the evaluator and the passes
+ * (through ir_f32_to_bf16), the emulator's MXU and vector unit and the
+ * assembler's constants all round with it. Inline: it sits in the
+ * emulator's hot loops. */
+
+/* bf16 bits -> f32, exact (subnormals kept; the MXU flushes them itself). */
+static inline float base_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* f32 -> bf16 bits: the top 16 bits, the dropped 16 rounded to nearest,
+ * ties to even. Infinities stay infinities and overflow rounds to them; a
+ * NaN becomes a quiet NaN with the same sign and the upper payload bits
+ * (never an infinity). f32 subnormals round like any value. */
+static inline uint16_t base_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
 
 #endif

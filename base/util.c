@@ -57,21 +57,12 @@ bool base_add_overflow(size_t a, size_t b, size_t *out) {
 }
 
 const char *base_status_str(base_status s) {
-  static const char *const names[ST__COUNT] = {
-      [ST_OK] = "ok",
-      [ST_INVALID_ARGUMENT] = "invalid argument",
-      [ST_PARSE_ERROR] = "parse error",
-      [ST_UNSUPPORTED] = "unsupported",
-      [ST_OUT_OF_MEMORY] = "out of memory",
-      [ST_IO_ERROR] = "I/O error",
-      [ST_NOT_FOUND] = "not found",
-      [ST_RESOURCE_EXHAUSTED] = "resource exhausted",
-      [ST_RUNTIME_FAULT] = "runtime fault",
-      [ST_FAILED_PRECONDITION] = "failed precondition",
-      [ST_INTERNAL] = "internal error",
+  static const char *const text[ST__COUNT] = {
+#define X(name, t) [ST_##name] = t,
+      TPURT_STATUS_LIST(X)
+#undef X
   };
-  if ((unsigned)s >= ST__COUNT) return "unknown status";
-  return names[s];
+  return (unsigned)s < ST__COUNT ? text[s] : "unknown status";
 }
 
 void sb_init(strbuf *b) {

@@ -73,10 +73,10 @@ int main(int argc, char **argv) {
   }
   /* Values in [-2, 2): random sign, exponent and 7-bit fraction. */
   for (size_t i = 0; i < nn; i++) {
-    lhs[i] = emu_f32_to_bf16(((float)(rnd() >> 8) / 16777216.0f) * 4.0f - 2.0f);
-    w[i] = emu_f32_to_bf16(((float)(rnd() >> 8) / 16777216.0f) * 4.0f - 2.0f);
-    a[i] = emu_bf16_to_f32(lhs[i]);
-    b[i] = emu_bf16_to_f32(w[i]);
+    lhs[i] = base_f32_to_bf16(((float)(rnd() >> 8) / 16777216.0f) * 4.0f - 2.0f);
+    w[i] = base_f32_to_bf16(((float)(rnd() >> 8) / 16777216.0f) * 4.0f - 2.0f);
+    a[i] = base_bf16_to_f32(lhs[i]);
+    b[i] = base_bf16_to_f32(w[i]);
   }
   unsigned flags = EMU_MXU_IMPL(impl);
 

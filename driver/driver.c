@@ -22,15 +22,15 @@ static bool contains(const char *text, size_t len, const char *word) {
   return false;
 }
 
-tpucc_language drv_language_of(const char *name, const char *text, size_t len,
-                               tpucc_language fallback) {
+tpucc_language_t drv_language_of(const char *name, const char *text, size_t len,
+                               tpucc_language_t fallback) {
   if (has_suffix(name, ".hlo") || has_suffix(name, ".txt")) return TPUCC_LANGUAGE_HLO;
   if (has_suffix(name, ".tg")) return TPUCC_LANGUAGE_TG;
   if (contains(text, len, "HloModule") || contains(text, len, "ENTRY")) return TPUCC_LANGUAGE_HLO;
   return fallback;
 }
 
-base_status drv_parse(const char *name, const char *text, size_t len, tpucc_language lang,
+base_status drv_parse(const char *name, const char *text, size_t len, tpucc_language_t lang,
                       const char *entry, diag *d, ir_module **out) {
   *out = NULL;
 #ifndef HAVE_HLO
@@ -79,7 +79,7 @@ void drv_diag_message(diag *d, const char *fallback, char *err, size_t errlen) {
 ir_module *drv_load(const char *name, const void *text, size_t len, const char *target, char *err,
                     size_t errlen) {
   diag *d = diag_create();
-  tpucc_language lang = drv_language_of(name, text, len, TPUCC_LANGUAGE_TG);
+  tpucc_language_t lang = drv_language_of(name, text, len, TPUCC_LANGUAGE_TG);
   ir_module *m = NULL;
   drv_parse(name, text, len, lang, NULL, d, &m);
   if (m && m->entry == IR_NONE)

@@ -24,8 +24,8 @@
 /* The language of module text: .hlo or .txt is HLO, .tg is .tg; other
  * names are HLO when the text names a module or an entry computation
  * ("HloModule", "ENTRY"), else fallback. */
-tpucc_language drv_language_of(const char *name, const char *text, size_t len,
-                               tpucc_language fallback);
+tpucc_language_t drv_language_of(const char *name, const char *text, size_t len,
+                               tpucc_language_t fallback);
 
 /* Parses len bytes of text (not necessarily NUL-terminated) named `name`
  * in diagnostics, registered with d for source lines. entry: for .tg, the
@@ -33,7 +33,7 @@ tpucc_language drv_language_of(const char *name, const char *text, size_t len,
  * with *out NULL and the errors in d (none when the frontend gave up
  * without one), or ST_UNSUPPORTED when this build has no frontend for the
  * language. *out may have no entry computation (m->entry == IR_NONE). */
-base_status drv_parse(const char *name, const char *text, size_t len, tpucc_language lang,
+base_status drv_parse(const char *name, const char *text, size_t len, tpucc_language_t lang,
                       const char *entry, diag *d, ir_module **out);
 
 /* What the pass pipeline runs and reports. */

@@ -72,21 +72,9 @@ static uint64_t flops_of(const ir_module *m, const ir_comp *c) {
   return f;
 }
 
-static int dtype_of(ir_type t) {
-  switch (t) {
-  case IR_PRED: return TPURT_PRED;
-  case IR_S8: return TPURT_S8;
-  case IR_S32: return TPURT_S32;
-  case IR_BF16: return TPURT_BF16;
-  case IR_F16: return TPURT_F16;
-  case IR_F32: return TPURT_F32;
-  default: return 0;
-  }
-}
-
 static void set_tensor(tpub_tensor *t, const char *name, const ir_shape *s) {
   snprintf(t->name, sizeof t->name, "%s", name);
-  t->dtype = dtype_of(s->type);
+  t->dtype = ir_type_tpurt_code(s->type);
   t->rank = s->rank;
   for (int d = 0; d < s->rank; d++) t->dims[d] = s->dims[d];
   t->bytes = (uint64_t)ir_shape_count(s) * (uint64_t)ir_type_size(s->type);
@@ -143,7 +131,7 @@ static tpurt_status_t check_leaves(const char *name, const ir_comp *c, char *err
     const ir_inst *in = &c->insts.v[p < c->nparams ? c->params[p] : c->root];
     const char *what = p < c->nparams ? "parameter" : "result";
     for (int l = 0; l < llvm_leaf_count(in->shape); l++)
-      if (!dtype_of(llvm_leaf_shape(in->shape, l)->type)) {
+      if (!ir_type_tpurt_code(llvm_leaf_shape(in->shape, l)->type)) {
         snprintf(err, errlen, "%s: %s %s has element type %s, which libtpurt buffers cannot hold",
                  name, what, in->info->name, ir_type_name(llvm_leaf_shape(in->shape, l)->type));
         return TPURT_UNSUPPORTED;

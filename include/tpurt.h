@@ -65,19 +65,27 @@ extern "C" {
 TPURT_API int tpurt_version(void);
 TPURT_API const char *tpurt_version_string(void);
 
+/* Status codes: X(NAME, "text"). TPURT_NAME is the row's position, fixed
+ * for good (TPURT_OK 0 ... TPURT_INVALID_PROGRAM 11); "text" is what
+ * tpurt_status_string returns. Codes 0..10 are also libtpucc's (tpucc.h). */
+#define TPURT_STATUS_LIST(X)                                                                       \
+  X(OK, "ok")                                                                                      \
+  X(INVALID_ARGUMENT, "invalid argument") /* a caller passed something malformed */                \
+  X(PARSE_ERROR, "parse error")           /* assembly text was rejected */                         \
+  X(UNSUPPORTED, "unsupported")           /* well-formed but not supported (e.g. target) */        \
+  X(OUT_OF_MEMORY, "out of memory")                                                                \
+  X(IO_ERROR, "I/O error")                                                                         \
+  X(NOT_FOUND, "not found")                                                                        \
+  X(RESOURCE_EXHAUSTED, "resource exhausted") /* the cycle limit was reached */                    \
+  X(RUNTIME_FAULT, "runtime fault")           /* the program faulted while running */              \
+  X(FAILED_PRECONDITION, "failed precondition")                                                    \
+  X(INTERNAL, "internal error")                                                                    \
+  X(INVALID_PROGRAM, "invalid program") /* a .tpub file failed verification */
+
 typedef enum tpurt_status {
-  TPURT_OK = 0,
-  TPURT_INVALID_ARGUMENT = 1, /* a caller passed something malformed */
-  TPURT_PARSE_ERROR = 2,      /* assembly text was rejected */
-  TPURT_UNSUPPORTED = 3,      /* well-formed but not supported (e.g. target) */
-  TPURT_OUT_OF_MEMORY = 4,
-  TPURT_IO_ERROR = 5,
-  TPURT_NOT_FOUND = 6,
-  TPURT_RESOURCE_EXHAUSTED = 7, /* the cycle limit was reached */
-  TPURT_RUNTIME_FAULT = 8,      /* the program faulted while running */
-  TPURT_FAILED_PRECONDITION = 9,
-  TPURT_INTERNAL = 10,
-  TPURT_INVALID_PROGRAM = 11 /* a .tpub file failed verification */
+#define TPURT_STATUS_ENUM_(name, text) TPURT_##name,
+  TPURT_STATUS_LIST(TPURT_STATUS_ENUM_)
+#undef TPURT_STATUS_ENUM_
 } tpurt_status_t;
 
 /* "ok", "invalid argument", ... Never NULL. */
@@ -92,15 +100,22 @@ typedef struct tpurt_allocator {
   void *user;
 } tpurt_allocator_t;
 
-/* Element types (values match the .tpub format). */
+/* Element types: X(NAME, code, "name", bytes). TPURT_NAME is code, the
+ * element type's number in .tpub files, fixed for good; "name" is what
+ * tpurt_dtype_name returns and bytes what tpurt_dtype_size returns. */
+#define TPURT_DTYPE_LIST(X)                                                                        \
+  X(PRED, 1, "pred", 1) /* one byte, 0 or 1 */                                                     \
+  X(S8, 2, "s8", 1)                                                                                \
+  X(S32, 3, "s32", 4)                                                                              \
+  X(BF16, 4, "bf16", 2)                                                                            \
+  X(F16, 5, "f16", 2)                                                                              \
+  X(F32, 6, "f32", 4)                                                                              \
+  X(U8, 7, "u8", 1)
+
 typedef enum tpurt_dtype {
-  TPURT_PRED = 1,
-  TPURT_S8 = 2,
-  TPURT_S32 = 3,
-  TPURT_BF16 = 4,
-  TPURT_F16 = 5,
-  TPURT_F32 = 6,
-  TPURT_U8 = 7
+#define TPURT_DTYPE_ENUM_(name, code, spelling, bytes) TPURT_##name = code,
+  TPURT_DTYPE_LIST(TPURT_DTYPE_ENUM_)
+#undef TPURT_DTYPE_ENUM_
 } tpurt_dtype_t;
 
 /* Size in bytes of one element, 0 for an unknown dtype. Name: "f32". */
@@ -222,31 +237,49 @@ TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf, tpurt_tensor_info_t 
  * from the target stay zero. */
 #define TPURT_MAX_UNITS 14
 
+/* The counters of one unit, in the field order of tpurt_unit_stats_t:
+ * X(field, "label"). label heads the counter's column in the per-unit
+ * tables of tpurt-run and `tpucc run --stats` ("": not a column). */
+#define TPURT_UNIT_COUNTERS(X)                                                                     \
+  X(instructions, "instrs")         /* instructions this unit executed */                          \
+  X(busy_cycles, "busy")            /* cycles its issue slot was occupied */                       \
+  X(stall_dependency, "st.dep")     /* waiting for a register (or MXU result) */                   \
+  X(stall_sync, "st.sync")          /* waiting on a semaphore a non-DMA unit signals */            \
+  X(stall_dma, "st.dma")            /* waiting on a semaphore a DMA signals */                     \
+  X(stall_weight_load, "st.weight") /* mswap waiting for its weight load */                        \
+  X(stall_hbm, "st.hbm")            /* DMA waiting for HBM held by another queue */                \
+  X(stall_queue_full, "st.queue")   /* front end: the target unit's queue was full */              \
+  X(last_cycle, "")                 /* when its last instruction completed */
+
 typedef struct tpurt_unit_stats {
   const char *name; /* "scalar", "vector", "mxu0", "dma1", ... */
-  uint64_t instructions;
-  uint64_t busy_cycles;
-  uint64_t stall_dependency;
-  uint64_t stall_sync;
-  uint64_t stall_dma;
-  uint64_t stall_weight_load;
-  uint64_t stall_hbm;
-  uint64_t stall_queue_full;
-  uint64_t last_cycle;
+#define TPURT_UNIT_COUNTER_FIELD_(field, label) uint64_t field;
+  TPURT_UNIT_COUNTERS(TPURT_UNIT_COUNTER_FIELD_)
+#undef TPURT_UNIT_COUNTER_FIELD_
 } tpurt_unit_stats_t;
 
+/* The counters of a run after cycles and seconds, in the field order of
+ * tpurt_stats_t: X(field, kind), kind COUNTED (the emulator counts it) or
+ * DERIVED (computed from the counts and the target). Each is a key of
+ * `tpucc run --stats-json`. */
+#define TPURT_RUN_COUNTERS(X)                                                                      \
+  X(instructions, COUNTED)     /* instructions issued by the front end */                          \
+  X(mxu_macs, COUNTED)         /* useful multiply-accumulates */                                   \
+  X(mxu_busy_cycles, COUNTED)  /* array cycles spent streaming lhs rows */                         \
+  X(mxu_peak_macs, DERIVED)    /* cycles x MXUs x rows x cols */                                   \
+  X(mxu_weight_loads, COUNTED) /* weight tiles loaded */                                           \
+  X(hbm_read_bytes, COUNTED)                                                                       \
+  X(hbm_write_bytes, COUNTED)                                                                      \
+  X(hbm_busy_cycles, COUNTED) /* cycles HBM was transferring */                                    \
+  X(dma_transfers, COUNTED)                                                                        \
+  X(mxu_array_cycles, COUNTED) /* mxu_systolic only: PE-model cycles stepped */
+
 typedef struct tpurt_stats {
-  uint64_t cycles;
-  double seconds; /* cycles / clock */
-  uint64_t instructions;
-  uint64_t mxu_macs;
-  uint64_t mxu_busy_cycles;
-  uint64_t mxu_peak_macs; /* cycles x MXUs x rows x cols */
-  uint64_t mxu_weight_loads;
-  uint64_t hbm_read_bytes, hbm_write_bytes;
-  uint64_t hbm_busy_cycles;
-  uint64_t dma_transfers;
-  uint64_t mxu_array_cycles; /* mxu_systolic only: PE-model cycles stepped */
+  uint64_t cycles; /* from start until every unit drained */
+  double seconds;  /* cycles / clock */
+#define TPURT_RUN_COUNTER_FIELD_(field, kind) uint64_t field;
+  TPURT_RUN_COUNTERS(TPURT_RUN_COUNTER_FIELD_)
+#undef TPURT_RUN_COUNTER_FIELD_
   tpurt_unit_stats_t units[TPURT_MAX_UNITS];
 } tpurt_stats_t;
 
@@ -294,16 +327,36 @@ TPURT_API tpurt_status_t tpurt_program_op_info(const tpurt_program_t *prog, size
 
 /* What one op cost in a run. Stalls are attributed to the op of the
  * instruction that stalled; sums over ops equal the run's totals. */
+/* The counters of tpurt_op_stats_t after unit_busy, in field order:
+ * X(field, source). source UNIT: the unit counter of that name, from the
+ * units each of the op's instructions ran on (its own and the scalar
+ * front end); RUN: the run counter of that name; OP: counted per op
+ * (vpu_element_ops: 1024 per vector ALU instruction). */
+#define TPURT_OP_COUNTERS(X)                                                                       \
+  X(stall_weight_load, UNIT)                                                                       \
+  X(stall_dma, UNIT)                                                                               \
+  X(stall_dependency, UNIT)                                                                        \
+  X(stall_sync, UNIT)                                                                              \
+  X(stall_hbm, UNIT)                                                                               \
+  X(stall_queue_full, UNIT)                                                                        \
+  X(mxu_busy_cycles, RUN)                                                                          \
+  X(mxu_macs, RUN)                                                                                 \
+  X(mxu_weight_loads, RUN)                                                                         \
+  X(vpu_instructions, OP)                                                                          \
+  X(vpu_element_ops, OP)                                                                           \
+  X(hbm_read_bytes, RUN)                                                                           \
+  X(hbm_write_bytes, RUN)                                                                          \
+  X(hbm_busy_cycles, RUN)                                                                          \
+  X(dma_transfers, RUN)
+
 typedef struct tpurt_op_stats {
   uint64_t instructions;          /* executed instructions of the op */
   uint64_t first_cycle, end_cycle; /* first start .. last completion on any unit */
   uint64_t exclusive_cycles;      /* cycles by which it moved the run's end; sums to cycles */
   uint64_t unit_busy[TPURT_MAX_UNITS]; /* issue-slot cycles per unit (sum of occ) */
-  uint64_t stall_weight_load, stall_dma, stall_dependency;
-  uint64_t stall_sync, stall_hbm, stall_queue_full;
-  uint64_t mxu_busy_cycles, mxu_macs, mxu_weight_loads;
-  uint64_t vpu_instructions, vpu_element_ops; /* element ops: 1024 per ALU instruction */
-  uint64_t hbm_read_bytes, hbm_write_bytes, hbm_busy_cycles, dma_transfers;
+#define TPURT_OP_COUNTER_FIELD_(field, source) uint64_t field;
+  TPURT_OP_COUNTERS(TPURT_OP_COUNTER_FIELD_)
+#undef TPURT_OP_COUNTER_FIELD_
 } tpurt_op_stats_t;
 
 typedef struct tpurt_profile_options {

@@ -14,17 +14,18 @@
 #define TPUCC_IR_H
 
 #include "base/base.h"
+#include "tpucc.h" /* the core element types */
 
 /* ---- element types --------------------------------------------------- */
 
-/* The first six are the types every target runs; the rest import, print
- * and verify (XLA's wider integers, f64, complex, sub-byte integers stored
- * one per byte, and the token of side-effect ordering, which has no bytes),
- * and a target that cannot run one reports a located error. New types are
- * appended: tpucc_dtype (include/tpucc.h) mirrors the first six by value. */
+/* X(NAME, "spelling", bytes). The first six are libtpucc's element types
+ * (TPUCC_DTYPE_LIST, include/tpucc.h), with the same values: the types
+ * every target runs. The rest import, print and verify (XLA's wider
+ * integers, f64, complex, sub-byte integers stored one per byte, and the
+ * token of side-effect ordering, which has no bytes), and a target that
+ * cannot run one reports a located error. New types are appended. */
 #define IR_ELEM_TYPES(X)                                                     \
-  X(PRED, "pred", 1) X(S8, "s8", 1) X(S32, "s32", 4) X(BF16, "bf16", 2)       \
-  X(F16, "f16", 2) X(F32, "f32", 4)                                          \
+  TPUCC_DTYPE_LIST(X)                                                        \
   X(S16, "s16", 2) X(S64, "s64", 8) X(U8, "u8", 1) X(U16, "u16", 2)           \
   X(U32, "u32", 4) X(U64, "u64", 8) X(F64, "f64", 8) X(S4, "s4", 1)           \
   X(U4, "u4", 1) X(C64, "c64", 8) X(C128, "c128", 16) X(TOKEN, "token", 0)
@@ -48,6 +49,11 @@ bool ir_type_is_complex(ir_type t);            /* c64, c128 */
 bool ir_type_is_core(ir_type t);
 /* Looks up a spelling; returns IR_TYPE_INVALID when unknown. */
 ir_type ir_type_from_name(const char *s, size_t len);
+/* The libtpurt and .tpub number of a core type (TPURT_F32 for IR_F32), 0
+ * for any other type; and back, IR_TYPE_INVALID for a number of no core
+ * type. */
+int ir_type_tpurt_code(ir_type t);
+ir_type ir_type_of_tpurt_code(int code);
 
 /* Exact conversions: f32 -> bf16/f16 round to nearest even (NaN stays NaN,
  * overflow goes to infinity); widening is exact. */

@@ -33,7 +33,32 @@ bool ir_type_is_int(ir_type t) {
          ir_type_is_unsigned(t);
 }
 bool ir_type_is_complex(ir_type t) { return t == IR_C64 || t == IR_C128; }
-bool ir_type_is_core(ir_type t) { return (unsigned)t <= IR_F32; }
+
+enum {
+#define X(e, s, n) CORE_##e,
+  TPUCC_DTYPE_LIST(X)
+#undef X
+  CORE_COUNT
+};
+bool ir_type_is_core(ir_type t) { return (unsigned)t < CORE_COUNT; }
+
+int ir_type_tpurt_code(ir_type t) {
+  switch (t) {
+#define X(e, s, n) case IR_##e: return TPURT_##e;
+    TPUCC_DTYPE_LIST(X)
+#undef X
+  default: return 0;
+  }
+}
+
+ir_type ir_type_of_tpurt_code(int code) {
+  switch (code) {
+#define X(e, s, n) case TPURT_##e: return IR_##e;
+    TPUCC_DTYPE_LIST(X)
+#undef X
+  default: return IR_TYPE_INVALID;
+  }
+}
 
 ir_type ir_type_from_name(const char *s, size_t len) {
   for (unsigned i = 0; i < COUNTOF(types); i++)
@@ -65,23 +90,8 @@ ir_op ir_op_from_name(const char *s, size_t len) {
   return IR_OP__COUNT;
 }
 
-/* f32 -> bf16: keep the top 16 bits, rounding the dropped 16 to nearest,
- * ties to even. NaN is kept quiet (the payload's top bits plus the quiet bit). */
-uint16_t ir_f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  uint32_t lsb = (u >> 16) & 1;
-  u += 0x7fffu + lsb;
-  return (uint16_t)(u >> 16);
-}
-
-float ir_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
+uint16_t ir_f32_to_bf16(float f) { return base_f32_to_bf16(f); }
+float ir_bf16_to_f32(uint16_t h) { return base_bf16_to_f32(h); }
 
 /* f32 -> f16 with round to nearest even, including into subnormals. */
 uint16_t ir_f32_to_f16(float f) {

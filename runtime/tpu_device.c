@@ -216,36 +216,6 @@ static FILE *trace_open(const char *path) {
   return f;
 }
 
-static void copy_stats(const emu_stats *e, const tgt_target *t, tpurt_stats_t *o) {
-  memset(o, 0, sizeof *o);
-  o->cycles = e->cycles;
-  o->seconds = (double)e->cycles / (double)t->clock_hz;
-  o->instructions = e->instructions;
-  o->mxu_macs = e->mxu_macs;
-  o->mxu_busy_cycles = e->mxu_busy_cycles;
-  o->mxu_peak_macs = e->cycles * tgt_peak_macs_per_cycle(t);
-  o->mxu_weight_loads = e->mxu_weight_loads;
-  o->hbm_read_bytes = e->hbm_read_bytes;
-  o->hbm_write_bytes = e->hbm_write_bytes;
-  o->hbm_busy_cycles = e->hbm_busy_cycles;
-  o->dma_transfers = e->dma_transfers;
-  o->mxu_array_cycles = e->mxu_array_cycles;
-  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
-    const emu_unit_stats *s = &e->units[u];
-    tpurt_unit_stats_t *d = &o->units[u];
-    d->name = isa_unit_name(u);
-    d->instructions = s->instructions;
-    d->busy_cycles = s->busy_cycles;
-    d->stall_dependency = s->stall_dependency;
-    d->stall_sync = s->stall_sync;
-    d->stall_dma = s->stall_dma;
-    d->stall_weight_load = s->stall_weight;
-    d->stall_hbm = s->stall_hbm;
-    d->stall_queue_full = s->stall_queue;
-    d->last_cycle = s->last_cycle;
-  }
-}
-
 /* The core (created at the first run) and the HBM image of a run with
  * the constants and r's parameters in place; NULL after setting msg. */
 static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t msglen) {
@@ -277,7 +247,7 @@ static tpurt_status_t finish_run(rt_program *p, uint8_t *hbm, int rc, const emu_
                                  const emu_fault *ef, const rt_replica *r, char *msg,
                                  size_t msglen) {
   const tpub_image *img = p->img;
-  if (r->stats) copy_stats(es, &p->dev->target, r->stats);
+  if (r->stats) emu_stats_export(es, &p->dev->target, r->stats);
   if (rc) {
     rt_free(&p->dev->alloc, hbm);
     char text[160] = "";

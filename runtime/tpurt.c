@@ -19,9 +19,6 @@
 #include "tpub.h"
 
 _Static_assert(TPURT_MAX_RANK == TPUB_MAX_RANK, "rank limit");
-_Static_assert((int)TPURT_F32 == (int)TPUB_F32 && (int)TPURT_BF16 == (int)TPUB_BF16 &&
-                   (int)TPURT_U8 == (int)TPUB_U8,
-               "dtype numbering");
 
 enum { MSG_BYTES = 4096 };
 #define DEFAULT_CYCLE_LIMIT 1000000000ull
@@ -56,33 +53,12 @@ int tpurt_version(void) { return TPURT_VERSION_NUMBER; }
 const char *tpurt_version_string(void) { return TPURT_VERSION_STRING; }
 
 const char *tpurt_status_string(tpurt_status_t s) {
-  switch (s) {
-  case TPURT_OK:
-    return "ok";
-  case TPURT_INVALID_ARGUMENT:
-    return "invalid argument";
-  case TPURT_PARSE_ERROR:
-    return "parse error";
-  case TPURT_UNSUPPORTED:
-    return "unsupported";
-  case TPURT_OUT_OF_MEMORY:
-    return "out of memory";
-  case TPURT_IO_ERROR:
-    return "I/O error";
-  case TPURT_NOT_FOUND:
-    return "not found";
-  case TPURT_RESOURCE_EXHAUSTED:
-    return "resource exhausted";
-  case TPURT_RUNTIME_FAULT:
-    return "runtime fault";
-  case TPURT_FAILED_PRECONDITION:
-    return "failed precondition";
-  case TPURT_INTERNAL:
-    return "internal error";
-  case TPURT_INVALID_PROGRAM:
-    return "invalid program";
-  }
-  return "unknown status";
+  static const char *const text[] = {
+#define X(name, t) [TPURT_##name] = t,
+      TPURT_STATUS_LIST(X)
+#undef X
+  };
+  return (unsigned)s < sizeof text / sizeof *text ? text[s] : "unknown status";
 }
 
 size_t tpurt_dtype_size(tpurt_dtype_t d) { return (size_t)tpub_dtype_size((int)d); }

@@ -11,13 +11,26 @@
 #include "driver/driver.h"
 #include "tools/tools.h"
 
-/* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
-_Static_assert((int)TPUCC_INTERNAL == (int)ST_INTERNAL, "status codes diverged");
-_Static_assert((int)TPUCC_RUNTIME_FAULT == (int)ST_RUNTIME_FAULT, "status codes diverged");
-_Static_assert((int)TPUCC_DTYPE_PRED == (int)IR_PRED && (int)TPUCC_DTYPE_S8 == (int)IR_S8 &&
-                   (int)TPUCC_DTYPE_S32 == (int)IR_S32 && (int)TPUCC_DTYPE_BF16 == (int)IR_BF16 &&
-                   (int)TPUCC_DTYPE_F16 == (int)IR_F16 && (int)TPUCC_DTYPE_F32 == (int)IR_F32,
-               "dtypes diverged");
+/* A base_status is a tpucc_status_t of the same number (base.h), and
+ * ir_type's first values are tpucc_dtype_t's (ir.h): both lists are
+ * generated from the lists of tpucc.h, and the status list of tpurt.h
+ * that base_status comes from agrees with tpucc.h's on every code. */
+#define X(name, text) _Static_assert((int)TPUCC_##name == (int)ST_##name, "TPUCC_" #name);
+TPUCC_STATUS_LIST(X)
+#undef X
+
+enum {
+#define X(name, text) STATUS_##name,
+  TPUCC_STATUS_LIST(X)
+#undef X
+  STATUS_COUNT
+};
+enum {
+#define X(name, spelling, bytes) DTYPE_##name,
+  TPUCC_DTYPE_LIST(X)
+#undef X
+  DTYPE_COUNT
+};
 
 enum { MAX_SOURCE = 256 << 20 };
 
@@ -28,7 +41,7 @@ struct tpucc_session {
 };
 
 struct tpucc_module {
-  tpucc_session *s;
+  tpucc_session_t *s;
   ir_module *m;
   strbuf hlo;
   int32_t nparams, nresults;
@@ -39,55 +52,55 @@ struct tpucc_module {
 struct tpucc_result {
   arena *a;
   int32_t n;
-  tpucc_tensor *t;
+  tpucc_tensor_t *t;
 };
 
 /* ---- versions, statuses, dtypes --------------------------------------- */
 
-const char *tpucc_version(void) { return TPUCC_VERSION_STRING; }
+const char *tpucc_version_string(void) { return TPUCC_VERSION_STRING; }
 
-const char *tpucc_status_str(tpucc_status s) {
-  if ((unsigned)s >= ST__COUNT) return "unknown status";
-  return base_status_str((base_status)s);
+const char *tpucc_status_string(tpucc_status_t s) {
+  return (unsigned)s < STATUS_COUNT ? base_status_str((base_status)s) : "unknown status";
 }
 
-const char *tpucc_dtype_name(tpucc_dtype t) {
-  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_name((ir_type)t) : "invalid";
+const char *tpucc_dtype_name(tpucc_dtype_t t) {
+  return (unsigned)t < DTYPE_COUNT ? ir_type_name((ir_type)t) : "invalid";
 }
 
-int tpucc_dtype_size(tpucc_dtype t) {
-  return (unsigned)t <= TPUCC_DTYPE_F32 ? ir_type_size((ir_type)t) : 0;
+int tpucc_dtype_size(tpucc_dtype_t t) {
+  return (unsigned)t < DTYPE_COUNT ? ir_type_size((ir_type)t) : 0;
 }
 
 /* ---- sessions ---------------------------------------------------------- */
 
-static tpucc_status set_msg(tpucc_session *s, base_status st, const char *fmt, ...)
+static tpucc_status_t set_msg(tpucc_session_t *s, base_status st, const char *fmt, ...)
     BASE_PRINTF(3, 4);
-static tpucc_status set_msg(tpucc_session *s, base_status st, const char *fmt, ...) {
+static tpucc_status_t set_msg(tpucc_session_t *s, base_status st, const char *fmt, ...) {
   va_list ap;
   s->msg.len = 0;
   va_start(ap, fmt);
   sb_vprintf(&s->msg, fmt, ap);
   va_end(ap);
-  return (tpucc_status)st;
+  return (tpucc_status_t)st;
 }
 
-static void clear_msg(tpucc_session *s) {
+static void clear_msg(tpucc_session_t *s) {
   s->msg.len = 0;
   sb_puts(&s->msg, "");
 }
 
-void tpucc_session_options_init(tpucc_session_options *o) {
+void tpucc_session_options_init(tpucc_session_options_t *o) {
   memset(o, 0, sizeof *o);
   o->max_errors = 50;
 }
 
-tpucc_status tpucc_session_create(const tpucc_session_options *opts, tpucc_session **out_session) {
+tpucc_status_t tpucc_session_create(const tpucc_session_options_t *opts,
+                                    tpucc_session_t **out_session) {
   if (!out_session) return TPUCC_INVALID_ARGUMENT;
-  tpucc_session_options def;
+  tpucc_session_options_t def;
   tpucc_session_options_init(&def);
   if (!opts) opts = &def;
-  tpucc_session *s = calloc(1, sizeof *s);
+  tpucc_session_t *s = calloc(1, sizeof *s);
   if (!s) return TPUCC_OUT_OF_MEMORY;
   s->max_errors = opts->max_errors > 0 ? opts->max_errors : 50;
   sb_init(&s->msg);
@@ -96,22 +109,24 @@ tpucc_status tpucc_session_create(const tpucc_session_options *opts, tpucc_sessi
   return TPUCC_OK;
 }
 
-void tpucc_session_destroy(tpucc_session *s) {
+void tpucc_session_destroy(tpucc_session_t *s) {
   if (!s) return;
   diag_destroy(s->last);
   sb_free(&s->msg);
   free(s);
 }
 
-const char *tpucc_session_message(const tpucc_session *s) { return s && s->msg.s ? s->msg.s : ""; }
+const char *tpucc_session_message(const tpucc_session_t *s) {
+  return s && s->msg.s ? s->msg.s : "";
+}
 
-const char *tpucc_session_diagnostics(const tpucc_session *s) {
+const char *tpucc_session_diagnostics(const tpucc_session_t *s) {
   return s && s->last ? diag_text(s->last) : "";
 }
 
 /* ---- compiling --------------------------------------------------------- */
 
-void tpucc_compile_options_init(tpucc_compile_options *o) {
+void tpucc_compile_options_init(tpucc_compile_options_t *o) {
   memset(o, 0, sizeof *o);
   o->language = TPUCC_LANGUAGE_AUTO;
 }
@@ -134,17 +149,17 @@ static void first_line(strbuf *b, const char *text) {
   sb_putn(b, text, nl ? (size_t)(nl - text) : strlen(text));
 }
 
-tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options *opts,
-                                  const char *name, const char *text, size_t len,
-                                  tpucc_module **out_module) {
+tpucc_status_t tpucc_compile_memory(tpucc_session_t *s, const tpucc_compile_options_t *opts,
+                                    const char *name, const char *text, size_t len,
+                                    tpucc_module_t **out_module) {
   if (!s) return TPUCC_INVALID_ARGUMENT;
   if (!out_module || (!text && len) || !name)
     return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_compile_memory: NULL argument");
   clear_msg(s);
-  tpucc_compile_options def;
+  tpucc_compile_options_t def;
   tpucc_compile_options_init(&def);
   if (!opts) opts = &def;
-  tpucc_language lang = opts->language;
+  tpucc_language_t lang = opts->language;
   if (lang == TPUCC_LANGUAGE_AUTO)
     lang = drv_language_of(name, text ? text : "", len, TPUCC_LANGUAGE_AUTO);
   if (lang == TPUCC_LANGUAGE_AUTO)
@@ -171,7 +186,7 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
     ir_module_destroy(m);
     return set_msg(s, ST_INVALID_ARGUMENT, "%s: the module has no entry computation", name);
   }
-  tpucc_module *tm = calloc(1, sizeof *tm);
+  tpucc_module_t *tm = calloc(1, sizeof *tm);
   if (!tm) {
     ir_module_destroy(m);
     return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
@@ -206,8 +221,8 @@ tpucc_status tpucc_compile_memory(tpucc_session *s, const tpucc_compile_options 
   return TPUCC_OK;
 }
 
-tpucc_status tpucc_compile_file(tpucc_session *s, const tpucc_compile_options *opts,
-                                const char *path, tpucc_module **out_module) {
+tpucc_status_t tpucc_compile_file(tpucc_session_t *s, const tpucc_compile_options_t *opts,
+                                  const char *path, tpucc_module_t **out_module) {
   if (!s) return TPUCC_INVALID_ARGUMENT;
   if (!path || !out_module)
     return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_compile_file: NULL argument");
@@ -216,19 +231,19 @@ tpucc_status tpucc_compile_file(tpucc_session *s, const tpucc_compile_options *o
   char err[512];
   base_status st = ir_file_read(path, MAX_SOURCE, &text, &len, err, sizeof err);
   if (st != ST_OK) return set_msg(s, st, "%s", err);
-  tpucc_status r = tpucc_compile_memory(s, opts, path, text, len, out_module);
+  tpucc_status_t r = tpucc_compile_memory(s, opts, path, text, len, out_module);
   free(text);
   return r;
 }
 
-void tpucc_module_destroy(tpucc_module *m) {
+void tpucc_module_destroy(tpucc_module_t *m) {
   if (!m) return;
   ir_module_destroy(m->m);
   sb_free(&m->hlo);
   free(m);
 }
 
-tpucc_status tpucc_module_emit_hlo(tpucc_module *m, const char **out_text, size_t *out_len) {
+tpucc_status_t tpucc_module_emit_hlo(tpucc_module_t *m, const char **out_text, size_t *out_len) {
   if (!m) return TPUCC_INVALID_ARGUMENT;
   if (!out_text) return set_msg(m->s, ST_INVALID_ARGUMENT, "emit_hlo: NULL out_text");
   clear_msg(m->s);
@@ -242,16 +257,16 @@ tpucc_status tpucc_module_emit_hlo(tpucc_module *m, const char **out_text, size_
 
 /* ---- signature -------------------------------------------------------- */
 
-/* Whether an array shape fits a tpucc_tensor (at most TPUCC_MAX_RANK dims,
- * an element type of tpucc_dtype); else sets the session's message about
+/* Whether an array shape fits a tpucc_tensor_t (at most TPUCC_MAX_RANK dims,
+ * an element type of tpucc_dtype_t); else sets the session's message about
  * WHAT (e.g. "parameter 0 'x'") and returns false. */
-static bool fits_tensor(tpucc_session *ss, const ir_shape *s, const char *what) {
+static bool fits_tensor(tpucc_session_t *ss, const ir_shape *s, const char *what) {
   if (s->rank > TPUCC_MAX_RANK) {
     set_msg(ss, ST_UNSUPPORTED, "%s has rank %d; a tpucc_tensor holds at most %d dimensions", what,
             s->rank, TPUCC_MAX_RANK);
     return false;
   }
-  if ((unsigned)s->type > TPUCC_DTYPE_F32) {
+  if (!ir_type_is_core(s->type)) {
     set_msg(ss, ST_UNSUPPORTED, "%s has element type %s, which a tpucc_tensor cannot hold", what,
             ir_type_name(s->type));
     return false;
@@ -259,9 +274,9 @@ static bool fits_tensor(tpucc_session *ss, const ir_shape *s, const char *what) 
   return true;
 }
 
-static void describe(const ir_shape *s, const char *name, tpucc_tensor *t) {
+static void describe(const ir_shape *s, const char *name, tpucc_tensor_t *t) {
   memset(t, 0, sizeof *t);
-  t->dtype = (tpucc_dtype)s->type;
+  t->dtype = (tpucc_dtype_t)s->type;
   t->rank = s->rank;
   for (int i = 0; i < s->rank; i++)
     t->dims[i] = s->dims[i];
@@ -269,10 +284,11 @@ static void describe(const ir_shape *s, const char *name, tpucc_tensor *t) {
   t->name = name;
 }
 
-int32_t tpucc_module_parameter_count(const tpucc_module *m) { return m ? m->nparams : 0; }
-int32_t tpucc_module_result_count(const tpucc_module *m) { return m ? m->nresults : 0; }
+int32_t tpucc_module_parameter_count(const tpucc_module_t *m) { return m ? m->nparams : 0; }
+int32_t tpucc_module_result_count(const tpucc_module_t *m) { return m ? m->nresults : 0; }
 
-tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i, tpucc_tensor *out_desc) {
+tpucc_status_t tpucc_module_parameter(const tpucc_module_t *m, int32_t i,
+                                      tpucc_tensor_t *out_desc) {
   if (!m) return TPUCC_INVALID_ARGUMENT;
   if (i < 0 || i >= m->nparams || !out_desc)
     return set_msg(m->s, ST_INVALID_ARGUMENT, "parameter index %d out of range (%d parameters)",
@@ -292,7 +308,7 @@ tpucc_status tpucc_module_parameter(const tpucc_module *m, int32_t i, tpucc_tens
   return TPUCC_OK;
 }
 
-tpucc_status tpucc_module_result(const tpucc_module *m, int32_t i, tpucc_tensor *out_desc) {
+tpucc_status_t tpucc_module_result(const tpucc_module_t *m, int32_t i, tpucc_tensor_t *out_desc) {
   if (!m) return TPUCC_INVALID_ARGUMENT;
   if (i < 0 || i >= m->nresults || !out_desc)
     return set_msg(m->s, ST_INVALID_ARGUMENT, "result index %d out of range (%d results)", (int)i,
@@ -315,7 +331,7 @@ const char *tpucc_target_description(int32_t i) {
   return i >= 0 && i < tool_ntargets ? tool_targets[i].description : NULL;
 }
 
-void tpucc_execute_options_init(tpucc_execute_options *o) { memset(o, 0, sizeof *o); }
+void tpucc_execute_options_init(tpucc_execute_options_t *o) { memset(o, 0, sizeof *o); }
 
 static void spec(strbuf *b, const ir_shape *s) {
   b->len = 0;
@@ -331,14 +347,15 @@ static void collect_literals(arena *a, ir_literal *l, literal_vec *out) {
   VEC_PUSH(a, *out, l);
 }
 
-tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
-                           const tpucc_tensor *inputs, int32_t ninputs, tpucc_result **out_result) {
+tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *opts,
+                             const tpucc_tensor_t *inputs, int32_t ninputs,
+                             tpucc_result_t **out_result) {
   if (!m) return TPUCC_INVALID_ARGUMENT;
-  tpucc_session *s = m->s;
+  tpucc_session_t *s = m->s;
   if (!out_result || (ninputs && !inputs) || ninputs < 0)
     return set_msg(s, ST_INVALID_ARGUMENT, "tpucc_execute: NULL argument");
   clear_msg(s);
-  tpucc_execute_options def;
+  tpucc_execute_options_t def;
   tpucc_execute_options_init(&def);
   if (!opts) opts = &def;
   const tool_target *t = opts->target ? tool_target_find(opts->target) : &tool_targets[0];
@@ -355,7 +372,7 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
   if (ninputs != m->nparams)
     return set_msg(s, ST_INVALID_ARGUMENT, "entry '%s' takes %d parameter%s, %d given", entry,
                    (int)m->nparams, m->nparams == 1 ? "" : "s", (int)ninputs);
-  /* A result too wide for a tpucc_tensor is refused before running; its
+  /* A result too wide for a tpucc_tensor_t is refused before running; its
    * element type after (the target's located error comes first). */
   for (int32_t i = 0; i < m->nresults; i++) {
     char what[64];
@@ -368,14 +385,14 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
   strbuf x, y;
   sb_init(&x);
   sb_init(&y);
-  tpucc_status st = TPUCC_OK;
+  tpucc_status_t st = TPUCC_OK;
   for (int32_t i = 0; i < ninputs && st == TPUCC_OK; i++) {
-    tpucc_tensor want;
+    tpucc_tensor_t want;
     st = tpucc_module_parameter(m, i, &want);
     if (st != TPUCC_OK) break;
-    const tpucc_tensor *g = &inputs[i];
+    const tpucc_tensor_t *g = &inputs[i];
     const ir_inst *p = &ir_comp_get(m->m, m->m->entry)->insts.v[m->params[i]];
-    if ((unsigned)g->dtype > TPUCC_DTYPE_F32 || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
+    if ((unsigned)g->dtype >= DTYPE_COUNT || g->rank < 0 || g->rank > TPUCC_MAX_RANK) {
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': invalid tensor (dtype %d, rank %d)",
                    (int)i, p->info->name, (int)g->dtype, (int)g->rank);
       break;
@@ -428,14 +445,14 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
       return TPUCC_UNSUPPORTED;
     }
   }
-  tpucc_result *r = calloc(1, sizeof *r);
+  tpucc_result_t *r = calloc(1, sizeof *r);
   if (!r) {
     arena_destroy(a);
     return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
   }
   r->a = a;
   r->n = leaves.n;
-  r->t = arena_array(a, (size_t)(leaves.n ? leaves.n : 1), sizeof(tpucc_tensor));
+  r->t = arena_array(a, (size_t)(leaves.n ? leaves.n : 1), sizeof(tpucc_tensor_t));
   for (int i = 0; i < leaves.n; i++) {
     describe(&leaves.v[i]->shape, NULL, &r->t[i]);
     r->t[i].data = leaves.v[i]->data;
@@ -445,13 +462,13 @@ tpucc_status tpucc_execute(tpucc_module *m, const tpucc_execute_options *opts,
   return TPUCC_OK;
 }
 
-int32_t tpucc_result_count(const tpucc_result *r) { return r ? r->n : 0; }
+int32_t tpucc_result_count(const tpucc_result_t *r) { return r ? r->n : 0; }
 
-const tpucc_tensor *tpucc_result_tensor(const tpucc_result *r, int32_t i) {
+const tpucc_tensor_t *tpucc_result_tensor(const tpucc_result_t *r, int32_t i) {
   return r && i >= 0 && i < r->n ? &r->t[i] : NULL;
 }
 
-void tpucc_result_destroy(tpucc_result *r) {
+void tpucc_result_destroy(tpucc_result_t *r) {
   if (!r) return;
   arena_destroy(r->a);
   free(r);
@@ -459,11 +476,11 @@ void tpucc_result_destroy(tpucc_result *r) {
 
 /* ---- optimisation (tools.h: tool_module_optimize) ---------------------- */
 
-ir_module *tool_module_ir(tpucc_module *m) { return m ? m->m : NULL; }
+ir_module *tool_module_ir(tpucc_module_t *m) { return m ? m->m : NULL; }
 
-tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
+tpucc_status_t tool_module_optimize(tpucc_module_t *tm, const tool_opt_options *o) {
   if (!tm || !o) return TPUCC_INVALID_ARGUMENT;
-  tpucc_session *s = tm->s;
+  tpucc_session_t *s = tm->s;
   clear_msg(s);
   if (!o->passes && o->opt_level <= 0) return TPUCC_OK;
   if (!s->last) s->last = diag_create();
@@ -481,7 +498,7 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
       sb_puts(&s->msg, diag_first_message(s->last));
     else
       sb_printf(&s->msg, "optimisation failed (%s)", base_status_str(st));
-    return (tpucc_status)st;
+    return (tpucc_status_t)st;
   }
   /* Passes renumber instructions: find the parameters and results again. */
   ir_comp *c = ir_comp_get(tm->m, tm->m->entry);

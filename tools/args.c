@@ -55,7 +55,7 @@ const char *tool_args_value(tool_args *a, const char *name, const char *inline_v
   return a->argv[a->i++];
 }
 
-bool tool_parse_language(const char *cmd, const char *v, tpucc_language *out) {
+bool tool_parse_language(const char *cmd, const char *v, tpucc_language_t *out) {
   if (!strcmp(v, "hlo")) *out = TPUCC_LANGUAGE_HLO;
   else if (!strcmp(v, "tg")) *out = TPUCC_LANGUAGE_TG;
   else {

@@ -108,7 +108,7 @@ int tool_cmd_compile(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *emit = NULL, *name, *v;
   const char *header = NULL, *sym = NULL, *numerics = NULL; /* --target=cpu */
   tool_tpu_opts tpo = {0};
-  tpucc_compile_options co;
+  tpucc_compile_options_t co;
   tpucc_compile_options_init(&co);
   tool_opt_options oo;
   tool_opt_options_init(&oo);
@@ -182,13 +182,13 @@ int tool_cmd_compile(int argc, char **argv) {
     tool_error(CMD, "--emit=obj needs --target=cpu");
     return TOOL_EXIT_USAGE;
   }
-  tpucc_session *s;
+  tpucc_session_t *s;
   if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
     tool_error(CMD, "out of memory");
     return TOOL_EXIT_FAIL;
   }
   int rc = TOOL_EXIT_OK;
-  tpucc_module *m = NULL;
+  tpucc_module_t *m = NULL;
   const char *text;
   size_t len;
   oo.target = tpo.target; /* passes size their decisions by a TPU target */

@@ -107,7 +107,7 @@ int tool_cmd_opt(int argc, char **argv) {
   tool_opt_options oo;
   tool_opt_options_init(&oo);
   oo.verify_each = true; /* the pass tests' harness: find the pass that breaks */
-  tpucc_compile_options co;
+  tpucc_compile_options_t co;
   tpucc_compile_options_init(&co);
   while (tool_args_next(&ar, &name, &v)) {
     if (!name) {
@@ -151,13 +151,13 @@ int tool_cmd_opt(int argc, char **argv) {
     tool_error(CMD, "no FILE given (see tpucc opt --help)");
     return TOOL_EXIT_USAGE;
   }
-  tpucc_session *s;
+  tpucc_session_t *s;
   if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
     tool_error(CMD, "out of memory");
     return TOOL_EXIT_FAIL;
   }
   int rc = TOOL_EXIT_OK;
-  tpucc_module *m = NULL;
+  tpucc_module_t *m = NULL;
   const char *text;
   size_t len;
   if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {

@@ -114,7 +114,7 @@ typedef struct given {
 
 typedef struct run_cfg {
   const char *file, *target, *entry, *reference;
-  tpucc_language lang;
+  tpucc_language_t lang;
   const char **inputs, **outputs, **expected;
   int ninputs, noutputs, nexpected;
   bool random;
@@ -280,9 +280,9 @@ static bool parse_tensors(arena *a, const char *flag, const char **texts, int n,
   return true;
 }
 
-static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
+static void tensor_view(const ir_literal *l, tpucc_tensor_t *t) {
   memset(t, 0, sizeof *t);
-  t->dtype = (tpucc_dtype)l->shape.type;
+  t->dtype = (tpucc_dtype_t)l->shape.type;
   t->rank = l->shape.rank;
   for (int i = 0; i < l->shape.rank; i++)
     t->dims[i] = l->shape.dims[i];
@@ -290,11 +290,11 @@ static void tensor_view(const ir_literal *l, tpucc_tensor *t) {
   t->nbytes = l->nbytes;
 }
 
-static ir_shape desc_shape(const tpucc_tensor *t) {
+static ir_shape desc_shape(const tpucc_tensor_t *t) {
   return ir_shape_array((ir_type)t->dtype, (int)t->rank, t->dims);
 }
 
-static ir_literal *literal_of(arena *a, const tpucc_tensor *t) {
+static ir_literal *literal_of(arena *a, const tpucc_tensor_t *t) {
   ir_literal *l = arena_alloc(a, sizeof *l);
   l->shape = desc_shape(t);
   l->data = t->data;
@@ -311,10 +311,10 @@ static const char *spec_of(arena *a, const ir_shape *s) {
   return r;
 }
 
-static void print_signature(tpucc_module *m, arena *a) {
+static void print_signature(tpucc_module_t *m, arena *a) {
   int np = tpucc_module_parameter_count(m);
   for (int i = 0; i < np; i++) {
-    tpucc_tensor d;
+    tpucc_tensor_t d;
     if (tpucc_module_parameter(m, i, &d) != TPUCC_OK) continue;
     ir_shape s = desc_shape(&d);
     fprintf(stderr, "  parameter %d '%s': %s\n", i, d.name, spec_of(a, &s));
@@ -520,12 +520,12 @@ typedef struct run_state {
   const char *cpu_target, *cpu_reference; /* the cpu specs with --threads, --cpu-numerics */
   given *ins, *exps;
   int nins, nexps;
-  tpucc_session *s;
-  tpucc_module *m;
+  tpucc_session_t *s;
+  tpucc_module_t *m;
   int np, nr;
-  tpucc_tensor *args; /* one per parameter */
+  tpucc_tensor_t *args; /* one per parameter */
   lit_vec got;        /* the results' array leaves */
-  tpucc_result *res, *ref;
+  tpucc_result_t *res, *ref;
 } run_state;
 
 /* t with the cpu flags appended when t is a cpu spec (the later key wins),
@@ -598,7 +598,7 @@ static int compile_module(run_state *r) {
     tool_error(CMD, "out of memory");
     return TOOL_EXIT_USAGE;
   }
-  tpucc_compile_options co;
+  tpucc_compile_options_t co;
   tpucc_compile_options_init(&co);
   co.language = c->lang;
   co.entry = c->entry;
@@ -638,7 +638,7 @@ static int bind_inputs(run_state *r) {
   ir_literal **made = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
   uint64_t state = c->seed;
   for (int i = 0; i < np; i++) {
-    tpucc_tensor want;
+    tpucc_tensor_t want;
     if (tpucc_module_parameter(r->m, i, &want) != TPUCC_OK) {
       tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
       return TOOL_EXIT_USAGE;
@@ -717,10 +717,10 @@ static int execute_on_target(run_state *r) {
       return TOOL_EXIT_FAIL;
     }
   } else {
-    tpucc_execute_options eo;
+    tpucc_execute_options_t eo;
     tpucc_execute_options_init(&eo);
     eo.target = r->cpu_target;
-    tpucc_status st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
+    tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
     if (st != TPUCC_OK) {
       tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
       return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
@@ -764,7 +764,7 @@ static int finish_results(run_state *r) {
                       arena_printf(a, "--expected-output %d", r->exps[k].arg)))
       rc = TOOL_EXIT_FAIL;
   if (!c->reference) return rc;
-  tpucc_execute_options eo; /* the same inputs on the reference target */
+  tpucc_execute_options_t eo; /* the same inputs on the reference target */
   tpucc_execute_options_init(&eo);
   eo.target = r->cpu_reference;
   if (tpucc_execute(r->m, &eo, r->args, r->np, &r->ref) != TPUCC_OK) {

@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
     return TOOL_EXIT_OK;
   }
   if (!strcmp(c, "--version")) {
-    printf("tpucc %s\n", tpucc_version());
+    printf("tpucc %s\n", tpucc_version_string());
     return TOOL_EXIT_OK;
   }
   bool help = !strcmp(c, "help");

@@ -110,7 +110,7 @@ const char *tool_args_value(tool_args *a, const char *name, const char *inline_v
 /* Prints "CMD: error: ..." to stderr. */
 void tool_error(const char *cmd, const char *fmt, ...) BASE_PRINTF(2, 3);
 /* Parses --language's value ("hlo" or "tg"); false after printing an error. */
-bool tool_parse_language(const char *cmd, const char *v, tpucc_language *out);
+bool tool_parse_language(const char *cmd, const char *v, tpucc_language_t *out);
 /* Parses a number option; false after printing an error. */
 bool tool_parse_double(const char *cmd, const char *name, const char *v, double *out);
 bool tool_parse_int(const char *cmd, const char *name, const char *v, int64_t min, int64_t max,
@@ -140,9 +140,9 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *value, tool_opt_
  * o->verify_each, else once after the last) and
  * refreshes its signature. On failure the session message holds the
  * reason and the diagnostics the details. */
-tpucc_status tool_module_optimize(tpucc_module *m, const tool_opt_options *o);
+tpucc_status_t tool_module_optimize(tpucc_module_t *m, const tool_opt_options *o);
 /* The module's IR (owned by m). */
-ir_module *tool_module_ir(tpucc_module *m);
+ir_module *tool_module_ir(tpucc_module_t *m);
 
 /* ---- subcommands (cmd_*.c) -------------------------------------------- */
 

@@ -116,17 +116,6 @@ static tval *const_new(lctx *x, const ir_literal *l) {
   return v;
 }
 
-static int dtype_of(ir_type t) {
-  switch (t) {
-  case IR_PRED: return TPUB_PRED;
-  case IR_S8: return TPUB_S8;
-  case IR_S32: return TPUB_S32;
-  case IR_BF16: return TPUB_BF16;
-  case IR_F16: return TPUB_F16;
-  default: return TPUB_F32;
-  }
-}
-
 typedef VEC(ir_shape) shape_vec;
 typedef VEC(tval *) tval_vec;
 
@@ -196,7 +185,7 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   int64_t n = ir_shape_count(s);
   uint64_t bytes = (uint64_t)n * (uint64_t)ir_type_size(s->type);
   set_name(pt[p].name, name);
-  pt[p].dtype = dtype_of(s->type);
+  pt[p].dtype = ir_type_tpurt_code(s->type);
   pt[p].rank = s->rank;
   for (int k = 0; k < s->rank; k++) pt[p].dims[k] = s->dims[k];
   pt[p].bytes = bytes;
@@ -374,7 +363,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     int64_t n = ir_shape_count(s);
     int xs = ir_type_size(s->type);
     snprintf(rt[k].name, sizeof rt[k].name, "result.%d", k);
-    rt[k].dtype = dtype_of(s->type);
+    rt[k].dtype = ir_type_tpurt_code(s->type);
     rt[k].rank = s->rank;
     for (int j = 0; j < s->rank; j++) rt[k].dims[j] = s->dims[j];
     rt[k].bytes = (uint64_t)n * (uint64_t)xs;

@@ -10,18 +10,6 @@
 #include "asm.h"
 #include "tpurt.h"
 
-static ir_type type_of(int dtype) {
-  switch (dtype) {
-  case TPUB_PRED: return IR_PRED;
-  case TPUB_S8: return IR_S8;
-  case TPUB_S32: return IR_S32;
-  case TPUB_BF16: return IR_BF16;
-  case TPUB_F16: return IR_F16;
-  case TPUB_F32: return IR_F32;
-  default: return IR_TYPE_INVALID;
-  }
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -178,8 +166,8 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   if (!m) { /* results described by the image's signature */
     ir_literal **flat = arena_array(a, (size_t)img->nresults + 1, sizeof(ir_literal *));
     for (uint32_t k = 0; k < img->nresults; k++) {
-      ir_shape sh = ir_shape_array(type_of(img->results[k].dtype), img->results[k].rank,
-                                   img->results[k].dims);
+      ir_shape sh = ir_shape_array(ir_type_of_tpurt_code(img->results[k].dtype),
+                                   img->results[k].rank, img->results[k].dims);
       flat[k] = ir_literal_try_create(a, &sh);
       if (!flat[k]) {
         snprintf(err, errlen, "tpu: out of memory for result %u", k);
@@ -334,17 +322,21 @@ static void figures_print(const run_figures *g, FILE *f) {
   else
     fprintf(f, "  emulation         %.3f s host (%.3g cycles/s)\n", g->host,
             g->host > 0 ? (double)s->cycles / g->host : 0);
-  fprintf(f, "  %-8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "instrs", "busy",
-          "st.dep", "st.sync", "st.dma", "st.weight", "st.hbm", "st.queue");
+  fprintf(f, "  %-8s", "unit");
+#define HEAD(field, label)                                                                         \
+  if (*label) fprintf(f, " %10s", label);
+  TPURT_UNIT_COUNTERS(HEAD)
+#undef HEAD
+  fputc('\n', f);
   for (int u = 0; u < TPURT_MAX_UNITS; u++) {
     const tpurt_unit_stats_t *us = &s->units[u];
     if (!us->instructions) continue;
-    fprintf(f, "  %-8s %10llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n",
-            us->name ? us->name : "?", (unsigned long long)us->instructions,
-            (unsigned long long)us->busy_cycles, (unsigned long long)us->stall_dependency,
-            (unsigned long long)us->stall_sync, (unsigned long long)us->stall_dma,
-            (unsigned long long)us->stall_weight_load, (unsigned long long)us->stall_hbm,
-            (unsigned long long)us->stall_queue_full);
+    fprintf(f, "  %-8s", us->name ? us->name : "?");
+#define CELL(field, label)                                                                         \
+  if (*label) fprintf(f, " %10llu", (unsigned long long)us->field);
+    TPURT_UNIT_COUNTERS(CELL)
+#undef CELL
+    fputc('\n', f);
   }
   /* The TPU v1 paper's Table 3 (docs/profiling.md). */
   tpurt_breakdown_t b;
@@ -378,11 +370,12 @@ static base_status figures_json(const run_figures *g, const char *path, char *er
   fprintf(j,
           "{\"target\": \"%s\", \"cycles\": %llu, \"seconds\": %.9g, \"peak_flops\": %.6g, "
           "\"mxu_busy_fraction\": %.6f, \"mxu_useful_fraction\": %.6f, \"hbm_bytes\": %llu, "
-          "\"hbm_read_bytes\": %llu, \"hbm_write_bytes\": %llu, \"instructions\": %llu, "
           "\"host_seconds\": %.6f",
           g->target, (unsigned long long)s->cycles, s->seconds, g->peak_flops, g->busy_frac,
-          g->useful, (unsigned long long)g->hbm, (unsigned long long)s->hbm_read_bytes,
-          (unsigned long long)s->hbm_write_bytes, (unsigned long long)s->instructions, g->host);
+          g->useful, (unsigned long long)g->hbm, g->host);
+#define KEY(field, kind) fprintf(j, ", \"" #field "\": %llu", (unsigned long long)s->field);
+  TPURT_RUN_COUNTERS(KEY)
+#undef KEY
   if (g->have_flops)
     fprintf(j,
             ", \"flops\": %llu, \"achieved_flops\": %.6g, \"roofline_bound\": \"%s\", "
@@ -521,7 +514,7 @@ base_status tpu_file_params(const char *path, arena *a, ir_shape **out, int *n, 
   *n = (int)img->nparams;
   *out = arena_array(a, (size_t)img->nparams + 1, sizeof(ir_shape));
   for (uint32_t k = 0; k < img->nparams; k++) {
-    ir_type t = type_of(img->params[k].dtype);
+    ir_type t = ir_type_of_tpurt_code(img->params[k].dtype);
     if (t == IR_TYPE_INVALID) {
       snprintf(err, errlen, "%s: parameter %u has dtype %s, which tpucc cannot feed", path, k,
                tpub_dtype_name(img->params[k].dtype));

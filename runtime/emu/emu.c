@@ -180,7 +180,7 @@ static void admit(emu_machine *m, int u, emu_time *T) {
   if (q->ring_n < depth) return;
   emu_time oldest = q->ring[q->ring_head];
   if (oldest > *T) {
-    m->st->units[ISA_UNIT_SCALAR].stall_queue += oldest - *T;
+    m->st->units[ISA_UNIT_SCALAR].stall_queue_full += oldest - *T;
     *T = oldest;
   }
 }
@@ -520,4 +520,24 @@ out:
   m->st = NULL;
   m->f = NULL;
   return rc;
+}
+
+void emu_stats_export(const emu_stats *e, const tgt_target *t, tpurt_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  out->cycles = e->cycles;
+  out->seconds = (double)e->cycles / (double)t->clock_hz;
+#define COPY_COUNTED(field) out->field = e->field;
+#define COPY_DERIVED(field)
+#define COPY(field, kind) COPY_##kind(field)
+  TPURT_RUN_COUNTERS(COPY)
+#undef COPY
+#undef COPY_DERIVED
+#undef COPY_COUNTED
+  out->mxu_peak_macs = e->cycles * tgt_peak_macs_per_cycle(t);
+  for (int u = 0; u < TPURT_MAX_UNITS; u++) {
+    out->units[u].name = isa_unit_name(u);
+#define COPY(field, label) out->units[u].field = e->units[u].field;
+    TPURT_UNIT_COUNTERS(COPY)
+#undef COPY
+  }
 }

@@ -21,30 +21,30 @@
 #include "target.h"
 #include "tpub.h"
 
+/* The emulator's counters are libtpurt's (include/tpurt.h): one field per
+ * row of TPURT_UNIT_COUNTERS, and per COUNTED row of TPURT_RUN_COUNTERS,
+ * under the same names. emu_stats_export copies them out. */
 typedef struct emu_unit_stats {
-  uint64_t instructions;     /* instructions this unit executed */
-  uint64_t busy_cycles;      /* cycles its issue slot was occupied */
-  uint64_t stall_dependency; /* waiting for a register (or MXU result) */
-  uint64_t stall_sync;       /* waiting on a semaphore a non-DMA unit signals */
-  uint64_t stall_dma;        /* waiting on a semaphore a DMA signals */
-  uint64_t stall_weight;     /* mswap waiting for its weight load */
-  uint64_t stall_hbm;        /* DMA waiting for HBM held by another queue */
-  uint64_t stall_queue;      /* front end: the target unit's queue was full */
-  uint64_t last_cycle;       /* when its last instruction completed */
+#define EMU_UNIT_FIELD_(field, label) uint64_t field;
+  TPURT_UNIT_COUNTERS(EMU_UNIT_FIELD_)
+#undef EMU_UNIT_FIELD_
 } emu_unit_stats;
 
+#define EMU_RUN_FIELD_COUNTED(field) uint64_t field;
+#define EMU_RUN_FIELD_DERIVED(field)
+#define EMU_RUN_FIELD_(field, kind) EMU_RUN_FIELD_##kind(field)
 typedef struct emu_stats {
-  uint64_t cycles;           /* from start until every unit drained */
-  uint64_t instructions;     /* instructions issued by the front end */
-  uint64_t mxu_macs;         /* useful multiply-accumulates */
-  uint64_t mxu_busy_cycles;  /* array cycles spent streaming lhs rows */
-  uint64_t mxu_weight_loads; /* weight tiles loaded */
-  uint64_t hbm_read_bytes, hbm_write_bytes;
-  uint64_t hbm_busy_cycles; /* cycles HBM was transferring */
-  uint64_t dma_transfers;
-  uint64_t mxu_array_cycles; /* systolic mode: cycles the PE model stepped */
+  uint64_t cycles; /* from start until every unit drained */
+  TPURT_RUN_COUNTERS(EMU_RUN_FIELD_)
   emu_unit_stats units[ISA_UNIT_COUNT];
 } emu_stats;
+#undef EMU_RUN_FIELD_
+#undef EMU_RUN_FIELD_COUNTED
+#undef EMU_RUN_FIELD_DERIVED
+
+/* The public statistics of a run on target t: every counter of e, the
+ * derived figures (seconds, mxu_peak_macs) and the unit names. */
+void emu_stats_export(const emu_stats *e, const tgt_target *t, tpurt_stats_t *out);
 
 typedef enum emu_fault_kind {
   EMU_OK = 0,

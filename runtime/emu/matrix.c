@@ -85,7 +85,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
   }
   case OP_MSWAP:
     if (x->wl_free > earliest) {
-      us->stall_weight += x->wl_free - earliest;
+      us->stall_weight_load += x->wl_free - earliest;
       *start = x->wl_free;
     }
     x->active = !x->active;
@@ -113,7 +113,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
         for (int k = 0; k < K; k++) {
           float f;
           memcpy(&f, &m->v[in->a][r][k], 4);
-          x->lhs[(size_t)r * (size_t)K + (size_t)k] = emu_f32_to_bf16(f);
+          x->lhs[(size_t)r * (size_t)K + (size_t)k] = base_f32_to_bf16(f);
         }
       lhs = x->lhs;
       lds = K;

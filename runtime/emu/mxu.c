@@ -63,12 +63,12 @@ static inline float in_f32(uint16_t h, int keep_sub) {
 
 void emu_bf16_row_to_f32(const uint16_t *src, float *dst, size_t count) {
   for (size_t i = 0; i < count; i++)
-    dst[i] = emu_bf16_to_f32(src[i]);
+    dst[i] = base_bf16_to_f32(src[i]);
 }
 
 void emu_f32_row_to_bf16(const float *src, uint16_t *dst, size_t count) {
   for (size_t i = 0; i < count; i++)
-    dst[i] = emu_f32_to_bf16(src[i]);
+    dst[i] = base_f32_to_bf16(src[i]);
 }
 
 static inline float canon(float x) {

@@ -56,6 +56,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/base.h"
+
 /* Flags for the _ex variants; 0 is the documented default. */
 enum {
   EMU_MXU_KEEP_SUBNORMALS = 1u << 0, /* read bf16 subnormal inputs exactly */
@@ -130,26 +132,8 @@ int64_t emu_mxu_systolic_matmul_bf16(const uint16_t *lhs, const uint16_t *w, flo
                                      int k, int n, int lds_lhs, int ld_w, int ld_acc, int rows,
                                      int cols, unsigned flags);
 
-/* ---- bf16 conversions (shared by the MXU, the vector unit and tests) ---- */
-
-/* bf16 bits -> f32, exact (subnormals kept; the MXU flushes them itself). */
-static inline float emu_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/* f32 -> bf16 bits, rounded to nearest, ties to even. Infinities stay
- * infinities; a NaN becomes a quiet NaN with the same sign and the upper
- * payload bits (never an infinity). f32 subnormals round like any value. */
-static inline uint16_t emu_f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
+/* ---- bf16 conversions ----------------------------------------------------
+ * Element by element: base_bf16_to_f32 and base_f32_to_bf16 (base/base.h). */
 
 /* Row conversions of count elements; src and dst must not overlap. */
 void emu_bf16_row_to_f32(const uint16_t *src, float *dst, size_t count);

@@ -43,7 +43,7 @@ typedef struct pe_state {
 
 static float in_value(uint16_t h, int keep_sub) {
   if (!keep_sub && (h & 0x7F80u) == 0) h &= 0x8000u;
-  return emu_bf16_to_f32(h);
+  return base_bf16_to_f32(h);
 }
 
 static float canonical(float x) {

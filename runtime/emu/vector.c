@@ -111,7 +111,7 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
       for (int l = 0; l < NL; l++) {
         if (!mk[r][l]) continue;
         if (h) {
-          uint16_t x = emu_f32_to_bf16(f_of(d[r][l]));
+          uint16_t x = base_f32_to_bf16(f_of(d[r][l]));
           memcpy(p + 2 * l, &x, 2);
         } else {
           memcpy(p + 4 * l, &d[r][l], 4);
@@ -242,7 +242,7 @@ int emu_vector_exec(emu_machine *m, const isa_inst *in) {
   case OP_VRNDBF:
     for (int r = 0; r < NS; r++)
       for (int l = 0; l < NL; l++)
-        d[r][l] = (uint32_t)emu_f32_to_bf16(f_of(A[r][l])) << 16;
+        d[r][l] = (uint32_t)base_f32_to_bf16(f_of(A[r][l])) << 16;
     return 0;
   case OP_VABSF:
   case OP_VNEGF: {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "isa.h"
 
 enum { MAX_ERRORS = 10, MAX_SYMS = 4096, MAX_NAME = 63 };
@@ -502,13 +503,10 @@ static void dir_const(asm_state *s, const char *p, const char *end) {
       int sz = tpub_dtype_size(dt);
       if (dt == TPUB_F32 || dt == TPUB_BF16) {
         float f = strtof(tok, &e);
-        memcpy(&bits, &f, 4);
-        if (dt == TPUB_BF16) {
-          if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-            bits = (bits >> 16) | 0x40u;
-          else
-            bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-        }
+        if (dt == TPUB_BF16)
+          bits = base_f32_to_bf16(f);
+        else
+          memcpy(&bits, &f, 4);
       } else {
         long long v = strtoll(tok, &e, 0);
         bits = (uint32_t)v;

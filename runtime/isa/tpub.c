@@ -20,9 +20,9 @@ static const struct {
   const char *name;
   int size;
 } dtypes[TPUB_DTYPE_END] = {
-    [TPUB_PRED] = {"pred", 1}, [TPUB_S8] = {"s8", 1},   [TPUB_S32] = {"s32", 4},
-    [TPUB_BF16] = {"bf16", 2}, [TPUB_F16] = {"f16", 2}, [TPUB_F32] = {"f32", 4},
-    [TPUB_U8] = {"u8", 1},
+#define X(name, code, spelling, bytes) [code] = {spelling, bytes},
+    TPURT_DTYPE_LIST(X)
+#undef X
 };
 
 int tpub_dtype_size(int d) { return d > 0 && d < TPUB_DTYPE_END ? dtypes[d].size : 0; }

@@ -59,6 +59,7 @@
 
 #include "alloc.h"
 #include "target.h"
+#include "tpurt.h" /* the element type list */
 
 #define TPUB_FORMAT_VERSION 1
 #define TPUB_MAX_RANK 8
@@ -66,14 +67,13 @@
 #define TPUB_MAX_CODE (1u << 24)
 #define TPUB_MAX_TENSORS 4096
 
+/* The element types of libtpurt's list (TPURT_DTYPE_LIST, include/tpurt.h):
+ * TPUB_NAME is the type's number in the file. The list is in ascending
+ * order, so TPUB_DTYPE_END is one past the largest. */
 typedef enum tpub_dtype {
-  TPUB_PRED = 1, /* 1 byte, 0 or 1 */
-  TPUB_S8 = 2,
-  TPUB_S32 = 3,
-  TPUB_BF16 = 4,
-  TPUB_F16 = 5,
-  TPUB_F32 = 6,
-  TPUB_U8 = 7,
+#define TPUB_DTYPE_ENUM_(name, code, spelling, bytes) TPUB_##name = code,
+  TPURT_DTYPE_LIST(TPUB_DTYPE_ENUM_)
+#undef TPUB_DTYPE_ENUM_
   TPUB_DTYPE_END
 } tpub_dtype;
 

@@ -30,11 +30,6 @@ typedef struct span {
   uint64_t insts;
 } span;
 
-typedef struct snap {
-  uint64_t macs, busy, wl, hr, hw, hbusy, dmas;
-  uint64_t st[ISA_UNIT_COUNT][6];
-} snap;
-
 struct prof {
   rt_allocator a;
   const tpub_image *img;
@@ -42,7 +37,7 @@ struct prof {
   tpurt_op_stats_t *ops;
   uint32_t nops;
   emu_machine *m;
-  snap s;
+  emu_stats last;    /* the counters at the previous instruction */
   uint64_t frontier; /* furthest completion so far */
   uint32_t last_op;
   uint8_t alu[OP__COUNT]; /* vector instructions that compute on 1024 elements */
@@ -53,40 +48,6 @@ struct prof {
   size_t npts, cap;
   int oom;
 };
-
-static uint64_t *stall_field(tpurt_op_stats_t *o, int k) {
-  switch (k) {
-  case 0:
-    return &o->stall_dependency;
-  case 1:
-    return &o->stall_sync;
-  case 2:
-    return &o->stall_dma;
-  case 3:
-    return &o->stall_weight_load;
-  case 4:
-    return &o->stall_hbm;
-  default:
-    return &o->stall_queue_full;
-  }
-}
-
-static uint64_t unit_stall(const emu_unit_stats *u, int k) {
-  switch (k) {
-  case 0:
-    return u->stall_dependency;
-  case 1:
-    return u->stall_sync;
-  case 2:
-    return u->stall_dma;
-  case 3:
-    return u->stall_weight;
-  case 4:
-    return u->stall_hbm;
-  default:
-    return u->stall_queue;
-  }
-}
 
 static void json_str(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -147,7 +108,7 @@ static void prof_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_
   const emu_stats *st = p->m->st;
   uint32_t op = p->img->nops ? p->img->op_of_pc[pc] : 0;
   tpurt_op_stats_t *o = &p->ops[op];
-  snap *s = &p->s;
+  emu_stats *last = &p->last;
   o->instructions++;
   uint64_t end = start + (occ > lat ? occ : lat);
   if (o->instructions == 1 || start < o->first_cycle) o->first_cycle = start;
@@ -158,29 +119,33 @@ static void prof_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_
   }
   p->last_op = op;
   o->unit_busy[unit] += occ;
-  /* Counters this instruction changed. */
+  /* The UNIT and RUN counters of TPURT_OP_COUNTERS: their growth since
+   * the previous instruction is this instruction's. */
   int us[2] = {ISA_UNIT_SCALAR, unit};
-  for (int j = 0; j < (unit == ISA_UNIT_SCALAR ? 1 : 2); j++)
-    for (int k = 0; k < 6; k++) {
-      uint64_t v = unit_stall(&st->units[us[j]], k);
-      *stall_field(o, k) += v - s->st[us[j]][k];
-      s->st[us[j]][k] = v;
-    }
-  o->mxu_macs += st->mxu_macs - s->macs;
-  s->macs = st->mxu_macs;
-  o->mxu_busy_cycles += st->mxu_busy_cycles - s->busy;
-  s->busy = st->mxu_busy_cycles;
-  o->mxu_weight_loads += st->mxu_weight_loads - s->wl;
-  s->wl = st->mxu_weight_loads;
-  uint64_t moved = (st->hbm_read_bytes - s->hr) + (st->hbm_write_bytes - s->hw);
-  o->hbm_read_bytes += st->hbm_read_bytes - s->hr;
-  s->hr = st->hbm_read_bytes;
-  o->hbm_write_bytes += st->hbm_write_bytes - s->hw;
-  s->hw = st->hbm_write_bytes;
-  o->hbm_busy_cycles += st->hbm_busy_cycles - s->hbusy;
-  s->hbusy = st->hbm_busy_cycles;
-  o->dma_transfers += st->dma_transfers - s->dmas;
-  s->dmas = st->dma_transfers;
+  for (int j = 0; j < (unit == ISA_UNIT_SCALAR ? 1 : 2); j++) {
+    const emu_unit_stats *now = &st->units[us[j]];
+    emu_unit_stats *was = &last->units[us[j]];
+#define ADD_UNIT(field)                                                                            \
+  o->field += now->field - was->field;                                                             \
+  was->field = now->field;
+#define ADD_RUN(field)
+#define ADD_OP(field)
+#define ADD(field, source) ADD_##source(field)
+    TPURT_OP_COUNTERS(ADD)
+#undef ADD_UNIT
+#undef ADD_RUN
+  }
+  uint64_t moved =
+      (st->hbm_read_bytes - last->hbm_read_bytes) + (st->hbm_write_bytes - last->hbm_write_bytes);
+#define ADD_UNIT(field)
+#define ADD_RUN(field)                                                                             \
+  o->field += st->field - last->field;                                                             \
+  last->field = st->field;
+  TPURT_OP_COUNTERS(ADD)
+#undef ADD
+#undef ADD_OP
+#undef ADD_RUN
+#undef ADD_UNIT
   uint8_t opc = (uint8_t)(word >> 56);
   if (unit == ISA_UNIT_VECTOR) {
     o->vpu_instructions++;

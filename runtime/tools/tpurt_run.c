@@ -208,16 +208,21 @@ static void print_stats(const tpurt_device_t *dev, const tpurt_stats_t *s) {
   printf("hbm read %llu, written %llu bytes, busy %llu cycles, %llu transfers\n",
          (unsigned long long)s->hbm_read_bytes, (unsigned long long)s->hbm_write_bytes,
          (unsigned long long)s->hbm_busy_cycles, (unsigned long long)s->dma_transfers);
-  printf("%-7s %8s %10s %10s %10s %10s %10s %10s %10s\n", "unit", "insts", "busy", "dep", "sync",
-         "dma-wait", "wt-load", "hbm", "queue");
+  printf("%-7s", "unit");
+#define HEAD(field, label)                                                                         \
+  if (*label) printf(" %10s", label);
+  TPURT_UNIT_COUNTERS(HEAD)
+#undef HEAD
+  putchar('\n');
   for (int u = 0; u < TPURT_MAX_UNITS; u++) {
     const tpurt_unit_stats_t *x = &s->units[u];
     if (!x->instructions) continue;
-    printf("%-7s %8llu %10llu %10llu %10llu %10llu %10llu %10llu %10llu\n", x->name,
-           (unsigned long long)x->instructions, (unsigned long long)x->busy_cycles,
-           (unsigned long long)x->stall_dependency, (unsigned long long)x->stall_sync,
-           (unsigned long long)x->stall_dma, (unsigned long long)x->stall_weight_load,
-           (unsigned long long)x->stall_hbm, (unsigned long long)x->stall_queue_full);
+    printf("%-7s", x->name);
+#define CELL(field, label)                                                                         \
+  if (*label) printf(" %10llu", (unsigned long long)x->field);
+    TPURT_UNIT_COUNTERS(CELL)
+#undef CELL
+    putchar('\n');
   }
 }
 

@@ -29,10 +29,10 @@ static const char tuple_hlo[] = "HloModule two\n"
                                 "  ROOT %t = (s32[3], s32[3]) tuple(s32[3] %n, s32[3] %m)\n"
                                 "}\n";
 
-static tpucc_tensor f32_2x3(float *data) {
-  tpucc_tensor t;
+static tpucc_tensor_t f32_2x3(float *data) {
+  tpucc_tensor_t t;
   memset(&t, 0, sizeof t);
-  t.dtype = TPUCC_DTYPE_F32;
+  t.dtype = TPUCC_F32;
   t.rank = 2;
   t.dims[0] = 2;
   t.dims[1] = 3;
@@ -43,18 +43,18 @@ static tpucc_tensor f32_2x3(float *data) {
 
 static void compile_signature_execute(void **state) {
   (void)state;
-  tpucc_session *s;
+  tpucc_session_t *s;
   assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
-  tpucc_module *m;
+  tpucc_module_t *m;
   assert_int_equal(tpucc_compile_memory(s, NULL, "add.hlo", add_hlo, strlen(add_hlo), &m),
                    TPUCC_OK);
   assert_string_equal(tpucc_session_message(s), "");
   assert_int_equal(tpucc_module_parameter_count(m), 2);
   assert_int_equal(tpucc_module_result_count(m), 1);
-  tpucc_tensor d;
+  tpucc_tensor_t d;
   assert_int_equal(tpucc_module_parameter(m, 1, &d), TPUCC_OK);
   assert_string_equal(d.name, "y");
-  assert_int_equal(d.dtype, TPUCC_DTYPE_F32);
+  assert_int_equal(d.dtype, TPUCC_F32);
   assert_int_equal(d.rank, 2);
   assert_int_equal(d.dims[1], 3);
   assert_null(d.data);
@@ -63,15 +63,15 @@ static void compile_signature_execute(void **state) {
   assert_non_null(strstr(tpucc_session_message(s), "out of range"));
 
   float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0.5f, 0.25f, -3, 10, 0, -6};
-  tpucc_tensor in[2] = {f32_2x3(x), f32_2x3(y)};
-  tpucc_execute_options eo;
+  tpucc_tensor_t in[2] = {f32_2x3(x), f32_2x3(y)};
+  tpucc_execute_options_t eo;
   tpucc_execute_options_init(&eo);
   eo.target = "interp";
-  tpucc_result *r;
+  tpucc_result_t *r;
   assert_int_equal(tpucc_execute(m, &eo, in, 2, &r), TPUCC_OK);
   assert_int_equal(tpucc_result_count(r), 1);
-  const tpucc_tensor *o = tpucc_result_tensor(r, 0);
-  assert_int_equal(o->dtype, TPUCC_DTYPE_F32);
+  const tpucc_tensor_t *o = tpucc_result_tensor(r, 0);
+  assert_int_equal(o->dtype, TPUCC_F32);
   assert_int_equal(o->nbytes, 24);
   const float want[6] = {1.5f, 2.25f, 0, 14, 5, 0};
   assert_memory_equal(o->data, want, sizeof want);
@@ -85,14 +85,14 @@ static void compile_signature_execute(void **state) {
 
 static void execute_errors(void **state) {
   (void)state;
-  tpucc_session *s;
+  tpucc_session_t *s;
   assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
-  tpucc_module *m;
+  tpucc_module_t *m;
   assert_int_equal(tpucc_compile_memory(s, NULL, "add.hlo", add_hlo, strlen(add_hlo), &m),
                    TPUCC_OK);
   float x[6] = {0}, z[6] = {0};
-  tpucc_tensor in[2] = {f32_2x3(x), f32_2x3(z)};
-  tpucc_result *r = NULL;
+  tpucc_tensor_t in[2] = {f32_2x3(x), f32_2x3(z)};
+  tpucc_result_t *r = NULL;
   assert_int_equal(tpucc_execute(m, NULL, in, 1, &r), TPUCC_INVALID_ARGUMENT);
   assert_string_equal(tpucc_session_message(s), "entry 'main' takes 2 parameters, 1 given");
   in[1].dims[0] = 3;
@@ -100,7 +100,7 @@ static void execute_errors(void **state) {
   assert_int_equal(tpucc_execute(m, NULL, in, 2, &r), TPUCC_INVALID_ARGUMENT);
   assert_string_equal(tpucc_session_message(s), "parameter 1 'y': expected 2x3xf32, given 3x2xf32");
   in[1] = f32_2x3(z);
-  in[1].dtype = TPUCC_DTYPE_BF16;
+  in[1].dtype = TPUCC_BF16;
   assert_int_equal(tpucc_execute(m, NULL, in, 2, &r), TPUCC_INVALID_ARGUMENT);
   assert_string_equal(tpucc_session_message(s),
                       "parameter 1 'y': expected 2x3xf32, given 2x3xbf16");
@@ -109,7 +109,7 @@ static void execute_errors(void **state) {
   assert_int_equal(tpucc_execute(m, NULL, in, 2, &r), TPUCC_INVALID_ARGUMENT);
   assert_non_null(strstr(tpucc_session_message(s), "8 data bytes, expected 24"));
   in[1] = f32_2x3(z);
-  tpucc_execute_options eo;
+  tpucc_execute_options_t eo;
   tpucc_execute_options_init(&eo);
   eo.target = "zz";
   assert_int_equal(tpucc_execute(m, &eo, in, 2, &r), TPUCC_NOT_FOUND);
@@ -153,9 +153,9 @@ static void cpu_spec_target(void **state) {
 
 static void compile_errors(void **state) {
   (void)state;
-  tpucc_session *s;
+  tpucc_session_t *s;
   assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
-  tpucc_module *m = NULL;
+  tpucc_module_t *m = NULL;
   const char bad[] = "HloModule b\nENTRY %e () -> f32[] {\n  ROOT %c = f32[] frob()\n}\n";
   assert_int_equal(tpucc_compile_memory(s, NULL, "bad.hlo", bad, strlen(bad), &m),
                    TPUCC_PARSE_ERROR);
@@ -180,9 +180,9 @@ static void compile_errors(void **state) {
 
 static void tuple_results_and_emit(void **state) {
   (void)state;
-  tpucc_session *s;
+  tpucc_session_t *s;
   assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
-  tpucc_module *m;
+  tpucc_module_t *m;
   assert_int_equal(tpucc_compile_memory(s, NULL, "t.hlo", tuple_hlo, strlen(tuple_hlo), &m),
                    TPUCC_OK);
   assert_int_equal(tpucc_module_result_count(m), 2);
@@ -193,19 +193,19 @@ static void tuple_results_and_emit(void **state) {
   assert_non_null(strstr(text, "HloModule"));
   assert_non_null(strstr(text, "multiply("));
   /* the emitted text compiles to a module that computes the same */
-  tpucc_module *m2;
+  tpucc_module_t *m2;
   assert_int_equal(tpucc_compile_memory(s, NULL, "re.hlo", text, len, &m2), TPUCC_OK);
   int32_t v[3] = {2, -3, 7};
-  tpucc_tensor in;
+  tpucc_tensor_t in;
   memset(&in, 0, sizeof in);
-  in.dtype = TPUCC_DTYPE_S32;
+  in.dtype = TPUCC_S32;
   in.rank = 1;
   in.dims[0] = 3;
   in.data = v;
   in.nbytes = sizeof v;
-  tpucc_module *both[2] = {m, m2};
+  tpucc_module_t *both[2] = {m, m2};
   for (int k = 0; k < 2; k++) {
-    tpucc_result *r;
+    tpucc_result_t *r;
     assert_int_equal(tpucc_execute(both[k], NULL, &in, 1, &r), TPUCC_OK);
     assert_int_equal(tpucc_result_count(r), 2);
     const int32_t neg[3] = {-2, 3, -7}, sq[3] = {4, 9, 49};
@@ -220,10 +220,10 @@ static void tuple_results_and_emit(void **state) {
 
 static void versions_and_names(void **state) {
   (void)state;
-  assert_string_equal(tpucc_version(), TPUCC_VERSION_STRING);
-  assert_string_equal(tpucc_status_str(TPUCC_PARSE_ERROR), "parse error");
-  assert_string_equal(tpucc_dtype_name(TPUCC_DTYPE_BF16), "bf16");
-  assert_int_equal(tpucc_dtype_size(TPUCC_DTYPE_S8), 1);
+  assert_string_equal(tpucc_version_string(), TPUCC_VERSION_STRING);
+  assert_string_equal(tpucc_status_string(TPUCC_PARSE_ERROR), "parse error");
+  assert_string_equal(tpucc_dtype_name(TPUCC_BF16), "bf16");
+  assert_int_equal(tpucc_dtype_size(TPUCC_S8), 1);
   assert_true(tpucc_target_count() >= 1);
   assert_string_equal(tpucc_target_name(0), "interp");
   assert_null(tpucc_target_name(tpucc_target_count()));

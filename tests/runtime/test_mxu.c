@@ -488,18 +488,18 @@ static void k_zero_leaves_acc(void **state) {
 
 static void bf16_conversions(void **state) {
   (void)state;
-  assert_int_equal(emu_f32_to_bf16(1.0f), 0x3F80);
-  assert_int_equal(emu_f32_to_bf16(u2f(0x3F808000u)), 0x3F80); /* tie -> even */
-  assert_int_equal(emu_f32_to_bf16(u2f(0x3F818000u)), 0x3F82); /* tie -> even */
-  assert_int_equal(emu_f32_to_bf16(u2f(0x3F808001u)), 0x3F81); /* above tie */
-  assert_int_equal(emu_f32_to_bf16(u2f(0xBF807FFFu)), 0xBF80); /* below tie */
-  assert_int_equal(emu_f32_to_bf16(FLT_MAX), 0x7F80);          /* rounds to inf */
-  assert_int_equal(emu_f32_to_bf16(-INFINITY), 0xFF80);
-  assert_int_equal(emu_f32_to_bf16(u2f(0x7F800001u)), 0x7FC0); /* sNaN stays NaN */
-  assert_int_equal(emu_f32_to_bf16(u2f(0xFFC12345u)), 0xFFC1);
-  assert_int_equal(emu_f32_to_bf16(u2f(0x80000000u)), 0x8000);
-  assert_int_equal(emu_f32_to_bf16(u2f(0x00018000u)), 0x0002); /* subnormal tie */
-  assert_int_equal(f2u(emu_bf16_to_f32(0x8001)), 0x80010000u);
+  assert_int_equal(base_f32_to_bf16(1.0f), 0x3F80);
+  assert_int_equal(base_f32_to_bf16(u2f(0x3F808000u)), 0x3F80); /* tie -> even */
+  assert_int_equal(base_f32_to_bf16(u2f(0x3F818000u)), 0x3F82); /* tie -> even */
+  assert_int_equal(base_f32_to_bf16(u2f(0x3F808001u)), 0x3F81); /* above tie */
+  assert_int_equal(base_f32_to_bf16(u2f(0xBF807FFFu)), 0xBF80); /* below tie */
+  assert_int_equal(base_f32_to_bf16(FLT_MAX), 0x7F80);          /* rounds to inf */
+  assert_int_equal(base_f32_to_bf16(-INFINITY), 0xFF80);
+  assert_int_equal(base_f32_to_bf16(u2f(0x7F800001u)), 0x7FC0); /* sNaN stays NaN */
+  assert_int_equal(base_f32_to_bf16(u2f(0xFFC12345u)), 0xFFC1);
+  assert_int_equal(base_f32_to_bf16(u2f(0x80000000u)), 0x8000);
+  assert_int_equal(base_f32_to_bf16(u2f(0x00018000u)), 0x0002); /* subnormal tie */
+  assert_int_equal(f2u(base_bf16_to_f32(0x8001)), 0x80010000u);
   float src[3] = {1.0f, u2f(0x3F818000u), -2.5f}, back[3];
   uint16_t mid[3];
   emu_f32_row_to_bf16(src, mid, 3);
