@@ -11,7 +11,7 @@
 #include "passes/passes.h"
 #include "tools/tools.h"
 #ifdef TPUCC_HAVE_TPU
-#include "runtime/isa/target.h" /* tool_opt_options.target */
+#include "backend/tpu/tpu.h" /* tpu_pass_target_for: tool_opt_options.target */
 #endif
 
 /* tpucc_status mirrors base_status; tpucc_dtype mirrors ir_type. */
@@ -508,7 +508,9 @@ tpucc_status tool_module_optimize(tpucc_module *tm, const tool_opt_options *o) {
   pass_ctx ctx = {s->last, o->opt_level, o->verify_each, o->explain ? &explain : NULL, NULL};
 #ifdef TPUCC_HAVE_TPU
   tgt_target tt;
-  if (o->target && tgt_parse(o->target, &tt, NULL, 0) == 0) ctx.target = &tt;
+  pass_target pt;
+  tpu_pass_target_for(o->target, &tt, &pt);
+  ctx.target = &pt;
 #endif
   pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
   int before = diag_error_count(s->last);

@@ -98,7 +98,10 @@ static ir_module *parse_optimise(const char *name, const void *text, size_t len,
   if (m && diag_error_count(d) == 0 && m->entry == IR_NONE)
     diag_error(d, (src_loc){0}, "%s: the module has no entry computation", name);
   if (m && diag_error_count(d) == 0) {
-    pass_ctx ctx = {d, 2, true, NULL, NULL};
+    tgt_target tt;
+    pass_target pt;
+    tpu_pass_target_for(NULL, &tt, &pt);
+    pass_ctx ctx = {d, 2, true, NULL, &pt};
     if (pass_run(m, &ctx, NULL, NULL) != ST_OK && diag_error_count(d) == 0)
       diag_error(d, (src_loc){0}, "%s: the optimisation pipeline failed", name);
   }

@@ -796,6 +796,31 @@ static void one_op(tb *b, tk_elem *e, ir_op op, int nargs, bool swap) {
   e->out_node = out;
 }
 
+/* VMEM the kernel's buffers may take on target t. */
+static uint64_t vmem_budget(const tgt_target *t) { return t->vmem_bytes - t->vmem_bytes / 8; }
+
+const char *tpu_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                  const char **out_plan) {
+  /* The two sets of a group's f32 scores and bf16 P^T, Sk rows of
+   * SLOTS x LANES queries each (plan_sizes' st and pt): what grows with
+   * the keys. */
+  uint64_t need = 2 * (uint64_t)sk * (SLOTS * LANES * (4 + 2)), have = vmem_budget(t);
+  if (need > have)
+    return arena_printf(a,
+                        "a score row of %lld keys needs %llu KiB of VMEM for two groups of %d "
+                        "queries, more than %llu KiB (%s)",
+                        (long long)sk, (unsigned long long)(need >> 10), SLOTS * LANES,
+                        (unsigned long long)(have >> 10), t->preset);
+  if (rows == 1 && lower_tree_fold(sk, rows))
+    return "one row of 4096 keys or more: the backend sums it as a tree";
+  *out_plan = arena_printf(a,
+                       "the scores stay in VMEM (%llu KiB for two groups of %d queries, of %llu "
+                       "KiB on %s)",
+                       (unsigned long long)(need >> 10), SLOTS * LANES,
+                       (unsigned long long)(have >> 10), t->preset);
+  return NULL;
+}
+
 /* The panels (mxu_cols queries each) and the plan for target t: false
  * when the MXU shape does not suit the 8 x 128-query slot layout or the
  * buffers of even one panel per group do not fit 7/8 of VMEM. */
@@ -811,7 +836,7 @@ static bool make_plan(const tgt_target *t, arena *ar, const attn *a, panel **pnp
     pn[j].q0 = (j % npq) * Nt;
     pn[j].rows = a->Sq - pn[j].q0 < Nt ? a->Sq - pn[j].q0 : Nt;
   }
-  uint64_t budget = t->vmem_bytes - t->vmem_bytes / 8;
+  uint64_t budget = vmem_budget(t);
   for (int64_t PG = SLOTS / (Nt / LANES);; PG /= 2) {
     int64_t ngmax = 1, gs[SLOTS];
     int gi[SLOTS];

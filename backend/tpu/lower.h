@@ -90,6 +90,10 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
 bool lower_bf16_store(const lctx *x, ir_id i);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
+/* Whether a reduction of R elements into each of O outputs folds as a
+ * tree of partial accumulators (lower_reduce's order for an associative
+ * reducer) rather than row by row: many rows into few outputs. */
+bool lower_tree_fold(int64_t R, int64_t O);
 void lower_reduce_window(lctx *x, ir_id i);
 /* rows.c: row kernels (reductions over the trailing dims with their
  * elementwise producers and consumers, row blocks in VMEM). Whether reduce
@@ -100,6 +104,9 @@ void lower_reduce_window(lctx *x, ir_id i);
  * one row kernel, false (nothing emitted) when its computation is not a
  * row program or 8 rows do not fit VMEM. */
 bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os);
+/* pass_target.row_reduce_refusal for target t (passes/passes.h). */
+const char *tpu_row_reduce_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O,
+                                   arena *a);
 bool lower_row_reduce(lctx *x, ir_id i);
 bool lower_rows_fusion(lctx *x, ir_id i, bool out_bf16);
 /* Casts f32/bf16 to bf16 parts for the MXU: parts[p] (count elements each). */
@@ -120,5 +127,8 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16);
 /* Whether lower_attention will run fusion instruction i as the kernel,
  * whatever its operands' storage (f32, or bf16: it reads both). */
 bool lower_attention_takes(const lctx *x, ir_id i);
+/* pass_target.attention_refusal for target t (passes/passes.h). */
+const char *tpu_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                  const char **out_plan);
 
 #endif

@@ -841,9 +841,11 @@ static bool associative(const tk_elem *red) {
  * accumulators per output fold R1 = R / R2 rows each ([R1, R2*O] is the
  * same row-major memory), the partials and the R - R1*R2 leftover rows
  * are folded again, recursively, and the last level starts from init. */
+bool lower_tree_fold(int64_t R, int64_t O) { return R >= 4096 && O < 1024; }
+
 static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint64_t init,
                       uint64_t out, int64_t R, int64_t O) {
-  if (R < 4096 || O >= 1024) {
+  if (!lower_tree_fold(R, O)) {
     tk_fold(x->b, red, 1, &xs, &init, &out, R, O);
     return;
   }
@@ -901,7 +903,7 @@ void lower_reduce(lctx *x, ir_id i) {
     }
   }
   /* (not when the tree below applies: its order is the one defined) */
-  bool tree = nv == 1 && associative(red) && R >= 4096 && O < 1024;
+  bool tree = nv == 1 && associative(red) && lower_tree_fold(R, O);
   if (minor && !ident && R > 1 && O > 1 && !tree) {
     uint64_t xs[8], inits[8], os[8];
     tval **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));

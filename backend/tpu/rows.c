@@ -508,7 +508,19 @@ bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *
   }
   if (nr < 1 || R < 1 || O < 1) return false;
   /* the tree order of many rows into few outputs stays lower_reduce's */
-  return !(op == IR_OP_ADD && R >= 4096 && O < 1024);
+  return !(op == IR_OP_ADD && lower_tree_fold(R, O));
+}
+
+const char *tpu_row_reduce_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O,
+                                   arena *a) {
+  if (op == IR_OP_ADD && lower_tree_fold(R, O))
+    return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
+  /* 8 rows of every input must fit VMEM beside the kernel's other
+   * buffers (rows_kernel); 1/16 of it keeps room for a fusion's inputs. */
+  if ((uint64_t)R * 4 * TGT_SUBLANES > t->vmem_bytes / 16)
+    return arena_printf(a, "8 rows of %lld f32 elements take more than 1/16 of VMEM",
+                        (long long)R);
+  return NULL;
 }
 
 bool lower_row_reduce(lctx *x, ir_id i) {
