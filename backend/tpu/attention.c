@@ -911,7 +911,7 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
              (long long)a.G, (long long)a.Sq, (long long)a.Sk, (long long)a.D, (long long)a.Dv,
              (long long)p.PG, (long long)p.Nt, (unsigned long long)(p.total >> 10),
              (unsigned long long)(b->t.vmem_bytes >> 10));
-  tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape.type, fu->shape.rank, fu->shape.dims);
+  tval *out = tv_new(x->b, out_bf16 ? IR_BF16 : fu->shape.type, fu->shape.rank, fu->shape.dims);
   a.o.v = out;
   a.o.es = out_bf16 ? 2 : 4;
   /* Padding: zero staging (Q/K columns past D, V rows past Sk) and P^T

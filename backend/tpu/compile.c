@@ -212,7 +212,7 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   v->buf->refs = 1;
   if (ir_type_size(s->type) == 1) {
     /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
-    tval *w = tv_new(x, s->type, s->rank, s->dims);
+    tval *w = tv_new(x->b, s->type, s->rank, s->dims);
     tk_fill(bp, tv_addr(w), n, 4, 0);
     int64_t one = n, ds = 4, ss = 1;
     tk_copy(bp, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);

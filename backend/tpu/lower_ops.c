@@ -96,29 +96,6 @@ bad:
   return false;
 }
 
-/* ---- bf16 parts ---------------------------------------------------------------- */
-
-void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts) {
-  tk_node nodes[6] = {
-      {TK_IN, v->type, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}},
-      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {0, 1, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {2, 0, 0}},
-      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {2, 3, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {4, 0, 0}},
-  };
-  int outs[3] = {1, 3, 5};
-  uint64_t oa[3];
-  for (int p = 0; p < nparts; p++) {
-    parts[p] = tv_new(x, IR_BF16, v->rank, v->dims);
-    oa[p] = tv_addr(parts[p]);
-  }
-  uint64_t ia = tv_addr(v);
-  ir_type it = v->type;
-  tk_elem e = {2 * nparts, nodes, 1, &ia, &it, nparts, outs, oa, v->count};
-  tk_elementwise(x->b, &e);
-}
-
 static int passes_of(lctx *x, const ir_inst *in, ir_type lt, ir_type rt) {
   ir_precision p = x->precision;
   if (in->a.precision[0] > p) p = in->a.precision[0];
@@ -132,10 +109,10 @@ static const int pair_a[6] = {0, 0, 1, 0, 1, 2}, pair_b[6] = {0, 1, 0, 2, 1, 0};
 /* bf16 parts of v, or v itself when it already is bf16 and one part. */
 static void parts_of(lctx *x, tval *v, int nparts, tval **parts) {
   if (v->type == IR_BF16 && nparts == 1) {
-    parts[0] = tv_alias(x, v, v->type, v->rank, v->dims);
+    parts[0] = tv_alias(x->b, v, v->type, v->rank, v->dims);
     return;
   }
-  lower_split_bf16(x, v, nparts, parts);
+  tv_split_bf16(x->b, v, nparts, parts);
 }
 
 /* Integer/pred contraction on the vector unit: out[g][m][n] = fold_k
@@ -150,16 +127,16 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
              "vector-unit path (at most 2^27 products)",
              (long long)M, (long long)N, (long long)K, (long long)G);
     int64_t d3[3] = {G, M, N};
-    return tv_new(x, t, 3, d3);
+    return tv_new(x->b, t, 3, d3);
   }
   /* ea[k][g][m][n] = a[g][m][k], eb[k][g][m][n] = b[g][k][n] */
-  tval *ea = tv_new(x, t, 4, d4), *eb = tv_new(x, t, 4, d4);
+  tval *ea = tv_new(x->b, t, 4, d4), *eb = tv_new(x->b, t, 4, d4);
   int64_t ds[4], sa[4] = {1, M * K, K, 0}, sb[4] = {N, K * N, 0, 1};
   tv_strides(ea, ds);
   tk_copy(x->b, tv_addr(ea), ds, tv_addr(a), sa, 4, d4, 4);
   tk_copy(x->b, tv_addr(eb), ds, tv_addr(bm), sb, 4, d4, 4);
   int64_t d3[3] = {G, M, N};
-  tval *out = tv_new(x, t, 3, d3);
+  tval *out = tv_new(x->b, t, 3, d3);
   tval *zero = scalar_const(x, t, 0);
   /* reducer over (acc0, acc1, a, b): acc0 + a*b (pred: acc0 | (a & b));
    * acc1 only passes through (tk_fold folds as many values as
@@ -173,13 +150,13 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   int outs[2] = {4, 5};
   ir_type types[4] = {t, t, t, t};
   tk_elem red = {6, rn, 4, NULL, types, 2, outs, NULL, 0};
-  tval *dummy = tv_new(x, t, 3, d3);
+  tval *dummy = tv_new(x->b, t, 3, d3);
   uint64_t xs[2] = {tv_addr(ea), tv_addr(eb)}, in[2] = {tv_addr(zero), tv_addr(zero)},
            os[2] = {tv_addr(out), tv_addr(dummy)};
   tk_fold(x->b, &red, 2, xs, in, os, K, G * M * N);
-  tv_release(x, ea);
-  tv_release(x, eb);
-  tv_release(x, dummy);
+  tv_release(x->b, ea);
+  tv_release(x->b, eb);
+  tv_release(x->b, dummy);
   return out;
 }
 
@@ -195,8 +172,8 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
 enum { WEIGHT_HBM_BLOCKS = 4 };
 static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
   if (rv->type == IR_F32 && M > WEIGHT_HBM_BLOCKS * x->b->t.acc_rows)
-    return lower_convert(x, rv, IR_BF16);
-  return tv_alias(x, rv, rv->type, rv->rank, rv->dims);
+    return tv_convert(x->b, rv, IR_BF16);
+  return tv_alias(x->b, rv, rv->type, rv->rank, rv->dims);
 }
 
 /* A dot of computation c that rounds both operands to bf16 on their way
@@ -343,34 +320,34 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
                      "result");
     return false;
   }
-  tval *lt = d.ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, d.lp);
-  tval *rtv0 = d.ident_r || d.bt ? tv_alias(x, r, r->type, r->rank, r->dims)
-                                 : lower_transpose(x, r, d.rp);
+  tval *lt = d.ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, d.lp);
+  tval *rtv0 = d.ident_r || d.bt ? tv_alias(x->b, r, r->type, r->rank, r->dims)
+                                 : tv_transpose(x->b, r, d.rp);
   tval *rtv = weight_bf16(x, rtv0, M);
   explain_operands(x, &d, "dot with epilogue", rtv->type != rtv0->type);
-  tv_release(x, rtv0);
+  tv_release(x->b, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
   /* an f32 weight whose panels do not fit VMEM: the matmul's first row
    * block converts it into this bf16 copy under its MXU work */
   int64_t bd[3] = {Bn, K, N};
-  tval *once = b32 && !a32 ? tv_new(x, IR_BF16, 3, bd) : NULL;
+  tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
   bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, d.bt,
                           once ? tv_addr(once) : TK_NO_ONCE, out, e, dot_in, row);
-  if (once) tv_release(x, once);
+  if (once) tv_release(x->b, once);
   if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
      * HBM first (the same RNE rounding), then the bf16 plan. */
     tb_explain(x->b, "f32 operands converted to bf16 in HBM first, then the bf16 plan");
-    tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
-    tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
+    tval *lc = a32 ? tv_convert(x->b, lt, IR_BF16) : lt;
+    tval *rc = b32 ? tv_convert(x->b, rtv, IR_BF16) : rtv;
     ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
                        (uint64_t)(K * N * 2), false, d.bt, TK_NO_ONCE, out, e, dot_in, row);
-    if (a32) tv_release(x, lc);
-    if (b32) tv_release(x, rc);
+    if (a32) tv_release(x->b, lc);
+    if (b32) tv_release(x->b, rc);
   }
-  tv_release(x, lt);
-  tv_release(x, rtv);
+  tv_release(x->b, lt);
+  tv_release(x->b, rtv);
   if (!ok) return false;
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   return true;
@@ -387,17 +364,17 @@ void lower_dot(lctx *x, ir_id i) {
   ir_type rt = in->shape.type;
   if (!ir_type_is_float(rt)) {
     /* Exact integer/pred path: convert operands to the result type. */
-    tval *lc = l->type == rt ? tv_alias(x, l, rt, l->rank, l->dims) : lower_convert(x, l, rt);
-    tval *rc = r->type == rt ? tv_alias(x, r, rt, r->rank, r->dims) : lower_convert(x, r, rt);
-    tval *lt = ident_l ? lc : lower_transpose(x, lc, lp);
-    tval *rtv = ident_r ? rc : lower_transpose(x, rc, rp);
+    tval *lc = l->type == rt ? tv_alias(x->b, l, rt, l->rank, l->dims) : tv_convert(x->b, l, rt);
+    tval *rc = r->type == rt ? tv_alias(x->b, r, rt, r->rank, r->dims) : tv_convert(x->b, r, rt);
+    tval *lt = ident_l ? lc : tv_transpose(x->b, lc, lp);
+    tval *rtv = ident_r ? rc : tv_transpose(x->b, rc, rp);
     tval *o = int_matmul(x, lt, rtv, Bn, M, N, K, rt);
-    if (lt != lc) tv_release(x, lt);
-    if (rtv != rc) tv_release(x, rtv);
-    tv_release(x, lc);
-    tv_release(x, rc);
-    x->val[i] = tv_alias(x, o, rt, in->shape.rank, in->shape.dims);
-    tv_release(x, o);
+    if (lt != lc) tv_release(x->b, lt);
+    if (rtv != rc) tv_release(x->b, rtv);
+    tv_release(x->b, lc);
+    tv_release(x->b, rc);
+    x->val[i] = tv_alias(x->b, o, rt, in->shape.rank, in->shape.dims);
+    tv_release(x->b, o);
     return;
   }
   if (!ir_type_is_float(l->type) || !ir_type_is_float(r->type)) {
@@ -412,15 +389,15 @@ void lower_dot(lctx *x, ir_id i) {
   if (P == 1) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
-    tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-    tval *rtv0 = ident_r || bt ? tv_alias(x, r, r->type, r->rank, r->dims)
-                               : lower_transpose(x, r, rp);
+    tval *lt = ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, lp);
+    tval *rtv0 = ident_r || bt ? tv_alias(x->b, r, r->type, r->rank, r->dims)
+                               : tv_transpose(x->b, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
     explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
-    tv_release(x, rtv0);
+    tv_release(x->b, rtv0);
     bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
     int64_t cd1[3] = {Bn, M, N};
-    tval *C1 = tv_new(x, IR_F32, 3, cd1);
+    tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
     if (lt->type != IR_BF16 && !a32) a32 = false;
     bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) && (rtv->type == IR_F32 || rtv->type == IR_BF16) &&
               tk_matmul_ex(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
@@ -428,21 +405,21 @@ void lower_dot(lctx *x, ir_id i) {
                            tv_addr(C1), (uint64_t)(M * N * 4));
     if (ok) {
       x->b->flops += (uint64_t)(2 * Bn * M * N * K);
-      tv_release(x, lt);
-      tv_release(x, rtv);
+      tv_release(x->b, lt);
+      tv_release(x->b, rtv);
       if (rt == IR_F32) {
-        x->val[i] = tv_alias(x, C1, rt, in->shape.rank, in->shape.dims);
+        x->val[i] = tv_alias(x->b, C1, rt, in->shape.rank, in->shape.dims);
       } else {
-        tval *cv = lower_convert(x, C1, rt);
-        x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
-        tv_release(x, cv);
+        tval *cv = tv_convert(x->b, C1, rt);
+        x->val[i] = tv_alias(x->b, cv, rt, in->shape.rank, in->shape.dims);
+        tv_release(x->b, cv);
       }
-      tv_release(x, C1);
+      tv_release(x->b, C1);
       return;
     }
-    tv_release(x, C1);
-    tv_release(x, lt);
-    tv_release(x, rtv);
+    tv_release(x->b, C1);
+    tv_release(x->b, lt);
+    tv_release(x->b, rtv);
   }
   if (P > 1) {
     tb_explain(x->b, "dot at %s: %d bf16 passes, the operands' bf16 parts side by side along K "
@@ -456,13 +433,13 @@ void lower_dot(lctx *x, ir_id i) {
   parts_of(x, r, np, ra);
   for (int p = 0; p < np; p++) {
     if (!ident_l) {
-      tval *t = lower_transpose(x, la[p], lp);
-      tv_release(x, la[p]);
+      tval *t = tv_transpose(x->b, la[p], lp);
+      tv_release(x->b, la[p]);
       la[p] = t;
     }
     if (!ident_r && !bt) {
-      tval *t = lower_transpose(x, ra[p], rp);
-      tv_release(x, ra[p]);
+      tval *t = tv_transpose(x->b, ra[p], rp);
+      tv_release(x->b, ra[p]);
       ra[p] = t;
     }
   }
@@ -470,8 +447,8 @@ void lower_dot(lctx *x, ir_id i) {
   tval *A = la[0], *Bm = ra[0];
   if (P > 1) {
     int64_t ad[3] = {Bn, M, Kp}, bd[3] = {Bn, bt ? N : Kp, bt ? Kp : N};
-    A = tv_new(x, IR_BF16, 3, ad);
-    Bm = tv_new(x, IR_BF16, 3, bd);
+    A = tv_new(x->b, IR_BF16, 3, ad);
+    Bm = tv_new(x->b, IR_BF16, 3, bd);
     for (int p = 0; p < P; p++) {
       int64_t d3a[3] = {Bn, M, K}, sa[3] = {M * K, K, 1}, dsa[3] = {M * Kp, Kp, 1};
       tk_copy(x->b, tv_addr(A) + (uint64_t)(p * K * 2), dsa, tv_addr(la[pair_a[p]]), sa, 3, d3a, 2);
@@ -482,25 +459,47 @@ void lower_dot(lctx *x, ir_id i) {
               tv_addr(ra[pair_b[p]]), sb, 3, d3b, 2);
     }
     for (int p = 0; p < np; p++) {
-      tv_release(x, la[p]);
-      tv_release(x, ra[p]);
+      tv_release(x->b, la[p]);
+      tv_release(x->b, ra[p]);
     }
   }
   int64_t cd[3] = {Bn, M, N};
-  tval *C = tv_new(x, IR_F32, 3, cd);
+  tval *C = tv_new(x->b, IR_F32, 3, cd);
   tk_matmul_ex(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), false, tv_addr(Bm),
                (uint64_t)(Kp * N * 2), false, bt, tv_addr(C), (uint64_t)(M * N * 4));
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
-  tv_release(x, A);
-  tv_release(x, Bm);
+  tv_release(x->b, A);
+  tv_release(x->b, Bm);
   if (rt == IR_F32) {
-    x->val[i] = tv_alias(x, C, rt, in->shape.rank, in->shape.dims);
+    x->val[i] = tv_alias(x->b, C, rt, in->shape.rank, in->shape.dims);
   } else {
-    tval *cv = lower_convert(x, C, rt);
-    x->val[i] = tv_alias(x, cv, rt, in->shape.rank, in->shape.dims);
-    tv_release(x, cv);
+    tval *cv = tv_convert(x->b, C, rt);
+    x->val[i] = tv_alias(x->b, cv, rt, in->shape.rank, in->shape.dims);
+    tv_release(x->b, cv);
   }
-  tv_release(x, C);
+  tv_release(x->b, C);
+}
+
+/* A dot of the entry whose result only feeds one-pass dots (the fused
+ * attention's Q, K, V: lower_bf16_store) stores it rounded to bf16 from
+ * its matmul's epilogue: the bits those dots would round it to, half the
+ * bytes. false (nothing emitted) otherwise. */
+bool lower_dot_bf16(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (!lower_bf16_store(x, i)) return false;
+  tval *out = tv_new(x->b, IR_BF16, in->shape.rank, in->shape.dims);
+  tk_node nodes[2] = {{TK_IN, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+  int root = 1;
+  uint64_t ia = 0, oa = tv_addr(out);
+  ir_type it = IR_F32;
+  tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, out->count};
+  if (!lower_dot_epilogue(x, i, &e, 0, oa, NULL)) {
+    tv_release(x->b, out);
+    return false;
+  }
+  x->val[i] = out;
+  return true;
 }
 
 /* ---- convolution ------------------------------------------------------------------ */
@@ -589,8 +588,8 @@ void lower_conv(lctx *x, ir_id i) {
     parts_of(x, v, np, ip);
     parts_of(x, kv, np, kp);
   } else {
-    ip[0] = v->type == rt ? tv_alias(x, v, rt, v->rank, v->dims) : lower_convert(x, v, rt);
-    kp[0] = kv->type == rt ? tv_alias(x, kv, rt, kv->rank, kv->dims) : lower_convert(x, kv, rt);
+    ip[0] = v->type == rt ? tv_alias(x->b, v, rt, v->rank, v->dims) : tv_convert(x->b, v, rt);
+    kp[0] = kv->type == rt ? tv_alias(x->b, kv, rt, kv->rank, kv->dims) : tv_convert(x->b, kv, rt);
   }
   /* Pad + dilate the input parts (zeros). */
   ir_padding_dim pd[IR_MAX_RANK];
@@ -605,14 +604,14 @@ void lower_conv(lctx *x, ir_id i) {
   if (need_pad) {
     tval *zero = scalar_const(x, et, 0);
     for (int p = 0; p < np; p++) {
-      tval *t = lower_pad(x, ip[p], zero, pd, et);
-      tv_release(x, ip[p]);
+      tval *t = tv_pad(x->b, ip[p], zero, pd, et);
+      tv_release(x->b, ip[p]);
       ip[p] = t;
     }
   }
   int64_t Kw = Wn * Cg, Kt = (int64_t)P * Kw, Mrows = Bo * O;
   int64_t ad[3] = {G, Mrows, Kt}, bd[3] = {G, Kt, Coutg};
-  tval *Bm = tv_new(x, et, 3, bd), *A = NULL;
+  tval *Bm = tv_new(x->b, et, 3, bd), *A = NULL;
   int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
   tv_strides(ip[0], ps);
   tv_strides(kp[0], ks);
@@ -665,11 +664,11 @@ void lower_conv(lctx *x, ir_id i) {
       cv.wd[k] = w->dims[k].rhs_dilate;
       cv.ps_sp[k] = ps[cd->in_spatial[k]];
     }
-    C = tv_new(x, IR_F32, 3, cdm);
+    C = tv_new(x->b, IR_F32, 3, cdm);
     viewed = tk_matmul_view(x->b, G, Mrows, Coutg, Kt, &cv.av, tv_addr(Bm),
                             (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
     if (!viewed) {
-      tv_release(x, C);
+      tv_release(x->b, C);
       C = NULL;
     }
   }
@@ -686,7 +685,7 @@ void lower_conv(lctx *x, ir_id i) {
                !fl ? "integer: exact products on the vector unit"
                : ns < 1 ? "no spatial dims"
                         : "no resident plan with K in VMEM for the gathered view");
-  if (!viewed) A = tv_new(x, et, 3, ad);
+  if (!viewed) A = tv_new(x->b, et, 3, ad);
   for (int64_t wpos = 0; wpos < Wn && !x->b->failed && !viewed; wpos++) {
     /* wi: window position, row-major over the spatial dims. */
     int64_t rem = wpos;
@@ -727,26 +726,26 @@ void lower_conv(lctx *x, ir_id i) {
       }
   }
   for (int p = 0; p < np; p++) {
-    tv_release(x, ip[p]);
-    tv_release(x, kp[p]);
+    tv_release(x->b, ip[p]);
+    tv_release(x->b, kp[p]);
   }
   if (fl) {
     if (!viewed) {
-      C = tv_new(x, IR_F32, 3, cdm);
+      C = tv_new(x->b, IR_F32, 3, cdm);
       tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
                 (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
     }
     x->b->flops += (uint64_t)(2 * G * Mrows * Coutg * Kw);
     if (rt != IR_F32) {
-      tval *cv = lower_convert(x, C, rt);
-      tv_release(x, C);
+      tval *cv = tv_convert(x->b, C, rt);
+      tv_release(x->b, C);
       C = cv;
     }
   } else {
     C = int_matmul(x, A, Bm, G, Mrows, Coutg, Kt, rt);
   }
-  if (A) tv_release(x, A);
-  tv_release(x, Bm);
+  if (A) tv_release(x->b, A);
+  tv_release(x->b, Bm);
   /* Scatter [G, Bo, O..., Coutg] into the output layout. */
   tval shp;
   memset(&shp, 0, sizeof shp);
@@ -790,14 +789,81 @@ void lower_conv(lctx *x, ir_id i) {
   bool same = true;
   for (int k = 0; k < r; k++) same &= dims[k] == 1 || ss[k] == dss[k];
   if (same) {
-    x->val[i] = tv_alias(x, C, rt, in->shape.rank, in->shape.dims);
-    tv_release(x, C);
+    x->val[i] = tv_alias(x->b, C, rt, in->shape.rank, in->shape.dims);
+    tv_release(x->b, C);
     return;
   }
-  tval *out = tv_new(x, rt, in->shape.rank, in->shape.dims);
+  tval *out = tv_new(x->b, rt, in->shape.rank, in->shape.dims);
   tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
-  tv_release(x, C);
+  tv_release(x->b, C);
   x->val[i] = out;
+}
+
+/* A pointwise convolution (1x1 window, no padding or dilation, one group)
+ * of bf16 operands, input and output laid out batch, spatial..., feature
+ * and the kernel's input feature before its output feature, is the matmul
+ * [B*S, Cin] x [Cin, Cout] on the buffers as they are (any stride: the
+ * sampled positions are gathered first): no patch view, no scatter of the
+ * result into the output layout (lower_conv's general path costs an extra
+ * f32 pass over HBM). Same products in the same ascending-Cin order, so
+ * the same bits. False when it does not apply. */
+bool lower_pointwise_conv(lctx *x, ir_id i) {
+  const ir_inst *in = &x->comp->insts.v[i];
+  const tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  const ir_conv_dims *cd = &in->a.conv;
+  ir_type rt = in->shape.type;
+  int ns = cd->nspatial, r = in->shape.rank;
+  if (v->type != IR_BF16 || kv->type != IR_BF16 || !ir_type_is_float(rt) ||
+      in->a.feature_group_count > 1 || in->a.batch_group_count > 1 || ns < 1 ||
+      in->a.window.rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
+    return false;
+  if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
+      cd->out_feature != r - 1 || cd->k_in > cd->k_out)
+    return false;
+  bool strided = false;
+  for (int k = 0; k < ns; k++) {
+    const ir_window_dim *w = &in->a.window.dims[k];
+    if (w->size != 1 || w->stride < 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
+        w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
+        kv->dims[cd->k_spatial[k]] != 1 ||
+        in->shape.dims[k + 1] != (v->dims[k + 1] - 1) / w->stride + 1)
+      return false;
+    strided |= w->stride != 1;
+  }
+  int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out];
+  if (Cin != kv->dims[cd->k_in] || Cout != in->shape.dims[r - 1] || Cin == 0 ||
+      in->shape.dims[0] != v->dims[0])
+    return false;
+  /* Strided: the sampled positions first, as a bf16 [batch, out spatial...,
+   * Cin] buffer (a quarter of the input for stride 2). */
+  tval *a = NULL;
+  if (strided) {
+    int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = in->shape.dims[k];
+    dims[r - 1] = Cin;
+    a = tv_new(x->b, IR_BF16, r, dims);
+    tv_strides(v, ss);
+    tv_strides(a, ds);
+    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a.window.dims[k].stride;
+    tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
+  }
+  int64_t M = (a ? a->count : v->count) / Cin;
+  tb_explain(x->b, "pointwise convolution: one matmul [%lld, %lld] x [%lld, %lld] on the "
+                   "buffers as they lie%s",
+             (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
+             strided ? " (the strided positions gathered first)" : "");
+  tval *C = tv_new(x->b, IR_F32, r, in->shape.dims);
+  tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(a ? a : v), 0, tv_addr(kv), 0, tv_addr(C), 0);
+  if (a) tv_release(x->b, a);
+  if (x->b->max_passes < 1) x->b->max_passes = 1;
+  x->b->flops += (uint64_t)(2 * M * Cout * Cin);
+  if (rt != IR_F32) {
+    tval *cv = tv_convert(x->b, C, rt);
+    tv_release(x->b, C);
+    C = cv;
+  }
+  x->val[i] = C;
+  return true;
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -857,7 +923,7 @@ static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint6
   }
   int64_t R1 = R / R2, rem = R - R1 * R2, es = tv_esize(t);
   int64_t nd[2] = {R2 + rem, O};
-  tval *part = tv_new(x, t, 2, nd);
+  tval *part = tv_new(x->b, t, 2, nd);
   uint64_t pa = tv_addr(part);
   tk_fold(x->b, red, 1, &xs, NULL, &pa, R1, R2 * O);
   if (rem) {
@@ -866,7 +932,7 @@ static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint6
             &n, (int)es);
   }
   fold_tree(x, red, pa, t, init, out, R2 + rem, O);
-  tv_release(x, part);
+  tv_release(x->b, part);
 }
 
 void lower_reduce(lctx *x, ir_id i) {
@@ -915,7 +981,7 @@ void lower_reduce(lctx *x, ir_id i) {
       xs[v] = tv_addr(x->val[in->ops[v]]);
       inits[v] = tv_addr(x->val[in->ops[nv + v]]);
       const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
-      outs[v] = tv_new(x, s->type, s->rank, s->dims);
+      outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
       os[v] = tv_addr(outs[v]);
     }
     tk_fold_strided(x->b, red, nv, xs, 1, R, inits, os, R, O);
@@ -930,17 +996,17 @@ void lower_reduce(lctx *x, ir_id i) {
   }
   for (int v = 0; v < nv; v++) {
     tval *src = x->val[in->ops[v]];
-    tv[v] = ident ? src : lower_transpose(x, src, perm);
+    tv[v] = ident ? src : tv_transpose(x->b, src, perm);
     xs[v] = tv_addr(tv[v]);
     inits[v] = tv_addr(x->val[in->ops[nv + v]]);
     const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
-    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
   if (nv == 1 && associative(red)) fold_tree(x, red, xs[0], tv[0]->type, inits[0], os[0], R, O);
   else tk_fold(x->b, red, nv, xs, inits, os, R, O);
   for (int v = 0; v < nv; v++)
-    if (!ident) tv_release(x, tv[v]);
+    if (!ident) tv_release(x->b, tv[v]);
   x->val[i] = result_val(x, &in->shape, nv, outs);
 }
 
@@ -973,9 +1039,9 @@ void lower_reduce_window(lctx *x, ir_id i) {
   tval *stk[8], **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
   for (int v = 0; v < nv; v++) {
     tval *src = x->val[in->ops[v]], *init = x->val[in->ops[nv + v]];
-    tval *pv = need_pad ? lower_pad(x, src, init, pd, src->type) : src;
+    tval *pv = need_pad ? tv_pad(x->b, src, init, pd, src->type) : src;
     int64_t sd[2] = {Wn, O};
-    stk[v] = tv_new(x, src->type, 2, sd);
+    stk[v] = tv_new(x->b, src->type, 2, sd);
     int64_t ps[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK], wi[IR_MAX_RANK];
     tv_strides(pv, ps);
     {
@@ -999,14 +1065,14 @@ void lower_reduce_window(lctx *x, ir_id i) {
       tk_copy(x->b, tv_addr(stk[v]) + (uint64_t)(wpos * O * es), ds, tv_addr(pv) + (uint64_t)(off * es),
               ss, rank, s0->dims, es);
     }
-    if (need_pad) tv_release(x, pv);
+    if (need_pad) tv_release(x->b, pv);
     xs[v] = tv_addr(stk[v]);
     inits[v] = tv_addr(init);
     const ir_shape *s = in->shape.type == IR_TUPLE ? &in->shape.tuple[v] : &in->shape;
-    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
   tk_fold(x->b, red, nv, xs, inits, os, Wn, O);
-  for (int v = 0; v < nv; v++) tv_release(x, stk[v]);
+  for (int v = 0; v < nv; v++) tv_release(x->b, stk[v]);
   x->val[i] = result_val(x, &in->shape, nv, outs);
 }

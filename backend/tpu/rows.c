@@ -544,12 +544,12 @@ bool lower_row_reduce(lctx *x, ir_id i) {
   rp_add(b, &p, n0);
   rp_add(b, &p, n1);
   int r = rp_add(b, &p, n2);
-  tval *out = tv_new(x, in->shape.type, in->shape.rank, in->shape.dims);
+  tval *out = tv_new(x->b, in->shape.type, in->shape.rank, in->shape.dims);
   VEC_PUSH(b->a, p.out_node, r);
   VEC_PUSH(b->a, p.out_addr, tv_addr(out));
   VEC_PUSH(b->a, p.out_type, IR_F32);
   if (!rows_kernel(b, &p)) {
-    tv_release(x, out);
+    tv_release(x->b, out);
     return false;
   }
   x->val[i] = out;
@@ -736,12 +736,12 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
                         p.nodes.v[p.out_node.v[o]].cls == RC_FULL
                     ? IR_BF16
                     : s->type;
-    outs[o] = tv_new(x, t, s->rank, s->dims);
+    outs[o] = tv_new(x->b, t, s->rank, s->dims);
     VEC_PUSH(b->a, p.out_addr, tv_addr(outs[o]));
     VEC_PUSH(b->a, p.out_type, t);
   }
   if (!rows_kernel(b, &p)) {
-    for (int o = 0; o < nout; o++) tv_release(x, outs[o]);
+    for (int o = 0; o < nout; o++) tv_release(x->b, outs[o]);
     return false;
   }
   if (root->op != IR_OP_TUPLE) {
