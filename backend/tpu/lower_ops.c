@@ -331,9 +331,12 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
    * block converts it into this bf16 copy under its MXU work */
   int64_t bd[3] = {Bn, K, N};
   tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
-  bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, d.bt,
-                          once ? tv_addr(once) : TK_NO_ONCE, out, e, dot_in, row);
+  tk_mm mm = {.G = Bn, .M = M, .N = N, .K = K,
+              .A = tv_addr(lt), .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)), .a32 = a32,
+              .B = tv_addr(rtv), .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)), .b32 = b32, .bt = d.bt,
+              .C = out};
+  tk_epilogue ep = {e, dot_in, row, once ? tv_addr(once) : TK_NO_ONCE};
+  bool ok = tk_matmul_epi(x->b, &mm, &ep);
   if (once) tv_release(x->b, once);
   if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
@@ -341,8 +344,13 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     tb_explain(x->b, "f32 operands converted to bf16 in HBM first, then the bf16 plan");
     tval *lc = a32 ? tv_convert(x->b, lt, IR_BF16) : lt;
     tval *rc = b32 ? tv_convert(x->b, rtv, IR_BF16) : rtv;
-    ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
-                       (uint64_t)(K * N * 2), false, d.bt, TK_NO_ONCE, out, e, dot_in, row);
+    mm.A = tv_addr(lc);
+    mm.A_g = (uint64_t)(M * K * 2);
+    mm.B = tv_addr(rc);
+    mm.B_g = (uint64_t)(K * N * 2);
+    mm.a32 = mm.b32 = false;
+    ep.b_once = TK_NO_ONCE;
+    ok = tk_matmul_epi(x->b, &mm, &ep);
     if (a32) tv_release(x->b, lc);
     if (b32) tv_release(x->b, rc);
   }
@@ -399,10 +407,12 @@ void lower_dot(lctx *x, ir_id i) {
     int64_t cd1[3] = {Bn, M, N};
     tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
     if (lt->type != IR_BF16 && !a32) a32 = false;
-    bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) && (rtv->type == IR_F32 || rtv->type == IR_BF16) &&
-              tk_matmul_ex(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, bt,
-                           tv_addr(C1), (uint64_t)(M * N * 4));
+    tk_mm mm = {.G = Bn, .M = M, .N = N, .K = K,
+                .A = tv_addr(lt), .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)), .a32 = a32,
+                .B = tv_addr(rtv), .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)), .b32 = b32, .bt = bt,
+                .C = tv_addr(C1), .C_g = (uint64_t)(M * N * 4)};
+    bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) &&
+              (rtv->type == IR_F32 || rtv->type == IR_BF16) && tk_matmul(x->b, &mm);
     if (ok) {
       x->b->flops += (uint64_t)(2 * Bn * M * N * K);
       tv_release(x->b, lt);
@@ -465,8 +475,11 @@ void lower_dot(lctx *x, ir_id i) {
   }
   int64_t cd[3] = {Bn, M, N};
   tval *C = tv_new(x->b, IR_F32, 3, cd);
-  tk_matmul_ex(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), false, tv_addr(Bm),
-               (uint64_t)(Kp * N * 2), false, bt, tv_addr(C), (uint64_t)(M * N * 4));
+  tk_mm mm = {.G = Bn, .M = M, .N = N, .K = Kp,
+              .A = tv_addr(A), .A_g = (uint64_t)(M * Kp * 2),
+              .B = tv_addr(Bm), .B_g = (uint64_t)(Kp * N * 2), .bt = bt,
+              .C = tv_addr(C), .C_g = (uint64_t)(M * N * 4)};
+  tk_matmul(x->b, &mm);
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   tv_release(x->b, A);
   tv_release(x->b, Bm);
@@ -504,6 +517,36 @@ bool lower_dot_bf16(lctx *x, ir_id i) {
 
 /* ---- convolution ------------------------------------------------------------------ */
 
+/* Index idx of a row-major box with dims n[0..rank) as per-dim indices. */
+static void unravel(int64_t idx, int rank, const int64_t *n, int64_t *out) {
+  for (int k = rank - 1; k >= 0; k--) {
+    out[k] = idx % n[k];
+    idx /= n[k];
+  }
+}
+
+/* Row-major strides st[0..rank) of a box with dims n whose innermost
+ * element is `inner` elements apart. */
+static void packed_strides(int rank, const int64_t *n, int64_t inner, int64_t *st) {
+  for (int k = rank - 1; k >= 0; k--) {
+    st[k] = inner;
+    inner *= n[k];
+  }
+}
+
+/* A convolution as G batched matmuls [Mrows, Kt] x [Kt, Coutg]: row m =
+ * (batch, output position), column = (pass, window position, input
+ * feature) (Kw columns per pass), in operands of type et (bf16 parts of
+ * floats, or the result's integer type). */
+typedef struct conv_geom {
+  bool fl; /* a float convolution (MXU); else integer (vector unit) */
+  int ns, P, np; /* spatial dims; MXU passes; bf16 parts per operand */
+  ir_type et;
+  int es;
+  int64_t fgc, bgc, G, Bo, Cg, Coutg, O, Wn, Kw, Kt, Mrows;
+  int64_t Od[IR_MAX_RANK], Wd[IR_MAX_RANK]; /* output and window dims */
+} conv_geom;
+
 /* The patch matrix of a convolution as a matmul A view: row m = (batch,
  * output position), column = (pass, window position, input feature), read
  * straight from the padded input: one DMA per run of output positions
@@ -527,23 +570,18 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
     int64_t p = kk / c->Kw, rem = kk % c->Kw, w = rem / c->Cg, z = rem % c->Cg;
     int64_t end = p * c->Kw + (w + 1) * c->Cg;
     if (end > k0 + kc) end = k0 + kc;
-    int64_t zc = end - kk, woff = 0, wr = w;
-    for (int k = ns - 1; k >= 0; k--) {
-      woff += (wr % c->Wd[k]) * c->wd[k] * c->ps_sp[k];
-      wr /= c->Wd[k];
-    }
+    int64_t zc = end - kk, woff = 0, wi[IR_MAX_RANK];
+    unravel(w, ns, c->Wd, wi);
+    for (int k = 0; k < ns; k++) woff += wi[k] * c->wd[k] * c->ps_sp[k];
     uint64_t base = c->src[p] + (uint64_t)((goff + woff + z * c->ps_f) * es);
     int64_t lstride = c->ws[ns - 1] * c->ps_sp[ns - 1];
     for (int64_t m = m0; m < m0 + rows;) {
-      int64_t bb = m / O, o = m % O, line, roff = bb * c->ps_b;
+      int64_t bb = m / O, o = m % O, line, roff = bb * c->ps_b, oi[IR_MAX_RANK];
       int64_t olast = o % c->Od[ns - 1];
       line = c->Od[ns - 1] - olast;
       if (line > m0 + rows - m) line = m0 + rows - m;
-      int64_t orem = o;
-      for (int k = ns - 1; k >= 0; k--) {
-        roff += (orem % c->Od[k]) * c->ws[k] * c->ps_sp[k];
-        orem /= c->Od[k];
-      }
+      unravel(o, ns, c->Od, oi);
+      for (int k = 0; k < ns; k++) roff += oi[k] * c->ws[k] * c->ps_sp[k];
       int64_t d1[10] = {zc * es, line, 1, 1, lstride * es, 0, 0, rs, 0, 0};
       int64_t d2[10] = {es, zc, line, 1, c->ps_f * es, lstride * es, 0, es, rs, 0};
       tb_dma(b, true, dst + (uint64_t)((m - m0) * rs + (kk - k0) * es), base + (uint64_t)(roff * es),
@@ -554,228 +592,217 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
   }
 }
 
-void lower_conv(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
-  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+/* The matmul shape of convolution in with input v and kernel kv; false
+ * with an error for a float result of integer operands. */
+static bool conv_geom_of(lctx *x, const ir_inst *in, const tval *v, const tval *kv,
+                         conv_geom *g) {
   const ir_conv_dims *cd = &in->a.conv;
-  const ir_window *w = &in->a.window;
-  int ns = cd->nspatial;
   ir_type rt = in->shape.type;
-  bool fl = ir_type_is_float(rt);
-  if (fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
+  memset(g, 0, sizeof *g);
+  g->fl = ir_type_is_float(rt);
+  if (g->fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
     tb_error(x->b, ST_UNSUPPORTED, "convolution of %s and %s into %s", ir_type_name(v->type),
              ir_type_name(kv->type), ir_type_name(rt));
-    return;
+    return false;
   }
-  int64_t fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
-  int64_t bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
-  int64_t G = fgc * bgc;
-  int64_t Bn = v->dims[cd->in_batch], Cg = kv->dims[cd->k_in], Cout = kv->dims[cd->k_out];
-  int64_t Bo = Bn / bgc, Coutg = Cout / G, O = 1, Wn = 1, Od[IR_MAX_RANK], Wd[IR_MAX_RANK];
-  for (int k = 0; k < ns; k++) {
-    Od[k] = in->shape.dims[cd->out_spatial[k]];
-    Wd[k] = w->dims[k].size;
-    O *= Od[k];
-    Wn *= Wd[k];
+  g->ns = cd->nspatial;
+  g->fgc = in->a.feature_group_count > 0 ? in->a.feature_group_count : 1;
+  g->bgc = in->a.batch_group_count > 0 ? in->a.batch_group_count : 1;
+  g->G = g->fgc * g->bgc;
+  g->Cg = kv->dims[cd->k_in];
+  g->Bo = v->dims[cd->in_batch] / g->bgc;
+  g->Coutg = kv->dims[cd->k_out] / g->G;
+  g->O = g->Wn = 1;
+  for (int k = 0; k < g->ns; k++) {
+    g->Od[k] = in->shape.dims[cd->out_spatial[k]];
+    g->Wd[k] = in->a.window.dims[k].size;
+    g->O *= g->Od[k];
+    g->Wn *= g->Wd[k];
   }
-  int P = fl ? passes_of(x, in, v->type, kv->type) : 1;
-  int np = P == 6 ? 3 : P == 3 ? 2 : 1;
-  if (P > x->b->max_passes) x->b->max_passes = P;
-  ir_type et = fl ? IR_BF16 : rt;
-  int es = tv_esize(et);
-  tval *ip[3], *kp[3];
-  if (fl) {
-    parts_of(x, v, np, ip);
-    parts_of(x, kv, np, kp);
+  g->P = g->fl ? passes_of(x, in, v->type, kv->type) : 1;
+  g->np = g->P == 6 ? 3 : g->P == 3 ? 2 : 1;
+  g->et = g->fl ? IR_BF16 : rt;
+  g->es = tv_esize(g->et);
+  g->Kw = g->Wn * g->Cg;
+  g->Kt = (int64_t)g->P * g->Kw;
+  g->Mrows = g->Bo * g->O;
+  return true;
+}
+
+/* The operands in type g->et (bf16 parts of floats), the input's parts
+ * zero-padded and base-dilated: ip[0..np), kp[0..np), new references. */
+static void conv_operands(lctx *x, const ir_inst *in, const conv_geom *g, tval *v, tval *kv,
+                          tval **ip, tval **kp) {
+  const ir_conv_dims *cd = &in->a.conv;
+  const ir_window *w = &in->a.window;
+  ir_type rt = in->shape.type;
+  if (g->fl) {
+    parts_of(x, v, g->np, ip);
+    parts_of(x, kv, g->np, kp);
   } else {
     ip[0] = v->type == rt ? tv_alias(x->b, v, rt, v->rank, v->dims) : tv_convert(x->b, v, rt);
     kp[0] = kv->type == rt ? tv_alias(x->b, kv, rt, kv->rank, kv->dims) : tv_convert(x->b, kv, rt);
   }
-  /* Pad + dilate the input parts (zeros). */
   ir_padding_dim pd[IR_MAX_RANK];
   memset(pd, 0, sizeof pd);
   bool need_pad = false;
-  for (int k = 0; k < ns; k++) {
+  for (int k = 0; k < g->ns; k++) {
     pd[cd->in_spatial[k]].lo = w->dims[k].pad_lo;
     pd[cd->in_spatial[k]].hi = w->dims[k].pad_hi;
     pd[cd->in_spatial[k]].interior = w->dims[k].lhs_dilate - 1;
     need_pad |= w->dims[k].pad_lo || w->dims[k].pad_hi || w->dims[k].lhs_dilate != 1;
   }
-  if (need_pad) {
-    tval *zero = scalar_const(x, et, 0);
-    for (int p = 0; p < np; p++) {
-      tval *t = tv_pad(x->b, ip[p], zero, pd, et);
-      tv_release(x->b, ip[p]);
-      ip[p] = t;
-    }
+  if (!need_pad) return;
+  tval *zero = scalar_const(x, g->et, 0);
+  for (int p = 0; p < g->np; p++) {
+    tval *t = tv_pad(x->b, ip[p], zero, pd, g->et);
+    tv_release(x->b, ip[p]);
+    ip[p] = t;
   }
-  int64_t Kw = Wn * Cg, Kt = (int64_t)P * Kw, Mrows = Bo * O;
-  int64_t ad[3] = {G, Mrows, Kt}, bd[3] = {G, Kt, Coutg};
-  tval *Bm = tv_new(x->b, et, 3, bd), *A = NULL;
-  int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
-  tv_strides(ip[0], ps);
+}
+
+/* The weight matrix [G, Kt, Coutg] of the kernel's parts kp: one strided
+ * copy per window position, group and pass (reversed windows read
+ * backwards). */
+static tval *conv_weights(lctx *x, const ir_inst *in, const conv_geom *g, tval **kp) {
+  const ir_conv_dims *cd = &in->a.conv;
+  int64_t bd[3] = {g->G, g->Kt, g->Coutg}, ks[IR_MAX_RANK], wi[IR_MAX_RANK] = {0};
+  int es = g->es;
+  tval *Bm = tv_new(x->b, g->et, 3, bd);
   tv_strides(kp[0], ks);
-  int64_t wi[IR_MAX_RANK] = {0};
-  /* The weight matrix [G, P*Wn*Cg, Coutg]: one strided copy per window
-   * position, group and pass. */
-  for (int64_t wpos = 0; wpos < Wn && !x->b->failed; wpos++) {
-    int64_t rem = wpos;
-    for (int k = ns - 1; k >= 0; k--) {
-      wi[k] = rem % Wd[k];
-      rem /= Wd[k];
-    }
-    for (int64_t g = 0; g < G; g++)
-      for (int p = 0; p < P; p++) {
-        int64_t kdims[2] = {Cg, Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]}, kds[2] = {Coutg, 1};
-        int64_t koff = g * Coutg * ks[cd->k_out];
-        for (int k = 0; k < ns; k++) {
-          int64_t wk = w->dims[k].reversal ? Wd[k] - 1 - wi[k] : wi[k];
+  for (int64_t wpos = 0; wpos < g->Wn && !x->b->failed; wpos++) {
+    unravel(wpos, g->ns, g->Wd, wi);
+    for (int64_t gi = 0; gi < g->G; gi++)
+      for (int p = 0; p < g->P; p++) {
+        int64_t kdims[2] = {g->Cg, g->Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]},
+                kds[2] = {g->Coutg, 1};
+        int64_t koff = gi * g->Coutg * ks[cd->k_out];
+        for (int k = 0; k < g->ns; k++) {
+          int64_t wk = in->a.window.dims[k].reversal ? g->Wd[k] - 1 - wi[k] : wi[k];
           koff += wk * ks[cd->k_spatial[k]];
         }
-        uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
-        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
+        uint64_t kdst = tv_addr(Bm) + (uint64_t)((gi * g->Kt * g->Coutg +
+                                                  (p * g->Kw + wpos * g->Cg) * g->Coutg) *
+                                                 es);
+        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims,
+                es);
       }
   }
-  /* Float convolutions stream their patches straight from the padded
-   * input into the matmul's VMEM panels (conv_view); the patch matrix is
-   * materialised in HBM only when that plan does not fit. */
-  bool viewed = false;
-  tval *C = NULL;
-  int64_t cdm[3] = {G, Mrows, Coutg};
-  if (fl && ns >= 1) {
-    conv_view cv;
-    memset(&cv, 0, sizeof cv);
-    cv.av.load = conv_view_load;
-    cv.av.ctx = &cv;
-    for (int p = 0; p < P; p++) cv.src[p] = tv_addr(ip[pair_a[p]]);
-    cv.Kw = Kw;
-    cv.Cg = Cg;
-    cv.Bo = Bo;
-    cv.ns = ns;
-    cv.ps_b = ps[cd->in_batch];
-    cv.ps_f = ps[cd->in_feature];
-    cv.bgc = bgc;
-    cv.fgc = fgc;
-    cv.es = es;
-    for (int k = 0; k < ns; k++) {
-      cv.Od[k] = Od[k];
-      cv.Wd[k] = Wd[k];
-      cv.ws[k] = w->dims[k].stride;
-      cv.wd[k] = w->dims[k].rhs_dilate;
-      cv.ps_sp[k] = ps[cd->in_spatial[k]];
-    }
-    C = tv_new(x->b, IR_F32, 3, cdm);
-    viewed = tk_matmul_view(x->b, G, Mrows, Coutg, Kt, &cv.av, tv_addr(Bm),
-                            (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
-    if (!viewed) {
-      tv_release(x->b, C);
-      C = NULL;
-    }
+  return Bm;
+}
+
+/* Float convolutions stream their patches straight from the padded input
+ * ip into the matmul's VMEM panels (conv_view): the f32 result [G, Mrows,
+ * Coutg], or NULL (nothing emitted) when that plan does not fit. */
+static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip,
+                              const tval *Bm) {
+  const ir_conv_dims *cd = &in->a.conv;
+  int64_t ps[IR_MAX_RANK], cdm[3] = {g->G, g->Mrows, g->Coutg};
+  tv_strides(ip[0], ps);
+  conv_view cv;
+  memset(&cv, 0, sizeof cv);
+  cv.av.load = conv_view_load;
+  cv.av.ctx = &cv;
+  for (int p = 0; p < g->P; p++) cv.src[p] = tv_addr(ip[pair_a[p]]);
+  cv.Kw = g->Kw;
+  cv.Cg = g->Cg;
+  cv.Bo = g->Bo;
+  cv.ns = g->ns;
+  cv.ps_b = ps[cd->in_batch];
+  cv.ps_f = ps[cd->in_feature];
+  cv.bgc = g->bgc;
+  cv.fgc = g->fgc;
+  cv.es = g->es;
+  for (int k = 0; k < g->ns; k++) {
+    cv.Od[k] = g->Od[k];
+    cv.Wd[k] = g->Wd[k];
+    cv.ws[k] = in->a.window.dims[k].stride;
+    cv.wd[k] = in->a.window.dims[k].rhs_dilate;
+    cv.ps_sp[k] = ps[cd->in_spatial[k]];
   }
-  if (viewed)
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
-                     "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
-                     "matrix in HBM",
-               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
-               (long long)Wn, (long long)Cg, P > 1 ? " x bf16 parts" : "");
-  else
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
-                     "materialised in HBM (%s)",
-               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
-               !fl ? "integer: exact products on the vector unit"
-               : ns < 1 ? "no spatial dims"
-                        : "no resident plan with K in VMEM for the gathered view");
-  if (!viewed) A = tv_new(x->b, et, 3, ad);
-  for (int64_t wpos = 0; wpos < Wn && !x->b->failed && !viewed; wpos++) {
-    /* wi: window position, row-major over the spatial dims. */
-    int64_t rem = wpos;
-    for (int k = ns - 1; k >= 0; k--) {
-      wi[k] = rem % Wd[k];
-      rem /= Wd[k];
-    }
-    for (int64_t g = 0; g < G; g++)
-      for (int p = 0; p < P; p++) {
-        /* patches: dims [Bo, O..., Cg] */
+  tval *C = tv_new(x->b, IR_F32, 3, cdm);
+  tk_mm mm = {.G = g->G, .M = g->Mrows, .N = g->Coutg, .K = g->Kt,
+              .B = tv_addr(Bm), .B_g = (uint64_t)(g->Kt * g->Coutg * 2),
+              .C = tv_addr(C), .C_g = (uint64_t)(g->Mrows * g->Coutg * 4)};
+  if (tk_matmul_view(x->b, &mm, &cv.av)) return C;
+  tv_release(x->b, C);
+  return NULL;
+}
+
+/* The patch matrix A [G, Mrows, Kt] materialised in HBM from the padded
+ * input ip: per window position, group and pass, one strided copy of the
+ * sampled positions [Bo, O..., Cg]. */
+static tval *conv_patches(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip) {
+  const ir_conv_dims *cd = &in->a.conv;
+  int ns = g->ns, es = g->es;
+  int64_t ad[3] = {g->G, g->Mrows, g->Kt}, ps[IR_MAX_RANK], wi[IR_MAX_RANK] = {0};
+  int64_t odst[IR_MAX_RANK]; /* destination stride of output spatial dim k */
+  tval *A = tv_new(x->b, g->et, 3, ad);
+  tv_strides(ip[0], ps);
+  packed_strides(ns, g->Od, g->Kt, odst);
+  for (int64_t wpos = 0; wpos < g->Wn && !x->b->failed; wpos++) {
+    unravel(wpos, ns, g->Wd, wi);
+    for (int64_t gi = 0; gi < g->G; gi++)
+      for (int p = 0; p < g->P; p++) {
         int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK], soff = 0;
         int r = 0;
-        dims[r] = Bo;
+        dims[r] = g->Bo;
         ss[r] = ps[cd->in_batch];
-        dss[r] = O * Kt;
+        dss[r] = g->O * g->Kt;
         r++;
-        int64_t acc = Kt; /* destination stride of output spatial dim k */
-        int64_t odst[IR_MAX_RANK];
-        for (int k = ns - 1; k >= 0; k--) {
-          odst[k] = acc;
-          acc *= Od[k];
-        }
         for (int k = 0; k < ns; k++) {
-          dims[r] = Od[k];
-          ss[r] = ps[cd->in_spatial[k]] * w->dims[k].stride;
+          dims[r] = g->Od[k];
+          ss[r] = ps[cd->in_spatial[k]] * in->a.window.dims[k].stride;
           dss[r] = odst[k];
-          soff += wi[k] * w->dims[k].rhs_dilate * ps[cd->in_spatial[k]];
+          soff += wi[k] * in->a.window.dims[k].rhs_dilate * ps[cd->in_spatial[k]];
           r++;
         }
-        dims[r] = Cg;
+        dims[r] = g->Cg;
         ss[r] = ps[cd->in_feature];
         dss[r] = 1;
         r++;
-        if (bgc > 1) soff += g * Bo * ps[cd->in_batch];
-        if (fgc > 1) soff += g * Cg * ps[cd->in_feature];
-        uint64_t dst = tv_addr(A) + (uint64_t)((g * Mrows * Kt + p * Kw + wpos * Cg) * es);
+        if (g->bgc > 1) soff += gi * g->Bo * ps[cd->in_batch];
+        if (g->fgc > 1) soff += gi * g->Cg * ps[cd->in_feature];
+        uint64_t dst =
+            tv_addr(A) + (uint64_t)((gi * g->Mrows * g->Kt + p * g->Kw + wpos * g->Cg) * es);
         tk_copy(x->b, dst, dss, tv_addr(ip[pair_a[p]]) + (uint64_t)(soff * es), ss, r, dims, es);
       }
   }
-  for (int p = 0; p < np; p++) {
-    tv_release(x->b, ip[p]);
-    tv_release(x->b, kp[p]);
-  }
-  if (fl) {
-    if (!viewed) {
-      C = tv_new(x->b, IR_F32, 3, cdm);
-      tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
-                (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
-    }
-    x->b->flops += (uint64_t)(2 * G * Mrows * Coutg * Kw);
-    if (rt != IR_F32) {
-      tval *cv = tv_convert(x->b, C, rt);
-      tv_release(x->b, C);
-      C = cv;
-    }
-  } else {
-    C = int_matmul(x, A, Bm, G, Mrows, Coutg, Kt, rt);
-  }
-  if (A) tv_release(x->b, A);
-  tv_release(x->b, Bm);
-  /* Scatter [G, Bo, O..., Coutg] into the output layout. */
+  return A;
+}
+
+/* x->val[i] = the matmul result C [G, Bo, O..., Coutg] in the output's
+ * layout: C itself when that is the same row-major order, else a strided
+ * copy. Releases C. */
+static void conv_scatter(lctx *x, ir_id i, const conv_geom *g, tval *C) {
+  const ir_inst *in = inst_of(x, i);
+  const ir_conv_dims *cd = &in->a.conv;
+  ir_type rt = in->shape.type;
+  int ns = g->ns;
   tval shp;
   memset(&shp, 0, sizeof shp);
   shp.rank = in->shape.rank;
   for (int k = 0; k < shp.rank; k++) shp.dims[k] = in->shape.dims[k];
   int64_t os[IR_MAX_RANK];
   tv_strides(&shp, os);
-  int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK];
+  int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK], osrc[IR_MAX_RANK];
   int r = 0;
-  dims[r] = G;
-  ss[r] = Mrows * Coutg;
-  dss[r] = Coutg * os[cd->out_feature];
+  dims[r] = g->G;
+  ss[r] = g->Mrows * g->Coutg;
+  dss[r] = g->Coutg * os[cd->out_feature];
   r++;
-  dims[r] = Bo;
-  ss[r] = O * Coutg;
+  dims[r] = g->Bo;
+  ss[r] = g->O * g->Coutg;
   dss[r] = os[cd->out_batch];
   r++;
-  int64_t acc = Coutg;
-  int64_t osrc[IR_MAX_RANK];
-  for (int k = ns - 1; k >= 0; k--) {
-    osrc[k] = acc;
-    acc *= Od[k];
-  }
+  packed_strides(ns, g->Od, g->Coutg, osrc);
   for (int k = 0; k < ns; k++) {
-    dims[r] = Od[k];
+    dims[r] = g->Od[k];
     ss[r] = osrc[k];
     dss[r] = os[cd->out_spatial[k]];
     r++;
   }
-  dims[r] = Coutg;
+  dims[r] = g->Coutg;
   ss[r] = 1;
   dss[r] = os[cd->out_feature];
   r++;
@@ -797,6 +824,61 @@ void lower_conv(lctx *x, ir_id i) {
   tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
   tv_release(x->b, C);
   x->val[i] = out;
+}
+
+void lower_conv(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  ir_type rt = in->shape.type;
+  conv_geom g;
+  if (!conv_geom_of(x, in, v, kv, &g)) return;
+  if (g.P > x->b->max_passes) x->b->max_passes = g.P;
+  tval *ip[3], *kp[3];
+  conv_operands(x, in, &g, v, kv, ip, kp);
+  tval *Bm = conv_weights(x, in, &g, kp), *A = NULL;
+  tval *C = g.fl && g.ns >= 1 ? conv_view_matmul(x, in, &g, ip, Bm) : NULL;
+  if (C)
+    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
+                     "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
+                     "matrix in HBM",
+               (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
+               (long long)g.Coutg, (long long)g.Wn, (long long)g.Cg, g.P > 1 ? " x bf16 parts" : "");
+  else
+    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
+                     "materialised in HBM (%s)",
+               (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
+               (long long)g.Coutg,
+               !g.fl ? "integer: exact products on the vector unit"
+               : g.ns < 1 ? "no spatial dims"
+                          : "no resident plan with K in VMEM for the gathered view");
+  bool viewed = C != NULL;
+  if (!viewed) A = conv_patches(x, in, &g, ip);
+  for (int p = 0; p < g.np; p++) {
+    tv_release(x->b, ip[p]);
+    tv_release(x->b, kp[p]);
+  }
+  if (g.fl) {
+    if (!viewed) {
+      int64_t cdm[3] = {g.G, g.Mrows, g.Coutg};
+      C = tv_new(x->b, IR_F32, 3, cdm);
+      tk_mm mm = {.G = g.G, .M = g.Mrows, .N = g.Coutg, .K = g.Kt,
+                  .A = tv_addr(A), .A_g = (uint64_t)(g.Mrows * g.Kt * 2),
+                  .B = tv_addr(Bm), .B_g = (uint64_t)(g.Kt * g.Coutg * 2),
+                  .C = tv_addr(C), .C_g = (uint64_t)(g.Mrows * g.Coutg * 4)};
+      tk_matmul(x->b, &mm);
+    }
+    x->b->flops += (uint64_t)(2 * g.G * g.Mrows * g.Coutg * g.Kw);
+    if (rt != IR_F32) {
+      tval *cv = tv_convert(x->b, C, rt);
+      tv_release(x->b, C);
+      C = cv;
+    }
+  } else {
+    C = int_matmul(x, A, Bm, g.G, g.Mrows, g.Coutg, g.Kt, rt);
+  }
+  if (A) tv_release(x->b, A);
+  tv_release(x->b, Bm);
+  conv_scatter(x, i, &g, C);
 }
 
 /* A pointwise convolution (1x1 window, no padding or dilation, one group)
@@ -853,7 +935,9 @@ bool lower_pointwise_conv(lctx *x, ir_id i) {
              (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
              strided ? " (the strided positions gathered first)" : "");
   tval *C = tv_new(x->b, IR_F32, r, in->shape.dims);
-  tk_matmul(x->b, 1, M, Cout, Cin, tv_addr(a ? a : v), 0, tv_addr(kv), 0, tv_addr(C), 0);
+  tk_mm mm = {.G = 1, .M = M, .N = Cout, .K = Cin, .A = tv_addr(a ? a : v), .B = tv_addr(kv),
+              .C = tv_addr(C)};
+  tk_matmul(x->b, &mm);
   if (a) tv_release(x->b, a);
   if (x->b->max_passes < 1) x->b->max_passes = 1;
   x->b->flops += (uint64_t)(2 * M * Cout * Cin);

@@ -48,9 +48,11 @@ static void wtile(tb *b, int mx, uint64_t bs, int64_t k, int64_t Kc, bool bt) {
 /* K too long for VMEM: per (M block, N panel), K chunks of Kc rows stream
  * through two A and two B buffers (A is re-read for every N panel) and
  * accumulate in the MXU in ascending k, as in the resident case. */
-static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    uint64_t B, uint64_t B_g, bool bt, uint64_t C, uint64_t C_g, int64_t Mb, int64_t Kc,
-                    uint64_t apanel, uint64_t bpanel, uint64_t boff, uint64_t coff) {
+static void chunked(tb *b, const tk_mm *mm, int64_t Mb, int64_t Kc, uint64_t apanel,
+                    uint64_t bpanel, uint64_t boff, uint64_t coff) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+  bool bt = mm->bt;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus, nbs = 2 * nm;
   int64_t nN = (N + Nt - 1) / Nt, nMb = (M + Mb - 1) / Mb, nKc = (K + Kc - 1) / Kc;
@@ -145,35 +147,22 @@ static void a32_piece(tb *b, int64_t k, int64_t K, int64_t Kt, int64_t rows, int
   }
 }
 
-void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-               uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, false, C, C_g);
+static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep);
+
+bool tk_matmul(tb *b, const tk_mm *mm) { return mm_core(b, mm, NULL, NULL); }
+
+bool tk_matmul_epi(tb *b, const tk_mm *mm, const tk_epilogue *ep) {
+  int oes = ep->e->nodes[ep->e->out_node[0]].type == IR_BF16 ? 2 : 4;
+  tk_mm m = *mm;
+  m.C_g = (uint64_t)(mm->M * mm->N * oes);
+  return mm_core(b, &m, NULL, ep);
 }
 
-static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
-                    const bool *row, uint64_t b_once);
-
-bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                  bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                  uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, C_g, NULL, NULL, -1, NULL,
-                 TK_NO_ONCE);
-}
-
-bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t b_once,
-                   uint64_t C, const tk_elem *epi, int dot_in, const bool *row) {
-  int oes = epi->nodes[epi->out_node[0]].type == IR_BF16 ? 2 : 4;
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, (uint64_t)(M * N * oes), NULL,
-                 epi, dot_in, row, b_once);
-}
-
-bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
-                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, false, C, C_g, av, NULL, -1, NULL,
-                 TK_NO_ONCE);
+bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av) {
+  tk_mm m = *mm;
+  m.A = m.A_g = 0;
+  m.a32 = m.b32 = m.bt = false;
+  return mm_core(b, &m, av, NULL);
 }
 
 /* What the resident plan's result stores need: the epilogue (optional)
@@ -404,10 +393,14 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
   }
 }
 
-static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
-                    const bool *row, uint64_t b_once) {
+static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+  bool a32 = mm->a32, b32 = mm->b32, bt = mm->bt;
+  const tk_elem *epi = ep ? ep->e : NULL;
+  int dot_in = ep ? ep->dot_in : -1;
+  const bool *row = ep ? ep->row : NULL;
+  uint64_t b_once = ep ? ep->b_once : TK_NO_ONCE;
   if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
   int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
   if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
@@ -496,7 +489,7 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                    : "; the next row block's loads go out during the last panel group");
   }
   if (Kc < Kp) {
-    chunked(b, G, M, N, K, A, A_g, B, B_g, bt, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
+    chunked(b, mm, Mb, Kc, apanel, bpanel, boff, coff);
     return true;
   }
   if (a32 && K % Kt) fill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
