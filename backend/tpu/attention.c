@@ -46,7 +46,7 @@
 
 #include <string.h>
 
-enum { SLOTS = 8, LANES = 128 };
+enum { SLOTS = 8, LANES = TGT_LANES }; /* slots of LANES queries in a group */
 
 typedef struct aview { /* element (batch b.., row, col) at base + sum b_k*bst[k] + row*rs + col */
   const tval *v;
@@ -298,7 +298,7 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   a->o.es = 4;
   /* The unfused reduce folds sequentially except in the tree case
    * (lower_reduce: one output row, R >= 4096). */
-  if (a->G * a->Sq == 1 && a->Sk >= 4096) return false;
+  if (a->G * a->Sq == 1 && lower_tree_fold(a->Sk, 1)) return false;
   return a->G > 0 && a->Sq > 0 && a->Sk > 0 && a->D > 0 && a->Dv > 0;
 }
 
@@ -381,12 +381,6 @@ static uint64_t boff(const attn *a, const aview *v, int64_t g) {
     g /= a->bd[k];
   }
   return tv_addr(v->v) + (uint64_t)(off * v->es);
-}
-
-static void fill0(tb *b, uint64_t addr, uint64_t bytes) {
-  tb_valu(b, OP_VIMM, 0, 0, 0);
-  for (uint64_t o = 0; o < bytes; o += 2048)
-    tb_vst(b, 0, addr + o, 256, true, 0);
 }
 
 /* An MXU instruction queued for emission between the softmax's vector
@@ -918,10 +912,11 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
    * rows past Sk, in both sets; DMAs and the softmax never write them. */
   for (int s = 0; s < 2; s++) {
     uint64_t o = (uint64_t)s * p.set, row = SLOTS * LANES * 2; /* a P^T key row: 2 KiB */
-    fill0(b, o + p.qs, p.set - p.qs);
-    if (p.L > a.Sk) fill0(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row);
+    tk_vfill(b, o + p.qs, p.set - p.qs, 0);
+    if (p.L > a.Sk)
+      tk_vfill(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row, 0);
   }
-  if (a.q.es == 2 || a.k.es == 2) fill0(b, p.tiles, 3 * p.tset); /* their pads */
+  if (a.q.es == 2 || a.k.es == 2) tk_vfill(b, p.tiles, 3 * p.tset, 0); /* their pads */
   /* Order (docs/tpu-backend.md): a unit that must wait for another waits
    * for everything that unit has queued, so each group's work is emitted
    * where that tail is work needed anyway: per step g the vector unit

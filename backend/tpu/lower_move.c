@@ -116,29 +116,29 @@ void lower_iota(lctx *x, ir_id i) {
   /* Values base + r*128 + l, tile by tile, converted to the type. */
   ir_type t = in->shape.type;
   bool h = tv_esize(t) == 2;
-  int64_t tiles = (L + 1023) / 1024;
+  int64_t E = TGT_VREG_ELEMS, tiles = (L + E - 1) / E;
   uint64_t vbuf = 0;
-  if (!tb_vmem_fits(b, (uint64_t)tiles * 4096 + 4096, "iota")) return;
+  if (!tb_vmem_fits(b, (uint64_t)(tiles + 1) * TGT_VREG_BYTES, "iota")) return;
   uint64_t chunk = 1024; /* tiles per DMA */
   for (int64_t t0 = 0; t0 < tiles; t0 += (int64_t)chunk) {
     int64_t tn = tiles - t0 < (int64_t)chunk ? tiles - t0 : (int64_t)chunk;
     for (int64_t tt = 0; tt < tn; tt++) {
       tb_valu(b, OP_VIOTA, 1, 1, 0); /* r */
-      tb_valu(b, OP_VIMM, 2, 128, 0);
+      tb_valu(b, OP_VIMM, 2, TGT_LANES, 0);
       tb_valu(b, OP_VMULI, 1, 1, 2);
       tb_valu(b, OP_VIOTA, 2, 0, 0); /* l */
       tb_valu(b, OP_VADDI, 1, 1, 2);
-      tb_valu(b, OP_VIMM, 2, (int32_t)((t0 + tt) * 1024), 0);
+      tb_valu(b, OP_VIMM, 2, (int32_t)((t0 + tt) * E), 0);
       tb_valu(b, OP_VADDI, 1, 1, 2);
       if (ir_type_is_float(t)) {
         tb_valu(b, OP_VCVTIF, 1, 1, 0);
         if (t == IR_BF16) tb_valu(b, OP_VRNDBF, 1, 1, 0);
       }
-      tb_vst(b, 1, vbuf + (uint64_t)tt * (h ? 2048 : 4096), h ? 256 : 512, h, 0);
+      tb_vst(b, 1, vbuf + (uint64_t)tt * tb_tile_bytes(h), tb_row_bytes(h), h, 0);
     }
-    int64_t elems = (L - t0 * 1024) < tn * 1024 ? L - t0 * 1024 : tn * 1024;
+    int64_t elems = (L - t0 * E) < tn * E ? L - t0 * E : tn * E;
     int64_t dd[10] = {elems * (h ? 2 : 4), 1, 1, 1, 0, 0, 0, 0, 0, 0};
-    tb_dma(b, false, vbuf, tv_addr(line) + (uint64_t)(t0 * 1024 * (h ? 2 : 4)), dd);
+    tb_dma(b, false, vbuf, tv_addr(line) + (uint64_t)(t0 * E * (h ? 2 : 4)), dd);
   }
   tval *out = tv_new(b, in->shape.type, in->shape.rank, in->shape.dims);
   int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0};

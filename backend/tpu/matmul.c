@@ -28,9 +28,10 @@
 #define NEG0_BF16X2 0x80008000u
 #define NEG0_F32 0x80000000u
 
-static void fill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
+void tk_vfill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
   tb_valu(b, OP_VIMM, 0, (int32_t)word, 0);
-  for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
+  for (uint64_t o = 0; o < bytes; o += TGT_VREG_BYTES_BF16)
+    tb_vst(b, 0, addr + o, TGT_VROW_BYTES_BF16, true, 0);
 }
 
 /* Loads weight tile k of the B panel at bs into mx's shadow buffer: the
@@ -59,8 +60,8 @@ static void chunked(tb *b, const tk_mm *mm, int64_t Mb, int64_t Kc, uint64_t apa
   int64_t step = 0, panel = 0;
   /* Zero every buffer once: the last chunk's pads stay zero because loads
    * only ever write the valid rows/columns of a chunk of that shape. */
-  fill(b, 0, 2 * apanel, NEG0_BF16X2);
-  fill(b, boff, (uint64_t)nbs * bpanel, 0);
+  tk_vfill(b, 0, 2 * apanel, NEG0_BF16X2);
+  tk_vfill(b, boff, (uint64_t)nbs * bpanel, 0);
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -72,8 +73,8 @@ static void chunked(tb *b, const tk_mm *mm, int64_t Mb, int64_t Kc, uint64_t apa
           uint64_t as = (uint64_t)(step & 1) * apanel;
           uint64_t bs = boff + (uint64_t)(step % nbs) * bpanel;
           if (kl < Kc && kc + 1 == nKc) { /* a short last chunk: re-zero its pads */
-            fill(b, as, apanel, NEG0_BF16X2);
-            fill(b, bs, bpanel, 0);
+            tk_vfill(b, as, apanel, NEG0_BF16X2);
+            tk_vfill(b, bs, bpanel, 0);
           }
           int64_t da[10] = {kl * 2, rows, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
           tb_dma(b, true, as, A + (uint64_t)g * A_g + (uint64_t)((m0 * K + k0) * 2), da);
@@ -105,18 +106,18 @@ static void chunked(tb *b, const tk_mm *mm, int64_t Mb, int64_t Kc, uint64_t apa
  * stored. Four tiles in flight so the loads' latency overlaps. With
  * src_bf16 the source is bf16 already (an exact copy). */
 void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
-  int64_t tiles = (n + 1023) / 1024;
-  uint64_t ts = src_bf16 ? 2048 : 4096;
+  int64_t E = TGT_VREG_ELEMS, tiles = (n + E - 1) / E;
+  uint64_t ts = tb_tile_bytes(src_bf16);
   for (int64_t t0 = 0; t0 < tiles; t0 += 4) {
     int gn = tiles - t0 < 4 ? (int)(tiles - t0) : 4;
     for (int g = 0; g < gn; g++)
-      tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * ts, src_bf16 ? 256 : 512, src_bf16);
+      tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * ts, tb_row_bytes(src_bf16), src_bf16);
     for (int g = 0; g < gn; g++) {
-      int64_t t = t0 + g, tail = n - t * 1024;
+      int64_t t = t0 + g, tail = n - t * E;
       int mask = 0;
-      if (tail < 1024) { /* m1 = (r*128 + l) < tail */
+      if (tail < E) { /* m1 = (r*128 + l) < tail */
         tb_valu(b, OP_VIOTA, 12, 1, 0);
-        tb_valu(b, OP_VIMM, 13, 128, 0);
+        tb_valu(b, OP_VIMM, 13, TGT_LANES, 0);
         tb_valu(b, OP_VMULI, 12, 12, 13);
         tb_valu(b, OP_VIOTA, 13, 0, 0);
         tb_valu(b, OP_VADDI, 12, 12, 13);
@@ -124,7 +125,8 @@ void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
         tb_raw(b, OP_VCMPLTI, 1, 12, 13, 0, 0, 0);
         mask = 1;
       }
-      tb_vst(b, 8 + g, dst + (uint64_t)t * 2048, 256, true, mask);
+      tb_vst(b, 8 + g, dst + (uint64_t)t * TGT_VREG_BYTES_BF16, TGT_VROW_BYTES_BF16, true,
+             mask);
     }
   }
 }
@@ -492,13 +494,13 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
     chunked(b, mm, Mb, Kc, apanel, bpanel, boff, coff);
     return true;
   }
-  if (a32 && K % Kt) fill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
+  if (a32 && K % Kt) tk_vfill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
-    fill(b, aoff, 2 * apanel, NEG0_BF16X2);
-    fill(b, boff, (uint64_t)nbs * bpanel, 0);
+    tk_vfill(b, aoff, 2 * apanel, NEG0_BF16X2);
+    tk_vfill(b, boff, (uint64_t)nbs * bpanel, 0);
     /* transposed f32 B: its staged rows' pad columns convert to the +0 pads */
-    if (b32 && bt) fill(b, sboff, (uint64_t)nbs * sb_slot, 0);
+    if (b32 && bt) tk_vfill(b, sboff, (uint64_t)nbs * sb_slot, 0);
   }
   int64_t nMb = (M + Mb - 1) / Mb;
   int64_t blk = 0, panel = 0;

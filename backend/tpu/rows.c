@@ -200,10 +200,10 @@ static bool pass_eval(rk *k, const pass *ps, int64_t r0, int G, int sl, int64_t 
                (uint32_t)(k->Rpad * es), es == 2);
       } else if (s.kind == RN_COL) {
         tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
-                         (uint64_t)(c * 512),
+                         (uint64_t)(c * TGT_VROW_BYTES),
                0, false);
       } else { /* RN_SCAL */
-        tb_vld(b, r, k->scal_off + (uint64_t)s.idx * 4096, 512, false);
+        tb_vld(b, r, k->scal_off + (uint64_t)s.idx * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
       }
     }
   uint32_t keep = 0; /* what the groups hold in their parts */
@@ -268,7 +268,7 @@ static void reduce_rows(rk *k, int i, int64_t r0, int G, int sl) {
   for (int g = 0; g < G; g++) {
     int t = ralloc(k, g);
     if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
-    else tb_vld(b, t, k->scal_off + (uint64_t)in->input * 4096, 512, false);
+    else tb_vld(b, t, k->scal_off + (uint64_t)in->input * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
     tb_valu(b, red_vop(n->op), acc[g], t, acc[g]);
     rfree(k, g, t);
     k->reg[g][i] = acc[g];
@@ -361,7 +361,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   }
   row_rows = (uint64_t)nrow_out * 4;
   uint64_t fixed = (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4) +
-                   (uint64_t)p->scal_addr.n * 4096 + 2 * (uint64_t)nrow_out * 1024 +
+                   (uint64_t)p->scal_addr.n * TGT_VREG_BYTES + 2 * (uint64_t)nrow_out * 1024 +
                    (uint64_t)(p->in_addr.n + p->out_node.n) * 2 * TB_GRANULE;
   uint64_t budget = b->t.vmem_bytes / 4 * 3;
   /* Blocks of about 256 KiB of f32 rows (16 to 512 rows): the first
@@ -391,7 +391,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   k.col_off = at;
   at += (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4);
   k.scal_off = at;
-  at += (uint64_t)p->scal_addr.n * 4096;
+  at += (uint64_t)p->scal_addr.n * TGT_VREG_BYTES;
   /* every slot of a kind has the size of the widest (f32) one */
   k.in_slot = tb_align((uint64_t)(Rb * Rpad * 4));
   for (int i = 0; i < p->in_addr.n; i++, at += 2 * k.in_slot) k.in_base[i] = at;
@@ -430,8 +430,8 @@ static bool rows_kernel(tb *b, const rprog *p) {
     tb_dma(b, true, k.col_off + (uint64_t)c * tb_align((uint64_t)Rpad * 4), p->col_addr.v[c], d);
   }
   for (int s = 0; s < p->scal_addr.n; s++) {
-    int64_t d[10] = {4, 1024, 1, 1, 0, 0, 0, 4, 0, 0};
-    tb_dma(b, true, k.scal_off + (uint64_t)s * 4096, p->scal_addr.v[s], d);
+    int64_t d[10] = {4, TGT_VREG_ELEMS, 1, 1, 0, 0, 0, 4, 0, 0};
+    tb_dma(b, true, k.scal_off + (uint64_t)s * TGT_VREG_BYTES, p->scal_addr.v[s], d);
   }
   tb_valu(b, OP_VIOTA, 0, 0, 0);
   tb_valu(b, OP_VIMM, 1, (int32_t)(R % 128), 0);

@@ -137,6 +137,14 @@ uint64_t tb_hbm_alloc(tb *b, uint64_t bytes);
 void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes);
 /* Checks that a kernel's VMEM footprint fits; records the peak. */
 bool tb_vmem_fits(tb *b, uint64_t bytes, const char *what);
+/* Bytes of a vector register's tile in VMEM, and its row stride when
+ * dense (runtime/isa/target.h): 32-bit or (bf16) packed bf16 lanes. */
+static inline uint64_t tb_tile_bytes(bool bf16) {
+  return bf16 ? TGT_VREG_BYTES_BF16 : TGT_VREG_BYTES;
+}
+static inline uint32_t tb_row_bytes(bool bf16) {
+  return bf16 ? TGT_VROW_BYTES_BF16 : TGT_VROW_BYTES;
+}
 static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_GRANULE * TB_GRANULE; }
 
 /* ---- kernels ------------------------------------------------------------ */
@@ -146,6 +154,9 @@ static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_G
  * may be zero (broadcast) or negative (reverse). */
 void tk_copy(tb *b, uint64_t dst, const int64_t *dst_strides, uint64_t src,
              const int64_t *src_strides, int rank, const int64_t *dims, int esize);
+/* VMEM [addr, addr + bytes) (a multiple of a bf16 tile) = the 32-bit
+ * pattern word, with v0 as the scratch register. */
+void tk_vfill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word);
 /* count elements of esize bytes at dst = the 32-bit pattern bits (bf16:
  * the low 16 bits). */
 void tk_fill(tb *b, uint64_t dst, int64_t count, int esize, uint32_t bits);
