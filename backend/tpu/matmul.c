@@ -395,22 +395,26 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
   }
 }
 
-static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {
-  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
-  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+/* How a matmul is tiled on the target: the MXU tile (Kt x Nt), K padded
+ * to Kp (nK tiles), nN panels of Nt columns, row blocks of Mb rows, K
+ * held in VMEM in chunks of Kc (Kc < Kp: the chunked plan), and the VMEM
+ * layout of its A panels, B panels and C blocks (nbs slots each, two per
+ * MXU), the staging of f32 operands and the epilogue inputs' tiles. b32
+ * is false and once true when f32 B is converted once into b_once. */
+typedef struct mm_plan {
+  int64_t Kt, Nt, Kp, nK, nN, Mb, Kc;
+  int nm, nbs;
+  bool b32, once;
+  uint64_t apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot;
+  uint64_t aoff, boff, coff, saoff, sboff, eoff, scoff, vtotal;
+} mm_plan;
+
+/* The plan of mm with nx epilogue inputs besides the dot, in 7/8 of
+ * VMEM: the largest row blocks (at most acc_rows) and K chunks that fit,
+ * halving the blocks down to 256 rows, then K, then the blocks. */
+static void mm_plan_make(const tb *b, const tk_mm *mm, int nx, uint64_t b_once, mm_plan *p) {
+  int64_t M = mm->M, N = mm->N, K = mm->K;
   bool a32 = mm->a32, b32 = mm->b32, bt = mm->bt;
-  const tk_elem *epi = ep ? ep->e : NULL;
-  int dot_in = ep ? ep->dot_in : -1;
-  const bool *row = ep ? ep->row : NULL;
-  uint64_t b_once = ep ? ep->b_once : TK_NO_ONCE;
-  if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
-  int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
-  if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
-  if (K == 0) {
-    for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
-    return true;
-  }
-  int esa = a32 ? 4 : 2;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
@@ -456,18 +460,20 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
     }
     break;
   }
-  if (!once) b_once = TK_NO_ONCE;
-  /* f32 operands are converted in VMEM only by the resident plan. */
-  if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
-    tb_explain(b, "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
-               "does not fit VMEM whole (%llu of %llu KiB)",
-               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
-               epi ? "the epilogue" : av ? "a gathered A view" : "operands converted in VMEM",
-               (long long)K, (unsigned long long)(vtotal >> 10),
-               (unsigned long long)(b->t.vmem_bytes >> 10));
-    return false;
-  }
-  if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
+  *p = (mm_plan){Kt, Nt, Kp, nK, nN, Mb, Kc, nm, nbs, b32, once,
+                 apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot,
+                 aoff, boff, coff, saoff, sboff, eoff, scoff, vtotal};
+}
+
+/* --explain: the plan pl of mm. */
+static void mm_explain(tb *b, const tk_mm *mm, const tk_aview *av, const tk_elem *epi,
+                       const mm_plan *pl) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  int64_t Kt = pl->Kt, Nt = pl->Nt, Kp = pl->Kp, nK = pl->nK, nN = pl->nN, Mb = pl->Mb;
+  int64_t Kc = pl->Kc;
+  int nm = pl->nm;
+  bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  uint64_t vtotal = pl->vtotal;
   if (b->explain) {
     int64_t nMb_ = (M + Mb - 1) / Mb;
     tb_explain(b,
@@ -490,10 +496,25 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
                    ? ""
                    : "; the next row block's loads go out during the last panel group");
   }
-  if (Kc < Kp) {
-    chunked(b, mm, Mb, Kc, apanel, bpanel, boff, coff);
-    return true;
-  }
+}
+
+/* Emits mm on the resident plan pl (the whole K in VMEM). */
+static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep,
+                        const mm_plan *pl) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+  bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  const tk_elem *epi = ep ? ep->e : NULL;
+  int dot_in = ep ? ep->dot_in : -1;
+  const bool *row = ep ? ep->row : NULL;
+  uint64_t b_once = once ? ep->b_once : TK_NO_ONCE;
+  int esa = a32 ? 4 : 2;
+  int64_t Kt = pl->Kt, Nt = pl->Nt, Kp = pl->Kp, nK = pl->nK, nN = pl->nN, Mb = pl->Mb;
+  int nm = pl->nm, nbs = pl->nbs;
+  uint64_t apanel = pl->apanel, cblock = pl->cblock, bpanel = pl->bpanel;
+  uint64_t sa_slot = pl->sa_slot, sb_slot = pl->sb_slot, sc_slot = pl->sc_slot;
+  uint64_t aoff = pl->aoff, boff = pl->boff, coff = pl->coff, saoff = pl->saoff;
+  uint64_t sboff = pl->sboff, eoff = pl->eoff, scoff = pl->scoff;
   if (a32 && K % Kt) tk_vfill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
@@ -599,5 +620,34 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
     }
   if (pend.total) finish_upto(&fc, &pend, pend.total);
   if (q1) tb_dma_q1_drain(b);
+}
+
+static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  const tk_elem *epi = ep ? ep->e : NULL;
+  if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
+  int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
+  if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
+  if (K == 0) {
+    for (int64_t g = 0; g < G; g++) tk_fill(b, mm->C + (uint64_t)g * mm->C_g, M * N, 4, 0);
+    return true;
+  }
+  mm_plan pl;
+  mm_plan_make(b, mm, nx, ep ? ep->b_once : TK_NO_ONCE, &pl);
+  /* f32 operands are converted in VMEM only by the resident plan. */
+  if ((mm->a32 || pl.b32 || pl.once || av || epi) &&
+      (pl.Kc < pl.Kp || pl.vtotal > b->t.vmem_bytes)) {
+    tb_explain(b, "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
+               "does not fit VMEM whole (%llu of %llu KiB)",
+               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
+               epi ? "the epilogue" : av ? "a gathered A view" : "operands converted in VMEM",
+               (long long)K, (unsigned long long)(pl.vtotal >> 10),
+               (unsigned long long)(b->t.vmem_bytes >> 10));
+    return false;
+  }
+  if (!tb_vmem_fits(b, pl.vtotal, "a matmul's tiles")) return true;
+  mm_explain(b, mm, av, epi, &pl);
+  if (pl.Kc < pl.Kp) chunked(b, mm, pl.Mb, pl.Kc, pl.apanel, pl.bpanel, pl.boff, pl.coff);
+  else mm_resident(b, mm, av, ep, &pl);
   return true;
 }
