@@ -25,96 +25,6 @@ void tpu_info_free(tpu_compile_info *info) {
   info->explain = NULL;
 }
 
-/* Constants: collected here, copied into the image at the end. */
-typedef struct cconst cconst;
-typedef struct cpool {
-  VEC(tpub_const) v;
-  VEC(struct cconst) cache;
-  bool frozen;
-} cpool;
-
-static cpool *g_pool_of(tb *b) { return (cpool *)b->pool; }
-
-/* Constants live in the CONST section, written to HBM before the run, so
- * their regions must never have held scratch: compile.c creates every
- * constant before lowering starts (pool->frozen afterwards), and later
- * requests are answered from the cache (same literal, or a scalar with the
- * same type and bits). */
-typedef struct cconst {
-  const ir_literal *lit;
-  ir_type type;
-  uint32_t bits;
-  bool scalar;
-  tval *v;
-} cconst;
-
-static tval *const_lookup(cpool *p, const ir_literal *l) {
-  bool scalar = l->shape.type != IR_TUPLE && ir_shape_count(&l->shape) == 1 && l->shape.rank == 0;
-  for (int k = 0; k < p->cache.n; k++) {
-    cconst *c = &p->cache.v[k];
-    if (c->lit == l) return c->v;
-    if (scalar && c->scalar && c->type == l->shape.type && c->bits == lit_bits(l, 0)) return c->v;
-  }
-  return NULL;
-}
-
-static tval *const_new(lctx *x, const ir_literal *l);
-
-tval *tpu_const_value(lctx *x, const ir_literal *l) {
-  cpool *p = g_pool_of(x->b);
-  tval *v = const_lookup(p, l);
-  if (v) return v;
-  if (p->frozen) base_die("tpu: constant created after lowering started");
-  v = const_new(x, l);
-  bool scalar = l->shape.type != IR_TUPLE && l->shape.rank == 0;
-  cconst c = {l, l->shape.type, scalar ? lit_bits(l, 0) : 0, scalar, v};
-  VEC_PUSH(x->b->a, p->cache, c);
-  return v;
-}
-
-static tval *const_new(lctx *x, const ir_literal *l) {
-  tb *b = x->b;
-  if (l->shape.type == IR_TUPLE) {
-    tval *t = arena_alloc(b->a, sizeof *t);
-    t->tuple = true;
-    t->n = l->shape.ntuple;
-    t->elems = arena_array(b->a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
-    for (int k = 0; k < t->n; k++) t->elems[k] = const_new(x, l->elems[k]);
-    return t;
-  }
-  int64_t n = ir_shape_count(&l->shape);
-  tval *v = arena_alloc(b->a, sizeof *v);
-  v->type = l->shape.type;
-  v->rank = l->shape.rank;
-  v->count = n;
-  for (int k = 0; k < v->rank; k++) v->dims[k] = l->shape.dims[k];
-  int es = tv_esize(v->type);
-  uint64_t bytes = (uint64_t)n * (uint64_t)es;
-  v->buf = arena_alloc(b->a, sizeof *v->buf);
-  v->buf->bytes = bytes;
-  v->buf->refs = 1;
-  v->buf->owned = false;
-  v->buf->addr = tb_hbm_alloc(b, bytes);
-  if (b->failed) return v;
-  uint8_t *data = arena_try_alloc(b->a, bytes ? bytes : 1);
-  if (!data) {
-    tb_error(b, ST_OUT_OF_MEMORY, "out of memory for a constant of %llu bytes",
-             (unsigned long long)bytes);
-    return v;
-  }
-  for (int64_t k = 0; k < n; k++) {
-    uint32_t bits = lit_bits(l, k);
-    if (es == 2) {
-      uint16_t h = (uint16_t)(bits >> 16);
-      memcpy(data + k * 2, &h, 2);
-    } else {
-      memcpy(data + k * 4, &bits, 4);
-    }
-  }
-  tpub_const c = {v->buf->addr, bytes, data};
-  if (bytes) VEC_PUSH(b->a, g_pool_of(b)->v, c);
-  return v;
-}
 
 static int dtype_of(ir_type t) {
   switch (t) {
@@ -234,8 +144,8 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
  * (params pt[np], results rt[nr]) and op table, copied. NULL with the
  * reason in err when host memory runs out. */
 static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tensor *pt, int np,
-                                  const tpub_tensor *rt, int nr, const cpool *pool, char *err,
-                                  size_t errlen) {
+                                  const tpub_tensor *rt, int nr, const tv_pool *pool,
+                                  char *err, size_t errlen) {
   tpub_image *img = tpub_new(NULL);
   if (!img) goto oom;
   size_t sl = strlen(spec);
@@ -301,7 +211,7 @@ static tval **bind_params(lctx *x, arena *a, tpub_tensor **out_pt, int *out_n) {
 
 /* Step 2, the constant pool: every constant of the module, and the zeros
  * the lowerings pad with; frozen after. */
-static void place_constants(lctx *x, arena *a, cpool *pool) {
+static void place_constants(lctx *x, arena *a, tv_pool *pool) {
   const ir_module *m = x->m;
   tb *b = x->b;
   for (int c = 0; c < m->comps.n && !b->failed; c++)
@@ -310,7 +220,7 @@ static void place_constants(lctx *x, arena *a, cpool *pool) {
       if (in->op == IR_OP_CONSTANT && !in->dead) {
         b->loc = in->loc;
         b->opname = "constant";
-        tpu_const_value(x, in->a.literal);
+        tv_const(x->b, in->a.literal);
       }
     }
   b->opname = "constant";
@@ -318,7 +228,7 @@ static void place_constants(lctx *x, arena *a, cpool *pool) {
   static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
   for (size_t k = 0; k < COUNTOF(zt); k++) {
     ir_shape zs = ir_shape_scalar(zt[k]);
-    tpu_const_value(x, ir_literal_create(a, &zs));
+    tv_const(x->b, ir_literal_create(a, &zs));
   }
   pool->frozen = true;
 }
@@ -447,7 +357,7 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
 /* Step 5: the image of the finished build b, verified against tg. */
 static base_status finish_image(tb *b, const char *spec, const tgt_target *tg,
                                 const tpub_tensor *pt, int np, const tpub_tensor *rt, int nr,
-                                const cpool *pool, diag *d, tpub_image **out) {
+                                const tv_pool *pool, diag *d, tpub_image **out) {
   char err[256];
   /* Assemble the image (host allocations checked: out of memory is an
    * error, ST_OUT_OF_MEMORY). */
@@ -487,7 +397,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   strbuf explain;
   sb_init(&explain);
   if (o->explain && info) b.explain = &explain;
-  cpool pool = {0};
+  tv_pool pool = {0};
   b.pool = &pool;
   const ir_comp *entry = &m->comps.v[m->entry];
   b.attr_comp = entry;

@@ -54,7 +54,7 @@ void lower_inst(lctx *x, ir_id i) {
   switch (in->op) {
   case IR_OP_PARAMETER: x->val[i] = tv_ref(b, x->params[in->a.parameter_number]); break;
   /* Constants become CONST entries of the image: see compile.c's pool. */
-  case IR_OP_CONSTANT: x->val[i] = tpu_const_value(x, in->a.literal); break;
+  case IR_OP_CONSTANT: x->val[i] = tv_const(x->b, in->a.literal); break;
   case IR_OP_IOTA: lower_iota(x, i); break;
   case IR_OP_BROADCAST: lower_broadcast(x, i); break;
   case IR_OP_RESHAPE:
@@ -161,6 +161,136 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
   return r;
 }
 
+/* The uses of a computation's instructions: users[i] the last user of
+ * i, and every user of i, once per operand edge, in increasing order:
+ * ulist[uoff[i] .. uoff[i + 1]). x->rem counts them (the root one more). */
+typedef struct uses {
+  int32_t *users, *uoff, *ulist;
+} uses;
+
+static void count_uses(lctx *x, uses *u) {
+  const ir_comp *comp = x->comp;
+  arena *a = x->b->a;
+  int n = comp->insts.n;
+  u->users = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead) continue;
+    for (int k = 0; k < in->nops; k++) {
+      x->rem[in->ops[k]]++;
+      u->users[in->ops[k]] = i;
+    }
+  }
+  u->uoff = arena_array(a, (size_t)n + 2, sizeof(int32_t));
+  for (int i = 0; i < n; i++) u->uoff[i + 1] = u->uoff[i] + x->rem[i];
+  u->ulist = arena_array(a, (size_t)u->uoff[n] + 1, sizeof(int32_t));
+  int32_t *ufill = arena_array(a, (size_t)n + 1, sizeof(int32_t));
+  for (int j = 0; j < n; j++) {
+    const ir_inst *in = &comp->insts.v[j];
+    if (in->dead) continue;
+    for (int k = 0; k < in->nops; k++) u->ulist[u->uoff[in->ops[k]] + ufill[in->ops[k]]++] = j;
+  }
+  x->rem[comp->root]++;
+}
+
+/* Whether every use of instruction i is elementwise and in the root's
+ * program (the root, or deferred). */
+static bool used_in_root_program(const lctx *x, const uses *u, ir_id i) {
+  const ir_comp *comp = x->comp;
+  for (int q = u->uoff[i]; q < u->uoff[i + 1]; q++) {
+    ir_id j = u->ulist[q];
+    if (!lower_is_elem(&comp->insts.v[j]) || !(j == comp->root || x->deferred[j])) return false;
+  }
+  return true;
+}
+
+/* Deferral: an elementwise instruction with a single use by an
+ * elementwise op of the same element count is computed in its user's
+ * program (x->deferred), within cut_programs' bounds. */
+static void plan_deferral(lctx *x, const uses *u) {
+  const ir_comp *comp = x->comp;
+  for (int i = 0; i < comp->insts.n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || !lower_is_elem(in) || x->rem[i] != 1 || i == comp->root) continue;
+    const ir_inst *us = &comp->insts.v[u->users[i]];
+    if (!lower_is_elem(us) || us->shape.type == IR_TUPLE) continue;
+    int64_t a = 1, bb = 1;
+    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+    for (int k = 0; k < us->shape.rank; k++) bb *= us->shape.dims[k];
+    if (a == bb) x->deferred[i] = true;
+  }
+  cut_programs(x);
+}
+
+/* Broadcasts of an f32 vector over the dot x->epi_dot's N dims (a bias)
+ * used only inside the root's program: the epilogue reads the vector as
+ * a row (x->row_bcast). */
+static void plan_row_broadcasts(lctx *x, const uses *u) {
+  const ir_comp *comp = x->comp;
+  int n = comp->insts.n;
+  const ir_inst *dt = &comp->insts.v[x->epi_dot];
+  int nN = comp->insts.v[dt->ops[1]].shape.rank - dt->a.rhs_batch.n - dt->a.rhs_contracting.n;
+  x->row_bcast = arena_array(x->b->a, (size_t)n + 1, sizeof(bool));
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    const ir_inst *o = in->nops ? &comp->insts.v[in->ops[0]] : NULL;
+    if (in->dead || in->op != IR_OP_BROADCAST || !o || o->shape.type != IR_F32 ||
+        o->shape.rank != nN || nN < 1 || in->shape.rank != dt->shape.rank ||
+        in->a.dimensions.n != nN || lower_splat(x, i))
+      continue;
+    bool ok = true;
+    for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
+    x->row_bcast[i] = ok && used_in_root_program(x, u, i) && i != comp->root;
+  }
+}
+
+/* A fusion computation whose f32 elementwise root reaches a dot through
+ * deferred elementwise ops (a kOutput fusion) lowers that dot with the
+ * root's program as its epilogue (lower_elementwise): x->epi_dot, and the
+ * ops that join the root's program for it. */
+static void plan_epilogue(lctx *x, const uses *u) {
+  const ir_comp *comp = x->comp;
+  int n = comp->insts.n;
+  const ir_inst *rt = comp->root >= 0 ? &comp->insts.v[comp->root] : NULL;
+  if (!x->params || !rt || !lower_is_elem(rt) || rt->shape.type != IR_F32 ||
+      x->deferred[comp->root])
+    return;
+  int64_t rc = 1;
+  for (int k = 0; k < rt->shape.rank; k++) rc *= rt->shape.dims[k];
+  /* Elementwise ops of the root's element count whose every use is in
+   * the root's program join it even when used more than once (the
+   * program shares their node: dag.memo), so that the whole epilogue
+   * (e.g. GELU of a biased dot) is one program. Reverse order: users
+   * are decided first. */
+  bool has_dot = false;
+  for (int i = 0; i < n; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    has_dot |= !in->dead && in->op == IR_OP_DOT && x->rem[i] == 1 && in->shape.type == IR_F32;
+  }
+  for (int i = n - 1; i >= 0 && has_dot; i--) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || !lower_is_elem(in) || i == comp->root || x->deferred[i] || x->rem[i] < 1 ||
+        in->shape.type == IR_TUPLE)
+      continue;
+    int64_t a = 1;
+    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+    if (a == rc && used_in_root_program(x, u, i)) x->deferred[i] = true;
+  }
+  cut_programs(x);
+  for (int i = 0; i < n && x->epi_dot == IR_NONE; i++) {
+    const ir_inst *in = &comp->insts.v[i];
+    if (in->dead || in->op != IR_OP_DOT || x->rem[i] != 1 || in->shape.type != IR_F32) continue;
+    int64_t dc = 1;
+    for (int k = 0; k < in->shape.rank; k++) dc *= in->shape.dims[k];
+    ir_id us = u->users[i];
+    if (dc == rc && (us == comp->root || x->deferred[us]) && lower_is_elem(&comp->insts.v[us]))
+      x->epi_dot = i;
+  }
+  if (x->epi_dot != IR_NONE) plan_row_broadcasts(x, u);
+}
+
+/* The steps: uses counted, deferral and the epilogue planned, then every
+ * instruction not computed inside another's program lowered in order. */
 static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **params,
                              ir_precision prec, bool root_bf16) {
   const ir_comp *comp = &m->comps.v[c];
@@ -177,103 +307,10 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
   x.val = arena_array(b->a, (size_t)n + 1, sizeof(tval *));
   x.rem = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
   x.deferred = arena_array(b->a, (size_t)n + 1, sizeof(bool));
-  int32_t *users = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
-  for (int i = 0; i < n; i++) {
-    const ir_inst *in = &comp->insts.v[i];
-    if (in->dead) continue;
-    for (int k = 0; k < in->nops; k++) {
-      x.rem[in->ops[k]]++;
-      users[in->ops[k]] = i;
-    }
-  }
-  /* Every user of instruction i, once per operand edge, in increasing
-   * order: ulist[uoff[i] .. uoff[i + 1]). */
-  int32_t *uoff = arena_array(b->a, (size_t)n + 2, sizeof(int32_t));
-  for (int i = 0; i < n; i++) uoff[i + 1] = uoff[i] + x.rem[i];
-  int32_t *ulist = arena_array(b->a, (size_t)uoff[n] + 1, sizeof(int32_t));
-  int32_t *ufill = arena_array(b->a, (size_t)n + 1, sizeof(int32_t));
-  for (int j = 0; j < n; j++) {
-    const ir_inst *u = &comp->insts.v[j];
-    if (u->dead) continue;
-    for (int k = 0; k < u->nops; k++) ulist[uoff[u->ops[k]] + ufill[u->ops[k]]++] = j;
-  }
-  x.rem[comp->root]++;
-  /* Deferral: single use by an elementwise op of the same element count. */
-  for (int i = 0; i < n; i++) {
-    const ir_inst *in = &comp->insts.v[i];
-    if (in->dead || !lower_is_elem(in) || x.rem[i] != 1 || i == comp->root) continue;
-    const ir_inst *u = &comp->insts.v[users[i]];
-    if (!lower_is_elem(u) || u->shape.type == IR_TUPLE) continue;
-    int64_t a = 1, bb = 1;
-    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
-    for (int k = 0; k < u->shape.rank; k++) bb *= u->shape.dims[k];
-    if (a == bb) x.deferred[i] = true;
-  }
-  cut_programs(&x);
-  /* A fusion computation whose f32 elementwise root reaches a dot through
-   * deferred elementwise ops (a kOutput fusion) lowers that dot with the
-   * root's program as its epilogue (lower_elementwise). */
-  const ir_inst *rt = comp->root >= 0 ? &comp->insts.v[comp->root] : NULL;
-  if (params && rt && lower_is_elem(rt) && rt->shape.type == IR_F32 && !x.deferred[comp->root]) {
-    int64_t rc = 1;
-    for (int k = 0; k < rt->shape.rank; k++) rc *= rt->shape.dims[k];
-    /* Elementwise ops of the root's element count whose every use is in
-     * the root's program join it even when used more than once (the
-     * program shares their node: dag.memo), so that the whole epilogue
-     * (e.g. GELU of a biased dot) is one program. Reverse order: users
-     * are decided first. */
-    bool has_dot = false;
-    for (int i = 0; i < n; i++) {
-      const ir_inst *in = &comp->insts.v[i];
-      has_dot |= !in->dead && in->op == IR_OP_DOT && x.rem[i] == 1 && in->shape.type == IR_F32;
-    }
-    for (int i = n - 1; i >= 0 && has_dot; i--) {
-      const ir_inst *in = &comp->insts.v[i];
-      if (in->dead || !lower_is_elem(in) || i == comp->root || x.deferred[i] || x.rem[i] < 1 ||
-          in->shape.type == IR_TUPLE)
-        continue;
-      int64_t a = 1;
-      for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
-      bool all = a == rc;
-      for (int q = uoff[i]; q < uoff[i + 1] && all; q++) {
-        ir_id j = ulist[q];
-        all = lower_is_elem(&comp->insts.v[j]) && (j == comp->root || x.deferred[j]);
-      }
-      if (all) x.deferred[i] = true;
-    }
-    cut_programs(&x);
-    for (int i = 0; i < n && x.epi_dot == IR_NONE; i++) {
-      const ir_inst *in = &comp->insts.v[i];
-      if (in->dead || in->op != IR_OP_DOT || x.rem[i] != 1 || in->shape.type != IR_F32) continue;
-      int64_t dc = 1;
-      for (int k = 0; k < in->shape.rank; k++) dc *= in->shape.dims[k];
-      ir_id u = users[i];
-      if (dc == rc && (u == comp->root || x.deferred[u]) && lower_is_elem(&comp->insts.v[u]))
-        x.epi_dot = i;
-    }
-    /* Broadcasts of an f32 vector over the dot's N dims (a bias) used only
-     * inside the program: the epilogue reads the vector as a row. */
-    if (x.epi_dot != IR_NONE) {
-      const ir_inst *dt = &comp->insts.v[x.epi_dot];
-      int nN = comp->insts.v[dt->ops[1]].shape.rank - dt->a.rhs_batch.n - dt->a.rhs_contracting.n;
-      x.row_bcast = arena_array(b->a, (size_t)n + 1, sizeof(bool));
-      for (int i = 0; i < n; i++) {
-        const ir_inst *in = &comp->insts.v[i];
-        const ir_inst *o = in->nops ? &comp->insts.v[in->ops[0]] : NULL;
-        if (in->dead || in->op != IR_OP_BROADCAST || !o || o->shape.type != IR_F32 ||
-            o->shape.rank != nN || nN < 1 || in->shape.rank != dt->shape.rank ||
-            in->a.dimensions.n != nN || lower_splat(&x, i))
-          continue;
-        bool ok = true;
-        for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
-        for (int q = uoff[i]; q < uoff[i + 1] && ok; q++) {
-          ir_id j = ulist[q];
-          ok = lower_is_elem(&comp->insts.v[j]) && (j == comp->root || x.deferred[j]);
-        }
-        x.row_bcast[i] = ok && i != comp->root;
-      }
-    }
-  }
+  uses u;
+  count_uses(&x, &u);
+  plan_deferral(&x, &u);
+  plan_epilogue(&x, &u);
   for (int i = 0; i < n && !b->failed; i++) {
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || x.deferred[i] || i == x.epi_dot || (x.row_bcast && x.row_bcast[i])) continue;
@@ -281,7 +318,8 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
      * immediates. */
     if (lower_splat(&x, i) && in->op == IR_OP_BROADCAST && i != comp->root) {
       bool all = true;
-      for (int q = uoff[i]; q < uoff[i + 1] && all; q++) all = lower_is_elem(&comp->insts.v[ulist[q]]);
+      for (int q = u.uoff[i]; q < u.uoff[i + 1] && all; q++)
+        all = lower_is_elem(&comp->insts.v[u.ulist[q]]);
       if (all) {
         x.deferred[i] = true;
         continue;

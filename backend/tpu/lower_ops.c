@@ -25,7 +25,7 @@ static tval *scalar_const(lctx *x, ir_type t, double v) {
   ir_shape s = ir_shape_scalar(t);
   ir_literal *l = ir_literal_create(x->b->a, &s);
   ir_literal_set_f64(l, 0, v);
-  return tpu_const_value(x, l);
+  return tv_const(x->b, l);
 }
 
 /* ---- scalar computations as elementwise programs ----------------------------- */

@@ -1,7 +1,7 @@
 /* value.c: the values of the lowering (value.h): HBM buffers shared by
- * reference count, and the value-to-value operations the op lowerings
- * share (convert, bf16 parts, broadcast, transpose, pad), each one
- * kernel. Calls the builder and the kernels only. */
+ * reference count, the constant pool, and the value-to-value operations
+ * the op lowerings share (convert, bf16 parts, broadcast, transpose,
+ * pad), each one kernel. Calls the builder and the kernels only. */
 #include "backend/tpu/value.h"
 
 int tv_esize(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
@@ -178,3 +178,85 @@ tval *tv_pad(tb *b, const tval *v, const tval *pv, const ir_padding_dim *pd, ir_
   return out;
 }
 
+static tv_pool *g_pool_of(tb *b) { return (tv_pool *)b->pool; }
+
+/* Constants live in the CONST section (compile.c copies the pool into
+ * the image), written to HBM before the run, so
+ * their regions must never have held scratch: compile.c creates every
+ * constant before lowering starts (pool->frozen afterwards), and later
+ * requests are answered from the cache (same literal, or a scalar with the
+ * same type and bits). */
+struct tv_cconst {
+  const ir_literal *lit;
+  ir_type type;
+  uint32_t bits;
+  bool scalar;
+  tval *v;
+};
+
+static tval *const_lookup(tv_pool *p, const ir_literal *l) {
+  bool scalar = l->shape.type != IR_TUPLE && ir_shape_count(&l->shape) == 1 && l->shape.rank == 0;
+  for (int k = 0; k < p->cache.n; k++) {
+    const tv_cconst *c = &p->cache.v[k];
+    if (c->lit == l) return c->v;
+    if (scalar && c->scalar && c->type == l->shape.type && c->bits == lit_bits(l, 0)) return c->v;
+  }
+  return NULL;
+}
+
+static tval *const_new(tb *b, const ir_literal *l);
+
+tval *tv_const(tb *b, const ir_literal *l) {
+  tv_pool *p = g_pool_of(b);
+  tval *v = const_lookup(p, l);
+  if (v) return v;
+  if (p->frozen) base_die("tpu: constant created after lowering started");
+  v = const_new(b, l);
+  bool scalar = l->shape.type != IR_TUPLE && l->shape.rank == 0;
+  tv_cconst c = {l, l->shape.type, scalar ? lit_bits(l, 0) : 0, scalar, v};
+  VEC_PUSH(b->a, p->cache, c);
+  return v;
+}
+
+static tval *const_new(tb *b, const ir_literal *l) {
+  if (l->shape.type == IR_TUPLE) {
+    tval *t = arena_alloc(b->a, sizeof *t);
+    t->tuple = true;
+    t->n = l->shape.ntuple;
+    t->elems = arena_array(b->a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
+    for (int k = 0; k < t->n; k++) t->elems[k] = const_new(b, l->elems[k]);
+    return t;
+  }
+  int64_t n = ir_shape_count(&l->shape);
+  tval *v = arena_alloc(b->a, sizeof *v);
+  v->type = l->shape.type;
+  v->rank = l->shape.rank;
+  v->count = n;
+  for (int k = 0; k < v->rank; k++) v->dims[k] = l->shape.dims[k];
+  int es = tv_esize(v->type);
+  uint64_t bytes = (uint64_t)n * (uint64_t)es;
+  v->buf = arena_alloc(b->a, sizeof *v->buf);
+  v->buf->bytes = bytes;
+  v->buf->refs = 1;
+  v->buf->owned = false;
+  v->buf->addr = tb_hbm_alloc(b, bytes);
+  if (b->failed) return v;
+  uint8_t *data = arena_try_alloc(b->a, bytes ? bytes : 1);
+  if (!data) {
+    tb_error(b, ST_OUT_OF_MEMORY, "out of memory for a constant of %llu bytes",
+             (unsigned long long)bytes);
+    return v;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    uint32_t bits = lit_bits(l, k);
+    if (es == 2) {
+      uint16_t h = (uint16_t)(bits >> 16);
+      memcpy(data + k * 2, &h, 2);
+    } else {
+      memcpy(data + k * 4, &bits, 4);
+    }
+  }
+  tpub_const c = {v->buf->addr, bytes, data};
+  if (bytes) VEC_PUSH(b->a, g_pool_of(b)->v, c);
+  return v;
+}

@@ -42,6 +42,20 @@ uint64_t tv_addr(const tval *v);
 /* Internal 32-bit register bits of element idx of a literal. */
 uint32_t lit_bits(const ir_literal *l, int64_t idx);
 
+/* The constant pool of a build (b->pool): every constant's bytes, for the
+ * image's CONST section, and a cache of the values made. */
+typedef struct tv_cconst tv_cconst;
+typedef struct tv_pool {
+  VEC(tpub_const) v;
+  VEC(tv_cconst) cache;
+  bool frozen; /* every constant made: lowering has started */
+} tv_pool;
+/* The value of constant l (in the pool; the same value again for the
+ * same literal, or a scalar of the same type and bits). Every constant
+ * is made before lowering starts (a later new one is an internal error):
+ * its HBM region must never have held scratch. */
+tval *tv_const(tb *b, const ir_literal *l);
+
 /* New values computed from v, each by one kernel: */
 /* v converted (elementwise) to type t. */
 tval *tv_convert(tb *b, const tval *v, ir_type t);
