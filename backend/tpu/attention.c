@@ -793,8 +793,8 @@ static void one_op(tb *b, tk_elem *e, ir_op op, int nargs, bool swap) {
 /* VMEM the kernel's buffers may take on target t. */
 static uint64_t vmem_budget(const tgt_target *t) { return t->vmem_bytes - t->vmem_bytes / 8; }
 
-const char *tpu_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
-                                  const char **out_plan) {
+const char *lower_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                    const char **out_plan) {
   /* The two sets of a group's f32 scores and bf16 P^T, Sk rows of
    * SLOTS x LANES queries each (plan_sizes' st and pt): what grows with
    * the keys. */

@@ -7,12 +7,12 @@
 
 static const char *row_reduce_refusal(const pass_target *t, ir_op op, int64_t R, int64_t O,
                                       arena *a) {
-  return tpu_row_reduce_refusal(t->self, op, R, O, a);
+  return lower_rows_refusal(t->self, op, R, O, a);
 }
 
 static const char *attention_refusal(const pass_target *t, int64_t rows, int64_t sk, arena *a,
                                      const char **out_plan) {
-  return tpu_attention_refusal(t->self, rows, sk, a, out_plan);
+  return lower_attention_refusal(t->self, rows, sk, a, out_plan);
 }
 
 void tpu_pass_target(const tgt_target *t, pass_target *out) {

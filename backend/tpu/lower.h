@@ -106,11 +106,10 @@ void lower_reduce_window(lctx *x, ir_id i);
  * one row kernel, false (nothing emitted) when its computation is not a
  * row program or 8 rows do not fit VMEM. */
 bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os);
-/* pass_target.row_reduce_refusal for target t (passes/passes.h). */
-const char *tpu_row_reduce_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O,
-                                   arena *a);
 bool lower_row_reduce(lctx *x, ir_id i);
 bool lower_rows_fusion(lctx *x, ir_id i, bool out_bf16);
+/* pass_target.row_reduce_refusal for target t (passes/passes.h). */
+const char *lower_rows_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O, arena *a);
 
 /* attention.c: fusion instruction i (kCustom) as one fused attention
  * kernel, the scores kept in VMEM, its f32 result stored rounded to bf16
@@ -122,7 +121,7 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16);
  * whatever its operands' storage (f32, or bf16: it reads both). */
 bool lower_attention_takes(const lctx *x, ir_id i);
 /* pass_target.attention_refusal for target t (passes/passes.h). */
-const char *tpu_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
-                                  const char **out_plan);
+const char *lower_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                    const char **out_plan);
 
 #endif

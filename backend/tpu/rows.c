@@ -511,8 +511,7 @@ bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *
   return !(op == IR_OP_ADD && lower_tree_fold(R, O));
 }
 
-const char *tpu_row_reduce_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O,
-                                   arena *a) {
+const char *lower_rows_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O, arena *a) {
   if (op == IR_OP_ADD && lower_tree_fold(R, O))
     return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
   /* 8 rows of every input must fit VMEM beside the kernel's other
