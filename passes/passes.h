@@ -28,14 +28,13 @@ struct pass_target {
    * (layout) and TPU numerics (constfold). NULL: no TPU; layouts take the
    * 8 x 128 default tiles, constant folding the default numerics. */
   const struct tgt_target *tpu;
-  const void *self;            /* the backend's state for its answers */
+  const void *self; /* the backend's state for its answers */
   /* Why an f32 reduce with the one-op reducer `op` (add, maximum or
    * minimum) over the R trailing elements of each of O rows cannot join
    * a row fusion (the target running it with its elementwise producers
    * and consumers as one row kernel); NULL when it can. Default (NULL
    * hook): it can. */
-  const char *(*row_reduce_refusal)(const pass_target *t, ir_op op, int64_t R, int64_t O,
-                                    arena *a);
+  const char *(*row_reduce_refusal)(const pass_target *t, ir_op op, int64_t R, int64_t O, arena *a);
   /* Whether the attention pattern of passes/fusion.c with `rows` query
    * rows of sk keys each runs as one fused kernel (kCustom): NULL when it
    * does, with *out_plan saying what it keeps in on-chip memory; else the

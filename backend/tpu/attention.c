@@ -807,11 +807,11 @@ const char *lower_attention_refusal(const tgt_target *t, int64_t rows, int64_t s
                         (unsigned long long)(have >> 10), t->preset);
   if (rows == 1 && lower_tree_fold(sk, rows))
     return "one row of 4096 keys or more: the backend sums it as a tree";
-  *out_plan = arena_printf(a,
-                       "the scores stay in VMEM (%llu KiB for two groups of %d queries, of %llu "
-                       "KiB on %s)",
-                       (unsigned long long)(need >> 10), SLOTS * LANES,
-                       (unsigned long long)(have >> 10), t->preset);
+  *out_plan = arena_printf(
+      a,
+      "the scores stay in VMEM (%llu KiB for two groups of %d queries, of %llu "
+      "KiB on %s)",
+      (unsigned long long)(need >> 10), SLOTS * LANES, (unsigned long long)(have >> 10), t->preset);
   return NULL;
 }
 
@@ -913,8 +913,7 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
   for (int s = 0; s < 2; s++) {
     uint64_t o = (uint64_t)s * p.set, row = SLOTS * LANES * 2; /* a P^T key row: 2 KiB */
     tk_vfill(b, o + p.qs, p.set - p.qs, 0);
-    if (p.L > a.Sk)
-      tk_vfill(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row, 0);
+    if (p.L > a.Sk) tk_vfill(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row, 0);
   }
   if (a.q.es == 2 || a.k.es == 2) tk_vfill(b, p.tiles, 3 * p.tset, 0); /* their pads */
   /* Order (docs/tpu-backend.md): a unit that must wait for another waits

@@ -25,7 +25,6 @@ void tpu_info_free(tpu_compile_info *info) {
   info->explain = NULL;
 }
 
-
 static int dtype_of(ir_type t) {
   switch (t) {
   case IR_PRED: return TPUB_PRED;
@@ -144,8 +143,8 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
  * (params pt[np], results rt[nr]) and op table, copied. NULL with the
  * reason in err when host memory runs out. */
 static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tensor *pt, int np,
-                                  const tpub_tensor *rt, int nr, const tv_pool *pool,
-                                  char *err, size_t errlen) {
+                                  const tpub_tensor *rt, int nr, const tv_pool *pool, char *err,
+                                  size_t errlen) {
   tpub_image *img = tpub_new(NULL);
   if (!img) goto oom;
   size_t sl = strlen(spec);
@@ -250,8 +249,9 @@ static void place_results(tb *b, arena *a, const ir_comp *entry, tval *root, tpu
   for (int k = 0; k < rs.n && !b->failed; k++) {
     const ir_shape *s = &rs.v[k];
     if (s->rank > TPUB_MAX_RANK) {
-      tb_error(b, ST_UNSUPPORTED, "result of rank %d: a TPU program's results have at most %d dimensions",
-               s->rank, TPUB_MAX_RANK);
+      tb_error(b, ST_UNSUPPORTED,
+               "result of rank %d: a TPU program's results have at most %d dimensions", s->rank,
+               TPUB_MAX_RANK);
       break;
     }
     tval *v = rv.v[k];
@@ -328,9 +328,10 @@ static void fill_info(tpu_compile_info *info, const tb *b, arena *a, double seco
   memset(info, 0, sizeof *info);
   info->flops = b->flops;
   info->mxu_passes = (uint64_t)b->max_passes;
-  info->precision = b->flops == 0 ? "none" : b->max_passes == 6 ? "bf16x6 (HIGHEST)"
-                                         : b->max_passes == 3 ? "bf16x3 (HIGH)"
-                                                              : "bf16 (1 pass, DEFAULT)";
+  info->precision = b->flops == 0        ? "none"
+                    : b->max_passes == 6 ? "bf16x6 (HIGHEST)"
+                    : b->max_passes == 3 ? "bf16x3 (HIGH)"
+                                         : "bf16 (1 pass, DEFAULT)";
   info->hbm_peak = b->hbm_peak;
   info->vmem_peak = b->vmem_peak;
   info->instructions = (uint64_t)b->code.n;
@@ -427,7 +428,8 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     if (b.explain) info->explain = strdup(sb_str(&explain));
   }
   sb_free(&explain);
-  base_status st = b.failed ? b.status : finish_image(&b, spec, &tg, pt, npt, rt, nrt, &pool, d, out);
+  base_status st =
+      b.failed ? b.status : finish_image(&b, spec, &tg, pt, npt, rt, nrt, &pool, d, out);
   arena_destroy(a);
   return st;
 }

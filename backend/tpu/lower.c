@@ -31,7 +31,8 @@ static void lower_fusion(lctx *x, ir_id i) {
                   "fit VMEM, or it holds an op the row kernel lacks): lowered instruction by "
                   "instruction");
   tval **ps = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
-  for (int k = 0; k < in->nops; k++) ps[k] = x->val[in->ops[k]];
+  for (int k = 0; k < in->nops; k++)
+    ps[k] = x->val[in->ops[k]];
   x->val[i] = lower_comp_ex(b, x->m, in->calls[0], ps, x->precision, bf);
   b->loc = in->loc;
   b->opname = ir_op_name(in->op);
@@ -52,20 +53,38 @@ void lower_inst(lctx *x, ir_id i) {
   /* false: the lowering consumed the operand edges it read (x->pending) */
   bool consume_ops = true;
   switch (in->op) {
-  case IR_OP_PARAMETER: x->val[i] = tv_ref(b, x->params[in->a.parameter_number]); break;
+  case IR_OP_PARAMETER:
+    x->val[i] = tv_ref(b, x->params[in->a.parameter_number]);
+    break;
   /* Constants become CONST entries of the image: see compile.c's pool. */
-  case IR_OP_CONSTANT: x->val[i] = tv_const(x->b, in->a.literal); break;
-  case IR_OP_IOTA: lower_iota(x, i); break;
-  case IR_OP_BROADCAST: lower_broadcast(x, i); break;
+  case IR_OP_CONSTANT:
+    x->val[i] = tv_const(x->b, in->a.literal);
+    break;
+  case IR_OP_IOTA:
+    lower_iota(x, i);
+    break;
+  case IR_OP_BROADCAST:
+    lower_broadcast(x, i);
+    break;
   case IR_OP_RESHAPE:
   case IR_OP_COPY:
     x->val[i] = tv_alias(b, ov, in->shape.type, in->shape.rank, in->shape.dims);
     break;
-  case IR_OP_BITCAST_CONVERT: consume_ops = lower_bitcast(x, i); break;
-  case IR_OP_TRANSPOSE: x->val[i] = tv_transpose(b, ov, in->a.dimensions.v); break;
-  case IR_OP_SLICE: lower_slice(x, i); break;
-  case IR_OP_REVERSE: lower_reverse(x, i); break;
-  case IR_OP_CONCATENATE: lower_concatenate(x, i); break;
+  case IR_OP_BITCAST_CONVERT:
+    consume_ops = lower_bitcast(x, i);
+    break;
+  case IR_OP_TRANSPOSE:
+    x->val[i] = tv_transpose(b, ov, in->a.dimensions.v);
+    break;
+  case IR_OP_SLICE:
+    lower_slice(x, i);
+    break;
+  case IR_OP_REVERSE:
+    lower_reverse(x, i);
+    break;
+  case IR_OP_CONCATENATE:
+    lower_concatenate(x, i);
+    break;
   case IR_OP_PAD:
     x->val[i] = tv_pad(b, ov, x->val[in->ops[1]], in->a.padding, in->shape.type);
     break;
@@ -75,12 +94,22 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_CONVOLUTION:
     if (!lower_pointwise_conv(x, i)) lower_conv(x, i);
     break;
-  case IR_OP_REDUCE: lower_reduce(x, i); break;
-  case IR_OP_REDUCE_WINDOW: lower_reduce_window(x, i); break;
+  case IR_OP_REDUCE:
+    lower_reduce(x, i);
+    break;
+  case IR_OP_REDUCE_WINDOW:
+    lower_reduce_window(x, i);
+    break;
   case IR_OP_ALL_REDUCE:
-  case IR_OP_TUPLE: lower_tuple(x, i); break;
-  case IR_OP_GET_TUPLE_ELEMENT: x->val[i] = tv_ref(b, ov->elems[in->a.index]); break;
-  case IR_OP_FUSION: lower_fusion(x, i); break;
+  case IR_OP_TUPLE:
+    lower_tuple(x, i);
+    break;
+  case IR_OP_GET_TUPLE_ELEMENT:
+    x->val[i] = tv_ref(b, ov->elems[in->a.index]);
+    break;
+  case IR_OP_FUSION:
+    lower_fusion(x, i);
+    break;
   default:
     if (lower_is_elem(in)) {
       lower_elementwise(x, i);
@@ -91,9 +120,11 @@ void lower_inst(lctx *x, ir_id i) {
     return;
   }
   if (consume_ops)
-    for (int k = 0; k < in->nops; k++) consume(x, in->ops[k]);
+    for (int k = 0; k < in->nops; k++)
+      consume(x, in->ops[k]);
   else
-    for (int k = 0; k < x->pending.n; k++) consume(x, x->pending.v[k]);
+    for (int k = 0; k < x->pending.n; k++)
+      consume(x, x->pending.v[k]);
 }
 
 /* ---- computations ------------------------------------------------------------ */
@@ -182,13 +213,15 @@ static void count_uses(lctx *x, uses *u) {
     }
   }
   u->uoff = arena_array(a, (size_t)n + 2, sizeof(int32_t));
-  for (int i = 0; i < n; i++) u->uoff[i + 1] = u->uoff[i] + x->rem[i];
+  for (int i = 0; i < n; i++)
+    u->uoff[i + 1] = u->uoff[i] + x->rem[i];
   u->ulist = arena_array(a, (size_t)u->uoff[n] + 1, sizeof(int32_t));
   int32_t *ufill = arena_array(a, (size_t)n + 1, sizeof(int32_t));
   for (int j = 0; j < n; j++) {
     const ir_inst *in = &comp->insts.v[j];
     if (in->dead) continue;
-    for (int k = 0; k < in->nops; k++) u->ulist[u->uoff[in->ops[k]] + ufill[in->ops[k]]++] = j;
+    for (int k = 0; k < in->nops; k++)
+      u->ulist[u->uoff[in->ops[k]] + ufill[in->ops[k]]++] = j;
   }
   x->rem[comp->root]++;
 }
@@ -215,8 +248,10 @@ static void plan_deferral(lctx *x, const uses *u) {
     const ir_inst *us = &comp->insts.v[u->users[i]];
     if (!lower_is_elem(us) || us->shape.type == IR_TUPLE) continue;
     int64_t a = 1, bb = 1;
-    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
-    for (int k = 0; k < us->shape.rank; k++) bb *= us->shape.dims[k];
+    for (int k = 0; k < in->shape.rank; k++)
+      a *= in->shape.dims[k];
+    for (int k = 0; k < us->shape.rank; k++)
+      bb *= us->shape.dims[k];
     if (a == bb) x->deferred[i] = true;
   }
   cut_programs(x);
@@ -239,7 +274,8 @@ static void plan_row_broadcasts(lctx *x, const uses *u) {
         in->a.dimensions.n != nN || lower_splat(x, i))
       continue;
     bool ok = true;
-    for (int k = 0; k < nN; k++) ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
+    for (int k = 0; k < nN; k++)
+      ok &= in->a.dimensions.v[k] == in->shape.rank - nN + k;
     x->row_bcast[i] = ok && used_in_root_program(x, u, i) && i != comp->root;
   }
 }
@@ -256,7 +292,8 @@ static void plan_epilogue(lctx *x, const uses *u) {
       x->deferred[comp->root])
     return;
   int64_t rc = 1;
-  for (int k = 0; k < rt->shape.rank; k++) rc *= rt->shape.dims[k];
+  for (int k = 0; k < rt->shape.rank; k++)
+    rc *= rt->shape.dims[k];
   /* Elementwise ops of the root's element count whose every use is in
    * the root's program join it even when used more than once (the
    * program shares their node: dag.memo), so that the whole epilogue
@@ -273,7 +310,8 @@ static void plan_epilogue(lctx *x, const uses *u) {
         in->shape.type == IR_TUPLE)
       continue;
     int64_t a = 1;
-    for (int k = 0; k < in->shape.rank; k++) a *= in->shape.dims[k];
+    for (int k = 0; k < in->shape.rank; k++)
+      a *= in->shape.dims[k];
     if (a == rc && used_in_root_program(x, u, i)) x->deferred[i] = true;
   }
   cut_programs(x);
@@ -281,7 +319,8 @@ static void plan_epilogue(lctx *x, const uses *u) {
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || in->op != IR_OP_DOT || x->rem[i] != 1 || in->shape.type != IR_F32) continue;
     int64_t dc = 1;
-    for (int k = 0; k < in->shape.rank; k++) dc *= in->shape.dims[k];
+    for (int k = 0; k < in->shape.rank; k++)
+      dc *= in->shape.dims[k];
     ir_id us = u->users[i];
     if (dc == rc && (us == comp->root || x->deferred[us]) && lower_is_elem(&comp->insts.v[us]))
       x->epi_dot = i;

@@ -41,7 +41,6 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
  * parameters in order; outputs its root (or the root tuple's elements). */
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 
-
 /* lower_move.c: data movement and tuples; the result goes to x->val[i]. */
 void lower_broadcast(lctx *x, ir_id i);
 void lower_slice(lctx *x, ir_id i);

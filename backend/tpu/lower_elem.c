@@ -23,7 +23,8 @@ const ir_literal *lower_splat(lctx *x, ir_id i) {
     if (o->op == IR_OP_CONSTANT && o->shape.rank == 0 && tk_itype(o->shape.type) != IR_TYPE_INVALID)
       return o->a.literal;
   }
-  if (in->op == IR_OP_CONSTANT && in->shape.rank == 0 && tk_itype(in->shape.type) != IR_TYPE_INVALID)
+  if (in->op == IR_OP_CONSTANT && in->shape.rank == 0 &&
+      tk_itype(in->shape.type) != IR_TYPE_INVALID)
     return in->a.literal;
   return NULL;
 }
@@ -32,14 +33,14 @@ const ir_literal *lower_splat(lctx *x, ir_id i) {
  * instruction id, inputs by value), so building a program costs time in
  * its own size, never in the computation's. */
 typedef struct dag {
-  int epi_in1;       /* 1 + input index of x->epi_dot, 0 before it is met */
-  strmap *memo;      /* ir_id -> its node (shared uses) */
-  strmap *in_map;    /* tval pointer -> its input index */
-  VEC(int) row_in;   /* inputs that are x->row_bcast vectors (not full) */
+  int epi_in1;     /* 1 + input index of x->epi_dot, 0 before it is met */
+  strmap *memo;    /* ir_id -> its node (shared uses) */
+  strmap *in_map;  /* tval pointer -> its input index */
+  VEC(int) row_in; /* inputs that are x->row_bcast vectors (not full) */
   VEC(tk_node) nodes;
   VEC(ir_id) in_ids; /* materialised inputs */
   VEC(tval *) in_vals;
-  VEC(int) in_node;  /* per input: its TK_IN node, or -1 before one exists */
+  VEC(int) in_node; /* per input: its TK_IN node, or -1 before one exists */
 } dag;
 
 static int add_node(lctx *x, dag *d, tk_node n) {
@@ -81,7 +82,6 @@ static int dag_input(lctx *x, dag *d, tval *v, ir_id id) {
   return dag_in_node(x, d, k, v->type);
 }
 
-
 /* Node for operand `opi` of an elementwise instruction of `count` elements. */
 static int dag_operand(lctx *x, dag *d, ir_id opi, int64_t count, int rank, const int64_t *dims);
 
@@ -90,9 +90,11 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
   if (!d->memo) d->memo = strmap_create(x->b->a);
   int memo = strmap_get(d->memo, (const char *)&i, sizeof i);
   if (memo >= 0) return memo;
-  tk_node n = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
+  tk_node n = {TK_OP,         in->shape.type, 0,        0,        in->op,
+               in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
   int64_t count = 1;
-  for (int k = 0; k < in->shape.rank; k++) count *= in->shape.dims[k];
+  for (int k = 0; k < in->shape.rank; k++)
+    count *= in->shape.dims[k];
   for (int k = 0; k < in->nops; k++)
     n.args[k] = dag_operand(x, d, in->ops[k], count, in->shape.rank, in->shape.dims);
   if (in->op == IR_OP_BITCAST_CONVERT) {
@@ -174,7 +176,8 @@ void lower_elementwise(lctx *x, ir_id i) {
   e.out_addr = &oa;
   e.count = out->count;
   bool *row = arena_array(x->b->a, (size_t)e.ninputs + 1, sizeof(bool));
-  for (int k = 0; k < d.row_in.n; k++) row[d.row_in.v[k]] = true;
+  for (int k = 0; k < d.row_in.n; k++)
+    row[d.row_in.v[k]] = true;
   bool done = false;
   if (d.epi_in1) {
     /* kOutput fusion: the program is the dot's epilogue when the matmul
@@ -189,15 +192,18 @@ void lower_elementwise(lctx *x, ir_id i) {
                        "its f32 result");
       int np = x->pending.n;
       ir_id *saved = arena_array(x->b->a, (size_t)np + 1, sizeof(ir_id));
-      for (int k = 0; k < np; k++) saved[k] = x->pending.v[k];
+      for (int k = 0; k < np; k++)
+        saved[k] = x->pending.v[k];
       lower_dot(x, dot);
       x->pending.n = 0;
-      for (int k = 0; k < np; k++) VEC_PUSH(x->b->a, x->pending, saved[k]);
+      for (int k = 0; k < np; k++)
+        VEC_PUSH(x->b->a, x->pending, saved[k]);
       if (x->b->failed) return;
       e.in_addr[di] = tv_addr(x->val[dot]);
       VEC_PUSH(x->b->a, x->pending, dot);
     }
-    for (int k = 0; k < din->nops; k++) VEC_PUSH(x->b->a, x->pending, din->ops[k]);
+    for (int k = 0; k < din->nops; k++)
+      VEC_PUSH(x->b->a, x->pending, din->ops[k]);
   }
   if (!done) {
     /* Row vectors are broadcast to full buffers for the separate pass. */
@@ -207,7 +213,8 @@ void lower_elementwise(lctx *x, ir_id i) {
       int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0}, vs[IR_MAX_RANK];
       tv_strides(full, ds);
       tv_strides(v, vs);
-      for (int j = 0; j < v->rank; j++) ss[out->rank - v->rank + j] = vs[j];
+      for (int j = 0; j < v->rank; j++)
+        ss[out->rank - v->rank + j] = vs[j];
       tk_copy(x->b, tv_addr(full), ds, tv_addr(v), ss, out->rank, out->dims, tv_esize(v->type));
       e.in_addr[d.row_in.v[k]] = tv_addr(full);
       d.in_vals.v[d.row_in.v[k]] = full;

@@ -12,13 +12,11 @@ static tval *result_of(lctx *x, const ir_inst *in) {
 
 /* x->val[i] = out, copied from ov's elements at offset off (elements)
  * with strides ss. */
-static void copy_into(lctx *x, ir_id i, tval *out, const tval *ov, int64_t off,
-                      const int64_t *ss) {
+static void copy_into(lctx *x, ir_id i, tval *out, const tval *ov, int64_t off, const int64_t *ss) {
   int64_t ds[IR_MAX_RANK];
   tv_strides(out, ds);
   int es = tv_esize(out->type);
-  tk_copy(x->b, tv_addr(out), ds, tv_addr(ov) + (uint64_t)(off * es), ss, out->rank, out->dims,
-          es);
+  tk_copy(x->b, tv_addr(out), ds, tv_addr(ov) + (uint64_t)(off * es), ss, out->rank, out->dims, es);
   x->val[i] = out;
 }
 
@@ -27,7 +25,8 @@ void lower_broadcast(lctx *x, ir_id i) {
   tval *ov = x->val[in->ops[0]], *out = result_of(x, in);
   int64_t ss[IR_MAX_RANK] = {0}, os[IR_MAX_RANK];
   tv_strides(ov, os);
-  for (int k = 0; k < in->a.dimensions.n; k++) ss[in->a.dimensions.v[k]] = os[k];
+  for (int k = 0; k < in->a.dimensions.n; k++)
+    ss[in->a.dimensions.v[k]] = os[k];
   copy_into(x, i, out, ov, 0, ss);
 }
 
@@ -102,7 +101,8 @@ void lower_tuple(lctx *x, ir_id i) {
   t->tuple = true;
   t->n = in->nops;
   t->elems = arena_array(b->a, (size_t)(in->nops ? in->nops : 1), sizeof(tval *));
-  for (int k = 0; k < in->nops; k++) t->elems[k] = tv_ref(b, x->val[in->ops[k]]);
+  for (int k = 0; k < in->nops; k++)
+    t->elems[k] = tv_ref(b, x->val[in->ops[k]]);
   x->val[i] = t;
 }
 

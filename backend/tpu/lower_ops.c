@@ -331,9 +331,17 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
    * block converts it into this bf16 copy under its MXU work */
   int64_t bd[3] = {Bn, K, N};
   tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
-  tk_mm mm = {.G = Bn, .M = M, .N = N, .K = K,
-              .A = tv_addr(lt), .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)), .a32 = a32,
-              .B = tv_addr(rtv), .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)), .b32 = b32, .bt = d.bt,
+  tk_mm mm = {.G = Bn,
+              .M = M,
+              .N = N,
+              .K = K,
+              .A = tv_addr(lt),
+              .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)),
+              .a32 = a32,
+              .B = tv_addr(rtv),
+              .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)),
+              .b32 = b32,
+              .bt = d.bt,
               .C = out};
   tk_epilogue ep = {e, dot_in, row, once ? tv_addr(once) : TK_NO_ONCE};
   bool ok = tk_matmul_epi(x->b, &mm, &ep);
@@ -398,8 +406,8 @@ void lower_dot(lctx *x, ir_id i) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
     tval *lt = ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, lp);
-    tval *rtv0 = ident_r || bt ? tv_alias(x->b, r, r->type, r->rank, r->dims)
-                               : tv_transpose(x->b, r, rp);
+    tval *rtv0 =
+        ident_r || bt ? tv_alias(x->b, r, r->type, r->rank, r->dims) : tv_transpose(x->b, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
     explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
     tv_release(x->b, rtv0);
@@ -407,10 +415,19 @@ void lower_dot(lctx *x, ir_id i) {
     int64_t cd1[3] = {Bn, M, N};
     tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
     if (lt->type != IR_BF16 && !a32) a32 = false;
-    tk_mm mm = {.G = Bn, .M = M, .N = N, .K = K,
-                .A = tv_addr(lt), .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)), .a32 = a32,
-                .B = tv_addr(rtv), .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)), .b32 = b32, .bt = bt,
-                .C = tv_addr(C1), .C_g = (uint64_t)(M * N * 4)};
+    tk_mm mm = {.G = Bn,
+                .M = M,
+                .N = N,
+                .K = K,
+                .A = tv_addr(lt),
+                .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)),
+                .a32 = a32,
+                .B = tv_addr(rtv),
+                .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)),
+                .b32 = b32,
+                .bt = bt,
+                .C = tv_addr(C1),
+                .C_g = (uint64_t)(M * N * 4)};
     bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) &&
               (rtv->type == IR_F32 || rtv->type == IR_BF16) && tk_matmul(x->b, &mm);
     if (ok) {
@@ -475,10 +492,17 @@ void lower_dot(lctx *x, ir_id i) {
   }
   int64_t cd[3] = {Bn, M, N};
   tval *C = tv_new(x->b, IR_F32, 3, cd);
-  tk_mm mm = {.G = Bn, .M = M, .N = N, .K = Kp,
-              .A = tv_addr(A), .A_g = (uint64_t)(M * Kp * 2),
-              .B = tv_addr(Bm), .B_g = (uint64_t)(Kp * N * 2), .bt = bt,
-              .C = tv_addr(C), .C_g = (uint64_t)(M * N * 4)};
+  tk_mm mm = {.G = Bn,
+              .M = M,
+              .N = N,
+              .K = Kp,
+              .A = tv_addr(A),
+              .A_g = (uint64_t)(M * Kp * 2),
+              .B = tv_addr(Bm),
+              .B_g = (uint64_t)(Kp * N * 2),
+              .bt = bt,
+              .C = tv_addr(C),
+              .C_g = (uint64_t)(M * N * 4)};
   tk_matmul(x->b, &mm);
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   tv_release(x->b, A);
@@ -539,7 +563,7 @@ static void packed_strides(int rank, const int64_t *n, int64_t inner, int64_t *s
  * feature) (Kw columns per pass), in operands of type et (bf16 parts of
  * floats, or the result's integer type). */
 typedef struct conv_geom {
-  bool fl; /* a float convolution (MXU); else integer (vector unit) */
+  bool fl;       /* a float convolution (MXU); else integer (vector unit) */
   int ns, P, np; /* spatial dims; MXU passes; bf16 parts per operand */
   ir_type et;
   int es;
@@ -572,7 +596,8 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
     if (end > k0 + kc) end = k0 + kc;
     int64_t zc = end - kk, woff = 0, wi[IR_MAX_RANK];
     unravel(w, ns, c->Wd, wi);
-    for (int k = 0; k < ns; k++) woff += wi[k] * c->wd[k] * c->ps_sp[k];
+    for (int k = 0; k < ns; k++)
+      woff += wi[k] * c->wd[k] * c->ps_sp[k];
     uint64_t base = c->src[p] + (uint64_t)((goff + woff + z * c->ps_f) * es);
     int64_t lstride = c->ws[ns - 1] * c->ps_sp[ns - 1];
     for (int64_t m = m0; m < m0 + rows;) {
@@ -581,7 +606,8 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
       line = c->Od[ns - 1] - olast;
       if (line > m0 + rows - m) line = m0 + rows - m;
       unravel(o, ns, c->Od, oi);
-      for (int k = 0; k < ns; k++) roff += oi[k] * c->ws[k] * c->ps_sp[k];
+      for (int k = 0; k < ns; k++)
+        roff += oi[k] * c->ws[k] * c->ps_sp[k];
       int64_t d1[10] = {zc * es, line, 1, 1, lstride * es, 0, 0, rs, 0, 0};
       int64_t d2[10] = {es, zc, line, 1, c->ps_f * es, lstride * es, 0, es, rs, 0};
       tb_dma(b, true, dst + (uint64_t)((m - m0) * rs + (kk - k0) * es), base + (uint64_t)(roff * es),
@@ -594,8 +620,7 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
 
 /* The matmul shape of convolution in with input v and kernel kv; false
  * with an error for a float result of integer operands. */
-static bool conv_geom_of(lctx *x, const ir_inst *in, const tval *v, const tval *kv,
-                         conv_geom *g) {
+static bool conv_geom_of(lctx *x, const ir_inst *in, const tval *v, const tval *kv, conv_geom *g) {
   const ir_conv_dims *cd = &in->a.conv;
   ir_type rt = in->shape.type;
   memset(g, 0, sizeof *g);
@@ -681,11 +706,10 @@ static tval *conv_weights(lctx *x, const ir_inst *in, const conv_geom *g, tval *
           int64_t wk = in->a.window.dims[k].reversal ? g->Wd[k] - 1 - wi[k] : wi[k];
           koff += wk * ks[cd->k_spatial[k]];
         }
-        uint64_t kdst = tv_addr(Bm) + (uint64_t)((gi * g->Kt * g->Coutg +
-                                                  (p * g->Kw + wpos * g->Cg) * g->Coutg) *
-                                                 es);
-        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims,
-                es);
+        uint64_t kdst =
+            tv_addr(Bm) +
+            (uint64_t)((gi * g->Kt * g->Coutg + (p * g->Kw + wpos * g->Cg) * g->Coutg) * es);
+        tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
       }
   }
   return Bm;
@@ -703,7 +727,8 @@ static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tv
   memset(&cv, 0, sizeof cv);
   cv.av.load = conv_view_load;
   cv.av.ctx = &cv;
-  for (int p = 0; p < g->P; p++) cv.src[p] = tv_addr(ip[pair_a[p]]);
+  for (int p = 0; p < g->P; p++)
+    cv.src[p] = tv_addr(ip[pair_a[p]]);
   cv.Kw = g->Kw;
   cv.Cg = g->Cg;
   cv.Bo = g->Bo;
@@ -721,9 +746,14 @@ static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tv
     cv.ps_sp[k] = ps[cd->in_spatial[k]];
   }
   tval *C = tv_new(x->b, IR_F32, 3, cdm);
-  tk_mm mm = {.G = g->G, .M = g->Mrows, .N = g->Coutg, .K = g->Kt,
-              .B = tv_addr(Bm), .B_g = (uint64_t)(g->Kt * g->Coutg * 2),
-              .C = tv_addr(C), .C_g = (uint64_t)(g->Mrows * g->Coutg * 4)};
+  tk_mm mm = {.G = g->G,
+              .M = g->Mrows,
+              .N = g->Coutg,
+              .K = g->Kt,
+              .B = tv_addr(Bm),
+              .B_g = (uint64_t)(g->Kt * g->Coutg * 2),
+              .C = tv_addr(C),
+              .C_g = (uint64_t)(g->Mrows * g->Coutg * 4)};
   if (tk_matmul_view(x->b, &mm, &cv.av)) return C;
   tv_release(x->b, C);
   return NULL;
@@ -838,17 +868,20 @@ void lower_conv(lctx *x, ir_id i) {
   tval *Bm = conv_weights(x, in, &g, kp), *A = NULL;
   tval *C = g.fl && g.ns >= 1 ? conv_view_matmul(x, in, &g, ip, Bm) : NULL;
   if (C)
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
-                     "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
-                     "matrix in HBM",
+    tb_explain(x->b,
+               "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
+               "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
+               "matrix in HBM",
                (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
-               (long long)g.Coutg, (long long)g.Wn, (long long)g.Cg, g.P > 1 ? " x bf16 parts" : "");
+               (long long)g.Coutg, (long long)g.Wn, (long long)g.Cg,
+               g.P > 1 ? " x bf16 parts" : "");
   else
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
-                     "materialised in HBM (%s)",
+    tb_explain(x->b,
+               "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
+               "materialised in HBM (%s)",
                (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
                (long long)g.Coutg,
-               !g.fl ? "integer: exact products on the vector unit"
+               !g.fl      ? "integer: exact products on the vector unit"
                : g.ns < 1 ? "no spatial dims"
                           : "no resident plan with K in VMEM for the gathered view");
   bool viewed = C != NULL;
@@ -861,10 +894,16 @@ void lower_conv(lctx *x, ir_id i) {
     if (!viewed) {
       int64_t cdm[3] = {g.G, g.Mrows, g.Coutg};
       C = tv_new(x->b, IR_F32, 3, cdm);
-      tk_mm mm = {.G = g.G, .M = g.Mrows, .N = g.Coutg, .K = g.Kt,
-                  .A = tv_addr(A), .A_g = (uint64_t)(g.Mrows * g.Kt * 2),
-                  .B = tv_addr(Bm), .B_g = (uint64_t)(g.Kt * g.Coutg * 2),
-                  .C = tv_addr(C), .C_g = (uint64_t)(g.Mrows * g.Coutg * 4)};
+      tk_mm mm = {.G = g.G,
+                  .M = g.Mrows,
+                  .N = g.Coutg,
+                  .K = g.Kt,
+                  .A = tv_addr(A),
+                  .A_g = (uint64_t)(g.Mrows * g.Kt * 2),
+                  .B = tv_addr(Bm),
+                  .B_g = (uint64_t)(g.Kt * g.Coutg * 2),
+                  .C = tv_addr(C),
+                  .C_g = (uint64_t)(g.Mrows * g.Coutg * 4)};
       tk_matmul(x->b, &mm);
     }
     x->b->flops += (uint64_t)(2 * g.G * g.Mrows * g.Coutg * g.Kw);
@@ -921,21 +960,29 @@ bool lower_pointwise_conv(lctx *x, ir_id i) {
   tval *a = NULL;
   if (strided) {
     int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
-    for (int k = 0; k < r; k++) dims[k] = in->shape.dims[k];
+    for (int k = 0; k < r; k++)
+      dims[k] = in->shape.dims[k];
     dims[r - 1] = Cin;
     a = tv_new(x->b, IR_BF16, r, dims);
     tv_strides(v, ss);
     tv_strides(a, ds);
-    for (int k = 0; k < ns; k++) ss[k + 1] *= in->a.window.dims[k].stride;
+    for (int k = 0; k < ns; k++)
+      ss[k + 1] *= in->a.window.dims[k].stride;
     tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
   }
   int64_t M = (a ? a->count : v->count) / Cin;
-  tb_explain(x->b, "pointwise convolution: one matmul [%lld, %lld] x [%lld, %lld] on the "
-                   "buffers as they lie%s",
+  tb_explain(x->b,
+             "pointwise convolution: one matmul [%lld, %lld] x [%lld, %lld] on the "
+             "buffers as they lie%s",
              (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
              strided ? " (the strided positions gathered first)" : "");
   tval *C = tv_new(x->b, IR_F32, r, in->shape.dims);
-  tk_mm mm = {.G = 1, .M = M, .N = Cout, .K = Cin, .A = tv_addr(a ? a : v), .B = tv_addr(kv),
+  tk_mm mm = {.G = 1,
+              .M = M,
+              .N = Cout,
+              .K = Cin,
+              .A = tv_addr(a ? a : v),
+              .B = tv_addr(kv),
               .C = tv_addr(C)};
   tk_matmul(x->b, &mm);
   if (a) tv_release(x->b, a);
@@ -1157,6 +1204,7 @@ void lower_reduce_window(lctx *x, ir_id i) {
     os[v] = tv_addr(outs[v]);
   }
   tk_fold(x->b, red, nv, xs, inits, os, Wn, O);
-  for (int v = 0; v < nv; v++) tv_release(x->b, stk[v]);
+  for (int v = 0; v < nv; v++)
+    tv_release(x->b, stk[v]);
   x->val[i] = result_val(x, &in->shape, nv, outs);
 }

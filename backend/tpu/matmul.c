@@ -125,8 +125,7 @@ void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
         tb_raw(b, OP_VCMPLTI, 1, 12, 13, 0, 0, 0);
         mask = 1;
       }
-      tb_vst(b, 8 + g, dst + (uint64_t)t * TGT_VREG_BYTES_BF16, TGT_VROW_BYTES_BF16, true,
-             mask);
+      tb_vst(b, 8 + g, dst + (uint64_t)t * TGT_VREG_BYTES_BF16, TGT_VROW_BYTES_BF16, true, mask);
     }
   }
 }
@@ -460,9 +459,9 @@ static void mm_plan_make(const tb *b, const tk_mm *mm, int nx, uint64_t b_once, 
     }
     break;
   }
-  *p = (mm_plan){Kt, Nt, Kp, nK, nN, Mb, Kc, nm, nbs, b32, once,
-                 apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot,
-                 aoff, boff, coff, saoff, sboff, eoff, scoff, vtotal};
+  *p = (mm_plan){Kt,   Nt,   Kp,     nK,     nN,     Mb,      Kc,      nm,      nbs,
+                 b32,  once, apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot, aoff,
+                 boff, coff, saoff,  sboff,  eoff,   scoff,   vtotal};
 }
 
 /* --explain: the plan pl of mm. */
@@ -629,7 +628,8 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
   int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
   if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
   if (K == 0) {
-    for (int64_t g = 0; g < G; g++) tk_fill(b, mm->C + (uint64_t)g * mm->C_g, M * N, 4, 0);
+    for (int64_t g = 0; g < G; g++)
+      tk_fill(b, mm->C + (uint64_t)g * mm->C_g, M * N, 4, 0);
     return true;
   }
   mm_plan pl;
@@ -637,17 +637,22 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
   /* f32 operands are converted in VMEM only by the resident plan. */
   if ((mm->a32 || pl.b32 || pl.once || av || epi) &&
       (pl.Kc < pl.Kp || pl.vtotal > b->t.vmem_bytes)) {
-    tb_explain(b, "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
+    tb_explain(b,
+               "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
                "does not fit VMEM whole (%llu of %llu KiB)",
                (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
-               epi ? "the epilogue" : av ? "a gathered A view" : "operands converted in VMEM",
+               epi  ? "the epilogue"
+               : av ? "a gathered A view"
+                    : "operands converted in VMEM",
                (long long)K, (unsigned long long)(pl.vtotal >> 10),
                (unsigned long long)(b->t.vmem_bytes >> 10));
     return false;
   }
   if (!tb_vmem_fits(b, pl.vtotal, "a matmul's tiles")) return true;
   mm_explain(b, mm, av, epi, &pl);
-  if (pl.Kc < pl.Kp) chunked(b, mm, pl.Mb, pl.Kc, pl.apanel, pl.bpanel, pl.boff, pl.coff);
-  else mm_resident(b, mm, av, ep, &pl);
+  if (pl.Kc < pl.Kp)
+    chunked(b, mm, pl.Mb, pl.Kc, pl.apanel, pl.bpanel, pl.boff, pl.coff);
+  else
+    mm_resident(b, mm, av, ep, &pl);
   return true;
 }

@@ -199,8 +199,9 @@ static bool pass_eval(rk *k, const pass *ps, int64_t r0, int G, int sl, int64_t 
                          (uint64_t)(((r0 + 8 * g) * k->Rpad + c * 128) * es),
                (uint32_t)(k->Rpad * es), es == 2);
       } else if (s.kind == RN_COL) {
-        tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
-                         (uint64_t)(c * TGT_VROW_BYTES),
+        tb_vld(b, r,
+               k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
+                   (uint64_t)(c * TGT_VROW_BYTES),
                0, false);
       } else { /* RN_SCAL */
         tb_vld(b, r, k->scal_off + (uint64_t)s.idx * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
@@ -268,7 +269,8 @@ static void reduce_rows(rk *k, int i, int64_t r0, int G, int sl) {
   for (int g = 0; g < G; g++) {
     int t = ralloc(k, g);
     if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
-    else tb_vld(b, t, k->scal_off + (uint64_t)in->input * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
+    else
+      tb_vld(b, t, k->scal_off + (uint64_t)in->input * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
     tb_valu(b, red_vop(n->op), acc[g], t, acc[g]);
     rfree(k, g, t);
     k->reg[g][i] = acc[g];
@@ -517,8 +519,7 @@ const char *lower_rows_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t
   /* 8 rows of every input must fit VMEM beside the kernel's other
    * buffers (rows_kernel); 1/16 of it keeps room for a fusion's inputs. */
   if ((uint64_t)R * 4 * TGT_SUBLANES > t->vmem_bytes / 16)
-    return arena_printf(a, "8 rows of %lld f32 elements take more than 1/16 of VMEM",
-                        (long long)R);
+    return arena_printf(a, "8 rows of %lld f32 elements take more than 1/16 of VMEM", (long long)R);
   return NULL;
 }
 
@@ -625,7 +626,8 @@ static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
   if (full && on >= 0 && p->nodes.v[on].cls == RC_ROW && dm->n == nk &&
       same_dims(o->shape.rank, o->shape.dims, nk, S->dims)) {
     bool lead = true;
-    for (int k = 0; k < nk; k++) lead &= dm->v[k] == k;
+    for (int k = 0; k < nk; k++)
+      lead &= dm->v[k] == k;
     if (!lead) return false;
     r->kind = RN_ALIAS;
     r->cls = RC_FULL;
@@ -636,7 +638,8 @@ static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
   if (full && o->op == IR_OP_PARAMETER && o->shape.type == IR_F32 && dm->n == nr &&
       same_dims(o->shape.rank, o->shape.dims, nr, S->dims + nk)) {
     bool trail = true;
-    for (int k = 0; k < nr; k++) trail &= dm->v[k] == nk + k;
+    for (int k = 0; k < nr; k++)
+      trail &= dm->v[k] == nk + k;
     if (!trail) return false;
     int64_t pn = o->a.parameter_number;
     if (!rb->colof[pn]) {
@@ -690,8 +693,8 @@ static bool elem_node(rbuild *rb, const ir_inst *in, rnode *r) {
   }
   if (full == row) return false; /* mixed, or constants only */
   r->cls = full ? RC_FULL : RC_ROW;
-  tk_node t = {TK_OP, in->shape.type, 0, 0, in->op, in->a.cmp_dir, in->a.cmp_type, in->nops,
-               {0, 0, 0}};
+  tk_node t = {TK_OP,         in->shape.type, 0,        0,        in->op,
+               in->a.cmp_dir, in->a.cmp_type, in->nops, {0, 0, 0}};
   const char *why;
   return tk_elem_supported(rb->x->b, &t, &why);
 }
@@ -704,26 +707,31 @@ static bool inst_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
   memset(r, 0, sizeof *r);
   r->type = s->type;
   switch (in->op) {
-  case IR_OP_PARAMETER: return param_node(rb, in, r, skip);
+  case IR_OP_PARAMETER:
+    return param_node(rb, in, r, skip);
   case IR_OP_CONSTANT:
     if (s->rank != 0) return false;
     r->kind = RN_CONST;
     r->cls = RC_CONST;
     r->bits = lit_bits(in->a.literal, 0);
     return true;
-  case IR_OP_BROADCAST: return broadcast_node(rb, in, r);
+  case IR_OP_BROADCAST:
+    return broadcast_node(rb, in, r);
   case IR_OP_RESHAPE: {
     int on = rb->node[in->ops[0]];
     int64_t cnt = 1;
-    for (int k = 0; k < s->rank; k++) cnt *= s->dims[k];
+    for (int k = 0; k < s->rank; k++)
+      cnt *= s->dims[k];
     if (on < 0 || rb->p->nodes.v[on].cls != RC_ROW || cnt != rb->p->O) return false;
     r->kind = RN_ALIAS;
     r->cls = RC_ROW;
     r->args[0] = on;
     return true;
   }
-  case IR_OP_REDUCE: return reduce_node(rb, in, r);
-  default: return elem_node(rb, in, r);
+  case IR_OP_REDUCE:
+    return reduce_node(rb, in, r);
+  default:
+    return elem_node(rb, in, r);
   }
 }
 
@@ -761,8 +769,10 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   p.O = 1;
   p.R = 1;
   for (int d = 0; d < rb.S->rank; d++) {
-    if (d < rb.nk) p.O *= rb.S->dims[d];
-    else p.R *= rb.S->dims[d];
+    if (d < rb.nk)
+      p.O *= rb.S->dims[d];
+    else
+      p.R *= rb.S->dims[d];
   }
   rb.node = arena_array(b->a, (size_t)n + 1, sizeof(int));
   rb.colof = arena_array(b->a, (size_t)fin->nops + 1, sizeof(int));
@@ -791,7 +801,8 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
     VEC_PUSH(b->a, p.out_type, t);
   }
   if (!rows_kernel(b, &p)) {
-    for (int o = 0; o < nout; o++) tv_release(b, outs[o]);
+    for (int o = 0; o < nout; o++)
+      tv_release(b, outs[o]);
     return false;
   }
   if (root->op != IR_OP_TUPLE) {

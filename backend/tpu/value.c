@@ -41,7 +41,8 @@ tval *tv_ref(tb *b, tval *v) {
     tval *t = arena_alloc(b->a, sizeof *t);
     *t = *v;
     t->elems = arena_array(b->a, (size_t)(v->n ? v->n : 1), sizeof(tval *));
-    for (int k = 0; k < v->n; k++) t->elems[k] = tv_ref(b, v->elems[k]);
+    for (int k = 0; k < v->n; k++)
+      t->elems[k] = tv_ref(b, v->elems[k]);
     return t;
   }
   return tv_alias(b, v, v->type, v->rank, v->dims);
@@ -50,7 +51,8 @@ tval *tv_ref(tb *b, tval *v) {
 void tv_release(tb *b, tval *v) {
   if (!v) return;
   if (v->tuple) {
-    for (int k = 0; k < v->n; k++) tv_release(b, v->elems[k]);
+    for (int k = 0; k < v->n; k++)
+      tv_release(b, v->elems[k]);
     return;
   }
   if (--v->buf->refs == 0 && v->buf->owned) tb_hbm_free(b, v->buf->addr, v->buf->bytes);
@@ -86,7 +88,8 @@ uint32_t lit_bits(const ir_literal *l, int64_t idx) {
     memcpy(&u, &f, 4);
     return u;
   }
-  default: return (uint32_t)(int32_t)ir_literal_get_i64(l, idx);
+  default:
+    return (uint32_t)(int32_t)ir_literal_get_i64(l, idx);
   }
 }
 
@@ -224,7 +227,8 @@ static tval *const_new(tb *b, const ir_literal *l) {
     t->tuple = true;
     t->n = l->shape.ntuple;
     t->elems = arena_array(b->a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
-    for (int k = 0; k < t->n; k++) t->elems[k] = const_new(b, l->elems[k]);
+    for (int k = 0; k < t->n; k++)
+      t->elems[k] = const_new(b, l->elems[k]);
     return t;
   }
   int64_t n = ir_shape_count(&l->shape);
@@ -232,7 +236,8 @@ static tval *const_new(tb *b, const ir_literal *l) {
   v->type = l->shape.type;
   v->rank = l->shape.rank;
   v->count = n;
-  for (int k = 0; k < v->rank; k++) v->dims[k] = l->shape.dims[k];
+  for (int k = 0; k < v->rank; k++)
+    v->dims[k] = l->shape.dims[k];
   int es = tv_esize(v->type);
   uint64_t bytes = (uint64_t)n * (uint64_t)es;
   v->buf = arena_alloc(b->a, sizeof *v->buf);

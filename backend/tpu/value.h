@@ -19,16 +19,16 @@ typedef struct hbuf {
 typedef struct tval tval;
 struct tval {
   bool tuple;
-  int n;          /* tuple: elements */
+  int n; /* tuple: elements */
   tval **elems;
-  hbuf *buf;      /* array: its storage (row-major, internal element type) */
-  ir_type type;   /* IR element type */
+  hbuf *buf;    /* array: its storage (row-major, internal element type) */
+  ir_type type; /* IR element type */
   int rank;
   int64_t dims[IR_MAX_RANK];
   int64_t count;
 };
 
-int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
+int tv_esize(ir_type t); /* bytes per element in HBM inside the program */
 /* A new array value with its own HBM buffer (one reference). */
 tval *tv_new(tb *b, ir_type t, int rank, const int64_t *dims);
 /* A new value sharing v's buffer (one more reference), as type t, dims. */

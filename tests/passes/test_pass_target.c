@@ -51,7 +51,8 @@ static char *fusion_explain(const char *name, const pass_target *t) {
   sb_init(&text);
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) sb_putn(&text, buf, n);
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    sb_putn(&text, buf, n);
   fclose(f);
   diag *d = diag_create();
   ir_module *m = fe_parse_hlo(path, sb_str(&text), text.len, d);
