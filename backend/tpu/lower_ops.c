@@ -179,6 +179,17 @@ static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
 /* A dot of computation c that rounds both operands to bf16 on their way
  * to the MXU: one pass (DEFAULT precision, here and in the options) and a
  * float result. */
+/* The matmul of G dense problems a [M, K] x b [K, N] (b [N, K] when bt)
+ * into f32 C [G, M, N] at c, row-major; f32 operands are converted in
+ * VMEM (tk_mm's a32, b32). */
+static tk_mm dense_mm(int64_t G, int64_t M, int64_t N, int64_t K, const tval *a, const tval *b,
+                      bool bt, uint64_t c) {
+  bool a32 = a->type == IR_F32, b32 = b->type == IR_F32;
+  tk_mm mm = {G, M, N, K, tv_addr(a), (uint64_t)(M * K * (a32 ? 4 : 2)), tv_addr(b),
+              (uint64_t)(K * N * (b32 ? 4 : 2)), c, (uint64_t)(M * N * 4), a32, b32, bt};
+  return mm;
+}
+
 static bool one_pass_dot(const lctx *x, const ir_inst *in) {
   return in->op == IR_OP_DOT && ir_type_is_float(in->shape.type) &&
          x->precision == IR_PREC_DEFAULT && in->a.precision[0] == IR_PREC_DEFAULT &&
@@ -331,18 +342,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
    * block converts it into this bf16 copy under its MXU work */
   int64_t bd[3] = {Bn, K, N};
   tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
-  tk_mm mm = {.G = Bn,
-              .M = M,
-              .N = N,
-              .K = K,
-              .A = tv_addr(lt),
-              .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)),
-              .a32 = a32,
-              .B = tv_addr(rtv),
-              .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)),
-              .b32 = b32,
-              .bt = d.bt,
-              .C = out};
+  tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, d.bt, out);
   tk_epilogue ep = {e, dot_in, row, once ? tv_addr(once) : TK_NO_ONCE};
   bool ok = tk_matmul_epi(x->b, &mm, &ep);
   if (once) tv_release(x->b, once);
@@ -352,11 +352,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     tb_explain(x->b, "f32 operands converted to bf16 in HBM first, then the bf16 plan");
     tval *lc = a32 ? tv_convert(x->b, lt, IR_BF16) : lt;
     tval *rc = b32 ? tv_convert(x->b, rtv, IR_BF16) : rtv;
-    mm.A = tv_addr(lc);
-    mm.A_g = (uint64_t)(M * K * 2);
-    mm.B = tv_addr(rc);
-    mm.B_g = (uint64_t)(K * N * 2);
-    mm.a32 = mm.b32 = false;
+    mm = dense_mm(Bn, M, N, K, lc, rc, d.bt, out);
     ep.b_once = TK_NO_ONCE;
     ok = tk_matmul_epi(x->b, &mm, &ep);
     if (a32) tv_release(x->b, lc);
@@ -411,23 +407,9 @@ void lower_dot(lctx *x, ir_id i) {
     tval *rtv = weight_bf16(x, rtv0, M);
     explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
     tv_release(x->b, rtv0);
-    bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
     int64_t cd1[3] = {Bn, M, N};
     tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
-    if (lt->type != IR_BF16 && !a32) a32 = false;
-    tk_mm mm = {.G = Bn,
-                .M = M,
-                .N = N,
-                .K = K,
-                .A = tv_addr(lt),
-                .A_g = (uint64_t)(M * K * (a32 ? 4 : 2)),
-                .a32 = a32,
-                .B = tv_addr(rtv),
-                .B_g = (uint64_t)(K * N * (b32 ? 4 : 2)),
-                .b32 = b32,
-                .bt = bt,
-                .C = tv_addr(C1),
-                .C_g = (uint64_t)(M * N * 4)};
+    tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, bt, tv_addr(C1));
     bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) &&
               (rtv->type == IR_F32 || rtv->type == IR_BF16) && tk_matmul(x->b, &mm);
     if (ok) {
@@ -492,17 +474,7 @@ void lower_dot(lctx *x, ir_id i) {
   }
   int64_t cd[3] = {Bn, M, N};
   tval *C = tv_new(x->b, IR_F32, 3, cd);
-  tk_mm mm = {.G = Bn,
-              .M = M,
-              .N = N,
-              .K = Kp,
-              .A = tv_addr(A),
-              .A_g = (uint64_t)(M * Kp * 2),
-              .B = tv_addr(Bm),
-              .B_g = (uint64_t)(Kp * N * 2),
-              .bt = bt,
-              .C = tv_addr(C),
-              .C_g = (uint64_t)(M * N * 4)};
+  tk_mm mm = dense_mm(Bn, M, N, Kp, A, Bm, bt, tv_addr(C));
   tk_matmul(x->b, &mm);
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   tv_release(x->b, A);
@@ -894,16 +866,7 @@ void lower_conv(lctx *x, ir_id i) {
     if (!viewed) {
       int64_t cdm[3] = {g.G, g.Mrows, g.Coutg};
       C = tv_new(x->b, IR_F32, 3, cdm);
-      tk_mm mm = {.G = g.G,
-                  .M = g.Mrows,
-                  .N = g.Coutg,
-                  .K = g.Kt,
-                  .A = tv_addr(A),
-                  .A_g = (uint64_t)(g.Mrows * g.Kt * 2),
-                  .B = tv_addr(Bm),
-                  .B_g = (uint64_t)(g.Kt * g.Coutg * 2),
-                  .C = tv_addr(C),
-                  .C_g = (uint64_t)(g.Mrows * g.Coutg * 4)};
+      tk_mm mm = dense_mm(g.G, g.Mrows, g.Coutg, g.Kt, A, Bm, false, tv_addr(C));
       tk_matmul(x->b, &mm);
     }
     x->b->flops += (uint64_t)(2 * g.G * g.Mrows * g.Coutg * g.Kw);
@@ -977,13 +940,7 @@ bool lower_pointwise_conv(lctx *x, ir_id i) {
              (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
              strided ? " (the strided positions gathered first)" : "");
   tval *C = tv_new(x->b, IR_F32, r, in->shape.dims);
-  tk_mm mm = {.G = 1,
-              .M = M,
-              .N = Cout,
-              .K = Cin,
-              .A = tv_addr(a ? a : v),
-              .B = tv_addr(kv),
-              .C = tv_addr(C)};
+  tk_mm mm = dense_mm(1, M, Cout, Cin, a ? a : v, kv, false, tv_addr(C));
   tk_matmul(x->b, &mm);
   if (a) tv_release(x->b, a);
   if (x->b->max_passes < 1) x->b->max_passes = 1;
