@@ -2,6 +2,8 @@
  * passes ask (passes/passes.h, pass_target), each computed by the
  * planner of the kernel it is about, so that fusion decides with the
  * rules the lowering applies. */
+#include "backend/tpu/tpu.h"
+
 #include "backend/tpu/lower.h"
 #include "passes/passes.h"
 
