@@ -7,6 +7,9 @@
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 #include "runtime/isa/target.h"
+#ifdef HAVE_TPU
+#include "backend/tpu/tpu.h" /* tpu_pass_target_for: the TPU's answers to the passes */
+#endif
 
 /* ---- text -> module ------------------------------------------------------ */
 
@@ -63,9 +66,14 @@ base_status drv_parse(const char *name, const char *text, size_t len, tpucc_lang
 
 base_status drv_optimize(ir_module *m, const drv_opt *o, const char *target, diag *d) {
   pass_ctx ctx = {d, o->opt_level, o->verify_each, o->explain, NULL};
+#ifdef HAVE_TPU
   tgt_target tt;
-  if (target && !drv_is_cpu_spec(target) && tgt_parse(target, &tt, NULL, 0) == 0)
-    ctx.target = &tt;
+  pass_target pt;
+  tpu_pass_target_for(target && !drv_is_cpu_spec(target) ? target : NULL, &tt, &pt);
+  ctx.target = &pt;
+#else
+  (void)target;
+#endif
   pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
   return pass_run(m, &ctx, o->passes, &ro);
 }

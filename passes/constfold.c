@@ -4,7 +4,7 @@
  * elements, and which the evaluator computes within FOLD_MAX_STEPS steps
  * becomes a constant holding exactly what the reference evaluator computes
  * in the numerics of the target the module is compiled for: the TPU mode
- * (docs/numerics.md section 4) when ctx->target names a TPU preset, so
+ * (docs/numerics.md section 4) when ctx->target describes a TPU, so
  * that -O2 and -O0 give the same bits there; the default numerics
  * otherwise (so folding never changes a value the interp target reports).
  * Not folded: leaves (parameter, constant, iota: an iota is cheaper than
@@ -115,7 +115,7 @@ bool pass_constfold(ir_module *m, pass_ctx *ctx) {
                      (long long)ir_shape_count(cp->insts.v[i].shape), FOLD_MAX_ELEMS);
       if (fo != YES) continue;
       char why[256] = "";
-      ir_literal *l = evaluate(m, c, i, ctx->target != NULL, why, sizeof why);
+      ir_literal *l = evaluate(m, c, i, ctx->target && ctx->target->tpu, why, sizeof why);
       ir_inst *in = ir_inst_get(m, c, i);
       if (!l) {
         pass_explain(ctx, PASS, in->info->name, "not folded: %s",

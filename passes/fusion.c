@@ -16,7 +16,8 @@
  *            result (split/merge heads) when only the pattern uses them;
  *            the TPU backend runs it as one kernel with the scores in VMEM
  *            (backend/tpu/attention.c). Formed first, before the rules
- *            below, when a score row fits VMEM (ctx->target, else v3).
+ *            below, when the target runs it as one kernel
+ *            (pass_target.attention_refusal).
  *
  * Rules (consumers are visited before producers, root first):
  *   - a producer joins its users' fusion when all of its users are in that
@@ -42,7 +43,6 @@
  *   fusion: %x: not fused: producer %x has 3 users and is not cheap
  * and each fusion made is listed with its kind and members. */
 #include "passes/rewrite.h"
-#include "runtime/isa/target.h"
 
 #define PASS "fusion"
 
@@ -225,11 +225,10 @@ static bool root_candidate(const ir_inst *in) {
 /* Why reduce i may not join group g (NULL: it may) as a row reduce: one
  * add, maximum or minimum of f32 over exactly the trailing dims of an
  * operand with the dims of g's root, g a loop fusion or a row fusion
- * (kInput whose reduces all have such operands), 8 rows of R f32 elements
- * in at most 1/16 of VMEM, and not an f32 sum of R >= 4096 elements into
- * O < 1024 outputs (the TPU backend folds those as a tree). The TPU
- * backend runs such a group as one row kernel: the block of rows loaded
- * once into VMEM, every reduce and elementwise op on it there. */
+ * (kInput whose reduces all have such operands), and a reduction the
+ * target runs as one row kernel (pass_target.row_reduce_refusal): the TPU
+ * backend's loads a block of rows once into VMEM and runs every reduce
+ * and elementwise op of the group on it there. */
 static const char *row_refusal(fctx *f, ir_id i, int g) {
   const ir_inst *in = I(f, i);
   const group *gr = &f->groups.v[g];
@@ -260,13 +259,8 @@ static const char *row_refusal(fctx *f, ir_id i, int g) {
     return "its users' fusion holds a dot, convolution or another kind of reduce";
   if (!same_dims(I(f, gr->root)->shape, os))
     return "its users' fusion is not over the reduce's operand dims";
-  if (rr->op == IR_OP_ADD && R >= 4096 && O < 1024)
-    return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
-  const tgt_target *t = f->ctx->target;
-  uint64_t vmem = t ? t->vmem_bytes : (uint64_t)16 << 20;
-  if ((uint64_t)R * 32 > vmem / 16)
-    return arena_printf(f->m->arena, "8 rows of %lld f32 elements take more than 1/16 of VMEM",
-                        (long long)R);
+  const pass_target *t = f->ctx->target;
+  if (t && t->row_reduce_refusal) return t->row_reduce_refusal(t, rr->op, R, O, f->m->arena);
   return NULL;
 }
 
@@ -567,15 +561,12 @@ static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
   return n;
 }
 
-/* Marks every attention pattern whose score rows fit VMEM (f->attn). */
+/* Marks every attention pattern the target runs as one kernel (f->attn). */
 static void attn_find(fctx *f) {
   f->attn = arena_array(f->m->arena, (size_t)f->n + 1, sizeof(int32_t));
   for (int i = 0; i < f->n; i++)
     f->attn[i] = -1;
-  const tgt_target *t = f->ctx->target;
-  /* Without a target: v3's 16 MiB (runtime/isa/target.c). */
-  uint64_t vmem = t ? t->vmem_bytes : (uint64_t)16 << 20;
-  const char *tname = t ? t->preset : "v3";
+  const pass_target *t = f->ctx->target;
   ir_id mem[MAX_MEMBERS];
   for (ir_id i = 0; i < f->n; i++) {
     const ir_inst *in = I(f, i);
@@ -590,18 +581,12 @@ static void attn_find(fctx *f) {
     int64_t sk = s->dims[s->rank - 1], rows = 1;
     for (int k = 0; k + 1 < s->rank; k++)
       rows *= s->dims[k];
-    /* Two groups of f32 score rows and bf16 P^T rows of 8 x 128 queries
-     * each (backend/tpu/attention.c), against 7/8 of VMEM. */
-    uint64_t need = 2 * (uint64_t)sk * (8 * 128 * 6), have = vmem - vmem / 8;
-    if (need > have || (rows == 1 && sk >= 4096)) {
+    const char *plan = NULL;
+    const char *why =
+        t && t->attention_refusal ? t->attention_refusal(t, rows, sk, f->m->arena, &plan) : NULL;
+    if (why) {
       pass_explain(f->ctx, PASS, I(f, i)->info->name,
-                   "attention not fused: %s",
-                   need > have ? arena_printf(f->m->arena,
-                                              "a score row of %lld keys needs %llu KiB of VMEM for "
-                                              "two groups of 1024 queries, more than %llu KiB (%s)",
-                                              (long long)sk, (unsigned long long)(need >> 10),
-                                              (unsigned long long)(have >> 10), tname)
-                               : "one row of 4096 keys or more: the backend sums it as a tree");
+                   "attention not fused: %s", why);
       continue;
     }
     for (int k = 0; k < n; k++)
@@ -609,10 +594,8 @@ static void attn_find(fctx *f) {
     VEC_PUSH(f->m->arena, f->attn_root, root);
     VEC_PUSH(f->m->arena, f->attn_group, -1);
     pass_explain(f->ctx, PASS, I(f, root)->info->name,
-                 "attention of %lld query rows x %lld keys fused (kCustom): the scores stay "
-                 "in VMEM (%llu KiB for two groups of 1024 queries, of %llu KiB on %s)",
-                 (long long)rows, (long long)sk, (unsigned long long)(need >> 10),
-                 (unsigned long long)(have >> 10), tname);
+                 "attention of %lld query rows x %lld keys fused (kCustom)%s%s", (long long)rows,
+                 (long long)sk, plan ? ": " : "", plan ? plan : "");
   }
 }
 

@@ -11,7 +11,7 @@
  * R is the sublane count S (8) unless the second-minor dimension is
  * smaller: then the smallest of 1, 2, 4 that holds it (f32[2,N] gets
  * T(2,128), f32[3,N] T(4,128)), so a small matrix does not pad to 8 rows.
- * S and L come from the target description (ctx->target: a tgt_target of
+ * S and L come from the target description (ctx->target->tpu: a tgt_target of
  * runtime/isa/target.h, whose vector registers are TGT_SUBLANES x
  * TGT_LANES); without one the defaults are the same 8 x 128.
  * Values never change: literals are logical (row-major) whatever the
@@ -87,8 +87,8 @@ static bool assign(arena *a, ir_shape *s, ir_layout *tiled, int sublanes, int la
 
 bool pass_layout(ir_module *m, pass_ctx *ctx) {
   int sublanes = TGT_SUBLANES, lanes = TGT_LANES;
-  if (ctx->target) {
-    const tgt_target *t = ctx->target;
+  if (ctx->target && ctx->target->tpu) {
+    const tgt_target *t = ctx->target->tpu;
     pass_explain(ctx, PASS, NULL, "target %s: vector registers %d x %d", t->preset, sublanes,
                  lanes);
   }

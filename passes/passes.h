@@ -13,14 +13,44 @@
 
 #include "ir/ir.h"
 
+struct tgt_target;
+
+/* The target a module is compiled for, as the target-independent passes
+ * see it: its description and its answers to the questions a pass asks
+ * about what the target's kernels can run. A backend fills it in from the
+ * code that lowers (backend/tpu: tpu_pass_target), so a pass decides with
+ * the same rules. Every member may be NULL: the pass then takes its
+ * default, stated with each question. Reasons returned are static strings
+ * or allocated in the arena given. */
+typedef struct pass_target pass_target;
+struct pass_target {
+  /* A TPU's description (runtime/isa/target.h): its vector-register tiles
+   * (layout) and TPU numerics (constfold). NULL: no TPU; layouts take the
+   * 8 x 128 default tiles, constant folding the default numerics. */
+  const struct tgt_target *tpu;
+  const void *self; /* the backend's state for its answers */
+  /* Why an f32 reduce with the one-op reducer `op` (add, maximum or
+   * minimum) over the R trailing elements of each of O rows cannot join
+   * a row fusion (the target running it with its elementwise producers
+   * and consumers as one row kernel); NULL when it can. Default (NULL
+   * hook): it can. */
+  const char *(*row_reduce_refusal)(const pass_target *t, ir_op op, int64_t R, int64_t O, arena *a);
+  /* Whether the attention pattern of passes/fusion.c with `rows` query
+   * rows of sk keys each runs as one fused kernel (kCustom): NULL when it
+   * does, with *out_plan saying what it keeps in on-chip memory; else the
+   * reason. Default (NULL hook): it does, with no plan to tell. */
+  const char *(*attention_refusal)(const pass_target *t, int64_t rows, int64_t sk, arena *a,
+                                   const char **out_plan);
+};
+
 typedef struct pass_ctx {
   diag *d;            /* user-facing diagnostics (located errors) */
   int opt_level;      /* 0..3 */
   bool verify;        /* run ir_verify after each pass; when false, pass_run
                          verifies once after the last pass */
   strbuf *explain;    /* when non-NULL, passes append their reasons */
-  const void *target; /* a const tgt_target * (runtime/isa/target.h) when
-                         compiling for a TPU preset, or NULL: defaults */
+  const pass_target *target; /* the target compiled for, or NULL: every
+                                pass's defaults */
 } pass_ctx;
 
 typedef bool (*pass_fn)(ir_module *m, pass_ctx *ctx);

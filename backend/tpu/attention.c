@@ -46,7 +46,7 @@
 
 #include <string.h>
 
-enum { SLOTS = 8, LANES = 128 };
+enum { SLOTS = 8, LANES = TGT_LANES }; /* slots of LANES queries in a group */
 
 typedef struct aview { /* element (batch b.., row, col) at base + sum b_k*bst[k] + row*rs + col */
   const tval *v;
@@ -298,7 +298,7 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   a->o.es = 4;
   /* The unfused reduce folds sequentially except in the tree case
    * (lower_reduce: one output row, R >= 4096). */
-  if (a->G * a->Sq == 1 && a->Sk >= 4096) return false;
+  if (a->G * a->Sq == 1 && lower_tree_fold(a->Sk, 1)) return false;
   return a->G > 0 && a->Sq > 0 && a->Sk > 0 && a->D > 0 && a->Dv > 0;
 }
 
@@ -381,12 +381,6 @@ static uint64_t boff(const attn *a, const aview *v, int64_t g) {
     g /= a->bd[k];
   }
   return tv_addr(v->v) + (uint64_t)(off * v->es);
-}
-
-static void fill0(tb *b, uint64_t addr, uint64_t bytes) {
-  tb_valu(b, OP_VIMM, 0, 0, 0);
-  for (uint64_t o = 0; o < bytes; o += 2048)
-    tb_vst(b, 0, addr + o, 256, true, 0);
 }
 
 /* An MXU instruction queued for emission between the softmax's vector
@@ -796,6 +790,31 @@ static void one_op(tb *b, tk_elem *e, ir_op op, int nargs, bool swap) {
   e->out_node = out;
 }
 
+/* VMEM the kernel's buffers may take on target t. */
+static uint64_t vmem_budget(const tgt_target *t) { return t->vmem_bytes - t->vmem_bytes / 8; }
+
+const char *lower_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                    const char **out_plan) {
+  /* The two sets of a group's f32 scores and bf16 P^T, Sk rows of
+   * SLOTS x LANES queries each (plan_sizes' st and pt): what grows with
+   * the keys. */
+  uint64_t need = 2 * (uint64_t)sk * (SLOTS * LANES * (4 + 2)), have = vmem_budget(t);
+  if (need > have)
+    return arena_printf(a,
+                        "a score row of %lld keys needs %llu KiB of VMEM for two groups of %d "
+                        "queries, more than %llu KiB (%s)",
+                        (long long)sk, (unsigned long long)(need >> 10), SLOTS * LANES,
+                        (unsigned long long)(have >> 10), t->preset);
+  if (rows == 1 && lower_tree_fold(sk, rows))
+    return "one row of 4096 keys or more: the backend sums it as a tree";
+  *out_plan = arena_printf(
+      a,
+      "the scores stay in VMEM (%llu KiB for two groups of %d queries, of %llu "
+      "KiB on %s)",
+      (unsigned long long)(need >> 10), SLOTS * LANES, (unsigned long long)(have >> 10), t->preset);
+  return NULL;
+}
+
 /* The panels (mxu_cols queries each) and the plan for target t: false
  * when the MXU shape does not suit the 8 x 128-query slot layout or the
  * buffers of even one panel per group do not fit 7/8 of VMEM. */
@@ -811,7 +830,7 @@ static bool make_plan(const tgt_target *t, arena *ar, const attn *a, panel **pnp
     pn[j].q0 = (j % npq) * Nt;
     pn[j].rows = a->Sq - pn[j].q0 < Nt ? a->Sq - pn[j].q0 : Nt;
   }
-  uint64_t budget = t->vmem_bytes - t->vmem_bytes / 8;
+  uint64_t budget = vmem_budget(t);
   for (int64_t PG = SLOTS / (Nt / LANES);; PG /= 2) {
     int64_t ngmax = 1, gs[SLOTS];
     int gi[SLOTS];
@@ -886,18 +905,18 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
              (long long)a.G, (long long)a.Sq, (long long)a.Sk, (long long)a.D, (long long)a.Dv,
              (long long)p.PG, (long long)p.Nt, (unsigned long long)(p.total >> 10),
              (unsigned long long)(b->t.vmem_bytes >> 10));
-  tval *out = tv_new(x, out_bf16 ? IR_BF16 : fu->shape->type, fu->shape->rank,
-                     fu->shape->dims);
+  tval *out = tv_new(x->b, out_bf16 ? IR_BF16 : fu->shape->type,
+                     fu->shape->rank, fu->shape->dims);
   a.o.v = out;
   a.o.es = out_bf16 ? 2 : 4;
   /* Padding: zero staging (Q/K columns past D, V rows past Sk) and P^T
    * rows past Sk, in both sets; DMAs and the softmax never write them. */
   for (int s = 0; s < 2; s++) {
     uint64_t o = (uint64_t)s * p.set, row = SLOTS * LANES * 2; /* a P^T key row: 2 KiB */
-    fill0(b, o + p.qs, p.set - p.qs);
-    if (p.L > a.Sk) fill0(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row);
+    tk_vfill(b, o + p.qs, p.set - p.qs, 0);
+    if (p.L > a.Sk) tk_vfill(b, o + p.pt + (uint64_t)a.Sk * row, (uint64_t)(p.L - a.Sk) * row, 0);
   }
-  if (a.q.es == 2 || a.k.es == 2) fill0(b, p.tiles, 3 * p.tset); /* their pads */
+  if (a.q.es == 2 || a.k.es == 2) tk_vfill(b, p.tiles, 3 * p.tset, 0); /* their pads */
   /* Order (docs/tpu-backend.md): a unit that must wait for another waits
    * for everything that unit has queued, so each group's work is emitted
    * where that tail is work needed anyway: per step g the vector unit

@@ -25,97 +25,6 @@ void tpu_info_free(tpu_compile_info *info) {
   info->explain = NULL;
 }
 
-/* Constants: collected here, copied into the image at the end. */
-typedef struct cconst cconst;
-typedef struct cpool {
-  VEC(tpub_const) v;
-  VEC(struct cconst) cache;
-  bool frozen;
-} cpool;
-
-static cpool *g_pool_of(tb *b) { return (cpool *)b->pool; }
-
-/* Constants live in the CONST section, written to HBM before the run, so
- * their regions must never have held scratch: compile.c creates every
- * constant before lowering starts (pool->frozen afterwards), and later
- * requests are answered from the cache (same literal, or a scalar with the
- * same type and bits). */
-typedef struct cconst {
-  const ir_literal *lit;
-  ir_type type;
-  uint32_t bits;
-  bool scalar;
-  tval *v;
-} cconst;
-
-static tval *const_lookup(cpool *p, const ir_literal *l) {
-  bool scalar = l->shape.type != IR_TUPLE && ir_shape_count(&l->shape) == 1 && l->shape.rank == 0;
-  for (int k = 0; k < p->cache.n; k++) {
-    cconst *c = &p->cache.v[k];
-    if (c->lit == l) return c->v;
-    if (scalar && c->scalar && c->type == l->shape.type && c->bits == lit_bits(l, 0)) return c->v;
-  }
-  return NULL;
-}
-
-static tval *const_new(lctx *x, const ir_literal *l);
-
-tval *tpu_const_value(lctx *x, const ir_literal *l) {
-  cpool *p = g_pool_of(x->b);
-  tval *v = const_lookup(p, l);
-  if (v) return v;
-  if (p->frozen) base_die("tpu: constant created after lowering started");
-  v = const_new(x, l);
-  bool scalar = l->shape.type != IR_TUPLE && l->shape.rank == 0;
-  cconst c = {l, l->shape.type, scalar ? lit_bits(l, 0) : 0, scalar, v};
-  VEC_PUSH(x->b->a, p->cache, c);
-  return v;
-}
-
-static tval *const_new(lctx *x, const ir_literal *l) {
-  tb *b = x->b;
-  if (l->shape.type == IR_TUPLE) {
-    tval *t = arena_alloc(b->a, sizeof *t);
-    t->tuple = true;
-    t->n = l->shape.ntuple;
-    t->elems = arena_array(b->a, (size_t)(t->n ? t->n : 1), sizeof(tval *));
-    for (int k = 0; k < t->n; k++) t->elems[k] = const_new(x, l->elems[k]);
-    return t;
-  }
-  int64_t n = ir_shape_count(&l->shape);
-  tval *v = arena_alloc(b->a, sizeof *v);
-  v->type = l->shape.type;
-  v->rank = l->shape.rank;
-  v->count = n;
-  for (int k = 0; k < v->rank; k++) v->dims[k] = l->shape.dims[k];
-  int es = tv_esize(v->type);
-  uint64_t bytes = (uint64_t)n * (uint64_t)es;
-  v->buf = arena_alloc(b->a, sizeof *v->buf);
-  v->buf->bytes = bytes;
-  v->buf->refs = 1;
-  v->buf->owned = false;
-  v->buf->addr = tb_hbm_alloc(b, bytes);
-  if (b->failed) return v;
-  uint8_t *data = arena_try_alloc(b->a, bytes ? bytes : 1);
-  if (!data) {
-    tb_error(b, ST_OUT_OF_MEMORY, "out of memory for a constant of %llu bytes",
-             (unsigned long long)bytes);
-    return v;
-  }
-  for (int64_t k = 0; k < n; k++) {
-    uint32_t bits = lit_bits(l, k);
-    if (es == 2) {
-      uint16_t h = (uint16_t)(bits >> 16);
-      memcpy(data + k * 2, &h, 2);
-    } else {
-      memcpy(data + k * 4, &bits, 4);
-    }
-  }
-  tpub_const c = {v->buf->addr, bytes, data};
-  if (bytes) VEC_PUSH(b->a, g_pool_of(b)->v, c);
-  return v;
-}
-
 typedef VEC(ir_shape) shape_vec;
 typedef VEC(tval *) tval_vec;
 
@@ -201,7 +110,7 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   v->buf->refs = 1;
   if (ir_type_size(s->type) == 1) {
     /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
-    tval *w = tv_new(x, s->type, s->rank, s->dims);
+    tval *w = tv_new(x->b, s->type, s->rank, s->dims);
     tk_fill(bp, tv_addr(w), n, 4, 0);
     int64_t one = n, ds = 4, ss = 1;
     tk_copy(bp, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);
@@ -223,7 +132,7 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
  * (params pt[np], results rt[nr]) and op table, copied. NULL with the
  * reason in err when host memory runs out. */
 static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tensor *pt, int np,
-                                  const tpub_tensor *rt, int nr, const cpool *pool, char *err,
+                                  const tpub_tensor *rt, int nr, const tv_pool *pool, char *err,
                                   size_t errlen) {
   tpub_image *img = tpub_new(NULL);
   if (!img) goto oom;
@@ -266,97 +175,72 @@ oom:
   return NULL;
 }
 
-base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,
-                        tpu_compile_info *info) {
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  *out = NULL;
-  tpu_options def;
-  tpu_options_init(&def);
-  if (!o) o = &def;
-  tgt_target tg;
-  char err[256];
-  const char *spec = o->target ? o->target : "v3";
-  if (tgt_parse(spec, &tg, err, sizeof err)) {
-    diag_error(d, (src_loc){0}, "tpu: target '%s': %s", spec, err);
-    return ST_INVALID_ARGUMENT;
-  }
-  if (m->entry < 0) {
-    diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
-    return ST_INVALID_ARGUMENT;
-  }
-  if (ir_check_runnable(m, spec, d, NULL, 0)) return ST_UNSUPPORTED;
-  base_status bst = ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
-  if (bst != ST_OK) return bst;
-  arena *a = arena_create();
-  tb b;
-  tb_init(&b, a, &tg, d);
-  strbuf explain;
-  sb_init(&explain);
-  if (o->explain && info) b.explain = &explain;
-  cpool pool = {0};
-  b.pool = &pool;
-  const ir_comp *entry = &m->comps.v[m->entry];
-  b.attr_comp = entry;
-  tb_set_op(&b, "(parameters)", "", (src_loc){0});
-  lctx x = {0};
-  x.b = &b;
-  x.m = m;
-  x.c = m->entry;
-  x.comp = entry;
-  x.precision = o->precision;
-  /* Parameters in their own dtype, then widened when needed; a tuple
-   * parameter is one .tpub parameter per array leaf, depth first. */
+/* Step 1, the signature's parameters: each entry parameter's value
+ * (its own dtype, widened when needed; a tuple parameter is one .tpub
+ * parameter per array leaf, depth first), returned; their .tpub tensors
+ * into *out_pt (*out_n of them). */
+static tval **bind_params(lctx *x, arena *a, tpub_tensor **out_pt, int *out_n) {
+  const ir_comp *entry = x->comp;
   int np = entry->nparams, nleaves = 0;
   for (int p = 0; p < np; p++) nleaves += shape_leaf_count(entry->insts.v[entry->params[p]].shape);
   tpub_tensor *pt = arena_array(a, (size_t)nleaves + 1, sizeof *pt);
   tval **params = arena_array(a, (size_t)np + 1, sizeof(tval *));
   int leaf = 0;
-  for (int p = 0; p < np && !b.failed; p++) {
+  for (int p = 0; p < np && !x->b->failed; p++) {
     const ir_inst *pi = &entry->insts.v[entry->params[p]];
-    b.loc = pi->info->loc;
-    b.opname = "parameter";
-    params[p] = param_value(&x, pi->shape, pi->info->name, pt, &leaf);
+    x->b->loc = pi->info->loc;
+    x->b->opname = "parameter";
+    params[p] = param_value(x, pi->shape, pi->info->name, pt, &leaf);
   }
-  /* Every constant of the module, and the zeros the lowerings pad with. */
-  for (int c = 0; c < m->comps.n && !b.failed; c++)
+  *out_pt = pt;
+  *out_n = nleaves;
+  return params;
+}
+
+/* Step 2, the constant pool: every constant of the module, and the zeros
+ * the lowerings pad with; frozen after. */
+static void place_constants(lctx *x, arena *a, tv_pool *pool) {
+  const ir_module *m = x->m;
+  tb *b = x->b;
+  for (int c = 0; c < m->comps.n && !b->failed; c++)
     for (int i = 0; i < m->comps.v[c].insts.n; i++) {
       const ir_inst *in = &m->comps.v[c].insts.v[i];
       if (in->op == IR_OP_CONSTANT && !in->dead) {
-        b.loc = in->info->loc;
-        b.opname = "constant";
-        tpu_const_value(&x, in->a->literal);
+        b->loc = in->info->loc;
+        b->opname = "constant";
+        tv_const(x->b, in->a->literal);
       }
     }
-  {
-    b.opname = "constant";
-    b.loc = entry->loc;
-    static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
-    for (size_t k = 0; k < COUNTOF(zt); k++) {
-      ir_shape zs = ir_shape_scalar(zt[k]);
-      tpu_const_value(&x, ir_literal_create(a, &zs));
-    }
+  b->opname = "constant";
+  b->loc = x->comp->loc;
+  static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
+  for (size_t k = 0; k < COUNTOF(zt); k++) {
+    ir_shape zs = ir_shape_scalar(zt[k]);
+    tv_const(x->b, ir_literal_create(a, &zs));
   }
-  pool.frozen = true;
-  tval *root = NULL;
-  if (!b.failed) {
-    x.params = params;
-    root = lower_comp(&b, m, m->entry, params, o->precision);
-  }
-  /* Results: convert each leaf into its own region. */
+  pool->frozen = true;
+}
+
+/* Step 4, the signature's results: each array leaf of the entry's root
+ * value in a region of its own dtype (the value's buffer itself when it
+ * has that representation and no other result uses it, else a copy):
+ * their .tpub tensors into *out_rt (*out_n of them). */
+static void place_results(tb *b, arena *a, const ir_comp *entry, tval *root, tpub_tensor **out_rt,
+                          int *out_n) {
   shape_vec rs = {0};
   tval_vec rv = {0};
   leaves(a, entry->insts.v[entry->root].shape, &rs);
   if (root) val_leaves(a, root, &rv);
   tpub_tensor *rt = arena_array(a, (size_t)rs.n + 1, sizeof *rt);
-  b.opname = "result";
-  b.loc = entry->insts.v[entry->root].info->loc;
-  tb_set_op(&b, "(results)", "", b.loc);
-  for (int k = 0; k < rs.n && !b.failed; k++) {
+  b->opname = "result";
+  b->loc = entry->insts.v[entry->root].info->loc;
+  tb_set_op(b, "(results)", "", b->loc);
+  for (int k = 0; k < rs.n && !b->failed; k++) {
     const ir_shape *s = &rs.v[k];
     if (s->rank > TPUB_MAX_RANK) {
-      tb_error(&b, ST_UNSUPPORTED, "result of rank %d: a TPU program's results have at most %d dimensions",
-               s->rank, TPUB_MAX_RANK);
+      tb_error(b, ST_UNSUPPORTED,
+               "result of rank %d: a TPU program's results have at most %d dimensions", s->rank,
+               TPUB_MAX_RANK);
       break;
     }
     tval *v = rv.v[k];
@@ -375,90 +259,168 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
       rt[k].hbm_offset = v->buf->addr;
       continue;
     }
-    rt[k].hbm_offset = tb_hbm_alloc(&b, rt[k].bytes);
+    rt[k].hbm_offset = tb_hbm_alloc(b, rt[k].bytes);
     int64_t one = n, ds = 1, ss = xs == 1 ? 4 : 1;
-    tk_copy(&b, rt[k].hbm_offset, &ds, tv_addr(v), &ss, 1, &one, xs);
+    tk_copy(b, rt[k].hbm_offset, &ds, tv_addr(v), &ss, 1, &one, xs);
   }
-  tb_halt(&b);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (info) {
-    memset(info, 0, sizeof *info);
-    info->flops = b.flops;
-    info->mxu_passes = (uint64_t)b.max_passes;
-    info->precision = b.flops == 0 ? "none" : b.max_passes == 6 ? "bf16x6 (HIGHEST)"
-                                          : b.max_passes == 3 ? "bf16x3 (HIGH)"
-                                                              : "bf16 (1 pass, DEFAULT)";
-    info->hbm_peak = b.hbm_peak;
-    info->vmem_peak = b.vmem_peak;
-    info->instructions = (uint64_t)b.code.n;
-    info->compile_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    info->arena_bytes = arena_bytes(a);
-    if (o->memory_report) {
-      strbuf r;
-      sb_init(&r);
-      sb_printf(&r, "memory report (target %s)\n", spec);
-      sb_printf(&r, "  HBM peak:  %llu bytes (%.2f MiB) of %llu\n", (unsigned long long)b.hbm_peak,
-                (double)b.hbm_peak / 1048576.0, (unsigned long long)tg.hbm_bytes);
-      sb_printf(&r, "  VMEM peak: %llu bytes (%.2f MiB) of %llu (largest kernel footprint)\n",
-                (unsigned long long)b.vmem_peak, (double)b.vmem_peak / 1048576.0,
-                (unsigned long long)tg.vmem_bytes);
-      sb_printf(&r, "  SMEM: %u descriptor words of %u\n", b.smem_words, b.smem_cap);
-      sb_printf(&r, "  largest buffers:\n");
-      /* The largest instruction results of the entry (with source lines). */
-      int order[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
-      for (int i = 0; i < entry->insts.n; i++) {
-        const ir_inst *in = &entry->insts.v[i];
-        if (in->dead || in->shape->type == IR_TUPLE) continue;
-        uint64_t by = (uint64_t)ir_shape_count(in->shape) * (uint64_t)tv_esize(in->shape->type);
-        for (int s = 0; s < 8; s++) {
-          uint64_t bs = order[s] < 0 ? 0
-                                     : (uint64_t)ir_shape_count(entry->insts.v[order[s]].shape) *
-                                           (uint64_t)tv_esize(entry->insts.v[order[s]].shape->type);
-          if (order[s] < 0 || by > bs) {
-            memmove(&order[s + 1], &order[s], (size_t)(7 - s) * sizeof(int));
-            order[s] = i;
-            break;
-          }
-        }
+  *out_rt = rt;
+  *out_n = rs.n;
+}
+
+/* --memory-report: peaks of HBM, VMEM and SMEM and the largest results
+ * of the entry's instructions (with source lines); malloc'ed. */
+static char *memory_report(const tb *b, const char *spec, const ir_comp *entry) {
+  strbuf r;
+  sb_init(&r);
+  sb_printf(&r, "memory report (target %s)\n", spec);
+  sb_printf(&r, "  HBM peak:  %llu bytes (%.2f MiB) of %llu\n", (unsigned long long)b->hbm_peak,
+            (double)b->hbm_peak / 1048576.0, (unsigned long long)b->t.hbm_bytes);
+  sb_printf(&r, "  VMEM peak: %llu bytes (%.2f MiB) of %llu (largest kernel footprint)\n",
+            (unsigned long long)b->vmem_peak, (double)b->vmem_peak / 1048576.0,
+            (unsigned long long)b->t.vmem_bytes);
+  sb_printf(&r, "  SMEM: %u descriptor words of %u\n", b->smem_words, b->smem_cap);
+  sb_printf(&r, "  largest buffers:\n");
+  int order[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  for (int i = 0; i < entry->insts.n; i++) {
+    const ir_inst *in = &entry->insts.v[i];
+    if (in->dead || in->shape->type == IR_TUPLE) continue;
+    uint64_t by = (uint64_t)ir_shape_count(in->shape) * (uint64_t)tv_esize(in->shape->type);
+    for (int s = 0; s < 8; s++) {
+      uint64_t bs = order[s] < 0 ? 0
+                                 : (uint64_t)ir_shape_count(entry->insts.v[order[s]].shape) *
+                                       (uint64_t)tv_esize(entry->insts.v[order[s]].shape->type);
+      if (order[s] < 0 || by > bs) {
+        memmove(&order[s + 1], &order[s], (size_t)(7 - s) * sizeof(int));
+        order[s] = i;
+        break;
       }
-      for (int s = 0; s < 8 && order[s] >= 0; s++) {
-        const ir_inst *in = &entry->insts.v[order[s]];
-        strbuf sh;
-        sb_init(&sh);
-        ir_shape_print(&sh, in->shape, false);
-        sb_printf(&r, "    %12llu  %-24s %s %s:%d\n",
-                  (unsigned long long)((uint64_t)ir_shape_count(in->shape) *
-                                       (uint64_t)tv_esize(in->shape->type)),
-                  sb_str(&sh), in->info->name,
-                  in->info->loc.file ? in->info->loc.file : "?",
-                  in->info->loc.line);
-        sb_free(&sh);
-      }
-      info->memory_report = strdup(sb_str(&r));
-      sb_free(&r);
     }
-    if (b.explain) info->explain = strdup(sb_str(&explain));
   }
-  sb_free(&explain);
-  if (b.failed) {
-    base_status st = b.status;
-    arena_destroy(a);
-    return st;
+  for (int s = 0; s < 8 && order[s] >= 0; s++) {
+    const ir_inst *in = &entry->insts.v[order[s]];
+    strbuf sh;
+    sb_init(&sh);
+    ir_shape_print(&sh, in->shape, false);
+    sb_printf(&r, "    %12llu  %-24s %s %s:%d\n",
+              (unsigned long long)((uint64_t)ir_shape_count(in->shape) *
+                                   (uint64_t)tv_esize(in->shape->type)),
+              sb_str(&sh), in->info->name,
+              in->info->loc.file ? in->info->loc.file : "?",
+              in->info->loc.line);
+    sb_free(&sh);
   }
+  char *text = strdup(sb_str(&r));
+  sb_free(&r);
+  return text;
+}
+
+/* What the finished build b found out (tpu_compile_info). */
+static void fill_info(tpu_compile_info *info, const tb *b, arena *a, double seconds) {
+  memset(info, 0, sizeof *info);
+  info->flops = b->flops;
+  info->mxu_passes = (uint64_t)b->max_passes;
+  info->precision = b->flops == 0        ? "none"
+                    : b->max_passes == 6 ? "bf16x6 (HIGHEST)"
+                    : b->max_passes == 3 ? "bf16x3 (HIGH)"
+                                         : "bf16 (1 pass, DEFAULT)";
+  info->hbm_peak = b->hbm_peak;
+  info->vmem_peak = b->vmem_peak;
+  info->instructions = (uint64_t)b->code.n;
+  info->compile_seconds = seconds;
+  info->arena_bytes = arena_bytes(a);
+}
+
+/* The checks before a build: the target spec parses into *tg, the module
+ * has an entry, runs on the target and fits the budgets. */
+static base_status compile_checks(const ir_module *m, const char *spec, tgt_target *tg, diag *d) {
+  char err[256];
+  if (tgt_parse(spec, tg, err, sizeof err)) {
+    diag_error(d, (src_loc){0}, "tpu: target '%s': %s", spec, err);
+    return ST_INVALID_ARGUMENT;
+  }
+  if (m->entry < 0) {
+    diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
+    return ST_INVALID_ARGUMENT;
+  }
+  if (ir_check_runnable(m, spec, d, NULL, 0)) return ST_UNSUPPORTED;
+  return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
+}
+
+/* Step 5: the image of the finished build b, verified against tg. */
+static base_status finish_image(tb *b, const char *spec, const tgt_target *tg,
+                                const tpub_tensor *pt, int np, const tpub_tensor *rt, int nr,
+                                const tv_pool *pool, diag *d, tpub_image **out) {
+  char err[256];
   /* Assemble the image (host allocations checked: out of memory is an
    * error, ST_OUT_OF_MEMORY). */
-  b.ops.v[b.cur_op].flops += b.flops - b.op_flops0;
-  tpub_image *img = assemble_image(&b, spec, pt, nleaves, rt, rs.n, &pool, err, sizeof err);
-  arena_destroy(a);
+  b->ops.v[b->cur_op].flops += b->flops - b->op_flops0;
+  tpub_image *img = assemble_image(b, spec, pt, np, rt, nr, pool, err, sizeof err);
   if (!img) {
     diag_error(d, (src_loc){0}, "tpu: %s", err);
     return ST_OUT_OF_MEMORY;
   }
-  if (tpub_verify(img, &tg, err, sizeof err)) {
+  if (tpub_verify(img, tg, err, sizeof err)) {
     diag_error(d, (src_loc){0}, "tpu: internal error: generated program fails verification: %s", err);
     tpub_free(img);
     return ST_INTERNAL;
   }
   *out = img;
   return ST_OK;
+}
+
+/* The steps: checks; the parameters' and constants' places in HBM;
+ * lowering of the entry (each kernel plans its tiles, takes its HBM
+ * buffers and emits as it goes); the results' regions; the image. */
+base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,
+                        tpu_compile_info *info) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  *out = NULL;
+  tpu_options def;
+  tpu_options_init(&def);
+  if (!o) o = &def;
+  tgt_target tg;
+  const char *spec = o->target ? o->target : "v3";
+  base_status bst = compile_checks(m, spec, &tg, d);
+  if (bst != ST_OK) return bst;
+  arena *a = arena_create();
+  tb b;
+  tb_init(&b, a, &tg, d);
+  strbuf explain;
+  sb_init(&explain);
+  if (o->explain && info) b.explain = &explain;
+  tv_pool pool = {0};
+  b.pool = &pool;
+  const ir_comp *entry = &m->comps.v[m->entry];
+  b.attr_comp = entry;
+  tb_set_op(&b, "(parameters)", "", (src_loc){0});
+  lctx x = {0};
+  x.b = &b;
+  x.m = m;
+  x.c = m->entry;
+  x.comp = entry;
+  x.precision = o->precision;
+  tpub_tensor *pt, *rt;
+  int npt, nrt;
+  tval **params = bind_params(&x, a, &pt, &npt);
+  place_constants(&x, a, &pool);
+  tval *root = NULL;
+  if (!b.failed) {
+    x.params = params;
+    root = lower_comp(&b, m, m->entry, params, o->precision);
+  }
+  place_results(&b, a, entry, root, &rt, &nrt);
+  tb_halt(&b);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (info) {
+    fill_info(info, &b, a,
+              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    if (o->memory_report) info->memory_report = memory_report(&b, spec, entry);
+    if (b.explain) info->explain = strdup(sb_str(&explain));
+  }
+  sb_free(&explain);
+  base_status st =
+      b.failed ? b.status : finish_image(&b, spec, &tg, pt, npt, rt, nrt, &pool, d, out);
+  arena_destroy(a);
+  return st;
 }

@@ -138,10 +138,11 @@ void tk_fill(tb *b, uint64_t dst, int64_t count, int esize, uint32_t bits) {
   uint32_t pat = esize == 2 ? bits << 16 : esize == 1 ? (bits & 0xff) * 0x01010101u : bits;
   bool half = esize == 2;
   tb_valu(b, OP_VIMM, 1, (int32_t)pat, 0);
-  uint64_t tile = half ? 2048 : 4096;
+  uint64_t tile = tb_tile_bytes(half);
   uint64_t base = 2 * S; /* after the copy staging buffers */
   if (!tb_vmem_fits(b, base + fillb + tile, "a fill")) return;
-  for (uint64_t o = 0; o < fillb; o += tile) tb_vst(b, 1, base + o, half ? 256 : 512, half, 0);
+  for (uint64_t o = 0; o < fillb; o += tile)
+    tb_vst(b, 1, base + o, tb_row_bytes(half), half, 0);
   for (uint64_t o = 0; o < total; o += fillb) {
     uint64_t piece = total - o < fillb ? total - o : fillb;
     int64_t d[10] = {(int64_t)piece, 1, 1, 1, 0, 0, 0, 0, 0, 0};

@@ -28,7 +28,7 @@ void tk_fold_strided(tb *b, const tk_elem *red, int nv, const uint64_t *xs, int6
     return;
   }
   /* Types of accumulator v: red->in_type[v]; of value v: red->in_type[nv + v]. */
-  int64_t W = 1024;
+  int64_t W = TGT_VREG_ELEMS;
   /* Rows per DMA block: keep each buffer near 256 KiB. */
   uint64_t per = b->t.vmem_bytes / (uint64_t)(4 * nv + 4);
   if (per > ((uint64_t)256 << 10)) per = (uint64_t)256 << 10;
@@ -37,14 +37,14 @@ void tk_fold_strided(tb *b, const tk_elem *red, int nv, const uint64_t *xs, int6
   if (Rc > R) Rc = R > 0 ? R : 1;
   uint64_t rowbytes = (uint64_t)W * 4;
   uint64_t buf = tb_align((uint64_t)Rc * rowbytes);
-  uint64_t init_off = 2 * (uint64_t)nv * buf, out_off = init_off + (uint64_t)nv * 4096;
-  if (!tb_vmem_fits(b, out_off + (uint64_t)nv * 4096, "a reduction")) return;
+  uint64_t init_off = 2 * (uint64_t)nv * buf, out_off = init_off + (uint64_t)nv * TGT_VREG_BYTES;
+  if (!tb_vmem_fits(b, out_off + (uint64_t)nv * TGT_VREG_BYTES, "a reduction")) return;
   /* Broadcast the inits once. */
   if (inits)
     for (int v = 0; v < nv; v++) {
       int es = es_of(red->in_type[v]);
-      int64_t d[10] = {es, 1024, 1, 1, 0, 0, 0, es, 0, 0};
-      tb_dma(b, true, init_off + (uint64_t)v * 4096, inits[v], d);
+      int64_t d[10] = {es, TGT_VREG_ELEMS, 1, 1, 0, 0, 0, es, 0, 0};
+      tb_dma(b, true, init_off + (uint64_t)v * TGT_VREG_BYTES, inits[v], d);
     }
   int64_t nblk = (O + W - 1) / W, nrb = R > 0 ? (R + Rc - 1) / Rc : 0;
   int acc[8], vals[8], in_regs[16], out_regs[8];
@@ -60,7 +60,7 @@ void tk_fold_strided(tb *b, const tk_elem *red, int nv, const uint64_t *xs, int6
     if (inits) {
       for (int v = 0; v < nv; v++) {
         bool h = es_of(red->in_type[v]) == 2;
-        tb_vld(b, acc[v], init_off + (uint64_t)v * 4096, h ? 256 : 512, h);
+        tb_vld(b, acc[v], init_off + (uint64_t)v * TGT_VREG_BYTES, tb_row_bytes(h), h);
       }
     }
     /* Load row block 0, then per block: load the next, fold this one. */
@@ -119,9 +119,9 @@ void tk_fold_strided(tb *b, const tk_elem *red, int nv, const uint64_t *xs, int6
     for (int v = 0; v < nv; v++) {
       int es = es_of(red->in_type[v]);
       bool h = es == 2;
-      tb_vst(b, acc[v], out_off + (uint64_t)v * 4096, h ? 256 : 512, h, 0);
+      tb_vst(b, acc[v], out_off + (uint64_t)v * TGT_VREG_BYTES, tb_row_bytes(h), h, 0);
       int64_t d[10] = {cols * es, 1, 1, 1, 0, 0, 0, 0, 0, 0};
-      tb_dma(b, false, out_off + (uint64_t)v * 4096, outs[v] + (uint64_t)(o0 * es), d);
+      tb_dma(b, false, out_off + (uint64_t)v * TGT_VREG_BYTES, outs[v] + (uint64_t)(o0 * es), d);
     }
   }
 }

@@ -1,30 +1,11 @@
-/* lower.h: private to backend/tpu: values of the lowering (HBM buffers
- * with reference counts) and the per-op lowerings split over lower*.c. */
+/* lower.h: private to backend/tpu: the lowering of IR instructions onto
+ * kernels: its context (lctx), the dispatch (lower.c) and the per-op
+ * lowerings it calls (lower_*.c, rows.c, attention.c). Below it: values
+ * (value.h), kernels and the builder (tb.h). */
 #ifndef TPUCC_BACKEND_TPU_LOWER_H
 #define TPUCC_BACKEND_TPU_LOWER_H
 
-#include "backend/tpu/tb.h"
-
-/* An HBM buffer shared by the values that alias it (reshape, copy,
- * get-tuple-element); freed when the last reference goes. Parameters and
- * constants are not owned (never freed). */
-typedef struct hbuf {
-  uint64_t addr, bytes;
-  int refs;
-  bool owned;
-} hbuf;
-
-typedef struct tval tval;
-struct tval {
-  bool tuple;
-  int n;          /* tuple: elements */
-  tval **elems;
-  hbuf *buf;      /* array: its storage (row-major, internal element type) */
-  ir_type type;   /* IR element type */
-  int rank;
-  int64_t dims[IR_MAX_RANK];
-  int64_t count;
-};
+#include "backend/tpu/value.h"
 
 typedef struct lctx lctx;
 struct lctx {
@@ -44,13 +25,6 @@ struct lctx {
   bool root_bf16;     /* an f32 elementwise root is stored as bf16 */
 };
 
-int tv_esize(ir_type t);   /* bytes per element in HBM inside the program */
-tval *tv_new(lctx *x, ir_type t, int rank, const int64_t *dims);
-tval *tv_alias(lctx *x, const tval *v, ir_type t, int rank, const int64_t *dims);
-void tv_release(lctx *x, tval *v);
-void tv_strides(const tval *v, int64_t *st); /* row-major strides, elements */
-uint64_t tv_addr(const tval *v);
-
 /* Lowers one instruction; its value goes to x->val[i]. */
 void lower_inst(lctx *x, ir_id i);
 /* Lowers computation c with parameters bound to params; returns the root's
@@ -66,14 +40,41 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
 /* Elementwise program of a scalar computation (reducers): inputs are its
  * parameters in order; outputs its root (or the root tuple's elements). */
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
-/* Internal 32-bit register bits of element idx of a literal. */
-uint32_t lit_bits(const ir_literal *l, int64_t idx);
 
-/* A constant's value (placed in the image's CONST section by compile.c). */
-tval *tpu_const_value(lctx *x, const ir_literal *l);
+/* lower_move.c: data movement and tuples; the result goes to x->val[i]. */
+void lower_broadcast(lctx *x, ir_id i);
+void lower_slice(lctx *x, ir_id i);
+void lower_reverse(lctx *x, ir_id i);
+void lower_concatenate(lctx *x, ir_id i);
+void lower_iota(lctx *x, ir_id i);
+/* A tuple, or an all-reduce (one replica: its operands). */
+void lower_tuple(lctx *x, ir_id i);
+/* A bitcast-convert as an alias of its operand's buffer, true; false when
+ * it ran as the end of its operand's elementwise program instead
+ * (lower_elementwise: the operand edges consumed are x->pending). */
+bool lower_bitcast(lctx *x, ir_id i);
+
+/* lower_elem.c */
+/* Whether in is computed element by element (elementwise ops, convert,
+ * bitcast-convert): what lower_elementwise takes and deferral folds. */
+bool lower_is_elem(const ir_inst *in);
+/* The literal of the scalar constant instruction i is, or broadcasts;
+ * NULL otherwise (a splat: an immediate in elementwise programs). */
+const ir_literal *lower_splat(lctx *x, ir_id i);
+/* Elementwise instruction i and its deferred operands as one program;
+ * the operand edges it read go to x->pending. */
+void lower_elementwise(lctx *x, ir_id i);
 
 /* lower_ops.c */
 void lower_dot(lctx *x, ir_id i);
+/* A dot of the entry whose result only feeds one-pass dots (the fused
+ * attention's Q, K, V: lower_bf16_store) stores it rounded to bf16 from
+ * its matmul's epilogue: the bits those dots would round it to, half the
+ * bytes. false (nothing emitted) otherwise. */
+bool lower_dot_bf16(lctx *x, ir_id i);
+/* A pointwise convolution as one matmul on the buffers as they lie;
+ * false (nothing emitted) when it is not one (lower_conv then). */
+bool lower_pointwise_conv(lctx *x, ir_id i);
 /* Dot i with the elementwise program e applied to its result tiles in
  * VMEM (e's input dot_in is the dot; tk_matmul_epi's contract), storing
  * e's output at out; false, emitting nothing, when that plan does not
@@ -90,6 +91,10 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
 bool lower_bf16_store(const lctx *x, ir_id i);
 void lower_conv(lctx *x, ir_id i);
 void lower_reduce(lctx *x, ir_id i);
+/* Whether a reduction of R elements into each of O outputs folds as a
+ * tree of partial accumulators (lower_reduce's order for an associative
+ * reducer) rather than row by row: many rows into few outputs. */
+bool lower_tree_fold(int64_t R, int64_t O);
 void lower_reduce_window(lctx *x, ir_id i);
 /* rows.c: row kernels (reductions over the trailing dims with their
  * elementwise producers and consumers, row blocks in VMEM). Whether reduce
@@ -102,14 +107,8 @@ void lower_reduce_window(lctx *x, ir_id i);
 bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *os);
 bool lower_row_reduce(lctx *x, ir_id i);
 bool lower_rows_fusion(lctx *x, ir_id i, bool out_bf16);
-/* Casts f32/bf16 to bf16 parts for the MXU: parts[p] (count elements each). */
-void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts);
-/* Converts (elementwise) v to type t; a new value. */
-tval *lower_convert(lctx *x, const tval *v, ir_type t);
-/* out = copy of v padded: lo/hi/interior per dim, value from scalar pv. */
-tval *lower_pad(lctx *x, const tval *v, const tval *pv, const ir_padding_dim *pd, ir_type t);
-/* Permutes dims: result dim k = v dim perm[k]. */
-tval *lower_transpose(lctx *x, const tval *v, const int64_t *perm);
+/* pass_target.row_reduce_refusal for target t (passes/passes.h). */
+const char *lower_rows_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O, arena *a);
 
 /* attention.c: fusion instruction i (kCustom) as one fused attention
  * kernel, the scores kept in VMEM, its f32 result stored rounded to bf16
@@ -120,5 +119,8 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16);
 /* Whether lower_attention will run fusion instruction i as the kernel,
  * whatever its operands' storage (f32, or bf16: it reads both). */
 bool lower_attention_takes(const lctx *x, ir_id i);
+/* pass_target.attention_refusal for target t (passes/passes.h). */
+const char *lower_attention_refusal(const tgt_target *t, int64_t rows, int64_t sk, arena *a,
+                                    const char **out_plan);
 
 #endif

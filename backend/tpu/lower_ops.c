@@ -25,7 +25,7 @@ static tval *scalar_const(lctx *x, ir_type t, double v) {
   ir_shape s = ir_shape_scalar(t);
   ir_literal *l = ir_literal_create(x->b->a, &s);
   ir_literal_set_f64(l, 0, v);
-  return tpu_const_value(x, l);
+  return tv_const(x->b, l);
 }
 
 /* ---- scalar computations as elementwise programs ----------------------------- */
@@ -96,29 +96,6 @@ bad:
   return false;
 }
 
-/* ---- bf16 parts ---------------------------------------------------------------- */
-
-void lower_split_bf16(lctx *x, const tval *v, int nparts, tval **parts) {
-  tk_node nodes[6] = {
-      {TK_IN, v->type, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}},
-      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {0, 1, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {2, 0, 0}},
-      {TK_OP, IR_F32, 0, 0, IR_OP_SUBTRACT, 0, 0, 2, {2, 3, 0}},
-      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {4, 0, 0}},
-  };
-  int outs[3] = {1, 3, 5};
-  uint64_t oa[3];
-  for (int p = 0; p < nparts; p++) {
-    parts[p] = tv_new(x, IR_BF16, v->rank, v->dims);
-    oa[p] = tv_addr(parts[p]);
-  }
-  uint64_t ia = tv_addr(v);
-  ir_type it = v->type;
-  tk_elem e = {2 * nparts, nodes, 1, &ia, &it, nparts, outs, oa, v->count};
-  tk_elementwise(x->b, &e);
-}
-
 static int passes_of(lctx *x, const ir_inst *in, ir_type lt, ir_type rt) {
   ir_precision p = x->precision;
   if (in->a->precision[0] > p) p = in->a->precision[0];
@@ -132,10 +109,10 @@ static const int pair_a[6] = {0, 0, 1, 0, 1, 2}, pair_b[6] = {0, 1, 0, 2, 1, 0};
 /* bf16 parts of v, or v itself when it already is bf16 and one part. */
 static void parts_of(lctx *x, tval *v, int nparts, tval **parts) {
   if (v->type == IR_BF16 && nparts == 1) {
-    parts[0] = tv_alias(x, v, v->type, v->rank, v->dims);
+    parts[0] = tv_alias(x->b, v, v->type, v->rank, v->dims);
     return;
   }
-  lower_split_bf16(x, v, nparts, parts);
+  tv_split_bf16(x->b, v, nparts, parts);
 }
 
 /* Integer/pred contraction on the vector unit: out[g][m][n] = fold_k
@@ -150,16 +127,16 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
              "vector-unit path (at most 2^27 products)",
              (long long)M, (long long)N, (long long)K, (long long)G);
     int64_t d3[3] = {G, M, N};
-    return tv_new(x, t, 3, d3);
+    return tv_new(x->b, t, 3, d3);
   }
   /* ea[k][g][m][n] = a[g][m][k], eb[k][g][m][n] = b[g][k][n] */
-  tval *ea = tv_new(x, t, 4, d4), *eb = tv_new(x, t, 4, d4);
+  tval *ea = tv_new(x->b, t, 4, d4), *eb = tv_new(x->b, t, 4, d4);
   int64_t ds[4], sa[4] = {1, M * K, K, 0}, sb[4] = {N, K * N, 0, 1};
   tv_strides(ea, ds);
   tk_copy(x->b, tv_addr(ea), ds, tv_addr(a), sa, 4, d4, 4);
   tk_copy(x->b, tv_addr(eb), ds, tv_addr(bm), sb, 4, d4, 4);
   int64_t d3[3] = {G, M, N};
-  tval *out = tv_new(x, t, 3, d3);
+  tval *out = tv_new(x->b, t, 3, d3);
   tval *zero = scalar_const(x, t, 0);
   /* reducer over (acc0, acc1, a, b): acc0 + a*b (pred: acc0 | (a & b));
    * acc1 only passes through (tk_fold folds as many values as
@@ -173,13 +150,13 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
   int outs[2] = {4, 5};
   ir_type types[4] = {t, t, t, t};
   tk_elem red = {6, rn, 4, NULL, types, 2, outs, NULL, 0};
-  tval *dummy = tv_new(x, t, 3, d3);
+  tval *dummy = tv_new(x->b, t, 3, d3);
   uint64_t xs[2] = {tv_addr(ea), tv_addr(eb)}, in[2] = {tv_addr(zero), tv_addr(zero)},
            os[2] = {tv_addr(out), tv_addr(dummy)};
   tk_fold(x->b, &red, 2, xs, in, os, K, G * M * N);
-  tv_release(x, ea);
-  tv_release(x, eb);
-  tv_release(x, dummy);
+  tv_release(x->b, ea);
+  tv_release(x->b, eb);
+  tv_release(x->b, dummy);
   return out;
 }
 
@@ -195,13 +172,24 @@ static tval *int_matmul(lctx *x, tval *a, tval *bm, int64_t G, int64_t M, int64_
 enum { WEIGHT_HBM_BLOCKS = 4 };
 static tval *weight_bf16(lctx *x, tval *rv, int64_t M) {
   if (rv->type == IR_F32 && M > WEIGHT_HBM_BLOCKS * x->b->t.acc_rows)
-    return lower_convert(x, rv, IR_BF16);
-  return tv_alias(x, rv, rv->type, rv->rank, rv->dims);
+    return tv_convert(x->b, rv, IR_BF16);
+  return tv_alias(x->b, rv, rv->type, rv->rank, rv->dims);
 }
 
 /* A dot of computation c that rounds both operands to bf16 on their way
  * to the MXU: one pass (DEFAULT precision, here and in the options) and a
  * float result. */
+/* The matmul of G dense problems a [M, K] x b [K, N] (b [N, K] when bt)
+ * into f32 C [G, M, N] at c, row-major; f32 operands are converted in
+ * VMEM (tk_mm's a32, b32). */
+static tk_mm dense_mm(int64_t G, int64_t M, int64_t N, int64_t K, const tval *a, const tval *b,
+                      bool bt, uint64_t c) {
+  bool a32 = a->type == IR_F32, b32 = b->type == IR_F32;
+  tk_mm mm = {G, M, N, K, tv_addr(a), (uint64_t)(M * K * (a32 ? 4 : 2)), tv_addr(b),
+              (uint64_t)(K * N * (b32 ? 4 : 2)), c, (uint64_t)(M * N * 4), a32, b32, bt};
+  return mm;
+}
+
 static bool one_pass_dot(const lctx *x, const ir_inst *in) {
   return in->op == IR_OP_DOT && ir_type_is_float(in->shape->type) &&
          x->precision == IR_PREC_DEFAULT && in->a->precision[0] == IR_PREC_DEFAULT &&
@@ -343,34 +331,35 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
                      "result");
     return false;
   }
-  tval *lt = d.ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, d.lp);
-  tval *rtv0 = d.ident_r || d.bt ? tv_alias(x, r, r->type, r->rank, r->dims)
-                                 : lower_transpose(x, r, d.rp);
+  tval *lt = d.ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, d.lp);
+  tval *rtv0 = d.ident_r || d.bt ? tv_alias(x->b, r, r->type, r->rank, r->dims)
+                                 : tv_transpose(x->b, r, d.rp);
   tval *rtv = weight_bf16(x, rtv0, M);
   explain_operands(x, &d, "dot with epilogue", rtv->type != rtv0->type);
-  tv_release(x, rtv0);
+  tv_release(x->b, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
   /* an f32 weight whose panels do not fit VMEM: the matmul's first row
    * block converts it into this bf16 copy under its MXU work */
   int64_t bd[3] = {Bn, K, N};
-  tval *once = b32 && !a32 ? tv_new(x, IR_BF16, 3, bd) : NULL;
-  bool ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                          tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, d.bt,
-                          once ? tv_addr(once) : TK_NO_ONCE, out, e, dot_in, row);
-  if (once) tv_release(x, once);
+  tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
+  tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, d.bt, out);
+  tk_epilogue ep = {e, dot_in, row, once ? tv_addr(once) : TK_NO_ONCE};
+  bool ok = tk_matmul_epi(x->b, &mm, &ep);
+  if (once) tv_release(x->b, once);
   if (!ok && (a32 || b32)) {
     /* f32 operands too long for the in-VMEM conversion: convert them in
      * HBM first (the same RNE rounding), then the bf16 plan. */
     tb_explain(x->b, "f32 operands converted to bf16 in HBM first, then the bf16 plan");
-    tval *lc = a32 ? lower_convert(x, lt, IR_BF16) : lt;
-    tval *rc = b32 ? lower_convert(x, rtv, IR_BF16) : rtv;
-    ok = tk_matmul_epi(x->b, Bn, M, N, K, tv_addr(lc), (uint64_t)(M * K * 2), false, tv_addr(rc),
-                       (uint64_t)(K * N * 2), false, d.bt, TK_NO_ONCE, out, e, dot_in, row);
-    if (a32) tv_release(x, lc);
-    if (b32) tv_release(x, rc);
+    tval *lc = a32 ? tv_convert(x->b, lt, IR_BF16) : lt;
+    tval *rc = b32 ? tv_convert(x->b, rtv, IR_BF16) : rtv;
+    mm = dense_mm(Bn, M, N, K, lc, rc, d.bt, out);
+    ep.b_once = TK_NO_ONCE;
+    ok = tk_matmul_epi(x->b, &mm, &ep);
+    if (a32) tv_release(x->b, lc);
+    if (b32) tv_release(x->b, rc);
   }
-  tv_release(x, lt);
-  tv_release(x, rtv);
+  tv_release(x->b, lt);
+  tv_release(x->b, rtv);
   if (!ok) return false;
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
   return true;
@@ -387,17 +376,17 @@ void lower_dot(lctx *x, ir_id i) {
   ir_type rt = in->shape->type;
   if (!ir_type_is_float(rt)) {
     /* Exact integer/pred path: convert operands to the result type. */
-    tval *lc = l->type == rt ? tv_alias(x, l, rt, l->rank, l->dims) : lower_convert(x, l, rt);
-    tval *rc = r->type == rt ? tv_alias(x, r, rt, r->rank, r->dims) : lower_convert(x, r, rt);
-    tval *lt = ident_l ? lc : lower_transpose(x, lc, lp);
-    tval *rtv = ident_r ? rc : lower_transpose(x, rc, rp);
+    tval *lc = l->type == rt ? tv_alias(x->b, l, rt, l->rank, l->dims) : tv_convert(x->b, l, rt);
+    tval *rc = r->type == rt ? tv_alias(x->b, r, rt, r->rank, r->dims) : tv_convert(x->b, r, rt);
+    tval *lt = ident_l ? lc : tv_transpose(x->b, lc, lp);
+    tval *rtv = ident_r ? rc : tv_transpose(x->b, rc, rp);
     tval *o = int_matmul(x, lt, rtv, Bn, M, N, K, rt);
-    if (lt != lc) tv_release(x, lt);
-    if (rtv != rc) tv_release(x, rtv);
-    tv_release(x, lc);
-    tv_release(x, rc);
-    x->val[i] = tv_alias(x, o, rt, in->shape->rank, in->shape->dims);
-    tv_release(x, o);
+    if (lt != lc) tv_release(x->b, lt);
+    if (rtv != rc) tv_release(x->b, rtv);
+    tv_release(x->b, lc);
+    tv_release(x->b, rc);
+    x->val[i] = tv_alias(x->b, o, rt, in->shape->rank, in->shape->dims);
+    tv_release(x->b, o);
     return;
   }
   if (!ir_type_is_float(l->type) || !ir_type_is_float(r->type)) {
@@ -412,37 +401,34 @@ void lower_dot(lctx *x, ir_id i) {
   if (P == 1) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
-    tval *lt = ident_l ? tv_alias(x, l, l->type, l->rank, l->dims) : lower_transpose(x, l, lp);
-    tval *rtv0 = ident_r || bt ? tv_alias(x, r, r->type, r->rank, r->dims)
-                               : lower_transpose(x, r, rp);
+    tval *lt = ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, lp);
+    tval *rtv0 =
+        ident_r || bt ? tv_alias(x->b, r, r->type, r->rank, r->dims) : tv_transpose(x->b, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
     explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
-    tv_release(x, rtv0);
-    bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
+    tv_release(x->b, rtv0);
     int64_t cd1[3] = {Bn, M, N};
-    tval *C1 = tv_new(x, IR_F32, 3, cd1);
-    if (lt->type != IR_BF16 && !a32) a32 = false;
-    bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) && (rtv->type == IR_F32 || rtv->type == IR_BF16) &&
-              tk_matmul_ex(x->b, Bn, M, N, K, tv_addr(lt), (uint64_t)(M * K * (a32 ? 4 : 2)), a32,
-                           tv_addr(rtv), (uint64_t)(K * N * (b32 ? 4 : 2)), b32, bt,
-                           tv_addr(C1), (uint64_t)(M * N * 4));
+    tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
+    tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, bt, tv_addr(C1));
+    bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) &&
+              (rtv->type == IR_F32 || rtv->type == IR_BF16) && tk_matmul(x->b, &mm);
     if (ok) {
       x->b->flops += (uint64_t)(2 * Bn * M * N * K);
-      tv_release(x, lt);
-      tv_release(x, rtv);
+      tv_release(x->b, lt);
+      tv_release(x->b, rtv);
       if (rt == IR_F32) {
-        x->val[i] = tv_alias(x, C1, rt, in->shape->rank, in->shape->dims);
+        x->val[i] = tv_alias(x->b, C1, rt, in->shape->rank, in->shape->dims);
       } else {
-        tval *cv = lower_convert(x, C1, rt);
-        x->val[i] = tv_alias(x, cv, rt, in->shape->rank, in->shape->dims);
-        tv_release(x, cv);
+        tval *cv = tv_convert(x->b, C1, rt);
+        x->val[i] = tv_alias(x->b, cv, rt, in->shape->rank, in->shape->dims);
+        tv_release(x->b, cv);
       }
-      tv_release(x, C1);
+      tv_release(x->b, C1);
       return;
     }
-    tv_release(x, C1);
-    tv_release(x, lt);
-    tv_release(x, rtv);
+    tv_release(x->b, C1);
+    tv_release(x->b, lt);
+    tv_release(x->b, rtv);
   }
   if (P > 1) {
     tb_explain(x->b, "dot at %s: %d bf16 passes, the operands' bf16 parts side by side along K "
@@ -456,13 +442,13 @@ void lower_dot(lctx *x, ir_id i) {
   parts_of(x, r, np, ra);
   for (int p = 0; p < np; p++) {
     if (!ident_l) {
-      tval *t = lower_transpose(x, la[p], lp);
-      tv_release(x, la[p]);
+      tval *t = tv_transpose(x->b, la[p], lp);
+      tv_release(x->b, la[p]);
       la[p] = t;
     }
     if (!ident_r && !bt) {
-      tval *t = lower_transpose(x, ra[p], rp);
-      tv_release(x, ra[p]);
+      tval *t = tv_transpose(x->b, ra[p], rp);
+      tv_release(x->b, ra[p]);
       ra[p] = t;
     }
   }
@@ -470,8 +456,8 @@ void lower_dot(lctx *x, ir_id i) {
   tval *A = la[0], *Bm = ra[0];
   if (P > 1) {
     int64_t ad[3] = {Bn, M, Kp}, bd[3] = {Bn, bt ? N : Kp, bt ? Kp : N};
-    A = tv_new(x, IR_BF16, 3, ad);
-    Bm = tv_new(x, IR_BF16, 3, bd);
+    A = tv_new(x->b, IR_BF16, 3, ad);
+    Bm = tv_new(x->b, IR_BF16, 3, bd);
     for (int p = 0; p < P; p++) {
       int64_t d3a[3] = {Bn, M, K}, sa[3] = {M * K, K, 1}, dsa[3] = {M * Kp, Kp, 1};
       tk_copy(x->b, tv_addr(A) + (uint64_t)(p * K * 2), dsa, tv_addr(la[pair_a[p]]), sa, 3, d3a, 2);
@@ -482,28 +468,80 @@ void lower_dot(lctx *x, ir_id i) {
               tv_addr(ra[pair_b[p]]), sb, 3, d3b, 2);
     }
     for (int p = 0; p < np; p++) {
-      tv_release(x, la[p]);
-      tv_release(x, ra[p]);
+      tv_release(x->b, la[p]);
+      tv_release(x->b, ra[p]);
     }
   }
   int64_t cd[3] = {Bn, M, N};
-  tval *C = tv_new(x, IR_F32, 3, cd);
-  tk_matmul_ex(x->b, Bn, M, N, Kp, tv_addr(A), (uint64_t)(M * Kp * 2), false, tv_addr(Bm),
-               (uint64_t)(Kp * N * 2), false, bt, tv_addr(C), (uint64_t)(M * N * 4));
+  tval *C = tv_new(x->b, IR_F32, 3, cd);
+  tk_mm mm = dense_mm(Bn, M, N, Kp, A, Bm, bt, tv_addr(C));
+  tk_matmul(x->b, &mm);
   x->b->flops += (uint64_t)(2 * Bn * M * N * K);
-  tv_release(x, A);
-  tv_release(x, Bm);
+  tv_release(x->b, A);
+  tv_release(x->b, Bm);
   if (rt == IR_F32) {
-    x->val[i] = tv_alias(x, C, rt, in->shape->rank, in->shape->dims);
+    x->val[i] = tv_alias(x->b, C, rt, in->shape->rank, in->shape->dims);
   } else {
-    tval *cv = lower_convert(x, C, rt);
-    x->val[i] = tv_alias(x, cv, rt, in->shape->rank, in->shape->dims);
-    tv_release(x, cv);
+    tval *cv = tv_convert(x->b, C, rt);
+    x->val[i] = tv_alias(x->b, cv, rt, in->shape->rank, in->shape->dims);
+    tv_release(x->b, cv);
   }
-  tv_release(x, C);
+  tv_release(x->b, C);
+}
+
+/* A dot of the entry whose result only feeds one-pass dots (the fused
+ * attention's Q, K, V: lower_bf16_store) stores it rounded to bf16 from
+ * its matmul's epilogue: the bits those dots would round it to, half the
+ * bytes. false (nothing emitted) otherwise. */
+bool lower_dot_bf16(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (!lower_bf16_store(x, i)) return false;
+  tval *out = tv_new(x->b, IR_BF16, in->shape->rank, in->shape->dims);
+  tk_node nodes[2] = {{TK_IN, IR_F32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
+  int root = 1;
+  uint64_t ia = 0, oa = tv_addr(out);
+  ir_type it = IR_F32;
+  tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, out->count};
+  if (!lower_dot_epilogue(x, i, &e, 0, oa, NULL)) {
+    tv_release(x->b, out);
+    return false;
+  }
+  x->val[i] = out;
+  return true;
 }
 
 /* ---- convolution ------------------------------------------------------------------ */
+
+/* Index idx of a row-major box with dims n[0..rank) as per-dim indices. */
+static void unravel(int64_t idx, int rank, const int64_t *n, int64_t *out) {
+  for (int k = rank - 1; k >= 0; k--) {
+    out[k] = idx % n[k];
+    idx /= n[k];
+  }
+}
+
+/* Row-major strides st[0..rank) of a box with dims n whose innermost
+ * element is `inner` elements apart. */
+static void packed_strides(int rank, const int64_t *n, int64_t inner, int64_t *st) {
+  for (int k = rank - 1; k >= 0; k--) {
+    st[k] = inner;
+    inner *= n[k];
+  }
+}
+
+/* A convolution as G batched matmuls [Mrows, Kt] x [Kt, Coutg]: row m =
+ * (batch, output position), column = (pass, window position, input
+ * feature) (Kw columns per pass), in operands of type et (bf16 parts of
+ * floats, or the result's integer type). */
+typedef struct conv_geom {
+  bool fl;       /* a float convolution (MXU); else integer (vector unit) */
+  int ns, P, np; /* spatial dims; MXU passes; bf16 parts per operand */
+  ir_type et;
+  int es;
+  int64_t fgc, bgc, G, Bo, Cg, Coutg, O, Wn, Kw, Kt, Mrows;
+  int64_t Od[IR_MAX_RANK], Wd[IR_MAX_RANK]; /* output and window dims */
+} conv_geom;
 
 /* The patch matrix of a convolution as a matmul A view: row m = (batch,
  * output position), column = (pass, window position, input feature), read
@@ -528,23 +566,20 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
     int64_t p = kk / c->Kw, rem = kk % c->Kw, w = rem / c->Cg, z = rem % c->Cg;
     int64_t end = p * c->Kw + (w + 1) * c->Cg;
     if (end > k0 + kc) end = k0 + kc;
-    int64_t zc = end - kk, woff = 0, wr = w;
-    for (int k = ns - 1; k >= 0; k--) {
-      woff += (wr % c->Wd[k]) * c->wd[k] * c->ps_sp[k];
-      wr /= c->Wd[k];
-    }
+    int64_t zc = end - kk, woff = 0, wi[IR_MAX_RANK];
+    unravel(w, ns, c->Wd, wi);
+    for (int k = 0; k < ns; k++)
+      woff += wi[k] * c->wd[k] * c->ps_sp[k];
     uint64_t base = c->src[p] + (uint64_t)((goff + woff + z * c->ps_f) * es);
     int64_t lstride = c->ws[ns - 1] * c->ps_sp[ns - 1];
     for (int64_t m = m0; m < m0 + rows;) {
-      int64_t bb = m / O, o = m % O, line, roff = bb * c->ps_b;
+      int64_t bb = m / O, o = m % O, line, roff = bb * c->ps_b, oi[IR_MAX_RANK];
       int64_t olast = o % c->Od[ns - 1];
       line = c->Od[ns - 1] - olast;
       if (line > m0 + rows - m) line = m0 + rows - m;
-      int64_t orem = o;
-      for (int k = ns - 1; k >= 0; k--) {
-        roff += (orem % c->Od[k]) * c->ws[k] * c->ps_sp[k];
-        orem /= c->Od[k];
-      }
+      unravel(o, ns, c->Od, oi);
+      for (int k = 0; k < ns; k++)
+        roff += oi[k] * c->ws[k] * c->ps_sp[k];
       int64_t d1[10] = {zc * es, line, 1, 1, lstride * es, 0, 0, rs, 0, 0};
       int64_t d2[10] = {es, zc, line, 1, c->ps_f * es, lstride * es, 0, es, rs, 0};
       tb_dma(b, true, dst + (uint64_t)((m - m0) * rs + (kk - k0) * es), base + (uint64_t)(roff * es),
@@ -555,228 +590,221 @@ static void conv_view_load(tb *b, const tk_aview *av, int64_t g, int64_t m0, int
   }
 }
 
-void lower_conv(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
-  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+/* The matmul shape of convolution in with input v and kernel kv; false
+ * with an error for a float result of integer operands. */
+static bool conv_geom_of(lctx *x, const ir_inst *in, const tval *v, const tval *kv, conv_geom *g) {
   const ir_conv_dims *cd = &in->a->conv;
-  const ir_window *w = ir_window_of(in->a);
-  int ns = cd->nspatial;
   ir_type rt = in->shape->type;
-  bool fl = ir_type_is_float(rt);
-  if (fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
+  memset(g, 0, sizeof *g);
+  g->fl = ir_type_is_float(rt);
+  if (g->fl && (!ir_type_is_float(v->type) || !ir_type_is_float(kv->type))) {
     tb_error(x->b, ST_UNSUPPORTED, "convolution of %s and %s into %s", ir_type_name(v->type),
              ir_type_name(kv->type), ir_type_name(rt));
-    return;
+    return false;
   }
-  int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
-  int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
-  int64_t G = fgc * bgc;
-  int64_t Bn = v->dims[cd->in_batch], Cg = kv->dims[cd->k_in], Cout = kv->dims[cd->k_out];
-  int64_t Bo = Bn / bgc, Coutg = Cout / G, O = 1, Wn = 1, Od[IR_MAX_RANK], Wd[IR_MAX_RANK];
-  for (int k = 0; k < ns; k++) {
-    Od[k] = in->shape->dims[cd->out_spatial[k]];
-    Wd[k] = w->dims[k].size;
-    O *= Od[k];
-    Wn *= Wd[k];
+  g->ns = cd->nspatial;
+  g->fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
+  g->bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
+  g->G = g->fgc * g->bgc;
+  g->Cg = kv->dims[cd->k_in];
+  g->Bo = v->dims[cd->in_batch] / g->bgc;
+  g->Coutg = kv->dims[cd->k_out] / g->G;
+  g->O = g->Wn = 1;
+  for (int k = 0; k < g->ns; k++) {
+    g->Od[k] = in->shape->dims[cd->out_spatial[k]];
+    g->Wd[k] = ir_window_of(in->a)->dims[k].size;
+    g->O *= g->Od[k];
+    g->Wn *= g->Wd[k];
   }
-  int P = fl ? passes_of(x, in, v->type, kv->type) : 1;
-  int np = P == 6 ? 3 : P == 3 ? 2 : 1;
-  if (P > x->b->max_passes) x->b->max_passes = P;
-  ir_type et = fl ? IR_BF16 : rt;
-  int es = tv_esize(et);
-  tval *ip[3], *kp[3];
-  if (fl) {
-    parts_of(x, v, np, ip);
-    parts_of(x, kv, np, kp);
+  g->P = g->fl ? passes_of(x, in, v->type, kv->type) : 1;
+  g->np = g->P == 6 ? 3 : g->P == 3 ? 2 : 1;
+  g->et = g->fl ? IR_BF16 : rt;
+  g->es = tv_esize(g->et);
+  g->Kw = g->Wn * g->Cg;
+  g->Kt = (int64_t)g->P * g->Kw;
+  g->Mrows = g->Bo * g->O;
+  return true;
+}
+
+/* The operands in type g->et (bf16 parts of floats), the input's parts
+ * zero-padded and base-dilated: ip[0..np), kp[0..np), new references. */
+static void conv_operands(lctx *x, const ir_inst *in, const conv_geom *g, tval *v, tval *kv,
+                          tval **ip, tval **kp) {
+  const ir_conv_dims *cd = &in->a->conv;
+  const ir_window *w = ir_window_of(in->a);
+  ir_type rt = in->shape->type;
+  if (g->fl) {
+    parts_of(x, v, g->np, ip);
+    parts_of(x, kv, g->np, kp);
   } else {
-    ip[0] = v->type == rt ? tv_alias(x, v, rt, v->rank, v->dims) : lower_convert(x, v, rt);
-    kp[0] = kv->type == rt ? tv_alias(x, kv, rt, kv->rank, kv->dims) : lower_convert(x, kv, rt);
+    ip[0] = v->type == rt ? tv_alias(x->b, v, rt, v->rank, v->dims) : tv_convert(x->b, v, rt);
+    kp[0] = kv->type == rt ? tv_alias(x->b, kv, rt, kv->rank, kv->dims) : tv_convert(x->b, kv, rt);
   }
-  /* Pad + dilate the input parts (zeros). */
   ir_padding_dim pd[IR_MAX_RANK];
   memset(pd, 0, sizeof pd);
   bool need_pad = false;
-  for (int k = 0; k < ns; k++) {
+  for (int k = 0; k < g->ns; k++) {
     pd[cd->in_spatial[k]].lo = w->dims[k].pad_lo;
     pd[cd->in_spatial[k]].hi = w->dims[k].pad_hi;
     pd[cd->in_spatial[k]].interior = w->dims[k].lhs_dilate - 1;
     need_pad |= w->dims[k].pad_lo || w->dims[k].pad_hi || w->dims[k].lhs_dilate != 1;
   }
-  if (need_pad) {
-    tval *zero = scalar_const(x, et, 0);
-    for (int p = 0; p < np; p++) {
-      tval *t = lower_pad(x, ip[p], zero, pd, et);
-      tv_release(x, ip[p]);
-      ip[p] = t;
-    }
+  if (!need_pad) return;
+  tval *zero = scalar_const(x, g->et, 0);
+  for (int p = 0; p < g->np; p++) {
+    tval *t = tv_pad(x->b, ip[p], zero, pd, g->et);
+    tv_release(x->b, ip[p]);
+    ip[p] = t;
   }
-  int64_t Kw = Wn * Cg, Kt = (int64_t)P * Kw, Mrows = Bo * O;
-  int64_t ad[3] = {G, Mrows, Kt}, bd[3] = {G, Kt, Coutg};
-  tval *Bm = tv_new(x, et, 3, bd), *A = NULL;
-  int64_t ps[IR_MAX_RANK], ks[IR_MAX_RANK];
-  tv_strides(ip[0], ps);
+}
+
+/* The weight matrix [G, Kt, Coutg] of the kernel's parts kp: one strided
+ * copy per window position, group and pass (reversed windows read
+ * backwards). */
+static tval *conv_weights(lctx *x, const ir_inst *in, const conv_geom *g, tval **kp) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int64_t bd[3] = {g->G, g->Kt, g->Coutg}, ks[IR_MAX_RANK], wi[IR_MAX_RANK] = {0};
+  int es = g->es;
+  tval *Bm = tv_new(x->b, g->et, 3, bd);
   tv_strides(kp[0], ks);
-  int64_t wi[IR_MAX_RANK] = {0};
-  /* The weight matrix [G, P*Wn*Cg, Coutg]: one strided copy per window
-   * position, group and pass. */
-  for (int64_t wpos = 0; wpos < Wn && !x->b->failed; wpos++) {
-    int64_t rem = wpos;
-    for (int k = ns - 1; k >= 0; k--) {
-      wi[k] = rem % Wd[k];
-      rem /= Wd[k];
-    }
-    for (int64_t g = 0; g < G; g++)
-      for (int p = 0; p < P; p++) {
-        int64_t kdims[2] = {Cg, Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]}, kds[2] = {Coutg, 1};
-        int64_t koff = g * Coutg * ks[cd->k_out];
-        for (int k = 0; k < ns; k++) {
-          int64_t wk = w->dims[k].reversal ? Wd[k] - 1 - wi[k] : wi[k];
+  for (int64_t wpos = 0; wpos < g->Wn && !x->b->failed; wpos++) {
+    unravel(wpos, g->ns, g->Wd, wi);
+    for (int64_t gi = 0; gi < g->G; gi++)
+      for (int p = 0; p < g->P; p++) {
+        int64_t kdims[2] = {g->Cg, g->Coutg}, kss[2] = {ks[cd->k_in], ks[cd->k_out]},
+                kds[2] = {g->Coutg, 1};
+        int64_t koff = gi * g->Coutg * ks[cd->k_out];
+        for (int k = 0; k < g->ns; k++) {
+          int64_t wk = ir_window_of(in->a)->dims[k].reversal ? g->Wd[k] - 1 - wi[k] : wi[k];
           koff += wk * ks[cd->k_spatial[k]];
         }
-        uint64_t kdst = tv_addr(Bm) + (uint64_t)((g * Kt * Coutg + (p * Kw + wpos * Cg) * Coutg) * es);
+        uint64_t kdst =
+            tv_addr(Bm) +
+            (uint64_t)((gi * g->Kt * g->Coutg + (p * g->Kw + wpos * g->Cg) * g->Coutg) * es);
         tk_copy(x->b, kdst, kds, tv_addr(kp[pair_b[p]]) + (uint64_t)(koff * es), kss, 2, kdims, es);
       }
   }
-  /* Float convolutions stream their patches straight from the padded
-   * input into the matmul's VMEM panels (conv_view); the patch matrix is
-   * materialised in HBM only when that plan does not fit. */
-  bool viewed = false;
-  tval *C = NULL;
-  int64_t cdm[3] = {G, Mrows, Coutg};
-  if (fl && ns >= 1) {
-    conv_view cv;
-    memset(&cv, 0, sizeof cv);
-    cv.av.load = conv_view_load;
-    cv.av.ctx = &cv;
-    for (int p = 0; p < P; p++) cv.src[p] = tv_addr(ip[pair_a[p]]);
-    cv.Kw = Kw;
-    cv.Cg = Cg;
-    cv.Bo = Bo;
-    cv.ns = ns;
-    cv.ps_b = ps[cd->in_batch];
-    cv.ps_f = ps[cd->in_feature];
-    cv.bgc = bgc;
-    cv.fgc = fgc;
-    cv.es = es;
-    for (int k = 0; k < ns; k++) {
-      cv.Od[k] = Od[k];
-      cv.Wd[k] = Wd[k];
-      cv.ws[k] = w->dims[k].stride;
-      cv.wd[k] = w->dims[k].rhs_dilate;
-      cv.ps_sp[k] = ps[cd->in_spatial[k]];
-    }
-    C = tv_new(x, IR_F32, 3, cdm);
-    viewed = tk_matmul_view(x->b, G, Mrows, Coutg, Kt, &cv.av, tv_addr(Bm),
-                            (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
-    if (!viewed) {
-      tv_release(x, C);
-      C = NULL;
-    }
+  return Bm;
+}
+
+/* Float convolutions stream their patches straight from the padded input
+ * ip into the matmul's VMEM panels (conv_view): the f32 result [G, Mrows,
+ * Coutg], or NULL (nothing emitted) when that plan does not fit. */
+static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip,
+                              const tval *Bm) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int64_t ps[IR_MAX_RANK], cdm[3] = {g->G, g->Mrows, g->Coutg};
+  tv_strides(ip[0], ps);
+  conv_view cv;
+  memset(&cv, 0, sizeof cv);
+  cv.av.load = conv_view_load;
+  cv.av.ctx = &cv;
+  for (int p = 0; p < g->P; p++)
+    cv.src[p] = tv_addr(ip[pair_a[p]]);
+  cv.Kw = g->Kw;
+  cv.Cg = g->Cg;
+  cv.Bo = g->Bo;
+  cv.ns = g->ns;
+  cv.ps_b = ps[cd->in_batch];
+  cv.ps_f = ps[cd->in_feature];
+  cv.bgc = g->bgc;
+  cv.fgc = g->fgc;
+  cv.es = g->es;
+  for (int k = 0; k < g->ns; k++) {
+    cv.Od[k] = g->Od[k];
+    cv.Wd[k] = g->Wd[k];
+    cv.ws[k] = ir_window_of(in->a)->dims[k].stride;
+    cv.wd[k] = ir_window_of(in->a)->dims[k].rhs_dilate;
+    cv.ps_sp[k] = ps[cd->in_spatial[k]];
   }
-  if (viewed)
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
-                     "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
-                     "matrix in HBM",
-               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
-               (long long)Wn, (long long)Cg, P > 1 ? " x bf16 parts" : "");
-  else
-    tb_explain(x->b, "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
-                     "materialised in HBM (%s)",
-               (long long)G, (long long)Mrows, (long long)Kt, (long long)Kt, (long long)Coutg,
-               !fl ? "integer: exact products on the vector unit"
-               : ns < 1 ? "no spatial dims"
-                        : "no resident plan with K in VMEM for the gathered view");
-  if (!viewed) A = tv_new(x, et, 3, ad);
-  for (int64_t wpos = 0; wpos < Wn && !x->b->failed && !viewed; wpos++) {
-    /* wi: window position, row-major over the spatial dims. */
-    int64_t rem = wpos;
-    for (int k = ns - 1; k >= 0; k--) {
-      wi[k] = rem % Wd[k];
-      rem /= Wd[k];
-    }
-    for (int64_t g = 0; g < G; g++)
-      for (int p = 0; p < P; p++) {
-        /* patches: dims [Bo, O..., Cg] */
+  tval *C = tv_new(x->b, IR_F32, 3, cdm);
+  tk_mm mm = {.G = g->G,
+              .M = g->Mrows,
+              .N = g->Coutg,
+              .K = g->Kt,
+              .B = tv_addr(Bm),
+              .B_g = (uint64_t)(g->Kt * g->Coutg * 2),
+              .C = tv_addr(C),
+              .C_g = (uint64_t)(g->Mrows * g->Coutg * 4)};
+  if (tk_matmul_view(x->b, &mm, &cv.av)) return C;
+  tv_release(x->b, C);
+  return NULL;
+}
+
+/* The patch matrix A [G, Mrows, Kt] materialised in HBM from the padded
+ * input ip: per window position, group and pass, one strided copy of the
+ * sampled positions [Bo, O..., Cg]. */
+static tval *conv_patches(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int ns = g->ns, es = g->es;
+  int64_t ad[3] = {g->G, g->Mrows, g->Kt}, ps[IR_MAX_RANK], wi[IR_MAX_RANK] = {0};
+  int64_t odst[IR_MAX_RANK]; /* destination stride of output spatial dim k */
+  tval *A = tv_new(x->b, g->et, 3, ad);
+  tv_strides(ip[0], ps);
+  packed_strides(ns, g->Od, g->Kt, odst);
+  for (int64_t wpos = 0; wpos < g->Wn && !x->b->failed; wpos++) {
+    unravel(wpos, ns, g->Wd, wi);
+    for (int64_t gi = 0; gi < g->G; gi++)
+      for (int p = 0; p < g->P; p++) {
         int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK], soff = 0;
         int r = 0;
-        dims[r] = Bo;
+        dims[r] = g->Bo;
         ss[r] = ps[cd->in_batch];
-        dss[r] = O * Kt;
+        dss[r] = g->O * g->Kt;
         r++;
-        int64_t acc = Kt; /* destination stride of output spatial dim k */
-        int64_t odst[IR_MAX_RANK];
-        for (int k = ns - 1; k >= 0; k--) {
-          odst[k] = acc;
-          acc *= Od[k];
-        }
         for (int k = 0; k < ns; k++) {
-          dims[r] = Od[k];
-          ss[r] = ps[cd->in_spatial[k]] * w->dims[k].stride;
+          dims[r] = g->Od[k];
+          ss[r] = ps[cd->in_spatial[k]] * ir_window_of(in->a)->dims[k].stride;
           dss[r] = odst[k];
-          soff += wi[k] * w->dims[k].rhs_dilate * ps[cd->in_spatial[k]];
+          soff += wi[k] * ir_window_of(in->a)->dims[k].rhs_dilate * ps[cd->in_spatial[k]];
           r++;
         }
-        dims[r] = Cg;
+        dims[r] = g->Cg;
         ss[r] = ps[cd->in_feature];
         dss[r] = 1;
         r++;
-        if (bgc > 1) soff += g * Bo * ps[cd->in_batch];
-        if (fgc > 1) soff += g * Cg * ps[cd->in_feature];
-        uint64_t dst = tv_addr(A) + (uint64_t)((g * Mrows * Kt + p * Kw + wpos * Cg) * es);
+        if (g->bgc > 1) soff += gi * g->Bo * ps[cd->in_batch];
+        if (g->fgc > 1) soff += gi * g->Cg * ps[cd->in_feature];
+        uint64_t dst =
+            tv_addr(A) + (uint64_t)((gi * g->Mrows * g->Kt + p * g->Kw + wpos * g->Cg) * es);
         tk_copy(x->b, dst, dss, tv_addr(ip[pair_a[p]]) + (uint64_t)(soff * es), ss, r, dims, es);
       }
   }
-  for (int p = 0; p < np; p++) {
-    tv_release(x, ip[p]);
-    tv_release(x, kp[p]);
-  }
-  if (fl) {
-    if (!viewed) {
-      C = tv_new(x, IR_F32, 3, cdm);
-      tk_matmul(x->b, G, Mrows, Coutg, Kt, tv_addr(A), (uint64_t)(Mrows * Kt * 2), tv_addr(Bm),
-                (uint64_t)(Kt * Coutg * 2), tv_addr(C), (uint64_t)(Mrows * Coutg * 4));
-    }
-    x->b->flops += (uint64_t)(2 * G * Mrows * Coutg * Kw);
-    if (rt != IR_F32) {
-      tval *cv = lower_convert(x, C, rt);
-      tv_release(x, C);
-      C = cv;
-    }
-  } else {
-    C = int_matmul(x, A, Bm, G, Mrows, Coutg, Kt, rt);
-  }
-  if (A) tv_release(x, A);
-  tv_release(x, Bm);
-  /* Scatter [G, Bo, O..., Coutg] into the output layout. */
+  return A;
+}
+
+/* x->val[i] = the matmul result C [G, Bo, O..., Coutg] in the output's
+ * layout: C itself when that is the same row-major order, else a strided
+ * copy. Releases C. */
+static void conv_scatter(lctx *x, ir_id i, const conv_geom *g, tval *C) {
+  const ir_inst *in = inst_of(x, i);
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
+  int ns = g->ns;
   tval shp;
   memset(&shp, 0, sizeof shp);
   shp.rank = in->shape->rank;
   for (int k = 0; k < shp.rank; k++) shp.dims[k] = in->shape->dims[k];
   int64_t os[IR_MAX_RANK];
   tv_strides(&shp, os);
-  int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK];
+  int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], dss[IR_MAX_RANK], osrc[IR_MAX_RANK];
   int r = 0;
-  dims[r] = G;
-  ss[r] = Mrows * Coutg;
-  dss[r] = Coutg * os[cd->out_feature];
+  dims[r] = g->G;
+  ss[r] = g->Mrows * g->Coutg;
+  dss[r] = g->Coutg * os[cd->out_feature];
   r++;
-  dims[r] = Bo;
-  ss[r] = O * Coutg;
+  dims[r] = g->Bo;
+  ss[r] = g->O * g->Coutg;
   dss[r] = os[cd->out_batch];
   r++;
-  int64_t acc = Coutg;
-  int64_t osrc[IR_MAX_RANK];
-  for (int k = ns - 1; k >= 0; k--) {
-    osrc[k] = acc;
-    acc *= Od[k];
-  }
+  packed_strides(ns, g->Od, g->Coutg, osrc);
   for (int k = 0; k < ns; k++) {
-    dims[r] = Od[k];
+    dims[r] = g->Od[k];
     ss[r] = osrc[k];
     dss[r] = os[cd->out_spatial[k]];
     r++;
   }
-  dims[r] = Coutg;
+  dims[r] = g->Coutg;
   ss[r] = 1;
   dss[r] = os[cd->out_feature];
   r++;
@@ -790,14 +818,140 @@ void lower_conv(lctx *x, ir_id i) {
   bool same = true;
   for (int k = 0; k < r; k++) same &= dims[k] == 1 || ss[k] == dss[k];
   if (same) {
-    x->val[i] = tv_alias(x, C, rt, in->shape->rank, in->shape->dims);
-    tv_release(x, C);
+    x->val[i] = tv_alias(x->b, C, rt, in->shape->rank, in->shape->dims);
+    tv_release(x->b, C);
     return;
   }
-  tval *out = tv_new(x, rt, in->shape->rank, in->shape->dims);
+  tval *out = tv_new(x->b, rt, in->shape->rank, in->shape->dims);
   tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
-  tv_release(x, C);
+  tv_release(x->b, C);
   x->val[i] = out;
+}
+
+void lower_conv(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  ir_type rt = in->shape->type;
+  conv_geom g;
+  if (!conv_geom_of(x, in, v, kv, &g)) return;
+  if (g.P > x->b->max_passes) x->b->max_passes = g.P;
+  tval *ip[3], *kp[3];
+  conv_operands(x, in, &g, v, kv, ip, kp);
+  tval *Bm = conv_weights(x, in, &g, kp), *A = NULL;
+  tval *C = g.fl && g.ns >= 1 ? conv_view_matmul(x, in, &g, ip, Bm) : NULL;
+  if (C)
+    tb_explain(x->b,
+               "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld] (K = %lld window "
+               "positions x %lld features%s): patches gathered into VMEM by DMA, no patch "
+               "matrix in HBM",
+               (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
+               (long long)g.Coutg, (long long)g.Wn, (long long)g.Cg,
+               g.P > 1 ? " x bf16 parts" : "");
+  else
+    tb_explain(x->b,
+               "convolution as %lld matmul(s) [%lld, %lld] x [%lld, %lld]: patch matrix "
+               "materialised in HBM (%s)",
+               (long long)g.G, (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt,
+               (long long)g.Coutg,
+               !g.fl      ? "integer: exact products on the vector unit"
+               : g.ns < 1 ? "no spatial dims"
+                          : "no resident plan with K in VMEM for the gathered view");
+  bool viewed = C != NULL;
+  if (!viewed) A = conv_patches(x, in, &g, ip);
+  for (int p = 0; p < g.np; p++) {
+    tv_release(x->b, ip[p]);
+    tv_release(x->b, kp[p]);
+  }
+  if (g.fl) {
+    if (!viewed) {
+      int64_t cdm[3] = {g.G, g.Mrows, g.Coutg};
+      C = tv_new(x->b, IR_F32, 3, cdm);
+      tk_mm mm = dense_mm(g.G, g.Mrows, g.Coutg, g.Kt, A, Bm, false, tv_addr(C));
+      tk_matmul(x->b, &mm);
+    }
+    x->b->flops += (uint64_t)(2 * g.G * g.Mrows * g.Coutg * g.Kw);
+    if (rt != IR_F32) {
+      tval *cv = tv_convert(x->b, C, rt);
+      tv_release(x->b, C);
+      C = cv;
+    }
+  } else {
+    C = int_matmul(x, A, Bm, g.G, g.Mrows, g.Coutg, g.Kt, rt);
+  }
+  if (A) tv_release(x->b, A);
+  tv_release(x->b, Bm);
+  conv_scatter(x, i, &g, C);
+}
+
+/* A pointwise convolution (1x1 window, no padding or dilation, one group)
+ * of bf16 operands, input and output laid out batch, spatial..., feature
+ * and the kernel's input feature before its output feature, is the matmul
+ * [B*S, Cin] x [Cin, Cout] on the buffers as they are (any stride: the
+ * sampled positions are gathered first): no patch view, no scatter of the
+ * result into the output layout (lower_conv's general path costs an extra
+ * f32 pass over HBM). Same products in the same ascending-Cin order, so
+ * the same bits. False when it does not apply. */
+bool lower_pointwise_conv(lctx *x, ir_id i) {
+  const ir_inst *in = &x->comp->insts.v[i];
+  const tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
+  int ns = cd->nspatial, r = in->shape->rank;
+  if (v->type != IR_BF16 || kv->type != IR_BF16 || !ir_type_is_float(rt) ||
+      in->a->feature_group_count > 1 || in->a->batch_group_count > 1 || ns < 1 ||
+      ir_window_of(in->a)->rank != ns || v->rank != r || kv->rank != r || r != ns + 2)
+    return false;
+  if (cd->in_batch != 0 || cd->out_batch != 0 || cd->in_feature != r - 1 ||
+      cd->out_feature != r - 1 || cd->k_in > cd->k_out)
+    return false;
+  bool strided = false;
+  for (int k = 0; k < ns; k++) {
+    const ir_window_dim *w = &ir_window_of(in->a)->dims[k];
+    if (w->size != 1 || w->stride < 1 || w->pad_lo || w->pad_hi || w->lhs_dilate != 1 ||
+        w->rhs_dilate != 1 || cd->in_spatial[k] != k + 1 || cd->out_spatial[k] != k + 1 ||
+        kv->dims[cd->k_spatial[k]] != 1 ||
+        in->shape->dims[k + 1] != (v->dims[k + 1] - 1) / w->stride + 1)
+      return false;
+    strided |= w->stride != 1;
+  }
+  int64_t Cin = v->dims[r - 1], Cout = kv->dims[cd->k_out];
+  if (Cin != kv->dims[cd->k_in] || Cout != in->shape->dims[r - 1] || Cin == 0 ||
+      in->shape->dims[0] != v->dims[0])
+    return false;
+  /* Strided: the sampled positions first, as a bf16 [batch, out spatial...,
+   * Cin] buffer (a quarter of the input for stride 2). */
+  tval *a = NULL;
+  if (strided) {
+    int64_t dims[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK];
+    for (int k = 0; k < r; k++)
+      dims[k] = in->shape->dims[k];
+    dims[r - 1] = Cin;
+    a = tv_new(x->b, IR_BF16, r, dims);
+    tv_strides(v, ss);
+    tv_strides(a, ds);
+    for (int k = 0; k < ns; k++)
+      ss[k + 1] *= ir_window_of(in->a)->dims[k].stride;
+    tk_copy(x->b, tv_addr(a), ds, tv_addr(v), ss, r, dims, 2);
+  }
+  int64_t M = (a ? a->count : v->count) / Cin;
+  tb_explain(x->b,
+             "pointwise convolution: one matmul [%lld, %lld] x [%lld, %lld] on the "
+             "buffers as they lie%s",
+             (long long)M, (long long)Cin, (long long)Cin, (long long)Cout,
+             strided ? " (the strided positions gathered first)" : "");
+  tval *C = tv_new(x->b, IR_F32, r, in->shape->dims);
+  tk_mm mm = dense_mm(1, M, Cout, Cin, a ? a : v, kv, false, tv_addr(C));
+  tk_matmul(x->b, &mm);
+  if (a) tv_release(x->b, a);
+  if (x->b->max_passes < 1) x->b->max_passes = 1;
+  x->b->flops += (uint64_t)(2 * M * Cout * Cin);
+  if (rt != IR_F32) {
+    tval *cv = tv_convert(x->b, C, rt);
+    tv_release(x->b, C);
+    C = cv;
+  }
+  x->val[i] = C;
+  return true;
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -841,9 +995,11 @@ static bool associative(const tk_elem *red) {
  * accumulators per output fold R1 = R / R2 rows each ([R1, R2*O] is the
  * same row-major memory), the partials and the R - R1*R2 leftover rows
  * are folded again, recursively, and the last level starts from init. */
+bool lower_tree_fold(int64_t R, int64_t O) { return R >= 4096 && O < 1024; }
+
 static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint64_t init,
                       uint64_t out, int64_t R, int64_t O) {
-  if (R < 4096 || O >= 1024) {
+  if (!lower_tree_fold(R, O)) {
     tk_fold(x->b, red, 1, &xs, &init, &out, R, O);
     return;
   }
@@ -855,7 +1011,7 @@ static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint6
   }
   int64_t R1 = R / R2, rem = R - R1 * R2, es = tv_esize(t);
   int64_t nd[2] = {R2 + rem, O};
-  tval *part = tv_new(x, t, 2, nd);
+  tval *part = tv_new(x->b, t, 2, nd);
   uint64_t pa = tv_addr(part);
   tk_fold(x->b, red, 1, &xs, NULL, &pa, R1, R2 * O);
   if (rem) {
@@ -864,7 +1020,7 @@ static void fold_tree(lctx *x, const tk_elem *red, uint64_t xs, ir_type t, uint6
             &n, (int)es);
   }
   fold_tree(x, red, pa, t, init, out, R2 + rem, O);
-  tv_release(x, part);
+  tv_release(x->b, part);
 }
 
 void lower_reduce(lctx *x, ir_id i) {
@@ -901,7 +1057,7 @@ void lower_reduce(lctx *x, ir_id i) {
     }
   }
   /* (not when the tree below applies: its order is the one defined) */
-  bool tree = nv == 1 && associative(red) && R >= 4096 && O < 1024;
+  bool tree = nv == 1 && associative(red) && lower_tree_fold(R, O);
   if (minor && !ident && R > 1 && O > 1 && !tree) {
     uint64_t xs[8], inits[8], os[8];
     tval **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
@@ -913,7 +1069,7 @@ void lower_reduce(lctx *x, ir_id i) {
       xs[v] = tv_addr(x->val[in->ops[v]]);
       inits[v] = tv_addr(x->val[in->ops[nv + v]]);
       const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
-      outs[v] = tv_new(x, s->type, s->rank, s->dims);
+      outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
       os[v] = tv_addr(outs[v]);
     }
     tk_fold_strided(x->b, red, nv, xs, 1, R, inits, os, R, O);
@@ -928,17 +1084,17 @@ void lower_reduce(lctx *x, ir_id i) {
   }
   for (int v = 0; v < nv; v++) {
     tval *src = x->val[in->ops[v]];
-    tv[v] = ident ? src : lower_transpose(x, src, perm);
+    tv[v] = ident ? src : tv_transpose(x->b, src, perm);
     xs[v] = tv_addr(tv[v]);
     inits[v] = tv_addr(x->val[in->ops[nv + v]]);
     const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
-    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
   if (nv == 1 && associative(red)) fold_tree(x, red, xs[0], tv[0]->type, inits[0], os[0], R, O);
   else tk_fold(x->b, red, nv, xs, inits, os, R, O);
   for (int v = 0; v < nv; v++)
-    if (!ident) tv_release(x, tv[v]);
+    if (!ident) tv_release(x->b, tv[v]);
   x->val[i] = result_val(x, in->shape, nv, outs);
 }
 
@@ -971,9 +1127,9 @@ void lower_reduce_window(lctx *x, ir_id i) {
   tval *stk[8], **outs = arena_array(x->b->a, (size_t)nv, sizeof(tval *));
   for (int v = 0; v < nv; v++) {
     tval *src = x->val[in->ops[v]], *init = x->val[in->ops[nv + v]];
-    tval *pv = need_pad ? lower_pad(x, src, init, pd, src->type) : src;
+    tval *pv = need_pad ? tv_pad(x->b, src, init, pd, src->type) : src;
     int64_t sd[2] = {Wn, O};
-    stk[v] = tv_new(x, src->type, 2, sd);
+    stk[v] = tv_new(x->b, src->type, 2, sd);
     int64_t ps[IR_MAX_RANK], ss[IR_MAX_RANK], ds[IR_MAX_RANK], wi[IR_MAX_RANK];
     tv_strides(pv, ps);
     {
@@ -997,14 +1153,15 @@ void lower_reduce_window(lctx *x, ir_id i) {
       tk_copy(x->b, tv_addr(stk[v]) + (uint64_t)(wpos * O * es), ds, tv_addr(pv) + (uint64_t)(off * es),
               ss, rank, s0->dims, es);
     }
-    if (need_pad) tv_release(x, pv);
+    if (need_pad) tv_release(x->b, pv);
     xs[v] = tv_addr(stk[v]);
     inits[v] = tv_addr(init);
     const ir_shape *s = in->shape->type == IR_TUPLE ? &in->shape->tuple[v] : in->shape;
-    outs[v] = tv_new(x, s->type, s->rank, s->dims);
+    outs[v] = tv_new(x->b, s->type, s->rank, s->dims);
     os[v] = tv_addr(outs[v]);
   }
   tk_fold(x->b, red, nv, xs, inits, os, Wn, O);
-  for (int v = 0; v < nv; v++) tv_release(x, stk[v]);
+  for (int v = 0; v < nv; v++)
+    tv_release(x->b, stk[v]);
   x->val[i] = result_val(x, in->shape, nv, outs);
 }

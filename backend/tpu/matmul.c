@@ -28,9 +28,10 @@
 #define NEG0_BF16X2 0x80008000u
 #define NEG0_F32 0x80000000u
 
-static void fill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
+void tk_vfill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word) {
   tb_valu(b, OP_VIMM, 0, (int32_t)word, 0);
-  for (uint64_t o = 0; o < bytes; o += 2048) tb_vst(b, 0, addr + o, 256, true, 0);
+  for (uint64_t o = 0; o < bytes; o += TGT_VREG_BYTES_BF16)
+    tb_vst(b, 0, addr + o, TGT_VROW_BYTES_BF16, true, 0);
 }
 
 /* Loads weight tile k of the B panel at bs into mx's shadow buffer: the
@@ -48,17 +49,19 @@ static void wtile(tb *b, int mx, uint64_t bs, int64_t k, int64_t Kc, bool bt) {
 /* K too long for VMEM: per (M block, N panel), K chunks of Kc rows stream
  * through two A and two B buffers (A is re-read for every N panel) and
  * accumulate in the MXU in ascending k, as in the resident case. */
-static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    uint64_t B, uint64_t B_g, bool bt, uint64_t C, uint64_t C_g, int64_t Mb, int64_t Kc,
-                    uint64_t apanel, uint64_t bpanel, uint64_t boff, uint64_t coff) {
+static void chunked(tb *b, const tk_mm *mm, int64_t Mb, int64_t Kc, uint64_t apanel,
+                    uint64_t bpanel, uint64_t boff, uint64_t coff) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+  bool bt = mm->bt;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus, nbs = 2 * nm;
   int64_t nN = (N + Nt - 1) / Nt, nMb = (M + Mb - 1) / Mb, nKc = (K + Kc - 1) / Kc;
   int64_t step = 0, panel = 0;
   /* Zero every buffer once: the last chunk's pads stay zero because loads
    * only ever write the valid rows/columns of a chunk of that shape. */
-  fill(b, 0, 2 * apanel, NEG0_BF16X2);
-  fill(b, boff, (uint64_t)nbs * bpanel, 0);
+  tk_vfill(b, 0, 2 * apanel, NEG0_BF16X2);
+  tk_vfill(b, boff, (uint64_t)nbs * bpanel, 0);
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
@@ -70,8 +73,8 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
           uint64_t as = (uint64_t)(step & 1) * apanel;
           uint64_t bs = boff + (uint64_t)(step % nbs) * bpanel;
           if (kl < Kc && kc + 1 == nKc) { /* a short last chunk: re-zero its pads */
-            fill(b, as, apanel, NEG0_BF16X2);
-            fill(b, bs, bpanel, 0);
+            tk_vfill(b, as, apanel, NEG0_BF16X2);
+            tk_vfill(b, bs, bpanel, 0);
           }
           int64_t da[10] = {kl * 2, rows, 1, 1, K * 2, 0, 0, Kc * 2, 0, 0};
           tb_dma(b, true, as, A + (uint64_t)g * A_g + (uint64_t)((m0 * K + k0) * 2), da);
@@ -103,18 +106,18 @@ static void chunked(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
  * stored. Four tiles in flight so the loads' latency overlaps. With
  * src_bf16 the source is bf16 already (an exact copy). */
 void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
-  int64_t tiles = (n + 1023) / 1024;
-  uint64_t ts = src_bf16 ? 2048 : 4096;
+  int64_t E = TGT_VREG_ELEMS, tiles = (n + E - 1) / E;
+  uint64_t ts = tb_tile_bytes(src_bf16);
   for (int64_t t0 = 0; t0 < tiles; t0 += 4) {
     int gn = tiles - t0 < 4 ? (int)(tiles - t0) : 4;
     for (int g = 0; g < gn; g++)
-      tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * ts, src_bf16 ? 256 : 512, src_bf16);
+      tb_vld(b, 8 + g, src + (uint64_t)(t0 + g) * ts, tb_row_bytes(src_bf16), src_bf16);
     for (int g = 0; g < gn; g++) {
-      int64_t t = t0 + g, tail = n - t * 1024;
+      int64_t t = t0 + g, tail = n - t * E;
       int mask = 0;
-      if (tail < 1024) { /* m1 = (r*128 + l) < tail */
+      if (tail < E) { /* m1 = (r*128 + l) < tail */
         tb_valu(b, OP_VIOTA, 12, 1, 0);
-        tb_valu(b, OP_VIMM, 13, 128, 0);
+        tb_valu(b, OP_VIMM, 13, TGT_LANES, 0);
         tb_valu(b, OP_VMULI, 12, 12, 13);
         tb_valu(b, OP_VIOTA, 13, 0, 0);
         tb_valu(b, OP_VADDI, 12, 12, 13);
@@ -122,7 +125,7 @@ void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n) {
         tb_raw(b, OP_VCMPLTI, 1, 12, 13, 0, 0, 0);
         mask = 1;
       }
-      tb_vst(b, 8 + g, dst + (uint64_t)t * 2048, 256, true, mask);
+      tb_vst(b, 8 + g, dst + (uint64_t)t * TGT_VREG_BYTES_BF16, TGT_VROW_BYTES_BF16, true, mask);
     }
   }
 }
@@ -145,35 +148,22 @@ static void a32_piece(tb *b, int64_t k, int64_t K, int64_t Kt, int64_t rows, int
   }
 }
 
-void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-               uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  tk_matmul_ex(b, G, M, N, K, A, A_g, false, B, B_g, false, false, C, C_g);
+static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep);
+
+bool tk_matmul(tb *b, const tk_mm *mm) { return mm_core(b, mm, NULL, NULL); }
+
+bool tk_matmul_epi(tb *b, const tk_mm *mm, const tk_epilogue *ep) {
+  int oes = ep->e->nodes[ep->e->out_node[0]].type == IR_BF16 ? 2 : 4;
+  tk_mm m = *mm;
+  m.C_g = (uint64_t)(mm->M * mm->N * oes);
+  return mm_core(b, &m, NULL, ep);
 }
 
-static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
-                    const bool *row, uint64_t b_once);
-
-bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                  bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                  uint64_t C_g) {
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, C_g, NULL, NULL, -1, NULL,
-                 TK_NO_ONCE);
-}
-
-bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t b_once,
-                   uint64_t C, const tk_elem *epi, int dot_in, const bool *row) {
-  int oes = epi->nodes[epi->out_node[0]].type == IR_BF16 ? 2 : 4;
-  return mm_core(b, G, M, N, K, A, A_g, a32, B, B_g, b32, bt, C, (uint64_t)(M * N * oes), NULL,
-                 epi, dot_in, row, b_once);
-}
-
-bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
-                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g) {
-  return mm_core(b, G, M, N, K, 0, 0, false, B, B_g, false, false, C, C_g, av, NULL, -1, NULL,
-                 TK_NO_ONCE);
+bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av) {
+  tk_mm m = *mm;
+  m.A = m.A_g = 0;
+  m.a32 = m.b32 = m.bt = false;
+  return mm_core(b, &m, av, NULL);
 }
 
 /* What the resident plan's result stores need: the epilogue (optional)
@@ -404,18 +394,26 @@ static void ld_upto(ld_ctx *c, int64_t blk, int64_t j) {
   }
 }
 
-static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                    bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                    uint64_t C_g, const tk_aview *av, const tk_elem *epi, int dot_in,
-                    const bool *row, uint64_t b_once) {
-  if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
-  int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
-  if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
-  if (K == 0) {
-    for (int64_t g = 0; g < G; g++) tk_fill(b, C + (uint64_t)g * C_g, M * N, 4, 0);
-    return true;
-  }
-  int esa = a32 ? 4 : 2;
+/* How a matmul is tiled on the target: the MXU tile (Kt x Nt), K padded
+ * to Kp (nK tiles), nN panels of Nt columns, row blocks of Mb rows, K
+ * held in VMEM in chunks of Kc (Kc < Kp: the chunked plan), and the VMEM
+ * layout of its A panels, B panels and C blocks (nbs slots each, two per
+ * MXU), the staging of f32 operands and the epilogue inputs' tiles. b32
+ * is false and once true when f32 B is converted once into b_once. */
+typedef struct mm_plan {
+  int64_t Kt, Nt, Kp, nK, nN, Mb, Kc;
+  int nm, nbs;
+  bool b32, once;
+  uint64_t apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot;
+  uint64_t aoff, boff, coff, saoff, sboff, eoff, scoff, vtotal;
+} mm_plan;
+
+/* The plan of mm with nx epilogue inputs besides the dot, in 7/8 of
+ * VMEM: the largest row blocks (at most acc_rows) and K chunks that fit,
+ * halving the blocks down to 256 rows, then K, then the blocks. */
+static void mm_plan_make(const tb *b, const tk_mm *mm, int nx, uint64_t b_once, mm_plan *p) {
+  int64_t M = mm->M, N = mm->N, K = mm->K;
+  bool a32 = mm->a32, b32 = mm->b32, bt = mm->bt;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
@@ -461,18 +459,20 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     }
     break;
   }
-  if (!once) b_once = TK_NO_ONCE;
-  /* f32 operands are converted in VMEM only by the resident plan. */
-  if ((a32 || b32 || once || av || epi) && (Kc < Kp || vtotal > b->t.vmem_bytes)) {
-    tb_explain(b, "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
-               "does not fit VMEM whole (%llu of %llu KiB)",
-               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
-               epi ? "the epilogue" : av ? "a gathered A view" : "operands converted in VMEM",
-               (long long)K, (unsigned long long)(vtotal >> 10),
-               (unsigned long long)(b->t.vmem_bytes >> 10));
-    return false;
-  }
-  if (!tb_vmem_fits(b, vtotal, "a matmul's tiles")) return true;
+  *p = (mm_plan){Kt,   Nt,   Kp,     nK,     nN,     Mb,      Kc,      nm,      nbs,
+                 b32,  once, apanel, cblock, bpanel, sa_slot, sb_slot, sc_slot, aoff,
+                 boff, coff, saoff,  sboff,  eoff,   scoff,   vtotal};
+}
+
+/* --explain: the plan pl of mm. */
+static void mm_explain(tb *b, const tk_mm *mm, const tk_aview *av, const tk_elem *epi,
+                       const mm_plan *pl) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  int64_t Kt = pl->Kt, Nt = pl->Nt, Kp = pl->Kp, nK = pl->nK, nN = pl->nN, Mb = pl->Mb;
+  int64_t Kc = pl->Kc;
+  int nm = pl->nm;
+  bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  uint64_t vtotal = pl->vtotal;
   if (b->explain) {
     int64_t nMb_ = (M + Mb - 1) / Mb;
     tb_explain(b,
@@ -495,17 +495,32 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
                    ? ""
                    : "; the next row block's loads go out during the last panel group");
   }
-  if (Kc < Kp) {
-    chunked(b, G, M, N, K, A, A_g, B, B_g, bt, C, C_g, Mb, Kc, apanel, bpanel, boff, coff);
-    return true;
-  }
-  if (a32 && K % Kt) fill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
+}
+
+/* Emits mm on the resident plan pl (the whole K in VMEM). */
+static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep,
+                        const mm_plan *pl) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
+  bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  const tk_elem *epi = ep ? ep->e : NULL;
+  int dot_in = ep ? ep->dot_in : -1;
+  const bool *row = ep ? ep->row : NULL;
+  uint64_t b_once = once ? ep->b_once : TK_NO_ONCE;
+  int esa = a32 ? 4 : 2;
+  int64_t Kt = pl->Kt, Nt = pl->Nt, Kp = pl->Kp, nK = pl->nK, nN = pl->nN, Mb = pl->Mb;
+  int nm = pl->nm, nbs = pl->nbs;
+  uint64_t apanel = pl->apanel, cblock = pl->cblock, bpanel = pl->bpanel;
+  uint64_t sa_slot = pl->sa_slot, sb_slot = pl->sb_slot, sc_slot = pl->sc_slot;
+  uint64_t aoff = pl->aoff, boff = pl->boff, coff = pl->coff, saoff = pl->saoff;
+  uint64_t sboff = pl->sboff, eoff = pl->eoff, scoff = pl->scoff;
+  if (a32 && K % Kt) tk_vfill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
-    fill(b, aoff, 2 * apanel, NEG0_BF16X2);
-    fill(b, boff, (uint64_t)nbs * bpanel, 0);
+    tk_vfill(b, aoff, 2 * apanel, NEG0_BF16X2);
+    tk_vfill(b, boff, (uint64_t)nbs * bpanel, 0);
     /* transposed f32 B: its staged rows' pad columns convert to the +0 pads */
-    if (b32 && bt) fill(b, sboff, (uint64_t)nbs * sb_slot, 0);
+    if (b32 && bt) tk_vfill(b, sboff, (uint64_t)nbs * sb_slot, 0);
   }
   int64_t nMb = (M + Mb - 1) / Mb;
   int64_t blk = 0, panel = 0;
@@ -604,5 +619,40 @@ static bool mm_core(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t 
     }
   if (pend.total) finish_upto(&fc, &pend, pend.total);
   if (q1) tb_dma_q1_drain(b);
+}
+
+static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {
+  int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
+  const tk_elem *epi = ep ? ep->e : NULL;
+  if (b->failed || G <= 0 || M <= 0 || N <= 0) return true;
+  int nx = epi ? epi->ninputs - 1 : 0; /* epilogue inputs besides the dot */
+  if (epi && (K == 0 || b->t.mxu_cols % 128 || epi->ninputs > 8)) return false;
+  if (K == 0) {
+    for (int64_t g = 0; g < G; g++)
+      tk_fill(b, mm->C + (uint64_t)g * mm->C_g, M * N, 4, 0);
+    return true;
+  }
+  mm_plan pl;
+  mm_plan_make(b, mm, nx, ep ? ep->b_once : TK_NO_ONCE, &pl);
+  /* f32 operands are converted in VMEM only by the resident plan. */
+  if ((mm->a32 || pl.b32 || pl.once || av || epi) &&
+      (pl.Kc < pl.Kp || pl.vtotal > b->t.vmem_bytes)) {
+    tb_explain(b,
+               "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "
+               "does not fit VMEM whole (%llu of %llu KiB)",
+               (long long)G, (long long)M, (long long)K, (long long)K, (long long)N,
+               epi  ? "the epilogue"
+               : av ? "a gathered A view"
+                    : "operands converted in VMEM",
+               (long long)K, (unsigned long long)(pl.vtotal >> 10),
+               (unsigned long long)(b->t.vmem_bytes >> 10));
+    return false;
+  }
+  if (!tb_vmem_fits(b, pl.vtotal, "a matmul's tiles")) return true;
+  mm_explain(b, mm, av, epi, &pl);
+  if (pl.Kc < pl.Kp)
+    chunked(b, mm, pl.Mb, pl.Kc, pl.apanel, pl.bpanel, pl.boff, pl.coff);
+  else
+    mm_resident(b, mm, av, ep, &pl);
   return true;
 }

@@ -199,11 +199,12 @@ static bool pass_eval(rk *k, const pass *ps, int64_t r0, int G, int sl, int64_t 
                          (uint64_t)(((r0 + 8 * g) * k->Rpad + c * 128) * es),
                (uint32_t)(k->Rpad * es), es == 2);
       } else if (s.kind == RN_COL) {
-        tb_vld(b, r, k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
-                         (uint64_t)(c * 512),
+        tb_vld(b, r,
+               k->col_off + (uint64_t)s.idx * (uint64_t)tb_align((uint64_t)k->Rpad * 4) +
+                   (uint64_t)(c * TGT_VROW_BYTES),
                0, false);
       } else { /* RN_SCAL */
-        tb_vld(b, r, k->scal_off + (uint64_t)s.idx * 4096, 512, false);
+        tb_vld(b, r, k->scal_off + (uint64_t)s.idx * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
       }
     }
   uint32_t keep = 0; /* what the groups hold in their parts */
@@ -268,7 +269,8 @@ static void reduce_rows(rk *k, int i, int64_t r0, int G, int sl) {
   for (int g = 0; g < G; g++) {
     int t = ralloc(k, g);
     if (in->kind == RN_CONST) tb_valu(b, OP_VIMM, t, (int32_t)in->bits, 0);
-    else tb_vld(b, t, k->scal_off + (uint64_t)in->input * 4096, 512, false);
+    else
+      tb_vld(b, t, k->scal_off + (uint64_t)in->input * TGT_VREG_BYTES, TGT_VROW_BYTES, false);
     tb_valu(b, red_vop(n->op), acc[g], t, acc[g]);
     rfree(k, g, t);
     k->reg[g][i] = acc[g];
@@ -361,7 +363,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   }
   row_rows = (uint64_t)nrow_out * 4;
   uint64_t fixed = (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4) +
-                   (uint64_t)p->scal_addr.n * 4096 + 2 * (uint64_t)nrow_out * 1024 +
+                   (uint64_t)p->scal_addr.n * TGT_VREG_BYTES + 2 * (uint64_t)nrow_out * 1024 +
                    (uint64_t)(p->in_addr.n + p->out_node.n) * 2 * TB_GRANULE;
   uint64_t budget = b->t.vmem_bytes / 4 * 3;
   /* Blocks of about 256 KiB of f32 rows (16 to 512 rows): the first
@@ -391,7 +393,7 @@ static bool rows_kernel(tb *b, const rprog *p) {
   k.col_off = at;
   at += (uint64_t)p->col_addr.n * tb_align((uint64_t)Rpad * 4);
   k.scal_off = at;
-  at += (uint64_t)p->scal_addr.n * 4096;
+  at += (uint64_t)p->scal_addr.n * TGT_VREG_BYTES;
   /* every slot of a kind has the size of the widest (f32) one */
   k.in_slot = tb_align((uint64_t)(Rb * Rpad * 4));
   for (int i = 0; i < p->in_addr.n; i++, at += 2 * k.in_slot) k.in_base[i] = at;
@@ -430,8 +432,8 @@ static bool rows_kernel(tb *b, const rprog *p) {
     tb_dma(b, true, k.col_off + (uint64_t)c * tb_align((uint64_t)Rpad * 4), p->col_addr.v[c], d);
   }
   for (int s = 0; s < p->scal_addr.n; s++) {
-    int64_t d[10] = {4, 1024, 1, 1, 0, 0, 0, 4, 0, 0};
-    tb_dma(b, true, k.scal_off + (uint64_t)s * 4096, p->scal_addr.v[s], d);
+    int64_t d[10] = {4, TGT_VREG_ELEMS, 1, 1, 0, 0, 0, 4, 0, 0};
+    tb_dma(b, true, k.scal_off + (uint64_t)s * TGT_VREG_BYTES, p->scal_addr.v[s], d);
   }
   tb_valu(b, OP_VIOTA, 0, 0, 0);
   tb_valu(b, OP_VIMM, 1, (int32_t)(R % 128), 0);
@@ -508,7 +510,17 @@ bool lower_rows_applies(const ir_module *m, const ir_inst *red, const ir_shape *
   }
   if (nr < 1 || R < 1 || O < 1) return false;
   /* the tree order of many rows into few outputs stays lower_reduce's */
-  return !(op == IR_OP_ADD && R >= 4096 && O < 1024);
+  return !(op == IR_OP_ADD && lower_tree_fold(R, O));
+}
+
+const char *lower_rows_refusal(const tgt_target *t, ir_op op, int64_t R, int64_t O, arena *a) {
+  if (op == IR_OP_ADD && lower_tree_fold(R, O))
+    return "an f32 sum of 4096 or more elements into fewer than 1024 outputs folds as a tree";
+  /* 8 rows of every input must fit VMEM beside the kernel's other
+   * buffers (rows_kernel); 1/16 of it keeps room for a fusion's inputs. */
+  if ((uint64_t)R * 4 * TGT_SUBLANES > t->vmem_bytes / 16)
+    return arena_printf(a, "8 rows of %lld f32 elements take more than 1/16 of VMEM", (long long)R);
+  return NULL;
 }
 
 bool lower_row_reduce(lctx *x, ir_id i) {
@@ -532,12 +544,12 @@ bool lower_row_reduce(lctx *x, ir_id i) {
   rp_add(b, &p, n0);
   rp_add(b, &p, n1);
   int r = rp_add(b, &p, n2);
-  tval *out = tv_new(x, in->shape->type, in->shape->rank, in->shape->dims);
+  tval *out = tv_new(x->b, in->shape->type, in->shape->rank, in->shape->dims);
   VEC_PUSH(b->a, p.out_node, r);
   VEC_PUSH(b->a, p.out_addr, tv_addr(out));
   VEC_PUSH(b->a, p.out_type, IR_F32);
   if (!rows_kernel(b, &p)) {
-    tv_release(x, out);
+    tv_release(x->b, out);
     return false;
   }
   x->val[i] = out;
@@ -551,172 +563,231 @@ static bool same_dims(int rank, const int64_t *a, int rb, const int64_t *bd) {
   return true;
 }
 
+/* A row program under construction from fusion instruction fin's
+ * computation fc over the row space S (its first reduce's operand): O
+ * rows of its nk leading dims, R elements of its nr trailing dims. */
+typedef struct rbuild {
+  lctx *x;
+  const ir_inst *fin;
+  const ir_comp *fc;
+  const ir_shape *S;
+  int nr, nk;
+  rprog *p;
+  int *node;  /* instruction -> its rnode, or -1 */
+  int *colof; /* parameter -> 1 + its COL input, or 0 */
+} rbuild;
+
+/* The row space: the operand shape of fc's first reduce (*nr trailing
+ * dims reduced), NULL when there is none or it is not a row reduce. */
+static const ir_shape *row_space(const ir_module *m, const ir_comp *fc, int *nr) {
+  for (int i = 0; i < fc->insts.n; i++) {
+    const ir_inst *in = &fc->insts.v[i];
+    if (in->dead || in->op != IR_OP_REDUCE) continue;
+    const ir_shape *os = fc->insts.v[in->ops[0]].shape;
+    if (!lower_rows_applies(m, in, os)) return NULL;
+    *nr = in->a->dimensions.n;
+    return os;
+  }
+  return NULL;
+}
+
+/* A parameter: a FULL input when it has the row space's dims; *skip (no
+ * node) when it is a COL vector, made by its broadcasts. */
+static bool param_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
+  tb *b = rb->x->b;
+  tval *v = rb->x->val[rb->fin->ops[in->a->parameter_number]];
+  if (!v || v->tuple) return false;
+  if (!same_dims(in->shape->rank, in->shape->dims, rb->S->rank, rb->S->dims)) {
+    *skip = true;
+    return true;
+  }
+  r->kind = RN_IN;
+  r->cls = RC_FULL;
+  r->input = rb->p->in_addr.n;
+  VEC_PUSH(b->a, rb->p->in_addr, tv_addr(v));
+  VEC_PUSH(b->a, rb->p->in_type, v->type);
+  return true;
+}
+
+/* A broadcast: of a constant (the constant), of a ROW value back along
+ * the rows (an alias), or of an f32 parameter along the leading dims (a
+ * COL input, loaded once). */
+static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
+  rprog *p = rb->p;
+  const ir_shape *s = in->shape, *S = rb->S;
+  const ir_inst *o = &rb->fc->insts.v[in->ops[0]];
+  int on = rb->node[in->ops[0]], nk = rb->nk, nr = rb->nr;
+  const ir_ints *dm = &in->a->dimensions;
+  if (on >= 0 && p->nodes.v[on].kind == RN_CONST) {
+    *r = p->nodes.v[on];
+    return true;
+  }
+  bool full = same_dims(s->rank, s->dims, S->rank, S->dims);
+  if (full && on >= 0 && p->nodes.v[on].cls == RC_ROW && dm->n == nk &&
+      same_dims(o->shape->rank, o->shape->dims, nk, S->dims)) {
+    bool lead = true;
+    for (int k = 0; k < nk; k++)
+      lead &= dm->v[k] == k;
+    if (!lead) return false;
+    r->kind = RN_ALIAS;
+    r->cls = RC_FULL;
+    r->args[0] = on;
+    r->type = p->nodes.v[on].type;
+    return true;
+  }
+  if (full && o->op == IR_OP_PARAMETER && o->shape->type == IR_F32 && dm->n == nr &&
+      same_dims(o->shape->rank, o->shape->dims, nr, S->dims + nk)) {
+    bool trail = true;
+    for (int k = 0; k < nr; k++)
+      trail &= dm->v[k] == nk + k;
+    if (!trail) return false;
+    int64_t pn = o->a->parameter_number;
+    if (!rb->colof[pn]) {
+      tval *v = rb->x->val[rb->fin->ops[pn]];
+      if (!v || v->tuple || v->type != IR_F32) return false;
+      VEC_PUSH(rb->x->b->a, p->col_addr, tv_addr(v));
+      rb->colof[pn] = p->col_addr.n;
+    }
+    r->kind = RN_COL;
+    r->cls = RC_FULL;
+    r->input = rb->colof[pn] - 1;
+    return true;
+  }
+  return false;
+}
+
+/* A row reduce of a FULL f32 value over the row space from a constant. */
+static bool reduce_node(rbuild *rb, const ir_inst *in, rnode *r) {
+  const rprog *p = rb->p;
+  const ir_shape *os = rb->fc->insts.v[in->ops[0]].shape;
+  int on = rb->node[in->ops[0]], init = rb->node[in->ops[1]];
+  if (!lower_rows_applies(rb->x->m, in, os) || in->a->dimensions.n != rb->nr ||
+      !same_dims(os->rank, os->dims, rb->S->rank, rb->S->dims) || on < 0 ||
+      p->nodes.v[on].cls != RC_FULL || p->nodes.v[on].type != IR_F32 || init < 0 ||
+      p->nodes.v[init].kind != RN_CONST)
+    return false;
+  r->kind = RN_RED;
+  r->cls = RC_ROW;
+  r->op = row_reducer(rb->x->m, in->calls[0]);
+  r->nargs = 2;
+  r->args[0] = on;
+  r->args[1] = init;
+  return true;
+}
+
+/* An elementwise op of FULL values (and constants), or of ROW values. */
+static bool elem_node(rbuild *rb, const ir_inst *in, rnode *r) {
+  if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT) return false;
+  r->kind = RN_OP;
+  r->op = in->op;
+  r->cmp_dir = in->a->cmp_dir;
+  r->cmp_type = in->a->cmp_type;
+  r->nargs = in->nops;
+  bool full = false, row = false;
+  for (int k = 0; k < in->nops; k++) {
+    int an = rb->node[in->ops[k]];
+    if (an < 0) return false;
+    r->args[k] = an;
+    full |= rb->p->nodes.v[an].cls == RC_FULL;
+    row |= rb->p->nodes.v[an].cls == RC_ROW;
+  }
+  if (full == row) return false; /* mixed, or constants only */
+  r->cls = full ? RC_FULL : RC_ROW;
+  tk_node t = {TK_OP,         in->shape->type, 0,        0,        in->op,
+               in->a->cmp_dir, in->a->cmp_type, in->nops, {0, 0, 0}};
+  const char *why;
+  return tk_elem_supported(rb->x->b, &t, &why);
+}
+
+/* The node of instruction in (*skip: it has none); false when in is not
+ * part of a row program. */
+static bool inst_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
+  const ir_shape *s = in->shape;
+  if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) return false;
+  memset(r, 0, sizeof *r);
+  r->type = s->type;
+  switch (in->op) {
+  case IR_OP_PARAMETER:
+    return param_node(rb, in, r, skip);
+  case IR_OP_CONSTANT:
+    if (s->rank != 0) return false;
+    r->kind = RN_CONST;
+    r->cls = RC_CONST;
+    r->bits = lit_bits(in->a->literal, 0);
+    return true;
+  case IR_OP_BROADCAST:
+    return broadcast_node(rb, in, r);
+  case IR_OP_RESHAPE: {
+    int on = rb->node[in->ops[0]];
+    int64_t cnt = 1;
+    for (int k = 0; k < s->rank; k++)
+      cnt *= s->dims[k];
+    if (on < 0 || rb->p->nodes.v[on].cls != RC_ROW || cnt != rb->p->O) return false;
+    r->kind = RN_ALIAS;
+    r->cls = RC_ROW;
+    r->args[0] = on;
+    return true;
+  }
+  case IR_OP_REDUCE:
+    return reduce_node(rb, in, r);
+  default:
+    return elem_node(rb, in, r);
+  }
+}
+
+/* The program's outputs (p->out_node): the root, or the root tuple's
+ * elements, each an op's FULL value or an f32 ROW value; false otherwise. */
+static bool rows_outputs(rbuild *rb, const ir_inst *root, int nout) {
+  rprog *p = rb->p;
+  for (int o = 0; o < nout; o++) {
+    ir_id oi = root->op == IR_OP_TUPLE ? root->ops[o] : rb->fc->root;
+    int on = rb->node[oi];
+    if (on < 0 || p->nodes.v[on].cls == RC_CONST || p->nodes.v[on].cls == RC_COL) return false;
+    const rnode *rn = &p->nodes.v[on];
+    if (rn->cls == RC_FULL && rn->kind != RN_OP) return false; /* an input or alias as is */
+    if (rn->cls == RC_ROW && rn->type != IR_F32) return false;
+    VEC_PUSH(rb->x->b->a, p->out_node, on);
+  }
+  return true;
+}
+
 bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
   const ir_inst *fin = &x->comp->insts.v[fi];
   if (fin->op != IR_OP_FUSION || fin->ncalls != 1) return false;
-  const ir_module *m = x->m;
-  const ir_comp *fc = &m->comps.v[fin->calls[0]];
+  const ir_comp *fc = &x->m->comps.v[fin->calls[0]];
   tb *b = x->b;
   int n = fc->insts.n;
   /* pass_node recurses once per link of a chain of FULL ops: bounded by
    * the instruction count (longer fusions go instruction by instruction). */
   if (n > RK_MAX_INSTS) return false;
-  /* The row space: the first reduce's operand dims S, its k trailing dims. */
-  const ir_shape *S = NULL;
-  int nr = 0;
-  for (int i = 0; i < n && !S; i++) {
-    const ir_inst *in = &fc->insts.v[i];
-    if (in->dead || in->op != IR_OP_REDUCE) continue;
-    const ir_shape *os = fc->insts.v[in->ops[0]].shape;
-    if (!lower_rows_applies(m, in, os)) return false;
-    S = os;
-    nr = in->a->dimensions.n;
-  }
-  if (!S) return false;
-  int nk = S->rank - nr;
   rprog p;
   memset(&p, 0, sizeof p);
+  rbuild rb = {x, fin, fc, NULL, 0, 0, &p, NULL, NULL};
+  rb.S = row_space(x->m, fc, &rb.nr);
+  if (!rb.S) return false;
+  rb.nk = rb.S->rank - rb.nr;
   p.O = 1;
   p.R = 1;
-  for (int d = 0; d < S->rank; d++) {
-    if (d < nk) p.O *= S->dims[d];
-    else p.R *= S->dims[d];
+  for (int d = 0; d < rb.S->rank; d++) {
+    if (d < rb.nk)
+      p.O *= rb.S->dims[d];
+    else
+      p.R *= rb.S->dims[d];
   }
-  int *node = arena_array(b->a, (size_t)n + 1, sizeof(int));
-  int *colof = arena_array(b->a, (size_t)fin->nops + 1, sizeof(int)); /* param -> 1 + COL input */
+  rb.node = arena_array(b->a, (size_t)n + 1, sizeof(int));
+  rb.colof = arena_array(b->a, (size_t)fin->nops + 1, sizeof(int));
   for (int i = 0; i < n; i++) {
     const ir_inst *in = &fc->insts.v[i];
-    node[i] = -1;
+    rb.node[i] = -1;
     if (in->dead || in->op == IR_OP_TUPLE) continue;
-    const ir_shape *s = in->shape;
-    if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) return false;
     rnode r;
-    memset(&r, 0, sizeof r);
-    r.type = s->type;
-    switch (in->op) {
-    case IR_OP_PARAMETER: {
-      tval *v = x->val[fin->ops[in->a->parameter_number]];
-      if (!v || v->tuple) return false;
-      if (same_dims(s->rank, s->dims, S->rank, S->dims)) {
-        r.kind = RN_IN;
-        r.cls = RC_FULL;
-        r.input = p.in_addr.n;
-        VEC_PUSH(b->a, p.in_addr, tv_addr(v));
-        VEC_PUSH(b->a, p.in_type, v->type);
-        break;
-      }
-      continue; /* a COL vector: made by its broadcasts */
-    }
-    case IR_OP_CONSTANT:
-      if (s->rank != 0) return false;
-      r.kind = RN_CONST;
-      r.cls = RC_CONST;
-      r.bits = lit_bits(in->a->literal, 0);
-      break;
-    case IR_OP_BROADCAST: {
-      const ir_inst *o = &fc->insts.v[in->ops[0]];
-      int on = node[in->ops[0]];
-      const ir_ints *dm = &in->a->dimensions;
-      if (on >= 0 && p.nodes.v[on].kind == RN_CONST) {
-        r = p.nodes.v[on];
-        break;
-      }
-      bool full = same_dims(s->rank, s->dims, S->rank, S->dims);
-      if (full && on >= 0 && p.nodes.v[on].cls == RC_ROW && dm->n == nk &&
-          same_dims(o->shape->rank, o->shape->dims, nk, S->dims)) {
-        bool lead = true;
-        for (int k = 0; k < nk; k++) lead &= dm->v[k] == k;
-        if (!lead) return false;
-        r.kind = RN_ALIAS;
-        r.cls = RC_FULL;
-        r.args[0] = on;
-        r.type = p.nodes.v[on].type;
-        break;
-      }
-      if (full && o->op == IR_OP_PARAMETER && o->shape->type == IR_F32 && dm->n == nr &&
-          same_dims(o->shape->rank, o->shape->dims, nr, S->dims + nk)) {
-        bool trail = true;
-        for (int k = 0; k < nr; k++) trail &= dm->v[k] == nk + k;
-        if (!trail) return false;
-        int64_t pn = o->a->parameter_number;
-        if (!colof[pn]) {
-          tval *v = x->val[fin->ops[pn]];
-          if (!v || v->tuple || v->type != IR_F32) return false;
-          VEC_PUSH(b->a, p.col_addr, tv_addr(v));
-          colof[pn] = p.col_addr.n;
-        }
-        r.kind = RN_COL;
-        r.cls = RC_FULL;
-        r.input = colof[pn] - 1;
-        break;
-      }
-      return false;
-    }
-    case IR_OP_RESHAPE: {
-      int on = node[in->ops[0]];
-      int64_t cnt = 1;
-      for (int k = 0; k < s->rank; k++) cnt *= s->dims[k];
-      if (on < 0 || p.nodes.v[on].cls != RC_ROW || cnt != p.O) return false;
-      r.kind = RN_ALIAS;
-      r.cls = RC_ROW;
-      r.args[0] = on;
-      break;
-    }
-    case IR_OP_REDUCE: {
-      const ir_shape *os = fc->insts.v[in->ops[0]].shape;
-      int on = node[in->ops[0]], init = node[in->ops[1]];
-      if (!lower_rows_applies(m, in, os) || in->a->dimensions.n != nr ||
-          !same_dims(os->rank, os->dims, S->rank, S->dims) || on < 0 ||
-          p.nodes.v[on].cls != RC_FULL || p.nodes.v[on].type != IR_F32 || init < 0 ||
-          p.nodes.v[init].kind != RN_CONST)
-        return false;
-      r.kind = RN_RED;
-      r.cls = RC_ROW;
-      r.op = row_reducer(m, in->calls[0]);
-      r.nargs = 2;
-      r.args[0] = on;
-      r.args[1] = init;
-      break;
-    }
-    default: {
-      if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT) return false;
-      r.kind = RN_OP;
-      r.op = in->op;
-      r.cmp_dir = in->a->cmp_dir;
-      r.cmp_type = in->a->cmp_type;
-      r.nargs = in->nops;
-      bool full = false, row = false;
-      for (int k = 0; k < in->nops; k++) {
-        int an = node[in->ops[k]];
-        if (an < 0) return false;
-        r.args[k] = an;
-        full |= p.nodes.v[an].cls == RC_FULL;
-        row |= p.nodes.v[an].cls == RC_ROW;
-      }
-      if (full == row) return false; /* mixed, or constants only */
-      r.cls = full ? RC_FULL : RC_ROW;
-      tk_node t = {TK_OP, s->type, 0, 0, in->op, in->a->cmp_dir,
-in->a->cmp_type, in->nops, {0, 0, 0}};
-      const char *why;
-      if (!tk_elem_supported(b, &t, &why)) return false;
-      break;
-    }
-    }
-    node[i] = rp_add(b, &p, r);
+    bool skip = false;
+    if (!inst_node(&rb, in, &r, &skip)) return false;
+    if (!skip) rb.node[i] = rp_add(b, &p, r);
   }
-  /* Outputs: the root, or the root tuple's elements. */
   const ir_inst *root = &fc->insts.v[fc->root];
   int nout = root->op == IR_OP_TUPLE ? root->nops : 1;
-  if (nout > 32) return false;
-  for (int o = 0; o < nout; o++) {
-    ir_id oi = root->op == IR_OP_TUPLE ? root->ops[o] : fc->root;
-    int on = node[oi];
-    if (on < 0 || p.nodes.v[on].cls == RC_CONST || p.nodes.v[on].cls == RC_COL) return false;
-    const rnode *rn = &p.nodes.v[on];
-    if (rn->cls == RC_FULL && rn->kind != RN_OP) return false; /* an input or alias as is */
-    if (rn->cls == RC_ROW && rn->type != IR_F32) return false;
-    VEC_PUSH(b->a, p.out_node, on);
-  }
+  if (nout > 32 || !rows_outputs(&rb, root, nout)) return false;
   tval **outs = arena_array(b->a, (size_t)nout + 1, sizeof(tval *));
   for (int o = 0; o < nout; o++) {
     const ir_shape *s = root->op == IR_OP_TUPLE ? fc->insts.v[root->ops[o]].shape : root->shape;
@@ -725,12 +796,13 @@ in->a->cmp_type, in->nops, {0, 0, 0}};
                         p.nodes.v[p.out_node.v[o]].cls == RC_FULL
                     ? IR_BF16
                     : s->type;
-    outs[o] = tv_new(x, t, s->rank, s->dims);
+    outs[o] = tv_new(b, t, s->rank, s->dims);
     VEC_PUSH(b->a, p.out_addr, tv_addr(outs[o]));
     VEC_PUSH(b->a, p.out_type, t);
   }
   if (!rows_kernel(b, &p)) {
-    for (int o = 0; o < nout; o++) tv_release(x, outs[o]);
+    for (int o = 0; o < nout; o++)
+      tv_release(b, outs[o]);
     return false;
   }
   if (root->op != IR_OP_TUPLE) {

@@ -137,6 +137,14 @@ uint64_t tb_hbm_alloc(tb *b, uint64_t bytes);
 void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes);
 /* Checks that a kernel's VMEM footprint fits; records the peak. */
 bool tb_vmem_fits(tb *b, uint64_t bytes, const char *what);
+/* Bytes of a vector register's tile in VMEM, and its row stride when
+ * dense (runtime/isa/target.h): 32-bit or (bf16) packed bf16 lanes. */
+static inline uint64_t tb_tile_bytes(bool bf16) {
+  return bf16 ? TGT_VREG_BYTES_BF16 : TGT_VREG_BYTES;
+}
+static inline uint32_t tb_row_bytes(bool bf16) {
+  return bf16 ? TGT_VROW_BYTES_BF16 : TGT_VROW_BYTES;
+}
 static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_GRANULE * TB_GRANULE; }
 
 /* ---- kernels ------------------------------------------------------------ */
@@ -146,6 +154,9 @@ static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_G
  * may be zero (broadcast) or negative (reverse). */
 void tk_copy(tb *b, uint64_t dst, const int64_t *dst_strides, uint64_t src,
              const int64_t *src_strides, int rank, const int64_t *dims, int esize);
+/* VMEM [addr, addr + bytes) (a multiple of a bf16 tile) = the 32-bit
+ * pattern word, with v0 as the scratch register. */
+void tk_vfill(tb *b, uint64_t addr, uint64_t bytes, uint32_t word);
 /* count elements of esize bytes at dst = the 32-bit pattern bits (bf16:
  * the low 16 bits). */
 void tk_fill(tb *b, uint64_t dst, int64_t count, int esize, uint32_t bits);
@@ -214,37 +225,48 @@ int tk_dag_regs(tb *b, const tk_elem *e);
  * when unsupported. */
 ir_type tk_itype(ir_type t);
 
-/* C[g] (f32 [M,N] row-major, row stride N) = A[g] (bf16 [M,K]) x B[g]
- * (bf16 [K,N]) for g < G; strides of consecutive g in bytes. */
-void tk_matmul(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-               uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
-/* The same where A (a32) and/or B (b32) may be f32 in HBM: they are
- * converted to bf16 (RNE) by the vector unit as their tiles arrive in
- * VMEM; with bt, B[g] is stored transposed, [N,K] row-major, and its
- * weight tiles are loaded with the MXU's transposed load (same products,
- * same order, same bits). Returns false, emitting nothing, when f32
- * operands need the K-chunked plan (the caller converts them first); true
- * otherwise. */
-bool tk_matmul_ex(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                  bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t C,
-                  uint64_t C_g);
-/* tk_matmul_ex whose f32 result tiles go through the elementwise program
- * epi in VMEM before their single store: epi's input dot_in is the dot's
- * result, its other inputs f32 [G, M, N] row-major buffers (in_addr), or
- * when row[k] (row may be NULL) an f32 [N] vector broadcast over G, M; its
- * one output f32, stored at C ([G, M, N]). The vector unit applies the
- * same kernels as tk_elementwise to the same f32 values (same bits).
- * false, emitting nothing, when the plan does not fit (the caller then
- * runs tk_matmul_ex and tk_elementwise). b_once (TK_NO_ONCE: none) is an
- * HBM bf16 [G, K, N] buffer: when f32 B's panels do not fit VMEM, the
- * first row block of each problem converts them K tile by K tile and
- * stores them there, the other row blocks load that copy (the same RNE
- * rounding, so the same bits; the conversion runs under the MXU work);
- * not with bt, whose f32 B is then converted by the caller. */
+/* A batched matmul for the MXUs: C[g] = A[g] x B[g] for g < G, each
+ * operand row-major in HBM with consecutive g at byte strides *_g. A[g]
+ * is [M, K], bf16 or, with a32, f32; B[g] is [K, N] or, with bt, stored
+ * transposed as [N, K], bf16 or, with b32, f32; C[g] is f32 [M, N]. f32
+ * operands are converted to bf16 (RNE) by the vector unit as their tiles
+ * arrive in VMEM; a transposed B's weight tiles are loaded with the MXU's
+ * transposed load (same products, same order, same bits). */
+typedef struct tk_mm {
+  int64_t G, M, N, K;
+  uint64_t A, A_g;
+  uint64_t B, B_g;
+  uint64_t C, C_g;
+  bool a32, b32, bt;
+} tk_mm;
+/* Emits mm. Returns false, emitting nothing, when f32 operands need the
+ * K-chunked plan (the caller converts them first); true otherwise (always
+ * for bf16 operands). */
+bool tk_matmul(tb *b, const tk_mm *mm);
+/* What the vector unit applies to the f32 result tiles of a matmul in
+ * VMEM before their single store (tk_matmul_epi): the elementwise
+ * program e, whose input dot_in is the dot's result, its other inputs f32
+ * [G, M, N] row-major buffers (e->in_addr), or when row[k] (row may be
+ * NULL) an f32 [N] vector broadcast over G, M; its one output f32 or
+ * bf16. b_once (TK_NO_ONCE: none) is an HBM bf16 [G, K, N] buffer: when
+ * f32 B's panels do not fit VMEM, the first row block of each problem
+ * converts them K tile by K tile and stores them there, the other row
+ * blocks load that copy (the same RNE rounding, so the same bits; the
+ * conversion runs under the MXU work); not with bt, whose f32 B is then
+ * converted by the caller. */
 #define TK_NO_ONCE UINT64_MAX /* b_once: none */
-bool tk_matmul_epi(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, uint64_t A, uint64_t A_g,
-                   bool a32, uint64_t B, uint64_t B_g, bool b32, bool bt, uint64_t b_once,
-                   uint64_t C, const tk_elem *epi, int dot_in, const bool *row);
+typedef struct tk_epilogue {
+  const tk_elem *e;
+  int dot_in;
+  const bool *row;
+  uint64_t b_once;
+} tk_epilogue;
+/* tk_matmul with the epilogue ep, its output stored at mm->C as [G, M, N]
+ * (mm->C_g is not used). The vector unit applies the same kernels as
+ * tk_elementwise to the same f32 values (same bits). false, emitting
+ * nothing, when the plan does not fit (the caller then runs tk_matmul and
+ * tk_elementwise). */
+bool tk_matmul_epi(tb *b, const tk_mm *mm, const tk_epilogue *ep);
 /* n f32 (or, with src_bf16, bf16) values at VMEM src -> bf16 (RNE) at
  * VMEM dst, 1024 per 8x128 tile (tiles of 4 KiB, or 2 KiB, at src). */
 void tk_conv_bf16(tb *b, uint64_t src, bool src_bf16, uint64_t dst, int64_t n);
@@ -257,10 +279,10 @@ struct tk_aview {
                int64_t kc, uint64_t dst, int64_t rs);
   const void *ctx;
 };
-/* tk_matmul with A given by a view; false (nothing emitted) when the plan
- * would need K chunking: the caller then materialises A. */
-bool tk_matmul_view(tb *b, int64_t G, int64_t M, int64_t N, int64_t K, const tk_aview *av,
-                    uint64_t B, uint64_t B_g, uint64_t C, uint64_t C_g);
+/* tk_matmul with bf16 A given by the view av (mm->A, A_g and a32 are not
+ * used; B bf16 [K, N]); false (nothing emitted) when the plan would need
+ * K chunking: the caller then materialises A. */
+bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av);
 
 /* Fold: out[o] = f(...f(f(init, x[0][o]), x[1][o])..., x[R-1][o]) for
  * o < O, for nv variadic values: inputs xs[v] are [R, O] row-major of

@@ -30,6 +30,17 @@ typedef struct tpu_options {
 
 void tpu_options_init(tpu_options *o);
 
+/* Fills *out (passes/passes.h) with target t's description and answers
+ * for the passes; t is kept by pointer and must outlive *out. */
+struct pass_target;
+void tpu_pass_target(const tgt_target *t, struct pass_target *out);
+/* tpu_pass_target for the target spec `spec` (parsed into *t) when it
+ * names a TPU; otherwise (NULL, "cpu", a bad spec) v3's answers with no
+ * TPU description (out->tpu NULL: no tiled layouts, the default
+ * constant-folding numerics): what the passes decide for a module not
+ * compiled for a TPU, whose fusions stay the ones v3 runs. */
+void tpu_pass_target_for(const char *spec, tgt_target *t, struct pass_target *out);
+
 /* What the compiler found out about a program (for --stats and
  * --memory-report). Strings are owned by the info (tpu_info_free). */
 typedef struct tpu_compile_info {

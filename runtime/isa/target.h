@@ -43,6 +43,13 @@
 enum {
   TGT_SUBLANES = 8, /* rows of a vector register */
   TGT_LANES = 128,  /* columns of a vector register */
+  /* A vector register's tile as vld/vst move it: 32-bit lanes, or bf16
+   * packed two to a word (the bf16 forms). */
+  TGT_VREG_ELEMS = TGT_SUBLANES * TGT_LANES, /* elements of a vector register */
+  TGT_VREG_BYTES = 4 * TGT_VREG_ELEMS,       /* a 32-bit tile in VMEM (4 KiB) */
+  TGT_VREG_BYTES_BF16 = 2 * TGT_VREG_ELEMS,  /* a bf16 tile in VMEM (2 KiB) */
+  TGT_VROW_BYTES = 4 * TGT_LANES,            /* one sublane of 32-bit lanes (512) */
+  TGT_VROW_BYTES_BF16 = 2 * TGT_LANES,       /* one sublane of bf16 lanes (256) */
   TGT_SREGS = 32,   /* scalar registers s0..s31; s0 reads as 0 */
   TGT_VREGS = 32,   /* vector registers v0..v31, 8x128 x 32 bit */
   TGT_MREGS = 8,    /* mask registers m0..m7, 8x128 bits; m0 all ones */
