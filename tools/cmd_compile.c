@@ -193,6 +193,7 @@ int tool_cmd_compile(int argc, char **argv) {
   size_t len;
   oo.target = tpo.target; /* passes size their decisions by a TPU target */
   tpo.explain = oo.explain;
+  tool_tpu_opts_steps(&tpo, &oo);
   if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
     fputs(d, stderr);

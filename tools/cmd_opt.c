@@ -77,6 +77,27 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_opti
   return 0;
 }
 
+/* The number of passes tool_module_optimize runs for o. */
+static int passes_run(const tool_opt_options *o) {
+  int n = 0;
+  if (o->passes) {
+    if (!o->passes[0]) return 0;
+    n = 1;
+    for (const char *p = o->passes; *p; p++) n += *p == ',';
+    return n;
+  }
+  for (const pass_info *p = pass_pipeline; p->name && o->opt_level > 0; p++)
+    n += o->opt_level >= p->min_opt_level;
+  return n;
+}
+
+void tool_tpu_opts_steps(tool_tpu_opts *t, const tool_opt_options *o) {
+  t->dump_dir = o->dump_dir;
+  t->dump_after = o->dump_after;
+  t->dump_seq = passes_run(o) + 1;
+  t->time_steps = o->time_passes;
+}
+
 void tool_help_opt(FILE *f) {
   fputs("usage: tpucc opt FILE [options]\n"
         "\n"

@@ -694,10 +694,11 @@ static int execute_on_target(run_state *r) {
   if (c->target && tool_tpu_target(c->target) &&
       (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
        c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain || c->tpu.max_cycles ||
-       !tool_target_find(c->target))) {
+       c->opt.dump_dir || c->opt.time_passes || !tool_target_find(c->target))) {
     tool_tpu_opts to = c->tpu;
     to.target = c->target;
     to.explain = c->opt.explain;
+    tool_tpu_opts_steps(&to, &c->opt);
     char terr[8192];
     if (tool_tpu_run(tool_module_ir(r->m), &to, arg_literals(r), r->np, r->a, &tr, terr,
                      sizeof terr) != ST_OK) {

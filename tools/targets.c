@@ -82,6 +82,12 @@ static bool precision_of(const char *p, ir_precision *out) {
   else return false;
   return true;
 }
+
+/* The backend's steps: dumps beside the passes', times on stderr. */
+static tpu_step_options step_options(const tool_tpu_opts *o) {
+  tpu_step_options so = {o->dump_dir, o->dump_after, o->dump_seq, o->time_steps, stderr};
+  return so;
+}
 #endif
 
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
@@ -92,6 +98,8 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
   if (o->target) to.target = o->target;
   to.memory_report = o->memory_report;
   to.explain = o->explain;
+  tpu_step_options so = step_options(o);
+  to.steps = &so;
   if (!precision_of(o->precision, &to.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
     return ST_INVALID_ARGUMENT;
@@ -114,6 +122,8 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
   r.memory_report = o->memory_report;
   r.explain = o->explain;
   r.max_cycles = o->max_cycles;
+  tpu_step_options so = step_options(o);
+  r.steps = &so;
   r.out = stderr;
   if (!precision_of(o->precision, &r.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);

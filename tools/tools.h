@@ -39,6 +39,11 @@ typedef struct tool_tpu_opts {
   bool explain; /* the lowering's tiling decisions, after the passes' */
   const char *report, *trace, *roofline; /* per-op reports (tools/report.h) */
   uint64_t max_cycles; /* --max-cycles: the emulator's cycle limit (0: 10^9) */
+  /* The backend's steps (tpu-lower, ...): --dump-dir / --dump-after dumps,
+   * numbered from dump_seq, and --time-passes lines (tool_tpu_opts_steps). */
+  const char *dump_dir, *dump_after;
+  int dump_seq;
+  bool time_steps;
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
@@ -136,6 +141,9 @@ void tool_opt_options_init(tool_opt_options *o); /* -O2, nothing else */
  * gives it; value may be NULL); returns 1 when it was one (0 when not, -1
  * after printing a usage error). Used by compile, run and opt. */
 int tool_opt_parse(tool_args *ar, const char *name, const char *value, tool_opt_options *o);
+/* Gives the TPU backend's steps the dump and timing options of o: their
+ * dumps are numbered on after the passes o runs. */
+void tool_tpu_opts_steps(tool_tpu_opts *t, const tool_opt_options *o);
 /* Runs the passes on a compiled module (verifying after each with
  * o->verify_each, else once after the last) and
  * refreshes its signature. On failure the session message holds the

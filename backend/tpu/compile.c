@@ -1,12 +1,13 @@
-/* compile.c: tpu_compile: the entry's parameters and constants placed in
- * HBM, the entry lowered (lower.c), results converted into their result
- * regions, and the .tpub image assembled.
+/* compile.c: tpu_compile as a table of named steps (steps.h): tpu-lower
+ * (the entry's parameters and constants placed in HBM, the entry lowered
+ * into kernels by lower.c), tpu-buffers (results placed in their regions)
+ * and tpu-emit (the .tpub image assembled and verified).
  *
  * HBM map: parameters (their own dtype, dense row-major) first, then
  * constants (internal types) and scratch buffers (first fit with reuse
  * after the last use), results last-allocated. Every region is aligned to
  * 512 bytes so that no two buffers share a race-checker granule. */
-#include "backend/tpu/lower.h"
+#include "backend/tpu/steps.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -175,7 +176,7 @@ oom:
   return NULL;
 }
 
-/* Step 1, the signature's parameters: each entry parameter's value
+/* The signature's parameters: each entry parameter's value
  * (its own dtype, widened when needed; a tuple parameter is one .tpub
  * parameter per array leaf, depth first), returned; their .tpub tensors
  * into *out_pt (*out_n of them). */
@@ -197,7 +198,7 @@ static tval **bind_params(lctx *x, arena *a, tpub_tensor **out_pt, int *out_n) {
   return params;
 }
 
-/* Step 2, the constant pool: every constant of the module, and the zeros
+/* The constant pool: every constant of the module, and the zeros
  * the lowerings pad with; frozen after. */
 static void place_constants(lctx *x, arena *a, tv_pool *pool) {
   const ir_module *m = x->m;
@@ -221,7 +222,7 @@ static void place_constants(lctx *x, arena *a, tv_pool *pool) {
   pool->frozen = true;
 }
 
-/* Step 4, the signature's results: each array leaf of the entry's root
+/* The signature's results: each array leaf of the entry's root
  * value in a region of its own dtype (the value's buffer itself when it
  * has that representation and no other result uses it, else a copy):
  * their .tpub tensors into *out_rt (*out_n of them). */
@@ -346,7 +347,7 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
   return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
 }
 
-/* Step 5: the image of the finished build b, verified against tg. */
+/* The image of the finished build b, verified against tg. */
 static base_status finish_image(tb *b, const char *spec, const tgt_target *tg,
                                 const tpub_tensor *pt, int np, const tpub_tensor *rt, int nr,
                                 const tv_pool *pool, diag *d, tpub_image **out) {
@@ -368,9 +369,53 @@ static base_status finish_image(tb *b, const char *spec, const tgt_target *tg,
   return ST_OK;
 }
 
-/* The steps: checks; the parameters' and constants' places in HBM;
- * lowering of the entry (each kernel plans its tiles, takes its HBM
- * buffers and emits as it goes); the results' regions; the image. */
+/* tpu-lower: the signature's parameters and the constant pool placed in
+ * HBM, then the entry lowered: each kernel plans its tiles (--explain and
+ * the dump show the plans), takes its scratch buffers in HBM first fit and
+ * emits its code as it goes. */
+static base_status step_lower(tpu_build *s) {
+  tb *b = &s->b;
+  const ir_comp *entry = &s->m->comps.v[s->m->entry];
+  b->attr_comp = entry;
+  tb_set_op(b, "(parameters)", "", (src_loc){0});
+  s->x.b = b;
+  s->x.m = s->m;
+  s->x.c = s->m->entry;
+  s->x.comp = entry;
+  s->x.precision = s->o->precision;
+  tval **params = bind_params(&s->x, s->a, &s->pt, &s->npt);
+  place_constants(&s->x, s->a, &s->pool);
+  if (!b->failed) {
+    s->x.params = params;
+    s->root = lower_comp(b, s->m, s->m->entry, params, s->o->precision);
+  }
+  return b->failed ? b->status : ST_OK;
+}
+
+/* tpu-buffers: the results' HBM regions (a scratch buffer of the right
+ * representation becomes its result's region, else a copy); the dump is
+ * the whole build's buffer assignment. */
+static base_status step_buffers(tpu_build *s) {
+  place_results(&s->b, s->a, &s->m->comps.v[s->m->entry], s->root, &s->rt, &s->nrt);
+  return s->b.failed ? s->b.status : ST_OK;
+}
+
+/* tpu-emit: the final halt, the image assembled and verified against the
+ * target. */
+static base_status step_emit(tpu_build *s) {
+  tb_halt(&s->b);
+  return finish_image(&s->b, s->spec, &s->tg, s->pt, s->npt, s->rt, s->nrt, &s->pool, s->d,
+                      &s->img);
+}
+
+/* The backend's steps, in order (steps.h; docs/passes.md lists them). */
+static const tpu_step steps[] = {
+    {"tpu-lower", step_lower, tpu_dump_lower},
+    {"tpu-buffers", step_buffers, tpu_dump_buffers},
+    {"tpu-emit", step_emit, tpu_dump_emit},
+};
+
+/* The checks, then the steps; info is filled whether or not they succeed. */
 base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,
                         tpu_compile_info *info) {
   struct timespec t0, t1;
@@ -379,48 +424,32 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   tpu_options def;
   tpu_options_init(&def);
   if (!o) o = &def;
-  tgt_target tg;
-  const char *spec = o->target ? o->target : "v3";
-  base_status bst = compile_checks(m, spec, &tg, d);
-  if (bst != ST_OK) return bst;
-  arena *a = arena_create();
-  tb b;
-  tb_init(&b, a, &tg, d);
-  strbuf explain;
-  sb_init(&explain);
-  if (o->explain && info) b.explain = &explain;
-  tv_pool pool = {0};
-  b.pool = &pool;
-  const ir_comp *entry = &m->comps.v[m->entry];
-  b.attr_comp = entry;
-  tb_set_op(&b, "(parameters)", "", (src_loc){0});
-  lctx x = {0};
-  x.b = &b;
-  x.m = m;
-  x.c = m->entry;
-  x.comp = entry;
-  x.precision = o->precision;
-  tpub_tensor *pt, *rt;
-  int npt, nrt;
-  tval **params = bind_params(&x, a, &pt, &npt);
-  place_constants(&x, a, &pool);
-  tval *root = NULL;
-  if (!b.failed) {
-    x.params = params;
-    root = lower_comp(&b, m, m->entry, params, o->precision);
-  }
-  place_results(&b, a, entry, root, &rt, &nrt);
-  tb_halt(&b);
+  tpu_build s;
+  memset(&s, 0, sizeof s);
+  s.m = m;
+  s.o = o;
+  s.d = d;
+  s.spec = o->target ? o->target : "v3";
+  base_status st = compile_checks(m, s.spec, &s.tg, d);
+  if (st != ST_OK) return st;
+  s.a = arena_create();
+  tb_init(&s.b, s.a, &s.tg, d);
+  sb_init(&s.explain);
+  bool dumps = o->steps && o->steps->dump_dir;
+  if ((o->explain && info) || dumps) s.b.explain = &s.explain;
+  if (dumps) s.b.buflog = &s.bufs;
+  s.b.pool = &s.pool;
+  st = tpu_steps_run(steps, (int)COUNTOF(steps), &s);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (info) {
-    fill_info(info, &b, a,
+    fill_info(info, &s.b, s.a,
               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    if (o->memory_report) info->memory_report = memory_report(&b, spec, entry);
-    if (b.explain) info->explain = strdup(sb_str(&explain));
+    if (o->memory_report) info->memory_report = memory_report(&s.b, s.spec, &m->comps.v[m->entry]);
+    if (o->explain) info->explain = strdup(sb_str(&s.explain));
   }
-  sb_free(&explain);
-  base_status st =
-      b.failed ? b.status : finish_image(&b, spec, &tg, pt, npt, rt, nrt, &pool, d, out);
-  arena_destroy(a);
+  sb_free(&s.explain);
+  arena_destroy(s.a);
+  if (st == ST_OK) *out = s.img;
+  else tpub_free(s.img);
   return st;
 }

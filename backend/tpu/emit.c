@@ -412,6 +412,7 @@ uint64_t tb_hbm_alloc(tb *b, uint64_t bytes) {
       memmove(f, f + 1, (size_t)(b->hfree.n - i - 1) * sizeof *f);
       b->hfree.n--;
     }
+    if (b->buflog) tb_log_taken(b, off, bytes);
     return off;
   }
   uint64_t off = b->hbm_top;
@@ -426,10 +427,12 @@ uint64_t tb_hbm_alloc(tb *b, uint64_t bytes) {
   }
   b->hbm_top += bytes;
   if (b->hbm_top > b->hbm_peak) b->hbm_peak = b->hbm_top;
+  if (b->buflog) tb_log_taken(b, off, bytes);
   return off;
 }
 
 void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes) {
+  if (b->buflog) tb_log_freed(b, off);
   bytes = tb_align(bytes ? bytes : 1);
   int i = 0;
   while (i < b->hfree.n && b->hfree.v[i].off < off) i++;

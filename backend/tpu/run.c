@@ -436,6 +436,7 @@ base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
   o.precision = r->precision;
   o.memory_report = r->memory_report;
   o.explain = r->explain;
+  o.steps = r->steps;
   tpub_image *img = NULL;
   tpu_compile_info info;
   memset(&info, 0, sizeof info);

@@ -44,6 +44,16 @@ typedef struct tb_hbm_block {
   uint64_t off, size;
 } tb_hbm_block;
 
+/* An HBM buffer as tb_hbm_alloc gave it, recorded for the tpu-buffers
+ * dump: its offset and aligned bytes, the code words over which it was
+ * held [from, to) (to: UINT64_MAX while held), and the ops that took and
+ * freed it (NULL: not freed). */
+typedef struct tb_buf {
+  uint64_t off, bytes, from, to;
+  const char *op, *free_op;
+} tb_buf;
+typedef VEC(tb_buf) tb_buf_vec;
+
 typedef struct tb {
   arena *a;
   tgt_target t;
@@ -84,6 +94,7 @@ typedef struct tb {
   uint64_t op_flops0, op_code0; /* FLOPs and code words when cur_op began */
   const ir_comp *attr_comp; /* instructions of this computation start ops */
   strbuf *explain;          /* NULL, or where tb_explain writes (--explain) */
+  tb_buf_vec *buflog;       /* NULL, or where tb_hbm_alloc/free log buffers */
 } tb;
 
 /* --explain: appends "tiling: OP: message" (OP the op being lowered, an
@@ -135,6 +146,10 @@ void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc);
 /* ---- memory ------------------------------------------------------------ */
 uint64_t tb_hbm_alloc(tb *b, uint64_t bytes);
 void tb_hbm_free(tb *b, uint64_t off, uint64_t bytes);
+/* The log of b->buflog (steps.c): a buffer taken, the held buffer at off
+ * freed. */
+void tb_log_taken(tb *b, uint64_t off, uint64_t bytes);
+void tb_log_freed(tb *b, uint64_t off);
 /* Checks that a kernel's VMEM footprint fits; records the peak. */
 bool tb_vmem_fits(tb *b, uint64_t bytes, const char *what);
 /* Bytes of a vector register's tile in VMEM, and its row stride when

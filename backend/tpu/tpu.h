@@ -19,6 +19,22 @@
 #include "target.h"
 #include "tpub.h"
 
+/* The backend's named steps, in order: tpu-lower (parameters and constants
+ * placed in HBM, the entry lowered into kernels, each planning its tiles),
+ * tpu-buffers (results placed; the HBM buffer assignment) and tpu-emit
+ * (the image assembled and verified). With dump_dir (created when
+ * missing), a text dump after each step whose name matches dump_after
+ * (POSIX ERE; NULL: every step) goes to DIR/<module>.<NNNN>.after_<step>.txt,
+ * NNNN counting on from first_seq (the passes' dumps use 0 .. passes run);
+ * with time, each step's wall time and their total go to report (NULL:
+ * stderr) as --time-passes lines. docs/passes.md describes the dumps. */
+typedef struct tpu_step_options {
+  const char *dump_dir, *dump_after;
+  int first_seq;
+  bool time;
+  FILE *report;
+} tpu_step_options;
+
 typedef struct tpu_options {
   const char *target;      /* target spec ("v3", "v2,mxu=64x64"); NULL: v3 */
   ir_precision precision;  /* floor for every dot/convolution's precision:
@@ -26,6 +42,7 @@ typedef struct tpu_options {
                               HIGHEST bf16x6 */
   bool memory_report;      /* fill tpu_compile_info.memory_report */
   bool explain;            /* fill tpu_compile_info.explain */
+  const tpu_step_options *steps; /* dumps and times of the steps, or NULL */
 } tpu_options;
 
 void tpu_options_init(tpu_options *o);
@@ -129,6 +146,7 @@ typedef struct tpu_run_report {
   tpu_profile *profile;    /* non-NULL: run profiled (tpu_execute_profiled) */
   struct tpurt_stats *stats_out; /* non-NULL: receives the run's counters */
   uint64_t max_cycles;     /* the emulator's cycle limit (0: 10^9) */
+  const tpu_step_options *steps; /* compiling: the steps' dumps and times, or NULL */
 } tpu_run_report;
 base_status tpu_run_report_exec(const ir_module *m, const tpu_run_report *r,
                                 ir_literal *const *args, int nargs, arena *a,
