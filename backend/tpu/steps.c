@@ -156,11 +156,13 @@ void tpu_dump_lower(strbuf *out, const tpu_build *s) {
   bool *shown = arena_array(s->a, (size_t)nl + 1, sizeof *shown);
   for (int k = 0; k < b->ops.n; k++) {
     const tpub_op *o = &b->ops.v[k];
+    /* the current op's FLOPs are added to its row when the next begins */
+    uint64_t flops = o->flops + ((uint32_t)k == b->cur_op ? b->flops - b->op_flops0 : 0);
     sb_printf(out, "%s%s%s%s: ", o->name, o->kind[0] ? " (" : "", o->kind, o->kind[0] ? ")" : "");
     if (first[k] == end[k]) sb_puts(out, "no code");
     else
       sb_printf(out, "code [%llu, %llu), %llu flops", (unsigned long long)first[k],
-                (unsigned long long)end[k], (unsigned long long)o->flops);
+                (unsigned long long)end[k], (unsigned long long)flops);
     if (o->file[0]) sb_printf(out, ", %s:%u", o->file, o->line);
     sb_putc(out, '\n');
     plan_line key = {o->name, NULL, (int)strlen(o->name), 0, -1};

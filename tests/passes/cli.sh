@@ -134,5 +134,62 @@ for f in "$G"/transpose_fold*.hlo "$W/tf_big.hlo"; do
   fi
 done
 
+# The TPU backend's named steps (tpu-lower, tpu-buffers, tpu-emit): timed
+# after the passes and dumped beside them, numbered on after the last pass.
+if has_target v3; then
+  cat >"$W/steps.hlo" <<'EOF'
+HloModule steps
+
+ENTRY main {
+  a = f32[8,16] parameter(0)
+  b = f32[16,4] parameter(1)
+  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+EOF
+  "$TPUCC" compile "$W/steps.hlo" -o "$W/steps.tpub" --time-passes 2>"$W/st" || fail "steps: compile"
+  for p in layout total tpu-lower tpu-buffers tpu-emit 'total \(tpu\)'; do
+    grep -Eq "^  $p +[0-9.]+ ms" "$W/st" || fail "--time-passes lacks $p: $(cat "$W/st")"
+  done
+  [ "$(grep -Eo '^  (layout|tpu-lower|tpu-buffers|tpu-emit) ' "$W/st" | tr -d ' ' | tr '\n' ,)" = \
+    "layout,tpu-lower,tpu-buffers,tpu-emit," ] || fail "step times out of order: $(cat "$W/st")"
+  "$TPUCC" compile "$W/steps.hlo" -o "$W/steps_d.tpub" --dump-dir="$W/sd" --explain 2>/dev/null ||
+    fail "steps: compile with dumps"
+  cmp -s "$W/steps.tpub" "$W/steps_d.tpub" || fail "dumps changed the program"
+  ls "$W/sd" >"$W/slist"
+  [ "$(grep -c . "$W/slist")" -eq 14 ] || fail "expected 14 dumps (input, 10 passes, 3 steps): $(cat "$W/slist")"
+  for s in 0011.after_tpu-lower 0012.after_tpu-buffers 0013.after_tpu-emit; do
+    grep -qx "steps.$s.txt" "$W/slist" || fail "no dump steps.$s.txt: $(cat "$W/slist")"
+  done
+  L=$W/sd/steps.0011.after_tpu-lower.txt
+  B=$W/sd/steps.0012.after_tpu-buffers.txt
+  E=$W/sd/steps.0013.after_tpu-emit.txt
+  # tpu-lower: the op with its code and FLOPs, then the matmul's tile plan
+  grep -Eq '^d \(dot\): code \[0, [0-9]+\), 1024 flops, .*steps.hlo:6$' "$L" || fail "tpu-lower: no op line: $(cat "$L")"
+  grep -q '^  plan: matmul 1x\[8,16\]x\[16,4\]: 1 row block(s) of 8 ' "$L" || fail "tpu-lower: no tile plan: $(cat "$L")"
+  # tpu-buffers: the parameters first, held to the end, then the result
+  grep -Eq '^  0x0000000000 +512  \[0, end\) +parameter a; ' "$B" || fail "tpu-buffers: parameter a: $(cat "$B")"
+  grep -Eq '^  0x0000000200 +512  \[0, end\) +parameter b; ' "$B" || fail "tpu-buffers: parameter b: $(cat "$B")"
+  grep -Eq '^  0x[0-9a-f]{10} +512  \[[0-9]+, end\) +result.0; d -> \(held\)$' "$B" || fail "tpu-buffers: result: $(cat "$B")"
+  # tpu-emit: the signature, and an instruction mix of as many words as the code
+  grep -Eq '^  result.0 +f32\[8,4\] 128 bytes at 0x[0-9a-f]+$' "$E" || fail "tpu-emit: result: $(cat "$E")"
+  words=$(sed -n 's/^code \([0-9]*\) words;.*/\1/p' "$E")
+  mix=$(sed -n '/^instructions by opcode:/,$p' "$E" | awk 'NR > 1 { n += $2 } END { print n }')
+  [ -n "$words" ] && [ "$words" = "$mix" ] || fail "tpu-emit: $words code words, opcode mix sums to $mix"
+  # --dump-after selects steps too; the numbering follows the passes run.
+  "$TPUCC" compile "$W/steps.hlo" -o "$W/steps_e.tpub" --passes=dce --dump-dir="$W/se" \
+    --dump-after='^tpu-buffers$' || fail "steps: dump-after"
+  [ "$(ls "$W/se" | tr '\n' ' ')" = "steps.0003.after_tpu-buffers.txt " ] ||
+    fail "steps dump-after gave: $(ls "$W/se" | tr '\n' ' ')"
+  # run on a TPU target compiles through the same steps.
+  "$TPUCC" run "$W/steps.hlo" --target=v3 --random-inputs --output= --time-passes 2>"$W/rt" >/dev/null ||
+    fail "steps: run"
+  grep -Eq '^  tpu-emit +[0-9.]+ ms' "$W/rt" || fail "run --time-passes lacks tpu-emit: $(cat "$W/rt")"
+  # an unwritable dump directory is an error naming it, and no program is written
+  "$TPUCC" compile "$W/steps.hlo" -O0 -o "$W/steps_f.tpub" --dump-dir=/proc/tpucc-no-such-dir 2>"$W/err"
+  [ $? -eq 1 ] || fail "steps: unwritable dump dir: wrong exit status"
+  grep -q "cannot create /proc/tpucc-no-such-dir" "$W/err" || fail "steps: dump dir message: $(cat "$W/err")"
+  [ -e "$W/steps_f.tpub" ] && fail "steps: a program was written despite the dump error"
+fi
+
 echo "$failures failures"
 [ "$failures" -eq 0 ]
