@@ -20,9 +20,11 @@ void tool_help_opt_flags(FILE *f) {
         "  --passes=a,b,c     run exactly these passes, in this order\n"
         "  --list-passes      print the pipeline (name, level, what it does) and exit\n"
         "  --dump-dir=DIR     write the HLO after each pass to DIR/MODULE.NNNN.after_PASS.hlo\n"
-        "                     (NNNN counts from 0000 = the input, so files sort in order)\n"
-        "  --dump-after=REGEX only dump after passes whose name matches (POSIX ERE)\n"
-        "  --time-passes      print each pass's wall time to standard error\n"
+        "                     (NNNN counts from 0000 = the input, so files sort in order);\n"
+        "                     compiling for a TPU, then a text dump after each backend\n"
+        "                     step (DIR/MODULE.NNNN.after_tpu-lower.txt, ...)\n"
+        "  --dump-after=REGEX only dump after passes and steps whose name matches (POSIX ERE)\n"
+        "  --time-passes      print each pass's (and backend step's) wall time to stderr\n"
         "  --verify-each      verify the module after every pass (default for opt;\n"
         "                     compile and run verify once, after the last pass)\n"
         "  --explain          print the passes' decisions (fusions made and refused,\n"
@@ -35,6 +37,7 @@ static void list_passes(FILE *f) {
   fputs("the pipeline, in order (a pass runs at -O<level> and above):\n", f);
   for (const pass_info *p = pass_pipeline; p->name; p++)
     fprintf(f, "  %-22s -O%d  %s\n", p->name, p->min_opt_level, p->doc);
+  tool_tpu_list_steps(f);
 }
 
 int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_options *o) {

@@ -141,6 +141,16 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
 #endif
 }
 
+void tool_tpu_list_steps(FILE *f) {
+#ifdef TPUCC_HAVE_TPU
+  fputs("then, compiling for a TPU target, the backend's steps:\n", f);
+  const char *name, *doc;
+  for (int k = 0; (name = tpu_step_info(k, &doc)); k++) fprintf(f, "  %-22s      %s\n", name, doc);
+#else
+  (void)f;
+#endif
+}
+
 bool tool_tpu_target(const char *name) {
 #ifdef TPUCC_HAVE_TPU
   tgt_target t;

@@ -60,6 +60,8 @@ base_status tool_tpu_file_params(const char *path, arena *a, ir_shape **out, int
 base_status tool_tpu_run_file(const char *path, const tool_tpu_opts *o, const char *target,
                               ir_literal *const *args, int nargs, arena *a, ir_literal ***out,
                               int *nout, char *err, size_t errlen);
+/* Lists the TPU backend's steps (--list-passes); nothing without it. */
+void tool_tpu_list_steps(FILE *f);
 /* True when name is a TPU target spec (v2, v3, v3-8, with overrides). */
 bool tool_tpu_target(const char *name);
 

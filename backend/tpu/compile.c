@@ -410,10 +410,18 @@ static base_status step_emit(tpu_build *s) {
 
 /* The backend's steps, in order (steps.h; docs/passes.md lists them). */
 static const tpu_step steps[] = {
-    {"tpu-lower", step_lower, tpu_dump_lower},
-    {"tpu-buffers", step_buffers, tpu_dump_buffers},
-    {"tpu-emit", step_emit, tpu_dump_emit},
+    {"tpu-lower", step_lower, tpu_dump_lower,
+     "parameters and constants in HBM; the entry lowered into kernels with their tile plans"},
+    {"tpu-buffers", step_buffers, tpu_dump_buffers,
+     "the results' HBM regions; dumps the whole HBM buffer assignment"},
+    {"tpu-emit", step_emit, tpu_dump_emit, "the .tpub image assembled and verified"},
 };
+
+const char *tpu_step_info(int k, const char **doc) {
+  if (k < 0 || k >= (int)COUNTOF(steps)) return NULL;
+  if (doc) *doc = steps[k].doc;
+  return steps[k].name;
+}
 
 /* The checks, then the steps; info is filled whether or not they succeed. */
 base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_image **out,

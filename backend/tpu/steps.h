@@ -37,6 +37,7 @@ typedef struct tpu_step {
   const char *name; /* --dump-after and --time-passes name it */
   base_status (*run)(tpu_build *s); /* errors reported to s->d */
   void (*dump)(strbuf *out, const tpu_build *s);
+  const char *doc;  /* one line for --list-passes */
 } tpu_step;
 
 /* Runs steps[0..n) on s as tpu_compile's options ask (o->steps): stops

@@ -35,6 +35,10 @@ typedef struct tpu_step_options {
   FILE *report;
 } tpu_step_options;
 
+/* The name of step k (0, 1, ...) and its one-line description into *doc
+ * (when doc is non-NULL); NULL past the last step. */
+const char *tpu_step_info(int k, const char **doc);
+
 typedef struct tpu_options {
   const char *target;      /* target spec ("v3", "v2,mxu=64x64"); NULL: v3 */
   ir_precision precision;  /* floor for every dot/convolution's precision:
