@@ -146,6 +146,9 @@ ENTRY main {
   ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 EOF
+  for p in tpu-lower tpu-buffers tpu-emit; do
+    grep -q "^  $p " <<<"$("$TPUCC" compile --list-passes)" || fail "--list-passes lacks the step $p"
+  done
   "$TPUCC" compile "$W/steps.hlo" -o "$W/steps.tpub" --time-passes 2>"$W/st" || fail "steps: compile"
   for p in layout total tpu-lower tpu-buffers tpu-emit 'total \(tpu\)'; do
     grep -Eq "^  $p +[0-9.]+ ms" "$W/st" || fail "--time-passes lacks $p: $(cat "$W/st")"
