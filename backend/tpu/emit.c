@@ -49,19 +49,50 @@ void tb_init(tb *b, arena *a, const tgt_target *t, diag *d) {
   b->max_passes = 1;
 }
 
+void tb_fini(tb *b) {
+  free(b->code.v);
+  free(b->code_op.v);
+  b->code.v = NULL;
+  b->code_op.v = NULL;
+  b->code.n = b->code.cap = b->code_op.n = b->code_op.cap = 0;
+}
+
 /* ---- raw code ----------------------------------------------------------- */
 
-static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
+/* Appends one encoded word and its op. The code and its op map are heap
+ * arrays grown geometrically with realloc (not arena VECs: a program of
+ * millions of words would leave every outgrown copy in the arena, each
+ * zeroed and copied); tb_fini frees them, or the image takes them. */
+static void push_word(tb *b, uint64_t w) {
+  if (b->code.n == b->code.cap) {
+    int nc = b->code.cap ? b->code.cap * 2 : 4096;
+    b->code.v = base_xrealloc(b->code.v, (size_t)nc * sizeof *b->code.v);
+    b->code_op.v = base_xrealloc(b->code_op.v, (size_t)nc * sizeof *b->code_op.v);
+    b->code.cap = b->code_op.cap = nc;
+  }
+  b->code.v[b->code.n++] = w;
+  if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
+  b->code_op.v[b->code_op.n++] = b->cur_op;
+}
+
+/* Appends w unless the build failed or the code is full (an error). */
+static void put_word(tb *b, uint64_t w) {
   if (b->failed) return;
   if ((uint64_t)b->code.n >= b->max_code) {
     tb_error(b, ST_RESOURCE_EXHAUSTED, "the program needs more than %llu instructions",
              (unsigned long long)b->max_code);
     return;
   }
+  push_word(b, w);
+}
+
+static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   isa_inst in = {(uint8_t)op, (uint8_t)a, (uint8_t)b_, (uint8_t)c, (uint8_t)d, (uint8_t)x, imm};
-  VEC_PUSH(b->a, b->code, isa_encode(&in));
-  if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
-  VEC_PUSH(b->a, b->code_op, b->cur_op);
+  put_word(b, isa_encode(&in));
+}
+
+void tb_words(tb *b, const uint64_t *w, int n) {
+  for (int i = 0; i < n && !b->failed; i++) put_word(b, w[i]);
 }
 
 void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {

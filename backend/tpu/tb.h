@@ -96,8 +96,13 @@ void tb_error(tb *b, base_status st, const char *fmt, ...) BASE_PRINTF(3, 4);
 
 /* ---- code ------------------------------------------------------------ */
 void tb_init(tb *b, arena *a, const tgt_target *t, diag *d);
+/* Frees the code words and their op map (heap arrays, not in the arena). */
+void tb_fini(tb *b);
 /* A scalar register holding v (cached; emits sli when needed). */
 int tb_sreg(tb *b, uint32_t v);
+/* Appends n encoded words with no memory effect (register code emitted
+ * before, replayed), as tb_raw would one by one. */
+void tb_words(tb *b, const uint64_t *w, int n);
 /* Appends an instruction with no memory effect (scalar, vector ALU). */
 void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm);
 /* Vector-unit instructions with their VMEM effects. */
