@@ -545,10 +545,13 @@ int tpub_verify(const tpub_image *img, const tgt_target *t, char *err, size_t er
     fail(err, errlen, "program has no code");
     return -1;
   }
+  isa_checker ck;
+  isa_checker_init(&ck, t, img->ncode);
   for (uint32_t pc = 0; pc < img->ncode; pc++) {
     isa_inst in;
-    if (isa_decode(img->code[pc], &in, why, sizeof why) ||
-        isa_check(&in, t, img->ncode, why, sizeof why)) {
+    if (isa_check_word(&ck, img->code[pc], &in) &&
+        (isa_decode(img->code[pc], &in, why, sizeof why) ||
+         isa_check(&in, t, img->ncode, why, sizeof why))) {
       fail(err, errlen, "code word %u (0x%016llx): %s", pc, (unsigned long long)img->code[pc], why);
       return -1;
     }

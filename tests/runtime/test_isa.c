@@ -110,6 +110,68 @@ static void decode_rejects_unused_fields(void **state) {
   assert_non_null(strstr(err, "unknown opcode"));
 }
 
+/* isa_check_word accepts a word exactly when isa_decode and isa_check
+ * both do, with the same decoded fields: every opcode (and two past the
+ * table), on targets with 1..4 MXUs and 1..8 DMA queues, with register,
+ * x and imm fields that are mostly zero or small and sometimes anything
+ * (imm also near the target's limits: SMEM, VMEM, accumulator rows, code
+ * size). */
+static void checker_matches_decode_and_check(void **state) {
+  (void)state;
+  static const char *const specs[] = {"v3", "v2", "v3,mxus=1,dma_queues=4",
+                                      "v3,mxu=64x64,vmem=64KiB,smem=1KiB,acc_rows=8"};
+  uint64_t seed = 13;
+  long agree_ok = 0, agree_bad = 0;
+  for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+    tgt_target t;
+    assert_int_equal(tgt_parse(specs[k], &t, NULL, 0), 0);
+    const uint32_t ncode = 1000;
+    isa_checker ck;
+    isa_checker_init(&ck, &t, ncode);
+    const int64_t edges[] = {0, 1, -1, 4, 7, 8, 9, 65535, 65536, ncode - 1, ncode,
+                             (int64_t)t.smem_bytes - 4, (int64_t)t.smem_bytes,
+                             (int64_t)t.vmem_bytes - 512, (int64_t)t.vmem_bytes - 510,
+                             (int64_t)t.vmem_bytes, t.acc_rows, t.acc_rows + 1,
+                             t.mxu_cols - 1, t.mxu_cols, INT32_MIN, INT32_MAX};
+    for (int op = 0; op < OP__COUNT + 2; op++)
+      for (int i = 0; i < 4000; i++) {
+        uint64_t x = rt_rand(&seed), y = rt_rand(&seed);
+        isa_inst in;
+        memset(&in, 0, sizeof in);
+        if (op < OP__COUNT && i % 2 == 0) in = random_inst(op, &seed, ncode);
+        in.op = (uint8_t)op;
+        uint8_t *regs[4] = {&in.a, &in.b, &in.c, &in.d};
+        for (int r = 0; r < 4; r++)
+          if ((x >> (2 * r) & 3) == 0) *regs[r] = (uint8_t)(y >> (5 * r) & 31);
+        if (x >> 8 & 1 && x >> 9 & 1) in.x = (uint8_t)(y >> 20 & 15);
+        switch (x >> 10 & 7) {
+        case 0: in.imm = (int32_t)(y >> 32); break;
+        case 1: in.imm = (int32_t)((y >> 32) % 600) - 40; break;
+        case 2: in.imm = (int32_t)edges[(y >> 32) % (sizeof edges / sizeof *edges)]; break;
+        default: break; /* keep random_inst's, or zero */
+        }
+        uint64_t w = isa_encode(&in);
+        isa_inst slow, fast;
+        memset(&slow, 0, sizeof slow);
+        memset(&fast, 0, sizeof fast);
+        int rs = isa_decode(w, &slow, NULL, 0) || isa_check(&slow, &t, ncode, NULL, 0);
+        int rf = isa_check_word(&ck, w, &fast) != 0;
+        if (rs != rf)
+          fail_msg("%s: word %016llx: decode+check %s, isa_check_word %s", specs[k],
+                   (unsigned long long)w, rs ? "rejects" : "accepts", rf ? "rejects" : "accepts");
+        if (!rs)
+          assert_true(slow.op == fast.op && slow.a == fast.a && slow.b == fast.b &&
+                      slow.c == fast.c && slow.d == fast.d && slow.x == fast.x &&
+                      slow.imm == fast.imm);
+        if (rs) agree_bad++;
+        else agree_ok++;
+      }
+  }
+  /* Both outcomes were exercised plenty. */
+  assert_true(agree_ok > 100000);
+  assert_true(agree_bad > 100000);
+}
+
 /* Assembles every instruction (random operands) from text, checks the
  * words, then disassembles and reassembles the whole image. */
 static void asm_disasm_every_instruction(void **state) {
@@ -349,6 +411,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encode_decode_every_instruction),
       cmocka_unit_test(decode_rejects_unused_fields),
+      cmocka_unit_test(checker_matches_decode_and_check),
       cmocka_unit_test(asm_disasm_every_instruction),
       cmocka_unit_test(disasm_asm_large_constant),
       cmocka_unit_test(assembler_reports_errors_with_location),
