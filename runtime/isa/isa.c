@@ -165,10 +165,11 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err
     default:
       break;
     }
-  return imm_check(in, t, err, errlen);
+  return imm_check(in, t, err, errlen) < 0 ? -1 : 0;
 }
 
-/* isa_check's rules for immediates and static addresses, by opcode. */
+/* isa_check's rules for immediates and static addresses, by opcode: 0
+ * when in passes, -1 (a reason in err) when not, 1 when op has no rule. */
 static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t errlen) {
   const isa_info *f = &infos[in->op];
   int64_t imm = in->imm;
@@ -233,7 +234,7 @@ static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t 
       FAIL("mpop: column offset %lld outside 0..%d", (long long)imm, t->mxu_cols - 1);
     break;
   default:
-    break;
+    return 1;
   }
   return 0;
 }
@@ -280,6 +281,8 @@ void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode) {
     }
     c->zero[op] = zero;
     c->xok[op] = (uint16_t)xok;
+    isa_inst probe = {(uint8_t)op, 0, 0, 0, 0, 0, 0};
+    c->imm_rule[op] = imm_check(&probe, t, NULL, 0) != 1;
   }
 }
 
@@ -296,7 +299,7 @@ int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
   in.imm = (int32_t)(uint32_t)w;
   if (!(c->xok[op] >> in.x & 1)) return -1;
   if (c->label[op] && (in.imm < 0 || (uint32_t)in.imm >= c->ncode)) return -1;
-  if (imm_check(&in, &c->t, NULL, 0)) return -1;
+  if (c->imm_rule[op] && imm_check(&in, &c->t, NULL, 0)) return -1;
   *out = in;
   return 0;
 }

@@ -82,7 +82,8 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err
 
 /* isa_decode and isa_check of many words against one target and code
  * size, from a table built once (per opcode: the bits that must be zero,
- * the values field x may take, whether imm is a label). isa_check_word
+ * the values field x may take, whether imm is a label, whether isa_check
+ * has a rule for its immediate). isa_check_word
  * returns 0 and the decoded instruction exactly when isa_decode and
  * isa_check would both accept w; -1 otherwise (call them for the reason). */
 typedef struct isa_checker {
@@ -90,7 +91,7 @@ typedef struct isa_checker {
   uint32_t ncode;
   uint64_t zero[OP__COUNT];
   uint16_t xok[OP__COUNT];
-  uint8_t label[OP__COUNT];
+  uint8_t label[OP__COUNT], imm_rule[OP__COUNT];
 } isa_checker;
 void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode);
 int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out);

@@ -172,6 +172,29 @@ static void checker_matches_decode_and_check(void **state) {
   assert_true(agree_bad > 100000);
 }
 
+/* tpub_crc32 is CRC-32/IEEE: the standard check value, and a bit-by-bit
+ * reference over every length 0..200 and every start offset 0..7 (the
+ * eight-byte steps, the byte tail, unaligned starts). */
+static uint32_t crc_bitwise(const uint8_t *b, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= b[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+static void crc32_matches_reference(void **state) {
+  (void)state;
+  assert_int_equal(tpub_crc32("123456789", 9), 0xCBF43926u);
+  uint8_t buf[208];
+  uint64_t seed = 5;
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rt_rand(&seed);
+  for (size_t off = 0; off < 8; off++)
+    for (size_t n = 0; n <= 200; n++)
+      assert_int_equal(tpub_crc32(buf + off, n), crc_bitwise(buf + off, n));
+}
+
 /* Assembles every instruction (random operands) from text, checks the
  * words, then disassembles and reassembles the whole image. */
 static void asm_disasm_every_instruction(void **state) {
@@ -412,6 +435,7 @@ int main(void) {
       cmocka_unit_test(encode_decode_every_instruction),
       cmocka_unit_test(decode_rejects_unused_fields),
       cmocka_unit_test(checker_matches_decode_and_check),
+      cmocka_unit_test(crc32_matches_reference),
       cmocka_unit_test(asm_disasm_every_instruction),
       cmocka_unit_test(disasm_asm_large_constant),
       cmocka_unit_test(assembler_reports_errors_with_location),
