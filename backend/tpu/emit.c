@@ -44,6 +44,10 @@ void tb_init(tb *b, arena *a, const tgt_target *t, diag *d) {
   /* Descriptors are 10 words; the last slot is rewritten at run time when
    * the interned ones fill SMEM. */
   b->dyn_desc = (b->smem_cap - 10) * 4;
+  uint32_t slots = 16; /* at least twice the descriptors SMEM holds */
+  while (slots < 2 * (b->dyn_desc / 40 + 1)) slots *= 2;
+  b->desc_slot = arena_array(a, slots, sizeof *b->desc_slot);
+  b->desc_mask = slots - 1;
   b->max_code = TPUB_MAX_CODE - 16;
   b->hbm_limit = t->hbm_bytes < ((uint64_t)1 << 32) ? t->hbm_bytes : ((uint64_t)1 << 32);
   b->max_passes = 1;
@@ -128,24 +132,81 @@ void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   put(b, op, a, b_, c, d, x, imm);
 }
 
+/* The registers TB_SREG_FIRST..LAST in a list from the least to the most
+ * recently used; the first use puts them in register order, the order in
+ * which never used registers are taken. */
+static void sreg_list_init(tb *b) {
+  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++) {
+    b->sreg_newer[r] = (uint8_t)(r < TB_SREG_LAST ? r + 1 : 0);
+    b->sreg_older[r] = (uint8_t)(r > TB_SREG_FIRST ? r - 1 : 0);
+  }
+  b->sreg_lru = TB_SREG_FIRST;
+  b->sreg_mru = TB_SREG_LAST;
+}
+
+/* Moves r to the most recently used end of the list. */
+static void sreg_touch(tb *b, int r) {
+  if (b->sreg_mru == r) return;
+  int o = b->sreg_older[r], n = b->sreg_newer[r]; /* n != 0: r is not the newest */
+  if (o) b->sreg_newer[o] = (uint8_t)n;
+  else b->sreg_lru = (uint8_t)n;
+  b->sreg_older[n] = (uint8_t)o;
+  b->sreg_older[r] = b->sreg_mru;
+  b->sreg_newer[r] = 0;
+  b->sreg_newer[b->sreg_mru] = (uint8_t)r;
+  b->sreg_mru = (uint8_t)r;
+}
+
+/* Which register holds a value: an open-addressing table of 64 slots
+ * (register numbers, 0 empty) over the at most 31 nonzero values the
+ * registers hold, probed linearly from the value's hash. */
+enum { SREG_SLOTS = 64 };
+static unsigned sreg_hash(uint32_t v) { return (v * 2654435761u) >> 26; }
+
+static int sreg_find(const tb *b, uint32_t v) {
+  for (unsigned i = sreg_hash(v); b->sreg_slot[i]; i = (i + 1) % SREG_SLOTS)
+    if (b->sreg_val[b->sreg_slot[i]] == v) return b->sreg_slot[i];
+  return 0;
+}
+
+/* Takes register r (holding a nonzero value) out of the table, moving back
+ * the entries after it that would no longer be reached. */
+static void sreg_unlist(tb *b, int r) {
+  unsigned i = sreg_hash(b->sreg_val[r]);
+  while (b->sreg_slot[i] != r) i = (i + 1) % SREG_SLOTS;
+  for (unsigned j = (i + 1) % SREG_SLOTS; b->sreg_slot[j]; j = (j + 1) % SREG_SLOTS) {
+    unsigned h = sreg_hash(b->sreg_val[b->sreg_slot[j]]);
+    /* j's entry may move to the hole at i unless its home h lies in (i, j] */
+    if ((i < j) ? (h <= i || h > j) : (h <= i && h > j)) {
+      b->sreg_slot[i] = b->sreg_slot[j];
+      i = j;
+    }
+  }
+  b->sreg_slot[i] = 0;
+}
+
 /* A register that holds v already, else the least recently used one is
  * loaded. A register not loaded yet holds value 0, which is never looked
- * up here (r0 is zero), so the hit test needs no sreg_ok. */
+ * up here (r0 is zero), and no two registers hold the same value (a value
+ * is loaded only when none holds it). */
 int tb_sreg(tb *b, uint32_t v) {
   if (v == 0) return 0;
-  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
-    if (b->sreg_val[r] == v) {
-      b->sreg_tick[r] = ++b->tick;
-      return r;
-    }
-  int best = TB_SREG_FIRST;
-  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
-    if (b->sreg_tick[r] < b->sreg_tick[best]) best = r;
-  put(b, OP_SLI, best, 0, 0, 0, 0, (int32_t)v);
-  b->sreg_ok[best] = true;
-  b->sreg_val[best] = v;
-  b->sreg_tick[best] = ++b->tick;
-  return best;
+  if (!b->sreg_lru) sreg_list_init(b);
+  int r = sreg_find(b, v);
+  if (r) {
+    sreg_touch(b, r);
+    return r;
+  }
+  r = b->sreg_lru;
+  put(b, OP_SLI, r, 0, 0, 0, 0, (int32_t)v);
+  if (b->sreg_val[r]) sreg_unlist(b, r);
+  b->sreg_ok[r] = true;
+  b->sreg_val[r] = v;
+  unsigned i = sreg_hash(v);
+  while (b->sreg_slot[i]) i = (i + 1) % SREG_SLOTS;
+  b->sreg_slot[i] = (uint8_t)r;
+  sreg_touch(b, r);
+  return r;
 }
 
 /* ---- synchronisation ----------------------------------------------------- */
@@ -225,10 +286,16 @@ static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
     tb_unit *U = &b->u[u];
     uint64_t need = 0;
     if (U->dropped > b->u[v].synced[u]) need = U->dropped;
+    /* Newest first: seqs fall along the ring (a merge renews only the
+     * newest entry) and lie above dropped, so the first conflict is the
+     * one to wait for. */
     for (int k = 0; k < U->n; k++) {
-      const tb_access *r = &U->ring[(U->head - 1 - k + TB_RING) % TB_RING];
+      const tb_access *r = &U->ring[(unsigned)(U->head - 1 - k) % TB_RING];
       if (r->seq <= b->u[v].synced[u]) break;
-      if (conflicts(r, lo, hi, write) && r->seq > need) need = r->seq;
+      if (conflicts(r, lo, hi, write)) {
+        need = r->seq;
+        break;
+      }
     }
     if (need) sync_to(b, u, v, need);
   }
@@ -279,14 +346,24 @@ void tb_valu(tb *b, isa_op op, int d, int a, int c) {
   else put(b, op, d, a, c, 0, 0, 0);
 }
 
+/* The SMEM byte address of descriptor d: interned (each distinct
+ * descriptor once, in order of first use, found through the hash table
+ * desc_slot of descriptor numbers + 1), or the dynamic slot when SMEM is
+ * full. */
 static uint32_t desc_addr(tb *b, const int64_t d[10]) {
-  uint32_t w[10];
-  for (int i = 0; i < 10; i++) w[i] = (uint32_t)(int32_t)d[i];
-  /* Interned descriptors: a linear scan is fine for ~400 slots. */
-  for (uint32_t s = 0; s + 10 <= b->smem_words; s += 10)
+  uint32_t w[10], h = 2166136261u; /* FNV-1a over the words */
+  for (int i = 0; i < 10; i++) {
+    w[i] = (uint32_t)(int32_t)d[i];
+    h = (h ^ w[i]) * 16777619u;
+  }
+  uint32_t at = h & b->desc_mask;
+  for (; b->desc_slot[at]; at = (at + 1) & b->desc_mask) {
+    uint32_t s = (b->desc_slot[at] - 1) * 10;
     if (!memcmp(b->smem + s, w, sizeof w)) return s * 4;
+  }
   if (b->smem_words + 10 <= b->dyn_desc / 4) {
     memcpy(b->smem + b->smem_words, w, sizeof w);
+    b->desc_slot[at] = b->smem_words / 10 + 1;
     b->smem_words += 10;
     return (b->smem_words - 10) * 4;
   }

@@ -57,9 +57,11 @@ typedef struct tb {
   uint32_t *smem;       /* SMEM image (descriptors) */
   uint32_t smem_words, smem_cap;
   uint32_t dyn_desc;    /* SMEM byte address of the dynamic descriptor slot */
+  uint32_t *desc_slot, desc_mask; /* descriptor lookup (emit.c) */
   uint32_t sreg_val[32];
   bool sreg_ok[32];
-  uint64_t sreg_tick[32], tick;
+  uint8_t sreg_older[32], sreg_newer[32], sreg_lru, sreg_mru; /* LRU list, 0 ends it */
+  uint8_t sreg_slot[64];   /* value -> register table (emit.c) */
   tb_unit u[ISA_UNIT_COUNT];
   VEC(uint8_t) dma_sem;    /* per DMA (seq - 1): its completion semaphore */
   VEC(uint32_t) dma_ord;   /* per DMA: its token's number on that semaphore */

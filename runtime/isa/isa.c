@@ -286,7 +286,7 @@ void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode) {
   }
 }
 
-int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
+static inline int check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
   unsigned op = (unsigned)(w >> 56);
   if (op >= OP__COUNT || (w & c->zero[op])) return -1;
   isa_inst in;
@@ -302,6 +302,17 @@ int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
   if (c->imm_rule[op] && imm_check(&in, &c->t, NULL, 0)) return -1;
   *out = in;
   return 0;
+}
+
+int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
+  return check_word(c, w, out);
+}
+
+uint32_t isa_check_words(const isa_checker *c, const uint64_t *code, uint32_t n) {
+  isa_inst in;
+  for (uint32_t i = 0; i < n; i++)
+    if (check_word(c, code[i], &in)) return i;
+  return n;
 }
 
 int isa_format(const isa_inst *in, char *buf, size_t n) {

@@ -95,6 +95,9 @@ typedef struct isa_checker {
 } isa_checker;
 void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode);
 int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out);
+/* The index of the first word of code[0..n) that isa_check_word rejects,
+ * or n. */
+uint32_t isa_check_words(const isa_checker *c, const uint64_t *code, uint32_t n);
 
 /* Unit id that executes `in` (ISA_UNIT_*; for SYNC the unit operand). */
 int isa_exec_unit(const isa_inst *in);

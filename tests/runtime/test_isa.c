@@ -407,6 +407,10 @@ static void verifier_rejects_with_reasons(void **state) {
   assert_non_null(strstr(err, "dma3"));
   assert_int_equal(verify_text("wait vector, sem0, 0\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "count 0 outside 1..65535"));
+  /* the first bad word is named, after good ones */
+  assert_int_equal(verify_text("sli s1, 1\nsli s2, 2\nwait vector, sem0, 0\nwait vector, sem0, 0\n"
+                               "halt\n", "v3", err, sizeof err), -1);
+  assert_non_null(strstr(err, "code word 2 "));
   assert_int_equal(verify_text("sld s1, s0, 16384\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "SMEM address 16384"));
   assert_int_equal(verify_text("vld v1, s0, 16777000, s0\nhalt\n", "v3", err, sizeof err), -1);
