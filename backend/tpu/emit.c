@@ -211,10 +211,6 @@ int tb_sreg(tb *b, uint32_t v) {
 
 /* ---- synchronisation ----------------------------------------------------- */
 
-static bool conflicts(const tb_access *r, uint64_t lo, uint64_t hi, bool write) {
-  return (r->write || write) && r->lo < hi && lo < r->hi;
-}
-
 static void absorb(tb *b, int v, int u) {
   /* v now waited for everything u did and everything u had waited for. */
   b->u[v].synced[u] = b->u[u].seq;
@@ -275,32 +271,51 @@ static void sync_to(tb *b, int u, int v, uint64_t need) {
     if (w != v && w != u && b->u[w].seq) fence(b, w, v);
 }
 
+/* The seq of unit u's newest access that unit v has not waited for and
+ * that conflicts with v's access to [lo, hi), or 0. The ring is scanned
+ * newest first: seqs fall along it (a merge renews only the newest entry)
+ * and lie above dropped, so the first conflict is the newest. A scan that
+ * finds none also records the gap around [lo, hi) free of u's accesses
+ * that could conflict (writes, or any when v writes); while u records
+ * nothing new (same seq) the accesses v has not waited for can only
+ * become fewer, so a later range inside a recorded gap needs no scan. */
+static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool write) {
+  const tb_unit *U = &b->u[u];
+  tb_gap *g = b->u[v].gap[u][write];
+  for (int k = 0; k < TB_GAPS; k++)
+    if (g[k].useq == U->seq && g[k].lo <= lo && hi <= g[k].hi) return 0;
+  uint64_t synced = b->u[v].synced[u], glo = 0, ghi = UINT64_MAX;
+  for (int k = 0; k < U->n; k++) {
+    const tb_access *r = &U->ring[(unsigned)(U->head - 1 - k) % TB_RING];
+    if (r->seq <= synced) break;
+    if (!r->write && !write) continue;
+    if (r->lo < hi && lo < r->hi) return r->seq;
+    if (r->hi <= lo && r->hi > glo) glo = r->hi;
+    if (r->lo >= hi && r->lo < ghi) ghi = r->lo;
+  }
+  tb_gap *slot = &g[b->u[v].gap_next[u][write]++ % TB_GAPS];
+  *slot = (tb_gap){U->seq, glo, ghi};
+  return 0;
+}
+
 /* Orders an access of unit v to VMEM [lo, hi) after conflicting accesses
  * of other units, then records it. */
 static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
   if (b->failed) return;
   lo = lo / TB_GRANULE * TB_GRANULE;
   hi = tb_align(hi);
-  for (int u = 1; u < ISA_UNIT_COUNT; u++) {
-    if (u == v || b->u[u].seq <= b->u[v].synced[u]) continue;
+  /* units 1.. that recorded accesses, in increasing order */
+  for (uint32_t m = b->units_used & ~(1u << v) & ~1u; m; m &= m - 1) {
+    int u = __builtin_ctz(m);
+    if (b->u[u].seq <= b->u[v].synced[u]) continue;
     tb_unit *U = &b->u[u];
-    uint64_t need = 0;
-    if (U->dropped > b->u[v].synced[u]) need = U->dropped;
-    /* Newest first: seqs fall along the ring (a merge renews only the
-     * newest entry) and lie above dropped, so the first conflict is the
-     * one to wait for. */
-    for (int k = 0; k < U->n; k++) {
-      const tb_access *r = &U->ring[(unsigned)(U->head - 1 - k) % TB_RING];
-      if (r->seq <= b->u[v].synced[u]) break;
-      if (conflicts(r, lo, hi, write)) {
-        need = r->seq;
-        break;
-      }
-    }
+    uint64_t need = conflict_seq(b, v, u, lo, hi, write);
+    if (!need && U->dropped > b->u[v].synced[u]) need = U->dropped;
     if (need) sync_to(b, u, v, need);
   }
   tb_unit *V = &b->u[v];
   V->seq++;
+  b->units_used |= 1u << v;
   /* Merge with the previous access when it touches it; never for DMAs,
    * whose completions are waited for one by one. */
   if (V->n > 0 && v != TB_DMA_UNIT) {
