@@ -192,6 +192,7 @@ static void sreg_unlist(tb *b, int r) {
 int tb_sreg(tb *b, uint32_t v) {
   if (v == 0) return 0;
   if (!b->sreg_lru) sreg_list_init(b);
+  if (b->sreg_val[b->sreg_mru] == v) return b->sreg_mru; /* the same value again */
   int r = sreg_find(b, v);
   if (r) {
     sreg_touch(b, r);

@@ -250,16 +250,17 @@ uint64_t tpub_ops_bytes(const tpub_image *img) {
 
 void tpub_ops_store(const tpub_image *img, uint8_t *p) {
   if (!img->nops) return;
-  uint32_t nr = count_runs(img);
+  uint32_t nr = 0;
   wr(p, OPS_LAYOUT, 4);
-  wr(p + 4, nr, 4);
   uint8_t *q = p + 8;
   for (uint32_t pc = 0; pc < img->ncode; pc++)
     if (pc == 0 || img->op_of_pc[pc] != img->op_of_pc[pc - 1]) {
       wr(q, pc, 4);
       wr(q + 4, img->op_of_pc[pc], 4);
       q += 8;
+      nr++;
     }
+  wr(p + 4, nr, 4);
   for (uint32_t i = 0; i < img->nops; i++) {
     const tpub_op *o = &img->ops[i];
     size_t nl = strlen(o->name), kl = strlen(o->kind), fl = strlen(o->file);
