@@ -302,6 +302,7 @@ static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool
 /* Orders an access of unit v to VMEM [lo, hi) after conflicting accesses
  * of other units, then records it. */
 static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
+  BASE_ASSERT(v > 0 && v < ISA_UNIT_COUNT);
   if (b->failed) return;
   lo = lo / TB_GRANULE * TB_GRANULE;
   hi = tb_align(hi);
