@@ -48,6 +48,7 @@ void tb_init(tb *b, arena *a, const tgt_target *t, diag *d) {
   while (slots < 2 * (b->dyn_desc / 40 + 1)) slots *= 2;
   b->desc_slot = arena_array(a, slots, sizeof *b->desc_slot);
   b->desc_mask = slots - 1;
+  b->gaps = arena_array(a, ISA_UNIT_COUNT, sizeof *b->gaps);
   b->max_code = TPUB_MAX_CODE - 16;
   b->hbm_limit = t->hbm_bytes < ((uint64_t)1 << 32) ? t->hbm_bytes : ((uint64_t)1 << 32);
   b->max_passes = 1;
@@ -282,7 +283,7 @@ static void sync_to(tb *b, int u, int v, uint64_t need) {
  * become fewer, so a later range inside a recorded gap needs no scan. */
 static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool write) {
   const tb_unit *U = &b->u[u];
-  tb_gap *g = b->u[v].gap[u][write];
+  tb_gap *g = b->gaps[v].gap[u][write];
   for (int k = 0; k < TB_GAPS; k++)
     if (g[k].useq == U->seq && g[k].lo <= lo && hi <= g[k].hi) return 0;
   uint64_t synced = b->u[v].synced[u], glo = 0, ghi = UINT64_MAX;
@@ -294,7 +295,7 @@ static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool
     if (r->hi <= lo && r->hi > glo) glo = r->hi;
     if (r->lo >= hi && r->lo < ghi) ghi = r->lo;
   }
-  tb_gap *slot = &g[b->u[v].gap_next[u][write]++ % TB_GAPS];
+  tb_gap *slot = &g[b->gaps[v].next[u][write]++ % TB_GAPS];
   *slot = (tb_gap){U->seq, glo, ghi};
   return 0;
 }
@@ -302,7 +303,7 @@ static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool
 /* Orders an access of unit v to VMEM [lo, hi) after conflicting accesses
  * of other units, then records it. */
 static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
-  BASE_ASSERT(v > 0 && v < ISA_UNIT_COUNT);
+  BASE_ASSERT(v > 0 && v < ISA_UNIT_COUNT && b->gaps); /* not in a dry run's builder */
   if (b->failed) return;
   lo = lo / TB_GRANULE * TB_GRANULE;
   hi = tb_align(hi);

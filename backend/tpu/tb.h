@@ -32,22 +32,25 @@ typedef struct tb_access {
   bool write;
 } tb_access;
 
-/* VMEM [lo, hi) where another unit, at seq useq, had no access that this
- * one has not waited for and could conflict with (emit.c, conflict_seq). */
-enum { TB_GAPS = 4 };
-typedef struct tb_gap {
-  uint64_t useq, lo, hi;
-} tb_gap;
-
 typedef struct tb_unit {
   uint64_t seq;                          /* instructions recorded */
   tb_access ring[TB_RING];
   int head, n;
   uint64_t dropped;                      /* newest seq no longer in the ring */
   uint64_t synced[ISA_UNIT_COUNT];       /* other unit's seq this one waited for */
-  tb_gap gap[ISA_UNIT_COUNT][2][TB_GAPS]; /* per other unit, for reads and writes */
-  uint8_t gap_next[ISA_UNIT_COUNT][2];
 } tb_unit;
+
+/* VMEM [lo, hi) where another unit, at seq useq, had no access that this
+ * one has not waited for and could conflict with (emit.c, conflict_seq):
+ * per unit, per other unit, for reads and writes. */
+enum { TB_GAPS = 4 };
+typedef struct tb_gap {
+  uint64_t useq, lo, hi;
+} tb_gap;
+typedef struct tb_gaps {
+  tb_gap gap[ISA_UNIT_COUNT][2][TB_GAPS];
+  uint8_t next[ISA_UNIT_COUNT][2];
+} tb_gaps;
 
 typedef struct tb_hbm_block {
   uint64_t off, size;
@@ -73,6 +76,7 @@ typedef struct tb {
   uint8_t sreg_slot[64];   /* value -> register table (emit.c) */
   tb_unit u[ISA_UNIT_COUNT];
   uint32_t units_used;     /* bit u: unit u recorded an access */
+  tb_gaps *gaps;           /* [ISA_UNIT_COUNT], in the arena */
   VEC(uint8_t) dma_sem;    /* per DMA (seq - 1): its completion semaphore */
   VEC(uint32_t) dma_ord;   /* per DMA: its token's number on that semaphore */
   uint32_t sem_issued[TGT_SEMS], sem_consumed[TGT_SEMS];
