@@ -29,7 +29,7 @@ ninja -C "$build" -j"$(nproc)" $targets >/dev/null
 # group, as its anchor (TPUCC_BENCH_BASELINE=PATH names a built one instead).
 if [ -n "${TPUCC_BENCH_BASELINE_REV:-}" ] && [ -z "${TPUCC_BENCH_BASELINE:-}" ]; then
   rev="$(git -C "$root" rev-parse --short "$TPUCC_BENCH_BASELINE_REV")"
-  base="$build-base-$rev"
+  base="$(cd "$(dirname "$build")" && pwd)/$(basename "$build")-base-$rev"
   if [ ! -x "$base/build/tools/tpucc" ]; then
     rm -rf "$base" && mkdir -p "$base/src"
     git -C "$root" archive "$rev" | tar -x -C "$base/src"
