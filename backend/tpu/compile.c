@@ -230,9 +230,10 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   return v;
 }
 
-/* The image of a finished build: its code, SMEM, constants, signature
- * (params pt[np], results rt[nr]) and op table, copied. NULL with the
- * reason in err when host memory runs out. */
+/* The image of a finished build: its SMEM, constants, signature (params
+ * pt[np], results rt[nr]) and op table copied, its code and op map taken
+ * from b (NULL there afterwards). NULL with the reason in err when host
+ * memory runs out. */
 static tpub_image *assemble_image(tb *b, const char *spec, const tpub_tensor *pt, int np,
                                   const tpub_tensor *rt, int nr, const cpool *pool, char *err,
                                   size_t errlen) {
