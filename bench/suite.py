@@ -21,7 +21,10 @@ markdown table (also written next to OUT.json as OUT.md). Groups:
             of 1k, 10k and 100k instructions (medians) against linear
             scaling from the 1k graph, their growth against n log n, and
             ResNet-50 v1.5 inference as one graph (bench/suite/resnet50.py)
-            against issue 5's one second.
+            against issue 13's half second; with TPUCC_BENCH_BASELINE (an
+            older tpucc binary) each of them also beside that binary's
+            compile of the same graph, interleaved in this run, and whether
+            the two .tpub files are the same bytes.
 
 A workload that cannot run prints "n/a (reason)", never a number it did
 not measure. TPUCC_BENCH_ONLY=a,b (emulator, tpu, issue5, cpu, compile)
@@ -32,7 +35,6 @@ import math
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -43,6 +45,10 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else "build-bench"
 OUT = sys.argv[2] if len(sys.argv) > 2 else "bench-results.json"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TPUCC = os.path.join(BUILD, "tools", "tpucc")
+# An older tpucc (bench/suite.sh builds one from TPUCC_BENCH_BASELINE_REV):
+# the compile group then also runs it, as the anchor measured in this run.
+BASELINE = os.environ.get("TPUCC_BENCH_BASELINE") or None
+BASELINE_NAME = os.environ.get("TPUCC_BENCH_BASELINE_REV") or BASELINE
 TMP = tempfile.mkdtemp(prefix="tpucc-bench-")
 ENV = dict(os.environ)
 ENV.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernel at load time
@@ -433,29 +439,97 @@ def gen_graph(n, path):
         f.write("\n".join(lines) + "\n")
 
 
-def timed(cmd, runs, timeout=600):
-    """Runs cmd `runs` times; returns (median wall s, median CPU s of the
-    child (user + sys), median passes s from --time-passes, error)."""
-    walls, cpus, passes = [], [], []
-    for _ in range(runs):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_child(cmd, timeout):
+    """Runs cmd; returns (ok, stderr or reason, wall s, CPU s (user + sys),
+    peak RSS bytes) of that one child (os.wait4)."""
+    with tempfile.TemporaryFile() as eout:
         t0 = time.perf_counter()
-        ok, out, err = sh(cmd, timeout=timeout)
-        t = time.perf_counter() - t0
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if not ok:
-            return None, None, None, err
-        walls.append(t)
-        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
-        m = re.search(r"^\s*total\s+([\d.]+) ms", err, re.M)
-        passes.append(float(m.group(1)) * 1e-3 if m else 0.0)
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=eout, env=ENV)
+        except OSError as e:
+            return False, str(e), 0, 0, 0
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                return False, "timeout after %d s" % timeout, 0, 0, 0
+            time.sleep(0.002)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        eout.seek(0)
+        err = eout.read().decode(errors="replace")
+    if p.returncode != 0:
+        return False, (err.strip().splitlines() or ["exit %d" % p.returncode])[-1][:120], 0, 0, 0
+    return True, err, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def timed(cmds, runs, timeout=600):
+    """Runs each command of cmds `runs` times, interleaved (a, b, a, b, ...:
+    both see the same load); returns per command (median wall s, median CPU
+    s of the child (user + sys), median passes s from --time-passes, peak
+    RSS bytes, error)."""
+    res = [([], [], [], []) for _ in cmds]
+    errs = [None for _ in cmds]
+    for _ in range(runs):
+        for k, cmd in enumerate(cmds):
+            if errs[k]:
+                continue
+            ok, err, wall, cpu, rss = run_child(cmd, timeout)
+            if not ok:
+                errs[k] = err
+                continue
+            m = re.search(r"^\s*total\s+([\d.]+) ms", err, re.M)
+            for v, x in zip(res[k], (wall, cpu, float(m.group(1)) * 1e-3 if m else 0.0, rss)):
+                v.append(x)
     med = lambda v: sorted(v)[len(v) // 2]
-    return med(walls), med(cpus), med(passes), None
+    return [(None, None, None, None, errs[k]) if errs[k] else
+            (med(r[0]), med(r[1]), med(r[2]), max(r[3]), None) for k, r in enumerate(res)]
 
 
-def compile_cmd(path, out):
-    return [TPUCC, "compile", path, "--emit=tpub", "--target=v3", "-O2", "--time-passes",
+def compile_cmd(path, out, tpucc=None):
+    return [tpucc or TPUCC, "compile", path, "--emit=tpub", "--target=v3", "-O2", "--time-passes",
             "-o", out]
+
+
+def same_file(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def compile_pair(path, name, runs):
+    """Compiles path with tpucc and, when TPUCC_BENCH_BASELINE names an
+    older tpucc, with it too (runs interleaved); the baseline's row has the
+    old binary's rate as its anchor and says whether the two .tpub files
+    are the same bytes. Returns tpucc's (wall, cpu, passes, rss, err) and
+    the .tpub path."""
+    out = os.path.join(TMP, "new.tpub")
+    cmds = [compile_cmd(path, out)]
+    if BASELINE:
+        cmds.append(compile_cmd(path, os.path.join(TMP, "base.tpub"), BASELINE))
+    res = timed(cmds, runs)
+    if BASELINE:
+        (w, c, p, m, e), (bw, bc, bp, bm, be) = res
+        label = name + ", vs baseline"
+        if e or be:
+            na("compile", label, "compiles/s", e or "baseline: " + be)
+        else:
+            same = same_file(out, os.path.join(TMP, "base.tpub"))
+            row("compile", label, "compiles/s", 1 / w, 1 / bw,
+                "the same compile by the baseline tpucc (%s), same run" % BASELINE_NAME, "/s",
+                "median of %d, interleaved: %.3f s vs %.3f s wall, %.3f s vs %.3f s CPU, "
+                "peak RSS %.0f vs %.0f MB; .tpub %s" % (
+                    runs, w, bw, c, bc, m / 1e6, bm / 1e6,
+                    "identical" if same else "DIFFERENT"))
+    return res[0], out
 
 
 def compile_time():
@@ -470,14 +544,15 @@ def compile_time():
     for n in (1000, 10000, 100000):
         path = os.path.join(TMP, "gen%d.hlo" % n)
         gen_graph(n, path)
-        wall, cpu, passes, err = timed(compile_cmd(path, os.path.join(TMP, "gen.tpub")), runs[n])
         name = "generated graph %dk instructions" % (n // 1000)
+        (wall, cpu, passes, rss, err), _ = compile_pair(path, name, runs[n])
         if wall is None:
             na("compile", name, "instructions/s", err)
             continue
         t[n] = (wall, cpu)
         note = "median of %d: %.3f s (-O2 passes %.3f s, parse + lowering + write %.3f s); " \
-               "CPU %.3f s" % (runs[n], wall, passes, wall - passes, cpu)
+               "CPU %.3f s; peak RSS %.0f MB" % (runs[n], wall, passes, wall - passes, cpu,
+                                                rss / 1e6)
         if n == 1000:
             row("compile", name, "instructions/s", n / wall, None,
                 "reference point of the scaling anchor", "/s", note)
@@ -499,15 +574,15 @@ def compile_time():
     path = os.path.join(TMP, "resnet50.tg")
     with open(path, "w") as f:
         f.write(resnet50.resnet50(32))
-    wall, cpu, passes, err = timed(compile_cmd(path, os.path.join(TMP, "resnet50.tpub")), 5)
     name = "ResNet-50 v1.5 inference b32, whole graph"
+    (wall, cpu, passes, rss, err), out = compile_pair(path, name, 5)
     if wall is None:
         na("compile", name, "compiles/s", err)
     else:
-        size = os.path.getsize(os.path.join(TMP, "resnet50.tpub"))
-        row("compile", name, "compiles/s", 1 / wall, 1.0, "issue 5 target: under 1 s", "/s",
-            "median of 5: %.3f s (-O2 passes %.3f s); CPU %.3f s; .tpub %.1f MB" % (
-                wall, passes, cpu, size / 1e6))
+        size = os.path.getsize(out)
+        row("compile", name, "compiles/s", 1 / wall, 2.0, "issue 13 target: at most 0.5 s", "/s",
+            "median of 5: %.3f s (-O2 passes %.3f s); CPU %.3f s; peak RSS %.0f MB; "
+            ".tpub %.1f MB" % (wall, passes, cpu, rss / 1e6, size / 1e6))
 
 
 def table():

@@ -24,6 +24,21 @@ done
 echo "building: $targets"
 # shellcheck disable=SC2086
 ninja -C "$build" -j"$(nproc)" $targets >/dev/null
+# TPUCC_BENCH_BASELINE_REV=REV: a release tpucc of that commit (git archive
+# into BUILD_DIR-base-REV, built once) runs beside this one in the compile
+# group, as its anchor (TPUCC_BENCH_BASELINE=PATH names a built one instead).
+if [ -n "${TPUCC_BENCH_BASELINE_REV:-}" ] && [ -z "${TPUCC_BENCH_BASELINE:-}" ]; then
+  rev="$(git -C "$root" rev-parse --short "$TPUCC_BENCH_BASELINE_REV")"
+  base="$(cd "$(dirname "$build")" && pwd)/$(basename "$build")-base-$rev"
+  if [ ! -x "$base/build/tools/tpucc" ]; then
+    rm -rf "$base" && mkdir -p "$base/src"
+    git -C "$root" archive "$rev" | tar -x -C "$base/src"
+    meson setup "$base/build" "$base/src" --buildtype=release >/dev/null
+    echo "building baseline $rev: $base/build/tools/tpucc"
+    ninja -C "$base/build" -j"$(nproc)" tools/tpucc >/dev/null
+  fi
+  export TPUCC_BENCH_BASELINE="$base/build/tools/tpucc"
+fi
 py=python3
 command -v python3 >/dev/null 2>&1 || { echo "suite.sh: python3 is needed" >&2; exit 1; }
 exec "$py" "$root/bench/suite.py" "$build" "$out"

@@ -54,9 +54,9 @@ typedef struct group {
   bool heavy; /* holds a dot, convolution or reduce */
   bool rows;  /* a row fusion: reduces over the trailing dims of its root's
                  dims with their producers and consumers */
-  int nmembers;
-  ir_id members[MAX_MEMBERS]; /* in the order they joined: root first, then
-                                 producers in decreasing id order */
+  int nmembers, cap;
+  ir_id *members; /* in the order they joined: root first, then producers
+                     in decreasing id order; cap entries in the arena */
 } group;
 
 typedef VEC(int32_t) ivec;
@@ -129,6 +129,13 @@ static bool in_group(fctx *f, ir_id i, int g) {
 static void join(fctx *f, ir_id i, int g) {
   VEC_PUSH(f->m->arena, f->mem[i], g);
   group *gr = &f->groups.v[g];
+  if (gr->nmembers == gr->cap) {
+    int nc = gr->cap ? 2 * gr->cap : 4;
+    ir_id *nm = arena_array(f->m->arena, (size_t)nc, sizeof(ir_id));
+    if (gr->nmembers) memcpy(nm, gr->members, sizeof(ir_id) * (size_t)gr->nmembers);
+    gr->members = nm;
+    gr->cap = nc;
+  }
   gr->members[gr->nmembers++] = i;
 }
 

@@ -129,10 +129,11 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   return v;
 }
 
-/* The image of a finished build: its code, SMEM, constants, signature
- * (params pt[np], results rt[nr]) and op table, copied. NULL with the
- * reason in err when host memory runs out. */
-static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tensor *pt, int np,
+/* The image of a finished build: its SMEM, constants, signature (params
+ * pt[np], results rt[nr]) and op table copied, its code and op map taken
+ * from b (NULL there afterwards). NULL with the reason in err when host
+ * memory runs out. */
+static tpub_image *assemble_image(tb *b, const char *spec, const tpub_tensor *pt, int np,
                                   const tpub_tensor *rt, int nr, const tv_pool *pool, char *err,
                                   size_t errlen) {
   tpub_image *img = tpub_new(NULL);
@@ -147,16 +148,18 @@ static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tens
   uint32_t nsm = b->smem_words ? b->smem_words : 1;
   img->params = rt_calloc(&img->alloc, (size_t)np + 1, sizeof *img->params);
   img->results = rt_calloc(&img->alloc, (size_t)nr + 1, sizeof *img->results);
-  img->code = rt_alloc(&img->alloc, (size_t)b->code.n * 8);
   img->consts = rt_calloc(&img->alloc, (size_t)pool->v.n + 1, sizeof *img->consts);
   img->smem = rt_calloc(&img->alloc, nsm, 4);
-  if (!img->params || !img->results || !img->code || !img->consts || !img->smem) goto oom;
+  if (!img->params || !img->results || !img->consts || !img->smem) goto oom;
   img->nparams = (uint32_t)np;
   memcpy(img->params, pt, (size_t)np * sizeof *pt);
   img->nresults = (uint32_t)nr;
   memcpy(img->results, rt, (size_t)nr * sizeof *rt);
+  /* The builder's code and op map are malloc'd (tb_fini), as the image's
+   * default allocator is: the image takes them. */
   img->ncode = (uint32_t)b->code.n;
-  memcpy(img->code, b->code.v, (size_t)b->code.n * 8);
+  img->code = b->code.v;
+  b->code.v = NULL;
   img->nsmem = nsm;
   memcpy(img->smem, b->smem, (size_t)b->smem_words * 4);
   for (int k = 0; k < pool->v.n; k++) {
@@ -166,9 +169,10 @@ static tpub_image *assemble_image(const tb *b, const char *spec, const tpub_tens
     memcpy(c.data, pool->v.v[k].data, c.size);
     img->consts[img->nconsts++] = c;
   }
-  int rc = tpub_set_ops(img, b->ops.v, (uint32_t)b->ops.n, b->code_op.v, err, errlen);
+  int rc = tpub_set_ops_take(img, b->ops.v, (uint32_t)b->ops.n, b->code_op.v, err, errlen);
   if (rc == -2) goto oom;
   if (rc) base_die("tpu: op table: %s", err);
+  b->code_op.v = NULL;
   return img;
 oom:
   tpub_free(img);
@@ -456,6 +460,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
     if (o->explain) info->explain = strdup(sb_str(&s.explain));
   }
   sb_free(&s.explain);
+  tb_fini(&s.b);
   arena_destroy(s.a);
   if (st == ST_OK) *out = s.img;
   else tpub_free(s.img);

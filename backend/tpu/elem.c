@@ -587,6 +587,7 @@ static int dag_regs(tb *b, const tk_elem *e, const tk_plan *pl, tk_plan *coll) {
   arena_mark mk = arena_get_mark(b->a); /* the dry run's code is scratch */
   bool ok = eval_dag(&dry, &used, 0, e, in_regs, outs, &peak, pl, coll);
   arena_reset(b->a, mk);
+  tb_fini(&dry);
   if (!ok) return TGT_VREGS + 1;
   int base = e->ninputs + (pl ? pl->nconst : 0);
   return peak > base ? peak : base;
@@ -830,6 +831,33 @@ static bool eval_dag(tb *b, uint32_t *used, int mb, const tk_elem *e, const int 
 
 static int esize_of(ir_type t) { return tk_itype(t) == IR_BF16 ? 2 : 4; }
 
+/* The register code of one group of gn tiles, and its output registers. */
+typedef struct group_code {
+  int n;            /* words; 0: not evaluated yet */
+  uint64_t *words;  /* in the arena */
+  int outs[3 * TK_MAX_INPUTS];
+} group_code;
+
+/* tk_eval_tiles for a group of gn tiles whose inputs are in in_regs. The
+ * words it emits depend only on e, pl, gn and in_regs (register code: no
+ * memory access, no scalar register, nothing else of the builder), and
+ * tk_elementwise gives every group of gn tiles the same registers: so the
+ * first group's words are kept in m and the later groups replay them. */
+static bool eval_group(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *in_regs,
+                       int *outs, group_code *m) {
+  if (m->n > 0) {
+    tb_words(b, m->words, m->n);
+    memcpy(outs, m->outs, (size_t)(gn * e->noutputs) * sizeof *outs);
+    return !b->failed;
+  }
+  uint32_t lo = (uint32_t)b->code.n;
+  if (!tk_eval_tiles(b, e, pl, gn, in_regs, outs)) return false;
+  m->n = (int)((uint32_t)b->code.n - lo);
+  m->words = arena_dup(b->a, b->code.v + lo, (size_t)m->n * sizeof *m->words);
+  memcpy(m->outs, outs, (size_t)(gn * e->noutputs) * sizeof *outs);
+  return true;
+}
+
 void tk_elementwise(tb *b, const tk_elem *e) {
   if (b->failed || e->count <= 0) return;
   int nb = e->ninputs + e->noutputs;
@@ -853,6 +881,7 @@ void tk_elementwise(tb *b, const tk_elem *e) {
              e->ninputs, e->noutputs, TK_MAX_INPUTS);
     return;
   }
+  group_code memo[4] = {{0}}; /* by tiles per group, gn <= pl.tiles <= 3 */
   for (int64_t c = -1; c < nchunks; c++) {
     /* Issue the loads of chunk c+1 before computing chunk c. */
     if (c + 1 < nchunks) {
@@ -885,7 +914,7 @@ void tk_elementwise(tb *b, const tk_elem *e) {
        * behind the others' work (the vector unit issues in order). */
       for (int g = 0; g < gn; g++)
         for (int i = 0; i < e->ninputs; i++) in_regs[g * e->ninputs + i] = g * RP + i;
-      if (!tk_eval_tiles(b, e, &pl, gn, in_regs, outs)) return;
+      if (!eval_group(b, e, &pl, gn, in_regs, outs, &memo[gn])) return;
       for (int g = 0; g < gn; g++)
         for (int o = 0; o < e->noutputs; o++) {
           int64_t t = t0 + g;

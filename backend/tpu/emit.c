@@ -44,24 +44,60 @@ void tb_init(tb *b, arena *a, const tgt_target *t, diag *d) {
   /* Descriptors are 10 words; the last slot is rewritten at run time when
    * the interned ones fill SMEM. */
   b->dyn_desc = (b->smem_cap - 10) * 4;
+  uint32_t slots = 16; /* at least twice the descriptors SMEM holds */
+  while (slots < 2 * (b->dyn_desc / 40 + 1)) slots *= 2;
+  b->desc_slot = arena_array(a, slots, sizeof *b->desc_slot);
+  b->desc_mask = slots - 1;
+  b->gaps = arena_array(a, ISA_UNIT_COUNT, sizeof *b->gaps);
   b->max_code = TPUB_MAX_CODE - 16;
   b->hbm_limit = t->hbm_bytes < ((uint64_t)1 << 32) ? t->hbm_bytes : ((uint64_t)1 << 32);
   b->max_passes = 1;
 }
 
+void tb_fini(tb *b) {
+  free(b->code.v);
+  free(b->code_op.v);
+  b->code.v = NULL;
+  b->code_op.v = NULL;
+  b->code.n = b->code.cap = b->code_op.n = b->code_op.cap = 0;
+}
+
 /* ---- raw code ----------------------------------------------------------- */
 
-static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
+/* Appends one encoded word and its op. The code and its op map are heap
+ * arrays grown geometrically with realloc (not arena VECs: a program of
+ * millions of words would leave every outgrown copy in the arena, each
+ * zeroed and copied); tb_fini frees them, or the image takes them. */
+static void push_word(tb *b, uint64_t w) {
+  if (b->code.n == b->code.cap) {
+    int nc = b->code.cap ? b->code.cap * 2 : 4096;
+    b->code.v = base_xrealloc(b->code.v, (size_t)nc * sizeof *b->code.v);
+    b->code_op.v = base_xrealloc(b->code_op.v, (size_t)nc * sizeof *b->code_op.v);
+    b->code.cap = b->code_op.cap = nc;
+  }
+  b->code.v[b->code.n++] = w;
+  if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
+  b->code_op.v[b->code_op.n++] = b->cur_op;
+}
+
+/* Appends w unless the build failed or the code is full (an error). */
+static void put_word(tb *b, uint64_t w) {
   if (b->failed) return;
   if ((uint64_t)b->code.n >= b->max_code) {
     tb_error(b, ST_RESOURCE_EXHAUSTED, "the program needs more than %llu instructions",
              (unsigned long long)b->max_code);
     return;
   }
+  push_word(b, w);
+}
+
+static void put(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   isa_inst in = {(uint8_t)op, (uint8_t)a, (uint8_t)b_, (uint8_t)c, (uint8_t)d, (uint8_t)x, imm};
-  VEC_PUSH(b->a, b->code, isa_encode(&in));
-  if (b->ops.n == 0) tb_set_op(b, "(program)", "", (src_loc){0});
-  VEC_PUSH(b->a, b->code_op, b->cur_op);
+  put_word(b, isa_encode(&in));
+}
+
+void tb_words(tb *b, const uint64_t *w, int n) {
+  for (int i = 0; i < n && !b->failed; i++) put_word(b, w[i]);
 }
 
 void tb_set_op(tb *b, const char *name, const char *kind, src_loc loc) {
@@ -97,31 +133,85 @@ void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm) {
   put(b, op, a, b_, c, d, x, imm);
 }
 
+/* The registers TB_SREG_FIRST..LAST in a list from the least to the most
+ * recently used; the first use puts them in register order, the order in
+ * which never used registers are taken. */
+static void sreg_list_init(tb *b) {
+  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++) {
+    b->sreg_newer[r] = (uint8_t)(r < TB_SREG_LAST ? r + 1 : 0);
+    b->sreg_older[r] = (uint8_t)(r > TB_SREG_FIRST ? r - 1 : 0);
+  }
+  b->sreg_lru = TB_SREG_FIRST;
+  b->sreg_mru = TB_SREG_LAST;
+}
+
+/* Moves r to the most recently used end of the list. */
+static void sreg_touch(tb *b, int r) {
+  if (b->sreg_mru == r) return;
+  int o = b->sreg_older[r], n = b->sreg_newer[r]; /* n != 0: r is not the newest */
+  if (o) b->sreg_newer[o] = (uint8_t)n;
+  else b->sreg_lru = (uint8_t)n;
+  b->sreg_older[n] = (uint8_t)o;
+  b->sreg_older[r] = b->sreg_mru;
+  b->sreg_newer[r] = 0;
+  b->sreg_newer[b->sreg_mru] = (uint8_t)r;
+  b->sreg_mru = (uint8_t)r;
+}
+
+/* Which register holds a value: an open-addressing table of 64 slots
+ * (register numbers, 0 empty) over the at most 31 nonzero values the
+ * registers hold, probed linearly from the value's hash. */
+enum { SREG_SLOTS = 64 };
+static unsigned sreg_hash(uint32_t v) { return (v * 2654435761u) >> 26; }
+
+static int sreg_find(const tb *b, uint32_t v) {
+  for (unsigned i = sreg_hash(v); b->sreg_slot[i]; i = (i + 1) % SREG_SLOTS)
+    if (b->sreg_val[b->sreg_slot[i]] == v) return b->sreg_slot[i];
+  return 0;
+}
+
+/* Takes register r (holding a nonzero value) out of the table, moving back
+ * the entries after it that would no longer be reached. */
+static void sreg_unlist(tb *b, int r) {
+  unsigned i = sreg_hash(b->sreg_val[r]);
+  while (b->sreg_slot[i] != r) i = (i + 1) % SREG_SLOTS;
+  for (unsigned j = (i + 1) % SREG_SLOTS; b->sreg_slot[j]; j = (j + 1) % SREG_SLOTS) {
+    unsigned h = sreg_hash(b->sreg_val[b->sreg_slot[j]]);
+    /* j's entry may move to the hole at i unless its home h lies in (i, j] */
+    if ((i < j) ? (h <= i || h > j) : (h <= i && h > j)) {
+      b->sreg_slot[i] = b->sreg_slot[j];
+      i = j;
+    }
+  }
+  b->sreg_slot[i] = 0;
+}
+
 /* A register that holds v already, else the least recently used one is
  * loaded. A register not loaded yet holds value 0, which is never looked
- * up here (r0 is zero), so the hit test needs no sreg_ok. */
+ * up here (r0 is zero), and no two registers hold the same value (a value
+ * is loaded only when none holds it). */
 int tb_sreg(tb *b, uint32_t v) {
   if (v == 0) return 0;
-  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
-    if (b->sreg_val[r] == v) {
-      b->sreg_tick[r] = ++b->tick;
-      return r;
-    }
-  int best = TB_SREG_FIRST;
-  for (int r = TB_SREG_FIRST; r <= TB_SREG_LAST; r++)
-    if (b->sreg_tick[r] < b->sreg_tick[best]) best = r;
-  put(b, OP_SLI, best, 0, 0, 0, 0, (int32_t)v);
-  b->sreg_ok[best] = true;
-  b->sreg_val[best] = v;
-  b->sreg_tick[best] = ++b->tick;
-  return best;
+  if (!b->sreg_lru) sreg_list_init(b);
+  if (b->sreg_val[b->sreg_mru] == v) return b->sreg_mru; /* the same value again */
+  int r = sreg_find(b, v);
+  if (r) {
+    sreg_touch(b, r);
+    return r;
+  }
+  r = b->sreg_lru;
+  put(b, OP_SLI, r, 0, 0, 0, 0, (int32_t)v);
+  if (b->sreg_val[r]) sreg_unlist(b, r);
+  b->sreg_ok[r] = true;
+  b->sreg_val[r] = v;
+  unsigned i = sreg_hash(v);
+  while (b->sreg_slot[i]) i = (i + 1) % SREG_SLOTS;
+  b->sreg_slot[i] = (uint8_t)r;
+  sreg_touch(b, r);
+  return r;
 }
 
 /* ---- synchronisation ----------------------------------------------------- */
-
-static bool conflicts(const tb_access *r, uint64_t lo, uint64_t hi, bool write) {
-  return (r->write || write) && r->lo < hi && lo < r->hi;
-}
 
 static void absorb(tb *b, int v, int u) {
   /* v now waited for everything u did and everything u had waited for. */
@@ -183,26 +273,52 @@ static void sync_to(tb *b, int u, int v, uint64_t need) {
     if (w != v && w != u && b->u[w].seq) fence(b, w, v);
 }
 
+/* The seq of unit u's newest access that unit v has not waited for and
+ * that conflicts with v's access to [lo, hi), or 0. The ring is scanned
+ * newest first: seqs fall along it (a merge renews only the newest entry)
+ * and lie above dropped, so the first conflict is the newest. A scan that
+ * finds none also records the gap around [lo, hi) free of u's accesses
+ * that could conflict (writes, or any when v writes); while u records
+ * nothing new (same seq) the accesses v has not waited for can only
+ * become fewer, so a later range inside a recorded gap needs no scan. */
+static uint64_t conflict_seq(tb *b, int v, int u, uint64_t lo, uint64_t hi, bool write) {
+  const tb_unit *U = &b->u[u];
+  tb_gap *g = b->gaps[v].gap[u][write];
+  for (int k = 0; k < TB_GAPS; k++)
+    if (g[k].useq == U->seq && g[k].lo <= lo && hi <= g[k].hi) return 0;
+  uint64_t synced = b->u[v].synced[u], glo = 0, ghi = UINT64_MAX;
+  for (int k = 0; k < U->n; k++) {
+    const tb_access *r = &U->ring[(unsigned)(U->head - 1 - k) % TB_RING];
+    if (r->seq <= synced) break;
+    if (!r->write && !write) continue;
+    if (r->lo < hi && lo < r->hi) return r->seq;
+    if (r->hi <= lo && r->hi > glo) glo = r->hi;
+    if (r->lo >= hi && r->lo < ghi) ghi = r->lo;
+  }
+  tb_gap *slot = &g[b->gaps[v].next[u][write]++ % TB_GAPS];
+  *slot = (tb_gap){U->seq, glo, ghi};
+  return 0;
+}
+
 /* Orders an access of unit v to VMEM [lo, hi) after conflicting accesses
  * of other units, then records it. */
 static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
+  BASE_ASSERT(v > 0 && v < ISA_UNIT_COUNT && b->gaps); /* not in a dry run's builder */
   if (b->failed) return;
   lo = lo / TB_GRANULE * TB_GRANULE;
   hi = tb_align(hi);
-  for (int u = 1; u < ISA_UNIT_COUNT; u++) {
-    if (u == v || b->u[u].seq <= b->u[v].synced[u]) continue;
+  /* units 1.. that recorded accesses, in increasing order */
+  for (uint32_t m = b->units_used & ~(1u << v) & ~1u; m; m &= m - 1) {
+    int u = __builtin_ctz(m);
+    if (b->u[u].seq <= b->u[v].synced[u]) continue;
     tb_unit *U = &b->u[u];
-    uint64_t need = 0;
-    if (U->dropped > b->u[v].synced[u]) need = U->dropped;
-    for (int k = 0; k < U->n; k++) {
-      const tb_access *r = &U->ring[(U->head - 1 - k + TB_RING) % TB_RING];
-      if (r->seq <= b->u[v].synced[u]) break;
-      if (conflicts(r, lo, hi, write) && r->seq > need) need = r->seq;
-    }
+    uint64_t need = conflict_seq(b, v, u, lo, hi, write);
+    if (!need && U->dropped > b->u[v].synced[u]) need = U->dropped;
     if (need) sync_to(b, u, v, need);
   }
   tb_unit *V = &b->u[v];
   V->seq++;
+  b->units_used |= 1u << v;
   /* Merge with the previous access when it touches it; never for DMAs,
    * whose completions are waited for one by one. */
   if (V->n > 0 && v != TB_DMA_UNIT) {
@@ -248,14 +364,24 @@ void tb_valu(tb *b, isa_op op, int d, int a, int c) {
   else put(b, op, d, a, c, 0, 0, 0);
 }
 
+/* The SMEM byte address of descriptor d: interned (each distinct
+ * descriptor once, in order of first use, found through the hash table
+ * desc_slot of descriptor numbers + 1), or the dynamic slot when SMEM is
+ * full. */
 static uint32_t desc_addr(tb *b, const int64_t d[10]) {
-  uint32_t w[10];
-  for (int i = 0; i < 10; i++) w[i] = (uint32_t)(int32_t)d[i];
-  /* Interned descriptors: a linear scan is fine for ~400 slots. */
-  for (uint32_t s = 0; s + 10 <= b->smem_words; s += 10)
+  uint32_t w[10], h = 2166136261u; /* FNV-1a over the words */
+  for (int i = 0; i < 10; i++) {
+    w[i] = (uint32_t)(int32_t)d[i];
+    h = (h ^ w[i]) * 16777619u;
+  }
+  uint32_t at = h & b->desc_mask;
+  for (; b->desc_slot[at]; at = (at + 1) & b->desc_mask) {
+    uint32_t s = (b->desc_slot[at] - 1) * 10;
     if (!memcmp(b->smem + s, w, sizeof w)) return s * 4;
+  }
   if (b->smem_words + 10 <= b->dyn_desc / 4) {
     memcpy(b->smem + b->smem_words, w, sizeof w);
+    b->desc_slot[at] = b->smem_words / 10 + 1;
     b->smem_words += 10;
     return (b->smem_words - 10) * 4;
   }

@@ -40,6 +40,18 @@ typedef struct tb_unit {
   uint64_t synced[ISA_UNIT_COUNT];       /* other unit's seq this one waited for */
 } tb_unit;
 
+/* VMEM [lo, hi) where another unit, at seq useq, had no access that this
+ * one has not waited for and could conflict with (emit.c, conflict_seq):
+ * per unit, per other unit, for reads and writes. */
+enum { TB_GAPS = 4 };
+typedef struct tb_gap {
+  uint64_t useq, lo, hi;
+} tb_gap;
+typedef struct tb_gaps {
+  tb_gap gap[ISA_UNIT_COUNT][2][TB_GAPS];
+  uint8_t next[ISA_UNIT_COUNT][2];
+} tb_gaps;
+
 typedef struct tb_hbm_block {
   uint64_t off, size;
 } tb_hbm_block;
@@ -67,10 +79,14 @@ typedef struct tb {
   uint32_t *smem;       /* SMEM image (descriptors) */
   uint32_t smem_words, smem_cap;
   uint32_t dyn_desc;    /* SMEM byte address of the dynamic descriptor slot */
+  uint32_t *desc_slot, desc_mask; /* descriptor lookup (emit.c) */
   uint32_t sreg_val[32];
   bool sreg_ok[32];
-  uint64_t sreg_tick[32], tick;
+  uint8_t sreg_older[32], sreg_newer[32], sreg_lru, sreg_mru; /* LRU list, 0 ends it */
+  uint8_t sreg_slot[64];   /* value -> register table (emit.c) */
   tb_unit u[ISA_UNIT_COUNT];
+  uint32_t units_used;     /* bit u: unit u recorded an access */
+  tb_gaps *gaps;           /* [ISA_UNIT_COUNT], in the arena */
   VEC(uint8_t) dma_sem;    /* per DMA (seq - 1): its completion semaphore */
   VEC(uint32_t) dma_ord;   /* per DMA: its token's number on that semaphore */
   uint32_t sem_issued[TGT_SEMS], sem_consumed[TGT_SEMS];
@@ -107,8 +123,13 @@ void tb_error(tb *b, base_status st, const char *fmt, ...) BASE_PRINTF(3, 4);
 
 /* ---- code ------------------------------------------------------------ */
 void tb_init(tb *b, arena *a, const tgt_target *t, diag *d);
+/* Frees the code words and their op map (heap arrays, not in the arena). */
+void tb_fini(tb *b);
 /* A scalar register holding v (cached; emits sli when needed). */
 int tb_sreg(tb *b, uint32_t v);
+/* Appends n encoded words with no memory effect (register code emitted
+ * before, replayed), as tb_raw would one by one. */
+void tb_words(tb *b, const uint64_t *w, int n);
 /* Appends an instruction with no memory effect (scalar, vector ALU). */
 void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm);
 /* Vector-unit instructions with their VMEM effects. */

@@ -125,6 +125,8 @@ static int vmem_static_ok(int64_t addr, uint64_t len, const tgt_target *t) {
   return addr >= 0 && (uint64_t)addr + len <= t->vmem_bytes;
 }
 
+static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t errlen);
+
 int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err, size_t errlen) {
   const isa_info *f = &infos[in->op];
   const uint8_t regs[4] = {in->a, in->b, in->c, in->d};
@@ -163,6 +165,13 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err
     default:
       break;
     }
+  return imm_check(in, t, err, errlen) < 0 ? -1 : 0;
+}
+
+/* isa_check's rules for immediates and static addresses, by opcode: 0
+ * when in passes, -1 (a reason in err) when not, 1 when op has no rule. */
+static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t errlen) {
+  const isa_info *f = &infos[in->op];
   int64_t imm = in->imm;
   switch ((isa_op)in->op) {
   case OP_WAIT:
@@ -225,9 +234,85 @@ int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err
       FAIL("mpop: column offset %lld outside 0..%d", (long long)imm, t->mxu_cols - 1);
     break;
   default:
-    break;
+    return 1;
   }
   return 0;
+}
+
+/* Field positions (isa.h's diagram). */
+enum { SHIFT_A = 51, SHIFT_X = 32 };
+#define FIELD5(k) ((uint64_t)31 << (SHIFT_A - 5 * (k))) /* register field k: a, b, c, d */
+
+void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode) {
+  memset(c, 0, sizeof *c);
+  c->t = *t;
+  c->ncode = ncode;
+  for (int op = 0; op < OP__COUNT; op++) {
+    usage u = usage_of(infos[op].operands);
+    uint64_t zero = 0;
+    for (int k = u.nregs; k < 4; k++) zero |= FIELD5(k);
+    if (!u.x) zero |= (uint64_t)15 << SHIFT_X;
+    if (!u.imm) zero |= 0xFFFFFFFFu;
+    uint32_t xok = 0xFFFF;
+    int r = 0;
+    for (const char *p = infos[op].operands; *p; p++) {
+      uint32_t allow = 0;
+      switch (*p) {
+      case 'M': /* m0..m7: the field's two high bits are zero */
+        zero |= FIELD5(r) & ~((uint64_t)7 << (SHIFT_A - 5 * r));
+        r++;
+        continue;
+      case 'S':
+      case 'V':
+      case 'E': r++; continue;
+      case 'L': c->label[op] = 1; continue;
+      case 'I': continue;
+      case 'X':
+        for (int v = 0; v < 16; v++) allow |= (uint32_t)(v < t->mxus) << v;
+        break;
+      case 'Q':
+        for (int v = 0; v < 16; v++) allow |= (uint32_t)(v < t->dma_queues) << v;
+        break;
+      default: /* U */
+        for (int v = 0; v < 16; v++) allow |= (uint32_t)unit_exists(v, t) << v;
+        break;
+      }
+      xok &= allow;
+    }
+    c->zero[op] = zero;
+    c->xok[op] = (uint16_t)xok;
+    isa_inst probe = {(uint8_t)op, 0, 0, 0, 0, 0, 0};
+    c->imm_rule[op] = imm_check(&probe, t, NULL, 0) != 1;
+  }
+}
+
+static inline int check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
+  unsigned op = (unsigned)(w >> 56);
+  if (op >= OP__COUNT || (w & c->zero[op])) return -1;
+  isa_inst in;
+  in.op = (uint8_t)op;
+  in.a = (uint8_t)(w >> 51 & 31);
+  in.b = (uint8_t)(w >> 46 & 31);
+  in.c = (uint8_t)(w >> 41 & 31);
+  in.d = (uint8_t)(w >> 36 & 31);
+  in.x = (uint8_t)(w >> SHIFT_X & 15);
+  in.imm = (int32_t)(uint32_t)w;
+  if (!(c->xok[op] >> in.x & 1)) return -1;
+  if (c->label[op] && (in.imm < 0 || (uint32_t)in.imm >= c->ncode)) return -1;
+  if (c->imm_rule[op] && imm_check(&in, &c->t, NULL, 0)) return -1;
+  *out = in;
+  return 0;
+}
+
+int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out) {
+  return check_word(c, w, out);
+}
+
+uint32_t isa_check_words(const isa_checker *c, const uint64_t *code, uint32_t n) {
+  isa_inst in;
+  for (uint32_t i = 0; i < n; i++)
+    if (check_word(c, code[i], &in)) return i;
+  return n;
 }
 
 int isa_format(const isa_inst *in, char *buf, size_t n) {

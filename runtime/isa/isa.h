@@ -80,6 +80,25 @@ int isa_decode(uint64_t w, isa_inst *out, char *err, size_t errlen);
  * and stride registers are s0). Returns 0 or -1 with a reason in err. */
 int isa_check(const isa_inst *in, const tgt_target *t, uint32_t ncode, char *err, size_t errlen);
 
+/* isa_decode and isa_check of many words against one target and code
+ * size, from a table built once (per opcode: the bits that must be zero,
+ * the values field x may take, whether imm is a label, whether isa_check
+ * has a rule for its immediate). isa_check_word
+ * returns 0 and the decoded instruction exactly when isa_decode and
+ * isa_check would both accept w; -1 otherwise (call them for the reason). */
+typedef struct isa_checker {
+  tgt_target t;
+  uint32_t ncode;
+  uint64_t zero[OP__COUNT];
+  uint16_t xok[OP__COUNT];
+  uint8_t label[OP__COUNT], imm_rule[OP__COUNT];
+} isa_checker;
+void isa_checker_init(isa_checker *c, const tgt_target *t, uint32_t ncode);
+int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out);
+/* The index of the first word of code[0..n) that isa_check_word rejects,
+ * or n. */
+uint32_t isa_check_words(const isa_checker *c, const uint64_t *code, uint32_t n);
+
 /* Unit id that executes `in` (ISA_UNIT_*; for SYNC the unit operand). */
 int isa_exec_unit(const isa_inst *in);
 /* Name of a unit id ("scalar", "vector", "mxu0", "dma1"); "?" when bad. */

@@ -83,25 +83,30 @@ static int put_op(tpub_image *img, uint32_t i, const tpub_op *o, size_t nl, size
   return 0;
 }
 
-int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint32_t *op_of_pc,
-                 char *err, size_t errlen) {
+/* tpub_set_ops (take == NULL: op_of_pc copied) and tpub_set_ops_take
+ * (take == op_of_pc: adopted on success). */
+static int set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint32_t *op_of_pc,
+                   uint32_t *take, char *err, size_t errlen) {
   tpub_clear_ops(img);
-  if (nops == 0) return 0;
+  if (nops == 0) {
+    rt_free(&img->alloc, take);
+    return 0;
+  }
   if (nops > TPUB_MAX_OPS) return bad(err, errlen, "%u ops exceed %u", nops, TPUB_MAX_OPS);
   for (uint32_t pc = 0; pc < img->ncode; pc++)
     if (op_of_pc[pc] >= nops)
       return bad(err, errlen, "code word %u: op %u out of range (%u ops)", pc, op_of_pc[pc], nops);
   img->ops = rt_calloc(&img->alloc, nops, sizeof *img->ops);
-  img->op_of_pc = rt_alloc(&img->alloc, (size_t)(img->ncode ? img->ncode : 1) * 4);
+  img->op_of_pc = take ? take : rt_alloc(&img->alloc, (size_t)(img->ncode ? img->ncode : 1) * 4);
   if (!img->ops || !img->op_of_pc) {
     rt_free(&img->alloc, img->ops);
-    rt_free(&img->alloc, img->op_of_pc);
+    if (!take) rt_free(&img->alloc, img->op_of_pc);
     img->ops = NULL;
     img->op_of_pc = NULL;
     return -2;
   }
   img->nops = nops;
-  memcpy(img->op_of_pc, op_of_pc, (size_t)img->ncode * 4);
+  if (!take) memcpy(img->op_of_pc, op_of_pc, (size_t)img->ncode * 4);
   for (uint32_t i = 0; i < nops; i++) {
     const tpub_op *o = &ops[i];
     const char *k = o->kind ? o->kind : "", *f = o->file ? o->file : "";
@@ -114,11 +119,22 @@ int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint3
          !printable((const uint8_t *)k, strlen(k)) || !printable((const uint8_t *)f, strlen(f))))
       rc = bad(err, errlen, "op %u: non-printable byte in a string", i);
     if (rc) {
+      if (take) img->op_of_pc = NULL; /* stays the caller's */
       tpub_clear_ops(img);
       return rc;
     }
   }
   return 0;
+}
+
+int tpub_set_ops(tpub_image *img, const tpub_op *ops, uint32_t nops, const uint32_t *op_of_pc,
+                 char *err, size_t errlen) {
+  return set_ops(img, ops, nops, op_of_pc, NULL, err, errlen);
+}
+
+int tpub_set_ops_take(tpub_image *img, const tpub_op *ops, uint32_t nops, uint32_t *op_of_pc,
+                      char *err, size_t errlen) {
+  return set_ops(img, ops, nops, op_of_pc, op_of_pc, err, errlen);
 }
 
 int tpub_ops_parse(tpub_image *img, const uint8_t *p, uint64_t len, uint32_t count, uint32_t **runs,
@@ -234,16 +250,17 @@ uint64_t tpub_ops_bytes(const tpub_image *img) {
 
 void tpub_ops_store(const tpub_image *img, uint8_t *p) {
   if (!img->nops) return;
-  uint32_t nr = count_runs(img);
+  uint32_t nr = 0;
   wr(p, OPS_LAYOUT, 4);
-  wr(p + 4, nr, 4);
   uint8_t *q = p + 8;
   for (uint32_t pc = 0; pc < img->ncode; pc++)
     if (pc == 0 || img->op_of_pc[pc] != img->op_of_pc[pc - 1]) {
       wr(q, pc, 4);
       wr(q + 4, img->op_of_pc[pc], 4);
       q += 8;
+      nr++;
     }
+  wr(p + 4, nr, 4);
   for (uint32_t i = 0; i < img->nops; i++) {
     const tpub_op *o = &img->ops[i];
     size_t nl = strlen(o->name), kl = strlen(o->kind), fl = strlen(o->file);

@@ -208,8 +208,40 @@ static void clone_is_deep_and_independent(void **st) {
   ir_module_destroy(c);
 }
 
+/* The hot instruction stays within one 64-byte cache line; equal shapes
+ * share one interned copy; an instruction without attributes shares
+ * ir_attrs_none. */
+static void instruction_is_lean_and_shapes_are_shared(void **st) {
+  (void)st;
+  assert_true(sizeof(ir_inst) <= 64);
+  ir_module *m = ir_module_create("lean");
+  ir_comp_id c = ir_comp_add(m, "main");
+  ir_id p0 = tu_param(m, c, 0, "p0", "f32[8,128]");
+  ir_id p1 = tu_param(m, c, 1, "p1", "f32[8,128]");
+  ir_id s = tu_inst(m, c, IR_OP_ADD, "s", "f32[8,128]", 2, (ir_id[]){p0, p1}, NULL);
+  ir_id t = tu_inst(m, c, IR_OP_TANH, "t", "f32[8,128]", 1, &s, NULL);
+  const ir_inst *a = ir_inst_get(m, c, s), *b = ir_inst_get(m, c, t);
+  assert_ptr_equal(a->shape, b->shape);
+  assert_ptr_equal(a->shape, ir_inst_get(m, c, p0)->shape);
+  assert_ptr_equal(a->a, &ir_attrs_none);
+  assert_ptr_not_equal(ir_inst_get(m, c, p1)->a, &ir_attrs_none); /* parameter_number 1 */
+  ir_shape other = tu_shape(m->arena, "f32[8,129]");
+  assert_ptr_not_equal(ir_shape_intern(m, &other), a->shape);
+  ir_layout l = *ir_layout_default(2);
+  l.minor_to_major[0] = 0;
+  l.minor_to_major[1] = 1;
+  ir_shape colmajor = *a->shape;
+  colmajor.layout = &l;
+  const ir_shape *cm = ir_shape_intern(m, &colmajor);
+  assert_ptr_not_equal(cm, a->shape);
+  assert_ptr_not_equal(cm->layout, &l); /* copied into the module */
+  assert_ptr_equal(ir_shape_intern(m, &colmajor), cm);
+  ir_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(instruction_is_lean_and_shapes_are_shared),
       cmocka_unit_test(unique_names_from_op_spelling),
       cmocka_unit_test(finish_collects_parameters_by_number),
       cmocka_unit_test(finish_ignores_out_of_range_parameter_numbers),

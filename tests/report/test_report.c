@@ -33,7 +33,11 @@ static char *read_text(const char *path, size_t *n) {
   return s;
 }
 
-/* The add kernel as a .tpub image with three ops (load, add, store). */
+/* The add kernel's three ops and the .tpub image that carries them. */
+static const tpub_op add_ops[3] = {{"load", "parameter", "add.tg", 1, 1, 0},
+                                   {"add", "add", "add.tg", 2, 5, 0},
+                                   {"store", "", "", 0, 0, 0}};
+
 static uint8_t *add_image(size_t *n) {
   size_t len;
   char *text = read_text(SRC_DIR "/add8x128.s", &len);
@@ -44,13 +48,10 @@ static uint8_t *add_image(size_t *n) {
   assert_int_equal(rc, 0);
   free(text);
   assert_int_equal(img->ncode, 15);
-  tpub_op ops[3] = {{"load", "parameter", "add.tg", 1, 1, 0},
-                    {"add", "add", "add.tg", 2, 5, 0},
-                    {"store", "", "", 0, 0, 0}};
   uint32_t map[15];
   for (uint32_t pc = 0; pc < 15; pc++)
     map[pc] = pc < 4 ? 0 : pc < 10 ? 1 : 2;
-  assert_int_equal(tpub_set_ops(img, ops, 3, map, err, sizeof err), 0);
+  assert_int_equal(tpub_set_ops(img, add_ops, 3, map, err, sizeof err), 0);
   uint8_t *bytes;
   assert_int_equal(tpub_write(img, NULL, &bytes, n, err, sizeof err), 0);
   tpub_free(img);
@@ -283,6 +284,35 @@ static void ops_section_checked(void **state) {
   free(bytes);
 }
 
+/* tpub_set_ops_take adopts the op map on success (no copy: the image
+ * holds the caller's array, freed with it) and leaves it to the caller on
+ * an error; the written file equals tpub_set_ops's. */
+static void ops_taken(void **state) {
+  (void)state;
+  size_t n;
+  uint8_t *want = add_image(&n);
+  tpub_image *img = NULL;
+  char err[512];
+  assert_int_equal(tpub_read(want, n, NULL, &img, err, sizeof err), 0);
+  uint32_t *map = malloc(15 * sizeof *map);
+  assert_non_null(map);
+  for (uint32_t pc = 0; pc < 15; pc++) map[pc] = pc < 4 ? 0 : pc < 10 ? 3 : 2;
+  assert_int_equal(tpub_set_ops_take(img, add_ops, 3, map, err, sizeof err), -1);
+  assert_non_null(strstr(err, "op 3 out of range"));
+  assert_null(img->op_of_pc);
+  for (uint32_t pc = 4; pc < 10; pc++) map[pc] = 1; /* still ours: fix it */
+  assert_int_equal(tpub_set_ops_take(img, add_ops, 3, map, err, sizeof err), 0);
+  assert_ptr_equal(img->op_of_pc, map);
+  uint8_t *bytes;
+  size_t m;
+  assert_int_equal(tpub_write(img, NULL, &bytes, &m, err, sizeof err), 0);
+  assert_int_equal(m, n);
+  assert_memory_equal(bytes, want, n);
+  free(bytes);
+  free(want);
+  tpub_free(img);
+}
+
 /* ---- fail-the-Nth allocation: a profiled run with a trace, and loading
  * the OPS section, either succeed or return TPURT_OUT_OF_MEMORY, leaking
  * nothing. */
@@ -366,6 +396,7 @@ int main(void) {
       cmocka_unit_test(add8x128_cycles),
       cmocka_unit_test(writers),
       cmocka_unit_test(ops_section_checked),
+      cmocka_unit_test(ops_taken),
       cmocka_unit_test(profile_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,91 @@ static void decode_rejects_unused_fields(void **state) {
   assert_non_null(strstr(err, "unknown opcode"));
 }
 
+/* isa_check_word accepts a word exactly when isa_decode and isa_check
+ * both do, with the same decoded fields: every opcode (and two past the
+ * table), on targets with 1..4 MXUs and 1..8 DMA queues, with register,
+ * x and imm fields that are mostly zero or small and sometimes anything
+ * (imm also near the target's limits: SMEM, VMEM, accumulator rows, code
+ * size). */
+static void checker_matches_decode_and_check(void **state) {
+  (void)state;
+  static const char *const specs[] = {"v3", "v2", "v3,mxus=1,dma_queues=4",
+                                      "v3,mxu=64x64,vmem=64KiB,smem=1KiB,acc_rows=8"};
+  uint64_t seed = 13;
+  long agree_ok = 0, agree_bad = 0;
+  for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+    tgt_target t;
+    assert_int_equal(tgt_parse(specs[k], &t, NULL, 0), 0);
+    const uint32_t ncode = 1000;
+    isa_checker ck;
+    isa_checker_init(&ck, &t, ncode);
+    const int64_t edges[] = {0, 1, -1, 4, 7, 8, 9, 65535, 65536, ncode - 1, ncode,
+                             (int64_t)t.smem_bytes - 4, (int64_t)t.smem_bytes,
+                             (int64_t)t.vmem_bytes - 512, (int64_t)t.vmem_bytes - 510,
+                             (int64_t)t.vmem_bytes, t.acc_rows, t.acc_rows + 1,
+                             t.mxu_cols - 1, t.mxu_cols, INT32_MIN, INT32_MAX};
+    for (int op = 0; op < OP__COUNT + 2; op++)
+      for (int i = 0; i < 4000; i++) {
+        uint64_t x = rt_rand(&seed), y = rt_rand(&seed);
+        isa_inst in;
+        memset(&in, 0, sizeof in);
+        if (op < OP__COUNT && i % 2 == 0) in = random_inst(op, &seed, ncode);
+        in.op = (uint8_t)op;
+        uint8_t *regs[4] = {&in.a, &in.b, &in.c, &in.d};
+        for (int r = 0; r < 4; r++)
+          if ((x >> (2 * r) & 3) == 0) *regs[r] = (uint8_t)(y >> (5 * r) & 31);
+        if (x >> 8 & 1 && x >> 9 & 1) in.x = (uint8_t)(y >> 20 & 15);
+        switch (x >> 10 & 7) {
+        case 0: in.imm = (int32_t)(y >> 32); break;
+        case 1: in.imm = (int32_t)((y >> 32) % 600) - 40; break;
+        case 2: in.imm = (int32_t)edges[(y >> 32) % (sizeof edges / sizeof *edges)]; break;
+        default: break; /* keep random_inst's, or zero */
+        }
+        uint64_t w = isa_encode(&in);
+        isa_inst slow, fast;
+        memset(&slow, 0, sizeof slow);
+        memset(&fast, 0, sizeof fast);
+        int rs = isa_decode(w, &slow, NULL, 0) || isa_check(&slow, &t, ncode, NULL, 0);
+        int rf = isa_check_word(&ck, w, &fast) != 0;
+        if (rs != rf)
+          fail_msg("%s: word %016llx: decode+check %s, isa_check_word %s", specs[k],
+                   (unsigned long long)w, rs ? "rejects" : "accepts", rf ? "rejects" : "accepts");
+        if (!rs)
+          assert_true(slow.op == fast.op && slow.a == fast.a && slow.b == fast.b &&
+                      slow.c == fast.c && slow.d == fast.d && slow.x == fast.x &&
+                      slow.imm == fast.imm);
+        if (rs) agree_bad++;
+        else agree_ok++;
+      }
+  }
+  /* Both outcomes were exercised plenty. */
+  assert_true(agree_ok > 100000);
+  assert_true(agree_bad > 100000);
+}
+
+/* tpub_crc32 is CRC-32/IEEE: the standard check value, and a bit-by-bit
+ * reference over every length 0..200 and every start offset 0..7 (the
+ * eight-byte steps, the byte tail, unaligned starts). */
+static uint32_t crc_bitwise(const uint8_t *b, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= b[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+static void crc32_matches_reference(void **state) {
+  (void)state;
+  assert_int_equal(tpub_crc32("123456789", 9), 0xCBF43926u);
+  uint8_t buf[208];
+  uint64_t seed = 5;
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rt_rand(&seed);
+  for (size_t off = 0; off < 8; off++)
+    for (size_t n = 0; n <= 200; n++)
+      assert_int_equal(tpub_crc32(buf + off, n), crc_bitwise(buf + off, n));
+}
+
 /* Assembles every instruction (random operands) from text, checks the
  * words, then disassembles and reassembles the whole image. */
 static void asm_disasm_every_instruction(void **state) {
@@ -322,6 +407,10 @@ static void verifier_rejects_with_reasons(void **state) {
   assert_non_null(strstr(err, "dma3"));
   assert_int_equal(verify_text("wait vector, sem0, 0\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "count 0 outside 1..65535"));
+  /* the first bad word is named, after good ones */
+  assert_int_equal(verify_text("sli s1, 1\nsli s2, 2\nwait vector, sem0, 0\nwait vector, sem0, 0\n"
+                               "halt\n", "v3", err, sizeof err), -1);
+  assert_non_null(strstr(err, "code word 2 "));
   assert_int_equal(verify_text("sld s1, s0, 16384\nhalt\n", "v3", err, sizeof err), -1);
   assert_non_null(strstr(err, "SMEM address 16384"));
   assert_int_equal(verify_text("vld v1, s0, 16777000, s0\nhalt\n", "v3", err, sizeof err), -1);
@@ -349,6 +438,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encode_decode_every_instruction),
       cmocka_unit_test(decode_rejects_unused_fields),
+      cmocka_unit_test(checker_matches_decode_and_check),
+      cmocka_unit_test(crc32_matches_reference),
       cmocka_unit_test(asm_disasm_every_instruction),
       cmocka_unit_test(disasm_asm_large_constant),
       cmocka_unit_test(assembler_reports_errors_with_location),
