@@ -132,8 +132,9 @@ typedef struct tpurt_loader tpurt_loader_t;
 
 /* The shuffle: epoch e's order is a Fisher-Yates shuffle of 0..N-1, for
  * i = N-1 down to 1 swapping position i with j = (r >> 32) * (i + 1) >> 32,
- * r = splitmix64(seed ^ splitmix64(e ^ splitmix64(i))) (splitmix64 is the
- * finaliser of Vigna's SplitMix64 applied to x + 0x9E3779B97F4A7C15). It
+ * r = splitmix64(seed ^ splitmix64(splitmix64(epoch) ^ splitmix64(i)))
+ * (splitmix64(x) is Vigna's SplitMix64 output finaliser applied to
+ * x + 0x9E3779B97F4A7C15; j is biased by at most N / 2^32). It
  * depends on (seed, epoch) alone, never on threads or prefetch. Errors:
  * TPURT_DATA_INVALID_ARGUMENT (batch 0, epochs < 0, prefetch < 0, an epoch
  * with no batch), TPURT_DATA_OUT_OF_MEMORY, TPURT_DATA_IO (no thread). */

@@ -63,10 +63,11 @@ static tpurt_data_status_t inflate_to(reader *r, const char *file, const uint8_t
                                       int wbits, size_t expect, blob *out) {
 #ifdef HAVE_ZLIB
   uint64_t limit = r->o->max_bytes;
-  size_t cap = expect ? expect : (n < limit / 4 ? n * 4 + 64 : (size_t)limit);
-  if (cap > limit)
+  /* With a stated size, one spare byte catches a stream that overshoots it. */
+  size_t cap = expect ? expect + 1 : (n < limit / 4 ? n * 4 + 64 : (size_t)limit);
+  if (expect > limit)
     return fail(r->ds, TPURT_DATA_FORMAT, file, "stream of %zu bytes exceeds the limit of %llu bytes",
-                cap, (unsigned long long)limit);
+                expect, (unsigned long long)limit);
   uint8_t *buf = malloc(cap ? cap : 1);
   if (!buf)
     return fail(r->ds, TPURT_DATA_OUT_OF_MEMORY, file, "out of memory");
@@ -240,6 +241,8 @@ static const char *dict_value(const char *h, const char *key) {
   return *p == ':' ? p + 1 : NULL;
 }
 
+static tpurt_data_status_t npy_header(reader *r, const char *file, const char *h, array *a);
+
 static tpurt_data_status_t parse_npy(reader *r, const char *file, const uint8_t *p, size_t n,
                                      array *a) {
   if (n < 10 || memcmp(p, "\x93NUMPY", 6) != 0)
@@ -258,21 +261,32 @@ static tpurt_data_status_t parse_npy(reader *r, const char *file, const uint8_t 
   }
   if (hl > n - h0 || hl > 65536)
     return fail(r->ds, TPURT_DATA_FORMAT, file, "truncated .npy header (%zu bytes stated)", hl);
-  char h[65537];
+  char *h = malloc(hl + 1);
+  if (!h)
+    return fail(r->ds, TPURT_DATA_OUT_OF_MEMORY, file, "out of memory");
   memcpy(h, p + h0, hl);
   h[hl] = 0;
+  tpurt_data_status_t s = npy_header(r, file, h, a);
+  free(h);
+  if (s)
+    return s;
+  a->data = p + h0 + hl;
+  return check_size(r, file, a, a->kind == 'u' ? 1 : a->kind == 'l' ? 8 : 4, n - h0 - hl);
+}
+
+/* Reads descr, fortran_order and shape of the header dict h into a. */
+static tpurt_data_status_t npy_header(reader *r, const char *file, const char *h, array *a) {
   const char *d = dict_value(h, "'descr'");
   while (d && *d == ' ')
     d++;
-  size_t item;
   if (d && (!strncmp(d, "'|u1'", 5) || !strncmp(d, "'<u1'", 5)))
-    a->kind = 'u', item = 1;
+    a->kind = 'u';
   else if (d && !strncmp(d, "'<f4'", 5))
-    a->kind = 'f', item = 4;
+    a->kind = 'f';
   else if (d && !strncmp(d, "'<i4'", 5))
-    a->kind = 'i', item = 4;
+    a->kind = 'i';
   else if (d && !strncmp(d, "'<i8'", 5))
-    a->kind = 'l', item = 8;
+    a->kind = 'l';
   else
     return fail(r->ds, TPURT_DATA_FORMAT, file,
                 ".npy dtype is not one of |u1, <f4, <i4, <i8 (header: %.80s)", h);
@@ -303,8 +317,7 @@ static tpurt_data_status_t parse_npy(reader *r, const char *file, const uint8_t 
     a->dims[a->rank++] = (int64_t)v;
     s = end;
   }
-  a->data = p + h0 + hl;
-  return check_size(r, file, a, item, n - h0 - hl);
+  return TPURT_DATA_OK;
 }
 
 /* Finds entry key + ".npy" of a zip archive by walking its local headers;

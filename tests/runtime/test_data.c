@@ -405,6 +405,19 @@ static void malformed_inputs(void **state) {
   put("no_labels.npz", npz_bytes[0], npz_n[0]);
   *y = 'y';
   expect_error("no_labels.npz", NULL, TPURT_DATA_FORMAT, "no entry y_train.npy", 0);
+  /* A deflated entry whose stated size is one byte short, or one byte long. */
+  uint8_t *u = npz_bytes[1] + 22;
+  uint32_t usize = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+  le(u, usize - 1, 4);
+  put("short.npz", npz_bytes[1], npz_n[1]);
+  expect_error("short.npz", NULL, TPURT_DATA_FORMAT, "gives 368 bytes, not the stated 367", 0);
+  le(u, usize + 1, 4);
+  put("long.npz", npz_bytes[1], npz_n[1]);
+  expect_error("long.npz", NULL, TPURT_DATA_FORMAT, "gives 368 bytes, not the stated 369", 0);
+  le(u, usize - 10, 4);
+  put("shorter.npz", npz_bytes[1], npz_n[1]);
+  expect_error("shorter.npz", NULL, TPURT_DATA_FORMAT, "inflates past its stated size of 358 bytes", 0);
+  le(u, usize, 4);
 }
 
 /* Every truncation and every single-byte flip of a file either opens (and
