@@ -54,6 +54,19 @@ static LLVMValueRef imin(emitter *e, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
+void llvm_fma_splat(emitter *e, LLVMTypeRef vt, int VL, LLVMValueRef x, const LLVMValueRef *w, int n,
+                    const LLVMValueRef *acc) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef undef = LLVMGetUndef(vt);
+  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
+  LLVMValueRef s = LLVMBuildInsertElement(b, undef, x, LLVMConstInt(e->t_i32, 0, 0), "");
+  s = LLVMBuildShuffleVector(b, s, undef, mask, "");
+  for (int v = 0; v < n; v++) {
+    LLVMValueRef args[3] = {s, w[v], LLVMBuildLoad2(b, vt, acc[v], "")};
+    LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[v]);
+  }
+}
+
 bool llvm_gemm_wide(const emitter *e) {
   const char *f = e->opt.cpu_features;
   char *host = NULL;
@@ -409,16 +422,9 @@ static void main_kernel(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A,
   for (int v = 0; v < NV; v++)
     bv[v] = ldv(e, vt, fptr(e, vt, llvm_buf_ptr(e, Bp), LLVMBuildAdd(b, bo, i64c(e, v * VL), "")), 4);
   LLVMValueRef ao = LLVMBuildAdd(b, apo, LLVMBuildMul(b, kk, i64c(e, MR), ""), "");
-  LLVMValueRef undef = LLVMGetUndef(vt);
-  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
   for (int r = 0; r < MR; r++) {
     LLVMValueRef a = ldv(e, e->t_f32, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, ao, i64c(e, r), "")), 4);
-    LLVMValueRef s = LLVMBuildInsertElement(b, undef, a, LLVMConstInt(e->t_i32, 0, 0), "");
-    s = LLVMBuildShuffleVector(b, s, undef, mask, "");
-    for (int v = 0; v < NV; v++) {
-      LLVMValueRef args[3] = {s, bv[v], LLVMBuildLoad2(b, vt, acc[r * NV + v], "")};
-      LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[r * NV + v]);
-    }
+    llvm_fma_splat(e, vt, VL, a, bv, NV, acc + r * NV);
   }
   llvm_loop_end(e, &lk);
   if (epi && epi->n > 0) tile_io_if(e, g, last, IO_STORE_EPI, IO_STORE, epi, C, acc, row0, rowin, jt);
