@@ -87,20 +87,6 @@ static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
   return ST_OK;
 }
 
-/* The n elements of type t at p, widened into a new scratch array: f32
- * for a float t, int64_t otherwise. */
-static base_status widen(ev_ctx *cx, const ir_inst *in, ir_type t, const uint8_t *p, int64_t n, void **out) {
-  size_t es = (size_t)ir_type_size(t);
-  bool f = ir_type_is_float(t);
-  base_status st = ev_alloc_array(cx, in, n, f ? 4 : 8, out);
-  if (st != ST_OK) return st;
-  for (int64_t i = 0; i < n; i++) {
-    if (f) ((float *)*out)[i] = ev_load_f(t, p + (size_t)i * es);
-    else ((int64_t *)*out)[i] = ev_load_i(t, p + (size_t)i * es);
-  }
-  return ST_OK;
-}
-
 base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
   const ir_attrs *at = in->a;
@@ -169,8 +155,8 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
 
   if (ir_type_is_float(rt)) {
     float *fa, *fb;
-    if ((st = widen(cx, in, rt, pa, na, (void **)&fa)) != ST_OK) return st;
-    if ((st = widen(cx, in, rt, pb, nbv, (void **)&fb)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pa, na, (void **)&fa)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&fb)) != ST_OK) return st;
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -184,8 +170,8 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
         }
   } else {
     int64_t *ia, *ib;
-    if ((st = widen(cx, in, rt, pa, na, (void **)&ia)) != ST_OK) return st;
-    if ((st = widen(cx, in, rt, pb, nbv, (void **)&ib)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pa, na, (void **)&ia)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&ib)) != ST_OK) return st;
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
