@@ -43,6 +43,37 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
  * from +0, the passes in order, each over window positions (row-major, all
  * of them: padding and holes read +0) then input features ascending, one
  * fused multiply-add per product. Operands are validated by the caller. */
+/* The window positions of output spatial position o, in row-major order,
+ * as offsets in the lhs (lsp) and the kernel (rsp). Positions on a hole of
+ * the lhs dilation or in the padding are dropped, or with keep_pad kept
+ * with lsp -1. Returns how many are listed. */
+static int64_t window_positions(const ir_inst *in, const ir_literal *lhs, const ir_window_dim *win,
+                                const int64_t *ksz, int64_t nwin, const int64_t *o, const int64_t *ls,
+                                const int64_t *rs, bool keep_pad, int64_t *lsp, int64_t *rsp) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int ns = cd->nspatial;
+  int64_t nv = 0, k[IR_MAX_RANK] = {0};
+  for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
+    int64_t loff = 0, roff = 0;
+    bool pad = false;
+    for (int i = 0; i < ns; i++) {
+      const ir_window_dim *w = &win[i];
+      int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
+      int64_t x = u / w->lhs_dilate;
+      if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
+        pad = true; /* a hole of the lhs dilation, or padding */
+        if (!keep_pad) break;
+      }
+      loff += x * ls[cd->in_spatial[i]];
+      roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
+    }
+    if (pad && !keep_pad) continue;
+    lsp[nv] = pad ? -1 : loff;
+    rsp[nv++] = roff;
+  }
+  return nv;
+}
+
 static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
                             const ir_literal *rhs, const ir_window_dim *win, const int64_t *ksz,
                             ir_literal **out) {
@@ -80,22 +111,9 @@ static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs
   int64_t o[IR_MAX_RANK] = {0};
   size_t es = (size_t)ir_type_size(rt);
   for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
-    int64_t k[IR_MAX_RANK] = {0}, obase = 0;
+    int64_t obase = 0;
     for (int i = 0; i < ns; i++) obase += o[i] * os[cd->out_spatial[i]];
-    for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
-      int64_t loff = 0, roff = 0;
-      bool pad = false;
-      for (int i = 0; i < ns; i++) {
-        const ir_window_dim *w = &win[i];
-        int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
-        int64_t x = u / w->lhs_dilate;
-        if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) pad = true;
-        loff += x * ls[cd->in_spatial[i]];
-        roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
-      }
-      lsp[wi] = pad ? -1 : loff;
-      rsp[wi] = roff;
-    }
+    window_positions(in, lhs, win, ksz, nwin, o, ls, rs, true, lsp, rsp);
     for (int64_t b = 0; b < nb; b++)
       for (int64_t f = 0; f < k_o; f++) {
         int64_t gf = f / out_fg, gb = f / out_bg;
@@ -248,37 +266,6 @@ static void sum_features(const conv_sums *c, const int64_t *lsp, const int64_t *
   }
 }
 
-/* The valid window positions of output spatial position o, in row-major
- * order (holes of the lhs dilation and padding dropped): their offsets in
- * the lhs (lsp) and the kernel (rsp). Returns how many. */
-static int64_t window_positions(const ir_inst *in, const ir_literal *lhs, const ir_window_dim *win,
-                                const int64_t *ksz, int64_t nwin, const int64_t *o, const int64_t *ls,
-                                const int64_t *rs, int64_t *lsp, int64_t *rsp) {
-  const ir_conv_dims *cd = &in->a->conv;
-  int ns = cd->nspatial;
-  int64_t nv = 0, k[IR_MAX_RANK] = {0};
-  for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
-    int64_t loff = 0, roff = 0;
-    bool ok = true;
-    for (int i = 0; i < ns; i++) {
-      const ir_window_dim *w = &win[i];
-      int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
-      int64_t x = u / w->lhs_dilate;
-      if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
-        ok = false; /* a hole of the lhs dilation, or padding */
-        break;
-      }
-      loff += x * ls[cd->in_spatial[i]];
-      roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
-    }
-    if (ok) {
-      lsp[nv] = loff;
-      rsp[nv++] = roff;
-    }
-  }
-  return nv;
-}
-
 base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
                            ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
@@ -350,7 +337,7 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     int64_t obase = 0;
     for (int i = 0; i < ns; i++)
       obase += o[i] * os[cd->out_spatial[i]];
-    int64_t nv = window_positions(in, lhs, win, ksz, nwin, o, ls, rs, lsp, rsp);
+    int64_t nv = window_positions(in, lhs, win, ksz, nwin, o, ls, rs, false, lsp, rsp);
     for (int64_t b = 0; b < nb; b++) {
       for (int64_t f0 = 0, nf; f0 < k_o; f0 += nf) {
         int64_t gf = f0 / out_fg, gb = f0 / out_bg;
