@@ -72,6 +72,11 @@ typedef enum base_status {
 
 /* A short constant description ("invalid argument"). Never NULL. */
 const char *base_status_str(base_status s);
+/* Writes the message to err (at most errlen bytes, NUL-terminated; nothing
+ * when errlen is 0) and returns st: the error return of calls that report
+ * into a caller's buffer. */
+base_status base_fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
+    BASE_PRINTF(4, 5);
 
 /* ---- arena ----------------------------------------------------------- */
 

@@ -56,6 +56,14 @@ bool base_add_overflow(size_t a, size_t b, size_t *out) {
   return false;
 }
 
+base_status base_fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (errlen) vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
 const char *base_status_str(base_status s) {
   static const char *const text[ST__COUNT] = {
 #define X(name, t) [ST_##name] = t,

@@ -77,6 +77,19 @@ base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64
   return ev_alloc(cx, inst, n, out);
 }
 
+base_status ev_widen(ev_ctx *cx, const ir_inst *in, ir_type t, const void *p, int64_t n, void **out) {
+  size_t es = (size_t)ir_type_size(t);
+  bool f = ir_type_is_float(t);
+  base_status st = ev_alloc_array(cx, in, n, f ? 4 : 8, out);
+  if (st != ST_OK) return st;
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *e = (const uint8_t *)p + (size_t)i * es;
+    if (f) ((float *)*out)[i] = ev_load_f(t, e);
+    else ((int64_t *)*out)[i] = ev_load_i(t, e);
+  }
+  return ST_OK;
+}
+
 base_status ev_new_array(ev_ctx *cx, const ir_inst *inst, const ir_shape *s, ir_literal **out) {
   int64_t n;
   if (s->type == IR_TUPLE || ir_type_size(s->type) <= 0)

@@ -43,6 +43,37 @@ static bool is_perm(int a, int b, const int8_t *sp, int n) {
  * from +0, the passes in order, each over window positions (row-major, all
  * of them: padding and holes read +0) then input features ascending, one
  * fused multiply-add per product. Operands are validated by the caller. */
+/* The window positions of output spatial position o, in row-major order,
+ * as offsets in the lhs (lsp) and the kernel (rsp). Positions on a hole of
+ * the lhs dilation or in the padding are dropped, or with keep_pad kept
+ * with lsp -1. Returns how many are listed. */
+static int64_t window_positions(const ir_inst *in, const ir_literal *lhs, const ir_window_dim *win,
+                                const int64_t *ksz, int64_t nwin, const int64_t *o, const int64_t *ls,
+                                const int64_t *rs, bool keep_pad, int64_t *lsp, int64_t *rsp) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int ns = cd->nspatial;
+  int64_t nv = 0, k[IR_MAX_RANK] = {0};
+  for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
+    int64_t loff = 0, roff = 0;
+    bool pad = false;
+    for (int i = 0; i < ns; i++) {
+      const ir_window_dim *w = &win[i];
+      int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
+      int64_t x = u / w->lhs_dilate;
+      if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
+        pad = true; /* a hole of the lhs dilation, or padding */
+        if (!keep_pad) break;
+      }
+      loff += x * ls[cd->in_spatial[i]];
+      roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
+    }
+    if (pad && !keep_pad) continue;
+    lsp[nv] = pad ? -1 : loff;
+    rsp[nv++] = roff;
+  }
+  return nv;
+}
+
 static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
                             const ir_literal *rhs, const ir_window_dim *win, const int64_t *ksz,
                             ir_literal **out) {
@@ -80,22 +111,9 @@ static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs
   int64_t o[IR_MAX_RANK] = {0};
   size_t es = (size_t)ir_type_size(rt);
   for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
-    int64_t k[IR_MAX_RANK] = {0}, obase = 0;
+    int64_t obase = 0;
     for (int i = 0; i < ns; i++) obase += o[i] * os[cd->out_spatial[i]];
-    for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
-      int64_t loff = 0, roff = 0;
-      bool pad = false;
-      for (int i = 0; i < ns; i++) {
-        const ir_window_dim *w = &win[i];
-        int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
-        int64_t x = u / w->lhs_dilate;
-        if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) pad = true;
-        loff += x * ls[cd->in_spatial[i]];
-        roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
-      }
-      lsp[wi] = pad ? -1 : loff;
-      rsp[wi] = roff;
-    }
+    window_positions(in, lhs, win, ksz, nwin, o, ls, rs, true, lsp, rsp);
     for (int64_t b = 0; b < nb; b++)
       for (int64_t f = 0; f < k_o; f++) {
         int64_t gf = f / out_fg, gb = f / out_bg;
@@ -117,11 +135,12 @@ static base_status conv_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs
   return ST_OK;
 }
 
-base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
-                           ir_literal **out) {
-  const ir_literal *lhs = ops[0], *rhs = ops[1];
+/* Checks the operands, dim_labels, groups and window of convolution in
+ * against its result shape; fills win (defaulted to the kernel's size when
+ * absent) and ksz, the kernel's spatial sizes. */
+static base_status conv_check(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs, const ir_literal *rhs,
+                              ir_window_dim *win, int64_t *ksz) {
   const ir_conv_dims *cd = &in->a->conv;
-  ir_type rt = in->shape->type;
   int ns = cd->nspatial;
   if (ns < 0 || ns > IR_MAX_RANK - 2 || lhs->shape.rank != ns + 2 || rhs->shape.rank != ns + 2 ||
       in->shape->rank != ns + 2)
@@ -144,9 +163,7 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
                    (long long)in_f, (long long)k_i, (long long)k_o, (long long)fgc, (long long)bgc,
                    (long long)in_b);
 
-  /* The window, defaulted to the kernel's size when absent. */
-  ir_window_dim win[IR_MAX_RANK];
-  int64_t want[IR_MAX_RANK], ksz[IR_MAX_RANK];
+  int64_t want[IR_MAX_RANK];
   want[cd->out_batch] = in_b / bgc;
   want[cd->out_feature] = k_o;
   for (int i = 0; i < ns; i++) {
@@ -173,12 +190,101 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
     if (want[d] != in->shape->dims[d])
       return ev_fail(cx, in, ST_INVALID_ARGUMENT, "result dimension %d is %lld, expected %lld", d,
                      (long long) in->shape->dims[d], (long long)want[d]);
+  return ST_OK;
+}
+
+/* The operands widened (f32 or int64 by the result type rt) with the
+ * element strides of the feature loop: lz along the input features, rz
+ * along the kernel's input features, rf along its output features. */
+typedef struct conv_sums {
+  ir_type rt;
+  bool is_float;
+  size_t es;
+  const float *fl, *fr;
+  const int64_t *il, *ir;
+  int64_t k_i, lz, rz, rf;
+} conv_sums;
+
+/* nf (<= 4) output features side by side: the sums over the nv window
+ * positions (lsp/rsp offsets from lbase/rbase) and the k_i input
+ * features, stored at ob, ob + ostep, ... in the result type. */
+static void sum_features(const conv_sums *c, const int64_t *lsp, const int64_t *rsp, int64_t nv,
+                         int64_t lbase, int64_t rbase, int64_t nf, uint8_t *ob, size_t ostep) {
+  ir_type rt = c->rt;
+  int64_t k_i = c->k_i, lz = c->lz, rz = c->rz, rf = c->rf;
+  if (c->is_float && nf == 4) { /* the common case, with the accumulators in registers */
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    for (int64_t p = 0; p < nv; p++) {
+      const float *xl = c->fl + lbase + lsp[p], *xr = c->fr + rbase + rsp[p];
+      for (int64_t z = 0; z < k_i; z++) {
+        float xv = xl[z * lz];
+        const float *wr = xr + z * rz;
+        float p0 = xv * wr[0], p1 = xv * wr[rf], p2 = xv * wr[2 * rf], p3 = xv * wr[3 * rf];
+        a0 += p0;
+        a1 += p1;
+        a2 += p2;
+        a3 += p3;
+      }
+    }
+    ev_store_f(rt, ob, a0);
+    ev_store_f(rt, ob + ostep, a1);
+    ev_store_f(rt, ob + 2 * ostep, a2);
+    ev_store_f(rt, ob + 3 * ostep, a3);
+  } else if (c->is_float) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t p = 0; p < nv; p++) {
+      const float *xl = c->fl + lbase + lsp[p], *xr = c->fr + rbase + rsp[p];
+      for (int64_t z = 0; z < k_i; z++) {
+        float xv = xl[z * lz];
+        const float *wr = xr + z * rz;
+        for (int64_t j = 0; j < nf; j++) {
+          float prod = xv * wr[j * rf];
+          acc[j] += prod;
+        }
+      }
+    }
+    for (int64_t j = 0; j < nf; j++)
+      ev_store_f(rt, ob + (size_t)j * ostep, acc[j]);
+  } else {
+    uint64_t acc[4] = {0, 0, 0, 0};
+    bool any[4] = {false, false, false, false};
+    for (int64_t p = 0; p < nv; p++) {
+      const int64_t *xl = c->il + lbase + lsp[p], *xr = c->ir + rbase + rsp[p];
+      for (int64_t z = 0; z < k_i; z++) {
+        uint64_t xv = (uint64_t)xl[z * lz];
+        const int64_t *wr = xr + z * rz;
+        for (int64_t j = 0; j < nf; j++) {
+          uint64_t prod = xv * (uint64_t)wr[j * rf];
+          acc[j] += prod;
+          any[j] |= prod != 0;
+        }
+      }
+    }
+    for (int64_t j = 0; j < nf; j++)
+      ev_store_i(rt, ob + (size_t)j * ostep,
+                 rt == IR_PRED ? (int64_t)any[j] : ev_wrap(rt, acc[j]));
+  }
+}
+
+base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
+                           ir_literal **out) {
+  const ir_literal *lhs = ops[0], *rhs = ops[1];
+  const ir_conv_dims *cd = &in->a->conv;
+  ir_type rt = in->shape->type;
+  int ns = cd->nspatial;
+  ir_window_dim win[IR_MAX_RANK];
+  int64_t ksz[IR_MAX_RANK];
+  base_status st = conv_check(cx, in, lhs, rhs, win, ksz);
+  if (st != ST_OK) return st;
+  int64_t fgc = in->a->feature_group_count > 0 ? in->a->feature_group_count : 1;
+  int64_t bgc = in->a->batch_group_count > 0 ? in->a->batch_group_count : 1;
+  int64_t in_b = lhs->shape.dims[cd->in_batch];
+  int64_t k_i = rhs->shape.dims[cd->k_in], k_o = rhs->shape.dims[cd->k_out];
 
   if (cx->opts.tpu_numerics && ir_type_is_float(rt) && ir_type_is_float(lhs->shape.type) &&
       ir_type_is_float(rhs->shape.type))
     return conv_tpu(cx, in, lhs, rhs, win, ksz, out);
   ir_literal *lc = (ir_literal *)lhs, *rc = (ir_literal *)rhs, *r;
-  base_status st;
   if (lhs->shape.type != rt && (st = ev_convert_to(cx, in, lhs, rt, &lc)) != ST_OK) return st;
   if (rhs->shape.type != rt && (st = ev_convert_to(cx, in, rhs, rt, &rc)) != ST_OK) return st;
   if ((st = ev_new_array(cx, in, in->shape, &r)) != ST_OK) return st;
@@ -191,26 +297,13 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   for (int i = 0; i < ns; i++)
     work *= (double)ksz[i];
   if ((st = ev_work(cx, in, work)) != ST_OK) return st;
-  bool is_float = ir_type_is_float(rt);
-  int64_t nl = ir_shape_count(&lhs->shape), nr = ir_shape_count(&rhs->shape);
-  size_t es = (size_t)ir_type_size(rt);
-  float *fl = NULL, *fr = NULL;
-  int64_t *il = NULL, *ir_ = NULL;
-  if (is_float) {
-    if ((st = ev_alloc_array(cx, in, nl, 4, (void **)&fl)) != ST_OK) return st;
-    if ((st = ev_alloc_array(cx, in, nr, 4, (void **)&fr)) != ST_OK) return st;
-    for (int64_t i = 0; i < nl; i++)
-      fl[i] = ev_load_f(rt, (uint8_t *)lc->data + (size_t)i * es);
-    for (int64_t i = 0; i < nr; i++)
-      fr[i] = ev_load_f(rt, (uint8_t *)rc->data + (size_t)i * es);
-  } else {
-    if ((st = ev_alloc_array(cx, in, nl, 8, (void **)&il)) != ST_OK) return st;
-    if ((st = ev_alloc_array(cx, in, nr, 8, (void **)&ir_)) != ST_OK) return st;
-    for (int64_t i = 0; i < nl; i++)
-      il[i] = ev_load_i(rt, (uint8_t *)lc->data + (size_t)i * es);
-    for (int64_t i = 0; i < nr; i++)
-      ir_[i] = ev_load_i(rt, (uint8_t *)rc->data + (size_t)i * es);
-  }
+  conv_sums c = {.rt = rt, .is_float = ir_type_is_float(rt), .es = (size_t)ir_type_size(rt),
+                 .k_i = k_i};
+  void *wl, *wr;
+  if ((st = ev_widen(cx, in, rt, lc->data, ir_shape_count(&lhs->shape), &wl)) != ST_OK) return st;
+  if ((st = ev_widen(cx, in, rt, rc->data, ir_shape_count(&rhs->shape), &wr)) != ST_OK) return st;
+  if (c.is_float) c.fl = wl, c.fr = wr;
+  else c.il = wl, c.ir = wr;
 
   if (k_i == 0) { /* no input features: every sum is empty, the result stays 0 */
     *out = r;
@@ -237,32 +330,14 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&lsp)) != ST_OK) return st;
   if ((st = ev_alloc_array(cx, in, nwin, 8, (void **)&rsp)) != ST_OK) return st;
   int64_t out_fg = k_o / fgc, out_bg = k_o / bgc, bgs = in_b / bgc, nb = in_b / bgc;
-  int64_t lz = ls[cd->in_feature], rz = rs[cd->k_in], rf = rs[cd->k_out];
+  c.lz = ls[cd->in_feature], c.rz = rs[cd->k_in], c.rf = rs[cd->k_out];
   int64_t o[IR_MAX_RANK] = {0};
   uint8_t *po = r->data;
   for (int64_t sp = 0; sp < nsp; sp++, ev_next_index(ns, osd, o)) {
-    int64_t nv = 0, k[IR_MAX_RANK] = {0}, obase = 0;
+    int64_t obase = 0;
     for (int i = 0; i < ns; i++)
       obase += o[i] * os[cd->out_spatial[i]];
-    for (int64_t wi = 0; wi < nwin; wi++, ev_next_index(ns, ksz, k)) {
-      int64_t loff = 0, roff = 0;
-      bool ok = true;
-      for (int i = 0; i < ns; i++) {
-        const ir_window_dim *w = &win[i];
-        int64_t u = o[i] * w->stride - w->pad_lo + k[i] * w->rhs_dilate;
-        int64_t x = u / w->lhs_dilate;
-        if (u % w->lhs_dilate != 0 || x < 0 || x >= lhs->shape.dims[cd->in_spatial[i]]) {
-          ok = false; /* a hole of the lhs dilation, or padding */
-          break;
-        }
-        loff += x * ls[cd->in_spatial[i]];
-        roff += (w->reversal ? ksz[i] - 1 - k[i] : k[i]) * rs[cd->k_spatial[i]];
-      }
-      if (ok) {
-        lsp[nv] = loff;
-        rsp[nv++] = roff;
-      }
-    }
+    int64_t nv = window_positions(in, lhs, win, ksz, nwin, o, ls, rs, false, lsp, rsp);
     for (int64_t b = 0; b < nb; b++) {
       for (int64_t f0 = 0, nf; f0 < k_o; f0 += nf) {
         int64_t gf = f0 / out_fg, gb = f0 / out_bg;
@@ -270,61 +345,9 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
         if (nf > k_o - f0) nf = k_o - f0;
         if (nf > out_fg - f0 % out_fg) nf = out_fg - f0 % out_fg;
         if (nf > out_bg - f0 % out_bg) nf = out_bg - f0 % out_bg;
-        int64_t lbase = (gb * bgs + b) * ls[cd->in_batch] + gf * k_i * lz, rbase = f0 * rf;
-        uint8_t *ob = po + (size_t)(obase + b * os[cd->out_batch] + f0 * os[cd->out_feature]) * es;
-        size_t ostep = (size_t)os[cd->out_feature] * es;
-        if (is_float && nf == 4) { /* the common case, with the accumulators in registers */
-          float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-          for (int64_t p = 0; p < nv; p++) {
-            const float *xl = fl + lbase + lsp[p], *xr = fr + rbase + rsp[p];
-            for (int64_t z = 0; z < k_i; z++) {
-              float xv = xl[z * lz];
-              const float *wr = xr + z * rz;
-              float p0 = xv * wr[0], p1 = xv * wr[rf], p2 = xv * wr[2 * rf], p3 = xv * wr[3 * rf];
-              a0 += p0;
-              a1 += p1;
-              a2 += p2;
-              a3 += p3;
-            }
-          }
-          ev_store_f(rt, ob, a0);
-          ev_store_f(rt, ob + ostep, a1);
-          ev_store_f(rt, ob + 2 * ostep, a2);
-          ev_store_f(rt, ob + 3 * ostep, a3);
-        } else if (is_float) {
-          float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          for (int64_t p = 0; p < nv; p++) {
-            const float *xl = fl + lbase + lsp[p], *xr = fr + rbase + rsp[p];
-            for (int64_t z = 0; z < k_i; z++) {
-              float xv = xl[z * lz];
-              const float *wr = xr + z * rz;
-              for (int64_t j = 0; j < nf; j++) {
-                float prod = xv * wr[j * rf];
-                acc[j] += prod;
-              }
-            }
-          }
-          for (int64_t j = 0; j < nf; j++)
-            ev_store_f(rt, ob + (size_t)j * ostep, acc[j]);
-        } else {
-          uint64_t acc[4] = {0, 0, 0, 0};
-          bool any[4] = {false, false, false, false};
-          for (int64_t p = 0; p < nv; p++) {
-            const int64_t *xl = il + lbase + lsp[p], *xr = ir_ + rbase + rsp[p];
-            for (int64_t z = 0; z < k_i; z++) {
-              uint64_t xv = (uint64_t)xl[z * lz];
-              const int64_t *wr = xr + z * rz;
-              for (int64_t j = 0; j < nf; j++) {
-                uint64_t prod = xv * (uint64_t)wr[j * rf];
-                acc[j] += prod;
-                any[j] |= prod != 0;
-              }
-            }
-          }
-          for (int64_t j = 0; j < nf; j++)
-            ev_store_i(rt, ob + (size_t)j * ostep,
-                       rt == IR_PRED ? (int64_t)any[j] : ev_wrap(rt, acc[j]));
-        }
+        int64_t lbase = (gb * bgs + b) * ls[cd->in_batch] + gf * k_i * c.lz, rbase = f0 * c.rf;
+        uint8_t *ob = po + (size_t)(obase + b * os[cd->out_batch] + f0 * os[cd->out_feature]) * c.es;
+        sum_features(&c, lsp, rsp, nv, lbase, rbase, nf, ob, (size_t)os[cd->out_feature] * c.es);
       }
     }
   }

@@ -155,12 +155,8 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
 
   if (ir_type_is_float(rt)) {
     float *fa, *fb;
-    if ((st = ev_alloc_array(cx, in, na, 4, (void **)&fa)) != ST_OK) return st;
-    if ((st = ev_alloc_array(cx, in, nbv, 4, (void **)&fb)) != ST_OK) return st;
-    for (int64_t i = 0; i < na; i++)
-      fa[i] = ev_load_f(rt, pa + (size_t)i * es);
-    for (int64_t i = 0; i < nbv; i++)
-      fb[i] = ev_load_f(rt, pb + (size_t)i * es);
+    if ((st = ev_widen(cx, in, rt, pa, na, (void **)&fa)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&fb)) != ST_OK) return st;
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -174,12 +170,8 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
         }
   } else {
     int64_t *ia, *ib;
-    if ((st = ev_alloc_array(cx, in, na, 8, (void **)&ia)) != ST_OK) return st;
-    if ((st = ev_alloc_array(cx, in, nbv, 8, (void **)&ib)) != ST_OK) return st;
-    for (int64_t i = 0; i < na; i++)
-      ia[i] = ev_load_i(rt, pa + (size_t)i * es);
-    for (int64_t i = 0; i < nbv; i++)
-      ib[i] = ev_load_i(rt, pb + (size_t)i * es);
+    if ((st = ev_widen(cx, in, rt, pa, na, (void **)&ia)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&ib)) != ST_OK) return st;
     for (int64_t bi = 0; bi < B; bi++)
       for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {

@@ -65,6 +65,9 @@ base_status ev_work(ev_ctx *cx, const ir_inst *inst, double n);
 /* As ev_alloc, for count * size bytes with overflow checked. */
 base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64_t size,
                            void **out);
+/* The n elements of type t at p, widened into a new scratch array (*out):
+ * f32 for a float t, int64_t otherwise. Fails as ev_alloc_array. */
+base_status ev_widen(ev_ctx *cx, const ir_inst *in, ir_type t, const void *p, int64_t n, void **out);
 /* A new zero-filled array literal of shape s (its type and dims). */
 base_status ev_new_array(ev_ctx *cx, const ir_inst *inst, const ir_shape *s, ir_literal **out);
 /* A tuple literal whose elements are the given literals (shared). */

@@ -273,13 +273,21 @@ static base_status reduce_row(ev_ctx *cx, reducer *r, const uint8_t *x, int64_t 
   return step1(cx, r, out, t);
 }
 
+/* The n result types (*types, checked by check_inputs) and room for the
+ * n result literals (*res) of a reduce or reduce-window. */
+static base_status begin_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, int n, ir_type **types,
+                                ir_literal ***res) {
+  base_status st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof **types, (void **)types);
+  if (st == ST_OK) st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof **res, (void **)res);
+  if (st == ST_OK) st = check_inputs(cx, in, ops, n, *types);
+  return st;
+}
+
 base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   int n = in->nops / 2;
   ir_type *types;
   ir_literal **res;
-  base_status st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *types, (void **)&types);
-  if (st == ST_OK) st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *res, (void **)&res);
-  if (st == ST_OK) st = check_inputs(cx, in, ops, n, types);
+  base_status st = begin_reduce(cx, in, ops, n, &types, &res);
   if (st != ST_OK) return st;
   const ir_shape *is = &ops[0]->shape;
   bool red[IR_MAX_RANK] = {false};
@@ -376,9 +384,7 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   int n = in->nops / 2;
   ir_type *types;
   ir_literal **res;
-  base_status st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *types, (void **)&types);
-  if (st == ST_OK) st = ev_alloc_array(cx, in, n ? n : 1, (int64_t)sizeof *res, (void **)&res);
-  if (st == ST_OK) st = check_inputs(cx, in, ops, n, types);
+  base_status st = begin_reduce(cx, in, ops, n, &types, &res);
   if (st != ST_OK) return st;
   const ir_shape *is = &ops[0]->shape;
   int rank = is->rank;

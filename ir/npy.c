@@ -19,16 +19,6 @@
 
 #include <stdlib.h>
 
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
-    BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (errlen) vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
 /* ---- header dict ----------------------------------------------------- */
@@ -322,32 +312,32 @@ static base_status read_head(const char *what, const void *data, size_t len, npy
                              char *err, size_t errlen) {
   const uint8_t *d = data;
   if (len < 10 || memcmp(d, npy_magic, 6) != 0)
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npy file (bad magic)", what);
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npy file (bad magic)", what);
   int major = d[6], minor = d[7];
   size_t hlen, hstart;
   if (major == 1) {
     hlen = (size_t)d[8] | (size_t)d[9] << 8;
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (len < 12) return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: truncated .npy header", what);
+    if (len < 12) return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: truncated .npy header", what);
     hlen = (size_t)d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24;
     hstart = 12;
   } else {
-    return fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
+    return base_fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
                 major, minor);
   }
   if (minor != 0)
-    return fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
+    return base_fail(err, errlen, ST_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", what,
                 major, minor);
   if (hlen > len - hstart)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: .npy header length %zu exceeds the file (%zu bytes)", what, hlen, len);
   memset(o, 0, sizeof *o);
   o->h.p = (const char *)d + hstart;
   o->h.end = o->h.p + hlen;
   char why[160];
   if (!parse_header(&o->h, why, sizeof why))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: malformed .npy header: %s", what, why);
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: malformed .npy header: %s", what, why);
   o->known = parse_descr(o->h.descr, &o->dt);
   o->nt = o->known ? native_type(o->dt) : IR_TYPE_INVALID;
   o->doff = hstart + hlen;
@@ -381,29 +371,29 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
   bool known = o.known;
   ir_type nt = o.nt;
   if (!known || (nt == IR_TYPE_INVALID && as == IR_TYPE_INVALID))
-    return fail(err, errlen, ST_UNSUPPORTED,
+    return base_fail(err, errlen, ST_UNSUPPORTED,
                 "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8, int32, float16 and "
                 "float32 (convert with .astype(), or name the type, e.g. 2x3xf32=@file.npy; "
                 "raw .bin for bf16)",
                 what, h.descr, numpy_name(dt, known));
   ir_type t = as == IR_TYPE_INVALID ? nt : as;
   if (dt.kind == 'f' && !ir_type_is_float(t))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %s data cannot be read as %s", what,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %s data cannot be read as %s", what,
                 numpy_name(dt, true), ir_type_name(t));
   ir_shape s = ir_shape_array(t, h.rank, h.dims);
   int64_t n;
   size_t bytes;
   if (!ir_shape_elements(&s, &n) || base_mul_overflow((size_t)n, (size_t)dt.size, &bytes))
-    return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+    return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   size_t doff = o.doff, avail = len - doff;
   if (bytes > avail)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: truncated: shape needs %zu data bytes, the file has %zu", what, bytes, avail);
   if (bytes < avail)
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %zu unexpected bytes after the array data",
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: %zu unexpected bytes after the array data",
                 what, avail - bytes);
   ir_literal *l = ir_literal_create(a, &s);
-  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+  if (!l) return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   const uint8_t *src = d + doff;
   walker w;
   walker_init(&w, h.rank, h.dims);
@@ -434,7 +424,7 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
       else if (t == IR_PRED)
         ir_literal_set_i64(l, i, iv != 0);
       else if (iv < lo || iv > hi)
-        return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: element %lld (%lld) does not fit %s",
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: element %lld (%lld) does not fit %s",
                     what, (long long)i, (long long)iv, ir_type_name(t));
       else
         ir_literal_set_i64(l, i, iv);
@@ -460,7 +450,7 @@ base_status ir_npy_decode_as(arena *a, const char *what, const void *data, size_
 base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err, size_t errlen) {
   const ir_shape *s = &l->shape;
   if (s->type == IR_TUPLE)
-    return fail(err, errlen, ST_UNSUPPORTED, "a tuple cannot be written to .npy");
+    return base_fail(err, errlen, ST_UNSUPPORTED, "a tuple cannot be written to .npy");
   static const char *const descr[] = {[IR_PRED] = "|b1", [IR_S8] = "|i1",  [IR_S32] = "<i4",
                                       [IR_BF16] = "<f4", [IR_F16] = "<f2", [IR_F32] = "<f4"};
   strbuf h;

@@ -28,16 +28,6 @@
 #include <zlib.h>
 #endif
 
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
-    BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (errlen) vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
 static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
@@ -138,30 +128,30 @@ static base_status read_directory(arena *a, const char *what, const uint8_t *d, 
                                   entry **out, uint64_t *out_n, char *err, size_t errlen) {
   size_t eocd;
   if (len >= 4 && rd32(d) != 0x04034b50 && rd32(d) != 0x06054b50)
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npz (zip) file (bad magic)", what);
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: not an .npz (zip) file (bad magic)", what);
   if (!find_eocd(d, len, &eocd))
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: not a complete .npz (zip) file: no end-of-central-directory record", what);
   uint64_t nent = rd16(d + eocd + 10), cdsize = rd32(d + eocd + 12), cdoff = rd32(d + eocd + 16);
   if (rd16(d + eocd + 4) != 0 || rd16(d + eocd + 6) != 0)
-    return fail(err, errlen, ST_UNSUPPORTED, "%s: multi-disk zip archives are not supported", what);
+    return base_fail(err, errlen, ST_UNSUPPORTED, "%s: multi-disk zip archives are not supported", what);
   if (nent == 0xffff || cdsize == 0xffffffffu || cdoff == 0xffffffffu) {
     if (eocd < 20 || rd32(d + eocd - 20) != 0x07064b50)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: zip64 locator missing", what);
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: zip64 locator missing", what);
     uint64_t z = rd64(d + eocd - 20 + 8);
     if (z > len || len - z < 56 || rd32(d + z) != 0x06064b50)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: bad zip64 end record", what);
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: bad zip64 end record", what);
     nent = rd64(d + z + 32);
     cdsize = rd64(d + z + 40);
     cdoff = rd64(d + z + 48);
   }
   if (cdoff > len || cdsize > len - cdoff)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: central directory (offset %llu, %llu bytes) lies outside the file (%zu "
                 "bytes)",
                 what, (unsigned long long)cdoff, (unsigned long long)cdsize, len);
   if (nent > cdsize / CDIR_SIZE)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: %llu entries cannot fit a %llu-byte central directory", what,
                 (unsigned long long)nent, (unsigned long long)cdsize);
   entry *ents = arena_array(a, nent ? (size_t)nent : 1, sizeof *ents);
@@ -171,7 +161,7 @@ static base_status read_directory(arena *a, const char *what, const uint8_t *d, 
     entry *en = &ents[e];
     order[e] = en;
     if (cdend - cd < CDIR_SIZE || rd32(cd) != 0x02014b50)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
                   what, (unsigned long long)e);
     uint32_t flags = rd16(cd + 8);
     en->method = rd16(cd + 10);
@@ -181,7 +171,7 @@ static base_status read_directory(arena *a, const char *what, const uint8_t *d, 
     en->loff = rd32(cd + 42);
     size_t nl = rd16(cd + 28), xl = rd16(cd + 30), cl = rd16(cd + 32);
     if ((size_t)(cdend - cd) - CDIR_SIZE < nl + xl + cl)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: central directory entry %llu is corrupt",
                   what, (unsigned long long)e);
     const char *name = (const char *)cd + CDIR_SIZE;
     /* zip64 extra field */
@@ -200,35 +190,35 @@ static base_status read_directory(arena *a, const char *what, const uint8_t *d, 
     cd += CDIR_SIZE + nl + xl + cl;
     char *ename = arena_strndup(a, name, nl);
     if (memchr(name, 0, nl))
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry %llu has a NUL in its name", what,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry %llu has a NUL in its name", what,
                   (unsigned long long)e);
     if (flags & 1)
-      return fail(err, errlen, ST_UNSUPPORTED, "%s: entry '%s' is encrypted", what, ename);
+      return base_fail(err, errlen, ST_UNSUPPORTED, "%s: entry '%s' is encrypted", what, ename);
     if (nl < 4 || memcmp(name + nl - 4, ".npy", 4) != 0)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s' is not an .npy file", what,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s' is not an .npy file", what,
                   ename);
     if (en->loff > len || len - en->loff < LOCAL_SIZE || rd32(d + en->loff) != 0x04034b50)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': bad local header offset", what,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s': bad local header offset", what,
                   ename);
     en->doff = en->loff + LOCAL_SIZE + rd16(d + en->loff + 26) + rd16(d + en->loff + 28);
     if (en->doff > len || en->csize > len - en->doff)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "%s: entry '%s': data (%llu bytes at %llu) lies outside the file (%zu bytes)",
                   what, ename, (unsigned long long)en->csize, (unsigned long long)en->doff, len);
     if (en->usize > IR_TENSOR_MAX_FILE)
-      return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+      return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED,
                   "%s: entry '%s' holds %llu bytes, over the limit of %zu for one array", what,
                   ename, (unsigned long long)en->usize, IR_TENSOR_MAX_FILE);
     if (en->method == 0 && en->usize != en->csize)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "%s: entry '%s': stored entry with differing sizes", what, ename);
     /* deflate never expands more than ~1032:1 */
     if (en->method == 8 && en->usize / 1032 > en->csize + 1)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "%s: entry '%s': declared size %llu is impossible for %llu compressed bytes",
                   what, ename, (unsigned long long)en->usize, (unsigned long long)en->csize);
     if (en->method != 0 && en->method != 8)
-      return fail(err, errlen, ST_UNSUPPORTED,
+      return base_fail(err, errlen, ST_UNSUPPORTED,
                   "%s: entry '%s' uses zip compression method %u (only stored and deflate)", what,
                   ename, en->method);
     ename[nl - 4] = 0;
@@ -239,14 +229,14 @@ static base_status read_directory(arena *a, const char *what, const uint8_t *d, 
   qsort(order, (size_t)nent, sizeof *order, by_offset);
   for (uint64_t e = 1; e < nent; e++)
     if (order[e]->loff < order[e - 1]->doff + order[e - 1]->csize)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "%s: entries '%s' and '%s' overlap (at byte %llu): not an archive numpy writes",
                   what, order[e - 1]->name, order[e]->name, (unsigned long long)order[e]->loff);
   strmap *names = strmap_create(a);
   for (uint64_t e = 0; e < nent; e++) {
     size_t nl = strlen(ents[e].name);
     if (strmap_get(names, ents[e].name, nl) >= 0)
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: two entries are named '%s.npy'", what,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: two entries are named '%s.npy'", what,
                   ents[e].name);
     strmap_put(names, ents[e].name, nl, 0);
   }
@@ -267,11 +257,11 @@ static base_status check_header(arena *a, const char *what, const uint8_t *d, co
   if (en->method == 8) {
 #ifdef HAVE_ZLIB
     if (!inflate_raw(d + en->doff, (size_t)en->csize, head, hn, false, &hn))
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
                   what, en->name);
     h = head;
 #else
-    return fail(err, errlen, ST_UNSUPPORTED,
+    return base_fail(err, errlen, ST_UNSUPPORTED,
                 "%s: entry '%s.npy' is deflated (numpy.savez_compressed) but this tpucc was "
                 "built without zlib; save with numpy.savez instead",
                 what, en->name);
@@ -292,7 +282,7 @@ static base_status check_header(arena *a, const char *what, const uint8_t *d, co
       ir_tensor_print_spec(&want, expect);
       s.type = expect->type;
       ir_tensor_print_spec(&got, &s);
-      st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s: expected %s, the array is %s", sub,
+      st = base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: expected %s, the array is %s", sub,
                 sb_str(&want), sb_str(&got));
       sb_free(&want);
       sb_free(&got);
@@ -300,7 +290,7 @@ static base_status check_header(arena *a, const char *what, const uint8_t *d, co
     }
   }
   if (size != SIZE_MAX && size != en->usize)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s: the .npy header implies %zu bytes, the archive says %llu", sub, size,
                 (unsigned long long)en->usize);
   return ST_OK;
@@ -314,13 +304,13 @@ static base_status decode_entry(arena *a, const char *what, const uint8_t *d, co
 #ifdef HAVE_ZLIB
   if (en->method == 8) {
     if (!(buf = malloc(en->usize ? (size_t)en->usize : 1)))
-      return fail(err, errlen, ST_OUT_OF_MEMORY,
+      return base_fail(err, errlen, ST_OUT_OF_MEMORY,
                   "%s: entry '%s.npy': the host has no memory for %llu bytes", what, en->name,
                   (unsigned long long)en->usize);
     size_t got;
     if (!inflate_raw(d + en->doff, (size_t)en->csize, buf, (size_t)en->usize, true, &got)) {
       free(buf);
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': corrupt deflate data",
                   what, en->name);
     }
     npy = buf;
@@ -328,7 +318,7 @@ static base_status decode_entry(arena *a, const char *what, const uint8_t *d, co
 #endif
   base_status st = ST_OK;
   if (crc32_of(npy, (size_t)en->usize) != en->crc)
-    st = fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': CRC-32 mismatch", what,
+    st = base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: entry '%s.npy': CRC-32 mismatch", what,
               en->name);
   else
     st = ir_npy_decode(a, arena_printf(a, "%s:%s.npy", what, en->name), npy, (size_t)en->usize,
@@ -352,14 +342,14 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
       strbuf names;
       sb_init(&names);
       for (uint64_t i = 0; i < nent; i++) sb_printf(&names, "%s%s", i ? ", " : "", ents[i].name);
-      st = fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", what, select,
+      st = base_fail(err, errlen, ST_NOT_FOUND, "%s has no array '%s' (it has: %s)", what, select,
                 nent ? sb_str(&names) : "none");
       sb_free(&names);
       return st;
     }
     count = 1;
   } else if (expect && nent != 1) {
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "%s holds %llu arrays; with a shape, select one as @%s:NAME", what,
                 (unsigned long long)nent, what);
   }
@@ -370,7 +360,7 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
     if ((st = check_header(a, what, d, &ents[e], expect, err, errlen)) != ST_OK) return st;
     total += ents[e].usize;
     if (total > IR_TENSOR_MAX_FILE)
-      return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+      return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED,
                   "%s: its arrays hold more than %zu bytes in all", what, IR_TENSOR_MAX_FILE);
   }
   ir_named_literal *res = arena_array(a, count ? (size_t)count : 1, sizeof *res);
@@ -386,7 +376,7 @@ base_status ir_npz_decode(arena *a, const char *what, const void *data, size_t l
 
 base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n, char *err,
                           size_t errlen) {
-  if (n > 0xfffe) return fail(err, errlen, ST_UNSUPPORTED, "too many arrays for one .npz");
+  if (n > 0xfffe) return base_fail(err, errlen, ST_UNSUPPORTED, "too many arrays for one .npz");
   size_t base = b->len;
   size_t *offs = base_xmalloc(sizeof(size_t) * (size_t)(n ? n : 1));
   uint32_t *crcs = base_xmalloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
@@ -401,7 +391,7 @@ base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n, char
     size_t nl = strlen(arrays[i].name) + 4;
     if (npy.len > 0xfffffffeu || b->len - base > 0xfffffffeu - npy.len - nl - LOCAL_SIZE ||
         nl > 0xffff) {
-      st = fail(err, errlen, ST_UNSUPPORTED,
+      st = base_fail(err, errlen, ST_UNSUPPORTED,
                 "array '%s' is too large for an .npz (4 GiB); write .npy files instead",
                 arrays[i].name);
       break;
@@ -451,7 +441,7 @@ base_status ir_npz_encode(strbuf *b, const ir_named_literal *arrays, int n, char
     }
     size_t cdsize = b->len - base - cdstart;
     if (cdstart + cdsize > 0xfffffffeu) {
-      st = fail(err, errlen, ST_UNSUPPORTED, "arrays too large for an .npz (4 GiB)");
+      st = base_fail(err, errlen, ST_UNSUPPORTED, "arrays too large for an .npz (4 GiB)");
     } else {
       wr32(b, 0x06054b50);
       wr16(b, 0);

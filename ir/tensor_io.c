@@ -11,16 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...)
-    BASE_PRINTF(4, 5);
-static base_status fail(char *err, size_t errlen, base_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (errlen) vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 /* ---- literals that may not fit ------------------------------------------ */
 
 static ir_literal *try_create(arena *a, const ir_shape *s, int depth) {
@@ -56,19 +46,19 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, si
                          char *err, size_t errlen) {
   struct stat sb;
   if (stat(path, &sb) != 0)
-    return fail(err, errlen, errno == ENOENT ? ST_NOT_FOUND : ST_IO_ERROR, "%s: %s", path,
+    return base_fail(err, errlen, errno == ENOENT ? ST_NOT_FOUND : ST_IO_ERROR, "%s: %s", path,
                 strerror(errno));
-  if (S_ISDIR(sb.st_mode)) return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+  if (S_ISDIR(sb.st_mode)) return base_fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
   if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) /* devices could be endless */
-    return fail(err, errlen, ST_IO_ERROR, "%s: not a regular file or a pipe", path);
+    return base_fail(err, errlen, ST_IO_ERROR, "%s: not a regular file or a pipe", path);
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+  if (!f) return base_fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
   /* Regular files: read the size announced; others (pipes): grow. Either
    * way never more than max_bytes. */
   size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size : 65536;
   if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
     fclose(f);
-    return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (%lld bytes, limit %zu)",
+    return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (%lld bytes, limit %zu)",
                 path, (long long)sb.st_size, max_bytes);
   }
   if (cap > max_bytes) cap = max_bytes;
@@ -82,7 +72,7 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, si
         if (c == EOF) break;
         free(buf);
         fclose(f);
-        return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (limit %zu bytes)",
+        return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: file too large (limit %zu bytes)",
                     path, max_bytes);
       }
       if (S_ISREG(sb.st_mode)) {
@@ -101,7 +91,7 @@ base_status ir_file_read(const char *path, size_t max_bytes, char **out_data, si
   fclose(f);
   if (bad) {
     free(buf);
-    return fail(err, errlen, ST_IO_ERROR, "%s: read error", path);
+    return base_fail(err, errlen, ST_IO_ERROR, "%s: read error", path);
   }
   buf[len] = 0;
   *out_data = buf;
@@ -130,14 +120,14 @@ base_status ir_file_write(const char *path, const void *data, size_t len, char *
   struct stat sb;
   bool exists = stat(path, &sb) == 0;
   if (exists && S_ISDIR(sb.st_mode))
-    return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+    return base_fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
   if (exists && !S_ISREG(sb.st_mode)) { /* a device or pipe (/dev/stdout): written in place */
     int fd = open(path, O_WRONLY | O_TRUNC);
-    if (fd < 0) return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+    if (fd < 0) return base_fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
     bool ok = write_all(fd, data, len);
     int e = errno;
     if (close(fd) != 0 && ok) ok = false, e = errno;
-    return ok ? ST_OK : fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(e));
+    return ok ? ST_OK : base_fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(e));
   }
   /* A regular file: a temporary beside it, synced, renamed over it only
    * when complete, so that a failed write leaves the old file whole. */
@@ -152,7 +142,7 @@ base_status ir_file_write(const char *path, const void *data, size_t len, char *
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
-    base_status st = fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+    base_status st = base_fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
     free(tmp);
     return st;
   }
@@ -164,28 +154,28 @@ base_status ir_file_write(const char *path, const void *data, size_t len, char *
   if (!ok) unlink(tmp);
   free(tmp);
   return ok ? ST_OK
-            : fail(err, errlen, ST_IO_ERROR, "%s: %s (the file is unchanged)", path, strerror(e));
+            : base_fail(err, errlen, ST_IO_ERROR, "%s: %s (the file is unchanged)", path, strerror(e));
 }
 
 base_status ir_file_check_writable(const char *path, char *err, size_t errlen) {
   struct stat sb;
-  if (!*path) return fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name");
+  if (!*path) return base_fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name");
   if (stat(path, &sb) == 0) {
-    if (S_ISDIR(sb.st_mode)) return fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
+    if (S_ISDIR(sb.st_mode)) return base_fail(err, errlen, ST_IO_ERROR, "%s: is a directory", path);
     if (access(path, W_OK) != 0)
-      return fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
+      return base_fail(err, errlen, ST_IO_ERROR, "%s: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode)) return ST_OK; /* a device or pipe: written in place */
   }
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-  if (!dir) return fail(err, errlen, ST_OUT_OF_MEMORY, "out of memory");
+  if (!dir) return base_fail(err, errlen, ST_OUT_OF_MEMORY, "out of memory");
   base_status st = ST_OK;
   if (stat(dir, &sb) != 0)
-    st = fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
+    st = base_fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
   else if (!S_ISDIR(sb.st_mode))
-    st = fail(err, errlen, ST_IO_ERROR, "%s: %s is not a directory", path, dir);
+    st = base_fail(err, errlen, ST_IO_ERROR, "%s: %s is not a directory", path, dir);
   else if (access(dir, W_OK) != 0)
-    st = fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
+    st = base_fail(err, errlen, ST_IO_ERROR, "%s: directory %s: %s", path, dir, strerror(errno));
   free(dir);
   return st;
 }
@@ -198,19 +188,19 @@ base_status ir_bin_decode(arena *a, const char *what, const void *data, size_t l
   size_t bytes;
   if (s->type == IR_TUPLE || !ir_shape_elements(s, &n) ||
       base_mul_overflow((size_t)n, (size_t)ir_type_size(s->type), &bytes))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "%s: shape too large for a raw tensor", what);
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: shape too large for a raw tensor", what);
   if (bytes != len) {
     strbuf sp;
     sb_init(&sp);
     ir_tensor_print_spec(&sp, s);
     base_status st =
-        fail(err, errlen, ST_INVALID_ARGUMENT, "%s: raw file has %zu bytes but %s needs %zu", what,
+        base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: raw file has %zu bytes but %s needs %zu", what,
              len, sb_str(&sp), bytes);
     sb_free(&sp);
     return st;
   }
   ir_literal *l = ir_literal_create(a, s);
-  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
+  if (!l) return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "%s: shape too large", what);
   const uint8_t *src = data;
   uint8_t *dst = l->data;
   int size = ir_type_size(s->type);
@@ -283,10 +273,10 @@ base_status ir_tensor_read_file(arena *a, const char *path, const ir_shape *shap
       *out_n = 1;
     }
   } else if (bin) {
-    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+    st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
               "%s: a raw .bin needs an explicit shape and type, e.g. 2x2xbf16=@%s", path, path);
   } else {
-    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+    st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
               "%s: not an .npy or .npz file (give SHAPExTYPE=@file for raw data)", path);
   }
   free(data);
@@ -295,7 +285,7 @@ base_status ir_tensor_read_file(arena *a, const char *path, const ir_shape *shap
 
 base_status ir_tensor_write_file(const char *path, const ir_literal *l, char *err, size_t errlen) {
   if (l->shape.type == IR_TUPLE)
-    return fail(err, errlen, ST_UNSUPPORTED, "%s: a tuple cannot be written to one tensor file",
+    return base_fail(err, errlen, ST_UNSUPPORTED, "%s: a tuple cannot be written to one tensor file",
                 path);
   strbuf b;
   sb_init(&b);
@@ -308,7 +298,7 @@ base_status ir_tensor_write_file(const char *path, const ir_literal *l, char *er
   } else if (ends_with(path, ".bin")) {
     ir_bin_encode(&b, l);
   } else {
-    st = fail(err, errlen, ST_INVALID_ARGUMENT,
+    st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
               "%s: unknown tensor file extension (use .npy, .npz or .bin)", path);
   }
   if (st == ST_OK) st = ir_file_write(path, b.s ? b.s : "", b.len, err, errlen);
@@ -356,17 +346,17 @@ base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out, ch
   if (br) { /* HLO spelling: f32[2,3] */
     t = spec_type(text, (size_t)(br - text));
     if (t == IR_TYPE_INVALID || text[len - 1] != ']')
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "bad shape '%.*s' (expected e.g. 2x3xf32 or f32[2,3])", (int)len, text);
     const char *p = br + 1, *end = text + len - 1;
     while (p < end) {
       const char *c = memchr(p, ',', (size_t)(end - p));
       const char *e = c ? c : end;
       if (rank == IR_MAX_RANK)
-        return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
                     (int)len, text, IR_MAX_RANK);
       if (!parse_dim(p, (size_t)(e - p), &dims[rank++]))
-        return fail(err, errlen, ST_INVALID_ARGUMENT, "bad dimension '%.*s' in shape '%.*s'",
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "bad dimension '%.*s' in shape '%.*s'",
                     (int)(e - p), p, (int)len, text);
       p = c ? c + 1 : end;
     }
@@ -376,17 +366,17 @@ base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out, ch
       const char *x = memchr(p, 'x', (size_t)(end - p));
       if (!x) break;
       if (rank == IR_MAX_RANK)
-        return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' has more than %d dimensions",
                     (int)len, text, IR_MAX_RANK);
       if (!parse_dim(p, (size_t)(x - p), &dims[rank++]))
-        return fail(err, errlen, ST_INVALID_ARGUMENT,
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                     "bad dimension '%.*s' in shape '%.*s' (expected e.g. 2x3xf32)", (int)(x - p), p,
                     (int)len, text);
       p = x + 1;
     }
     t = spec_type(p, (size_t)(end - p));
     if (t == IR_TYPE_INVALID)
-      return fail(err, errlen, ST_INVALID_ARGUMENT,
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                   "unknown element type '%.*s' in '%.*s' (known: pred s8 s32 bf16 f16 f32, "
                   "i1 i8 i32)",
                   (int)(end - p), p, (int)len, text);
@@ -394,7 +384,7 @@ base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out, ch
   ir_shape s = ir_shape_array(t, rank, dims);
   int64_t n;
   if (!ir_shape_elements(&s, &n))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' is too large", (int)len, text);
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "shape '%.*s' is too large", (int)len, text);
   *out = s;
   return ST_OK;
 }
@@ -484,14 +474,14 @@ static base_status parse_values(arena *a, const ir_shape *s, const char *text, i
       p++;
   }
   if (count != n && !(count == 1 && n > 0))
-    return fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld", (long long)n,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT, "expected %lld value%s, got %lld", (long long)n,
                 n == 1 ? "" : "s", (long long)count);
   if ((uint64_t)n * (uint64_t)ir_type_size(s->type) > IR_TENSOR_MAX_FILE)
-    return fail(err, errlen, ST_RESOURCE_EXHAUSTED,
+    return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED,
                 "tensor too large (%lld elements; the limit is %zu bytes)", (long long)n,
                 IR_TENSOR_MAX_FILE);
   l = ir_literal_create(a, s);
-  if (!l) return fail(err, errlen, ST_RESOURCE_EXHAUSTED, "shape too large");
+  if (!l) return base_fail(err, errlen, ST_RESOURCE_EXHAUSTED, "shape too large");
   int64_t i = 0;
   char why[160];
   for (const char *p = text; *p;) {
@@ -502,7 +492,7 @@ static base_status parse_values(arena *a, const ir_shape *s, const char *text, i
     while (*p && !is_sep(*p))
       p++;
     if (!parse_value(l, i, b, (size_t)(p - b), why, sizeof why))
-      return fail(err, errlen, ST_INVALID_ARGUMENT, "value %lld: %s", (long long)i, why);
+      return base_fail(err, errlen, ST_INVALID_ARGUMENT, "value %lld: %s", (long long)i, why);
     i++;
   }
   if (count == 1 && n > 1) { /* splat */
@@ -530,7 +520,7 @@ static base_status fit_to_spec(arena *a, const char *path, ir_literal **l, const
     ir_tensor_print_spec(&x, s);
     ir_tensor_print_spec(&y, &g->shape);
     base_status st =
-        fail(err, errlen, ST_INVALID_ARGUMENT, "%s holds %s, not %s", path, sb_str(&y), sb_str(&x));
+        base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s holds %s, not %s", path, sb_str(&y), sb_str(&x));
     sb_free(&x);
     sb_free(&y);
     return st;
@@ -555,7 +545,7 @@ static base_status parse_file(arena *a, const char *path, const ir_shape *shape,
     sel = z + 5;
     z[4] = 0;
   }
-  if (!*p) return fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name after '@'");
+  if (!*p) return base_fail(err, errlen, ST_INVALID_ARGUMENT, "empty file name after '@'");
   bool raw = shape && !ends_with(p, ".npy") && !ends_with(p, ".npz");
   ir_named_literal *r;
   int n;
@@ -595,7 +585,7 @@ base_status ir_tensor_parse(arena *a, const char *text, ir_named_literal **out, 
   if (*text == '@') return parse_file(a, text + 1, NULL, out, out_n, err, errlen);
   const char *eq = strchr(text, '=');
   if (!eq)
-    return fail(err, errlen, ST_INVALID_ARGUMENT,
+    return base_fail(err, errlen, ST_INVALID_ARGUMENT,
                 "expected SHAPExTYPE=VALUES (e.g. 2x3xf32=1 2 3 4 5 6), "
                 "SHAPExTYPE=@file.bin or @file.npy");
   ir_shape s;

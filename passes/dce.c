@@ -4,6 +4,7 @@
  * kept: they define the signature), and every computation is reachable
  * from the entry through calls. */
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 
 static bool dce_comp(ir_module *m, ir_comp_id c) {
   ir_comp *cp = ir_comp_get(m, c);
@@ -11,15 +12,7 @@ static bool dce_comp(ir_module *m, ir_comp_id c) {
   if (n == 0 || cp->root == IR_NONE) return false;
   arena_mark mk = arena_get_mark(m->arena);
   uint8_t *live = arena_alloc(m->arena, (size_t)n);
-  ir_id *stack = arena_array(m->arena, (size_t)n, sizeof(ir_id));
-  int sp = 0;
-  live[cp->root] = 1;
-  stack[sp++] = cp->root;
-  while (sp) {
-    ir_inst *in = &cp->insts.v[stack[--sp]];
-    for (int j = 0; j < in->nops; j++)
-      if (!live[in->ops[j]]) live[in->ops[j]] = 1, stack[sp++] = in->ops[j];
-  }
+  pr_mark_live(m->arena, cp, live);
   bool changed = false;
   for (int i = 0; i < n; i++) {
     ir_inst *in = &cp->insts.v[i];

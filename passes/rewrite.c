@@ -1,12 +1,8 @@
 /* rewrite.c: helpers shared by the passes (see rewrite.h). */
 #include "passes/rewrite.h"
 
-bool pr_sweep(ir_module *m, ir_comp_id c) {
-  ir_comp *cp = ir_comp_get(m, c);
-  int n = cp->insts.n;
-  if (n == 0 || cp->root == IR_NONE) return false;
-  uint8_t *live = arena_alloc(m->arena, (size_t)n);
-  ir_id *stack = arena_array(m->arena, (size_t)n, sizeof(ir_id));
+void pr_mark_live(arena *a, const ir_comp *cp, uint8_t *live) {
+  ir_id *stack = arena_array(a, (size_t)cp->insts.n, sizeof(ir_id));
   int sp = 0;
   live[cp->root] = 1;
   stack[sp++] = cp->root;
@@ -15,6 +11,14 @@ bool pr_sweep(ir_module *m, ir_comp_id c) {
     for (int j = 0; j < in->nops; j++)
       if (!live[in->ops[j]]) live[in->ops[j]] = 1, stack[sp++] = in->ops[j];
   }
+}
+
+bool pr_sweep(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  int n = cp->insts.n;
+  if (n == 0 || cp->root == IR_NONE) return false;
+  uint8_t *live = arena_alloc(m->arena, (size_t)n);
+  pr_mark_live(m->arena, cp, live);
   bool removed = false;
   for (int i = 0; i < n; i++) {
     ir_inst *in = &cp->insts.v[i];

@@ -5,6 +5,10 @@
 
 #include "passes/passes.h"
 
+/* Sets live[i] for every instruction of cp that its root reaches through
+ * operands (live: cp->insts.n bytes, zeroed by the caller; cp->root is
+ * set). Scratch comes from a. */
+void pr_mark_live(arena *a, const ir_comp *cp, uint8_t *live);
 /* Marks every instruction of c that its root does not reach as dead
  * (parameters stay: they are the signature), then restores the
  * computation's invariants: operands before users (ir_comp_topo_sort),

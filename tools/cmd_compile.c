@@ -215,17 +215,8 @@ int tool_cmd_compile(int argc, char **argv) {
              tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
-  } else if (!out || !strcmp(out, "-")) {
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-      tool_error(CMD, "error writing standard output");
-      rc = TOOL_EXIT_FAIL;
-    }
   } else {
-    char err[512];
-    if (ir_file_write(out, text, len, err, sizeof err) != ST_OK) {
-      tool_error(CMD, "-o: %s", err);
-      rc = TOOL_EXIT_FAIL;
-    }
+    rc = tool_write_output(CMD, out, text, len);
   }
   tpucc_module_destroy(m);
   tpucc_session_destroy(s);

@@ -40,6 +40,22 @@ static void list_passes(FILE *f) {
   tool_tpu_list_steps(f);
 }
 
+int tool_write_output(const char *cmd, const char *out, const char *text, size_t len) {
+  if (!out || !strcmp(out, "-")) {
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+      tool_error(cmd, "error writing standard output");
+      return TOOL_EXIT_FAIL;
+    }
+    return TOOL_EXIT_OK;
+  }
+  char err[512];
+  if (ir_file_write(out, text, len, err, sizeof err) != ST_OK) {
+    tool_error(cmd, "-o: %s", err);
+    return TOOL_EXIT_FAIL;
+  }
+  return TOOL_EXIT_OK;
+}
+
 int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_options *o) {
   if (name[0] == 'O' && name[1] >= '0' && name[1] <= '9' && !name[2]) {
     if (name[1] > '2') {
@@ -200,17 +216,8 @@ int tool_cmd_opt(int argc, char **argv) {
   } else if (tpucc_module_emit_hlo(m, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
-  } else if (!out || !strcmp(out, "-")) {
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-      tool_error(CMD, "error writing standard output");
-      rc = TOOL_EXIT_FAIL;
-    }
   } else {
-    char err[512];
-    if (ir_file_write(out, text, len, err, sizeof err) != ST_OK) {
-      tool_error(CMD, "-o: %s", err);
-      rc = TOOL_EXIT_FAIL;
-    }
+    rc = tool_write_output(CMD, out, text, len);
   }
   tpucc_module_destroy(m);
   tpucc_session_destroy(s);

@@ -159,6 +159,10 @@ ir_module *tool_module_ir(tpucc_module_t *m);
 /* Exit codes of the CLI. */
 enum { TOOL_EXIT_OK = 0, TOOL_EXIT_FAIL = 1, TOOL_EXIT_USAGE = 2 };
 
+/* Writes len bytes of text to the file out (NULL or "-": standard
+ * output). Returns TOOL_EXIT_OK, or TOOL_EXIT_FAIL after reporting the
+ * error as cmd's (cmd_opt.c). */
+int tool_write_output(const char *cmd, const char *out, const char *text, size_t len);
 int tool_cmd_run(int argc, char **argv);
 int tool_cmd_compile(int argc, char **argv);
 int tool_cmd_opt(int argc, char **argv); /* cmd_opt.c */

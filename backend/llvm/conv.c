@@ -56,15 +56,36 @@ static LLVMValueRef vptr(emitter *e, LLVMTypeRef t, LLVMValueRef base, LLVMValue
   return LLVMBuildPointerCast(e->b, p, LLVMPointerType(t, 0), "");
 }
 
-static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
+/* The direct convolution's geometry: image N x H x W x C, kernel
+ * KH x KW x C x O, output N x Ho x Wo x O, strides (sy, sx), top/left
+ * padding (pt, pl); register tile PX pixels x OV vectors of VL lanes;
+ * tiles = N * Ho * nxt * nob, nxt tiles per row and nob blocks of ow
+ * output channels. */
+typedef struct dconv {
+  bool wide, packed;
+  int VL, PX, OV;
+  int64_t sy, sx, pt, pl;
+  int64_t N, H, W, C, KH, KW, O, Ho, Wo;
+  int64_t nxt, nob, ow, tiles;
+  LLVMTypeRef vt;
+} dconv;
+
+/* One tile's place: batch bn, output row y, first pixel x0, output block
+ * ob whose first channel is o0. */
+typedef struct dtile {
+  LLVMValueRef bn, y, x0, ob, o0;
+} dtile;
+
+/* Whether convolution id (with epilogue epi, or NULL) takes the direct
+ * path; fills g when it does. Emits no code. */
+static bool direct_plan(emitter *e, scope *s, ir_id id, const gemm_epi *epi, dconv *g) {
   const ir_inst *in = llvm_inst(s, id);
   const ir_attrs *a = in->a;
   const ir_conv_dims *cd = &a->conv;
-  const ir_shape *is = llvm_inst(s, in->ops[0])->shape, *ks = llvm_inst(s,
-                                                                        in->ops[1])->shape;
+  const ir_shape *is = llvm_inst(s, in->ops[0])->shape, *ks = llvm_inst(s, in->ops[1])->shape;
   const ir_shape *os = in->shape;
-  bool wide = llvm_gemm_wide(e);
-  int VL = wide ? 16 : 8;
+  g->wide = llvm_gemm_wide(e);
+  g->VL = g->wide ? 16 : 8;
   if (e->opt.numerics != CPU_NUMERICS_NATIVE || cd->nspatial != 2 || is->type != IR_F32 ||
       ks->type != IR_F32 || os->type != IR_F32 || a->feature_group_count > 1 || a->batch_group_count > 1)
     return false;
@@ -73,128 +94,139 @@ static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
       cd->k_spatial[0] != 0 || cd->k_spatial[1] != 1 || cd->k_in != 2 || cd->k_out != 3 ||
       cd->out_batch != 0 || cd->out_spatial[0] != 1 || cd->out_spatial[1] != 2 || cd->out_feature != 3)
     return false;
-  int64_t sy = 1, sx = 1, pt = 0, pl = 0;
+  g->sy = 1, g->sx = 1, g->pt = 0, g->pl = 0;
   if ((a->window != NULL)) {
     if (ir_window_of(a)->rank != 2) return false;
     for (int d = 0; d < 2; d++) {
       const ir_window_dim *w = &ir_window_of(a)->dims[d];
       if (w->lhs_dilate != 1 || w->rhs_dilate != 1 || w->reversal) return false;
     }
-    sy = ir_window_of(a)->dims[0].stride, sx = ir_window_of(a)->dims[1].stride;
-    pt = ir_window_of(a)->dims[0].pad_lo, pl = ir_window_of(a)->dims[1].pad_lo;
+    g->sy = ir_window_of(a)->dims[0].stride, g->sx = ir_window_of(a)->dims[1].stride;
+    g->pt = ir_window_of(a)->dims[0].pad_lo, g->pl = ir_window_of(a)->dims[1].pad_lo;
   }
-  int64_t N = is->dims[0], H = is->dims[1], W = is->dims[2], C = is->dims[3];
-  int64_t KH = ks->dims[0], KW = ks->dims[1], O = ks->dims[3];
-  int64_t Ho = os->dims[1], Wo = os->dims[2];
-  if (O % VL != 0 || C < 1 || KH < 1 || KW < 1 || N * Ho * Wo * O == 0) return false;
-  int PX, OV;
-  pick_tile(&e->opt, Wo, O / VL, wide ? MAX_ACC : MAX_ACC_NARROW, wide ? 32 : 16, &PX, &OV);
-  int64_t nxt = (Wo + PX - 1) / PX, nob = O / ((int64_t)OV * VL);
-  int64_t tiles = N * Ho * nxt * nob;
-
-  LLVMBuilderRef b = e->b;
-  LLVMTypeRef vt = LLVMVectorType(e->t_f32, (unsigned)VL);
-  cbuf *X = s->mat[in->ops[0]][0], *K = s->mat[in->ops[1]][0], *Y = s->mat[id][0];
+  g->N = is->dims[0], g->H = is->dims[1], g->W = is->dims[2], g->C = is->dims[3];
+  g->KH = ks->dims[0], g->KW = ks->dims[1], g->O = ks->dims[3];
+  g->Ho = os->dims[1], g->Wo = os->dims[2];
+  if (g->O % g->VL != 0 || g->C < 1 || g->KH < 1 || g->KW < 1 || g->N * g->Ho * g->Wo * g->O == 0) return false;
+  pick_tile(&e->opt, g->Wo, g->O / g->VL, g->wide ? MAX_ACC : MAX_ACC_NARROW, g->wide ? 32 : 16, &g->PX, &g->OV);
+  g->nxt = (g->Wo + g->PX - 1) / g->PX, g->nob = g->O / ((int64_t)g->OV * g->VL);
+  g->tiles = g->N * g->Ho * g->nxt * g->nob;
+  g->vt = LLVMVectorType(e->t_f32, (unsigned)g->VL);
   if (epi)
     for (int i = 0; i < epi->n; i++)
-      if (epi->ops[i].col && epi->ops[i].x->count != O) return false;
-  /* With several output blocks, the weights are first packed per block,
-   * Kp[ob][ky][kx][ci][OV * VL] (a small kernel per call: 147 KiB for 3 x 3
-   * x 64 x 64), so a tile streams its block's weights contiguously instead
-   * of OV * VL of every O floats: 1.5-2% on the 56 x 56 x 64 benchmark. */
-  int64_t ow = (int64_t)OV * VL;
-  bool packed = nob > 1;
-  if (packed) {
-    ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){KH * KW * C * O});
-    cbuf *Kp = llvm_scratch_buf(e, &ps);
-    cbuf *pb[2] = {K, Kp};
-    kfn kp;
-    llvm_kernel_begin(e, &kp, pb, 2, arena_printf(e->a, "k%d.convpack", e->nkernels));
-    loop lr, lo;
-    LLVMValueRef r = llvm_loop_begin(e, &lr, kp.lo, kp.hi);
-    LLVMValueRef o = llvm_loop_begin(e, &lo, i64c(e, 0), i64c(e, O));
-    LLVMValueRef blk = LLVMBuildUDiv(b, o, i64c(e, ow), "");
-    LLVMValueRef dst = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, blk, i64c(e, KH * KW * C), ""), r, ""),
-                                                    i64c(e, ow), ""), LLVMBuildURem(b, o, i64c(e, ow), ""), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, K), LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, O), ""), o, "")), "");
-    LLVMSetAlignment(v, 4);
-    LLVMSetAlignment(LLVMBuildStore(b, v, vptr(e, e->t_f32, llvm_buf_ptr(e, Kp), dst)), 4);
-    llvm_loop_end(e, &lo);
-    llvm_loop_end(e, &lr);
-    llvm_kernel_end(e, &kp, KH * KW * C, (double)(KH * KW * C * O));
-    K = Kp;
+      if (epi->ops[i].col && epi->ops[i].x->count != g->O) return false;
+  g->ow = (int64_t)g->OV * g->VL;
+  g->packed = g->nob > 1;
+  return true;
+}
+
+/* With several output blocks, the weights are first packed per block,
+ * Kp[ob][ky][kx][ci][OV * VL] (a small kernel per call: 147 KiB for 3 x 3
+ * x 64 x 64), so a tile streams its block's weights contiguously instead
+ * of OV * VL of every O floats: 1.5-2% on the 56 x 56 x 64 benchmark.
+ * Emits the packing kernel and returns the packed buffer. */
+static cbuf *pack_weights(emitter *e, const dconv *g, cbuf *K) {
+  LLVMBuilderRef b = e->b;
+  int64_t KH = g->KH, KW = g->KW, C = g->C, O = g->O, ow = g->ow;
+  ir_shape ps = ir_shape_array(IR_F32, 1, &(int64_t){KH * KW * C * O});
+  cbuf *Kp = llvm_scratch_buf(e, &ps);
+  cbuf *pb[2] = {K, Kp};
+  kfn kp;
+  llvm_kernel_begin(e, &kp, pb, 2, arena_printf(e->a, "k%d.convpack", e->nkernels));
+  loop lr, lo;
+  LLVMValueRef r = llvm_loop_begin(e, &lr, kp.lo, kp.hi);
+  LLVMValueRef o = llvm_loop_begin(e, &lo, i64c(e, 0), i64c(e, O));
+  LLVMValueRef blk = LLVMBuildUDiv(b, o, i64c(e, ow), "");
+  LLVMValueRef dst = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, blk, i64c(e, KH * KW * C), ""), r, ""),
+                                                  i64c(e, ow), ""), LLVMBuildURem(b, o, i64c(e, ow), ""), "");
+  LLVMValueRef v = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, K), LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, O), ""), o, "")), "");
+  LLVMSetAlignment(v, 4);
+  LLVMSetAlignment(LLVMBuildStore(b, v, vptr(e, e->t_f32, llvm_buf_ptr(e, Kp), dst)), 4);
+  llvm_loop_end(e, &lo);
+  llvm_loop_end(e, &lr);
+  llvm_kernel_end(e, &kp, KH * KW * C, (double)(KH * KW * C * O));
+  return Kp;
+}
+
+/* Tile index t = ((bn * Ho + y) * nxt + xt) * nob + ob, decoded. */
+static dtile tile_at(emitter *e, const dconv *g, LLVMValueRef t) {
+  LLVMBuilderRef b = e->b;
+  dtile d;
+  d.ob = LLVMBuildURem(b, t, i64c(e, g->nob), "");
+  LLVMValueRef r = LLVMBuildUDiv(b, t, i64c(e, g->nob), "");
+  LLVMValueRef xt = LLVMBuildURem(b, r, i64c(e, g->nxt), "");
+  r = LLVMBuildUDiv(b, r, i64c(e, g->nxt), "");
+  d.y = LLVMBuildURem(b, r, i64c(e, g->Ho), "");
+  d.bn = LLVMBuildUDiv(b, r, i64c(e, g->Ho), "");
+  d.x0 = LLVMBuildMul(b, xt, i64c(e, g->PX), "");
+  d.o0 = LLVMBuildMul(b, d.ob, i64c(e, (int64_t)g->OV * g->VL), "");
+  return d;
+}
+
+/* The feature loop at one window position (ky, kx): for each ci, the OV
+ * weight vectors from K at wbase, and each pixel's input (at base[p]; with
+ * border, zero where !valid[p]) broadcast against them into acc. */
+static void feature_loop(emitter *e, const dconv *g, const dtile *d, cbuf *X, cbuf *K, LLVMValueRef wbase,
+                         const LLVMValueRef *base, const LLVMValueRef *valid, bool border, LLVMValueRef *acc) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef vt = g->vt;
+  int VL = g->VL;
+  loop lci;
+  LLVMValueRef ci = llvm_loop_begin(e, &lci, i64c(e, 0), i64c(e, g->C));
+  LLVMValueRef wrow = g->packed ? LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildAdd(b, wbase, ci, ""),
+                                                               LLVMBuildMul(b, d->ob, i64c(e, g->KH * g->KW * g->C), ""), ""),
+                                               i64c(e, g->ow), "")
+                                : LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, wbase, ci, ""), i64c(e, g->O), ""), d->o0, "");
+  LLVMValueRef wv[4];
+  for (int v = 0; v < g->OV; v++) {
+    wv[v] = LLVMBuildLoad2(b, vt, vptr(e, vt, llvm_buf_ptr(e, K), LLVMBuildAdd(b, wrow, i64c(e, v * VL), "")), "");
+    LLVMSetAlignment(wv[v], 4);
   }
-  cbuf *bufs[3 + GEMM_EPI_MAX] = {X, K, Y};
-  int nbufs = llvm_gemm_epi_bufs(epi, bufs, 3);
-  kfn k;
-  llvm_kernel_begin(e, &k, bufs, nbufs, arena_printf(e->a, "k%d.conv", e->nkernels));
-  LLVMValueRef acc[MAX_ACC];
-  for (int i = 0; i < PX * OV; i++) acc[i] = llvm_alloca(e, vt);
-  loop lt, lky, lkx, lci;
-  LLVMValueRef t = llvm_loop_begin(e, &lt, k.lo, k.hi);
-  /* t = ((bn * Ho + y) * nxt + xt) * nob + ob */
-  LLVMValueRef ob = LLVMBuildURem(b, t, i64c(e, nob), "");
-  LLVMValueRef r = LLVMBuildUDiv(b, t, i64c(e, nob), "");
-  LLVMValueRef xt = LLVMBuildURem(b, r, i64c(e, nxt), "");
-  r = LLVMBuildUDiv(b, r, i64c(e, nxt), "");
-  LLVMValueRef y = LLVMBuildURem(b, r, i64c(e, Ho), "");
-  LLVMValueRef bn = LLVMBuildUDiv(b, r, i64c(e, Ho), "");
-  LLVMValueRef x0 = LLVMBuildMul(b, xt, i64c(e, PX), "");
-  LLVMValueRef o0 = LLVMBuildMul(b, ob, i64c(e, (int64_t)OV * VL), "");
-  LLVMValueRef zero = LLVMConstNull(vt);
-  for (int i = 0; i < PX * OV; i++) LLVMBuildStore(b, zero, acc[i]);
-  LLVMValueRef ky = llvm_loop_begin(e, &lky, i64c(e, 0), i64c(e, KH));
-  LLVMValueRef iy = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, y, i64c(e, sy), ""), ky, ""), i64c(e, pt), "");
+  for (int p = 0; p < g->PX; p++) {
+    LLVMValueRef xv = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, X), LLVMBuildAdd(b, base[p], ci, "")), "");
+    LLVMSetAlignment(xv, 4);
+    if (border) xv = LLVMBuildSelect(b, valid[p], xv, LLVMConstReal(e->t_f32, 0), "");
+    llvm_fma_splat(e, vt, VL, xv, wv, g->OV, acc + p * g->OV);
+  }
+  llvm_loop_end(e, &lci);
+}
+
+/* Accumulate the tile d over the window: rows of the image outside the
+ * padding are skipped for the whole tile; per window column, the feature
+ * loop runs plain when every pixel is inside the row, bordered otherwise. */
+static void accumulate(emitter *e, const dconv *g, const dtile *d, cbuf *X, cbuf *K, LLVMValueRef *acc) {
+  LLVMBuilderRef b = e->b;
+  loop lky, lkx;
+  LLVMValueRef ky = llvm_loop_begin(e, &lky, i64c(e, 0), i64c(e, g->KH));
+  LLVMValueRef iy = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, d->y, i64c(e, g->sy), ""), ky, ""), i64c(e, g->pt), "");
   LLVMBasicBlockRef rowin = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "row.in");
   LLVMBasicBlockRef rowx = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "row.skip");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, iy, i64c(e, H), ""), rowin, rowx);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, iy, i64c(e, g->H), ""), rowin, rowx);
   LLVMPositionBuilderAtEnd(b, rowin);
   llvm_level_push(e);
-  LLVMValueRef rowbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, bn, i64c(e, H), ""), iy, ""), i64c(e, W), "");
-  LLVMValueRef kx = llvm_loop_begin(e, &lkx, i64c(e, 0), i64c(e, KW));
+  LLVMValueRef rowbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, d->bn, i64c(e, g->H), ""), iy, ""), i64c(e, g->W), "");
+  LLVMValueRef kx = llvm_loop_begin(e, &lkx, i64c(e, 0), i64c(e, g->KW));
   LLVMValueRef valid[MAX_ACC], base[MAX_ACC];
-  for (int p = 0; p < PX; p++) {
-    LLVMValueRef ix = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, x0, i64c(e, p), ""),
-                                                                    i64c(e, sx), ""), kx, ""), i64c(e, pl), "");
-    valid[p] = LLVMBuildICmp(b, LLVMIntULT, ix, i64c(e, W), "");
+  for (int p = 0; p < g->PX; p++) {
+    LLVMValueRef ix = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, d->x0, i64c(e, p), ""),
+                                                                    i64c(e, g->sx), ""), kx, ""), i64c(e, g->pl), "");
+    valid[p] = LLVMBuildICmp(b, LLVMIntULT, ix, i64c(e, g->W), "");
     LLVMValueRef ixc = LLVMBuildSelect(b, valid[p], ix, i64c(e, 0), "");
-    base[p] = LLVMBuildMul(b, LLVMBuildAdd(b, rowbase, ixc, ""), i64c(e, C), "");
+    base[p] = LLVMBuildMul(b, LLVMBuildAdd(b, rowbase, ixc, ""), i64c(e, g->C), "");
   }
-  LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ky, i64c(e, KW), ""), kx, ""), i64c(e, C), "");
+  LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ky, i64c(e, g->KW), ""), kx, ""), i64c(e, g->C), "");
   /* Two copies of the feature loop: interior (every pixel inside the image,
    * plain loads) and border (zero outside). */
   LLVMValueRef all = valid[0];
-  for (int p = 1; p < PX; p++) all = LLVMBuildAnd(b, all, valid[p], "");
+  for (int p = 1; p < g->PX; p++) all = LLVMBuildAnd(b, all, valid[p], "");
   LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.inner");
   LLVMBasicBlockRef border = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.border");
   LLVMBasicBlockRef joined = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.join");
   LLVMBuildCondBr(b, all, inner, border);
-  LLVMValueRef undef = LLVMGetUndef(vt), mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
   for (int pass = 0; pass < 2; pass++) {
     LLVMPositionBuilderAtEnd(b, pass == 0 ? inner : border);
     llvm_level_push(e);
-    LLVMValueRef ci = llvm_loop_begin(e, &lci, i64c(e, 0), i64c(e, C));
-    LLVMValueRef wrow = packed ? LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildAdd(b, wbase, ci, ""),
-                                                              LLVMBuildMul(b, ob, i64c(e, KH * KW * C), ""), ""),
-                                              i64c(e, ow), "")
-                               : LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, wbase, ci, ""), i64c(e, O), ""), o0, "");
-    LLVMValueRef wv[4];
-    for (int v = 0; v < OV; v++) {
-      wv[v] = LLVMBuildLoad2(b, vt, vptr(e, vt, llvm_buf_ptr(e, K), LLVMBuildAdd(b, wrow, i64c(e, v * VL), "")), "");
-      LLVMSetAlignment(wv[v], 4);
-    }
-    for (int p = 0; p < PX; p++) {
-      LLVMValueRef xv = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, X), LLVMBuildAdd(b, base[p], ci, "")), "");
-      LLVMSetAlignment(xv, 4);
-      if (pass == 1) xv = LLVMBuildSelect(b, valid[p], xv, LLVMConstReal(e->t_f32, 0), "");
-      LLVMValueRef sv = LLVMBuildInsertElement(b, undef, xv, LLVMConstInt(e->t_i32, 0, 0), "");
-      sv = LLVMBuildShuffleVector(b, sv, undef, mask, "");
-      for (int v = 0; v < OV; v++) {
-        LLVMValueRef args[3] = {sv, wv[v], LLVMBuildLoad2(b, vt, acc[p * OV + v], "")};
-        LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[p * OV + v]);
-      }
-    }
-    llvm_loop_end(e, &lci);
+    feature_loop(e, g, d, X, K, wbase, base, valid, pass == 1, acc);
     llvm_level_pop(e);
     LLVMBuildBr(b, joined);
   }
@@ -204,26 +236,53 @@ static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
   LLVMBuildBr(b, rowx);
   LLVMPositionBuilderAtEnd(b, rowx);
   llvm_loop_end(e, &lky);
-  /* Store the pixels inside the row. */
-  LLVMValueRef orow = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, bn, i64c(e, Ho), ""), y, ""), i64c(e, Wo), "");
-  for (int p = 0; p < PX; p++) {
-    LLVMValueRef xp = LLVMBuildAdd(b, x0, i64c(e, p), "");
+}
+
+/* Store the tile's pixels inside the row, through the epilogue. */
+static void store_tile(emitter *e, const dconv *g, const dtile *d, const gemm_epi *epi, cbuf *Y, LLVMValueRef *acc) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef vt = g->vt;
+  int VL = g->VL;
+  LLVMValueRef orow = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, d->bn, i64c(e, g->Ho), ""), d->y, ""), i64c(e, g->Wo), "");
+  for (int p = 0; p < g->PX; p++) {
+    LLVMValueRef xp = LLVMBuildAdd(b, d->x0, i64c(e, p), "");
     LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.store");
     LLVMBasicBlockRef nx = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "px.next");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, xp, i64c(e, Wo), ""), st, nx);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, xp, i64c(e, g->Wo), ""), st, nx);
     LLVMPositionBuilderAtEnd(b, st);
-    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, orow, xp, ""), i64c(e, O), ""), o0, "");
-    for (int v = 0; v < OV; v++) {
-      LLVMValueRef val = LLVMBuildLoad2(b, vt, acc[p * OV + v], "");
-      if (epi) val = llvm_gemm_epi_apply(e, epi, val, LLVMBuildAdd(b, o0, i64c(e, v * VL), ""), VL);
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, orow, xp, ""), i64c(e, g->O), ""), d->o0, "");
+    for (int v = 0; v < g->OV; v++) {
+      LLVMValueRef val = LLVMBuildLoad2(b, vt, acc[p * g->OV + v], "");
+      if (epi) val = llvm_gemm_epi_apply(e, epi, val, LLVMBuildAdd(b, d->o0, i64c(e, v * VL), ""), VL);
       LLVMValueRef sto = LLVMBuildStore(b, val, vptr(e, vt, llvm_buf_ptr(e, Y), LLVMBuildAdd(b, yo, i64c(e, v * VL), "")));
       LLVMSetAlignment(sto, 4);
     }
     LLVMBuildBr(b, nx);
     LLVMPositionBuilderAtEnd(b, nx);
   }
+}
+
+static bool direct(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
+  dconv g;
+  if (!direct_plan(e, s, id, epi, &g)) return false;
+  const ir_inst *in = llvm_inst(s, id);
+  cbuf *X = s->mat[in->ops[0]][0], *K = s->mat[in->ops[1]][0], *Y = s->mat[id][0];
+  if (g.packed) K = pack_weights(e, &g, K);
+  cbuf *bufs[3 + GEMM_EPI_MAX] = {X, K, Y};
+  int nbufs = llvm_gemm_epi_bufs(epi, bufs, 3);
+  kfn k;
+  llvm_kernel_begin(e, &k, bufs, nbufs, arena_printf(e->a, "k%d.conv", e->nkernels));
+  LLVMValueRef acc[MAX_ACC];
+  for (int i = 0; i < g.PX * g.OV; i++) acc[i] = llvm_alloca(e, g.vt);
+  loop lt;
+  LLVMValueRef t = llvm_loop_begin(e, &lt, k.lo, k.hi);
+  dtile d = tile_at(e, &g, t);
+  LLVMValueRef zero = LLVMConstNull(g.vt);
+  for (int i = 0; i < g.PX * g.OV; i++) LLVMBuildStore(e->b, zero, acc[i]);
+  accumulate(e, &g, &d, X, K, acc);
+  store_tile(e, &g, &d, epi, Y, acc);
   llvm_loop_end(e, &lt);
-  llvm_kernel_end(e, &k, tiles, (double)N * Ho * Wo * O * KH * KW * C);
+  llvm_kernel_end(e, &k, g.tiles, (double)g.N * g.Ho * g.Wo * g.O * g.KH * g.KW * g.C);
   return true;
 }
 

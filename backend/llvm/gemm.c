@@ -54,6 +54,19 @@ static LLVMValueRef imin(emitter *e, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
+void llvm_fma_splat(emitter *e, LLVMTypeRef vt, int VL, LLVMValueRef x, const LLVMValueRef *w, int n,
+                    const LLVMValueRef *acc) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef undef = LLVMGetUndef(vt);
+  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
+  LLVMValueRef s = LLVMBuildInsertElement(b, undef, x, LLVMConstInt(e->t_i32, 0, 0), "");
+  s = LLVMBuildShuffleVector(b, s, undef, mask, "");
+  for (int v = 0; v < n; v++) {
+    LLVMValueRef args[3] = {s, w[v], LLVMBuildLoad2(b, vt, acc[v], "")};
+    LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[v]);
+  }
+}
+
 bool llvm_gemm_wide(const emitter *e) {
   const char *f = e->opt.cpu_features;
   char *host = NULL;
@@ -267,6 +280,92 @@ static void tile_io_if(emitter *e, const geom *g, LLVMValueRef cond, tile_io yes
 /* The main kernel: rows are the MR-row tiles of all batches. C is the
  * output itself: the first K block starts from zero, later ones reload the
  * partial sums, the last one applies the epilogue as it stores. */
+/* Packs the A rows of tiles t0 .. t0 + nt - 1 (MR rows each, rows past M
+ * zero) for the K block [k0, k0 + kc): Ap[(it*kc + kk)*MR + r] =
+ * A[row][k0 + kk], row = (t0+it)*MR + r; with cv, A is the convolution's
+ * input read as its patch matrix. */
+static void pack_a(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A, LLVMValueRef ap, LLVMValueRef abase,
+                   LLVMValueRef t0, LLVMValueRef nt, LLVMValueRef k0, LLVMValueRef kc) {
+  LLVMBuilderRef b = e->b;
+  int MR = g->MR;
+  int64_t M = g->M, K = g->K;
+  loop lit, lkk, lr;
+  LLVMValueRef it = llvm_loop_begin(e, &lit, i64c(e, 0), nt);
+  LLVMValueRef row0 = LLVMBuildMul(b, LLVMBuildAdd(b, t0, it, ""), i64c(e, MR), "");
+  LLVMBasicBlockRef slow = NULL, packed = NULL;
+  if (!cv) {
+    /* A whole tile of a row-major A: per k, MR loads at constant offsets
+     * and MR consecutive stores (no per-element bounds selects, which
+     * LLVM would turn into masked scatters). */
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.fast");
+    slow = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.edge");
+    packed = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.done");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, row0, i64c(e, MR), ""), i64c(e, M), ""),
+                    fast, slow);
+    LLVMPositionBuilderAtEnd(b, fast);
+    llvm_level_push(e);
+    LLVMValueRef src0 = LLVMBuildAdd(b, abase, LLVMBuildAdd(b, LLVMBuildMul(b, row0, i64c(e, K), ""), k0, ""), "");
+    LLVMValueRef dst = LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), "");
+    LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
+    LLVMValueRef src = LLVMBuildAdd(b, src0, kk, "");
+    LLVMValueRef d = LLVMBuildAdd(b, dst, LLVMBuildMul(b, kk, i64c(e, MR), ""), "");
+    for (int r = 0; r < MR; r++) {
+      LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(b, src, i64c(e, r * K), "")), 4);
+      stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, d, i64c(e, r), "")), 4);
+    }
+    llvm_loop_end(e, &lkk);
+    llvm_level_pop(e);
+    LLVMBuildBr(b, packed);
+    LLVMPositionBuilderAtEnd(b, slow);
+    llvm_level_push(e);
+  }
+  LLVMValueRef rr = llvm_loop_begin(e, &lr, i64c(e, 0), i64c(e, MR));
+  LLVMValueRef row = LLVMBuildAdd(b, row0, rr, "");
+  LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, row, i64c(e, M), "");
+  LLVMValueRef rowc = LLVMBuildSelect(b, in, row, i64c(e, 0), "");
+  arow ar;
+  a_row(e, cv, abase, rowc, k0, K, &ar);
+  LLVMValueRef dst0 = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), ""), rr, "");
+  if (!cv) {
+    LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
+    LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(b, ar.base, kk, "")), 4);
+    v = LLVMBuildSelect(b, in, v, LLVMConstReal(e->t_f32, 0), "");
+    stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, dst0, LLVMBuildMul(b, kk, i64c(e, MR), ""), "")), 4);
+    llvm_loop_end(e, &lkk);
+  } else {
+    /* K blocks hold whole window positions (KC is a multiple of cin): per
+     * position one bounds check, then a contiguous run of features. */
+    loop lw;
+    LLVMValueRef wp = llvm_loop_begin(e, &lw, i64c(e, 0), LLVMBuildUDiv(b, kc, i64c(e, cv->cin), ""));
+    LLVMValueRef rem = LLVMBuildAdd(b, LLVMBuildUDiv(b, k0, i64c(e, cv->cin), ""), wp, "");
+    LLVMValueRef ok = in, off = ar.cbase;
+    for (int i = cv->ns - 1; i >= 0; i--) {
+      LLVMValueRef w = i > 0 ? LLVMBuildURem(b, rem, i64c(e, cv->ksz[i]), "") : rem;
+      if (i > 0) rem = LLVMBuildUDiv(b, rem, i64c(e, cv->ksz[i]), "");
+      LLVMValueRef p = LLVMBuildAdd(b, ar.pbase[i], LLVMBuildMul(b, w, i64c(e, cv->rdil[i]), ""), "");
+      ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, p, i64c(e, cv->isz[i]), ""), "");
+      off = LLVMBuildAdd(b, off, LLVMBuildMul(b, p, i64c(e, cv->s_sp[i]), ""), "");
+    }
+    off = LLVMBuildSelect(b, ok, off, i64c(e, 0), "");
+    LLVMValueRef d1 = LLVMBuildAdd(b, dst0, LLVMBuildMul(b, LLVMBuildMul(b, wp, i64c(e, cv->cin), ""),
+                                                        i64c(e, MR), ""), "");
+    LLVMValueRef ci = llvm_loop_begin(e, &lkk, i64c(e, 0), i64c(e, cv->cin));
+    LLVMValueRef src = LLVMBuildAdd(b, off, LLVMBuildMul(b, ci, i64c(e, cv->s_c), ""), "");
+    LLVMValueRef v = llvm_convert(e, A->type, IR_F32, llvm_load(e, A->type, llvm_buf_ptr(e, A), src));
+    v = LLVMBuildSelect(b, ok, v, LLVMConstReal(e->t_f32, 0), "");
+    stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, d1, LLVMBuildMul(b, ci, i64c(e, MR), ""), "")), 4);
+    llvm_loop_end(e, &lkk);
+    llvm_loop_end(e, &lw);
+  }
+  llvm_loop_end(e, &lr);
+  if (!cv) {
+    llvm_level_pop(e);
+    LLVMBuildBr(b, packed);
+    LLVMPositionBuilderAtEnd(b, packed);
+  }
+  llvm_loop_end(e, &lit);
+}
+
 static void main_kernel(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A, cbuf *Bp, cbuf *C,
                         const gemm_epi *epi) {
   LLVMBuilderRef b = e->b;
@@ -302,89 +401,13 @@ static void main_kernel(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A,
   LLVMValueRef nt = imin(e, imin(e, i64c(e, TPB), LLVMBuildSub(b, i64c(e, Mt), t0, "")),
                          LLVMBuildSub(b, k.hi, pos, ""));
   LLVMValueRef abase = LLVMBuildMul(b, bi, i64c(e, M * K), "");
-  loop lkb, lit, lkk, lr, ljt, lit2, lk;
+  loop lkb, ljt, lit2, lk;
   LLVMValueRef kb = llvm_loop_begin(e, &lkb, i64c(e, 0), i64c(e, g->nkb));
   LLVMValueRef k0 = LLVMBuildMul(b, kb, i64c(e, KC), "");
   LLVMValueRef kc = imin(e, i64c(e, KC), LLVMBuildSub(b, i64c(e, K), k0, ""));
   LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, kb, i64c(e, 0), "");
   LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, kb, i64c(e, g->nkb - 1), "");
-  /* pack A: Ap[(it*kc + kk)*MR + r] = A[row][k0 + kk], row = (t0+it)*MR + r */
-  {
-    LLVMValueRef it = llvm_loop_begin(e, &lit, i64c(e, 0), nt);
-    LLVMValueRef row0 = LLVMBuildMul(b, LLVMBuildAdd(b, t0, it, ""), i64c(e, MR), "");
-    LLVMBasicBlockRef slow = NULL, packed = NULL;
-    if (!cv) {
-      /* A whole tile of a row-major A: per k, MR loads at constant offsets
-       * and MR consecutive stores (no per-element bounds selects, which
-       * LLVM would turn into masked scatters). */
-      LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.fast");
-      slow = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.edge");
-      packed = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "packa.done");
-      LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, row0, i64c(e, MR), ""), i64c(e, M), ""),
-                      fast, slow);
-      LLVMPositionBuilderAtEnd(b, fast);
-      llvm_level_push(e);
-      LLVMValueRef src0 = LLVMBuildAdd(b, abase, LLVMBuildAdd(b, LLVMBuildMul(b, row0, i64c(e, K), ""), k0, ""), "");
-      LLVMValueRef dst = LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), "");
-      LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
-      LLVMValueRef src = LLVMBuildAdd(b, src0, kk, "");
-      LLVMValueRef d = LLVMBuildAdd(b, dst, LLVMBuildMul(b, kk, i64c(e, MR), ""), "");
-      for (int r = 0; r < MR; r++) {
-        LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(b, src, i64c(e, r * K), "")), 4);
-        stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, d, i64c(e, r), "")), 4);
-      }
-      llvm_loop_end(e, &lkk);
-      llvm_level_pop(e);
-      LLVMBuildBr(b, packed);
-      LLVMPositionBuilderAtEnd(b, slow);
-      llvm_level_push(e);
-    }
-    LLVMValueRef rr = llvm_loop_begin(e, &lr, i64c(e, 0), i64c(e, MR));
-    LLVMValueRef row = LLVMBuildAdd(b, row0, rr, "");
-    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, row, i64c(e, M), "");
-    LLVMValueRef rowc = LLVMBuildSelect(b, in, row, i64c(e, 0), "");
-    arow ar;
-    a_row(e, cv, abase, rowc, k0, K, &ar);
-    LLVMValueRef dst0 = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), ""), rr, "");
-    if (!cv) {
-      LLVMValueRef kk = llvm_loop_begin(e, &lkk, i64c(e, 0), kc);
-      LLVMValueRef v = ldv(e, e->t_f32, fptr(e, e->t_f32, llvm_buf_ptr(e, A), LLVMBuildAdd(b, ar.base, kk, "")), 4);
-      v = LLVMBuildSelect(b, in, v, LLVMConstReal(e->t_f32, 0), "");
-      stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, dst0, LLVMBuildMul(b, kk, i64c(e, MR), ""), "")), 4);
-      llvm_loop_end(e, &lkk);
-    } else {
-      /* K blocks hold whole window positions (KC is a multiple of cin): per
-       * position one bounds check, then a contiguous run of features. */
-      loop lw;
-      LLVMValueRef wp = llvm_loop_begin(e, &lw, i64c(e, 0), LLVMBuildUDiv(b, kc, i64c(e, cv->cin), ""));
-      LLVMValueRef rem = LLVMBuildAdd(b, LLVMBuildUDiv(b, k0, i64c(e, cv->cin), ""), wp, "");
-      LLVMValueRef ok = in, off = ar.cbase;
-      for (int i = cv->ns - 1; i >= 0; i--) {
-        LLVMValueRef w = i > 0 ? LLVMBuildURem(b, rem, i64c(e, cv->ksz[i]), "") : rem;
-        if (i > 0) rem = LLVMBuildUDiv(b, rem, i64c(e, cv->ksz[i]), "");
-        LLVMValueRef p = LLVMBuildAdd(b, ar.pbase[i], LLVMBuildMul(b, w, i64c(e, cv->rdil[i]), ""), "");
-        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, p, i64c(e, cv->isz[i]), ""), "");
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, p, i64c(e, cv->s_sp[i]), ""), "");
-      }
-      off = LLVMBuildSelect(b, ok, off, i64c(e, 0), "");
-      LLVMValueRef d1 = LLVMBuildAdd(b, dst0, LLVMBuildMul(b, LLVMBuildMul(b, wp, i64c(e, cv->cin), ""),
-                                                          i64c(e, MR), ""), "");
-      LLVMValueRef ci = llvm_loop_begin(e, &lkk, i64c(e, 0), i64c(e, cv->cin));
-      LLVMValueRef src = LLVMBuildAdd(b, off, LLVMBuildMul(b, ci, i64c(e, cv->s_c), ""), "");
-      LLVMValueRef v = llvm_convert(e, A->type, IR_F32, llvm_load(e, A->type, llvm_buf_ptr(e, A), src));
-      v = LLVMBuildSelect(b, ok, v, LLVMConstReal(e->t_f32, 0), "");
-      stv(e, v, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, d1, LLVMBuildMul(b, ci, i64c(e, MR), ""), "")), 4);
-      llvm_loop_end(e, &lkk);
-      llvm_loop_end(e, &lw);
-    }
-    llvm_loop_end(e, &lr);
-    if (!cv) {
-      llvm_level_pop(e);
-      LLVMBuildBr(b, packed);
-      LLVMPositionBuilderAtEnd(b, packed);
-    }
-    llvm_loop_end(e, &lit);
-  }
+  pack_a(e, g, cv, A, ap, abase, t0, nt, k0, kc);
   /* Sweep the B panels in chunks of JC: for each chunk, each A tile walks
    * its C rows along JC panels (C streams along rows; the chunk of B, JC x
    * kc x NR floats, stays in L2 and the A tile in L1). */
@@ -409,16 +432,9 @@ static void main_kernel(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A,
   for (int v = 0; v < NV; v++)
     bv[v] = ldv(e, vt, fptr(e, vt, llvm_buf_ptr(e, Bp), LLVMBuildAdd(b, bo, i64c(e, v * VL), "")), 4);
   LLVMValueRef ao = LLVMBuildAdd(b, apo, LLVMBuildMul(b, kk, i64c(e, MR), ""), "");
-  LLVMValueRef undef = LLVMGetUndef(vt);
-  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->t_i32, (unsigned)VL));
   for (int r = 0; r < MR; r++) {
     LLVMValueRef a = ldv(e, e->t_f32, fptr(e, e->t_f32, ap, LLVMBuildAdd(b, ao, i64c(e, r), "")), 4);
-    LLVMValueRef s = LLVMBuildInsertElement(b, undef, a, LLVMConstInt(e->t_i32, 0, 0), "");
-    s = LLVMBuildShuffleVector(b, s, undef, mask, "");
-    for (int v = 0; v < NV; v++) {
-      LLVMValueRef args[3] = {s, bv[v], LLVMBuildLoad2(b, vt, acc[r * NV + v], "")};
-      LLVMBuildStore(b, llvm_call_intrinsic(e, "llvm.fma", vt, args, 3), acc[r * NV + v]);
-    }
+    llvm_fma_splat(e, vt, VL, a, bv, NV, acc + r * NV);
   }
   llvm_loop_end(e, &lk);
   if (epi && epi->n > 0) tile_io_if(e, g, last, IO_STORE_EPI, IO_STORE, epi, C, acc, row0, rowin, jt);

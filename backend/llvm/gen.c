@@ -383,19 +383,44 @@ static bool gen_reduce_tpu(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef
   return true;
 }
 
-static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
-  const ir_inst *in = llvm_inst(s, id);
+/* Reduce and reduce-window keep one accumulator per reduced operand
+ * (in->nops / 2 of them): initialised from the init values, folded with
+ * the reducer at operand index x, read out at the end. */
+static void accs_init(emitter *e, scope *s, const ir_inst *in, LLVMValueRef *acc) {
   int n = in->nops / 2;
-  const ir_shape *is = op_shape(s, in, 0);
-  if (n == 1 && gen_reduce_tpu(e, s, id, ix, out)) return;
-  if (n == 1 && gen_reduce_lanes(e, s, id, ix, out)) return;
-  LLVMValueRef acc[IR_MAX_RANK * 2], args[IR_MAX_RANK * 4], res[IR_MAX_RANK * 2];
   idx sc;
   llvm_idx_scalar(e, &sc);
   for (int j = 0; j < n; j++) {
     ir_type t = op_shape(s, in, j)->type;
     acc[j] = acc_new(e, llvm_ctype(e, t), llvm_gen(e, s, in->ops[n + j], 0, &sc));
   }
+}
+
+static void accs_fold(emitter *e, scope *s, const ir_inst *in, LLVMValueRef *acc, idx *x) {
+  int n = in->nops / 2;
+  LLVMValueRef args[IR_MAX_RANK * 4], res[IR_MAX_RANK * 2];
+  for (int j = 0; j < n; j++) {
+    ir_type t = op_shape(s, in, j)->type;
+    args[j] = LLVMBuildLoad2(e->b, llvm_ctype(e, t), acc[j], "");
+    args[n + j] = llvm_gen(e, s, in->ops[j], 0, x);
+  }
+  llvm_gen_call(e, in->calls[0], args, res);
+  for (int j = 0; j < n; j++) LLVMBuildStore(e->b, res[j], acc[j]);
+}
+
+static void accs_load(emitter *e, scope *s, const ir_inst *in, LLVMValueRef *acc, LLVMValueRef *out) {
+  for (int j = 0; j < in->nops / 2; j++)
+    out[j] = LLVMBuildLoad2(e->b, llvm_ctype(e, op_shape(s, in, j)->type), acc[j], "");
+}
+
+static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
+  const ir_inst *in = llvm_inst(s, id);
+  int n = in->nops / 2;
+  const ir_shape *is = op_shape(s, in, 0);
+  if (n == 1 && gen_reduce_tpu(e, s, id, ix, out)) return;
+  if (n == 1 && gen_reduce_lanes(e, s, id, ix, out)) return;
+  LLVMValueRef acc[IR_MAX_RANK * 2];
+  accs_init(e, s, in, acc);
   llvm_idx_multi(e, ix);
   bool red[IR_MAX_RANK] = {0};
   for (int i = 0; i < in->a->dimensions.n; i++) red[in->a->dimensions.v[i]] = true;
@@ -408,30 +433,17 @@ static void gen_reduce(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *ou
     if (red[d]) x.v[d] = llvm_loop_begin(e, &lp[nl++], i64c(e, 0), i64c(e, is->dims[d]));
     else x.v[d] = ix->v[k++];
   }
-  for (int j = 0; j < n; j++) {
-    ir_type t = op_shape(s, in, j)->type;
-    args[j] = LLVMBuildLoad2(e->b, llvm_ctype(e, t), acc[j], "");
-    args[n + j] = llvm_gen(e, s, in->ops[j], 0, &x);
-  }
-  llvm_gen_call(e, in->calls[0], args, res);
-  for (int j = 0; j < n; j++) LLVMBuildStore(e->b, res[j], acc[j]);
+  accs_fold(e, s, in, acc, &x);
   while (nl > 0) llvm_loop_end(e, &lp[--nl]);
-  for (int j = 0; j < n; j++)
-    out[j] = LLVMBuildLoad2(e->b, llvm_ctype(e, op_shape(s, in, j)->type), acc[j], "");
+  accs_load(e, s, in, acc, out);
 }
 
 static void gen_reduce_window(emitter *e, scope *s, ir_id id, idx *ix, LLVMValueRef *out) {
   const ir_inst *in = llvm_inst(s, id);
   LLVMBuilderRef b = e->b;
-  int n = in->nops / 2;
   const ir_shape *is = op_shape(s, in, 0);
-  LLVMValueRef acc[IR_MAX_RANK * 2], args[IR_MAX_RANK * 4], res[IR_MAX_RANK * 2];
-  idx sc;
-  llvm_idx_scalar(e, &sc);
-  for (int j = 0; j < n; j++) {
-    ir_type t = op_shape(s, in, j)->type;
-    acc[j] = acc_new(e, llvm_ctype(e, t), llvm_gen(e, s, in->ops[n + j], 0, &sc));
-  }
+  LLVMValueRef acc[IR_MAX_RANK * 2];
+  accs_init(e, s, in, acc);
   llvm_idx_multi(e, ix);
   loop lp[IR_MAX_RANK];
   idx x;
@@ -451,19 +463,12 @@ static void gen_reduce_window(emitter *e, scope *s, ir_id id, idx *ix, LLVMValue
   LLVMBuildCondBr(b, valid ? valid : LLVMConstInt(e->t_i1, 1, 0), body, join);
   LLVMPositionBuilderAtEnd(b, body);
   llvm_level_push(e);
-  for (int j = 0; j < n; j++) {
-    ir_type t = op_shape(s, in, j)->type;
-    args[j] = LLVMBuildLoad2(b, llvm_ctype(e, t), acc[j], "");
-    args[n + j] = llvm_gen(e, s, in->ops[j], 0, &x);
-  }
-  llvm_gen_call(e, in->calls[0], args, res);
-  for (int j = 0; j < n; j++) LLVMBuildStore(b, res[j], acc[j]);
+  accs_fold(e, s, in, acc, &x);
   llvm_level_pop(e);
   LLVMBuildBr(b, join);
   LLVMPositionBuilderAtEnd(b, join);
   for (int d = is->rank - 1; d >= 0; d--) llvm_loop_end(e, &lp[d]);
-  for (int j = 0; j < n; j++)
-    out[j] = LLVMBuildLoad2(b, llvm_ctype(e, op_shape(s, in, j)->type), acc[j], "");
+  accs_load(e, s, in, acc, out);
 }
 
 /* One multiply-accumulate step of a dot or convolution (the evaluator's
@@ -656,165 +661,214 @@ LLVMValueRef llvm_gen(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
   return llvm_gen_self(e, s, id, leaf, ix);
 }
 
-LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
-  LLVMValueRef v = memo_get(e, s, id, leaf, ix);
-  if (v) return v;
-  const ir_inst *in = llvm_inst(s, id);
-  const ir_attrs *a = in->a;
-  LLVMBuilderRef b = e->b;
-  ir_type t = in->shape->type;
+/* ---- per-op value generators ------------------------------------------ */
+
+/* Index oi into an operand of shape sh addressed by multi-index: ix gets
+ * its multi-index first, oi is left for the caller to fill. */
+static void operand_multi(emitter *e, idx *ix, const ir_shape *sh, idx *oi) {
+  llvm_idx_multi(e, ix);
+  idx_init(oi, sh);
+  oi->have_multi = true;
+}
+
+static LLVMValueRef gen_elemwise(emitter *e, scope *s, const ir_inst *in, idx *ix) {
   unsigned fl = ir_op_flags(in->op);
-  idx oi, tmp[3];
-  if (fl & OPF_ELEMWISE) {
-    LLVMValueRef x[3];
-    for (int k = 0; k < in->nops; k++)
-      x[k] = llvm_gen(e, s, in->ops[k], 0, ew_idx(e, ix, op_shape(s, in, k), &tmp[k]));
-    ir_type ot = op_shape(s, in, 0)->type;
-    if (fl & OPF_UNARY) v = llvm_unary(e, in->op, t, x[0]);
-    else if (in->op == IR_OP_COMPARE) v = llvm_compare(e, a, ot, x[0], x[1]);
-    else if (fl & OPF_BINARY) v = llvm_binary(e, in->op, t, x[0], x[1]);
-    else if (in->op == IR_OP_SELECT) {
-      v = LLVMBuildSelect(b, x[0], x[1], x[2], "");
-      /* TPU: a bf16 select leaves the vector unit rounded (vrndbf, vsth),
-       * which quiets a signalling NaN; other bf16 values are unchanged */
-      if (e->opt.numerics == CPU_NUMERICS_TPU && t == IR_BF16) v = llvm_round(e, t, v);
-    }
-    else v = llvm_clamp(e, t, x[0], x[1], x[2]);
-    memo_put(e, s, id, leaf, ix, v);
+  ir_type t = in->shape->type;
+  idx tmp[3];
+  LLVMValueRef x[3];
+  for (int k = 0; k < in->nops; k++)
+    x[k] = llvm_gen(e, s, in->ops[k], 0, ew_idx(e, ix, op_shape(s, in, k), &tmp[k]));
+  ir_type ot = op_shape(s, in, 0)->type;
+  if (fl & OPF_UNARY) return llvm_unary(e, in->op, t, x[0]);
+  if (in->op == IR_OP_COMPARE) return llvm_compare(e, in->a, ot, x[0], x[1]);
+  if (fl & OPF_BINARY) return llvm_binary(e, in->op, t, x[0], x[1]);
+  if (in->op == IR_OP_SELECT) {
+    LLVMValueRef v = LLVMBuildSelect(e->b, x[0], x[1], x[2], "");
+    /* TPU: a bf16 select leaves the vector unit rounded (vrndbf, vsth),
+     * which quiets a signalling NaN; other bf16 values are unchanged */
+    if (e->opt.numerics == CPU_NUMERICS_TPU && t == IR_BF16) v = llvm_round(e, t, v);
     return v;
   }
+  return llvm_clamp(e, t, x[0], x[1], x[2]);
+}
+
+static LLVMValueRef gen_iota(emitter *e, const ir_inst *in, idx *ix) {
+  LLVMBuilderRef b = e->b;
+  ir_type t = in->shape->type;
+  llvm_idx_multi(e, ix);
+  LLVMValueRef i = ix->v[in->a->index];
+  if (ir_type_is_float(t)) return llvm_round(e, t, LLVMBuildSIToFP(b, i, e->t_f32, ""));
+  if (t == IR_PRED) return LLVMBuildICmp(b, LLVMIntNE, i, i64c(e, 0), "");
+  return LLVMBuildTrunc(b, i, llvm_ctype(e, t), "");
+}
+
+static LLVMValueRef gen_broadcast(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  const ir_shape *os = op_shape(s, in, 0);
+  idx oi;
+  idx_init(&oi, os);
+  if (os->rank == 0) {
+    llvm_idx_scalar(e, &oi);
+  } else {
+    llvm_idx_multi(e, ix);
+    oi.have_multi = true;
+    for (int i = 0; i < in->a->dimensions.n; i++) oi.v[i] = ix->v[in->a->dimensions.v[i]];
+  }
+  return llvm_gen(e, s, in->ops[0], 0, &oi);
+}
+
+/* reshape, copy, convert, bitcast-convert: one element of the operand,
+ * at the same linear position, converted. */
+static LLVMValueRef gen_same_pos(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  const ir_shape *os = op_shape(s, in, 0);
+  ir_type t = in->shape->type;
+  idx oi, *pi = ix;
+  if (in->op == IR_OP_RESHAPE) {
+    idx_init(&oi, os);
+    oi.lin = llvm_idx_lin(e, ix);
+    pi = &oi;
+  }
+  LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, pi);
+  if (in->op == IR_OP_CONVERT) return llvm_convert(e, os->type, t, x);
+  if (in->op == IR_OP_BITCAST_CONVERT) return llvm_bitcast_convert(e, os->type, t, x);
+  return x;
+}
+
+static LLVMValueRef gen_transpose(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  idx oi;
+  operand_multi(e, ix, op_shape(s, in, 0), &oi);
+  for (int i = 0; i < in->a->dimensions.n; i++) oi.v[in->a->dimensions.v[i]] = ix->v[i];
+  return llvm_gen(e, s, in->ops[0], 0, &oi);
+}
+
+static LLVMValueRef gen_slice(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  LLVMBuilderRef b = e->b;
+  const ir_attrs *a = in->a;
+  idx oi;
+  operand_multi(e, ix, op_shape(s, in, 0), &oi);
+  for (int i = 0; i < ix->rank; i++) {
+    int64_t st = a->slice_stride.n ? a->slice_stride.v[i] : 1;
+    oi.v[i] = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[i], i64c(e, st), ""), i64c(e, a->slice_start.v[i]), "");
+  }
+  return llvm_gen(e, s, in->ops[0], 0, &oi);
+}
+
+static LLVMValueRef gen_reverse(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  idx oi;
+  operand_multi(e, ix, op_shape(s, in, 0), &oi);
+  for (int i = 0; i < ix->rank; i++) oi.v[i] = ix->v[i];
+  for (int i = 0; i < in->a->dimensions.n; i++) {
+    int64_t d = in->a->dimensions.v[i];
+    oi.v[d] = LLVMBuildSub(e->b, i64c(e, ix->dims[d] - 1), ix->v[d], "");
+  }
+  return llvm_gen(e, s, in->ops[0], 0, &oi);
+}
+
+/* Each non-empty operand read at the clamped position, then a chain of
+ * selects on the concatenated coordinate, last operand innermost. */
+static LLVMValueRef gen_concatenate(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  LLVMBuilderRef b = e->b;
+  int64_t d = in->a->dimensions.v[0], off = 0;
+  LLVMValueRef vals[64];
+  int64_t offs[64];
+  int n = in->nops;
+  LLVMValueRef *vs = n <= 64 ? vals : arena_array(e->a, (size_t)n, sizeof *vs);
+  int64_t *os = n <= 64 ? offs : arena_array(e->a, (size_t)n, sizeof *os);
+  for (int k = 0; k < n; k++) {
+    const ir_shape *sh = op_shape(s, in, k);
+    idx oi;
+    operand_multi(e, ix, sh, &oi);
+    for (int i = 0; i < ix->rank; i++) oi.v[i] = ix->v[i];
+    os[k] = off;
+    oi.v[d] = clamp_i64(e, LLVMBuildSub(b, ix->v[d], i64c(e, off), ""), 0, sh->dims[d] > 0 ? sh->dims[d] - 1 : 0);
+    off += sh->dims[d];
+    vs[k] = sh->dims[d] > 0 ? llvm_gen(e, s, in->ops[k], 0, &oi) : NULL;
+  }
+  LLVMValueRef v = NULL;
+  for (int k = n - 1; k >= 0; k--) {
+    if (!vs[k]) continue;
+    if (!v) v = vs[k];
+    else v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ix->v[d], i64c(e, os[k + 1 < n ? k + 1 : k]), ""), vs[k], v, "");
+  }
+  return v ? v : llvm_zero(e, in->shape->type);
+}
+
+static LLVMValueRef gen_pad(emitter *e, scope *s, const ir_inst *in, idx *ix) {
+  LLVMBuilderRef b = e->b;
+  const ir_shape *os = op_shape(s, in, 0);
+  idx oi;
+  operand_multi(e, ix, os, &oi);
+  LLVMValueRef valid = NULL;
+  for (int i = 0; i < ix->rank; i++) {
+    const ir_padding_dim *p = &in->a->padding[i];
+    LLVMValueRef pos = LLVMBuildSub(b, ix->v[i], i64c(e, p->lo), "");
+    oi.v[i] = dilated_pos(e, pos, p->interior + 1, os->dims[i], &valid);
+  }
+  idx sc;
+  llvm_idx_scalar(e, &sc);
+  LLVMValueRef pv = llvm_gen(e, s, in->ops[1], 0, &sc);
+  if (ir_shape_count(os) == 0) return pv;
+  LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &oi);
+  return valid ? LLVMBuildSelect(b, valid, x, pv, "") : x;
+}
+
+/* Ops whose leaves are other values' leaves: no code of their own, no memo. */
+static LLVMValueRef gen_forward(emitter *e, scope *s, const ir_inst *in, ir_id id, int leaf, idx *ix) {
   switch (in->op) {
   case IR_OP_PARAMETER: {
-    int p = (int)a->parameter_number;
+    int p = (int)in->a->parameter_number;
     if (s->param_vals) return s->param_vals[s->param_off[p] + leaf];
     BASE_ASSERT(s->parent);
     return llvm_gen(e, s->parent, s->param_src[p], leaf, ix);
   }
+  case IR_OP_ALL_REDUCE: /* one replica: the identity */
+    return llvm_gen(e, s, in->ops[in->nops == 1 ? 0 : leaf], in->nops == 1 ? leaf : 0, ix);
+  case IR_OP_TUPLE:
+    for (int k = 0; k < in->nops; k++) {
+      int n = llvm_leaf_count(op_shape(s, in, k));
+      if (leaf < n) return llvm_gen(e, s, in->ops[k], leaf, ix);
+      leaf -= n;
+    }
+    base_die("tuple leaf out of range");
+  case IR_OP_GET_TUPLE_ELEMENT:
+    return llvm_gen(e, s, in->ops[0], llvm_leaf_offset(op_shape(s, in, 0), (int)in->a->index) + leaf, ix);
+  case IR_OP_FUSION: {
+    scope *ns = sub_scope(e, s, id);
+    return llvm_gen(e, ns, ns->c->root, leaf, ix);
+  }
+  default:
+    return NULL;
+  }
+}
+
+LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
+  LLVMValueRef v = memo_get(e, s, id, leaf, ix);
+  if (v) return v;
+  const ir_inst *in = llvm_inst(s, id);
+  if (ir_op_flags(in->op) & OPF_ELEMWISE) {
+    v = gen_elemwise(e, s, in, ix);
+    memo_put(e, s, id, leaf, ix, v);
+    return v;
+  }
+  if ((v = gen_forward(e, s, in, id, leaf, ix))) return v;
+  switch (in->op) {
   case IR_OP_CONSTANT: {
-    const ir_literal *l = llvm_literal_leaf(a->literal, leaf);
+    const ir_literal *l = llvm_literal_leaf(in->a->literal, leaf);
     if (l->shape.rank == 0) return llvm_const_elem(e, l, 0);
     cbuf *cb = llvm_const_buf(e, l);
     v = llvm_load(e, cb->type, llvm_buf_ptr(e, cb), llvm_idx_lin(e, ix));
     break;
   }
-  case IR_OP_IOTA: {
-    llvm_idx_multi(e, ix);
-    LLVMValueRef i = ix->v[a->index];
-    if (ir_type_is_float(t)) v = llvm_round(e, t, LLVMBuildSIToFP(b, i, e->t_f32, ""));
-    else if (t == IR_PRED) v = LLVMBuildICmp(b, LLVMIntNE, i, i64c(e, 0), "");
-    else v = LLVMBuildTrunc(b, i, llvm_ctype(e, t), "");
-    break;
-  }
-  case IR_OP_BROADCAST: {
-    const ir_shape *os = op_shape(s, in, 0);
-    idx_init(&oi, os);
-    if (os->rank == 0) {
-      llvm_idx_scalar(e, &oi);
-    } else {
-      llvm_idx_multi(e, ix);
-      oi.have_multi = true;
-      for (int i = 0; i < a->dimensions.n; i++) oi.v[i] = ix->v[a->dimensions.v[i]];
-    }
-    v = llvm_gen(e, s, in->ops[0], 0, &oi);
-    break;
-  }
+  case IR_OP_IOTA: v = gen_iota(e, in, ix); break;
+  case IR_OP_BROADCAST: v = gen_broadcast(e, s, in, ix); break;
   case IR_OP_RESHAPE:
   case IR_OP_COPY:
   case IR_OP_CONVERT:
-  case IR_OP_BITCAST_CONVERT: {
-    const ir_shape *os = op_shape(s, in, 0);
-    idx *pi = ix;
-    if (in->op == IR_OP_RESHAPE) {
-      idx_init(&oi, os);
-      oi.lin = llvm_idx_lin(e, ix);
-      pi = &oi;
-    }
-    LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, pi);
-    if (in->op == IR_OP_CONVERT) v = llvm_convert(e, os->type, t, x);
-    else if (in->op == IR_OP_BITCAST_CONVERT) v = llvm_bitcast_convert(e, os->type, t, x);
-    else v = x;
-    break;
-  }
-  case IR_OP_TRANSPOSE: {
-    llvm_idx_multi(e, ix);
-    idx_init(&oi, op_shape(s, in, 0));
-    oi.have_multi = true;
-    for (int i = 0; i < a->dimensions.n; i++) oi.v[a->dimensions.v[i]] = ix->v[i];
-    v = llvm_gen(e, s, in->ops[0], 0, &oi);
-    break;
-  }
-  case IR_OP_SLICE: {
-    llvm_idx_multi(e, ix);
-    idx_init(&oi, op_shape(s, in, 0));
-    oi.have_multi = true;
-    for (int i = 0; i < ix->rank; i++) {
-      int64_t st = a->slice_stride.n ? a->slice_stride.v[i] : 1;
-      oi.v[i] = LLVMBuildAdd(b, LLVMBuildMul(b, ix->v[i], i64c(e, st), ""), i64c(e, a->slice_start.v[i]), "");
-    }
-    v = llvm_gen(e, s, in->ops[0], 0, &oi);
-    break;
-  }
-  case IR_OP_REVERSE: {
-    llvm_idx_multi(e, ix);
-    idx_init(&oi, op_shape(s, in, 0));
-    oi.have_multi = true;
-    for (int i = 0; i < ix->rank; i++) oi.v[i] = ix->v[i];
-    for (int i = 0; i < a->dimensions.n; i++) {
-      int64_t d = a->dimensions.v[i];
-      oi.v[d] = LLVMBuildSub(b, i64c(e, ix->dims[d] - 1), ix->v[d], "");
-    }
-    v = llvm_gen(e, s, in->ops[0], 0, &oi);
-    break;
-  }
-  case IR_OP_CONCATENATE: {
-    llvm_idx_multi(e, ix);
-    int64_t d = a->dimensions.v[0], off = 0;
-    LLVMValueRef vals[64];
-    int64_t offs[64];
-    int n = in->nops;
-    LLVMValueRef *vs = n <= 64 ? vals : arena_array(e->a, (size_t)n, sizeof *vs);
-    int64_t *os = n <= 64 ? offs : arena_array(e->a, (size_t)n, sizeof *os);
-    for (int k = 0; k < n; k++) {
-      const ir_shape *sh = op_shape(s, in, k);
-      idx_init(&oi, sh);
-      oi.have_multi = true;
-      for (int i = 0; i < ix->rank; i++) oi.v[i] = ix->v[i];
-      os[k] = off;
-      oi.v[d] = clamp_i64(e, LLVMBuildSub(b, ix->v[d], i64c(e, off), ""), 0, sh->dims[d] > 0 ? sh->dims[d] - 1 : 0);
-      off += sh->dims[d];
-      vs[k] = sh->dims[d] > 0 ? llvm_gen(e, s, in->ops[k], 0, &oi) : NULL;
-    }
-    v = NULL;
-    for (int k = n - 1; k >= 0; k--) {
-      if (!vs[k]) continue;
-      if (!v) v = vs[k];
-      else v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ix->v[d], i64c(e, os[k + 1 < n ? k + 1 : k]), ""), vs[k], v, "");
-    }
-    if (!v) v = llvm_zero(e, t);
-    break;
-  }
-  case IR_OP_PAD: {
-    llvm_idx_multi(e, ix);
-    const ir_shape *os = op_shape(s, in, 0);
-    idx_init(&oi, os);
-    oi.have_multi = true;
-    LLVMValueRef valid = NULL;
-    for (int i = 0; i < ix->rank; i++) {
-      const ir_padding_dim *p = &a->padding[i];
-      LLVMValueRef pos = LLVMBuildSub(b, ix->v[i], i64c(e, p->lo), "");
-      oi.v[i] = dilated_pos(e, pos, p->interior + 1, os->dims[i], &valid);
-    }
-    idx sc;
-    llvm_idx_scalar(e, &sc);
-    LLVMValueRef pv = llvm_gen(e, s, in->ops[1], 0, &sc);
-    if (ir_shape_count(os) == 0) {
-      v = pv;
-    } else {
-      LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, &oi);
-      v = valid ? LLVMBuildSelect(b, valid, x, pv, "") : x;
-    }
-    break;
-  }
+  case IR_OP_BITCAST_CONVERT: v = gen_same_pos(e, s, in, ix); break;
+  case IR_OP_TRANSPOSE: v = gen_transpose(e, s, in, ix); break;
+  case IR_OP_SLICE: v = gen_slice(e, s, in, ix); break;
+  case IR_OP_REVERSE: v = gen_reverse(e, s, in, ix); break;
+  case IR_OP_CONCATENATE: v = gen_concatenate(e, s, in, ix); break;
+  case IR_OP_PAD: v = gen_pad(e, s, in, ix); break;
   case IR_OP_DOT: v = gen_dot(e, s, id, ix); break;
   case IR_OP_CONVOLUTION: v = gen_conv(e, s, id, ix); break;
   case IR_OP_REDUCE:
@@ -825,22 +879,6 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
     int n = in->nops / 2;
     for (int j = 0; j < n; j++) memo_put(e, s, id, j, ix, out[j]);
     return out[leaf];
-  }
-  case IR_OP_ALL_REDUCE: /* one replica: the identity */
-    return llvm_gen(e, s, in->ops[in->nops == 1 ? 0 : leaf], in->nops == 1 ? leaf : 0, ix);
-  case IR_OP_TUPLE: {
-    for (int k = 0; k < in->nops; k++) {
-      int n = llvm_leaf_count(op_shape(s, in, k));
-      if (leaf < n) return llvm_gen(e, s, in->ops[k], leaf, ix);
-      leaf -= n;
-    }
-    base_die("tuple leaf out of range");
-  }
-  case IR_OP_GET_TUPLE_ELEMENT:
-    return llvm_gen(e, s, in->ops[0], llvm_leaf_offset(op_shape(s, in, 0), (int)a->index) + leaf, ix);
-  case IR_OP_FUSION: {
-    scope *ns = sub_scope(e, s, id);
-    return llvm_gen(e, ns, ns->c->root, leaf, ix);
   }
   default:
     base_die("llvm_gen_self: %s", ir_op_name(in->op));

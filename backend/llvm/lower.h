@@ -271,6 +271,10 @@ int llvm_gemm_epi_bufs(const gemm_epi *epi, cbuf **bufs, int nbufs);
 bool llvm_emit_conv_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
+/* acc[v] (allocas of vector type vt, VL lanes) += splat(x) * w[v] for
+ * v < n, each a fused multiply-add. */
+void llvm_fma_splat(emitter *e, LLVMTypeRef vt, int VL, LLVMValueRef x, const LLVMValueRef *w, int n,
+                    const LLVMValueRef *acc);
 
 /* ---- target.c -------------------------------------------------------- */
 void llvm_init_native(void);

@@ -196,21 +196,14 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     xx = tx;
     yy = ty;
     f = false;
-  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S32) {
-    int k = cimm(p, 0x80000000u);
+  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && (at == IR_S32 || at == IR_S8)) {
+    /* unsigned order as signed: s32 flips the sign bit, s8 keeps the low byte */
+    int k = cimm(p, at == IR_S32 ? 0x80000000u : 0xffu);
+    isa_op op = at == IR_S32 ? OP_VXOR : OP_VAND;
     tx = ralloc(p);
     ty = ralloc(p);
-    V3(OP_VXOR, tx, x, k);
-    V3(OP_VXOR, ty, y, k);
-    rfree(p, k);
-    xx = tx;
-    yy = ty;
-  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && at == IR_S8) {
-    int k = cimm(p, 0xff);
-    tx = ralloc(p);
-    ty = ralloc(p);
-    V3(OP_VAND, tx, x, k);
-    V3(OP_VAND, ty, y, k);
+    V3(op, tx, x, k);
+    V3(op, ty, y, k);
     rfree(p, k);
     xx = tx;
     yy = ty;

@@ -55,6 +55,15 @@ static void set_acc_ready(emu_mxu *x, uint32_t row, uint32_t rows, emu_time t) {
     x->acc_ready[b] = tmax(x->acc_ready[b], t);
 }
 
+/* An instruction ready at earliest whose operand is ready at dep starts
+ * at dep when that is later, the wait counted as a dependency stall. */
+static void wait_dependency(emu_unit_stats *us, emu_time earliest, emu_time dep, emu_time *start) {
+  if (dep > earliest) {
+    us->stall_dependency += dep - earliest;
+    *start = dep;
+  }
+}
+
 int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
                     emu_time *occ, emu_time *lat) {
   const int K = m->t.mxu_rows, N = m->t.mxu_cols;
@@ -104,10 +113,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
     if (fromv) {
       /* The vreg must be ready (RAW on a register). */
       emu_time dep = m->v_ready[in->a];
-      if (dep > earliest) {
-        us->stall_dependency += dep - earliest;
-        *start = dep;
-      }
+      wait_dependency(us, earliest, dep, start);
       m->v_read[in->a] = tmax(m->v_read[in->a], *start);
       for (int r = 0; r < TGT_SUBLANES; r++)
         for (int k = 0; k < K; k++) {
@@ -160,10 +166,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
     uint32_t row = s[in->b];
     if (acc_rows_ok(m, "mpop", row, TGT_SUBLANES)) return -1;
     emu_time dep = tmax(acc_ready(x, row, TGT_SUBLANES), m->v_read[in->a]);
-    if (dep > earliest) {
-      us->stall_dependency += dep - earliest;
-      *start = dep;
-    }
+    wait_dependency(us, earliest, dep, start);
     for (int r = 0; r < TGT_SUBLANES; r++)
       for (int l = 0; l < TGT_LANES; l++) {
         int c = in->imm + l;
@@ -186,10 +189,7 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
     if (stride % 4)
       return emu_fail(m, EMU_FAULT_MEMORY, "mpopm: row stride %d is not 4-aligned", stride);
     emu_time dep = acc_ready(x, row, rows);
-    if (dep > earliest) {
-      us->stall_dependency += dep - earliest;
-      *start = dep;
-    }
+    wait_dependency(us, earliest, dep, start);
     *occ = (rows + 7) / 8;
     for (uint32_t r = 0; r < rows; r++)
       if (emu_hazard(m, 0, 1, (uint64_t)(a0 + (int64_t)stride * r), 4u * (uint64_t)N,
