@@ -3,7 +3,7 @@
 longer than LIMIT lines (default 150).
 
 Product code: every .c, .h, .y and .l file under SRCROOT except tests/,
-bench/, hidden folders and build trees (folders holding meson-private/ or
+bench/, hidden folders, nested source trees (their own project()) and build trees (folders holding meson-private/ or
 build.ninja). In .y and .l files only the C parts count: the %{ ... %}
 blocks and the code after the second %%. A function's length runs from the
 first line of its declaration to its closing brace, both included.
@@ -150,6 +150,15 @@ def functions(text):
     return res
 
 
+def is_project(path):
+    """Whether the meson.build at path starts a project of its own."""
+    try:
+        with open(path, errors='replace') as f:
+            return any(line.lstrip().startswith('project(') for line in f)
+    except OSError:
+        return False
+
+
 def product_files(root):
     for d, dirs, files in os.walk(root):
         rel = os.path.relpath(d, root)
@@ -157,8 +166,9 @@ def product_files(root):
         if rel != '.' and (top in SKIP_TOP or top.startswith('.')):
             dirs[:] = []
             continue
-        if 'meson-private' in dirs or 'build.ninja' in files:
-            dirs[:] = []
+        if 'meson-private' in dirs or 'build.ninja' in files or \
+                (rel != '.' and 'meson.build' in files and is_project(os.path.join(d, 'meson.build'))):
+            dirs[:] = []  # a build tree, or another source tree (its own project())
             continue
         dirs[:] = sorted(x for x in dirs if not x.startswith('.'))
         for f in sorted(files):
