@@ -2,8 +2,20 @@
  * kind-generic equality and hash of attribute sets that CSE uses. */
 #include "ir/ir.h"
 
-#define IR_OPS(...) ((const ir_op[]){__VA_ARGS__, IR_OP__COUNT})
-#define IR_NO_OPS ((const ir_op[]){IR_OP__COUNT})
+/* IR_OPS(a, b, ...): the set of up to 6 ops as a constant ir_opset. */
+#define IR_OPBIT(w, op) | ((unsigned)(op) >> 6 == (w) ? UINT64_C(1) << ((unsigned)(op) & 63) : 0)
+#define IR_FE1(w, a) IR_OPBIT(w, a)
+#define IR_FE2(w, a, ...) IR_OPBIT(w, a) IR_FE1(w, __VA_ARGS__)
+#define IR_FE3(w, a, ...) IR_OPBIT(w, a) IR_FE2(w, __VA_ARGS__)
+#define IR_FE4(w, a, ...) IR_OPBIT(w, a) IR_FE3(w, __VA_ARGS__)
+#define IR_FE5(w, a, ...) IR_OPBIT(w, a) IR_FE4(w, __VA_ARGS__)
+#define IR_FE6(w, a, ...) IR_OPBIT(w, a) IR_FE5(w, __VA_ARGS__)
+#define IR_FE_PICK(_1, _2, _3, _4, _5, _6, n, ...) n
+#define IR_OPW(w, ...)                                                                           \
+  (0 IR_FE_PICK(__VA_ARGS__, IR_FE6, IR_FE5, IR_FE4, IR_FE3, IR_FE2, IR_FE1, _)(w, __VA_ARGS__))
+#define IR_OPS(...) {{IR_OPW(0, __VA_ARGS__), IR_OPW(1, __VA_ARGS__), IR_OPW(2, __VA_ARGS__)}}
+#define IR_NO_OPS {{0}}
+_Static_assert(IR_OP__COUNT <= 3 * 64, "IR_OPS fills three words");
 #define IR_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define IR_ATTR(kind, spelling, f, g, h, ops, req, flags, min, names, noun)                     \
   {IR_AK_##kind, spelling, offsetof(ir_attrs, f), offsetof(ir_attrs, g), offsetof(ir_attrs, h), \
@@ -13,6 +25,27 @@ const ir_attr_desc ir_attr_table[] = {
 };
 #undef IR_ATTR
 const int ir_attr_count = (int)COUNTOF(ir_attr_table);
+
+/* The union of the rows' OPS, word by word. */
+#undef IR_OPS
+#undef IR_NO_OPS
+#define IR_OPS(...) IR_OPW(IR_W, __VA_ARGS__)
+#define IR_NO_OPS 0
+#define IR_ATTR(kind, spelling, f, g, h, ops, req, ...) | ops
+#define IR_W 0
+const ir_opset ir_attr_ops_any = {{0
+#include "ir/attrs.def"
+#undef IR_W
+#define IR_W 1
+, 0
+#include "ir/attrs.def"
+#undef IR_W
+#define IR_W 2
+, 0
+#include "ir/attrs.def"
+}};
+#undef IR_ATTR
+#undef IR_W
 
 /* ENUM and PREC fields are read and written as int. */
 _Static_assert(sizeof(ir_cmp_dir) == sizeof(int) && sizeof(ir_cmp_type) == sizeof(int) &&
@@ -57,7 +90,7 @@ static bool groups_eq(const ir_replica_groups *p, const ir_replica_groups *q) {
 
 /* Whether row d counts for op (IR_AF_CSE_OPS: only on its ops). */
 static bool counts(const ir_attr_desc *d, ir_op op) {
-  return !(d->flags & IR_AF_CSE_OPS) || ir_attr_on(d->ops, op);
+  return !(d->flags & IR_AF_CSE_OPS) || ir_attr_on(&d->ops, op);
 }
 
 bool ir_attrs_equal(ir_op op, const ir_attrs *a, const ir_attrs *b) {

@@ -301,15 +301,20 @@ enum {
   IR_AF_NOT_HLO = 1 << 3, /* no HLO attribute (written as the operand) */
 };
 
-/* One IR_ATTR row of ir/attrs.def. ops and required end at IR_OP__COUNT;
- * names (ENUM, PREC) ends at NULL. f, g, h: byte offsets in ir_attrs of
+/* A set of ops: op's bit in word op / 64. */
+typedef struct ir_opset {
+  uint64_t w[(IR_OP__COUNT + 63) / 64];
+} ir_opset;
+
+/* One IR_ATTR row of ir/attrs.def. ops: the ops that carry it; required:
+ * those on which the parser requires it; names (ENUM, PREC) ends at NULL. f, g, h: byte offsets in ir_attrs of
  * the fields the kind uses (SLICE: start, limit, stride; PADS: entries,
  * count). */
 typedef struct ir_attr_desc {
   ir_attr_kind kind;
   const char *name;
   size_t f, g, h;
-  const ir_op *ops, *required;
+  ir_opset ops, required;
   unsigned flags;
   int64_t min;
   const char *const *names;
@@ -319,12 +324,13 @@ typedef struct ir_attr_desc {
 /* The IR_ATTR rows in table order, and their count. */
 extern const ir_attr_desc ir_attr_table[];
 extern const int ir_attr_count;
+/* The ops that carry some attribute of the table (a fast path: most ops
+ * carry none). A row's REQUIRED ops are among its OPS. */
+extern const ir_opset ir_attr_ops_any;
 
-/* Whether op is listed in ops (an IR_OP__COUNT-terminated list). */
-static inline bool ir_attr_on(const ir_op *ops, ir_op op) {
-  for (; *ops != IR_OP__COUNT; ops++)
-    if (*ops == op) return true;
-  return false;
+/* Whether op is in the set s. */
+static inline bool ir_attr_on(const ir_opset *s, ir_op op) {
+  return (unsigned)op < IR_OP__COUNT && (s->w[(unsigned)op >> 6] >> ((unsigned)op & 63) & 1);
 }
 
 /* Whether a and b are equal attributes of an op: every row compared by

@@ -165,10 +165,11 @@ void ir_inst_set_shape(ir_module *m, ir_inst *in, const ir_shape *s) {
  * aside on the ops that do not carry it (zero-filled attributes read it as
  * pred there). */
 static bool attrs_empty(ir_op op, const ir_attrs *a) {
+  if (memcmp(a, &ir_attrs_none, sizeof *a) == 0) return true;
   ir_attrs t = *a;
   for (int r = 0; r < ir_attr_count; r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
-    if (d->kind == IR_AK_TYPE && !ir_attr_on(d->ops, op))
+    if (d->kind == IR_AK_TYPE && !ir_attr_on(&d->ops, op))
       *IR_ATTR_FIELD(&t, d->f, ir_type) = IR_TYPE_INVALID;
   }
   return memcmp(&t, &ir_attrs_none, sizeof t) == 0;

@@ -431,9 +431,9 @@ static void put_raw_calls(pctx *x, const ir_inst *in, const ir_raw_attr *r) {
 
 static void put_attrs(pctx *x, const ir_inst *in) {
   strbuf *b = x->b;
-  for (int r = 0; r < ir_attr_count; r++) {
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, in->op); r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
-    if ((d->flags & IR_AF_NOT_HLO) || !ir_attr_on(d->ops, in->op) || attr_elided(d, in)) continue;
+    if ((d->flags & IR_AF_NOT_HLO) || !ir_attr_on(&d->ops, in->op) || attr_elided(d, in)) continue;
     sb_printf(b, ", %s=", d->name);
     put_attr_value(b, d, in);
   }

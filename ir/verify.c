@@ -216,9 +216,9 @@ static int cmp_i64(const void *a, const void *b) {
 /* Every ENUM and PREC attribute of in's op (ir/attrs.def) holds one of
  * its names. */
 static void check_enum_attrs(vctx *v, const ir_inst *in, const char *nm) {
-  for (int r = 0; r < ir_attr_count; r++) {
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, in->op); r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
-    if ((d->kind != IR_AK_ENUM && d->kind != IR_AK_PREC) || !ir_attr_on(d->ops, in->op)) continue;
+    if ((d->kind != IR_AK_ENUM && d->kind != IR_AK_PREC) || !ir_attr_on(&d->ops, in->op)) continue;
     int nnames = 0;
     while (d->names[nnames]) nnames++;
     for (int k = 0; k < (d->kind == IR_AK_PREC ? 2 : 1); k++) {

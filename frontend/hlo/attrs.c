@@ -736,6 +736,13 @@ static const struct {
     {"calls", {IR_OP_FUSION, IR_OP__COUNT}},
 };
 
+/* Whether op is in list (ended by IR_OP__COUNT). */
+static bool op_in(const ir_op *list, ir_op op) {
+  for (; *list != IR_OP__COUNT; list++)
+    if (*list == op) return true;
+  return false;
+}
+
 /* One value of table row d into the instruction's attributes (per kind);
  * false after reporting. */
 static bool parse_value(actx *x, const ir_attr_desc *d, const hlo_tok *v) {
@@ -812,7 +819,7 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen
   if (ir_op_flags(op) & OPF_DECLARED) return apply_declared(x, name, v);
   for (size_t i = 0; i < COUNTOF(call_attrs); i++)
     if (strcmp(n, call_attrs[i].name) == 0) {
-      if (!ir_attr_on(call_attrs[i].ops, op))
+      if (!op_in(call_attrs[i].ops, op))
         return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
       return comp_ref(x, v);
     }
@@ -821,7 +828,7 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen
     const ir_attr_desc *d = &ir_attr_table[r];
     if ((d->flags & IR_AF_NOT_HLO) || strcmp(n, d->name) != 0) continue;
     known = true;
-    if (!ir_attr_on(d->ops, op)) continue;
+    if (!ir_attr_on(&d->ops, op)) continue;
     *seen |= UINT64_C(1) << r;
     return parse_value(x, d, v);
   }
@@ -866,9 +873,9 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   bool ok = true;
   uint64_t seen_rows = 0;
   ir_op op = in->op;
-  for (int r = 0; r < ir_attr_count; r++) {
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, op); r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
-    if ((d->flags & IR_AF_INIT) && ir_attr_on(d->ops, op)) *IR_ATTR_FIELD(&in->a, d->f, int64_t) = d->min;
+    if ((d->flags & IR_AF_INIT) && ir_attr_on(&d->ops, op)) *IR_ATTR_FIELD(&in->a, d->f, int64_t) = d->min;
   }
   /* names given twice */
   strmap *seen = hi->attrs.n > 1 ? strmap_create(c->p->scratch) : NULL;
@@ -896,11 +903,11 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
     return true;
   }
   for (size_t i = 0; i < COUNTOF(call_attrs) && !missing; i++)
-    if (ir_attr_on(call_attrs[i].ops, op) && !has_attr(hi, call_attrs[i].name))
+    if (op_in(call_attrs[i].ops, op) && !has_attr(hi, call_attrs[i].name))
       missing = call_attrs[i].name;
-  for (int r = 0; r < ir_attr_count && !missing; r++) {
+  for (int r = 0; r < ir_attr_count && !missing && ir_attr_on(&ir_attr_ops_any, op); r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
-    if (ir_attr_on(d->required, op) && !(seen_rows >> r & 1)) missing = d->name;
+    if (ir_attr_on(&d->required, op) && !(seen_rows >> r & 1)) missing = d->name;
   }
   /* exception: XLA lets a broadcast of a scalar omit dimensions={} */
   if (missing && op == IR_OP_BROADCAST && c->nops == 1 && c->ops[0].type != IR_TUPLE &&
