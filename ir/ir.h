@@ -278,30 +278,71 @@ typedef struct ir_metadata {
   int32_t source_line;
 } ir_metadata;
 
-/* Attributes, one struct for all ops; each op uses the fields documented
- * beside it and leaves the others zero. */
+/* Attributes, one struct for all ops, generated from ir/attrs.def (its
+ * IR_FIELD rows); each op uses the fields its IR_ATTR rows name and leaves
+ * the others zero. */
 typedef struct ir_attrs {
-  int64_t parameter_number;  /* parameter */
-  ir_literal *literal;       /* constant */
-  int64_t index;             /* get-tuple-element: index; iota: iota_dimension */
-  ir_ints dimensions;        /* broadcast, transpose, reduce, reverse,
-                                concatenate (one), all-reduce unused */
-  ir_ints slice_start, slice_limit, slice_stride; /* slice */
-  int32_t npad;
-  ir_padding_dim *padding;   /* pad: one per dimension */
-  ir_cmp_dir cmp_dir;        /* compare */
-  ir_cmp_type cmp_type;      /* compare */
-  ir_ints lhs_batch, rhs_batch, lhs_contracting, rhs_contracting; /* dot */
-  ir_precision precision[2]; /* dot, convolution: operand_precision */
-  const ir_window *window;   /* convolution, reduce-window: NULL when not
-                                given (read through ir_window_of) */
-  ir_conv_dims conv;         /* convolution */
-  int64_t feature_group_count, batch_group_count; /* convolution (>= 1) */
-  ir_replica_groups replica_groups; /* all-reduce */
-  int64_t channel_id;        /* all-reduce; 0 = absent */
-  ir_fusion_kind fusion_kind;/* fusion */
-  ir_type preferred_type;    /* dot/convolution preferred_element_type, or IR_TYPE_INVALID */
+#define IR_FIELD(type, name, doc) type name;
+#include "ir/attrs.def"
+#undef IR_FIELD
 } ir_attrs;
+
+/* How an attribute's value is stored, printed, parsed, compared and copied
+ * (one implementation per kind in each of those). See ir/attrs.def. */
+typedef enum ir_attr_kind {
+  IR_AK_INT, IR_AK_INTS, IR_AK_SLICE, IR_AK_PADS, IR_AK_ENUM, IR_AK_PREC,
+  IR_AK_WINDOW, IR_AK_CONV, IR_AK_GROUPS, IR_AK_TYPE, IR_AK_LITERAL
+} ir_attr_kind;
+
+enum {
+  IR_AF_OMIT = 1 << 0,    /* not printed at its default */
+  IR_AF_INIT = 1 << 1,    /* the parser starts an INT at min on its ops */
+  IR_AF_CSE_OPS = 1 << 2, /* CSE compares it only on its ops */
+  IR_AF_NOT_HLO = 1 << 3, /* no HLO attribute (written as the operand) */
+};
+
+/* A set of ops: op's bit in word op / 64. */
+typedef struct ir_opset {
+  uint64_t w[(IR_OP__COUNT + 63) / 64];
+} ir_opset;
+
+/* One IR_ATTR row of ir/attrs.def. ops: the ops that carry it; required:
+ * those on which the parser requires it; names (ENUM, PREC) ends at NULL. f, g, h: byte offsets in ir_attrs of
+ * the fields the kind uses (SLICE: start, limit, stride; PADS: entries,
+ * count). */
+typedef struct ir_attr_desc {
+  ir_attr_kind kind;
+  const char *name;
+  size_t f, g, h;
+  ir_opset ops, required;
+  unsigned flags;
+  int64_t min;
+  const char *const *names;
+  const char *noun;
+} ir_attr_desc;
+
+/* The IR_ATTR rows in table order, and their count. */
+extern const ir_attr_desc ir_attr_table[];
+extern const int ir_attr_count;
+/* The ops that carry some attribute of the table (a fast path: most ops
+ * carry none). A row's REQUIRED ops are among its OPS. */
+extern const ir_opset ir_attr_ops_any;
+
+/* Whether op is in the set s. */
+static inline bool ir_attr_on(const ir_opset *s, ir_op op) {
+  return (unsigned)op < IR_OP__COUNT && (s->w[(unsigned)op >> 6] >> ((unsigned)op & 63) & 1);
+}
+
+/* Whether a and b are equal attributes of an op: every row compared by
+ * its kind (IR_AF_CSE_OPS rows only on their ops). */
+bool ir_attrs_equal(ir_op op, const ir_attrs *a, const ir_attrs *b);
+/* A hash of a's attributes, mixed into h, consistent with ir_attrs_equal. */
+uint64_t ir_attrs_hash(ir_op op, const ir_attrs *a, uint64_t h);
+
+/* Typed views of an attribute's fields (off: a byte offset from the
+ * table). ENUM and PREC fields are enums of int size. */
+#define IR_ATTR_FIELD(a, off, type) ((type *)(void *)((char *)(a) + (off)))
+#define IR_ATTR_CFIELD(a, off, type) ((const type *)(const void *)((const char *)(a) + (off)))
 
 /* An empty window (rank 0), and a's window or that empty one. */
 extern const ir_window ir_window_none;

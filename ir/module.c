@@ -74,26 +74,42 @@ static ir_ints dup_ints(arena *a, ir_ints v) {
   return r;
 }
 
-/* Deep-copies every pointer field of an attribute set into arena a. */
+/* Deep-copies every pointer field of an attribute set into arena a
+ * (each kind's pointers; a LITERAL is shared, never written). */
 static void dup_attrs(arena *a, ir_attrs *at) {
-  at->dimensions = dup_ints(a, at->dimensions);
-  at->slice_start = dup_ints(a, at->slice_start);
-  at->slice_limit = dup_ints(a, at->slice_limit);
-  at->slice_stride = dup_ints(a, at->slice_stride);
-  at->lhs_batch = dup_ints(a, at->lhs_batch);
-  at->rhs_batch = dup_ints(a, at->rhs_batch);
-  at->lhs_contracting = dup_ints(a, at->lhs_contracting);
-  at->rhs_contracting = dup_ints(a, at->rhs_contracting);
-  if (at->npad) at->padding = arena_dup(a, at->padding, sizeof(ir_padding_dim) * (size_t)at->npad);
-  if (at->replica_groups.ngroups) {
-    ir_ints *g = arena_array(a, (size_t)at->replica_groups.ngroups, sizeof(ir_ints));
-    for (int i = 0; i < at->replica_groups.ngroups; i++)
-      g[i] = dup_ints(a, at->replica_groups.groups[i]);
-    at->replica_groups.groups = g;
+  for (int r = 0; r < ir_attr_count; r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    switch (d->kind) {
+    case IR_AK_SLICE:
+      *IR_ATTR_FIELD(at, d->g, ir_ints) = dup_ints(a, *IR_ATTR_FIELD(at, d->g, ir_ints));
+      *IR_ATTR_FIELD(at, d->h, ir_ints) = dup_ints(a, *IR_ATTR_FIELD(at, d->h, ir_ints));
+      /* fall through */
+    case IR_AK_INTS: *IR_ATTR_FIELD(at, d->f, ir_ints) = dup_ints(a, *IR_ATTR_FIELD(at, d->f, ir_ints)); break;
+    case IR_AK_PADS: {
+      ir_padding_dim **p = IR_ATTR_FIELD(at, d->f, ir_padding_dim *);
+      int32_t n = *IR_ATTR_FIELD(at, d->g, int32_t);
+      if (n) *p = arena_dup(a, *p, sizeof(ir_padding_dim) * (size_t)n);
+      break;
+    }
+    case IR_AK_GROUPS: {
+      ir_replica_groups *rg = IR_ATTR_FIELD(at, d->f, ir_replica_groups);
+      if (rg->ngroups) {
+        ir_ints *g = arena_array(a, (size_t)rg->ngroups, sizeof(ir_ints));
+        for (int i = 0; i < rg->ngroups; i++) g[i] = dup_ints(a, rg->groups[i]);
+        rg->groups = g;
+      }
+      if (rg->iota) rg->iota = arena_strdup(a, rg->iota);
+      break;
+    }
+    case IR_AK_WINDOW: {
+      const ir_window **w = IR_ATTR_FIELD(at, d->f, const ir_window *);
+      if (*w) *w = arena_dup(a, *w, sizeof **w);
+      break;
+    }
+    case IR_AK_INT: case IR_AK_ENUM: case IR_AK_PREC: case IR_AK_CONV: case IR_AK_TYPE:
+    case IR_AK_LITERAL: break;
+    }
   }
-  if (at->replica_groups.iota)
-    at->replica_groups.iota = arena_strdup(a, at->replica_groups.iota);
-  if (at->window) at->window = arena_dup(a, at->window, sizeof *at->window);
 }
 
 /* Appends the bytes that identify s (type, dims, layout, tuple
@@ -145,12 +161,17 @@ void ir_inst_set_shape(ir_module *m, ir_inst *in, const ir_shape *s) {
   in->shape = ir_shape_intern(m, s);
 }
 
-/* Whether a holds nothing: equal to ir_attrs_none, preferred_type
- * aside for the ops that do not read it. */
+/* Whether a holds nothing: equal to ir_attrs_none, a TYPE attribute
+ * aside on the ops that do not carry it (zero-filled attributes read it as
+ * pred there). */
 static bool attrs_empty(ir_op op, const ir_attrs *a) {
-  if (op == IR_OP_DOT || op == IR_OP_CONVOLUTION) return memcmp(a, &ir_attrs_none, sizeof *a) == 0;
+  if (memcmp(a, &ir_attrs_none, sizeof *a) == 0) return true;
   ir_attrs t = *a;
-  t.preferred_type = IR_TYPE_INVALID;
+  for (int r = 0; r < ir_attr_count; r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if (d->kind == IR_AK_TYPE && !ir_attr_on(&d->ops, op))
+      *IR_ATTR_FIELD(&t, d->f, ir_type) = IR_TYPE_INVALID;
+  }
   return memcmp(&t, &ir_attrs_none, sizeof t) == 0;
 }
 

@@ -255,7 +255,7 @@ static void put_escaped(strbuf *b, const char *s) {
 }
 
 static void put_window(strbuf *b, const ir_window *w) {
-  sb_puts(b, ", window={size=");
+  sb_puts(b, "{size=");
   for (int i = 0; i < w->rank; i++) sb_printf(b, "%s%lld", i ? "x" : "", (long long)w->dims[i].size);
   bool stride = false, pad = false, ld = false, rd = false, rev = false;
   for (int i = 0; i < w->rank; i++) {
@@ -302,23 +302,104 @@ static void put_labels(strbuf *b, int n, int8_t a, int8_t c, const int8_t *sp, c
   sb_puts(b, s);
 }
 
-static const char *const precisions[] = {"default", "high", "highest"};
-
-static void put_precision(strbuf *b, const ir_attrs *a) {
-  if (a->precision[0] == IR_PREC_DEFAULT && a->precision[1] == IR_PREC_DEFAULT) return;
-  sb_printf(b, ", operand_precision={%s,%s}", precisions[a->precision[0]],
-            precisions[a->precision[1]]);
+/* preferred_element_type is not XLA syntax: XLA's result type is the
+ * preferred type. Exception to the TYPE kind's printing: it is elided when
+ * unset (zero-filled attributes read as pred, which counts as unset unless
+ * the result is pred, as in ir_infer_shape) or equal to the result's
+ * element type. */
+static bool preferred_elided(const ir_inst *in, ir_type t) {
+  if ((unsigned)t >= IR_TUPLE || !ir_shape_is_array(in->shape)) return true;
+  if (t == IR_PRED && in->shape->type != IR_PRED) return true;
+  return t == in->shape->type;
 }
 
-/* preferred_element_type is not XLA syntax: XLA's result type is the
- * preferred type. It is printed only when it is set (zero-filled attributes
- * read as pred, which counts as unset unless the result is pred, as in
- * ir_infer_shape) and differs from the result's element type. */
-static void put_preferred(strbuf *b, const ir_inst *in) {
-  ir_type t = in->a->preferred_type;
-  if ((unsigned)t >= IR_TUPLE || !ir_shape_is_array(in->shape)) return;
-  if (t == IR_PRED && in->shape->type != IR_PRED) return;
-  if (t != in->shape->type) sb_printf(b, ", preferred_element_type=%s", ir_type_name(t));
+static int enum_at(const ir_attrs *a, size_t off) { return *IR_ATTR_CFIELD(a, off, int); }
+
+static const char *enum_name(const ir_attr_desc *d, int v) {
+  for (int i = 0; d->names[i]; i++)
+    if (i == v) return d->names[i];
+  return "<bad>";
+}
+
+/* Whether the printer leaves row d out of in (IR_AF_OMIT: at its default). */
+static bool attr_elided(const ir_attr_desc *d, const ir_inst *in) {
+  const ir_attrs *a = in->a;
+  if (d->kind == IR_AK_TYPE) return preferred_elided(in, *IR_ATTR_CFIELD(a, d->f, ir_type));
+  if (!(d->flags & IR_AF_OMIT)) return false;
+  switch (d->kind) {
+  case IR_AK_INT: return *IR_ATTR_CFIELD(a, d->f, int64_t) <= d->min;
+  case IR_AK_INTS: return IR_ATTR_CFIELD(a, d->f, ir_ints)->n == 0;
+  case IR_AK_ENUM: return enum_at(a, d->f) == 0;
+  case IR_AK_PREC: return enum_at(a, d->f) == 0 && enum_at(a, d->f + sizeof(int)) == 0;
+  case IR_AK_WINDOW: return ir_window_of(a)->rank == 0;
+  default: return false;
+  }
+}
+
+/* One attribute's value, as the HLO parser reads it (per kind). */
+static void put_attr_value(strbuf *b, const ir_attr_desc *d, const ir_inst *in) {
+  const ir_attrs *a = in->a;
+  switch (d->kind) {
+  case IR_AK_INT: sb_printf(b, "%lld", (long long)*IR_ATTR_CFIELD(a, d->f, int64_t)); break;
+  case IR_AK_INTS: put_ints(b, IR_ATTR_CFIELD(a, d->f, ir_ints)); break;
+  case IR_AK_SLICE: {
+    const ir_ints *st = IR_ATTR_CFIELD(a, d->f, ir_ints), *li = IR_ATTR_CFIELD(a, d->g, ir_ints),
+                  *sd = IR_ATTR_CFIELD(a, d->h, ir_ints);
+    /* strides are shown for every dimension when any differs from 1 */
+    bool strided = false;
+    for (int i = 0; i < sd->n; i++) strided |= sd->v[i] != 1;
+    sb_putc(b, '{');
+    for (int i = 0; i < st->n; i++) {
+      sb_printf(b, "%s[%lld:%lld", i ? ", " : "", (long long)st->v[i], (long long)li->v[i]);
+      if (strided) sb_printf(b, ":%lld", (long long)(i < sd->n ? sd->v[i] : 1));
+      sb_putc(b, ']');
+    }
+    sb_putc(b, '}');
+    break;
+  }
+  case IR_AK_PADS: {
+    const ir_padding_dim *pd = *IR_ATTR_CFIELD(a, d->f, ir_padding_dim *);
+    int32_t n = *IR_ATTR_CFIELD(a, d->g, int32_t);
+    bool interior = false;
+    for (int i = 0; i < n; i++) interior |= pd[i].interior != 0;
+    for (int i = 0; i < n; i++) {
+      sb_printf(b, "%s%lld_%lld", i ? "x" : "", (long long)pd[i].lo, (long long)pd[i].hi);
+      if (interior) sb_printf(b, "_%lld", (long long)pd[i].interior);
+    }
+    break;
+  }
+  case IR_AK_ENUM: sb_puts(b, enum_name(d, enum_at(a, d->f))); break;
+  case IR_AK_PREC:
+    sb_printf(b, "{%s,%s}", enum_name(d, enum_at(a, d->f)),
+              enum_name(d, enum_at(a, d->f + sizeof(int))));
+    break;
+  case IR_AK_WINDOW: put_window(b, ir_window_of(a)); break;
+  case IR_AK_CONV: {
+    const ir_conv_dims *c = IR_ATTR_CFIELD(a, d->f, ir_conv_dims);
+    put_labels(b, c->nspatial, c->in_batch, c->in_feature, c->in_spatial, "bf");
+    sb_putc(b, '_');
+    put_labels(b, c->nspatial, c->k_in, c->k_out, c->k_spatial, "io");
+    sb_puts(b, "->");
+    put_labels(b, c->nspatial, c->out_batch, c->out_feature, c->out_spatial, "bf");
+    break;
+  }
+  case IR_AK_GROUPS: {
+    const ir_replica_groups *rg = IR_ATTR_CFIELD(a, d->f, ir_replica_groups);
+    if (rg->iota) {
+      sb_puts(b, rg->iota);
+      break;
+    }
+    sb_putc(b, '{');
+    for (int g = 0; g < rg->ngroups; g++) {
+      if (g) sb_putc(b, ',');
+      put_ints(b, &rg->groups[g]);
+    }
+    sb_putc(b, '}');
+    break;
+  }
+  case IR_AK_TYPE: sb_puts(b, ir_type_name(*IR_ATTR_CFIELD(a, d->f, ir_type))); break;
+  case IR_AK_LITERAL: ir_literal_print(b, *IR_ATTR_CFIELD(a, d->f, ir_literal *)); break;
+  }
 }
 
 /* Attributes any instruction may carry, which XLA prints after the called
@@ -350,102 +431,11 @@ static void put_raw_calls(pctx *x, const ir_inst *in, const ir_raw_attr *r) {
 
 static void put_attrs(pctx *x, const ir_inst *in) {
   strbuf *b = x->b;
-  const ir_attrs *a = in->a;
-  switch (in->op) {
-  case IR_OP_BROADCAST: case IR_OP_TRANSPOSE: case IR_OP_REDUCE: case IR_OP_REVERSE:
-  case IR_OP_CONCATENATE:
-    sb_puts(b, ", dimensions=");
-    put_ints(b, &a->dimensions);
-    break;
-  case IR_OP_SLICE: {
-    /* strides are shown for every dimension when any differs from 1 */
-    bool strided = false;
-    for (int i = 0; i < a->slice_stride.n; i++) strided |= a->slice_stride.v[i] != 1;
-    sb_puts(b, ", slice={");
-    for (int i = 0; i < a->slice_start.n; i++) {
-      sb_printf(b, "%s[%lld:%lld", i ? ", " : "", (long long)a->slice_start.v[i],
-                (long long)a->slice_limit.v[i]);
-      if (strided) sb_printf(b, ":%lld", (long long)(i < a->slice_stride.n ? a->slice_stride.v[i] : 1));
-      sb_putc(b, ']');
-    }
-    sb_putc(b, '}');
-    break;
-  }
-  case IR_OP_PAD: {
-    bool interior = false;
-    for (int i = 0; i < a->npad; i++) interior |= a->padding[i].interior != 0;
-    sb_puts(b, ", padding=");
-    for (int i = 0; i < a->npad; i++) {
-      sb_printf(b, "%s%lld_%lld", i ? "x" : "", (long long)a->padding[i].lo,
-                (long long)a->padding[i].hi);
-      if (interior) sb_printf(b, "_%lld", (long long)a->padding[i].interior);
-    }
-    break;
-  }
-  case IR_OP_COMPARE: {
-    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-    static const char *const types[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
-    sb_printf(b, ", direction=%s", dirs[a->cmp_dir]);
-    if (a->cmp_type != IR_CMPT_DEFAULT) sb_printf(b, ", type=%s", types[a->cmp_type]);
-    break;
-  }
-  case IR_OP_IOTA: sb_printf(b, ", iota_dimension=%lld", (long long)a->index); break;
-  case IR_OP_GET_TUPLE_ELEMENT: sb_printf(b, ", index=%lld", (long long)a->index); break;
-  case IR_OP_DOT:
-    if (a->lhs_batch.n) {
-      sb_puts(b, ", lhs_batch_dims=");
-      put_ints(b, &a->lhs_batch);
-    }
-    sb_puts(b, ", lhs_contracting_dims=");
-    put_ints(b, &a->lhs_contracting);
-    if (a->rhs_batch.n) {
-      sb_puts(b, ", rhs_batch_dims=");
-      put_ints(b, &a->rhs_batch);
-    }
-    sb_puts(b, ", rhs_contracting_dims=");
-    put_ints(b, &a->rhs_contracting);
-    put_precision(b, a);
-    put_preferred(b, in);
-    break;
-  case IR_OP_CONVOLUTION: {
-    const ir_conv_dims *c = &a->conv;
-    if (ir_window_of(a)->rank > 0) put_window(b, ir_window_of(a));
-    sb_puts(b, ", dim_labels=");
-    put_labels(b, c->nspatial, c->in_batch, c->in_feature, c->in_spatial, "bf");
-    sb_putc(b, '_');
-    put_labels(b, c->nspatial, c->k_in, c->k_out, c->k_spatial, "io");
-    sb_puts(b, "->");
-    put_labels(b, c->nspatial, c->out_batch, c->out_feature, c->out_spatial, "bf");
-    if (a->feature_group_count > 1)
-      sb_printf(b, ", feature_group_count=%lld", (long long)a->feature_group_count);
-    if (a->batch_group_count > 1)
-      sb_printf(b, ", batch_group_count=%lld", (long long)a->batch_group_count);
-    put_precision(b, a);
-    put_preferred(b, in);
-    break;
-  }
-  case IR_OP_REDUCE_WINDOW:
-    if (ir_window_of(a)->rank > 0) put_window(b, ir_window_of(a));
-    break;
-  case IR_OP_ALL_REDUCE:
-    if (a->channel_id) sb_printf(b, ", channel_id=%lld", (long long)a->channel_id);
-    if (a->replica_groups.iota) {
-      sb_printf(b, ", replica_groups=%s", a->replica_groups.iota);
-      break;
-    }
-    sb_puts(b, ", replica_groups={");
-    for (int g = 0; g < a->replica_groups.ngroups; g++) {
-      if (g) sb_putc(b, ',');
-      put_ints(b, &a->replica_groups.groups[g]);
-    }
-    sb_putc(b, '}');
-    break;
-  case IR_OP_FUSION: {
-    static const char *const kinds[] = {"kLoop", "kInput", "kOutput", "kCustom"};
-    sb_printf(b, ", kind=%s", kinds[a->fusion_kind]);
-    break;
-  }
-  default: break;
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, in->op); r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if ((d->flags & IR_AF_NOT_HLO) || !ir_attr_on(&d->ops, in->op) || attr_elided(d, in)) continue;
+    sb_printf(b, ", %s=", d->name);
+    put_attr_value(b, d, in);
   }
   /* XLA's order: the op's own attributes (kept ones included), called
    * computations, then the generic ones */

@@ -213,6 +213,22 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Every ENUM and PREC attribute of in's op (ir/attrs.def) holds one of
+ * its names. */
+static void check_enum_attrs(vctx *v, const ir_inst *in, const char *nm) {
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, in->op); r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if ((d->kind != IR_AK_ENUM && d->kind != IR_AK_PREC) || !ir_attr_on(&d->ops, in->op)) continue;
+    int nnames = 0;
+    while (d->names[nnames]) nnames++;
+    for (int k = 0; k < (d->kind == IR_AK_PREC ? 2 : 1); k++) {
+      int e = IR_ATTR_CFIELD(in->a, d->f, int)[k];
+      if (e < 0 || e >= nnames)
+        report(v, in->info->loc, "%%%s: invalid %s %d", nm, d->noun, e);
+    }
+  }
+}
+
 /* Replica ids are non-negative and listed once (sorted: O(n log n), an
  * iota list may name 2^20 devices). */
 static void check_replica_groups(vctx *v, const ir_inst *in) {
@@ -420,9 +436,7 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   }
   if (!layout_ok(in->shape, why, sizeof why)) report(v, in->info->loc,
                                                      "%%%s: %s", nm, why);
-  if (in->op == IR_OP_FUSION && (unsigned) in->a->fusion_kind > IR_FUSION_CUSTOM)
-    report(v, in->info->loc, "%%%s: invalid fusion kind %d", nm,
-           (int) in->a->fusion_kind);
+  check_enum_attrs(v, in, nm);
   if (in->op == IR_OP_CONSTANT) {
     const ir_literal *l = in->a->literal;
     if (!l) {

@@ -11,13 +11,6 @@
 
 #define PASS "cse"
 
-static bool ints_eq(const ir_ints *a, const ir_ints *b) {
-  if (a->n != b->n) return false;
-  for (int i = 0; i < a->n; i++)
-    if (a->v[i] != b->v[i]) return false;
-  return true;
-}
-
 /* Same name and text; a called-computation attribute (text NULL) names
  * the same slice of calls (which same() compares). */
 static bool raw_eq(const ir_raw_attr *p, const ir_raw_attr *q) {
@@ -30,35 +23,11 @@ static bool raw_eq(const ir_raw_attr *p, const ir_raw_attr *q) {
 
 static bool attrs_eq(const ir_inst *x, const ir_inst *y) {
   const ir_attrs *a = x->a, *b = y->a;
+  /* exception: constants compare their literals only, and merge only
+   * when both have one */
   if (x->op == IR_OP_CONSTANT)
     return a->literal && b->literal && ir_literal_equal(a->literal, b->literal);
-  if (a->index != b->index || !ints_eq(&a->dimensions, &b->dimensions) ||
-      !ints_eq(&a->slice_start, &b->slice_start) || !ints_eq(&a->slice_limit, &b->slice_limit) ||
-      !ints_eq(&a->slice_stride, &b->slice_stride) || a->npad != b->npad ||
-      a->cmp_dir != b->cmp_dir || a->cmp_type != b->cmp_type ||
-      !ints_eq(&a->lhs_batch, &b->lhs_batch) || !ints_eq(&a->rhs_batch, &b->rhs_batch) ||
-      !ints_eq(&a->lhs_contracting, &b->lhs_contracting) ||
-      !ints_eq(&a->rhs_contracting, &b->rhs_contracting) || a->precision[0] != b->precision[0] ||
-      a->precision[1] != b->precision[1] || (a->window != NULL) != (b->window != NULL) ||
-      a->feature_group_count != b->feature_group_count ||
-      a->batch_group_count != b->batch_group_count || a->fusion_kind != b->fusion_kind ||
-      a->preferred_type != b->preferred_type)
-    return false;
-  for (int i = 0; i < a->npad; i++)
-    if (a->padding[i].lo != b->padding[i].lo || a->padding[i].hi != b->padding[i].hi ||
-        a->padding[i].interior != b->padding[i].interior)
-      return false;
-  if ((a->window != NULL) || ir_window_of(a)->rank || ir_window_of(b)->rank) {
-    if (ir_window_of(a)->rank != ir_window_of(b)->rank) return false;
-    for (int i = 0; i < ir_window_of(a)->rank; i++) {
-      const ir_window_dim *p = &ir_window_of(a)->dims[i], *q = &ir_window_of(b)->dims[i];
-      if (p->size != q->size || p->stride != q->stride || p->pad_lo != q->pad_lo ||
-          p->pad_hi != q->pad_hi || p->lhs_dilate != q->lhs_dilate ||
-          p->rhs_dilate != q->rhs_dilate || p->reversal != q->reversal)
-        return false;
-    }
-  }
-  if (x->op == IR_OP_CONVOLUTION && memcmp(&a->conv, &b->conv, sizeof a->conv) != 0) return false;
+  if (!ir_attrs_equal(x->op, a, b)) return false;
   /* Attributes kept verbatim (backend_config, sharding, ...) must agree,
    * except metadata. */
   int nx = 0, ny = 0;
@@ -102,13 +71,13 @@ static uint64_t hash(const ir_inst *in) {
     h = mix(h, (uint64_t)in->ops[k]);
   for (int k = 0; k < in->ncalls; k++)
     h = mix(h, (uint64_t)in->calls[k] + 77);
-  if (in->op == IR_OP_CONSTANT && in->a->literal && in->a->literal->data) {
-    const uint8_t *d = in->a->literal->data;
-    size_t n = in->a->literal->nbytes < 64 ? in->a->literal->nbytes : 64;
-    for (size_t i = 0; i < n; i++)
-      h = mix(h, d[i]);
+  /* a constant's literal is all that counts (attrs_eq) */
+  if (in->op == IR_OP_CONSTANT) {
+    ir_attrs lit = ir_attrs_none;
+    lit.literal = in->a->literal;
+    return ir_attrs_hash(in->op, &lit, h);
   }
-  return h;
+  return ir_attrs_hash(in->op, in->a, h);
 }
 
 static bool cse_comp(ir_module *m, ir_comp_id c, pass_ctx *ctx) {

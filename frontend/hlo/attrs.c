@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#define OPB(op) (UINT64_C(1) << IR_OP_##op)
 
 typedef struct actx {
   hlo_attr_ctx *c;
@@ -274,12 +273,11 @@ static bool dim_labels(actx *x, const hlo_tok *v, ir_conv_dims *cd) {
   return true;
 }
 
-static bool slices(actx *x, const hlo_tok *v, ir_attrs *at) {
+static bool slices(actx *x, const hlo_tok *v, ir_ints *st, ir_ints *li, ir_ints *sd) {
   if (v->kind != HLO_GROUP || v->open != '{')
     return bad_value(x, v, "ranges such as {[0:4:2], [1:3]}");
   items it;
   if (!split(x, v, &it)) return false;
-  ir_ints *st = &at->slice_start, *li = &at->slice_limit, *sd = &at->slice_stride;
   st->n = li->n = sd->n = it.n;
   st->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
   li->v = arena_array(x->a, (size_t)it.n + 1, sizeof(int64_t));
@@ -386,19 +384,48 @@ static bool replica_groups(actx *x, const hlo_tok *v, ir_replica_groups *rg) {
   return true;
 }
 
-static bool precision(actx *x, const hlo_tok *v, ir_precision out[2]) {
-  if (v->kind != HLO_GROUP || v->open != '{')
-    return bad_value(x, v, "a list such as {default,highest}");
+/* "A, B or C": the words of names from index first on, into buf. */
+static const char *one_of(const char *const *names, int first, char *buf, size_t cap) {
+  int n = 0;
+  while (names[first + n]) n++;
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n; i++)
+    len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s",
+                            i == 0 ? "" : i == n - 1 ? " or " : ", ", names[first + i]);
+  return buf;
+}
+
+/* A word of names (from index first on) into *out; case-insensitive when
+ * nocase. */
+static bool enum_word(actx *x, const hlo_tok *t, const char *const *names, int first, bool nocase,
+                      int *out) {
+  for (int i = first; t->kind == NAME && names[i]; i++)
+    if ((nocase ? strcasecmp(t->text, names[i]) : strcmp(t->text, names[i])) == 0) {
+      *out = i;
+      return true;
+    }
+  char buf[160];
+  return bad_value(x, t, one_of(names, first, buf, sizeof buf));
+}
+
+/* "{a,b}": a precision word per operand. */
+static bool precision(actx *x, const hlo_tok *v, const ir_attr_desc *d, int out[2]) {
+  int last = 0;
+  while (d->names[last + 1]) last++;
+  if (v->kind != HLO_GROUP || v->open != '{') {
+    char ex[160];
+    snprintf(ex, sizeof ex, "a list such as {%s,%s}", d->names[0], d->names[last]);
+    return bad_value(x, v, ex);
+  }
   items it;
   if (!split(x, v, &it)) return false;
-  if (it.n != 2) return fail(x, v, "operand_precision needs 2 entries, got %d", it.n);
+  if (it.n != 2) return fail(x, v, "%s needs 2 entries, got %d", d->name, it.n);
   for (int i = 0; i < 2; i++) {
     const hlo_tok *t = v->kids[it.start[i]];
-    if (it.len[i] != 1 || t->kind != NAME) return bad_value(x, t, "default, high or highest");
-    if (strcasecmp(t->text, "default") == 0) out[i] = IR_PREC_DEFAULT;
-    else if (strcasecmp(t->text, "high") == 0) out[i] = IR_PREC_HIGH;
-    else if (strcasecmp(t->text, "highest") == 0) out[i] = IR_PREC_HIGHEST;
-    else return bad_value(x, t, "default, high or highest");
+    char buf[160];
+    if (it.len[i] != 1) return bad_value(x, t, one_of(d->names, 0, buf, sizeof buf));
+    if (!enum_word(x, t, d->names, 0, true, &out[i])) return false;
   }
   return true;
 }
@@ -690,131 +717,123 @@ static bool apply_declared(actx *x, const hlo_tok *name, const hlo_tok *v) {
   return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(in->op));
 }
 
-/* One attribute; false after reporting. */
-static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, bool *seen_dims) {
-  ir_inst_proto *in = x->in;
-  ir_attrs *at = &in->a;
-  ir_op op = in->op;
-  const char *n = name->text;
-  uint64_t allowed = 0;
-  x->name = name;
-#define IS(s) (strcmp(n, (s)) == 0)
-  if ((ir_op_flags(op) & OPF_DECLARED) && !IS("metadata")) return apply_declared(x, name, v);
-  if (IS("dimensions")) allowed = OPB(BROADCAST) | OPB(TRANSPOSE) | OPB(REDUCE) | OPB(REVERSE) | OPB(CONCATENATE);
-  else if (IS("slice")) allowed = OPB(SLICE);
-  else if (IS("padding")) allowed = OPB(PAD);
-  else if (IS("direction") || IS("type")) allowed = OPB(COMPARE);
-  else if (IS("iota_dimension")) allowed = OPB(IOTA);
-  else if (IS("index")) allowed = OPB(GET_TUPLE_ELEMENT);
-  else if (IS("lhs_batch_dims") || IS("rhs_batch_dims") || IS("lhs_contracting_dims") ||
-           IS("rhs_contracting_dims"))
-    allowed = OPB(DOT);
-  else if (IS("operand_precision") || IS("preferred_element_type")) allowed = OPB(DOT) | OPB(CONVOLUTION);
-  else if (IS("window")) allowed = OPB(CONVOLUTION) | OPB(REDUCE_WINDOW);
-  else if (IS("dim_labels") || IS("feature_group_count") || IS("batch_group_count"))
-    allowed = OPB(CONVOLUTION);
-  else if (IS("replica_groups") || IS("channel_id")) allowed = OPB(ALL_REDUCE);
-  else if (IS("to_apply")) allowed = OPB(REDUCE) | OPB(REDUCE_WINDOW) | OPB(ALL_REDUCE);
-  else if (IS("calls") || IS("kind")) allowed = OPB(FUSION);
-  else if (IS("metadata")) allowed = ~UINT64_C(0);
-  else {
-    for (size_t i = 0; i < COUNTOF(raw_attrs); i++)
-      if (IS(raw_attrs[i])) {
-        add_raw(x, n, v);
-        return true;
-      }
-    for (size_t i = 0; i < COUNTOF(op_raw_attrs); i++)
-      if (IS(op_raw_attrs[i].name) && listed(op_raw_attrs[i].ops, op)) {
-        add_raw(x, n, v);
-        return true;
-      }
-    return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(op));
-  }
-  if (op >= 64 || !(allowed & (UINT64_C(1) << op)))
-    return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
+/* The rows of ir/attrs.def, counted; seen-sets are bit masks of them. */
+enum {
+  NROWS = 0
+#define IR_ATTR(...) +1
+#include "ir/attrs.def"
+#undef IR_ATTR
+};
+_Static_assert(NROWS <= 64, "a seen-set holds one bit per attribute row");
 
-  int64_t iv;
-  if (IS("dimensions")) {
-    *seen_dims = true;
-    return int_list(x, v, &at->dimensions);
+/* Attributes tpucc interprets that are not ir_attrs fields: the called
+ * computation of a reduction or fusion (required on the ops listed). */
+static const struct {
+  const char *name;
+  ir_op ops[4];
+} call_attrs[] = {
+    {"to_apply", {IR_OP_REDUCE, IR_OP_REDUCE_WINDOW, IR_OP_ALL_REDUCE, IR_OP__COUNT}},
+    {"calls", {IR_OP_FUSION, IR_OP__COUNT}},
+};
+
+/* Whether op is in list (ended by IR_OP__COUNT). */
+static bool op_in(const ir_op *list, ir_op op) {
+  for (; *list != IR_OP__COUNT; list++)
+    if (*list == op) return true;
+  return false;
+}
+
+/* One value of table row d into the instruction's attributes (per kind);
+ * false after reporting. */
+static bool parse_value(actx *x, const ir_attr_desc *d, const hlo_tok *v) {
+  ir_attrs *at = &x->in->a;
+  switch (d->kind) {
+  case IR_AK_INT: {
+    int64_t iv;
+    if (!tok_int(x, v, &iv)) return false;
+    if (iv < d->min) return bad_value(x, v, d->min == 1 ? "a positive integer" : "a non-negative integer");
+    *IR_ATTR_FIELD(at, d->f, int64_t) = iv;
+    return true;
   }
-  if (IS("slice")) return slices(x, v, at);
-  if (IS("padding")) {
+  case IR_AK_INTS: return int_list(x, v, IR_ATTR_FIELD(at, d->f, ir_ints));
+  case IR_AK_SLICE:
+    return slices(x, v, IR_ATTR_FIELD(at, d->f, ir_ints), IR_ATTR_FIELD(at, d->g, ir_ints),
+                  IR_ATTR_FIELD(at, d->h, ir_ints));
+  case IR_AK_PADS: {
     ir_padding_dim pd[IR_MAX_RANK];
     int k = pads(x, v, pd, IR_MAX_RANK, true);
     if (k < 0) return false;
-    at->npad = k;
-    at->padding = arena_dup(x->a, pd, sizeof(ir_padding_dim) * (size_t)k);
+    *IR_ATTR_FIELD(at, d->g, int32_t) = k;
+    *IR_ATTR_FIELD(at, d->f, ir_padding_dim *) = arena_dup(x->a, pd, sizeof(ir_padding_dim) * (size_t)k);
     return true;
   }
-  if (IS("direction")) {
-    static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-    for (int i = 0; v->kind == NAME && i < 6; i++)
-      if (strcmp(v->text, dirs[i]) == 0) {
-        at->cmp_dir = (ir_cmp_dir)i;
-        return true;
-      }
-    return bad_value(x, v, "EQ, NE, LT, LE, GT or GE");
-  }
-  if (IS("type")) {
-    static const char *const types[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
-    for (int i = 1; v->kind == NAME && i < 5; i++)
-      if (strcmp(v->text, types[i]) == 0) {
-        at->cmp_type = (ir_cmp_type)i;
-        return true;
-      }
-    return bad_value(x, v, "FLOAT, TOTALORDER, SIGNED or UNSIGNED");
-  }
-  if (IS("iota_dimension") || IS("index") || IS("channel_id")) {
-    if (!tok_int(x, v, &iv)) return false;
-    if (iv < 0) return bad_value(x, v, "a non-negative integer");
-    if (IS("channel_id")) at->channel_id = iv;
-    else at->index = iv;
-    return true;
-  }
-  if (IS("feature_group_count") || IS("batch_group_count")) {
-    if (!tok_int(x, v, &iv)) return false;
-    if (iv < 1) return bad_value(x, v, "a positive integer");
-    if (n[0] == 'f') at->feature_group_count = iv;
-    else at->batch_group_count = iv;
-    return true;
-  }
-  if (IS("lhs_batch_dims")) return int_list(x, v, &at->lhs_batch);
-  if (IS("rhs_batch_dims")) return int_list(x, v, &at->rhs_batch);
-  if (IS("lhs_contracting_dims")) return int_list(x, v, &at->lhs_contracting);
-  if (IS("rhs_contracting_dims")) return int_list(x, v, &at->rhs_contracting);
-  if (IS("operand_precision")) return precision(x, v, at->precision);
-  if (IS("preferred_element_type")) {
-    ir_type t = v->kind == NAME ? ir_type_from_name(v->text, (size_t)v->len) : IR_TYPE_INVALID;
-    if (t == IR_TYPE_INVALID) return bad_value(x, v, "an element type such as f32");
-    at->preferred_type = t;
-    return true;
-  }
-  if (IS("window")) {
+  case IR_AK_ENUM: return enum_word(x, v, d->names, (int)d->min, false, IR_ATTR_FIELD(at, d->f, int));
+  case IR_AK_PREC: return precision(x, v, d, IR_ATTR_FIELD(at, d->f, int));
+  case IR_AK_WINDOW: {
     ir_window *w = arena_alloc(x->a, sizeof *w);
-    at->window = w;
+    *IR_ATTR_FIELD(at, d->f, const ir_window *) = w;
     return window(x, v, w);
   }
-  if (IS("dim_labels")) return dim_labels(x, v, &at->conv);
-  if (IS("replica_groups")) return replica_groups(x, v, &at->replica_groups);
-  if (IS("to_apply") || IS("calls")) return comp_ref(x, v);
-  if (IS("kind")) {
-    static const char *const kinds[] = {"kLoop", "kInput", "kOutput", "kCustom"};
-    for (int i = 0; v->kind == NAME && i < 4; i++)
-      if (strcmp(v->text, kinds[i]) == 0) {
-        at->fusion_kind = (ir_fusion_kind)i;
-        return true;
-      }
-    return bad_value(x, v, "kLoop, kInput, kOutput or kCustom");
+  case IR_AK_CONV: return dim_labels(x, v, IR_ATTR_FIELD(at, d->f, ir_conv_dims));
+  case IR_AK_GROUPS: return replica_groups(x, v, IR_ATTR_FIELD(at, d->f, ir_replica_groups));
+  case IR_AK_TYPE: {
+    ir_type t = v->kind == NAME ? ir_type_from_name(v->text, (size_t)v->len) : IR_TYPE_INVALID;
+    if (t == IR_TYPE_INVALID) return bad_value(x, v, "an element type such as f32");
+    *IR_ATTR_FIELD(at, d->f, ir_type) = t;
+    return true;
   }
-  if (IS("metadata")) {
+  case IR_AK_LITERAL: break;
+  }
+  base_die("attribute kind %d has no HLO form (%s)", (int)d->kind, d->name);
+}
+
+/* Kept verbatim when it is one of XLA's attributes tpucc does not
+ * interpret; false after reporting it unsupported. */
+static bool apply_raw(actx *x, const hlo_tok *name, const hlo_tok *v) {
+  const char *n = name->text;
+  for (size_t i = 0; i < COUNTOF(raw_attrs); i++)
+    if (strcmp(n, raw_attrs[i]) == 0) {
+      add_raw(x, n, v);
+      return true;
+    }
+  for (size_t i = 0; i < COUNTOF(op_raw_attrs); i++)
+    if (strcmp(n, op_raw_attrs[i].name) == 0 && listed(op_raw_attrs[i].ops, x->in->op)) {
+      add_raw(x, n, v);
+      return true;
+    }
+  return fail(x, name, "unsupported attribute '%s' on %s", n, ir_op_name(x->in->op));
+}
+
+/* One attribute; false after reporting. Marks its table row in *seen. */
+static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen) {
+  ir_inst_proto *in = x->in;
+  ir_op op = in->op;
+  const char *n = name->text;
+  x->name = name;
+  if (strcmp(n, "metadata") == 0) {
     int k = metadata(x, v, &in->meta);
     if (k < 0) return false;
     if (k == 0) add_raw(x, "metadata", v);
     return true;
   }
-#undef IS
-  base_die("attribute table out of sync: %s", n);
+  if (ir_op_flags(op) & OPF_DECLARED) return apply_declared(x, name, v);
+  for (size_t i = 0; i < COUNTOF(call_attrs); i++)
+    if (strcmp(n, call_attrs[i].name) == 0) {
+      if (!op_in(call_attrs[i].ops, op))
+        return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
+      return comp_ref(x, v);
+    }
+  bool known = false;
+  for (int r = 0; r < ir_attr_count; r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if ((d->flags & IR_AF_NOT_HLO) || strcmp(n, d->name) != 0) continue;
+    known = true;
+    if (!ir_attr_on(&d->ops, op)) continue;
+    *seen |= UINT64_C(1) << r;
+    return parse_value(x, d, v);
+  }
+  if (known) return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
+  return apply_raw(x, name, v);
 }
 
 static bool has_attr(const hlo_inst *hi, const char *name) {
@@ -851,9 +870,13 @@ static const char *declared_missing(const hlo_inst *hi, ir_op op) {
 bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
   actx x = {c, c->p, c->out, c->p->m->arena, NULL};
   ir_inst_proto *in = c->out;
-  bool ok = true, seen_dims = false;
+  bool ok = true;
+  uint64_t seen_rows = 0;
   ir_op op = in->op;
-  if (op == IR_OP_CONVOLUTION) in->a.feature_group_count = in->a.batch_group_count = 1;
+  for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, op); r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if ((d->flags & IR_AF_INIT) && ir_attr_on(&d->ops, op)) *IR_ATTR_FIELD(&in->a, d->f, int64_t) = d->min;
+  }
   /* names given twice */
   strmap *seen = hi->attrs.n > 1 ? strmap_create(c->p->scratch) : NULL;
   for (int i = 0; i < hi->attrs.n; i++) {
@@ -865,7 +888,7 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
       ok = false;
       continue;
     }
-    if (!apply(&x, nm, hi->attrs.v[i].value, &seen_dims)) ok = false;
+    if (!apply(&x, nm, hi->attrs.v[i].value, &seen_rows)) ok = false;
   }
   if (!ok) return false;
 
@@ -879,37 +902,17 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
     }
     return true;
   }
-  bool has[9] = {false};
-  const char *req[] = {"iota_dimension", "index", "slice", "padding", "direction", "dim_labels",
-                       "to_apply", "calls", "kind"};
-  for (int i = 0; i < hi->attrs.n; i++)
-    for (int k = 0; k < 9; k++)
-      if (strcmp(hi->attrs.v[i].name->text, req[k]) == 0) has[k] = true;
-  switch (op) {
-  case IR_OP_IOTA: if (!has[0]) missing = req[0]; break;
-  case IR_OP_GET_TUPLE_ELEMENT: if (!has[1]) missing = req[1]; break;
-  case IR_OP_SLICE: if (!has[2]) missing = req[2]; break;
-  case IR_OP_PAD: if (!has[3]) missing = req[3]; break;
-  case IR_OP_COMPARE: if (!has[4]) missing = req[4]; break;
-  case IR_OP_CONVOLUTION: if (!has[5]) missing = req[5]; break;
-  case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW: case IR_OP_ALL_REDUCE:
-    if (!has[6]) missing = req[6];
-    else if (op == IR_OP_REDUCE && !seen_dims) missing = "dimensions";
-    break;
-  case IR_OP_FUSION:
-    if (!has[7]) missing = req[7];
-    else if (!has[8]) missing = req[8];
-    break;
-  case IR_OP_TRANSPOSE: case IR_OP_REVERSE: case IR_OP_CONCATENATE:
-    if (!seen_dims) missing = "dimensions";
-    break;
-  case IR_OP_BROADCAST:
-    /* XLA lets a broadcast of a scalar omit dimensions={} */
-    if (!seen_dims && !(c->nops == 1 && c->ops[0].type != IR_TUPLE && c->ops[0].rank == 0))
-      missing = "dimensions";
-    break;
-  default: break;
+  for (size_t i = 0; i < COUNTOF(call_attrs) && !missing; i++)
+    if (op_in(call_attrs[i].ops, op) && !has_attr(hi, call_attrs[i].name))
+      missing = call_attrs[i].name;
+  for (int r = 0; r < ir_attr_count && !missing && ir_attr_on(&ir_attr_ops_any, op); r++) {
+    const ir_attr_desc *d = &ir_attr_table[r];
+    if (ir_attr_on(&d->required, op) && !(seen_rows >> r & 1)) missing = d->name;
   }
+  /* exception: XLA lets a broadcast of a scalar omit dimensions={} */
+  if (missing && op == IR_OP_BROADCAST && c->nops == 1 && c->ops[0].type != IR_TUPLE &&
+      c->ops[0].rank == 0)
+    missing = NULL;
   if (missing) {
     fail(&x, hi->opcode, "%s needs the attribute '%s'", ir_op_name(op), missing);
     return false;
