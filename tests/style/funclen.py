@@ -3,8 +3,8 @@
 longer than LIMIT lines (default 150).
 
 Product code: every .c, .h, .y and .l file under SRCROOT except tests/,
-bench/, hidden folders, nested source trees (their own project()) and build trees (folders holding meson-private/ or
-build.ninja). In .y and .l files only the C parts count: the %{ ... %}
+bench/, hidden folders, nested source trees (their own project()) and
+build trees (folders holding meson-private/ or build.ninja). In .y and .l files only the C parts count: the %{ ... %}
 blocks and the code after the second %%. A function's length runs from the
 first line of its declaration to its closing brace, both included.
 
