@@ -214,13 +214,10 @@ static int read_tensor(const uint8_t *b, uint64_t *pos, uint64_t end, tpub_tenso
     goto out;                                                                                      \
   } while (0)
 
-int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image **out, char *err,
-              size_t errlen) {
-  const uint8_t *b = bytes;
+/* The fixed header of a .tpub of size bytes at b: magic, versions, size,
+ * checksum, flags, reserved bytes; *nsec gets the section count. */
+static int check_header(const uint8_t *b, size_t size, uint32_t *nsec, char *err, size_t errlen) {
   int rc = 0;
-  tpub_image *img = NULL;
-  uint32_t *op_runs = NULL, op_nruns = 0; /* OPS section, checked after CODE */
-  *out = NULL;
   if (!b || size < HEADER_BYTES) BAD("file is too short for a .tpub header (%zu bytes)", size);
   if (memcmp(b, magic, 8)) BAD("not a .tpub file (bad magic)");
   uint32_t fmt = (uint32_t)rd(b + 8, 2), isav = (uint32_t)rd(b + 10, 2);
@@ -228,37 +225,163 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image 
     BAD("unsupported .tpub format version %u (this runtime reads %d)", fmt, TPUB_FORMAT_VERSION);
   if (isav != ISA_VERSION)
     BAD("program uses ISA version %u, this runtime implements %d", isav, ISA_VERSION);
-  uint32_t nsec = (uint32_t)rd(b + 12, 4);
+  *nsec = (uint32_t)rd(b + 12, 4);
   uint64_t fsize = rd(b + 16, 8);
   if (fsize != size)
     BAD("file size field says %llu bytes, the file has %zu (truncated or "
         "padded)",
         (unsigned long long)fsize, size);
-  {
-    static const uint8_t zero[4] = {0, 0, 0, 0};
-    uint32_t want = (uint32_t)rd(b + 24, 4);
-    uint32_t c = crc_update(0xFFFFFFFFu, b, 24);
-    c = crc_update(c, zero, 4);
-    c = crc_update(c, b + 28, size - 28) ^ 0xFFFFFFFFu;
-    if (c != want)
-      BAD("checksum mismatch (stored %08x, computed %08x): the file is "
-          "corrupt",
-          want, c);
-  }
+  static const uint8_t zero[4] = {0, 0, 0, 0};
+  uint32_t want = (uint32_t)rd(b + 24, 4);
+  uint32_t c = crc_update(0xFFFFFFFFu, b, 24);
+  c = crc_update(c, zero, 4);
+  c = crc_update(c, b + 28, size - 28) ^ 0xFFFFFFFFu;
+  if (c != want)
+    BAD("checksum mismatch (stored %08x, computed %08x): the file is "
+        "corrupt",
+        want, c);
   if (rd(b + 28, 4)) BAD("unknown header flags %08llx", (unsigned long long)rd(b + 28, 4));
   for (int i = 40; i < 64; i++)
     if (b[i]) BAD("reserved header byte %d is not zero", i);
-  if (nsec < 1 || nsec > MAX_SECTIONS) BAD("section count %u outside 1..%d", nsec, MAX_SECTIONS);
-  if ((uint64_t)HEADER_BYTES + (uint64_t)nsec * SECTION_BYTES > size)
+  if (*nsec < 1 || *nsec > MAX_SECTIONS) BAD("section count %u outside 1..%d", *nsec, MAX_SECTIONS);
+  if ((uint64_t)HEADER_BYTES + (uint64_t)*nsec * SECTION_BYTES > size)
     BAD("section table runs past the end of the file");
+out:
+  return rc;
+}
 
+/* One section's payload p[0..len) of count items into img (the section
+ * readers below): 0, -1 (malformed, err says why) or -2 (out of memory). */
+static int read_target(tpub_image *img, const rt_allocator *a, const uint8_t *p, uint64_t len,
+                       uint32_t count, char *err, size_t errlen) {
+  int rc = 0;
+  if (count) BAD("target section: item count must be 0");
+  if (len == 0 || len > 1024)
+    BAD("target section: length %llu outside 1..1024", (unsigned long long)len);
+  for (uint64_t i = 0; i < len; i++)
+    if (p[i] < 0x21 || p[i] > 0x7e) BAD("target section: non-printable byte");
+  rt_free(a, img->target);
+  img->target = rt_alloc(a, len + 1);
+  if (!img->target) OOM();
+  memcpy(img->target, p, len);
+  img->target[len] = 0;
+out:
+  return rc;
+}
+
+static int read_signature(tpub_image *img, const rt_allocator *a, const uint8_t *p, uint64_t len,
+                          uint32_t count, char *err, size_t errlen) {
+  int rc = 0;
+  tpub_tensor *tmp = NULL;
+  int *roles = NULL;
+  if (count > TPUB_MAX_TENSORS) BAD("signature: %u entries exceed %d", count, TPUB_MAX_TENSORS);
+  tmp = rt_calloc(a, count ? count : 1, sizeof *tmp);
+  roles = rt_calloc(a, count ? count : 1, sizeof *roles);
+  if (!tmp || !roles) OOM();
+  uint64_t pos = 0;
+  uint32_t np = 0, nr = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (read_tensor(p, &pos, len, &tmp[i], &roles[i], err, errlen, i)) {
+      rc = -1;
+      goto out;
+    }
+    if (roles[i])
+      nr++;
+    else
+      np++;
+  }
+  if (pos != len) BAD("signature: %llu trailing bytes", (unsigned long long)(len - pos));
+  img->params = rt_calloc(a, np ? np : 1, sizeof(tpub_tensor));
+  img->results = rt_calloc(a, nr ? nr : 1, sizeof(tpub_tensor));
+  if (!img->params || !img->results) OOM();
+  for (uint32_t i = 0; i < count; i++) {
+    if (roles[i])
+      img->results[img->nresults++] = tmp[i];
+    else
+      img->params[img->nparams++] = tmp[i];
+  }
+out:
+  rt_free(a, tmp);
+  rt_free(a, roles);
+  return rc;
+}
+
+static int read_code(tpub_image *img, const rt_allocator *a, const uint8_t *p, uint64_t len,
+                     uint32_t count, char *err, size_t errlen) {
+  int rc = 0;
+  if (count < 1 || count > TPUB_MAX_CODE)
+    BAD("code: %u instructions outside 1..%u", count, TPUB_MAX_CODE);
+  if (len != (uint64_t)count * 8)
+    BAD("code: section size %llu is not 8 x %u", (unsigned long long)len, count);
+  img->code = rt_alloc(a, (size_t)count * 8);
+  if (!img->code) OOM();
+  for (uint32_t i = 0; i < count; i++)
+    img->code[i] = rd(p + 8 * (uint64_t)i, 8);
+  img->ncode = count;
+out:
+  return rc;
+}
+
+static int read_consts(tpub_image *img, const rt_allocator *a, const uint8_t *p, uint64_t len,
+                       uint32_t count, char *err, size_t errlen) {
+  int rc = 0;
+  if (count > 65536) BAD("constants: %u entries exceed 65536", count);
+  img->consts = rt_calloc(a, count ? count : 1, sizeof(tpub_const));
+  if (!img->consts) OOM();
+  uint64_t pos = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (len - pos < 16) BAD("constant %u: truncated", i);
+    uint64_t hoff = rd(p + pos, 8), csz = rd(p + pos + 8, 8);
+    pos += 16;
+    if (csz > len - pos || pad8(csz) > len - pos)
+      BAD("constant %u: %llu bytes run past the section", i, (unsigned long long)csz);
+    tpub_const *c = &img->consts[img->nconsts];
+    c->hbm_offset = hoff;
+    c->size = csz;
+    c->data = rt_alloc(a, (size_t)csz);
+    if (!c->data) OOM();
+    img->nconsts++;
+    memcpy(c->data, p + pos, (size_t)csz);
+    pos += csz;
+    for (; pos % 8; pos++)
+      if (p[pos]) BAD("constant %u: padding is not zero", i);
+  }
+  if (pos != len) BAD("constants: %llu trailing bytes", (unsigned long long)(len - pos));
+out:
+  return rc;
+}
+
+static int read_smem(tpub_image *img, const rt_allocator *a, const uint8_t *p, uint64_t len,
+                     uint32_t count, char *err, size_t errlen) {
+  int rc = 0;
+  if (count > (1u << 18)) BAD("smem: %u words exceed %u", count, 1u << 18);
+  if (len != (uint64_t)count * 4)
+    BAD("smem: section size %llu is not 4 x %u", (unsigned long long)len, count);
+  img->smem = rt_alloc(a, (size_t)count * 4);
+  if (!img->smem) OOM();
+  for (uint32_t i = 0; i < count; i++)
+    img->smem[i] = (uint32_t)rd(p + 4 * (uint64_t)i, 4);
+  img->nsmem = count;
+out:
+  return rc;
+}
+
+int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image **out, char *err,
+              size_t errlen) {
+  const uint8_t *b = bytes;
+  tpub_image *img = NULL;
+  uint32_t *op_runs = NULL, op_nruns = 0; /* OPS section, checked after CODE */
+  uint32_t nsec = 0;
+  *out = NULL;
+  int rc = check_header(b, size, &nsec, err, errlen);
+  if (rc) goto out;
   img = tpub_new(a);
   if (!img) OOM();
   img->hbm_bytes = rd(b + 32, 8);
 
   uint64_t prev_end = HEADER_BYTES + (uint64_t)nsec * SECTION_BYTES;
   int seen[SEC_END] = {0};
-  for (uint32_t s = 0; s < nsec; s++) {
+  for (uint32_t s = 0; s < nsec && !rc; s++) {
     const uint8_t *e = b + HEADER_BYTES + (uint64_t)s * SECTION_BYTES;
     uint32_t kind = (uint32_t)rd(e, 4), count = (uint32_t)rd(e + 4, 4);
     uint64_t off = rd(e + 8, 8), len = rd(e + 16, 8);
@@ -270,131 +393,27 @@ int tpub_read(const void *bytes, size_t size, const rt_allocator *a, tpub_image 
     prev_end = off + len;
     const uint8_t *p = b + off;
     switch (kind) {
-    case SEC_TARGET: {
-      if (count) BAD("target section: item count must be 0");
-      if (len == 0 || len > 1024)
-        BAD("target section: length %llu outside 1..1024", (unsigned long long)len);
-      for (uint64_t i = 0; i < len; i++)
-        if (p[i] < 0x21 || p[i] > 0x7e) BAD("target section: non-printable byte");
-      rt_free(a, img->target);
-      img->target = rt_alloc(a, len + 1);
-      if (!img->target) OOM();
-      memcpy(img->target, p, len);
-      img->target[len] = 0;
+    case SEC_TARGET: rc = read_target(img, a, p, len, count, err, errlen); break;
+    case SEC_SIGNATURE: rc = read_signature(img, a, p, len, count, err, errlen); break;
+    case SEC_CODE: rc = read_code(img, a, p, len, count, err, errlen); break;
+    case SEC_CONST: rc = read_consts(img, a, p, len, count, err, errlen); break;
+    case SEC_SMEM: rc = read_smem(img, a, p, len, count, err, errlen); break;
+    case SEC_OPS:
+      rc = tpub_ops_parse(img, p, len, count, &op_runs, &op_nruns, err, errlen);
+      if (rc == -2) fail(err, errlen, "out of memory");
+      else if (rc) rc = -1;
       break;
-    }
-    case SEC_SIGNATURE: {
-      if (count > TPUB_MAX_TENSORS) BAD("signature: %u entries exceed %d", count, TPUB_MAX_TENSORS);
-      tpub_tensor *tmp = rt_calloc(a, count ? count : 1, sizeof *tmp);
-      if (!tmp) OOM();
-      int *roles = rt_calloc(a, count ? count : 1, sizeof *roles);
-      if (!roles) {
-        rt_free(a, tmp);
-        OOM();
-      }
-      uint64_t pos = 0;
-      uint32_t np = 0, nr = 0;
-      for (uint32_t i = 0; i < count; i++) {
-        if (read_tensor(p, &pos, len, &tmp[i], &roles[i], err, errlen, i)) {
-          rt_free(a, tmp);
-          rt_free(a, roles);
-          rc = -1;
-          goto out;
-        }
-        if (roles[i])
-          nr++;
-        else
-          np++;
-      }
-      if (pos != len) {
-        rt_free(a, tmp);
-        rt_free(a, roles);
-        BAD("signature: %llu trailing bytes", (unsigned long long)(len - pos));
-      }
-      img->params = rt_calloc(a, np ? np : 1, sizeof(tpub_tensor));
-      img->results = rt_calloc(a, nr ? nr : 1, sizeof(tpub_tensor));
-      if (!img->params || !img->results) {
-        rt_free(a, tmp);
-        rt_free(a, roles);
-        OOM();
-      }
-      for (uint32_t i = 0; i < count; i++) {
-        if (roles[i])
-          img->results[img->nresults++] = tmp[i];
-        else
-          img->params[img->nparams++] = tmp[i];
-      }
-      rt_free(a, tmp);
-      rt_free(a, roles);
-      break;
-    }
-    case SEC_CODE:
-      if (count < 1 || count > TPUB_MAX_CODE)
-        BAD("code: %u instructions outside 1..%u", count, TPUB_MAX_CODE);
-      if (len != (uint64_t)count * 8)
-        BAD("code: section size %llu is not 8 x %u", (unsigned long long)len, count);
-      img->code = rt_alloc(a, (size_t)count * 8);
-      if (!img->code) OOM();
-      for (uint32_t i = 0; i < count; i++)
-        img->code[i] = rd(p + 8 * (uint64_t)i, 8);
-      img->ncode = count;
-      break;
-    case SEC_CONST: {
-      if (count > 65536) BAD("constants: %u entries exceed 65536", count);
-      img->consts = rt_calloc(a, count ? count : 1, sizeof(tpub_const));
-      if (!img->consts) OOM();
-      uint64_t pos = 0;
-      for (uint32_t i = 0; i < count; i++) {
-        if (len - pos < 16) BAD("constant %u: truncated", i);
-        uint64_t hoff = rd(p + pos, 8), csz = rd(p + pos + 8, 8);
-        pos += 16;
-        if (csz > len - pos || pad8(csz) > len - pos)
-          BAD("constant %u: %llu bytes run past the section", i, (unsigned long long)csz);
-        tpub_const *c = &img->consts[img->nconsts];
-        c->hbm_offset = hoff;
-        c->size = csz;
-        c->data = rt_alloc(a, (size_t)csz);
-        if (!c->data) OOM();
-        img->nconsts++;
-        memcpy(c->data, p + pos, (size_t)csz);
-        pos += csz;
-        for (; pos % 8; pos++)
-          if (p[pos]) BAD("constant %u: padding is not zero", i);
-      }
-      if (pos != len) BAD("constants: %llu trailing bytes", (unsigned long long)(len - pos));
-      break;
-    }
-    case SEC_SMEM:
-      if (count > (1u << 18)) BAD("smem: %u words exceed %u", count, 1u << 18);
-      if (len != (uint64_t)count * 4)
-        BAD("smem: section size %llu is not 4 x %u", (unsigned long long)len, count);
-      img->smem = rt_alloc(a, (size_t)count * 4);
-      if (!img->smem) OOM();
-      for (uint32_t i = 0; i < count; i++)
-        img->smem[i] = (uint32_t)rd(p + 4 * (uint64_t)i, 4);
-      img->nsmem = count;
-      break;
-    case SEC_OPS: {
-      int orc = tpub_ops_parse(img, p, len, count, &op_runs, &op_nruns, err, errlen);
-      if (orc == -2) OOM();
-      if (orc) {
-        rc = -1;
-        goto out;
-      }
-      break;
-    }
     }
   }
+  if (rc) goto out;
   if (!seen[SEC_TARGET]) BAD("missing target section");
   if (!seen[SEC_SIGNATURE]) BAD("missing signature section");
   if (!seen[SEC_CODE]) BAD("missing code section");
   if (op_runs) {
-    int orc = tpub_ops_expand(img, op_runs, op_nruns, err, errlen);
-    if (orc == -2) OOM();
-    if (orc) {
-      rc = -1;
-      goto out;
-    }
+    rc = tpub_ops_expand(img, op_runs, op_nruns, err, errlen);
+    if (rc == -2) fail(err, errlen, "out of memory");
+    else if (rc) rc = -1;
+    if (rc) goto out;
   }
 out:
   rt_free(a, op_runs);
