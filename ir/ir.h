@@ -126,6 +126,10 @@ bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b);
 ir_shape ir_shape_clone(arena *a, const ir_shape *s);
 /* Appends the HLO spelling ("f32[2,3]{1,0}" or "(f32[], s32[4])"). */
 void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout);
+/* The same as XLA's printer writes it in a module: before every fifth
+ * element of a tuple, a comment giving its index ("index=5" in a C
+ * comment). */
+void ir_shape_print_indexed(strbuf *b, const ir_shape *s, bool with_layout);
 /* Appends the layout of array shape s as XLA spells it ("{1,0:T(8,128)(2,1)}");
  * nothing for a scalar without tiles, memory space or element bits. */
 void ir_layout_print(strbuf *b, const ir_shape *s);

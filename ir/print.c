@@ -39,22 +39,7 @@
 /* ---- shapes ---- */
 
 static void put_shape(strbuf *b, const ir_shape *s, bool layout) {
-  if (s->type == IR_TUPLE) {
-    sb_putc(b, '(');
-    for (int i = 0; i < s->ntuple; i++) {
-      if (i) sb_puts(b, ", ");
-      if (i && i % 5 == 0) sb_printf(b, "/*index=%d*/", i);
-      put_shape(b, &s->tuple[i], layout);
-    }
-    sb_putc(b, ')');
-    return;
-  }
-  sb_puts(b, ir_type_name(s->type));
-  sb_putc(b, '[');
-  for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
-  sb_putc(b, ']');
-  if (!layout) return;
-  ir_layout_print(b, s);
+  ir_shape_print_indexed(b, s, layout);
 }
 
 /* ---- literals ---- */

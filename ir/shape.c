@@ -122,12 +122,13 @@ ir_shape ir_shape_clone(arena *a, const ir_shape *s) {
   return r;
 }
 
-void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
+static void print_shape(strbuf *b, const ir_shape *s, bool with_layout, bool indexed) {
   if (s->type == IR_TUPLE) {
     sb_putc(b, '(');
     for (int i = 0; i < s->ntuple; i++) {
       if (i) sb_puts(b, ", ");
-      ir_shape_print(b, &s->tuple[i], with_layout);
+      if (indexed && i && i % 5 == 0) sb_printf(b, "/*index=%d*/", i);
+      print_shape(b, &s->tuple[i], with_layout, indexed);
     }
     sb_putc(b, ')');
     return;
@@ -137,6 +138,14 @@ void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
   for (int i = 0; i < s->rank; i++) sb_printf(b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
   sb_putc(b, ']');
   if (with_layout) ir_layout_print(b, s);
+}
+
+void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
+  print_shape(b, s, with_layout, false);
+}
+
+void ir_shape_print_indexed(strbuf *b, const ir_shape *s, bool with_layout) {
+  print_shape(b, s, with_layout, true);
 }
 
 void ir_layout_print(strbuf *b, const ir_shape *s) {

@@ -13,17 +13,6 @@
 
 enum { OPS_LAYOUT = 1, MAX_NAME = 255, MAX_KIND = 63, MAX_FILE = 1023 };
 
-static uint64_t rd(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-static void wr(uint8_t *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))

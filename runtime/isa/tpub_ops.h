@@ -6,6 +6,20 @@
 
 #include "tpub.h"
 
+/* Little-endian fields of a .tpub: n bytes at p read as, or written from,
+ * an unsigned integer; pad8 rounds a byte count up to the 8-byte grain. */
+static inline uint64_t rd(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+static inline void wr(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
 /* Parses an OPS section of len bytes at p with count ops into img->ops
  * (img->nops) and *runs (2 x *nruns u32: first pc, op; allocated with
  * img's allocator, the caller frees it). Returns 0, -1 (err says why) or
