@@ -72,6 +72,10 @@ typedef enum base_status {
 
 /* A short constant description ("invalid argument"). Never NULL. */
 const char *base_status_str(base_status s);
+/* Decodes the C escapes (\n \t \r, up to three octal digits, \x for any
+ * other x) of the n bytes at in into out, which has room for n + 1 bytes;
+ * returns the decoded length (out is NUL-terminated). */
+size_t base_c_unescape(const char *in, size_t n, char *out);
 /* Writes the message to err (at most errlen bytes, NUL-terminated; nothing
  * when errlen is 0) and returns st: the error return of calls that report
  * into a caller's buffer. */

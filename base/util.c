@@ -124,3 +124,32 @@ const char *sb_str(strbuf *b) {
   if (!b->s) sb_reserve(b, 0), b->s[0] = 0;
   return b->s;
 }
+
+size_t base_c_unescape(const char *in, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = in[i];
+    if (ch != '\\' || i + 1 >= n) {
+      out[o++] = ch;
+      continue;
+    }
+    ch = in[++i];
+    switch (ch) {
+    case 'n': out[o++] = '\n'; break;
+    case 't': out[o++] = '\t'; break;
+    case 'r': out[o++] = '\r'; break;
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+      int v = ch - '0', k = 0;
+      while (k < 2 && i + 1 < n && in[i + 1] >= '0' && in[i + 1] <= '7') {
+        v = v * 8 + (in[++i] - '0');
+        k++;
+      }
+      out[o++] = (char)v;
+      break;
+    }
+    default: out[o++] = ch; break;
+    }
+  }
+  out[o] = 0;
+  return o;
+}

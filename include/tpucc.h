@@ -137,6 +137,26 @@ TPUCC_API const char *tpucc_session_message(const tpucc_session_t *s);
 /* The diagnostics of the last compilation (warnings too), or "". */
 TPUCC_API const char *tpucc_session_diagnostics(const tpucc_session_t *s);
 
+/* A host function for custom-calls whose custom_call_target is the name it
+ * was registered under (as XLA's FFI handlers). operands: the array leaves
+ * of the custom-call's operands (tuples flattened depth first), read-only;
+ * results: the leaves of its declared result shape, allocated and zeroed by
+ * tpucc, to be filled. backend_config: the attribute's text, "" when
+ * absent. Return TPUCC_OK, or another status with a message in err; the
+ * execution then fails naming the custom-call and the message. Called on
+ * the executing thread, one call at a time per execution. */
+typedef tpucc_status_t (*tpucc_custom_call_fn)(void *user_data, const tpucc_tensor_t *operands,
+                                               int32_t noperands, tpucc_tensor_t *results,
+                                               int32_t nresults, const char *backend_config,
+                                               char *err, size_t errlen);
+/* Registers fn for target in s: modules of s that call it run on "interp"
+ * and "cpu" (JIT); the TPU targets refuse them at compile time, naming the
+ * target. Registering a target again replaces its function. user_data must
+ * stay valid while s executes. */
+TPUCC_API tpucc_status_t tpucc_session_register_custom_call(tpucc_session_t *s, const char *target,
+                                                            tpucc_custom_call_fn fn,
+                                                            void *user_data);
+
 /* ---- compiling ------------------------------------------------------- */
 
 typedef struct tpucc_module tpucc_module_t;

@@ -184,7 +184,7 @@ static base_status eval_fusion(ev_ctx *cx, const ir_inst *in, ir_literal *const 
  * ops that pass tuples through). */
 static bool takes_arrays(ir_op op) {
   return op != IR_OP_TUPLE && op != IR_OP_GET_TUPLE_ELEMENT && op != IR_OP_FUSION &&
-         op != IR_OP_ALL_REDUCE && op != IR_OP_COPY;
+         op != IR_OP_ALL_REDUCE && op != IR_OP_COPY && op != IR_OP_CUSTOM_CALL;
 }
 
 /* Evaluates one instruction of a computation whose earlier values are in
@@ -276,6 +276,8 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     return ev_reduce_window(cx, in, ops, out);
   case IR_OP_ALL_REDUCE:
     return ev_all_reduce(cx, in, ops, out);
+  case IR_OP_CUSTOM_CALL:
+    return ev_custom_call(cx, in, ops, out);
   default:
     break; /* the elementwise ops, dispatched above */
   }
@@ -426,7 +428,7 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal 
   if (m->entry < 0 || m->entry >= m->comps.n)
     return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "module %s has no entry computation",
                    m->name ? m->name : "?");
-  if (ir_check_runnable(m, "interp", NULL, err, errlen)) return ST_UNSUPPORTED;
+  if (ir_check_runnable_ffi(m, "interp", cx.opts.ffi, NULL, err, errlen)) return ST_UNSUPPORTED;
   /* The static budget first (ir_budget: the accounting every target
    * shares), so that runaway work is refused before any of it is done;
    * ev_work and ev_alloc still count what is actually done. */

@@ -236,6 +236,10 @@ ev_handler ev_concatenate;     /* eval_layout.c */
 ev_handler ev_pad;             /* eval_layout.c */
 ev_handler ev_reverse;         /* eval_layout.c */
 ev_handler ev_dot;             /* eval_dot.c */
+/* eval_custom_call.c: identity targets share their operand; host functions
+ * (opts.ffi) get the array leaves of the operands and fill new arrays of the
+ * declared result shape; anything else fails naming the target. */
+ev_handler ev_custom_call;
 ev_handler ev_convolution;     /* eval_conv.c */
 ev_handler ev_reduce;          /* eval_reduce.c */
 ev_handler ev_reduce_window;   /* eval_reduce.c */

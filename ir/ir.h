@@ -554,16 +554,76 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
  * instruction's location into d; returns the number of problems. */
 int ir_verify(const ir_module *m, diag *d);
 
+/* ---- custom-call (ir/custom_call.c) ---------------------------------- */
+
+/* One array handed to or filled by a host function: dense row-major
+ * elements with the storage of ir_literal. */
+typedef struct ir_ffi_buffer {
+  ir_type type;
+  int32_t rank;
+  const int64_t *dims;
+  void *data;
+  size_t nbytes;
+} ir_ffi_buffer;
+/* A host function bound to a custom_call_target. operands: the array leaves
+ * of the custom-call's operands (tuples flattened depth-first), read-only;
+ * results: the array leaves of its declared result shape, allocated by the
+ * caller and to be filled completely. backend_config: the attribute's text
+ * (unquoted), "" when absent. Returns 0 on success; otherwise a nonzero
+ * value with a message in err. May be called from any thread, one call at a
+ * time per executable. */
+typedef int (*ir_ffi_fn)(void *user, const ir_ffi_buffer *operands, int32_t noperands,
+                         ir_ffi_buffer *results, int32_t nresults, const char *backend_config,
+                         char *err, size_t errlen);
+typedef struct ir_ffi_entry {
+  const char *target;
+  ir_ffi_fn fn;
+  void *user;
+} ir_ffi_entry;
+/* The host functions an embedder registered, by target name. */
+typedef struct ir_ffi_table {
+  const ir_ffi_entry *v;
+  int32_t n;
+} ir_ffi_table;
+/* The entry registered for target (exact name), or NULL. t may be NULL. */
+const ir_ffi_entry *ir_ffi_find(const ir_ffi_table *t, const char *target);
+
+/* What a custom-call does on every target:
+ *   IDENTITY  Sharding, SPMDFullToShardShape, SPMDShardToFullShape: its one
+ *             operand, in a module of one partition;
+ *   HOST      a function registered in the ffi table (interp and cpu);
+ *   TOPK      XLA's "TopK" custom-call (values and indices of the k largest);
+ *   UNKNOWN   anything else: a located error naming the target. */
+typedef enum ir_custom_kind { IR_CC_UNKNOWN, IR_CC_IDENTITY, IR_CC_HOST, IR_CC_TOPK } ir_custom_kind;
+/* The custom_call_target of in (quotes removed, escapes resolved) written
+ * into buf (truncated to n - 1 bytes); false when in has none. */
+bool ir_custom_call_target(const ir_inst *in, char *buf, size_t n);
+/* Its backend_config as a string (quotes removed when quoted; "" when
+ * absent), allocated in arena a. */
+const char *ir_custom_call_config(const ir_inst *in, arena *a);
+ir_custom_kind ir_custom_call_kind(const ir_inst *in, const ir_ffi_table *ffi);
+/* A module header count such as replica_count or num_partitions: 1 when
+ * absent, 0 when not a positive integer. */
+long long ir_module_count_attr(const ir_module *m, const char *name);
+
 /* Checks that a target that runs the core set can run m: no OPF_DECLARED
  * op (while, custom-call, gather, ...) and no element type outside pred,
  * s8, s32, bf16, f16, f32, anywhere in the module; one replica asked for
  * (header replica_count absent or 1, reported at the entry computation)
  * and no all-reduce whose replica_groups name a replica other than 0.
+ * Custom-calls: as ir_check_runnable_ffi with no host functions.
  * Reports each problem at
  * the instruction ("'while' is not supported by the cpu target yet") into
  * d (may be NULL) and the first, prefixed "file:line:col: ", into err (may
  * be NULL); returns the number of problems. */
 int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen);
+/* As ir_check_runnable, with the custom-calls checked against what target
+ * runs (ir_custom_call_kind): host functions of ffi (NULL: none), identity
+ * targets with one operand of the result's shape in a module of one
+ * partition; any other target is reported by name. TopK is checked by the
+ * targets that run it. */
+int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_table *ffi, diag *d,
+                          char *err, size_t errlen);
 
 /* ---- text ------------------------------------------------------------ */
 
@@ -591,6 +651,7 @@ typedef struct ir_eval_options {
   bool tpu_numerics;       /* compute what the emulated TPU computes (bf16 MXU
                               operands, fused f32 accumulation, the vector
                               unit's kernels): docs/numerics.md; false */
+  const ir_ffi_table *ffi; /* host functions for custom-calls; NULL: none */
 } ir_eval_options;
 void ir_eval_options_init(ir_eval_options *o);
 

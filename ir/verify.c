@@ -665,15 +665,7 @@ static void runnable_problem(diag *d, src_loc loc, const char *msg, int *problem
 /* The module's replica_count header attribute: 1 when absent, 0 when it is
  * not a positive integer. */
 static long long module_replica_count(const ir_module *m) {
-  for (int i = 0; i < m->nraw; i++) {
-    if (!m->raw[i].name || strcmp(m->raw[i].name, "replica_count") != 0) continue;
-    const char *t = m->raw[i].text ? m->raw[i].text : "";
-    char *end = NULL;
-    errno = 0;
-    long long n = strtoll(t, &end, 10);
-    return end == t || *end || errno || n < 1 ? 0 : n;
-  }
-  return 1;
+  return ir_module_count_attr(m, "replica_count");
 }
 
 /* The first replica other than 0 that in's replica_groups name, or -1. */
@@ -685,7 +677,53 @@ static long long other_replica(const ir_inst *in) {
   return -1;
 }
 
+/* Why target cannot run custom-call in (into msg), or false when it can. */
+static bool custom_call_problem(const ir_module *m, const ir_comp *cp, const ir_inst *in,
+                                const char *target, const ir_ffi_table *ffi, char *msg, size_t n) {
+  char name[128];
+  if (!ir_custom_call_target(in, name, sizeof name)) name[0] = 0;
+  switch (ir_custom_call_kind(in, ffi)) {
+  case IR_CC_HOST:
+    return false;
+  case IR_CC_IDENTITY: {
+    long long parts = ir_module_count_attr(m, "num_partitions");
+    if (parts != 1) {
+      if (parts == 0)
+        snprintf(msg, n, "module attribute num_partitions is not a positive integer");
+      else
+        snprintf(msg, n, "custom-call '%s' needs SPMD partitioning: the module asks for %lld "
+                 "partitions (num_partitions); target %s runs 1", name, parts, target);
+      return true;
+    }
+    const ir_inst *op = in->nops == 1 && in->ops[0] >= 0 && in->ops[0] < cp->insts.n
+                            ? &cp->insts.v[in->ops[0]] : NULL;
+    if (!op || op->shape->type == IR_TUPLE || !ir_shape_equal(op->shape, in->shape)) {
+      snprintf(msg, n, "custom-call '%s' is the identity: it takes one array operand of its "
+               "result's shape", name);
+      return true;
+    }
+    return false;
+  }
+  case IR_CC_TOPK:
+    snprintf(msg, n, "custom-call 'TopK' is not supported by the %s target yet", target);
+    return true;
+  case IR_CC_UNKNOWN:
+  default:
+    snprintf(msg, n,
+             "custom-call target '%s' is unknown to the %s target (known: Sharding, "
+             "SPMDFullToShardShape, SPMDShardToFullShape, TopK; host functions registered "
+             "through the API run on interp and cpu)",
+             name, target);
+    return true;
+  }
+}
+
 int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen) {
+  return ir_check_runnable_ffi(m, target, NULL, d, err, errlen);
+}
+
+int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_table *ffi, diag *d,
+                          char *err, size_t errlen) {
   int problems = 0;
   if (err && errlen) err[0] = 0;
   char msg[256];
@@ -707,7 +745,11 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
       if (in->dead) continue;
       ir_type t = non_core_type(in->shape, 0);
       long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
-      if (ir_op_flags(in->op) & OPF_DECLARED)
+      bool cc = in->op == IR_OP_CUSTOM_CALL;
+      if (cc && custom_call_problem(m, cp, in, target, ffi, msg, sizeof msg))
+        runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
+      if (cc && t == IR_TYPE_INVALID) continue;
+      if (ir_op_flags(in->op) & OPF_DECLARED && !cc)
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)

@@ -34,10 +34,20 @@ enum {
 
 enum { MAX_SOURCE = 256 << 20 };
 
+/* One registered host function; its ir_ffi_entry's user points here. */
+typedef struct host_fn {
+  char *target;
+  tpucc_custom_call_fn fn;
+  void *user;
+} host_fn;
+
 struct tpucc_session {
   int32_t max_errors;
   strbuf msg;
   diag *last; /* diagnostics of the last compilation */
+  host_fn **hosts;      /* registered custom-call functions */
+  ir_ffi_entry *ffi;    /* their table, one entry per host */
+  int32_t nhosts;
 };
 
 struct tpucc_module {
@@ -111,6 +121,12 @@ tpucc_status_t tpucc_session_create(const tpucc_session_options_t *opts,
 
 void tpucc_session_destroy(tpucc_session_t *s) {
   if (!s) return;
+  for (int32_t i = 0; i < s->nhosts; i++) {
+    free(s->hosts[i]->target);
+    free(s->hosts[i]);
+  }
+  free(s->hosts);
+  free(s->ffi);
   diag_destroy(s->last);
   sb_free(&s->msg);
   free(s);
@@ -122,6 +138,67 @@ const char *tpucc_session_message(const tpucc_session_t *s) {
 
 const char *tpucc_session_diagnostics(const tpucc_session_t *s) {
   return s && s->last ? diag_text(s->last) : "";
+}
+
+/* ---- host functions for custom-calls ----------------------------------- */
+
+/* The ir_ffi_fn of every registered function: ir buffers as tensors. */
+static int host_trampoline(void *user, const ir_ffi_buffer *ops, int32_t nops, ir_ffi_buffer *res,
+                           int32_t nres, const char *config, char *err, size_t errlen) {
+  const host_fn *h = user;
+  tpucc_tensor_t *t = calloc((size_t)(nops + nres) + 1, sizeof *t);
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  for (int32_t i = 0; i < nops + nres; i++) {
+    const ir_ffi_buffer *b = i < nops ? &ops[i] : &res[i - nops];
+    if ((unsigned)b->type >= DTYPE_COUNT || b->rank > TPUCC_MAX_RANK) {
+      snprintf(err, errlen, "%s %d has type %s or rank %d, which a tpucc_tensor_t cannot hold",
+               i < nops ? "operand" : "result", (int)(i < nops ? i : i - nops),
+               ir_type_name(b->type), (int)b->rank);
+      free(t);
+      return 1;
+    }
+    t[i].dtype = (tpucc_dtype_t)b->type;
+    t[i].rank = b->rank;
+    for (int d = 0; d < b->rank; d++) t[i].dims[d] = b->dims[d];
+    t[i].data = b->data;
+    t[i].nbytes = b->nbytes;
+  }
+  tpucc_status_t st = h->fn(h->user, t, nops, t + nops, nres, config, err, errlen);
+  free(t);
+  return st != TPUCC_OK;
+}
+
+tpucc_status_t tpucc_session_register_custom_call(tpucc_session_t *s, const char *target,
+                                                  tpucc_custom_call_fn fn, void *user_data) {
+  if (!s) return TPUCC_INVALID_ARGUMENT;
+  clear_msg(s);
+  if (!target || !target[0] || !fn)
+    return set_msg(s, ST_INVALID_ARGUMENT,
+                   "tpucc_session_register_custom_call: a target name and a function are needed");
+  for (int32_t i = 0; i < s->nhosts; i++)
+    if (strcmp(s->hosts[i]->target, target) == 0) {
+      s->hosts[i]->fn = fn;
+      s->hosts[i]->user = user_data;
+      return TPUCC_OK;
+    }
+  host_fn *h = calloc(1, sizeof *h);
+  host_fn **hv = realloc(s->hosts, sizeof *hv * (size_t)(s->nhosts + 1));
+  if (hv) s->hosts = hv;
+  ir_ffi_entry *fv = hv ? realloc(s->ffi, sizeof *fv * (size_t)(s->nhosts + 1)) : NULL;
+  if (fv) s->ffi = fv;
+  char *name = h && fv ? strdup(target) : NULL;
+  if (!name) {
+    free(h);
+    return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
+  }
+  *h = (host_fn){name, fn, user_data};
+  s->hosts[s->nhosts] = h;
+  s->ffi[s->nhosts] = (ir_ffi_entry){name, host_trampoline, h};
+  s->nhosts++;
+  return TPUCC_OK;
 }
 
 /* ---- compiling --------------------------------------------------------- */
@@ -428,7 +505,8 @@ tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *o
   }
   ir_literal *out = NULL;
   char err[512] = "";
-  base_status bs = t->run(m->m, opts->target ? opts->target : t->name, opts->max_bytes, args,
+  ir_ffi_table ffi = {s->ffi, s->nhosts};
+  base_status bs = t->run(m->m, opts->target ? opts->target : t->name, opts->max_bytes, &ffi, args,
                           ninputs, a, &out, err, sizeof err);
   if (bs != ST_OK || !out) {
     arena_destroy(a);

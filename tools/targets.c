@@ -18,19 +18,21 @@
 /* interp: the reference evaluator, the oracle every backend is checked
  * against. */
 static base_status run_interp(const ir_module *m, const char *spec, int64_t max_bytes,
-                              ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                              const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                               char *err, size_t errlen) {
   (void)spec;
   ir_eval_options o;
   ir_eval_options_init(&o);
   if (max_bytes > 0) o.max_bytes = max_bytes;
+  o.ffi = ffi;
   return ir_eval(m, &o, args, nargs, a, out, err, errlen);
 }
 
 #ifdef TPUCC_HAVE_TPU
 static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_bytes,
-                           ir_literal *const *args, int nargs, arena *a, ir_literal **out,
-                           char *err, size_t errlen) {
+                           const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a,
+                           ir_literal **out, char *err, size_t errlen) {
+  (void)ffi; /* the TPU cannot call the host: its compile refuses such custom-calls */
   return (strcmp(spec, "v2") == 0 ? tpu_run_v2 : tpu_run_v3)(m, max_bytes, args, nargs, a, out,
                                                             err, errlen);
 }
@@ -40,7 +42,7 @@ static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_byt
 /* cpu: the spec's options, TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS
  * supplying those it leaves out (driver.h). */
 static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_bytes,
-                           ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                           const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                            char *err, size_t errlen) {
   drv_cpu_spec cs;
   base_status st = drv_cpu_spec_parse(spec, true, &cs, err, errlen);
@@ -49,6 +51,7 @@ static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_byt
   cpu_options_init(&o);
   drv_cpu_options(&cs, &o);
   if (max_bytes > 0) o.budget.max_bytes = max_bytes;
+  o.ffi = ffi;
   return cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
 }
 #endif

@@ -11,11 +11,12 @@
 
 /* Executes the entry of m on args (already checked against the entry's
  * parameters) on the target spec names (its row's name, or for cpu the
- * name with options: driver.h). On success *out is the entry's result
+ * name with options: driver.h), with the host functions of ffi (NULL:
+ * none) for custom-calls. On success *out is the entry's result
  * literal (a tuple for tuple roots) allocated in a. On failure returns a
  * status and writes one line into err. */
 typedef base_status (*tool_target_run_fn)(const ir_module *m, const char *spec, int64_t max_bytes,
-                                          ir_literal *const *args, int nargs, arena *a,
+                                          const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a,
                                           ir_literal **out, char *err, size_t errlen);
 
 typedef struct tool_target {

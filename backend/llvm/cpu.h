@@ -58,6 +58,9 @@ typedef struct cpu_options {
   const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
   ir_budget budget;       /* work and memory the module may ask for, checked
                              before lowering (ir.h); zero: the defaults */
+  const ir_ffi_table *ffi; /* host functions for custom-calls (JIT only); NULL:
+                             none. The table must outlive the compile; the
+                             functions and their user data, the executable */
   int32_t conv_tile[2];   /* direct convolution's register tile (PX, OV), for
                              experiments (conv.c); zero or one that does not
                              fit: the model's choice */
@@ -72,6 +75,14 @@ int cpu_default_threads(void);
 
 /* A compiled, runnable program. Owns its JIT, scratch and thread pool. */
 typedef struct cpu_exe cpu_exe;
+
+/* A host function bound into compiled code (backend/llvm/custom_call.c).
+ * cpu_ffi_invoke is what the generated code calls; cpu_ffi_check reports
+ * (and clears) the first failure of a list after a run. */
+typedef struct cpu_ffi_call cpu_ffi_call;
+void cpu_ffi_invoke(cpu_ffi_call *c, void *const *ops, void *const *res);
+base_status cpu_ffi_check(cpu_ffi_call *list, char *err, size_t errlen);
+void cpu_ffi_free(cpu_ffi_call *list);
 
 /* Lowers, optimises and JIT-compiles the entry computation of m (which must
  * verify). m is not kept. Failures (over o->budget: ST_RESOURCE_EXHAUSTED

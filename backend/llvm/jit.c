@@ -34,6 +34,7 @@ struct cpu_exe {
   void *scratch;
   int64_t scratch_bytes;
   cpu_pool *pool;
+  cpu_ffi_call *ffi_calls; /* host-function bindings the code calls */
   cpu_exe_info info;
 };
 
@@ -89,7 +90,7 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
       F(powf), F(atan2f), F(fmodf), F(sqrtf), F(floorf), F(ceilf), F(roundf),
       /* TPU numerics: the vector unit's double functions (elem.c) */
       F(exp), F(expm1), F(log), F(log1p), F(cbrt), F(tanh), F(sin), F(cos), F(pow), F(atan2),
-      F(memcpy), F(memset), F(memmove),
+      F(memcpy), F(memset), F(memmove), F(cpu_ffi_invoke),
 #ifdef TPUCC_HAVE_OPENBLAS
       F(cblas_sgemm),
 #endif
@@ -131,6 +132,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   double t2 = now();
   if (!ok) {
     base_status st = e.st ? e.st : ST_INTERNAL;
+    cpu_ffi_free(e.ffi_calls);
     llvm_emitter_free(&e);
     LLVMDisposeModule(e.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -139,6 +141,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   }
   cpu_exe *x = calloc(1, sizeof *x);
   if (!x) {
+    cpu_ffi_free(e.ffi_calls);
     llvm_emitter_free(&e);
     LLVMDisposeModule(e.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -157,6 +160,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   for (int p = 0; p < ec->nparams; p++) x->params[p] = ir_shape_clone(x->a, ec->insts.v[ec->params[p]].shape);
   x->result = ir_shape_clone(x->a, ec->insts.v[ec->root].shape);
   const char *entry_name = opt.entry_name ? opt.entry_name : "tpucc_entry";
+  x->ffi_calls = e.ffi_calls;
   llvm_emitter_free(&e);
 
   /* The JIT takes ownership of tm (through its builder) and of the module. */
@@ -280,7 +284,7 @@ base_status cpu_execute_to(cpu_exe *x, ir_literal *const *args, int nargs, ir_li
   x->entry(in, outs, x->scratch, x->pool ? cpu_pool_parfor : NULL, x->pool);
   free(in);
   free(outs);
-  return ST_OK;
+  return cpu_ffi_check(x->ffi_calls, err, errlen);
 }
 
 void cpu_exe_get_info(const cpu_exe *x, cpu_exe_info *out) { *out = x->info; }
@@ -293,6 +297,7 @@ void cpu_exe_destroy(cpu_exe *x) {
     if (er) LLVMConsumeError(er);
   }
   free(x->scratch);
+  cpu_ffi_free(x->ffi_calls);
   arena_destroy(x->a);
   free(x);
 }

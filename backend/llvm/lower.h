@@ -104,6 +104,8 @@ typedef struct emitter {
   int32_t ninputs, noutputs;
   int32_t nkernels;
   scope *entry_scope;
+  cpu_ffi_call *ffi_calls;  /* host-function bindings (custom_call.c); the
+                               executable takes them over */
   /* Errors. */
   base_status st;
   char *err;
@@ -208,6 +210,11 @@ typedef struct kfn {
 } kfn;
 void llvm_kernel_begin(emitter *e, kfn *k, cbuf **bufs, int nbufs, const char *name);
 void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
+
+/* ---- custom_call.c ---------------------------------------------------- */
+/* Emits a custom-call of s calling a registered host function (operands and
+ * result materialised); any other target fails located. */
+bool llvm_emit_custom_call(emitter *e, scope *s, ir_id id);
 
 /* ---- dot.c ----------------------------------------------------------- */
 /* Emits dot id of s (operands and result materialised). */

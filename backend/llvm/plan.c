@@ -421,6 +421,7 @@ static bool is_alias(const scope *s, const ir_inst *in) {
   case IR_OP_RESHAPE: case IR_OP_COPY:
     return in->shape->type == llvm_inst(s, in->ops[0])->shape->type;
   case IR_OP_ALL_REDUCE: return true; /* one replica: the identity */
+  case IR_OP_CUSTOM_CALL: return ir_custom_call_kind(in, NULL) == IR_CC_IDENTITY;
   default: return false;
   }
 }
@@ -521,6 +522,7 @@ bool llvm_lower_entry(emitter *e) {
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
     else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
+    else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
     else llvm_emit_kernel(e, s, id);
   }
   if (e->st != ST_OK) return false;
@@ -576,7 +578,7 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
   e->t_kernel = LLVMFunctionType(e->t_void, kp, 3, 0);
   LLVMTypeRef pp[4] = {e->t_ptr, LLVMPointerType(e->t_kernel, 0), e->t_ptr, e->t_i64};
   e->t_parfor = LLVMFunctionType(e->t_void, pp, 4, 0);
-  if (ir_check_runnable(m, "cpu", NULL, err, errlen)) {
+  if (ir_check_runnable_ffi(m, "cpu", o->ffi, NULL, err, errlen)) {
     e->st = ST_UNSUPPORTED;
     return false;
   }

@@ -73,6 +73,13 @@ void lower_inst(lctx *x, ir_id i) {
     x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank,
                          in->shape->dims);
     break;
+  case IR_OP_CUSTOM_CALL: /* ir_check_runnable admits the identity targets only */
+    if (ir_custom_call_kind(in, NULL) != IR_CC_IDENTITY) {
+      tb_error(b, ST_UNSUPPORTED, "custom-call has no implementation on the TPU");
+      return;
+    }
+    x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank, in->shape->dims);
+    break;
   case IR_OP_BITCAST_CONVERT:
     consume_ops = lower_bitcast(x, i);
     break;

@@ -433,31 +433,7 @@ static bool precision(actx *x, const hlo_tok *v, const ir_attr_desc *d, int out[
 /* Decodes a C-escaped string token (quotes included) into the arena. */
 static char *unquote(actx *x, const hlo_tok *t) {
   char *out = arena_alloc(x->a, (size_t)t->len);
-  size_t n = 0;
-  for (int i = 1; i < t->len - 1; i++) {
-    char ch = t->text[i];
-    if (ch != '\\' || i + 1 >= t->len - 1) {
-      out[n++] = ch;
-      continue;
-    }
-    ch = t->text[++i];
-    switch (ch) {
-    case 'n': out[n++] = '\n'; break;
-    case 't': out[n++] = '\t'; break;
-    case 'r': out[n++] = '\r'; break;
-    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
-      int v = ch - '0', k = 0;
-      while (k < 2 && i + 1 < t->len - 1 && t->text[i + 1] >= '0' && t->text[i + 1] <= '7') {
-        v = v * 8 + (t->text[++i] - '0');
-        k++;
-      }
-      out[n++] = (char)v;
-      break;
-    }
-    default: out[n++] = ch; break;
-    }
-  }
-  out[n] = 0;
+  base_c_unescape(t->text + 1, (size_t)(t->len - 2), out);
   return out;
 }
 
