@@ -23,11 +23,82 @@
 
 _Static_assert(IR_MAX_RANK >= TPUB_MAX_RANK, "rank limits");
 
-/* A cpu device: its options. */
+/* A cpu device: its options and its host functions (a copy of the
+ * options' table; each ir_ffi_entry's user points at its host_call). */
+typedef struct host_call {
+  tpurt_custom_call_fn fn;
+  void *user;
+} host_call;
+
 struct rt_device {
   rt_allocator alloc;
   drv_cpu_spec spec;
+  host_call *hosts;
+  ir_ffi_entry *ffi;
+  int nffi;
 };
+
+/* The ir_ffi_fn of every host function: ir buffers as host tensors. */
+static int host_trampoline(void *user, const ir_ffi_buffer *ops, int32_t nops, ir_ffi_buffer *res,
+                           int32_t nres, const char *config, char *err, size_t errlen) {
+  const host_call *h = user;
+  tpurt_host_tensor_t *t = calloc((size_t)(nops + nres) + 1, sizeof *t);
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  for (int32_t i = 0; i < nops + nres; i++) {
+    const ir_ffi_buffer *b = i < nops ? &ops[i] : &res[i - nops];
+    t[i].dtype = (tpurt_dtype_t)ir_type_tpurt_code(b->type);
+    if (!t[i].dtype || b->rank > TPURT_MAX_RANK) {
+      snprintf(err, errlen, "%s %d has type %s, which the runtime's tensors cannot hold",
+               i < nops ? "operand" : "result", (int)(i < nops ? i : i - nops),
+               ir_type_name(b->type));
+      free(t);
+      return 1;
+    }
+    t[i].rank = b->rank;
+    for (int k = 0; k < b->rank; k++) t[i].dims[k] = b->dims[k];
+    t[i].data = b->data;
+    t[i].bytes = b->nbytes;
+  }
+  tpurt_status_t st = h->fn(h->user, t, nops, t + nops, nres, config, err, errlen);
+  free(t);
+  return st != TPURT_OK;
+}
+
+static void cpu_destroy(rt_device *d);
+
+/* Copies the options' host functions into d; false when out of memory or
+ * an entry has no target or function (err says which). */
+static bool copy_hosts(rt_device *d, const rt_device_config *c, char *err, size_t errlen) {
+  size_t n = c->ncustom_calls;
+  if (n == 0) return true;
+  d->hosts = rt_calloc(&d->alloc, n, sizeof *d->hosts);
+  d->ffi = rt_calloc(&d->alloc, n, sizeof *d->ffi);
+  if (!d->hosts || !d->ffi) {
+    snprintf(err, errlen, "out of memory");
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const tpurt_custom_call_t *cc = &c->custom_calls[i];
+    if (!cc->target || !cc->target[0] || !cc->fn) {
+      snprintf(err, errlen, "custom_calls[%zu]: a target name and a function are needed", i);
+      return false;
+    }
+    size_t len = strlen(cc->target) + 1;
+    char *name = rt_calloc(&d->alloc, 1, len);
+    if (!name) {
+      snprintf(err, errlen, "out of memory");
+      return false;
+    }
+    memcpy(name, cc->target, len);
+    d->hosts[i] = (host_call){cc->fn, cc->user_data};
+    d->ffi[i] = (ir_ffi_entry){name, host_trampoline, &d->hosts[i]};
+    d->nffi++;
+  }
+  return true;
+}
 
 /* A compiled cpu program and its flat signature: one tensor per array leaf
  * of the entry's parameters (tuple parameters flattened depth-first, named
@@ -108,6 +179,15 @@ static tpurt_status_t cpu_create(const char *spec, const rt_device_config *c, rt
   if (!d) return TPURT_OUT_OF_MEMORY;
   d->alloc = *c->alloc;
   d->spec = cs;
+  if (c->ncustom_calls && !c->custom_calls) {
+    snprintf(err, errlen, "ncustom_calls is %zu but custom_calls is NULL", c->ncustom_calls);
+    cpu_destroy(d);
+    return TPURT_INVALID_ARGUMENT;
+  }
+  if (!copy_hosts(d, c, err, errlen)) {
+    cpu_destroy(d);
+    return TPURT_INVALID_ARGUMENT;
+  }
   info->platform = "cpu";
   snprintf(info->target, sizeof info->target, "%s", cs.canonical);
   info->ncores = 1;
@@ -118,6 +198,9 @@ static tpurt_status_t cpu_create(const char *spec, const rt_device_config *c, rt
 static void cpu_destroy(rt_device *d) {
   if (!d) return;
   rt_allocator a = d->alloc;
+  for (int i = 0; i < d->nffi; i++) rt_free(&a, (void *)d->ffi[i].target);
+  rt_free(&a, d->ffi);
+  rt_free(&a, d->hosts);
   rt_free(&a, d);
 }
 
@@ -215,6 +298,8 @@ static tpurt_status_t cpu_load(rt_device *d, const char *name, const void *text,
   cpu_options o;
   cpu_options_init(&o);
   drv_cpu_options(&d->spec, &o);
+  ir_ffi_table ffi = {d->ffi, d->nffi};
+  o.ffi = &ffi;
   cpu_exe *x;
   base_status st = cpu_compile(m, &o, &x, err, errlen);
   if (st != ST_OK) {

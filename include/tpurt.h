@@ -134,6 +134,31 @@ TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
  * trace_path. */
 typedef struct tpurt_device tpurt_device_t;
 
+/* A host function for HLO custom-calls whose custom_call_target is
+ * `target` (as XLA's FFI handlers), on the cpu device: operands are the
+ * array leaves of the custom-call's operands (tuples flattened depth
+ * first), read-only; results the leaves of its declared result shape,
+ * allocated and zeroed by the runtime, to be filled. backend_config: the
+ * attribute's text, "" when absent. Return TPURT_OK, or another status
+ * with a message in err; the execution then fails with that message and
+ * the custom-call's location. */
+typedef struct tpurt_host_tensor {
+  tpurt_dtype_t dtype;
+  int rank;
+  int64_t dims[TPURT_MAX_RANK];
+  void *data;
+  size_t bytes;
+} tpurt_host_tensor_t;
+typedef tpurt_status_t (*tpurt_custom_call_fn)(void *user_data, const tpurt_host_tensor_t *operands,
+                                               int noperands, tpurt_host_tensor_t *results,
+                                               int nresults, const char *backend_config,
+                                               char *err, size_t errlen);
+typedef struct tpurt_custom_call {
+  const char *target; /* copied */
+  tpurt_custom_call_fn fn;
+  void *user_data; /* must outlive the device */
+} tpurt_custom_call_t;
+
 typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
@@ -151,6 +176,12 @@ typedef struct tpurt_device_options {
    * start for its occupancy (the time axis shows cycles as microseconds).
    * Copied. */
   const char *trace_path;
+  /* Host functions for custom-calls of programs loaded as module text on
+   * the cpu device (libtpurt-cpu); the table is copied. TPU devices cannot
+   * call the host: their compiler refuses such programs, naming the
+   * target. */
+  const tpurt_custom_call_t *custom_calls;
+  size_t ncustom_calls;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);

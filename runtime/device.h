@@ -76,6 +76,8 @@ typedef struct rt_device_config {
   uint64_t cycle_limit;      /* emulated devices: cycles per execution */
   int mxu_systolic;          /* emulated devices: PE-by-PE MXU model */
   const char *trace_path;    /* emulated devices: Chrome trace per execution, or NULL */
+  const tpurt_custom_call_t *custom_calls; /* host functions (tpurt_device_options_t) */
+  size_t ncustom_calls;
 } rt_device_config;
 
 typedef struct rt_driver {
