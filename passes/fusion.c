@@ -171,6 +171,11 @@ static bool same_dims(const ir_shape *a, const ir_shape *b) {
   return true;
 }
 
+/* An op a dot's epilogue may apply to each element of its result: the
+ * elementwise ops and conversions (a bf16 result of an f32 dot is the
+ * mixed-precision layer's output). */
+static bool epilogue_op(const ir_inst *in) { return is_elemwise(in) || in->op == IR_OP_CONVERT; }
+
 /* Can dot/convolution d head group g as a kOutput fusion? Every member of
  * g that depends on d must be elementwise over d's dims. */
 static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
@@ -187,8 +192,12 @@ static const char *epilogue_refusal(fctx *f, ir_id d, int g) {
     const ir_inst *in = I(f, i);
     for (int q = 0; q < in->nops; q++)
       f->dep[i] |= f->dep[in->ops[q]];
-    if (f->dep[i] && !why && (!is_elemwise(in) || !same_dims(in->shape, I(f, d)->shape)))
-      why = "the epilogue is not elementwise over the dot's dims";
+    if (f->dep[i] && !why && !epilogue_op(in))
+      why = arena_printf(f->m->arena, "the epilogue's %%%s (%s) is not an elementwise op or convert",
+                         in->info->name ? in->info->name : "?", ir_op_name(in->op));
+    else if (f->dep[i] && !why && !same_dims(in->shape, I(f, d)->shape))
+      why = arena_printf(f->m->arena, "the epilogue's %%%s has other dims than the dot",
+                         in->info->name ? in->info->name : "?");
   }
   f->dep[d] = 0;
   for (int k = 0; k < gr->nmembers; k++)
