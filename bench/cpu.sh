@@ -18,7 +18,8 @@ runs="${2:-7}"
 only="${3:-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 unset OPENBLAS_CORETYPE
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
+isa=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -r | head -1)
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1) (${isa:-no avx2}), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 trap 'echo "load at the end: $(cut -d" " -f1-3 /proc/loadavg)"' EXIT
 # The "tpucc cpu X ms [CPU time Y ms]" figures of a cpu_mlp / cpu_conv line.
 ms() { sed -n 's/.*tpucc cpu \([0-9.]*\) ms.*/\1/p' <<<"$1"; }

@@ -14,5 +14,6 @@ if [ ! -x "$bin" ]; then
 fi
 unset OPENBLAS_CORETYPE
 export OPENBLAS_NUM_THREADS=1
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cpus"
+isa=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -r | head -1)
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1) (${isa:-no avx2}), $(nproc) cpus"
 exec "$bin" "${@:-2048}"

@@ -607,12 +607,31 @@ def machine():
     return model, os.cpu_count(), open("/proc/loadavg").read().split()[:3]
 
 
+def host_isa():
+    """The widest x86 vector ISA the host offers ("avx512f", "avx2",
+    "sse4.2", ...) from /proc/cpuinfo, or the machine name elsewhere:
+    figures from hosts of different ISAs are not comparable."""
+    flags = set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith(("flags", "Features")):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    for isa in ("avx512f", "avx2", "avx", "sse4_2"):
+        if isa in flags:
+            return isa.replace("_", ".")
+    return os.uname().machine
+
+
 def main():
     if not os.access(TPUCC, os.X_OK):
         sys.exit("suite.py: %s is not built" % TPUCC)
     model, ncpu, load = machine()
+    isa = host_isa()
     t0 = time.time()
-    print("machine: %s, %d cpus, load %s" % (model, ncpu, " ".join(load)), flush=True)
+    print("machine: %s (%s), %d cpus, load %s" % (model, isa, ncpu, " ".join(load)), flush=True)
     only = os.environ.get("TPUCC_BENCH_ONLY", "emulator,tpu,issue5,cpu,compile").split(",")
     for name, fn in (("emulator", emulator), ("tpu", tpu), ("issue5", issue5), ("cpu", cpu),
                      ("compile", compile_time)):
@@ -620,15 +639,15 @@ def main():
             fn()
     secs = time.time() - t0
     md = table()
-    head = ("machine: %s, %d cpus, load at start %s; suite %.0f s; ratio = tpucc / anchor "
+    head = ("machine: %s (%s), %d cpus, load at start %s; suite %.0f s; ratio = tpucc / anchor "
             "(higher is better for tpucc except where the anchor is a published utilisation, "
-            "where 1 means the same share of peak)" % (model, ncpu, " ".join(load), secs))
+            "where 1 means the same share of peak)" % (model, isa, ncpu, " ".join(load), secs))
     print()
     print(head)
     print()
     print(md)
     with open(OUT, "w") as f:
-        json.dump({"machine": model, "cpus": ncpu, "load": load, "seconds": secs,
+        json.dump({"machine": model, "isa": isa, "cpus": ncpu, "load": load, "seconds": secs,
                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows},
                   f, indent=1)
     with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
