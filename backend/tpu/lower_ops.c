@@ -119,7 +119,7 @@ static tk_mm dense_mm(int64_t G, int64_t M, int64_t N, int64_t K, const tval *a,
                       bool bt, uint64_t c) {
   bool a32 = a->type == IR_F32, b32 = b->type == IR_F32;
   tk_mm mm = {G, M, N, K, tv_addr(a), (uint64_t)(M * K * (a32 ? 4 : 2)), tv_addr(b),
-              (uint64_t)(K * N * (b32 ? 4 : 2)), c, (uint64_t)(M * N * 4), a32, b32, bt};
+              (uint64_t)(K * N * (b32 ? 4 : 2)), c, (uint64_t)(M * N * 4), a32, b32, bt, false};
   return mm;
 }
 
@@ -172,6 +172,7 @@ typedef struct dot_plan {
   int64_t Bn, M, N, K;
   int64_t lp[IR_MAX_RANK], rp[IR_MAX_RANK];
   bool ident_l, ident_r, bt;
+  bool at; /* lhs stored [batch, K, M]: the matmul reads it transposed */
 } dot_plan;
 
 static void dot_plan_of(const ir_attrs *at, const tval *l, const tval *r, dot_plan *p) {
@@ -211,6 +212,15 @@ static void dot_plan_of(const ir_attrs *at, const tval *l, const tval *r, dot_pl
   bool ident_q = true;
   p->ident_l = p->ident_r = true;
   for (int k = 0; k < l->rank; k++) p->ident_l &= p->lp[k] == k;
+  /* [batch, K, M] as stored: batch dims, then contracting, then free */
+  int64_t lq[IR_MAX_RANK];
+  int nlq = 0;
+  for (int k = 0; k < at->lhs_batch.n; k++) lq[nlq++] = at->lhs_batch.v[k];
+  for (int k = 0; k < at->lhs_contracting.n; k++) lq[nlq++] = at->lhs_contracting.v[k];
+  for (int d = at->lhs_batch.n + at->lhs_contracting.n; d < l->rank; d++)
+    lq[nlq++] = p->lp[d - at->lhs_contracting.n];
+  p->at = !p->ident_l && nlq == l->rank;
+  for (int k = 0; k < nlq && p->at; k++) p->at = lq[k] == k;
   for (int k = 0; k < r->rank; k++) {
     p->ident_r &= p->rp[k] == k;
     ident_q &= rq[k] == k;
@@ -220,9 +230,11 @@ static void dot_plan_of(const ir_attrs *at, const tval *l, const tval *r, dot_pl
 
 /* --explain: how the dot's operands reach the matmul (d), and whether an
  * f32 weight (w32) was converted to bf16 in HBM first. */
-static void explain_operands(lctx *x, const dot_plan *d, const char *what, bool w32) {
+static void explain_operands(lctx *x, const dot_plan *d, const char *what, bool w32, bool at) {
   tb_explain(x->b, "%s: lhs %s; rhs %s%s", what,
              d->ident_l ? "read as it lies ([batch, M, K])"
+             : at       ? "read as it lies ([batch, K, M]): its tiles cross the transpose buffer "
+                          "in VMEM"
                         : "permuted to [batch, M, K] by a copy through HBM (the MXU streams "
                           "rows of A with K contiguous)",
              d->ident_r ? "read as it lies ([batch, K, N])"
@@ -264,11 +276,13 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
                      "result");
     return false;
   }
-  tval *lt = d.ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, d.lp);
+  bool lat = d.at && tk_matmul_at_ok(x->b);
+  tval *lt = d.ident_l || lat ? tv_alias(x->b, l, l->type, l->rank, l->dims)
+                             : tv_transpose(x->b, l, d.lp);
   tval *rtv0 = d.ident_r || d.bt ? tv_alias(x->b, r, r->type, r->rank, r->dims)
                                  : tv_transpose(x->b, r, d.rp);
   tval *rtv = weight_bf16(x, rtv0, M);
-  explain_operands(x, &d, "dot with epilogue", rtv->type != rtv0->type);
+  explain_operands(x, &d, "dot with epilogue", rtv->type != rtv0->type, lat);
   tv_release(x->b, rtv0);
   bool a32 = lt->type == IR_F32, b32 = rtv->type == IR_F32;
   /* an f32 weight whose panels do not fit VMEM: the matmul's first row
@@ -276,6 +290,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   int64_t bd[3] = {Bn, K, N};
   tval *once = b32 && !a32 ? tv_new(x->b, IR_BF16, 3, bd) : NULL;
   tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, d.bt, out);
+  mm.at = lat;
   tk_epilogue ep = {e, dot_in, row, once ? tv_addr(once) : TK_NO_ONCE};
   bool ok = tk_matmul_epi(x->b, &mm, &ep);
   if (once) tv_release(x->b, once);
@@ -286,6 +301,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
     tval *lc = a32 ? tv_convert(x->b, lt, IR_BF16) : lt;
     tval *rc = b32 ? tv_convert(x->b, rtv, IR_BF16) : rtv;
     mm = dense_mm(Bn, M, N, K, lc, rc, d.bt, out);
+    mm.at = lat;
     ep.b_once = TK_NO_ONCE;
     ok = tk_matmul_epi(x->b, &mm, &ep);
     if (a32) tv_release(x->b, lc);
@@ -334,15 +350,18 @@ void lower_dot(lctx *x, ir_id i) {
   if (P == 1) {
     /* One pass: f32 operands go to the matmul as they are (converted in
      * VMEM as their tiles arrive); only the permutation moves data. */
-    tval *lt = ident_l ? tv_alias(x->b, l, l->type, l->rank, l->dims) : tv_transpose(x->b, l, lp);
+    bool at = d.at && tk_matmul_at_ok(x->b);
+    tval *lt = ident_l || at ? tv_alias(x->b, l, l->type, l->rank, l->dims)
+                             : tv_transpose(x->b, l, lp);
     tval *rtv0 =
         ident_r || bt ? tv_alias(x->b, r, r->type, r->rank, r->dims) : tv_transpose(x->b, r, rp);
     tval *rtv = weight_bf16(x, rtv0, M);
-    explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type);
+    explain_operands(x, &d, "dot, one bf16 pass", rtv->type != rtv0->type, at);
     tv_release(x->b, rtv0);
     int64_t cd1[3] = {Bn, M, N};
     tval *C1 = tv_new(x->b, IR_F32, 3, cd1);
     tk_mm mm = dense_mm(Bn, M, N, K, lt, rtv, bt, tv_addr(C1));
+    mm.at = at;
     bool ok = (lt->type == IR_F32 || lt->type == IR_BF16) &&
               (rtv->type == IR_F32 || rtv->type == IR_BF16) && tk_matmul(x->b, &mm);
     if (ok) {
@@ -367,7 +386,7 @@ void lower_dot(lctx *x, ir_id i) {
     tb_explain(x->b, "dot at %s: %d bf16 passes, the operands' bf16 parts side by side along K "
                      "(K' = %lld), one matmul",
                P == 6 ? "HIGHEST" : "HIGH", P, (long long)(P * K));
-    explain_operands(x, &d, "dot", false);
+    explain_operands(x, &d, "dot", false, false);
   } else { /* the one-pass attempt above said how its operands arrive */
     tb_explain(x->b, "no resident plan for f32 operands: converted to bf16 in HBM first");
   }

@@ -21,7 +21,13 @@
  * B's with +0, so every padding product is -0 and adding it leaves any
  * accumulator unchanged (x + -0 = x, also for x = -0): the result is the
  * same at every tiling (docs/numerics.md); columns past N are computed on
- * stale weights and never stored. */
+ * stale weights and never stored.
+ * A may instead be stored transposed, [K,M] (at): each K-tile piece of a
+ * row block is staged as [Kt][rows] by one DMA and crosses the vector
+ * unit's transpose buffer in 128 x 128 blocks into the panel's
+ * [rows][Kt] bf16 layout (RNE from f32, as the other conversions), so a
+ * weight gradient X^T dY reads X as it lies instead of a transposed copy
+ * through HBM. */
 #include "backend/tpu/tb.h"
 
 /* Words that fill A pads: two bf16 -0, or one f32 -0 (staged f32 A). */
@@ -134,13 +140,46 @@ static void conv_flat(tb *b, uint64_t src, uint64_t dst, int64_t n) {
   tk_conv_bf16(b, src, false, dst, n);
 }
 
-/* f32 A piece k: HBM -> staging (slot k&1, or the zeroed slot 2 for a
- * short last piece) when load, else staging -> bf16 panel piece. */
-static void a32_piece(tb *b, int64_t k, int64_t K, int64_t Kt, int64_t rows, int64_t Mb,
-                      uint64_t asrc, uint64_t as, uint64_t saoff, uint64_t sa_slot, bool load) {
-  int64_t kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+bool tk_matmul_at_ok(const tb *b) { return b->t.mxu_rows == TGT_LANES; }
+
+/* Rows of a staged transposed piece: the block's rows padded to whole
+ * 128-lane vectors. */
+static int64_t at_cols(int64_t Mb) { return (Mb + TGT_LANES - 1) / TGT_LANES * TGT_LANES; }
+
+/* Staged transposed piece [Kt][cols] at st (elements es bytes) -> the bf16
+ * panel piece [rows][Kt] at dst: 128 x 128 blocks through the transpose
+ * buffer (rows of the staging are pushed, rows of the piece popped). */
+static void at_transpose(tb *b, uint64_t st, int es, int64_t cols, int64_t rows, uint64_t dst,
+                         int64_t Kt) {
+  for (int64_t c0 = 0; c0 < rows; c0 += TGT_LANES) {
+    int64_t nr = rows - c0 < TGT_LANES ? rows - c0 : TGT_LANES;
+    for (int j = 0; j < 16; j++)
+      tb_vld(b, 16 + j, st + (uint64_t)((8 * j * cols + c0) * es), (uint32_t)(cols * es), es == 2);
+    for (int j = 0; j < 16; j++) tb_valu(b, OP_VTPUSH, 16 + j, j, 0);
+    for (int j = 0; j < (nr + 7) / 8; j++) tb_valu(b, OP_VTPOP, 16 + j, j, 0);
+    for (int j = 0; j < (nr + 7) / 8; j++)
+      tb_vst(b, 16 + j, dst + (uint64_t)((c0 + 8 * j) * Kt * 2), (uint32_t)(Kt * 2), true, 0);
+  }
+}
+
+/* Staged A piece k (f32 A, or A stored transposed): HBM -> staging (slot
+ * k&1, or the slot 2 prefilled with -0 for a short last piece) when load,
+ * else staging -> bf16 panel piece. asrc: the block's A (row m0; for at,
+ * column m0 of A^T). */
+static void a_piece(tb *b, const tk_mm *mm, int64_t k, int64_t Kt, int64_t rows, int64_t Mb,
+                    uint64_t asrc, uint64_t as, uint64_t saoff, uint64_t sa_slot, bool load) {
+  int64_t K = mm->K, kc = K - k * Kt < Kt ? K - k * Kt : Kt;
+  int es = mm->a32 ? 4 : 2;
   uint64_t st = saoff + (uint64_t)(kc < Kt ? 2 : (k & 1)) * sa_slot;
-  if (load) {
+  if (mm->at) {
+    int64_t cols = at_cols(Mb);
+    if (load) {
+      int64_t d[10] = {rows * es, kc, 1, 1, mm->M * es, 0, 0, cols * es, 0, 0};
+      tb_dma(b, true, st, asrc + (uint64_t)(k * Kt * mm->M * es), d);
+    } else {
+      at_transpose(b, st, es, cols, rows, as + (uint64_t)(k * Mb * Kt * 2), Kt);
+    }
+  } else if (load) {
     int64_t d[10] = {kc * 4, rows, 1, 1, K * 4, 0, 0, Kt * 4, 0, 0};
     tb_dma(b, true, st, asrc + (uint64_t)(k * Kt * 4), d);
   } else {
@@ -162,7 +201,7 @@ bool tk_matmul_epi(tb *b, const tk_mm *mm, const tk_epilogue *ep) {
 bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av) {
   tk_mm m = *mm;
   m.A = m.A_g = 0;
-  m.a32 = m.b32 = m.bt = false;
+  m.a32 = m.b32 = m.bt = m.at = false;
   return mm_core(b, &m, av, NULL);
 }
 
@@ -276,7 +315,8 @@ typedef struct ld_ctx {
   int nm, nbs;
   uint64_t A, A_g;
   int esa;
-  bool a32;
+  bool a32; /* A staged and converted in VMEM: f32, or stored transposed */
+  const tk_mm *mm;
   uint64_t B, B_g;
   bool b32, bt; /* B f32; B stored [N,K] (panels Nt rows of Kp) */
   const tk_aview *av;
@@ -318,13 +358,13 @@ static void ld_one(ld_ctx *c) {
   int64_t blk = c->blk, g = blk / c->nMb, m0 = blk % c->nMb * c->Mb;
   int64_t rows = c->M - m0 < c->Mb ? c->M - m0 : c->Mb, Kt = c->Kt, K = c->K, Nt = c->Nt;
   uint64_t as = c->aoff + (uint64_t)(blk & 1) * c->apanel;
-  uint64_t asrc = c->A + (uint64_t)g * c->A_g + (uint64_t)(m0 * K * c->esa);
+  uint64_t asrc = c->A + (uint64_t)g * c->A_g + (uint64_t)(m0 * (c->mm->at ? 1 : K) * c->esa);
   if (c->j < 0) { /* A piece 0 */
     if (c->av) {
       c->av->load(b, c->av, g, m0, rows, 0, K < Kt ? K : Kt, as, Kt * 2);
       for (int t = 1; t < c->nm; t++) tb_dma_token(b);
     } else if (c->a32) {
-      a32_piece(b, 0, K, Kt, rows, c->Mb, asrc, as, c->saoff, c->sa_slot, true);
+      a_piece(b, c->mm, 0, Kt, rows, c->Mb, asrc, as, c->saoff, c->sa_slot, true);
     } else {
       int64_t kc = K < Kt ? K : Kt;
       int64_t d[10] = {kc * 2, rows, 1, 1, K * 2, 0, 0, Kt * 2, 0, 0};
@@ -413,7 +453,7 @@ typedef struct mm_plan {
  * halving the blocks down to 256 rows, then K, then the blocks. */
 static void mm_plan_make(const tb *b, const tk_mm *mm, int nx, uint64_t b_once, mm_plan *p) {
   int64_t M = mm->M, N = mm->N, K = mm->K;
-  bool a32 = mm->a32, b32 = mm->b32, bt = mm->bt;
+  bool a32 = mm->a32, b32 = mm->b32, bt = mm->bt, at = mm->at;
   int64_t Kt = b->t.mxu_rows, Nt = b->t.mxu_cols;
   int nm = b->t.mxus;
   int64_t Kp = (K + Kt - 1) / Kt * Kt, nK = Kp / Kt, nN = (N + Nt - 1) / Nt;
@@ -432,7 +472,9 @@ static void mm_plan_make(const tb *b, const tk_mm *mm, int nx, uint64_t b_once, 
       apanel = tb_align((uint64_t)(Mb * Kc * 2 + 2048));
       bpanel = tb_align((uint64_t)(Kc * Nt * 2));
       cblock = tb_align((uint64_t)(Mb * Nt * 4));
-      sa_slot = a32 ? tb_align((uint64_t)(Mb * Kt * 4)) : 0;
+      sa_slot = at    ? tb_align((uint64_t)(at_cols(Mb) * Kt * (a32 ? 4 : 2)))
+                : a32 ? tb_align((uint64_t)(Mb * Kt * 4))
+                      : 0;
       sb_slot = b32 ? tb_align((uint64_t)(Kc * Nt * 4)) : 0;
       if (2 * apanel + (uint64_t)nbs * (bpanel + (uint64_t)(1 + nx) * cblock + sb_slot) +
               3 * sa_slot <=
@@ -472,6 +514,7 @@ static void mm_explain(tb *b, const tk_mm *mm, const tk_aview *av, const tk_elem
   int64_t Kc = pl->Kc;
   int nm = pl->nm;
   bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  bool staged = a32 || mm->at;
   uint64_t vtotal = pl->vtotal;
   if (b->explain) {
     int64_t nMb_ = (M + Mb - 1) / Mb;
@@ -485,13 +528,17 @@ static void mm_explain(tb *b, const tk_mm *mm, const tk_aview *av, const tk_elem
                Kc < Kp ? "streamed in chunks (the whole K does not fit VMEM)"
                        : "resident, accumulated in the MXU",
                (unsigned long long)(vtotal >> 10), (unsigned long long)(b->t.vmem_bytes >> 10),
-               av ? "gathered into VMEM by DMA (no patch matrix)"
-                  : a32 ? "f32, converted to bf16 in VMEM" : "bf16",
+               av       ? "gathered into VMEM by DMA (no patch matrix)"
+               : mm->at ? (a32 ? "stored [K,M] f32, transposed through the transpose buffer "
+                                 "and converted to bf16 in VMEM"
+                               : "stored [K,M], transposed through the transpose buffer in VMEM")
+               : a32    ? "f32, converted to bf16 in VMEM"
+                        : "bf16",
                bt ? "stored [N,K], loaded transposed (mwtt)" : "stored [K,N]",
                once ? ", f32 converted once by the first row block (its f32 panels do not fit)"
                     : b32 ? ", f32 converted to bf16 in VMEM" : "",
                epi ? "; the epilogue runs on the result tiles in VMEM before their one store"
-               : Kc < Kp || a32 || av || nMb_ < 2
+               : Kc < Kp || staged || av || nMb_ < 2
                    ? ""
                    : "; the next row block's loads go out during the last panel group");
   }
@@ -502,19 +549,20 @@ static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epi
                         const mm_plan *pl) {
   int64_t G = mm->G, M = mm->M, N = mm->N, K = mm->K;
   uint64_t A = mm->A, A_g = mm->A_g, B = mm->B, B_g = mm->B_g, C = mm->C, C_g = mm->C_g;
-  bool a32 = mm->a32, b32 = pl->b32, bt = mm->bt, once = pl->once;
+  bool a32 = mm->a32 || mm->at, b32 = pl->b32, bt = mm->bt, once = pl->once;
   const tk_elem *epi = ep ? ep->e : NULL;
   int dot_in = ep ? ep->dot_in : -1;
   const bool *row = ep ? ep->row : NULL;
   uint64_t b_once = once ? ep->b_once : TK_NO_ONCE;
-  int esa = a32 ? 4 : 2;
+  int esa = mm->a32 ? 4 : 2;
   int64_t Kt = pl->Kt, Nt = pl->Nt, Kp = pl->Kp, nK = pl->nK, nN = pl->nN, Mb = pl->Mb;
   int nm = pl->nm, nbs = pl->nbs;
   uint64_t apanel = pl->apanel, cblock = pl->cblock, bpanel = pl->bpanel;
   uint64_t sa_slot = pl->sa_slot, sb_slot = pl->sb_slot, sc_slot = pl->sc_slot;
   uint64_t aoff = pl->aoff, boff = pl->boff, coff = pl->coff, saoff = pl->saoff;
   uint64_t sboff = pl->sboff, eoff = pl->eoff, scoff = pl->scoff;
-  if (a32 && K % Kt) tk_vfill(b, saoff + 2 * sa_slot, sa_slot, NEG0_F32); /* the short last piece */
+  if (a32 && K % Kt) /* the short last piece */
+    tk_vfill(b, saoff + 2 * sa_slot, sa_slot, mm->a32 ? NEG0_F32 : NEG0_BF16X2);
   /* Zero pads: A columns K..Kp and B rows K..Kp, in every slot. */
   if (Kp != K) {
     tk_vfill(b, aoff, 2 * apanel, NEG0_BF16X2);
@@ -535,14 +583,14 @@ static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epi
                 {0, 0, {0}}, epi && epi->nodes[epi->out_node[0]].type == IR_BF16};
   if (epi) tk_plan_make(b, epi, &fc.pl);
   pend_grp pend = {0, 0, 0, 0, 0, 0, 0, 0};
-  ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, B, B_g, b32, bt,
+  ld_ctx lc = {b, M, N, K, Kt, Nt, Mb, nK, nN, nMb, G, nm, nbs, A, A_g, esa, a32, mm, B, B_g, b32, bt,
                av, aoff, apanel, boff, bpanel, sboff, sb_slot, saoff, sa_slot, 0, -1,
                b_once, scoff, sc_slot};
   for (int64_t g = 0; g < G && !b->failed; g++)
     for (int64_t mb = 0; mb < nMb && !b->failed; mb++, blk++) {
       int64_t m0 = mb * Mb, rows = M - m0 < Mb ? M - m0 : Mb;
       uint64_t as = aoff + (uint64_t)(blk & 1) * apanel;
-      uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * K * esa);
+      uint64_t asrc = A + (uint64_t)g * A_g + (uint64_t)(m0 * (mm->at ? 1 : K) * esa);
       int64_t p0 = panel; /* global index of panel j = 0 of this block */
       /* Panels go in groups of `mxus`, one per MXU, their instructions
        * interleaved tile by tile so that no MXU queue fills while another
@@ -588,8 +636,8 @@ static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epi
               if (kk + ONCE_SLOTS - 1 < nK) once_load(&lc, g, jj, j0, kk + ONCE_SLOTS - 1);
             }
           if (a32 && j0 == 0) { /* convert piece k, stage piece k+1 */
-            a32_piece(b, k, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
-            if (k + 1 < nK) a32_piece(b, k + 1, K, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
+            a_piece(b, mm, k, Kt, rows, Mb, asrc, as, saoff, sa_slot, false);
+            if (k + 1 < nK) a_piece(b, mm, k + 1, Kt, rows, Mb, asrc, as, saoff, sa_slot, true);
           }
           for (int64_t jj = j0; jj < j0 + gn; jj++) {
             int mx = (int)((p0 + jj) % nm);
@@ -635,7 +683,7 @@ static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogu
   mm_plan pl;
   mm_plan_make(b, mm, nx, ep ? ep->b_once : TK_NO_ONCE, &pl);
   /* f32 operands are converted in VMEM only by the resident plan. */
-  if ((mm->a32 || pl.b32 || pl.once || av || epi) &&
+  if ((mm->a32 || mm->at || pl.b32 || pl.once || av || epi) &&
       (pl.Kc < pl.Kp || pl.vtotal > b->t.vmem_bytes)) {
     tb_explain(b,
                "matmul %lldx[%lld,%lld]x[%lld,%lld]: no resident plan for %s: K = %lld "

@@ -274,7 +274,12 @@ typedef struct tk_mm {
   uint64_t B, B_g;
   uint64_t C, C_g;
   bool a32, b32, bt;
+  bool at; /* A[g] stored transposed, [K, M] (tk_matmul_at_ok) */
 } tk_mm;
+/* Can A be read stored transposed ([K, M], f32 or bf16) on this target:
+ * its K tiles are 128 deep, so that each piece crosses the vector unit's
+ * 128 x 128 transpose buffer whole. */
+bool tk_matmul_at_ok(const tb *b);
 /* Emits mm. Returns false, emitting nothing, when f32 operands need the
  * K-chunked plan (the caller converts them first); true otherwise (always
  * for bf16 operands). */

@@ -53,10 +53,12 @@ awk -F, 'NR > 1 { s += $17 } END { exit !(s == 32*784*256 + 32*256*128 + 32*128*
 "$tpucc" compile "$root/samples/mlp.tg" --emit=tpub -o "$tmp/m.tpub" &&
   "$tpucc" run "$tmp/m.tpub" --random-inputs --output= --output= --report="$tmp/f.csv" >/dev/null 2>&1 &&
   grep -q 'mlp.tg' "$tmp/f.csv" || { echo "FAIL: .tpub report"; fails=$((fails + 1)); }
-# dump-module lists the op table: the first dot of mlp.tg with its
-# 2 x 32 x 784 x 256 FLOPs, and code ranges covering every code word.
+# dump-module lists the op table: the first dense layer of mlp.tg (its dot,
+# bias, relu and the next layer's bf16 cast as one kOutput fusion, located
+# at the cast) with its 2 x 32 x 784 x 256 FLOPs, and code ranges covering
+# every code word.
 "$tpucc" dump-module "$tmp/m.tpub" >"$tmp/d.txt" 2>&1 &&
-  grep -q '^; op [0-9]*: .* (dot) .*mlp.tg:13:[0-9]*, 12845056 flops' "$tmp/d.txt" &&
+  grep -q '^; op [0-9]*: .* (fusion) .*mlp.tg:18:[0-9]*, 12845056 flops' "$tmp/d.txt" &&
   awk '/^; section code/ { n = $5 } /^; op / { for (i = 1; i <= NF; i++) if ($i == "code") w += $(i - 1) }
        END { exit !(n > 0 && w == n) }' "$tmp/d.txt" ||
   { echo "FAIL: dump-module op table"; grep '^; ' "$tmp/d.txt" | head -30; fails=$((fails + 1)); }

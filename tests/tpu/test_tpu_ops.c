@@ -252,6 +252,19 @@ static const tcase cases[] = {
      " %ot = f32[2,129,3,24] transpose(%o), dimensions={0,2,1,3}\n ROOT %r = f32[2,129,72] reshape(%ot)\n}\n"
      "ENTRY e {\n %x = f32[2,129,120] parameter(0)\n %y = f32[2,70,120] parameter(1)\n %w = bf16[2,70,3,24] parameter(2)\n"
      " ROOT %fu = f32[2,129,72] fusion(%x, %y, %w), kind=kCustom, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
+    /* Weight gradients X^T dY: the left operand contracts its leading dim,
+     * read as it lies through the transpose buffer (f32 and bf16, batch
+     * dims, rows and K not multiples of 128, an epilogue). */
+    {"dot_transposed_lhs_f32",
+     "HloModule m\nENTRY e {\n %x = f32[300,700] parameter(0)\n %y = f32[300,50] parameter(1)\n"
+     " ROOT %d = f32[700,50] dot(%x, %y), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
+    {"dot_transposed_lhs_bf16_batch_epilogue",
+     "HloModule m\n%f (p: bf16[3,200,72], w: bf16[3,200,130], b: f32[72,130]) -> f32[3,72,130] {\n"
+     " %p = bf16[3,200,72] parameter(0)\n %w = bf16[3,200,130] parameter(1)\n %b = f32[72,130] parameter(2)\n"
+     " %d = f32[3,72,130] dot(%p, %w), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+     " %bb = f32[3,72,130] broadcast(%b), dimensions={1,2}\n ROOT %o = f32[3,72,130] add(%d, %bb)\n}\n"
+     "ENTRY e {\n %x = bf16[3,200,72] parameter(0)\n %y = bf16[3,200,130] parameter(1)\n %c = f32[72,130] parameter(2)\n"
+     " ROOT %fu = f32[3,72,130] fusion(%x, %y, %c), kind=kOutput, calls=%f\n}\n", IR_PREC_DEFAULT, 0},
     {"matmul_256x640x384_bf16",
      "HloModule m\nENTRY e {\n %x = bf16[256,640] parameter(0)\n %y = bf16[640,384] parameter(1)\n"
      " ROOT %d = f32[256,384] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", IR_PREC_DEFAULT, 0},
