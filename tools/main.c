@@ -12,6 +12,9 @@ static const struct {
     {"opt", "run chosen passes on a module and print the HLO", tool_cmd_opt, tool_help_opt},
     {"asm", "assemble TPU assembly into a .tpub program", tpucc_cmd_asm, tpucc_help_asm},
     {"dump-module", "print a .tpub program: header, signature, disassembly", tpucc_cmd_dump_module, tpucc_help_dump_module},
+#ifdef TPUCC_HAVE_TRAIN
+    {"train", "train a .tg model on an image data set (docs/training.md)", tool_cmd_train, tool_help_train},
+#endif
 };
 
 static void usage(FILE *f) {

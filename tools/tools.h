@@ -175,5 +175,7 @@ int tpucc_cmd_asm(int argc, char **argv);
 void tpucc_help_asm(FILE *f); /* cmd_asm.c (runtime) */
 int tpucc_cmd_dump_module(int argc, char **argv);
 void tpucc_help_dump_module(FILE *f); /* cmd_dump_module.c */
+int tool_cmd_train(int argc, char **argv);
+void tool_help_train(FILE *f); /* cmd_train.c */
 
 #endif
