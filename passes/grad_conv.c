@@ -7,10 +7,12 @@
  *           the kernel's output features moves into its input features.
  *   kernel: the input (batch and feature roles swapped) convolved with g
  *           as the kernel, the strides becoming window dilation; feature
- *           groups become batch groups.
+ *           groups become batch groups and batch groups feature groups.
+ *           Forward batch groups make the input adjoint a feature-grouped
+ *           convolution whose group axis moves back into the batch.
  * Each runs in g's element type (the other operand converted up) and is
  * converted to its operand's type. Window reversal is the kernel
- * reversed; forward batch groups are a located error. */
+ * reversed. */
 #include "passes/grad_internal.h"
 
 static int64_t dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
@@ -59,7 +61,7 @@ static ir_id conv(gr_ctx *g, ir_id lhs, ir_id rhs, const ir_conv_dims *d, const 
 static ir_id input_adjoint(gr_ctx *g, ir_id ct, ir_id x, ir_id k, const ir_attrs *fa) {
   const ir_conv_dims *d = &fa->conv;
   const ir_window *w = ir_window_of(fa);
-  int64_t G = fa->feature_group_count;
+  int64_t G = fa->feature_group_count > 1 ? fa->feature_group_count : fa->batch_group_count;
   k = gr_convert(g, k, gr_shape(g, ct)->type);
   if (G > 1) k = axis_into(g, d->k_out, d->k_in, axis_out_of(g, d->k_out, G, k));
   const ir_shape *xs = gr_shape(g, x), *ks = gr_shape(g, k), *gs = gr_shape(g, ct);
@@ -88,7 +90,10 @@ static ir_id input_adjoint(gr_ctx *g, ir_id ct, ir_id x, ir_id k, const ir_attrs
   ir_attrs ra = ir_attrs_none;
   ra.dimensions = (ir_ints){d->nspatial, rev};
   ir_id kr = d->nspatial ? gr_build(g, IR_OP_REVERSE, &k, 1, &ra) : k;
-  return gr_convert(g, conv(g, ct, kr, &t, tw, G, 1, fa), xs->type);
+  ir_id out = conv(g, ct, kr, &t, tw, G, 1, fa);
+  if (fa->batch_group_count > 1) /* the groups were batch slices: back into the batch */
+    out = axis_into(g, d->in_feature, d->in_batch, axis_out_of(g, d->in_feature, fa->batch_group_count, out));
+  return gr_convert(g, out, xs->type);
 }
 
 static ir_id kernel_adjoint(gr_ctx *g, ir_id ct, ir_id x, ir_id k, const ir_attrs *fa) {
@@ -115,14 +120,14 @@ static ir_id kernel_adjoint(gr_ctx *g, ir_id ct, ir_id x, ir_id k, const ir_attr
     tw->dims[s] = (ir_window_dim){gs->dims[d->out_spatial[s]], wd.rhs_dilate, wd.pad_lo,
                                   (od - ld) + (rd - wd.pad_lo - 1), wd.lhs_dilate, wd.stride, false};
   }
-  return gr_convert(g, conv(g, x, ct, &t, tw, 1, fa->feature_group_count, fa), ks->type);
+  int64_t fg = fa->batch_group_count > 1 ? fa->batch_group_count : 1;
+  int64_t bg = fa->feature_group_count > 1 ? fa->feature_group_count : 1;
+  return gr_convert(g, conv(g, x, ct, &t, tw, fg, bg, fa), ks->type);
 }
 
 bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct) {
   ir_id x = gr_inst(g, i)->ops[0], k = gr_inst(g, i)->ops[1];
   ir_attrs fa = *gr_inst(g, i)->a;
-  if (fa.batch_group_count > 1)
-    return gr_fail(g, "a gradient through a convolution with batch_group_count > 1 is not supported");
   int64_t n;
   if (!ir_shape_elements(gr_shape(g, i), &n) || n == 0) return true;
   /* window reversal is the kernel reversed in those dims */

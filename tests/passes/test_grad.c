@@ -184,6 +184,8 @@ static void convolution_rules(void **state) {
       "  ROOT c = f32[2,6,4,3] convolution(x, k), window={size=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=2",
       "x = f32[2,5,5,2] parameter(0)\n  k = f32[3,3,2,3] parameter(1)\n"
       "  ROOT c = f32[2,3,3,3] convolution(x, k), window={size=3x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f",
+      "x = f32[4,5,2] parameter(0)\n  k = f32[2,2,6] parameter(1)\n"
+      "  ROOT c = f32[2,4,6] convolution(x, k), window={size=2}, dim_labels=b0f_0io->b0f, batch_group_count=2",
       "x = f32[3,8,2] parameter(0)\n  k = f32[3,3,4] parameter(1)\n"
       "  ROOT c = f32[4,6,2] convolution(x, k), window={size=3}, dim_labels=f0b_0io->f0b",
   };
@@ -205,6 +207,17 @@ static void reduce_rules(void **state) {
             -1, 1);
   expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[3,4,5] parameter(0)\n  i = f32[] constant(-inf)\n"
             "  ROOT s = f32[3,5] reduce(x, i), dimensions={1}, to_apply=max\n}\n",
+            -1, 1);
+  /* max pooling, overlapping windows with padding; min with dilation */
+  expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[2,6,6,3] parameter(0)\n  i = f32[] constant(-inf)\n"
+            "  ROOT s = f32[2,3,3,3] reduce-window(x, i), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max\n}\n",
+            -1, 1);
+  expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[7,5] parameter(0)\n  i = f32[] constant(-inf)\n"
+            "  ROOT s = f32[4,3] reduce-window(x, i), window={size=3x3 stride=2x2 pad=1_1x1_1}, to_apply=max\n}\n",
+            -1, 1);
+  expect_fd("HloModule r\nmin {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] minimum(a, b)\n}\n"
+            "ENTRY e {\n  x = f32[9] parameter(0)\n  i = f32[] constant(inf)\n"
+            "  ROOT s = f32[6] reduce-window(x, i), window={size=2 rhs_dilate=3}, to_apply=min\n}\n",
             -1, 1);
   /* reduce-window add: strides, padding, window dilation */
   expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[2,7,6] parameter(0)\n  i = f32[] constant(0)\n"
