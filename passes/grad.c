@@ -11,7 +11,8 @@
  * they arrive. Under remat the backward section reads no forward value
  * but parameters and constants: each forward value a rule reads is
  * recomputed (once) just before its first use there. Instructions the
- * result does not reach are removed. */
+ * result does not reach are removed. The module is marked scheduled
+ * (is_scheduled=true), so its text keeps that order. */
 #include "passes/grad_internal.h"
 
 #include <stdarg.h>
@@ -82,7 +83,7 @@ static ir_id recompute(gr_ctx *g, ir_id x) {
       }
     if (!ready) continue;
     ir_inst_proto p = ir_inst_proto_of(in);
-    p.name = NULL;
+    p.name = ir_unique_name(g->m, arena_printf(g->m->arena, "%s.remat", in->info->name ? in->info->name : "v"));
     p.ops = arena_array(g->m->arena, (size_t)(in->nops ? in->nops : 1), sizeof(ir_id));
     for (int k = 0; k < in->nops; k++) p.ops[k] = g->recomp[in->ops[k]];
     g->recomp[y] = ir_inst_add(g->m, g->c, &p);
@@ -179,8 +180,10 @@ ir_comp_id gr_add_comp(gr_ctx *g, ir_type t) {
   p.shape = ir_shape_scalar(t);
   p.loc = g->loc;
   p.a = ir_attrs_none;
+  p.name = ir_unique_name(m, "x");
   ir_id x = ir_inst_add(m, c, &p);
   p.a.parameter_number = 1;
+  p.name = ir_unique_name(m, "y");
   ir_id y = ir_inst_add(m, c, &p);
   ir_comp_get(m, c)->root = ir_build(m, c, IR_OP_ADD, (ir_id[]){x, y}, 2, NULL, NULL, 0, g->loc);
   ir_comp_get(m, c)->loc = g->loc;
@@ -373,6 +376,18 @@ static void finish_root(gr_ctx *g, const int *wrt, int nwrt, bool with_value) {
   g->m->comps.v[g->c].root = t;
 }
 
+/* Removes what the root does not reach (parameters stay), keeping the
+ * order: forward section, then backward section. */
+static void sweep(ir_module *m, ir_comp_id c) {
+  ir_comp *cp = ir_comp_get(m, c);
+  uint8_t *live = arena_alloc(m->arena, (size_t)cp->insts.n + 1);
+  pr_mark_live(m->arena, cp, live);
+  for (ir_id i = 0; i < cp->insts.n; i++)
+    if (!live[i] && cp->insts.v[i].op != IR_OP_PARAMETER) cp->insts.v[i].dead = true;
+  ir_comp_compact(m, c);
+  ir_comp_finish(m, c);
+}
+
 static base_status transform(const ir_module *src, const ir_grad_options *o, bool vg, ir_module **out,
                              char *err, size_t errlen) {
   *out = NULL;
@@ -415,8 +430,8 @@ static base_status transform(const ir_module *src, const ir_grad_options *o, boo
   finish_root(&g, wrt, nwrt, vg);
   cp = ir_comp_get(m, g.c);
   cp->name = ir_unique_name(m, arena_printf(m->arena, "%s_%s", cp->name, vg ? "value_and_grad" : "vjp"));
-  pr_sweep(m, g.c);
-  ir_comp_finish(m, g.c);
+  sweep(m, g.c);
+  m->is_scheduled = true; /* the order above is the schedule the text keeps */
   diag *d = diag_create();
   int bad = ir_verify(m, d);
   if (bad) base_die("grad: the VJP module does not verify: %s", diag_text(d));

@@ -36,6 +36,7 @@ gr_rule_fn gr_rule_of(ir_op op);
 /* The rule groups (one file each). */
 bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct);  /* grad_rules.c */
 bool gr_dot(gr_ctx *g, ir_id i, ir_id ct);          /* grad_dot.c */
+bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct);  /* grad_conv.c */
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct);       /* grad_reduce.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
 

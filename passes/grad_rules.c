@@ -14,8 +14,19 @@
  * log(0) as 0. */
 #include "passes/grad_internal.h"
 
-/* d(op x)/dx as IR, given g, the operand x and the result y. */
-static ir_id unary(gr_ctx *g, ir_op op, ir_id ct, ir_id x, ir_id y) {
+/* Forward value v of the backward pass, fetched on first use (so that
+ * under remat nothing is recomputed that the rule does not read). */
+static ir_id lazy(gr_ctx *g, ir_id *v, ir_id fwd) {
+  if (*v == IR_NONE) *v = gr_fwd(g, fwd);
+  return *v;
+}
+
+/* The adjoint of unary op's operand xi, given its adjoint ct (yi: the
+ * result). */
+static ir_id unary(gr_ctx *g, ir_op op, ir_id ct, ir_id xi, ir_id yi) {
+  ir_id xv = IR_NONE, yv = IR_NONE;
+#define x lazy(g, &xv, xi)
+#define y lazy(g, &yv, yi)
   switch (op) {
   case IR_OP_NEGATE: return gr_un(g, IR_OP_NEGATE, ct);
   case IR_OP_ABS: return gr_bin(g, IR_OP_MULTIPLY, ct, gr_un(g, IR_OP_SIGN, x));
@@ -64,6 +75,8 @@ static ir_id unary(gr_ctx *g, ir_op op, ir_id ct, ir_id x, ir_id y) {
                          gr_un(g, IR_OP_EXP, gr_un(g, IR_OP_NEGATE, xx))));
   default: base_die("grad: no unary rule for %s", ir_op_name(op));
   }
+#undef x
+#undef y
 }
 
 /* g where p holds, else 0. */
@@ -78,7 +91,9 @@ static ir_id choose(gr_ctx *g, ir_cmp_dir win, ir_id ct, ir_id x, ir_id y) {
 
 static void binary(gr_ctx *g, ir_id i, ir_op op, ir_id ct) {
   ir_id xi = gr_inst(g, i)->ops[0], yi = gr_inst(g, i)->ops[1];
-  ir_id x = gr_fwd(g, xi), y = gr_fwd(g, yi);
+  ir_id xv = IR_NONE, yv = IR_NONE;
+#define x lazy(g, &xv, xi)
+#define y lazy(g, &yv, yi)
   ir_id gx = IR_NONE, gy = IR_NONE;
   switch (op) {
   case IR_OP_ADD: gx = gy = ct; break;
@@ -130,6 +145,8 @@ static void binary(gr_ctx *g, ir_id i, ir_op op, ir_id ct) {
   }
   default: base_die("grad: no binary rule for %s", ir_op_name(op));
   }
+#undef x
+#undef y
   gr_accum(g, xi, gx);
   gr_accum(g, yi, gy);
 }
@@ -167,7 +184,7 @@ bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct) {
   switch (gr_inst(g, i)->nops) {
   case 1: {
     ir_id xi = gr_inst(g, i)->ops[0];
-    gr_accum(g, xi, unary(g, op, ct, gr_fwd(g, xi), gr_fwd(g, i)));
+    gr_accum(g, xi, unary(g, op, ct, xi, i));
     return true;
   }
   case 2: binary(g, i, op, ct); return true;
@@ -337,7 +354,7 @@ static const row rows[IR_OP__COUNT] = {
     RULE(MINIMUM, gr_elementwise), RULE(POWER, gr_elementwise), RULE(ATAN2, gr_elementwise),
     ZERO(AND), ZERO(OR), ZERO(XOR), ZERO(SHL), ZERO(SHR_A), ZERO(SHR_L), ZERO(COMPARE),
     RULE(SELECT, gr_elementwise), RULE(CLAMP, gr_elementwise),
-    RULE(DOT, gr_dot), NONE(CONVOLUTION, LATER),
+    RULE(DOT, gr_dot), RULE(CONVOLUTION, gr_convolution),
     RULE(REDUCE, gr_reduce), RULE(REDUCE_WINDOW, gr_reduce_window),
     NONE(ALL_REDUCE, EFFECT),
     RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, LATER),

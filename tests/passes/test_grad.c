@@ -166,6 +166,36 @@ static void dot_rules(void **state) {
   }
 }
 
+
+static void convolution_rules(void **state) {
+  (void)state;
+  static const char *const convs[] = {
+      "x = f32[2,6,6,3] parameter(0)\n  k = f32[3,3,3,4] parameter(1)\n"
+      "  ROOT c = f32[2,6,6,4] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f",
+      "x = f32[2,7,7,3] parameter(0)\n  k = f32[3,3,3,2] parameter(1)\n"
+      "  ROOT c = f32[2,3,3,2] convolution(x, k), window={size=3x3 stride=2x2}, dim_labels=b01f_01io->b01f",
+      "x = f32[1,8,8,2] parameter(0)\n  k = f32[2,2,2,2] parameter(1)\n"
+      "  ROOT c = f32[1,4,3,2] convolution(x, k), window={size=2x2 stride=2x3 pad=0_1x1_0 rhs_dilate=2x2}, "
+      "dim_labels=b01f_01io->b01f",
+      "x = f32[2,5,5,2] parameter(0)\n  k = f32[3,3,2,3] parameter(1)\n"
+      "  ROOT c = f32[2,9,9,3] convolution(x, k), window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, "
+      "dim_labels=b01f_01io->b01f",
+      "x = f32[2,6,5,4] parameter(0)\n  k = f32[6,3,2,2] parameter(1)\n"
+      "  ROOT c = f32[2,6,4,3] convolution(x, k), window={size=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=2",
+      "x = f32[2,5,5,2] parameter(0)\n  k = f32[3,3,2,3] parameter(1)\n"
+      "  ROOT c = f32[2,3,3,3] convolution(x, k), window={size=3x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f",
+      "x = f32[4,5,2] parameter(0)\n  k = f32[2,2,6] parameter(1)\n"
+      "  ROOT c = f32[2,4,6] convolution(x, k), window={size=2}, dim_labels=b0f_0io->b0f, batch_group_count=2",
+      "x = f32[3,8,2] parameter(0)\n  k = f32[3,3,4] parameter(1)\n"
+      "  ROOT c = f32[4,6,2] convolution(x, k), window={size=3}, dim_labels=f0b_0io->f0b",
+  };
+  for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
+    char t[1024];
+    snprintf(t, sizeof t, "HloModule c\nENTRY e {\n  %s\n}\n", convs[k]);
+    expect_fd(t, -1, 1);
+  }
+}
+
 #define ADD_MAX                                                                                    \
   "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"     \
   "max {\n  a.1 = f32[] parameter(0)\n  b.1 = f32[] parameter(1)\n  ROOT c.1 = f32[] maximum(a.1, b.1)\n}\n"
@@ -177,6 +207,17 @@ static void reduce_rules(void **state) {
             -1, 1);
   expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[3,4,5] parameter(0)\n  i = f32[] constant(-inf)\n"
             "  ROOT s = f32[3,5] reduce(x, i), dimensions={1}, to_apply=max\n}\n",
+            -1, 1);
+  /* max pooling, overlapping windows with padding; min with dilation */
+  expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[2,6,6,3] parameter(0)\n  i = f32[] constant(-inf)\n"
+            "  ROOT s = f32[2,3,3,3] reduce-window(x, i), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max\n}\n",
+            -1, 1);
+  expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[7,5] parameter(0)\n  i = f32[] constant(-inf)\n"
+            "  ROOT s = f32[4,3] reduce-window(x, i), window={size=3x3 stride=2x2 pad=1_1x1_1}, to_apply=max\n}\n",
+            -1, 1);
+  expect_fd("HloModule r\nmin {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] minimum(a, b)\n}\n"
+            "ENTRY e {\n  x = f32[9] parameter(0)\n  i = f32[] constant(inf)\n"
+            "  ROOT s = f32[6] reduce-window(x, i), window={size=2 rhs_dilate=3}, to_apply=min\n}\n",
             -1, 1);
   /* reduce-window add: strides, padding, window dilation */
   expect_fd("HloModule r\n" ADD_MAX "ENTRY e {\n  x = f32[2,7,6] parameter(0)\n  i = f32[] constant(0)\n"
@@ -221,13 +262,183 @@ static void mlp_softmax_cross_entropy(void **state) {
   ir_module_destroy(m);
 }
 
+
+/* Evaluates the vjp of m (options o) on m's seeded inputs and cotangents
+ * of 1, into arena a. */
+static ir_literal *eval_vjp(const ir_module *v, const ir_module *m, arena *a) {
+  gfd_options fo;
+  gfd_options_init(&fo);
+  ir_literal **in = gfd_inputs(a, m, &fo);
+  const ir_comp *e = &m->comps.v[m->entry];
+  const ir_shape *rs = e->insts.v[e->root].shape;
+  int np = e->nparams, nr = rs->type == IR_TUPLE ? rs->ntuple : 1;
+  ir_literal **args = arena_array(a, (size_t)(np + nr), sizeof *args);
+  for (int p = 0; p < np; p++) args[p] = in[p];
+  for (int k = 0; k < nr; k++) {
+    args[np + k] = ir_literal_create(a, rs->type == IR_TUPLE ? &rs->tuple[k] : rs);
+    for (int64_t i = 0; i < ir_shape_count(&args[np + k]->shape); i++) ir_literal_set_f64(args[np + k], i, 1);
+  }
+  int nargs = v->comps.v[v->entry].nparams;
+  ir_literal *out;
+  char err[512];
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  base_status st = ir_eval(v, &eo, args, nargs, a, &out, err, sizeof err);
+  if (st != ST_OK) fprintf(stderr, "%s\n", err);
+  assert_int_equal(st, ST_OK);
+  return out;
+}
+
+/* The MLP's loss alone (result 0 of softmax_mlp): value_and_grad's value
+ * is the loss and its gradients are the vjp's with cotangent 1. */
+static ir_module *mlp_loss_only(void) {
+  ir_module *m = load_module("softmax_mlp.hlo");
+  ir_comp *e = ir_comp_get(m, m->entry);
+  ir_id root = e->root;
+  e->root = ir_inst_get(m, m->entry, root)->ops[0];
+  return m;
+}
+
+static void value_and_grad_matches_vjp(void **state) {
+  (void)state;
+  ir_module *m = mlp_loss_only(), *v, *vg;
+  char err[256];
+  assert_int_equal(ir_grad_module(m, NULL, &v, err, sizeof err), ST_OK);
+  assert_int_equal(ir_value_and_grad_module(m, NULL, &vg, err, sizeof err), ST_OK);
+  assert_int_equal(vg->comps.v[vg->entry].nparams, 6);
+  arena *a = arena_create();
+  ir_literal *g1 = eval_vjp(v, m, a), *g2 = eval_vjp(vg, m, a);
+  gfd_options fo;
+  gfd_options_init(&fo);
+  ir_literal *loss;
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  assert_int_equal(ir_eval(m, &eo, gfd_inputs(a, m, &fo), 6, a, &loss, err, sizeof err), ST_OK);
+  assert_int_equal(g1->shape.ntuple, 5);
+  assert_int_equal(g2->shape.ntuple, 6);
+  assert_true(ir_literal_equal(g2->elems[0], loss));
+  for (int k = 0; k < 5; k++) assert_true(ir_literal_equal(g1->elems[k], g2->elems[k + 1]));
+  /* a result that is not a floating-point scalar */
+  ir_module *t = load_module("softmax_mlp.hlo");
+  assert_int_equal(ir_value_and_grad_module(t, NULL, &vg, err, sizeof err), ST_INVALID_ARGUMENT);
+  assert_string_equal(err, "value_and_grad: the entry's result must be a floating-point scalar");
+  ir_module_destroy(t);
+  arena_destroy(a);
+  ir_module_destroy(v);
+  ir_module_destroy(vg);
+  ir_module_destroy(m);
+}
+
+static void remat_same_gradients_fewer_saved(void **state) {
+  (void)state;
+  ir_module *m = load_module("softmax_mlp.hlo"), *v, *r;
+  ir_grad_options o;
+  ir_grad_options_init(&o);
+  char err[256];
+  assert_int_equal(ir_grad_module(m, &o, &v, err, sizeof err), ST_OK);
+  o.remat = true;
+  assert_int_equal(ir_grad_module(m, &o, &r, err, sizeof err), ST_OK);
+  arena *a = arena_create();
+  ir_literal *gv = eval_vjp(v, m, a), *gr = eval_vjp(r, m, a);
+  assert_true(ir_literal_equal(gv, gr));
+  int saved = ir_grad_saved_values(v, 6), saved_remat = ir_grad_saved_values(r, 6);
+  /* saved: the activations the backward pass reads (relu, probs, ...) */
+  assert_true(saved >= 5);
+  assert_int_equal(saved_remat, 0);
+  /* and the checks hold under remat too */
+  gfd_options fo;
+  gfd_options_init(&fo);
+  fo.remat = true;
+  char msg[512];
+  int checked;
+  assert_int_equal(gfd_check(m, &fo, msg, sizeof msg, &checked), GFD_PASS);
+  arena_destroy(a);
+  ir_module_destroy(v);
+  ir_module_destroy(r);
+  ir_module_destroy(m);
+}
+
+static void expect_error(const char *text, const ir_grad_options *o, base_status want, const char *msg) {
+  ir_module *m = parse(text), *v = NULL;
+  char err[512] = "";
+  assert_int_equal(ir_grad_module(m, o, &v, err, sizeof err), want);
+  assert_null(v);
+  assert_string_equal(err, msg);
+  ir_module_destroy(m);
+}
+
+static void located_errors(void **state) {
+  (void)state;
+  expect_error("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n"
+               "  ROOT y = f32[4] custom-call(x), custom_call_target=\"foo\"\n}\n",
+               NULL, ST_UNSUPPORTED, "g.hlo:4:8: 'y' (custom-call): has no gradient: an opaque custom call has no gradient");
+  expect_error("HloModule e\nmul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+               "  ROOT c = f32[] multiply(a, b)\n}\nENTRY e {\n  x = f32[4] parameter(0)\n  one = f32[] constant(1)\n"
+               "  ROOT y = f32[] reduce(x, one), dimensions={0}, to_apply=mul\n}\n",
+               NULL, ST_UNSUPPORTED,
+               "g.hlo:10:8: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
+               "minimum is not supported");
+  /* no gradient asked through it: an inactive custom call is fine */
+  ir_module *m = parse("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n  k = f32[4] custom-call(), "
+                       "custom_call_target=\"foo\"\n  ROOT y = f32[4] multiply(x, k)\n}\n");
+  ir_module *v;
+  char err[256];
+  int w = 0;
+  ir_grad_options o;
+  ir_grad_options_init(&o);
+  o.wrt = &w;
+  o.nwrt = 1;
+  assert_int_equal(ir_grad_module(m, &o, &v, err, sizeof err), ST_OK);
+  ir_module_destroy(v);
+  ir_module_destroy(m);
+}
+
+static void wrt_lists(void **state) {
+  (void)state;
+  static const char *const text = "HloModule w\nENTRY e {\n  x = f32[3] parameter(0)\n  i = s32[3] parameter(1)\n"
+                                  "  y = f32[3] parameter(2)\n  ROOT z = f32[3] multiply(x, y)\n}\n";
+  ir_grad_options o;
+  ir_grad_options_init(&o);
+  int bad[][2] = {{3, 0}, {1, 0}, {0, 0}};
+  const char *msgs[] = {"wrt: the entry has no parameter 3", "wrt: parameter 1 is not floating point",
+                        "wrt: parameter 0 is named twice"};
+  for (int k = 0; k < 3; k++) {
+    o.wrt = bad[k];
+    o.nwrt = k == 2 ? 2 : 1;
+    expect_error(text, &o, ST_INVALID_ARGUMENT, msgs[k]);
+  }
+  /* the order given is the result order; default: the float parameters */
+  ir_module *m = parse(text), *v;
+  char err[256];
+  int order[] = {2, 0};
+  o.wrt = order;
+  o.nwrt = 2;
+  assert_int_equal(ir_grad_module(m, &o, &v, err, sizeof err), ST_OK);
+  const ir_comp *e = &v->comps.v[v->entry];
+  assert_int_equal(e->nparams, 4);
+  const ir_inst *root = &e->insts.v[e->root];
+  assert_int_equal(root->nops, 2);
+  gfd_options fo;
+  gfd_options_init(&fo);
+  fo.wrt = order;
+  fo.nwrt = 2;
+  char msg[256];
+  int checked;
+  assert_int_equal(gfd_check(m, &fo, msg, sizeof msg, &checked), GFD_PASS);
+  assert_int_equal(checked, 6);
+  ir_module_destroy(v);
+  ir_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(table_covers_ops), cmocka_unit_test(unary_rules),
       cmocka_unit_test(binary_rules),     cmocka_unit_test(select_clamp_compare),
       cmocka_unit_test(movement_rules),   cmocka_unit_test(tuple_rules),
-      cmocka_unit_test(dot_rules),        cmocka_unit_test(reduce_rules),
-      cmocka_unit_test(mlp_softmax_cross_entropy),
+      cmocka_unit_test(dot_rules), cmocka_unit_test(convolution_rules),        cmocka_unit_test(reduce_rules),
+      cmocka_unit_test(mlp_softmax_cross_entropy), cmocka_unit_test(value_and_grad_matches_vjp),
+      cmocka_unit_test(remat_same_gradients_fewer_saved), cmocka_unit_test(located_errors),
+      cmocka_unit_test(wrt_lists),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
