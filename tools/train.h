@@ -173,6 +173,7 @@ int train_run(const train_options *o);
 typedef struct train_epoch {
   double train_loss, test_loss, test_accuracy, macro_f1;
   double seconds, images_per_second, device_seconds; /* device: modelled (TPU), else 0 */
+  double cpu_seconds; /* process CPU time of the epoch's steps (every thread) */
 } train_epoch;
 
 /* The test set's confusion matrix: counts[true * classes + predicted]. */

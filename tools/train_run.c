@@ -14,11 +14,13 @@
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
-static double now(void) {
+static double clock_seconds(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(c, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double now(void) { return clock_seconds(CLOCK_MONOTONIC); }
 
 /* ---- data ------------------------------------------------------------------- */
 
@@ -263,7 +265,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   }
   long steps = (long)tpurt_loader_batches_per_epoch(ld);
   if (o->steps_per_epoch && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
-  double t0 = now(), sum = 0, dev = 0;
+  double t0 = now(), c0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID), sum = 0, dev = 0;
   tpurt_batch_t b;
   int rc = 0;
   long s = 0;
@@ -296,6 +298,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   tpurt_loader_destroy(ld);
   if (x->tty) fputs("\r\033[K", stderr);
   ep->seconds = now() - t0;
+  ep->cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
   ep->train_loss = s ? sum / (double)s : 0;
   ep->images_per_second = ep->seconds > 0 ? (double)s * (double)x->tm->batch / ep->seconds : 0;
   ep->device_seconds = dev;

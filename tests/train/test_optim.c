@@ -61,8 +61,9 @@ static void ref_step(const train_hparams *h, ref_state *r, int step) {
 }
 
 /* Runs STEPS steps of the library's update on the evaluator and compares
- * every weight and state element with the reference after each. */
-static void check(const train_hparams *h) {
+ * every weight and state element with the reference after each; with
+ * dump, prints the weights after each step instead (for optim_torch.py). */
+static void run(const train_hparams *h, FILE *dump) {
   ir_shape s0 = ir_shape_array(IR_F32, 1, (int64_t[]){N0});
   ir_shape s1 = ir_shape_array(IR_F32, 2, (int64_t[]){2, 3});
   const ir_shape *shapes[2] = {&s0, &s1};
@@ -99,7 +100,10 @@ static void check(const train_hparams *h) {
       memcpy(arg[slot]->data, out->elems[k]->data, arg[slot]->nbytes);
     }
     assert_true(ir_literal_get_f64(out->elems[np - 3], 0) == step + 1);
-    for (int i = 0; i < N0 + N1; i++) {
+    for (int i = 0; dump && i < N0 + N1; i++)
+      fprintf(dump, "%.9g%c", ir_literal_get_f64(arg[i < N0 ? 0 : 1], i < N0 ? i : i - N0),
+              i + 1 < N0 + N1 ? ' ' : '\n');
+    for (int i = 0; !dump && i < N0 + N1; i++) {
       int p = i < N0 ? 0 : 1, j = i < N0 ? i : i - N0;
       double got = ir_literal_get_f64(arg[p], j);
       if (fabs(got - r.w[i]) > 2e-6 * fabs(r.w[i]) + 2e-7)
@@ -118,6 +122,8 @@ static void check(const train_hparams *h) {
   diag_destroy(d);
   free(text);
 }
+
+static void check(const train_hparams *h) { run(h, NULL); }
 
 static train_hparams opt(train_opt_kind k, double lr) {
   train_hparams h;
@@ -181,7 +187,21 @@ static void templates_keep_columns(void **state) {
   assert_false(train_template(u, strlen(u), 123456, "f32"));
 }
 
-int main(void) {
+/* test_train_optim --dump OPT LR WEIGHT_DECAY CLIP_NORM: the weights after
+ * each step, one line per step (the gradients are grad_at's). */
+static int dump_main(char **argv) {
+  train_hparams h;
+  train_hparams_init(&h);
+  if (!train_opt_parse(argv[2], &h.opt)) return 2;
+  h.lr = atof(argv[3]);
+  h.weight_decay = atof(argv[4]);
+  h.clip_norm = atof(argv[5]);
+  run(&h, stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 6 && strcmp(argv[1], "--dump") == 0) return dump_main(argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sgd_steps),          cmocka_unit_test(momentum_steps),
       cmocka_unit_test(adam_steps),         cmocka_unit_test(clip_and_schedules),

@@ -2,6 +2,8 @@
 # train.sh TPUCC SRCDIR WORKDIR CASE: `tpucc train` end to end.
 #   short_run  200 steps of samples/train/fashion_mlp.tg: the loss falls and
 #              the test accuracy (first 2,000 test images) passes 0.7
+#   cnn        samples/train/fashion_cnn.tg (max-pool gradients) at batch 16:
+#              ten steps, the loss falls
 #   resume     two epochs in one run, and one epoch then --resume for the
 #              second: the two final checkpoints are the same bytes
 #   errors     a loss that is not a scalar, a NaN loss (step and last
@@ -40,6 +42,15 @@ short_run)
   done
   grep -q '<polyline' "$W/c.svg" || fail "no curve in the plot"
   grep -q '^epoch 2/2  train loss' "$W/out" || fail "no epoch line"
+  ;;
+cnn)
+  need_data
+  $T train "$SRC/samples/train/fashion_cnn.tg" --batch=16 --epochs=2 --steps-per-epoch=5 --test-examples=64 \
+    --metrics-json="$W/m.json" --quiet > "$W/out" 2>&1 || { cat "$W/out"; fail "train"; }
+  cat "$W/out"
+  l1=$(sed -n 's/.*"epoch": 1, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  l2=$(sed -n 's/.*"epoch": 2, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a && a < 2.4) }' || fail "loss $l1 -> $l2 did not fall"
   ;;
 resume)
   need_data
