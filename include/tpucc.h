@@ -202,6 +202,32 @@ TPUCC_API int32_t tpucc_module_result_count(const tpucc_module_t *m);
 TPUCC_API tpucc_status_t tpucc_module_result(const tpucc_module_t *m, int32_t i,
                                              tpucc_tensor_t *out_desc);
 
+/* ---- gradients ------------------------------------------------------ */
+
+typedef struct tpucc_grad_options {
+  const int32_t *wrt;     /* parameter numbers to differentiate, in the order
+                             the gradients are returned; NULL: every
+                             floating-point parameter, in order */
+  int32_t nwrt;
+  int32_t remat;          /* nonzero: the backward pass recomputes the forward
+                             values it reads instead of keeping them */
+  int32_t value_and_grad; /* nonzero: the entry must have one floating-point
+                             scalar result; no cotangent is taken (seed 1)
+                             and the result is (value, gradients...) */
+} tpucc_grad_options_t;
+
+TPUCC_API void tpucc_grad_options_init(tpucc_grad_options_t *o);
+/* The vector-Jacobian product of m's entry as a new module (jax.vjp):
+ * its parameters are m's, then one cotangent per result of m (same dtype
+ * and dims, in result order); its result is the tuple of the gradients
+ * with respect to the chosen parameters. m is not changed; *out_module
+ * belongs to m's session. Fails with TPUCC_INVALID_ARGUMENT for a bad wrt
+ * list or result, TPUCC_UNSUPPORTED when a gradient is asked through an op
+ * that has none (the message is located: "file:line:col: 'NAME' (op):
+ * ..."). docs/training.md lists the rules. */
+TPUCC_API tpucc_status_t tpucc_grad(tpucc_module_t *m, const tpucc_grad_options_t *opts,
+                                    tpucc_module_t **out_module);
+
 /* ---- executing ------------------------------------------------------- */
 
 /* Targets a module can execute on, in a fixed order; index 0 is the

@@ -261,6 +261,9 @@ TPURT_API void tpurt_buffer_destroy(tpurt_buffer_t *buf);
 TPURT_API tpurt_status_t tpurt_buffer_read(const tpurt_buffer_t *buf, void *data, size_t bytes);
 /* Shape of a buffer (name is NULL). */
 TPURT_API void tpurt_buffer_info(const tpurt_buffer_t *buf, tpurt_tensor_info_t *out_info);
+/* Overwrites the contents with bytes of host data (bytes must equal the
+ * buffer's size): the same buffer fed with each step's batch. */
+TPURT_API tpurt_status_t tpurt_buffer_write(tpurt_buffer_t *buf, const void *data, size_t bytes);
 
 /* ---- execution and statistics ------------------------------------------
  * Counter meanings are documented in docs/isa.md ("Counters"). Units are
@@ -324,6 +327,36 @@ typedef struct tpurt_stats {
 TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buffer_t *const *params,
                                                size_t nparams, tpurt_buffer_t **out_results,
                                                size_t nresults, tpurt_stats_t *out_stats);
+
+/* ---- donation: state that stays on the device -----------------------------
+ * A result may be declared to replace a parameter (XLA's input_output_alias):
+ * the parameter's buffer is donated to the execution and holds the result
+ * afterwards, so weights and optimizer state live in the same buffers from
+ * step to step and are read back only when wanted. Module text loaded by
+ * libtpurt-cpu declares them in its HLO header
+ * (`input_output_alias={ {1}: (0, {}, may-alias) }`: result 1 replaces
+ * parameter 0); tpurt_program_set_alias declares them for any program. */
+
+/* Result `result` replaces parameter `param` (-1: no longer). Their dtypes
+ * and dims must be equal, and a parameter replaced by one result only;
+ * TPURT_INVALID_ARGUMENT otherwise. */
+TPURT_API tpurt_status_t tpurt_program_set_alias(tpurt_program_t *prog, size_t result, int param);
+/* The parameter result `result` replaces, or -1. */
+TPURT_API int tpurt_program_result_alias(const tpurt_program_t *prog, size_t result);
+/* tpurt_program_execute with the program's aliases honoured: an aliased
+ * result is written into its parameter's buffer (results[r] is set to
+ * NULL) and the other results are new buffers as usual. The device writes
+ * the new value beside the old one (a second allocation of the buffer's
+ * size, made on first use and kept with the buffer) and exchanges them
+ * when the run succeeds, so a failed run leaves every parameter as it was
+ * and steps after the first allocate nothing for donated state. A donated
+ * buffer may not be passed in a second parameter position. The program is
+ * not recompiled: any number of executions reuse its compiled code. */
+TPURT_API tpurt_status_t tpurt_program_execute_donated(tpurt_program_t *prog,
+                                                       tpurt_buffer_t *const *params,
+                                                       size_t nparams,
+                                                       tpurt_buffer_t **out_results,
+                                                       size_t nresults, tpurt_stats_t *out_stats);
 
 /* Host-side figures of a program, by key (docs/runtime.md, "Statistics"):
  *   "host_seconds"    wall time of its last successful execute call (0 before)

@@ -38,6 +38,7 @@ struct tpurt_program {
   rt_program_info info;
   double host_seconds; /* wall time of the last successful execute */
   uint64_t executions;
+  int32_t *alias; /* per result: the donated parameter, or -1; NULL: none yet */
 };
 
 struct tpurt_buffer {
@@ -46,7 +47,8 @@ struct tpurt_buffer {
   int rank;
   int64_t dims[TPURT_MAX_RANK];
   size_t bytes;
-  uint8_t *data; /* from the device's buffer_alloc */
+  uint8_t *data;  /* from the device's buffer_alloc */
+  uint8_t *spare; /* donated executions write here, then swap with data; lazily made */
 };
 
 int tpurt_version(void) { return TPURT_VERSION_NUMBER; }
@@ -194,6 +196,97 @@ void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);
 }
 
+/* ---- donation (input_output_alias) --------------------------------------- */
+
+static int same_tensor(const tpub_tensor *a, const tpub_tensor *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+
+/* Records result r as written into parameter q's buffer (q -1: none). */
+static tpurt_status_t set_alias(tpurt_program_t *p, size_t r, int q) {
+  tpurt_device_t *dev = p->dev;
+  if (r >= p->info.nresults || q < -1 || q >= (int)p->info.nparams)
+    return fail(dev, TPURT_INVALID_ARGUMENT, "alias of result %zu to parameter %d: out of range", r,
+                q);
+  if (q >= 0 && !same_tensor(&p->info.results[r], &p->info.params[q]))
+    return fail(dev, TPURT_INVALID_ARGUMENT,
+                "result %zu (%s) cannot be written into parameter %d (%s): shapes differ", r,
+                p->info.results[r].name, q, p->info.params[q].name);
+  if (!p->alias) {
+    p->alias = rt_calloc(&dev->alloc, p->info.nresults ? p->info.nresults : 1, sizeof(int32_t));
+    if (!p->alias) return fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < p->info.nresults; i++) p->alias[i] = -1;
+  }
+  for (uint32_t i = 0; i < p->info.nresults && q >= 0; i++)
+    if (i != r && p->alias[i] == q)
+      return fail(dev, TPURT_INVALID_ARGUMENT,
+                  "parameter %d is already donated to result %u", q, (unsigned)i);
+  p->alias[r] = q;
+  return TPURT_OK;
+}
+
+static const char *skip_ws(const char *s, const char *e) {
+  while (s < e && (*s == ' ' || *s == '\t')) s++;
+  return s;
+}
+
+/* Reads a decimal number at *s (advancing it); -1 when there is none. */
+static long read_num(const char **s, const char *e) {
+  const char *t = skip_ws(*s, e);
+  long v = -1;
+  while (t < e && *t >= '0' && *t <= '9' && v < 100000000) v = (v < 0 ? 0 : v * 10) + (*t++ - '0');
+  *s = t;
+  return v;
+}
+
+/* Module text whose first line is an HLO header with
+ * input_output_alias={ {R}: (P, {}, may-alias), ... } donates parameter P
+ * to result leaf R: the flattened leaf R is the root tuple's element R when
+ * that tuple holds arrays only, the form tpucc writes. Entries of another
+ * form (nested output or parameter indices), or whose shapes differ, are
+ * left out: an alias permits reuse and never changes values. */
+static tpurt_status_t alias_from_text(tpurt_program_t *p, const void *bytes, size_t size) {
+  const char *s = bytes, *e = s + size;
+  if (size < 9 || memcmp(s, "HloModule", 9) != 0) return TPURT_OK;
+  const char *nl = memchr(s, '\n', size);
+  if (nl) e = nl;
+  static const char key[] = "input_output_alias={";
+  const char *k = NULL;
+  for (const char *t = s; t + sizeof key - 1 <= e && !k; t++)
+    if (memcmp(t, key, sizeof key - 1) == 0) k = t + sizeof key - 1;
+  if (!k) return TPURT_OK;
+  for (;;) {
+    k = skip_ws(k, e);
+    if (k >= e || *k != '{') break;
+    k++;
+    long r = read_num(&k, e);
+    k = skip_ws(k, e);
+    int simple = k < e && *k == '}';
+    while (k < e && *k != '}') k++;
+    if (r < 0) r = 0; /* {}: the whole result, leaf 0 when it is an array */
+    k = skip_ws(k + 1, e);
+    if (k < e && *k == ':') k = skip_ws(k + 1, e);
+    if (k >= e || *k != '(') break;
+    k++;
+    long q = read_num(&k, e);
+    k = skip_ws(k, e);
+    if (k < e && *k == ',') k = skip_ws(k + 1, e);
+    int whole = k + 1 < e && k[0] == '{' && skip_ws(k + 1, e) < e && *skip_ws(k + 1, e) == '}';
+    while (k < e && *k != ')') k++;
+    k = skip_ws(k + 1, e);
+    if (simple && whole && q >= 0 && (size_t)r < p->info.nresults && q < (long)p->info.nparams &&
+        same_tensor(&p->info.results[r], &p->info.params[q])) {
+      tpurt_status_t st = set_alias(p, (size_t)r, (int)q);
+      if (st == TPURT_OUT_OF_MEMORY) return st;
+    }
+    if (k < e && *k == ',') k++;
+  }
+  return TPURT_OK;
+}
+
 /* ---- program -------------------------------------------------------------- */
 
 /* Wraps a driver's program p (destroyed on failure). */
@@ -219,7 +312,13 @@ static tpurt_status_t load_named(tpurt_device_t *dev, const char *name, const vo
   rt_program_info info;
   tpurt_status_t st = dev->drv->ops->load(dev->d, name, bytes, size, &p, &info, dev->msg,
                                           sizeof dev->msg);
-  return st ? st : wrap(dev, p, &info, out);
+  if (st == TPURT_OK) st = wrap(dev, p, &info, out);
+  if (st == TPURT_OK) st = alias_from_text(*out, bytes, size);
+  if (st) {
+    tpurt_program_destroy(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 tpurt_status_t tpurt_program_load(tpurt_device_t *dev, const void *bytes, size_t size,
@@ -277,6 +376,7 @@ void tpurt_program_destroy(tpurt_program_t *p) {
   if (!p) return;
   tpurt_device_t *dev = p->dev;
   dev->drv->ops->program_destroy(p->p);
+  rt_free(&dev->alloc, p->alias);
   rt_free(&dev->alloc, p);
 }
 
@@ -397,6 +497,7 @@ void tpurt_buffer_destroy(tpurt_buffer_t *b) {
   if (!b) return;
   tpurt_device_t *dev = b->dev;
   dev->drv->ops->buffer_free(dev->d, b->data);
+  dev->drv->ops->buffer_free(dev->d, b->spare);
   rt_free(&dev->alloc, b);
 }
 
@@ -465,7 +566,8 @@ static tpurt_status_t check_args(tpurt_program_t *p, tpurt_buffer_t *const *para
  * the run is profiled per op into out_ops. */
 static tpurt_status_t run(tpurt_program_t *p, tpurt_buffer_t *const *params,
                           tpurt_buffer_t **results, tpurt_stats_t *out_stats,
-                          const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
+                          const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops,
+                          const int32_t *alias) {
   tpurt_device_t *dev = p->dev;
   uint32_t np = p->info.nparams, nr = p->info.nresults;
   void **in = rt_calloc(&dev->alloc, (size_t)np + nr + 1, sizeof(void *));
@@ -474,6 +576,13 @@ static tpurt_status_t run(tpurt_program_t *p, tpurt_buffer_t *const *params,
   tpurt_status_t st = TPURT_OK;
   for (uint32_t i = 0; i < nr && st == TPURT_OK; i++) {
     const tpub_tensor *t = &p->info.results[i];
+    if (alias && alias[i] >= 0) { /* donated: written beside the parameter's data */
+      tpurt_buffer_t *b = params[alias[i]];
+      if (!b->spare && !(b->spare = dev->drv->ops->buffer_alloc(dev->d, b->bytes)))
+        st = fail(dev, TPURT_OUT_OF_MEMORY, "out of memory (%zu bytes)", b->bytes);
+      outs[i] = b->spare;
+      continue;
+    }
     st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, &results[i]);
     if (st == TPURT_OK) outs[i] = results[i]->data;
   }
@@ -491,6 +600,14 @@ static tpurt_status_t run(tpurt_program_t *p, tpurt_buffer_t *const *params,
       tpurt_buffer_destroy(results[i]);
       results[i] = NULL;
     }
+    return st;
+  }
+  for (uint32_t i = 0; alias && i < nr; i++) {
+    if (alias[i] < 0) continue;
+    tpurt_buffer_t *b = params[alias[i]];
+    uint8_t *t = b->data;
+    b->data = b->spare;
+    b->spare = t;
   }
   return st;
 }
@@ -498,7 +615,8 @@ static tpurt_status_t run(tpurt_program_t *p, tpurt_buffer_t *const *params,
 /* Checks and runs one execution, timed for the program's metrics. */
 static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params, size_t nparams,
                               tpurt_buffer_t **results, size_t nresults, tpurt_stats_t *out_stats,
-                              const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops) {
+                              const tpurt_profile_options_t *popts, tpurt_op_stats_t *out_ops,
+                              int donate) {
   if (!p) return TPURT_INVALID_ARGUMENT;
   tpurt_device_t *dev = p->dev;
   if (out_stats) memset(out_stats, 0, sizeof *out_stats);
@@ -510,8 +628,16 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
     return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
   tpurt_status_t st = check_args(p, params, nparams, nresults);
   if (st) return st;
+  for (size_t i = 0; donate && p->alias && i < nresults; i++) {
+    int q = p->alias[i];
+    for (size_t j = 0; q >= 0 && j < nparams; j++)
+      if ((int)j != q && params[j] == params[q])
+        return fail(dev, TPURT_INVALID_ARGUMENT,
+                    "parameter %d (%s) is donated to result %zu and also passed as parameter %zu",
+                    q, p->info.params[q].name, i, j);
+  }
   double t0 = now_seconds();
-  st = run(p, params, results, out_stats, popts, out_ops);
+  st = run(p, params, results, out_stats, popts, out_ops, donate ? p->alias : NULL);
   if (st == TPURT_OK) {
     p->host_seconds = now_seconds() - t0;
     p->executions++;
@@ -522,7 +648,32 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
 tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
                                      size_t nparams, tpurt_buffer_t **results, size_t nresults,
                                      tpurt_stats_t *out_stats) {
-  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL);
+  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL, 0);
+}
+
+tpurt_status_t tpurt_program_execute_donated(tpurt_program_t *p, tpurt_buffer_t *const *params,
+                                             size_t nparams, tpurt_buffer_t **results,
+                                             size_t nresults, tpurt_stats_t *out_stats) {
+  return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL, 1);
+}
+
+tpurt_status_t tpurt_program_set_alias(tpurt_program_t *p, size_t result, int param) {
+  if (!p) return TPURT_INVALID_ARGUMENT;
+  return set_alias(p, result, param);
+}
+
+int tpurt_program_result_alias(const tpurt_program_t *p, size_t result) {
+  if (!p || !p->alias || result >= p->info.nresults) return -1;
+  return p->alias[result];
+}
+
+tpurt_status_t tpurt_buffer_write(tpurt_buffer_t *b, const void *data, size_t bytes) {
+  if (!b || (!data && bytes)) return TPURT_INVALID_ARGUMENT;
+  if (bytes != b->bytes)
+    return fail(b->dev, TPURT_INVALID_ARGUMENT, "buffer holds %zu bytes, %zu given", b->bytes,
+                bytes);
+  if (bytes) memcpy(b->data, data, bytes);
+  return TPURT_OK;
 }
 
 tpurt_status_t tpurt_program_metric(const tpurt_program_t *p, const char *key, double *out) {
@@ -560,7 +711,7 @@ tpurt_status_t tpurt_program_execute_profile(tpurt_program_t *p, tpurt_buffer_t 
                                              tpurt_op_stats_t *out_ops) {
   tpurt_profile_options_t def;
   tpurt_profile_options_init(&def);
-  return execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops);
+  return execute(p, params, nparams, results, nresults, out_stats, opts ? opts : &def, out_ops, 0);
 }
 
 size_t tpurt_program_op_count(const tpurt_program_t *p) {

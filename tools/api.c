@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "driver/driver.h"
+#include "passes/grad.h"
 #include "tools/tools.h"
 
 /* A base_status is a tpucc_status_t of the same number (base.h), and
@@ -226,6 +227,44 @@ static void first_line(strbuf *b, const char *text) {
   sb_putn(b, text, nl ? (size_t)(nl - text) : strlen(text));
 }
 
+/* Wraps verified module m (owned from now on) as a session's module:
+ * parameters by number and the flattened results. */
+static tpucc_status_t wrap_module(tpucc_session_t *s, ir_module *m, tpucc_module_t **out_module) {
+  tpucc_module_t *tm = calloc(1, sizeof *tm);
+  if (!tm) {
+    ir_module_destroy(m);
+    return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
+  }
+  tm->s = s;
+  tm->m = m;
+  sb_init(&tm->hlo);
+  ir_comp *c = ir_comp_get(m, m->entry);
+  /* Parameters by number (the verifier made them 0..n-1, each once). */
+  int32_t np = 0;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *p = &c->insts.v[i];
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
+        p->a->parameter_number < c->insts.n && p->a->parameter_number + 1 > np)
+      np = (int32_t) p->a->parameter_number + 1;
+  }
+  tm->params = arena_array(m->arena, (size_t)(np ? np : 1), sizeof(ir_id));
+  for (int i = 0; i < np; i++)
+    tm->params[i] = IR_NONE;
+  for (int i = 0; i < c->insts.n; i++) {
+    const ir_inst *p = &c->insts.v[i];
+    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
+        p->a->parameter_number < np)
+      tm->params[p->a->parameter_number] = i;
+  }
+  tm->nparams = np;
+  shape_vec res = {0};
+  if (c->root != IR_NONE) collect_results(m->arena, c->insts.v[c->root].shape, &res);
+  tm->results = res.v;
+  tm->nresults = res.n;
+  *out_module = tm;
+  return TPUCC_OK;
+}
+
 tpucc_status_t tpucc_compile_memory(tpucc_session_t *s, const tpucc_compile_options_t *opts,
                                     const char *name, const char *text, size_t len,
                                     tpucc_module_t **out_module) {
@@ -263,39 +302,7 @@ tpucc_status_t tpucc_compile_memory(tpucc_session_t *s, const tpucc_compile_opti
     ir_module_destroy(m);
     return set_msg(s, ST_INVALID_ARGUMENT, "%s: the module has no entry computation", name);
   }
-  tpucc_module_t *tm = calloc(1, sizeof *tm);
-  if (!tm) {
-    ir_module_destroy(m);
-    return set_msg(s, ST_OUT_OF_MEMORY, "out of memory");
-  }
-  tm->s = s;
-  tm->m = m;
-  sb_init(&tm->hlo);
-  ir_comp *c = ir_comp_get(m, m->entry);
-  /* Parameters by number (the verifier made them 0..n-1, each once). */
-  int32_t np = 0;
-  for (int i = 0; i < c->insts.n; i++) {
-    const ir_inst *p = &c->insts.v[i];
-    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
-        p->a->parameter_number < c->insts.n && p->a->parameter_number + 1 > np)
-      np = (int32_t) p->a->parameter_number + 1;
-  }
-  tm->params = arena_array(m->arena, (size_t)(np ? np : 1), sizeof(ir_id));
-  for (int i = 0; i < np; i++)
-    tm->params[i] = IR_NONE;
-  for (int i = 0; i < c->insts.n; i++) {
-    const ir_inst *p = &c->insts.v[i];
-    if (p->op == IR_OP_PARAMETER && !p->dead && p->a->parameter_number >= 0 &&
-        p->a->parameter_number < np)
-      tm->params[p->a->parameter_number] = i;
-  }
-  tm->nparams = np;
-  shape_vec res = {0};
-  if (c->root != IR_NONE) collect_results(m->arena, c->insts.v[c->root].shape, &res);
-  tm->results = res.v;
-  tm->nresults = res.n;
-  *out_module = tm;
-  return TPUCC_OK;
+  return wrap_module(s, m, out_module);
 }
 
 tpucc_status_t tpucc_compile_file(tpucc_session_t *s, const tpucc_compile_options_t *opts,
@@ -593,4 +600,31 @@ tpucc_status_t tool_module_optimize(tpucc_module_t *tm, const tool_opt_options *
   tm->results = res.v;
   tm->nresults = res.n;
   return TPUCC_OK;
+}
+
+void tpucc_grad_options_init(tpucc_grad_options_t *o) { memset(o, 0, sizeof *o); }
+
+tpucc_status_t tpucc_grad(tpucc_module_t *m, const tpucc_grad_options_t *opts, tpucc_module_t **out_module) {
+  if (!m) return TPUCC_INVALID_ARGUMENT;
+  if (!out_module) return set_msg(m->s, ST_INVALID_ARGUMENT, "tpucc_grad: NULL argument");
+  clear_msg(m->s);
+  tpucc_grad_options_t def;
+  tpucc_grad_options_init(&def);
+  if (!opts) opts = &def;
+  ir_grad_options o;
+  ir_grad_options_init(&o);
+  int *wrt = NULL;
+  if (opts->wrt) {
+    wrt = arena_array(m->m->arena, (size_t)(opts->nwrt > 0 ? opts->nwrt : 1), sizeof(int));
+    for (int32_t k = 0; k < opts->nwrt; k++) wrt[k] = opts->wrt[k];
+    o.wrt = wrt;
+    o.nwrt = opts->nwrt;
+  }
+  o.remat = opts->remat != 0;
+  ir_module *g = NULL;
+  char err[1024];
+  base_status st = opts->value_and_grad ? ir_value_and_grad_module(m->m, &o, &g, err, sizeof err)
+                                        : ir_grad_module(m->m, &o, &g, err, sizeof err);
+  if (st != ST_OK) return set_msg(m->s, st, "%s", err);
+  return wrap_module(m->s, g, out_module);
 }

@@ -10,8 +10,12 @@ static const struct {
     {"run", "compile a module and run it on a target", tool_cmd_run, tool_help_run},
     {"compile", "compile a module and emit it (HLO, TPU program, assembly, CPU object)", tool_cmd_compile, tool_help_compile},
     {"opt", "run chosen passes on a module and print the HLO", tool_cmd_opt, tool_help_opt},
+    {"grad", "write the vector-Jacobian product (gradients) of a module as HLO", tool_cmd_grad, tool_help_grad},
     {"asm", "assemble TPU assembly into a .tpub program", tpucc_cmd_asm, tpucc_help_asm},
     {"dump-module", "print a .tpub program: header, signature, disassembly", tpucc_cmd_dump_module, tpucc_help_dump_module},
+#ifdef TPUCC_HAVE_TRAIN
+    {"train", "train a .tg model on an image data set (docs/training.md)", tool_cmd_train, tool_help_train},
+#endif
 };
 
 static void usage(FILE *f) {

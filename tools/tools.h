@@ -167,6 +167,8 @@ int tool_write_output(const char *cmd, const char *out, const char *text, size_t
 int tool_cmd_run(int argc, char **argv);
 int tool_cmd_compile(int argc, char **argv);
 int tool_cmd_opt(int argc, char **argv); /* cmd_opt.c */
+int tool_cmd_grad(int argc, char **argv); /* cmd_grad.c */
+void tool_help_grad(FILE *f);
 void tool_help_opt(FILE *f);
 /* The help lines of the options tool_opt_parse reads (cmd_opt.c). */
 void tool_help_opt_flags(FILE *f);
@@ -176,5 +178,7 @@ int tpucc_cmd_asm(int argc, char **argv);
 void tpucc_help_asm(FILE *f); /* cmd_asm.c (runtime) */
 int tpucc_cmd_dump_module(int argc, char **argv);
 void tpucc_help_dump_module(FILE *f); /* cmd_dump_module.c */
+int tool_cmd_train(int argc, char **argv);
+void tool_help_train(FILE *f); /* cmd_train.c */
 
 #endif

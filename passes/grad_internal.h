@@ -1,0 +1,87 @@
+/* grad_internal.h: what the VJP rules share (private to passes/grad*.c;
+ * prefix gr_). The transformation (grad.c) appends a backward pass to a
+ * copy of the entry computation; each rule reads forward values through
+ * gr_fwd (which recomputes them under remat) and adds its contributions to
+ * its operands' adjoints with gr_accum. Builders make well-typed
+ * instructions at the location of the instruction whose rule runs. */
+#ifndef TPUCC_PASSES_GRAD_INTERNAL_H
+#define TPUCC_PASSES_GRAD_INTERNAL_H
+
+#include "passes/grad.h"
+#include "passes/rewrite.h"
+
+typedef struct gr_ctx {
+  ir_module *m;
+  ir_comp_id c;
+  int nfwd;        /* instructions [0, nfwd) are the forward section */
+  uint8_t *active; /* per forward instruction: depends on a wrt parameter */
+  ir_id *adj;      /* per forward array instruction: its adjoint, or IR_NONE (zero) */
+  ir_id **adjt;    /* per forward tuple instruction: element adjoints (IR_NONE: zero) */
+  bool remat;
+  ir_id *recomp;   /* remat: the backward pass's copy of a forward value */
+  ir_comp_id add_comp[IR_TYPE_INVALID]; /* scalar add computations by type (IR_NONE: not yet made) */
+  src_loc loc;     /* of the instruction whose rule runs */
+  ir_id cur;       /* that instruction */
+  char *err;
+  size_t errlen;
+  base_status st;
+} gr_ctx;
+
+/* A rule: adds the contributions of instruction i, whose adjoint is ct
+ * (IR_NONE for a tuple-shaped i: read g->adjt[i]), to its operands.
+ * Returns false after gr_fail. */
+typedef bool (*gr_rule_fn)(gr_ctx *g, ir_id i, ir_id ct);
+gr_rule_fn gr_rule_of(ir_op op);
+
+/* The rule groups (one file each). */
+bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct);  /* grad_rules.c */
+bool gr_dot(gr_ctx *g, ir_id i, ir_id ct);          /* grad_dot.c */
+bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct);  /* grad_conv.c */
+bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct);       /* grad_reduce.c */
+bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
+
+/* Reports ST_UNSUPPORTED at the current instruction: "file:line:col:
+ * 'NAME' (op): <message>". Returns false. */
+bool gr_fail(gr_ctx *g, const char *fmt, ...) BASE_PRINTF(2, 3);
+
+/* The current computation's instruction id's shape and op (stable: shapes
+ * are interned). */
+const ir_shape *gr_shape(const gr_ctx *g, ir_id x);
+const ir_inst *gr_inst(const gr_ctx *g, ir_id x);
+/* Operand k of forward instruction i, as the backward pass reads it. */
+ir_id gr_operand(gr_ctx *g, ir_id i, int k);
+/* Forward value x as the backward pass reads it: x itself, or under remat
+ * its recomputed copy (parameters and constants are read as they are). */
+ir_id gr_fwd(gr_ctx *g, ir_id x);
+/* Whether forward instruction x wants an adjoint (it is active). */
+bool gr_wants(const gr_ctx *g, ir_id x);
+/* Adds contribution v (x's shape) to the adjoint of forward instruction
+ * x; nothing when x is not active. */
+void gr_accum(gr_ctx *g, ir_id x, ir_id v);
+
+/* ---- builders (shapes inferred; dies on an ill-typed request) ---------- */
+ir_id gr_build(gr_ctx *g, ir_op op, const ir_id *ops, int nops, const ir_attrs *a);
+ir_id gr_un(gr_ctx *g, ir_op op, ir_id x);
+ir_id gr_bin(gr_ctx *g, ir_op op, ir_id x, ir_id y);
+ir_id gr_select(gr_ctx *g, ir_id p, ir_id x, ir_id y);
+ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y);
+/* A constant of shape s (type and dims) with every element v. */
+ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v);
+/* gr_splat with x's shape. */
+ir_id gr_like(gr_ctx *g, ir_id x, double v);
+ir_id gr_convert(gr_ctx *g, ir_id x, ir_type t);
+ir_id gr_reshape(gr_ctx *g, ir_id x, const ir_shape *s);
+/* Broadcast x to shape s (s's type is replaced by x's), x dim k to s dim dims[k]. */
+ir_id gr_broadcast(gr_ctx *g, ir_id x, const ir_shape *s, const int64_t *dims);
+/* Transpose (result dim k = x dim perm[k]); x itself for the identity. */
+ir_id gr_transpose(gr_ctx *g, ir_id x, const int64_t *perm);
+/* The sum of x over dims (any order); x itself when n is 0. */
+ir_id gr_sum(gr_ctx *g, ir_id x, const int64_t *dims, int n);
+/* The sum of every element of x (a scalar). */
+ir_id gr_sum_all(gr_ctx *g, ir_id x);
+ir_id gr_pad(gr_ctx *g, ir_id x, ir_id v, const ir_padding_dim *p);
+ir_id gr_slice(gr_ctx *g, ir_id x, const int64_t *start, const int64_t *limit, const int64_t *stride);
+/* The scalar add computation of type t (made once per module). */
+ir_comp_id gr_add_comp(gr_ctx *g, ir_type t);
+
+#endif

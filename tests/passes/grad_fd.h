@@ -1,0 +1,48 @@
+/* grad_fd.h: checks a VJP module against central finite differences on
+ * the reference evaluator (shared by test_grad.c and grad_check.c).
+ *
+ * For seeded inputs (floats uniform in [lo, hi), integers in [0, 4),
+ * pred 0/1) and cotangents (uniform in [-1, 1)), every element (or, past
+ * max_elems, an evenly spaced sample) of every chosen floating-point
+ * parameter is stepped by +-h (h = 1e-2 * max(1, |x|), and when that
+ * misses, h = 2.5e-3 * max(1, |x|); the step actually taken being the
+ * difference of the rounded values); the difference of
+ * S = sum over the results of cotangent * result, in double, divided by
+ * the step, must match the VJP's element within
+ *     tol = 2e-3 (1 + |grad|) + 16 eps A / step
+ * where eps is the unit roundoff of the parameter's type (2^-24 for f32)
+ * and A = sum |cotangent * result| (the rounding of S, amplified by the
+ * division). Where the function has a kink within the step (relu,
+ * maximum, clamp), the one-sided differences disagree by more than 2 tol:
+ * the gradient must then match one of them within 2 tol (the side without
+ * the kink), and at most a quarter of the elements may be such points.
+ * The evaluator runs f32 today; in f64 the same check holds
+ * with eps = 2^-53. */
+#ifndef TPUCC_TESTS_GRAD_FD_H
+#define TPUCC_TESTS_GRAD_FD_H
+
+#include "passes/grad.h"
+
+typedef struct gfd_options {
+  double lo, hi;     /* input range (default -1, 1) */
+  uint64_t seed;
+  int max_elems;     /* per parameter; 0: every element */
+  bool remat;
+  const int *wrt;    /* as ir_grad_options */
+  int nwrt;
+} gfd_options;
+void gfd_options_init(gfd_options *o);
+
+typedef enum gfd_outcome { GFD_PASS, GFD_FAIL, GFD_SKIP } gfd_outcome;
+
+/* Transforms m (ir_grad_module) and checks the result. GFD_SKIP when the
+ * transformation or the evaluator refuses the module (msg says why),
+ * GFD_FAIL with the first mismatch in msg. *out_checked counts the
+ * elements compared (may be NULL). */
+gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_t msglen, int *out_checked);
+
+/* The seeded inputs of gfd_check for m's entry (arena a), for other
+ * comparisons (NULL when a parameter is a tuple). */
+ir_literal **gfd_inputs(arena *a, const ir_module *m, const gfd_options *o);
+
+#endif

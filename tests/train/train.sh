@@ -1,0 +1,102 @@
+#!/bin/bash
+# train.sh TPUCC SRCDIR WORKDIR CASE: `tpucc train` end to end.
+#   short_run  200 steps of samples/train/fashion_mlp.tg: the loss falls and
+#              the test accuracy (first 2,000 test images) passes 0.7
+#   cnn        samples/train/fashion_cnn.tg (max-pool gradients) at batch 16:
+#              ten steps, the loss falls
+#   resume     two epochs in one run, and one epoch then --resume for the
+#              second: the two final checkpoints are the same bytes
+#   errors     a loss that is not a scalar, a NaN loss (step and last
+#              finite loss named), a missing graph: clear messages
+#   bad_data   a wrong --data path, a truncated IDX file, a file that is
+#              no data set
+# Cases needing Fashion-MNIST (/usr/share/datasets/fashion-mnist) skip
+# (exit 77) without it.
+set -u
+T=$1 SRC=$2 W=$3 CASE=$4
+FM=/usr/share/datasets/fashion-mnist
+MLP=$SRC/samples/train/fashion_mlp.tg
+rm -rf "$W" && mkdir -p "$W" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+need_data() { [ -r $FM/train-images-idx3-ubyte.gz ] || { echo "SKIP: no $FM"; exit 77; }; }
+# expect_error OUTPUT_FILE STATUS PATTERN: the run failed with STATUS and said PATTERN.
+expect_error() {
+  [ "$2" = "$3" ] || { cat "$1"; fail "exit status $2, expected $3"; }
+  grep -q -- "$4" "$1" || { cat "$1"; fail "no '$4' in the output"; }
+}
+json_num() { sed -n "s/^  \"$2\": \([0-9.e+-]*\),*$/\1/p" "$1"; }
+
+case $CASE in
+short_run)
+  need_data
+  $T train "$MLP" --epochs=2 --steps-per-epoch=100 --test-examples=2000 --threads=2 \
+    --metrics-json="$W/m.json" --plot="$W/c.svg" --quiet > "$W/out" 2>&1 || { cat "$W/out"; fail "train"; }
+  cat "$W/out"
+  l1=$(sed -n 's/.*"epoch": 1, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  l2=$(sed -n 's/.*"epoch": 2, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  acc=$(json_num "$W/m.json" test_accuracy)
+  awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a && a < 2.3) }' || fail "loss $l1 -> $l2 did not fall"
+  awk -v a="$acc" 'BEGIN { exit !(a > 0.7) }' || fail "test accuracy $acc"
+  for k in macro_f1 train_seconds images_per_second; do
+    [ -n "$(json_num "$W/m.json" $k)" ] || fail "no $k in the metrics"
+  done
+  grep -q '<polyline' "$W/c.svg" || fail "no curve in the plot"
+  grep -q '^epoch 2/2  train loss' "$W/out" || fail "no epoch line"
+  ;;
+cnn)
+  need_data
+  $T train "$SRC/samples/train/fashion_cnn.tg" --batch=16 --epochs=2 --steps-per-epoch=5 --test-examples=64 \
+    --metrics-json="$W/m.json" --quiet > "$W/out" 2>&1 || { cat "$W/out"; fail "train"; }
+  cat "$W/out"
+  l1=$(sed -n 's/.*"epoch": 1, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  l2=$(sed -n 's/.*"epoch": 2, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
+  awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a && a < 2.4) }' || fail "loss $l1 -> $l2 did not fall"
+  ;;
+resume)
+  need_data
+  A=(--epochs=2 --steps-per-epoch=30 --decay-steps=60 --test-examples=500 --threads=2 --quiet --optimizer=adamw --weight-decay=0.01)
+  $T train "$MLP" "${A[@]}" --checkpoint="$W/full.npz" > "$W/o1" 2>&1 || { cat "$W/o1"; fail "full run"; }
+  $T train "$MLP" "${A[@]}" --epochs=1 --checkpoint="$W/half.npz" > "$W/o2" 2>&1 || { cat "$W/o2"; fail "first epoch"; }
+  $T train "$MLP" "${A[@]}" --resume="$W/half.npz" --checkpoint="$W/resumed.npz" > "$W/o3" 2>&1 ||
+    { cat "$W/o3"; fail "resumed run"; }
+  cat "$W/o1" "$W/o3"
+  cmp "$W/full.npz" "$W/resumed.npz" || fail "the resumed run differs from the uninterrupted one"
+  cmp -s "$W/full.npz" "$W/half.npz" && fail "one epoch and two gave the same checkpoint"
+  r1=$(grep '^epoch 2/2' "$W/o1" | sed 's|  [0-9]* images/s.*||')
+  r3=$(grep '^epoch 2/2' "$W/o3" | sed 's|  [0-9]* images/s.*||')
+  [ -n "$r1" ] && [ "$r1" = "$r3" ] || fail "epoch 2 reports differ: '$r1' and '$r3'"
+  ls "$W" | grep -q tmp && fail "a temporary file was left"
+  ;;
+errors)
+  need_data
+  sed 's|return cross_entropy(z, labels, reduction="sum") / BATCH;|return cross_entropy(z, labels, reduction="none");|; s|) -> f32 {$|) {|' \
+    "$MLP" > "$W/vector_loss.tg"
+  $T train "$W/vector_loss.tg" --steps-per-epoch=1 > "$W/o" 2>&1
+  expect_error "$W/o" $? 2 "vector_loss.tg:[0-9]*:[0-9]*: error: graph 'loss' must return one float scalar, the batch's loss; it returns f32\[128\]"
+  $T train "$MLP" --optimizer=sgd --lr=1e6 --steps-per-epoch=50 --test-examples=100 > "$W/o" 2>&1
+  expect_error "$W/o" $? 1 "error: the loss is NaN at step 3 (epoch 1, batch 3); the last finite loss was [0-9.e+]* at step 2"
+  grep -q "last finite loss was [0-9.e+-]* at step [0-9]*\|no earlier step" "$W/o" || fail "no last finite loss"
+  sed 's/^graph logits(/graph predict(/; s/let z = logits(/let z = predict(/' "$MLP" > "$W/no_logits.tg"
+  $T train "$W/no_logits.tg" > "$W/o" 2>&1
+  expect_error "$W/o" $? 2 "no_logits.tg:1:1: error: no graph 'logits'"
+  $T train "$MLP" --optimizer=rmsprop > "$W/o" 2>&1
+  expect_error "$W/o" $? 2 "expected sgd, momentum, nesterov, adam or adamw"
+  ;;
+bad_data)
+  $T train "$MLP" --data="$W/nowhere" > "$W/o" 2>&1
+  expect_error "$W/o" $? 1 "error: --data=$W/nowhere: no such directory"
+  mkdir -p "$W/cut"
+  # 10 images of 28x28 announced, 100 bytes given.
+  { printf '\x00\x00\x08\x03\x00\x00\x00\x0a\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c 100 /dev/zero; } \
+    > "$W/cut/train-images-idx3-ubyte"
+  { printf '\x00\x00\x08\x01\x00\x00\x00\x0a'; head -c 10 /dev/zero; } > "$W/cut/train-labels-idx1-ubyte"
+  $T train "$MLP" --data="$W/cut" > "$W/o" 2>&1
+  expect_error "$W/o" $? 1 "train-images-idx3-ubyte"
+  grep -qi "truncated\|short\|expected" "$W/o" || { cat "$W/o"; fail "the message does not say the file is cut"; }
+  printf 'PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$W/empty.npz"
+  $T train "$MLP" --data="$W/empty.npz" > "$W/o" 2>&1
+  expect_error "$W/o" $? 1 "empty.npz"
+  ;;
+*) fail "unknown case $CASE" ;;
+esac
+echo "ok: $CASE"

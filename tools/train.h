@@ -1,0 +1,198 @@
+/* train.h: the internals of `tpucc train` (docs/training.md): the training
+ * step built as one module (train_step.c), the model file's conventions
+ * and the run (cmd_train.c, train_run.c). Prefix train_. Not installed.
+ *
+ * The step is one compiled program: the model's loss, its value and
+ * gradient (passes/grad.h), then the optimizer's update from the library
+ * graphs of lib/train/optim.tg, with the parameters, the optimizer state
+ * and the step counter donated (input_output_alias), so the runtime keeps
+ * them in device buffers from step to step. */
+#ifndef TPUCC_TOOLS_TRAIN_H
+#define TPUCC_TOOLS_TRAIN_H
+
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+typedef enum train_opt_kind {
+  TRAIN_SGD,
+  TRAIN_MOMENTUM,
+  TRAIN_NESTEROV,
+  TRAIN_ADAM,
+  TRAIN_ADAMW,
+} train_opt_kind;
+
+typedef enum train_sched_kind {
+  TRAIN_CONSTANT,
+  TRAIN_STEP,   /* lr gamma^floor(step / every) */
+  TRAIN_COSINE, /* cosine decay to 0 over total steps */
+} train_sched_kind;
+
+/* The optimizer and its hyperparameters (train_hparams_init: Adam's and
+ * PyTorch's defaults, constant schedule, no decay, no clipping). */
+typedef struct train_hparams {
+  train_opt_kind opt;
+  double lr, momentum, beta1, beta2, eps;
+  double weight_decay; /* L2 for sgd, momentum, adam; decoupled for adamw */
+  double clip_norm;    /* > 0: clip gradients to this global norm */
+  train_sched_kind sched;
+  double step_every, step_gamma; /* TRAIN_STEP: in steps */
+  double total_steps;            /* TRAIN_COSINE: the decay length */
+  double warmup_steps;           /* > 0: linear warm-up over these steps */
+} train_hparams;
+
+void train_hparams_init(train_hparams *h);
+/* "sgd", "momentum", "nesterov", "adam", "adamw" -> kind; false if unknown. */
+bool train_opt_parse(const char *name, train_opt_kind *out);
+const char *train_opt_name(train_opt_kind k);
+/* "constant", "step", "cosine" -> kind; false if unknown. */
+bool train_sched_parse(const char *name, train_sched_kind *out);
+const char *train_sched_name(train_sched_kind k);
+/* Tensors of optimizer state per parameter: 0 (sgd), 1 (momentum,
+ * nesterov: velocity), 2 (adam, adamw: first and second moments). */
+int train_state_per_param(train_opt_kind k);
+/* The name of state tensor j of a parameter ("velocity", "m", "v"). */
+const char *train_state_name(train_opt_kind k, int j);
+
+/* The optimizer library's text (lib/train/optim.tg, built into tpucc). */
+extern const char train_optim_tg[];
+
+/* The update as .tg text: library instances for the n parameter shapes,
+ * then graph `apply(w0.., g0.., s0.., step: f32) -> (w0'.., s0'.., f32)`
+ * with the state tensors of parameter i at train_state_per_param(h->opt)
+ * x i + j and step the number of steps done (0-based). The caller frees
+ * the text. */
+char *train_update_text(const train_hparams *h, int n, const ir_shape *const *shapes);
+
+/* Composes the step module from vg, the value and gradient of the loss
+ * (entry: the loss's parameters -> (loss, grad of each of wrt[0..nwrt))),
+ * and upd, the update module (entry `apply` above):
+ *
+ *   step(w0.., s0.., step: f32[], data params of the loss in order)
+ *     -> (loss, w0'.., s0'.., step')
+ *
+ * with result 1 + k replacing parameter k (input_output_alias in the
+ * header). *out is a new module; ST_INVALID_ARGUMENT with a message when
+ * the shapes do not fit together. */
+base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
+                               const ir_module *upd, ir_module **out, char *err, size_t errlen);
+
+/* Replaces the template words of a model file in place: BATCH (the global
+ * batch, right-aligned in its 5 columns) and COMPUTE (the compute type,
+ * "f32" or "bf16", padded to 7 columns), so diagnostics keep their
+ * columns. False when batch has more than 5 digits. */
+bool train_template(char *text, size_t len, long batch, const char *compute);
+
+/* ---- the model file (train_model.c) ----------------------------------------- */
+
+enum { TRAIN_ROLE_WEIGHT, TRAIN_ROLE_X, TRAIN_ROLE_LABELS };
+
+/* A model file compiled for one batch and compute type. The loss's
+ * parameters are x, labels and the trainables (every other one, f32);
+ * the step program's parameters are the nw trainables, their optimizer
+ * state, the step counter, then x and labels in the loss's order. */
+typedef struct train_model {
+  ir_module *loss, *logits;
+  int nparams;          /* of graph loss */
+  int *role;            /* per loss parameter: TRAIN_ROLE_* */
+  int nw, *wrt;         /* trainables: loss parameter numbers */
+  const char **names;   /* per trainable (owned by loss) */
+  const ir_shape **shapes;
+  int x, labels;        /* loss parameter numbers */
+  int64_t batch, example_elems;
+  int classes;
+  int eval_n, *eval_src; /* per logits parameter: trainable index, or -1 for x */
+  char *step_text, *eval_text; /* HLO of the step and of graph logits */
+  bool model_error;     /* the failure was the model's (exit 2), not the run's */
+} train_model;
+
+/* Reads, templates, parses and checks the model, and writes its programs.
+ * False with a message (located diagnostics for the model's errors). */
+bool train_model_load(train_model *tm, const char *path, long batch, const char *compute,
+                      const train_hparams *h, char *err, size_t errlen);
+void train_model_free(train_model *tm);
+
+/* ---- where the programs run (train_engine.c) -------------------------------- */
+
+/* A device (or the evaluator, target "interp") with the model's step and
+ * logits programs compiled once and the step's state in its buffers:
+ * state k is trainable k (k < nw), then the optimizer state, then the step
+ * counter (f32[]), as the step program's parameters. Zeros until written. */
+typedef struct train_engine train_engine;
+/* Opens the target (threads > 0: --threads for the cpu) and compiles both
+ * programs; *out is set even on failure (close it). */
+bool train_engine_open(const train_model *tm, const char *target, int threads, train_engine **out,
+                       double *compile_seconds, char *err, size_t errlen);
+void train_engine_close(train_engine *e); /* accepts NULL */
+int train_engine_nstate(const train_engine *e);
+int64_t train_engine_state_bytes(const train_engine *e, int k);
+bool train_engine_read(train_engine *e, int k, void *data, char *err, size_t errlen);
+bool train_engine_write(train_engine *e, int k, const void *data, char *err, size_t errlen);
+/* One step on a full batch (x: batch x example_elems floats): updates the
+ * state in place and gives the batch's loss and, on TPU devices, the
+ * modelled seconds of the step. */
+bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double *loss,
+                       double *device_seconds, char *err, size_t errlen);
+/* The logits of a full batch under the current weights. */
+bool train_engine_logits(train_engine *e, const float *x, float *logits, char *err, size_t errlen);
+/* Executions of the step program so far (the runtime's metric; 0 on interp). */
+double train_engine_executions(const train_engine *e);
+
+/* ---- the run (train_run.c) ------------------------------------------------- */
+
+/* What `tpucc train` was asked (cmd_train.c fills it from the model's
+ * `// train:` line, then the flags). */
+typedef struct train_options {
+  const char *model;       /* the .tg file */
+  const char *data;        /* "fashion-mnist", a directory, or an .npz */
+  const char *target;      /* interp, cpu[,...], v2, v3[,...] */
+  const char *precision;   /* "f32" or "bf16" (bf16 compute, f32 master weights) */
+  const char *checkpoint;  /* .npz written after each epoch, or NULL */
+  const char *resume;      /* .npz to continue from, or NULL */
+  const char *metrics_json, *plot;
+  const char *emit_step;   /* write the step program's HLO here, or NULL */
+  int epochs, threads;     /* threads 0: the target's default */
+  long batch;              /* global batch */
+  long steps_per_epoch;    /* 0: every full batch of the training set */
+  long test_examples;      /* 0: the whole test set */
+  uint64_t seed;
+  bool quiet;              /* no per-class table and confusion matrix */
+  train_hparams h;
+} train_options;
+
+void train_options_init(train_options *o);
+/* Sets option `name` (as the flag without dashes) to value; returns 1 when
+ * it is one of the model file's settings (0 when not, -1 after printing
+ * an error about the value). */
+int train_option_set(train_options *o, const char *cmd, const char *name, const char *value);
+/* Trains as o says, printing progress and results; a tool exit status. */
+int train_run(const train_options *o);
+
+/* ---- results (train_report.c) ------------------------------------------------ */
+
+typedef struct train_epoch {
+  double train_loss, test_loss, test_accuracy, macro_f1;
+  double seconds, images_per_second, device_seconds; /* device: modelled (TPU), else 0 */
+  double cpu_seconds; /* process CPU time of the epoch's steps (every thread) */
+} train_epoch;
+
+/* The test set's confusion matrix: counts[true * classes + predicted]. */
+typedef struct train_confusion {
+  int classes;
+  int64_t *counts;
+} train_confusion;
+
+/* Accuracy, per-class F1 (f1[classes], may be NULL) and their mean. */
+double train_accuracy(const train_confusion *c);
+double train_macro_f1(const train_confusion *c, double *f1);
+/* Prints the per-class F1 and the confusion matrix. */
+void train_print_confusion(FILE *f, const train_confusion *c);
+/* Writes the metrics JSON / the SVG of loss and accuracy per epoch;
+ * false with a message in err. */
+bool train_write_metrics(const char *path, const train_options *o, const train_epoch *ep, int nep,
+                         const train_confusion *c, double train_seconds, double images_per_second,
+                         double compile_seconds, long steps, char *err, size_t errlen);
+bool train_write_plot(const char *path, const char *title, const train_epoch *ep, int nep,
+                      char *err, size_t errlen);
+
+#endif
