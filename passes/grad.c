@@ -2,7 +2,8 @@
  * (ir_grad_module, ir_value_and_grad_module; contract in grad.h).
  *
  * require: a verified module whose entry reaches its root through arrays
- * and one level of tuples. provide: a verified module whose entry is the
+ * and one level of tuples. Fusions and calls in the entry are inlined
+ * first (the called computations stay, unused). provide: a verified module whose entry is the
  * original entry (renamed NAME_vjp or NAME_value_and_grad) with the
  * cotangents appended as parameters and a backward section appended after
  * the forward one: instructions in reverse order of the forward section,
@@ -376,6 +377,44 @@ static void finish_root(gr_ctx *g, const int *wrt, int nwrt, bool with_value) {
   g->m->comps.v[g->c].root = t;
 }
 
+/* Replaces every fusion and call of computation c by a copy of the
+ * computation it calls (nested ones too), so that the rules see only
+ * plain ops; the called computations stay in the module unused. */
+static void inline_calls(ir_module *m, ir_comp_id c) {
+  bool any = false;
+  for (ir_id i = 0; i < m->comps.v[c].insts.n; i++) {
+    const ir_inst *in = &m->comps.v[c].insts.v[i];
+    if (in->dead || (in->op != IR_OP_FUSION && in->op != IR_OP_CALL) || in->ncalls != 1) continue;
+    const ir_comp *cc = &m->comps.v[in->calls[0]];
+    ir_id *args = arena_dup(m->arena, in->ops, sizeof(ir_id) * (size_t)(in->nops ? in->nops : 1));
+    ir_id *map = arena_array(m->arena, (size_t)cc->insts.n + 1, sizeof(ir_id));
+    for (ir_id j = 0; j < cc->insts.n; j++) {
+      const ir_inst *cj = &cc->insts.v[j];
+      if (cj->dead) continue;
+      if (cj->op == IR_OP_PARAMETER) {
+        map[j] = args[cj->a->parameter_number];
+        continue;
+      }
+      ir_inst_proto p = ir_inst_proto_of(cj);
+      p.name = ir_unique_name(m, cj->info->name ? cj->info->name : ir_op_name(cj->op));
+      p.ops = arena_array(m->arena, (size_t)(cj->nops ? cj->nops : 1), sizeof(ir_id));
+      for (int k = 0; k < cj->nops; k++) p.ops[k] = map[cj->ops[k]];
+      map[j] = ir_inst_add(m, c, &p);
+    }
+    ir_id root = map[cc->root];
+    ir_comp *cp = ir_comp_get(m, c);
+    for (ir_id u = 0; u < cp->insts.n; u++)
+      for (int k = 0; k < cp->insts.v[u].nops; k++)
+        if (cp->insts.v[u].ops[k] == i) cp->insts.v[u].ops[k] = root;
+    if (cp->root == i) cp->root = root;
+    cp->insts.v[i].dead = true;
+    any = true;
+  }
+  if (!any) return;
+  ir_comp_compact(m, c);
+  if (!ir_comp_topo_sort(m, c)) base_die("grad: inlining made a cycle");
+}
+
 /* Removes what the root does not reach (parameters stay), keeping the
  * order: forward section, then backward section. */
 static void sweep(ir_module *m, ir_comp_id c) {
@@ -404,6 +443,7 @@ static base_status transform(const ir_module *src, const ir_grad_options *o, boo
   g.errlen = errlen;
   g.remat = o->remat;
   for (int t = 0; t < IR_TYPE_INVALID; t++) g.add_comp[t] = IR_NONE;
+  inline_calls(m, g.c);
   if (!ir_comp_topo_sort(m, g.c)) base_die("grad: the entry has a cycle");
   ir_comp_finish(m, g.c);
   ir_comp *cp = ir_comp_get(m, g.c);
