@@ -42,6 +42,19 @@ base_status ir_grad_module(const ir_module *m, const ir_grad_options *o, ir_modu
 base_status ir_value_and_grad_module(const ir_module *m, const ir_grad_options *o, ir_module **out,
                                      char *err, size_t errlen);
 
+/* The in-module form, for frontends (.tg grad/value_and_grad): copies
+ * computation c of m (which stays) into a new computation *out_c of m and
+ * differentiates the copy: its signature is that of ir_grad_module's
+ * entry, or with value_and_grad that of ir_value_and_grad_module's. The
+ * errors are ir_grad_module's; after one, *out_c is a computation nothing
+ * uses (it still verifies). */
+base_status ir_grad_computation(ir_module *m, ir_comp_id c, const ir_grad_options *o, bool value_and_grad,
+                                ir_comp_id *out_c, char *err, size_t errlen);
+
+/* Appends to computation into a copy of computation callee whose
+ * parameters are args (ids in into); returns the copy of callee's root. */
+ir_id ir_grad_inline(ir_module *m, ir_comp_id into, ir_comp_id callee, const ir_id *args);
+
 /* What remat changes, measured on a module ir_grad_module wrote, in its
  * instruction order: the number of values of the entry computed before the
  * backward pass starts (before the first instruction that depends on a

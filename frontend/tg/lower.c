@@ -434,6 +434,34 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   return r;
 }
 
+static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth, bool quiet);
+static void check_graph(tg_glob *G, int gi, int depth);
+
+const tg_graph *fe_tg_graph(lctx *L, int gi) { return L->g->p->graphs.v[gi]; }
+
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi) {
+  tg_glob *G = L->g;
+  const tg_graph *g = G->p->graphs.v[gi];
+  if (G->state[gi] == GS_CHECKING) {
+    lerr(L, at->loc, "graph '%s' differentiates itself (graphs are inlined, so they cannot recurse)", g->name);
+    return IR_NONE;
+  }
+  if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
+  if (G->state[gi] != GS_OK) {
+    L->errors++; /* reported where the graph is defined */
+    return IR_NONE;
+  }
+  lctx L2;
+  ir_comp_id entry = L->m->entry;
+  bool ok = lower_graph(G, g, L->m, &L2, L->depth, true);
+  L->m->entry = entry;
+  if (!ok) {
+    L->errors++;
+    return IR_NONE;
+  }
+  return L2.comp;
+}
+
 static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
   memset(L, 0, sizeof *L);
   L->p = G->p;
@@ -449,9 +477,10 @@ static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
 /* Lowers g as the entry computation of m; returns false on errors. depth
  * is the expression depth of the caller whose call made us check g (so
  * the C stack stays bounded by the nesting limit). */
-static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth) {
+static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth, bool quiet) {
   ctx_init(L, G, m, g);
   L->depth = depth;
+  L->quiet = quiet;
   tv *args = arena_array(m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
   for (int i = 0; i < g->params.n; i++) {
     ir_shape s;
@@ -480,7 +509,7 @@ static void check_graph(tg_glob *G, int gi, int depth) {
   VEC_PUSH(G->p->a, G->stack, gi);
   ir_module *m = ir_module_create(g->name);
   lctx L;
-  bool ok = lower_graph(G, g, m, &L, depth);
+  bool ok = lower_graph(G, g, m, &L, depth, false);
   if (ok && ir_verify(m, G->p->d) != 0) {
     src_loc l = {G->p->file, g->loc.line, g->loc.col};
     diag_error(G->p->d, l, "internal error: graph '%s' lowers to a module that does not verify", g->name);
@@ -568,7 +597,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   G.stack.n = 0;
   VEC_PUSH(p->a, G.stack, ei);
   G.state[ei] = GS_CHECKING;
-  bool ok = lower_graph(&G, g, m, &L, 0);
+  bool ok = lower_graph(&G, g, m, &L, 0, false);
   G.state[ei] = GS_OK;
   if (!ok || diag_error_count(p->d) != errors0) {
     ir_module_destroy(m);

@@ -156,6 +156,13 @@ const tg_builtin *fe_tg_builtin(const char *name);
 /* The builtin name closest to name (for "did you mean"), or NULL. */
 const char *fe_tg_builtin_suggest(const char *name);
 
+/* ---- graphs as values (lower.c) ---------------------------------------- */
+const tg_graph *fe_tg_graph(lctx *L, int gi);
+/* Graph gi, checked, lowered as a computation of L's module of its own
+ * (not the entry, not inlined), for grad and value_and_grad; IR_NONE
+ * after an error (reported at at, or where the graph is defined). */
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi);
+
 /* Lowers a call to a builtin: binds arguments to b->spec and runs it. */
 tv lower_builtin(lctx *L, const tg_node *call, const tg_builtin *b);
 /* Index of the graph called name, or -1 (lower.c). */
