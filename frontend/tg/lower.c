@@ -346,6 +346,34 @@ int fe_tg_graph_index(lctx *L, const char *name) {
   return strmap_get(L->g->graphs, name, strlen(name));
 }
 
+
+bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *args) {
+  bool ok = true;
+  for (int i = 0; i < g->params.n; i++) {
+    const tg_param *pp = &g->params.v[i];
+    ir_shape want;
+    type_shape(pp->type, &want);
+    tv v = lower_expr(L, an[i]);
+    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
+    if (v.k == TV_MULTI) {
+      lerr(L, an[i]->loc, "a call returning %d values used as one argument", v.nmulti);
+      v = tv_err();
+    }
+    if (v.k == TV_ERR) {
+      ok = false;
+      continue;
+    }
+    if (!ir_shape_equal(&want, lshape(L, v.id))) {
+      lerr(L, an[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
+           lshape_str(L, lshape(L, v.id)), pp->name, lshape_str(L, &want));
+      lnote(L, pp->loc, "parameter declared here");
+      ok = false;
+    }
+    args[i] = v;
+  }
+  return ok;
+}
+
 /* A call from L to graph gi: checks the callee first, then inlines it. */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   tg_glob *G = L->g;
@@ -392,29 +420,7 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   }
   if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
   tv *args = arena_array(L->m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
-  bool ok = true;
-  for (int i = 0; i < g->params.n; i++) {
-    const tg_param *pp = &g->params.v[i];
-    ir_shape want;
-    type_shape(pp->type, &want);
-    tv v = lower_expr(L, an[i]);
-    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
-    if (v.k == TV_MULTI) {
-      lerr(L, an[i]->loc, "a call returning %d values used as one argument", v.nmulti);
-      v = tv_err();
-    }
-    if (v.k == TV_ERR) {
-      ok = false;
-      continue;
-    }
-    if (!ir_shape_equal(&want, lshape(L, v.id))) {
-      lerr(L, an[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
-           lshape_str(L, lshape(L, v.id)), pp->name, lshape_str(L, &want));
-      lnote(L, pp->loc, "parameter declared here");
-      ok = false;
-    }
-    args[i] = v;
-  }
+  bool ok = fe_tg_graph_args(L, g, an, args);
   if (G->state[gi] != GS_OK) {
     L->errors++; /* reported where the callee is defined */
     return tv_err();

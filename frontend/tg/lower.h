@@ -158,6 +158,10 @@ const char *fe_tg_builtin_suggest(const char *name);
 
 /* ---- graphs as values (lower.c) ---------------------------------------- */
 const tg_graph *fe_tg_graph(lctx *L, int gi);
+/* Lowers the arguments an[0..] of a call to g into args, checking each
+ * against its parameter's type (number literals take it); false after
+ * reporting. */
+bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *args);
 /* Graph gi, checked, lowered as a computation of L's module of its own
  * (not the entry, not inlined), for grad and value_and_grad; IR_NONE
  * after an error (reported at at, or where the graph is defined). */

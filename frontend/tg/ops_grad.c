@@ -40,33 +40,6 @@ static bool wrt_numbers(lctx *L, const tg_node *w, const tg_graph *g, const char
   return true;
 }
 
-/* The arguments rest[1..], checked against computation c's parameters. */
-static bool grad_args(lctx *L, const tg_nodes *rest, const tg_graph *g, ir_comp_id c, ir_id *ids) {
-  bool ok = true;
-  for (int i = 0; i < g->params.n; i++) {
-    const tg_node *an = rest->v[i + 1];
-    const ir_comp *cp = &L->m->comps.v[c];
-    ir_shape want = *cp->insts.v[cp->params[i]].shape;
-    tv v = lower_expr(L, an);
-    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an->loc);
-    if (v.k == TV_MULTI) {
-      lerr(L, an->loc, "a call returning %d values used as one argument", v.nmulti);
-      v = tv_err();
-    }
-    if (v.k == TV_ERR) {
-      ok = false;
-      continue;
-    }
-    if (!ir_shape_equal(&want, lshape(L, v.id))) {
-      lerr(L, an->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
-           lshape_str(L, lshape(L, v.id)), g->params.v[i].name, lshape_str(L, &want));
-      ok = false;
-    }
-    ids[i] = v.id;
-  }
-  return ok;
-}
-
 HANDLER(h_grad) {
   bool with_value = b->aux != 0;
   if (rest->n < 1 || rest->v[0]->kind != TG_NAME) {
@@ -89,8 +62,10 @@ HANDLER(h_grad) {
   if (arg[1] && !wrt_numbers(L, arg[1], g, b->name, wrt, &nwrt)) return tv_err();
   ir_comp_id c = fe_tg_graph_comp(L, call, gi);
   if (c == IR_NONE) return tv_err();
+  tv *args = arena_array(L->m->arena, (size_t)g->params.n + 1, sizeof(tv));
+  if (!fe_tg_graph_args(L, g, (const tg_node *const *)rest->v + 1, args)) return tv_err();
   ir_id *ids = arena_array(L->m->arena, (size_t)g->params.n + 1, sizeof(ir_id));
-  if (!grad_args(L, rest, g, c, ids)) return tv_err();
+  for (int i = 0; i < g->params.n; i++) ids[i] = args[i].id;
   ir_grad_options o;
   ir_grad_options_init(&o);
   if (arg[1]) {
