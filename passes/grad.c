@@ -41,9 +41,9 @@ bool gr_fail(gr_ctx *g, const char *fmt, ...) {
   src_loc l = in->info->loc;
   if (!l.file) l.file = g->m->source_file;
   if (l.file && l.line > 0)
-    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s:%d:%d: %s", l.file, (int)l.line, (int)l.col, sb_str(&s));
+    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s:%d:%d: error: %s", l.file, (int)l.line, (int)l.col, sb_str(&s));
   else
-    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s", sb_str(&s));
+    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "error: %s", sb_str(&s));
   sb_free(&s);
   g->st = ST_UNSUPPORTED;
   return false;

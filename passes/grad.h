@@ -29,7 +29,7 @@ void ir_grad_options_init(ir_grad_options *o);
  * ir_module_destroy), verified. Errors (nothing in *out): ST_INVALID_ARGUMENT
  * for a bad wrt list (out of range, repeated, not floating point) or a
  * nested tuple result; ST_UNSUPPORTED, located at the instruction
- * ("file:line:col: 'NAME' (op): ..."), when a gradient is asked through an
+ * ("file:line:col: error: 'NAME' (op): ..."), when a gradient is asked through an
  * op whose table row is NONE or a form of an op the rule does not cover. o
  * may be NULL (the defaults). */
 base_status ir_grad_module(const ir_module *m, const ir_grad_options *o, ir_module **out, char *err,

@@ -117,7 +117,11 @@ int tool_cmd_grad(int argc, char **argv) {
   if (rc != TOOL_EXIT_OK) {
     /* reported by tool_open_module */
   } else if (tpucc_grad(m, &go, &g) != TPUCC_OK) {
-    fprintf(stderr, "%s\n", tpucc_session_message(s));
+    const char *msg = tpucc_session_message(s);
+    if (strstr(msg, ": error: ")) /* located at the op */
+      fprintf(stderr, "%s\n", msg);
+    else
+      tool_error(CMD, "%s: %s", file, msg);
     rc = TOOL_EXIT_FAIL;
   } else if (tpucc_module_emit_hlo(g, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));

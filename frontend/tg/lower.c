@@ -346,7 +346,6 @@ int fe_tg_graph_index(lctx *L, const char *name) {
   return strmap_get(L->g->graphs, name, strlen(name));
 }
 
-
 bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *args) {
   bool ok = true;
   for (int i = 0; i < g->params.n; i++) {
