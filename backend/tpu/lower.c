@@ -114,6 +114,9 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_FUSION:
     lower_fusion(x, i);
     break;
+  case IR_OP_SELECT_AND_SCATTER:
+    lower_select_and_scatter(x, i);
+    break;
   default:
     if (lower_is_elem(in)) {
       lower_elementwise(x, i);
