@@ -173,6 +173,9 @@ tv lower_builtin(lctx *L, const tg_node *call, const tg_builtin *b);
 int fe_tg_graph_index(lctx *L, const char *name);
 /* Inlines a call to graph gi (lower.c). */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi);
+/* numpy take of x along axis at the integer tensor of node nidx (an XLA
+ * gather; ops_index.c); what names the construct in errors. */
+tv fe_tg_take(lctx *L, const tg_node *where, ir_id x, const tg_node *nidx, int64_t axis, const char *what);
 /* numpy matmul of a and b (ops_core.c); preferred: accumulation type or
  * IR_TYPE_INVALID. */
 tv fe_tg_matmul(lctx *L, const tg_node *where, tv a, tv b, const tg_node *na,
