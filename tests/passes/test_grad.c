@@ -371,12 +371,12 @@ static void located_errors(void **state) {
   (void)state;
   expect_error("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n"
                "  ROOT y = f32[4] custom-call(x), custom_call_target=\"foo\"\n}\n",
-               NULL, ST_UNSUPPORTED, "g.hlo:4:8: 'y' (custom-call): has no gradient: an opaque custom call has no gradient");
+               NULL, ST_UNSUPPORTED, "g.hlo:4:8: error: 'y' (custom-call): has no gradient: an opaque custom call has no gradient");
   expect_error("HloModule e\nmul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                "  ROOT c = f32[] multiply(a, b)\n}\nENTRY e {\n  x = f32[4] parameter(0)\n  one = f32[] constant(1)\n"
                "  ROOT y = f32[] reduce(x, one), dimensions={0}, to_apply=mul\n}\n",
                NULL, ST_UNSUPPORTED,
-               "g.hlo:10:8: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
+               "g.hlo:10:8: error: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
                "minimum is not supported");
   /* no gradient asked through it: an inactive custom call is fine */
   ir_module *m = parse("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n  k = f32[4] custom-call(), "
