@@ -250,9 +250,17 @@ typedef struct ixreader {
   int64_t t;
 } ixreader;
 
-/* Scalar register reg = element e (a 32-bit word) of index value v. */
+/* Scalar register reg = element e (a 32-bit word) of index value v.
+ * Indices are pred, s8 or s32, all held as s32 words; another type is a
+ * located error (register 0 is read instead). */
 static void ix_read(ixreader *rd, const tval *v, int64_t e, int reg) {
   tb *b = rd->b;
+  if (v->type != IR_S32 && v->type != IR_S8 && v->type != IR_PRED) {
+    tb_error(b, ST_UNSUPPORTED, "start indices of type %s (the TPU reads pred, s8 and s32 indices)",
+             ir_type_name(v->type));
+    tb_raw(b, OP_SADD, reg, 0, 0, 0, 0, 0);
+    return;
+  }
   int64_t t = e / IX_WORDS;
   if (rd->v != v || rd->t != t) {
     int64_t words = v->count - t * IX_WORDS < IX_WORDS ? v->count - t * IX_WORDS : IX_WORDS;

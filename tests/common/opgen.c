@@ -1,6 +1,7 @@
 /* opgen.c: one-op modules with every kind of operand and use (opgen.h). */
 #include "tests/common/opgen.h"
 #include "tests/common/testgen.h"
+#include "tests/common/gsdims.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -762,83 +763,18 @@ static ir_id build_dynamic_slice(gen *g, ir_op op, ir_type t) {
   return emit(g, op, ops, n, &a, NULL, 0, NULL);
 }
 
-/* Random gather/scatter dimension numbers for operand x: which operand
- * dims the index vector starts (index_map), which are collapsed or
- * batching, the indices' shape (batch dims, index_vector_dim) and the
- * window sizes (slice sizes of the other dims). */
-typedef struct gsdims {
-  ir_attrs a;
-  ir_shape ix;
-  int nb;
-  int64_t win[IR_MAX_RANK]; /* window size per operand dim (1 for collapsed/batching) */
-  int64_t bd[IR_MAX_RANK];  /* batch dims (the indices without index_vector_dim) */
-} gsdims;
-
-static void rand_gsdims(gen *g, const ir_shape *x, gsdims *o) {
-  memset(o, 0, sizeof *o);
-  o->a = noattrs();
-  int r = x->rank;
-  int64_t map[IR_MAX_RANK], col[IR_MAX_RANK], ob = -1;
-  int nm = 0, nc = 0;
-  for (int d = 0; d < r; d++) {
-    o->win[d] = pick(g, 6) ? 1 + pick(g, (int)x->dims[d]) : pick(g, (int)x->dims[d] + 1);
-    if (pick(g, 2) || (d == r - 1 && nm == 0)) map[nm++] = d;
-  }
-  for (int i = nm - 1; i > 0; i--) { /* the index vector's order is free */
-    int j = pick(g, i + 1);
-    int64_t t = map[i];
-    map[i] = map[j], map[j] = t;
-  }
-  o->nb = pick(g, 3);
-  for (int b = 0; b < o->nb; b++) o->bd[b] = 1 + pick(g, 5);
-  for (int d = 0; d < r; d++) {
-    bool mapped = false;
-    for (int k = 0; k < nm; k++) mapped |= map[k] == d;
-    if (!mapped && ob < 0 && o->nb > 0 && pick(g, 3) == 0) {
-      ob = d, o->win[d] = 1, o->bd[0] = x->dims[d]; /* batching: indices dim 0 */
-    } else if (o->win[d] <= 1 && pick(g, 2)) {
-      col[nc++] = d;
-    }
-  }
-  o->a.index_map = ints(g, nm, map);
-  o->a.collapsed_dims = ints(g, nc, col);
-  if (ob >= 0) {
-    int64_t zero = 0;
-    o->a.operand_batching = ints(g, 1, &ob);
-    o->a.index_batching = ints(g, 1, &zero);
-  }
-  /* the index vector: the last dim of the indices, or implicit (one start) */
-  int64_t id[IR_MAX_RANK];
-  for (int b = 0; b < o->nb; b++) id[b] = o->bd[b];
-  bool implicit = nm == 1 && pick(g, 2);
-  if (!implicit) id[o->nb] = nm;
-  o->a.index_vector_dim = o->nb;
-  o->ix = ir_shape_array(index_type(g), o->nb + !implicit, id);
-  note(g, " map %d collapsed %d batching %d batch rank %d", nm, nc, ob >= 0, o->nb);
-}
-
-/* Sorted positions of nw window dims among rank dims. */
-static ir_ints window_positions(gen *g, int nw, int rank) {
-  int64_t p[IR_MAX_RANK];
-  int n = 0;
-  for (int i = 0; i < rank && n < nw; i++)
-    if (rank - i == nw - n || pick(g, 2)) p[n++] = i;
-  return ints(g, n, p);
+/* Random dimension numbers for operand x (gsdims.h), noted. */
+static void rand_gsdims(gen *g, const ir_shape *x, tc_gsdims *o) {
+  tc_rand_gsdims(&g->rs, g->m->arena, x, index_type(g), o);
+  note(g, " map %d collapsed %d batching %d batch rank %d", o->a.index_map.n, o->a.collapsed_dims.n,
+       o->a.operand_batching.n, o->nb);
 }
 
 static ir_id build_gather(gen *g, ir_type t) {
   ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3));
-  gsdims o;
+  tc_gsdims o;
   rand_gsdims(g, &x, &o);
-  int nw = 0;
-  for (int d = 0; d < x.rank; d++) {
-    bool out = false;
-    for (int k = 0; k < o.a.collapsed_dims.n; k++) out |= o.a.collapsed_dims.v[k] == d;
-    for (int k = 0; k < o.a.operand_batching.n; k++) out |= o.a.operand_batching.v[k] == d;
-    nw += !out;
-  }
   o.a.slice_sizes = ints(g, x.rank, o.win);
-  o.a.window_dims = window_positions(g, nw, nw + o.nb);
   o.a.indices_are_sorted = pick(g, 4) == 0;
   ir_id xs = operand(g, &x), ix = operand(g, &o.ix);
   return emit(g, IR_OP_GATHER, (ir_id[]){xs, ix}, 2, &o.a, NULL, 0, NULL);
@@ -846,23 +782,8 @@ static ir_id build_gather(gen *g, ir_type t) {
 
 static ir_id build_scatter(gen *g, ir_type t) {
   ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3));
-  gsdims o;
+  tc_gsdims o;
   rand_gsdims(g, &x, &o);
-  int64_t wsz[IR_MAX_RANK];
-  int nw = 0;
-  for (int d = 0; d < x.rank; d++) {
-    bool out = false;
-    for (int k = 0; k < o.a.collapsed_dims.n; k++) out |= o.a.collapsed_dims.v[k] == d;
-    for (int k = 0; k < o.a.operand_batching.n; k++) out |= o.a.operand_batching.v[k] == d;
-    if (!out) wsz[nw++] = o.win[d];
-  }
-  int ur = nw + o.nb;
-  o.a.window_dims = window_positions(g, nw, ur);
-  int64_t ud[IR_MAX_RANK];
-  for (int i = 0, j = 0, b = 0; i < ur; i++) {
-    bool w = j < o.a.window_dims.n && o.a.window_dims.v[j] == i;
-    ud[i] = w ? wsz[j++] : o.bd[b++];
-  }
   o.a.unique_indices = pick(g, 4) == 0;
   bool two = pick(g, 4) == 0 && t != IR_PRED;
   ir_type types[2] = {t, IR_S32};
@@ -877,7 +798,7 @@ static ir_id build_scatter(gen *g, ir_type t) {
   }
   ops[n] = operand(g, &o.ix);
   for (int k = 0; k < n; k++) {
-    ir_shape uk = ir_shape_array(types[k], ur, ud);
+    ir_shape uk = ir_shape_array(types[k], o.nw + o.nb, o.out);
     ops[n + 1 + k] = operand(g, &uk);
   }
   return emit(g, IR_OP_SCATTER, ops, 2 * n + 1, &o.a, &rc, 1, NULL);
@@ -887,17 +808,8 @@ static ir_id build_select_and_scatter(gen *g, ir_type t) {
   if (t == IR_PRED) t = IR_S32;
   ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3)), one = ir_shape_scalar(t);
   ir_window w;
-  memset(&w, 0, sizeof w);
-  w.rank = x.rank;
   int64_t sd[IR_MAX_RANK];
-  for (int d = 0; d < x.rank; d++) {
-    ir_window_dim *wd = &w.dims[d];
-    wd->size = 1 + pick(g, (int)(x.dims[d] < 3 ? x.dims[d] : 3));
-    wd->stride = 1 + pick(g, 2);
-    wd->lhs_dilate = wd->rhs_dilate = 1;
-    wd->pad_lo = pick(g, 3) == 0, wd->pad_hi = pick(g, 3) == 0;
-    sd[d] = (x.dims[d] + wd->pad_lo + wd->pad_hi - wd->size) / wd->stride + 1;
-  }
+  tc_rand_sas_window(&g->rs, &x, &w, sd);
   ir_attrs a = noattrs();
   a.window = &w;
   /* select: a compare (GE or GT: ties to the first or the last) */

@@ -14,6 +14,8 @@ typedef struct gen {
   ir_id vals[MAXV];
   int nv;
   int nparams;
+  ir_id ixv[6]; /* RG_INDEX results, all kept live by the root */
+  int nix;
 } gen;
 
 static uint64_t rnd(gen *g) { return tc_splitmix(&g->rs); }
@@ -718,6 +720,14 @@ static void gen_norm(gen *g) {
 static void step(gen *g) {
   unsigned fam[10] = {RG_ARITH | RG_TRANSC, RG_ARITH | RG_MINMAX | RG_INT, RG_MINMAX, RG_MOVE,
                       RG_MOVE, RG_REDUCE, RG_DOT, RG_CONV, RG_CMPSEL, RG_CONVERT};
+  /* RG_INDEX: one step in three is an indexing step (on a value that takes it) */
+  for (int tries = 0; on(g, RG_INDEX) && tries < 8 && (tries > 0 || pick(g, 3) == 0); tries++) {
+    ir_id v = rg_index_step(g->m, g->c, g->vals[pick(g, g->nv)], &g->rs, &g->nparams);
+    if (v == IR_NONE) continue;
+    if (g->nv < MAXV) g->vals[g->nv++] = v;
+    if (g->nix < (int)COUNTOF(g->ixv)) g->ixv[g->nix++] = v;
+    return;
+  }
   for (int tries = 0; tries < 20; tries++) {
     /* RG_ATTN draws from 11 (other streams stay as they were) */
     int k = pick(g, on(g, RG_ATTN) ? 11 : 10);
@@ -777,7 +787,14 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
   if (on(&g, RG_ATTN)) gen_attn(&g);
   for (int i = 0; i < steps; i++) step(&g);
   ir_id last = g.vals[g.nv - 1], root = last;
-  if (g.nv > 1 && pick(&g, 2)) {
+  if (g.nix > 0) { /* the indexing results and the last value */
+    ir_id ops[8];
+    int n = 0;
+    for (int k = 0; k < g.nix; k++)
+      if (g.ixv[k] != last) ops[n++] = g.ixv[k];
+    ops[n++] = last;
+    root = add(&g, IR_OP_TUPLE, ops, n, NULL, NULL, 0, NULL, false);
+  } else if (g.nv > 1 && pick(&g, 2)) {
     ir_id ops[2] = {last, g.vals[pick(&g, g.nv - 1)]};
     root = add(&g, IR_OP_TUPLE, ops, 2, NULL, NULL, 0, NULL, false);
   }

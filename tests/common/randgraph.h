@@ -57,6 +57,15 @@ enum {
  * stored as bf16). */
 enum { RG_NORM = 1u << 11 };
 
+/* Indexing (not in RG_ALL): now and then a step is a gather, scatter,
+ * dynamic slice, dynamic update slice or select-and-scatter on a value of
+ * the graph (randgraph_index.c). */
+enum { RG_INDEX = 1u << 12 };
+/* That step on value x of computation c: its index (and update, source)
+ * operands are new parameters numbered from *np; IR_NONE when the drawn
+ * form does not apply to x. */
+ir_id rg_index_step(ir_module *m, ir_comp_id c, ir_id x, uint64_t *rs, int *np);
+
 typedef struct rg_options {
   unsigned ops;      /* RG_* families; 0 means RG_ALL */
   int steps;         /* instructions proposed; 0: 6 to 20 */

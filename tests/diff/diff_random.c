@@ -216,6 +216,19 @@ int main(int argc, char **argv) {
     runs++;
     if (!one_graph(seed + 5000011u, i, &rw, &cw, false)) bad++;
   }
+  /* The indexing family: gathers, scatters, dynamic slices and
+   * select-and-scatter with random dimension numbers and out-of-range
+   * indices among elementwise and data-movement steps, on every target. */
+  rg_options rx = ro;
+  rx.ops = RG_INDEX | RG_ARITH | RG_MOVE | RG_INT;
+  for (int i = 0; i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs += 1 + cpu;
+    if (!one_graph(seed + 6000011u, i, &rx, &cf, false)) bad++;
+#ifdef HAVE_LLVM
+    if (cpu && !one_graph(seed + 6000011u, i, &rx, &cf, true)) bad++;
+#endif
+  }
 #ifdef HAVE_LLVM
   /* The CPU family: every op family at every precision, on ordinary and
    * on special arguments. */
