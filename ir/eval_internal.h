@@ -240,6 +240,10 @@ ev_handler ev_convolution;     /* eval_conv.c */
 ev_handler ev_reduce;          /* eval_reduce.c */
 ev_handler ev_reduce_window;   /* eval_reduce.c */
 ev_handler ev_all_reduce;      /* eval_reduce.c */
+ev_handler ev_sort;            /* eval_sort.c */
+ev_handler ev_topk;            /* eval_sort.c: topk and the TopK custom-call */
+ev_handler ev_rng_bit_generator; /* eval_rng.c */
+ev_handler ev_rng;             /* eval_rng.c */
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

@@ -35,14 +35,7 @@ static void report(vctx *v, src_loc loc, const char *fmt, ...) {
   v->count++;
 }
 
-static const char *shape_str(char *buf, size_t n, const ir_shape *s) {
-  strbuf b;
-  sb_init(&b);
-  ir_shape_print(&b, s, false);
-  snprintf(buf, n, "%s", sb_str(&b));
-  sb_free(&b);
-  return buf;
-}
+#define shape_str ir_shape_str
 #define SHP(s) shape_str((char[128]){0}, 128, (s))
 
 /* ---- shapes and layouts ----------------------------------------------- */
@@ -464,6 +457,9 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   if (!ops_ok) return;
   if (in->op == IR_OP_CALL || in->op == IR_OP_WHILE || in->op == IR_OP_CONDITIONAL)
     check_control(v, cp, in);
+  char why2[400];
+  if (!ir_check_sortrng(m, cp, in, why2, sizeof why2))
+    report(v, in->info->loc, "%%%s: %s", nm, why2);
 
   /* Shapes: inference with the declared shape as the pre-filled target. */
   arena_mark mk = arena_get_mark(m->arena);
@@ -707,7 +703,7 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
       if (in->dead) continue;
       ir_type t = non_core_type(in->shape, 0);
       long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
-      if (ir_op_flags(in->op) & OPF_DECLARED)
+      if ((ir_op_flags(in->op) & OPF_DECLARED) && !ir_declared_runs(in, target))
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)
