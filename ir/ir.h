@@ -594,7 +594,7 @@ bool ir_check_sortrng(const ir_module *m, const ir_comp *cp, const ir_inst *in, 
                       size_t n);
 /* Whether target ("interp", "cpu", a TPU spec) runs the OPF_DECLARED
  * instruction in: sort, topk, rng, rng-bit-generator and the TopK
- * custom-call on interp. */
+ * custom-call on interp; sort, topk and the TopK custom-call on cpu. */
 bool ir_declared_runs(const ir_inst *in, const char *target);
 
 /* Random123's ThreeFry-2x32 (20 rounds) and Philox-4x32 (10 rounds) of a

@@ -209,6 +209,11 @@ typedef struct kfn {
 void llvm_kernel_begin(emitter *e, kfn *k, cbuf **bufs, int nbufs, const char *name);
 void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
 
+/* ---- sort.c ---------------------------------------------------------- */
+/* Emits sort, topk or the TopK custom-call id of s (operands and result
+ * materialised): the evaluator's merge sort, row by row. */
+bool llvm_emit_sort(emitter *e, scope *s, ir_id id);
+
 /* ---- dot.c ----------------------------------------------------------- */
 /* Emits dot id of s (operands and result materialised). */
 bool llvm_emit_dot(emitter *e, scope *s, ir_id id);
