@@ -62,7 +62,7 @@ base_status drv_parse(const char *name, const char *text, size_t len, tpucc_lang
   }
   /* Expanders of ops no target runs as written, at every -O level. */
   pass_ctx ctx = {d, 0, false, NULL, NULL};
-  pass_batchnorm_expand(m, &ctx);
+  pass_expand(m, &ctx);
   *out = m;
   return ST_OK;
 }

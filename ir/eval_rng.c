@@ -51,13 +51,11 @@ base_status ev_rng(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   uint8_t *o = (*out)->data;
   size_t es = (size_t)ir_type_size(rs->type);
   if (is_int) {
-    uint32_t a = (uint32_t)ev_load_i(IR_S32, ops[0]->data), b = (uint32_t)ev_load_i(IR_S32, ops[1]->data);
-    uint32_t range = b - a;
+    int32_t a = (int32_t)ev_load_i(IR_S32, ops[0]->data), b = (int32_t)ev_load_i(IR_S32, ops[1]->data);
     for (int64_t e = 0; e < n; e++) {
       uint32_t w;
       memcpy(&w, (uint8_t *)std + 4 * e, 4);
-      uint32_t dist2 = range ? w % range : w, half = dist2 >> 1;
-      ev_store_i(IR_S32, o + 4 * e, (int64_t)(uint32_t)(a + half + (dist2 - half)));
+      ev_store_i(IR_S32, o + 4 * e, ir_rng_uniform_s32(w, a, b));
     }
     return ST_OK;
   }

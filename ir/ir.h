@@ -620,6 +620,10 @@ uint64_t ir_rng_key_of(const char *name);
  * NormalFloatingPointDistribution (host sinf, cosf, logf, sqrtf). */
 void ir_rng_standard(ir_rng_dist dist, bool is_int, uint64_t key, int rank, const int64_t *dims,
                      void *out);
+/* rng_uniform of s32 from one word, as XLA's ConvertRandomBitsToUniformInt:
+ * range = u32(b) - u32(a), d = w % range (w when range is 0),
+ * a + d / 2 + (d - d / 2), wrapping. */
+int32_t ir_rng_uniform_s32(uint32_t w, int32_t a, int32_t b);
 
 /* ---- text ------------------------------------------------------------ */
 

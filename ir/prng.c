@@ -210,3 +210,8 @@ void ir_rng_standard(ir_rng_dist dist, bool is_int, uint64_t key, int rank, cons
   }
   free(bits);
 }
+
+int32_t ir_rng_uniform_s32(uint32_t w, int32_t a, int32_t b) {
+  uint32_t range = (uint32_t)b - (uint32_t)a, d = range ? w % range : w, half = d >> 1;
+  return (int32_t)((uint32_t)a + half + (d - half));
+}

@@ -5,6 +5,7 @@
 #include "eval_test.h"
 
 #include "frontend/frontend.h"
+#include "passes/passes.h"
 
 /* Parses HLO text, evaluates with args; asserts success. */
 static ir_literal *run_text(tb *t, const char *text, ir_literal **args, int nargs) {
@@ -281,13 +282,46 @@ static void rng_uniform_and_normal(void **state) {
   tb_free(&t);
 }
 
+/* rng expanded into a constant and f32 ops (passes/expand.c, what every
+ * target runs) equals the evaluator's own rng bit for bit. */
+static void rng_expansion_matches_native(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  const char *text = "HloModule r\nENTRY e {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                     "  c = f16[] convert(a)\n  d = f16[] convert(b)\n"
+                     "  i = s32[] constant(2147483000)\n  j = s32[] constant(-2147483000)\n"
+                     "  u = f32[5,3] rng(a, b), distribution=rng_uniform\n"
+                     "  n = f32[3,5] rng(a, b), distribution=rng_normal\n"
+                     "  h = f16[7] rng(c, d), distribution=rng_uniform\n"
+                     "  k = s32[6] rng(i, j), distribution=rng_uniform\n"
+                     "  ROOT t = (f32[5,3], f32[3,5], f16[7], s32[6]) tuple(u, n, h, k)\n}\n";
+  ir_literal *a[2] = {tb_lit(&t, SCALAR(IR_F32), VALS(-0.75)), tb_lit(&t, SCALAR(IR_F32), VALS(5))};
+  diag *d = diag_create();
+  ir_module *m = fe_parse_hlo("t.hlo", text, strlen(text), d);
+  assert_non_null(m);
+  ir_literal *native = NULL, *expanded = NULL;
+  assert_int_equal(ir_eval(m, &t.opts, a, 2, t.out, &native, t.err, sizeof t.err), ST_OK);
+  pass_ctx ctx = {d, 0, false, NULL, NULL};
+  assert_true(pass_expand(m, &ctx));
+  assert_int_equal(ir_verify(m, d), 0);
+  for (int c = 0; c < m->comps.n; c++)
+    for (int i = 0; i < m->comps.v[c].insts.n; i++)
+      assert_int_not_equal(m->comps.v[c].insts.v[i].op, IR_OP_RNG);
+  assert_int_equal(ir_eval(m, &t.opts, a, 2, t.out, &expanded, t.err, sizeof t.err), ST_OK);
+  for (int k = 0; k < 4; k++) assert_true(ir_literal_equal(native->elems[k], expanded->elems[k]));
+  diag_destroy(d);
+  ir_module_destroy(m);
+  tb_free(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sort_key_value_ties),   cmocka_unit_test(sort_general_comparator_dim0),
       cmocka_unit_test(topk_total_order),      cmocka_unit_test(topk_custom_call),
       cmocka_unit_test(sort_malformed),        cmocka_unit_test(random123_known_answers),
       cmocka_unit_test(rng_bits_three_fry_layout), cmocka_unit_test(rng_bits_philox_layout),
-      cmocka_unit_test(rng_uniform_and_normal),
+      cmocka_unit_test(rng_uniform_and_normal), cmocka_unit_test(rng_expansion_matches_native),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

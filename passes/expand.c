@@ -1,10 +1,12 @@
-/* batchnorm.c: batch-norm-training, batch-norm-inference and
- * batch-norm-grad expanded into core ops, as XLA's BatchNormExpander.
+/* expand.c: the ops no target runs as written, expanded into core ops.
  * require: a verified module.  provide: no batch-norm instruction with a
- * well-formed epsilon and feature_index (the others are left for the
- * target's located error). Not a pipeline row: drv_parse runs it on
- * every module it parses, so every target sees the same core ops at
- * every -O level.
+ * well-formed epsilon and feature_index, no rng of a float type or of s32
+ * with constant bounds (the others are left for the target's located
+ * error). Not a pipeline row: drv_parse runs it on every module it
+ * parses, so every target sees the same core ops at every -O level.
+ *
+ * batch-norm-training, batch-norm-inference and batch-norm-grad, as XLA's
+ * BatchNormExpander.
  *
  * With x the operand, C its feature dimension (feature_index), N the
  * elements per feature, every step in x's element type and every [C]
@@ -17,7 +19,13 @@
  *              r = rsqrt(var + eps), xm = x - mean,
  *              doffset = sum(dy), s = sum(dy * xm), dscale = s * r,
  *              dx = (scale * r / N) * (dy * N - doffset - xm * s / (var + eps))
- * where sum reduces every dimension but C (XLA's reduce order). */
+ * where sum reduces every dimension but C (XLA's reduce order).
+ *
+ * rng (ir/eval_rng.c's definition, bit for bit): its standard values
+ * (ir_rng_standard under the instruction's key) become an f32 constant u
+ * (uniform) or z (normal); then in f32 u * (b - a) + a or a + b * z,
+ * converted to the result type. An s32 rng with constant bounds becomes
+ * the constant of its values. */
 #include "passes/rewrite.h"
 
 #include <stdlib.h>
@@ -51,18 +59,24 @@ static ir_id bin(bn *b, ir_op op, bool full, ir_id x, ir_id y) {
   return emit(b, op, full ? &b->xs : &b->fs, 2, (ir_id[]){x, y}, NULL, IR_NONE);
 }
 
-/* A scalar constant v of type t. */
-static ir_id scalar(bn *b, double v) {
-  ir_shape s = ir_shape_scalar(b->t);
+/* A constant instruction of literal l. */
+static ir_id constant(bn *b, ir_literal *l) {
   ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_CONSTANT;
-  p.shape = s;
+  p.shape = l->shape;
   p.a = ir_attrs_none;
-  p.a.literal = ir_literal_create(b->m->arena, &s);
-  ir_literal_set_f64(p.a.literal, 0, v);
+  p.a.literal = l;
   p.loc = b->loc;
   return ir_inst_add(b->m, b->c, &p);
+}
+
+/* A scalar constant v of type t. */
+static ir_id scalar(bn *b, double v) {
+  ir_shape s = ir_shape_scalar(b->t);
+  ir_literal *l = ir_literal_create(b->m->arena, &s);
+  ir_literal_set_f64(l, 0, v);
+  return constant(b, l);
 }
 
 /* v broadcast to the full or [C] shape. */
@@ -171,7 +185,64 @@ static ir_id expand(ir_module *m, ir_comp_id c, ir_id i, ir_comp_id *add) {
   return tuple3(&b, &rs, dx, dscale, doff);
 }
 
-bool pass_batchnorm_expand(ir_module *m, pass_ctx *ctx) {
+
+/* A constant of type t (4 bytes) and the dims of rs holding the words v. */
+static ir_id const_words(bn *b, const ir_shape *rs, ir_type t, const void *v) {
+  ir_shape s = ir_shape_array(t, rs->rank, rs->dims);
+  ir_literal *l = ir_literal_create(b->m->arena, &s);
+  memcpy(l->data, v, l->nbytes);
+  return constant(b, l);
+}
+
+static ir_id to_type(bn *b, ir_id x, const ir_shape *s, ir_type t) {
+  ir_shape o = ir_shape_array(t, s->rank, s->dims);
+  return emit(b, IR_OP_CONVERT, &o, 1, &x, NULL, IR_NONE);
+}
+
+/* The expansion of rng instruction i, or IR_NONE. */
+static ir_id expand_rng(ir_module *m, ir_comp_id c, ir_id i) {
+  const ir_inst *in = ir_inst_get(m, c, i);
+  ir_rng_dist dist;
+  ir_shape rs = *in->shape;
+  ir_type t = rs.type;
+  bool f = t == IR_F32 || t == IR_BF16 || t == IR_F16;
+  if (!ir_rng_dist_of(in, &dist) || in->nops != 2 || rs.type == IR_TUPLE || (!f && t != IR_S32))
+    return IR_NONE;
+  ir_shape sc = ir_shape_scalar(IR_F32);
+  bn b = {m, c, in->info->loc, IR_F32, ir_shape_array(IR_F32, rs.rank, rs.dims), sc, 0, IR_NONE};
+  ir_id a = in->ops[0], hi = in->ops[1];
+  const ir_inst *ai = ir_inst_get(m, c, a), *bi = ir_inst_get(m, c, hi);
+  if (!f && (ai->op != IR_OP_CONSTANT || bi->op != IR_OP_CONSTANT)) return IR_NONE;
+  int64_t n = ir_shape_count(&rs);
+  uint32_t *w = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+  if (!w) base_die("out of memory for %lld random numbers", (long long)n);
+  ir_rng_standard(dist, !f, ir_rng_key_of(in->info->name), rs.rank, rs.dims, w);
+  ir_id r;
+  if (!f) {
+    int32_t lo = (int32_t)ir_literal_get_i64(ai->a->literal, 0),
+            up = (int32_t)ir_literal_get_i64(bi->a->literal, 0);
+    for (int64_t e = 0; e < n; e++) w[e] = (uint32_t)ir_rng_uniform_s32(w[e], lo, up);
+    r = const_words(&b, &rs, IR_S32, w);
+  } else {
+    ir_id std = const_words(&b, &rs, IR_F32, w);
+    if (t != IR_F32) a = to_type(&b, a, &sc, IR_F32), hi = to_type(&b, hi, &sc, IR_F32);
+    ir_attrs none = ir_attrs_none;
+    ir_id ab = emit(&b, IR_OP_BROADCAST, &b.xs, 1, &a, &none, IR_NONE);
+    if (dist == IR_RNG_UNIFORM) {
+      ir_id span = emit(&b, IR_OP_SUBTRACT, &sc, 2, (ir_id[]){hi, a}, NULL, IR_NONE);
+      ir_id sb = emit(&b, IR_OP_BROADCAST, &b.xs, 1, &span, &none, IR_NONE);
+      r = bin(&b, IR_OP_ADD, true, bin(&b, IR_OP_MULTIPLY, true, std, sb), ab);
+    } else {
+      ir_id bb = emit(&b, IR_OP_BROADCAST, &b.xs, 1, &hi, &none, IR_NONE);
+      r = bin(&b, IR_OP_ADD, true, ab, bin(&b, IR_OP_MULTIPLY, true, bb, std));
+    }
+    if (t != IR_F32) r = to_type(&b, r, &rs, t);
+  }
+  free(w);
+  return r;
+}
+
+bool pass_expand(ir_module *m, pass_ctx *ctx) {
   (void)ctx;
   bool changed = false;
   for (ir_comp_id c = 0; c < m->comps.n; c++) {
@@ -182,9 +253,9 @@ bool pass_batchnorm_expand(ir_module *m, pass_ctx *ctx) {
     for (ir_id i = 0; i < n; i++) {
       ir_op op = ir_comp_get(m, c)->insts.v[i].op;
       if ((op != IR_OP_BATCH_NORM_TRAINING && op != IR_OP_BATCH_NORM_INFERENCE &&
-           op != IR_OP_BATCH_NORM_GRAD) || ir_comp_get(m, c)->insts.v[i].dead)
+           op != IR_OP_BATCH_NORM_GRAD && op != IR_OP_RNG) || ir_comp_get(m, c)->insts.v[i].dead)
         continue;
-      ir_id e = expand(m, c, i, &add);
+      ir_id e = op == IR_OP_RNG ? expand_rng(m, c, i) : expand(m, c, i, &add);
       if (e == IR_NONE) continue;
       if (!mp.v) mp = pr_map_make(m->arena, n);
       mp.v[i] = e;
