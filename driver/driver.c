@@ -60,6 +60,9 @@ base_status drv_parse(const char *name, const char *text, size_t len, tpucc_lang
     ir_module_destroy(m);
     return ST_PARSE_ERROR;
   }
+  /* Expanders of ops no target runs as written, at every -O level. */
+  pass_ctx ctx = {d, 0, false, NULL, NULL};
+  pass_expand(m, &ctx);
   *out = m;
   return ST_OK;
 }

@@ -93,7 +93,7 @@ static bool dim_ok(const ir_shape *s, int64_t d) {
  * dot's and a convolution's multiply-adds, a reduction's fold steps. */
 static double inner_work(const ir_comp *cp, const ir_inst *in, double out) {
   const ir_shape *lhs = operand(cp, in, 0), *rhs = operand(cp, in, 1);
-  double k = 1;
+  double k = 1, inner = 0;
   switch (in->op) {
   case IR_OP_DOT:
     for (int i = 0; i < in->a->lhs_contracting.n; i++)
@@ -107,6 +107,13 @@ static double inner_work(const ir_comp *cp, const ir_inst *in, double out) {
     return out * k;
   case IR_OP_REDUCE: /* one fold per input element */
     return lhs && lhs->type != IR_TUPLE && elements(lhs) > 0 ? elements(lhs) : 0;
+  case IR_OP_SORT:
+  case IR_OP_TOPK:
+  case IR_OP_CUSTOM_CALL: { /* a merge sort's comparisons (the TopK custom-call) */
+    double n = lhs && lhs->type != IR_TUPLE && elements(lhs) > 0 ? elements(lhs) : 0;
+    while (k < n) k *= 2, inner += n;
+    return inner;
+  }
   case IR_OP_REDUCE_WINDOW: {
     double nout = in->shape->type == IR_TUPLE
                       ? (in->shape->ntuple > 0 && in->shape->tuple ? elements(&in->shape->tuple[0]) : 0)
@@ -146,8 +153,8 @@ static base_status inst_work(bctx *b, const ir_comp *cp, const ir_inst *in, int 
     base_status st = comp_work(b, in, in->calls[k], depth + 1, &cw);
     if (st != ST_OK) return st;
     if (in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW || in->op == IR_OP_SCATTER ||
-        in->op == IR_OP_SELECT_AND_SCATTER)
-      inner *= cw > 1 ? cw : 1; /* each fold calls to_apply */
+        in->op == IR_OP_SELECT_AND_SCATTER || in->op == IR_OP_SORT || in->op == IR_OP_CUSTOM_CALL)
+      inner *= cw > 1 ? cw : 1; /* each fold or comparison calls to_apply */
     else
       w += cw;
   }

@@ -277,6 +277,7 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
   case IR_OP_ALL_REDUCE:
     return ev_all_reduce(cx, in, ops, out);
   case IR_OP_CUSTOM_CALL:
+    if (ir_is_topk_custom_call(in)) return ev_topk(cx, in, ops, out);
     return ev_custom_call(cx, in, ops, out);
   case IR_OP_DYNAMIC_SLICE:
     return ev_dynamic_slice(cx, in, ops, out);
@@ -288,6 +289,14 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     return ev_scatter(cx, in, ops, out);
   case IR_OP_SELECT_AND_SCATTER:
     return ev_select_and_scatter(cx, in, ops, out);
+  case IR_OP_SORT:
+    return ev_sort(cx, in, ops, out);
+  case IR_OP_TOPK:
+    return ev_topk(cx, in, ops, out);
+  case IR_OP_RNG_BIT_GENERATOR:
+    return ev_rng_bit_generator(cx, in, ops, out);
+  case IR_OP_RNG:
+    return ev_rng(cx, in, ops, out);
   default:
     break; /* the elementwise ops, dispatched above */
   }

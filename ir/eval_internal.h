@@ -274,6 +274,10 @@ base_status ev_reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n, 
 /* One step: args[0..n) = to_apply(args[0..n), args[n..2n)), in constant
  * memory (an arena mark around the call). */
 base_status ev_reducer_step(ev_ctx *cx, ev_reducer *r);
+ev_handler ev_sort;            /* eval_sort.c */
+ev_handler ev_topk;            /* eval_sort.c: topk and the TopK custom-call */
+ev_handler ev_rng_bit_generator; /* eval_rng.c */
+ev_handler ev_rng;             /* eval_rng.c */
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

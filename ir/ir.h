@@ -126,6 +126,8 @@ bool ir_shape_equal_with_layout(const ir_shape *a, const ir_shape *b);
 ir_shape ir_shape_clone(arena *a, const ir_shape *s);
 /* Appends the HLO spelling ("f32[2,3]{1,0}" or "(f32[], s32[4])"). */
 void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout);
+/* The same without layout into buf (n bytes, truncated); returns buf. */
+const char *ir_shape_str(char *buf, size_t n, const ir_shape *s);
 /* The same as XLA's printer writes it in a module: before every fifth
  * element of a tuple, a comment giving its index ("index=5" in a C
  * comment). */
@@ -607,7 +609,8 @@ ir_custom_kind ir_custom_call_kind(const ir_inst *in, const ir_ffi_table *ffi);
 long long ir_module_count_attr(const ir_module *m, const char *name);
 
 /* Checks that a target that runs the core set can run m: no OPF_DECLARED
- * op (while, custom-call, gather, ...) and no element type outside pred,
+ * op (while, custom-call, gather, ...) but those ir_declared_runs accepts,
+ * and no element type outside pred,
  * s8, s32, bf16, f16, f32, anywhere in the module; one replica asked for
  * (header replica_count absent or 1, reported at the entry computation)
  * and no all-reduce whose replica_groups name a replica other than 0.
@@ -624,6 +627,63 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
  * targets that run it. */
 int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_table *ffi, diag *d,
                           char *err, size_t errlen);
+
+/* ---- sort, top-k and random numbers (ir/sortrng.c, ir/prng.c) -------- */
+
+/* The text of in's verbatim attribute `name` (as written after '='), or
+ * NULL: how the attributes of OPF_DECLARED ops are read. */
+const char *ir_raw_attr_text(const ir_inst *in, const char *name);
+/* sort: dimensions={d} and is_stable (default false); false when absent
+ * or malformed (the verifier reports it). */
+bool ir_sort_attrs_of(const ir_inst *in, int64_t *dim, bool *stable);
+/* Whether in is a custom-call of custom_call_target="TopK". */
+bool ir_is_topk_custom_call(const ir_inst *in);
+/* topk: k and largest (default true); the TopK custom-call: k from its
+ * result, largest. False when absent or malformed. */
+bool ir_topk_attrs_of(const ir_inst *in, int64_t *k, bool *largest);
+typedef enum ir_rng_alg { IR_RNG_DEFAULT, IR_RNG_THREE_FRY, IR_RNG_PHILOX } ir_rng_alg;
+typedef enum ir_rng_dist { IR_RNG_UNIFORM, IR_RNG_NORMAL } ir_rng_dist;
+/* rng-bit-generator's algorithm, rng's distribution; false when absent. */
+bool ir_rng_alg_of(const ir_inst *in, ir_rng_alg *out);
+bool ir_rng_dist_of(const ir_inst *in, ir_rng_dist *out);
+/* Checks a sort, topk, TopK custom-call, rng or rng-bit-generator: its
+ * operands, attributes, comparator (2N scalar parameters of the operand
+ * types, a pred[] root) and written result. False with a one-line reason
+ * in msg (size n); true for any other instruction. */
+bool ir_check_sortrng(const ir_module *m, const ir_comp *cp, const ir_inst *in, char *msg,
+                      size_t n);
+/* Whether target ("interp", "cpu", a TPU spec) runs the OPF_DECLARED
+ * instruction in: sort, topk, rng, rng-bit-generator and the TopK
+ * custom-call on interp; sort, topk and the TopK custom-call on cpu. */
+bool ir_declared_runs(const ir_inst *in, const char *target);
+
+/* Random123's ThreeFry-2x32 (20 rounds) and Philox-4x32 (10 rounds) of a
+ * counter block under a key. */
+void ir_threefry2x32(const uint32_t key[2], const uint32_t ctr[2], uint32_t out[2]);
+void ir_philox4x32(const uint32_t key[2], const uint32_t ctr[4], uint32_t out[4]);
+/* XLA's rng-bit-generator: nstate (2 or 3) u64 words of state, an output
+ * of dims[rank] elements of `bits` bits (8, 16, 32, 64; narrower than 32
+ * keeps each 32-bit word's low bits) written little-endian into out, and
+ * the next state (nstate words) into new_state. IR_RNG_DEFAULT is Philox,
+ * as on XLA's CPU and GPU. */
+void ir_rng_bit_generator(ir_rng_alg alg, const uint64_t *state, int nstate, int rank,
+                          const int64_t *dims, int bits, void *out, uint64_t *new_state);
+
+/* rng's key: FNV-1a (64-bit) of the instruction's name, so that an rng
+ * gives the same numbers on every run and target whatever else the module
+ * holds. */
+uint64_t ir_rng_key_of(const char *name);
+/* rng's standard values for dims[rank] elements, into out (4 bytes each):
+ * Philox (XLA's PhiloxBitGenerator) under key with counter 0; uniform:
+ * f32 u in [0, 1) (the top 23 bits of each word over 2^23) or, is_int,
+ * the u32 words; normal: f32 Box-Muller pairs as XLA's
+ * NormalFloatingPointDistribution (host sinf, cosf, logf, sqrtf). */
+void ir_rng_standard(ir_rng_dist dist, bool is_int, uint64_t key, int rank, const int64_t *dims,
+                     void *out);
+/* rng_uniform of s32 from one word, as XLA's ConvertRandomBitsToUniformInt:
+ * range = u32(b) - u32(a), d = w % range (w when range is 0),
+ * a + d / 2 + (d - d / 2), wrapping. */
+int32_t ir_rng_uniform_s32(uint32_t w, int32_t a, int32_t b);
 
 /* ---- text ------------------------------------------------------------ */
 

@@ -144,6 +144,15 @@ void ir_shape_print(strbuf *b, const ir_shape *s, bool with_layout) {
   print_shape(b, s, with_layout, false);
 }
 
+const char *ir_shape_str(char *buf, size_t n, const ir_shape *s) {
+  strbuf b;
+  sb_init(&b);
+  ir_shape_print(&b, s, false);
+  snprintf(buf, n, "%s", sb_str(&b));
+  sb_free(&b);
+  return buf;
+}
+
 void ir_shape_print_indexed(strbuf *b, const ir_shape *s, bool with_layout) {
   print_shape(b, s, with_layout, true);
 }

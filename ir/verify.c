@@ -35,14 +35,7 @@ static void report(vctx *v, src_loc loc, const char *fmt, ...) {
   v->count++;
 }
 
-static const char *shape_str(char *buf, size_t n, const ir_shape *s) {
-  strbuf b;
-  sb_init(&b);
-  ir_shape_print(&b, s, false);
-  snprintf(buf, n, "%s", sb_str(&b));
-  sb_free(&b);
-  return buf;
-}
+#define shape_str ir_shape_str
 #define SHP(s) shape_str((char[128]){0}, 128, (s))
 
 /* ---- shapes and layouts ----------------------------------------------- */
@@ -464,6 +457,9 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   if (!ops_ok) return;
   if (in->op == IR_OP_CALL || in->op == IR_OP_WHILE || in->op == IR_OP_CONDITIONAL)
     check_control(v, cp, in);
+  char why2[400];
+  if (!ir_check_sortrng(m, cp, in, why2, sizeof why2))
+    report(v, in->info->loc, "%%%s: %s", nm, why2);
 
   /* Shapes: inference with the declared shape as the pre-filled target. */
   arena_mark mk = arena_get_mark(m->arena);
@@ -705,6 +701,7 @@ static bool custom_call_problem(const ir_module *m, const ir_comp *cp, const ir_
     return false;
   }
   case IR_CC_TOPK:
+    if (ir_declared_runs(in, target)) return false;
     snprintf(msg, n, "custom-call 'TopK' is not supported by the %s target yet", target);
     return true;
   case IR_CC_UNKNOWN:
@@ -749,7 +746,7 @@ int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_t
       if (cc && custom_call_problem(m, cp, in, target, ffi, msg, sizeof msg))
         runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
       if (cc && t == IR_TYPE_INVALID) continue;
-      if (ir_op_flags(in->op) & OPF_DECLARED && !cc)
+      if ((ir_op_flags(in->op) & OPF_DECLARED) && !cc && !ir_declared_runs(in, target))
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)

@@ -95,5 +95,7 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx);    /* fusion.c */
 bool pass_mof(ir_module *m, pass_ctx *ctx);       /* mof.c */
 bool pass_layout(ir_module *m, pass_ctx *ctx);    /* layout.c */
 bool pass_transpose_fold(ir_module *m, pass_ctx *ctx); /* transpose_fold.c */
+/* Not in the pipeline: drv_parse runs it on every parsed module. */
+bool pass_expand(ir_module *m, pass_ctx *ctx); /* expand.c: batch norm, rng */
 
 #endif

@@ -215,6 +215,10 @@ void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
 /* Emits a custom-call of s calling a registered host function (operands and
  * result materialised); any other target fails located. */
 bool llvm_emit_custom_call(emitter *e, scope *s, ir_id id);
+/* ---- sort.c ---------------------------------------------------------- */
+/* Emits sort, topk or the TopK custom-call id of s (operands and result
+ * materialised): the evaluator's merge sort, row by row. */
+bool llvm_emit_sort(emitter *e, scope *s, ir_id id);
 
 /* ---- dot.c ----------------------------------------------------------- */
 /* Emits dot id of s (operands and result materialised). */

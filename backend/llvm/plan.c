@@ -256,6 +256,9 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
     if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape->type != IR_TUPLE)
       return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form",
                        in->info->name);
+    if (depth >= 1 && (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in)))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s: %s inside a called computation", in->info->name,
+                       ir_op_name(in->op));
     for (int k = 0; k < in->ncalls; k++)
       if (!check_comp(e, in->calls[k], depth + 1, depth == 0 && in->op == IR_OP_FUSION)) return false;
   }
@@ -526,6 +529,8 @@ bool llvm_lower_entry(emitter *e) {
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
     else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
+    else if (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in))
+      llvm_emit_sort(e, s, id);
     else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
     else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
     else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
