@@ -639,7 +639,9 @@ static void check_call_graph(vctx *v) {
 }
 
 /* The targets whose backends run the control-flow ops (OPF_CONTROL). */
-static bool control_runs_on(const char *target) { return strcmp(target, "interp") == 0; }
+static bool control_runs_on(const char *target) {
+  return strcmp(target, "interp") == 0 || strcmp(target, "cpu") == 0;
+}
 
 /* The first element type of s (tuples: depth first) outside the core set,
  * or IR_TYPE_INVALID. */
