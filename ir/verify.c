@@ -638,11 +638,6 @@ static void check_call_graph(vctx *v) {
   arena_reset(m->arena, mk);
 }
 
-/* The targets whose backends run the control-flow ops (OPF_CONTROL). */
-static bool control_runs_on(const char *target) {
-  return strcmp(target, "interp") == 0 || strcmp(target, "cpu") == 0;
-}
-
 /* The first element type of s (tuples: depth first) outside the core set,
  * or IR_TYPE_INVALID. */
 static ir_type non_core_type(const ir_shape *s, int depth) {
@@ -711,8 +706,7 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
       if (in->dead) continue;
       ir_type t = non_core_type(in->shape, 0);
       long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
-      if ((ir_op_flags(in->op) & OPF_DECLARED) ||
-          ((ir_op_flags(in->op) & OPF_CONTROL) && !control_runs_on(target)))
+      if (ir_op_flags(in->op) & OPF_DECLARED)
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)
