@@ -57,6 +57,13 @@ enum {
  * stored as bf16). */
 enum { RG_NORM = 1u << 11 };
 
+/* Control flow (not in RG_ALL): a graph with RG_CONTROL starts with a
+ * while over (s32, a float value) whose trip count (0 to 6) a fresh s32
+ * parameter and the value's maximum decide, conditionals by an s32 index
+ * (-1 to 2 over three branches, so one in four runs out of range) and by
+ * a pred, a map and a call, all on that value's shape. */
+enum { RG_CONTROL = 1u << 12 };
+
 typedef struct rg_options {
   unsigned ops;      /* RG_* families; 0 means RG_ALL */
   int steps;         /* instructions proposed; 0: 6 to 20 */
