@@ -160,6 +160,13 @@ const char *fe_tg_builtin_suggest(const char *name);
 tv lower_builtin(lctx *L, const tg_node *call, const tg_builtin *b);
 /* Index of the graph called name, or -1 (lower.c). */
 int fe_tg_graph_index(lctx *L, const char *name);
+/* Lowers graph gi into a computation of its own (not inlined: the body of
+ * a loop or a branch): one tuple parameter of the n shapes st, bound to
+ * the graph's parameters in order; the root is the tuple of its results,
+ * or with one result that result itself unless as_tuple. IR_NONE after
+ * reporting (lower.c). */
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *where, int gi, const ir_shape *st, int n,
+                            bool as_tuple);
 /* Inlines a call to graph gi (lower.c). */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi);
 /* numpy matmul of a and b (ops_core.c); preferred: accumulation type or
