@@ -146,7 +146,7 @@ static base_status inst_work(bctx *b, const ir_comp *cp, const ir_inst *in, int 
   if (in->dead || in->op == IR_OP_PARAMETER) return ST_OK; /* bound, not produced */
   double n = elements(in->shape);
   if (n < 0) return ST_OK; /* malformed: the evaluator says so */
-  double w = n > 1 ? n : 1, inner = inner_work(cp, in, n);
+  double w = n > 1 ? n : 1, inner = inner_work(cp, in, n), branch = 0;
   for (int k = 0; k < in->ncalls && in->calls; k++) {
     if (in->op == IR_OP_ALL_REDUCE) break; /* one replica: to_apply is not called */
     double cw;
@@ -155,9 +155,15 @@ static base_status inst_work(bctx *b, const ir_comp *cp, const ir_inst *in, int 
     if (in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW || in->op == IR_OP_SCATTER ||
         in->op == IR_OP_SELECT_AND_SCATTER || in->op == IR_OP_SORT || in->op == IR_OP_CUSTOM_CALL)
       inner *= cw > 1 ? cw : 1; /* each fold or comparison calls to_apply */
+    else if (in->op == IR_OP_MAP)
+      inner = (n > 0 ? n : 0) * (cw > 1 ? cw : 1); /* to_apply per element */
+    else if (in->op == IR_OP_CONDITIONAL)
+      branch = cw > branch ? cw : branch; /* one branch runs */
     else
-      w += cw;
+      w += cw; /* a while's trips beyond the first are counted as they run */
   }
+  w += branch;
+  if (in->op == IR_OP_WHILE) w += IR_WHILE_TRIP_STEPS; /* its first trip */
   *out = w + inner;
   return ST_OK;
 }

@@ -48,7 +48,7 @@ base_status ev_fail(ev_ctx *cx, const ir_inst *inst, base_status st, const char 
 }
 
 base_status ev_alloc(ev_ctx *cx, const ir_inst *inst, int64_t n, void **out) {
-  int64_t used = (int64_t)arena_bytes(cx->scratch) + cx->out_bytes;
+  int64_t used = (int64_t)arena_bytes(cx->scratch) + cx->out_bytes + cx->held_bytes;
   if (n < 0 || n > cx->max_bytes || used > cx->max_bytes - n)
     return ev_fail(cx, inst, ST_RESOURCE_EXHAUSTED,
                    "needs %lld more bytes with %lld in use, over the limit of %lld bytes",
@@ -184,7 +184,8 @@ static base_status eval_fusion(ev_ctx *cx, const ir_inst *in, ir_literal *const 
  * ops that pass tuples through). */
 static bool takes_arrays(ir_op op) {
   return op != IR_OP_TUPLE && op != IR_OP_GET_TUPLE_ELEMENT && op != IR_OP_FUSION &&
-         op != IR_OP_ALL_REDUCE && op != IR_OP_COPY && op != IR_OP_CUSTOM_CALL;
+         op != IR_OP_ALL_REDUCE && op != IR_OP_COPY && op != IR_OP_CUSTOM_CALL && op != IR_OP_CALL &&
+         op != IR_OP_WHILE && op != IR_OP_CONDITIONAL;
 }
 
 /* Evaluates one instruction of a computation whose earlier values are in
@@ -297,6 +298,14 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     return ev_rng_bit_generator(cx, in, ops, out);
   case IR_OP_RNG:
     return ev_rng(cx, in, ops, out);
+  case IR_OP_CALL:
+    return ev_call_op(cx, in, ops, out);
+  case IR_OP_WHILE:
+    return ev_while(cx, in, ops, out);
+  case IR_OP_CONDITIONAL:
+    return ev_conditional(cx, in, ops, out);
+  case IR_OP_MAP:
+    return ev_map(cx, in, ops, out);
   default:
     break; /* the elementwise ops, dispatched above */
   }

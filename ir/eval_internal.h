@@ -40,6 +40,7 @@ typedef struct ev_ctx {
   arena *scratch;    /* all values and temporaries */
   int64_t max_bytes; /* limit on arena_bytes(scratch) + bytes copied out */
   int64_t out_bytes; /* bytes of the result copied into the caller's arena */
+  int64_t held_bytes; /* bytes of while-loop states held outside scratch */
   double steps;      /* work done so far (see ev_work) */
   double max_steps;  /* limit on steps */
   int depth;         /* current nesting of called computations */
@@ -278,6 +279,10 @@ ev_handler ev_sort;            /* eval_sort.c */
 ev_handler ev_topk;            /* eval_sort.c: topk and the TopK custom-call */
 ev_handler ev_rng_bit_generator; /* eval_rng.c */
 ev_handler ev_rng;             /* eval_rng.c */
+ev_handler ev_call_op;         /* eval_control.c: call */
+ev_handler ev_while;           /* eval_control.c */
+ev_handler ev_conditional;     /* eval_control.c */
+ev_handler ev_map;             /* eval_control.c */
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

@@ -975,10 +975,15 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
   if (!(flags & OPF_CALLS) && op != IR_OP_FUSION && ncalls != 0)
     return fail(&c, "takes no called computations, got %d", ncalls);
   /* Fixed-arity ops other than get-tuple-element work on arrays. */
-  if (arity > 0 && op != IR_OP_GET_TUPLE_ELEMENT && !(flags & OPF_DECLARED))
+  if (arity > 0 && op != IR_OP_GET_TUPLE_ELEMENT && !(flags & (OPF_DECLARED | OPF_CONTROL)))
     for (int i = 0; i < nops; i++)
       if (!need_array(&c, &ops[i], i)) return false;
   if (flags & OPF_ELEMWISE) return infer_elementwise(&c, flags, ops, nops, a, out);
+  if (flags & OPF_CONTROL) {
+    for (int i = 0; i < nops; i++)
+      if (!valid_shape(&c, &ops[i], "operand", 0)) return false;
+    return ir_control_infer(m, op, ops, nops, calls, ncalls, out, err, errlen);
+  }
   if (flags & OPF_DECLARED) {
     /* no shape rule: the written result is kept (the verifier checks the
      * called computations of call, while and conditional) */

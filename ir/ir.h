@@ -189,6 +189,7 @@ enum {
   OPF_CALLS = 1 << 6,
   OPF_DECLARED = 1 << 7, /* result shape as written; attributes kept verbatim */
   OPF_EFFECT = 1 << 8,   /* an effect beyond the result: never merged */
+  OPF_CONTROL = 1 << 9,  /* call, while, conditional, map: see ir_control_role */
 };
 
 const char *ir_op_name(ir_op op);      /* HLO spelling */
@@ -548,6 +549,31 @@ ir_id ir_build_shaped(ir_module *m, ir_comp_id c, ir_op op, const ir_id *ops,
 bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
                     int nops, const ir_attrs *a, const ir_comp_id *calls,
                     int ncalls, ir_shape *out, char *err, size_t errlen);
+
+/* Control flow (OPF_CONTROL). The called computations sit in calls[] in
+ * a fixed order, whatever order the HLO text named them in: call and map
+ * [to_apply]; while [condition, body]; conditional its branches by index
+ * (for a pred selector [true_computation, false_computation]). Raw
+ * called-computation attributes (ir_raw_attr with text NULL) only record
+ * how they print. ir/control.c. */
+enum { IR_WHILE_COND = 0, IR_WHILE_BODY = 1 };
+/* The steps of work (ir_budget, ir_eval_options.max_steps) one trip of a
+ * while costs beyond its computations' work: its calls and the copy of its
+ * state, so that the default limit stops a loop that never ends after
+ * about 16 million trips (seconds), on every target that counts. */
+#define IR_WHILE_TRIP_STEPS 4096.0
+/* The branch a conditional of nbranches runs for selector value v: a pred
+ * picks 0 when true, 1 when false; an s32 picks v, and any v out of range
+ * the last branch (XLA's definition). */
+int ir_conditional_branch(int nbranches, ir_type selector, int64_t v);
+/* The result shape of a control op as its computations give it (call:
+ * to_apply's root; while: the carried operand; conditional: branch 0's
+ * root; map: the operands' dims with to_apply's scalar root type), after
+ * checking the structure (computation count, selector, operand dims);
+ * false with a one-line reason otherwise. ir_infer_shape calls it. */
+bool ir_control_infer(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
+                      const ir_comp_id *calls, int ncalls, ir_shape *out, char *err,
+                      size_t errlen);
 
 /* Checks every invariant of m (operand ids in range and defined before use,
  * arity, shapes agree with ir_infer_shape, attributes in range, called

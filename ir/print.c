@@ -414,7 +414,30 @@ static void put_raw_calls(pctx *x, const ir_inst *in, const ir_raw_attr *r) {
   if (r->list) sb_putc(x->b, '}');
 }
 
-static void put_attrs(pctx *x, const ir_inst *in) {
+/* The computations of a while or conditional built without raw attributes,
+ * named by their roles (ir/ir.h's control-flow order): a pred-selected
+ * conditional as true/false_computation, an indexed one as a list. */
+static void put_control_calls(pctx *x, const ir_comp *cp, const ir_inst *in) {
+  bool pred = in->op == IR_OP_CONDITIONAL && in->nops > 0 && in->ops[0] >= 0 &&
+              in->ops[0] < cp->insts.n && cp->insts.v[in->ops[0]].shape->type == IR_PRED;
+  static const char *const names[2][2] = {{"condition", "body"},
+                                          {"true_computation", "false_computation"}};
+  if (in->op == IR_OP_WHILE || pred) {
+    for (int k = 0; k < in->ncalls && k < 2; k++) {
+      sb_printf(x->b, ", %s=", names[pred][k]);
+      put_comp_name(x, in->calls[k]);
+    }
+    return;
+  }
+  sb_puts(x->b, ", branch_computations={");
+  for (int k = 0; k < in->ncalls; k++) {
+    if (k) sb_puts(x->b, ", ");
+    put_comp_name(x, in->calls[k]);
+  }
+  sb_putc(x->b, '}');
+}
+
+static void put_attrs(pctx *x, const ir_comp *cp, const ir_inst *in) {
   strbuf *b = x->b;
   for (int r = 0; r < ir_attr_count && ir_attr_on(&ir_attr_ops_any, in->op); r++) {
     const ir_attr_desc *d = &ir_attr_table[r];
@@ -436,12 +459,15 @@ static void put_attrs(pctx *x, const ir_inst *in) {
   }
   /* the callees' spellings: select-and-scatter names its two */
   static const char *const sas_calls[] = {", select=", ", scatter="};
-  for (int k = 0; k < in->ncalls && !placed_calls; k++) {
-    sb_puts(b, in->op == IR_OP_FUSION                        ? ", calls="
-               : in->op == IR_OP_SELECT_AND_SCATTER && k < 2 ? sas_calls[k]
-                                                             : ", to_apply=");
-    put_comp_name(x, in->calls[k]);
-  }
+  if (!placed_calls && (in->op == IR_OP_WHILE || in->op == IR_OP_CONDITIONAL))
+    put_control_calls(x, cp, in);
+  else
+    for (int k = 0; k < in->ncalls && !placed_calls; k++) {
+      sb_puts(b, in->op == IR_OP_FUSION                        ? ", calls="
+                 : in->op == IR_OP_SELECT_AND_SCATTER && k < 2 ? sas_calls[k]
+                                                               : ", to_apply=");
+      put_comp_name(x, in->calls[k]);
+    }
   const char *raw_meta = NULL, *raw_backend = NULL;
   for (int k = 0; k < in->info->nraw; k++) {
     if (!in->info->raw[k].text) continue;
@@ -508,7 +534,7 @@ static void put_inst(pctx *x, ir_comp_id c, ir_id i) {
     }
   }
   sb_putc(b, ')');
-  put_attrs(x, in);
+  put_attrs(x, cp, in);
 }
 
 void ir_print_inst(strbuf *b, const ir_module *m, ir_comp_id c, ir_id i) {

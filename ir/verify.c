@@ -255,18 +255,6 @@ static void check_replica_groups(vctx *v, const ir_inst *in) {
   arena_reset(a, mk);
 }
 
-/* Computation j of the called-computation attribute `name` of a declared
- * op, or IR_NONE. */
-static ir_comp_id call_named(const ir_inst *in, const char *name, int j) {
-  for (int k = 0; k < in->info->nraw; k++) {
-    const ir_raw_attr *r = &in->info->raw[k];
-    if (r->text || strcmp(r->name, name) != 0) continue;
-    int x = r->first_call + j;
-    if (j < r->ncalls && x >= 0 && x < in->ncalls) return in->calls[x];
-  }
-  return IR_NONE;
-}
-
 static int comp_param_count(const ir_comp *cp) {
   int n = 0;
   for (int i = 0; i < cp->insts.n; i++)
@@ -320,51 +308,63 @@ static bool check_signature(vctx *v, const ir_inst *in, ir_comp_id c, const char
   return true;
 }
 
-/* call, while and conditional: their computations' signatures agree with
- * the operands and the written result. */
-static void check_control(vctx *v, const ir_comp *cp, const ir_inst *in) {
-  ir_shape few[8];
-  if (in->nops > 8) return; /* a call of more operands: checked by shape only */
-  for (int k = 0; k < in->nops; k++) few[k] = *cp->insts.v[in->ops[k]].shape;
+/* call, while, conditional and map: their computations' signatures agree
+ * with the operands and the written result (calls[] in the order of
+ * ir/ir.h's control-flow contract); false after reporting. */
+static bool check_control(vctx *v, const ir_comp *cp, const ir_inst *in) {
+  char b1[160], b2[160];
+  arena_mark mk = arena_get_mark(v->m->arena);
+  int n = in->nops;
+  ir_shape *os = arena_array(v->m->arena, (size_t)(n ? n : 1), sizeof(ir_shape));
+  for (int k = 0; k < n; k++) os[k] = *cp->insts.v[in->ops[k]].shape;
+  ir_comp_id c0 = in->ncalls > 0 ? in->calls[0] : IR_NONE;
+  bool ok = true;
   if (in->op == IR_OP_CALL) {
-    check_signature(v, in, call_named(in, "to_apply", 0), "to_apply", few, in->nops,
-                    in->shape);
+    ok = check_signature(v, in, c0, "to_apply", os, n, in->shape);
   } else if (in->op == IR_OP_WHILE) {
     ir_shape pred = ir_shape_scalar(IR_PRED);
-    char b1[160], b2[160];
-    if (!ir_shape_equal(&few[0], in->shape))
-      report(v, in->info->loc, "%%%s: while carries %s but is written as %s",
-             in->info->name,
-             shape_str(b1, sizeof b1, &few[0]),
-             shape_str(b2, sizeof b2, in->shape));
-    else if (check_signature(v, in, call_named(in, "condition", 0), "condition", few, 1, &pred))
-      check_signature(v, in, call_named(in, "body", 0), "body", few, 1, &few[0]);
+    if (!ir_shape_equal(&os[0], in->shape)) {
+      report(v, in->info->loc, "%%%s: while carries %s but is written as %s", in->info->name,
+             shape_str(b1, sizeof b1, &os[0]), shape_str(b2, sizeof b2, in->shape));
+      ok = false;
+    } else {
+      ok = check_signature(v, in, c0, "condition", os, 1, &pred) &&
+           check_signature(v, in, in->ncalls > 1 ? in->calls[1] : IR_NONE, "body", os, 1, &os[0]);
+    }
   } else if (in->op == IR_OP_CONDITIONAL) {
-    bool pred = in->nops > 0 && few[0].type == IR_PRED;
-    if (in->nops < 1 || few[0].rank != 0 || (few[0].type != IR_PRED && few[0].type != IR_S32)) {
-      report(v, in->info->loc,
-             "%%%s: conditional selects by a pred[] or s32[] operand 0",
+    int nb = in->ncalls;
+    if (n < 1 || os[0].type == IR_TUPLE || os[0].rank != 0 ||
+        (os[0].type != IR_PRED && os[0].type != IR_S32)) {
+      report(v, in->info->loc, "%%%s: conditional selects by a pred[] or s32[] operand 0",
              in->info->name);
-      return;
+      ok = false;
+    } else if (os[0].type == IR_PRED && nb != 2) {
+      report(v, in->info->loc, "%%%s: conditional on a pred[] has 2 branches, given %d",
+             in->info->name, nb);
+      ok = false;
+    } else if (n != nb + 1) {
+      report(v, in->info->loc, "%%%s: conditional has %d branches but %d branch operands",
+             in->info->name, nb, n - 1);
+      ok = false;
     }
-    int nb = 0;
-    for (int k = 0; k < in->info->nraw; k++)
-      if (!in->info->raw[k].text && strcmp(in->info->raw[k].name, "branch_computations") == 0) nb = in->info->raw[k].ncalls;
-    if (pred && nb == 0) nb = 2;
-    if (in->nops != nb + 1) {
-      report(v, in->info->loc,
-             "%%%s: conditional has %d branches but %d branch operands",
-             in->info->name, nb,
-             in->nops - 1);
-      return;
+    for (int b = 0; b < nb && ok; b++)
+      ok = check_signature(v, in, in->calls[b], "branch", &os[b + 1], 1, in->shape);
+  } else if (in->op == IR_OP_MAP) {
+    for (int k = 0; k < n && ok; k++) {
+      if (os[k].type == IR_TUPLE || !ir_shape_is_array(in->shape) || os[k].rank != in->shape->rank ||
+          memcmp(os[k].dims, in->shape->dims, sizeof(int64_t) * (size_t)os[k].rank) != 0) {
+        report(v, in->info->loc, "%%%s: map operand %d is %s, the result %s: dimensions differ",
+               in->info->name, k, shape_str(b1, sizeof b1, &os[k]),
+               shape_str(b2, sizeof b2, in->shape));
+        ok = false;
+      }
+      os[k] = ir_shape_scalar(os[k].type);
     }
-    for (int b = 0; b < nb; b++) {
-      ir_comp_id c = pred && call_named(in, "branch_computations", 0) == IR_NONE
-                         ? call_named(in, b == 0 ? "true_computation" : "false_computation", 0)
-                         : call_named(in, "branch_computations", b);
-      if (!check_signature(v, in, c, "branch", &few[b + 1], 1, in->shape)) return;
-    }
+    ir_shape ret = ir_shape_scalar(in->shape->type);
+    if (ok) ok = check_signature(v, in, c0, "to_apply", os, n, &ret);
   }
+  arena_reset(v->m->arena, mk);
+  return ok;
 }
 
 static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
@@ -455,8 +455,7 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   }
   if (in->op == IR_OP_ALL_REDUCE) check_replica_groups(v, in);
   if (!ops_ok) return;
-  if (in->op == IR_OP_CALL || in->op == IR_OP_WHILE || in->op == IR_OP_CONDITIONAL)
-    check_control(v, cp, in);
+  if ((ir_op_flags(in->op) & OPF_CONTROL) && !check_control(v, cp, in)) return;
   char why2[400];
   if (!ir_check_sortrng(m, cp, in, why2, sizeof why2))
     report(v, in->info->loc, "%%%s: %s", nm, why2);

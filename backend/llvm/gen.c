@@ -874,6 +874,13 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
   case IR_OP_GATHER: v = llvm_gen_indexing(e, s, in, ix); break;
   case IR_OP_DOT: v = gen_dot(e, s, id, ix); break;
   case IR_OP_CONVOLUTION: v = gen_conv(e, s, id, ix); break;
+  case IR_OP_MAP: { /* to_apply on the operands' elements at ix (same dims) */
+    LLVMValueRef *args = arena_array(e->a, (size_t)in->nops + 1, sizeof *args), out[1];
+    for (int k = 0; k < in->nops; k++) args[k] = llvm_gen(e, s, in->ops[k], 0, ix);
+    llvm_gen_call(e, in->calls[0], args, out);
+    v = out[0];
+    break;
+  }
   case IR_OP_REDUCE:
   case IR_OP_REDUCE_WINDOW: {
     LLVMValueRef out[IR_MAX_RANK * 2];

@@ -129,6 +129,24 @@ scope *llvm_scope_new(emitter *e, ir_comp_id c, scope *parent);
 const ir_inst *llvm_inst(const scope *s, ir_id id);
 /* Plans and emits the whole entry function. */
 bool llvm_lower_entry(emitter *e);
+/* Scratch buffers for the leaves of a shape. */
+cbuf **llvm_scratch_leaves(emitter *e, const ir_shape *sh);
+/* The entry function's pointer to buffer cb, at the builder's position. */
+LLVMValueRef llvm_entry_buf(emitter *e, const cbuf *cb);
+/* Plans and emits computation s (its parameters' mat bound to buffers by
+ * the caller) at the entry function's current block: its kernels, and
+ * the control flow of the control ops it holds. */
+bool llvm_lower_called(emitter *e, scope *s);
+
+/* ---- control.c ------------------------------------------------------- */
+/* call, while and conditional: materialised into fresh scratch buffers
+ * (s->mat[id], planned by the caller), their computations lowered as the
+ * entry is, inside loop and branch blocks of the entry function. map is
+ * elemental (gen.c). */
+static inline bool llvm_is_control(ir_op op) {
+  return op == IR_OP_CALL || op == IR_OP_WHILE || op == IR_OP_CONDITIONAL;
+}
+bool llvm_emit_control(emitter *e, scope *s, ir_id id);
 
 /* ---- elem.c ---------------------------------------------------------- */
 LLVMTypeRef llvm_ctype(emitter *e, ir_type t);   /* compute type */

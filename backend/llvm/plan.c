@@ -76,7 +76,9 @@ cbuf *llvm_scratch_buf(emitter *e, const ir_shape *leaf) {
 
 LLVMValueRef llvm_scratch_off(emitter *e, cbuf *b) {
   BASE_ASSERT(b->kind == CB_SCRATCH);
-  int32_t k = e->fn == e->entry ? INT32_MAX : e->nkernels;
+  /* a kernel's use is its number; a use by the entry function itself
+   * (copies, a loop's or branch's test) comes before the next kernel */
+  int32_t k = e->nkernels;
   if (b->first_use < 0 || k < b->first_use) b->first_use = k;
   if (k > b->last_use) b->last_use = k;
   if (!b->off_global) {
@@ -161,7 +163,7 @@ scope *llvm_scope_new(emitter *e, ir_comp_id c, scope *parent) {
   return s;
 }
 
-static cbuf **scratch_leaves(emitter *e, const ir_shape *sh) {
+cbuf **llvm_scratch_leaves(emitter *e, const ir_shape *sh) {
   int n = llvm_leaf_count(sh);
   cbuf **l = arena_array(e->a, (size_t)n + 1, sizeof(cbuf *));
   for (int i = 0; i < n; i++) l[i] = llvm_scratch_buf(e, llvm_leaf_shape(sh, i));
@@ -220,16 +222,18 @@ static int chain_depth(emitter *e, const ir_comp *c) {
   return best;
 }
 
-/* depth: call nesting (0 = entry). Computations generated inline (reducers,
- * nested fusions) recurse once per chained instruction in gen.c, so their
- * chains are bounded; fusions called from the entry materialise long
- * chains instead (emit_fusion). */
-static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion) {
+/* depth: call nesting (0 = entry). kernels: each instruction of cid is its
+ * own kernel (the entry, the computations of call, while and conditional).
+ * Computations generated inline (reducers, map's to_apply, nested fusions)
+ * recurse once per chained instruction in gen.c, so their chains are
+ * bounded; fused ones (called by a fusion from a kernels computation)
+ * materialise long chains instead (emit_fusion). */
+static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool kernels, bool fused) {
   const ir_comp *c = &e->m->comps.v[cid];
   if (depth > CPU_MAX_CALL_DEPTH) /* the budget reports it first, located */
     return llvm_fail(e, ST_UNSUPPORTED, "%s: calls nest too deeply", c->name);
   if (c->root < 0 || c->root >= c->insts.n) return llvm_fail(e, ST_INVALID_ARGUMENT, "%s: no root", c->name);
-  if (depth >= 1 && !entry_fusion && chain_depth(e, c) > MAX_INLINE_DEPTH)
+  if (depth >= 1 && !kernels && !fused && chain_depth(e, c) > MAX_INLINE_DEPTH)
     return llvm_fail(e, ST_UNSUPPORTED, "%s: a called computation with a chain of more than %d instructions",
                      c->name, MAX_INLINE_DEPTH);
   for (int i = 0; i < c->insts.n; i++) {
@@ -259,8 +263,14 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
     if (depth >= 1 && (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in)))
       return llvm_fail(e, ST_UNSUPPORTED, "%s: %s inside a called computation", in->info->name,
                        ir_op_name(in->op));
+    bool control = llvm_is_control(in->op);
+    if (control && !kernels)
+      return llvm_fail(e, ST_UNSUPPORTED,
+                       "%s: %s inside a computation generated per element is not supported",
+                       in->info->name, ir_op_name(in->op));
     for (int k = 0; k < in->ncalls; k++)
-      if (!check_comp(e, in->calls[k], depth + 1, depth == 0 && in->op == IR_OP_FUSION)) return false;
+      if (!check_comp(e, in->calls[k], depth + 1, control, kernels && in->op == IR_OP_FUSION))
+        return false;
   }
   return true;
 }
@@ -352,7 +362,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     depth[x] = ns->mat[x] ? 0 : dx + 1;
     if (depth[x] > FUSION_CUT_DEPTH && x != c->root && xi->op != IR_OP_PARAMETER) {
       /* A long inline chain: materialise here so generation stays shallow. */
-      cbuf **l = scratch_leaves(e, xi->shape);
+      cbuf **l = llvm_scratch_leaves(e, xi->shape);
       if (!llvm_emit_kernel_to(e, ns, x, l)) return false;
       ns->mat[x] = l;
       depth[x] = 0;
@@ -361,7 +371,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
     for (int k = 0; k < 2; k++) {
       ir_id o = xi->ops[k];
       if (ns->mat[o]) continue;
-      cbuf **l = scratch_leaves(e, c->insts.v[o].shape);
+      cbuf **l = llvm_scratch_leaves(e, c->insts.v[o].shape);
       if (!llvm_emit_kernel_to(e, ns, o, l)) return false;
       ns->mat[o] = l;
     }
@@ -376,7 +386,7 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
       }
       if (e->st != ST_OK) return false;
     }
-    ns->mat[x] = x == c->root ? s->mat[id] : scratch_leaves(e, xi->shape);
+    ns->mat[x] = x == c->root ? s->mat[id] : llvm_scratch_leaves(e, xi->shape);
     if (!(xi->op == IR_OP_DOT ? llvm_emit_dot(e, ns, x) : llvm_emit_conv(e, ns, x))) return false;
     depth[x] = 0;
   }
@@ -407,8 +417,7 @@ static void entry_begin(emitter *e) {
   e->entry_bb_cur = start;
 }
 
-/* The entry's pointer to buffer cb (for the final copies). */
-static LLVMValueRef entry_buf(emitter *e, const cbuf *cb) {
+LLVMValueRef llvm_entry_buf(emitter *e, const cbuf *cb) {
   LLVMBuilderRef b = e->b;
   if (cb->kind == CB_CONST) return LLVMBuildPointerCast(b, cb->global, e->t_ptr, "");
   if (cb->kind == CB_SCRATCH) {
@@ -481,11 +490,52 @@ static void plan_alias(emitter *e, scope *s, ir_id id) {
   s->mat[id] = l;
 }
 
+/* Plans a buffer for every instruction of s reachable from its root (its
+ * parameters bound beforehand), in post order; returns that order. */
+static ir_id *plan_comp(emitter *e, scope *s, int *n) {
+  ir_id *order = post_order(e, s->c, n);
+  for (int i = 0; i < *n; i++) {
+    ir_id id = order[i];
+    const ir_inst *in = llvm_inst(s, id);
+    if (s->mat[id]) continue;
+    if (is_alias(s, in)) plan_alias(e, s, id);
+    else s->mat[id] = llvm_scratch_leaves(e, in->shape);
+  }
+  return order;
+}
+
+/* The kernels (and control flow) of a planned computation, in order, at
+ * the entry function's current block. */
+static bool emit_comp(emitter *e, scope *s, const ir_id *order, int n) {
+  for (int i = 0; i < n && e->st == ST_OK; i++) {
+    ir_id id = order[i];
+    const ir_inst *in = llvm_inst(s, id);
+    if (is_alias(s, in)) continue;
+    if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
+    else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
+    else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
+    else if (llvm_is_control(in->op)) llvm_emit_control(e, s, id);
+    else if (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in))
+      llvm_emit_sort(e, s, id);
+    else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
+    else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
+    else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
+    else llvm_emit_kernel(e, s, id);
+  }
+  return e->st == ST_OK;
+}
+
+bool llvm_lower_called(emitter *e, scope *s) {
+  int n;
+  ir_id *order = plan_comp(e, s, &n);
+  return emit_comp(e, s, order, n);
+}
+
 bool llvm_lower_entry(emitter *e) {
   const ir_module *m = e->m;
   if (m->entry < 0 || m->entry >= m->comps.n)
     return llvm_fail(e, ST_INVALID_ARGUMENT, "module has no entry computation");
-  if (!check_comp(e, m->entry, 0, false)) return false;
+  if (!check_comp(e, m->entry, 0, true, false)) return false;
   scope *s = llvm_scope_new(e, m->entry, NULL);
   e->entry_scope = s;
   const ir_comp *c = s->c;
@@ -497,15 +547,7 @@ bool llvm_lower_entry(emitter *e) {
   /* Parameters first, so input numbering does not depend on use order. */
   for (int p = 0; p < c->nparams; p++) plan_alias(e, s, c->params[p]);
   int n;
-  ir_id *order = post_order(e, c, &n);
-  /* Plan buffers. */
-  for (int i = 0; i < n; i++) {
-    ir_id id = order[i];
-    const ir_inst *in = llvm_inst(s, id);
-    if (s->mat[id]) continue;
-    if (is_alias(s, in)) plan_alias(e, s, id);
-    else s->mat[id] = scratch_leaves(e, in->shape);
-  }
+  ir_id *order = plan_comp(e, s, &n);
   /* Redirect root leaves to the outputs where a kernel writes them. */
   const ir_shape *rs = c->insts.v[c->root].shape;
   int nout = llvm_leaf_count(rs);
@@ -521,22 +563,7 @@ bool llvm_lower_entry(emitter *e) {
       copy[k] = true;
     }
   }
-  /* Kernels. */
-  for (int i = 0; i < n && e->st == ST_OK; i++) {
-    ir_id id = order[i];
-    const ir_inst *in = llvm_inst(s, id);
-    if (is_alias(s, in)) continue;
-    if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
-    else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
-    else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
-    else if (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in))
-      llvm_emit_sort(e, s, id);
-    else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
-    else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
-    else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
-    else llvm_emit_kernel(e, s, id);
-  }
-  if (e->st != ST_OK) return false;
+  if (!emit_comp(e, s, order, n)) return false;
   /* Copies into outputs the kernels did not write. */
   LLVMPositionBuilderAtEnd(e->b, e->entry_bb_cur);
   for (int k = 0; k < nout; k++) {
@@ -545,7 +572,7 @@ bool llvm_lower_entry(emitter *e) {
     int64_t bytes = ir_shape_count(ls) * ir_type_size(ls->type);
     if (bytes == 0) continue;
     cbuf ob = {.kind = CB_OUTPUT, .index = k, .type = ls->type};
-    LLVMBuildMemCpy(e->b, entry_buf(e, &ob), 1, entry_buf(e, root[k]), 1, llvm_i64(e, bytes));
+    LLVMBuildMemCpy(e->b, llvm_entry_buf(e, &ob), 1, llvm_entry_buf(e, root[k]), 1, llvm_i64(e, bytes));
   }
   LLVMBuildRetVoid(e->b);
   LLVMPositionBuilderAtEnd(e->b, e->alloca_bb);

@@ -554,6 +554,49 @@ void tb_mpopm(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint32_t acc_
 
 void tb_halt(tb *b) { put(b, OP_HALT, 0, 0, 0, 0, 0, 0); }
 
+/* ---- control flow ---------------------------------------------------------- */
+
+static void sreg_forget(tb *b) {
+  memset(b->sreg_val, 0, sizeof b->sreg_val);
+  memset(b->sreg_ok, 0, sizeof b->sreg_ok);
+  memset(b->sreg_slot, 0, sizeof b->sreg_slot);
+  b->sreg_lru = b->sreg_mru = 0;
+}
+
+void tb_barrier(tb *b) {
+  if (b->failed) return;
+  tb_dma_q1_drain(b);
+  for (int s = TB_SEM_DMA; s < TB_SEM_Q1; s++)
+    if (b->sem_issued[s] > b->sem_consumed[s]) {
+      put(b, OP_WAIT, s, 0, 0, 0, ISA_UNIT_SCALAR, (int32_t)(b->sem_issued[s] - b->sem_consumed[s]));
+      b->sem_consumed[s] = b->sem_issued[s];
+    }
+  for (int u = 1; u < ISA_UNIT_COUNT; u++)
+    if (b->u[u].seq > b->u[ISA_UNIT_SCALAR].synced[u]) fence(b, u, ISA_UNIT_SCALAR);
+  for (int v = 0; v < ISA_UNIT_COUNT; v++)
+    for (int u = 0; u < ISA_UNIT_COUNT; u++)
+      if (u != v) b->u[v].synced[u] = b->u[u].seq;
+  sreg_forget(b);
+}
+
+uint64_t tb_label(tb *b) {
+  sreg_forget(b);
+  return (uint64_t)b->code.n;
+}
+
+uint64_t tb_branch(tb *b, isa_op op, int ra, int rb, uint64_t target) {
+  uint64_t at = (uint64_t)b->code.n;
+  put(b, op, ra, rb, 0, 0, 0, (int32_t)target);
+  return at;
+}
+
+void tb_patch(tb *b, uint64_t at, uint64_t target) {
+  isa_inst in;
+  if (b->failed || at >= (uint64_t)b->code.n || isa_decode(b->code.v[at], &in, NULL, 0) != 0) return;
+  in.imm = (int32_t)target;
+  b->code.v[at] = isa_encode(&in);
+}
+
 /* ---- memory --------------------------------------------------------------- */
 
 uint64_t tb_hbm_alloc(tb *b, uint64_t bytes) {

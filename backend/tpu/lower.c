@@ -142,6 +142,7 @@ void lower_inst(lctx *x, ir_id i) {
       consume_ops = false;
       break;
     }
+    if (lower_control(x, i)) break;
     tb_error(b, ST_UNSUPPORTED, "op '%s' is not supported by the TPU backend", ir_op_name(in->op));
     return;
   }

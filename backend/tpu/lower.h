@@ -41,6 +41,9 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
  * parameters in order; outputs its root (or the root tuple's elements). */
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 
+/* lower_control.c: call, while, conditional and map (false: not one). */
+bool lower_control(lctx *x, ir_id i);
+
 /* lower_move.c: data movement and tuples; the result goes to x->val[i]. */
 void lower_broadcast(lctx *x, ir_id i);
 void lower_slice(lctx *x, ir_id i);

@@ -167,6 +167,19 @@ void tb_mpush(tb *b, int mxu, bool acc, uint64_t vaddr, uint32_t row_stride, uin
               int rows);
 void tb_mpopm(tb *b, int mxu, uint64_t vaddr, uint32_t row_stride, uint32_t acc_row, int rows);
 void tb_halt(tb *b);
+/* Control flow (lower_control.c). tb_barrier brings the program to a
+ * state that every path reaches alike: the front end waits until every
+ * unit has finished all it was given and every DMA token issued so far
+ * is taken, and the builder forgets the values it believed scalar
+ * registers hold. Code between two barriers is tracked as straight-line
+ * code, so a loop body or a branch that begins and ends with one may run
+ * any number of times. tb_label: the next instruction's address, where a
+ * branch may land (the register cache forgotten); tb_branch emits
+ * beq/bne/blt/jmp to target (0 until tb_patch sets it). */
+void tb_barrier(tb *b);
+uint64_t tb_label(tb *b);
+uint64_t tb_branch(tb *b, isa_op op, int ra, int rb, uint64_t target);
+void tb_patch(tb *b, uint64_t at, uint64_t target);
 /* Makes every instruction emitted from now on serve a new op (an HLO
  * instruction or fusion of the entry, or a pseudo-op like "(results)");
  * strings must outlive the builder. */

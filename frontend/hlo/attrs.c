@@ -664,6 +664,31 @@ static bool comp_refs(actx *x, const hlo_tok *name, const hlo_tok *v, bool list)
   return true;
 }
 
+/* The rank of a control op's called-computation attribute in calls[]
+ * (ir/ir.h: while [condition, body], conditional [true, false] or the
+ * branch list, call and map [to_apply]). */
+static int control_rank(const char *name) {
+  return strcmp(name, "body") == 0 || strcmp(name, "false_computation") == 0;
+}
+
+/* Puts a control op's calls[] in the IR's fixed order, whatever order the
+ * text named them in; the raw attributes keep the written order for the
+ * printer and point at their new places. */
+static void control_order(actx *x) {
+  ir_inst_proto *in = x->in;
+  ir_comp_id *calls = arena_array(x->a, (size_t)in->ncalls + 1, sizeof(ir_comp_id));
+  int at = 0;
+  for (int rank = 0; rank < 2; rank++)
+    for (int k = 0; k < in->nraw; k++) {
+      ir_raw_attr *r = &in->raw[k];
+      if (r->text || control_rank(r->name) != rank) continue;
+      memcpy(calls + at, in->calls + r->first_call, sizeof(ir_comp_id) * (size_t)r->ncalls);
+      r->first_call = at;
+      at += r->ncalls;
+    }
+  in->calls = calls;
+}
+
 /* An attribute of an OPF_DECLARED op; false after reporting. */
 static bool apply_declared(actx *x, const hlo_tok *name, const hlo_tok *v) {
   ir_inst_proto *in = x->in;
@@ -787,7 +812,7 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen
     if (k == 0) add_raw(x, "metadata", v);
     return true;
   }
-  if (ir_op_flags(op) & OPF_DECLARED) return apply_declared(x, name, v);
+  if (ir_op_flags(op) & (OPF_DECLARED | OPF_CONTROL)) return apply_declared(x, name, v);
   for (size_t i = 0; i < COUNTOF(call_attrs); i++)
     if (strcmp(n, call_attrs[i].name) == 0) {
       if (!op_in(call_attrs[i].ops, op))
@@ -864,12 +889,13 @@ bool fe_hlo_attrs(hlo_attr_ctx *c, const hlo_inst *hi) {
 
   /* required attributes */
   const char *missing = NULL;
-  if (ir_op_flags(op) & OPF_DECLARED) {
+  if (ir_op_flags(op) & (OPF_DECLARED | OPF_CONTROL)) {
     missing = declared_missing(hi, op);
     if (missing) {
       fail(&x, hi->opcode, "%s needs the attribute '%s'", ir_op_name(op), missing);
       return false;
     }
+    if (ir_op_flags(op) & OPF_CONTROL) control_order(&x);
     return true;
   }
   for (size_t i = 0; i < COUNTOF(call_attrs) && !missing; i++)

@@ -444,7 +444,7 @@ static void check_graph(tg_glob *G, int gi, int depth);
 
 const tg_graph *fe_tg_graph(lctx *L, int gi) { return L->g->p->graphs.v[gi]; }
 
-ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi) {
+ir_comp_id fe_tg_graph_own_comp(lctx *L, const tg_node *at, int gi) {
   tg_glob *G = L->g;
   const tg_graph *g = G->p->graphs.v[gi];
   if (G->state[gi] == GS_CHECKING) {
@@ -465,6 +465,70 @@ ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi) {
     return IR_NONE;
   }
   return L2.comp;
+}
+
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *where, int gi, const ir_shape *st, int n,
+                            bool as_tuple) {
+  tg_glob *G = L->g;
+  const tg_graph *g = G->p->graphs.v[gi];
+  if (g->params.n != n) {
+    lerr(L, where->loc, "graph '%s' takes %d parameter%s but is given %d value%s", g->name,
+         g->params.n, g->params.n == 1 ? "" : "s", n, n == 1 ? "" : "s");
+    lnote(L, g->loc, "'%s' defined here", g->name);
+    return IR_NONE;
+  }
+  for (int i = 0; i < n; i++) {
+    ir_shape want;
+    if (type_shape(g->params.v[i].type, &want) && !ir_shape_equal(&want, &st[i])) {
+      lerr(L, where->loc, "parameter '%s' of '%s' is %s but is given %s", g->params.v[i].name,
+           g->name, lshape_str(L, &want), lshape_str(L, &st[i]));
+      lnote(L, g->params.v[i].loc, "parameter declared here");
+      return IR_NONE;
+    }
+  }
+  if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
+  if (G->state[gi] != GS_OK) {
+    L->errors++; /* reported where the graph is defined */
+    return IR_NONE;
+  }
+  ir_comp_id saved = L->comp, c = ir_comp_add(L->m, ir_unique_name(L->m, g->name));
+  L->comp = c;
+  ir_shape ts;
+  memset(&ts, 0, sizeof ts);
+  ts.type = IR_TUPLE;
+  ts.ntuple = n;
+  ts.tuple = (ir_shape *)st;
+  ir_attrs pa;
+  memset(&pa, 0, sizeof pa);
+  ir_id p = lemit(L, IR_OP_PARAMETER, NULL, 0, &pa, NULL, 0, &ts, where->loc, g->name);
+  tv *args = arena_array(L->m->arena, (size_t)(n ? n : 1), sizeof(tv));
+  for (int i = 0; i < n; i++) {
+    ir_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.index = i;
+    args[i] = tv_tensor(lemit(L, IR_OP_GET_TUPLE_ELEMENT, &p, 1, &ga, NULL, 0, NULL, where->loc,
+                              g->name));
+  }
+  const char *saved_path = L->path;
+  bool saved_quiet = L->quiet;
+  L->path = arena_printf(L->m->arena, "%s/%s", L->path, g->name);
+  L->quiet = true;
+  tv r = lower_body(L, g, args);
+  L->quiet = saved_quiet;
+  L->path = saved_path;
+  ir_id root = IR_NONE;
+  if (r.k == TV_MULTI || (r.k == TV_TENSOR && as_tuple)) {
+    bool multi = r.k == TV_MULTI;
+    root = lemit(L, IR_OP_TUPLE, multi ? r.multi : &r.id, multi ? r.nmulti : 1, NULL, NULL, 0,
+                 NULL, where->loc, g->name);
+  } else if (r.k == TV_TENSOR) {
+    root = r.id;
+  }
+  L->comp = saved;
+  if (root == IR_NONE) return IR_NONE;
+  ir_comp_get(L->m, c)->root = root;
+  ir_comp_finish(L->m, c);
+  return c;
 }
 
 static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {

@@ -165,12 +165,19 @@ bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *
 /* Graph gi, checked, lowered as a computation of L's module of its own
  * (not the entry, not inlined), for grad and value_and_grad; IR_NONE
  * after an error (reported at at, or where the graph is defined). */
-ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi);
+ir_comp_id fe_tg_graph_own_comp(lctx *L, const tg_node *at, int gi);
 
 /* Lowers a call to a builtin: binds arguments to b->spec and runs it. */
 tv lower_builtin(lctx *L, const tg_node *call, const tg_builtin *b);
 /* Index of the graph called name, or -1 (lower.c). */
 int fe_tg_graph_index(lctx *L, const char *name);
+/* Lowers graph gi into a computation of its own (not inlined: the body of
+ * a loop or a branch): one tuple parameter of the n shapes st, bound to
+ * the graph's parameters in order; the root is the tuple of its results,
+ * or with one result that result itself unless as_tuple. IR_NONE after
+ * reporting (lower.c). */
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *where, int gi, const ir_shape *st, int n,
+                            bool as_tuple);
 /* Inlines a call to graph gi (lower.c). */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi);
 /* numpy take of x along axis at the integer tensor of node nidx (an XLA

@@ -60,7 +60,7 @@ HANDLER(h_grad) {
   }
   int *wrt = arena_array(L->m->arena, (size_t)g->params.n + 1, sizeof(int)), nwrt = 0;
   if (arg[1] && !wrt_numbers(L, arg[1], g, b->name, wrt, &nwrt)) return tv_err();
-  ir_comp_id c = fe_tg_graph_comp(L, call, gi);
+  ir_comp_id c = fe_tg_graph_own_comp(L, call, gi);
   if (c == IR_NONE) return tv_err();
   tv *args = arena_array(L->m->arena, (size_t)g->params.n + 1, sizeof(tv));
   if (!fe_tg_graph_args(L, g, (const tg_node *const *)rest->v + 1, args)) return tv_err();

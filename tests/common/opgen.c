@@ -888,6 +888,112 @@ static ir_id build_fusion(gen *g, ir_type t) {
   return emit(g, IR_OP_FUSION, ops, n, &a, &fc, 1, NULL);
 }
 
+/* ---- control flow ------------------------------------------------------ */
+
+/* A computation of nparams parameters of shapes ps whose root is made by
+ * body(g, params); IR_NONE when an instruction did not infer. */
+static ir_comp_id sub_comp(gen *g, const char *name, const ir_shape *ps, int nparams,
+                           ir_id (*body)(gen *, const ir_id *, int), int arg) {
+  ir_comp_id cc = ir_comp_add(g->m, ir_unique_name(g->m, name));
+  ir_comp_id save = g->c;
+  g->c = cc;
+  ir_id p[4];
+  for (int i = 0; i < nparams; i++) p[i] = tc_param(g->m, cc, &ps[i], i);
+  ir_id root = body(g, p, arg);
+  g->c = save;
+  if (root == IR_NONE) return IR_NONE;
+  ir_comp_get(g->m, cc)->root = root;
+  ir_comp_finish(g->m, cc);
+  return cc;
+}
+
+/* An exact unary step on x (every target computes the same bits): negate,
+ * not for pred, or (arg 1) abs; (arg 2) x itself. */
+static ir_id step_of(gen *g, ir_id x, int arg) {
+  ir_type t = shp(g, x)->type;
+  if (arg == 2) return x;
+  if (t == IR_PRED) return emit1(g, IR_OP_NOT, x);
+  return emit1(g, arg == 1 && t != IR_S8 ? IR_OP_ABS : IR_OP_NEGATE, x);
+}
+
+static ir_id branch_body(gen *g, const ir_id *p, int arg) { return step_of(g, p[0], arg); }
+
+static ir_id call_body(gen *g, const ir_id *p, int arg) {
+  (void)arg;
+  ir_type t = shp(g, p[0])->type;
+  return emit2(g, t == IR_PRED ? IR_OP_XOR : IR_OP_MAXIMUM, p[0], step_of(g, p[1], 0));
+}
+
+/* while state (i, x): i < 3, then (i + 1, step(x)). */
+static ir_id while_cond(gen *g, const ir_id *p, int arg) {
+  (void)arg;
+  ir_attrs a = noattrs();
+  a.index = 0;
+  ir_id i = emit(g, IR_OP_GET_TUPLE_ELEMENT, p, 1, &a, NULL, 0, NULL);
+  ir_attrs c = noattrs();
+  c.cmp_dir = IR_CMP_LT;
+  ir_id three = scalar_const(g, IR_S32, 3);
+  return emit(g, IR_OP_COMPARE, (ir_id[]){i, three}, 2, &c, NULL, 0, NULL);
+}
+
+static ir_id while_body(gen *g, const ir_id *p, int arg) {
+  ir_attrs a0 = noattrs(), a1 = noattrs();
+  a1.index = 1;
+  ir_id i = emit(g, IR_OP_GET_TUPLE_ELEMENT, p, 1, &a0, NULL, 0, NULL);
+  ir_id x = emit(g, IR_OP_GET_TUPLE_ELEMENT, p, 1, &a1, NULL, 0, NULL);
+  ir_id n = emit2(g, IR_OP_ADD, i, scalar_const(g, IR_S32, 1));
+  return emit2(g, IR_OP_TUPLE, n, step_of(g, x, arg));
+}
+
+/* call of a binary array computation; map of a scalar one; conditional
+ * by a pred or an s32 selector (any value: out of range runs the last
+ * branch) over 1-3 branches; while over (s32, x) from i = (n & 7), so
+ * 0 to 3 trips that the data decides. */
+static ir_id build_control(gen *g, ir_op op, ir_type t) {
+  ir_shape s = rand_shape(g, t);
+  switch (op) {
+  case IR_OP_CALL: {
+    ir_shape ps[2] = {s, s};
+    ir_comp_id f = sub_comp(g, "called", ps, 2, call_body, 0);
+    ir_id ops[2] = {operand(g, &s), operand(g, &s)};
+    return f == IR_NONE ? (g->bad = true, IR_NONE) : emit(g, op, ops, 2, NULL, &f, 1, NULL);
+  }
+  case IR_OP_MAP: {
+    ir_comp_id f = reducer(g, reduce_op_for(g, t), &t, 1);
+    ir_id ops[2] = {operand(g, &s), operand(g, &s)};
+    ir_attrs a = noattrs();
+    return f == IR_NONE ? (g->bad = true, IR_NONE) : emit(g, op, ops, 2, &a, &f, 1, NULL);
+  }
+  case IR_OP_CONDITIONAL: {
+    bool pred = pick(g, 3) == 0;
+    int nb = pred ? 2 : 1 + pick(g, 3);
+    ir_shape sel = ir_shape_scalar(pred ? IR_PRED : IR_S32);
+    ir_id ops[4];
+    ir_comp_id br[3];
+    ops[0] = operand(g, &sel);
+    for (int k = 0; k < nb; k++) {
+      br[k] = sub_comp(g, "branch", &s, 1, branch_body, k);
+      if (br[k] == IR_NONE) return g->bad = true, IR_NONE;
+      ops[k + 1] = operand(g, &s);
+    }
+    note(g, " %d branches", nb);
+    return emit(g, op, ops, nb + 1, NULL, br, nb, NULL);
+  }
+  default: { /* while */
+    ir_shape one = ir_shape_scalar(IR_S32);
+    ir_id n = operand(g, &one), x = operand(g, &s);
+    ir_id i = emit2(g, IR_OP_AND, n, scalar_const(g, IR_S32, 7));
+    ir_id st = emit2(g, IR_OP_TUPLE, i, x);
+    if (st == IR_NONE) return IR_NONE;
+    const ir_shape *ss = shp(g, st);
+    ir_comp_id cc[2] = {sub_comp(g, "cond", ss, 1, while_cond, 0),
+                        sub_comp(g, "body", ss, 1, while_body, pick(g, 3))};
+    if (cc[0] == IR_NONE || cc[1] == IR_NONE) return g->bad = true, IR_NONE;
+    return emit(g, op, &st, 1, NULL, cc, 2, NULL);
+  }
+  }
+}
+
 static ir_id build(gen *g) {
   ir_op op = g->k->op;
   ir_type t = type_for(g, op);
@@ -941,6 +1047,10 @@ static ir_id build(gen *g) {
   case IR_OP_GATHER: return build_gather(g, t);
   case IR_OP_SCATTER: return build_scatter(g, t);
   case IR_OP_SELECT_AND_SCATTER: return build_select_and_scatter(g, t);
+  case IR_OP_CALL:
+  case IR_OP_WHILE:
+  case IR_OP_CONDITIONAL:
+  case IR_OP_MAP: return build_control(g, op, t);
   default: return build_elementwise(g, op, t);
   }
 }

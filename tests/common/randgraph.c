@@ -717,6 +717,104 @@ static void gen_norm(gen *g) {
   }
 }
 
+/* ---- control flow (RG_CONTROL) ---------------------------------------- */
+
+static ir_id gte(gen *g, ir_id t, int k) {
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.index = k;
+  return add(g, IR_OP_GET_TUPLE_ELEMENT, &t, 1, &a, NULL, 0, NULL, false);
+}
+
+static ir_id cmpc(gen *g, ir_cmp_dir dir, ir_id x, ir_id y) {
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.cmp_dir = dir;
+  return add(g, IR_OP_COMPARE, (ir_id[]){x, y}, 2, &a, NULL, 0, NULL, false);
+}
+
+/* A computation of one parameter of shape s: op(p) (copy: p * p). */
+static ir_comp_id unary_comp(gen *g, ir_op op, const ir_shape *s) {
+  ir_comp_id cc = ir_comp_add(g->m, ir_unique_name(g->m, "branch")), save = g->c;
+  g->c = cc;
+  ir_id p = tc_param(g->m, cc, s, 0);
+  ir_id r = op == IR_OP_COPY ? binop(g, IR_OP_MULTIPLY, p, p)
+                             : add(g, op, &p, 1, NULL, NULL, 0, NULL, false);
+  g->c = save;
+  ir_comp_get(g->m, cc)->root = r;
+  ir_comp_finish(g->m, cc);
+  return cc;
+}
+
+/* The loop's condition on (i, x): i < 6 and max(x) > -2; its body:
+ * (i + 1, x * 0.5 + 0.25). */
+static ir_comp_id loop_comp(gen *g, const ir_shape *ss, bool body) {
+  ir_comp_id cc = ir_comp_add(g->m, ir_unique_name(g->m, body ? "body" : "cond")), save = g->c;
+  g->c = cc;
+  ir_id p = tc_param(g->m, cc, ss, 0), i = gte(g, p, 0), x = gte(g, p, 1), r;
+  const ir_shape *xs = shp(g, x);
+  if (body) {
+    ir_id y = binc(g, IR_OP_ADD, binc(g, IR_OP_MULTIPLY, x, 0.5), 0.25);
+    r = add(g, IR_OP_TUPLE, (ir_id[]){binop(g, IR_OP_ADD, i, scalar(g, IR_S32, 1)), y}, 2, NULL,
+            NULL, 0, NULL, false);
+  } else {
+    r = cmpc(g, IR_CMP_LT, i, scalar(g, IR_S32, 6));
+    if (xs->rank > 0) {
+      ir_comp_id rc = reducer(g, IR_OP_MAXIMUM, xs->type);
+      ir_attrs a;
+      memset(&a, 0, sizeof a);
+      int64_t d[IR_MAX_RANK];
+      for (int k = 0; k < xs->rank; k++) d[k] = k;
+      a.dimensions = ints(g, xs->rank, d);
+      ir_id m = add(g, IR_OP_REDUCE, (ir_id[]){x, scalar(g, xs->type, -INFINITY)}, 2, &a, &rc, 1,
+                    NULL, false);
+      r = binop(g, IR_OP_AND, r, cmpc(g, IR_CMP_GT, m, scalar(g, xs->type, -2)));
+    }
+  }
+  g->c = save;
+  ir_comp_get(g->m, cc)->root = r;
+  ir_comp_finish(g->m, cc);
+  return cc;
+}
+
+/* A while whose trip count (0 to 6) the data decides (a fresh s32
+ * parameter n and the values of x), a conditional by an s32 index from n
+ * (-1 to 2 over three branches: -1 runs the last), one by a pred, a call
+ * and a map, each pushed into the pool. */
+static void gen_control(gen *g) {
+  ir_id x = find(g, is_float);
+  if (x == IR_NONE) {
+    ir_shape s = rand_shape(g, IR_F32, pick(g, 3));
+    x = param(g, &s, true);
+  }
+  ir_shape xs = *shp(g, x), ns = ir_shape_scalar(IR_S32);
+  ir_id n = param(g, &ns, false);
+  ir_id init = add(g, IR_OP_TUPLE, (ir_id[]){binop(g, IR_OP_AND, n, scalar(g, IR_S32, 7)), x}, 2,
+                   NULL, NULL, 0, NULL, false);
+  const ir_shape *ss = shp(g, init);
+  ir_comp_id wc[2] = {loop_comp(g, ss, false), loop_comp(g, ss, true)};
+  ir_id w = add(g, IR_OP_WHILE, &init, 1, NULL, wc, 2, NULL, false);
+  ir_id y = gte(g, w, 1);
+  if (g->nv < MAXV) g->vals[g->nv++] = y;
+  ir_id sel = binc(g, IR_OP_SUBTRACT, binop(g, IR_OP_AND, n, scalar(g, IR_S32, 3)), 1);
+  ir_comp_id br[3] = {unary_comp(g, IR_OP_NEGATE, &xs), unary_comp(g, IR_OP_COPY, &xs),
+                      unary_comp(g, IR_OP_ABS, &xs)};
+  ir_id r = add(g, IR_OP_CONDITIONAL, (ir_id[]){sel, y, x, y}, 4, NULL, br, 3, NULL, true);
+  ir_id p = cmpc(g, IR_CMP_GT, n, scalar(g, IR_S32, 0));
+  ir_comp_id pb[2] = {br[2], br[0]};
+  ir_id r2 = add(g, IR_OP_CONDITIONAL, (ir_id[]){p, r, x}, 3, NULL, pb, 2, NULL, true);
+  ir_comp_id mc = reducer(g, IR_OP_MAXIMUM, xs.type);
+  add(g, IR_OP_MAP, (ir_id[]){r2, y}, 2, NULL, &mc, 1, NULL, true);
+  ir_comp_id fc = ir_comp_add(g->m, ir_unique_name(g->m, "called")), save = g->c;
+  g->c = fc;
+  ir_id a = tc_param(g->m, fc, &xs, 0), b = tc_param(g->m, fc, &xs, 1);
+  ir_id s = binop(g, IR_OP_SUBTRACT, a, b);
+  g->c = save;
+  ir_comp_get(g->m, fc)->root = s;
+  ir_comp_finish(g->m, fc);
+  add(g, IR_OP_CALL, (ir_id[]){r2, x}, 2, NULL, &fc, 1, NULL, true);
+}
+
 static void step(gen *g) {
   unsigned fam[10] = {RG_ARITH | RG_TRANSC, RG_ARITH | RG_MINMAX | RG_INT, RG_MINMAX, RG_MOVE,
                       RG_MOVE, RG_REDUCE, RG_DOT, RG_CONV, RG_CMPSEL, RG_CONVERT};
@@ -785,6 +883,7 @@ ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
   int steps = o.steps > 0 ? o.steps : 6 + pick(&g, 15);
   for (int k = 0; on(&g, RG_NORM) && k < 1 + (pick(&g, 3) == 0); k++) gen_norm(&g);
   if (on(&g, RG_ATTN)) gen_attn(&g);
+  if (on(&g, RG_CONTROL)) gen_control(&g);
   for (int i = 0; i < steps; i++) step(&g);
   ir_id last = g.vals[g.nv - 1], root = last;
   if (g.nix > 0) { /* the indexing results and the last value */

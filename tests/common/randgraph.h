@@ -65,6 +65,12 @@ enum { RG_INDEX = 1u << 12 };
  * operands are new parameters numbered from *np; IR_NONE when the drawn
  * form does not apply to x. */
 ir_id rg_index_step(ir_module *m, ir_comp_id c, ir_id x, uint64_t *rs, int *np);
+/* Control flow (not in RG_ALL): a graph with RG_CONTROL starts with a
+ * while over (s32, a float value) whose trip count (0 to 6) a fresh s32
+ * parameter and the value's maximum decide, conditionals by an s32 index
+ * (-1 to 2 over three branches, so one in four runs out of range) and by
+ * a pred, a map and a call, all on that value's shape. */
+enum { RG_CONTROL = 1u << 13 };
 
 typedef struct rg_options {
   unsigned ops;      /* RG_* families; 0 means RG_ALL */

@@ -229,6 +229,22 @@ int main(int argc, char **argv) {
     if (cpu && !one_graph(seed + 6000011u, i, &rx, &cf, true)) bad++;
 #endif
   }
+  /* The control family: loops with data-dependent trip counts,
+   * conditionals (indices out of range included), call and map
+   * (tests/common/randgraph.h, RG_CONTROL), on the TPU targets and, with
+   * LLVM, the CPU. */
+  rg_options rk = ro;
+  rk.ops = RG_CONTROL | RG_ARITH | RG_MOVE | RG_REDUCE;
+  rk.steps = 4;
+  for (int i = 0; i < n; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 6000023u, i, &rk, &cf, false)) bad++;
+#ifdef HAVE_LLVM
+    runs += cpu;
+    if (cpu && !one_graph(seed + 6000023u, i, &rk, &cf, true)) bad++;
+#endif
+  }
 #ifdef HAVE_LLVM
   /* The CPU family: every op family at every precision, on ordinary and
    * on special arguments. */
