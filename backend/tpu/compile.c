@@ -347,7 +347,7 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
     diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
     return ST_INVALID_ARGUMENT;
   }
-  if (ir_check_runnable(m, spec, d, NULL, 0)) return ST_UNSUPPORTED;
+  if (ir_check_runnable(m, spec, d, NULL, 0) || tpu_check_types(m, d)) return ST_UNSUPPORTED;
   return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
 }
 

@@ -54,6 +54,9 @@ void lower_tuple(lctx *x, ir_id i);
  * (lower_elementwise: the operand edges consumed are x->pending). */
 bool lower_bitcast(lctx *x, ir_id i);
 
+/* lower_small.c: the OPF_RUNS ops of ops.def (ir/small.c). */
+void lower_small(lctx *x, ir_id i);
+
 /* lower_elem.c */
 /* Whether in is computed element by element (elementwise ops, convert,
  * bitcast-convert): what lower_elementwise takes and deferral folds. */
