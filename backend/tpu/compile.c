@@ -215,6 +215,8 @@ static void place_constants(lctx *x, arena *a, tv_pool *pool) {
         b->opname = "constant";
         tv_const(x->b, in->a->literal);
       }
+      ir_literal *sl = in->dead ? NULL : lower_small_constant(a, &m->comps.v[c], in);
+      if (sl) tv_const(x->b, sl);
     }
   b->opname = "constant";
   b->loc = x->comp->loc;

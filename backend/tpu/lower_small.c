@@ -7,12 +7,20 @@
  * ops report a located error. */
 #include "backend/tpu/lower.h"
 
-/* A zero constant of the array shape s, as a value (context elements of a
- * start tuple are 32-bit integers: held as s32 words). */
+ir_literal *lower_small_constant(arena *a, const ir_comp *c, const ir_inst *in) {
+  int64_t d = 0; /* in range: the verifier */
+  if (in->op != IR_OP_GET_DIMENSION_SIZE || !ir_raw_int(in, "dimensions", &d)) return NULL;
+  ir_literal *l = ir_literal_create(a, in->shape);
+  ir_literal_set_i64(l, 0, c->insts.v[in->ops[0]].shape->dims[d]);
+  return l;
+}
+
+/* A zero scalar as a value (context elements of a start tuple are 32-bit
+ * integer scalars, held as s32 words: the pool's s32 zero). */
 static tval *zero_value(tb *b, const ir_shape *s) {
   ir_shape z = *s;
   if (z.type == IR_U32) z.type = IR_S32;
-  if (tk_itype(z.type) == IR_TYPE_INVALID) {
+  if (tk_itype(z.type) == IR_TYPE_INVALID || z.rank != 0) {
     tb_error(b, ST_UNSUPPORTED, "a start tuple element of type %s is not supported",
              ir_type_name(s->type));
     return NULL;
@@ -59,14 +67,9 @@ void lower_small(lctx *x, ir_id i) {
     x->val[i] = t;
     return;
   }
-  case IR_OP_GET_DIMENSION_SIZE: {
-    int64_t d = 0; /* in range: the verifier */
-    ir_raw_int(in, "dimensions", &d);
-    ir_literal *l = ir_literal_create(b->a, in->shape);
-    ir_literal_set_i64(l, 0, ov->dims[d]);
-    x->val[i] = tv_const(b, l);
+  case IR_OP_GET_DIMENSION_SIZE: /* placed with the constants (compile.c) */
+    x->val[i] = tv_const(b, lower_small_constant(b->a, x->comp, in));
     return;
-  }
   default:
     tb_error(b, ST_UNSUPPORTED, "op '%s' is not supported by the TPU backend yet (it runs on "
                                 "interp and cpu)", ir_op_name(in->op));

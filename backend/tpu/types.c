@@ -30,7 +30,9 @@ int tpu_check_types(const ir_module *m, diag *d) {
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      ir_type t = refused(in->shape, 0);
+      /* copy-start's context elements (u32) are held as s32 words */
+      bool start = in->op == IR_OP_COPY_START && in->shape->type == IR_TUPLE && in->shape->ntuple >= 2;
+      ir_type t = refused(start ? &in->shape->tuple[0] : in->shape, 0);
       if (t == IR_TYPE_INVALID) continue;
       const char *name = in->info->name ? in->info->name : "?";
       if (t == IR_F64)

@@ -379,6 +379,12 @@ case_modules_all() {
     run 1 run "$MODULES/host/int_power.hlo" --target=v3 --random-inputs
     err_has "int_power.hlo:6:3: error: tpu: power:"
     err_has "(power on s32)"
+    run 1 run "$MODULES/host/f64.hlo" --target=v3 --random-inputs
+    err_has "f64.hlo:4:3: error: f64 is not supported on the TPU: 'p' (parameter) computes in f64"
+    run 1 run "$MODULES/host/int_wide.hlo" --target=v3 --random-inputs
+    err_has "int_wide.hlo:4:3: error: s64 is not supported on the TPU: 'a' (parameter) holds s64 values"
+    run 1 run "$MODULES/host/small_host.hlo" --target=v3 --random-inputs
+    err_has "small_host.hlo:9:3: error: f64 is not supported on the TPU: 'yr' (reduce-precision) computes in f64"
   fi
 }
 
