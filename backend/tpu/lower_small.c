@@ -3,7 +3,8 @@
  * an alias of its operand's buffer (row-major, as reshape), the
  * pass-through ops are their operand, a token is an empty tuple value,
  * copy-start is the tuple (x, x, zero context) and copy-done its first
- * element, get-dimension-size a constant. reduce-precision and the async
+ * element, get-dimension-size a constant; reduce-precision is one
+ * elementwise program of integer operations on the f32 bits. The async
  * ops report a located error. */
 #include "backend/tpu/lower.h"
 
@@ -36,6 +37,59 @@ static tval *empty_tuple(tb *b) {
   return t;
 }
 
+/* Node helpers for the reduce-precision program. */
+static int node(tk_node *ns, int *n, tk_node v) {
+  ns[*n] = v;
+  return (*n)++;
+}
+#define CONST(v) node(ns, &n, (tk_node){TK_CONST, IR_S32, 0, (uint32_t)(v), 0, 0, 0, 0, {0, 0, 0}})
+#define OP(t, o, a, b) node(ns, &n, (tk_node){TK_OP, t, 0, 0, o, 0, 0, 2, {a, b, 0}})
+#define CMP(d, ct, a, b) node(ns, &n, (tk_node){TK_OP, IR_PRED, 0, 0, IR_OP_COMPARE, d, ct, 2, {a, b, 0}})
+#define SEL(t, p, a, b) node(ns, &n, (tk_node){TK_OP, t, 0, 0, IR_OP_SELECT, 0, 0, 3, {p, a, b}})
+#define MOV(t, a) node(ns, &n, (tk_node){TK_OP, t, 0, 0, IR_OP_COPY, 0, 0, 1, {a, 0, 0}})
+
+/* reduce-precision of an f32 or bf16 value (ir_reduce_precision) as one
+ * elementwise program of integer operations on the f32 bits. */
+static tval *reduce_precision(tb *b, const tval *v, int ebits, int mbits) {
+  tk_node ns[32];
+  int n = 0;
+  int in = node(ns, &n, (tk_node){TK_IN, v->type, 0, 0, 0, 0, 0, 0, {0, 0, 0}});
+  int u = MOV(IR_S32, in);
+  if (mbits < 23) {
+    uint32_t last = 1u << (23 - mbits);
+    int lsb = OP(IR_S32, IR_OP_AND, OP(IR_S32, IR_OP_SHR_L, u, CONST(23 - mbits)), CONST(1));
+    int bias = OP(IR_S32, IR_OP_ADD, lsb, CONST((last >> 1) - 1));
+    u = OP(IR_S32, IR_OP_AND, OP(IR_S32, IR_OP_ADD, u, bias), CONST(~(last - 1)));
+  }
+  if (ebits < 8) {
+    uint32_t rbias = (1u << (ebits - 1)) - 1;
+    int ex = OP(IR_S32, IR_OP_AND, u, CONST(0x7f800000u));
+    int sg = OP(IR_S32, IR_OP_AND, u, CONST(0x80000000u));
+    int over = CMP(IR_CMP_GT, IR_CMPT_SIGNED, ex, CONST((127 + rbias) << 23));
+    u = SEL(IR_S32, over, OP(IR_S32, IR_OP_OR, sg, CONST(0x7f800000u)), u);
+    int under = CMP(IR_CMP_LE, IR_CMPT_SIGNED, ex, CONST((127 - rbias) << 23));
+    u = SEL(IR_S32, under, sg, u);
+  }
+  int f = MOV(IR_F32, u);
+  /* NaN stays NaN; with no mantissa bits it becomes +infinity */
+  int nan = CMP(IR_CMP_NE, IR_CMPT_FLOAT, in, in);
+  int keep = mbits > 0 ? in : MOV(IR_F32, CONST(0x7f800000u));
+  int root = SEL(IR_F32, nan, keep, f);
+  if (v->type == IR_BF16)
+    root = node(ns, &n, (tk_node){TK_OP, IR_BF16, 0, 0, IR_OP_CONVERT, 0, 0, 1, {root, 0, 0}});
+  tval *out = tv_new(b, v->type, v->rank, v->dims);
+  uint64_t ia = tv_addr(v), oa = tv_addr(out);
+  ir_type it = v->type;
+  tk_elem e = {n, ns, 1, &ia, &it, 1, &root, &oa, v->count};
+  tk_elementwise(b, &e);
+  return out;
+}
+#undef CONST
+#undef OP
+#undef CMP
+#undef SEL
+#undef MOV
+
 void lower_small(lctx *x, ir_id i) {
   const ir_inst *in = &x->comp->insts.v[i];
   tb *b = x->b;
@@ -65,6 +119,17 @@ void lower_small(lctx *x, ir_id i) {
     for (int k = 0; k < t->n && !b->failed; k++)
       t->elems[k] = k < 2 ? tv_ref(b, ov) : zero_value(b, &in->shape->tuple[k]);
     x->val[i] = t;
+    return;
+  }
+  case IR_OP_REDUCE_PRECISION: {
+    int64_t eb = 8, mb = 23; /* present and in range: the verifier */
+    ir_raw_int(in, "exponent_bits", &eb);
+    ir_raw_int(in, "mantissa_bits", &mb);
+    if (ov->type != IR_F32 && ov->type != IR_BF16) {
+      tb_error(b, ST_UNSUPPORTED, "reduce-precision of %s", ir_type_name(ov->type));
+      return;
+    }
+    x->val[i] = reduce_precision(b, ov, (int)eb, (int)mb);
     return;
   }
   case IR_OP_GET_DIMENSION_SIZE: /* placed with the constants (compile.c) */
