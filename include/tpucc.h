@@ -86,15 +86,26 @@ typedef enum tpucc_status {
 TPUCC_API const char *tpucc_status_string(tpucc_status_t s);
 
 /* Element types: X(NAME, "name", bytes). TPUCC_NAME is the row's position,
- * fixed for good (TPUCC_PRED 0 ... TPUCC_F32 5); "name" is what
- * tpucc_dtype_name returns and bytes what tpucc_dtype_size returns. */
+ * fixed for good (TPUCC_PRED 0 ... TPUCC_F32 5, TPUCC_S16 6 ... TPUCC_F64
+ * 12); "name" is what tpucc_dtype_name returns and bytes what
+ * tpucc_dtype_size returns. Unsigned types hold their value (u64: its bit
+ * pattern); every type runs on interp and cpu; the TPU targets run the
+ * 32-bit and narrower ones and refuse f64 (and most s64/u64 arithmetic)
+ * with a located error. New types are appended. */
 #define TPUCC_DTYPE_LIST(X)                                                                        \
   X(PRED, "pred", 1) /* one byte, 0 or 1 */                                                        \
   X(S8, "s8", 1)                                                                                   \
   X(S32, "s32", 4)                                                                                 \
   X(BF16, "bf16", 2)                                                                               \
   X(F16, "f16", 2)                                                                                 \
-  X(F32, "f32", 4)
+  X(F32, "f32", 4)                                                                                 \
+  X(S16, "s16", 2)                                                                                 \
+  X(S64, "s64", 8)                                                                                 \
+  X(U8, "u8", 1)                                                                                   \
+  X(U16, "u16", 2)                                                                                 \
+  X(U32, "u32", 4)                                                                                 \
+  X(U64, "u64", 8)                                                                                 \
+  X(F64, "f64", 8)
 
 typedef enum tpucc_dtype {
 #define TPUCC_DTYPE_ENUM_(name, spelling, bytes) TPUCC_##name,

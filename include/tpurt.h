@@ -110,7 +110,13 @@ typedef struct tpurt_allocator {
   X(BF16, 4, "bf16", 2)                                                                            \
   X(F16, 5, "f16", 2)                                                                              \
   X(F32, 6, "f32", 4)                                                                              \
-  X(U8, 7, "u8", 1)
+  X(U8, 7, "u8", 1)                                                                                \
+  X(S16, 8, "s16", 2)                                                                              \
+  X(S64, 9, "s64", 8)                                                                              \
+  X(U16, 10, "u16", 2)                                                                             \
+  X(U32, 11, "u32", 4)                                                                             \
+  X(U64, 12, "u64", 8)                                                                             \
+  X(F64, 13, "f64", 8)
 
 typedef enum tpurt_dtype {
 #define TPURT_DTYPE_ENUM_(name, code, spelling, bytes) TPURT_##name = code,

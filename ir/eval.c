@@ -79,12 +79,13 @@ base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64
 
 base_status ev_widen(ev_ctx *cx, const ir_inst *in, ir_type t, const void *p, int64_t n, void **out) {
   size_t es = (size_t)ir_type_size(t);
-  bool f = ir_type_is_float(t);
+  bool f = ir_type_is_float(t) && t != IR_F64;
   base_status st = ev_alloc_array(cx, in, n, f ? 4 : 8, out);
   if (st != ST_OK) return st;
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *e = (const uint8_t *)p + (size_t)i * es;
     if (f) ((float *)*out)[i] = ev_load_f(t, e);
+    else if (t == IR_F64) ((double *)*out)[i] = ev_load_d(t, e);
     else ((int64_t *)*out)[i] = ev_load_i(t, e);
   }
   return ST_OK;
@@ -185,7 +186,7 @@ static base_status eval_fusion(ev_ctx *cx, const ir_inst *in, ir_literal *const 
 static bool takes_arrays(ir_op op) {
   return op != IR_OP_TUPLE && op != IR_OP_GET_TUPLE_ELEMENT && op != IR_OP_FUSION &&
          op != IR_OP_ALL_REDUCE && op != IR_OP_COPY && op != IR_OP_CUSTOM_CALL && op != IR_OP_CALL &&
-         op != IR_OP_WHILE && op != IR_OP_CONDITIONAL;
+         op != IR_OP_WHILE && op != IR_OP_CONDITIONAL && !(ir_op_flags(op) & OPF_RUNS);
 }
 
 /* Evaluates one instruction of a computation whose earlier values are in
@@ -218,7 +219,8 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
   }
   int64_t nelem;
   if (in->shape->type != IR_TUPLE &&
-      (ir_type_size(in->shape->type) <= 0 || in->shape->rank < 0 || in->shape->rank > IR_MAX_RANK))
+      ((ir_type_size(in->shape->type) <= 0 && in->shape->type != IR_TOKEN) || in->shape->rank < 0 ||
+       in->shape->rank > IR_MAX_RANK))
     return ev_fail(cx, in, ST_INVALID_ARGUMENT, "malformed result shape");
   /* From here on, index arithmetic on the result's dims cannot overflow. */
   if (in->shape->type != IR_TUPLE && !ir_shape_elements(in->shape, &nelem))
@@ -226,6 +228,7 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
                    "result has negative dims or more than 2^40 elements");
 
   if (ir_op_flags(in->op) & OPF_ELEMWISE) return ev_elementwise(cx, in, ops, out);
+  if (ir_op_flags(in->op) & OPF_RUNS) return ev_small(cx, in, ops, out);
   switch (in->op) {
   case IR_OP_PARAMETER:
     if (in->a->parameter_number < 0 || in->a->parameter_number >= nargs)

@@ -193,14 +193,15 @@ static base_status conv_check(ev_ctx *cx, const ir_inst *in, const ir_literal *l
   return ST_OK;
 }
 
-/* The operands widened (f32 or int64 by the result type rt) with the
+/* The operands widened (f32, f64 or int64 by the result type rt) with the
  * element strides of the feature loop: lz along the input features, rz
  * along the kernel's input features, rf along its output features. */
 typedef struct conv_sums {
   ir_type rt;
-  bool is_float;
+  bool is_float, is_f64;
   size_t es;
   const float *fl, *fr;
+  const double *dl, *dr; /* f64: the f32 rule in double */
   const int64_t *il, *ir;
   int64_t k_i, lz, rz, rf;
 } conv_sums;
@@ -212,7 +213,15 @@ static void sum_features(const conv_sums *c, const int64_t *lsp, const int64_t *
                          int64_t lbase, int64_t rbase, int64_t nf, uint8_t *ob, size_t ostep) {
   ir_type rt = c->rt;
   int64_t k_i = c->k_i, lz = c->lz, rz = c->rz, rf = c->rf;
-  if (c->is_float && nf == 4) { /* the common case, with the accumulators in registers */
+  if (c->is_f64) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int64_t p = 0; p < nv; p++)
+      for (int64_t z = 0; z < k_i; z++)
+        for (int64_t j = 0; j < nf; j++)
+          acc[j] += c->dl[lbase + lsp[p] + z * lz] * c->dr[rbase + rsp[p] + z * rz + j * rf];
+    for (int64_t j = 0; j < nf; j++)
+      memcpy(ob + (size_t)j * ostep, &acc[j], 8);
+  } else if (c->is_float && nf == 4) { /* the common case, with the accumulators in registers */
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     for (int64_t p = 0; p < nv; p++) {
       const float *xl = c->fl + lbase + lsp[p], *xr = c->fr + rbase + rsp[p];
@@ -297,12 +306,13 @@ base_status ev_convolution(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops
   for (int i = 0; i < ns; i++)
     work *= (double)ksz[i];
   if ((st = ev_work(cx, in, work)) != ST_OK) return st;
-  conv_sums c = {.rt = rt, .is_float = ir_type_is_float(rt), .es = (size_t)ir_type_size(rt),
-                 .k_i = k_i};
+  conv_sums c = {.rt = rt, .is_float = ir_type_is_float(rt), .is_f64 = rt == IR_F64,
+                 .es = (size_t)ir_type_size(rt), .k_i = k_i};
   void *wl, *wr;
   if ((st = ev_widen(cx, in, rt, lc->data, ir_shape_count(&lhs->shape), &wl)) != ST_OK) return st;
   if ((st = ev_widen(cx, in, rt, rc->data, ir_shape_count(&rhs->shape), &wr)) != ST_OK) return st;
-  if (c.is_float) c.fl = wl, c.fr = wr;
+  if (c.is_f64) c.dl = wl, c.dr = wr;
+  else if (c.is_float) c.fl = wl, c.fr = wr;
   else c.il = wl, c.ir = wr;
 
   if (k_i == 0) { /* no input features: every sum is empty, the result stays 0 */

@@ -87,6 +87,20 @@ static base_status dot_tpu(ev_ctx *cx, const ir_inst *in, const ir_literal *lhs,
   return ST_OK;
 }
 
+/* f64 results: the f32 rule in double (a double accumulator from +0,
+ * ascending k, one IEEE multiply and add per product). */
+static void dot_f64(const double *a, const double *b, double *o, int64_t B, int64_t M, int64_t N,
+                    int64_t K) {
+  for (int64_t bi = 0; bi < B; bi++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        const double *x = a + (bi * M + m) * K, *y = b + (bi * N + n) * K;
+        double acc = 0.0;
+        for (int64_t k = 0; k < K; k++) acc += x[k] * y[k];
+        o[(bi * M + m) * N + n] = acc;
+      }
+}
+
 base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
   const ir_literal *lhs = ops[0], *rhs = ops[1];
   const ir_attrs *at = in->a;
@@ -153,7 +167,12 @@ base_status ev_dot(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_lit
   const uint8_t *pa = a->data, *pb = b->data;
   uint8_t *po = r->data;
 
-  if (ir_type_is_float(rt)) {
+  if (rt == IR_F64) {
+    double *da, *db;
+    if ((st = ev_widen(cx, in, rt, pa, na, (void **)&da)) != ST_OK) return st;
+    if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&db)) != ST_OK) return st;
+    dot_f64(da, db, (double *)r->data, B, M, N, K);
+  } else if (ir_type_is_float(rt)) {
     float *fa, *fb;
     if ((st = ev_widen(cx, in, rt, pa, na, (void **)&fa)) != ST_OK) return st;
     if ((st = ev_widen(cx, in, rt, pb, nbv, (void **)&fb)) != ST_OK) return st;

@@ -39,24 +39,28 @@ static base_status undefined_on(ev_ctx *cx, const ir_inst *in, ir_type t) {
  * then value, then upper bound, as XLA); else min(hi, max(x, lo)) with the
  * first operand winning ties. */
 static void clamp_elem(ir_type t, const void *lo, const void *x, const void *hi, void *out) {
-  if (ir_type_is_float(t)) {
-    float l = ev_load_f(t, lo), v = ev_load_f(t, x), h = ev_load_f(t, hi), r;
+  if (ir_type_is_float(t)) { /* every float type widens exactly to double */
+    double l = ev_load_d(t, lo), v = ev_load_d(t, x), h = ev_load_d(t, hi);
+    const void *r; /* one of the inputs */
     if (isnan(l))
-      r = l;
+      r = lo;
     else if (isnan(v))
-      r = v;
+      r = x;
     else if (isnan(h))
-      r = h;
+      r = hi;
     else {
-      float m = v < l ? l : v;
-      r = h < m ? h : m;
+      const void *m = v < l ? lo : x;
+      r = h < (v < l ? l : v) ? hi : m;
     }
-    ev_store_f(t, out, r); /* exact: r is one of the inputs */
+    if (t == IR_F32 || t == IR_F64)
+      memcpy(out, r, (size_t)ir_type_size(t));
+    else /* bf16, f16: stored through f32 as every op's result (a NaN quieted) */
+      ev_store_f(t, out, ev_load_f(t, r));
     return;
   }
   int64_t l = ev_load_i(t, lo), v = ev_load_i(t, x), h = ev_load_i(t, hi);
-  int64_t m = v < l ? l : v;
-  ev_store_i(t, out, h < m ? h : m);
+  int64_t m = ev_int_lt(t, v, l) ? l : v;
+  ev_store_i(t, out, ev_int_lt(t, h, m) ? h : m);
 }
 
 base_status ev_elementwise(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,

@@ -67,7 +67,7 @@ base_status ev_work(ev_ctx *cx, const ir_inst *inst, double n);
 base_status ev_alloc_array(ev_ctx *cx, const ir_inst *inst, int64_t count, int64_t size,
                            void **out);
 /* The n elements of type t at p, widened into a new scratch array (*out):
- * f32 for a float t, int64_t otherwise. Fails as ev_alloc_array. */
+ * double for f64, f32 for the other float types, int64_t otherwise. Fails as ev_alloc_array. */
 base_status ev_widen(ev_ctx *cx, const ir_inst *in, ir_type t, const void *p, int64_t n, void **out);
 /* A new zero-filled array literal of shape s (its type and dims). */
 base_status ev_new_array(ev_ctx *cx, const ir_inst *inst, const ir_shape *s, ir_literal **out);
@@ -83,64 +83,81 @@ bool ev_dims_equal(const ir_shape *a, const ir_shape *b);
 
 /* ---- element access (inline: used in every loop) ---- */
 
+/* Bits of the integer types: pred 1, then 8, 16, 32 or 64. */
+static inline int ev_int_bits(ir_type t) {
+  switch (t) {
+  case IR_PRED: return 1;
+  case IR_S8: case IR_U8: case IR_S4: case IR_U4: return 8;
+  case IR_S16: case IR_U16: return 16;
+  case IR_S64: case IR_U64: return 64;
+  default: return 32;
+  }
+}
+
+static inline bool ev_is_unsigned(ir_type t) {
+  return t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64 || t == IR_U4;
+}
+
+/* All ones in the type's width. */
+static inline uint64_t ev_int_mask(ir_type t) {
+  int b = ev_int_bits(t);
+  return b == 64 ? ~(uint64_t)0 : ((uint64_t)1 << b) - 1;
+}
+
+/* The canonical int64 of the low bits of v in integer type t: signed types
+ * sign-extend, unsigned types zero-extend (u64: the bit pattern), pred is
+ * v != 0. */
 static inline int64_t ev_wrap(ir_type t, uint64_t v) {
-  switch (t) {
-  case IR_PRED:
-    return v != 0;
-  case IR_S8: {
-    uint64_t x = v & 0xffu;
-    return x >= 0x80u ? (int64_t)x - 0x100 : (int64_t)x;
-  }
-  default: {
-    uint64_t x = v & 0xffffffffu;
-    return x >= 0x80000000u ? (int64_t)x - (int64_t)0x100000000 : (int64_t)x;
-  }
-  }
+  if (t == IR_PRED) return v != 0;
+  int bits = ev_int_bits(t);
+  if (bits == 64) return (int64_t)v;
+  uint64_t x = v & (((uint64_t)1 << bits) - 1), sign = (uint64_t)1 << (bits - 1);
+  if (ev_is_unsigned(t) || x < sign) return (int64_t)x;
+  return (int64_t)x - (int64_t)(sign << 1);
 }
 
-/* Bits of the integer types: pred 1, s8 8, s32 32. */
-static inline int ev_int_bits(ir_type t) { return t == IR_PRED ? 1 : t == IR_S8 ? 8 : 32; }
-
-static inline float ev_load_f(ir_type t, const void *p) {
-  switch (t) {
-  case IR_F32: {
-    float f;
-    memcpy(&f, p, 4);
-    return f;
-  }
-  case IR_BF16: {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return ir_bf16_to_f32(h);
-  }
-  case IR_F16: {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return ir_f16_to_f32(h);
-  }
-  case IR_PRED:
-    return *(const uint8_t *)p ? 1.0f : 0.0f;
-  case IR_S8:
-    return (float)*(const int8_t *)p;
-  default: {
-    int32_t i;
-    memcpy(&i, p, 4);
-    return (float)i;
-  }
-  }
+/* a < b in t's order (u64 unsigned; every other type's canonical int64
+ * already orders correctly). */
+static inline bool ev_int_lt(ir_type t, int64_t a, int64_t b) {
+  return t == IR_U64 ? (uint64_t)a < (uint64_t)b : a < b;
 }
 
+/* Integer elements as their canonical int64 (see ev_wrap). */
 static inline int64_t ev_load_i(ir_type t, const void *p) {
   switch (t) {
-  case IR_PRED:
-    return *(const uint8_t *)p != 0;
-  case IR_S8:
-    return *(const int8_t *)p;
-  default: {
-    int32_t i;
-    memcpy(&i, p, 4);
-    return i;
+  case IR_PRED: return *(const uint8_t *)p != 0;
+  case IR_S8: case IR_S4: return *(const int8_t *)p;
+  case IR_U8: case IR_U4: return *(const uint8_t *)p;
+  case IR_S16: { int16_t v; memcpy(&v, p, 2); return v; }
+  case IR_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+  case IR_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+  case IR_S64: case IR_U64: { int64_t v; memcpy(&v, p, 8); return v; }
+  default: { int32_t v; memcpy(&v, p, 4); return v; }
   }
+}
+
+/* Any element as a double: floats exactly, integers rounded to nearest
+ * (u64 as unsigned). */
+static inline double ev_load_d(ir_type t, const void *p) {
+  switch (t) {
+  case IR_F64: { double d; memcpy(&d, p, 8); return d; }
+  case IR_F32: { float f; memcpy(&f, p, 4); return f; }
+  case IR_BF16: { uint16_t h; memcpy(&h, p, 2); return ir_bf16_to_f32(h); }
+  case IR_F16: { uint16_t h; memcpy(&h, p, 2); return ir_f16_to_f32(h); }
+  case IR_U64: return (double)(uint64_t)ev_load_i(t, p);
+  default: return (double)ev_load_i(t, p);
+  }
+}
+
+/* Any element as an f32 (f64 rounded to nearest even; the f32 paths of
+ * the evaluator never see f64, which has its own double paths). */
+static inline float ev_load_f(ir_type t, const void *p) {
+  switch (t) {
+  case IR_F32: { float f; memcpy(&f, p, 4); return f; }
+  case IR_BF16: { uint16_t h; memcpy(&h, p, 2); return ir_bf16_to_f32(h); }
+  case IR_F16: { uint16_t h; memcpy(&h, p, 2); return ir_f16_to_f32(h); }
+  case IR_PRED: case IR_S8: case IR_S32: return (float)ev_load_i(t, p);
+  default: return (float)ev_load_d(t, p);
   }
 }
 
@@ -148,22 +165,27 @@ static inline int64_t ev_load_i(ir_type t, const void *p) {
 static inline void ev_store_f(ir_type t, void *p, float v) {
   if (t == IR_F32) {
     memcpy(p, &v, 4);
+  } else if (t == IR_F64) {
+    double d = v;
+    memcpy(p, &d, 8);
   } else {
     uint16_t h = t == IR_BF16 ? ir_f32_to_bf16(v) : ir_f32_to_f16(v);
     memcpy(p, &h, 2);
   }
 }
 
+/* Stores a double into a float type with one rounding to nearest even
+ * (bf16/f16 through f32 rounded to odd: no double rounding). */
+void ev_store_d(ir_type t, void *p, double v);
+
 /* Stores an integer value into an integer type, wrapping. */
 static inline void ev_store_i(ir_type t, void *p, int64_t v) {
-  int64_t w = ev_wrap(t, (uint64_t)v);
-  if (t == IR_S32) {
-    int32_t i = (int32_t)w;
-    memcpy(p, &i, 4);
-  } else if (t == IR_S8) {
-    *(int8_t *)p = (int8_t)w;
-  } else {
-    *(uint8_t *)p = (uint8_t)w;
+  uint64_t w = (uint64_t)ev_wrap(t, (uint64_t)v);
+  switch (ir_type_size(t)) {
+  case 1: *(uint8_t *)p = (uint8_t)w; break;
+  case 2: { uint16_t x = (uint16_t)w; memcpy(p, &x, 2); break; }
+  case 4: { uint32_t x = (uint32_t)w; memcpy(p, &x, 4); break; }
+  default: memcpy(p, &w, 8); break;
   }
 }
 
@@ -283,6 +305,7 @@ ev_handler ev_call_op;         /* eval_control.c: call */
 ev_handler ev_while;           /* eval_control.c */
 ev_handler ev_conditional;     /* eval_control.c */
 ev_handler ev_map;             /* eval_control.c */
+ev_handler ev_small;           /* eval_small.c: the OPF_RUNS ops of ops.def */
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

@@ -18,17 +18,17 @@
 
 /* ---- element types --------------------------------------------------- */
 
-/* X(NAME, "spelling", bytes). The first six are libtpucc's element types
- * (TPUCC_DTYPE_LIST, include/tpucc.h), with the same values: the types
- * every target runs. The rest import, print and verify (XLA's wider
- * integers, f64, complex, sub-byte integers stored one per byte, and the
- * token of side-effect ordering, which has no bytes), and a target that
- * cannot run one reports a located error. New types are appended. */
+/* X(NAME, "spelling", bytes). The first thirteen are libtpucc's element
+ * types (TPUCC_DTYPE_LIST, include/tpucc.h), with the same values: the
+ * types interp and cpu run (the TPU targets run a subset, see
+ * backend/tpu). The rest import, print and verify (complex, sub-byte
+ * integers stored one per byte, and the token of side-effect ordering,
+ * which has no bytes), and a target that cannot run one reports a located
+ * error. New types are appended. */
 #define IR_ELEM_TYPES(X)                                                     \
   TPUCC_DTYPE_LIST(X)                                                        \
-  X(S16, "s16", 2) X(S64, "s64", 8) X(U8, "u8", 1) X(U16, "u16", 2)           \
-  X(U32, "u32", 4) X(U64, "u64", 8) X(F64, "f64", 8) X(S4, "s4", 1)           \
-  X(U4, "u4", 1) X(C64, "c64", 8) X(C128, "c128", 16) X(TOKEN, "token", 0)
+  X(S4, "s4", 1) X(U4, "u4", 1) X(C64, "c64", 8) X(C128, "c128", 16)          \
+  X(TOKEN, "token", 0)
 
 typedef enum ir_type {
 #define X(e, s, n) IR_##e,
@@ -44,8 +44,9 @@ bool ir_type_is_float(ir_type t);              /* bf16, f16, f32, f64 */
 bool ir_type_is_int(ir_type t);                /* s4..s64, u4..u64 */
 bool ir_type_is_unsigned(ir_type t);           /* u4..u64 */
 bool ir_type_is_complex(ir_type t);            /* c64, c128 */
-/* The element types of the core set that every target runs (pred, s8,
- * s32, bf16, f16, f32); tuples are not element types. */
+/* The element types of libtpucc's list (pred, s8, s32, bf16, f16, f32,
+ * s16, s64, u8, u16, u32, u64, f64), which interp and cpu run; tuples are
+ * not element types. */
 bool ir_type_is_core(ir_type t);
 /* Looks up a spelling; returns IR_TYPE_INVALID when unknown. */
 ir_type ir_type_from_name(const char *s, size_t len);
@@ -190,6 +191,7 @@ enum {
   OPF_DECLARED = 1 << 7, /* result shape as written; attributes kept verbatim */
   OPF_EFFECT = 1 << 8,   /* an effect beyond the result: never merged */
   OPF_CONTROL = 1 << 9,  /* call, while, conditional, map: see ir_control_role */
+  OPF_RUNS = 1 << 10,     /* an OPF_DECLARED op the targets run (ir/small.c) */
 };
 
 const char *ir_op_name(ir_op op);      /* HLO spelling */
@@ -710,6 +712,20 @@ void ir_rng_standard(ir_rng_dist dist, bool is_int, uint64_t key, int rank, cons
  * range = u32(b) - u32(a), d = w % range (w when range is 0),
  * a + d / 2 + (d - d / 2), wrapping. */
 int32_t ir_rng_uniform_s32(uint32_t w, int32_t a, int32_t b);
+
+/* ---- the small declared ops (ir/small.c) ------------------------------- */
+
+/* The integer value of in's raw attribute `name` ("exponent_bits=8",
+ * "dimensions={1}"); false when absent or not one integer. */
+bool ir_raw_int(const ir_inst *in, const char *name, int64_t *out);
+/* For an OPF_RUNS op of computation c: checks the written shape against the
+ * operands and the attributes the op needs; false with a message in err. */
+bool ir_small_check(const ir_module *m, const ir_comp *c, const ir_inst *in, char *err, size_t n);
+/* reduce-precision of one value of float type t (bf16/f16/f32 through its
+ * f32 bits, f64 through its own), exactly as XLA: mantissa rounded to
+ * nearest even, exponents out of the reduced range to signed 0 or
+ * infinity, NaN kept (infinity when mantissa_bits is 0). */
+double ir_reduce_precision(double x, int exponent_bits, int mantissa_bits, ir_type t);
 
 /* ---- text ------------------------------------------------------------ */
 

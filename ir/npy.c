@@ -209,9 +209,11 @@ static ir_type native_type(dtype dt) {
   case 'b':
     return IR_PRED;
   case 'i':
-    return dt.size == 1 ? IR_S8 : dt.size == 4 ? IR_S32 : IR_TYPE_INVALID;
+    return dt.size == 1 ? IR_S8 : dt.size == 2 ? IR_S16 : dt.size == 4 ? IR_S32 : IR_S64;
+  case 'u':
+    return dt.size == 1 ? IR_U8 : dt.size == 2 ? IR_U16 : dt.size == 4 ? IR_U32 : IR_U64;
   case 'f':
-    return dt.size == 2 ? IR_F16 : dt.size == 4 ? IR_F32 : IR_TYPE_INVALID;
+    return dt.size == 2 ? IR_F16 : dt.size == 4 ? IR_F32 : dt.size == 8 ? IR_F64 : IR_TYPE_INVALID;
   default:
     return IR_TYPE_INVALID;
   }
@@ -270,14 +272,15 @@ static void walker_next(walker *w) {
 }
 
 /* Reads one element of dtype dt at p as an int64 (b, i, u: *is_float
- * false; u8 above INT64_MAX saturates) or a double (f). */
-static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_float) {
+ * false; a uint64 above INT64_MAX sets *big) or a double (f). */
+static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_float, bool *big) {
   uint8_t b[8];
   copy_elem(b, p, dt.size, dt.big && dt.size > 1);
   uint64_t u = 0;
   for (int k = dt.size - 1; k >= 0; k--)
     u = u << 8 | b[k]; /* now little endian */
   *is_float = dt.kind == 'f';
+  *big = dt.kind == 'u' && u > (uint64_t)INT64_MAX;
   if (dt.kind == 'f') {
     if (dt.size == 2)
       *fv = ir_f16_to_f32((uint16_t)u);
@@ -291,8 +294,6 @@ static void load(const uint8_t *p, dtype dt, int64_t *iv, double *fv, bool *is_f
     }
   } else if (dt.kind == 'i' && dt.size < 8 && (u >> (8 * dt.size - 1)) & 1) {
     *iv = (int64_t)(u | ~(uint64_t)0 << (8 * dt.size)); /* sign-extend */
-  } else if (dt.kind == 'u' && u > (uint64_t)INT64_MAX) {
-    *iv = INT64_MAX;
   } else {
     *iv = (int64_t)u;
   }
@@ -372,9 +373,9 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
   ir_type nt = o.nt;
   if (!known || (nt == IR_TYPE_INVALID && as == IR_TYPE_INVALID))
     return base_fail(err, errlen, ST_UNSUPPORTED,
-                "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8, int32, float16 and "
-                "float32 (convert with .astype(), or name the type, e.g. 2x3xf32=@file.npy; "
-                "raw .bin for bf16)",
+                "%s: unsupported dtype '%s' (%s): tpucc reads bool, int8/16/32/64, "
+                "uint8/16/32/64, float16, float32 and float64 (convert with .astype(); raw .bin "
+                "for bf16)",
                 what, h.descr, numpy_name(dt, known));
   ir_type t = as == IR_TYPE_INVALID ? nt : as;
   if (dt.kind == 'f' && !ir_type_is_float(t))
@@ -411,21 +412,24 @@ static base_status decode(arena *a, const char *what, const void *data, size_t l
       for (int64_t i = 0; i < n; i++)
         dst[i] = dst[i] != 0;
   } else { /* converting: floats round to nearest even, ints must fit */
-    int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+    int bits = ir_type_size(t) * 8;
+    bool uns = ir_type_is_unsigned(t);
+    int64_t hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - (uns ? 0 : 1))) - 1;
+    int64_t lo = uns ? 0 : -hi - 1;
     for (int64_t i = 0; i < n; i++, walker_next(&w)) {
       int64_t iv = 0;
       double fv = 0;
-      bool isf;
-      load(src + (h.fortran ? w.off : i) * dt.size, dt, &iv, &fv, &isf);
+      bool isf, big;
+      load(src + (h.fortran ? w.off : i) * dt.size, dt, &iv, &fv, &isf, &big);
       if (isf)
         ir_literal_set_f64(l, i, fv);
       else if (ir_type_is_float(t))
-        ir_literal_set_f64(l, i, (double)iv);
+        ir_literal_set_f64(l, i, big ? (double)(uint64_t)iv : (double)iv);
       else if (t == IR_PRED)
         ir_literal_set_i64(l, i, iv != 0);
-      else if (iv < lo || iv > hi)
-        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: element %lld (%lld) does not fit %s",
-                    what, (long long)i, (long long)iv, ir_type_name(t));
+      else if ((big && t != IR_U64) || (!big && (iv < lo || iv > hi)))
+        return base_fail(err, errlen, ST_INVALID_ARGUMENT, "%s: element %lld (%s%lld) does not fit %s",
+                    what, (long long)i, big ? "2^64" : "", (long long)iv, ir_type_name(t));
       else
         ir_literal_set_i64(l, i, iv);
     }
@@ -441,7 +445,7 @@ base_status ir_npy_decode(arena *a, const char *what, const void *data, size_t l
 
 base_status ir_npy_decode_as(arena *a, const char *what, const void *data, size_t len, ir_type as,
                              ir_literal **out, char *err, size_t errlen) {
-  BASE_ASSERT(as == IR_TYPE_INVALID || (as >= IR_PRED && as <= IR_F32));
+  BASE_ASSERT(as == IR_TYPE_INVALID || ir_type_is_core(as));
   return decode(a, what, data, len, as, out, err, errlen);
 }
 
@@ -451,8 +455,13 @@ base_status ir_npy_encode(strbuf *b, const ir_literal *l, char *err, size_t errl
   const ir_shape *s = &l->shape;
   if (s->type == IR_TUPLE)
     return base_fail(err, errlen, ST_UNSUPPORTED, "a tuple cannot be written to .npy");
-  static const char *const descr[] = {[IR_PRED] = "|b1", [IR_S8] = "|i1",  [IR_S32] = "<i4",
-                                      [IR_BF16] = "<f4", [IR_F16] = "<f2", [IR_F32] = "<f4"};
+  static const char *const descr[] = {
+      [IR_PRED] = "|b1", [IR_S8] = "|i1",  [IR_S16] = "<i2", [IR_S32] = "<i4", [IR_S64] = "<i8",
+      [IR_U8] = "|u1",   [IR_U16] = "<u2", [IR_U32] = "<u4", [IR_U64] = "<u8", [IR_BF16] = "<f4",
+      [IR_F16] = "<f2",  [IR_F32] = "<f4", [IR_F64] = "<f8"};
+  if (!ir_type_is_core(s->type))
+    return base_fail(err, errlen, ST_UNSUPPORTED, "%s cannot be written to .npy",
+                     ir_type_name(s->type));
   strbuf h;
   sb_init(&h);
   sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[s->type]);

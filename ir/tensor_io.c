@@ -207,13 +207,19 @@ base_status ir_bin_decode(arena *a, const char *what, const void *data, size_t l
   /* little endian to host order, portably */
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *p = src + i * size;
-    if (size == 1)
+    if (size == 1) {
       dst[i] = s->type == IR_PRED ? p[0] != 0 : p[0];
-    else if (size == 2)
-      ((uint16_t *)l->data)[i] = (uint16_t)(p[0] | p[1] << 8);
+      continue;
+    }
+    uint64_t v = 0;
+    for (int k = size - 1; k >= 0; k--)
+      v = v << 8 | p[k];
+    if (size == 2)
+      ((uint16_t *)l->data)[i] = (uint16_t)v;
+    else if (size == 4)
+      ((uint32_t *)l->data)[i] = (uint32_t)v;
     else
-      ((uint32_t *)l->data)[i] =
-          (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+      ((uint64_t *)l->data)[i] = v;
   }
   *out = l;
   return ST_OK;
@@ -223,9 +229,10 @@ void ir_bin_encode(strbuf *b, const ir_literal *l) {
   int64_t n = ir_shape_count(&l->shape);
   int size = ir_type_size(l->shape.type);
   for (int64_t i = 0; i < n; i++) {
-    uint32_t v = size == 1   ? ((const uint8_t *)l->data)[i]
+    uint64_t v = size == 1   ? ((const uint8_t *)l->data)[i]
                  : size == 2 ? ((const uint16_t *)l->data)[i]
-                             : ((const uint32_t *)l->data)[i];
+                 : size == 4 ? ((const uint32_t *)l->data)[i]
+                             : ((const uint64_t *)l->data)[i];
     for (int k = 0; k < size; k++)
       sb_putc(b, (char)(v >> (8 * k) & 0xff));
   }
@@ -314,8 +321,10 @@ static ir_type spec_type(const char *s, size_t n) {
   static const struct {
     const char *alias;
     ir_type t;
-  } aliases[] = {{"i1", IR_PRED}, {"i8", IR_S8},    {"si8", IR_S8},
-                 {"i32", IR_S32}, {"si32", IR_S32}, {"bool", IR_PRED}};
+  } aliases[] = {{"i1", IR_PRED},   {"i8", IR_S8},     {"si8", IR_S8},   {"i16", IR_S16},
+                 {"si16", IR_S16}, {"i32", IR_S32},   {"si32", IR_S32}, {"i64", IR_S64},
+                 {"si64", IR_S64}, {"ui8", IR_U8},    {"ui16", IR_U16}, {"ui32", IR_U32},
+                 {"ui64", IR_U64}, {"bool", IR_PRED}};
   for (unsigned i = 0; i < COUNTOF(aliases); i++)
     if (strlen(aliases[i].alias) == n && memcmp(aliases[i].alias, s, n) == 0) return aliases[i].t;
   return IR_TYPE_INVALID;
@@ -377,8 +386,8 @@ base_status ir_tensor_parse_spec(const char *text, size_t len, ir_shape *out, ch
     t = spec_type(p, (size_t)(end - p));
     if (t == IR_TYPE_INVALID)
       return base_fail(err, errlen, ST_INVALID_ARGUMENT,
-                  "unknown element type '%.*s' in '%.*s' (known: pred s8 s32 bf16 f16 f32, "
-                  "i1 i8 i32)",
+                  "unknown element type '%.*s' in '%.*s' (known: pred s8 s16 s32 s64 u8 u16 "
+                  "u32 u64 bf16 f16 f32 f64, i1 i8 i16 i32 i64 ui8 ui16 ui32 ui64)",
                   (int)(end - p), p, (int)len, text);
   }
   ir_shape s = ir_shape_array(t, rank, dims);
@@ -435,13 +444,27 @@ static bool parse_value(ir_literal *l, int64_t i, const char *tok, size_t n, cha
   char *end;
   errno = 0;
   if (ir_type_is_int(t)) {
-    long long v = strtoll(buf, &end, 10);
-    int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+    /* the type's range: [lo, hi] signed, [0, uhi] unsigned */
+    int bits = ir_type_size(t) * 8;
+    bool uns = ir_type_is_unsigned(t);
+    uint64_t uhi = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    int64_t hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, lo = -hi - 1;
+    bool bad_range;
+    int64_t v;
+    if (uns) {
+      unsigned long long u = strtoull(buf, &end, 10);
+      bad_range = errno == ERANGE || buf[strspn(buf, " ")] == '-' || u > uhi;
+      v = (int64_t)u;
+    } else {
+      long long x = strtoll(buf, &end, 10);
+      bad_range = errno == ERANGE || x < lo || x > hi;
+      v = x;
+    }
     if (end == buf || *end) {
       snprintf(why, whylen, "'%s' is not an integer", buf);
       return false;
     }
-    if (errno == ERANGE || v < lo || v > hi) {
+    if (bad_range) {
       snprintf(why, whylen, "%s is out of range for %s", buf, ir_type_name(t));
       return false;
     }
@@ -648,6 +671,8 @@ void ir_tensor_print_elem(strbuf *b, const ir_literal *l, int64_t idx) {
   ir_type t = l->shape.type;
   if (ir_type_is_float(t))
     print_float(b, ir_literal_get_f64(l, idx), t);
+  else if (t == IR_U64)
+    sb_printf(b, "%llu", (unsigned long long)(uint64_t)ir_literal_get_i64(l, idx));
   else
     sb_printf(b, "%lld", (long long)ir_literal_get_i64(l, idx));
 }

@@ -483,6 +483,8 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
   } else if (!ir_shape_equal(&out, in->shape)) {
     report(v, in->info->loc, "%%%s: shape %s does not match inferred %s", nm,
            SHP(in->shape), SHP(&out));
+  } else if ((ir_op_flags(in->op) & OPF_RUNS) && !ir_small_check(m, cp, in, err, sizeof err)) {
+    report(v, in->info->loc, "%%%s: %s", nm, err);
   }
   arena_reset(m->arena, mk);
 }
@@ -637,7 +639,8 @@ static void check_call_graph(vctx *v) {
 /* The first element type of s (tuples: depth first) outside the core set,
  * or IR_TYPE_INVALID. */
 static ir_type non_core_type(const ir_shape *s, int depth) {
-  if (s->type != IR_TUPLE) return ir_type_is_core(s->type) ? IR_TYPE_INVALID : s->type;
+  if (s->type != IR_TUPLE)
+    return ir_type_is_core(s->type) || s->type == IR_TOKEN ? IR_TYPE_INVALID : s->type;
   for (int i = 0; i < s->ntuple && depth < 64; i++) {
     ir_type t = non_core_type(&s->tuple[i], depth + 1);
     if (t != IR_TYPE_INVALID) return t;
@@ -745,7 +748,8 @@ int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_t
       if (cc && custom_call_problem(m, cp, in, target, ffi, msg, sizeof msg))
         runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
       if (cc && t == IR_TYPE_INVALID) continue;
-      if ((ir_op_flags(in->op) & OPF_DECLARED) && !cc && !ir_declared_runs(in, target))
+      if ((ir_op_flags(in->op) & (OPF_DECLARED | OPF_RUNS)) == OPF_DECLARED && !cc &&
+          !ir_declared_runs(in, target))
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)

@@ -3,9 +3,10 @@
  * One splitmix64 stream (Steele, Lea, Flood 2014) seeded with --seed walks
  * the parameters in order and each parameter's elements in row-major
  * order; each element takes one 64-bit draw x:
- *   bf16, f16, f32   (x >> 40) * 2^-24 * 2 - 1, uniform in [-1, 1), then
- *                    rounded to the type (to nearest even)
- *   s8, s32          (int)(x >> 60) - 8, uniform in [-8, 8)
+ *   floats           (x >> 40) * 2^-24 * 2 - 1, uniform in [-1, 1), then
+ *                    rounded to the type (to nearest even; f64 exact)
+ *   signed ints      (int)(x >> 60) - 8, uniform in [-8, 8)
+ *   unsigned ints    x >> 60, uniform in [0, 16)
  *   pred             x >> 63
  * The same seed gives the same inputs on every machine and target. */
 #include "tools/tools.h"
@@ -27,6 +28,8 @@ void tool_random_fill(ir_literal *l, uint64_t *state) {
       ir_literal_set_f64(l, i, (double)(x >> 40) * (1.0 / 16777216.0) * 2.0 - 1.0);
     else if (t == IR_PRED)
       ir_literal_set_i64(l, i, (int64_t)(x >> 63));
+    else if (ir_type_is_unsigned(t))
+      ir_literal_set_i64(l, i, (int64_t)(x >> 60));
     else
       ir_literal_set_i64(l, i, (int64_t)(x >> 60) - 8);
   }

@@ -222,7 +222,8 @@ static bool emit_dot(emitter *e, scope *s, ir_id id, const gemm_epi *epi, bool *
   const ir_shape *ls = llvm_inst(s, in->ops[0])->shape, *rs = llvm_inst(s,
                                                                         in->ops[1])->shape;
   ir_type ot = in->shape->type;
-  if (!ir_type_is_float(ls->type) || !ir_type_is_float(rs->type) || !ir_type_is_float(ot)) {
+  if (!ir_type_is_float(ls->type) || !ir_type_is_float(rs->type) || !ir_type_is_float(ot) ||
+      ls->type == IR_F64 || rs->type == IR_F64 || ot == IR_F64) { /* the plain kernel */
     if (epi) {
       *declined = true;
       return false;

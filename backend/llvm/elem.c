@@ -1,9 +1,12 @@
 /* elem.c: the scalar semantics of every elementwise op, conversion and
- * comparison, as LLVM IR. Values travel in a COMPUTE type (pred i1, s8 i8,
- * s32 i32, bf16/f16/f32 float); bf16 and f16 results are rounded to their
- * type (nearest even) after every op, so a bf16 value in flight is always
- * exactly representable in bf16, as in the reference evaluator. Storage
- * types follow ir_literal (pred i8, bf16/f16 i16 bits).
+ * comparison, as LLVM IR. Values travel in a COMPUTE type (pred i1, the
+ * integers iN of their width, signed or not, bf16/f16/f32 float, f64
+ * double); bf16 and f16 results are rounded to their type (nearest even)
+ * after every op, so a bf16 value in flight is always exactly
+ * representable in bf16, as in the reference evaluator. Storage types
+ * follow ir_literal (pred i8, bf16/f16 i16 bits). Unsigned types divide,
+ * compare, take max/min, extend and convert as unsigned; f64 computes in
+ * double with the double libm functions.
  *
  * Semantics follow ops.def and the evaluator: integer x/0 = -1,
  * INT_MIN/-1 = INT_MIN, x%0 = x, INT_MIN%-1 = 0; shifts out of range give 0
@@ -30,18 +33,33 @@ LLVMValueRef llvm_i64(emitter *e, int64_t v) {
 LLVMTypeRef llvm_ctype(emitter *e, ir_type t) {
   switch (t) {
   case IR_PRED: return e->t_i1;
-  case IR_S8: return e->t_i8;
-  case IR_S32: return e->t_i32;
+  case IR_S8: case IR_U8: return e->t_i8;
+  case IR_S16: case IR_U16: return e->t_i16;
+  case IR_S32: case IR_U32: return e->t_i32;
+  case IR_S64: case IR_U64: return e->t_i64;
+  case IR_F64: return e->t_f64;
   default: return e->t_f32;
   }
 }
 
 LLVMTypeRef llvm_stype(emitter *e, ir_type t) {
   switch (t) {
-  case IR_PRED: case IR_S8: return e->t_i8;
-  case IR_S32: return e->t_i32;
+  case IR_PRED: return e->t_i8;
   case IR_BF16: case IR_F16: return e->t_i16;
-  default: return e->t_f32;
+  default: return llvm_ctype(e, t);
+  }
+}
+
+static int int_bits(ir_type t) { return t == IR_PRED ? 1 : ir_type_size(t) * 8; }
+
+void llvm_int_range(ir_type t, int64_t *lo, int64_t *hi) {
+  int bits = int_bits(t);
+  if (ir_type_is_unsigned(t) || t == IR_PRED) {
+    *lo = 0;
+    *hi = bits == 64 ? -1 : (int64_t)(((uint64_t)1 << bits) - 1);
+  } else {
+    *hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+    *lo = -*hi - 1;
   }
 }
 
@@ -134,20 +152,25 @@ LLVMValueRef llvm_const_elem(emitter *e, const ir_literal *l, int64_t i) {
   ir_type t = l->shape.type;
   switch (t) {
   case IR_PRED: return ci(e->t_i1, ir_literal_get_i64(l, i) ? 1 : 0);
-  case IR_S8: return ci(e->t_i8, ir_literal_get_i64(l, i));
-  case IR_S32: return ci(e->t_i32, ir_literal_get_i64(l, i));
+  case IR_F64: {
+    uint64_t u;
+    memcpy(&u, (const char *)l->data + 8 * i, 8);
+    return LLVMConstBitCast(LLVMConstInt(e->t_i64, u, 0), e->t_f64);
+  }
   case IR_F32: {
     /* Through the bits, so NaN payloads and -0 survive. */
     uint32_t u;
     memcpy(&u, (const char *)l->data + 4 * i, 4);
     return LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32);
   }
-  default: {
+  case IR_BF16:
+  case IR_F16: {
     float f = (float)ir_literal_get_f64(l, i);
     uint32_t u;
     memcpy(&u, &f, 4);
     return LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32);
   }
+  default: return ci(llvm_ctype(e, t), ir_literal_get_i64(l, i)); /* the integers */
   }
 }
 
@@ -165,8 +188,8 @@ LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
  * nor replaces it by an intrinsic, so the result is the host libm's, the
  * function the evaluator calls (ir/eval_scalar.c). */
 static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int nargs) {
-  LLVMTypeRef ps[2] = {e->t_f32, e->t_f32};
-  LLVMTypeRef ft = LLVMFunctionType(e->t_f32, ps, (unsigned)nargs, 0);
+  LLVMTypeRef at = LLVMTypeOf(args[0]), ps[2] = {at, at};
+  LLVMTypeRef ft = LLVMFunctionType(at, ps, (unsigned)nargs, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(e->mod, name);
   if (!fn) {
     fn = LLVMAddFunction(e->mod, name, ft);
@@ -184,7 +207,10 @@ static LLVMValueRef libm(emitter *e, const char *name, LLVMValueRef *args, int n
   return call;
 }
 
-static LLVMValueRef fconst(emitter *e, double v) { return LLVMConstReal(e->t_f32, v); }
+/* A constant of the float compute type of t (f32 or double). */
+static LLVMValueRef tconst(emitter *e, ir_type t, double v) {
+  return LLVMConstReal(llvm_ctype(e, t), v);
+}
 
 /* The vector unit's transcendentals (base/vmath.c, TPU numerics): the
  * double libm function `dname` of the exactly widened f32 arguments,
@@ -220,22 +246,23 @@ LLVMValueRef llvm_canon_nan(emitter *e, LLVMValueRef v) {
 }
 
 /* libm function `fname` ("expf") of f32 arguments: the float function,
- * or with vu (the vector unit's numerics) its double one ("exp"). */
+ * or with vu (the vector unit's numerics) its double one ("exp"); of f64
+ * arguments the double one. */
 static LLVMValueRef transc(emitter *e, bool vu, const char *fname, LLVMValueRef *args, int nargs) {
-  if (!vu) return libm(e, fname, args, nargs);
+  bool f64 = LLVMTypeOf(args[0]) == e->t_f64;
+  if (!vu && !f64) return libm(e, fname, args, nargs);
   char dname[16];
   size_t n = strlen(fname);
   BASE_ASSERT(n > 1 && n < sizeof dname && fname[n - 1] == 'f');
   memcpy(dname, fname, n - 1);
   dname[n - 1] = 0;
+  if (f64) return libm(e, dname, args, nargs);
   return LLVMBuildFPTrunc(e->b, libm_f64(e, dname, args, nargs), e->t_f32, "");
 }
 
 static LLVMValueRef isnan_f(emitter *e, LLVMValueRef x) {
   return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
 }
-
-static int int_bits(ir_type t) { return t == IR_S8 ? 8 : t == IR_PRED ? 1 : 32; }
 
 /* Integer power by squaring; negative exponents give 0 except for bases
  * 1 and -1 (as XLA). */
@@ -250,6 +277,7 @@ static LLVMValueRef ipow(emitter *e, ir_type t, LLVMValueRef x, LLVMValueRef y) 
     base = LLVMBuildMul(b, base, base, "");
     ex = LLVMBuildLShr(b, ex, ci(ty, 1), "");
   }
+  if (ir_type_is_unsigned(t)) return r; /* no negative exponents */
   LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, y, ci(ty, 0), "");
   LLVMValueRef odd = LLVMBuildTrunc(b, y, e->t_i1, "");
   LLVMValueRef is1 = LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, 1), "");
@@ -261,13 +289,15 @@ static LLVMValueRef ipow(emitter *e, ir_type t, LLVMValueRef x, LLVMValueRef y) 
 
 LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   LLVMBuilderRef b = e->b;
-  bool fl = ir_type_is_float(t), vu = vec_unit(e, t);
+  /* tan ... erf have no vector-unit sequence: the evaluator's default
+   * semantics under every numerics */
+  bool fl = ir_type_is_float(t), vu = vec_unit(e, t) && !(op >= IR_OP_TAN && op <= IR_OP_ERF);
   LLVMTypeRef ty = llvm_ctype(e, t);
   LLVMValueRef r = NULL, a[1] = {x};
   switch (op) {
   case IR_OP_ABS:
-    if (fl) r = llvm_call_intrinsic(e, "llvm.fabs", e->t_f32, a, 1);
-    else if (t == IR_PRED) r = x;
+    if (fl) r = llvm_call_intrinsic(e, "llvm.fabs", ty, a, 1);
+    else if (t == IR_PRED || ir_type_is_unsigned(t)) r = x;
     else r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, x, ci(ty, 0), ""),
                              LLVMBuildNeg(b, x, ""), x, "");
     break;
@@ -278,7 +308,7 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   case IR_OP_EXPM1: r = transc(e, vu, "expm1f", a, 1); break;
   case IR_OP_LOG: r = transc(e, vu, "logf", a, 1); break;
   case IR_OP_LOG1P: r = transc(e, vu, "log1pf", a, 1); break;
-  case IR_OP_SQRT: r = llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1); break;
+  case IR_OP_SQRT: r = llvm_call_intrinsic(e, "llvm.sqrt", ty, a, 1); break;
   case IR_OP_RSQRT:
     if (vu) { /* 1 / sqrt in double, rounded once */
       LLVMTypeRef t64 = LLVMDoubleTypeInContext(e->ctx);
@@ -287,7 +317,7 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
                                             llvm_call_intrinsic(e, "llvm.sqrt", t64, w, 1), ""),
                            e->t_f32, "");
     } else {
-      r = LLVMBuildFDiv(b, fconst(e, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", e->t_f32, a, 1), "");
+      r = LLVMBuildFDiv(b, tconst(e, t, 1.0), llvm_call_intrinsic(e, "llvm.sqrt", ty, a, 1), "");
     }
     break;
   case IR_OP_CBRT: r = transc(e, vu, "cbrtf", a, 1); break;
@@ -301,22 +331,30 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
           b, LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, libm_f64(e, "exp", n, 1), ""), ""),
           e->t_f32, "");
     } else {
-      r = LLVMBuildFDiv(b, fconst(e, 1.0), LLVMBuildFAdd(b, fconst(e, 1.0), libm(e, "expf", n, 1), ""), "");
+      r = LLVMBuildFDiv(b, tconst(e, t, 1.0),
+                        LLVMBuildFAdd(b, tconst(e, t, 1.0), transc(e, false, "expf", n, 1), ""), "");
     }
     break;
   }
   case IR_OP_SINE: r = transc(e, vu, "sinf", a, 1); break;
   case IR_OP_COSINE: r = transc(e, vu, "cosf", a, 1); break;
+  case IR_OP_TAN: case IR_OP_ACOS: case IR_OP_ACOSH: case IR_OP_ASIN: case IR_OP_ASINH:
+  case IR_OP_ATAN: case IR_OP_ATANH: case IR_OP_SINH: case IR_OP_COSH: case IR_OP_ERF: {
+    static const char *const fn[] = {"tanf",  "acosf",  "acoshf", "asinf", "asinhf",
+                                     "atanf", "atanhf", "sinhf",  "coshf", "erff"};
+    r = transc(e, vu, fn[op - IR_OP_TAN], a, 1);
+    break;
+  }
   case IR_OP_FLOOR:
   case IR_OP_CEIL:
   case IR_OP_ROUND_AFZ:
   case IR_OP_ROUND_EVEN: {
     static const char *const fn[] = {"llvm.floor", "llvm.ceil", "llvm.round", "llvm.roundeven"};
     if (evaluator_bits(e, t) && op == IR_OP_ROUND_AFZ) {
-      r = libm(e, "roundf", a, 1); /* the evaluator's call: it quiets a NaN */
+      r = transc(e, false, "roundf", a, 1); /* the evaluator's call: it quiets a NaN */
       break;
     }
-    r = llvm_call_intrinsic(e, fn[op - IR_OP_FLOOR], e->t_f32, a, 1);
+    r = llvm_call_intrinsic(e, fn[op - IR_OP_FLOOR], ty, a, 1);
     /* A NaN is returned unchanged (a signalling one too), the values are
      * IEEE's otherwise: the vector unit (ir/eval_tpu.c: rounding), and
      * otherwise under STRICT and TPU numerics the evaluator's floorf and
@@ -328,12 +366,14 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
   }
   case IR_OP_SIGN:
     if (fl) {
-      LLVMValueRef one[2] = {fconst(e, 1.0), x};
-      LLVMValueRef s = llvm_call_intrinsic(e, "llvm.copysign", e->t_f32, one, 2);
-      LLVMValueRef z = LLVMBuildFCmp(b, LLVMRealOEQ, x, fconst(e, 0.0), "");
+      LLVMValueRef one[2] = {tconst(e, t, 1.0), x};
+      LLVMValueRef s = llvm_call_intrinsic(e, "llvm.copysign", ty, one, 2);
+      LLVMValueRef z = LLVMBuildFCmp(b, LLVMRealOEQ, x, tconst(e, t, 0.0), "");
       r = LLVMBuildSelect(b, LLVMBuildOr(b, z, isnan_f(e, x), ""), x, s, "");
     } else if (t == IR_PRED) {
       r = x;
+    } else if (ir_type_is_unsigned(t)) {
+      r = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, x, ci(ty, 0), ""), ty, "");
     } else {
       LLVMValueRef gt = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSGT, x, ci(ty, 0), ""), ty, "");
       LLVMValueRef lt = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, ci(ty, 0), ""), ty, "");
@@ -341,8 +381,9 @@ LLVMValueRef llvm_unary(emitter *e, ir_op op, ir_type t, LLVMValueRef x) {
     }
     break;
   case IR_OP_IS_FINITE: {
-    LLVMValueRef ab = llvm_call_intrinsic(e, "llvm.fabs", e->t_f32, a, 1);
-    return LLVMBuildFCmp(b, LLVMRealOLT, ab, LLVMConstReal(e->t_f32, 1.0 / 0.0), "");
+    LLVMTypeRef xt = LLVMTypeOf(x); /* t may name the pred result */
+    LLVMValueRef ab = llvm_call_intrinsic(e, "llvm.fabs", xt, a, 1);
+    return LLVMBuildFCmp(b, LLVMRealOLT, ab, LLVMConstReal(xt, 1.0 / 0.0), "");
   }
   case IR_OP_NOT: return LLVMBuildNot(b, x, "");
   case IR_OP_POPCNT: return llvm_call_intrinsic(e, "llvm.ctpop", ty, a, 1);
@@ -379,11 +420,20 @@ static LLVMValueRef vec_maxmin(emitter *e, bool max, LLVMValueRef x, LLVMValueRe
  * to +NaN, so the NaN is chosen here. */
 static LLVMValueRef strict_nan(emitter *e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef r) {
   LLVMBuilderRef b = e->b;
-  volatile float inf = INFINITY;
-  float dflt = inf - inf; /* computed on the host at run time, never folded */
-  uint32_t u;
-  memcpy(&u, &dflt, 4);
-  r = LLVMBuildSelect(b, isnan_f(e, r), LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32), r, "");
+  volatile double inf = INFINITY;
+  double dflt = inf - inf; /* computed on the host at run time, never folded */
+  LLVMValueRef nan;
+  if (LLVMTypeOf(r) == e->t_f64) {
+    uint64_t u;
+    memcpy(&u, &dflt, 8);
+    nan = LLVMConstBitCast(LLVMConstInt(e->t_i64, u, 0), e->t_f64);
+  } else {
+    float f = (float)dflt;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    nan = LLVMConstBitCast(ci(e->t_i32, (int32_t)u), e->t_f32);
+  }
+  r = LLVMBuildSelect(b, isnan_f(e, r), nan, r, "");
   return LLVMBuildSelect(b, isnan_f(e, x), LLVMBuildFAdd(b, x, x, ""),
                          LLVMBuildSelect(b, isnan_f(e, y), LLVMBuildFAdd(b, y, y, ""), r, ""), "");
 }
@@ -424,11 +474,19 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
     } else if (t == IR_PRED) { /* x/0 = -1 wraps to 1; x%0 = x; x/1 = x; x%1 = 0 */
       LLVMValueRef ny = LLVMBuildNot(b, y, "");
       r = op == IR_OP_DIVIDE ? LLVMBuildOr(b, x, ny, "") : LLVMBuildAnd(b, x, ny, "");
-    } else {
+    } else if (ir_type_is_unsigned(t)) {
       LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, 0), "");
-      LLVMValueRef ov = LLVMBuildAnd(b,
-          LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, bits == 8 ? INT8_MIN : INT32_MIN), ""),
-          LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, -1), ""), "");
+      LLVMValueRef sy = LLVMBuildSelect(b, z, ci(ty, 1), y, "");
+      if (op == IR_OP_DIVIDE)
+        r = LLVMBuildSelect(b, z, ci(ty, -1), LLVMBuildUDiv(b, x, sy, ""), "");
+      else
+        r = LLVMBuildSelect(b, z, x, LLVMBuildURem(b, x, sy, ""), "");
+    } else {
+      int64_t lo, hi;
+      llvm_int_range(t, &lo, &hi);
+      LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, 0), "");
+      LLVMValueRef ov = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, x, ci(ty, lo), ""),
+                                     LLVMBuildICmp(b, LLVMIntEQ, y, ci(ty, -1), ""), "");
       LLVMValueRef sy = LLVMBuildSelect(b, LLVMBuildOr(b, z, ov, ""), ci(ty, 1), y, "");
       if (op == IR_OP_DIVIDE)
         r = LLVMBuildSelect(b, z, ci(ty, -1), LLVMBuildSDiv(b, x, sy, ""), "");
@@ -440,7 +498,11 @@ LLVMValueRef llvm_binary(emitter *e, ir_op op, ir_type t, LLVMValueRef x, LLVMVa
   case IR_OP_MINIMUM:
     if (vu) r = vec_maxmin(e, op == IR_OP_MAXIMUM, x, y);
     else if (fl) r = fmaxmin(e, op == IR_OP_MAXIMUM, x, y);
-    else r = LLVMBuildSelect(b, LLVMBuildICmp(b, op == IR_OP_MAXIMUM ? LLVMIntSGT : LLVMIntSLT, x, y, ""), x, y, "");
+    else {
+      bool u = ir_type_is_unsigned(t);
+      LLVMIntPredicate p = op == IR_OP_MAXIMUM ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT);
+      r = LLVMBuildSelect(b, LLVMBuildICmp(b, p, x, y, ""), x, y, "");
+    }
     break;
   case IR_OP_POWER:
     if (fl) r = transc(e, vu, "powf", a, 2);
@@ -493,9 +555,11 @@ LLVMValueRef llvm_clamp(emitter *e, ir_type t, LLVMValueRef lo, LLVMValueRef x, 
  * as signed integers after flipping the magnitude bits of negatives. */
 static LLVMValueRef total_key(emitter *e, LLVMValueRef x) {
   LLVMBuilderRef b = e->b;
-  LLVMValueRef u = LLVMBuildBitCast(b, x, e->t_i32, "");
-  LLVMValueRef m = LLVMBuildAShr(b, u, ci(e->t_i32, 31), "");
-  m = LLVMBuildLShr(b, m, ci(e->t_i32, 1), "");
+  bool f64 = LLVMTypeOf(x) == e->t_f64;
+  LLVMTypeRef it = f64 ? e->t_i64 : e->t_i32;
+  LLVMValueRef u = LLVMBuildBitCast(b, x, it, "");
+  LLVMValueRef m = LLVMBuildAShr(b, u, ci(it, f64 ? 63 : 31), "");
+  m = LLVMBuildLShr(b, m, ci(it, 1), "");
   return LLVMBuildXor(b, u, m, "");
 }
 
@@ -513,24 +577,70 @@ LLVMValueRef llvm_compare(emitter *e, const ir_attrs *at, ir_type t, LLVMValueRe
       return LLVMBuildICmp(b, sp[d], total_key(e, x), total_key(e, y), "");
     return LLVMBuildFCmp(b, fp[d], x, y, "");
   }
-  if (t == IR_PRED || at->cmp_type == IR_CMPT_UNSIGNED)
+  if (t == IR_PRED || at->cmp_type == IR_CMPT_UNSIGNED || ir_type_is_unsigned(t))
     return LLVMBuildICmp(b, up[d], x, y, "");
   return LLVMBuildICmp(b, sp[d], x, y, "");
 }
 
-/* float -> s8/s32: NaN -> 0, saturating, toward zero. */
+/* float -> integer: NaN -> 0, saturating, toward zero (LLVM's
+ * fptosi.sat / fptoui.sat are exactly that). */
 static LLVMValueRef f2i(emitter *e, ir_type to, LLVMValueRef x) {
+  const char *name = ir_type_is_unsigned(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  BASE_ASSERT(id != 0);
+  LLVMTypeRef ts[2] = {llvm_ctype(e, to), LLVMTypeOf(x)};
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, ts, 2);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(e->ctx, id, ts, 2);
+  return LLVMBuildCall2(e->b, ft, fn, &x, 1, "");
+}
+
+/* An integer of type `from` (32 or 64 bits) to f32 rounded to odd: the
+ * top 24 significant bits of its magnitude, any dropped bit ORed into the
+ * last one kept, scaled back exactly (the evaluator's
+ * u64_to_f32_round_odd), so that rounding it to bf16/f16 is the correctly
+ * rounded result. */
+static LLVMValueRef int_to_f32_odd(emitter *e, ir_type from, LLVMValueRef x) {
   LLVMBuilderRef b = e->b;
-  LLVMTypeRef ty = llvm_ctype(e, to);
-  double lo = to == IR_S8 ? -128.0 : -2147483648.0;
-  double hi = to == IR_S8 ? 127.0 : 2147483647.0;
-  /* Convert through i64 from a clamped float: exact for every s8/s32. */
-  LLVMValueRef c = fmaxmin(e, true, x, fconst(e, lo));
-  c = fmaxmin(e, false, c, fconst(e, hi)); /* 2^31-1 rounds up to 2^31 in f32 */
-  LLVMValueRef w = LLVMBuildFPToSI(b, LLVMBuildSelect(b, isnan_f(e, x), fconst(e, 0), c, ""), e->t_i64, "");
-  LLVMValueRef top = llvm_i64(e, to == IR_S8 ? 127 : 2147483647);
-  w = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, w, top, ""), top, w, "");
-  return LLVMBuildTrunc(b, w, ty, "");
+  LLVMTypeRef i64 = e->t_i64;
+  bool uns = ir_type_is_unsigned(from);
+  LLVMValueRef v = uns ? LLVMBuildZExt(b, x, i64, "") : LLVMBuildSExt(b, x, i64, "");
+  if (LLVMTypeOf(x) == i64) v = x;
+  LLVMValueRef neg = uns ? ci(e->t_i1, 0) : LLVMBuildICmp(b, LLVMIntSLT, v, llvm_i64(e, 0), "");
+  LLVMValueRef mag = LLVMBuildSelect(b, neg, LLVMBuildNeg(b, v, ""), v, "");
+  LLVMValueRef args[2] = {mag, ci(e->t_i1, 0)};
+  LLVMValueRef lz = llvm_call_intrinsic(e, "llvm.ctlz", i64, args, 2);
+  /* drop = max(0, 40 - lz) low bits */
+  LLVMValueRef drop = LLVMBuildSub(b, llvm_i64(e, 40), lz, "");
+  drop = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, drop, llvm_i64(e, 0), ""), llvm_i64(e, 0),
+                         drop, "");
+  LLVMValueRef kept = LLVMBuildLShr(b, mag, drop, "");
+  LLVMValueRef low = LLVMBuildAnd(b, mag, LLVMBuildSub(b, LLVMBuildShl(b, llvm_i64(e, 1), drop, ""),
+                                                        llvm_i64(e, 1), ""), "");
+  LLVMValueRef sticky = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, low, llvm_i64(e, 0), ""), i64, "");
+  LLVMValueRef f = LLVMBuildUIToFP(b, LLVMBuildOr(b, kept, sticky, ""), e->t_f32, "");
+  /* times 2^drop (drop <= 40): an f32 power of two built from its bits */
+  LLVMValueRef pw = LLVMBuildShl(b, LLVMBuildTrunc(b, LLVMBuildAdd(b, drop, llvm_i64(e, 127), ""),
+                                                   e->t_i32, ""), ci(e->t_i32, 23), "");
+  f = LLVMBuildFMul(b, f, LLVMBuildBitCast(b, pw, e->t_f32, ""), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, f, ""), f, "");
+}
+
+/* An f64 to f32 rounded to odd: truncated toward zero (beyond the f32
+ * range: the largest finite f32), the last bit set when inexact. */
+static LLVMValueRef f64_to_f32_odd(emitter *e, LLVMValueRef d) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef f = LLVMBuildFPTrunc(b, d, e->t_f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, f, e->t_f64, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, d, ""); /* false for NaN */
+  LLVMValueRef fabs_args[1] = {back}, dabs_args[1] = {d};
+  LLVMValueRef away = LLVMBuildFCmp(b, LLVMRealOGT,
+                                    llvm_call_intrinsic(e, "llvm.fabs", e->t_f64, fabs_args, 1),
+                                    llvm_call_intrinsic(e, "llvm.fabs", e->t_f64, dabs_args, 1), "");
+  LLVMValueRef u = LLVMBuildBitCast(b, f, e->t_i32, "");
+  u = LLVMBuildSelect(b, LLVMBuildAnd(b, inexact, away, ""), LLVMBuildSub(b, u, ci(e->t_i32, 1), ""),
+                      u, "");
+  u = LLVMBuildSelect(b, inexact, LLVMBuildOr(b, u, ci(e->t_i32, 1), ""), u, "");
+  return LLVMBuildBitCast(b, u, e->t_f32, "");
 }
 
 /* s32 -> bf16/f16 must round once: f = (float)v rounded to odd (truncate,
@@ -561,20 +671,35 @@ LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x) 
    * numerics (llvm_to_bits). */
   if (from == to) return to == IR_BF16 ? llvm_round(e, to, x) : x;
   if (to == IR_PRED) {
-    if (ff) return LLVMBuildFCmp(b, LLVMRealUNE, x, fconst(e, 0), "");
+    if (ff) return LLVMBuildFCmp(b, LLVMRealUNE, x, LLVMConstNull(LLVMTypeOf(x)), "");
     return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstNull(llvm_ctype(e, from)), "");
   }
-  if (ff && tf) return llvm_round(e, to, x);
+  if (ff && tf) {
+    if (to == IR_F64) return LLVMBuildFPExt(b, x, e->t_f64, ""); /* exact */
+    if (from == IR_F64)
+      return to == IR_F32 ? LLVMBuildFPTrunc(b, x, e->t_f32, "")
+                          : llvm_round(e, to, f64_to_f32_odd(e, x));
+    return llvm_round(e, to, x);
+  }
   if (tf) {
-    LLVMValueRef f = from == IR_PRED ? LLVMBuildUIToFP(b, x, e->t_f32, "")
-                                     : LLVMBuildSIToFP(b, x, e->t_f32, "");
-    /* The vector unit rounds s32 -> bf16 twice (vcvtif, then vrndbf). */
-    if (from == IR_S32 && to != IR_F32 && !vec_unit(e, to)) f = round_odd_fixup(e, x, f);
-    return llvm_round(e, to, f);
+    bool uns = from == IR_PRED || ir_type_is_unsigned(from);
+    if (to == IR_F64 || to == IR_F32)
+      return uns ? LLVMBuildUIToFP(b, x, ty, "") : LLVMBuildSIToFP(b, x, ty, "");
+    if (from == IR_S32 || int_bits(from) <= 16) {
+      LLVMValueRef f = uns ? LLVMBuildUIToFP(b, x, e->t_f32, "") : LLVMBuildSIToFP(b, x, e->t_f32, "");
+      /* The vector unit rounds s32 -> bf16 twice (vcvtif, then vrndbf). */
+      if (from == IR_S32 && !vec_unit(e, to)) f = round_odd_fixup(e, x, f);
+      return llvm_round(e, to, f);
+    }
+    return llvm_round(e, to, int_to_f32_odd(e, from, x));
   }
   if (ff) return f2i(e, to, x);
-  if (from == IR_PRED) return LLVMBuildZExt(b, x, ty, "");
-  if (int_bits(from) < int_bits(to)) return LLVMBuildSExt(b, x, ty, "");
+  if (from == IR_PRED || ir_type_is_unsigned(from)) {
+    if (int_bits(from) < int_bits(to)) return LLVMBuildZExt(b, x, ty, "");
+  } else if (int_bits(from) < int_bits(to)) {
+    return LLVMBuildSExt(b, x, ty, "");
+  }
+  if (int_bits(from) == int_bits(to)) return x;
   return LLVMBuildTrunc(b, x, ty, "");
 }
 

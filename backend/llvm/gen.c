@@ -181,7 +181,8 @@ static LLVMValueRef op_identity(emitter *e, ir_op op, ir_type t) {
     double v = op == IR_OP_ADD ? -0.0 : op == IR_OP_MULTIPLY ? 1.0 : op == IR_OP_MAXIMUM ? -1.0 / 0.0 : 1.0 / 0.0;
     return LLVMConstReal(ty, v);
   }
-  int64_t lo = t == IR_S8 ? INT8_MIN : INT32_MIN, hi = t == IR_S8 ? INT8_MAX : INT32_MAX;
+  int64_t lo, hi;
+  llvm_int_range(t, &lo, &hi);
   int64_t v = op == IR_OP_ADD ? 0 : op == IR_OP_MULTIPLY ? 1 : op == IR_OP_MAXIMUM ? lo : hi;
   return LLVMConstInt(ty, (unsigned long long)v, 1);
 }
@@ -487,7 +488,7 @@ static LLVMValueRef mac(emitter *e, ir_type rt, ir_type lt, ir_type kt, LLVMValu
 }
 
 static LLVMTypeRef acc_type(emitter *e, ir_type rt) {
-  return ir_type_is_float(rt) ? e->t_f32 : llvm_ctype(e, rt);
+  return ir_type_is_float(rt) && rt != IR_F64 ? e->t_f32 : llvm_ctype(e, rt);
 }
 
 /* TPU numerics, float dot/convolution: the MXU's passes (docs/numerics.md
@@ -716,20 +717,28 @@ static LLVMValueRef gen_broadcast(emitter *e, scope *s, const ir_inst *in, idx *
   return llvm_gen(e, s, in->ops[0], 0, &oi);
 }
 
-/* reshape, copy, convert, bitcast-convert: one element of the operand,
- * at the same linear position, converted. */
+/* reshape, copy, convert, bitcast-convert, bitcast (of one element type,
+ * or of two of one width) and reduce-precision: one element of the
+ * operand, at the same linear position, converted. */
 static LLVMValueRef gen_same_pos(emitter *e, scope *s, const ir_inst *in, idx *ix) {
   const ir_shape *os = op_shape(s, in, 0);
   ir_type t = in->shape->type;
   idx oi, *pi = ix;
-  if (in->op == IR_OP_RESHAPE) {
+  if (in->op == IR_OP_RESHAPE || in->op == IR_OP_BITCAST) {
     idx_init(&oi, os);
     oi.lin = llvm_idx_lin(e, ix);
     pi = &oi;
   }
   LLVMValueRef x = llvm_gen(e, s, in->ops[0], 0, pi);
   if (in->op == IR_OP_CONVERT) return llvm_convert(e, os->type, t, x);
-  if (in->op == IR_OP_BITCAST_CONVERT) return llvm_bitcast_convert(e, os->type, t, x);
+  if (in->op == IR_OP_BITCAST_CONVERT || (in->op == IR_OP_BITCAST && os->type != t))
+    return llvm_bitcast_convert(e, os->type, t, x);
+  if (in->op == IR_OP_REDUCE_PRECISION) {
+    int64_t eb = 8, mb = 23; /* present and in range: the verifier */
+    ir_raw_int(in, "exponent_bits", &eb);
+    ir_raw_int(in, "mantissa_bits", &mb);
+    return llvm_reduce_precision(e, t, x, (int)eb, (int)mb);
+  }
   return x;
 }
 
@@ -831,6 +840,15 @@ static LLVMValueRef gen_forward(emitter *e, scope *s, const ir_inst *in, ir_id i
     base_die("tuple leaf out of range");
   case IR_OP_GET_TUPLE_ELEMENT:
     return llvm_gen(e, s, in->ops[0], llvm_leaf_offset(op_shape(s, in, 0), (int)in->a->index) + leaf, ix);
+  case IR_OP_OPT_BARRIER: case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_ASYNC_UPDATE:
+    return llvm_gen(e, s, in->ops[0], leaf, ix);
+  case IR_OP_COPY_DONE:
+    return llvm_gen(e, s, in->ops[0], leaf, ix); /* element 0 leads the start tuple */
+  case IR_OP_COPY_START: { /* (x, x, zeros...) */
+    int n = llvm_leaf_count(op_shape(s, in, 0));
+    if (leaf < 2 * n) return llvm_gen(e, s, in->ops[0], leaf % n, ix);
+    return llvm_zero(e, llvm_leaf_shape(in->shape, leaf)->type);
+  }
   case IR_OP_FUSION: {
     scope *ns = sub_scope(e, s, id);
     return llvm_gen(e, ns, ns->c->root, leaf, ix);
@@ -863,7 +881,15 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
   case IR_OP_RESHAPE:
   case IR_OP_COPY:
   case IR_OP_CONVERT:
+  case IR_OP_BITCAST:
+  case IR_OP_REDUCE_PRECISION:
   case IR_OP_BITCAST_CONVERT: v = gen_same_pos(e, s, in, ix); break;
+  case IR_OP_GET_DIMENSION_SIZE: {
+    int64_t d = 0; /* in range: the verifier */
+    ir_raw_int(in, "dimensions", &d);
+    v = LLVMConstInt(e->t_i32, (unsigned long long)op_shape(s, in, 0)->dims[d], 0);
+    break;
+  }
   case IR_OP_TRANSPOSE: v = gen_transpose(e, s, in, ix); break;
   case IR_OP_SLICE: v = gen_slice(e, s, in, ix); break;
   case IR_OP_REVERSE: v = gen_reverse(e, s, in, ix); break;

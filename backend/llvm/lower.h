@@ -82,7 +82,7 @@ typedef struct emitter {
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   LLVMTargetMachineRef tm;
-  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f16, t_ptr;
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f16, t_f64, t_ptr;
   LLVMTypeRef t_kernel;     /* void(i8*, i64, i64) */
   LLVMTypeRef t_parfor;     /* void(i8*, kernel*, i8*, i64) */
   /* The entry function and its state. */
@@ -151,6 +151,9 @@ bool llvm_emit_control(emitter *e, scope *s, ir_id id);
 /* ---- elem.c ---------------------------------------------------------- */
 LLVMTypeRef llvm_ctype(emitter *e, ir_type t);   /* compute type */
 LLVMTypeRef llvm_stype(emitter *e, ir_type t);   /* storage type */
+/* The range of an integer type as canonical int64s (ir/eval_internal.h:
+ * u64's maximum is all ones, -1). */
+void llvm_int_range(ir_type t, int64_t *lo, int64_t *hi);
 LLVMValueRef llvm_load(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin);
 void llvm_store(emitter *e, ir_type t, LLVMValueRef base, LLVMValueRef lin, LLVMValueRef v);
 LLVMValueRef llvm_round(emitter *e, ir_type t, LLVMValueRef v);
@@ -165,6 +168,12 @@ LLVMValueRef llvm_compare(emitter *e, const ir_attrs *a, ir_type t, LLVMValueRef
 LLVMValueRef llvm_clamp(emitter *e, ir_type t, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi);
 LLVMValueRef llvm_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
 LLVMValueRef llvm_bitcast_convert(emitter *e, ir_type from, ir_type to, LLVMValueRef x);
+/* ---- small.c: the small declared ops (ir/small.c) ------------------------ */
+/* reduce-precision of x (compute type of float type t) as ir_reduce_precision. */
+LLVMValueRef llvm_reduce_precision(emitter *e, ir_type t, LLVMValueRef x, int ebits, int mbits);
+/* Whether the cpu runs in (an OPF_RUNS op of c); else fails e with a
+ * located message. */
+bool llvm_small_supported(emitter *e, const ir_comp *c, const ir_inst *in);
 LLVMValueRef llvm_call_intrinsic(emitter *e, const char *name, LLVMTypeRef t,
                                  LLVMValueRef *args, int nargs);
 /* TPU numerics, the MXU (docs/numerics.md section 2): the number of bf16

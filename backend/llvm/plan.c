@@ -268,6 +268,7 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool kernels, bool
       return llvm_fail(e, ST_UNSUPPORTED,
                        "%s: %s inside a computation generated per element is not supported",
                        in->info->name, ir_op_name(in->op));
+    if (!llvm_small_supported(e, c, in)) return false;
     for (int k = 0; k < in->ncalls; k++)
       if (!check_comp(e, in->calls[k], depth + 1, control, kernels && in->op == IR_OP_FUSION))
         return false;
@@ -434,10 +435,13 @@ static bool is_alias(const scope *s, const ir_inst *in) {
   switch (in->op) {
   case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT:
     return true;
-  case IR_OP_RESHAPE: case IR_OP_COPY:
+  case IR_OP_RESHAPE: case IR_OP_COPY: case IR_OP_BITCAST:
     return in->shape->type == llvm_inst(s, in->ops[0])->shape->type;
   case IR_OP_ALL_REDUCE: return true; /* one replica: the identity */
   case IR_OP_CUSTOM_CALL: return ir_custom_call_kind(in, NULL) == IR_CC_IDENTITY;
+  case IR_OP_OPT_BARRIER: case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_ASYNC_UPDATE:
+  case IR_OP_COPY_START: case IR_OP_COPY_DONE: case IR_OP_AFTER_ALL:
+    return true;
   default: return false;
   }
 }
@@ -483,7 +487,22 @@ static void plan_alias(emitter *e, scope *s, ir_id id) {
       for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[j]][0];
     }
     break;
-  default: /* reshape, copy */
+  case IR_OP_OPT_BARRIER: case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_ASYNC_UPDATE:
+  case IR_OP_COPY_DONE: /* element 0 of the start tuple leads it */
+    for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][j];
+    break;
+  case IR_OP_COPY_START: { /* (x, x, zero context...) */
+    int n = llvm_leaf_count(llvm_inst(s, in->ops[0])->shape);
+    for (int j = 0; j < nl; j++) {
+      const ir_shape *ls = llvm_leaf_shape(in->shape, j);
+      l[j] = j < 2 * n ? s->mat[in->ops[0]][j % n] : llvm_const_buf(e, ir_literal_create(e->a, ls));
+    }
+    break;
+  }
+  case IR_OP_AFTER_ALL: /* a token: no bytes */
+    l[0] = llvm_new_buf(e, CB_SCRATCH, IR_TOKEN, 1);
+    break;
+  default: /* reshape, copy, bitcast */
     l[0] = s->mat[in->ops[0]][0];
     break;
   }
@@ -611,6 +630,7 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
   e->t_i64 = LLVMInt64TypeInContext(ctx);
   e->t_f32 = LLVMFloatTypeInContext(ctx);
   e->t_f16 = LLVMHalfTypeInContext(ctx);
+  e->t_f64 = LLVMDoubleTypeInContext(ctx);
   e->t_ptr = LLVMPointerType(e->t_i8, 0);
   LLVMTypeRef kp[3] = {e->t_ptr, e->t_i64, e->t_i64};
   e->t_kernel = LLVMFunctionType(e->t_void, kp, 3, 0);

@@ -215,6 +215,8 @@ static void place_constants(lctx *x, arena *a, tv_pool *pool) {
         b->opname = "constant";
         tv_const(x->b, in->a->literal);
       }
+      ir_literal *sl = in->dead ? NULL : lower_small_constant(a, &m->comps.v[c], in);
+      if (sl) tv_const(x->b, sl);
     }
   b->opname = "constant";
   b->loc = x->comp->loc;
@@ -347,7 +349,7 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
     diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
     return ST_INVALID_ARGUMENT;
   }
-  if (ir_check_runnable(m, spec, d, NULL, 0)) return ST_UNSUPPORTED;
+  if (ir_check_runnable(m, spec, d, NULL, 0) || tpu_check_types(m, d)) return ST_UNSUPPORTED;
   return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
 }
 

@@ -56,6 +56,10 @@ bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
     return true;
   case IR_OP_BITCAST_CONVERT:
     return true; /* same width (verifier); lower.c maps it to copy or convert */
+  case IR_OP_TAN: case IR_OP_ACOS: case IR_OP_ACOSH: case IR_OP_ASIN: case IR_OP_ASINH:
+  case IR_OP_ATAN: case IR_OP_ATANH: case IR_OP_SINH: case IR_OP_COSH: case IR_OP_ERF:
+    *why = "no vector-unit sequence within the documented tolerance (runs on interp and cpu)";
+    return false;
   default: return true;
   }
 }

@@ -45,7 +45,8 @@ void lower_inst(lctx *x, ir_id i) {
   b->opname = ir_op_name(in->op);
   if (x->comp == b->attr_comp) tb_set_op(b, in->info->name,
                                          ir_op_name(in->op), in->info->loc);
-  if (in->shape->type != IR_TUPLE && tk_itype(in->shape->type) == IR_TYPE_INVALID) {
+  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN &&
+      tk_itype(in->shape->type) == IR_TYPE_INVALID) {
     tb_error(b, ST_UNSUPPORTED, "element type %s is not supported",
              ir_type_name(in->shape->type));
     return;
@@ -137,6 +138,10 @@ void lower_inst(lctx *x, ir_id i) {
     lower_scatter(x, i);
     break;
   default:
+    if (ir_op_flags(in->op) & OPF_RUNS) {
+      lower_small(x, i);
+      break;
+    }
     if (lower_is_elem(in)) {
       lower_elementwise(x, i);
       consume_ops = false;

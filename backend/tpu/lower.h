@@ -57,6 +57,12 @@ void lower_tuple(lctx *x, ir_id i);
  * (lower_elementwise: the operand edges consumed are x->pending). */
 bool lower_bitcast(lctx *x, ir_id i);
 
+/* lower_small.c: the OPF_RUNS ops of ops.def (ir/small.c). */
+void lower_small(lctx *x, ir_id i);
+/* The constant an OPF_RUNS instruction in of c lowers to (get-dimension-
+ * size's s32), for the constant pool; else NULL. */
+ir_literal *lower_small_constant(arena *a, const ir_comp *c, const ir_inst *in);
+
 /* lower_elem.c */
 /* Whether in is computed element by element (elementwise ops, convert,
  * bitcast-convert): what lower_elementwise takes and deferral folds. */

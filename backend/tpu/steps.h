@@ -45,6 +45,10 @@ typedef struct tpu_step {
  * ST_IO_ERROR / ST_INVALID_ARGUMENT (reported) when a dump cannot be
  * written or --dump-after does not compile. */
 base_status tpu_steps_run(const tpu_step *steps, int n, tpu_build *s);
+/* types.c: one located error in d per instruction whose value holds an
+ * element type the TPU does not run (f64: "f64 is not supported on the
+ * TPU: ..."); returns their number. */
+int tpu_check_types(const ir_module *m, diag *d);
 
 /* The dumps: tpu-lower the ops in program order with their code, FLOPs
  * and each kernel's tile plan; tpu-buffers the HBM assignment table;

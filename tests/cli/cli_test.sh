@@ -325,9 +325,10 @@ EOF
   run 0 run "$DATA/add.hlo" --input="@$T/xy.npz" --output="@$T/t.npy"
   run 0 run "$DATA/add.hlo" --input="@$T/xyc.npz" --output=-
   out_is "2x3xf32=[10 10.25 10.5][10.75 11 11.25]"
-  # float64 (numpy's default) needs the type named; then it converts
+  # float64 (numpy's default) reads as f64, which an f32 parameter refuses;
+  # with the type named it converts
   run 2 run "$DATA/add.hlo" --input="@$T/x64.npy" --input="2x3xf32=1"
-  err_has "unsupported dtype '<f8' (float64)"
+  err_has "for parameter 0 'x': expected 2x3xf32, given 2x3xf64"
   run 0 run "$DATA/add.hlo" --input="2x3xf32=@$T/x64.npy" --input="2x3xf32=1"
   out_is "2x3xf32=[1 1.25 1.5][1.75 2 2.25]"
   "$py" - "$T" <<'EOF' || fail "numpy disagrees with tpucc's .npy output"
@@ -378,6 +379,12 @@ case_modules_all() {
     run 1 run "$MODULES/host/int_power.hlo" --target=v3 --random-inputs
     err_has "int_power.hlo:6:3: error: tpu: power:"
     err_has "(power on s32)"
+    run 1 run "$MODULES/host/f64.hlo" --target=v3 --random-inputs
+    err_has "f64.hlo:4:3: error: f64 is not supported on the TPU: 'p' (parameter) computes in f64"
+    run 1 run "$MODULES/host/int_wide.hlo" --target=v3 --random-inputs
+    err_has "int_wide.hlo:4:3: error: s64 is not supported on the TPU: 'a' (parameter) holds s64 values"
+    run 1 run "$MODULES/host/small_host.hlo" --target=v3 --random-inputs
+    err_has "small_host.hlo:9:3: error: f64 is not supported on the TPU: 'yr' (reduce-precision) computes in f64"
   fi
 }
 

@@ -60,14 +60,16 @@ static void dtype_round_trip(void **state) {
   n++;
   TPUCC_DTYPE_LIST(X)
 #undef X
-  assert_int_equal(n, 6);
+  assert_int_equal(n, 13);
+  assert_int_equal(TPUCC_F32, 5); /* the first six keep their numbers */
+  assert_int_equal(TPUCC_F64, 12);
   assert_string_equal(tpucc_dtype_name((tpucc_dtype_t)n), "invalid");
   assert_int_equal(tpucc_dtype_size((tpucc_dtype_t)n), 0);
   /* Past the core list: no tpucc dtype, no .tpub number. */
   assert_false(ir_type_is_core((ir_type)n));
-  assert_int_equal(ir_type_tpurt_code(IR_U8), 0);
+  assert_int_equal(ir_type_tpurt_code(IR_S4), 0);
   assert_int_equal(ir_type_tpurt_code(IR_TUPLE), 0);
-  assert_int_equal(ir_type_of_tpurt_code(TPURT_U8), IR_TYPE_INVALID);
+  assert_int_equal(ir_type_of_tpurt_code(TPURT_F64 + 1), IR_TYPE_INVALID);
   assert_int_equal(ir_type_of_tpurt_code(0), IR_TYPE_INVALID);
 }
 

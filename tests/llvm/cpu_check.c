@@ -100,6 +100,11 @@ void tm_fill(ir_literal *l, uint64_t seed, bool specials) {
       ir_literal_set_i64(l, i, v);
       break;
     }
+    case IR_S16: case IR_S64: case IR_U8: case IR_U16: case IR_U32: case IR_U64:
+      /* small values of either sign (wrapped into unsigned types), and
+       * every seventh a full bit pattern */
+      ir_literal_set_i64(l, i, (r >> 8) % 7 == 0 ? (int64_t)r : (int64_t)(r % 41) - 20);
+      break;
     default: {
       double v = ((double)(r >> 11) / 9007199254740992.0) * 8.0 - 4.0;
       if (specials) {

@@ -11,7 +11,8 @@
 
 #include "tests/llvm/cpu_check.h"
 
-static const ir_type all_types[] = {IR_PRED, IR_S8, IR_S32, IR_BF16, IR_F16, IR_F32};
+static const ir_type all_types[] = {IR_PRED, IR_S8, IR_S32, IR_BF16, IR_F16, IR_F32, IR_S16,
+                                    IR_S64, IR_U8,   IR_U16, IR_U32, IR_U64, IR_F64};
 
 static bool accepts(ir_module *m, ir_op op, const ir_shape *ops, int n, const ir_attrs *a) {
   ir_shape out;

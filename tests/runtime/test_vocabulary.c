@@ -63,9 +63,15 @@ static void dtype_round_trip(void **state) {
   assert_int_equal(TPURT_F16, 5);
   assert_int_equal(TPURT_F32, 6);
   assert_int_equal(TPURT_U8, 7);
+  assert_int_equal(TPURT_S16, 8);
+  assert_int_equal(TPURT_S64, 9);
+  assert_int_equal(TPURT_U16, 10);
+  assert_int_equal(TPURT_U32, 11);
+  assert_int_equal(TPURT_U64, 12);
+  assert_int_equal(TPURT_F64, 13);
   assert_int_equal(tpurt_dtype_size((tpurt_dtype_t)0), 0);
   assert_int_equal(tpurt_dtype_size((tpurt_dtype_t)TPUB_DTYPE_END), 0);
-  assert_int_equal(tpub_dtype_lookup("f64", 3), -1);
+  assert_int_equal(tpub_dtype_lookup("c64", 3), -1);
 }
 
 /* Every field of tpurt_stats_t, named by hand (not from the lists), with
