@@ -557,8 +557,10 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops,
 int ir_verify(const ir_module *m, diag *d);
 
 /* Checks that a target that runs the core set can run m: no OPF_DECLARED
- * op (while, custom-call, gather, ...) and no element type outside pred,
- * s8, s32, bf16, f16, f32, anywhere in the module; one replica asked for
+ * op (while, custom-call, gather, ...) other than the OPF_RUNS ones, and
+ * no element type outside the core list (ir_type_is_core) but token,
+ * anywhere in the module (the TPU refuses more types on its own,
+ * backend/tpu/types.c); one replica asked for
  * (header replica_count absent or 1, reported at the entry computation)
  * and no all-reduce whose replica_groups name a replica other than 0.
  * Reports each problem at
