@@ -637,9 +637,10 @@ ir_custom_kind ir_custom_call_kind(const ir_inst *in, const ir_ffi_table *ffi);
 long long ir_module_count_attr(const ir_module *m, const char *name);
 
 /* Checks that a target that runs the core set can run m: no OPF_DECLARED
- * op (while, custom-call, gather, ...) but those ir_declared_runs accepts,
- * and no element type outside pred,
- * s8, s32, bf16, f16, f32, anywhere in the module; one replica asked for
+ * op (while, custom-call, gather, ...) other than the OPF_RUNS ones and
+ * those ir_declared_runs accepts, and no element type outside the core
+ * list (ir_type_is_core) but token, anywhere in the module (the TPU refuses
+ * more types on its own, backend/tpu/types.c); one replica asked for
  * (header replica_count absent or 1, reported at the entry computation)
  * and no all-reduce whose replica_groups name a replica other than 0.
  * Custom-calls: as ir_check_runnable_ffi with no host functions.

@@ -636,8 +636,8 @@ static void check_call_graph(vctx *v) {
   arena_reset(m->arena, mk);
 }
 
-/* The first element type of s (tuples: depth first) outside the core set,
- * or IR_TYPE_INVALID. */
+/* The first element type of s (tuples: depth first) outside the core set
+ * and not a token, or IR_TYPE_INVALID. */
 static ir_type non_core_type(const ir_shape *s, int depth) {
   if (s->type != IR_TUPLE)
     return ir_type_is_core(s->type) || s->type == IR_TOKEN ? IR_TYPE_INVALID : s->type;

@@ -72,6 +72,14 @@ static bool is_int_power(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return in->op == IR_OP_POWER && !ir_type_is_float(in->shape->type);
 }
+static bool is_trig_hyp(const ir_comp *c, const ir_inst *in) {
+  (void)c;
+  return in->op >= IR_OP_TAN && in->op <= IR_OP_ERF;
+}
+static bool has_trig_hyp(const ir_module *m, const og_case *k) {
+  (void)k;
+  return any_inst(m, is_trig_hyp);
+}
 static bool has_f16(const ir_module *m, const og_case *k) {
   (void)k;
   return any_inst(m, is_f16);
@@ -104,6 +112,8 @@ static const refusal refusals[] = {
     {T_V3, has_f16, "f16", "v3: f16 is not lowered (docs/tpu-backend.md)", NULL},
     {T_V3, has_int_power, "power", "v3: integer power is not lowered (docs/tpu-backend.md)",
      NULL},
+    {T_V3, has_trig_hyp, "no vector-unit sequence",
+     "v3: tan, acos, ..., erf are not lowered (docs/tpu-backend.md)", NULL},
 };
 enum { NREFUSALS = COUNTOF(refusals) };
 
