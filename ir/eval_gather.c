@@ -92,7 +92,7 @@ base_status ev_dynamic_update_slice(ev_ctx *cx, const ir_inst *in, ir_literal *c
   for (int d = 0; d < r; d++)
     start[d] = clamp_start(start_at(ops, in->nops, 2, r, d), x->shape.dims[d] - u->shape.dims[d]);
   if ((st = ev_new_array(cx, in, in->shape, out)) != ST_OK) return st;
-  memcpy((*out)->data, x->data, x->nbytes);
+  if (x->nbytes) memcpy((*out)->data, x->data, x->nbytes);
   copy_box((*out)->data, x->shape.dims, start, u->data, u->shape.dims, zero, u->shape.dims, r,
            (size_t)ir_type_size(x->shape.type));
   return ST_OK;
@@ -248,7 +248,7 @@ base_status ev_scatter(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir
   for (int k = 0; k < n; k++) {
     types[k] = ops[k]->shape.type;
     if ((st = ev_new_array(cx, in, &ops[k]->shape, &res[k])) != ST_OK) return st;
-    memcpy(res[k]->data, ops[k]->data, ops[k]->nbytes);
+    if (ops[k]->nbytes) memcpy(res[k]->data, ops[k]->data, ops[k]->nbytes);
   }
   ev_reducer r;
   if ((st = ev_reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
