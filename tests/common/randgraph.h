@@ -57,6 +57,13 @@ enum {
  * stored as bf16). */
 enum { RG_NORM = 1u << 11 };
 
+/* Sorting (not in RG_ALL; tests/common/randsort.c): with RG_SORT set,
+ * rg_generate returns rg_generate_sort's graph: sorts of one to three
+ * operands with one- and two-level comparators, topk and the TopK
+ * custom-call, on keys with many ties. */
+enum { RG_SORT = 1u << 12 };
+ir_module *rg_generate_sort(uint64_t seed, uint64_t index);
+
 typedef struct rg_options {
   unsigned ops;      /* RG_* families; 0 means RG_ALL */
   int steps;         /* instructions proposed; 0: 6 to 20 */
