@@ -858,6 +858,7 @@ void rg_options_init(rg_options *o) {
 }
 
 ir_module *rg_generate(uint64_t seed, uint64_t index, const rg_options *opts) {
+  if (opts && (opts->ops & RG_SORT)) return rg_generate_sort(seed, index);
   rg_options o;
   rg_options_init(&o);
   if (opts) o = *opts;

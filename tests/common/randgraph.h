@@ -71,6 +71,12 @@ ir_id rg_index_step(ir_module *m, ir_comp_id c, ir_id x, uint64_t *rs, int *np);
  * (-1 to 2 over three branches, so one in four runs out of range) and by
  * a pred, a map and a call, all on that value's shape. */
 enum { RG_CONTROL = 1u << 13 };
+/* Sorting (not in RG_ALL; tests/common/randsort.c): with RG_SORT set,
+ * rg_generate returns rg_generate_sort's graph: sorts of one to three
+ * operands with one- and two-level comparators, topk and the TopK
+ * custom-call, on keys with many ties. */
+enum { RG_SORT = 1u << 14 };
+ir_module *rg_generate_sort(uint64_t seed, uint64_t index);
 
 typedef struct rg_options {
   unsigned ops;      /* RG_* families; 0 means RG_ALL */

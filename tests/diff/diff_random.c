@@ -257,6 +257,14 @@ int main(int argc, char **argv) {
     if (!one_graph(seed + 1000003u, i, &rc, &cf, true)) bad++;
     if (!one_graph(seed + 4000037u, i, &rc, &cs, true)) bad++;
   }
+  /* The sort family (cpu: the TPU has no sort): ties everywhere. */
+  rg_options rs = ro;
+  rs.ops = RG_SORT;
+  for (int i = 0; cpu && i < (n + 2) / 3; i++) {
+    if (only >= 0 && i != only) continue;
+    runs++;
+    if (!one_graph(seed + 6000011u, i, &rs, &cf, true)) bad++;
+  }
 #else
   (void)cpu;
 #endif
