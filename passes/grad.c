@@ -299,6 +299,37 @@ static void mark_active(gr_ctx *g, const int *wrt, int nwrt) {
   }
 }
 
+/* Cotangent parameters (numbered from *next on) for the leaves of tuple
+ * value t, depth first. When t is made by a tuple instruction its
+ * operands take them directly (so nested tuples work); otherwise its
+ * elements must be arrays, whose adjoints t carries. */
+static bool seed_tuple(gr_ctx *g, ir_id t, int *next, char *err, size_t errlen) {
+  const ir_shape *s = gr_shape(g, t);
+  bool direct = gr_inst(g, t)->op == IR_OP_TUPLE;
+  if (!direct) {
+    g->adjt[t] = arena_array(g->m->arena, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_id));
+    for (int k = 0; k < s->ntuple; k++) g->adjt[t][k] = IR_NONE;
+  }
+  for (int k = 0; k < s->ntuple; k++) {
+    ir_id o = direct ? gr_inst(g, t)->ops[k] : IR_NONE;
+    if (s->tuple[k].type == IR_TUPLE) {
+      if (!direct) {
+        g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
+                          "grad: result %d of the entry is a nested tuple not made by a tuple instruction", *next);
+        return false;
+      }
+      if (!seed_tuple(g, o, next, err, errlen)) return false;
+      continue;
+    }
+    ir_id p = add_param(g->m, g->c, &s->tuple[k], (*next)++, g->m->comps.v[g->c].loc);
+    if (direct)
+      gr_accum(g, o, p);
+    else
+      g->adjt[t][k] = p;
+  }
+  return true;
+}
+
 /* Seeds the adjoint of the root: with one cotangent parameter per result
  * (first numbered `first`), or with 1 (seed_one). */
 static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) {
@@ -319,15 +350,8 @@ static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) 
     g->adj[root] = add_param(g->m, g->c, rs, first, loc);
     return true;
   }
-  g->adjt[root] = arena_array(g->m->arena, (size_t)(rs->ntuple ? rs->ntuple : 1), sizeof(ir_id));
-  for (int k = 0; k < rs->ntuple; k++) {
-    if (rs->tuple[k].type == IR_TUPLE) {
-      g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT, "grad: result %d of the entry is a nested tuple", k);
-      return false;
-    }
-    g->adjt[root][k] = add_param(g->m, g->c, &rs->tuple[k], first + k, loc);
-  }
-  return true;
+  int next = first;
+  return seed_tuple(g, root, &next, err, errlen);
 }
 
 static bool has_adjoint(const gr_ctx *g, ir_id i) {

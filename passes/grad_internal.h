@@ -38,6 +38,9 @@ bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct);  /* grad_rules.c */
 bool gr_dot(gr_ctx *g, ir_id i, ir_id ct);          /* grad_dot.c */
 bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct);  /* grad_conv.c */
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct);       /* grad_reduce.c */
+bool gr_dynamic_slice(gr_ctx *g, ir_id i, ir_id ct);        /* grad_index.c */
+bool gr_dynamic_update_slice(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
+bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
 
 /* Reports ST_UNSUPPORTED at the current instruction: "file:line:col:

@@ -139,6 +139,11 @@ static void tuple_rules(void **state) {
             "  b = f32[3] get-tuple-element(t), index=1\n  m = f32[3] multiply(a, b)\n"
             "  ROOT r = (f32[3], f32[3]) tuple(m, x)\n}\n",
             -1, 1);
+  /* a nested result: one cotangent per leaf, depth first */
+  expect_fd("HloModule t\nENTRY e {\n  x = f32[3] parameter(0)\n  y = f32[2] parameter(1)\n"
+            "  e = f32[3] exponential(x)\n  i = (f32[3], f32[2]) tuple(e, y)\n"
+            "  ROOT r = (f32[3], (f32[3], f32[2])) tuple(x, i)\n}\n",
+            -1, 1);
 }
 
 static void dot_rules(void **state) {
@@ -194,6 +199,29 @@ static void convolution_rules(void **state) {
     snprintf(t, sizeof t, "HloModule c\nENTRY e {\n  %s\n}\n", convs[k]);
     expect_fd(t, -1, 1);
   }
+}
+
+
+/* Indexing ops: integer inputs are in [0, 4), so starts get clamped. */
+static void indexing_rules(void **state) {
+  (void)state;
+  /* an embedding lookup: repeated rows add up */
+  expect_fd("HloModule g\nENTRY e {\n  x = f32[5,3] parameter(0)\n  i = s32[6] parameter(1)\n"
+            "  ROOT g = f32[6,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+            "index_vector_dim=1, slice_sizes={1,3}\n}\n",
+            -1, 1);
+  /* 2-D windows whose starts are clamped */
+  expect_fd("HloModule g\nENTRY e {\n  x = f32[4,5] parameter(0)\n  i = s32[3,2] parameter(1)\n"
+            "  ROOT g = f32[3,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, "
+            "index_vector_dim=1, slice_sizes={2,3}\n}\n",
+            -1, 1);
+  expect_fd("HloModule d\nENTRY e {\n  x = f32[6,4] parameter(0)\n  i = s32[] parameter(1)\n  j = s32[] parameter(2)\n"
+            "  ROOT d = f32[3,2] dynamic-slice(x, i, j), dynamic_slice_sizes={3,2}\n}\n",
+            -1, 1);
+  expect_fd("HloModule d\nENTRY e {\n  x = f32[5,4] parameter(0)\n  u = f32[2,3] parameter(1)\n"
+            "  i = s32[] parameter(2)\n  j = s32[] parameter(3)\n"
+            "  ROOT d = f32[5,4] dynamic-update-slice(x, u, i, j)\n}\n",
+            -1, 1);
 }
 
 #define ADD_MAX                                                                                    \
@@ -435,7 +463,7 @@ int main(void) {
       cmocka_unit_test(table_covers_ops), cmocka_unit_test(unary_rules),
       cmocka_unit_test(binary_rules),     cmocka_unit_test(select_clamp_compare),
       cmocka_unit_test(movement_rules),   cmocka_unit_test(tuple_rules),
-      cmocka_unit_test(dot_rules), cmocka_unit_test(convolution_rules),        cmocka_unit_test(reduce_rules),
+      cmocka_unit_test(dot_rules), cmocka_unit_test(convolution_rules), cmocka_unit_test(indexing_rules),        cmocka_unit_test(reduce_rules),
       cmocka_unit_test(mlp_softmax_cross_entropy), cmocka_unit_test(value_and_grad_matches_vjp),
       cmocka_unit_test(remat_same_gradients_fewer_saved), cmocka_unit_test(located_errors),
       cmocka_unit_test(wrt_lists),
