@@ -120,17 +120,22 @@ ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y) {
   return gr_build(g, IR_OP_COMPARE, (ir_id[]){x, y}, 2, &a);
 }
 
-ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
-  ir_shape sc = ir_shape_scalar(s->type);
+ir_id gr_constant(gr_ctx *g, ir_literal *lit) {
   ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_CONSTANT;
-  p.shape = sc;
+  p.shape = lit->shape;
   p.loc = g->loc;
   p.a = ir_attrs_none;
-  p.a.literal = ir_literal_create(g->m->arena, &sc);
-  ir_literal_set_f64(p.a.literal, 0, v);
-  ir_id k = ir_inst_add(g->m, g->c, &p);
+  p.a.literal = lit;
+  return ir_inst_add(g->m, g->c, &p);
+}
+
+ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
+  ir_shape sc = ir_shape_scalar(s->type);
+  ir_literal *lit = ir_literal_create(g->m->arena, &sc);
+  ir_literal_set_f64(lit, 0, v);
+  ir_id k = gr_constant(g, lit);
   if (s->rank == 0) return k;
   return gr_broadcast(g, k, s, NULL);
 }

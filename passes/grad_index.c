@@ -55,18 +55,12 @@ static ir_id clamped_indices(gr_ctx *g, ir_id i) {
   ir_id idx = gr_operand(g, i, 1);
   int ncomp = a->index_map.n;
   ir_shape bs = ir_shape_array(is->type, 1, (int64_t[]){ncomp});
-  ir_inst_proto p;
-  memset(&p, 0, sizeof p);
-  p.op = IR_OP_CONSTANT;
-  p.shape = bs;
-  p.loc = g->loc;
-  p.a = ir_attrs_none;
-  p.a.literal = ir_literal_create(g->m->arena, &bs);
+  ir_literal *lit = ir_literal_create(g->m->arena, &bs);
   for (int k = 0; k < ncomp; k++) {
     int64_t d = a->index_map.v[k];
-    ir_literal_set_i64(p.a.literal, k, xs->dims[d] - a->slice_sizes.v[d]);
+    ir_literal_set_i64(lit, k, xs->dims[d] - a->slice_sizes.v[d]);
   }
-  ir_id bound = ir_inst_add(g->m, g->c, &p);
+  ir_id bound = gr_constant(g, lit);
   int64_t ivd = a->index_vector_dim;
   ir_id hi = ivd < is->rank ? gr_broadcast(g, bound, is, &ivd)
                             : gr_broadcast(g, gr_reshape(g, bound, &(ir_shape){.type = is->type}), is, NULL);

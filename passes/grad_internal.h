@@ -68,6 +68,8 @@ ir_id gr_un(gr_ctx *g, ir_op op, ir_id x);
 ir_id gr_bin(gr_ctx *g, ir_op op, ir_id x, ir_id y);
 ir_id gr_select(gr_ctx *g, ir_id p, ir_id x, ir_id y);
 ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y);
+/* A constant holding lit (in the module's arena). */
+ir_id gr_constant(gr_ctx *g, ir_literal *lit);
 /* A constant of shape s (type and dims) with every element v. */
 ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v);
 /* gr_splat with x's shape. */
