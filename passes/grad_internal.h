@@ -43,6 +43,12 @@ bool gr_dynamic_update_slice(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
 bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
 
+/* The one binary op (add, maximum, minimum, multiply) a reducer
+ * computation applies to its two parameters, or IR_OP__COUNT when it is
+ * anything else (grad_reduce.c). */
+ir_op gr_reducer_op(const ir_module *m, ir_comp_id c);
+bool gr_scatter(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
+
 /* Reports ST_UNSUPPORTED at the current instruction: "file:line:col:
  * 'NAME' (op): <message>". Returns false. */
 bool gr_fail(gr_ctx *g, const char *fmt, ...) BASE_PRINTF(2, 3);

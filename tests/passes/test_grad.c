@@ -202,6 +202,10 @@ static void convolution_rules(void **state) {
 }
 
 
+#define ADD_MAX                                                                                    \
+  "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"     \
+  "max {\n  a.1 = f32[] parameter(0)\n  b.1 = f32[] parameter(1)\n  ROOT c.1 = f32[] maximum(a.1, b.1)\n}\n"
+
 /* Indexing ops: integer inputs are in [0, 4), so starts get clamped. */
 static void indexing_rules(void **state) {
   (void)state;
@@ -215,6 +219,16 @@ static void indexing_rules(void **state) {
             "  ROOT g = f32[3,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, "
             "index_vector_dim=1, slice_sizes={2,3}\n}\n",
             -1, 1);
+  /* scatter-add: repeated rows add up; with windows of 2 rows, starts
+   * 3 are out of range on 4 rows and skipped */
+  expect_fd("HloModule s\n" ADD_MAX "ENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[5] parameter(1)\n"
+            "  u = f32[5,3] parameter(2)\n  ROOT s = f32[4,3] scatter(x, i, u), update_window_dims={1}, "
+            "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n",
+            -1, 1);
+  expect_fd("HloModule s\n" ADD_MAX "ENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[5,1] parameter(1)\n"
+            "  u = f32[5,2,3] parameter(2)\n  ROOT s = f32[4,3] scatter(x, i, u), update_window_dims={1,2}, "
+            "inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n",
+            -1, 1);
   expect_fd("HloModule d\nENTRY e {\n  x = f32[6,4] parameter(0)\n  i = s32[] parameter(1)\n  j = s32[] parameter(2)\n"
             "  ROOT d = f32[3,2] dynamic-slice(x, i, j), dynamic_slice_sizes={3,2}\n}\n",
             -1, 1);
@@ -223,10 +237,6 @@ static void indexing_rules(void **state) {
             "  ROOT d = f32[5,4] dynamic-update-slice(x, u, i, j)\n}\n",
             -1, 1);
 }
-
-#define ADD_MAX                                                                                    \
-  "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"     \
-  "max {\n  a.1 = f32[] parameter(0)\n  b.1 = f32[] parameter(1)\n  ROOT c.1 = f32[] maximum(a.1, b.1)\n}\n"
 
 static void reduce_rules(void **state) {
   (void)state;
