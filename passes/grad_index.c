@@ -75,6 +75,19 @@ static ir_id clamped_indices(gr_ctx *g, ir_id i) {
   return gr_build(g, IR_OP_CLAMP, (ir_id[]){gr_splat(g, &(ir_shape){.type = is->type}, 0), idx, hi}, 3, NULL);
 }
 
+/* The dimension numbers a gather and a scatter share (the same fields,
+ * read as each other's: offset_dims as update_window_dims, ...). */
+static ir_attrs dimension_numbers(const ir_attrs *a) {
+  ir_attrs r = ir_attrs_none;
+  r.window_dims = a->window_dims;
+  r.collapsed_dims = a->collapsed_dims;
+  r.index_map = a->index_map;
+  r.operand_batching = a->operand_batching;
+  r.index_batching = a->index_batching;
+  r.index_vector_dim = a->index_vector_dim;
+  return r;
+}
+
 static bool in_list(const ir_ints *l, int64_t v) {
   for (int k = 0; k < l->n; k++)
     if (l->v[k] == v) return true;
@@ -97,13 +110,7 @@ bool gr_scatter(gr_ctx *g, ir_id i, ir_id ct) {
   int64_t sizes[IR_MAX_RANK];
   for (int d = 0, w = 0; d < xs->rank; d++)
     sizes[d] = in_list(&a.collapsed_dims, d) || in_list(&a.operand_batching, d) ? 1 : us->dims[a.window_dims.v[w++]];
-  ir_attrs ga = ir_attrs_none;
-  ga.window_dims = a.window_dims;
-  ga.collapsed_dims = a.collapsed_dims;
-  ga.index_map = a.index_map;
-  ga.operand_batching = a.operand_batching;
-  ga.index_batching = a.index_batching;
-  ga.index_vector_dim = a.index_vector_dim;
+  ir_attrs ga = dimension_numbers(&a);
   ga.slice_sizes = (ir_ints){xs->rank, sizes};
   ir_id idx = gr_operand(g, i, 1);
   ir_id got = gr_build(g, IR_OP_GATHER, (ir_id[]){ct, idx}, 2, &ga);
@@ -129,14 +136,8 @@ bool gr_scatter(gr_ctx *g, ir_id i, ir_id ct) {
 
 bool gr_gather(gr_ctx *g, ir_id i, ir_id ct) {
   ir_id x = gr_inst(g, i)->ops[0];
-  ir_attrs a = *gr_inst(g, i)->a; /* the dimension numbers carry over (shared fields) */
-  ir_attrs s = ir_attrs_none;
-  s.window_dims = a.window_dims;
-  s.collapsed_dims = a.collapsed_dims;
-  s.index_map = a.index_map;
-  s.operand_batching = a.operand_batching;
-  s.index_batching = a.index_batching;
-  s.index_vector_dim = a.index_vector_dim;
+  ir_attrs a = *gr_inst(g, i)->a;
+  ir_attrs s = dimension_numbers(&a);
   s.indices_are_sorted = a.indices_are_sorted;
   ir_type t = gr_shape(g, ct)->type;
   ir_comp_id add = gr_add_comp(g, t);
