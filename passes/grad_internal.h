@@ -48,6 +48,14 @@ bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
  * anything else (grad_reduce.c). */
 ir_op gr_reducer_op(const ir_module *m, ir_comp_id c);
 bool gr_scatter(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
+bool gr_select_and_scatter(gr_ctx *g, ir_id i, ir_id ct); /* grad_select.c */
+/* Window offset o (row-major over the window's sizes) of a rank-r window
+ * w whose results have dims ydims over an operand padded to lengths plen:
+ * the strided slice start/limit/stride of the padded operand holding the
+ * element at that offset of every window, and the padding back that puts
+ * a result-shaped value there (grad_reduce.c). */
+void gr_window_offset(const ir_window *w, int r, int64_t o, const int64_t *ydims, const int64_t *plen,
+                      int64_t *start, int64_t *limit, int64_t *stride, ir_padding_dim *back);
 
 /* Reports ST_UNSUPPORTED at the current instruction: "file:line:col:
  * 'NAME' (op): <message>". Returns false. */

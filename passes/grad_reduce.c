@@ -65,6 +65,18 @@ bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct) {
 
 static int64_t dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
 
+void gr_window_offset(const ir_window *w, int r, int64_t o, const int64_t *ydims, const int64_t *plen,
+                      int64_t *start, int64_t *limit, int64_t *stride, ir_padding_dim *back) {
+  for (int k = r - 1; k >= 0; k--) {
+    int64_t off = (o % w->dims[k].size) * w->dims[k].rhs_dilate;
+    o /= w->dims[k].size;
+    start[k] = off;
+    stride[k] = w->dims[k].stride;
+    limit[k] = off + (ydims[k] - 1) * w->dims[k].stride + 1;
+    back[k] = (ir_padding_dim){off, plen[k] - limit[k], w->dims[k].stride - 1};
+  }
+}
+
 /* reduce-window maximum/minimum: what select-and-scatter with GE (LE) and
  * add computes, written with core ops so that every target runs it: the
  * operand padded with the init value; for each window offset o in
@@ -86,15 +98,7 @@ static void window_choice(gr_ctx *g, ir_id i, ir_id ct, const ir_window *w, int6
   ir_id xp = gr_pad(g, gr_fwd(g, x), gr_fwd(g, gr_inst(g, i)->ops[1]), edge);
   ir_id y = gr_fwd(g, i), zero = gr_like(g, ct, 0), sum = IR_NONE, taken = IR_NONE;
   for (int64_t o = 0; o < nwin; o++) {
-    int64_t rest = o;
-    for (int k = r - 1; k >= 0; k--) {
-      int64_t off = (rest % w->dims[k].size) * w->dims[k].rhs_dilate;
-      rest /= w->dims[k].size;
-      start[k] = off;
-      stride[k] = w->dims[k].stride;
-      limit[k] = off + (ys->dims[k] - 1) * w->dims[k].stride + 1;
-      back[k] = (ir_padding_dim){off, plen[k] - limit[k], w->dims[k].stride - 1};
-    }
+    gr_window_offset(w, r, o, ys->dims, plen, start, limit, stride, back);
     ir_id hit = gr_cmp(g, IR_CMP_EQ, gr_slice(g, xp, start, limit, stride), y);
     if (taken != IR_NONE) hit = gr_bin(g, IR_OP_AND, hit, gr_un(g, IR_OP_NOT, taken));
     taken = taken == IR_NONE ? hit : gr_bin(g, IR_OP_OR, taken, hit);

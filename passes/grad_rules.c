@@ -361,7 +361,7 @@ static const row rows[IR_OP__COUNT] = {
     RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, INLINED),
     NONE(CALL, INLINED), NONE(WHILE, LATER), NONE(CONDITIONAL, LATER), NONE(MAP, LATER),
     NONE(SORT, LATER), NONE(SCAN, LATER), NONE(TOPK, LATER), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
-    NONE(SELECT_AND_SCATTER, LATER), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
+    RULE(SELECT_AND_SCATTER, gr_select_and_scatter), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
     NONE(DYNAMIC_RESHAPE, LATER), NONE(BITCAST, "reinterpreting bytes is not differentiable"),
     NONE(REDUCE_PRECISION, LATER), NONE(STOCHASTIC_CONVERT, "random rounding has no gradient"),
     RULE(TAN, gr_elementwise), RULE(ACOS, gr_elementwise), RULE(ACOSH, gr_elementwise),

@@ -229,6 +229,13 @@ static void indexing_rules(void **state) {
             "  u = f32[5,2,3] parameter(2)\n  ROOT s = f32[4,3] scatter(x, i, u), update_window_dims={1,2}, "
             "inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n",
             -1, 1);
+  /* select-and-scatter (the max-pool gradient) in its source and init */
+  expect_fd("HloModule s\n" ADD_MAX "ge {\n  a.2 = f32[] parameter(0)\n  b.2 = f32[] parameter(1)\n"
+            "  ROOT c.2 = pred[] compare(a.2, b.2), direction=GE\n}\n"
+            "ENTRY e {\n  x = f32[5,6] parameter(0)\n  s = f32[3,3] parameter(1)\n  i = f32[] parameter(2)\n"
+            "  ROOT r = f32[5,6] select-and-scatter(x, s, i), window={size=3x2 stride=2x2 pad=1_1x0_0}, "
+            "select=ge, scatter=add\n}\n",
+            -1, 1);
   expect_fd("HloModule d\nENTRY e {\n  x = f32[6,4] parameter(0)\n  i = s32[] parameter(1)\n  j = s32[] parameter(2)\n"
             "  ROOT d = f32[3,2] dynamic-slice(x, i, j), dynamic_slice_sizes={3,2}\n}\n",
             -1, 1);
