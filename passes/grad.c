@@ -120,17 +120,22 @@ ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y) {
   return gr_build(g, IR_OP_COMPARE, (ir_id[]){x, y}, 2, &a);
 }
 
-ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
-  ir_shape sc = ir_shape_scalar(s->type);
+ir_id gr_constant(gr_ctx *g, ir_literal *lit) {
   ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_CONSTANT;
-  p.shape = sc;
+  p.shape = lit->shape;
   p.loc = g->loc;
   p.a = ir_attrs_none;
-  p.a.literal = ir_literal_create(g->m->arena, &sc);
-  ir_literal_set_f64(p.a.literal, 0, v);
-  ir_id k = ir_inst_add(g->m, g->c, &p);
+  p.a.literal = lit;
+  return ir_inst_add(g->m, g->c, &p);
+}
+
+ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
+  ir_shape sc = ir_shape_scalar(s->type);
+  ir_literal *lit = ir_literal_create(g->m->arena, &sc);
+  ir_literal_set_f64(lit, 0, v);
+  ir_id k = gr_constant(g, lit);
   if (s->rank == 0) return k;
   return gr_broadcast(g, k, s, NULL);
 }
@@ -299,6 +304,37 @@ static void mark_active(gr_ctx *g, const int *wrt, int nwrt) {
   }
 }
 
+/* Cotangent parameters (numbered from *next on) for the leaves of tuple
+ * value t, depth first. When t is made by a tuple instruction its
+ * operands take them directly (so nested tuples work); otherwise its
+ * elements must be arrays, whose adjoints t carries. */
+static bool seed_tuple(gr_ctx *g, ir_id t, int *next, char *err, size_t errlen) {
+  const ir_shape *s = gr_shape(g, t);
+  bool direct = gr_inst(g, t)->op == IR_OP_TUPLE;
+  if (!direct) {
+    g->adjt[t] = arena_array(g->m->arena, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_id));
+    for (int k = 0; k < s->ntuple; k++) g->adjt[t][k] = IR_NONE;
+  }
+  for (int k = 0; k < s->ntuple; k++) {
+    ir_id o = direct ? gr_inst(g, t)->ops[k] : IR_NONE;
+    if (s->tuple[k].type == IR_TUPLE) {
+      if (!direct) {
+        g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
+                          "grad: result %d of the entry is a nested tuple not made by a tuple instruction", *next);
+        return false;
+      }
+      if (!seed_tuple(g, o, next, err, errlen)) return false;
+      continue;
+    }
+    ir_id p = add_param(g->m, g->c, &s->tuple[k], (*next)++, g->m->comps.v[g->c].loc);
+    if (direct)
+      gr_accum(g, o, p);
+    else
+      g->adjt[t][k] = p;
+  }
+  return true;
+}
+
 /* Seeds the adjoint of the root: with one cotangent parameter per result
  * (first numbered `first`), or with 1 (seed_one). */
 static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) {
@@ -319,15 +355,8 @@ static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) 
     g->adj[root] = add_param(g->m, g->c, rs, first, loc);
     return true;
   }
-  g->adjt[root] = arena_array(g->m->arena, (size_t)(rs->ntuple ? rs->ntuple : 1), sizeof(ir_id));
-  for (int k = 0; k < rs->ntuple; k++) {
-    if (rs->tuple[k].type == IR_TUPLE) {
-      g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT, "grad: result %d of the entry is a nested tuple", k);
-      return false;
-    }
-    g->adjt[root][k] = add_param(g->m, g->c, &rs->tuple[k], first + k, loc);
-  }
-  return true;
+  int next = first;
+  return seed_tuple(g, root, &next, err, errlen);
 }
 
 static bool has_adjoint(const gr_ctx *g, ir_id i) {

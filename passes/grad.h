@@ -23,12 +23,13 @@ void ir_grad_options_init(ir_grad_options *o);
 
 /* The VJP module of m's entry, as jax.vjp defines it: entry params = m's
  * params, then one cotangent per result of m's entry (same shape/type,
- * result order: a tuple root has one result per element); result = tuple
+ * result order: a tuple root has one per leaf, depth first, as libtpucc
+ * lists results); result = tuple
  * of gradients w.r.t. the chosen params, in the order given (default:
  * parameter order). m is not changed; *out is a new module (destroy with
  * ir_module_destroy), verified. Errors (nothing in *out): ST_INVALID_ARGUMENT
  * for a bad wrt list (out of range, repeated, not floating point) or a
- * nested tuple result; ST_UNSUPPORTED, located at the instruction
+ * nested tuple result not made by tuple instructions; ST_UNSUPPORTED, located at the instruction
  * ("file:line:col: error: 'NAME' (op): ..."), when a gradient is asked through an
  * op whose table row is NONE or a form of an op the rule does not cover. o
  * may be NULL (the defaults). */

@@ -12,9 +12,7 @@
  * dilation is refused. Other reducers (multiply, variadic reduces) are located errors. */
 #include "passes/grad_internal.h"
 
-/* The one binary op a reducer computation applies to its two parameters,
- * or IR__OP_COUNT when it is anything else. */
-static ir_op reducer_op(const ir_module *m, ir_comp_id c) {
+ir_op gr_reducer_op(const ir_module *m, ir_comp_id c) {
   const ir_comp *cp = &m->comps.v[c];
   if (cp->root == IR_NONE || cp->nparams != 2) return IR_OP__COUNT;
   const ir_inst *r = &cp->insts.v[cp->root];
@@ -34,7 +32,7 @@ static ir_op reducer_op(const ir_module *m, ir_comp_id c) {
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
   if (in->nops != 2) return gr_fail(g, "a gradient through a variadic reduce is not supported");
-  ir_op op = reducer_op(g->m, in->calls[0]);
+  ir_op op = gr_reducer_op(g->m, in->calls[0]);
   if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM)
     return gr_fail(g, "a gradient through a reduce whose computation is not add, maximum or minimum "
                       "is not supported");
@@ -67,6 +65,18 @@ bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct) {
 
 static int64_t dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
 
+void gr_window_offset(const ir_window *w, int r, int64_t o, const int64_t *ydims, const int64_t *plen,
+                      int64_t *start, int64_t *limit, int64_t *stride, ir_padding_dim *back) {
+  for (int k = r - 1; k >= 0; k--) {
+    int64_t off = (o % w->dims[k].size) * w->dims[k].rhs_dilate;
+    o /= w->dims[k].size;
+    start[k] = off;
+    stride[k] = w->dims[k].stride;
+    limit[k] = off + (ydims[k] - 1) * w->dims[k].stride + 1;
+    back[k] = (ir_padding_dim){off, plen[k] - limit[k], w->dims[k].stride - 1};
+  }
+}
+
 /* reduce-window maximum/minimum: what select-and-scatter with GE (LE) and
  * add computes, written with core ops so that every target runs it: the
  * operand padded with the init value; for each window offset o in
@@ -88,15 +98,7 @@ static void window_choice(gr_ctx *g, ir_id i, ir_id ct, const ir_window *w, int6
   ir_id xp = gr_pad(g, gr_fwd(g, x), gr_fwd(g, gr_inst(g, i)->ops[1]), edge);
   ir_id y = gr_fwd(g, i), zero = gr_like(g, ct, 0), sum = IR_NONE, taken = IR_NONE;
   for (int64_t o = 0; o < nwin; o++) {
-    int64_t rest = o;
-    for (int k = r - 1; k >= 0; k--) {
-      int64_t off = (rest % w->dims[k].size) * w->dims[k].rhs_dilate;
-      rest /= w->dims[k].size;
-      start[k] = off;
-      stride[k] = w->dims[k].stride;
-      limit[k] = off + (ys->dims[k] - 1) * w->dims[k].stride + 1;
-      back[k] = (ir_padding_dim){off, plen[k] - limit[k], w->dims[k].stride - 1};
-    }
+    gr_window_offset(w, r, o, ys->dims, plen, start, limit, stride, back);
     ir_id hit = gr_cmp(g, IR_CMP_EQ, gr_slice(g, xp, start, limit, stride), y);
     if (taken != IR_NONE) hit = gr_bin(g, IR_OP_AND, hit, gr_un(g, IR_OP_NOT, taken));
     taken = taken == IR_NONE ? hit : gr_bin(g, IR_OP_OR, taken, hit);
@@ -114,7 +116,7 @@ static void window_choice(gr_ctx *g, ir_id i, ir_id ct, const ir_window *w, int6
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
   if (in->nops != 2) return gr_fail(g, "a gradient through a variadic reduce-window is not supported");
-  ir_op op = reducer_op(g->m, in->calls[0]);
+  ir_op op = gr_reducer_op(g->m, in->calls[0]);
   if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM)
     return gr_fail(g, "a gradient through a reduce-window whose computation is not add, maximum or minimum "
                       "is not supported");

@@ -43,15 +43,36 @@ ir_literal **gfd_inputs(arena *a, const ir_module *m, const gfd_options *o) {
   return in;
 }
 
-/* S = sum of ct * out over the floating-point results, and A = sum of
- * |ct * out|. */
+/* The array leaves of literal l (or of shape s), depth first, appended. */
+static void leaves(const ir_literal *l, const ir_literal **out, int *n) {
+  if (l->shape.type != IR_TUPLE) {
+    out[(*n)++] = l;
+    return;
+  }
+  for (int k = 0; k < l->shape.ntuple; k++) leaves(l->elems[k], out, n);
+}
+
+static int shape_leaves(const ir_shape *s, const ir_shape **out, int n) {
+  if (s->type != IR_TUPLE) {
+    if (out) out[n] = s;
+    return n + 1;
+  }
+  for (int k = 0; k < s->ntuple; k++) n = shape_leaves(&s->tuple[k], out, n);
+  return n;
+}
+
+/* S = sum of ct * out over the floating-point results (leaves, depth
+ * first), and A = sum of |ct * out|. */
 static void dot_results(const ir_literal *out, ir_literal *const *ct, int nres, double *S, double *A) {
   *S = *A = 0;
-  for (int k = 0; k < nres; k++) {
-    const ir_literal *r = out->shape.type == IR_TUPLE ? out->elems[k] : out;
+  const ir_literal *lv[256];
+  int n = 0;
+  leaves(out, lv, &n);
+  for (int k = 0; k < nres && k < n; k++) {
+    const ir_literal *r = lv[k];
     if (!ir_type_is_float(r->shape.type)) continue;
-    int64_t n = ir_shape_count(&r->shape);
-    for (int64_t i = 0; i < n; i++) {
+    int64_t ne = ir_shape_count(&r->shape);
+    for (int64_t i = 0; i < ne; i++) {
       double v = ir_literal_get_f64(r, i) * ir_literal_get_f64(ct[k], i);
       *S += v;
       *A += fabs(v);
@@ -191,19 +212,20 @@ gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_
   }
   const ir_comp *e = &m->comps.v[m->entry];
   const ir_shape *rs = e->insts.v[e->root].shape;
-  f.nres = rs->type == IR_TUPLE ? rs->ntuple : 1;
+  f.nres = shape_leaves(rs, NULL, 0);
+  if (f.nres > 256) {
+    snprintf(msg, msglen, "more than 256 results");
+    goto done;
+  }
+  const ir_shape **ls = arena_array(a, (size_t)f.nres, sizeof *ls);
+  shape_leaves(rs, ls, 0);
   f.ct = arena_array(a, (size_t)f.nres + 1, sizeof *f.ct);
   ir_literal **vin = arena_array(a, (size_t)(f.nparams + f.nres) + 1, sizeof *vin);
   uint64_t s = o->seed ^ 0x5eedull;
   for (int p = 0; p < f.nparams; p++) vin[p] = f.in[p];
   for (int k = 0; k < f.nres; k++) {
-    const ir_shape *ks = rs->type == IR_TUPLE ? &rs->tuple[k] : rs;
-    if (ks->type == IR_TUPLE) {
-      snprintf(msg, msglen, "a nested tuple result");
-      goto done;
-    }
-    f.ct[k] = vin[f.nparams + k] = ir_literal_create(a, ks);
-    if (ir_type_is_float(ks->type)) fill(f.ct[k], &s, -1, 1);
+    f.ct[k] = vin[f.nparams + k] = ir_literal_create(a, ls[k]);
+    if (ir_type_is_float(ls[k]->type)) fill(f.ct[k], &s, -1, 1);
   }
   ir_literal *grads;
   ir_eval_options eo;

@@ -2,7 +2,7 @@
  * module given: tpucc_grad (libtpucc), then the VJP executed on interp,
  * on "cpu,numerics=strict" (the evaluator's order and roundings: equal to
  * interp bit for bit, NaN payloads aside) and on v3, with the same seeded
- * inputs (floats uniform in [-1, 1), integers in [0, 4), cotangents
+ * inputs (f32 and bf16 uniform in [-1, 1), s32 in [0, 4), cotangents
  * included); v3 within the documented dot tolerance of numerics.md
  * section 6, |got - ref| <= 2^-7 (1 + sqrt(K)) (1 + |ref|), K the largest
  * contraction of the VJP (multiply-adds per result element of any dot or
@@ -51,8 +51,12 @@ static double largest_k(const char *text, size_t len) {
 }
 
 static float elem(const tpucc_tensor_t *t, size_t i) {
-  if (t->dtype == TPUCC_F32) return ((const float *)t->data)[i];
-  return NAN; /* the modules checked return f32 gradients */
+  switch (t->dtype) {
+  case TPUCC_F32: return ((const float *)t->data)[i];
+  case TPUCC_BF16: return ir_bf16_to_f32(((const uint16_t *)t->data)[i]);
+  case TPUCC_F16: return ir_f16_to_f32(((const uint16_t *)t->data)[i]);
+  default: return 0; /* gradients are floating point */
+  }
 }
 
 static void compare(const char *path, const char *target, const tpucc_result_t *ref, const tpucc_result_t *got,
@@ -62,7 +66,7 @@ static void compare(const char *path, const char *target, const tpucc_result_t *
     size_t n = a->nbytes / 4;
     for (size_t i = 0; i < n; i++) {
       float x = elem(a, i), y = elem(b, i);
-      bool ok = tol == 0 ? (x == y || (isnan(x) && isnan(y))) : fabs((double)y - x) <= tol * (1 + fabs(x));
+      bool ok = (isnan(x) && isnan(y)) || (tol == 0 ? x == y : fabs((double)y - x) <= tol * (1 + fabs(x)));
       if (!ok) {
         fprintf(stderr, "FAIL %s on %s: gradient %d element %zu: %.9g, interp %.9g (tolerance %.3g)\n", path, target,
                 r, i, y, x, tol);
@@ -98,6 +102,7 @@ static void check(const char *path) {
     for (size_t i = 0; i < n; i++) {
       double u = unit(&seed);
       if (in[p].dtype == TPUCC_F32) ((float *)in[p].data)[i] = (float)(2 * u - 1);
+      else if (in[p].dtype == TPUCC_BF16) ((uint16_t *)in[p].data)[i] = ir_f32_to_bf16((float)(2 * u - 1));
       else if (in[p].dtype == TPUCC_S32) ((int32_t *)in[p].data)[i] = (int32_t)(u * 4);
     }
     in[p].name = NULL;
