@@ -203,8 +203,8 @@ TPUCC_API void tpucc_grad_options_init(tpucc_grad_options_t *o);
  * with respect to the chosen parameters. m is not changed; *out_module
  * belongs to m's session. Fails with TPUCC_INVALID_ARGUMENT for a bad wrt
  * list or result, TPUCC_UNSUPPORTED when a gradient is asked through an op
- * that has none (the message is located: "file:line:col: 'NAME' (op):
- * ..."). docs/training.md lists the rules. */
+ * that has none (the message is located: "file:line:col: error: 'NAME'
+ * (op): ..."). docs/gradients.md lists the rules. */
 TPUCC_API tpucc_status_t tpucc_grad(tpucc_module_t *m, const tpucc_grad_options_t *opts,
                                     tpucc_module_t **out_module);
 

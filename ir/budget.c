@@ -115,6 +115,15 @@ static double inner_work(const ir_comp *cp, const ir_inst *in, double out) {
       k *= (double)(ir_window_of(in->a)->dims[d].size > 0 ? ir_window_of(in->a)->dims[d].size : 0);
     return nout > 0 ? nout * k : 0;
   }
+  case IR_OP_SCATTER: { /* one to_apply per update element */
+    const ir_shape *u = in->nops >= 3 ? operand(cp, in, in->nops - 1) : NULL;
+    double nu = u ? elements(u) : 0;
+    return nu > 0 ? nu : 0;
+  }
+  case IR_OP_SELECT_AND_SCATTER: /* a window of selects per source element */
+    for (int d = 0; d < ir_window_of(in->a)->rank && d < IR_MAX_RANK; d++)
+      k *= (double)(ir_window_of(in->a)->dims[d].size > 0 ? ir_window_of(in->a)->dims[d].size : 0);
+    return rhs && rhs->type != IR_TUPLE && elements(rhs) > 0 ? elements(rhs) * (k + 1) : 0;
   default:
     return 0;
   }
@@ -136,7 +145,8 @@ static base_status inst_work(bctx *b, const ir_comp *cp, const ir_inst *in, int 
     double cw;
     base_status st = comp_work(b, in, in->calls[k], depth + 1, &cw);
     if (st != ST_OK) return st;
-    if (in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW)
+    if (in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW || in->op == IR_OP_SCATTER ||
+        in->op == IR_OP_SELECT_AND_SCATTER)
       inner *= cw > 1 ? cw : 1; /* each fold calls to_apply */
     else
       w += cw;

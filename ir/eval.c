@@ -276,6 +276,16 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     return ev_reduce_window(cx, in, ops, out);
   case IR_OP_ALL_REDUCE:
     return ev_all_reduce(cx, in, ops, out);
+  case IR_OP_DYNAMIC_SLICE:
+    return ev_dynamic_slice(cx, in, ops, out);
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+    return ev_dynamic_update_slice(cx, in, ops, out);
+  case IR_OP_GATHER:
+    return ev_gather(cx, in, ops, out);
+  case IR_OP_SCATTER:
+    return ev_scatter(cx, in, ops, out);
+  case IR_OP_SELECT_AND_SCATTER:
+    return ev_select_and_scatter(cx, in, ops, out);
   default:
     break; /* the elementwise ops, dispatched above */
   }

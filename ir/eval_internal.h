@@ -240,6 +240,36 @@ ev_handler ev_convolution;     /* eval_conv.c */
 ev_handler ev_reduce;          /* eval_reduce.c */
 ev_handler ev_reduce_window;   /* eval_reduce.c */
 ev_handler ev_all_reduce;      /* eval_reduce.c */
+ev_handler ev_dynamic_slice;   /* eval_gather.c */
+ev_handler ev_dynamic_update_slice; /* eval_gather.c */
+ev_handler ev_gather;          /* eval_gather.c */
+ev_handler ev_scatter;         /* eval_gather.c */
+ev_handler ev_select_and_scatter; /* eval_gather.c */
+
+/* A to_apply computation folding N values at a time (eval_reduce.c):
+ * args[0..n) = to_apply(args[0..n), args[n..2n)), on scalar literals the
+ * caller fills. When to_apply is one add, multiply, maximum, minimum, and
+ * or or of its two parameters, the step applies that op directly (the
+ * same function and rounding as the elementwise op, TPU numerics
+ * included). */
+typedef struct ev_reducer {
+  const ir_inst *in;
+  ir_comp_id comp;
+  int n;
+  ir_type *types;     /* element type of value k */
+  size_t *es;         /* its size */
+  ir_literal **args;  /* 2n scalar literals: accumulators, then inputs */
+  uint8_t *tmp;       /* room for n results (sum of es) */
+  bool fast, swapped; /* fast: acc = fast_op(acc, x), or (x, acc) when swapped */
+  ir_op fast_op;
+} ev_reducer;
+/* Checks computation c against the signature (t..., t...) -> t or (t...)
+ * and prepares r; fails naming in. */
+base_status ev_reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n, const ir_type *types,
+                            ev_reducer *r);
+/* One step: args[0..n) = to_apply(args[0..n), args[n..2n)), in constant
+ * memory (an arena mark around the call). */
+base_status ev_reducer_step(ev_ctx *cx, ev_reducer *r);
 
 /* Transposes an array value: result dim i = operand dim perm[i] (shared by
  * transpose and dot's operand packing). */

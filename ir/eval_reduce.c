@@ -32,22 +32,12 @@
  * order above. */
 #include "ir/eval_internal.h"
 
-typedef struct reducer {
-  const ir_inst *in;
-  ir_comp_id comp;
-  int n;
-  ir_type *types;     /* element type of value k */
-  size_t *es;         /* its size */
-  ir_literal **args;  /* 2n scalar literals: accumulators, then inputs */
-  uint8_t *tmp;       /* room for n results (sum of es) */
-  bool fast, swapped; /* fast: acc = fast_op(acc, x), or (x, acc) when swapped */
-  ir_op fast_op;
-} reducer;
+typedef ev_reducer reducer;
 
 static bool is_scalar_of(const ir_shape *s, ir_type t) { return s->type == t && s->rank == 0; }
 
-static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n,
-                                const ir_type *types, reducer *r) {
+base_status ev_reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n,
+                            const ir_type *types, reducer *r) {
   memset(r, 0, sizeof *r);
   r->in = in;
   r->comp = c;
@@ -119,7 +109,7 @@ static base_status reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int
 }
 
 /* One fold step: args[0..n) = to_apply(args[0..n), args[n..2n)). */
-static base_status reducer_step(ev_ctx *cx, reducer *r) {
+base_status ev_reducer_step(ev_ctx *cx, reducer *r) {
   if (r->fast) {
     void *acc = r->args[0]->data, *x = r->args[1]->data;
     const void *ab[2] = {r->swapped ? x : acc, r->swapped ? acc : x};
@@ -210,7 +200,7 @@ static base_status finish(ev_ctx *cx, const ir_inst *in, int n, ir_literal **res
 static base_status step1(ev_ctx *cx, reducer *r, void *acc, const void *x) {
   memcpy(r->args[0]->data, acc, r->es[0]);
   memcpy(r->args[1]->data, x, r->es[0]);
-  base_status st = reducer_step(cx, r);
+  base_status st = ev_reducer_step(cx, r);
   memcpy(acc, r->args[0]->data, r->es[0]);
   return st;
 }
@@ -313,7 +303,7 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
   }
   if ((st = new_results(cx, in, n, types, nk, kdims, res)) != ST_OK) return st;
   reducer r;
-  if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
+  if ((st = ev_reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
 
   int64_t nred = 1, nout = ir_shape_count(&res[0]->shape);
   for (int i = 0; i < nr; i++)
@@ -363,7 +353,7 @@ base_status ev_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_
       for (int k = 0; k < n; k++)
         memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)(base + off) * r.es[k],
                r.es[k]);
-      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+      if ((st = ev_reducer_step(cx, &r)) != ST_OK) return st;
       for (int i = nr - 1; i >= 0; i--) {
         if (++ridx[i] < rdims[i]) {
           off += rstr[i];
@@ -411,7 +401,7 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
   }
   if ((st = new_results(cx, in, n, types, rank, odims, res)) != ST_OK) return st;
   reducer r;
-  if ((st = reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
+  if ((st = ev_reducer_init(cx, in, in->calls[0], n, types, &r)) != ST_OK) return st;
   ev_strides(is, strides);
   int64_t nout = ir_shape_count(&res[0]->shape);
   double nwin_d = 1;
@@ -440,7 +430,7 @@ base_status ev_reduce_window(ev_ctx *cx, const ir_inst *in, ir_literal *const *o
       if (!ok) continue;
       for (int k = 0; k < n; k++)
         memcpy(r.args[n + k]->data, (uint8_t *)ops[k]->data + (size_t)off * r.es[k], r.es[k]);
-      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+      if ((st = ev_reducer_step(cx, &r)) != ST_OK) return st;
     }
     for (int k = 0; k < n; k++)
       memcpy((uint8_t *)res[k]->data + (size_t)o * r.es[k], r.args[k]->data, r.es[k]);
@@ -461,7 +451,7 @@ static base_status all_reduce_fold(ev_ctx *cx, const ir_inst *in, ir_literal *co
   ir_type t = first->shape.type;
   reducer r;
   ir_literal *res;
-  base_status st = reducer_init(cx, in, in->calls[0], 1, &t, &r);
+  base_status st = ev_reducer_init(cx, in, in->calls[0], 1, &t, &r);
   if (st == ST_OK) st = ev_new_array(cx, in, &first->shape, &res);
   if (st != ST_OK) return st;
   int64_t cnt = ir_shape_count(&first->shape);
@@ -470,7 +460,7 @@ static base_status all_reduce_fold(ev_ctx *cx, const ir_inst *in, ir_literal *co
     memcpy(r.args[0]->data, (uint8_t *)first->data + (size_t)i * es, es);
     for (int c = 1; c < ncontrib; c++) {
       memcpy(r.args[1]->data, (uint8_t *)contrib[c]->data + (size_t)i * es, es);
-      if ((st = reducer_step(cx, &r)) != ST_OK) return st;
+      if ((st = ev_reducer_step(cx, &r)) != ST_OK) return st;
     }
     memcpy((uint8_t *)res->data + (size_t)i * es, r.args[0]->data, es);
   }
@@ -504,7 +494,7 @@ base_status ev_all_reduce(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops,
       reducer r;
       ir_type t = ops[k]->shape.type;
       arena_mark mk = arena_get_mark(cx->scratch);
-      st = reducer_init(cx, in, in->calls[0], 1, &t, &r);
+      st = ev_reducer_init(cx, in, in->calls[0], 1, &t, &r);
       arena_reset(cx->scratch, mk);
       if (st != ST_OK) return st;
     }

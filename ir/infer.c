@@ -670,6 +670,277 @@ static bool infer_fusion(ctx *c, const ir_shape *ops, int nops, const ir_comp_id
   return true;
 }
 
+/* ---- indexing: dynamic-slice, dynamic-update-slice, gather, scatter,
+ * select-and-scatter (XLA's ShapeInference rules) ---------------------- */
+
+/* Start indices from operand `first` on, for an operand of rank `rank`:
+ * either `rank` integer scalars of one type, or (XLA's older form) one
+ * integer vector of `rank` elements. */
+static bool check_starts(ctx *c, const ir_shape *ops, int nops, int first, int rank) {
+  int n = nops - first;
+  if (n == 1 && ops[first].rank == 1 && rank != 0) {
+    if (!ir_type_is_int(ops[first].type))
+      return fail(c, "start indices %s must be integers", SHP(&ops[first]));
+    if (ops[first].dims[0] != rank)
+      return fail(c, "start index vector %s has %lld elements, operand rank is %d", SHP(&ops[first]),
+                  (long long)ops[first].dims[0], rank);
+    return true;
+  }
+  if (n != rank) return fail(c, "expected %d start indices (the operand's rank), got %d", rank, n);
+  for (int i = first; i < nops; i++) {
+    if (ops[i].rank != 0 || !ir_type_is_int(ops[i].type))
+      return fail(c, "start index %d is %s, expected an integer scalar", i - first, SHP(&ops[i]));
+    if (ops[i].type != ops[first].type)
+      return fail(c, "start index %d is %s, start index 0 is %s (one type for all)", i - first,
+                  ir_type_name(ops[i].type), ir_type_name(ops[first].type));
+  }
+  return true;
+}
+
+static bool infer_dynamic_slice(ctx *c, const ir_shape *ops, int nops, const ir_attrs *a, ir_shape *out) {
+  if (nops < 2) return fail(c, "expected an operand and start indices, got %d operands", nops);
+  for (int i = 0; i < nops; i++)
+    if (!need_array(c, &ops[i], i)) return false;
+  const ir_shape *x = &ops[0];
+  if (!check_starts(c, ops, nops, 1, x->rank)) return false;
+  if (a->slice_sizes.n != x->rank)
+    return fail(c, "dynamic_slice_sizes has %d entries, operand %s has rank %d", a->slice_sizes.n, SHP(x),
+                x->rank);
+  for (int i = 0; i < x->rank; i++)
+    if (a->slice_sizes.v[i] < 0 || a->slice_sizes.v[i] > x->dims[i])
+      return fail(c, "dynamic_slice_sizes[%d] = %lld out of range 0..%lld", i, (long long)a->slice_sizes.v[i],
+                  (long long)x->dims[i]);
+  set_array(out, x->type, x->rank, a->slice_sizes.v);
+  return true;
+}
+
+static bool infer_dynamic_update_slice(ctx *c, const ir_shape *ops, int nops, ir_shape *out) {
+  if (nops < 3) return fail(c, "expected an operand, an update and start indices, got %d operands", nops);
+  for (int i = 0; i < nops; i++)
+    if (!need_array(c, &ops[i], i)) return false;
+  const ir_shape *x = &ops[0], *u = &ops[1];
+  if (u->type != x->type)
+    return fail(c, "update type %s differs from operand type %s", ir_type_name(u->type), ir_type_name(x->type));
+  if (u->rank != x->rank) return fail(c, "update %s and operand %s differ in rank", SHP(u), SHP(x));
+  for (int i = 0; i < x->rank; i++)
+    if (u->dims[i] > x->dims[i])
+      return fail(c, "update %s is larger than operand %s in dimension %d", SHP(u), SHP(x), i);
+  if (!check_starts(c, ops, nops, 2, x->rank)) return false;
+  set_array(out, x->type, x->rank, x->dims);
+  return true;
+}
+
+/* The spellings of the dimension numbers gather and scatter share. */
+typedef struct gs_names {
+  const char *window, *collapsed, *map, *obatch, *ibatch;
+} gs_names;
+
+static bool sorted_list(ctx *c, const ir_ints *l, int rank, const char *what) {
+  if (!check_dim_list(c, l, rank, what, true)) return false;
+  for (int i = 1; i < l->n; i++)
+    if (l->v[i] < l->v[i - 1]) return fail(c, "%s must be sorted", what);
+  return true;
+}
+
+/* Whether dimension d is in l. */
+static bool in_list(const ir_ints *l, int64_t d) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == d) return true;
+  return false;
+}
+
+/* The checks gather and scatter share, on operand x and indices ix; sets
+ * *batch_rank to the rank of the indices' batch (the expanded indices
+ * without index_vector_dim). */
+static bool check_index_dims(ctx *c, const ir_attrs *a, const gs_names *nm, const ir_shape *x,
+                             const ir_shape *ix, int *batch_rank) {
+  if (!ir_type_is_int(ix->type)) return fail(c, "indices %s must be integers", SHP(ix));
+  int64_t ivd = a->index_vector_dim;
+  if (ivd < 0 || ivd > ix->rank)
+    return fail(c, "index_vector_dim %lld out of range 0..%d", (long long)ivd, ix->rank);
+  int64_t nvec = ivd == ix->rank ? 1 : ix->dims[ivd];
+  *batch_rank = ivd == ix->rank ? ix->rank : ix->rank - 1;
+  if (!check_dim_list(c, &a->index_map, x->rank, nm->map, true)) return false;
+  if (a->index_map.n != nvec)
+    return fail(c, "%s has %d entries, the index vector (dimension %lld of %s) has %lld", nm->map,
+                a->index_map.n, (long long)ivd, SHP(ix), (long long)nvec);
+  if (!sorted_list(c, &a->collapsed_dims, x->rank, nm->collapsed)) return false;
+  if (!sorted_list(c, &a->operand_batching, x->rank, nm->obatch)) return false;
+  if (!check_dim_list(c, &a->index_batching, ix->rank, nm->ibatch, true)) return false;
+  if (a->operand_batching.n != a->index_batching.n)
+    return fail(c, "%s has %d entries, %s %d", nm->obatch, a->operand_batching.n, nm->ibatch,
+                a->index_batching.n);
+  for (int i = 0; i < a->index_batching.n; i++) {
+    if (a->index_batching.v[i] == ivd) return fail(c, "%s names index_vector_dim %lld", nm->ibatch, (long long)ivd);
+    if (x->dims[a->operand_batching.v[i]] != ix->dims[a->index_batching.v[i]])
+      return fail(c, "batching dimension %d has size %lld in the operand, %lld in the indices", i,
+                  (long long)x->dims[a->operand_batching.v[i]], (long long)ix->dims[a->index_batching.v[i]]);
+  }
+  for (int i = 0; i < a->operand_batching.n; i++) {
+    if (in_list(&a->collapsed_dims, a->operand_batching.v[i]))
+      return fail(c, "dimension %lld is in both %s and %s", (long long)a->operand_batching.v[i], nm->collapsed,
+                  nm->obatch);
+    if (in_list(&a->index_map, a->operand_batching.v[i]))
+      return fail(c, "dimension %lld is in both %s and %s", (long long)a->operand_batching.v[i], nm->map,
+                  nm->obatch);
+  }
+  if (a->window_dims.n + a->collapsed_dims.n + a->operand_batching.n != x->rank)
+    return fail(c, "%s, %s and %s have %d entries together, the operand %s has rank %d", nm->window,
+                nm->collapsed, nm->obatch, a->window_dims.n + a->collapsed_dims.n + a->operand_batching.n, SHP(x),
+                x->rank);
+  return true;
+}
+
+/* The operand dimensions a window covers, in order: those neither
+ * collapsed (inserted) nor batching; returns their count. */
+static int window_operand_dims(const ir_attrs *a, int rank, int64_t *out) {
+  int n = 0;
+  for (int d = 0; d < rank; d++)
+    if (!in_list(&a->collapsed_dims, d) && !in_list(&a->operand_batching, d)) out[n++] = d;
+  return n;
+}
+
+/* The dims of the indices' batch: the indices' dims without
+ * index_vector_dim (all of them when it is the rank). */
+static int index_batch_dims(const ir_attrs *a, const ir_shape *ix, int64_t *out) {
+  int n = 0;
+  for (int d = 0; d < ix->rank; d++)
+    if (d != a->index_vector_dim) out[n++] = ix->dims[d];
+  return n;
+}
+
+static const gs_names gather_names = {"offset_dims", "collapsed_slice_dims", "start_index_map",
+                                      "operand_batching_dims", "start_indices_batching_dims"};
+static const gs_names scatter_names = {"update_window_dims", "inserted_window_dims",
+                                       "scatter_dims_to_operand_dims", "input_batching_dims",
+                                       "scatter_indices_batching_dims"};
+
+static bool infer_gather(ctx *c, const ir_shape *x, const ir_shape *ix, const ir_attrs *a, ir_shape *out) {
+  int brank;
+  if (!check_index_dims(c, a, &gather_names, x, ix, &brank)) return false;
+  if (a->slice_sizes.n != x->rank)
+    return fail(c, "slice_sizes has %d entries, operand %s has rank %d", a->slice_sizes.n, SHP(x), x->rank);
+  for (int i = 0; i < x->rank; i++) {
+    int64_t s = a->slice_sizes.v[i];
+    if (s < 0 || s > x->dims[i])
+      return fail(c, "slice_sizes[%d] = %lld out of range 0..%lld", i, (long long)s, (long long)x->dims[i]);
+    if (s > 1 && in_list(&a->collapsed_dims, i))
+      return fail(c, "collapsed_slice_dims names dimension %d, whose slice size is %lld (must be 0 or 1)", i,
+                  (long long)s);
+    if (s != 1 && in_list(&a->operand_batching, i))
+      return fail(c, "operand_batching_dims names dimension %d, whose slice size is %lld (must be 1)", i,
+                  (long long)s);
+  }
+  int orank = a->window_dims.n + brank;
+  if (orank > IR_MAX_RANK) return fail(c, "result rank %d exceeds %d", orank, IR_MAX_RANK);
+  if (!sorted_list(c, &a->window_dims, orank, "offset_dims")) return false;
+  int64_t wd[IR_MAX_RANK], bd[IR_MAX_RANK], dims[IR_MAX_RANK];
+  window_operand_dims(a, x->rank, wd);
+  index_batch_dims(a, ix, bd);
+  for (int i = 0, w = 0, b = 0; i < orank; i++)
+    dims[i] = in_list(&a->window_dims, i) ? a->slice_sizes.v[wd[w++]] : bd[b++];
+  set_array(out, x->type, orank, dims);
+  return true;
+}
+
+static bool infer_scatter(ctx *c, const ir_shape *ops, int nops, const ir_attrs *a, const ir_comp_id *calls,
+                          int ncalls, ir_shape *out) {
+  if (nops < 3 || nops % 2 == 0)
+    return fail(c, "expected N operands, indices and N updates, got %d operands", nops);
+  int n = (nops - 1) / 2;
+  if (n > 64) return fail(c, "too many operands (%d)", n);
+  for (int i = 0; i < nops; i++)
+    if (!need_array(c, &ops[i], i)) return false;
+  const ir_shape *x = &ops[0], *ix = &ops[n], *u = &ops[n + 1];
+  ir_type types[64];
+  for (int i = 0; i < n; i++) {
+    if (!same_dims(&ops[i], x)) return fail(c, "operand %d %s does not match operand 0 %s", i, SHP(&ops[i]), SHP(x));
+    if (!same_dims(&ops[n + 1 + i], u))
+      return fail(c, "update %d %s does not match update 0 %s", i, SHP(&ops[n + 1 + i]), SHP(u));
+    if (ops[n + 1 + i].type != ops[i].type)
+      return fail(c, "update %d type %s differs from operand %d type %s", i, ir_type_name(ops[n + 1 + i].type), i,
+                  ir_type_name(ops[i].type));
+    types[i] = ops[i].type;
+  }
+  int brank;
+  if (!check_index_dims(c, a, &scatter_names, x, ix, &brank)) return false;
+  if (!sorted_list(c, &a->window_dims, u->rank, "update_window_dims")) return false;
+  if (u->rank != a->window_dims.n + brank)
+    return fail(c, "updates %s have rank %d, expected %d (update_window_dims plus the indices' batch)", SHP(u),
+                u->rank, a->window_dims.n + brank);
+  int64_t wd[IR_MAX_RANK], bd[IR_MAX_RANK];
+  window_operand_dims(a, x->rank, wd);
+  index_batch_dims(a, ix, bd);
+  for (int i = 0, w = 0, b = 0; i < u->rank; i++) {
+    if (in_list(&a->window_dims, i)) {
+      if (u->dims[i] > x->dims[wd[w]])
+        return fail(c, "update window dimension %d has size %lld, larger than operand dimension %lld (%lld)", i,
+                    (long long)u->dims[i], (long long)wd[w], (long long)x->dims[wd[w]]);
+      w++;
+    } else if (u->dims[i] != bd[b++]) {
+      return fail(c, "update scatter dimension %d has size %lld, the indices' batch has %lld", i,
+                  (long long)u->dims[i], (long long)bd[b - 1]);
+    }
+  }
+  const ir_comp *cp = called(c, calls, ncalls, "to_apply");
+  if (!cp || !check_reducer(c, cp, types, n)) return false;
+  return finish_multi(c, n, types, x->rank, x->dims, out);
+}
+
+/* A called computation of two t[] parameters returning r[]. */
+static bool check_binary_fn(ctx *c, const ir_comp *cp, const char *kw, ir_type t, ir_type r) {
+  int np = comp_nparams(cp);
+  if (np != 2) return fail(c, "%s %s takes %d parameters, expected 2", kw, cp->name, np);
+  ir_shape want = ir_shape_scalar(t), ret = ir_shape_scalar(r);
+  for (int k = 0; k < 2; k++) {
+    const ir_shape *p = comp_param(cp, k);
+    if (!p) return fail(c, "%s %s has no parameter %d", kw, cp->name, k);
+    if (!ir_shape_equal(p, &want))
+      return fail(c, "%s %s parameter %d is %s, expected %s", kw, cp->name, k, SHP(p), SHP(&want));
+  }
+  const ir_shape *root = comp_root(c, cp);
+  if (!root) return false;
+  if (!ir_shape_equal(root, &ret)) return fail(c, "%s %s returns %s, expected %s", kw, cp->name, SHP(root), SHP(&ret));
+  return true;
+}
+
+static const ir_comp *callee(ctx *c, const ir_comp_id *calls, int ncalls, int k, const char *kw) {
+  if (k >= ncalls || !calls || calls[k] < 0 || !c->m || calls[k] >= c->m->comps.n) {
+    fail(c, "has no %s computation", kw);
+    return NULL;
+  }
+  return &c->m->comps.v[calls[k]];
+}
+
+static bool infer_select_and_scatter(ctx *c, const ir_shape *ops, const ir_attrs *a, const ir_comp_id *calls,
+                                     int ncalls, ir_shape *out) {
+  const ir_shape *x = &ops[0], *src = &ops[1], *init = &ops[2];
+  if (ncalls != 2) return fail(c, "expected two called computations (select=, scatter=), got %d", ncalls);
+  if (init->rank != 0 || init->type != x->type)
+    return fail(c, "init value %s must be a %s[] scalar", SHP(init), ir_type_name(x->type));
+  if (src->type != x->type)
+    return fail(c, "source type %s differs from operand type %s", ir_type_name(src->type), ir_type_name(x->type));
+  const ir_window *w = ir_window_of(a);
+  if (w->rank != x->rank) return fail(c, "window has %d dimensions, operand %s has rank %d", w->rank, SHP(x), x->rank);
+  int64_t dims[IR_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) {
+    const ir_window_dim *wd = &w->dims[i];
+    if (wd->lhs_dilate != 1 || wd->rhs_dilate != 1 || wd->reversal)
+      return fail(c, "window dimension %d is dilated or reversed, which select-and-scatter does not take", i);
+    if (wd->pad_lo < 0 || wd->pad_hi < 0) return fail(c, "window dimension %d has negative padding", i);
+    if (!window_out(c, wd, i, x->dims[i], &dims[i])) return false;
+  }
+  ir_shape want = ir_shape_array(x->type, x->rank, dims);
+  if (!same_dims(src, &want))
+    return fail(c, "source %s does not match the window's output %s", SHP(src), SHP(&want));
+  const ir_comp *sel = callee(c, calls, ncalls, 0, "select");
+  if (!sel || !check_binary_fn(c, sel, "select", x->type, IR_PRED)) return false;
+  const ir_comp *sc = callee(c, calls, ncalls, 1, "scatter");
+  if (!sc || !check_binary_fn(c, sc, "scatter", x->type, x->type)) return false;
+  set_array(out, x->type, x->rank, x->dims);
+  return true;
+}
+
 static bool infer_target_array(ctx *c, ir_shape *out) {
   if (!valid_shape(c, out, "result", 0)) return false;
   if (out->type == IR_TUPLE) return fail(c, "result must be an array, got %s", SHP(out));
@@ -689,7 +960,9 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
   if (!a) a = &zero_attrs;
   {
     const ir_ints *lists[] = {&a->dimensions, &a->slice_start, &a->slice_limit, &a->slice_stride,
-                              &a->lhs_batch, &a->rhs_batch, &a->lhs_contracting, &a->rhs_contracting};
+                              &a->lhs_batch, &a->rhs_batch, &a->lhs_contracting, &a->rhs_contracting,
+                              &a->window_dims, &a->collapsed_dims, &a->index_map, &a->operand_batching,
+                              &a->index_batching, &a->slice_sizes};
     for (size_t i = 0; i < COUNTOF(lists); i++)
       if (lists[i]->n < 0 || (lists[i]->n > 0 && !lists[i]->v)) return fail(&c, "malformed attribute list");
     if (a->npad < 0 || (a->npad > 0 && !a->padding)) return fail(&c, "malformed padding");
@@ -788,6 +1061,11 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
     return true;
   }
   case IR_OP_FUSION: return infer_fusion(&c, ops, nops, calls, ncalls, out);
+  case IR_OP_DYNAMIC_SLICE: return infer_dynamic_slice(&c, ops, nops, a, out);
+  case IR_OP_DYNAMIC_UPDATE_SLICE: return infer_dynamic_update_slice(&c, ops, nops, out);
+  case IR_OP_GATHER: return infer_gather(&c, &ops[0], &ops[1], a, out);
+  case IR_OP_SCATTER: return infer_scatter(&c, ops, nops, a, calls, ncalls, out);
+  case IR_OP_SELECT_AND_SCATTER: return infer_select_and_scatter(&c, ops, a, calls, ncalls, out);
   default: break;
   }
   return fail(&c, "no shape rule");

@@ -434,8 +434,12 @@ static void put_attrs(pctx *x, const ir_inst *in) {
       sb_printf(b, ", %s=%s", r->name, r->text);
     }
   }
+  /* the callees' spellings: select-and-scatter names its two */
+  static const char *const sas_calls[] = {", select=", ", scatter="};
   for (int k = 0; k < in->ncalls && !placed_calls; k++) {
-    sb_puts(b, in->op == IR_OP_FUSION ? ", calls=" : ", to_apply=");
+    sb_puts(b, in->op == IR_OP_FUSION                        ? ", calls="
+               : in->op == IR_OP_SELECT_AND_SCATTER && k < 2 ? sas_calls[k]
+                                                             : ", to_apply=");
     put_comp_name(x, in->calls[k]);
   }
   const char *raw_meta = NULL, *raw_backend = NULL;

@@ -2,7 +2,8 @@
  * (ir_grad_module, ir_value_and_grad_module; contract in grad.h).
  *
  * require: a verified module whose entry reaches its root through arrays
- * and one level of tuples. provide: a verified module whose entry is the
+ * and one level of tuples. Fusions and calls in the entry are inlined
+ * first (the called computations stay, unused). provide: a verified module whose entry is the
  * original entry (renamed NAME_vjp or NAME_value_and_grad) with the
  * cotangents appended as parameters and a backward section appended after
  * the forward one: instructions in reverse order of the forward section,
@@ -40,9 +41,9 @@ bool gr_fail(gr_ctx *g, const char *fmt, ...) {
   src_loc l = in->info->loc;
   if (!l.file) l.file = g->m->source_file;
   if (l.file && l.line > 0)
-    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s:%d:%d: %s", l.file, (int)l.line, (int)l.col, sb_str(&s));
+    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s:%d:%d: error: %s", l.file, (int)l.line, (int)l.col, sb_str(&s));
   else
-    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "%s", sb_str(&s));
+    base_fail(g->err, g->errlen, ST_UNSUPPORTED, "error: %s", sb_str(&s));
   sb_free(&s);
   g->st = ST_UNSUPPORTED;
   return false;
@@ -119,17 +120,22 @@ ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y) {
   return gr_build(g, IR_OP_COMPARE, (ir_id[]){x, y}, 2, &a);
 }
 
-ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
-  ir_shape sc = ir_shape_scalar(s->type);
+ir_id gr_constant(gr_ctx *g, ir_literal *lit) {
   ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_CONSTANT;
-  p.shape = sc;
+  p.shape = lit->shape;
   p.loc = g->loc;
   p.a = ir_attrs_none;
-  p.a.literal = ir_literal_create(g->m->arena, &sc);
-  ir_literal_set_f64(p.a.literal, 0, v);
-  ir_id k = ir_inst_add(g->m, g->c, &p);
+  p.a.literal = lit;
+  return ir_inst_add(g->m, g->c, &p);
+}
+
+ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v) {
+  ir_shape sc = ir_shape_scalar(s->type);
+  ir_literal *lit = ir_literal_create(g->m->arena, &sc);
+  ir_literal_set_f64(lit, 0, v);
+  ir_id k = gr_constant(g, lit);
   if (s->rank == 0) return k;
   return gr_broadcast(g, k, s, NULL);
 }
@@ -298,6 +304,37 @@ static void mark_active(gr_ctx *g, const int *wrt, int nwrt) {
   }
 }
 
+/* Cotangent parameters (numbered from *next on) for the leaves of tuple
+ * value t, depth first. When t is made by a tuple instruction its
+ * operands take them directly (so nested tuples work); otherwise its
+ * elements must be arrays, whose adjoints t carries. */
+static bool seed_tuple(gr_ctx *g, ir_id t, int *next, char *err, size_t errlen) {
+  const ir_shape *s = gr_shape(g, t);
+  bool direct = gr_inst(g, t)->op == IR_OP_TUPLE;
+  if (!direct) {
+    g->adjt[t] = arena_array(g->m->arena, (size_t)(s->ntuple ? s->ntuple : 1), sizeof(ir_id));
+    for (int k = 0; k < s->ntuple; k++) g->adjt[t][k] = IR_NONE;
+  }
+  for (int k = 0; k < s->ntuple; k++) {
+    ir_id o = direct ? gr_inst(g, t)->ops[k] : IR_NONE;
+    if (s->tuple[k].type == IR_TUPLE) {
+      if (!direct) {
+        g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT,
+                          "grad: result %d of the entry is a nested tuple not made by a tuple instruction", *next);
+        return false;
+      }
+      if (!seed_tuple(g, o, next, err, errlen)) return false;
+      continue;
+    }
+    ir_id p = add_param(g->m, g->c, &s->tuple[k], (*next)++, g->m->comps.v[g->c].loc);
+    if (direct)
+      gr_accum(g, o, p);
+    else
+      g->adjt[t][k] = p;
+  }
+  return true;
+}
+
 /* Seeds the adjoint of the root: with one cotangent parameter per result
  * (first numbered `first`), or with 1 (seed_one). */
 static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) {
@@ -318,15 +355,8 @@ static bool seed(gr_ctx *g, int first, bool seed_one, char *err, size_t errlen) 
     g->adj[root] = add_param(g->m, g->c, rs, first, loc);
     return true;
   }
-  g->adjt[root] = arena_array(g->m->arena, (size_t)(rs->ntuple ? rs->ntuple : 1), sizeof(ir_id));
-  for (int k = 0; k < rs->ntuple; k++) {
-    if (rs->tuple[k].type == IR_TUPLE) {
-      g->st = base_fail(err, errlen, ST_INVALID_ARGUMENT, "grad: result %d of the entry is a nested tuple", k);
-      return false;
-    }
-    g->adjt[root][k] = add_param(g->m, g->c, &rs->tuple[k], first + k, loc);
-  }
-  return true;
+  int next = first;
+  return seed_tuple(g, root, &next, err, errlen);
 }
 
 static bool has_adjoint(const gr_ctx *g, ir_id i) {
@@ -376,6 +406,48 @@ static void finish_root(gr_ctx *g, const int *wrt, int nwrt, bool with_value) {
   g->m->comps.v[g->c].root = t;
 }
 
+/* Replaces every fusion and call of computation c by a copy of the
+ * computation it calls (nested ones too), so that the rules see only
+ * plain ops; the called computations stay in the module unused. */
+ir_id ir_grad_inline(ir_module *m, ir_comp_id into, ir_comp_id callee, const ir_id *args) {
+  const ir_comp *cc = &m->comps.v[callee];
+  ir_id *map = arena_array(m->arena, (size_t)cc->insts.n + 1, sizeof(ir_id));
+  for (ir_id j = 0; j < cc->insts.n; j++) {
+    const ir_inst *cj = &m->comps.v[callee].insts.v[j];
+    if (cj->dead) continue;
+    if (cj->op == IR_OP_PARAMETER) {
+      map[j] = args[cj->a->parameter_number];
+      continue;
+    }
+    ir_inst_proto p = ir_inst_proto_of(cj);
+    p.name = ir_unique_name(m, cj->info->name ? cj->info->name : ir_op_name(cj->op));
+    p.ops = arena_array(m->arena, (size_t)(cj->nops ? cj->nops : 1), sizeof(ir_id));
+    for (int k = 0; k < cj->nops; k++) p.ops[k] = map[cj->ops[k]];
+    map[j] = ir_inst_add(m, into, &p);
+  }
+  return map[m->comps.v[callee].root];
+}
+
+static void inline_calls(ir_module *m, ir_comp_id c) {
+  bool any = false;
+  for (ir_id i = 0; i < m->comps.v[c].insts.n; i++) {
+    const ir_inst *in = &m->comps.v[c].insts.v[i];
+    if (in->dead || (in->op != IR_OP_FUSION && in->op != IR_OP_CALL) || in->ncalls != 1) continue;
+    ir_id *args = arena_dup(m->arena, in->ops, sizeof(ir_id) * (size_t)(in->nops ? in->nops : 1));
+    ir_id root = ir_grad_inline(m, c, in->calls[0], args);
+    ir_comp *cp = ir_comp_get(m, c);
+    for (ir_id u = 0; u < cp->insts.n; u++)
+      for (int k = 0; k < cp->insts.v[u].nops; k++)
+        if (cp->insts.v[u].ops[k] == i) cp->insts.v[u].ops[k] = root;
+    if (cp->root == i) cp->root = root;
+    cp->insts.v[i].dead = true;
+    any = true;
+  }
+  if (!any) return;
+  ir_comp_compact(m, c);
+  if (!ir_comp_topo_sort(m, c)) base_die("grad: inlining made a cycle");
+}
+
 /* Removes what the root does not reach (parameters stay), keeping the
  * order: forward section, then backward section. */
 static void sweep(ir_module *m, ir_comp_id c) {
@@ -388,33 +460,28 @@ static void sweep(ir_module *m, ir_comp_id c) {
   ir_comp_finish(m, c);
 }
 
-static base_status transform(const ir_module *src, const ir_grad_options *o, bool vg, ir_module **out,
-                             char *err, size_t errlen) {
-  *out = NULL;
-  ir_grad_options defaults;
-  ir_grad_options_init(&defaults);
-  if (!o) o = &defaults;
-  if (src->entry == IR_NONE) return base_fail(err, errlen, ST_INVALID_ARGUMENT, "grad: the module has no entry");
-  ir_module *m = ir_module_clone(src);
+/* Differentiates computation c of m in place (the entry's contract of
+ * ir_grad_module / ir_value_and_grad_module). On failure c may hold dead
+ * additions and, without vg, cotangent parameters. */
+static base_status grad_comp(ir_module *m, ir_comp_id c, const ir_grad_options *o, bool vg, char *err,
+                             size_t errlen) {
   gr_ctx g;
   memset(&g, 0, sizeof g);
   g.m = m;
-  g.c = m->entry;
+  g.c = c;
   g.err = err;
   g.errlen = errlen;
   g.remat = o->remat;
   for (int t = 0; t < IR_TYPE_INVALID; t++) g.add_comp[t] = IR_NONE;
-  if (!ir_comp_topo_sort(m, g.c)) base_die("grad: the entry has a cycle");
+  inline_calls(m, g.c);
+  if (!ir_comp_topo_sort(m, g.c)) base_die("grad: the computation has a cycle");
   ir_comp_finish(m, g.c);
   ir_comp *cp = ir_comp_get(m, g.c);
   g.nfwd = cp->insts.n;
   int nparams = cp->nparams;
   int *wrt = NULL, nwrt = 0;
   base_status st = choose_wrt(m->arena, cp, o, &wrt, &nwrt, err, errlen);
-  if (st != ST_OK) {
-    ir_module_destroy(m);
-    return st;
-  }
+  if (st != ST_OK) return st;
   g.active = arena_alloc(m->arena, (size_t)g.nfwd + 1);
   g.adj = arena_array(m->arena, (size_t)g.nfwd + 1, sizeof(ir_id));
   g.adjt = arena_array(m->arena, (size_t)g.nfwd + 1, sizeof(ir_id *));
@@ -423,21 +490,57 @@ static base_status transform(const ir_module *src, const ir_grad_options *o, boo
   mark_active(&g, wrt, nwrt);
   g.cur = cp->root;
   g.loc = cp->loc;
-  if (!seed(&g, nparams, vg, err, errlen) || !backward(&g)) {
-    ir_module_destroy(m);
-    return g.st;
-  }
+  if (!seed(&g, nparams, vg, err, errlen) || !backward(&g)) return g.st;
   finish_root(&g, wrt, nwrt, vg);
   cp = ir_comp_get(m, g.c);
   cp->name = ir_unique_name(m, arena_printf(m->arena, "%s_%s", cp->name, vg ? "value_and_grad" : "vjp"));
   sweep(m, g.c);
-  m->is_scheduled = true; /* the order above is the schedule the text keeps */
+  return ST_OK;
+}
+
+static void verify_or_die(const ir_module *m) {
   diag *d = diag_create();
-  int bad = ir_verify(m, d);
-  if (bad) base_die("grad: the VJP module does not verify: %s", diag_text(d));
+  if (ir_verify(m, d)) base_die("grad: the VJP does not verify: %s", diag_text(d));
   diag_destroy(d);
+}
+
+static base_status transform(const ir_module *src, const ir_grad_options *o, bool vg, ir_module **out,
+                             char *err, size_t errlen) {
+  *out = NULL;
+  ir_grad_options defaults;
+  ir_grad_options_init(&defaults);
+  if (!o) o = &defaults;
+  if (src->entry == IR_NONE) return base_fail(err, errlen, ST_INVALID_ARGUMENT, "grad: the module has no entry");
+  ir_module *m = ir_module_clone(src);
+  base_status st = grad_comp(m, m->entry, o, vg, err, errlen);
+  if (st != ST_OK) {
+    ir_module_destroy(m);
+    return st;
+  }
+  m->is_scheduled = true; /* the order grad_comp made is the schedule the text keeps */
+  verify_or_die(m);
   *out = m;
   return ST_OK;
+}
+
+base_status ir_grad_computation(ir_module *m, ir_comp_id c, const ir_grad_options *o, bool value_and_grad,
+                                ir_comp_id *out_c, char *err, size_t errlen) {
+  ir_grad_options defaults;
+  ir_grad_options_init(&defaults);
+  if (!o) o = &defaults;
+  ir_comp_id nc = ir_comp_add(m, ir_unique_name(m, ir_comp_get(m, c)->name));
+  const ir_comp *src = &m->comps.v[c];
+  ir_comp_get(m, nc)->loc = src->loc;
+  for (ir_id i = 0; i < m->comps.v[c].insts.n; i++) {
+    ir_inst_proto p = ir_inst_proto_of(&m->comps.v[c].insts.v[i]);
+    p.name = ir_unique_name(m, p.name ? p.name : ir_op_name(p.op));
+    ir_id ni = ir_inst_add(m, nc, &p);
+    ir_inst_get(m, nc, ni)->dead = m->comps.v[c].insts.v[i].dead;
+  }
+  ir_comp_get(m, nc)->root = m->comps.v[c].root;
+  ir_comp_finish(m, nc);
+  *out_c = nc;
+  return grad_comp(m, nc, o, value_and_grad, err, errlen);
 }
 
 base_status ir_grad_module(const ir_module *m, const ir_grad_options *o, ir_module **out, char *err,

@@ -23,13 +23,14 @@ void ir_grad_options_init(ir_grad_options *o);
 
 /* The VJP module of m's entry, as jax.vjp defines it: entry params = m's
  * params, then one cotangent per result of m's entry (same shape/type,
- * result order: a tuple root has one result per element); result = tuple
+ * result order: a tuple root has one per leaf, depth first, as libtpucc
+ * lists results); result = tuple
  * of gradients w.r.t. the chosen params, in the order given (default:
  * parameter order). m is not changed; *out is a new module (destroy with
  * ir_module_destroy), verified. Errors (nothing in *out): ST_INVALID_ARGUMENT
  * for a bad wrt list (out of range, repeated, not floating point) or a
- * nested tuple result; ST_UNSUPPORTED, located at the instruction
- * ("file:line:col: 'NAME' (op): ..."), when a gradient is asked through an
+ * nested tuple result not made by tuple instructions; ST_UNSUPPORTED, located at the instruction
+ * ("file:line:col: error: 'NAME' (op): ..."), when a gradient is asked through an
  * op whose table row is NONE or a form of an op the rule does not cover. o
  * may be NULL (the defaults). */
 base_status ir_grad_module(const ir_module *m, const ir_grad_options *o, ir_module **out, char *err,
@@ -41,6 +42,19 @@ base_status ir_grad_module(const ir_module *m, const ir_grad_options *o, ir_modu
  * ST_INVALID_ARGUMENT. */
 base_status ir_value_and_grad_module(const ir_module *m, const ir_grad_options *o, ir_module **out,
                                      char *err, size_t errlen);
+
+/* The in-module form, for frontends (.tg grad/value_and_grad): copies
+ * computation c of m (which stays) into a new computation *out_c of m and
+ * differentiates the copy: its signature is that of ir_grad_module's
+ * entry, or with value_and_grad that of ir_value_and_grad_module's. The
+ * errors are ir_grad_module's; after one, *out_c is a computation nothing
+ * uses (it still verifies). */
+base_status ir_grad_computation(ir_module *m, ir_comp_id c, const ir_grad_options *o, bool value_and_grad,
+                                ir_comp_id *out_c, char *err, size_t errlen);
+
+/* Appends to computation into a copy of computation callee whose
+ * parameters are args (ids in into); returns the copy of callee's root. */
+ir_id ir_grad_inline(ir_module *m, ir_comp_id into, ir_comp_id callee, const ir_id *args);
 
 /* What remat changes, measured on a module ir_grad_module wrote, in its
  * instruction order: the number of values of the entry computed before the

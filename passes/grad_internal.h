@@ -38,7 +38,16 @@ bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct);  /* grad_rules.c */
 bool gr_dot(gr_ctx *g, ir_id i, ir_id ct);          /* grad_dot.c */
 bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct);  /* grad_conv.c */
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct);       /* grad_reduce.c */
+bool gr_dynamic_slice(gr_ctx *g, ir_id i, ir_id ct);        /* grad_index.c */
+bool gr_dynamic_update_slice(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
+bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
+
+/* The one binary op (add, maximum, minimum, multiply) a reducer
+ * computation applies to its two parameters, or IR_OP__COUNT when it is
+ * anything else (grad_reduce.c). */
+ir_op gr_reducer_op(const ir_module *m, ir_comp_id c);
+bool gr_scatter(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
 
 /* Reports ST_UNSUPPORTED at the current instruction: "file:line:col:
  * 'NAME' (op): <message>". Returns false. */
@@ -65,6 +74,8 @@ ir_id gr_un(gr_ctx *g, ir_op op, ir_id x);
 ir_id gr_bin(gr_ctx *g, ir_op op, ir_id x, ir_id y);
 ir_id gr_select(gr_ctx *g, ir_id p, ir_id x, ir_id y);
 ir_id gr_cmp(gr_ctx *g, ir_cmp_dir dir, ir_id x, ir_id y);
+/* A constant holding lit (in the module's arena). */
+ir_id gr_constant(gr_ctx *g, ir_literal *lit);
 /* A constant of shape s (type and dims) with every element v. */
 ir_id gr_splat(gr_ctx *g, const ir_shape *s, double v);
 /* gr_splat with x's shape. */

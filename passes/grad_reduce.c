@@ -12,9 +12,7 @@
  * dilation is refused. Other reducers (multiply, variadic reduces) are located errors. */
 #include "passes/grad_internal.h"
 
-/* The one binary op a reducer computation applies to its two parameters,
- * or IR__OP_COUNT when it is anything else. */
-static ir_op reducer_op(const ir_module *m, ir_comp_id c) {
+ir_op gr_reducer_op(const ir_module *m, ir_comp_id c) {
   const ir_comp *cp = &m->comps.v[c];
   if (cp->root == IR_NONE || cp->nparams != 2) return IR_OP__COUNT;
   const ir_inst *r = &cp->insts.v[cp->root];
@@ -34,7 +32,7 @@ static ir_op reducer_op(const ir_module *m, ir_comp_id c) {
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
   if (in->nops != 2) return gr_fail(g, "a gradient through a variadic reduce is not supported");
-  ir_op op = reducer_op(g->m, in->calls[0]);
+  ir_op op = gr_reducer_op(g->m, in->calls[0]);
   if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM)
     return gr_fail(g, "a gradient through a reduce whose computation is not add, maximum or minimum "
                       "is not supported");
@@ -114,7 +112,7 @@ static void window_choice(gr_ctx *g, ir_id i, ir_id ct, const ir_window *w, int6
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
   if (in->nops != 2) return gr_fail(g, "a gradient through a variadic reduce-window is not supported");
-  ir_op op = reducer_op(g->m, in->calls[0]);
+  ir_op op = gr_reducer_op(g->m, in->calls[0]);
   if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM)
     return gr_fail(g, "a gradient through a reduce-window whose computation is not add, maximum or minimum "
                       "is not supported");

@@ -336,6 +336,7 @@ typedef struct row {
 #define NONE(op, why) [IR_OP_##op] = {PASS_GRAD_NONE, NULL, why}
 #define EFFECT "a collective, I/O or side effect has no gradient here"
 #define LATER "no rule in the gradient table yet"
+#define INLINED "only a fusion or call of one computation is differentiated (inlined first)"
 
 static const row rows[IR_OP__COUNT] = {
     ZERO(PARAMETER), ZERO(CONSTANT), ZERO(IOTA),
@@ -357,10 +358,10 @@ static const row rows[IR_OP__COUNT] = {
     RULE(DOT, gr_dot), RULE(CONVOLUTION, gr_convolution),
     RULE(REDUCE, gr_reduce), RULE(REDUCE_WINDOW, gr_reduce_window),
     NONE(ALL_REDUCE, EFFECT),
-    RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, LATER),
-    NONE(CALL, LATER), NONE(WHILE, LATER), NONE(CONDITIONAL, LATER), NONE(MAP, LATER),
-    NONE(SORT, LATER), NONE(SCAN, LATER), NONE(TOPK, LATER), NONE(GATHER, LATER), NONE(SCATTER, LATER),
-    NONE(SELECT_AND_SCATTER, LATER), NONE(DYNAMIC_SLICE, LATER), NONE(DYNAMIC_UPDATE_SLICE, LATER),
+    RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, INLINED),
+    NONE(CALL, INLINED), NONE(WHILE, LATER), NONE(CONDITIONAL, LATER), NONE(MAP, LATER),
+    NONE(SORT, LATER), NONE(SCAN, LATER), NONE(TOPK, LATER), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
+    NONE(SELECT_AND_SCATTER, LATER), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
     NONE(DYNAMIC_RESHAPE, LATER), NONE(BITCAST, "reinterpreting bytes is not differentiable"),
     NONE(REDUCE_PRECISION, LATER), NONE(STOCHASTIC_CONVERT, "random rounding has no gradient"),
     RULE(TAN, gr_elementwise), RULE(ACOS, gr_elementwise), RULE(ACOSH, gr_elementwise),

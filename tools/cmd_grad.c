@@ -109,23 +109,19 @@ int tool_cmd_grad(int argc, char **argv) {
     return TOOL_EXIT_USAGE;
   }
   tpucc_session_t *s;
-  if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
-    tool_error(CMD, "out of memory");
-    return TOOL_EXIT_FAIL;
-  }
-  int rc = TOOL_EXIT_OK;
   tpucc_module_t *m = NULL, *g = NULL;
+  int rc = tool_open_module(CMD, file, &co, &s, &m);
+  if (rc == TOOL_EXIT_FAIL) return rc;
   const char *text;
   size_t len;
-  if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
-    const char *d = tpucc_session_diagnostics(s);
-    if (d[0])
-      fputs(d, stderr);
-    else
-      tool_error(CMD, "%s", tpucc_session_message(s));
-    rc = TOOL_EXIT_USAGE;
+  if (rc != TOOL_EXIT_OK) {
+    /* reported by tool_open_module */
   } else if (tpucc_grad(m, &go, &g) != TPUCC_OK) {
-    fprintf(stderr, "%s\n", tpucc_session_message(s));
+    const char *msg = tpucc_session_message(s);
+    if (strstr(msg, ": error: ")) /* located at the op */
+      fprintf(stderr, "%s\n", msg);
+    else
+      tool_error(CMD, "%s: %s", file, msg);
     rc = TOOL_EXIT_FAIL;
   } else if (tpucc_module_emit_hlo(g, &text, &len) != TPUCC_OK) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));

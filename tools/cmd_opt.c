@@ -139,6 +139,22 @@ void tool_help_opt(FILE *f) {
         f);
 }
 
+int tool_open_module(const char *cmd, const char *file, const tpucc_compile_options_t *co, tpucc_session_t **out_s,
+                     tpucc_module_t **out_m) {
+  *out_m = NULL;
+  if (tpucc_session_create(NULL, out_s) != TPUCC_OK) {
+    tool_error(cmd, "out of memory");
+    return TOOL_EXIT_FAIL;
+  }
+  if (tpucc_compile_file(*out_s, co, file, out_m) == TPUCC_OK) return TOOL_EXIT_OK;
+  const char *d = tpucc_session_diagnostics(*out_s);
+  if (d[0])
+    fputs(d, stderr);
+  else
+    tool_error(cmd, "%s", tpucc_session_message(*out_s));
+  return TOOL_EXIT_USAGE;
+}
+
 static const char *const CMD = "tpucc opt";
 
 int tool_cmd_opt(int argc, char **argv) {
@@ -192,21 +208,13 @@ int tool_cmd_opt(int argc, char **argv) {
     return TOOL_EXIT_USAGE;
   }
   tpucc_session_t *s;
-  if (tpucc_session_create(NULL, &s) != TPUCC_OK) {
-    tool_error(CMD, "out of memory");
-    return TOOL_EXIT_FAIL;
-  }
-  int rc = TOOL_EXIT_OK;
   tpucc_module_t *m = NULL;
+  int rc = tool_open_module(CMD, file, &co, &s, &m);
+  if (rc == TOOL_EXIT_FAIL) return rc;
   const char *text;
   size_t len;
-  if (tpucc_compile_file(s, &co, file, &m) != TPUCC_OK) {
-    const char *d = tpucc_session_diagnostics(s);
-    if (d[0])
-      fputs(d, stderr);
-    else
-      tool_error(CMD, "%s", tpucc_session_message(s));
-    rc = TOOL_EXIT_USAGE;
+  if (rc != TOOL_EXIT_OK) {
+    /* reported by tool_open_module */
   } else if (tool_module_optimize(m, &oo) != TPUCC_OK) {
     const char *d = tpucc_session_diagnostics(s);
     if (d[0]) fputs(d, stderr);

@@ -166,6 +166,11 @@ int tool_write_output(const char *cmd, const char *out, const char *text, size_t
 int tool_cmd_run(int argc, char **argv);
 int tool_cmd_compile(int argc, char **argv);
 int tool_cmd_opt(int argc, char **argv); /* cmd_opt.c */
+/* Creates a session and compiles file into *out_m. TOOL_EXIT_OK; or
+ * TOOL_EXIT_USAGE after printing the diagnostics (*out_s to destroy);
+ * or TOOL_EXIT_FAIL when no session could be made (cmd_opt.c). */
+int tool_open_module(const char *cmd, const char *file, const tpucc_compile_options_t *co, tpucc_session_t **out_s,
+                     tpucc_module_t **out_m);
 int tool_cmd_grad(int argc, char **argv); /* cmd_grad.c */
 void tool_help_grad(FILE *f);
 void tool_help_opt(FILE *f);

@@ -869,6 +869,9 @@ LLVMValueRef llvm_gen_self(emitter *e, scope *s, ir_id id, int leaf, idx *ix) {
   case IR_OP_REVERSE: v = gen_reverse(e, s, in, ix); break;
   case IR_OP_CONCATENATE: v = gen_concatenate(e, s, in, ix); break;
   case IR_OP_PAD: v = gen_pad(e, s, in, ix); break;
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_GATHER: v = llvm_gen_indexing(e, s, in, ix); break;
   case IR_OP_DOT: v = gen_dot(e, s, id, ix); break;
   case IR_OP_CONVOLUTION: v = gen_conv(e, s, id, ix); break;
   case IR_OP_REDUCE:
@@ -904,7 +907,8 @@ static bool nm_walk(emitter *e, scope *s, ir_id id, bool self) {
     break;
   case IR_OP_IOTA: case IR_OP_TRANSPOSE: case IR_OP_SLICE: case IR_OP_CONCATENATE:
   case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW:
-  case IR_OP_DOT: case IR_OP_CONVOLUTION:
+  case IR_OP_DOT: case IR_OP_CONVOLUTION: case IR_OP_DYNAMIC_SLICE: case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_GATHER:
     return true;
   case IR_OP_FUSION: {
     scope *ns = sub_scope(e, s, id);

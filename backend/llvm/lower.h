@@ -219,6 +219,14 @@ bool llvm_emit_conv(emitter *e, scope *s, ir_id id);
  * the convolution is not of that form. */
 bool llvm_emit_conv_direct(emitter *e, scope *s, ir_id id);
 
+/* ---- gather.c -------------------------------------------------------- */
+/* The element of dynamic-slice, dynamic-update-slice or gather in at ix. */
+LLVMValueRef llvm_gen_indexing(emitter *e, scope *s, const ir_inst *in, idx *ix);
+/* Emits scatter (select-and-scatter) id of s as one sequential kernel
+ * (operands and result materialised). */
+bool llvm_emit_scatter(emitter *e, scope *s, ir_id id);
+bool llvm_emit_select_and_scatter(emitter *e, scope *s, ir_id id);
+
 /* ---- gemm.c ---------------------------------------------------------- */
 /* C = A * B per batch (f32, row-major [NB,M,K] x [NB,K,N] -> [NB,M,N]) with
  * the packed register-tiled kernel; K, M, N >= 1. */

@@ -249,6 +249,10 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool entry_fusion)
     if ((in->op == IR_OP_REDUCE || in->op == IR_OP_REDUCE_WINDOW) && in->nops / 2 > IR_MAX_RANK * 2)
       return llvm_fail(e, ST_UNSUPPORTED, "%s: too many reduce operands",
                        in->info->name);
+    if (depth >= 1 && (in->op == IR_OP_SCATTER || in->op == IR_OP_SELECT_AND_SCATTER))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s:%d:%d: the cpu target runs '%s' only in the entry computation",
+                       in->info->loc.file ? in->info->loc.file : "?", (int)in->info->loc.line,
+                       (int)in->info->loc.col, ir_op_name(in->op));
     if (in->op == IR_OP_ALL_REDUCE && e->m->comps.n && in->nops > 1 && in->shape->type != IR_TUPLE)
       return llvm_fail(e, ST_UNSUPPORTED, "%s: all-reduce form",
                        in->info->name);
@@ -521,6 +525,8 @@ bool llvm_lower_entry(emitter *e) {
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
     else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
+    else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
+    else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
     else llvm_emit_kernel(e, s, id);
   }
   if (e->st != ST_OK) return false;

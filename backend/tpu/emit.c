@@ -200,6 +200,8 @@ int tb_sreg(tb *b, uint32_t v) {
     return r;
   }
   r = b->sreg_lru;
+  while (b->sreg_pinned >> r & 1) r = b->sreg_newer[r];
+  BASE_ASSERT(r);
   put(b, OP_SLI, r, 0, 0, 0, 0, (int32_t)v);
   if (b->sreg_val[r]) sreg_unlist(b, r);
   b->sreg_ok[r] = true;
@@ -210,6 +212,20 @@ int tb_sreg(tb *b, uint32_t v) {
   sreg_touch(b, r);
   return r;
 }
+
+int tb_sreg_take(tb *b) {
+  if (!b->sreg_lru) sreg_list_init(b);
+  int r = b->sreg_lru;
+  while (r && (b->sreg_pinned >> r & 1)) r = b->sreg_newer[r];
+  BASE_ASSERT(r && __builtin_popcount(b->sreg_pinned) < 8);
+  if (b->sreg_val[r]) sreg_unlist(b, r);
+  b->sreg_val[r] = 0;
+  b->sreg_pinned |= 1u << r;
+  sreg_touch(b, r);
+  return r;
+}
+
+void tb_sreg_give(tb *b, int r) { b->sreg_pinned &= ~(1u << r); }
 
 /* ---- synchronisation ----------------------------------------------------- */
 
@@ -438,13 +454,14 @@ static bool dma_encodable(tb *b, uint64_t vaddr, uint64_t haddr, const int64_t d
   return true;
 }
 
-void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
-  if (b->failed) return;
-  int64_t lo, hi;
-  if (!dma_encodable(b, vaddr, haddr, desc, &lo, &hi)) return;
+/* Issues a DMA whose VMEM box [lo, hi) is checked: the HBM address is
+ * register hreg, or (hreg < 0) the constant haddr. */
+static void issue_dma(tb *b, bool load, uint64_t vaddr, int hreg, uint64_t haddr, const int64_t desc[10],
+                      int64_t lo, int64_t hi) {
   access(b, TB_DMA_UNIT, (uint64_t)lo, (uint64_t)hi, load);
   uint32_t da = desc_addr(b, desc);
-  int rv = tb_sreg(b, (uint32_t)vaddr), rh = tb_sreg(b, (uint32_t)haddr), rd = tb_sreg(b, da);
+  int rv = tb_sreg(b, (uint32_t)vaddr), rh = hreg >= 0 ? hreg : tb_sreg(b, (uint32_t)haddr),
+      rd = tb_sreg(b, da);
   /* The completion semaphore is picked from the VMEM address, so that
    * consumers of different buffers take tokens of different semaphores. */
   int sem = TB_SEM_DMA + (int)((b->token_dma ? (uint64_t)b->dma_sem.n : vaddr / 4096) %
@@ -456,6 +473,19 @@ void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc
   /* Keep pending tokens far below the semaphore limit. */
   if (b->sem_issued[sem] - b->sem_consumed[sem] > 30000)
     sync_to(b, TB_DMA_UNIT, ISA_UNIT_VECTOR, b->u[TB_DMA_UNIT].seq);
+}
+
+void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]) {
+  if (b->failed) return;
+  int64_t lo, hi;
+  if (dma_encodable(b, vaddr, haddr, desc, &lo, &hi)) issue_dma(b, load, vaddr, -1, haddr, desc, lo, hi);
+}
+
+void tb_dma_at(tb *b, bool load, uint64_t vaddr, int hreg, uint64_t hlo, uint64_t hhi, const int64_t desc[10]) {
+  if (b->failed) return;
+  int64_t lo, hi;
+  if (dma_encodable(b, vaddr, hlo, desc, &lo, &hi) && dma_encodable(b, vaddr, hhi, desc, &lo, &hi))
+    issue_dma(b, load, vaddr, hreg, 0, desc, lo, hi);
 }
 
 void tb_fence(tb *b, int u, int v) {

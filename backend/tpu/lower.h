@@ -96,6 +96,12 @@ void lower_reduce(lctx *x, ir_id i);
  * reducer) rather than row by row: many rows into few outputs. */
 bool lower_tree_fold(int64_t R, int64_t O);
 void lower_reduce_window(lctx *x, ir_id i);
+/* lower_gather.c: the indexing ops. */
+void lower_select_and_scatter(lctx *x, ir_id i);
+void lower_dynamic_slice(lctx *x, ir_id i);
+void lower_dynamic_update_slice(lctx *x, ir_id i);
+void lower_gather(lctx *x, ir_id i);
+void lower_scatter(lctx *x, ir_id i);
 /* rows.c: row kernels (reductions over the trailing dims with their
  * elementwise producers and consumers, row blocks in VMEM). Whether reduce
  * red of an operand of shape os takes the row kernel (f32 add, maximum or

@@ -84,6 +84,7 @@ typedef struct tb {
   bool sreg_ok[32];
   uint8_t sreg_older[32], sreg_newer[32], sreg_lru, sreg_mru; /* LRU list, 0 ends it */
   uint8_t sreg_slot[64];   /* value -> register table (emit.c) */
+  uint32_t sreg_pinned;    /* bit r: register r taken by tb_sreg_take */
   tb_unit u[ISA_UNIT_COUNT];
   uint32_t units_used;     /* bit u: unit u recorded an access */
   tb_gaps *gaps;           /* [ISA_UNIT_COUNT], in the arena */
@@ -127,6 +128,10 @@ void tb_init(tb *b, arena *a, const tgt_target *t, diag *d);
 void tb_fini(tb *b);
 /* A scalar register holding v (cached; emits sli when needed). */
 int tb_sreg(tb *b, uint32_t v);
+/* A scalar register for run-time values (addresses from data): not
+ * reused by tb_sreg until tb_sreg_give; at most 8 at once. */
+int tb_sreg_take(tb *b);
+void tb_sreg_give(tb *b, int r);
 /* Appends n encoded words with no memory effect (register code emitted
  * before, replayed), as tb_raw would one by one. */
 void tb_words(tb *b, const uint64_t *w, int n);
@@ -139,6 +144,9 @@ void tb_valu(tb *b, isa_op op, int d, int a, int c);  /* VVV/VV/VI forms */
 /* DMA on queue 0: load = HBM -> VMEM. desc: run, n1..n3, hbm strides,
  * vmem strides (bytes). */
 void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
+/* tb_dma with the HBM address in scalar register hreg, known only at run
+ * time to lie in [hlo, hhi] (both ends checked like tb_dma's address). */
+void tb_dma_at(tb *b, bool load, uint64_t vaddr, int hreg, uint64_t hlo, uint64_t hhi, const int64_t desc[10]);
 /* MXU instructions. */
 /* Unit v waits for everything unit u issued so far (when not already). */
 void tb_fence(tb *b, int u, int v);

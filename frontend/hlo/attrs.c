@@ -506,16 +506,23 @@ static int metadata(actx *x, const hlo_tok *v, ir_metadata *md) {
   return known;
 }
 
-static bool comp_ref(actx *x, const hlo_tok *v) {
+/* The called computation v into calls[slot] (the slots below it are
+ * IR_NONE until their attribute is read). */
+static bool comp_ref(actx *x, const hlo_tok *v, int slot) {
   const hlo_tok *t = v;
   if (v->kind == HLO_GROUP && v->open == '{' && v->n == 1) t = v->kids[0];
   if (t->kind != NAME && t->kind != KW_CONSTANT) return bad_value(x, v, "a computation name");
   int32_t idx = strmap_get(x->c->comp_ids, t->text, (size_t)t->len);
   if (idx < 0) return fail(x, t, "unknown computation '%s'", t->text);
   ir_comp_id id = x->p->comps.v[idx]->id;
-  x->in->ncalls = 1;
-  x->in->calls = arena_array(x->a, 1, sizeof(ir_comp_id));
-  x->in->calls[0] = id;
+  ir_inst_proto *in = x->in;
+  if (in->ncalls <= slot) {
+    ir_comp_id *calls = arena_array(x->a, (size_t)slot + 1, sizeof(ir_comp_id));
+    for (int k = 0; k <= slot; k++) calls[k] = k < in->ncalls ? in->calls[k] : IR_NONE;
+    in->calls = calls;
+    in->ncalls = slot + 1;
+  }
+  in->calls[slot] = id;
   return true;
 }
 
@@ -559,25 +566,11 @@ static const struct {
     {"dimensions", "map sort scan all-gather all-to-all ragged-all-to-all reduce-scatter "
                    "all-gather-start get-dimension-size set-dimension-size"},
     {"source_target_pairs", "collective-permute collective-permute-start"},
-    {"slice_sizes", "gather collective-permute collective-permute-start"},
+    {"slice_sizes", "collective-permute collective-permute-start"},
     {"is_stable", "sort"},
     {"k", "topk"},
     {"largest", "topk"},
-    {"offset_dims", "gather"},
-    {"collapsed_slice_dims", "gather"},
-    {"start_index_map", "gather"},
-    {"operand_batching_dims", "gather"},
-    {"start_indices_batching_dims", "gather"},
-    {"index_vector_dim", "gather scatter"},
-    {"indices_are_sorted", "gather scatter"},
-    {"update_window_dims", "scatter"},
-    {"inserted_window_dims", "scatter"},
-    {"scatter_dims_to_operand_dims", "scatter"},
-    {"input_batching_dims", "scatter"},
-    {"scatter_indices_batching_dims", "scatter"},
-    {"unique_indices", "scatter"},
-    {"window", "select-and-scatter custom-call"},
-    {"dynamic_slice_sizes", "dynamic-slice"},
+    {"window", "custom-call"},
     {"exponent_bits", "reduce-precision"},
     {"mantissa_bits", "reduce-precision"},
     {"custom_call_target", "custom-call"},
@@ -617,14 +610,12 @@ static const struct {
   const char *name, *ops;
   bool list;
 } comp_attrs[] = {
-    {"to_apply", "call map sort scan scatter reduce-scatter all-reduce-start custom-call", false},
+    {"to_apply", "call map sort scan reduce-scatter all-reduce-start custom-call", false},
     {"condition", "while", false},
     {"body", "while", false},
     {"true_computation", "conditional", false},
     {"false_computation", "conditional", false},
     {"branch_computations", "conditional", true},
-    {"select", "select-and-scatter", false},
-    {"scatter", "select-and-scatter", false},
     {"called_computations", "custom-call", true},
     {"calls", "async-start async-update async-done", false},
 };
@@ -727,13 +718,17 @@ enum {
 _Static_assert(NROWS <= 64, "a seen-set holds one bit per attribute row");
 
 /* Attributes tpucc interprets that are not ir_attrs fields: the called
- * computation of a reduction or fusion (required on the ops listed). */
+ * computations of reductions, scatters and fusions (required on the ops
+ * listed), each into its slot of the instruction's calls. */
 static const struct {
   const char *name;
-  ir_op ops[4];
+  int slot;
+  ir_op ops[6];
 } call_attrs[] = {
-    {"to_apply", {IR_OP_REDUCE, IR_OP_REDUCE_WINDOW, IR_OP_ALL_REDUCE, IR_OP__COUNT}},
-    {"calls", {IR_OP_FUSION, IR_OP__COUNT}},
+    {"to_apply", 0, {IR_OP_REDUCE, IR_OP_REDUCE_WINDOW, IR_OP_ALL_REDUCE, IR_OP_SCATTER, IR_OP__COUNT}},
+    {"calls", 0, {IR_OP_FUSION, IR_OP__COUNT}},
+    {"select", 0, {IR_OP_SELECT_AND_SCATTER, IR_OP__COUNT}},
+    {"scatter", 1, {IR_OP_SELECT_AND_SCATTER, IR_OP__COUNT}},
 };
 
 /* Whether op is in list (ended by IR_OP__COUNT). */
@@ -821,7 +816,7 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen
     if (strcmp(n, call_attrs[i].name) == 0) {
       if (!op_in(call_attrs[i].ops, op))
         return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
-      return comp_ref(x, v);
+      return comp_ref(x, v, call_attrs[i].slot);
     }
   bool known = false;
   for (int r = 0; r < ir_attr_count; r++) {
@@ -849,8 +844,7 @@ static const char *declared_missing(const hlo_inst *hi, ir_op op) {
     const char *ops, *attrs[2];
   } need[] = {
       {"while", {"condition", "body"}},
-      {"call map sort scan scatter reduce-scatter all-reduce-start", {"to_apply", NULL}},
-      {"select-and-scatter", {"select", "scatter"}},
+      {"call map sort scan reduce-scatter all-reduce-start", {"to_apply", NULL}},
       {"custom-call", {"custom_call_target", NULL}},
       {"async-start", {"calls", NULL}},
   };

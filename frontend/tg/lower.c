@@ -346,6 +346,33 @@ int fe_tg_graph_index(lctx *L, const char *name) {
   return strmap_get(L->g->graphs, name, strlen(name));
 }
 
+bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *args) {
+  bool ok = true;
+  for (int i = 0; i < g->params.n; i++) {
+    const tg_param *pp = &g->params.v[i];
+    ir_shape want;
+    type_shape(pp->type, &want);
+    tv v = lower_expr(L, an[i]);
+    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
+    if (v.k == TV_MULTI) {
+      lerr(L, an[i]->loc, "a call returning %d values used as one argument", v.nmulti);
+      v = tv_err();
+    }
+    if (v.k == TV_ERR) {
+      ok = false;
+      continue;
+    }
+    if (!ir_shape_equal(&want, lshape(L, v.id))) {
+      lerr(L, an[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
+           lshape_str(L, lshape(L, v.id)), pp->name, lshape_str(L, &want));
+      lnote(L, pp->loc, "parameter declared here");
+      ok = false;
+    }
+    args[i] = v;
+  }
+  return ok;
+}
+
 /* A call from L to graph gi: checks the callee first, then inlines it. */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   tg_glob *G = L->g;
@@ -392,29 +419,7 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   }
   if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
   tv *args = arena_array(L->m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
-  bool ok = true;
-  for (int i = 0; i < g->params.n; i++) {
-    const tg_param *pp = &g->params.v[i];
-    ir_shape want;
-    type_shape(pp->type, &want);
-    tv v = lower_expr(L, an[i]);
-    if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
-    if (v.k == TV_MULTI) {
-      lerr(L, an[i]->loc, "a call returning %d values used as one argument", v.nmulti);
-      v = tv_err();
-    }
-    if (v.k == TV_ERR) {
-      ok = false;
-      continue;
-    }
-    if (!ir_shape_equal(&want, lshape(L, v.id))) {
-      lerr(L, an[i]->loc, "argument %d of '%s' is %s but parameter '%s' is %s", i + 1, g->name,
-           lshape_str(L, lshape(L, v.id)), pp->name, lshape_str(L, &want));
-      lnote(L, pp->loc, "parameter declared here");
-      ok = false;
-    }
-    args[i] = v;
-  }
+  bool ok = fe_tg_graph_args(L, g, an, args);
   if (G->state[gi] != GS_OK) {
     L->errors++; /* reported where the callee is defined */
     return tv_err();
@@ -434,6 +439,34 @@ tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi) {
   return r;
 }
 
+static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth, bool quiet);
+static void check_graph(tg_glob *G, int gi, int depth);
+
+const tg_graph *fe_tg_graph(lctx *L, int gi) { return L->g->p->graphs.v[gi]; }
+
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi) {
+  tg_glob *G = L->g;
+  const tg_graph *g = G->p->graphs.v[gi];
+  if (G->state[gi] == GS_CHECKING) {
+    lerr(L, at->loc, "graph '%s' differentiates itself (graphs are inlined, so they cannot recurse)", g->name);
+    return IR_NONE;
+  }
+  if (G->state[gi] == GS_NEW) check_graph(G, gi, L->depth);
+  if (G->state[gi] != GS_OK) {
+    L->errors++; /* reported where the graph is defined */
+    return IR_NONE;
+  }
+  lctx L2;
+  ir_comp_id entry = L->m->entry;
+  bool ok = lower_graph(G, g, L->m, &L2, L->depth, true);
+  L->m->entry = entry;
+  if (!ok) {
+    L->errors++;
+    return IR_NONE;
+  }
+  return L2.comp;
+}
+
 static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
   memset(L, 0, sizeof *L);
   L->p = G->p;
@@ -449,9 +482,10 @@ static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
 /* Lowers g as the entry computation of m; returns false on errors. depth
  * is the expression depth of the caller whose call made us check g (so
  * the C stack stays bounded by the nesting limit). */
-static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth) {
+static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, int depth, bool quiet) {
   ctx_init(L, G, m, g);
   L->depth = depth;
+  L->quiet = quiet;
   tv *args = arena_array(m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
   for (int i = 0; i < g->params.n; i++) {
     ir_shape s;
@@ -480,7 +514,7 @@ static void check_graph(tg_glob *G, int gi, int depth) {
   VEC_PUSH(G->p->a, G->stack, gi);
   ir_module *m = ir_module_create(g->name);
   lctx L;
-  bool ok = lower_graph(G, g, m, &L, depth);
+  bool ok = lower_graph(G, g, m, &L, depth, false);
   if (ok && ir_verify(m, G->p->d) != 0) {
     src_loc l = {G->p->file, g->loc.line, g->loc.col};
     diag_error(G->p->d, l, "internal error: graph '%s' lowers to a module that does not verify", g->name);
@@ -568,7 +602,7 @@ ir_module *fe_tg_lower(tg_parser *p, const char *entry) {
   G.stack.n = 0;
   VEC_PUSH(p->a, G.stack, ei);
   G.state[ei] = GS_CHECKING;
-  bool ok = lower_graph(&G, g, m, &L, 0);
+  bool ok = lower_graph(&G, g, m, &L, 0, false);
   G.state[ei] = GS_OK;
   if (!ok || diag_error_count(p->d) != errors0) {
     ir_module_destroy(m);

@@ -156,12 +156,26 @@ const tg_builtin *fe_tg_builtin(const char *name);
 /* The builtin name closest to name (for "did you mean"), or NULL. */
 const char *fe_tg_builtin_suggest(const char *name);
 
+/* ---- graphs as values (lower.c) ---------------------------------------- */
+const tg_graph *fe_tg_graph(lctx *L, int gi);
+/* Lowers the arguments an[0..] of a call to g into args, checking each
+ * against its parameter's type (number literals take it); false after
+ * reporting. */
+bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *args);
+/* Graph gi, checked, lowered as a computation of L's module of its own
+ * (not the entry, not inlined), for grad and value_and_grad; IR_NONE
+ * after an error (reported at at, or where the graph is defined). */
+ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *at, int gi);
+
 /* Lowers a call to a builtin: binds arguments to b->spec and runs it. */
 tv lower_builtin(lctx *L, const tg_node *call, const tg_builtin *b);
 /* Index of the graph called name, or -1 (lower.c). */
 int fe_tg_graph_index(lctx *L, const char *name);
 /* Inlines a call to graph gi (lower.c). */
 tv fe_tg_call_graph(lctx *L, const tg_node *call, int gi);
+/* numpy take of x along axis at the integer tensor of node nidx (an XLA
+ * gather; ops_index.c); what names the construct in errors. */
+tv fe_tg_take(lctx *L, const tg_node *where, ir_id x, const tg_node *nidx, int64_t axis, const char *what);
 /* numpy matmul of a and b (ops_core.c); preferred: accumulation type or
  * IR_TYPE_INVALID. */
 tv fe_tg_matmul(lctx *L, const tg_node *where, tv a, tv b, const tg_node *na,

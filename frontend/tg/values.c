@@ -571,6 +571,12 @@ static tv lower_index(lctx *L, const tg_node *n) {
   ir_id x = lower_tensor(L, n->a);
   if (x == IR_NONE) return tv_err();
   ir_shape s = *lshape(L, x);
+  /* x[t] with a tensor t: take along axis 0 */
+  double num;
+  bool is_int;
+  if (n->args.n == 1 && n->args.v[0]->kind != TG_SLICE && !num_value(n->args.v[0], &num, &is_int) &&
+      s.rank > 0)
+    return fe_tg_take(L, n, x, n->args.v[0], 0, "index");
   if (n->args.n > s.rank) {
     lerr(L, n->loc, "too many indices (%d) for a %s tensor", n->args.n, lshape_str(L, &s));
     return tv_err();

@@ -732,6 +732,194 @@ static ir_id build_reduce(gen *g, ir_op op, ir_type t) {
   return emit(g, op, ops, 2, &a, &rc, 1, NULL);
 }
 
+/* ---- indexing ---------------------------------------------------------- */
+
+/* The element type of start indices: s32 mostly, s8 sometimes. */
+static ir_type index_type(gen *g) { return pick(g, 4) ? IR_S32 : IR_S8; }
+
+static ir_id build_dynamic_slice(gen *g, ir_op op, ir_type t) {
+  ir_shape s = rand_shape_rank(g, t, 1 + pick(g, 3)), one = ir_shape_scalar(index_type(g));
+  ir_attrs a = noattrs();
+  int64_t sz[IR_MAX_RANK];
+  for (int d = 0; d < s.rank; d++) sz[d] = pick(g, 5) ? 1 + pick(g, (int)s.dims[d]) : pick(g, (int)s.dims[d] + 1);
+  ir_id ops[2 + IR_MAX_RANK];
+  int n = 0;
+  ops[n++] = operand(g, &s);
+  if (op == IR_OP_DYNAMIC_SLICE) {
+    a.slice_sizes = ints(g, s.rank, sz);
+  } else {
+    ir_shape u = ir_shape_array(t, s.rank, sz);
+    ops[n++] = operand(g, &u);
+  }
+  bool vec = pick(g, 4) == 0;
+  note(g, vec ? " vector starts" : " scalar starts");
+  if (vec) {
+    ir_shape v = ir_shape_array(one.type, 1, (int64_t[]){s.rank});
+    ops[n++] = operand(g, &v);
+  } else {
+    for (int d = 0; d < s.rank; d++) ops[n++] = operand(g, &one);
+  }
+  return emit(g, op, ops, n, &a, NULL, 0, NULL);
+}
+
+/* Random gather/scatter dimension numbers for operand x: which operand
+ * dims the index vector starts (index_map), which are collapsed or
+ * batching, the indices' shape (batch dims, index_vector_dim) and the
+ * window sizes (slice sizes of the other dims). */
+typedef struct gsdims {
+  ir_attrs a;
+  ir_shape ix;
+  int nb;
+  int64_t win[IR_MAX_RANK]; /* window size per operand dim (1 for collapsed/batching) */
+  int64_t bd[IR_MAX_RANK];  /* batch dims (the indices without index_vector_dim) */
+} gsdims;
+
+static void rand_gsdims(gen *g, const ir_shape *x, gsdims *o) {
+  memset(o, 0, sizeof *o);
+  o->a = noattrs();
+  int r = x->rank;
+  int64_t map[IR_MAX_RANK], col[IR_MAX_RANK], ob = -1;
+  int nm = 0, nc = 0;
+  for (int d = 0; d < r; d++) {
+    o->win[d] = pick(g, 6) ? 1 + pick(g, (int)x->dims[d]) : pick(g, (int)x->dims[d] + 1);
+    if (pick(g, 2) || (d == r - 1 && nm == 0)) map[nm++] = d;
+  }
+  for (int i = nm - 1; i > 0; i--) { /* the index vector's order is free */
+    int j = pick(g, i + 1);
+    int64_t t = map[i];
+    map[i] = map[j], map[j] = t;
+  }
+  o->nb = pick(g, 3);
+  for (int b = 0; b < o->nb; b++) o->bd[b] = 1 + pick(g, 5);
+  for (int d = 0; d < r; d++) {
+    bool mapped = false;
+    for (int k = 0; k < nm; k++) mapped |= map[k] == d;
+    if (!mapped && ob < 0 && o->nb > 0 && pick(g, 3) == 0) {
+      ob = d, o->win[d] = 1, o->bd[0] = x->dims[d]; /* batching: indices dim 0 */
+    } else if (o->win[d] <= 1 && pick(g, 2)) {
+      col[nc++] = d;
+    }
+  }
+  o->a.index_map = ints(g, nm, map);
+  o->a.collapsed_dims = ints(g, nc, col);
+  if (ob >= 0) {
+    int64_t zero = 0;
+    o->a.operand_batching = ints(g, 1, &ob);
+    o->a.index_batching = ints(g, 1, &zero);
+  }
+  /* the index vector: the last dim of the indices, or implicit (one start) */
+  int64_t id[IR_MAX_RANK];
+  for (int b = 0; b < o->nb; b++) id[b] = o->bd[b];
+  bool implicit = nm == 1 && pick(g, 2);
+  if (!implicit) id[o->nb] = nm;
+  o->a.index_vector_dim = o->nb;
+  o->ix = ir_shape_array(index_type(g), o->nb + !implicit, id);
+  note(g, " map %d collapsed %d batching %d batch rank %d", nm, nc, ob >= 0, o->nb);
+}
+
+/* Sorted positions of nw window dims among rank dims. */
+static ir_ints window_positions(gen *g, int nw, int rank) {
+  int64_t p[IR_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < rank && n < nw; i++)
+    if (rank - i == nw - n || pick(g, 2)) p[n++] = i;
+  return ints(g, n, p);
+}
+
+static ir_id build_gather(gen *g, ir_type t) {
+  ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3));
+  gsdims o;
+  rand_gsdims(g, &x, &o);
+  int nw = 0;
+  for (int d = 0; d < x.rank; d++) {
+    bool out = false;
+    for (int k = 0; k < o.a.collapsed_dims.n; k++) out |= o.a.collapsed_dims.v[k] == d;
+    for (int k = 0; k < o.a.operand_batching.n; k++) out |= o.a.operand_batching.v[k] == d;
+    nw += !out;
+  }
+  o.a.slice_sizes = ints(g, x.rank, o.win);
+  o.a.window_dims = window_positions(g, nw, nw + o.nb);
+  o.a.indices_are_sorted = pick(g, 4) == 0;
+  ir_id xs = operand(g, &x), ix = operand(g, &o.ix);
+  return emit(g, IR_OP_GATHER, (ir_id[]){xs, ix}, 2, &o.a, NULL, 0, NULL);
+}
+
+static ir_id build_scatter(gen *g, ir_type t) {
+  ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3));
+  gsdims o;
+  rand_gsdims(g, &x, &o);
+  int64_t wsz[IR_MAX_RANK];
+  int nw = 0;
+  for (int d = 0; d < x.rank; d++) {
+    bool out = false;
+    for (int k = 0; k < o.a.collapsed_dims.n; k++) out |= o.a.collapsed_dims.v[k] == d;
+    for (int k = 0; k < o.a.operand_batching.n; k++) out |= o.a.operand_batching.v[k] == d;
+    if (!out) wsz[nw++] = o.win[d];
+  }
+  int ur = nw + o.nb;
+  o.a.window_dims = window_positions(g, nw, ur);
+  int64_t ud[IR_MAX_RANK];
+  for (int i = 0, j = 0, b = 0; i < ur; i++) {
+    bool w = j < o.a.window_dims.n && o.a.window_dims.v[j] == i;
+    ud[i] = w ? wsz[j++] : o.bd[b++];
+  }
+  o.a.unique_indices = pick(g, 4) == 0;
+  bool two = pick(g, 4) == 0 && t != IR_PRED;
+  ir_type types[2] = {t, IR_S32};
+  int n = two ? 2 : 1;
+  ir_op rop = two ? IR_OP_COMPARE : reduce_op_for(g, t);
+  ir_comp_id rc = reducer(g, rop, types, n);
+  note(g, " %s", two ? "argmax" : ir_op_name(rop));
+  ir_id ops[5];
+  for (int k = 0; k < n; k++) {
+    ir_shape xk = ir_shape_array(types[k], x.rank, x.dims);
+    ops[k] = operand(g, &xk);
+  }
+  ops[n] = operand(g, &o.ix);
+  for (int k = 0; k < n; k++) {
+    ir_shape uk = ir_shape_array(types[k], ur, ud);
+    ops[n + 1 + k] = operand(g, &uk);
+  }
+  return emit(g, IR_OP_SCATTER, ops, 2 * n + 1, &o.a, &rc, 1, NULL);
+}
+
+static ir_id build_select_and_scatter(gen *g, ir_type t) {
+  if (t == IR_PRED) t = IR_S32;
+  ir_shape x = rand_shape_rank(g, t, 1 + pick(g, 3)), one = ir_shape_scalar(t);
+  ir_window w;
+  memset(&w, 0, sizeof w);
+  w.rank = x.rank;
+  int64_t sd[IR_MAX_RANK];
+  for (int d = 0; d < x.rank; d++) {
+    ir_window_dim *wd = &w.dims[d];
+    wd->size = 1 + pick(g, (int)(x.dims[d] < 3 ? x.dims[d] : 3));
+    wd->stride = 1 + pick(g, 2);
+    wd->lhs_dilate = wd->rhs_dilate = 1;
+    wd->pad_lo = pick(g, 3) == 0, wd->pad_hi = pick(g, 3) == 0;
+    sd[d] = (x.dims[d] + wd->pad_lo + wd->pad_hi - wd->size) / wd->stride + 1;
+  }
+  ir_attrs a = noattrs();
+  a.window = &w;
+  /* select: a compare (GE or GT: ties to the first or the last) */
+  ir_comp_id sel = ir_comp_add(g->m, ir_unique_name(g->m, "select"));
+  ir_comp_id save = g->c;
+  g->c = sel;
+  ir_id p0 = tc_param(g->m, sel, &one, 0), p1 = tc_param(g->m, sel, &one, 1);
+  ir_attrs ca = noattrs();
+  ca.cmp_dir = pick(g, 2) ? IR_CMP_GE : IR_CMP_GT;
+  ir_id root = emit(g, IR_OP_COMPARE, (ir_id[]){p0, p1}, 2, &ca, NULL, 0, NULL);
+  g->c = save;
+  if (root == IR_NONE) return IR_NONE;
+  ir_comp_get(g->m, sel)->root = root;
+  ir_comp_finish(g->m, sel);
+  ir_op rop = ir_type_is_float(t) ? IR_OP_ADD : reduce_op_for(g, t);
+  ir_comp_id sc = reducer(g, rop, &t, 1);
+  note(g, " %s/%s", ca.cmp_dir == IR_CMP_GE ? "ge" : "gt", ir_op_name(rop));
+  ir_shape src = ir_shape_array(t, x.rank, sd);
+  ir_id ops[3] = {operand(g, &x), operand(g, &src), operand(g, &one)};
+  return emit(g, IR_OP_SELECT_AND_SCATTER, ops, 3, &a, (ir_comp_id[]){sel, sc}, 2, NULL);
+}
+
 static ir_id build_all_reduce(gen *g, ir_type t) {
   ir_op rop = reduce_op_for(g, t);
   ir_comp_id rc = reducer(g, rop, &t, 1);
@@ -836,6 +1024,11 @@ static ir_id build(gen *g) {
     return emit(g, op, (ir_id[]){operand(g, &ts)}, 1, &a, NULL, 0, NULL);
   }
   case IR_OP_FUSION: return build_fusion(g, t);
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE: return build_dynamic_slice(g, op, t);
+  case IR_OP_GATHER: return build_gather(g, t);
+  case IR_OP_SCATTER: return build_scatter(g, t);
+  case IR_OP_SELECT_AND_SCATTER: return build_select_and_scatter(g, t);
   default: return build_elementwise(g, op, t);
   }
 }

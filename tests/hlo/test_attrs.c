@@ -58,6 +58,26 @@ static const char *const samples[] = {
     "ENTRY e {\n  x = f32[2,6,6,2]{3,2,1,0} parameter(0)\n  k = f32[3,3,2,2]{3,2,1,0} parameter(1)\n"
     "  ROOT c = f32[1,4,4,2]{3,2,1,0} convolution(x, k), window={size=3x3 rhs_reversal=1x0}, "
     "dim_labels=b01f_01io->b01f, batch_group_count=2\n}\n",
+    "ENTRY e {\n  x = f32[2,5,4]{2,1,0} parameter(0)\n  i = s32[2,3,1]{2,1,0} parameter(1)\n"
+    "  ROOT g = f32[2,3,4]{2,1,0} gather(x, i), offset_dims={2}, collapsed_slice_dims={1}, "
+    "start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, "
+    "index_vector_dim=2, slice_sizes={1,1,4}, indices_are_sorted=true\n}\n",
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  x = f32[2,5,4]{2,1,0} parameter(0)\n"
+    "  i = s32[2,3,1]{2,1,0} parameter(1)\n  u = f32[2,3,4]{2,1,0} parameter(2)\n"
+    "  ROOT s = f32[2,5,4]{2,1,0} scatter(x, i, u), update_window_dims={2}, "
+    "inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, input_batching_dims={0}, "
+    "scatter_indices_batching_dims={0}, index_vector_dim=2, indices_are_sorted=true, "
+    "unique_indices=true, to_apply=add\n}\n",
+    "ENTRY e {\n  x = f32[5,4]{1,0} parameter(0)\n  i = s32[] parameter(1)\n"
+    "  ROOT d = f32[2,4]{1,0} dynamic-slice(x, i, i), dynamic_slice_sizes={2,4}\n}\n",
+    "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT c = pred[] compare(a, b), direction=GE\n}\n\n"
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  x = f32[4,6]{1,0} parameter(0)\n"
+    "  src = f32[2,3]{1,0} parameter(1)\n  z = f32[] constant(0)\n"
+    "  ROOT s = f32[4,6]{1,0} select-and-scatter(x, src, z), window={size=2x2 stride=2x2}, "
+    "select=ge, scatter=add\n}\n",
 };
 #define NSAMPLES (sizeof samples / sizeof samples[0])
 

@@ -43,15 +43,36 @@ ir_literal **gfd_inputs(arena *a, const ir_module *m, const gfd_options *o) {
   return in;
 }
 
-/* S = sum of ct * out over the floating-point results, and A = sum of
- * |ct * out|. */
+/* The array leaves of literal l (or of shape s), depth first, appended. */
+static void leaves(const ir_literal *l, const ir_literal **out, int *n) {
+  if (l->shape.type != IR_TUPLE) {
+    out[(*n)++] = l;
+    return;
+  }
+  for (int k = 0; k < l->shape.ntuple; k++) leaves(l->elems[k], out, n);
+}
+
+static int shape_leaves(const ir_shape *s, const ir_shape **out, int n) {
+  if (s->type != IR_TUPLE) {
+    if (out) out[n] = s;
+    return n + 1;
+  }
+  for (int k = 0; k < s->ntuple; k++) n = shape_leaves(&s->tuple[k], out, n);
+  return n;
+}
+
+/* S = sum of ct * out over the floating-point results (leaves, depth
+ * first), and A = sum of |ct * out|. */
 static void dot_results(const ir_literal *out, ir_literal *const *ct, int nres, double *S, double *A) {
   *S = *A = 0;
-  for (int k = 0; k < nres; k++) {
-    const ir_literal *r = out->shape.type == IR_TUPLE ? out->elems[k] : out;
+  const ir_literal *lv[256];
+  int n = 0;
+  leaves(out, lv, &n);
+  for (int k = 0; k < nres && k < n; k++) {
+    const ir_literal *r = lv[k];
     if (!ir_type_is_float(r->shape.type)) continue;
-    int64_t n = ir_shape_count(&r->shape);
-    for (int64_t i = 0; i < n; i++) {
+    int64_t ne = ir_shape_count(&r->shape);
+    for (int64_t i = 0; i < ne; i++) {
       double v = ir_literal_get_f64(r, i) * ir_literal_get_f64(ct[k], i);
       *S += v;
       *A += fabs(v);
@@ -63,12 +84,26 @@ static double unit_roundoff(ir_type t) {
   return t == IR_F64 ? 0x1p-53 : t == IR_F32 ? 0x1p-24 : t == IR_F16 ? 0x1p-11 : 0x1p-8;
 }
 
+/* The unit roundoff of the narrowest floating-point type any instruction
+ * of m computes: the precision finite differences can resolve. */
+static double module_roundoff(const ir_module *m) {
+  double u = 0x1p-53;
+  for (int c = 0; c < m->comps.n; c++)
+    for (int i = 0; i < m->comps.v[c].insts.n; i++) {
+      ir_type t = m->comps.v[c].insts.v[i].shape->type;
+      if (ir_type_is_float(t)) u = fmax(u, unit_roundoff(t));
+    }
+  return u;
+}
+
 typedef struct fd {
   const ir_module *m;
   ir_literal **in, **ct;
   int nparams, nres;
   arena *a;
   double s0; /* S at the unperturbed inputs */
+  double eps; /* module_roundoff */
+  int nonfinite; /* elements whose differences were not finite */
   int kinks;
   char *msg;
   size_t msglen;
@@ -106,13 +141,14 @@ static bool differences(fd *f, ir_literal *x, int64_t i, double rel, double an, 
   out->central = (sp - sm) / (xp - xm);
   out->fw = (sp - f->s0) / (xp - x0);
   out->bw = (f->s0 - sm) / (x0 - xm);
-  out->tol = 2e-3 * (1 + fabs(an)) + 16 * unit_roundoff(x->shape.type) * fmax(ap, am) / (xp - xm);
+  out->tol = 2e-3 * (1 + fabs(an)) + 16 * f->eps * fmax(ap, am) / (xp - xm);
   return ok;
 }
 
 /* Compares parameter p's gradient literal gl element by element: with
- * steps 1e-2, then (when that misses) 2.5e-3 relative, the central
- * difference must match. A point where the function has a kink within the
+ * steps 1e-2, then (while that misses) 4, 16 and 64 times smaller, relative
+ * to max(1, |x|), the central difference D_t, or the Richardson
+ * extrapolation (16 D_t - D_t-1) / 15 of the last two, must match. A point where the function has a kink within the
  * step (the one-sided differences disagree by more than 4 tol) passes
  * when the gradient matches one of them within 2 tol (the side without
  * the kink), and is counted in f->kinks. */
@@ -124,10 +160,19 @@ static gfd_outcome check_param(fd *f, int p, const ir_literal *gl, int max_elems
     double an = ir_literal_get_f64(gl, i);
     bool ok = false, kink = false;
     diffs d = {0, 0, 0, 0};
-    for (int t = 0; t < 2 && !ok; t++) {
-      if (!differences(f, x, i, t ? 2.5e-3 : 1e-2, an, &d)) return GFD_SKIP;
+    double first = 0;
+    for (int t = 0; t < 4 && !ok; t++) {
+      if (!differences(f, x, i, 1e-2 / (1 << (2 * t)), an, &d)) return GFD_SKIP;
+      if (!isfinite(d.central) || !isfinite(d.tol)) break;
       ok = fabs(d.central - an) <= d.tol;
+      /* Richardson: the h^2 terms of the two steps (ratio 4) cancel */
+      if (t > 0 && !ok) ok = fabs((16 * d.central - first) / 15 - an) <= d.tol;
+      first = d.central;
       kink = kink || (fabs(d.fw - d.bw) > 2 * d.tol && (fabs(d.fw - an) <= 2 * d.tol || fabs(d.bw - an) <= 2 * d.tol));
+    }
+    if (!isfinite(d.central) || !isfinite(d.tol)) { /* overflow near x: nothing to compare */
+      f->nonfinite++;
+      continue;
     }
     if (!ok && kink) {
       ok = true;
@@ -159,7 +204,7 @@ gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_
     return GFD_SKIP;
   }
   arena *a = arena_create();
-  fd f = {m, gfd_inputs(a, m, o), NULL, m->comps.v[m->entry].nparams, 0, a, 0, 0, msg, msglen};
+  fd f = {m, gfd_inputs(a, m, o), NULL, m->comps.v[m->entry].nparams, 0, a, 0, module_roundoff(m), 0, 0, msg, msglen};
   gfd_outcome res = GFD_SKIP;
   if (!f.in) {
     snprintf(msg, msglen, "a tuple parameter");
@@ -167,19 +212,20 @@ gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_
   }
   const ir_comp *e = &m->comps.v[m->entry];
   const ir_shape *rs = e->insts.v[e->root].shape;
-  f.nres = rs->type == IR_TUPLE ? rs->ntuple : 1;
+  f.nres = shape_leaves(rs, NULL, 0);
+  if (f.nres > 256) {
+    snprintf(msg, msglen, "more than 256 results");
+    goto done;
+  }
+  const ir_shape **ls = arena_array(a, (size_t)f.nres, sizeof *ls);
+  shape_leaves(rs, ls, 0);
   f.ct = arena_array(a, (size_t)f.nres + 1, sizeof *f.ct);
   ir_literal **vin = arena_array(a, (size_t)(f.nparams + f.nres) + 1, sizeof *vin);
   uint64_t s = o->seed ^ 0x5eedull;
   for (int p = 0; p < f.nparams; p++) vin[p] = f.in[p];
   for (int k = 0; k < f.nres; k++) {
-    const ir_shape *ks = rs->type == IR_TUPLE ? &rs->tuple[k] : rs;
-    if (ks->type == IR_TUPLE) {
-      snprintf(msg, msglen, "a nested tuple result");
-      goto done;
-    }
-    f.ct[k] = vin[f.nparams + k] = ir_literal_create(a, ks);
-    if (ir_type_is_float(ks->type)) fill(f.ct[k], &s, -1, 1);
+    f.ct[k] = vin[f.nparams + k] = ir_literal_create(a, ls[k]);
+    if (ir_type_is_float(ls[k]->type)) fill(f.ct[k], &s, -1, 1);
   }
   ir_literal *grads;
   ir_eval_options eo;
@@ -196,6 +242,10 @@ gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_
   if (!eval_s(&f, &f.s0, &a0)) goto done;
   res = GFD_PASS;
   for (int k = 0; k < nw && res == GFD_PASS; k++) res = check_param(&f, wrt[k], grads->elems[k], o->max_elems, &checked);
+  if (res == GFD_PASS && checked == 0) {
+    snprintf(msg, msglen, "no element with finite differences (%d not finite)", f.nonfinite);
+    res = GFD_SKIP;
+  }
   if (res == GFD_PASS && f.kinks * 4 > checked) {
     snprintf(msg, msglen, "%d of %d elements sit at kinks: too few smooth points to check", f.kinks, checked);
     res = GFD_FAIL;

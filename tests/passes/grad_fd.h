@@ -5,18 +5,21 @@
  * pred 0/1) and cotangents (uniform in [-1, 1)), every element (or, past
  * max_elems, an evenly spaced sample) of every chosen floating-point
  * parameter is stepped by +-h (h = 1e-2 * max(1, |x|), and when that
- * misses, h = 2.5e-3 * max(1, |x|); the step actually taken being the
- * difference of the rounded values); the difference of
+ * misses, steps 4, 16 and 64 times smaller, each also through the
+ * Richardson extrapolation with the step before; the step actually taken being the difference
+ * of the rounded values); the difference of
  * S = sum over the results of cotangent * result, in double, divided by
  * the step, must match the VJP's element within
  *     tol = 2e-3 (1 + |grad|) + 16 eps A / step
- * where eps is the unit roundoff of the parameter's type (2^-24 for f32)
+ * where eps is the unit roundoff of the narrowest floating-point type the
+ * module computes in (2^-24 for f32, 2^-8 when a bf16 value is involved)
  * and A = sum |cotangent * result| (the rounding of S, amplified by the
  * division). Where the function has a kink within the step (relu,
  * maximum, clamp), the one-sided differences disagree by more than 2 tol:
  * the gradient must then match one of them within 2 tol (the side without
  * the kink), and at most a quarter of the elements may be such points.
- * The evaluator runs f32 today; in f64 the same check holds
+ * Elements whose differences are not finite (overflow near the point)
+ * are not compared; a module with none left is GFD_SKIP. The evaluator runs f32 today; in f64 the same check holds
  * with eps = 2^-53. */
 #ifndef TPUCC_TESTS_GRAD_FD_H
 #define TPUCC_TESTS_GRAD_FD_H

@@ -18,10 +18,10 @@
  * --max-steps) are reported as skipped; --no-skip (the project's own
  * modules) makes a skip a failure. Exit status: 0 when every check
  * passed, 1 otherwise (each failure named on stderr). */
-#include <dirent.h>
 #include <stdlib.h>
 
 #include "frontend/frontend.h"
+#include "tests/passes/hlo_files.h"
 #include "passes/passes.h"
 
 static int failures, checked, skipped;
@@ -399,37 +399,6 @@ static void check_random(int count, uint64_t seed) {
   }
 }
 
-static int cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void check_path(const char *path) {
-  DIR *dir = opendir(path);
-  if (!dir) {
-    check_file(path);
-    return;
-  }
-  char **names = NULL;
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir(dir))) {
-    size_t l = strlen(de->d_name);
-    if (l < 5 || strcmp(de->d_name + l - 4, ".hlo") != 0) continue;
-    names = base_xrealloc(names, (n + 1) * sizeof *names);
-    size_t pl = strlen(path) + l + 2;
-    names[n] = base_xmalloc(pl);
-    snprintf(names[n], pl, "%s/%s", path, de->d_name);
-    n++;
-  }
-  closedir(dir);
-  if (n) qsort(names, n, sizeof *names, cmp);
-  for (size_t i = 0; i < n; i++) {
-    check_file(names[i]);
-    free(names[i]);
-  }
-  free(names);
-}
-
 int main(int argc, char **argv) {
   int npaths = 0;
   uint64_t seed = 1;
@@ -456,7 +425,7 @@ int main(int argc, char **argv) {
       npaths++;
       continue;
     }
-    check_path(argv[i]);
+    tp_for_each_hlo(argv[i], check_file);
     npaths++;
   }
   if (!npaths) {

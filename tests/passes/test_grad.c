@@ -139,6 +139,11 @@ static void tuple_rules(void **state) {
             "  b = f32[3] get-tuple-element(t), index=1\n  m = f32[3] multiply(a, b)\n"
             "  ROOT r = (f32[3], f32[3]) tuple(m, x)\n}\n",
             -1, 1);
+  /* a nested result: one cotangent per leaf, depth first */
+  expect_fd("HloModule t\nENTRY e {\n  x = f32[3] parameter(0)\n  y = f32[2] parameter(1)\n"
+            "  e = f32[3] exponential(x)\n  i = (f32[3], f32[2]) tuple(e, y)\n"
+            "  ROOT r = (f32[3], (f32[3], f32[2])) tuple(x, i)\n}\n",
+            -1, 1);
 }
 
 static void dot_rules(void **state) {
@@ -196,9 +201,42 @@ static void convolution_rules(void **state) {
   }
 }
 
+
 #define ADD_MAX                                                                                    \
   "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"     \
   "max {\n  a.1 = f32[] parameter(0)\n  b.1 = f32[] parameter(1)\n  ROOT c.1 = f32[] maximum(a.1, b.1)\n}\n"
+
+/* Indexing ops: integer inputs are in [0, 4), so starts get clamped. */
+static void indexing_rules(void **state) {
+  (void)state;
+  /* an embedding lookup: repeated rows add up */
+  expect_fd("HloModule g\nENTRY e {\n  x = f32[5,3] parameter(0)\n  i = s32[6] parameter(1)\n"
+            "  ROOT g = f32[6,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+            "index_vector_dim=1, slice_sizes={1,3}\n}\n",
+            -1, 1);
+  /* 2-D windows whose starts are clamped */
+  expect_fd("HloModule g\nENTRY e {\n  x = f32[4,5] parameter(0)\n  i = s32[3,2] parameter(1)\n"
+            "  ROOT g = f32[3,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, "
+            "index_vector_dim=1, slice_sizes={2,3}\n}\n",
+            -1, 1);
+  /* scatter-add: repeated rows add up; with windows of 2 rows, starts
+   * 3 are out of range on 4 rows and skipped */
+  expect_fd("HloModule s\n" ADD_MAX "ENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[5] parameter(1)\n"
+            "  u = f32[5,3] parameter(2)\n  ROOT s = f32[4,3] scatter(x, i, u), update_window_dims={1}, "
+            "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n",
+            -1, 1);
+  expect_fd("HloModule s\n" ADD_MAX "ENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[5,1] parameter(1)\n"
+            "  u = f32[5,2,3] parameter(2)\n  ROOT s = f32[4,3] scatter(x, i, u), update_window_dims={1,2}, "
+            "inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n",
+            -1, 1);
+  expect_fd("HloModule d\nENTRY e {\n  x = f32[6,4] parameter(0)\n  i = s32[] parameter(1)\n  j = s32[] parameter(2)\n"
+            "  ROOT d = f32[3,2] dynamic-slice(x, i, j), dynamic_slice_sizes={3,2}\n}\n",
+            -1, 1);
+  expect_fd("HloModule d\nENTRY e {\n  x = f32[5,4] parameter(0)\n  u = f32[2,3] parameter(1)\n"
+            "  i = s32[] parameter(2)\n  j = s32[] parameter(3)\n"
+            "  ROOT d = f32[5,4] dynamic-update-slice(x, u, i, j)\n}\n",
+            -1, 1);
+}
 
 static void reduce_rules(void **state) {
   (void)state;
@@ -371,12 +409,12 @@ static void located_errors(void **state) {
   (void)state;
   expect_error("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n"
                "  ROOT y = f32[4] custom-call(x), custom_call_target=\"foo\"\n}\n",
-               NULL, ST_UNSUPPORTED, "g.hlo:4:8: 'y' (custom-call): has no gradient: an opaque custom call has no gradient");
+               NULL, ST_UNSUPPORTED, "g.hlo:4:8: error: 'y' (custom-call): has no gradient: an opaque custom call has no gradient");
   expect_error("HloModule e\nmul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                "  ROOT c = f32[] multiply(a, b)\n}\nENTRY e {\n  x = f32[4] parameter(0)\n  one = f32[] constant(1)\n"
                "  ROOT y = f32[] reduce(x, one), dimensions={0}, to_apply=mul\n}\n",
                NULL, ST_UNSUPPORTED,
-               "g.hlo:10:8: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
+               "g.hlo:10:8: error: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
                "minimum is not supported");
   /* no gradient asked through it: an inactive custom call is fine */
   ir_module *m = parse("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n  k = f32[4] custom-call(), "
@@ -435,7 +473,7 @@ int main(void) {
       cmocka_unit_test(table_covers_ops), cmocka_unit_test(unary_rules),
       cmocka_unit_test(binary_rules),     cmocka_unit_test(select_clamp_compare),
       cmocka_unit_test(movement_rules),   cmocka_unit_test(tuple_rules),
-      cmocka_unit_test(dot_rules), cmocka_unit_test(convolution_rules),        cmocka_unit_test(reduce_rules),
+      cmocka_unit_test(dot_rules), cmocka_unit_test(convolution_rules), cmocka_unit_test(indexing_rules),        cmocka_unit_test(reduce_rules),
       cmocka_unit_test(mlp_softmax_cross_entropy), cmocka_unit_test(value_and_grad_matches_vjp),
       cmocka_unit_test(remat_same_gradients_fewer_saved), cmocka_unit_test(located_errors),
       cmocka_unit_test(wrt_lists),
