@@ -53,6 +53,7 @@ void tool_help_train(FILE *f) {
         "  --quiet                no per-class F1 and confusion matrix at the end\n"
         "  --emit-step=FILE.hlo   also write the step program (loss, gradients, update,\n"
         "                         donated state) as HLO\n"
+        "  --loss-log=FILE        every step's loss, one per line (%.9g)\n"
         "\n"
         "exit status: 0 trained; 1 a run-time error (bad data, NaN loss); 2 usage\n"
         "or model errors.\n",
@@ -235,6 +236,7 @@ int tool_cmd_train(int argc, char **argv) {
     else if (strcmp(fn[i], "metrics-json") == 0) o.metrics_json = fv[i];
     else if (strcmp(fn[i], "plot") == 0) o.plot = fv[i];
     else if (strcmp(fn[i], "emit-step") == 0) o.emit_step = fv[i];
+    else if (strcmp(fn[i], "loss-log") == 0) o.loss_log = fv[i];
     else r = train_option_set(&o, cmd, fn[i], fv[i]);
     if (r == 0) tool_error(cmd, "unknown option --%s (tpucc train --help)", fn[i]);
     if (r <= 0) goto done;

@@ -151,6 +151,7 @@ typedef struct train_options {
   const char *resume;      /* .npz to continue from, or NULL */
   const char *metrics_json, *plot;
   const char *emit_step;   /* write the step program's HLO here, or NULL */
+  const char *loss_log;    /* each step's loss, one per line, or NULL */
   int epochs, threads;     /* threads 0: the target's default */
   long batch;              /* global batch */
   long steps_per_epoch;    /* 0: every full batch of the training set */

@@ -195,6 +195,7 @@ typedef struct run_ctx {
   long global_step; /* steps done since the start (checkpoint included) */
   double last_finite;
   bool tty;
+  FILE *loss_log; /* --loss-log, or NULL */
 } run_ctx;
 
 /* Evaluates the test set: mean loss, and the confusion matrix into c. */
@@ -291,6 +292,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
       break;
     }
     x->last_finite = loss;
+    if (x->loss_log) fprintf(x->loss_log, "%.9g\n", loss);
     sum += loss;
     dev += ds;
     if ((s & 15) == 15) progress(x, epoch, s + 1, steps, t0, sum / (double)(s + 1));
@@ -441,8 +443,14 @@ int train_run(const train_options *o) {
     }
     if (o->checkpoint && ir_file_check_writable(o->checkpoint, err, sizeof err) != ST_OK)
       tool_error(cmd, "--checkpoint: %s", err);
+    else if (o->loss_log && !(x.loss_log = fopen(o->loss_log, "w")))
+      tool_error(cmd, "--loss-log=%s: cannot write it", o->loss_log);
     else
       rc = run_epochs(&x, first, compile_seconds);
+    if (x.loss_log && fclose(x.loss_log) != 0 && rc == 0) {
+      tool_error(cmd, "--loss-log=%s: write failed", o->loss_log);
+      rc = TOOL_EXIT_FAIL;
+    }
   }
 done:
   train_engine_close(x.e);

@@ -4,6 +4,8 @@
 #              the test accuracy (first 2,000 test images) passes 0.7
 #   cnn        samples/train/fashion_cnn.tg (max-pool gradients) at batch 16:
 #              ten steps, the loss falls
+#   npz        a synthetic .npz data set numpy writes (no Fashion-MNIST
+#              needed): ten classes of noisy prototypes, learnt to > 0.9
 #   resume     two epochs in one run, and one epoch then --resume for the
 #              second: the two final checkpoints are the same bytes
 #   errors     a loss that is not a scalar, a NaN loss (step and last
@@ -51,6 +53,27 @@ cnn)
   l1=$(sed -n 's/.*"epoch": 1, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
   l2=$(sed -n 's/.*"epoch": 2, "train_loss": \([0-9.]*\).*/\1/p' "$W/m.json")
   awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a && a < 2.4) }' || fail "loss $l1 -> $l2 did not fall"
+  ;;
+npz)
+  PY=python3
+  [ -x /usr/bin/python3 ] && PY=/usr/bin/python3 # Debian's, with python3-numpy
+  $PY -c "import numpy" 2>/dev/null || { echo "SKIP: no numpy"; exit 77; }
+  $PY - "$W/syn.npz" <<'PY' || fail "numpy"
+import sys, numpy as np
+r = np.random.default_rng(7)
+proto = r.integers(0, 256, size=(10, 784))
+def make(n):
+    y = r.integers(0, 10, size=n)
+    x = np.clip(proto[y] + r.normal(0, 60, size=(n, 784)), 0, 255).astype(np.uint8)
+    return x.reshape(n, 28, 28), y.astype(np.int64)
+x, y = make(1024); xt, yt = make(256)
+np.savez(sys.argv[1], x_train=x, y_train=y, x_test=xt, y_test=yt)
+PY
+  $T train "$MLP" --data="$W/syn.npz" --epochs=3 --batch=64 --metrics-json="$W/m.json" --quiet > "$W/out" 2>&1 ||
+    { cat "$W/out"; fail "train"; }
+  cat "$W/out"
+  acc=$(json_num "$W/m.json" test_accuracy)
+  awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' || fail "test accuracy $acc"
   ;;
 resume)
   need_data
