@@ -86,6 +86,9 @@ static base_status async_start(ev_ctx *cx, const ir_inst *in, ir_literal *const 
 }
 
 base_status ev_small(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
+  /* The variadic ones but after-all and async-start read operand 0. */
+  if (in->nops < 1 && in->op != IR_OP_AFTER_ALL && in->op != IR_OP_ASYNC_START)
+    return ev_fail(cx, in, ST_INVALID_ARGUMENT, "needs an operand");
   switch (in->op) {
   case IR_OP_BITCAST:
     return ev_bitcast_convert(cx, in, ops, out);

@@ -182,6 +182,20 @@ static void unknown_opcode_is_an_error(void **state) {
   tb_free(&t);
 }
 
+/* Variadic ops that read their first operand, given none (the evaluator
+ * once returned an uninitialised pointer for async-update). */
+static void variadic_ops_without_operands(void **state) {
+  (void)state;
+  const ir_op ops[] = {IR_OP_ASYNC_UPDATE, IR_OP_ASYNC_DONE};
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    tb t;
+    tb_init(&t);
+    ir_id r = tb_op(&t, ops[k], SCALAR(IR_F32), NULL, 0, NULL, 0, NULL);
+    expect_error(&t, r, NULL, 0, ST_INVALID_ARGUMENT, "needs an operand");
+    tb_free(&t);
+  }
+}
+
 static void missing_root_and_entry(void **state) {
   (void)state;
   tb t;
@@ -248,6 +262,7 @@ int main(void) {
       cmocka_unit_test(op_undefined_on_type_is_an_error),
       cmocka_unit_test(inconsistent_shapes_are_reported),
       cmocka_unit_test(operand_defined_after_use_is_an_error),
+      cmocka_unit_test(variadic_ops_without_operands),
       cmocka_unit_test(unknown_opcode_is_an_error),
       cmocka_unit_test(missing_root_and_entry),
       cmocka_unit_test(self_calling_fusion_stops_at_depth_limit),
