@@ -71,10 +71,10 @@ static bool assign(arena *a, ir_shape *s, ir_layout *tiled, int sublanes, int la
     bool ch = false;
     for (int i = 0; i < s->ntuple; i++) {
       ir_layout l;
-      if (assign(a, &s->tuple[i], &l, sublanes, lanes)) {
-        ir_shape_set_layout(a, &s->tuple[i], &l);
-        ch = true;
-      }
+      if (!assign(a, &s->tuple[i], &l, sublanes, lanes)) continue;
+      /* a nested tuple's leaves were set by the call; a tuple has no layout */
+      if (s->tuple[i].type != IR_TUPLE) ir_shape_set_layout(a, &s->tuple[i], &l);
+      ch = true;
     }
     return ch;
   }
