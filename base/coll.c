@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,6 +17,8 @@ void coll_chunk(int64_t count, int n, int c, int64_t *lo, int64_t *hi) {
 }
 
 struct coll_rdv {
+  coll_comm comm; /* first: coll_rdv_comm's view */
+  size_t *bytes;  /* per member: the size it deposited */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int n;
@@ -27,27 +30,27 @@ struct coll_rdv {
   uint64_t *keys;      /* per member: its key */
 };
 
+static const coll_comm_ops rdv_comm_ops;
+
 coll_rdv *coll_rdv_create(int n) {
   if (n < 1) return NULL;
   coll_rdv *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->ptrs = calloc((size_t)n, sizeof *r->ptrs);
   r->keys = calloc((size_t)n, sizeof *r->keys);
-  if (!r->ptrs || !r->keys || pthread_mutex_init(&r->mu, NULL)) {
+  r->bytes = calloc((size_t)n, sizeof *r->bytes);
+  bool mu = r->ptrs && r->keys && r->bytes && !pthread_mutex_init(&r->mu, NULL);
+  if (!mu || pthread_cond_init(&r->cv, NULL)) {
+    if (mu) pthread_mutex_destroy(&r->mu);
     free(r->ptrs);
     free(r->keys);
-    free(r);
-    return NULL;
-  }
-  if (pthread_cond_init(&r->cv, NULL)) {
-    pthread_mutex_destroy(&r->mu);
-    free(r->ptrs);
-    free(r->keys);
+    free(r->bytes);
     free(r);
     return NULL;
   }
   r->n = n;
   r->left = -1;
+  r->comm = (coll_comm){&rdv_comm_ops, n, 0, n};
   return r;
 }
 
@@ -57,6 +60,7 @@ void coll_rdv_destroy(coll_rdv *r) {
   pthread_mutex_destroy(&r->mu);
   free(r->ptrs);
   free(r->keys);
+  free(r->bytes);
   free(r);
 }
 
@@ -91,14 +95,25 @@ static int barrier_locked(coll_rdv *r, int m, char *msg, size_t msglen) {
   return -1;
 }
 
-int coll_rdv_exchange(coll_rdv *r, int m, uint64_t key, const void *mine, const void **all,
-                      char *msg, size_t msglen) {
+/* The exchange, with the sizes checked when bytes is not SIZE_MAX. */
+static int exchange_sized(coll_rdv *r, int m, uint64_t key, const void *mine, size_t bytes,
+                          const void **all, char *msg, size_t msglen) {
   pthread_mutex_lock(&r->mu);
   r->ptrs[m] = mine;
   r->keys[m] = key;
+  r->bytes[m] = bytes;
   int rc = barrier_locked(r, m, msg, msglen);
   if (rc == 0) {
     for (int i = 0; i < r->n; i++) {
+      if (r->keys[i] == key && r->bytes[i] != bytes) {
+        if (msg && msglen)
+          snprintf(msg, msglen,
+                   "replicas disagree on the size of collective %#" PRIx64
+                   ": replica %d gives %zu bytes, replica %d %zu",
+                   key, m, bytes, i, r->bytes[i]);
+        rc = -1;
+        break;
+      }
       if (r->keys[i] != key) {
         if (msg && msglen)
           snprintf(msg, msglen,
@@ -113,6 +128,11 @@ int coll_rdv_exchange(coll_rdv *r, int m, uint64_t key, const void *mine, const 
   }
   pthread_mutex_unlock(&r->mu);
   return rc;
+}
+
+int coll_rdv_exchange(coll_rdv *r, int m, uint64_t key, const void *mine, const void **all,
+                      char *msg, size_t msglen) {
+  return exchange_sized(r, m, key, mine, SIZE_MAX, all, msg, msglen);
 }
 
 int coll_rdv_release(coll_rdv *r, int m, char *msg, size_t msglen) {
@@ -131,3 +151,16 @@ void coll_rdv_leave(coll_rdv *r, int m, const char *why) {
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
 }
+
+static int comm_exchange(coll_comm *c, int m, uint64_t key, const void *mine, size_t bytes,
+                         const void **all, char *msg, size_t msglen) {
+  return exchange_sized((coll_rdv *)c, m, key, mine, bytes, all, msg, msglen);
+}
+static int comm_release(coll_comm *c, int m, char *msg, size_t msglen) {
+  return coll_rdv_release((coll_rdv *)c, m, msg, msglen);
+}
+static void comm_leave(coll_comm *c, int m, const char *why) { coll_rdv_leave((coll_rdv *)c, m, why); }
+
+static const coll_comm_ops rdv_comm_ops = {comm_exchange, comm_release, comm_leave};
+
+coll_comm *coll_rdv_comm(coll_rdv *r) { return &r->comm; }

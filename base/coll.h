@@ -60,4 +60,28 @@ int coll_rdv_release(coll_rdv *r, int m, char *msg, size_t msglen);
  * naming m and why, unless the members it waits for all arrived first. */
 void coll_rdv_leave(coll_rdv *r, int m, const char *why);
 
+/* A communicator: how the members of collectives exchange operands,
+ * whether they are threads of one process (coll_rdv_comm) or processes
+ * (an MPI communicator, runtime/mpi). The operations have coll_rdv's
+ * contracts; exchange also takes the size of mine in bytes (every member
+ * gives the same size for one key: a difference is an error), and all[i]
+ * stays valid until the member's release. */
+typedef struct coll_comm coll_comm;
+typedef struct coll_comm_ops {
+  int (*exchange)(coll_comm *c, int m, uint64_t key, const void *mine, size_t bytes,
+                  const void **all, char *msg, size_t msglen);
+  int (*release)(coll_comm *c, int m, char *msg, size_t msglen);
+  void (*leave)(coll_comm *c, int m, const char *why);
+} coll_comm_ops;
+struct coll_comm {
+  const coll_comm_ops *ops;
+  int n;     /* members in all */
+  int first; /* the first member this process runs ... */
+  int local; /* ... and how many, consecutively */
+};
+
+/* r as a communicator whose members all run in this process; valid while
+ * r lives. */
+coll_comm *coll_rdv_comm(coll_rdv *r);
+
 #endif

@@ -126,6 +126,52 @@ static void a_member_that_leaves_ends_the_wait(void **st) {
   coll_rdv_destroy(r);
 }
 
+typedef struct sized {
+  coll_comm *c;
+  int m;
+  size_t bytes;
+  int rc;
+  char msg[256];
+} sized;
+
+static void *sized_main(void *p) {
+  sized *x = p;
+  const void *all[2];
+  int v = x->m;
+  x->rc = x->c->ops->exchange(x->c, x->m, 9, &v, x->bytes, all, x->msg, sizeof x->msg);
+  if (x->rc == 0) x->rc = x->c->ops->release(x->c, x->m, x->msg, sizeof x->msg);
+  x->c->ops->leave(x->c, x->m, NULL);
+  return NULL;
+}
+
+static void run_sized(coll_comm *c, sized *xs) {
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, sized_main, &xs[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+
+static void comm_view_checks_sizes(void **st) {
+  (void)st;
+  coll_rdv *r = coll_rdv_create(2);
+  coll_comm *c = coll_rdv_comm(r);
+  assert_int_equal(c->n, 2);
+  assert_int_equal(c->local, 2);
+  sized ok[2] = {{.c = c, .m = 0, .bytes = 4}, {.c = c, .m = 1, .bytes = 4}};
+  run_sized(c, ok);
+  assert_int_equal(ok[0].rc, 0);
+  assert_int_equal(ok[1].rc, 0);
+  coll_rdv_destroy(r);
+  r = coll_rdv_create(2);
+  c = coll_rdv_comm(r);
+  sized bad[2] = {{.c = c, .m = 0, .bytes = 4}, {.c = c, .m = 1, .bytes = 8}};
+  run_sized(c, bad);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(bad[i].rc, -1);
+    assert_non_null(strstr(bad[i].msg, "disagree on the size"));
+  }
+  coll_rdv_destroy(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(chunks_cover_in_order),
@@ -133,6 +179,7 @@ int main(void) {
       cmocka_unit_test(exchange_folds_in_ring_order),
       cmocka_unit_test(different_keys_fail_everyone),
       cmocka_unit_test(a_member_that_leaves_ends_the_wait),
+      cmocka_unit_test(comm_view_checks_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
