@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS="meson ninja-build flex bison pkg-config gcc libcmocka-dev llvm-dev
-      libopenblas-dev zlib1g-dev python3-numpy dataset-fashion-mnist"
+      libopenblas-dev zlib1g-dev python3-numpy dataset-fashion-mnist
+      libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

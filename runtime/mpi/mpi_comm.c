@@ -1,0 +1,241 @@
+/* mpi_comm.c: the MPI communicator (contracts in mpi_comm.h). Every
+ * exchange sends a header (key, size) and then the operand to every other
+ * rank with nonblocking point-to-point messages, and polls them against a
+ * deadline, so a rank that never answers is named instead of waited for. */
+#include "mpi_comm.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rt_mpi {
+  coll_comm comm; /* first: the coll_comm view */
+  MPI_Comm world;
+  int rank, size;
+  double timeout;
+  bool inited_here;
+  uint64_t seq;         /* exchanges so far: the message tag */
+  unsigned char *rbuf;  /* the other ranks' operands of the current exchange */
+  size_t rcap;
+  MPI_Request *req;     /* 2 per rank */
+  uint64_t *heads;      /* 2 per rank: key, bytes */
+};
+
+bool rt_mpi_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+static void sleep_briefly(void) {
+  struct timespec ts = {0, 20000};
+  nanosleep(&ts, NULL);
+}
+
+/* Polls the n requests until all complete or the timeout passes; peer[i]
+ * is the rank request i talks to. 0, or -1 naming the ranks that did not
+ * answer. */
+static int wait_all(rt_mpi *p, MPI_Request *rq, int n, const int *peer, uint64_t key, char *msg,
+                    size_t msglen) {
+  double t0 = MPI_Wtime();
+  for (;;) {
+    int pending = 0;
+    for (int i = 0; i < n; i++) {
+      if (rq[i] == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      if (MPI_Test(&rq[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        snprintf(msg, msglen, "an MPI message to or from rank %d failed", peer[i]);
+        return -1;
+      }
+      pending += !flag;
+    }
+    if (!pending) return 0;
+    if (MPI_Wtime() - t0 > p->timeout) break;
+    sleep_briefly();
+  }
+  int len = snprintf(msg, msglen, "no answer within %.0f s at collective %#" PRIx64 " from rank",
+                     p->timeout, key);
+  for (int i = 0; i < n && len > 0 && (size_t)len < msglen; i++)
+    if (rq[i] != MPI_REQUEST_NULL) len += snprintf(msg + len, msglen - (size_t)len, " %d", peer[i]);
+  return -1;
+}
+
+/* Posts a receive from and a send to every other rank of count bytes each
+ * (recv at rbase + rank * count), and waits for them. */
+static int all_to_all_bytes(rt_mpi *p, const void *mine, void *rbase, size_t count, int tag,
+                            uint64_t key, char *msg, size_t msglen) {
+  int n = 0, peer[2 * 1024];
+  int cap = (int)(sizeof peer / sizeof *peer);
+  for (int r = 0; r < p->size; r++) {
+    if (r == p->rank) continue;
+    if (n + 2 > cap) {
+      snprintf(msg, msglen, "more than %d ranks", cap / 2);
+      return -1;
+    }
+    peer[n] = r;
+    MPI_Irecv((unsigned char *)rbase + (size_t)r * count, (int)count, MPI_BYTE, r, tag, p->world,
+              &p->req[n]);
+    n++;
+    peer[n] = r;
+    MPI_Isend(mine, (int)count, MPI_BYTE, r, tag, p->world, &p->req[n]);
+    n++;
+  }
+  return wait_all(p, p->req, n, peer, key, msg, msglen);
+}
+
+static int mpi_exchange(coll_comm *c, int m, uint64_t key, const void *mine, size_t bytes,
+                        const void **all, char *msg, size_t msglen) {
+  rt_mpi *p = (rt_mpi *)c;
+  if (bytes > INT_MAX) {
+    snprintf(msg, msglen, "a collective operand of %zu bytes is more than MPI sends at once", bytes);
+    return -1;
+  }
+  int tag = 1 + (int)(p->seq++ % 30000u);
+  uint64_t head[2] = {key, bytes};
+  if (all_to_all_bytes(p, head, p->heads, sizeof head, tag, key, msg, msglen)) return -1;
+  for (int r = 0; r < p->size; r++) {
+    if (r == p->rank) continue;
+    if (p->heads[2 * r] != key) {
+      snprintf(msg, msglen,
+               "ranks disagree on the collective they run: rank %d is at collective %#" PRIx64
+               ", rank %d at %#" PRIx64,
+               m, key, r, p->heads[2 * r]);
+      return -1;
+    }
+    if (p->heads[2 * r + 1] != bytes) {
+      snprintf(msg, msglen,
+               "ranks disagree on the size of collective %#" PRIx64
+               ": rank %d gives %zu bytes, rank %d %" PRIu64,
+               key, m, bytes, r, p->heads[2 * r + 1]);
+      return -1;
+    }
+  }
+  size_t need = bytes * (size_t)p->size;
+  if (need > p->rcap) {
+    unsigned char *nb = realloc(p->rbuf, need);
+    if (!nb) {
+      snprintf(msg, msglen, "out of memory for a collective of %zu bytes", need);
+      return -1;
+    }
+    p->rbuf = nb;
+    p->rcap = need;
+  }
+  if (bytes && all_to_all_bytes(p, mine, p->rbuf, bytes, tag, key, msg, msglen)) return -1;
+  for (int r = 0; r < p->size; r++) all[r] = r == p->rank ? mine : p->rbuf + (size_t)r * bytes;
+  return 0;
+}
+
+static int mpi_release(coll_comm *c, int m, char *msg, size_t msglen) { return 0; }
+
+static void mpi_leave(coll_comm *c, int m, const char *why) {
+  if (why) rt_mpi_abort((rt_mpi *)c, why);
+}
+
+static const coll_comm_ops mpi_ops = {mpi_exchange, mpi_release, mpi_leave};
+
+static void free_mpi(rt_mpi *p) {
+  free(p->rbuf);
+  free(p->req);
+  free(p->heads);
+  free(p);
+}
+
+/* The fingerprint check of rt_mpi_open: every rank's against rank 0's. */
+static int check_fingerprints(rt_mpi *p, uint64_t fingerprint, char *err, size_t errlen) {
+  const void *all[1024];
+  if (p->size > 1024) {
+    snprintf(err, errlen, "more than 1024 ranks");
+    return -1;
+  }
+  if (mpi_exchange(&p->comm, p->rank, 0x6670ull, &fingerprint, sizeof fingerprint, all, err,
+                   errlen))
+    return -1;
+  uint64_t f0;
+  memcpy(&f0, all[0], sizeof f0);
+  for (int r = 1; r < p->size; r++) {
+    uint64_t fr;
+    memcpy(&fr, all[r], sizeof fr);
+    if (fr != f0) {
+      snprintf(err, errlen,
+               "rank %d runs other work than rank 0 (fingerprint %016" PRIx64 " against %016" PRIx64
+               "): start every rank with the same program, target and flags",
+               r, fr, f0);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int rt_mpi_open(uint64_t fingerprint, double timeout_seconds, rt_mpi **out, char *err,
+                size_t errlen) {
+  *out = NULL;
+  rt_mpi *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int inited = 0, provided = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+      snprintf(err, errlen, "MPI_Init_thread failed");
+      free(p);
+      return -1;
+    }
+    p->inited_here = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &p->world);
+  MPI_Comm_set_errhandler(p->world, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(p->world, &p->rank);
+  MPI_Comm_size(p->world, &p->size);
+  p->timeout = timeout_seconds > 0 ? timeout_seconds : 60;
+  p->comm = (coll_comm){&mpi_ops, p->size, p->rank, 1};
+  p->req = calloc(2 * (size_t)p->size, sizeof *p->req);
+  p->heads = calloc(2 * (size_t)p->size, sizeof *p->heads);
+  int rc = 0;
+  if (!p->req || !p->heads) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  } else if (provided < MPI_THREAD_SERIALIZED) {
+    snprintf(err, errlen, "this MPI gives thread level %d; tpucc needs MPI_THREAD_SERIALIZED",
+             provided);
+    rc = -1;
+  } else {
+    rc = check_fingerprints(p, fingerprint, err, errlen);
+  }
+  if (rc) {
+    MPI_Comm_free(&p->world);
+    if (p->inited_here) MPI_Finalize();
+    free_mpi(p);
+    return -1;
+  }
+  *out = p;
+  return 0;
+}
+
+int rt_mpi_rank(const rt_mpi *p) { return p->rank; }
+int rt_mpi_size(const rt_mpi *p) { return p->size; }
+coll_comm *rt_mpi_comm(rt_mpi *p) { return &p->comm; }
+
+void rt_mpi_abort(rt_mpi *p, const char *msg) {
+  fprintf(stderr, "tpucc: rank %d: %s\n", p->rank, msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1); /* MPI_Abort does not return; this is for MPIs that let it */
+}
+
+void rt_mpi_close(rt_mpi *p) {
+  if (!p) return;
+  const void *all[1024];
+  char msg[512];
+  unsigned char none = 0;
+  if (mpi_exchange(&p->comm, p->rank, 0x656e64ull, &none, 0, all, msg, sizeof msg))
+    rt_mpi_abort(p, msg);
+  MPI_Comm_free(&p->world);
+  if (p->inited_here) MPI_Finalize();
+  free_mpi(p);
+}

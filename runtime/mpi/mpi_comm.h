@@ -1,0 +1,44 @@
+/* mpi_comm.h: collectives across MPI processes, one member per rank
+ * (docs/distributed.md). Built when meson finds MPI (-Dmpi=auto);
+ * TPUCC_HAVE_MPI is then defined for the code that links it.
+ *
+ * rt_mpi_open initialises MPI (thread level MPI_THREAD_MULTIPLE, since a
+ * replica may run on a worker thread), duplicates MPI_COMM_WORLD and checks
+ * that every rank runs the same work: each rank gives a fingerprint (of its
+ * program, target and flags) and a rank whose fingerprint differs from
+ * rank 0's is named in the error. Its coll_comm (base/coll.h) exchanges
+ * operands by point-to-point messages to every other rank, each wait
+ * bounded by the timeout: a rank that does not answer in time is named in
+ * the error. A member that leaves with a reason aborts the whole job
+ * (MPI_Abort) after printing "rank R: reason", so no rank hangs. */
+#ifndef TPUCC_RUNTIME_MPI_COMM_H
+#define TPUCC_RUNTIME_MPI_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/coll.h"
+
+typedef struct rt_mpi rt_mpi;
+
+/* Whether this process was started by an MPI launcher (mpirun sets
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK). */
+bool rt_mpi_launched(void);
+
+/* Opens the world: *out on success (0); -1 with one line in err. The
+ * fingerprint check happens here. timeout_seconds > 0 bounds every wait. */
+int rt_mpi_open(uint64_t fingerprint, double timeout_seconds, rt_mpi **out, char *err,
+                size_t errlen);
+int rt_mpi_rank(const rt_mpi *p);
+int rt_mpi_size(const rt_mpi *p);
+/* The world as a communicator: member m is rank m; first = rank, local 1. */
+coll_comm *rt_mpi_comm(rt_mpi *p);
+/* Prints "tpucc: rank R: msg" to stderr and ends every rank (MPI_Abort). */
+void rt_mpi_abort(rt_mpi *p, const char *msg);
+/* Waits for every rank (bounded by the timeout, else aborts naming the
+ * ranks that did not arrive), then finalises MPI if rt_mpi_open
+ * initialised it. Accepts NULL. */
+void rt_mpi_close(rt_mpi *p);
+
+#endif
