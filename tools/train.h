@@ -72,16 +72,22 @@ char *train_update_text(const train_hparams *h, int n, const ir_shape *const *sh
  *     -> (loss, w0'.., s0'.., step')
  *
  * with result 1 + k replacing parameter k (input_output_alias in the
- * header). *out is a new module; ST_INVALID_ARGUMENT with a message when
- * the shapes do not fit together. */
+ * header). With replicas > 1 the step is one replica's of a data-parallel
+ * run (header replica_count): each gradient and the loss are summed over
+ * every replica by an all-reduce before the update, so every replica
+ * applies the same update (the loss divides by the global batch). *out is
+ * a new module; ST_INVALID_ARGUMENT with a message when the shapes do not
+ * fit together. */
 base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
-                               const ir_module *upd, ir_module **out, char *err, size_t errlen);
+                               const ir_module *upd, int replicas, ir_module **out, char *err,
+                               size_t errlen);
 
-/* Replaces the template words of a model file in place: BATCH (the global
- * batch, right-aligned in its 5 columns) and COMPUTE (the compute type,
- * "f32" or "bf16", padded to 7 columns), so diagnostics keep their
- * columns. False when batch has more than 5 digits. */
-bool train_template(char *text, size_t len, long batch, const char *compute);
+/* Replaces the template words of a model file in place: BATCH (each
+ * replica's batch, right-aligned in its 5 columns), GLOBAL_BATCH (the
+ * global batch, right-aligned in 12) and COMPUTE (the compute type, "f32"
+ * or "bf16", padded to 7 columns), so diagnostics keep their columns.
+ * False when a number has more digits than its word has columns. */
+bool train_template(char *text, size_t len, long batch, long global_batch, const char *compute);
 
 /* ---- the model file (train_model.c) ----------------------------------------- */
 
@@ -99,17 +105,20 @@ typedef struct train_model {
   const char **names;   /* per trainable (owned by loss) */
   const ir_shape **shapes;
   int x, labels;        /* loss parameter numbers */
-  int64_t batch, example_elems;
+  int64_t batch, example_elems; /* batch: each replica's */
+  int replicas;                  /* data-parallel replicas of the step */
   int classes;
   int eval_n, *eval_src; /* per logits parameter: trainable index, or -1 for x */
   char *step_text, *eval_text; /* HLO of the step and of graph logits */
   bool model_error;     /* the failure was the model's (exit 2), not the run's */
 } train_model;
 
-/* Reads, templates, parses and checks the model, and writes its programs.
- * False with a message (located diagnostics for the model's errors). */
-bool train_model_load(train_model *tm, const char *path, long batch, const char *compute,
-                      const train_hparams *h, char *err, size_t errlen);
+/* Reads, templates, parses and checks the model, and writes its programs,
+ * for a global batch split into replicas equal per-replica batches
+ * (replicas > 1 needs a loss that divides by GLOBAL_BATCH). False with a
+ * message (located diagnostics for the model's errors). */
+bool train_model_load(train_model *tm, const char *path, long batch, int replicas,
+                      const char *compute, const train_hparams *h, char *err, size_t errlen);
 void train_model_free(train_model *tm);
 
 /* ---- where the programs run (train_engine.c) -------------------------------- */

@@ -4,6 +4,7 @@
  * evaluation programs written as HLO text. */
 #include "tools/train.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,7 +185,8 @@ static char *step_text(const train_model *tm, const train_hparams *h, char *err,
   diag *d = diag_create();
   if (drv_parse("lib/train/optim.tg", ut, strlen(ut), TPUCC_LANGUAGE_TG, "apply", d, &upd) != ST_OK) {
     drv_diag_message(d, "the optimizer library did not compile", err, errlen);
-  } else if (train_step_compose(vg, tm->wrt, tm->nw, upd, &step, err, errlen) == ST_OK) {
+  } else if (train_step_compose(vg, tm->wrt, tm->nw, upd, tm->replicas, &step, err, errlen) ==
+             ST_OK) {
     text = print_text(step); /* before vg and upd go: step may share their constants */
   }
   diag_destroy(d);
@@ -195,17 +197,43 @@ static char *step_text(const train_model *tm, const train_hparams *h, char *err,
   return text;
 }
 
-bool train_model_load(train_model *tm, const char *path, long batch, const char *compute,
-                      const train_hparams *h, char *err, size_t errlen) {
+static bool is_ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Whether text has the word w (not as part of a longer identifier). */
+static bool has_word(const char *text, size_t len, const char *w) {
+  size_t n = strlen(w);
+  for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), w, n)) != NULL; p += n)
+    if ((p == text || !is_ident_char(p[-1])) && (p + n == text + len || !is_ident_char(p[n])))
+      return true;
+  return false;
+}
+
+bool train_model_load(train_model *tm, const char *path, long batch, int replicas,
+                      const char *compute, const train_hparams *h, char *err, size_t errlen) {
   memset(tm, 0, sizeof *tm);
+  tm->replicas = replicas;
+  if (replicas < 1 || batch % replicas) {
+    snprintf(err, errlen, "--batch=%ld does not split into %d replicas of equal batches", batch,
+             replicas);
+    return false;
+  }
   char *text;
   size_t len;
   if (ir_file_read(path, (size_t)64 << 20, &text, &len, err, errlen) != ST_OK) return false;
   char *orig = malloc(len + 1);
   if (!orig) base_out_of_memory(0);
   memcpy(orig, text, len + 1);
-  if (!train_template(text, len, batch, compute)) {
-    snprintf(err, errlen, "batch %ld has more than 5 digits", batch);
+  if (replicas > 1 && !has_word(text, len, "GLOBAL_BATCH")) {
+    snprintf(err, errlen,
+             "%s: with --replicas=%d, graph loss must divide by GLOBAL_BATCH (the global batch; "
+             "BATCH is each replica's)",
+             path, replicas);
+    free(orig);
+    free(text);
+    return false;
+  }
+  if (!train_template(text, len, batch / replicas, batch, compute)) {
+    snprintf(err, errlen, "batch %ld has more than 5 digits", batch / replicas);
     free(orig);
     free(text);
     return false;

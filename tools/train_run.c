@@ -410,7 +410,7 @@ int train_run(const train_options *o) {
     if (o->steps_per_epoch && o->steps_per_epoch < per) per = o->steps_per_epoch;
     oo.h.total_steps = (double)per * o->epochs;
   }
-  if (!train_model_load(&tm, o->model, o->batch, strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32",
+  if (!train_model_load(&tm, o->model, o->batch, 1, strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32",
                         &oo.h, err, sizeof err)) {
     if (tm.model_error)
       fprintf(stderr, "%s\n", err);

@@ -431,8 +431,50 @@ static void canon_convs(ir_module *m, ir_comp_id c) {
   if (any) BASE_ASSERT(ir_comp_topo_sort(m, c));
 }
 
+/* The scalar f32 add computation an all-reduce sums with. */
+static ir_comp_id add_comp(ir_module *m) {
+  ir_comp_id c = ir_comp_add(m, ir_unique_name(m, "replica_sum"));
+  ir_shape f = ir_shape_scalar(IR_F32);
+  ir_id x = add_param(m, c, 0, &f, "x");
+  ir_id y = add_param(m, c, 1, &f, "y");
+  src_loc loc = {0};
+  ir_comp_get(m, c)->root = ir_build(m, c, IR_OP_ADD, (ir_id[]){x, y}, 2, NULL, NULL, 0, loc);
+  ir_comp_finish(m, c);
+  return c;
+}
+
+/* x summed over every replica (an all-reduce over all of them). */
+static ir_id replica_sum(ir_module *m, ir_comp_id c, ir_comp_id add, ir_id x) {
+  ir_attrs a;
+  memset(&a, 0, sizeof a);
+  a.preferred_type = IR_TYPE_INVALID;
+  src_loc loc = {0};
+  return ir_build(m, c, IR_OP_ALL_REDUCE, &x, 1, &a, &add, 1, loc);
+}
+
+/* The header attributes of the step: the donations, and replica_count
+ * when there are several replicas. */
+static void step_header(ir_module *m, int ndonated, int replicas) {
+  strbuf al;
+  sb_init(&al);
+  sb_puts(&al, "{ ");
+  for (int i = 0; i < ndonated; i++)
+    sb_printf(&al, "%s{%d}: (%d, {}, may-alias)", i ? ", " : "", 1 + i, i);
+  sb_puts(&al, " }");
+  m->nraw = replicas > 1 ? 2 : 1;
+  m->raw = arena_alloc(m->arena, (size_t)m->nraw * sizeof *m->raw);
+  m->raw[0].name = "input_output_alias";
+  m->raw[0].text = arena_strndup(m->arena, sb_str(&al), al.len);
+  if (replicas > 1) {
+    m->raw[1].name = "replica_count";
+    m->raw[1].text = arena_printf(m->arena, "%d", replicas);
+  }
+  sb_free(&al);
+}
+
 base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
-                               const ir_module *upd, ir_module **out, char *err, size_t errlen) {
+                               const ir_module *upd, int replicas, ir_module **out, char *err,
+                               size_t errlen) {
   *out = NULL;
   const ir_comp *ve = &vg->comps.v[vg->entry], *ue = &upd->comps.v[upd->entry];
   int np = ve->nparams, nu = ue->nparams;
@@ -466,13 +508,15 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
     snprintf(err, errlen, "the gradient module's entry does not return (loss, %d gradients)", nwrt);
     st = ST_INVALID_ARGUMENT;
   }
+  ir_comp_id sum = replicas > 1 && st == ST_OK ? add_comp(m) : IR_NONE;
   for (int i = 0; i < nwrt && st == ST_OK; i++) {
     uargs[i] = args[wrt[i]];
-    uargs[nwrt + i] = g[i];
+    uargs[nwrt + i] = sum != IR_NONE ? replica_sum(m, c, sum, g[i]) : g[i];
   }
   if (st == ST_OK) {
     ir_id ur = splice_entry(m, c, upd, "update", uargs);
     res[0] = gte(m, c, vr, 0);
+    if (sum != IR_NONE) res[0] = replica_sum(m, c, sum, res[0]);
     for (int i = 0; i < nu - nwrt; i++) res[1 + i] = gte(m, c, ur, i);
     ir_attrs a;
     memset(&a, 0, sizeof a);
@@ -480,17 +524,7 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
     src_loc loc = {0};
     ir_comp_get(m, c)->root = ir_build(m, c, IR_OP_TUPLE, res, 1 + nu - nwrt, &a, NULL, 0, loc);
     canon_convs(m, c);
-    strbuf al;
-    sb_init(&al);
-    sb_puts(&al, "{ ");
-    for (int i = 0; i < nu - nwrt; i++)
-      sb_printf(&al, "%s{%d}: (%d, {}, may-alias)", i ? ", " : "", 1 + i, i);
-    sb_puts(&al, " }");
-    m->raw = arena_alloc(m->arena, sizeof *m->raw);
-    m->raw[0].name = "input_output_alias";
-    m->raw[0].text = arena_strndup(m->arena, sb_str(&al), al.len);
-    m->nraw = 1;
-    sb_free(&al);
+    step_header(m, nu - nwrt, replicas);
   }
   free(args);
   free(g);
@@ -511,15 +545,18 @@ static void fill_word(char *at, size_t width, const char *text, bool right) {
   memcpy(right ? at + width - n : at, text, n);
 }
 
-bool train_template(char *text, size_t len, long batch, const char *compute) {
-  char num[32];
+bool train_template(char *text, size_t len, long batch, long global_batch, const char *compute) {
+  char num[32], global[32];
   snprintf(num, sizeof num, "%ld", batch);
-  if (strlen(num) > 5 || strlen(compute) > 7) return false;
+  snprintf(global, sizeof global, "%ld", global_batch);
+  if (strlen(num) > 5 || strlen(global) > 12 || strlen(compute) > 7) return false;
   for (size_t i = 0; i < len; i++) {
     if (i > 0 && is_ident(text[i - 1])) continue;
     size_t e = i;
     while (e < len && is_ident(text[e])) e++;
     if (e - i == 5 && memcmp(text + i, "BATCH", 5) == 0) fill_word(text + i, 5, num, true);
+    if (e - i == 12 && memcmp(text + i, "GLOBAL_BATCH", 12) == 0)
+      fill_word(text + i, 12, global, true);
     if (e - i == 7 && memcmp(text + i, "COMPUTE", 7) == 0) fill_word(text + i, 7, compute, false);
     if (e > i) i = e - 1;
   }

@@ -4,7 +4,7 @@
  * same updates written out by hand in double from PyTorch's torch.optim
  * formulas (SGD with and without L2 decay, momentum, Nesterov, Adam, AdamW,
  * clipping by global norm, the step, cosine and warm-up schedules); and
- * the model templates BATCH and COMPUTE. */
+ * the model templates BATCH, GLOBAL_BATCH and COMPUTE. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -180,11 +180,11 @@ static void clip_and_schedules(void **state) {
 
 static void templates_keep_columns(void **state) {
   (void)state;
-  char t[] = "x: f32[BATCH,784] cast(x, COMPUTE) BATCHES MY_BATCH";
-  assert_true(train_template(t, strlen(t), 128, "bf16"));
-  assert_string_equal(t, "x: f32[  128,784] cast(x, bf16   ) BATCHES MY_BATCH");
+  char t[] = "x: f32[BATCH,784] cast(x, COMPUTE) BATCHES MY_BATCH / GLOBAL_BATCH;";
+  assert_true(train_template(t, strlen(t), 128, 1024, "bf16"));
+  assert_string_equal(t, "x: f32[  128,784] cast(x, bf16   ) BATCHES MY_BATCH /         1024;");
   char u[] = "[BATCH]";
-  assert_false(train_template(u, strlen(u), 123456, "f32"));
+  assert_false(train_template(u, strlen(u), 123456, 123456, "f32"));
 }
 
 /* test_train_optim --dump OPT LR WEIGHT_DECAY CLIP_NORM: the weights after
