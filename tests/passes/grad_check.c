@@ -2,7 +2,8 @@
  * .hlo file given (directories scanned, files sorted): the VJP module
  * (ir_grad_module, then again with remat) must verify, print as HLO that
  * reads back, and agree with central finite differences on the evaluator
- * (grad_fd.h; up to 6 sampled elements per parameter). A module is
+ * (grad_fd.h: in float64 where the module widens to it; up to 6 sampled
+ * elements per parameter). A module is
  * skipped, with the reason, when the transformation refuses it (an op
  * without a gradient is a located error: the message must carry
  * file:line:col), when the evaluator refuses it, or when it has no
@@ -19,7 +20,7 @@
 #include "tests/passes/hlo_files.h"
 #include "tests/passes/grad_fd.h"
 
-static int failures, checked, skipped;
+static int failures, checked, skipped, in_f64;
 
 static bool has_float_param(const ir_module *m) {
   const ir_comp *e = &m->comps.v[m->entry];
@@ -70,7 +71,8 @@ static void check_file(const char *path) {
   gfd_options o;
   gfd_options_init(&o);
   o.max_elems = 6;
-  gfd_outcome r = gfd_check(m, &o, msg, sizeof msg, &n);
+  bool f64 = false;
+  gfd_outcome r = gfd_check_f64(m, &o, msg, sizeof msg, &n, &f64);
   if (r == GFD_PASS) {
     o.remat = true;
     r = gfd_check(m, &o, msg, sizeof msg, &nr);
@@ -82,8 +84,9 @@ static void check_file(const char *path) {
   }
   switch (r) {
   case GFD_PASS:
-    printf("ok   %s (%d elements, %d under remat)\n", path, n, nr);
+    printf("ok   %s (%d elements, %d under remat; %s)\n", path, n, nr, f64 ? "f64" : "as typed");
     checked++;
+    in_f64 += f64;
     break;
   case GFD_SKIP:
     printf("SKIP %s: %s\n", path, msg);
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
     else
       tp_for_each_hlo(argv[i], check_file);
   }
-  printf("%d checked, %d skipped, %d failed\n", checked, skipped, failures);
+  printf("%d checked (%d in f64), %d skipped, %d failed\n", checked, in_f64, skipped, failures);
   if (checked < min_checked) fprintf(stderr, "only %d modules checked (want %ld)\n", checked, min_checked);
   return failures || checked < min_checked ? 1 : 0;
 }

@@ -1,8 +1,13 @@
 /* grad_fd.c: the finite-difference check of grad_fd.h. */
 #include "tests/passes/grad_fd.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
 
 void gfd_options_init(gfd_options *o) {
   memset(o, 0, sizeof *o);
@@ -189,7 +194,51 @@ static gfd_outcome check_param(fd *f, int p, const ir_literal *gl, int max_elems
   return GFD_PASS;
 }
 
+/* m with every f32 value made f64 (its HLO text with f32[ read as f64[),
+ * or NULL when that does not read back as a module. Other types stay. */
+static ir_module *widen_f64(const ir_module *m) {
+  strbuf b;
+  sb_init(&b);
+  ir_print_module(&b, m);
+  for (size_t i = 0; i + 4 <= b.len; i++)
+    if (!memcmp(b.s + i, "f32[", 4) && (i == 0 || !isalnum((unsigned char)b.s[i - 1]))) {
+      b.s[i + 1] = '6';
+      b.s[i + 2] = '4';
+    }
+  bool any = strstr(sb_str(&b), "f64[") != NULL;
+  diag *d = diag_create();
+  ir_module *w = any ? fe_parse_hlo("widened.hlo", sb_str(&b), b.len, d) : NULL;
+  diag_destroy(d);
+  sb_free(&b);
+  return w;
+}
+
+static gfd_outcome check_typed(const ir_module *m, const gfd_options *o, char *msg, size_t msglen,
+                               int *out_checked);
+
+gfd_outcome gfd_check_f64(const ir_module *m, const gfd_options *o, char *msg, size_t msglen,
+                          int *out_checked, bool *out_f64) {
+  if (out_f64) *out_f64 = false;
+  ir_module *w = widen_f64(m);
+  if (w) {
+    gfd_outcome r = check_typed(w, o, msg, msglen, out_checked);
+    ir_module_destroy(w);
+    /* A module the f64 evaluator or transformation refuses is checked as
+     * it is; a failure in f64 is a failure. */
+    if (r != GFD_SKIP) {
+      if (out_f64) *out_f64 = true;
+      return r;
+    }
+  }
+  return check_typed(m, o, msg, msglen, out_checked);
+}
+
 gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_t msglen, int *out_checked) {
+  return gfd_check_f64(m, o, msg, msglen, out_checked, NULL);
+}
+
+static gfd_outcome check_typed(const ir_module *m, const gfd_options *o, char *msg, size_t msglen,
+                               int *out_checked) {
   int checked = 0;
   if (out_checked) *out_checked = 0;
   ir_grad_options go;

@@ -19,8 +19,8 @@
  * the gradient must then match one of them within 2 tol (the side without
  * the kink), and at most a quarter of the elements may be such points.
  * Elements whose differences are not finite (overflow near the point)
- * are not compared; a module with none left is GFD_SKIP. The evaluator runs f32 today; in f64 the same check holds
- * with eps = 2^-53. */
+ * are not compared; a module with none left is GFD_SKIP. Checked in f64
+ * (gfd_check_f64), eps is 2^-53 unless a narrower type stays. */
 #ifndef TPUCC_TESTS_GRAD_FD_H
 #define TPUCC_TESTS_GRAD_FD_H
 
@@ -38,10 +38,15 @@ void gfd_options_init(gfd_options *o);
 
 typedef enum gfd_outcome { GFD_PASS, GFD_FAIL, GFD_SKIP } gfd_outcome;
 
-/* Transforms m (ir_grad_module) and checks the result. GFD_SKIP when the
- * transformation or the evaluator refuses the module (msg says why),
- * GFD_FAIL with the first mismatch in msg. *out_checked counts the
- * elements compared (may be NULL). */
+/* Transforms m (ir_grad_module) and checks the result in float64: m with
+ * every f32 value made f64 (other types stay as they are), when the
+ * transformation and the evaluator take that; else m as it is. GFD_SKIP
+ * when the transformation or the evaluator refuses the module (msg says
+ * why), GFD_FAIL with the first mismatch in msg. *out_checked counts the
+ * elements compared (may be NULL); *out_f64 tells whether the check ran
+ * in f64 (may be NULL). */
+gfd_outcome gfd_check_f64(const ir_module *m, const gfd_options *o, char *msg, size_t msglen,
+                          int *out_checked, bool *out_f64);
 gfd_outcome gfd_check(const ir_module *m, const gfd_options *o, char *msg, size_t msglen, int *out_checked);
 
 /* The seeded inputs of gfd_check for m's entry (arena a), for other
