@@ -42,6 +42,8 @@ bool gr_dynamic_slice(gr_ctx *g, ir_id i, ir_id ct);        /* grad_index.c */
 bool gr_dynamic_update_slice(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
 bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
+bool gr_while(gr_ctx *g, ir_id i, ir_id ct);       /* grad_control.c */
+bool gr_conditional(gr_ctx *g, ir_id i, ir_id ct); /* grad_control.c */
 
 /* The one binary op (add, maximum, minimum, multiply) a reducer
  * computation applies to its two parameters, or IR_OP__COUNT when it is
@@ -72,6 +74,9 @@ ir_id gr_operand(gr_ctx *g, ir_id i, int k);
 ir_id gr_fwd(gr_ctx *g, ir_id x);
 /* Whether forward instruction x wants an adjoint (it is active). */
 bool gr_wants(const gr_ctx *g, ir_id x);
+/* The element adjoints of tuple-shaped forward instruction t (made on
+ * first use, every element IR_NONE: zero). */
+ir_id *gr_tuple_adj(gr_ctx *g, ir_id t);
 /* Adds contribution v (x's shape) to the adjoint of forward instruction
  * x; nothing when x is not active. */
 void gr_accum(gr_ctx *g, ir_id x, ir_id v);

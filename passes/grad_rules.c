@@ -293,7 +293,7 @@ static bool rule_reverse(gr_ctx *g, ir_id i, ir_id ct) {
 
 /* ---- tuples ----------------------------------------------------------- */
 
-static ir_id *tuple_adj(gr_ctx *g, ir_id t) {
+ir_id *gr_tuple_adj(gr_ctx *g, ir_id t) {
   if (!g->adjt[t]) {
     int n = gr_shape(g, t)->ntuple;
     g->adjt[t] = arena_array(g->m->arena, (size_t)(n ? n : 1), sizeof(ir_id));
@@ -317,7 +317,7 @@ static bool rule_gte(gr_ctx *g, ir_id i, ir_id ct) {
   ir_id t = gr_inst(g, i)->ops[0];
   if (gr_shape(g, i)->type == IR_TUPLE) return gr_fail(g, "a gradient through nested tuples is not supported");
   if (!gr_wants(g, t)) return true;
-  ir_id *a = tuple_adj(g, t);
+  ir_id *a = gr_tuple_adj(g, t);
   int64_t k = gr_inst(g, i)->a->index;
   a[k] = a[k] == IR_NONE ? ct : gr_bin(g, IR_OP_ADD, a[k], ct);
   return true;
@@ -359,7 +359,7 @@ static const row rows[IR_OP__COUNT] = {
     RULE(REDUCE, gr_reduce), RULE(REDUCE_WINDOW, gr_reduce_window),
     NONE(ALL_REDUCE, EFFECT),
     RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, INLINED),
-    NONE(CALL, INLINED), NONE(WHILE, LATER), NONE(CONDITIONAL, LATER), NONE(MAP, LATER),
+    NONE(CALL, INLINED), RULE(WHILE, gr_while), RULE(CONDITIONAL, gr_conditional), NONE(MAP, LATER),
     NONE(SORT, LATER), NONE(SCAN, LATER), NONE(TOPK, LATER), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
     RULE(SELECT_AND_SCATTER, gr_select_and_scatter), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
     NONE(DYNAMIC_RESHAPE, LATER), NONE(BITCAST, "reinterpreting bytes is not differentiable"),
