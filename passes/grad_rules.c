@@ -323,6 +323,50 @@ static bool rule_gte(gr_ctx *g, ir_id i, ir_id ct) {
   return true;
 }
 
+/* An op that passes its operand through (opt-barrier, domain,
+ * add-dependency's operand 0): the adjoint goes back as it is, element by
+ * element for a tuple. */
+static bool rule_pass_through(gr_ctx *g, ir_id i, ir_id ct) {
+  ir_id x = gr_inst(g, i)->ops[0];
+  if (gr_shape(g, x)->type != IR_TUPLE) {
+    gr_accum(g, x, ct);
+    return true;
+  }
+  if (!g->adjt[i] || !gr_wants(g, x)) return true;
+  ir_id *a = gr_tuple_adj(g, x);
+  for (int k = 0; k < gr_shape(g, x)->ntuple; k++) {
+    ir_id c = g->adjt[i][k];
+    if (c == IR_NONE) continue;
+    if (gr_shape(g, x)->tuple[k].type == IR_TUPLE) return gr_fail(g, "a gradient through nested tuples is not supported");
+    a[k] = a[k] == IR_NONE ? c : gr_bin(g, IR_OP_ADD, a[k], c);
+  }
+  return true;
+}
+
+/* The same op, with the same attributes, applied to the adjoint:
+ * reduce-precision to 7 or more mantissa bits (as jax: the rounding of the
+ * cotangent, the straight-through gradient that precision emulation wants,
+ * as convert gives) and an all-reduce that sums (its transpose is itself). */
+static bool rule_same_op(gr_ctx *g, ir_id i, ir_id ct) {
+  const ir_inst *in = gr_inst(g, i);
+  if (in->nops != 1 || in->shape->type == IR_TUPLE)
+    return gr_fail(g, "a gradient through a tuple-shaped %s is not supported", ir_op_name(in->op));
+  if (in->op == IR_OP_ALL_REDUCE && gr_reducer_op(g->m, in->calls[0]) != IR_OP_ADD)
+    return gr_fail(g, "a gradient through an all-reduce that does not add is not supported");
+  int64_t mb = 0;
+  if (in->op == IR_OP_REDUCE_PRECISION && (!ir_raw_int(in, "mantissa_bits", &mb) || mb < 7))
+    return gr_fail(g, "rounding to %lld mantissa bits has steps wider than a gradient can pass through: "
+                      "the straight-through gradient is given from 7 bits (bfloat16) up",
+                   (long long)mb);
+  ir_id x = in->ops[0];
+  ir_inst_proto p = ir_inst_proto_of(in);
+  p.name = ir_unique_name(g->m, in->info->name ? in->info->name : ir_op_name(in->op));
+  p.ops = &ct;
+  p.loc = g->loc;
+  gr_accum(g, x, ir_inst_add(g->m, g->c, &p));
+  return true;
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 typedef struct row {
@@ -357,13 +401,13 @@ static const row rows[IR_OP__COUNT] = {
     RULE(SELECT, gr_elementwise), RULE(CLAMP, gr_elementwise),
     RULE(DOT, gr_dot), RULE(CONVOLUTION, gr_convolution),
     RULE(REDUCE, gr_reduce), RULE(REDUCE_WINDOW, gr_reduce_window),
-    NONE(ALL_REDUCE, EFFECT),
+    RULE(ALL_REDUCE, rule_same_op),
     RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, INLINED),
     NONE(CALL, INLINED), RULE(WHILE, gr_while), RULE(CONDITIONAL, gr_conditional), NONE(MAP, LATER),
     NONE(SORT, LATER), NONE(SCAN, LATER), NONE(TOPK, LATER), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
     RULE(SELECT_AND_SCATTER, gr_select_and_scatter), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
     NONE(DYNAMIC_RESHAPE, LATER), NONE(BITCAST, "reinterpreting bytes is not differentiable"),
-    NONE(REDUCE_PRECISION, LATER), NONE(STOCHASTIC_CONVERT, "random rounding has no gradient"),
+    RULE(REDUCE_PRECISION, rule_same_op), NONE(STOCHASTIC_CONVERT, "random rounding has no gradient"),
     RULE(TAN, gr_elementwise), RULE(ACOS, gr_elementwise), RULE(ACOSH, gr_elementwise),
     RULE(ASIN, gr_elementwise), RULE(ASINH, gr_elementwise), RULE(ATAN, gr_elementwise),
     RULE(ATANH, gr_elementwise), RULE(SINH, gr_elementwise), RULE(COSH, gr_elementwise),
@@ -378,8 +422,8 @@ static const row rows[IR_OP__COUNT] = {
     NONE(COLLECTIVE_PERMUTE_DONE, EFFECT), NONE(ASYNC_START, EFFECT), NONE(ASYNC_UPDATE, EFFECT),
     NONE(ASYNC_DONE, EFFECT), NONE(COPY_START, EFFECT), NONE(COPY_DONE, EFFECT), NONE(SEND, EFFECT),
     NONE(SEND_DONE, EFFECT), NONE(RECV, EFFECT), NONE(RECV_DONE, EFFECT), NONE(INFEED, EFFECT),
-    NONE(OUTFEED, EFFECT), ZERO(AFTER_ALL), NONE(ADD_DEPENDENCY, LATER), NONE(OPT_BARRIER, LATER),
-    NONE(DOMAIN, LATER), ZERO(REPLICA_ID), ZERO(PARTITION_ID), ZERO(RNG),
+    NONE(OUTFEED, EFFECT), ZERO(AFTER_ALL), RULE(ADD_DEPENDENCY, rule_pass_through), RULE(OPT_BARRIER, rule_pass_through),
+    RULE(DOMAIN, rule_pass_through), ZERO(REPLICA_ID), ZERO(PARTITION_ID), ZERO(RNG),
     ZERO(RNG_BIT_GENERATOR), ZERO(RNG_GET_AND_UPDATE_STATE), ZERO(GET_DIMENSION_SIZE),
     NONE(SET_DIMENSION_SIZE, LATER), NONE(BATCH_NORM_TRAINING, LATER),
     NONE(BATCH_NORM_INFERENCE, LATER), NONE(BATCH_NORM_GRAD, LATER), NONE(CHOLESKY, LATER),
