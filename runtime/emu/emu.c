@@ -269,23 +269,28 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
   return rc == EMU_STEP_HALT ? 0 : -1;
 }
 
-/* A `wait scalar`: takes the signals it needs and moves the front end to
- * the latest (counted as a stall by who signalled it). Alone, it sees
- * this core's signals and faults when too few were issued; with other
- * cores it also sees ICI signals and returns 1 (blocked: nothing changed)
- * while it cannot be decided before bound. */
+/* `wait scalar` (this core's signals; faults when too few were issued)
+ * and `iwait` (signals that came over ICI): takes the signals and moves
+ * the front end to the latest (counted as a stall by who signalled it).
+ * iwait returns 1 (blocked: nothing changed) while it cannot be decided
+ * before bound; alone (no interconnect) too few signals are a fault. */
 static int frontend_wait(emu_machine *m, const isa_inst *in, emu_time bound, emu_time *T) {
   emu_unit_stats *us = &m->st->units[ISA_UNIT_SCALAR];
   uint32_t n = (uint32_t)in->imm;
   emu_time ready;
-  int unit;
-  if (!m->ici) {
+  int unit = EMU_UNIT_ICI;
+  if (in->op == OP_WAIT) {
     int from_dma;
     if (emu_sem_wait(m, in->a, n, &ready, &from_dma)) return -1;
     unit = from_dma ? ISA_UNIT_DMA0 : ISA_UNIT_VECTOR;
   } else {
-    int ok = emu_sem_wait_any(m, in->a, n, bound, &ready, &unit, NULL);
+    int ok = emu_isem_wait(m, in->a, n, m->ici ? bound : UINT64_MAX, &ready, NULL);
     if (ok < 0) return -1;
+    if (!ok && !m->ici)
+      return emu_fail(m, EMU_FAULT_SEMAPHORE,
+                      "iwait for %u on semaphore %d can never complete: this run has no "
+                      "interconnect (deadlock)",
+                      n, in->a);
     if (!ok) {
       m->fe_blocked_sem = in->a;
       m->fe_blocked_n = n;
@@ -458,6 +463,18 @@ int emu_advance(emu_machine *m, uint64_t bound) {
       r = m->v[in.b][(uint32_t)in.imm / TGT_LANES][(uint32_t)in.imm % TGT_LANES];
       break;
     }
+    case OP_IWAIT: {
+      writes = 0;
+      int blocked = frontend_wait(m, &in, bound, &T);
+      if (blocked < 0) goto fault;
+      if (blocked) { /* the iwait issues again in a later step */
+        st->instructions--;
+        m->fe_t = T;
+        m->fe_pc = pc;
+        return EMU_STEP_BLOCKED;
+      }
+      break;
+    }
     case OP_COREID:
       r = imm ? (uint32_t)m->ncores : (uint32_t)m->core;
       break;
@@ -474,14 +491,7 @@ int emu_advance(emu_machine *m, uint64_t bound) {
       if (u == ISA_UNIT_SCALAR) {
         /* wait/signal executed by the front end itself. */
         if (in.op == OP_WAIT) {
-          int blocked = frontend_wait(m, &in, bound, &T);
-          if (blocked < 0) goto fault;
-          if (blocked) { /* blocked: the wait issues again in a later step */
-            st->instructions--;
-            m->fe_t = T;
-            m->fe_pc = pc;
-            return EMU_STEP_BLOCKED;
-          }
+          if (frontend_wait(m, &in, bound, &T)) goto fault;
         } else {
           if (emu_sem_signal(m, in.a, imm, T + 1, u)) goto fault;
         }

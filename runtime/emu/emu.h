@@ -94,9 +94,9 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
  * as emu_run does (0, or -1 with *f set); emu_advance runs instructions
  * while the front end's cycle is below `bound` and returns EMU_STEP_HALT
  * (the program ended: st->cycles set), EMU_STEP_YIELD (the front end
- * reached bound), EMU_STEP_BLOCKED (a `wait scalar` cannot be decided
- * yet: too few signals, or its signals arrive at or after bound, and
- * signals from other cores may still come; see emu_ici_*), or
+ * reached bound), EMU_STEP_BLOCKED (an `iwait` cannot be decided yet: too
+ * few signals, or they arrive at or after bound, and signals from other
+ * cores may still come; see emu_ici_*), or
  * EMU_STEP_FAULT; emu_end releases the run's state and must follow every
  * successful emu_begin. */
 enum { EMU_STEP_HALT, EMU_STEP_YIELD, EMU_STEP_BLOCKED, EMU_STEP_FAULT };
@@ -216,7 +216,7 @@ struct emu_machine {
   int core, ncores;           /* this core's id, cores running (0, 1 alone) */
   emu_ici *ici;               /* the interconnect, NULL when running alone */
   emu_ici_stats ist;          /* interconnect counters of the run */
-  emu_sem isem[TGT_SEMS];     /* signals that came over ICI: `wait scalar` only */
+  emu_sem isem[TGT_SEMS];     /* signals that came over ICI: `iwait` only */
   emu_put *out;               /* dmaputs issued this round */
   uint32_t nout, capout;
   uint64_t put_seq;
@@ -224,7 +224,7 @@ struct emu_machine {
   const tpub_image *img;
   emu_time fe_t;
   uint32_t fe_pc;
-  int fe_blocked_sem;         /* the semaphore a blocked `wait scalar` waits on */
+  int fe_blocked_sem;         /* the semaphore a blocked `iwait` waits on */
   uint32_t fe_blocked_n;      /* and how many signals it needs */
 };
 
@@ -297,13 +297,12 @@ int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready, int *
 void emu_sem_reset(emu_machine *m);
 /* ICI signals (sync.c): adds one token of the destination semaphore. */
 int emu_isem_signal(emu_machine *m, int sem, emu_time t);
-/* A front-end wait that also sees ICI signals: when at least count local
- * and ICI tokens are pending and the count-th earliest arrives before
- * bound, consumes the count earliest and returns 1 with *ready and *unit
- * (who signalled the deciding token; EMU_UNIT_ICI for ICI); returns 0 and
- * changes nothing otherwise. *nth (may be NULL) gets the count-th earliest
- * stamp, or UINT64_MAX when too few are pending. -1 when memory runs out. */
-int emu_sem_wait_any(emu_machine *m, int sem, uint32_t count, emu_time bound, emu_time *ready,
-                     int *unit, emu_time *nth);
+/* iwait: when at least count ICI signals are pending on sem and the
+ * count-th earliest arrives before bound, consumes the count earliest and
+ * returns 1 with *ready its stamp; returns 0 and changes nothing
+ * otherwise. *nth (may be NULL) gets the count-th earliest stamp, or
+ * UINT64_MAX when too few are pending. -1 when memory runs out. */
+int emu_isem_wait(emu_machine *m, int sem, uint32_t count, emu_time bound, emu_time *ready,
+                  emu_time *nth);
 
 #endif

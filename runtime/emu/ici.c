@@ -16,13 +16,13 @@
  * ici_latency.
  *
  * Determinism: conservative parallel simulation in rounds. Every core's
- * front end has a cycle T; a core blocked on a `wait scalar` that needs
+ * front end has a cycle T; a core blocked on a `iwait` that needs
  * signals has a lower bound of the count-th earliest signal it holds (none:
  * infinite); a halted core is infinite. With M the least of these, no core
  * can still issue a transfer before M, and none arrives before M + L (L =
  * ici_latency, at least 1, every route has at least one hop). So in a round
  * every core runs on its own host thread until its front end reaches
- * bound = M + L, and a `wait scalar` is decided only when the signals it
+ * bound = M + L, and a `iwait` is decided only when the signals it
  * takes arrive before bound: then no signal that is still to come could
  * have been earlier. What a core does in a round depends only on its state
  * and the bound, and the routing between rounds happens in one thread in a
@@ -318,9 +318,8 @@ static emu_time lower_bound(emu_ici *x, int c) {
   if (x->state[c] == EMU_STEP_HALT) return UINT64_MAX;
   if (x->state[c] != EMU_STEP_BLOCKED) return m->fe_t;
   emu_time ready, nth = UINT64_MAX;
-  int unit;
   /* bound 0: only asks for the count-th earliest signal. */
-  emu_sem_wait_any(m, m->fe_blocked_sem, m->fe_blocked_n, 0, &ready, &unit, &nth);
+  emu_isem_wait(m, m->fe_blocked_sem, m->fe_blocked_n, 0, &ready, &nth);
   return tmax(nth, m->fe_t);
 }
 
@@ -418,9 +417,9 @@ static int deadlock(emu_ici *x) {
     m->pc = m->fe_pc;
     m->word = m->img->code[m->fe_pc];
     m->now = m->fe_t;
-    uint32_t have = m->sem[m->fe_blocked_sem].n + m->isem[m->fe_blocked_sem].n;
+    uint32_t have = m->isem[m->fe_blocked_sem].n;
     emu_fail(m, EMU_FAULT_SEMAPHORE,
-             "wait for %u on semaphore %d can never complete: %u signals are pending "
+             "iwait for %u on semaphore %d can never complete: %u signals are pending "
              "and no core can send more (deadlock across cores)",
              m->fe_blocked_n, m->fe_blocked_sem, have);
     return c;

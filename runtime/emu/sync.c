@@ -6,11 +6,13 @@
  * EMU_SEM_MAX pending tokens on one semaphore is a fault too.
  *
  * Signals that come over ICI (another core's dmaput, or this core's own)
- * are kept apart, per semaphore, and only a `wait scalar` sees them: it
- * takes the earliest of both kinds, and is decided only once no signal
- * still to come can arrive before the ones it takes (emu_sem_wait_any and
- * the bound of ici.c). */
+ * are kept apart, per semaphore, and only `iwait` sees them (and sees
+ * nothing else): it takes the earliest, and is decided only once no
+ * signal still to come can arrive before the ones it takes
+ * (emu_isem_wait and the bound of ici.c). */
 #include "emu.h"
+
+#include <string.h>
 
 static void sift_up(emu_token *h, uint32_t i) {
   while (i > 0) {
@@ -77,28 +79,17 @@ static emu_token pop(emu_sem *q) {
   return x;
 }
 
-/* The count-th earliest stamp of the union of a and b (count <= a->n +
- * b->n), from copies of the heaps; -1 when memory runs out. */
-static int nth_stamp(emu_machine *m, const emu_sem *a, const emu_sem *b, uint32_t count,
-                     emu_time *out) {
+/* The count-th earliest stamp of q (count <= q->n), from a copy of the
+ * heap; -1 when memory runs out. */
+static int nth_stamp(emu_machine *m, const emu_sem *q, uint32_t count, emu_time *out) {
   if (count == 1) {
-    emu_time t = UINT64_MAX;
-    if (a->n) t = a->heap[0].t;
-    if (b->n && b->heap[0].t < t) t = b->heap[0].t;
-    *out = t;
+    *out = q->heap[0].t;
     return 0;
   }
-  size_t n = (size_t)a->n + b->n;
-  emu_token *h = rt_alloc(&m->alloc, n * sizeof *h);
+  emu_token *h = rt_alloc(&m->alloc, (size_t)q->n * sizeof *h);
   if (!h) return -1;
-  emu_sem c = {h, 0, (uint32_t)n};
-  for (uint32_t i = 0; i < a->n; i++) h[c.n++] = a->heap[i];
-  for (uint32_t i = 0; i < b->n; i++) {
-    h[c.n] = b->heap[i];
-    sift_up(h, c.n);
-    c.n++;
-  }
-  /* a's entries already form a heap prefix; b's were sifted in. */
+  memcpy(h, q->heap, (size_t)q->n * sizeof *h);
+  emu_sem c = {h, q->n, q->n};
   emu_time t = 0;
   for (uint32_t i = 0; i < count; i++) t = pop(&c).t;
   rt_free(&m->alloc, h);
@@ -106,28 +97,18 @@ static int nth_stamp(emu_machine *m, const emu_sem *a, const emu_sem *b, uint32_
   return 0;
 }
 
-int emu_sem_wait_any(emu_machine *m, int sem, uint32_t count, emu_time bound, emu_time *ready,
-                     int *unit, emu_time *nth) {
-  emu_sem *a = &m->sem[sem], *b = &m->isem[sem];
+int emu_isem_wait(emu_machine *m, int sem, uint32_t count, emu_time bound, emu_time *ready,
+                  emu_time *nth) {
+  emu_sem *q = &m->isem[sem];
   emu_time t = UINT64_MAX;
-  if ((uint64_t)a->n + b->n >= count && nth_stamp(m, a, b, count, &t)) {
+  if (q->n >= count && nth_stamp(m, q, count, &t)) {
     emu_fail(m, EMU_FAULT_OOM, "out of memory (host)");
     return -1;
   }
   if (nth) *nth = t;
   if (t == UINT64_MAX || t >= bound) return 0;
-  emu_time r = 0;
-  int u = ISA_UNIT_SCALAR;
-  for (uint32_t i = 0; i < count; i++) {
-    emu_sem *q = !b->n || (a->n && a->heap[0].t <= b->heap[0].t) ? a : b;
-    emu_token x = pop(q);
-    if (x.t >= r) {
-      r = x.t;
-      u = x.unit;
-    }
-  }
-  *ready = r;
-  *unit = u;
+  for (uint32_t i = 0; i < count; i++) pop(q);
+  *ready = t;
   return 1;
 }
 

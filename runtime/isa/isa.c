@@ -176,6 +176,7 @@ static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t 
   switch ((isa_op)in->op) {
   case OP_WAIT:
   case OP_SIGNAL:
+  case OP_IWAIT:
     if (imm < 1 || imm > 65535)
       FAIL("%s: count %lld outside 1..65535", f->mnemonic, (long long)imm);
     break;

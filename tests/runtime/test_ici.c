@@ -107,7 +107,7 @@ static void coreid_and_dmaput_encode_and_verify(void **state) {
   tgt_target t;
   assert_int_equal(tgt_parse("v3-8", &t, NULL, 0), 0);
   static const char *const texts[] = {"coreid s5, 0", "coreid s31, 1",
-                                      "dmaput dma1, s1, s2, s3, sem4, 101"};
+                                      "dmaput dma1, s1, s2, s3, sem4, 101", "iwait sem7, 3"};
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
     char src[128], msg[512], back[128];
     snprintf(src, sizeof src, "%s\nhalt\n", texts[i]);
@@ -130,6 +130,7 @@ static void coreid_and_dmaput_encode_and_verify(void **state) {
       {"coreid s1, 2\nhalt\n", "coreid: selector 2 must be 0 (core id) or 1 (core count)"},
       {"dmaput dma0, s1, s2, s3, sem0, 128\nhalt\n", "dmaput: flags 0x80"},
       {"dmaput dma2, s1, s2, s3, sem0, 0\nhalt\n", "dma2 does not exist"},
+      {"iwait sem1, 0\nhalt\n", "iwait: count 0 outside 1..65535"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char msg[512];
@@ -169,7 +170,7 @@ static const char *ring_src = ".target " TARGET "\n"
                               "  sli s4, 4096\n"
                               "  dmaput dma0, s0, s4, s0, sem0, 1\n"
                               "  wait scalar, sem0, 1\n"
-                              "  wait scalar, sem1, 1\n"
+                              "  iwait sem1, 1\n"
                               "  halt\n";
 
 static void ring_pass_on_v3_8(void **state) {
@@ -237,7 +238,7 @@ static const char *contend_src = ".target " TARGET "\n"
                                  "  wait scalar, sem0, 1\n"
                                  "  halt\n"
                                  "recv:\n"
-                                 "  wait scalar, sem1, 2\n"
+                                 "  iwait sem1, 2\n"
                                  "  halt\n";
 
 static void two_cores_share_a_link(void **state) {
@@ -276,14 +277,14 @@ static void faults(void **state) {
     const char *reason;
   } cases[] = {
       /* Every core waits for a signal nobody sends. */
-      {"  wait scalar, sem3, 1\n  halt\n", 0, EMU_FAULT_SEMAPHORE,
-       "wait for 1 on semaphore 3 can never complete: 0 signals are pending and no core can "
+      {"  iwait sem3, 1\n  halt\n", 0, EMU_FAULT_SEMAPHORE,
+       "iwait for 1 on semaphore 3 can never complete: 0 signals are pending and no core can "
        "send more (deadlock across cores)"},
       /* Core 5 waits for two signals, core 4 sends it one; the rest halt. */
       {"  coreid s1, 0\n  sli s2, 5\n  beq s1, s2, w\n  sli s2, 4\n  bne s1, s2, e\n"
        "  sli s3, 5\n  sst s3, s0, 40\n  dmaput dma0, s0, s0, s0, sem0, 2\n  wait scalar, sem0, 1\n"
-       "e:\n  halt\nw:\n  wait scalar, sem2, 2\n  halt\n",
-       5, EMU_FAULT_SEMAPHORE, "wait for 2 on semaphore 2 can never complete: 1 signals are pending"},
+       "e:\n  halt\nw:\n  iwait sem2, 2\n  halt\n",
+       5, EMU_FAULT_SEMAPHORE, "iwait for 2 on semaphore 2 can never complete: 1 signals are pending"},
       {"  sli s3, 8\n  sst s3, s0, 40\n  dmaput dma0, s0, s0, s0, sem0, 0\n  halt\n", 0,
        EMU_FAULT_CORE, "dmaput: destination core 8 does not exist (8 running)"},
       {"  sli s3, 1\n  sst s3, s0, 40\n  sli s4, 8000\n  dmaput dma0, s0, s4, s0, sem0, 0\n"
