@@ -3,13 +3,16 @@
  * runtime/emu with the device's target, cycle limit, MXU model and trace. */
 #include "runtime/device.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "asm.h"
 #include "emu.h"
+#include "ici.h"
 #include "isa.h"
 #include "profile.h"
 #include "target.h"
@@ -23,6 +26,7 @@ struct rt_device {
   int mxu_systolic;
   char *trace_path; /* NULL: no trace */
   emu_machine *emu; /* created at the first execution */
+  emu_machine **cores; /* all cores (cores[0] == emu), at the first execution on all */
 };
 
 struct rt_program {
@@ -70,7 +74,7 @@ static tpurt_status_t tpu_create(const char *spec, const rt_device_config *c, rt
   }
   info->platform = "tpu";
   tgt_format(&t, info->target, sizeof info->target);
-  info->ncores = 1;
+  info->ncores = t.ncores;
   *out = d;
   return TPURT_OK;
 }
@@ -78,6 +82,8 @@ static tpurt_status_t tpu_create(const char *spec, const rt_device_config *c, rt
 static void tpu_destroy(rt_device *d) {
   if (!d) return;
   rt_allocator a = d->alloc;
+  for (int c = 1; d->cores && c < d->target.ncores; c++) emu_destroy(d->cores[c]);
+  rt_free(&a, d->cores);
   emu_destroy(d->emu);
   rt_free(&a, d->trace_path);
   rt_free(&a, d);
@@ -188,17 +194,23 @@ typedef struct trace_out {
   int n;
 } trace_out;
 
-static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
+/* One instruction's event on process row pid. */
+static void trace_write(FILE *f, int pid, int unit, uint32_t pc, uint64_t word, uint64_t start,
                         uint64_t occ, uint64_t lat) {
-  trace_out *t = user;
   char text[160] = "?";
   isa_inst in;
   if (!isa_decode(word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
-  fprintf(t->f,
-          ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,"
+  fprintf(f,
+          ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
           "\"ts\":%llu,\"dur\":%llu,\"args\":{\"pc\":%u,\"lat\":%llu}}",
-          text, unit, (unsigned long long)start, (unsigned long long)occ, pc,
+          text, pid, unit, (unsigned long long)start, (unsigned long long)occ, pc,
           (unsigned long long)lat);
+}
+
+static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
+                        uint64_t occ, uint64_t lat) {
+  trace_out *t = user;
+  trace_write(t->f, 1, unit, pc, word, start, occ, lat);
   t->n++;
 }
 
@@ -216,19 +228,33 @@ static FILE *trace_open(const char *path) {
   return f;
 }
 
-/* The core (created at the first run) and the HBM image of a run with
- * the constants and r's parameters in place; NULL after setting msg. */
-static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t msglen) {
-  rt_device *d = p->dev;
-  const tpub_image *img = p->img;
-  if (!d->emu) {
-    d->emu = emu_create(&d->target, &d->alloc);
-    if (!d->emu) {
-      fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory creating the core");
+/* Core c's machine (created at its first run); NULL after setting msg. */
+static emu_machine *core_machine(rt_device *d, int c, char *msg, size_t msglen) {
+  emu_machine **slot = &d->emu;
+  if (c > 0) {
+    if (!d->cores) d->cores = rt_calloc(&d->alloc, (size_t)d->target.ncores, sizeof *d->cores);
+    if (!d->cores) {
+      fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory creating the cores");
       return NULL;
     }
-    emu_set_systolic(d->emu, d->mxu_systolic);
+    slot = &d->cores[c];
   }
+  if (!*slot) {
+    *slot = emu_create(&d->target, &d->alloc);
+    if (!*slot) {
+      fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory creating core %d", c);
+      return NULL;
+    }
+    emu_set_systolic(*slot, d->mxu_systolic);
+  }
+  return *slot;
+}
+
+/* The HBM image of a run with the constants and r's parameters in place;
+ * NULL after setting msg. */
+static uint8_t *hbm_image(rt_program *p, const rt_replica *r, char *msg, size_t msglen) {
+  rt_device *d = p->dev;
+  const tpub_image *img = p->img;
   uint8_t *hbm = rt_calloc(&d->alloc, 1, (size_t)img->hbm_bytes);
   if (!hbm) {
     fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for %llu bytes of HBM",
@@ -240,6 +266,13 @@ static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t ms
   for (uint32_t i = 0; i < img->nparams; i++)
     memcpy(hbm + img->params[i].hbm_offset, r->params[i], (size_t)img->params[i].bytes);
   return hbm;
+}
+
+/* The single core (created at the first run) and the HBM image of a run
+ * with r's parameters; NULL after setting msg. */
+static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t msglen) {
+  if (!core_machine(p->dev, 0, msg, msglen)) return NULL;
+  return hbm_image(p, r, msg, msglen);
 }
 
 /* Results and status of a run; frees hbm. */
@@ -265,10 +298,106 @@ static tpurt_status_t finish_run(rt_program *p, uint8_t *hbm, int rc, const emu_
   return TPURT_OK;
 }
 
+/* Whether the program talks over the interconnect. */
+static int uses_ici(const tpub_image *img) {
+  for (uint32_t i = 0; i < img->ncode; i++)
+    if ((img->code[i] >> 56) == OP_DMAPUT) return 1;
+  return 0;
+}
+
+/* Host threads of a many-core run: TPURT_HOST_THREADS, else the host's
+ * processors (results and cycles do not depend on it). */
+static int host_threads(int n) {
+  const char *e = getenv("TPURT_HOST_THREADS");
+  long k = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (k < 1) k = 1;
+  return k > n ? n : (int)k;
+}
+
+/* Chrome trace of many cores: one process row per core, one writer at a
+ * time. */
+typedef struct trace_core {
+  FILE *f;
+  pthread_mutex_t *mu;
+  int core;
+} trace_core;
+
+static void trace_event_core(void *user, int unit, uint32_t pc, uint64_t word, uint64_t start,
+                             uint64_t occ, uint64_t lat) {
+  trace_core *t = user;
+  pthread_mutex_lock(t->mu);
+  trace_write(t->f, t->core + 1, unit, pc, word, start, occ, lat);
+  pthread_mutex_unlock(t->mu);
+}
+
+static tpurt_status_t trace_close(FILE *f, const char *path, char *msg, size_t msglen) {
+  fputs("\n]\n", f);
+  int bad = ferror(f);
+  if (fclose(f) || bad)
+    return fail(msg, msglen, TPURT_IO_ERROR, "%s: error writing the trace", path);
+  return TPURT_OK;
+}
+
+/* n cores joined by the interconnect, one replica each. */
+static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, char *msg,
+                                   size_t msglen) {
+  rt_device *d = p->dev;
+  size_t per = sizeof(emu_machine *) + sizeof(uint8_t *) + sizeof(emu_stats) + sizeof(emu_fault) +
+               sizeof(trace_core);
+  uint8_t *mem = rt_calloc(&d->alloc, (size_t)n, per);
+  if (!mem) return fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  emu_stats *es = (emu_stats *)(void *)mem;
+  emu_fault *ef = (emu_fault *)(void *)(es + n);
+  trace_core *tc = (trace_core *)(void *)(ef + n);
+  emu_machine **mc = (emu_machine **)(void *)(tc + n);
+  uint8_t **hbm = (uint8_t **)(void *)(mc + n);
+  tpurt_status_t st = TPURT_OK;
+  for (int c = 0; c < n && st == TPURT_OK; c++) {
+    if (!(mc[c] = core_machine(d, c, msg, msglen)) || !(hbm[c] = hbm_image(p, &r[c], msg, msglen)))
+      st = TPURT_OUT_OF_MEMORY;
+  }
+  emu_ici *x = NULL;
+  if (st == TPURT_OK && !(x = emu_ici_create(&d->target, mc, n, host_threads(n), &d->alloc)))
+    st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  FILE *tf = NULL;
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path)))
+    st = fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
+  for (int c = 0; tf && c < n; c++) {
+    tc[c] = (trace_core){tf, &mu, c};
+    emu_set_trace(mc[c], trace_event_core, &tc[c]);
+  }
+  int who = 0, rc = 0;
+  if (st == TPURT_OK) rc = emu_ici_run(x, p->img, hbm, d->cycle_limit, es, ef, &who);
+  for (int c = 0; tf && c < n; c++) emu_set_trace(mc[c], NULL, NULL);
+  if (tf && (st = trace_close(tf, d->trace_path, msg, msglen)) == TPURT_OK) tf = NULL;
+  emu_ici_destroy(x);
+  for (int c = 0; c < n; c++) {
+    if (st != TPURT_OK || (rc && c != who)) {
+      if (st == TPURT_OK && r[c].stats) emu_stats_export(&es[c], &d->target, r[c].stats);
+      rt_free(&d->alloc, hbm[c]);
+      continue;
+    }
+    tpurt_status_t s1 = finish_run(p, hbm[c], rc, &es[c], &ef[c], &r[c], msg, msglen);
+    if (s1 != TPURT_OK) {
+      char inner[400];
+      snprintf(inner, sizeof inner, "%s", msg);
+      snprintf(msg, msglen, "core %d: %s", c, inner);
+      st = s1;
+    }
+  }
+  pthread_mutex_destroy(&mu);
+  rt_free(&d->alloc, mem);
+  return st;
+}
+
 static tpurt_status_t tpu_execute(rt_program *p, const rt_replica *r, int n, char *msg,
                                   size_t msglen) {
   rt_device *d = p->dev;
-  if (n != 1) return fail(msg, msglen, TPURT_INVALID_ARGUMENT, "%d replicas for 1 core", n);
+  if (n != 1 && n != d->target.ncores)
+    return fail(msg, msglen, TPURT_INVALID_ARGUMENT, "%d replicas for %d cores", n,
+                d->target.ncores);
+  if (n > 1 || uses_ici(p->img)) return execute_many(p, r, n, msg, msglen);
   uint8_t *hbm = prepare(p, r, msg, msglen);
   if (!hbm) return TPURT_OUT_OF_MEMORY;
   emu_stats es;

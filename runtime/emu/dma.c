@@ -35,7 +35,7 @@ static void span(int64_t base, const int64_t st[3], const uint32_t n[3], int64_t
  * busy intervals and a transfer takes the first gap of `data` cycles at or
  * after `earliest`. Intervals that end before the front end's cycle can no
  * longer matter (every later transfer starts after it) and are dropped. */
-static emu_time hbm_slot(emu_machine *m, emu_time earliest, emu_time data) {
+emu_time emu_hbm_slot(emu_machine *m, emu_time earliest, emu_time data) {
   uint32_t k = 0;
   while (k < m->hbm_n && m->hbm_iv[k][1] <= m->now)
     k++;
@@ -52,21 +52,65 @@ static emu_time hbm_slot(emu_machine *m, emu_time earliest, emu_time data) {
   return t;
 }
 
-static void hbm_reserve(emu_machine *m, emu_time s, emu_time e) {
+void emu_hbm_reserve(emu_machine *m, emu_time s, emu_time e) {
   if (m->hbm_n == m->hbm_cap) {
     /* Cannot happen within the bound of emu_create; keep the latest. */
     memmove(m->hbm_iv, m->hbm_iv + 1, (m->hbm_n - 1) * sizeof *m->hbm_iv);
     m->hbm_n--;
   }
-  uint32_t i = m->hbm_n;
-  while (i > 0 && m->hbm_iv[i - 1][0] > s) {
-    m->hbm_iv[i][0] = m->hbm_iv[i - 1][0];
-    m->hbm_iv[i][1] = m->hbm_iv[i - 1][1];
+  emu_iv_insert(m->hbm_iv, &m->hbm_n, s, e);
+}
+
+void emu_iv_insert(emu_time (*iv)[2], uint32_t *n, emu_time s, emu_time e) {
+  uint32_t i = *n;
+  while (i > 0 && iv[i - 1][0] > s) {
+    iv[i][0] = iv[i - 1][0];
+    iv[i][1] = iv[i - 1][1];
     i--;
   }
-  m->hbm_iv[i][0] = s;
-  m->hbm_iv[i][1] = e;
-  m->hbm_n++;
+  iv[i][0] = s;
+  iv[i][1] = e;
+  (*n)++;
+}
+
+int emu_dma_desc(emu_machine *m, const char *mn, uint32_t da, int nwords, uint64_t dst_size,
+                 emu_desc *d, uint32_t *extra) {
+  if (emu_check_range(m, "DMA descriptor (SMEM)", da, 4u * (uint32_t)nwords, m->t.smem_bytes, 4))
+    return -1;
+  uint32_t w[ISA_PUT_DESC_WORDS] = {0};
+  memcpy(w, m->smem + da, 4u * (uint32_t)nwords);
+  d->run = w[0];
+  for (int k = 0; k < 3; k++) {
+    d->n[k] = w[1 + k];
+    d->a[k] = (int32_t)w[4 + k];
+    d->b[k] = (int32_t)w[7 + k];
+  }
+  if (extra) *extra = w[10];
+  if (d->run == 0 || d->run > (1u << 30) || !d->n[0] || !d->n[1] || !d->n[2])
+    return emu_fail(m, EMU_FAULT_OPERAND,
+                    "%s: descriptor at SMEM %u has a zero or huge size "
+                    "(run %u, counts %u x %u x %u)",
+                    mn, da, d->run, d->n[0], d->n[1], d->n[2]);
+  uint64_t count = (uint64_t)d->n[0] * d->n[1] * d->n[2];
+  /* Bounds that keep every DMA's host work proportional to real data: at
+   * most 2^24 runs, and no more bytes than the destination memory holds
+   * (a transfer writing more must overwrite itself). */
+  if (count > EMU_DMA_MAX_RUNS)
+    return emu_fail(m, EMU_FAULT_OPERAND, "%s: %llu runs exceed %u per transfer", mn,
+                    (unsigned long long)count, EMU_DMA_MAX_RUNS);
+  d->bytes = count * d->run;
+  if (d->bytes > dst_size)
+    return emu_fail(m, EMU_FAULT_OPERAND,
+                    "%s: %llu bytes exceed the %llu bytes of its destination memory", mn,
+                    (unsigned long long)d->bytes, (unsigned long long)dst_size);
+  return 0;
+}
+
+int emu_dma_box_check(emu_machine *m, const char *what, uint32_t base, const int64_t st[3],
+                      const emu_desc *d, uint64_t size) {
+  int64_t lo, hi;
+  span(base, st, d->n, &lo, &hi);
+  return emu_check_range(m, what, lo, (uint64_t)(hi - lo) + d->run, size, 1);
 }
 
 int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
@@ -74,44 +118,22 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time
   int load = in->op == OP_DMALD;
   const char *mn = load ? "dmald" : "dmast";
   uint32_t vb = m->s[in->a], hb = m->s[in->b], da = m->s[in->c];
-  if (emu_check_range(m, "DMA descriptor (SMEM)", da, 40, m->t.smem_bytes, 4)) return -1;
-  uint32_t w[10];
-  memcpy(w, m->smem + da, sizeof w);
-  uint32_t run = w[0];
-  uint32_t n[3] = {w[1], w[2], w[3]};
-  int64_t hs[3] = {(int32_t)w[4], (int32_t)w[5], (int32_t)w[6]};
-  int64_t vs[3] = {(int32_t)w[7], (int32_t)w[8], (int32_t)w[9]};
-  if (run == 0 || run > (1u << 30) || !n[0] || !n[1] || !n[2])
-    return emu_fail(m, EMU_FAULT_OPERAND,
-                    "%s: descriptor at SMEM %u has a zero or huge size "
-                    "(run %u, counts %u x %u x %u)",
-                    mn, da, run, n[0], n[1], n[2]);
-  uint64_t count = (uint64_t)n[0] * n[1] * n[2];
-  /* Bounds that keep every DMA's host work proportional to real data: at
-   * most 2^24 runs, and no more bytes than the destination memory holds
-   * (a transfer writing more must overwrite itself). */
-  if (count > EMU_DMA_MAX_RUNS)
-    return emu_fail(m, EMU_FAULT_OPERAND, "%s: %llu runs exceed %u per transfer", mn,
-                    (unsigned long long)count, EMU_DMA_MAX_RUNS);
-  uint64_t bytes = count * run;
-  uint64_t dst_size = load ? m->t.vmem_bytes : m->hbm_bytes;
-  if (bytes > dst_size)
-    return emu_fail(m, EMU_FAULT_OPERAND,
-                    "%s: %llu bytes exceed the %llu bytes of its destination memory", mn,
-                    (unsigned long long)bytes, (unsigned long long)dst_size);
-  int64_t hlo, hhi, vlo, vhi;
-  span(hb, hs, n, &hlo, &hhi);
-  span(vb, vs, n, &vlo, &vhi);
-  if (emu_check_range(m, load ? "dmald HBM source" : "dmast HBM destination", hlo,
-                      (uint64_t)(hhi - hlo) + run, m->hbm_bytes, 1) ||
-      emu_check_range(m, load ? "dmald VMEM destination" : "dmast VMEM source", vlo,
-                      (uint64_t)(vhi - vlo) + run, m->t.vmem_bytes, 1))
+  emu_desc d;
+  if (emu_dma_desc(m, mn, da, 10, load ? m->t.vmem_bytes : m->hbm_bytes, &d, NULL)) return -1;
+  uint32_t run = d.run;
+  const uint32_t *n = d.n;
+  const int64_t *hs = d.a, *vs = d.b;
+  uint64_t bytes = d.bytes;
+  if (emu_dma_box_check(m, load ? "dmald HBM source" : "dmast HBM destination", hb, hs, &d,
+                        m->hbm_bytes) ||
+      emu_dma_box_check(m, load ? "dmald VMEM destination" : "dmast VMEM source", vb, vs, &d,
+                        m->t.vmem_bytes))
     return -1;
   /* Timing. */
   emu_stats *st = m->st;
   emu_time data = tgt_hbm_cycles(&m->t, bytes);
   if (data == 0) data = 1;
-  emu_time hstart = hbm_slot(m, earliest, data);
+  emu_time hstart = emu_hbm_slot(m, earliest, data);
   if (hstart > earliest) st->units[ISA_UNIT_DMA0 + in->x].stall_hbm += hstart - earliest;
   int u = ISA_UNIT_DMA0 + in->x;
   emu_time done = hstart + data + (emu_time)m->t.dma_latency;
@@ -140,7 +162,7 @@ int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time
       }
     }
 
-  hbm_reserve(m, hstart, hstart + data);
+  emu_hbm_reserve(m, hstart, hstart + data);
   *start = hstart;
   *occ = data;
   *lat = data + (emu_time)m->t.dma_latency;

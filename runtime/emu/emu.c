@@ -38,6 +38,7 @@ emu_machine *emu_create(const tgt_target *t, const rt_allocator *a) {
   emu_machine *m = rt_calloc(a, 1, sizeof *m);
   if (!m) return NULL;
   m->t = *t;
+  m->ncores = 1;
   if (a) m->alloc = *a;
   int ok = 1;
   m->vmem = rt_calloc(a, 1, (size_t)t->vmem_bytes);
@@ -108,8 +109,11 @@ void emu_destroy(emu_machine *m) {
     rt_free(&a, x->lhs);
     rt_free(&a, x->acc_ready);
   }
-  for (int i = 0; i < TGT_SEMS; i++)
+  for (int i = 0; i < TGT_SEMS; i++) {
     rt_free(&a, m->sem[i].heap);
+    rt_free(&a, m->isem[i].heap);
+  }
+  rt_free(&a, m->out);
   for (int u = 0; u < ISA_UNIT_COUNT; u++)
     rt_free(&a, m->unit[u].ring);
   rt_free(&a, m);
@@ -215,8 +219,8 @@ static emu_time vector_deps(emu_machine *m, const isa_inst *in, uint32_t *vr, ui
   return dep;
 }
 
-int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
-            emu_stats *st, emu_fault *f) {
+int emu_begin(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
+              emu_stats *st, emu_fault *f) {
   memset(st, 0, sizeof *st);
   memset(f, 0, sizeof *f);
   m->st = st;
@@ -225,6 +229,12 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
   m->hbm_bytes = img->hbm_bytes;
   m->cycle_limit = cycle_limit;
   m->systolic_cycles = 0;
+  m->img = img;
+  m->fe_t = 0;
+  m->fe_pc = 0;
+  m->nout = 0;
+  m->put_seq = 0;
+  memset(&m->ist, 0, sizeof m->ist);
   reset(m, img);
   m->hz[1] = rt_alloc(&m->alloc, emu_hazard_bytes(img->hbm_bytes));
   if (!m->hz[1]) {
@@ -238,13 +248,83 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
   }
   emu_hazard_reset(m->hz[1], img->hbm_bytes);
   m->touched[1] = 0;
+  return 0;
+}
+
+void emu_end(emu_machine *m) {
+  rt_free(&m->alloc, m->hz[1]);
+  m->hz[1] = NULL;
+  for (uint32_t i = 0; i < m->nout; i++) rt_free(&m->alloc, m->out[i].data);
+  m->nout = 0;
+  m->st->mxu_array_cycles = (uint64_t)m->systolic_cycles;
+  m->st = NULL;
+  m->f = NULL;
+}
+
+int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
+            emu_stats *st, emu_fault *f) {
+  if (emu_begin(m, img, hbm, cycle_limit, st, f)) return -1;
+  int rc = emu_advance(m, UINT64_MAX);
+  emu_end(m);
+  return rc == EMU_STEP_HALT ? 0 : -1;
+}
+
+/* `wait scalar` (this core's signals; faults when too few were issued)
+ * and `iwait` (signals that came over ICI): takes the signals and moves
+ * the front end to the latest (counted as a stall by who signalled it).
+ * iwait returns 1 (blocked: nothing changed) while it cannot be decided
+ * before bound; alone (no interconnect) too few signals are a fault. */
+static int frontend_wait(emu_machine *m, const isa_inst *in, emu_time bound, emu_time *T) {
+  emu_unit_stats *us = &m->st->units[ISA_UNIT_SCALAR];
+  uint32_t n = (uint32_t)in->imm;
+  emu_time ready;
+  int unit = EMU_UNIT_ICI;
+  if (in->op == OP_WAIT) {
+    int from_dma;
+    if (emu_sem_wait(m, in->a, n, &ready, &from_dma)) return -1;
+    unit = from_dma ? ISA_UNIT_DMA0 : ISA_UNIT_VECTOR;
+  } else {
+    int ok = emu_isem_wait(m, in->a, n, m->ici ? bound : UINT64_MAX, &ready, NULL);
+    if (ok < 0) return -1;
+    if (!ok && !m->ici)
+      return emu_fail(m, EMU_FAULT_SEMAPHORE,
+                      "iwait for %u on semaphore %d can never complete: this run has no "
+                      "interconnect (deadlock)",
+                      n, in->a);
+    if (!ok) {
+      m->fe_blocked_sem = in->a;
+      m->fe_blocked_n = n;
+      return 1;
+    }
+  }
+  if (ready > *T) {
+    if (unit == EMU_UNIT_ICI)
+      m->ist.wait_cycles += ready - *T;
+    else if (unit >= ISA_UNIT_DMA0)
+      us->stall_dma += ready - *T;
+    else
+      us->stall_sync += ready - *T;
+    *T = ready;
+  }
+  return 0;
+}
+
+int emu_advance(emu_machine *m, uint64_t bound) {
+  const tpub_image *img = m->img;
+  emu_stats *st = m->st;
+  const uint64_t cycle_limit = m->cycle_limit;
   const uint64_t *code = img->code;
   const uint32_t ncode = img->ncode;
-  emu_time T = 0; /* front-end cycle */
-  uint32_t pc = 0;
+  emu_time T = m->fe_t; /* front-end cycle */
+  uint32_t pc = m->fe_pc;
   uint32_t *s = m->s;
   int rc = 0;
   for (;;) {
+    if (T >= bound) {
+      m->fe_t = T;
+      m->fe_pc = pc;
+      return EMU_STEP_YIELD;
+    }
     if (cycle_limit && T >= cycle_limit) {
       m->now = T;
       m->pc = pc;
@@ -383,6 +463,21 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
       r = m->v[in.b][(uint32_t)in.imm / TGT_LANES][(uint32_t)in.imm % TGT_LANES];
       break;
     }
+    case OP_IWAIT: {
+      writes = 0;
+      int blocked = frontend_wait(m, &in, bound, &T);
+      if (blocked < 0) goto fault;
+      if (blocked) { /* the iwait issues again in a later step */
+        st->instructions--;
+        m->fe_t = T;
+        m->fe_pc = pc;
+        return EMU_STEP_BLOCKED;
+      }
+      break;
+    }
+    case OP_COREID:
+      r = imm ? (uint32_t)m->ncores : (uint32_t)m->core;
+      break;
     case OP_LOOP:
       writes = 0;
       if (in.a) s[in.a]--;
@@ -396,16 +491,7 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
       if (u == ISA_UNIT_SCALAR) {
         /* wait/signal executed by the front end itself. */
         if (in.op == OP_WAIT) {
-          emu_time ready;
-          int from_dma;
-          if (emu_sem_wait(m, in.a, imm, &ready, &from_dma)) goto fault;
-          if (ready > T) {
-            if (from_dma)
-              us->stall_dma += ready - T;
-            else
-              us->stall_sync += ready - T;
-            T = ready;
-          }
+          if (frontend_wait(m, &in, bound, &T)) goto fault;
         } else {
           if (emu_sem_signal(m, in.a, imm, T + 1, u)) goto fault;
         }
@@ -457,6 +543,8 @@ int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_
         if (in.op == OP_VTPUSH) m->tbuf_ready = tmax(m->tbuf_ready, start + lat);
       } else if (u < ISA_UNIT_DMA0) {
         if (emu_matrix_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
+      } else if (in.op == OP_DMAPUT) {
+        if (emu_put_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
       } else {
         if (emu_dma_exec(m, &in, earliest, &start, &occ, &lat)) goto fault;
       }
@@ -498,28 +586,28 @@ done : {
   st->units[ISA_UNIT_SCALAR].busy_cycles++;
   st->units[ISA_UNIT_SCALAR].last_cycle = T + 1;
   st->cycles = end;
+  m->fe_t = T;
+  m->fe_pc = pc;
+  if (rc) goto out; /* the front end reached the cycle limit */
   if (cycle_limit && end > cycle_limit) {
     m->now = end;
-    rc = emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached while draining",
-                  (unsigned long long)cycle_limit);
+    emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached while draining",
+             (unsigned long long)cycle_limit);
+    return EMU_STEP_FAULT;
   }
-  goto out;
+  return EMU_STEP_HALT;
 }
 fault:
   rc = -1;
-out:
-  if (rc) {
+out: {
     emu_time end = T;
     for (int u = 0; u < ISA_UNIT_COUNT; u++)
       end = tmax(end, m->unit[u].done_at);
     st->cycles = end;
   }
-  rt_free(&m->alloc, m->hz[1]);
-  m->hz[1] = NULL;
-  st->mxu_array_cycles = (uint64_t)m->systolic_cycles;
-  m->st = NULL;
-  m->f = NULL;
-  return rc;
+  m->fe_t = T;
+  m->fe_pc = pc;
+  return EMU_STEP_FAULT;
 }
 
 void emu_stats_export(const emu_stats *e, const tgt_target *t, tpurt_stats_t *out) {

@@ -33,6 +33,16 @@ typedef struct emu_unit_stats {
 #define EMU_RUN_FIELD_COUNTED(field) uint64_t field;
 #define EMU_RUN_FIELD_DERIVED(field)
 #define EMU_RUN_FIELD_(field, kind) EMU_RUN_FIELD_##kind(field)
+/* A core's interconnect counters of its last run (docs/isa.md, "Counters"),
+ * kept in the machine (emu_machine.ist), not part of tpurt_stats_t. */
+typedef struct emu_ici_stats {
+  uint64_t puts;           /* dmaput transfers this core sent */
+  uint64_t sent_bytes;     /* bytes it sent */
+  uint64_t received_bytes; /* bytes other cores (or itself) put into it */
+  uint64_t send_cycles;    /* cycles its DMA queues spent reading sources of dmaput */
+  uint64_t wait_cycles;    /* cycles its front end waited on signals that came over ICI */
+} emu_ici_stats;
+
 typedef struct emu_stats {
   uint64_t cycles; /* from start until every unit drained */
   TPURT_RUN_COUNTERS(EMU_RUN_FIELD_)
@@ -53,7 +63,8 @@ typedef enum emu_fault_kind {
   EMU_FAULT_CYCLES,    /* the cycle limit was reached */
   EMU_FAULT_OOM,       /* host memory ran out */
   EMU_FAULT_OPERAND,   /* a run-time operand is out of range */
-  EMU_FAULT_RACE       /* unsynchronised accesses of two units overlap */
+  EMU_FAULT_RACE,      /* unsynchronised accesses of two units overlap */
+  EMU_FAULT_CORE       /* a dmaput names a core that is not running */
 } emu_fault_kind;
 
 typedef struct emu_fault {
@@ -78,6 +89,21 @@ void emu_destroy(emu_machine *m); /* accepts NULL */
  * fault). cycle_limit 0 means no limit. */
 int emu_run(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
             emu_stats *st, emu_fault *f);
+
+/* The same run in steps, for many cores (ici.c): emu_begin prepares a run
+ * as emu_run does (0, or -1 with *f set); emu_advance runs instructions
+ * while the front end's cycle is below `bound` and returns EMU_STEP_HALT
+ * (the program ended: st->cycles set), EMU_STEP_YIELD (the front end
+ * reached bound), EMU_STEP_BLOCKED (an `iwait` cannot be decided yet: too
+ * few signals, or they arrive at or after bound, and signals from other
+ * cores may still come; see emu_ici_*), or
+ * EMU_STEP_FAULT; emu_end releases the run's state and must follow every
+ * successful emu_begin. */
+enum { EMU_STEP_HALT, EMU_STEP_YIELD, EMU_STEP_BLOCKED, EMU_STEP_FAULT };
+int emu_begin(emu_machine *m, const tpub_image *img, uint8_t *hbm, uint64_t cycle_limit,
+              emu_stats *st, emu_fault *f);
+int emu_advance(emu_machine *m, uint64_t bound);
+void emu_end(emu_machine *m);
 
 /* A trace hook called once per executed instruction with the unit that ran
  * it, its start cycle, occupancy and latency (scalar instructions: the
@@ -120,13 +146,33 @@ typedef struct emu_mxu {
   emu_time *acc_ready;  /* per 8-row block: results ready */
 } emu_mxu;
 
-/* Memory-ordering state of one granule of VMEM or HBM (hazard.c). */
-enum { EMU_GRANULE = 512, EMU_NO_UNIT = 0xFF };
+/* Memory-ordering state of one granule of VMEM or HBM (hazard.c). Data
+ * arriving over ICI is written by the pseudo-unit EMU_UNIT_ICI. */
+enum { EMU_GRANULE = 512, EMU_NO_UNIT = 0xFF, EMU_UNIT_ICI = ISA_UNIT_COUNT };
 typedef struct emu_granule {
   emu_time w_end;                 /* the last write completes */
   emu_time r_end[ISA_UNIT_COUNT]; /* each unit's reads complete */
   uint8_t w_unit;                 /* who wrote last, EMU_NO_UNIT: the host */
 } emu_granule;
+
+/* A dmaput issued and read at its source, waiting for the interconnect
+ * (ici.c): the sender fills it, the run routes it between two rounds. */
+typedef struct emu_put {
+  emu_time issue;  /* front-end cycle it issued at: links are granted in (issue, core, seq) order */
+  emu_time start;  /* the sending queue starts reading the source */
+  emu_time occ;    /* link cycles: tgt_ici_cycles(bytes) */
+  uint64_t seq;    /* per sender, in issue order */
+  int src, dst;    /* cores */
+  int sem;         /* the destination's semaphore */
+  int dst_vmem;    /* destination memory: VMEM, else HBM */
+  uint32_t dbase;  /* destination address */
+  uint32_t run, n[3];
+  int64_t st[3];   /* destination strides */
+  uint64_t bytes;
+  uint8_t *data;   /* the source bytes in run order (values at issue) */
+} emu_put;
+
+typedef struct emu_ici emu_ici;
 
 typedef struct emu_unit {
   emu_time free_at; /* issue slot free */
@@ -166,6 +212,20 @@ struct emu_machine {
   emu_trace_fn trace;
   void *trace_user;
   int64_t systolic_cycles; /* array cycles the PE-by-PE model stepped */
+  /* Many cores (ici.c). */
+  int core, ncores;           /* this core's id, cores running (0, 1 alone) */
+  emu_ici *ici;               /* the interconnect, NULL when running alone */
+  emu_ici_stats ist;          /* interconnect counters of the run */
+  emu_sem isem[TGT_SEMS];     /* signals that came over ICI: `iwait` only */
+  emu_put *out;               /* dmaputs issued this round */
+  uint32_t nout, capout;
+  uint64_t put_seq;
+  /* The front end between steps (emu_begin / emu_advance). */
+  const tpub_image *img;
+  emu_time fe_t;
+  uint32_t fe_pc;
+  int fe_blocked_sem;         /* the semaphore a blocked `iwait` waits on */
+  uint32_t fe_blocked_n;      /* and how many signals it needs */
 };
 
 /* Records a fault for the current instruction; returns -1. */
@@ -204,11 +264,45 @@ int emu_matrix_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_t
 int emu_dma_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
                  emu_time *occ, emu_time *lat);
 
+/* A DMA descriptor (dma.c): run bytes, counts n1..n3, strides a of the
+ * first address (HBM for dmald/dmast, the source for dmaput) and b of the
+ * second (VMEM; the destination). emu_dma_desc reads nwords (10, or 11
+ * with word 10 into *extra) from SMEM at da and checks sizes against the
+ * destination's; emu_dma_box_check checks the whole box from base. Both
+ * fault (-1) naming mn / what. */
+typedef struct emu_desc {
+  uint32_t run, n[3];
+  int64_t a[3], b[3];
+  uint64_t bytes;
+} emu_desc;
+int emu_dma_desc(emu_machine *m, const char *mn, uint32_t da, int nwords, uint64_t dst_size,
+                 emu_desc *d, uint32_t *extra);
+int emu_dma_box_check(emu_machine *m, const char *what, uint32_t base, const int64_t st[3],
+                      const emu_desc *d, uint64_t size);
+
+/* ICI transfers (ici.c): values and sender-side timing of one dmaput. */
+int emu_put_exec(emu_machine *m, const isa_inst *in, emu_time earliest, emu_time *start,
+                 emu_time *occ, emu_time *lat);
+/* HBM slot and reservation shared by the DMA queues (dma.c). */
+emu_time emu_hbm_slot(emu_machine *m, emu_time earliest, emu_time data);
+void emu_hbm_reserve(emu_machine *m, emu_time s, emu_time e);
+/* Inserts [s, e) into n intervals sorted by start (room for one more). */
+void emu_iv_insert(emu_time (*iv)[2], uint32_t *n, emu_time s, emu_time e);
+
 /* Semaphores (sync.c). */
 int emu_sem_signal(emu_machine *m, int sem, uint32_t count, emu_time t, int unit);
 /* Consumes count tokens; *ready = when the last was signalled, *from_dma
  * when that token came from a DMA queue. */
 int emu_sem_wait(emu_machine *m, int sem, uint32_t count, emu_time *ready, int *from_dma);
 void emu_sem_reset(emu_machine *m);
+/* ICI signals (sync.c): adds one token of the destination semaphore. */
+int emu_isem_signal(emu_machine *m, int sem, emu_time t);
+/* iwait: when at least count ICI signals are pending on sem and the
+ * count-th earliest arrives before bound, consumes the count earliest and
+ * returns 1 with *ready its stamp; returns 0 and changes nothing
+ * otherwise. *nth (may be NULL) gets the count-th earliest stamp, or
+ * UINT64_MAX when too few are pending. -1 when memory runs out. */
+int emu_isem_wait(emu_machine *m, int sem, uint32_t count, emu_time bound, emu_time *ready,
+                  emu_time *nth);
 
 #endif

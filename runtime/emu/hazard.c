@@ -28,6 +28,8 @@ size_t emu_hazard_bytes(uint64_t mem_bytes) {
 
 static const char *const mem_names[2] = {"VMEM", "HBM"};
 
+static const char *unit_name(int u) { return u == EMU_UNIT_ICI ? "ici" : isa_unit_name(u); }
+
 int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr, uint64_t len, int unit,
                emu_time t0, emu_time t1) {
   emu_granule *gs = m->hz[mem];
@@ -44,7 +46,7 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr, uint64_t len, 
                       "missing (or two buffers share a granule)",
                       mem_names[mem], (unsigned long long)(g * EMU_GRANULE),
                       (unsigned long long)((g + 1) * EMU_GRANULE), write ? "written" : "read",
-                      isa_unit_name(unit), (unsigned long long)t0, isa_unit_name(x->w_unit),
+                      unit_name(unit), (unsigned long long)t0, unit_name(x->w_unit),
                       (unsigned long long)x->w_end);
     if (write)
       for (int u = 0; u < ISA_UNIT_COUNT; u++)
@@ -55,7 +57,7 @@ int emu_hazard(emu_machine *m, int mem, int write, uint64_t addr, uint64_t len, 
                           "semaphore is missing (or two buffers share a "
                           "granule)",
                           mem_names[mem], (unsigned long long)(g * EMU_GRANULE),
-                          (unsigned long long)((g + 1) * EMU_GRANULE), isa_unit_name(unit),
+                          (unsigned long long)((g + 1) * EMU_GRANULE), unit_name(unit),
                           (unsigned long long)t0, isa_unit_name(u),
                           (unsigned long long)x->r_end[u]);
   }

@@ -176,6 +176,7 @@ static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t 
   switch ((isa_op)in->op) {
   case OP_WAIT:
   case OP_SIGNAL:
+  case OP_IWAIT:
     if (imm < 1 || imm > 65535)
       FAIL("%s: count %lld outside 1..65535", f->mnemonic, (long long)imm);
     break;
@@ -228,6 +229,16 @@ static int imm_check(const isa_inst *in, const tgt_target *t, char *err, size_t 
     if (t->mxu_rows > TGT_LANES)
       FAIL("%s: needs an MXU of at most %d rows (this one has %d)", f->mnemonic, TGT_LANES,
            t->mxu_rows);
+    break;
+  case OP_COREID:
+    if (imm != 0 && imm != 1)
+      FAIL("coreid: selector %lld must be 0 (core id) or 1 (core count)", (long long)imm);
+    break;
+  case OP_DMAPUT:
+    if (imm & ~(int64_t)ISA_PUT_FLAGS_MASK)
+      FAIL("dmaput: flags 0x%llx: only bits 0-4 (remote semaphore), 5 (source VMEM) and 6 "
+           "(destination VMEM) may be set",
+           (unsigned long long)(uint32_t)imm);
     break;
   case OP_MPOP:
     if (imm < 0 || imm >= t->mxu_cols)

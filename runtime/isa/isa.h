@@ -99,6 +99,19 @@ int isa_check_word(const isa_checker *c, uint64_t w, isa_inst *out);
  * or n. */
 uint32_t isa_check_words(const isa_checker *c, const uint64_t *code, uint32_t n);
 
+/* dmaput's immediate: the destination core's semaphore in bits 0-4, the
+ * source in VMEM (else HBM) in bit 5, the destination in VMEM (else HBM) in
+ * bit 6; the other bits are zero. Its SMEM descriptor is the 10 words of
+ * dmald/dmast (strides 4..6 the source's, 7..9 the destination's) and a
+ * word 10 naming the destination core (docs/isa.md, "ICI transfers"). */
+enum {
+  ISA_PUT_SEM_MASK = 31,
+  ISA_PUT_SRC_VMEM = 32,
+  ISA_PUT_DST_VMEM = 64,
+  ISA_PUT_FLAGS_MASK = 127,
+  ISA_PUT_DESC_WORDS = 11
+};
+
 /* Unit id that executes `in` (ISA_UNIT_*; for SYNC the unit operand). */
 int isa_exec_unit(const isa_inst *in);
 /* Name of a unit id ("scalar", "vector", "mxu0", "dma1"); "?" when bad. */

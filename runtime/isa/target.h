@@ -14,22 +14,34 @@
  *           350 GB/s                       (one core)
  *     v3    2 MXUs 128x128, 940 MHz, 16 MiB VMEM, 16 KiB SMEM, 16 GiB HBM
  *           at 450 GB/s                    (one core)
- *     v2-8, v3-8   the same core, on a board of 4 chips x 2 cores
- * Only single-core execution exists today; chips and cores_per_chip are
- * recorded so that multi-core execution can be added without a format
- * change.
+ *     v2-8, v3-8   the same core, on a board of 4 chips x 2 cores: 8 cores
+ *           run, one program copy each, chips on a 2x2 torus
+ *     v2-32 .. v2-512, v3-32 .. v3-2048   pods: the number is cores (chips
+ *           = cores / 2, a power of two) on a 2-D torus, 16x16 chips for
+ *           the whole v2 pod and 32x32 for v3; smaller slices take the
+ *           nearest 2-D shape (columns >= rows, columns / rows <= 2)
+ *     Interconnect (ICI): 4 links per chip (the torus neighbours), per link
+ *     and direction 62 GB/s on v2 and 82 GB/s on v3 (hardware.md); per hop
+ *     one microsecond in cycles of the clock (700 on v2, 940 on v3), a
+ *     derived assumption since the figure is not public. The two cores of a
+ *     chip reach each other through one on-chip hop of the same bandwidth
+ *     and latency.
  *
  * Overrides (sizes accept B, KiB, MiB, GiB, KB, MB, GB; bandwidth accepts
  * B/s, KB/s, MB/s, GB/s; clock accepts Hz, KHz, MHz, GHz; plain numbers are
  * bytes, bytes/s and Hz):
  *     mxu=RxC  mxus=N  vmem=SIZE  smem=SIZE  hbm=SIZE  hbm_bw=BW  clock=F
  *     dma_queues=N  queue_depth=N  dma_latency=CYCLES  acc_rows=N
- *     chips=N  cores=N (per chip)
+ *     chips=N  cores=N (per chip)  ncores=N (cores an execution runs on)
+ *     topology=AxB (chips: A columns x B rows)  ici_bw=BW  ici_latency=CYCLES
+ * Changing chips or cores without ncores (topology) keeps a board or pod
+ * running all its cores (recomputes the nearest 2-D shape).
  * Limits: mxus 1..4, dma_queues 1..8, MXU sides 4..256 (multiples of 4),
  * acc_rows 8..65536 (multiple of 8), vmem 64 KiB..1 GiB, smem 1 KiB..1 MiB
  * (multiples of 4), hbm 1 MiB..1 TiB, queue_depth 1..1024, dma_latency
  * 0..100000, clock 1 MHz..100 GHz, hbm_bw 1 MB/s..100 TB/s, chips and
- * cores 1..4096.
+ * cores 1..4096, ncores 1..chips x cores, topology columns x rows = chips,
+ * ici_bw 1 MB/s..100 TB/s, ici_latency 1..10000000.
  *
  * Not thread-safe to mutate; a filled tgt_target is plain data. */
 #ifndef TPUCC_TGT_TARGET_H
@@ -75,6 +87,10 @@ typedef struct tgt_target {
   int dma_queues;      /* independent DMA queues per core */
   int queue_depth;     /* entries in each unit's instruction queue */
   int dma_latency;     /* cycles from DMA start to first byte */
+  int ncores;          /* cores an execution runs on (1 for v2, v3) */
+  int topo_x, topo_y;  /* the chips' 2-D torus: columns x rows */
+  uint64_t ici_bw;     /* bytes per second per ICI link and direction */
+  int ici_latency;     /* cycles per hop */
 } tgt_target;
 
 /* Fills *t with the preset's figures. Returns 0, or -1 for an unknown name. */
@@ -96,6 +112,12 @@ int tgt_format(const tgt_target *t, char *buf, size_t n);
 
 /* Derived figures. */
 int tgt_cores(const tgt_target *t); /* chips x cores_per_chip */
+/* ICI links per chip: the four torus neighbours (x-1, x+1, y-1, y+1). */
+enum { TGT_ICI_LINKS = 4 };
+/* ICI link bytes per cycle in 1/1024 units (at least 1), and the cycles
+ * `bytes` occupy one link: ceil(bytes*1024/bpc), at least 1. */
+uint64_t tgt_ici_bytes_per_cycle_q10(const tgt_target *t);
+uint64_t tgt_ici_cycles(const tgt_target *t, uint64_t bytes);
 /* HBM bytes per cycle in 1/1024 units (fixed point, at least 1). */
 uint64_t tgt_hbm_bytes_per_cycle_q10(const tgt_target *t);
 /* Cycles that moving `bytes` through HBM occupies it: ceil(bytes*1024/bpc). */

@@ -379,6 +379,65 @@ static void targets_presets_and_overrides(void **state) {
   assert_int_equal(tgt_parse("v3,clock=99999999999999999999999GHz", &t, err, sizeof err), -1);
 }
 
+/* Boards and pods: cores that run, the torus, the interconnect figures
+ * (docs/isa.md, section 13) and their overrides. */
+static void targets_boards_and_pods(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec;
+    int ncores, chips, x, y;
+    uint64_t ici_bw;
+    int lat;
+  } cases[] = {
+      {"v3", 1, 1, 1, 1, 82000000000u, 940},     {"v2", 1, 1, 1, 1, 62000000000u, 700},
+      {"v2-8", 8, 4, 2, 2, 62000000000u, 700},   {"v3-8", 8, 4, 2, 2, 82000000000u, 940},
+      {"v2-32", 32, 16, 4, 4, 62000000000u, 700}, {"v2-64", 64, 32, 8, 4, 62000000000u, 700},
+      {"v2-512", 512, 256, 16, 16, 62000000000u, 700},
+      {"v3-128", 128, 64, 8, 8, 82000000000u, 940},
+      {"v3-2048", 2048, 1024, 32, 32, 82000000000u, 940},
+      {"v3-8,chips=2", 4, 2, 2, 1, 82000000000u, 940},
+      {"v3-8,ncores=2,topology=4x1,ici_bw=100GB/s,ici_latency=10", 2, 4, 4, 1, 100000000000u, 10},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tgt_target t, t2;
+    char err[256], text[512];
+    assert_int_equal(tgt_parse(cases[i].spec, &t, err, sizeof err), 0);
+    assert_int_equal(t.ncores, cases[i].ncores);
+    assert_int_equal(t.chips, cases[i].chips);
+    assert_int_equal(t.topo_x, cases[i].x);
+    assert_int_equal(t.topo_y, cases[i].y);
+    assert_int_equal(t.ici_bw, cases[i].ici_bw);
+    assert_int_equal(t.ici_latency, cases[i].lat);
+    tgt_format(&t, text, sizeof text);
+    assert_int_equal(tgt_parse(text, &t2, err, sizeof err), 0);
+    assert_memory_equal(&t, &t2, sizeof t);
+  }
+  tgt_target t;
+  char err[256], text[512];
+  assert_int_equal(tgt_parse("v3-8", &t, err, sizeof err), 0);
+  tgt_format(&t, text, sizeof text);
+  assert_non_null(strstr(text, ",ncores=8,topology=2x2,ici_bw=82000000000B/s,ici_latency=940"));
+  /* 82 GB/s at 940 MHz: round(82e9 * 1024 / 940e6) = 89328 / 1024 bytes a
+   * cycle, so 4096 bytes take ceil(4096 * 1024 / 89328) = 47 cycles. */
+  assert_int_equal(tgt_ici_bytes_per_cycle_q10(&t), 89328);
+  assert_int_equal(tgt_ici_cycles(&t, 4096), 47);
+  assert_int_equal(tgt_ici_cycles(&t, 0), 1);
+  static const char *const bad[][2] = {
+      {"v3-16", "unknown target preset 'v3-16'"},
+      {"v2-1024", "unknown target preset 'v2-1024'"},
+      {"v3-08", "unknown target preset 'v3-08'"},
+      {"v3-8,ncores=9", "ncores must be 1..chips x cores"},
+      {"v3-8,topology=3x1", "topology AxB must have A x B = chips"},
+      {"v3-8,topology=2", "malformed value"},
+      {"v3-8,ici_latency=0", "ici_latency must be 1..10000000"},
+      {"v3,ici_bw=5B/s", "ici_bw must be 1MB/s..100TB/s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(tgt_parse(bad[i][0], &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, bad[i][1]));
+  }
+}
+
 /* Assembles src and returns tpub_verify's result on target spec. */
 static int verify_text(const char *src, const char *target, char *err, size_t n) {
   tpub_image *img = NULL;
@@ -444,6 +503,7 @@ int main(void) {
       cmocka_unit_test(disasm_asm_large_constant),
       cmocka_unit_test(assembler_reports_errors_with_location),
       cmocka_unit_test(targets_presets_and_overrides),
+      cmocka_unit_test(targets_boards_and_pods),
       cmocka_unit_test(verifier_rejects_with_reasons),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

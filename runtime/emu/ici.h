@@ -1,0 +1,46 @@
+/* ici.h: running a program on many emulated cores joined by the
+ * interconnect (ici.c has the model and why it is deterministic; docs/isa.md
+ * "Many cores" the rules). Private to runtime/. */
+#ifndef TPUCC_EMU_ICI_H
+#define TPUCC_EMU_ICI_H
+
+#include "emu.h"
+
+enum {
+  EMU_ICI_MAX_HOPS = 4100,  /* a route crosses at most columns/2 + rows/2 links */
+  EMU_ICI_MAX_THREADS = 256 /* host threads of one run */
+};
+
+/* Per link of the torus (and each on-chip link), over a run. */
+typedef struct emu_ici_link_stats {
+  uint64_t transfers;   /* transfers that crossed it */
+  uint64_t bytes;       /* their bytes */
+  uint64_t busy_cycles; /* cycles it carried data */
+} emu_ici_link_stats;
+
+/* Joins n cores (created for target t, n <= t->ncores is the caller's
+ * business) into one machine; they get ids 0..n-1. threads: host threads
+ * a run uses (clamped to 1..n). NULL when memory runs out. destroy gives
+ * the cores back as single cores (accepts NULL). */
+emu_ici *emu_ici_create(const tgt_target *t, emu_machine **cores, int n, int threads,
+                        const rt_allocator *a);
+void emu_ici_destroy(emu_ici *x);
+
+/* Runs a verified program on every core: core c with HBM hbm[c] (the
+ * program's size, constants and parameters in place), statistics st[c]
+ * and fault record f[c]. 0 when every core halted; -1 when a core faulted
+ * (*fault_core says which; f[that] describes it), and the others stop
+ * where they are. Link statistics accumulate over runs. */
+int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t cycle_limit,
+                emu_stats *st, emu_fault *f, int *fault_core);
+
+/* The links: chip k owns 4 + cores_per_chip ids from k x that: column+,
+ * column-, row+, row-, then the on-chip link out of each of its cores. */
+int emu_ici_nlinks(const emu_ici *x);
+const emu_ici_link_stats *emu_ici_link(const emu_ici *x, int link);
+void emu_ici_link_name(const tgt_target *t, int link, char *buf, size_t n);
+/* The links a transfer from core src to core dst crosses, in order (at
+ * most max); 0 for src == dst (a loopback of one hop's latency). */
+int emu_ici_route(const tgt_target *t, int src, int dst, int *links, int max);
+
+#endif
