@@ -169,8 +169,16 @@ base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec
         return ST_INVALID_ARGUMENT;
       }
       has_numerics = true;
+    } else if (kn == 8 && memcmp(key, "replicas", 8) == 0) {
+      char *endp;
+      long r = strtol(val, &endp, 10);
+      if (!val[0] || *endp || r < 1 || r > 256) {
+        snprintf(err, errlen, "cpu: replicas=%s: expected a count in 1..256", val);
+        return ST_INVALID_ARGUMENT;
+      }
+      out->replicas = (int)r;
     } else {
-      snprintf(err, errlen, "cpu: unknown option '%.*s' (threads, numerics)", (int)kn, key);
+      snprintf(err, errlen, "cpu: unknown option '%.*s' (threads, numerics, replicas)", (int)kn, key);
       return ST_INVALID_ARGUMENT;
     }
     p = end;
@@ -190,8 +198,11 @@ base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec
 #else
   if (!out->threads) out->threads = 1; /* no cpu target in this build */
 #endif
-  snprintf(out->canonical, sizeof out->canonical, "cpu,threads=%d,numerics=%s", out->threads,
-           numerics_names[out->numerics]);
+  if (!out->replicas) out->replicas = 1;
+  int k = snprintf(out->canonical, sizeof out->canonical, "cpu,threads=%d,numerics=%s", out->threads,
+                   numerics_names[out->numerics]);
+  if (out->replicas > 1)
+    snprintf(out->canonical + k, sizeof out->canonical - (size_t)k, ",replicas=%d", out->replicas);
   return ST_OK;
 }
 
@@ -202,6 +213,7 @@ _Static_assert(CPU_NUMERICS_NATIVE == 0 && CPU_NUMERICS_STRICT == 1 && CPU_NUMER
 void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o) {
   o->threads = s->threads;
   o->numerics = (cpu_numerics)s->numerics;
+  o->replicas = s->replicas;
   const char *tile = getenv("TPUCC_CONV_TILE");
   int px, ov;
   if (tile && sscanf(tile, "%dx%d", &px, &ov) == 2) o->conv_tile[0] = px, o->conv_tile[1] = ov;

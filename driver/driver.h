@@ -69,14 +69,15 @@ void drv_diag_message(diag *d, const char *fallback, char *err, size_t errlen);
 typedef struct drv_cpu_spec {
   int threads;        /* 1..1024 */
   int numerics;       /* 0 native, 1 strict, 2 tpu */
-  char canonical[64]; /* "cpu,threads=2,numerics=native" */
+  int replicas;       /* 1..256: cores of a device, one replica (host thread) each */
+  char canonical[80]; /* "cpu,threads=2,numerics=native" (",replicas=N" when N > 1) */
 } drv_cpu_spec;
 
 /* True when spec names the cpu ("cpu" or "cpu,..."). */
 bool drv_is_cpu_spec(const char *spec);
 
-/* Parses "cpu[,threads=N][,numerics=native|strict|tpu]" (a key given
- * twice: the last wins). The options left out are one thread per online
+/* Parses "cpu[,threads=N][,numerics=native|strict|tpu][,replicas=N]" (a
+ * key given twice: the last wins; replicas default 1). The options left out are one thread per online
  * CPU and native numerics; with env_defaults, TPUCC_CPU_THREADS and
  * TPUCC_CPU_NUMERICS when set come first. ST_INVALID_ARGUMENT with a
  * one-line reason in err for a bad spec or variable. */

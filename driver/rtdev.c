@@ -106,8 +106,11 @@ static bool copy_hosts(rt_device *d, const rt_device_config *c, char *err, size_
 struct rt_program {
   arena *a; /* shapes, literal wrappers, signature */
   cpu_exe *exe;
-  int nargs;
-  ir_literal **args, *res;           /* wrappers whose leaf data pointers execute sets */
+  int nargs, replicas;
+  /* per replica r: wrappers whose leaf data pointers execute sets, at
+   * args[r * nargs ..], res[r], in_leaves[r * nparams ..],
+   * out_leaves[r * nresults ..] */
+  ir_literal **args, **res;
   ir_literal **in_leaves, **out_leaves;
   tpub_tensor *params, *results;
   rt_program_info info;
@@ -190,7 +193,7 @@ static tpurt_status_t cpu_create(const char *spec, const rt_device_config *c, rt
   }
   info->platform = "cpu";
   snprintf(info->target, sizeof info->target, "%s", cs.canonical);
-  info->ncores = 1;
+  info->ncores = cs.replicas;
   *out = d;
   return TPURT_OK;
 }
@@ -229,40 +232,47 @@ static tpurt_status_t check_leaves(const char *name, const ir_comp *c, char *err
   return TPURT_OK;
 }
 
-/* A program around x for the entry c: literal wrappers and the flat
- * signature. */
-static rt_program *program_of(const ir_module *m, const ir_comp *c, cpu_exe *x) {
+/* A program around x for the entry c: literal wrappers (one set per
+ * replica) and the flat signature. */
+static rt_program *program_of(const ir_module *m, const ir_comp *c, cpu_exe *x, int replicas) {
   const ir_shape *rs = c->insts.v[c->root].shape;
   int nin = 0, nout = llvm_leaf_count(rs);
   for (int p = 0; p < c->nparams; p++) nin += llvm_leaf_count(c->insts.v[c->params[p]].shape);
   rt_program *p = calloc(1, sizeof *p);
   if (!p) base_out_of_memory(0);
+  size_t R = (size_t)replicas;
   p->a = arena_create();
   p->exe = x;
   p->nargs = c->nparams;
-  p->args = arena_array(p->a, (size_t)c->nparams + 1, sizeof *p->args);
-  p->in_leaves = arena_array(p->a, (size_t)nin + 1, sizeof *p->in_leaves);
-  p->out_leaves = arena_array(p->a, (size_t)nout + 1, sizeof *p->out_leaves);
+  p->replicas = replicas;
+  p->args = arena_array(p->a, R * (size_t)c->nparams + 1, sizeof *p->args);
+  p->res = arena_array(p->a, R, sizeof *p->res);
+  p->in_leaves = arena_array(p->a, R * (size_t)nin + 1, sizeof *p->in_leaves);
+  p->out_leaves = arena_array(p->a, R * (size_t)nout + 1, sizeof *p->out_leaves);
   p->params = arena_array(p->a, (size_t)nin + 1, sizeof *p->params);
   p->results = arena_array(p->a, (size_t)nout + 1, sizeof *p->results);
-  int n = 0;
-  for (int i = 0; i < c->nparams; i++) {
-    const ir_inst *pi = &c->insts.v[c->params[i]];
-    int first = n;
-    p->args[i] = wrapper(p->a, pi->shape, &p->in_leaves, &n);
-    for (int l = first; l < n; l++) {
-      char nm[TPUB_MAX_NAME + 1];
-      if (pi->shape->type == IR_TUPLE) snprintf(nm, sizeof nm, "%.50s.%d", pi->info->name, l - first);
-      else snprintf(nm, sizeof nm, "%s", pi->info->name);
-      set_tensor(&p->params[l], nm, &p->in_leaves[l]->shape);
+  for (int r = 0; r < replicas; r++) {
+    int n = 0;
+    ir_literal **leaves = p->in_leaves + (size_t)r * (size_t)nin;
+    for (int i = 0; i < c->nparams; i++) {
+      const ir_inst *pi = &c->insts.v[c->params[i]];
+      int first = n;
+      p->args[(size_t)r * (size_t)c->nparams + (size_t)i] = wrapper(p->a, pi->shape, &leaves, &n);
+      for (int l = first; l < n && r == 0; l++) {
+        char nm[TPUB_MAX_NAME + 1];
+        if (pi->shape->type == IR_TUPLE) snprintf(nm, sizeof nm, "%.50s.%d", pi->info->name, l - first);
+        else snprintf(nm, sizeof nm, "%s", pi->info->name);
+        set_tensor(&p->params[l], nm, &leaves[l]->shape);
+      }
     }
-  }
-  n = 0;
-  p->res = wrapper(p->a, rs, &p->out_leaves, &n);
-  for (int l = 0; l < n; l++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "result.%d", l);
-    set_tensor(&p->results[l], nm, &p->out_leaves[l]->shape);
+    n = 0;
+    leaves = p->out_leaves + (size_t)r * (size_t)nout;
+    p->res[r] = wrapper(p->a, rs, &leaves, &n);
+    for (int l = 0; l < n && r == 0; l++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "result.%d", l);
+      set_tensor(&p->results[l], nm, &leaves[l]->shape);
+    }
   }
   p->info.nparams = (uint32_t)nin;
   p->info.nresults = (uint32_t)nout;
@@ -306,7 +316,7 @@ static tpurt_status_t cpu_load(rt_device *d, const char *name, const void *text,
     ir_module_destroy(m);
     return st == ST_UNSUPPORTED || st == ST_OUT_OF_MEMORY ? (tpurt_status_t)st : TPURT_INTERNAL;
   }
-  rt_program *p = program_of(m, c, x);
+  rt_program *p = program_of(m, c, x, d->spec.replicas);
   ir_module_destroy(m);
   p->info.compile_seconds = now() - t0;
   *info = p->info;
@@ -314,19 +324,26 @@ static tpurt_status_t cpu_load(rt_device *d, const char *name, const void *text,
   return TPURT_OK;
 }
 
-/* One run; the statistics are the seconds of the native run alone, every
- * counter zero. */
+/* One run: one replica per core, each on its own host thread when there
+ * are several; each replica's statistics are the seconds of the native run
+ * of all of them, every counter zero. */
 static tpurt_status_t cpu_run(rt_program *p, const rt_replica *r, int n, char *err,
-                                  size_t errlen) {
-  if (n != 1) {
-    snprintf(err, errlen, "%d replicas for 1 core", n);
+                              size_t errlen) {
+  if (n != p->replicas) {
+    snprintf(err, errlen, "%d replicas for %d cores", n, p->replicas);
     return TPURT_INVALID_ARGUMENT;
   }
-  for (uint32_t i = 0; i < p->info.nparams; i++) p->in_leaves[i]->data = r->params[i];
-  for (uint32_t i = 0; i < p->info.nresults; i++) p->out_leaves[i]->data = r->results[i];
+  uint32_t np = p->info.nparams, nr = p->info.nresults;
+  for (int k = 0; k < n; k++) {
+    for (uint32_t i = 0; i < np; i++) p->in_leaves[(size_t)k * np + i]->data = r[k].params[i];
+    for (uint32_t i = 0; i < nr; i++) p->out_leaves[(size_t)k * nr + i]->data = r[k].results[i];
+  }
   double t0 = now();
-  base_status st = cpu_execute_to(p->exe, p->args, p->nargs, p->res, err, errlen);
-  if (r->stats) r->stats->seconds = now() - t0;
+  base_status st = n == 1 ? cpu_execute_to(p->exe, p->args, p->nargs, p->res[0], err, errlen)
+                          : cpu_execute_replicas(p->exe, n, p->args, p->nargs, p->res, err, errlen);
+  double t = now() - t0;
+  for (int k = 0; k < n; k++)
+    if (r[k].stats) r[k].stats->seconds = t;
   return st == ST_OK ? TPURT_OK : TPURT_INTERNAL;
 }
 

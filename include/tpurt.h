@@ -134,7 +134,8 @@ TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
  * One emulated TensorCore of the given target ("v2", "v3", "v3-8",
  * overrides such as "v3,mxu=64x64,vmem=8MiB"; docs/isa.md lists them), or
  * in libtpurt-cpu the host CPU: "cpu[,threads=N][,numerics=native|strict|
- * tpu]" (libtpurt: TPURT_UNSUPPORTED). "auto" is the spec in the
+ * tpu][,replicas=N]" (libtpurt: TPURT_UNSUPPORTED; replicas=N makes a
+ * device of N cores, one host thread each, sharing the threads). "auto" is the spec in the
  * environment variable TPURT_TARGET when set, else "cpu" in libtpurt-cpu,
  * else "v3". The cpu device ignores cycle_limit, mxu_systolic and
  * trace_path. */
@@ -205,6 +206,10 @@ TPURT_API const char *tpurt_device_target(const tpurt_device_t *dev);
 TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen);
 /* "tpu" (an emulated TensorCore) or "cpu" (the host, libtpurt-cpu). */
 TPURT_API const char *tpurt_device_platform(const tpurt_device_t *dev);
+/* The cores of dev: an execution runs one replica of the program on each
+ * (tpurt_program_execute_replicas). 1 for a single TensorCore and for
+ * "cpu"; N for "cpu,replicas=N" (N host threads); 0 for NULL. */
+TPURT_API int tpurt_device_core_count(const tpurt_device_t *dev);
 
 /* ---- program ------------------------------------------------------------
  * A verified program and its signature. Owned by the caller; must be
@@ -333,6 +338,25 @@ typedef struct tpurt_stats {
 TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buffer_t *const *params,
                                                size_t nparams, tpurt_buffer_t **out_results,
                                                size_t nresults, tpurt_stats_t *out_stats);
+
+/* Runs prog once on each of the device's ncores cores (ncores must be
+ * tpurt_device_core_count), as ncores replicas of one program whose
+ * collectives (all-reduce, ...) combine the replicas' values in a fixed
+ * order (docs/runtime.md, "Replicas"), so results do not depend on thread
+ * timing. Replica r reads params[r * nparams .. r * nparams + nparams)
+ * (each checked as tpurt_program_execute checks them; a buffer may be
+ * passed to several replicas) and gets new result buffers in
+ * out_results[r * nresults .. r * nresults + nresults). out_stats: NULL or
+ * ncores entries, one per replica. When a replica fails, the others stop at
+ * their next collective instead of waiting for it; the call then fails
+ * with every result NULL and a message naming the replica ("replica 1:
+ * ..."). tpurt_program_execute and its variants on a device of several
+ * cores are TPURT_INVALID_ARGUMENT. */
+TPURT_API tpurt_status_t tpurt_program_execute_replicas(tpurt_program_t *prog, size_t ncores,
+                                                        tpurt_buffer_t *const *params,
+                                                        size_t nparams,
+                                                        tpurt_buffer_t **out_results,
+                                                        size_t nresults, tpurt_stats_t *out_stats);
 
 /* ---- donation: state that stays on the device -----------------------------
  * A result may be declared to replace a parameter (XLA's input_output_alias):

@@ -15,7 +15,8 @@
  *
  * Many cores: a device has ncores cores (replicas, later processes); an
  * execution passes one rt_replica per core, each with its own parameter
- * and result memory and statistics. Every driver today has one core. */
+ * and result memory and statistics. A cpu device of "cpu,replicas=N" has N
+ * cores (driver/rtdev.c runs each replica on a host thread). */
 #ifndef TPUCC_RUNTIME_DEVICE_H
 #define TPUCC_RUNTIME_DEVICE_H
 

@@ -188,6 +188,8 @@ const char *tpurt_device_message(const tpurt_device_t *dev) { return dev ? dev->
 
 const char *tpurt_device_target(const tpurt_device_t *dev) { return dev ? dev->info.target : ""; }
 
+int tpurt_device_core_count(const tpurt_device_t *dev) { return dev ? dev->info.ncores : 0; }
+
 const char *tpurt_device_platform(const tpurt_device_t *dev) {
   return dev ? dev->info.platform : "";
 }
@@ -626,6 +628,10 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
     results[i] = NULL;
   if (popts && !p->img)
     return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
+  if (dev->info.ncores != 1)
+    return fail(dev, TPURT_INVALID_ARGUMENT,
+                "the device has %d cores: run its programs with tpurt_program_execute_replicas",
+                dev->info.ncores);
   tpurt_status_t st = check_args(p, params, nparams, nresults);
   if (st) return st;
   for (size_t i = 0; donate && p->alias && i < nresults; i++) {
@@ -655,6 +661,71 @@ tpurt_status_t tpurt_program_execute_donated(tpurt_program_t *p, tpurt_buffer_t 
                                              size_t nparams, tpurt_buffer_t **results,
                                              size_t nresults, tpurt_stats_t *out_stats) {
   return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL, 1);
+}
+
+/* One execution on every core, arguments checked: replica r's result
+ * buffers are made first and the driver writes into them. */
+static tpurt_status_t run_replicas(tpurt_program_t *p, int n, tpurt_buffer_t *const *params,
+                                   tpurt_buffer_t **results, tpurt_stats_t *out_stats) {
+  tpurt_device_t *dev = p->dev;
+  uint32_t np = p->info.nparams, nr = p->info.nresults;
+  size_t per = (size_t)np + nr;
+  void **ptrs = rt_calloc(&dev->alloc, (size_t)n * per + 1, sizeof(void *));
+  rt_replica *reps = rt_calloc(&dev->alloc, (size_t)n, sizeof *reps);
+  tpurt_status_t st = ptrs && reps ? TPURT_OK : fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  for (int r = 0; r < n && st == TPURT_OK; r++) {
+    void **in = ptrs + (size_t)r * per, **outs = in + np;
+    for (uint32_t i = 0; i < np; i++) in[i] = params[(size_t)r * np + i]->data;
+    for (uint32_t i = 0; i < nr && st == TPURT_OK; i++) {
+      const tpub_tensor *t = &p->info.results[i];
+      tpurt_buffer_t **b = &results[(size_t)r * nr + i];
+      st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, b);
+      if (st == TPURT_OK) outs[i] = (*b)->data;
+    }
+    tpurt_stats_t *rs = out_stats ? &out_stats[r] : NULL;
+    for (int u = 0; rs && u < TPURT_MAX_UNITS; u++) rs->units[u].name = isa_unit_name(u);
+    reps[r] = (rt_replica){in, outs, rs};
+  }
+  if (st == TPURT_OK) st = dev->drv->ops->execute(p->p, reps, n, dev->msg, sizeof dev->msg);
+  rt_free(&dev->alloc, ptrs);
+  rt_free(&dev->alloc, reps);
+  if (st)
+    for (size_t i = 0; i < (size_t)n * nr; i++) {
+      tpurt_buffer_destroy(results[i]);
+      results[i] = NULL;
+    }
+  return st;
+}
+
+tpurt_status_t tpurt_program_execute_replicas(tpurt_program_t *p, size_t ncores,
+                                              tpurt_buffer_t *const *params, size_t nparams,
+                                              tpurt_buffer_t **results, size_t nresults,
+                                              tpurt_stats_t *out_stats) {
+  if (!p) return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *dev = p->dev;
+  int n = dev->info.ncores;
+  if (out_stats) memset(out_stats, 0, sizeof *out_stats * (ncores == (size_t)n ? ncores : 1));
+  if (ncores != (size_t)n)
+    return fail(dev, TPURT_INVALID_ARGUMENT, "the device has %d cores, given %zu replicas", n, ncores);
+  if ((nresults && !results) || (nparams && !params))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute_replicas: NULL array");
+  for (size_t i = 0; i < ncores * nresults; i++)
+    results[i] = NULL;
+  for (size_t r = 0; r < ncores; r++) {
+    tpurt_status_t st = check_args(p, params + r * nparams, nparams, nresults);
+    if (st) {
+      char m[MSG_BYTES];
+      snprintf(m, sizeof m, "%s", dev->msg);
+      return fail(dev, st, "replica %zu: %s", r, m);
+    }
+  }
+  double t0 = now_seconds();
+  tpurt_status_t st = run_replicas(p, n, params, results, out_stats);
+  if (st == TPURT_OK) {
+    p->host_seconds = now_seconds() - t0;
+    p->executions++;
+  }
+  return st;
 }
 
 tpurt_status_t tpurt_program_set_alias(tpurt_program_t *p, size_t result, int param) {

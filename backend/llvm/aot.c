@@ -111,6 +111,10 @@ base_status cpu_compile_aot(const ir_module *m, const cpu_options *o, const char
   if (o) opt = *o;
   else cpu_options_init(&opt);
   opt.use_blas = false;
+  if (opt.replicas > 1) {
+    snprintf(err, errlen, "an AOT object runs one replica, not %d (replicas need the JIT)", (int)opt.replicas);
+    return ST_UNSUPPORTED;
+  }
   const char *name = opt.entry_name ? opt.entry_name : "tpucc_entry";
   if (!valid_c_name(name)) {
     snprintf(err, errlen, "entry name '%s' is not a C identifier", name);

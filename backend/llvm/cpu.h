@@ -9,6 +9,8 @@
  * Generated code contract (both JIT and AOT). The entry symbol is
  *   void NAME(void *const *inputs, void *const *outputs, void *scratch,
  *             cpu_parfor_fn parfor, void *parctx);
+ * and in JIT code takes a sixth argument, the replica's context (coll.c:
+ * its number, the rendezvous of its collectives, its failure message).
  * inputs: one pointer per array leaf of the parameters, in parameter order
  * (tuple parameters flattened depth-first); outputs: one pointer per array
  * leaf of the root's shape; every buffer holds its elements densely in
@@ -30,8 +32,14 @@
  * in the MXU's order; elementwise ops as the vector unit's kernels
  * (base/vmath.c, canonical NaN); reductions in its tree and row orders.
  *
- * Thread safety: a cpu_exe may be used by one cpu_execute at a time (its
- * scratch is reused across runs); distinct cpu_exe are independent. */
+ * Replicas: a program compiled for N > 1 replicas (cpu_options.replicas)
+ * runs as N copies on N host threads (cpu_execute_replicas), each with its
+ * own scratch and thread pool, whose collectives meet through a coll_rdv
+ * (base/coll.h) and combine in its fixed order (coll.c).
+ *
+ * Thread safety: a cpu_exe may be used by one cpu_execute or
+ * cpu_execute_replicas at a time (its scratch is reused across runs);
+ * distinct cpu_exe are independent. */
 #ifndef TPUCC_BACKEND_LLVM_CPU_H
 #define TPUCC_BACKEND_LLVM_CPU_H
 
@@ -64,6 +72,9 @@ typedef struct cpu_options {
   int32_t conv_tile[2];   /* direct convolution's register tile (PX, OV), for
                              experiments (conv.c); zero or one that does not
                              fit: the model's choice */
+  int32_t replicas;       /* replicas the program runs as (0 or 1: one; JIT
+                             only above 1); threads are shared among them,
+                             max(1, threads / replicas) each */
 } cpu_options;
 
 void cpu_options_init(cpu_options *o);
@@ -76,13 +87,29 @@ int cpu_default_threads(void);
 /* A compiled, runnable program. Owns its JIT, scratch and thread pool. */
 typedef struct cpu_exe cpu_exe;
 
+/* The most replicas a program runs as (one host thread each). */
+enum { CPU_MAX_REPLICAS = 256 };
+
+/* One replica's context during a run (coll.c): what the generated code
+ * passes to the helpers it calls, which record a failure in it. */
+typedef struct cpu_rep cpu_rep;
+
 /* A host function bound into compiled code (backend/llvm/custom_call.c).
- * cpu_ffi_invoke is what the generated code calls; cpu_ffi_check reports
- * (and clears) the first failure of a list after a run. */
+ * cpu_ffi_invoke is what the generated code calls: 0, or 1 after recording
+ * the failure in rep (the entry then returns). */
 typedef struct cpu_ffi_call cpu_ffi_call;
-void cpu_ffi_invoke(cpu_ffi_call *c, void *const *ops, void *const *res);
-base_status cpu_ffi_check(cpu_ffi_call *list, char *err, size_t errlen);
+int cpu_ffi_invoke(cpu_ffi_call *c, void *const *ops, void *const *res, cpu_rep *rep);
 void cpu_ffi_free(cpu_ffi_call *list);
+
+/* A collective of compiled code (coll.c), owned by its executable. The
+ * generated code calls cpu_coll_run: 0, or 1 after recording the failure
+ * in rep. fold: per leaf, fold(acc, x, lo, hi) sets acc[i] = to_apply(acc[i],
+ * x[i]) for lo <= i < hi (NULL for collectives that do not reduce). */
+typedef struct cpu_coll cpu_coll;
+typedef void (*cpu_fold_fn)(void *acc, const void *x, int64_t lo, int64_t hi);
+int cpu_coll_run(cpu_rep *rep, const cpu_coll *c, void *const *ops, void *const *res,
+                 const cpu_fold_fn *fold);
+void cpu_coll_free(cpu_coll *list);
 
 /* Lowers, optimises and JIT-compiles the entry computation of m (which must
  * verify). m is not kept. Failures (over o->budget: ST_RESOURCE_EXHAUSTED
@@ -100,6 +127,16 @@ base_status cpu_execute(cpu_exe *exe, ir_literal *const *args, int nargs,
  * result's), so repeated runs touch no fresh memory. */
 base_status cpu_execute_to(cpu_exe *exe, ir_literal *const *args, int nargs,
                            ir_literal *out, char *err, size_t errlen);
+/* Runs exe (compiled for n = cpu_options.replicas > 1 replicas) as n
+ * replicas on n host threads: replica r reads args[r * nargs ..
+ * r * nargs + nargs) and writes res[r] (literals the caller made, shapes as
+ * cpu_execute_to). Results do not depend on thread timing. A replica that
+ * fails (a custom-call, a collective that the others do not run) leaves
+ * the rendezvous, so the others stop too; the message is then the failure
+ * of the lowest-numbered replica that failed on its own ("replica 1:
+ * ..."), else that of the lowest replica that failed. */
+base_status cpu_execute_replicas(cpu_exe *exe, int n, ir_literal *const *args, int nargs,
+                                 ir_literal *const *res, char *err, size_t errlen);
 void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
 
 /* Facts about a compiled program. */

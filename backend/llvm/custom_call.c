@@ -1,10 +1,12 @@
 /* custom_call.c: custom-calls that call a host function (ir.h, "custom-call")
  * on the cpu target. Identity targets alias their operand (plan.c); a host
- * function is called from a one-range kernel that passes it the operand and
- * result leaves through its binding (a cpu_ffi_call the executable owns,
- * whose address the JIT-compiled code holds as a constant). A failing host
- * function marks its binding; cpu_execute reports the first failure after
- * the entry returns. AOT objects cannot hold such addresses: refused. */
+ * function is called from the entry function, between kernels, with the
+ * operand and result leaves and its binding (a cpu_ffi_call the executable
+ * owns, whose address the JIT-compiled code holds as a constant). A failing
+ * host function fails its replica (cpu_rep): the entry returns at once and
+ * the execution reports the message. Replicas running at once share the
+ * binding, which they only read. AOT objects cannot hold such addresses:
+ * refused. */
 #include "backend/llvm/lower.h"
 
 #include <stdio.h>
@@ -15,33 +17,28 @@ struct cpu_ffi_call {
   void *user;
   char *target, *config, *where;
   int32_t nops, nres;
-  ir_ffi_buffer *bufs; /* nops operands then nres results; dims owned */
-  bool failed;
-  char msg[400];
+  ir_ffi_buffer *bufs; /* nops operands then nres results; dims owned; data set per call */
   cpu_ffi_call *next;
 };
 
-void cpu_ffi_invoke(cpu_ffi_call *c, void *const *ops, void *const *res) {
-  for (int32_t i = 0; i < c->nops; i++) c->bufs[i].data = ops[i];
-  for (int32_t i = 0; i < c->nres; i++) c->bufs[c->nops + i].data = res[i];
-  char msg[sizeof c->msg] = "";
-  if (c->fn(c->user, c->bufs, c->nops, c->bufs + c->nops, c->nres, c->config, msg, sizeof msg) != 0 &&
-      !c->failed) {
-    c->failed = true;
-    snprintf(c->msg, sizeof c->msg, "%s", msg[0] ? msg : "(no message)");
+int cpu_ffi_invoke(cpu_ffi_call *c, void *const *ops, void *const *res, cpu_rep *rep) {
+  /* The template is shared by replicas running at once: fill a copy. */
+  int32_t nb = c->nops + c->nres;
+  ir_ffi_buffer stack[16], *b = nb <= 16 ? stack : malloc(sizeof *b * (size_t)nb);
+  if (!b) {
+    cpu_rep_fail(rep, true, "%s: custom-call target '%s': out of memory", c->where, c->target);
+    return 1;
   }
-}
-
-base_status cpu_ffi_check(cpu_ffi_call *list, char *err, size_t errlen) {
-  base_status st = ST_OK;
-  for (cpu_ffi_call *c = list; c; c = c->next) {
-    if (c->failed && st == ST_OK) {
-      snprintf(err, errlen, "%s: custom-call target '%s' failed: %s", c->where, c->target, c->msg);
-      st = ST_INTERNAL;
-    }
-    c->failed = false;
-  }
-  return st;
+  memcpy(b, c->bufs, sizeof *b * (size_t)nb);
+  for (int32_t i = 0; i < c->nops; i++) b[i].data = ops[i];
+  for (int32_t i = 0; i < c->nres; i++) b[c->nops + i].data = res[i];
+  char msg[400] = "";
+  int rc = c->fn(c->user, b, c->nops, b + c->nops, c->nres, c->config, msg, sizeof msg) != 0;
+  if (b != stack) free(b);
+  if (rc)
+    cpu_rep_fail(rep, true, "%s: custom-call target '%s' failed: %s", c->where, c->target,
+                 msg[0] ? msg : "(no message)");
+  return rc;
 }
 
 void cpu_ffi_free(cpu_ffi_call *list) {
@@ -103,17 +100,6 @@ static cpu_ffi_call *new_binding(emitter *e, scope *s, const ir_inst *in, const 
   return c;
 }
 
-/* Stores the pointers of leaves v[0..n) into a new stack array. */
-static LLVMValueRef pointer_array(emitter *e, cbuf **v, int n) {
-  LLVMTypeRef at = LLVMArrayType(e->t_ptr, (unsigned)(n ? n : 1));
-  LLVMValueRef arr = llvm_alloca(e, at);
-  for (int i = 0; i < n; i++) {
-    LLVMValueRef ix[2] = {llvm_i64(e, 0), llvm_i64(e, i)};
-    LLVMBuildStore(e->b, llvm_buf_ptr(e, v[i]), LLVMBuildInBoundsGEP2(e->b, at, arr, ix, 2, ""));
-  }
-  return LLVMBuildPointerCast(e->b, arr, e->t_ptr, "");
-}
-
 bool llvm_emit_custom_call(emitter *e, scope *s, ir_id id) {
   const ir_inst *in = llvm_inst(s, id);
   char name[256];
@@ -128,33 +114,14 @@ bool llvm_emit_custom_call(emitter *e, scope *s, ir_id id) {
     return llvm_fail(e, ST_UNSUPPORTED, "%s:%d:%d: custom-call target '%s' %s",
                      in->info->loc.file ? in->info->loc.file : "?", (int)in->info->loc.line,
                      (int)in->info->loc.col, name, why);
-  int nops = 0, nres = llvm_leaf_count(in->shape);
-  for (int o = 0; o < in->nops; o++) nops += llvm_leaf_count(llvm_inst(s, in->ops[o])->shape);
-  cbuf **ops = arena_array(e->a, (size_t)nops + 1, sizeof(cbuf *));
-  int k = 0;
-  for (int o = 0; o < in->nops; o++)
-    for (int j = 0; j < llvm_leaf_count(llvm_inst(s, in->ops[o])->shape); j++)
-      ops[k++] = s->mat[in->ops[o]][j];
+  cbuf **ops;
+  int nops = llvm_operand_leaves(e, s, in, &ops), nres = llvm_leaf_count(in->shape);
   cbuf **res = s->mat[id];
   cpu_ffi_call *c = new_binding(e, s, in, fe, nops, nres);
-  /* The kernel's parameters: every distinct non-constant leaf. */
-  bool *used = arena_array(e->a, (size_t)e->bufs.n + 1, sizeof(bool));
-  for (int i = 0; i < nops; i++) used[ops[i]->id] = true;
-  for (int i = 0; i < nres; i++) used[res[i]->id] = true;
-  cbuf **kb = arena_array(e->a, (size_t)e->bufs.n + 1, sizeof(cbuf *));
-  int nk = 0;
-  for (int i = 0; i < e->bufs.n; i++)
-    if (used[i] && e->bufs.v[i]->kind != CB_CONST) kb[nk++] = e->bufs.v[i];
-  kfn kf;
-  llvm_kernel_begin(e, &kf, kb, nk, arena_printf(e->a, "k%d.%s", e->nkernels, in->info->name));
-  LLVMTypeRef ps[3] = {e->t_ptr, e->t_ptr, e->t_ptr};
-  LLVMTypeRef ft = LLVMFunctionType(e->t_void, ps, 3, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, "cpu_ffi_invoke");
-  if (!fn) fn = LLVMAddFunction(e->mod, "cpu_ffi_invoke", ft);
-  LLVMValueRef args[3] = {
+  LLVMPositionBuilderAtEnd(e->b, e->entry_bb_cur);
+  LLVMValueRef args[4] = {
       LLVMConstIntToPtr(LLVMConstInt(e->t_i64, (unsigned long long)(uintptr_t)c, 0), e->t_ptr),
-      pointer_array(e, ops, nops), pointer_array(e, res, nres)};
-  LLVMBuildCall2(e->b, ft, fn, args, 3, "");
-  llvm_kernel_end(e, &kf, 1, 0);
+      llvm_entry_ptrs(e, ops, nops), llvm_entry_ptrs(e, res, nres), e->entry_rep};
+  llvm_entry_call_checked(e, "cpu_ffi_invoke", args, 4);
   return e->st == ST_OK;
 }

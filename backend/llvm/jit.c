@@ -11,6 +11,7 @@
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,7 +22,7 @@
 #endif
 
 typedef void (*entry_fn)(void *const *inputs, void *const *outputs, void *scratch,
-                         cpu_parfor_fn parfor, void *parctx);
+                         cpu_parfor_fn parfor, void *parctx, cpu_rep *rep);
 
 struct cpu_exe {
   arena *a;
@@ -31,10 +32,12 @@ struct cpu_exe {
   ir_shape *params;   /* entry parameter shapes */
   ir_shape result;
   int32_t ninputs, noutputs;
-  void *scratch;
+  int32_t replicas;   /* >= 1 */
+  void **scratch;     /* per replica */
   int64_t scratch_bytes;
-  cpu_pool *pool;
+  cpu_pool **pool;    /* per replica */
   cpu_ffi_call *ffi_calls; /* host-function bindings the code calls */
+  cpu_coll *colls;         /* collectives the code calls */
   cpu_exe_info info;
 };
 
@@ -90,7 +93,7 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
       F(powf), F(atan2f), F(fmodf), F(sqrtf), F(floorf), F(ceilf), F(roundf),
       /* TPU numerics: the vector unit's double functions (elem.c) */
       F(exp), F(expm1), F(log), F(log1p), F(cbrt), F(tanh), F(sin), F(cos), F(pow), F(atan2),
-      F(memcpy), F(memset), F(memmove), F(cpu_ffi_invoke),
+      F(memcpy), F(memset), F(memmove), F(cpu_ffi_invoke), F(cpu_coll_run),
 #ifdef TPUCC_HAVE_OPENBLAS
       F(cblas_sgemm),
 #endif
@@ -120,6 +123,11 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   if (o) opt = *o;
   else cpu_options_init(&opt);
   if (opt.threads <= 0) opt.threads = cpu_default_threads();
+  if (opt.replicas < 1) opt.replicas = 1;
+  if (opt.replicas > CPU_MAX_REPLICAS) {
+    snprintf(err, errlen, "%d replicas: the cpu runs at most %d", (int)opt.replicas, CPU_MAX_REPLICAS);
+    return ST_INVALID_ARGUMENT;
+  }
   double t0 = now();
   LLVMTargetMachineRef tm = llvm_host_tm(&opt, true, err, errlen); /* PIC: JIT memory may lie above 4 GiB */
   if (!tm) return ST_INTERNAL;
@@ -133,6 +141,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   if (!ok) {
     base_status st = e.st ? e.st : ST_INTERNAL;
     cpu_ffi_free(e.ffi_calls);
+    cpu_coll_free(e.colls);
     llvm_emitter_free(&e);
     LLVMDisposeModule(e.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -142,6 +151,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   cpu_exe *x = calloc(1, sizeof *x);
   if (!x) {
     cpu_ffi_free(e.ffi_calls);
+    cpu_coll_free(e.colls);
     llvm_emitter_free(&e);
     LLVMDisposeModule(e.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -161,6 +171,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   x->result = ir_shape_clone(x->a, ec->insts.v[ec->root].shape);
   const char *entry_name = opt.entry_name ? opt.entry_name : "tpucc_entry";
   x->ffi_calls = e.ffi_calls;
+  x->colls = e.colls;
   llvm_emitter_free(&e);
 
   /* The JIT takes ownership of tm (through its builder) and of the module. */
@@ -192,10 +203,18 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   double t3 = now();
   if (st == ST_OK) {
     size_t sb = (size_t)((x->scratch_bytes + 63) & ~(int64_t)63);
-    x->scratch = aligned_alloc(64, sb ? sb : 64);
-    x->pool = cpu_pool_create(opt.threads);
-    if (!x->scratch || !x->pool) {
-      snprintf(err, errlen, "cannot allocate %lld bytes of scratch", (long long)sb);
+    int per = opt.threads / opt.replicas > 1 ? opt.threads / opt.replicas : 1;
+    x->scratch = calloc((size_t)opt.replicas, sizeof *x->scratch);
+    x->pool = calloc((size_t)opt.replicas, sizeof *x->pool);
+    if (x->scratch && x->pool) x->replicas = opt.replicas;
+    for (int r = 0; r < x->replicas; r++) {
+      x->scratch[r] = aligned_alloc(64, sb ? sb : 64);
+      x->pool[r] = cpu_pool_create(per);
+      if (!x->scratch[r] || !x->pool[r]) break;
+    }
+    if (!x->replicas || !x->scratch[x->replicas - 1] || !x->pool[x->replicas - 1]) {
+      snprintf(err, errlen, "cannot allocate %lld bytes of scratch for each of %d replicas", (long long)sb,
+               (int)opt.replicas);
       st = ST_OUT_OF_MEMORY;
     }
   }
@@ -260,44 +279,138 @@ base_status cpu_execute(cpu_exe *x, ir_literal *const *args, int nargs, arena *o
   return st;
 }
 
-base_status cpu_execute_to(cpu_exe *x, ir_literal *const *args, int nargs, ir_literal *res,
-                           char *err, size_t errlen) {
-  base_status st = check_args(x, args, nargs, err, errlen);
-  if (st != ST_OK) return st;
-  if (!res || !ir_shape_equal(&res->shape, &x->result)) {
-    snprintf(err, errlen, "the result literal does not have the result's shape");
-    return ST_INVALID_ARGUMENT;
-  }
-  void **in = calloc((size_t)x->ninputs + 1, sizeof(void *));
-  void **outs = calloc((size_t)x->noutputs + 1, sizeof(void *));
-  if (!in || !outs) {
-    free(in);
-    free(outs);
-    snprintf(err, errlen, "out of memory");
-    return ST_OUT_OF_MEMORY;
-  }
+/* The leaf pointers of one replica's arguments and result: in[ninputs],
+ * then out[noutputs], in one malloc'ed block (NULL when out of memory). */
+static void **leaf_ptrs(cpu_exe *x, ir_literal *const *args, int nargs, ir_literal *res) {
+  void **in = calloc((size_t)x->ninputs + (size_t)x->noutputs + 1, sizeof(void *));
+  if (!in) return NULL;
   int n = 0;
   for (int i = 0; i < nargs; i++) n = flatten(args[i], in, n);
   BASE_ASSERT(n == x->ninputs);
-  n = flatten(res, outs, 0);
+  n = flatten(res, in + x->ninputs, 0);
   BASE_ASSERT(n == x->noutputs);
-  x->entry(in, outs, x->scratch, x->pool ? cpu_pool_parfor : NULL, x->pool);
+  return in;
+}
+
+static base_status check_res(cpu_exe *x, const ir_literal *res, char *err, size_t errlen) {
+  if (res && ir_shape_equal(&res->shape, &x->result)) return ST_OK;
+  snprintf(err, errlen, "the result literal does not have the result's shape");
+  return ST_INVALID_ARGUMENT;
+}
+
+base_status cpu_execute_to(cpu_exe *x, ir_literal *const *args, int nargs, ir_literal *res,
+                           char *err, size_t errlen) {
+  if (x->replicas != 1) {
+    snprintf(err, errlen, "the program was compiled for %d replicas: run it with cpu_execute_replicas",
+             (int)x->replicas);
+    return ST_INVALID_ARGUMENT;
+  }
+  base_status st = check_args(x, args, nargs, err, errlen);
+  if (st == ST_OK) st = check_res(x, res, err, errlen);
+  if (st != ST_OK) return st;
+  void **in = leaf_ptrs(x, args, nargs, res);
+  if (!in) {
+    snprintf(err, errlen, "out of memory");
+    return ST_OUT_OF_MEMORY;
+  }
+  cpu_rep rep = {.id = 0, .n = 1};
+  x->entry(in, in + x->ninputs, x->scratch[0], cpu_pool_parfor, x->pool[0], &rep);
   free(in);
-  free(outs);
-  return cpu_ffi_check(x->ffi_calls, err, errlen);
+  if (!rep.failed) return ST_OK;
+  snprintf(err, errlen, "%s", rep.msg);
+  return ST_INTERNAL;
+}
+
+/* One replica of a replicated run, on its own thread. */
+typedef struct replica_run {
+  cpu_exe *x;
+  cpu_rep rep;
+  void **ptrs; /* leaf_ptrs */
+  pthread_t tid;
+  bool started;
+} replica_run;
+
+static void *run_replica(void *arg) {
+  replica_run *rr = arg;
+  cpu_exe *x = rr->x;
+  int r = rr->rep.id;
+  x->entry(rr->ptrs, rr->ptrs + x->ninputs, x->scratch[r], cpu_pool_parfor, x->pool[r], &rr->rep);
+  if (!rr->rep.failed) coll_rdv_leave(rr->rep.rdv, r, NULL); /* finished */
+  return NULL;
+}
+
+/* The message of a failed replicated run: the lowest replica that failed
+ * on its own, else the lowest that failed. Whether a replica failed on its
+ * own (a host function, replicas reaching different collectives) does not
+ * depend on timing, and neither does its message. */
+static base_status replicas_status(replica_run *rr, int n, char *err, size_t errlen) {
+  int pick = -1;
+  for (int r = 0; r < n && pick < 0; r++)
+    if (rr[r].rep.failed && rr[r].rep.own) pick = r;
+  for (int r = 0; r < n && pick < 0; r++)
+    if (rr[r].rep.failed) pick = r;
+  if (pick < 0) return ST_OK;
+  snprintf(err, errlen, "replica %d: %s", pick, rr[pick].rep.msg);
+  return ST_INTERNAL;
+}
+
+base_status cpu_execute_replicas(cpu_exe *x, int n, ir_literal *const *args, int nargs,
+                                 ir_literal *const *res, char *err, size_t errlen) {
+  if (n < 1 || n != x->replicas) {
+    snprintf(err, errlen, "%d replicas given to a program compiled for %d", n, (int)x->replicas);
+    return ST_INVALID_ARGUMENT;
+  }
+  for (int r = 0; r < n; r++) {
+    base_status st = check_args(x, args + (size_t)r * (size_t)nargs, nargs, err, errlen);
+    if (st == ST_OK) st = check_res(x, res[r], err, errlen);
+    if (st != ST_OK) return st;
+  }
+  replica_run *rr = calloc((size_t)n, sizeof *rr);
+  coll_rdv *rdv = coll_rdv_create(n);
+  const void **all = calloc((size_t)n * (size_t)n, sizeof *all);
+  base_status st = rr && rdv && all ? ST_OK : ST_OUT_OF_MEMORY;
+  for (int r = 0; r < n && st == ST_OK; r++) {
+    rr[r].x = x;
+    rr[r].rep = (cpu_rep){.rdv = rdv, .id = r, .n = n, .all = all + (size_t)r * (size_t)n};
+    rr[r].ptrs = leaf_ptrs(x, args + (size_t)r * (size_t)nargs, nargs, res[r]);
+    if (!rr[r].ptrs) st = ST_OUT_OF_MEMORY;
+  }
+  /* replica 0 runs on the calling thread */
+  for (int r = 1; r < n && st == ST_OK; r++) {
+    if (pthread_create(&rr[r].tid, NULL, run_replica, &rr[r]) != 0) {
+      cpu_rep_fail(&rr[r].rep, true, "cannot start a thread for replica %d", r);
+      continue;
+    }
+    rr[r].started = true;
+  }
+  if (st == ST_OK) run_replica(&rr[0]);
+  for (int r = 1; r < n && st == ST_OK; r++)
+    if (rr[r].started) pthread_join(rr[r].tid, NULL);
+  if (st == ST_OK) st = replicas_status(rr, n, err, errlen);
+  else snprintf(err, errlen, "out of memory");
+  for (int r = 0; rr && r < n; r++) free(rr[r].ptrs);
+  free(rr);
+  free(all);
+  coll_rdv_destroy(rdv);
+  return st;
 }
 
 void cpu_exe_get_info(const cpu_exe *x, cpu_exe_info *out) { *out = x->info; }
 
 void cpu_exe_destroy(cpu_exe *x) {
   if (!x) return;
-  cpu_pool_destroy(x->pool);
+  for (int r = 0; r < x->replicas; r++) {
+    cpu_pool_destroy(x->pool[r]);
+    free(x->scratch[r]);
+  }
+  free(x->pool);
+  free(x->scratch);
   if (x->jit) {
     LLVMErrorRef er = LLVMOrcDisposeLLJIT(x->jit);
     if (er) LLVMConsumeError(er);
   }
-  free(x->scratch);
   cpu_ffi_free(x->ffi_calls);
+  cpu_coll_free(x->colls);
   arena_destroy(x->a);
   free(x);
 }

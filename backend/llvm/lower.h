@@ -14,6 +14,7 @@
 #define TPUCC_BACKEND_LLVM_LOWER_H
 
 #include "backend/llvm/cpu.h"
+#include "base/coll.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
@@ -89,6 +90,7 @@ typedef struct emitter {
   LLVMValueRef entry;
   LLVMValueRef entry_env;   /* i8* to [3 x i8*] {inputs, outputs, scratch} */
   LLVMValueRef entry_parfor, entry_parctx;
+  LLVMValueRef entry_rep;   /* the replica's context (JIT), or a null pointer (AOT) */
   LLVMBasicBlockRef entry_bb_cur;
   /* The function being emitted. */
   LLVMValueRef fn;
@@ -106,6 +108,8 @@ typedef struct emitter {
   scope *entry_scope;
   cpu_ffi_call *ffi_calls;  /* host-function bindings (custom_call.c); the
                                executable takes them over */
+  cpu_coll *colls;          /* collectives (coll.c); the executable takes them over */
+  int32_t ncolls;
   /* Errors. */
   base_status st;
   char *err;
@@ -237,6 +241,38 @@ typedef struct kfn {
 } kfn;
 void llvm_kernel_begin(emitter *e, kfn *k, cbuf **bufs, int nbufs, const char *name);
 void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
+
+/* ---- coll.c ----------------------------------------------------------- */
+/* One replica's context during a run: set up by the runner (jit.c), passed
+ * to the entry, read and written by the helpers the generated code calls
+ * on the replica's own thread. */
+struct cpu_rep {
+  coll_rdv *rdv;        /* NULL: one replica */
+  int32_t id, n;        /* this replica, of n */
+  uint64_t seq;         /* collectives run so far */
+  const void **all;     /* n slots for exchanges */
+  bool failed;          /* msg says why */
+  bool own;             /* failed on its own, not because another replica did */
+  char msg[1024];
+};
+/* Records a failure in r (the first wins) and leaves r's rendezvous with
+ * it. own: not a consequence of another replica's failure. */
+void cpu_rep_fail(cpu_rep *r, bool own, const char *fmt, ...) BASE_PRINTF(3, 4);
+/* Whether op exchanges data between replicas when the program runs more
+ * than one (plan.c then calls llvm_emit_collective; with one replica the
+ * reducing and gathering ones are the identity). */
+bool llvm_is_collective(ir_op op);
+/* Emits collective id of s (operands and result materialised) as a call
+ * from the entry function; fails located when it cannot run. */
+bool llvm_emit_collective(emitter *e, scope *s, ir_id id);
+/* The array leaves of in's operands, in order, into *out; their count. */
+int llvm_operand_leaves(emitter *e, scope *s, const ir_inst *in, cbuf ***out);
+/* A stack array (in the entry function) of the entry's pointers to v[0..n). */
+LLVMValueRef llvm_entry_ptrs(emitter *e, cbuf *const *v, int n);
+/* At the entry's current block: rc = name(args) (an i32 function of the
+ * given parameter types, all pointers) and a return from the entry when rc
+ * is not 0. Counts as one kernel for scratch lifetimes. */
+void llvm_entry_call_checked(emitter *e, const char *name, LLVMValueRef *args, int nargs);
 
 /* ---- custom_call.c ---------------------------------------------------- */
 /* Emits a custom-call of s calling a registered host function (operands and

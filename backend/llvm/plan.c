@@ -263,6 +263,10 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool kernels, bool
     if (depth >= 1 && (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in)))
       return llvm_fail(e, ST_UNSUPPORTED, "%s: %s inside a called computation", in->info->name,
                        ir_op_name(in->op));
+    if (e->opt.replicas > 1 && llvm_is_collective(in->op) && (fused || !kernels))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s:%d:%d: the cpu target runs '%s' across replicas only outside "
+                       "fusions and per-element computations", in->info->loc.file ? in->info->loc.file : "?",
+                       (int)in->info->loc.line, (int)in->info->loc.col, ir_op_name(in->op));
     bool control = llvm_is_control(in->op);
     if (control && !kernels)
       return llvm_fail(e, ST_UNSUPPORTED,
@@ -399,8 +403,9 @@ static bool emit_fusion(emitter *e, scope *s, ir_id id) {
 
 static void entry_begin(emitter *e) {
   const char *name = e->opt.entry_name ? e->opt.entry_name : "tpucc_entry";
-  LLVMTypeRef ps[5] = {e->t_ptr, e->t_ptr, e->t_ptr, LLVMPointerType(e->t_parfor, 0), e->t_ptr};
-  e->entry = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->t_void, ps, 5, 0));
+  /* AOT: the five arguments of the documented entry; JIT: and the replica */
+  LLVMTypeRef ps[6] = {e->t_ptr, e->t_ptr, e->t_ptr, LLVMPointerType(e->t_parfor, 0), e->t_ptr, e->t_ptr};
+  e->entry = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->t_void, ps, e->aot ? 5 : 6, 0));
   e->fn = e->entry;
   e->alloca_bb = LLVMAppendBasicBlockInContext(e->ctx, e->entry, "allocas");
   LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(e->ctx, e->entry, "start");
@@ -415,6 +420,7 @@ static void entry_begin(emitter *e) {
   e->entry_env = LLVMBuildPointerCast(e->b, env, e->t_ptr, "env");
   e->entry_parfor = LLVMGetParam(e->entry, 3);
   e->entry_parctx = LLVMGetParam(e->entry, 4);
+  e->entry_rep = e->aot ? LLVMConstNull(e->t_ptr) : LLVMGetParam(e->entry, 5);
   e->entry_bb_cur = start;
 }
 
@@ -431,13 +437,13 @@ LLVMValueRef llvm_entry_buf(emitter *e, const cbuf *cb) {
   return LLVMBuildLoad2(b, e->t_ptr, LLVMBuildInBoundsGEP2(b, e->t_ptr, arr, &iv, 1, ""), "");
 }
 
-static bool is_alias(const scope *s, const ir_inst *in) {
+static bool is_alias(const emitter *e, const scope *s, const ir_inst *in) {
   switch (in->op) {
   case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT:
     return true;
   case IR_OP_RESHAPE: case IR_OP_COPY: case IR_OP_BITCAST:
     return in->shape->type == llvm_inst(s, in->ops[0])->shape->type;
-  case IR_OP_ALL_REDUCE: return true; /* one replica: the identity */
+  case IR_OP_ALL_REDUCE: return e->opt.replicas <= 1; /* one replica: the identity */
   case IR_OP_CUSTOM_CALL: return ir_custom_call_kind(in, NULL) == IR_CC_IDENTITY;
   case IR_OP_OPT_BARRIER: case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_ASYNC_UPDATE:
   case IR_OP_COPY_START: case IR_OP_COPY_DONE: case IR_OP_AFTER_ALL:
@@ -517,7 +523,7 @@ static ir_id *plan_comp(emitter *e, scope *s, int *n) {
     ir_id id = order[i];
     const ir_inst *in = llvm_inst(s, id);
     if (s->mat[id]) continue;
-    if (is_alias(s, in)) plan_alias(e, s, id);
+    if (is_alias(e, s, in)) plan_alias(e, s, id);
     else s->mat[id] = llvm_scratch_leaves(e, in->shape);
   }
   return order;
@@ -529,7 +535,7 @@ static bool emit_comp(emitter *e, scope *s, const ir_id *order, int n) {
   for (int i = 0; i < n && e->st == ST_OK; i++) {
     ir_id id = order[i];
     const ir_inst *in = llvm_inst(s, id);
-    if (is_alias(s, in)) continue;
+    if (is_alias(e, s, in)) continue;
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
     else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
@@ -537,6 +543,7 @@ static bool emit_comp(emitter *e, scope *s, const ir_id *order, int n) {
     else if (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in))
       llvm_emit_sort(e, s, id);
     else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
+    else if (e->opt.replicas > 1 && llvm_is_collective(in->op)) llvm_emit_collective(e, s, id);
     else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
     else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
     else llvm_emit_kernel(e, s, id);
