@@ -44,6 +44,7 @@ bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
 bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
 bool gr_while(gr_ctx *g, ir_id i, ir_id ct);       /* grad_control.c */
 bool gr_conditional(gr_ctx *g, ir_id i, ir_id ct); /* grad_control.c */
+bool gr_sort(gr_ctx *g, ir_id i, ir_id ct);        /* grad_sort.c */
 
 /* The one binary op (add, maximum, minimum, multiply) a reducer
  * computation applies to its two parameters, or IR_OP__COUNT when it is
