@@ -522,8 +522,11 @@ static bool is_scalar_splat(fctx *f, ir_id i) {
 }
 
 /* dot d2 = dot(E / bcast(sum(E)), V), E = exp(T - bcast(max(T))),
- * T = dot(Q, K) [* splat]: its members (root last) in mem, or 0. */
-static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
+ * T = dot(Q, K) [* splat]: its members (root last) in mem, or 0. A dot
+ * whose left operand is a divide is taken for an attention's P x V: when
+ * the rest does not match, *why names the condition that failed. */
+static int attn_match(fctx *f, ir_id d2, ir_id *mem, const char **why) {
+  *why = NULL;
   const ir_inst *o = I(f, d2);
   int n = 0, r = o->shape->rank, nb = r - 2;
   if (o->op != IR_OP_DOT || r < 2 || o->shape->type != IR_F32 || o->a->lhs_batch.n != nb ||
@@ -531,18 +534,24 @@ static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
     return 0;
   ir_id p = o->ops[0];
   const ir_inst *pi = I(f, p);
-  if (pi->op != IR_OP_DIVIDE || nusers(f, p) != 1) return 0;
+  if (pi->op != IR_OP_DIVIDE) return 0;
+  if (nusers(f, p) != 1) return *why = "the probabilities (the divide) have other users", 0;
   ir_id e = pi->ops[0], bz = pi->ops[1], rz = attn_row(f, bz, r);
-  if (rz == IR_NONE || I(f, rz)->ops[0] != e || I(f, e)->op != IR_OP_EXP || nusers(f, e) != 2)
-    return 0;
+  if (rz == IR_NONE || I(f, rz)->ops[0] != e)
+    return *why = "the divisor is not the broadcast row sum of the numerator, used only there", 0;
+  if (I(f, e)->op != IR_OP_EXP) return *why = "the numerator is not an exp", 0;
+  if (nusers(f, e) != 2) return *why = "the exp has users outside the softmax", 0;
   mem[n++] = p;
   mem[n++] = bz;
   mem[n++] = rz;
   mem[n++] = e;
   ir_id u = I(f, e)->ops[0];
-  if (I(f, u)->op != IR_OP_SUBTRACT || nusers(f, u) != 1) return 0;
+  if (I(f, u)->op != IR_OP_SUBTRACT || nusers(f, u) != 1)
+    return *why = "the exp's operand is not a subtract (scores - row max) used only there", 0;
   ir_id t = I(f, u)->ops[0], bm = I(f, u)->ops[1], rm = attn_row(f, bm, r);
-  if (rm == IR_NONE || I(f, rm)->ops[0] != t || nusers(f, t) != 2) return 0;
+  if (rm == IR_NONE || I(f, rm)->ops[0] != t)
+    return *why = "the subtracted value is not the broadcast row max of the scores, used only there", 0;
+  if (nusers(f, t) != 2) return *why = "the scores have users outside the softmax", 0;
   mem[n++] = u;
   mem[n++] = bm;
   mem[n++] = rm;
@@ -550,18 +559,21 @@ static int attn_match(fctx *f, ir_id d2, ir_id *mem) {
   if (I(f, t)->op == IR_OP_MULTIPLY) {
     const ir_inst *ti = I(f, t);
     bool first = is_scalar_splat(f, ti->ops[0]);
-    if (!first && !is_scalar_splat(f, ti->ops[1])) return 0;
+    if (!first && !is_scalar_splat(f, ti->ops[1]))
+      return *why = "the scores are multiplied by something other than a scalar splat", 0;
     d1 = ti->ops[first ? 1 : 0];
     mem[n++] = t;
-    if (nusers(f, d1) != 1) return 0;
+    if (nusers(f, d1) != 1) return *why = "the unscaled scores have other users", 0;
   }
   const ir_inst *q = I(f, d1);
   if (q->op != IR_OP_DOT || q->shape->rank != r || q->a->lhs_batch.n != nb ||
       q->a->lhs_contracting.n != 1 || q->a->rhs_contracting.n != 1)
-    return 0;
+    return *why = "the scores are not a batched dot (Q x K) of the result's rank with one contracting "
+                  "dimension",
+           0;
   const ir_id vals[6] = {p, e, u, t, d1, d2};
   for (int k = 0; k < 6; k++)
-    if (I(f, vals[k])->shape->type != IR_F32) return 0;
+    if (I(f, vals[k])->shape->type != IR_F32) return *why = "the scores or the softmax are not f32", 0;
   mem[n++] = d1;
   attn_chain(f, q->ops[0], mem, &n);
   attn_chain(f, q->ops[1], mem, &n);
@@ -587,7 +599,9 @@ static void attn_find(fctx *f) {
   for (ir_id i = 0; i < f->n; i++) {
     const ir_inst *in = I(f, i);
     if (in->dead || in->op != IR_OP_DOT) continue;
-    int n = attn_match(f, i, mem);
+    const char *miss;
+    int n = attn_match(f, i, mem, &miss);
+    if (miss) pass_explain(f->ctx, PASS, I(f, i)->info->name, "attention not fused: %s", miss);
     bool taken = false;
     for (int k = 0; k < n; k++)
       taken |= f->attn[mem[k]] >= 0;

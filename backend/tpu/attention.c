@@ -63,7 +63,14 @@ typedef struct attn {
   bool scale_first;        /* the constant is the multiply's first operand */
   const ir_literal *init_m, *init_z;
   ir_comp_id red_m, red_z;
+  const char *why; /* the condition the pattern failed (match) */
 } attn;
+
+/* Records why the pattern is not the kernel's; false. */
+static bool refuse(attn *a, const char *why) {
+  a->why = why;
+  return false;
+}
 
 static const ir_inst *ci(const ir_comp *c, ir_id i) { return &c->insts.v[i]; }
 
@@ -194,34 +201,36 @@ static bool one_pass(const lctx *x, const ir_inst *d, ir_type lt, ir_type rt) {
 static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   const ir_comp *c = &x->m->comps.v[fu->calls[0]];
   memset(a, 0, sizeof *a);
-  if (c->root < 0) return false;
+  if (c->root < 0) return refuse(a, "the fused computation has no root");
   /* Result chain: root <- (transpose | reshape)* <- dot O. */
   ir_id chain[8];
   int nc = 0;
   ir_id o = c->root;
   while (ci(c, o)->op == IR_OP_TRANSPOSE || ci(c, o)->op == IR_OP_RESHAPE) {
-    if (nc == 8) return false;
+    if (nc == 8) return refuse(a, "more than 8 reshapes or transposes after the second dot");
     chain[nc++] = o;
     o = ci(c, o)->ops[0];
   }
   const ir_inst *d2 = ci(c, o);
-  if (d2->op != IR_OP_DOT || d2->shape->type != IR_F32 || fu->shape->type != IR_F32) return false;
+  if (d2->op != IR_OP_DOT) return refuse(a, "the result is not a dot (P x V) seen through reshapes and transposes");
+  if (d2->shape->type != IR_F32 || fu->shape->type != IR_F32) return refuse(a, "the second dot's result is not f32");
   int r = d2->shape->rank, nb = r - 2;
   if (nb < 0 || d2->a->lhs_batch.n != nb || d2->a->lhs_contracting.n != 1 ||
       d2->a->lhs_contracting.v[0] != nb + 1 || d2->a->rhs_contracting.n != 1)
-    return false;
+    return refuse(a, "the second dot's dimension numbers are not [batch..., queries, keys] x V with one contracting dimension");
   for (int k = 0; k < nb; k++)
-    if (d2->a->lhs_batch.v[k] != k) return false;
+    if (d2->a->lhs_batch.v[k] != k) return refuse(a, "the second dot's batch dimensions are not the leading ones in order");
   /* P = E / broadcast(z) */
   const ir_inst *p = ci(c, d2->ops[0]);
-  if (p->op != IR_OP_DIVIDE || p->shape->type != IR_F32) return false;
+  if (p->op != IR_OP_DIVIDE || p->shape->type != IR_F32) return refuse(a, "the second dot's left operand is not an f32 divide (E / broadcast(sum))");
   ir_id e = p->ops[0], zr = row_bcast_src(c, p->ops[1], r);
   const ir_inst *ei = ci(c, e);
-  if (zr == IR_NONE || ci(c, zr)->ops[0] != e || ei->op != IR_OP_EXP) return false;
+  if (zr == IR_NONE || ci(c, zr)->ops[0] != e) return refuse(a, "the divisor is not the broadcast row reduction of the numerator");
+  if (ei->op != IR_OP_EXP) return refuse(a, "the numerator is not an exp");
   const ir_inst *u = ci(c, ei->ops[0]);
-  if (u->op != IR_OP_SUBTRACT) return false;
+  if (u->op != IR_OP_SUBTRACT) return refuse(a, "the exp's operand is not a subtract (scores - row max)");
   ir_id t = u->ops[0], mr = row_bcast_src(c, u->ops[1], r);
-  if (mr == IR_NONE || ci(c, mr)->ops[0] != t) return false;
+  if (mr == IR_NONE || ci(c, mr)->ops[0] != t) return refuse(a, "the subtracted value is not the broadcast row reduction of the scores");
   const ir_inst *ti = ci(c, t);
   ir_id d1 = t;
   if (ti->op == IR_OP_MULTIPLY) {
@@ -229,31 +238,34 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
     a->scale_first = l0 != NULL && ci(c, ti->ops[1])->op == IR_OP_DOT;
     a->scale = a->scale_first ? l0 : l1;
     d1 = a->scale_first ? ti->ops[1] : ti->ops[0];
-    if (!a->scale) return false;
+    if (!a->scale) return refuse(a, "the scores are multiplied by something other than an f32 scalar constant");
   }
   const ir_inst *q = ci(c, d1);
   if (q->op != IR_OP_DOT || q->shape->type != IR_F32 || q->shape->rank != r ||
       q->a->lhs_batch.n != nb || q->a->rhs_batch.n != nb || q->a->lhs_contracting.n != 1 ||
       q->a->rhs_contracting.n != 1)
-    return false;
-  if (ti->shape->type != IR_F32 || u->shape->type != IR_F32 || ei->shape->type != IR_F32) return false;
+    return refuse(a, "the scores are not an f32 batched dot (Q x K) with one contracting dimension");
+  if (ti->shape->type != IR_F32 || u->shape->type != IR_F32 || ei->shape->type != IR_F32)
+    return refuse(a, "the softmax is not computed in f32");
   const ir_inst *rm = ci(c, mr), *rz = ci(c, zr);
   a->init_m = scalar_lit(c, rm->ops[1]);
   a->init_z = scalar_lit(c, rz->ops[1]);
   if (!a->init_m || !a->init_z || rm->ncalls != 1 || rz->ncalls != 1 ||
       ci(c, rm->ops[1])->op != IR_OP_CONSTANT || ci(c, rz->ops[1])->op != IR_OP_CONSTANT)
-    return false;
+    return refuse(a, "a row reduction's init is not an f32 scalar constant");
   a->red_m = rm->calls[0];
   a->red_z = rz->calls[0];
-  if (!simple_reducer(x->m, a->red_m) || !simple_reducer(x->m, a->red_z)) return false;
+  if (!simple_reducer(x->m, a->red_m) || !simple_reducer(x->m, a->red_z))
+    return refuse(a, "a row reduction's computation is not one f32 elementwise op of its two parameters");
   /* Dims and operand views. */
   const ir_shape *qs = ci(c, q->ops[0])->shape, *ks = ci(c, q->ops[1])->shape;
   const ir_shape *vs = ci(c, d2->ops[1])->shape;
-  if (qs->rank != r || ks->rank != r || vs->rank != r) return false;
+  if (qs->rank != r || ks->rank != r || vs->rank != r) return refuse(a, "Q, K and V do not have the result's rank");
   int64_t qf = free_dim(qs, &q->a->lhs_batch, &q->a->lhs_contracting);
   int64_t kf = free_dim(ks, &q->a->rhs_batch, &q->a->rhs_contracting);
   int64_t vf = free_dim(vs, &d2->a->rhs_batch, &d2->a->rhs_contracting);
-  if (qf < 0 || kf < 0 || vf < 0 || d2->a->rhs_batch.n != nb) return false;
+  if (qf < 0 || kf < 0 || vf < 0 || d2->a->rhs_batch.n != nb)
+    return refuse(a, "Q, K or V has more than one free (query, key or value) dimension");
   a->nb = nb;
   a->G = 1;
   for (int k = 0; k < nb; k++) {
@@ -264,17 +276,18 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   a->Sk = q->shape->dims[nb + 1];
   a->D = qs->dims[q->a->lhs_contracting.v[0]];
   a->Dv = d2->shape->dims[nb + 1];
-  if (vs->dims[d2->a->rhs_contracting.v[0]] != a->Sk) return false;
+  if (vs->dims[d2->a->rhs_contracting.v[0]] != a->Sk) return refuse(a, "V's contracting dimension is not the keys");
   if (!operand_view(x, c, fu, q->ops[0], nb, q->a->lhs_batch.v, qf, q->a->lhs_contracting.v[0], dry,
                     &a->q) ||
       !operand_view(x, c, fu, q->ops[1], nb, q->a->rhs_batch.v, kf, q->a->rhs_contracting.v[0], dry,
                     &a->k) ||
       !operand_view(x, c, fu, d2->ops[1], nb, d2->a->rhs_batch.v, d2->a->rhs_contracting.v[0], vf,
                     dry, &a->vv))
-    return false;
+    return refuse(a, "Q, K or V is not an f32 or bf16 fusion parameter seen through reshapes and "
+                     "transposes with its contracting dimension contiguous");
   ir_type qt = a->q.es == 2 ? IR_BF16 : IR_F32, kt = a->k.es == 2 ? IR_BF16 : IR_F32;
   if (!one_pass(x, q, qt, kt) || !one_pass(x, d2, IR_F32, a->vv.es == 2 ? IR_BF16 : IR_F32))
-    return false;
+    return refuse(a, "a dot asks for more than one MXU pass (f32 operands at a precision above DEFAULT)");
   /* The result: strides of O's dims inside the root's row-major buffer. */
   int64_t st[IR_MAX_RANK];
   const ir_inst *top = ci(c, c->root);
@@ -282,7 +295,8 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
   for (int k = 0; k < nc; k++) {
     const ir_inst *n = ci(c, chain[k]), *y = ci(c, n->ops[0]);
     if (n->op == IR_OP_RESHAPE) {
-      if (!is_row_major(n->shape->rank, n->shape->dims, st)) return false;
+      if (!is_row_major(n->shape->rank, n->shape->dims, st))
+        return refuse(a, "a reshape of the result regroups dimensions that are not row-major");
       row_major(y->shape->rank, y->shape->dims, st);
     } else {
       int64_t ys[IR_MAX_RANK];
@@ -291,15 +305,17 @@ static bool match(const lctx *x, const ir_inst *fu, bool dry, attn *a) {
       memcpy(st, ys, sizeof ys);
     }
   }
-  if (st[nb + 1] != 1 && a->Dv > 1) return false;
+  if (st[nb + 1] != 1 && a->Dv > 1) return refuse(a, "the result's value dimension is not contiguous");
   for (int k = 0; k < nb; k++)
     a->o.bst[k] = st[k];
   a->o.rs = st[nb];
   a->o.es = 4;
   /* The unfused reduce folds sequentially except in the tree case
    * (lower_reduce: one output row, R >= 4096). */
-  if (a->G * a->Sq == 1 && lower_tree_fold(a->Sk, 1)) return false;
-  return a->G > 0 && a->Sq > 0 && a->Sk > 0 && a->D > 0 && a->Dv > 0;
+  if (a->G * a->Sq == 1 && lower_tree_fold(a->Sk, 1))
+    return refuse(a, "one query row over 4096 or more keys: the unfused reduce folds as a tree");
+  if (!(a->G > 0 && a->Sq > 0 && a->Sk > 0 && a->D > 0 && a->Dv > 0)) return refuse(a, "a dimension is empty");
+  return true;
 }
 
 /* ---- the kernel ---------------------------------------------------------------- */
@@ -865,9 +881,7 @@ bool lower_attention(lctx *x, ir_id i, bool out_bf16) {
   int64_t npanels;
   plan p;
   if (!match(x, fu, false, &a)) {
-    tb_explain(b, "attention kernel not used: the pattern's types, dims or operand views are not "
-                  "ones it takes (one-pass dots, views of parameters through reshapes and "
-                  "transposes)");
+    tb_explain(b, "attention kernel not used: %s", a.why ? a.why : "the pattern is not softmax(Q K) V");
     return false;
   }
   if (!make_plan(&b->t, b->a, &a, &pn, &npanels, &p)) {
