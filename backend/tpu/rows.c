@@ -575,7 +575,16 @@ typedef struct rbuild {
   rprog *p;
   int *node;  /* instruction -> its rnode, or -1 */
   int *colof; /* parameter -> 1 + its COL input, or 0 */
+  const char *why; /* the condition an instruction failed, for --explain */
+  const ir_inst *at;
 } rbuild;
+
+/* Records why instruction in is not part of a row program; false. */
+static bool no(rbuild *rb, const ir_inst *in, const char *why) {
+  rb->why = why;
+  rb->at = in;
+  return false;
+}
 
 /* The row space: the operand shape of fc's first reduce (*nr trailing
  * dims reduced), NULL when there is none or it is not a row reduce. */
@@ -596,7 +605,7 @@ static const ir_shape *row_space(const ir_module *m, const ir_comp *fc, int *nr)
 static bool param_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
   tb *b = rb->x->b;
   tval *v = rb->x->val[rb->fin->ops[in->a->parameter_number]];
-  if (!v || v->tuple) return false;
+  if (!v || v->tuple) return no(rb, in, "a parameter is not a lowered array");
   if (!same_dims(in->shape->rank, in->shape->dims, rb->S->rank, rb->S->dims)) {
     *skip = true;
     return true;
@@ -628,7 +637,7 @@ static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
     bool lead = true;
     for (int k = 0; k < nk; k++)
       lead &= dm->v[k] == k;
-    if (!lead) return false;
+    if (!lead) return no(rb, in, "a row value is broadcast along other than the leading dims");
     r->kind = RN_ALIAS;
     r->cls = RC_FULL;
     r->args[0] = on;
@@ -640,11 +649,11 @@ static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
     bool trail = true;
     for (int k = 0; k < nr; k++)
       trail &= dm->v[k] == nk + k;
-    if (!trail) return false;
+    if (!trail) return no(rb, in, "a parameter is broadcast along other than the trailing (row) dims");
     int64_t pn = o->a->parameter_number;
     if (!rb->colof[pn]) {
       tval *v = rb->x->val[rb->fin->ops[pn]];
-      if (!v || v->tuple || v->type != IR_F32) return false;
+      if (!v || v->tuple || v->type != IR_F32) return no(rb, in, "a broadcast column vector is not f32");
       VEC_PUSH(rb->x->b->a, p->col_addr, tv_addr(v));
       rb->colof[pn] = p->col_addr.n;
     }
@@ -653,7 +662,8 @@ static bool broadcast_node(rbuild *rb, const ir_inst *in, rnode *r) {
     r->input = rb->colof[pn] - 1;
     return true;
   }
-  return false;
+  return no(rb, in, "a broadcast that is none of: a constant, a row value along the rows, an f32 "
+                    "parameter along the leading dims");
 }
 
 /* A row reduce of a FULL f32 value over the row space from a constant. */
@@ -665,7 +675,8 @@ static bool reduce_node(rbuild *rb, const ir_inst *in, rnode *r) {
       !same_dims(os->rank, os->dims, rb->S->rank, rb->S->dims) || on < 0 ||
       p->nodes.v[on].cls != RC_FULL || p->nodes.v[on].type != IR_F32 || init < 0 ||
       p->nodes.v[init].kind != RN_CONST)
-    return false;
+    return no(rb, in, "a reduce that is not an f32 row reduction of a full value over the row space "
+                      "from a constant");
   r->kind = RN_RED;
   r->cls = RC_ROW;
   r->op = row_reducer(rb->x->m, in->calls[0]);
@@ -677,7 +688,8 @@ static bool reduce_node(rbuild *rb, const ir_inst *in, rnode *r) {
 
 /* An elementwise op of FULL values (and constants), or of ROW values. */
 static bool elem_node(rbuild *rb, const ir_inst *in, rnode *r) {
-  if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT) return false;
+  if (!(ir_op_flags(in->op) & OPF_ELEMWISE) && in->op != IR_OP_CONVERT)
+    return no(rb, in, "an op that is not elementwise, a broadcast, a reduce or a reshape of row values");
   r->kind = RN_OP;
   r->op = in->op;
   r->cmp_dir = in->a->cmp_dir;
@@ -686,31 +698,32 @@ static bool elem_node(rbuild *rb, const ir_inst *in, rnode *r) {
   bool full = false, row = false;
   for (int k = 0; k < in->nops; k++) {
     int an = rb->node[in->ops[k]];
-    if (an < 0) return false;
+    if (an < 0) return no(rb, in, "an operand has no value in the row program");
     r->args[k] = an;
     full |= rb->p->nodes.v[an].cls == RC_FULL;
     row |= rb->p->nodes.v[an].cls == RC_ROW;
   }
-  if (full == row) return false; /* mixed, or constants only */
+  if (full == row) return no(rb, in, "an op mixes full and row values, or has constants only");
   r->cls = full ? RC_FULL : RC_ROW;
   tk_node t = {TK_OP,         in->shape->type, 0,        0,        in->op,
                in->a->cmp_dir, in->a->cmp_type, in->nops, {0, 0, 0}};
   const char *why;
-  return tk_elem_supported(rb->x->b, &t, &why);
+  return tk_elem_supported(rb->x->b, &t, &why) || no(rb, in, why);
 }
 
 /* The node of instruction in (*skip: it has none); false when in is not
  * part of a row program. */
 static bool inst_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
   const ir_shape *s = in->shape;
-  if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID) return false;
+  if (s->type == IR_TUPLE || tk_itype(s->type) == IR_TYPE_INVALID)
+    return no(rb, in, "a value of a type the vector unit does not compute");
   memset(r, 0, sizeof *r);
   r->type = s->type;
   switch (in->op) {
   case IR_OP_PARAMETER:
     return param_node(rb, in, r, skip);
   case IR_OP_CONSTANT:
-    if (s->rank != 0) return false;
+    if (s->rank != 0) return no(rb, in, "a constant that is not a scalar");
     r->kind = RN_CONST;
     r->cls = RC_CONST;
     r->bits = lit_bits(in->a->literal, 0);
@@ -722,7 +735,8 @@ static bool inst_node(rbuild *rb, const ir_inst *in, rnode *r, bool *skip) {
     int64_t cnt = 1;
     for (int k = 0; k < s->rank; k++)
       cnt *= s->dims[k];
-    if (on < 0 || rb->p->nodes.v[on].cls != RC_ROW || cnt != rb->p->O) return false;
+    if (on < 0 || rb->p->nodes.v[on].cls != RC_ROW || cnt != rb->p->O)
+      return no(rb, in, "a reshape of something other than a row value");
     r->kind = RN_ALIAS;
     r->cls = RC_ROW;
     r->args[0] = on;
@@ -742,68 +756,65 @@ static bool rows_outputs(rbuild *rb, const ir_inst *root, int nout) {
   for (int o = 0; o < nout; o++) {
     ir_id oi = root->op == IR_OP_TUPLE ? root->ops[o] : rb->fc->root;
     int on = rb->node[oi];
-    if (on < 0 || p->nodes.v[on].cls == RC_CONST || p->nodes.v[on].cls == RC_COL) return false;
+    const ir_inst *oin = &rb->fc->insts.v[oi];
+    if (on < 0 || p->nodes.v[on].cls == RC_CONST || p->nodes.v[on].cls == RC_COL)
+      return no(rb, oin, "an output is a constant or a column vector");
     const rnode *rn = &p->nodes.v[on];
-    if (rn->cls == RC_FULL && rn->kind != RN_OP) return false; /* an input or alias as is */
-    if (rn->cls == RC_ROW && rn->type != IR_F32) return false;
+    if (rn->cls == RC_FULL && rn->kind != RN_OP) return no(rb, oin, "an output is an input as it is");
+    if (rn->cls == RC_ROW && rn->type != IR_F32) return no(rb, oin, "a row output is not f32");
     VEC_PUSH(rb->x->b->a, p->out_node, on);
   }
   return true;
 }
 
-bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
-  const ir_inst *fin = &x->comp->insts.v[fi];
-  if (fin->op != IR_OP_FUSION || fin->ncalls != 1) return false;
-  const ir_comp *fc = &x->m->comps.v[fin->calls[0]];
+/* The row program of fusion fi in rb (its row space found): built and
+ * emitted, or false, with rb->why when an instruction is the reason. */
+static bool rows_build(rbuild *rb, ir_id fi, bool out_bf16) {
+  lctx *x = rb->x;
+  const ir_comp *fc = rb->fc;
+  rprog *p = rb->p;
   tb *b = x->b;
   int n = fc->insts.n;
-  /* pass_node recurses once per link of a chain of FULL ops: bounded by
-   * the instruction count (longer fusions go instruction by instruction). */
-  if (n > RK_MAX_INSTS) return false;
-  rprog p;
-  memset(&p, 0, sizeof p);
-  rbuild rb = {x, fin, fc, NULL, 0, 0, &p, NULL, NULL};
-  rb.S = row_space(x->m, fc, &rb.nr);
-  if (!rb.S) return false;
-  rb.nk = rb.S->rank - rb.nr;
-  p.O = 1;
-  p.R = 1;
-  for (int d = 0; d < rb.S->rank; d++) {
-    if (d < rb.nk)
-      p.O *= rb.S->dims[d];
+  rb->nk = rb->S->rank - rb->nr;
+  p->O = 1;
+  p->R = 1;
+  for (int d = 0; d < rb->S->rank; d++) {
+    if (d < rb->nk)
+      p->O *= rb->S->dims[d];
     else
-      p.R *= rb.S->dims[d];
+      p->R *= rb->S->dims[d];
   }
-  rb.node = arena_array(b->a, (size_t)n + 1, sizeof(int));
-  rb.colof = arena_array(b->a, (size_t)fin->nops + 1, sizeof(int));
+  rb->node = arena_array(b->a, (size_t)n + 1, sizeof(int));
+  rb->colof = arena_array(b->a, (size_t)rb->fin->nops + 1, sizeof(int));
   for (int i = 0; i < n; i++) {
     const ir_inst *in = &fc->insts.v[i];
-    rb.node[i] = -1;
+    rb->node[i] = -1;
     if (in->dead || in->op == IR_OP_TUPLE) continue;
     rnode r;
     bool skip = false;
-    if (!inst_node(&rb, in, &r, &skip)) return false;
-    if (!skip) rb.node[i] = rp_add(b, &p, r);
+    if (!inst_node(rb, in, &r, &skip)) return false;
+    if (!skip) rb->node[i] = rp_add(b, p, r);
   }
   const ir_inst *root = &fc->insts.v[fc->root];
   int nout = root->op == IR_OP_TUPLE ? root->nops : 1;
-  if (nout > 32 || !rows_outputs(&rb, root, nout)) return false;
+  if (nout > 32) return no(rb, root, "more than 32 outputs");
+  if (!rows_outputs(rb, root, nout)) return false;
   tval **outs = arena_array(b->a, (size_t)nout + 1, sizeof(tval *));
   for (int o = 0; o < nout; o++) {
     const ir_shape *s = root->op == IR_OP_TUPLE ? fc->insts.v[root->ops[o]].shape : root->shape;
     /* a single f32 FULL root that only one-pass dots use: stored as bf16 */
     ir_type t = out_bf16 && nout == 1 && s->type == IR_F32 &&
-                        p.nodes.v[p.out_node.v[o]].cls == RC_FULL
+                        p->nodes.v[p->out_node.v[o]].cls == RC_FULL
                     ? IR_BF16
                     : s->type;
     outs[o] = tv_new(b, t, s->rank, s->dims);
-    VEC_PUSH(b->a, p.out_addr, tv_addr(outs[o]));
-    VEC_PUSH(b->a, p.out_type, t);
+    VEC_PUSH(b->a, p->out_addr, tv_addr(outs[o]));
+    VEC_PUSH(b->a, p->out_type, t);
   }
-  if (!rows_kernel(b, &p)) {
+  if (!rows_kernel(b, p)) {
     for (int o = 0; o < nout; o++)
       tv_release(b, outs[o]);
-    return false;
+    return no(rb, root, "its blocks of rows do not fit VMEM");
   }
   if (root->op != IR_OP_TUPLE) {
     x->val[fi] = outs[0];
@@ -816,4 +827,23 @@ bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
     x->val[fi] = t;
   }
   return true;
+}
+
+bool lower_rows_fusion(lctx *x, ir_id fi, bool out_bf16) {
+  const ir_inst *fin = &x->comp->insts.v[fi];
+  if (fin->op != IR_OP_FUSION || fin->ncalls != 1) return false;
+  const ir_comp *fc = &x->m->comps.v[fin->calls[0]];
+  /* pass_node recurses once per link of a chain of FULL ops: bounded by
+   * the instruction count (longer fusions go instruction by instruction). */
+  if (fc->insts.n > RK_MAX_INSTS) return false;
+  rprog p;
+  memset(&p, 0, sizeof p);
+  rbuild rb = {x, fin, fc, NULL, 0, 0, &p, NULL, NULL, NULL, NULL};
+  rb.S = row_space(x->m, fc, &rb.nr);
+  if (!rb.S) return false;
+  bool ok = rows_build(&rb, fi, out_bf16);
+  if (!ok && rb.why)
+    tb_explain(x->b, "row kernel not used for %%%s: %%%s: %s", fin->info->name ? fin->info->name : "?",
+               rb.at && rb.at->info->name ? rb.at->info->name : "?", rb.why);
+  return ok;
 }

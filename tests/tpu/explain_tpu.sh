@@ -1,7 +1,8 @@
 #!/bin/sh
 # explain_tpu.sh TPUCC DIR: --explain names the condition an attention
-# pattern failed, at the fusion pass and at the kernel (DIR holds the
-# modules: attention.hlo is softmax(Q K^T) V on f32[2,16,32]; the others
+# pattern failed, at the fusion pass and at the kernel, and the one a row
+# kernel failed (DIR holds the modules: attention.hlo is softmax(Q K^T) V
+# on f32[2,16,32], rows_ok.hlo x - rowsum(x) on f32[64,256]; the others
 # change one thing). Exit 0 when every check passes.
 set -u
 TPUCC=$1 D=$2
@@ -21,8 +22,10 @@ says attention.hlo "attention kernel: 2 problems of 16 queries x 16 keys (D 32, 
 says attention_highest.hlo \
   "attention kernel not used: a dot asks for more than one MXU pass (f32 operands at a precision above DEFAULT)"
 says attention_exp_escapes.hlo "fusion: o: attention not fused: the exp has users outside the softmax"
+says rows_ok.hlo "row kernel: 64 rows of 256 elements"
+says rows_param_init.hlo "row kernel not used for %fusion: %s.1: a reduce that is not an f32 row reduction of a full value over the row space from a constant"
 # the refused patterns still run (op by op)
-for m in attention_highest attention_exp_escapes; do
+for m in attention_highest attention_exp_escapes rows_param_init; do
   if "$TPUCC" run "$D/$m.hlo" --target=v3 --random-inputs >"$T/out" 2>&1; then
     echo "PASS $m runs on v3"
   else
