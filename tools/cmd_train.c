@@ -24,7 +24,8 @@ void tool_help_train(FILE *f) {
         "                         files under those names (gzip or not), or an .npz\n"
         "                         with x_train, y_train, x_test, y_test\n"
         "  --epochs=N             epochs (default 1)\n"
-        "  --batch=N              global batch (default 32); the model's BATCH\n"
+        "  --batch=N              global batch (default 32); the model's GLOBAL_BATCH,\n"
+        "                         and BATCH is each replica's share\n"
         "  --steps-per-epoch=N    batches per epoch (default: every full batch)\n"
         "  --test-examples=N      evaluate the first N test examples (default all)\n"
         "  --optimizer=O          sgd, momentum, nesterov, adam (default), adamw\n"
@@ -42,6 +43,10 @@ void tool_help_train(FILE *f) {
         "  --target=T             cpu (default; cpu,threads=N,numerics=...), interp,\n"
         "                         v2, v3 (the emulated TPU, overrides as for run)\n"
         "  --threads=N            cpu threads (default: one per online CPU)\n"
+        "  --replicas=N           data-parallel replicas (default 1): each takes\n"
+        "                         1/N of the global batch, gradients are summed by\n"
+        "                         all-reduce; cpu (N host threads) or a TPU board or\n"
+        "                         pod of N cores (--target=v3-8 --replicas=8)\n"
         "  --precision=P          f32 (default) or bf16: the model's COMPUTE type;\n"
         "                         weights and optimizer state stay f32\n"
         "  --checkpoint=FILE.npz  weights, optimizer state and counters after each\n"
@@ -67,6 +72,7 @@ void train_options_init(train_options *o) {
   o->precision = "f32";
   o->epochs = 1;
   o->batch = 32;
+  o->replicas = 1;
   train_hparams_init(&o->h);
 }
 
@@ -149,6 +155,9 @@ int train_option_set(train_options *o, const char *cmd, const char *name, const 
   } else if (strcmp(name, "threads") == 0) {
     if (!tool_parse_int(cmd, name, v, 1, 1024, &n)) return -1;
     o->threads = (int)n;
+  } else if (strcmp(name, "replicas") == 0) {
+    if (!tool_parse_int(cmd, name, v, 1, 4096, &n)) return -1;
+    o->replicas = (int)n;
   } else {
     return 0;
   }

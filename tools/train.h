@@ -106,6 +106,7 @@ typedef struct train_model {
   const ir_shape **shapes;
   int x, labels;        /* loss parameter numbers */
   int64_t batch, example_elems; /* batch: each replica's */
+  int64_t global_batch;          /* batch x replicas: what each step takes */
   int replicas;                  /* data-parallel replicas of the step */
   int classes;
   int eval_n, *eval_src; /* per logits parameter: trainable index, or -1 for x */
@@ -162,6 +163,7 @@ typedef struct train_options {
   const char *emit_step;   /* write the step program's HLO here, or NULL */
   const char *loss_log;    /* each step's loss, one per line, or NULL */
   int epochs, threads;     /* threads 0: the target's default */
+  int replicas;            /* data-parallel replicas (1: none) */
   long batch;              /* global batch */
   long steps_per_epoch;    /* 0: every full batch of the training set */
   long test_examples;      /* 0: the whole test set */

@@ -1,8 +1,14 @@
 /* train_engine.c: where `tpucc train` runs its two programs (train.h,
- * "engine"): a runtime device (cpu, v2, v3) whose buffers hold the
+ * "engine"): a runtime device (cpu, v2, v3, boards) whose buffers hold the
  * trainables, optimizer state and step counter from step to step, donated
  * to the step program; or the reference evaluator (interp), which keeps
- * them as host literals. Each program is compiled once, at open. */
+ * them as host literals. Each program is compiled once, at open.
+ *
+ * With R data-parallel replicas the device has R cores (cpu,replicas=R, or
+ * a TPU board of R cores); each holds its own copy of the state, which the
+ * step's all-reduce keeps identical. A step's global batch is split into R
+ * consecutive slices, replica r taking slice r; evaluation splits its batch
+ * the same way and puts the logits back in order. */
 #include "tools/train.h"
 
 #include <stdlib.h>
@@ -18,7 +24,8 @@ struct train_engine {
   /* runtime devices */
   tpurt_device_t *dev;
   tpurt_program_t *step, *eval;
-  tpurt_buffer_t **buf; /* nstate, then x, labels, eval x */
+  int nrep;             /* replicas: the device's cores */
+  tpurt_buffer_t **buf; /* per replica r at r * (nstate + 3): nstate, then x, labels, eval x */
   /* interp */
   ir_module *step_m, *eval_m;
   arena *keep;
@@ -44,13 +51,19 @@ static bool rt_fail(train_engine *e, const char *what, char *err, size_t errlen)
   return false;
 }
 
-/* The device spec of a target and --threads. */
-static void device_spec(const char *target, int threads, char *out, size_t n) {
-  if (drv_is_cpu_spec(target) && threads > 0 && !strstr(target, "threads="))
-    snprintf(out, n, "%s,threads=%d", target, threads);
-  else
-    snprintf(out, n, "%s", target);
+/* The device spec of a target, --threads and the replicas (the cpu runs
+ * them as cores of one device; a TPU target names its cores itself). */
+static void device_spec(const char *target, int threads, int replicas, char *out, size_t n) {
+  int len = snprintf(out, n, "%s", target);
+  bool cpu = drv_is_cpu_spec(target);
+  if (cpu && threads > 0 && !strstr(target, "threads=") && len > 0 && (size_t)len < n)
+    len += snprintf(out + len, n - (size_t)len, ",threads=%d", threads);
+  if (cpu && replicas > 1 && !strstr(target, "replicas=") && len > 0 && (size_t)len < n)
+    snprintf(out + len, n - (size_t)len, ",replicas=%d", replicas);
 }
+
+static int nbuf(const train_engine *e) { return e->nstate + 3; }
+static tpurt_buffer_t **rbuf(train_engine *e, int r) { return e->buf + (size_t)r * (size_t)nbuf(e); }
 
 static bool open_runtime(train_engine *e, const ir_module *step, const char *target, int threads,
                          double *compile_seconds, char *err, size_t errlen) {
@@ -58,12 +71,18 @@ static bool open_runtime(train_engine *e, const ir_module *step, const char *tar
   tpurt_device_options_t o;
   tpurt_device_options_init(&o);
   char spec[256];
-  device_spec(target, threads, spec, sizeof spec);
+  device_spec(target, threads, tm->replicas, spec, sizeof spec);
   o.target = spec;
   if (tpurt_device_create(&o, &e->dev) != TPURT_OK) {
     char why[400];
     tpurt_target_check(spec, why, sizeof why);
     snprintf(err, errlen, "--target=%s: %s", target, why);
+    return false;
+  }
+  e->nrep = tpurt_device_core_count(e->dev);
+  if (e->nrep != tm->replicas) {
+    snprintf(err, errlen, "--target=%s runs %d replicas (one per core), not --replicas=%d", target,
+             e->nrep, tm->replicas);
     return false;
   }
   if (tpurt_program_load(e->dev, tm->step_text, strlen(tm->step_text), &e->step) != TPURT_OK)
@@ -79,19 +98,22 @@ static bool open_runtime(train_engine *e, const ir_module *step, const char *tar
       snprintf(err, errlen, "the step program does not donate parameter %d to result %d", k, k + 1);
       return false;
     }
-  int nb = e->nstate + 3;
-  e->buf = calloc((size_t)nb, sizeof *e->buf);
+  int nb = nbuf(e);
+  e->buf = calloc((size_t)nb * (size_t)e->nrep, sizeof *e->buf);
   if (!e->buf) base_out_of_memory(0);
   const ir_comp *sc = &step->comps.v[step->entry];
-  for (int k = 0; k < sc->nparams; k++) {
-    const ir_shape *s = state_shape(tm, step, k);
-    if (tpurt_buffer_create(e->dev, dtype_of(s->type), s->rank, s->dims, NULL, 0, &e->buf[k]))
+  const ir_shape *xs = state_shape(tm, step, x_slot(e));
+  for (int r = 0; r < e->nrep; r++) {
+    tpurt_buffer_t **b = rbuf(e, r);
+    for (int k = 0; k < sc->nparams; k++) {
+      const ir_shape *s = state_shape(tm, step, k);
+      if (tpurt_buffer_create(e->dev, dtype_of(s->type), s->rank, s->dims, NULL, 0, &b[k]))
+        return rt_fail(e, "device buffer", err, errlen);
+    }
+    if (tpurt_buffer_create(e->dev, TPURT_F32, xs->rank, xs->dims, NULL, 0, &b[nb - 1]))
       return rt_fail(e, "device buffer", err, errlen);
   }
-  const ir_shape *xs = state_shape(tm, step, x_slot(e));
-  return tpurt_buffer_create(e->dev, TPURT_F32, xs->rank, xs->dims, NULL, 0, &e->buf[nb - 1]) ==
-                 TPURT_OK ||
-         rt_fail(e, "device buffer", err, errlen);
+  return true;
 }
 
 static bool open_interp(train_engine *e, char *err, size_t errlen) {
@@ -141,7 +163,12 @@ bool train_engine_open(const train_model *tm, const char *target, int threads,
     e->state_bytes[k] = ir_shape_count(s) * (int64_t)ir_type_size(s->type);
   }
   bool ok;
-  if (strcmp(target, "interp") == 0) {
+  e->nrep = 1;
+  if (strcmp(target, "interp") == 0 && tm->replicas > 1) {
+    snprintf(err, errlen, "--replicas=%d: data-parallel training runs on the cpu and on TPU boards "
+             "(--target=cpu, v2-8, v3-8, pods), not on interp", tm->replicas);
+    ok = false;
+  } else if (strcmp(target, "interp") == 0) {
     ok = open_interp(e, err, errlen);
   } else {
     ok = open_runtime(e, step, target, threads, compile_seconds, err, errlen);
@@ -167,10 +194,11 @@ bool train_engine_write(train_engine *e, int k, const void *data, char *err, siz
     memcpy(e->lit[k]->data, data, (size_t)e->state_bytes[k]);
     return true;
   }
-  return tpurt_buffer_write(e->buf[k], data, (size_t)e->state_bytes[k]) == TPURT_OK ||
-         rt_fail(e, "writing state", err, errlen);
+  for (int r = 0; r < e->nrep; r++)
+    if (tpurt_buffer_write(rbuf(e, r)[k], data, (size_t)e->state_bytes[k]) != TPURT_OK)
+      return rt_fail(e, "writing state", err, errlen);
+  return true;
 }
-
 
 static bool interp_step(train_engine *e, const float *x, const int32_t *y, double *loss, char *err,
                         size_t errlen) {
@@ -189,30 +217,109 @@ static bool interp_step(train_engine *e, const float *x, const int32_t *y, doubl
   return st == ST_OK;
 }
 
+/* Writes slice r of the global batch (x, y; NULL y: none) into replica
+ * r's input buffers at slots xs and ys. */
+static bool write_slices(train_engine *e, const float *x, const int32_t *y, int xs, int ys, char *err,
+                         size_t errlen) {
+  size_t rows = (size_t)e->tm->batch, xb = rows * (size_t)e->tm->example_elems * sizeof(float);
+  for (int r = 0; r < e->nrep; r++) {
+    tpurt_buffer_t **b = rbuf(e, r);
+    if (tpurt_buffer_write(b[xs], (const char *)x + (size_t)r * xb, xb) != TPURT_OK ||
+        (y && tpurt_buffer_write(b[ys], y + (size_t)r * rows, rows * sizeof(int32_t)) != TPURT_OK))
+      return rt_fail(e, "batch", err, errlen);
+  }
+  return true;
+}
+
+/* The step on R replicas: new result buffers replace each replica's state
+ * (the all-reduce keeps the replicas' states equal). */
+static bool step_replicas(train_engine *e, tpurt_buffer_t **res, int nr, double *loss,
+                          double *device_seconds, char *err, size_t errlen) {
+  int np = e->nstate + 2;
+  tpurt_buffer_t **params = calloc((size_t)np * (size_t)e->nrep, sizeof *params);
+  tpurt_stats_t *st = calloc((size_t)e->nrep, sizeof *st);
+  if (!params || !st) base_out_of_memory(0);
+  for (int r = 0; r < e->nrep; r++)
+    memcpy(params + (size_t)r * (size_t)np, rbuf(e, r), sizeof *params * (size_t)np);
+  tpurt_status_t s = tpurt_program_execute_replicas(e->step, (size_t)e->nrep, params, (size_t)np, res,
+                                                    (size_t)nr, st);
+  free(params);
+  if (s != TPURT_OK) {
+    free(st);
+    return rt_fail(e, "training step", err, errlen);
+  }
+  float l = 0;
+  s = tpurt_buffer_read(res[0], &l, sizeof l);
+  *loss = l;
+  for (int r = 0; r < e->nrep; r++) {
+    tpurt_buffer_t **b = rbuf(e, r), **rr = res + (size_t)r * (size_t)nr;
+    tpurt_buffer_destroy(rr[0]);
+    for (int k = 0; k < e->nstate; k++) {
+      tpurt_buffer_destroy(b[k]);
+      b[k] = rr[1 + k];
+    }
+    if (st[r].seconds > *device_seconds) *device_seconds = st[r].seconds;
+  }
+  free(st);
+  return s == TPURT_OK || rt_fail(e, "reading the loss", err, errlen);
+}
+
 bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double *loss,
                        double *device_seconds, char *err, size_t errlen) {
   *device_seconds = 0;
   if (e->lit) return interp_step(e, x, y, loss, err, errlen);
-  size_t xb = (size_t)(e->tm->batch * e->tm->example_elems) * sizeof(float);
-  if (tpurt_buffer_write(e->buf[x_slot(e)], x, xb) != TPURT_OK ||
-      tpurt_buffer_write(e->buf[y_slot(e)], y, (size_t)e->tm->batch * sizeof(int32_t)) != TPURT_OK)
-    return rt_fail(e, "batch", err, errlen);
+  if (!write_slices(e, x, y, x_slot(e), y_slot(e), err, errlen)) return false;
   int nr = e->nstate + 1;
-  tpurt_buffer_t *res[1 + 4096] = {0};
   if (nr > 4096) {
     snprintf(err, errlen, "too many state tensors (%d)", nr);
     return false;
   }
-  tpurt_stats_t st;
-  if (tpurt_program_execute_donated(e->step, e->buf, (size_t)e->nstate + 2, res, (size_t)nr, &st))
-    return rt_fail(e, "training step", err, errlen);
-  float l = 0;
-  tpurt_status_t s = tpurt_buffer_read(res[0], &l, sizeof l);
-  tpurt_buffer_destroy(res[0]);
-  if (s != TPURT_OK) return rt_fail(e, "reading the loss", err, errlen);
-  *loss = l;
-  *device_seconds = strcmp(tpurt_device_platform(e->dev), "tpu") == 0 ? st.seconds : 0;
-  return true;
+  tpurt_buffer_t **res = calloc((size_t)nr * (size_t)e->nrep, sizeof *res);
+  if (!res) base_out_of_memory(0);
+  bool tpu = strcmp(tpurt_device_platform(e->dev), "tpu") == 0, ok;
+  if (e->nrep > 1) {
+    ok = step_replicas(e, res, nr, loss, device_seconds, err, errlen);
+  } else {
+    tpurt_stats_t st;
+    memset(&st, 0, sizeof st);
+    ok = tpurt_program_execute_donated(e->step, e->buf, (size_t)e->nstate + 2, res, (size_t)nr, &st) ==
+             TPURT_OK ||
+         rt_fail(e, "training step", err, errlen);
+    float l = 0;
+    if (ok) {
+      tpurt_status_t s = tpurt_buffer_read(res[0], &l, sizeof l);
+      tpurt_buffer_destroy(res[0]);
+      ok = s == TPURT_OK || rt_fail(e, "reading the loss", err, errlen);
+    }
+    *loss = l;
+    *device_seconds = ok ? st.seconds : 0;
+  }
+  free(res);
+  if (!tpu) *device_seconds = 0;
+  return ok;
+}
+
+/* The logits of the global batch x on R replicas, each its slice. */
+static bool logits_replicas(train_engine *e, float *logits, char *err, size_t errlen) {
+  const train_model *tm = e->tm;
+  int n = tm->eval_n, nb = nbuf(e);
+  tpurt_buffer_t **args = calloc((size_t)n * (size_t)e->nrep + 1, sizeof *args);
+  tpurt_buffer_t **out = calloc((size_t)e->nrep, sizeof *out);
+  if (!args || !out) base_out_of_memory(0);
+  for (int r = 0; r < e->nrep; r++)
+    for (int k = 0; k < n; k++)
+      args[(size_t)r * (size_t)n + (size_t)k] = tm->eval_src[k] < 0 ? rbuf(e, r)[nb - 1] : rbuf(e, r)[tm->eval_src[k]];
+  bool ok = tpurt_program_execute_replicas(e->eval, (size_t)e->nrep, args, (size_t)n, out, 1, NULL) == TPURT_OK ||
+            rt_fail(e, "evaluation", err, errlen);
+  size_t lb = (size_t)tm->batch * (size_t)tm->classes * sizeof(float);
+  for (int r = 0; r < e->nrep; r++) {
+    if (ok && tpurt_buffer_read(out[r], (char *)logits + (size_t)r * lb, lb) != TPURT_OK)
+      ok = rt_fail(e, "reading logits", err, errlen);
+    tpurt_buffer_destroy(out[r]);
+  }
+  free(args);
+  free(out);
+  return ok;
 }
 
 bool train_engine_logits(train_engine *e, const float *x, float *logits, char *err, size_t errlen) {
@@ -233,9 +340,14 @@ bool train_engine_logits(train_engine *e, const float *x, float *logits, char *e
     arena_destroy(a);
     return st == ST_OK;
   }
+  if (tm->eval_n > 256) {
+    snprintf(err, errlen, "graph logits has more than 256 parameters");
+    return false;
+  }
+  if (!write_slices(e, x, NULL, nbuf(e) - 1, 0, err, errlen)) return false;
+  if (e->nrep > 1) return logits_replicas(e, logits, err, errlen);
   tpurt_buffer_t *xbuf = e->buf[e->nstate + 2], *args[256], *out = NULL;
-  if (tpurt_buffer_write(xbuf, x, xb) != TPURT_OK) return rt_fail(e, "evaluation batch", err, errlen);
-  for (int k = 0; k < tm->eval_n && k < 256; k++)
+  for (int k = 0; k < tm->eval_n; k++)
     args[k] = tm->eval_src[k] < 0 ? xbuf : e->buf[tm->eval_src[k]];
   if (tpurt_program_execute(e->eval, args, (size_t)tm->eval_n, &out, 1, NULL) != TPURT_OK)
     return rt_fail(e, "evaluation", err, errlen);
@@ -252,7 +364,7 @@ double train_engine_executions(const train_engine *e) {
 
 void train_engine_close(train_engine *e) {
   if (!e) return;
-  for (int k = 0; e->buf && k < e->nstate + 3; k++) tpurt_buffer_destroy(e->buf[k]);
+  for (int k = 0; e->buf && k < nbuf(e) * e->nrep; k++) tpurt_buffer_destroy(e->buf[k]);
   free(e->buf);
   tpurt_program_destroy(e->step);
   tpurt_program_destroy(e->eval);

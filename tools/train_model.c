@@ -261,6 +261,7 @@ bool train_model_load(train_model *tm, const char *path, long batch, int replica
       tm->names[i] = p->info->name;
       tm->shapes[i] = p->shape;
     }
+    tm->global_batch = tm->batch * replicas;
     tm->eval_text = print_text(tm->logits);
     tm->step_text = step_text(tm, h, err, errlen);
     if (!tm->step_text) {

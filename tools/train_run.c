@@ -203,7 +203,7 @@ static bool evaluate(run_ctx *x, double *test_loss, train_confusion *c, char *er
   const train_model *tm = x->tm;
   tpurt_loader_options_t lo;
   tpurt_loader_options_init(&lo);
-  lo.batch = (size_t)tm->batch;
+  lo.batch = (size_t)tm->global_batch;
   lo.shuffle = 0;
   lo.prefetch = 2;
   tpurt_loader_t *ld;
@@ -219,7 +219,7 @@ static bool evaluate(run_ctx *x, double *test_loss, train_confusion *c, char *er
   while (ok && (limit == 0 || seen < limit) && tpurt_loader_next(ld, &b) == TPURT_DATA_OK) {
     size_t rows = b.count;
     if (limit && (long)rows > limit - seen) rows = (size_t)(limit - seen);
-    memset(x->xpad, 0, sizeof(float) * (size_t)(tm->batch * tm->example_elems));
+    memset(x->xpad, 0, sizeof(float) * (size_t)(tm->global_batch * tm->example_elems));
     memcpy(x->xpad, b.images, sizeof(float) * rows * b.elems);
     ok = train_engine_logits(x->e, x->xpad, x->logits, err, errlen);
     for (size_t r = 0; ok && r < rows; r++) {
@@ -244,7 +244,7 @@ static void progress(run_ctx *x, int epoch, long s, long steps, double t0, doubl
   if (!x->tty) return;
   double dt = now() - t0;
   fprintf(stderr, "\r\033[Kepoch %d/%d  step %ld/%ld  %.0f images/s  loss %.4f", epoch + 1,
-          x->o->epochs, s, steps, dt > 0 ? (double)s * (double)x->tm->batch / dt : 0, loss);
+          x->o->epochs, s, steps, dt > 0 ? (double)s * (double)x->tm->global_batch / dt : 0, loss);
   fflush(stderr);
 }
 
@@ -255,7 +255,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   char err[2048];
   tpurt_loader_options_t lo;
   tpurt_loader_options_init(&lo);
-  lo.batch = (size_t)x->tm->batch;
+  lo.batch = (size_t)x->tm->global_batch;
   lo.drop_remainder = 1;
   lo.seed = o->seed ^ mix((uint64_t)epoch);
   lo.prefetch = 4;
@@ -302,7 +302,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   ep->seconds = now() - t0;
   ep->cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
   ep->train_loss = s ? sum / (double)s : 0;
-  ep->images_per_second = ep->seconds > 0 ? (double)s * (double)x->tm->batch / ep->seconds : 0;
+  ep->images_per_second = ep->seconds > 0 ? (double)s * (double)x->tm->global_batch / ep->seconds : 0;
   ep->device_seconds = dev;
   return rc;
 }
@@ -326,9 +326,9 @@ static bool check_data(run_ctx *x, char *err, size_t errlen) {
              x->o->data, elems, (long long)x->tm->example_elems);
     return false;
   }
-  if (tpurt_dataset_count(x->train) < (size_t)x->tm->batch) {
+  if (tpurt_dataset_count(x->train) < (size_t)x->tm->global_batch) {
     snprintf(err, errlen, "--data=%s: %zu training examples, fewer than one batch of %lld",
-             x->o->data, tpurt_dataset_count(x->train), (long long)x->tm->batch);
+             x->o->data, tpurt_dataset_count(x->train), (long long)x->tm->global_batch);
     return false;
   }
   return true;
@@ -410,7 +410,7 @@ int train_run(const train_options *o) {
     if (o->steps_per_epoch && o->steps_per_epoch < per) per = o->steps_per_epoch;
     oo.h.total_steps = (double)per * o->epochs;
   }
-  if (!train_model_load(&tm, o->model, o->batch, 1, strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32",
+  if (!train_model_load(&tm, o->model, o->batch, o->replicas, strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32",
                         &oo.h, err, sizeof err)) {
     if (tm.model_error)
       fprintf(stderr, "%s\n", err);
@@ -424,8 +424,8 @@ int train_run(const train_options *o) {
     tool_error(cmd, "--emit-step: %s", err);
     goto done;
   }
-  x.xpad = calloc((size_t)(tm.batch * tm.example_elems) + 1, sizeof(float));
-  x.logits = calloc((size_t)tm.batch * (size_t)tm.classes + 1, sizeof(float));
+  x.xpad = calloc((size_t)(tm.global_batch * tm.example_elems) + 1, sizeof(float));
+  x.logits = calloc((size_t)tm.global_batch * (size_t)tm.classes + 1, sizeof(float));
   if (!x.xpad || !x.logits) base_out_of_memory(0);
   if (!check_data(&x, err, sizeof err)) {
     tool_error(cmd, "%s", err);
