@@ -2,7 +2,7 @@
  * kind-generic equality and hash of attribute sets that CSE uses. */
 #include "ir/ir.h"
 
-/* IR_OPS(a, b, ...): the set of up to 6 ops as a constant ir_opset. */
+/* IR_OPS(a, b, ...): the set of up to 8 ops as a constant ir_opset. */
 #define IR_OPBIT(w, op) | ((unsigned)(op) >> 6 == (w) ? UINT64_C(1) << ((unsigned)(op) & 63) : 0)
 #define IR_FE1(w, a) IR_OPBIT(w, a)
 #define IR_FE2(w, a, ...) IR_OPBIT(w, a) IR_FE1(w, __VA_ARGS__)
@@ -10,9 +10,12 @@
 #define IR_FE4(w, a, ...) IR_OPBIT(w, a) IR_FE3(w, __VA_ARGS__)
 #define IR_FE5(w, a, ...) IR_OPBIT(w, a) IR_FE4(w, __VA_ARGS__)
 #define IR_FE6(w, a, ...) IR_OPBIT(w, a) IR_FE5(w, __VA_ARGS__)
-#define IR_FE_PICK(_1, _2, _3, _4, _5, _6, n, ...) n
+#define IR_FE7(w, a, ...) IR_OPBIT(w, a) IR_FE6(w, __VA_ARGS__)
+#define IR_FE8(w, a, ...) IR_OPBIT(w, a) IR_FE7(w, __VA_ARGS__)
+#define IR_FE_PICK(_1, _2, _3, _4, _5, _6, _7, _8, n, ...) n
 #define IR_OPW(w, ...)                                                                           \
-  (0 IR_FE_PICK(__VA_ARGS__, IR_FE6, IR_FE5, IR_FE4, IR_FE3, IR_FE2, IR_FE1, _)(w, __VA_ARGS__))
+  (0 IR_FE_PICK(__VA_ARGS__, IR_FE8, IR_FE7, IR_FE6, IR_FE5, IR_FE4, IR_FE3, IR_FE2, IR_FE1,     \
+                _)(w, __VA_ARGS__))
 #define IR_OPS(...) {{IR_OPW(0, __VA_ARGS__), IR_OPW(1, __VA_ARGS__), IR_OPW(2, __VA_ARGS__)}}
 #define IR_NO_OPS {{0}}
 _Static_assert(IR_OP__COUNT <= 3 * 64, "IR_OPS fills three words");

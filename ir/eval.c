@@ -185,6 +185,8 @@ static base_status eval_fusion(ev_ctx *cx, const ir_inst *in, ir_literal *const 
  * ops that pass tuples through). */
 static bool takes_arrays(ir_op op) {
   return op != IR_OP_TUPLE && op != IR_OP_GET_TUPLE_ELEMENT && op != IR_OP_FUSION &&
+         op != IR_OP_ALL_GATHER_DONE && op != IR_OP_COLLECTIVE_PERMUTE_DONE &&
+         op != IR_OP_ALL_REDUCE_DONE &&
          op != IR_OP_ALL_REDUCE && op != IR_OP_COPY && op != IR_OP_CUSTOM_CALL && op != IR_OP_CALL &&
          op != IR_OP_WHILE && op != IR_OP_CONDITIONAL && !(ir_op_flags(op) & OPF_RUNS);
 }
@@ -280,6 +282,21 @@ static base_status eval_inst(ev_ctx *cx, const ir_comp *cp, ir_id id, ir_literal
     return ev_reduce_window(cx, in, ops, out);
   case IR_OP_ALL_REDUCE:
     return ev_all_reduce(cx, in, ops, out);
+  case IR_OP_ALL_GATHER:
+  case IR_OP_REDUCE_SCATTER:
+  case IR_OP_ALL_TO_ALL:
+  case IR_OP_COLLECTIVE_PERMUTE:
+  case IR_OP_COLLECTIVE_BROADCAST:
+  case IR_OP_ALL_REDUCE_START:
+  case IR_OP_ALL_GATHER_START:
+  case IR_OP_COLLECTIVE_PERMUTE_START:
+    return ev_collective(cx, in, ops, out);
+  case IR_OP_REPLICA_ID:
+  case IR_OP_PARTITION_ID:
+  case IR_OP_ALL_REDUCE_DONE:
+  case IR_OP_ALL_GATHER_DONE:
+  case IR_OP_COLLECTIVE_PERMUTE_DONE:
+    return ev_coll_local(cx, in, ops, out);
   case IR_OP_CUSTOM_CALL:
     if (ir_is_topk_custom_call(in)) return ev_topk(cx, in, ops, out);
     return ev_custom_call(cx, in, ops, out);
@@ -399,7 +416,7 @@ base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal 
 }
 
 /* Deep-copies a value into the caller's arena (counted against the limit). */
-static base_status copy_out(ev_ctx *cx, const ir_literal *v, arena *a, ir_literal **out) {
+base_status ev_copy_out(ev_ctx *cx, const ir_literal *v, arena *a, ir_literal **out) {
   int64_t need = (int64_t)sizeof(ir_literal) + (int64_t)v->nbytes;
   int64_t used = (int64_t)arena_bytes(cx->scratch) + cx->out_bytes;
   if (need > cx->max_bytes - used)
@@ -413,7 +430,7 @@ static base_status copy_out(ev_ctx *cx, const ir_literal *v, arena *a, ir_litera
     int n = v->shape.ntuple;
     l->elems = arena_array(a, (size_t)(n ? n : 1), sizeof(ir_literal *));
     for (int i = 0; i < n; i++) {
-      base_status st = copy_out(cx, v->elems[i], a, &l->elems[i]);
+      base_status st = ev_copy_out(cx, v->elems[i], a, &l->elems[i]);
       if (st != ST_OK) return st;
     }
   } else {
@@ -435,41 +452,58 @@ void ir_eval_options_init(ir_eval_options *o) {
   o->max_steps = 0; /* default: 2^36 */
 }
 
-base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal *const *args,
-                    int nargs, arena *out_arena, ir_literal **out, char *err, size_t errlen) {
-  ev_ctx cx;
-  memset(&cx, 0, sizeof cx);
-  cx.err = err;
-  cx.errlen = errlen;
+base_status ev_prepare(ev_ctx *cx, const ir_module *m, const ir_eval_options *opts, char *err,
+                       size_t errlen) {
+  memset(cx, 0, sizeof *cx);
+  cx->err = err;
+  cx->errlen = errlen;
   if (err && errlen) err[0] = 0;
   if (opts)
-    cx.opts = *opts;
+    cx->opts = *opts;
   else
-    ir_eval_options_init(&cx.opts);
-  cx.max_bytes = cx.opts.max_bytes > 0 ? cx.opts.max_bytes : (int64_t)16 << 30;
-  cx.max_steps = cx.opts.max_steps > 0 ? (double)cx.opts.max_steps : 68719476736.0; /* 2^36 */
-  if (!m || !out || !out_arena || (nargs > 0 && !args) || nargs < 0)
-    return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "missing module, arguments or output");
-  *out = NULL;
-  cx.m = m;
-  if (cx.opts.replica_count < 1 || cx.opts.replica_id < 0 ||
-      cx.opts.replica_id >= cx.opts.replica_count)
-    return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "replica %d of %d is not a valid replica",
-                   (int)cx.opts.replica_id, (int)cx.opts.replica_count);
+    ir_eval_options_init(&cx->opts);
+  cx->max_bytes = cx->opts.max_bytes > 0 ? cx->opts.max_bytes : (int64_t)16 << 30;
+  cx->max_steps = cx->opts.max_steps > 0 ? (double)cx->opts.max_steps : 68719476736.0; /* 2^36 */
+  if (!m) return ev_fail(cx, NULL, ST_INVALID_ARGUMENT, "missing module, arguments or output");
+  cx->m = m;
+  if (cx->opts.replica_count < 1 || cx->opts.replica_id < 0 ||
+      cx->opts.replica_id >= cx->opts.replica_count)
+    return ev_fail(cx, NULL, ST_INVALID_ARGUMENT, "replica %d of %d is not a valid replica",
+                   (int)cx->opts.replica_id, (int)cx->opts.replica_count);
   if (m->entry < 0 || m->entry >= m->comps.n)
-    return ev_fail(&cx, NULL, ST_INVALID_ARGUMENT, "module %s has no entry computation",
+    return ev_fail(cx, NULL, ST_INVALID_ARGUMENT, "module %s has no entry computation",
                    m->name ? m->name : "?");
-  if (ir_check_runnable_ffi(m, "interp", cx.opts.ffi, NULL, err, errlen)) return ST_UNSUPPORTED;
+  if (ir_check_runnable_replicas(m, "interp", cx->opts.ffi, cx->opts.replica_count, NULL, err,
+                                 errlen))
+    return ST_UNSUPPORTED;
   /* The static budget first (ir_budget: the accounting every target
    * shares), so that runaway work is refused before any of it is done;
    * ev_work and ev_alloc still count what is actually done. */
-  ir_budget bud = {cx.max_steps, cx.max_bytes, IR_BUDGET_MAX_DEPTH};
+  ir_budget bud = {cx->max_steps, cx->max_bytes, IR_BUDGET_MAX_DEPTH};
   base_status st = ir_budget_check(m, &bud, NULL, err, errlen);
+  if (st == ST_OK) st = ev_check_collectives(cx);
   if (st != ST_OK) return st;
-  cx.scratch = arena_create();
+  cx->scratch = arena_create();
+  return ST_OK;
+}
+
+base_status ev_run_entry(ev_ctx *cx, ir_literal *const *args, int nargs, ir_literal **out) {
+  return ev_call(cx, NULL, cx->m->entry, args, nargs, out);
+}
+
+base_status ir_eval(const ir_module *m, const ir_eval_options *opts, ir_literal *const *args,
+                    int nargs, arena *out_arena, ir_literal **out, char *err, size_t errlen) {
+  ev_ctx cx;
+  if (!m || !out || !out_arena || (nargs > 0 && !args) || nargs < 0) {
+    ev_prepare(&cx, NULL, opts, err, errlen);
+    return ST_INVALID_ARGUMENT;
+  }
+  *out = NULL;
+  base_status st = ev_prepare(&cx, m, opts, err, errlen);
+  if (st != ST_OK) return st;
   ir_literal *v = NULL;
-  st = ev_call(&cx, NULL, m->entry, args, nargs, &v);
-  if (st == ST_OK) st = copy_out(&cx, v, out_arena, out);
+  st = ev_run_entry(&cx, args, nargs, &v);
+  if (st == ST_OK) st = ev_copy_out(&cx, v, out_arena, out);
   arena_destroy(cx.scratch);
   if (st != ST_OK) *out = NULL;
   return st;

@@ -44,6 +44,9 @@ typedef struct ev_ctx {
   double steps;      /* work done so far (see ev_work) */
   double max_steps;  /* limit on steps */
   int depth;         /* current nesting of called computations */
+  struct coll_rdv *rdv; /* the replicas' rendezvous (ir_eval_replicated); NULL: one replica */
+  uint64_t ncoll;     /* collectives this replica has run (their keys) */
+  bool rdv_failed;    /* an exchange failed because another replica did */
   char *err;
   size_t errlen;
 } ev_ctx;
@@ -78,6 +81,15 @@ base_status ev_new_tuple(ev_ctx *cx, const ir_inst *inst, ir_literal **elems, in
  * returns its root value. */
 base_status ev_call(ev_ctx *cx, const ir_inst *caller, ir_comp_id c, ir_literal *const *args,
                     int nargs, ir_literal **out);
+/* ir_eval in three steps, which ir_eval_replicated runs per replica:
+ * ev_prepare checks m (runnable for opts->replica_count replicas, within
+ * the budget) and sets cx up with a new scratch arena (destroy it after
+ * ev_copy_out); ev_run_entry evaluates the entry computation; ev_copy_out
+ * deep-copies a value into the caller's arena. */
+base_status ev_prepare(ev_ctx *cx, const ir_module *m, const ir_eval_options *opts, char *err,
+                       size_t errlen);
+base_status ev_run_entry(ev_ctx *cx, ir_literal *const *args, int nargs, ir_literal **out);
+base_status ev_copy_out(ev_ctx *cx, const ir_literal *v, arena *a, ir_literal **out);
 /* True when a and b are arrays of the same rank and dims (types ignored). */
 bool ev_dims_equal(const ir_shape *a, const ir_shape *b);
 
@@ -266,7 +278,16 @@ ev_handler ev_custom_call;
 ev_handler ev_convolution;     /* eval_conv.c */
 ev_handler ev_reduce;          /* eval_reduce.c */
 ev_handler ev_reduce_window;   /* eval_reduce.c */
-ev_handler ev_all_reduce;      /* eval_reduce.c */
+ev_handler ev_all_reduce;      /* eval_coll.c: as ev_collective */
+/* eval_coll.c: every op for which ir_is_collective holds, through the
+ * rendezvous of cx (or alone, with one replica). */
+ev_handler ev_collective;
+ev_handler ev_coll_local;      /* eval_coll.c: replica-id, partition-id, the -done forms */
+/* eval_coll.c: every collective-family instruction of cx->m has the shape
+ * its operands and attributes give (ir_infer_shape), so that the handlers
+ * above index within bounds; run once before any replica starts (it
+ * uses the module's arena). */
+base_status ev_check_collectives(ev_ctx *cx);
 ev_handler ev_dynamic_slice;   /* eval_gather.c */
 ev_handler ev_dynamic_update_slice; /* eval_gather.c */
 ev_handler ev_gather;          /* eval_gather.c */

@@ -974,6 +974,13 @@ bool ir_infer_shape(const ir_module *m, ir_op op, const ir_shape *ops, int nops,
   if (arity >= 0 && !want_arity(&c, nops, arity)) return false;
   if (!(flags & OPF_CALLS) && op != IR_OP_FUSION && ncalls != 0)
     return fail(&c, "takes no called computations, got %d", ncalls);
+  if (ir_is_collective(op) || op == IR_OP_ALL_REDUCE_DONE || op == IR_OP_ALL_GATHER_DONE ||
+      op == IR_OP_COLLECTIVE_PERMUTE_DONE || op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID) {
+    if (op == IR_OP_ALL_REDUCE) return infer_all_reduce(&c, ops, nops, calls, ncalls, out);
+    for (int i = 0; i < nops; i++)
+      if (!valid_shape(&c, &ops[i], "operand", 0)) return false;
+    return ir_coll_infer(m, op, ops, nops, a, calls, ncalls, out, err, errlen);
+  }
   /* Fixed-arity ops other than get-tuple-element work on arrays. */
   if (arity > 0 && op != IR_OP_GET_TUPLE_ELEMENT && !(flags & (OPF_DECLARED | OPF_CONTROL)))
     for (int i = 0; i < nops; i++)

@@ -656,6 +656,48 @@ int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err
  * targets that run it. */
 int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_table *ffi, diag *d,
                           char *err, size_t errlen);
+/* As ir_check_runnable_ffi for a run of nrep replicas (the two above run
+ * one): a written replica_count must equal nrep (absent: any nrep),
+ * num_partitions must be 1, collectives are checked against nrep
+ * (ir_coll_check_replicas) and must be ones target runs
+ * (ir_coll_target_runs). The caller refuses more replicas than the target
+ * has cores. */
+int ir_check_runnable_replicas(const ir_module *m, const char *target, const ir_ffi_table *ffi,
+                               int nrep, diag *d, char *err, size_t errlen);
+
+/* ---- collectives (ir/coll.c; docs/collectives.md, base/coll.h) ------- */
+
+/* all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+ * collective-broadcast and the -start forms: the ops that exchange values
+ * between replicas (replica-id, partition-id and the -done forms do not). */
+bool ir_is_collective(ir_op op);
+/* The group of replica `replica` (of nrep) for collective in: its
+ * replica_groups, or all replicas 0..nrep-1 when it lists none
+ * (collective-permute: always all). Writes the members in group order into
+ * g (room for nrep) and the replica's position into *pos; returns the group
+ * size, or 0 when no group lists the replica. */
+int ir_coll_group(const ir_inst *in, int nrep, int replica, int64_t *g, int *pos);
+/* The shape rules of the collectives, the -done forms, replica-id and
+ * partition-id (all-reduce's is in ir/infer.c); ir_infer_shape calls it.
+ * With no replica_groups and no written replica_count, the group size of
+ * all-gather and reduce-scatter comes from the pre-filled *out. */
+bool ir_coll_infer(const ir_module *m, ir_op op, const ir_shape *ops, int nops, const ir_attrs *a,
+                   const ir_comp_id *calls, int ncalls, ir_shape *out, char *err, size_t errlen);
+/* The verifier's checks of a collective's groups and pairs: groups of one
+ * size where the shape depends on it (all-gather, reduce-scatter,
+ * all-to-all), no empty group, ids below the module's written
+ * replica_count, source_target_pairs of two with no source or target
+ * twice. False with a one-line reason in msg. */
+bool ir_coll_check(const ir_module *m, const ir_inst *in, char *msg, size_t n);
+/* The checks of a run of nrep replicas: as ir_coll_check against nrep,
+ * every replica in exactly one group, shapes that depend on the group
+ * size agree with nrep when the op lists no groups, the tuple all-to-all's
+ * operand count. False with "'name': reason" in msg. */
+bool ir_coll_check_replicas(const ir_module *m, const ir_comp *cp, const ir_inst *in, int nrep,
+                            char *msg, size_t n);
+/* Whether target ("interp", "cpu", a TPU spec) runs op, for the ops of
+ * this section: interp all of them; the others all-reduce only. */
+bool ir_coll_target_runs(ir_op op, const char *target);
 
 /* ---- sort, top-k and random numbers (ir/sortrng.c, ir/prng.c) -------- */
 
@@ -746,8 +788,9 @@ void ir_print_module_style(strbuf *b, const ir_module *m, ir_print_style style);
 /* ---- reference evaluator --------------------------------------------- */
 
 typedef struct ir_eval_options {
-  int32_t replica_count;   /* 1 today; all-reduce over N replicas later */
-  int32_t replica_id;
+  int32_t replica_count;   /* replicas of the run: 1 (ir_eval runs one;
+                              ir_eval_replicated sets it) */
+  int32_t replica_id;      /* this replica (replica-id's value) */
   int64_t max_bytes;       /* refuse to materialise more than this (0 = 16 GiB) */
   int64_t max_steps;       /* refuse more work than this many inner-loop steps
                               (elements produced, products, fold steps; 0 = 2^36) */
@@ -767,6 +810,17 @@ void ir_eval_options_init(ir_eval_options *o);
 base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
                     ir_literal *const *args, int nargs, arena *out_arena,
                     ir_literal **out, char *err, size_t errlen);
+
+/* Evaluates nrep replicas of m's entry computation, each on its own host
+ * thread (one replica: ir_eval, no thread), meeting at every collective
+ * (ir/eval_coll.c, docs/collectives.md). args[r] holds replica r's nargs
+ * arguments; on success outs[r] (nrep of them) is replica r's result in
+ * out_arena. opts->replica_count and replica_id are set per replica. A
+ * replica that fails ends the others' waits; err names the replica whose
+ * failure caused it ("... (replica 3 of 8)"). */
+base_status ir_eval_replicated(const ir_module *m, const ir_eval_options *opts, int nrep,
+                               ir_literal *const *const *args, int nargs, arena *out_arena,
+                               ir_literal **outs, char *err, size_t errlen);
 
 /* ---- tensor I/O (ir/tensor_io.c) ------------------------------------ */
 /* Owned by the tensor-I/O work: .npy/.npz read and write (little and big

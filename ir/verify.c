@@ -453,7 +453,11 @@ static void check_inst(vctx *v, ir_comp_id c, ir_id i) {
       }
     }
   }
-  if (in->op == IR_OP_ALL_REDUCE) check_replica_groups(v, in);
+  if (ir_is_collective(in->op)) {
+    char cwhy[240];
+    check_replica_groups(v, in);
+    if (!ir_coll_check(m, in, cwhy, sizeof cwhy)) report(v, in->info->loc, "%%%s: %s", nm, cwhy);
+  }
   if (!ops_ok) return;
   if ((ir_op_flags(in->op) & OPF_CONTROL) && !check_control(v, cp, in)) return;
   char why2[400];
@@ -666,9 +670,11 @@ static long long module_replica_count(const ir_module *m) {
   return ir_module_count_attr(m, "replica_count");
 }
 
-/* The first replica other than 0 that in's replica_groups name, or -1. */
+/* The first replica other than 0 that in's replica_groups (or
+ * source_target_pairs) name, or -1. */
 static long long other_replica(const ir_inst *in) {
-  const ir_replica_groups *rg = &in->a->replica_groups;
+  const ir_replica_groups *rg = in->a->source_target_pairs.ngroups ? &in->a->source_target_pairs
+                                                                   : &in->a->replica_groups;
   for (int g = 0; g < rg->ngroups; g++)
     for (int k = 0; k < rg->groups[g].n; k++)
       if (rg->groups[g].v[k] != 0) return rg->groups[g].v[k];
@@ -718,38 +724,75 @@ static bool custom_call_problem(const ir_module *m, const ir_comp *cp, const ir_
 }
 
 int ir_check_runnable(const ir_module *m, const char *target, diag *d, char *err, size_t errlen) {
-  return ir_check_runnable_ffi(m, target, NULL, d, err, errlen);
+  return ir_check_runnable_replicas(m, target, NULL, 1, d, err, errlen);
 }
 
 int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_table *ffi, diag *d,
                           char *err, size_t errlen) {
+  return ir_check_runnable_replicas(m, target, ffi, 1, d, err, errlen);
+}
+
+/* Whether the module header writes name. */
+static bool header_has(const ir_module *m, const char *name) {
+  for (int i = 0; i < m->nraw; i++)
+    if (m->raw[i].name && strcmp(m->raw[i].name, name) == 0) return true;
+  return false;
+}
+
+/* The module-level problems of a run of nrep replicas (replica_count,
+ * num_partitions) into msg; false when there are none. */
+static bool replicas_problem(const ir_module *m, const char *target, int nrep, bool parts_too,
+                             char *msg, size_t n) {
+  long long replicas = module_replica_count(m);
+  long long parts = ir_module_count_attr(m, "num_partitions");
+  if (replicas == 0)
+    snprintf(msg, n, "module attribute replica_count is not a positive integer");
+  else if (replicas > nrep)
+    snprintf(msg, n, "module asks for %lld replicas (replica_count); target %s runs %d", replicas,
+             target, nrep);
+  else if (replicas < nrep && header_has(m, "replica_count"))
+    snprintf(msg, n, "module asks for %lld replica%s (replica_count); asked to run %d", replicas,
+             replicas == 1 ? "" : "s", nrep);
+  else if (parts_too && parts == 0)
+    snprintf(msg, n, "module attribute num_partitions is not a positive integer");
+  else if (parts_too && parts != 1)
+    snprintf(msg, n, "module asks for %lld partitions (num_partitions); target %s runs 1 (no SPMD "
+             "partitioning)", parts, target);
+  else
+    return false;
+  return true;
+}
+
+int ir_check_runnable_replicas(const ir_module *m, const char *target, const ir_ffi_table *ffi,
+                               int nrep, diag *d, char *err, size_t errlen) {
   int problems = 0;
   if (err && errlen) err[0] = 0;
-  char msg[256];
-  long long replicas = module_replica_count(m);
-  if (replicas != 1) {
-    src_loc at = {m->source_file, 0, 0};
-    if (m->entry >= 0 && m->entry < m->comps.n) at = m->comps.v[m->entry].loc;
-    if (replicas == 0)
-      snprintf(msg, sizeof msg, "module attribute replica_count is not a positive integer");
-    else
-      snprintf(msg, sizeof msg, "module asks for %lld replicas (replica_count); target %s runs 1",
-               replicas, target);
+  char msg[320];
+  src_loc at = {m->source_file, 0, 0};
+  if (m->entry >= 0 && m->entry < m->comps.n) at = m->comps.v[m->entry].loc;
+  if (nrep < 1) {
+    snprintf(msg, sizeof msg, "%d replicas asked for; at least 1 runs", nrep);
     runnable_problem(d, at, msg, &problems, err, errlen);
+    return problems;
   }
+  /* a run of the wrong count is reported once, not at every collective */
+  bool count_ok = !replicas_problem(m, target, nrep, false, msg, sizeof msg);
+  if (!count_ok) runnable_problem(d, at, msg, &problems, err, errlen);
   for (int c = 0; c < m->comps.n; c++) {
     const ir_comp *cp = &m->comps.v[c];
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
       ir_type t = non_core_type(in->shape, 0);
-      long long other = in->op == IR_OP_ALL_REDUCE && replicas == 1 ? other_replica(in) : -1;
+      bool coll = ir_is_collective(in->op) && count_ok;
+      long long other = coll && nrep == 1 ? other_replica(in) : -1;
       bool cc = in->op == IR_OP_CUSTOM_CALL;
       if (cc && custom_call_problem(m, cp, in, target, ffi, msg, sizeof msg))
         runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
       if (cc && t == IR_TYPE_INVALID) continue;
-      if ((ir_op_flags(in->op) & (OPF_DECLARED | OPF_RUNS)) == OPF_DECLARED && !cc &&
-          !ir_declared_runs(in, target))
+      if (((ir_op_flags(in->op) & (OPF_DECLARED | OPF_RUNS)) == OPF_DECLARED && !cc &&
+           !ir_declared_runs(in, target)) ||
+          !ir_coll_target_runs(in->op, target))
         snprintf(msg, sizeof msg, "'%s' is not supported by the %s target yet", ir_op_name(in->op),
                  target);
       else if (t != IR_TYPE_INVALID)
@@ -760,11 +803,14 @@ int ir_check_runnable_ffi(const ir_module *m, const char *target, const ir_ffi_t
         snprintf(msg, sizeof msg,
                  "'%s': replica_groups name replica %lld; target %s runs one replica (0)",
                  in->info->name ? in->info->name : "?", other, target);
-      else
+      else if (!coll || ir_coll_check_replicas(m, cp, in, nrep, msg, sizeof msg))
         continue;
       runnable_problem(d, in->info->loc, msg, &problems, err, errlen);
     }
   }
+  /* after the instructions: a custom-call's own SPMD message comes first */
+  if (!problems && replicas_problem(m, target, nrep, true, msg, sizeof msg))
+    runnable_problem(d, at, msg, &problems, err, errlen);
   return problems;
 }
 

@@ -42,6 +42,8 @@ static int foldable(const ir_comp *cp, const ir_inst *in) {
   default:
     break;
   }
+  /* collectives and other effects: their value depends on the replica */
+  if (ir_op_flags(in->op) & OPF_EFFECT) return NO;
   if (in->dead || in->nops == 0 || !ir_shape_is_array(in->shape)) return NO;
   for (int k = 0; k < in->nops; k++) {
     const ir_inst *o = &cp->insts.v[in->ops[k]];

@@ -527,21 +527,11 @@ static const struct {
     {"rhs_batch_dims", "ragged-dot scaled-dot"},
     {"lhs_ragged_dims", "ragged-dot"},
     {"rhs_group_dims", "ragged-dot"},
-    {"constrain_layout", "all-reduce all-gather all-to-all reduce-scatter all-reduce-start "
-                         "all-gather-start"},
-    {"use_global_device_ids", "all-reduce all-gather reduce-scatter all-reduce-start "
-                              "all-gather-start"},
     {"output_to_operand_aliasing", "fusion custom-call async-start"},
     {"algorithm", "dot scaled-dot rng-bit-generator"},
-    {"channel_id", "all-gather all-to-all ragged-all-to-all reduce-scatter collective-permute "
-                   "collective-broadcast "
-                   "all-reduce-start all-gather-start collective-permute-start send send-done "
-                   "recv recv-done"},
-    {"replica_groups", "all-gather all-to-all ragged-all-to-all reduce-scatter "
-                       "collective-broadcast all-reduce-start all-gather-start"},
-    {"dimensions", "map sort scan all-gather all-to-all ragged-all-to-all reduce-scatter "
-                   "all-gather-start get-dimension-size set-dimension-size"},
-    {"source_target_pairs", "collective-permute collective-permute-start"},
+    {"channel_id", "ragged-all-to-all send send-done recv recv-done"},
+    {"replica_groups", "ragged-all-to-all"},
+    {"dimensions", "map sort scan ragged-all-to-all get-dimension-size set-dimension-size"},
     {"slice_sizes", "collective-permute collective-permute-start"},
     {"is_stable", "sort"},
     {"k", "topk"},
@@ -586,7 +576,7 @@ static const struct {
   const char *name, *ops;
   bool list;
 } comp_attrs[] = {
-    {"to_apply", "call map sort scan reduce-scatter all-reduce-start custom-call", false},
+    {"to_apply", "call map sort scan custom-call", false},
     {"condition", "while", false},
     {"body", "while", false},
     {"true_computation", "conditional", false},
@@ -724,9 +714,10 @@ _Static_assert(NROWS <= 64, "a seen-set holds one bit per attribute row");
 static const struct {
   const char *name;
   int slot;
-  ir_op ops[6];
+  ir_op ops[8];
 } call_attrs[] = {
-    {"to_apply", 0, {IR_OP_REDUCE, IR_OP_REDUCE_WINDOW, IR_OP_ALL_REDUCE, IR_OP_SCATTER, IR_OP__COUNT}},
+    {"to_apply", 0, {IR_OP_REDUCE, IR_OP_REDUCE_WINDOW, IR_OP_ALL_REDUCE, IR_OP_SCATTER,
+                     IR_OP_REDUCE_SCATTER, IR_OP_ALL_REDUCE_START, IR_OP__COUNT}},
     {"calls", 0, {IR_OP_FUSION, IR_OP__COUNT}},
     {"select", 0, {IR_OP_SELECT_AND_SCATTER, IR_OP__COUNT}},
     {"scatter", 1, {IR_OP_SELECT_AND_SCATTER, IR_OP__COUNT}},
@@ -828,6 +819,9 @@ static bool apply(actx *x, const hlo_tok *name, const hlo_tok *v, uint64_t *seen
     *seen |= UINT64_C(1) << r;
     return parse_value(x, d, v);
   }
+  if (known)
+    for (size_t i = 0; i < COUNTOF(op_raw_attrs); i++)
+      if (strcmp(n, op_raw_attrs[i].name) == 0 && listed(op_raw_attrs[i].ops, op)) known = false;
   if (known) return fail(x, name, "attribute '%s' does not apply to %s", n, ir_op_name(op));
   return apply_raw(x, name, v);
 }
@@ -845,7 +839,7 @@ static const char *declared_missing(const hlo_inst *hi, ir_op op) {
     const char *ops, *attrs[2];
   } need[] = {
       {"while", {"condition", "body"}},
-      {"call map sort scan reduce-scatter all-reduce-start", {"to_apply", NULL}},
+      {"call map sort scan", {"to_apply", NULL}},
       {"custom-call", {"custom_call_target", NULL}},
       {"async-start", {"calls", NULL}},
   };

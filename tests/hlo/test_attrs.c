@@ -13,6 +13,9 @@
 
 #include "frontend/frontend.h"
 
+#define ADD_COMP                                                                                   \
+  "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
+
 /* One module per sample: its root carries the attributes under test. */
 static const char *const samples[] = {
     "ENTRY e {\n  ROOT i = s32[4,3]{1,0} iota(), iota_dimension=1\n}\n",
@@ -78,6 +81,33 @@ static const char *const samples[] = {
     "  src = f32[2,3]{1,0} parameter(1)\n  z = f32[] constant(0)\n"
     "  ROOT s = f32[4,6]{1,0} select-and-scatter(x, src, z), window={size=2x2 stride=2x2}, "
     "select=ge, scatter=add\n}\n",
+    /* the collectives: every attribute XLA prints for each */
+    ADD_COMP "ENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+    "  ROOT r = f32[4]{0} all-reduce(p), channel_id=2, replica_groups=[2,2]<=[2,2]T(1,0), "
+    "constrain_layout=true, use_global_device_ids=true, to_apply=add\n}\n",
+    ADD_COMP "ENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+    "  ROOT r = f32[4]{0} all-reduce-start(p), channel_id=2, replica_groups={{0,1}}, "
+    "constrain_layout=true, use_global_device_ids=true, to_apply=add\n}\n",
+    "ENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n"
+    "  ROOT g = f32[2,6]{1,0} all-gather(p), channel_id=4, replica_groups={{1,0}}, "
+    "constrain_layout=true, dimensions={1}, use_global_device_ids=true\n}\n",
+    "ENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n"
+    "  ROOT g = (f32[2,3]{1,0}, f32[4,3]{1,0}) all-gather-start(p), channel_id=4, "
+    "replica_groups={{1,0}}, constrain_layout=true, dimensions={0}, use_global_device_ids=true\n}\n",
+    "ENTRY e {\n  p = f32[4,3]{1,0} parameter(0)\n"
+    "  ROOT a = f32[4,3]{1,0} all-to-all(p), channel_id=5, replica_groups={{0,1},{2,3}}, "
+    "constrain_layout=true, dimensions={0}\n}\n",
+    ADD_COMP "ENTRY e {\n  p = f32[4,3]{1,0} parameter(0)\n"
+    "  ROOT r = f32[2,3]{1,0} reduce-scatter(p), channel_id=6, replica_groups={{0,1}}, "
+    "constrain_layout=true, dimensions={0}, use_global_device_ids=true, to_apply=add\n}\n",
+    "ENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+    "  ROOT c = f32[4]{0} collective-permute(p), channel_id=7, "
+    "source_target_pairs={{0,1},{1,2},{2,0}}\n}\n",
+    "ENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+    "  ROOT c = (f32[4]{0}, f32[4]{0}, u32[], u32[]) collective-permute-start(p), channel_id=7, "
+    "source_target_pairs={{0,1},{1,0}}\n}\n",
+    "ENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+    "  ROOT c = f32[4]{0} collective-broadcast(p), channel_id=8, replica_groups={{1,0}}\n}\n",
 };
 #define NSAMPLES (sizeof samples / sizeof samples[0])
 
