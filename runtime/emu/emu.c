@@ -588,13 +588,14 @@ done : {
   st->cycles = end;
   m->fe_t = T;
   m->fe_pc = pc;
-  if (rc) goto out; /* the front end reached the cycle limit */
+  /* Past the limit (the front end's limit too, T >= cycle_limit, ends
+   * here): the drain's fault. */
   if (cycle_limit && end > cycle_limit) {
     m->now = end;
-    emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached while draining",
-             (unsigned long long)cycle_limit);
-    return EMU_STEP_FAULT;
+    rc = emu_fail(m, EMU_FAULT_CYCLES, "cycle limit of %llu reached while draining",
+                  (unsigned long long)cycle_limit);
   }
+  if (rc) goto out;
   return EMU_STEP_HALT;
 }
 fault:

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -358,6 +359,29 @@ static void driver_runs_every_core(void **state) {
   assert_int_equal(st[0].cycles, 173);
   rt_tpu_driver.ops->program_destroy(p);
   rt_tpu_driver.ops->destroy(d);
+  /* A trace of many cores: one process row per core. */
+  char path[] = "/tmp/test_ici_trace_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  cfg.trace_path = path;
+  assert_int_equal(rt_tpu_driver.create(TARGET, &cfg, &d, &info, msg, sizeof msg), TPURT_OK);
+  assert_int_equal(rt_tpu_assemble(d, ring_src, strlen(ring_src), "ring.s", &p, &pi, msg, sizeof msg),
+                   TPURT_OK);
+  assert_int_equal(rt_tpu_driver.ops->execute(p, r, NC, msg, sizeof msg), TPURT_OK);
+  rt_tpu_driver.ops->program_destroy(p);
+  rt_tpu_driver.ops->destroy(d);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  text[len] = 0;
+  fclose(f);
+  remove(path);
+  /* core 7 (pid 8) issued its dmaput at 7 and core 0 its iwait at 71 */
+  assert_non_null(strstr(text, "{\"name\":\"dmaput dma0, s0, s4, s0, sem0, 1\",\"ph\":\"X\",\"pid\":8,\"tid\":6,\"ts\":7,\"dur\":64"));
+  assert_non_null(strstr(text, "{\"name\":\"iwait sem1, 1\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":271"));
+  assert_int_equal(text[len - 2], ']');
 }
 
 int main(void) {
