@@ -37,6 +37,8 @@
 
 #include "ir/ir.h"
 
+#include <stdio.h>
+
 typedef void (*cpu_kernel_fn)(void *env, int64_t lo, int64_t hi);
 typedef void (*cpu_parfor_fn)(void *parctx, cpu_kernel_fn k, void *env, int64_t n);
 
@@ -55,7 +57,8 @@ typedef struct cpu_options {
   const char *cpu_name;   /* NULL: the host's (LLVMGetHostCPUName) */
   const char *cpu_features; /* NULL: the host's (LLVMGetHostCPUFeatures) */
   const char *entry_name; /* symbol of the entry function; NULL: "tpucc_entry" */
-  const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
+  const char *dump_llvm;  /* when set: write the optimised LLVM IR here ("-":
+                             standard output) */
   ir_budget budget;       /* work and memory the module may ask for, checked
                              before lowering (ir.h); zero: the defaults */
   const ir_ffi_table *ffi; /* host functions for custom-calls (JIT only); NULL:
@@ -64,6 +67,18 @@ typedef struct cpu_options {
   int32_t conv_tile[2];   /* direct convolution's register tile (PX, OV), for
                              experiments (conv.c); zero or one that does not
                              fit: the model's choice */
+  const char *cache_dir;  /* cpu_compile: the compile cache's directory (made
+                             when missing; docs/cpu-backend.md, "Compile
+                             cache"); NULL: no cache. Entries are keyed by the
+                             lowered module, the target machine, the options
+                             above that change code, LLVM's version and this
+                             build; a damaged entry is a miss and is rewritten;
+                             a directory that cannot be written only costs the
+                             store. Modules calling host functions (ffi) are
+                             never cached. */
+  FILE *progress;         /* cpu_compile: when set (a terminal), a line on it
+                             while a compile takes over half a second, erased
+                             at the end; NULL: silent */
 } cpu_options;
 
 void cpu_options_init(cpu_options *o);
@@ -102,14 +117,29 @@ base_status cpu_execute_to(cpu_exe *exe, ir_literal *const *args, int nargs,
                            ir_literal *out, char *err, size_t errlen);
 void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
 
+/* What the compile cache did for a program. */
+typedef enum cpu_cache_use {
+  CPU_CACHE_OFF,        /* no cache_dir, dump_llvm set, or the module calls host functions */
+  CPU_CACHE_HIT,        /* machine code loaded from the cache: no optimisation, no codegen */
+  CPU_CACHE_STORED,     /* compiled and stored */
+  CPU_CACHE_NOT_STORED, /* compiled; the store failed (cache_note says why) */
+} cpu_cache_use;
+/* "off", "hit", "stored", "not stored". */
+const char *cpu_cache_use_name(cpu_cache_use u);
+
 /* Facts about a compiled program. */
 typedef struct cpu_exe_info {
   double lower_seconds;   /* IR -> LLVM IR */
   double opt_seconds;     /* LLVM pass pipeline */
   double jit_seconds;     /* machine code generation and linking */
+  double link_seconds;    /* of which linking in the JIT */
+  double cache_seconds;   /* the cache: key (bitcode + SHA-256), lookup, store */
   int64_t scratch_bytes;
   int32_t kernels;        /* loop nests emitted */
   int32_t threads;
+  cpu_cache_use cache;    /* what the compile cache did */
+  char cache_note[320];   /* CPU_CACHE_NOT_STORED: why; CPU_CACHE_STORED after
+                             a damaged entry: that; else empty */
 } cpu_exe_info;
 void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
 
@@ -121,7 +151,8 @@ base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *c
 /* Ahead of time: writes an object file defining the entry symbol
  * (o->entry_name, default "tpucc_entry") and, when header_path is set, a C
  * header declaring it with the shapes, types and scratch size. The object
- * calls only libm and libc (no BLAS, no threads: parfor may be NULL). */
+ * calls only libm and libc (no BLAS, no threads: parfor may be NULL).
+ * obj_path NULL: no object (o->dump_llvm then gets the optimised IR). */
 base_status cpu_compile_aot(const ir_module *m, const cpu_options *o,
                             const char *obj_path, const char *header_path,
                             char *err, size_t errlen);
