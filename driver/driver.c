@@ -242,6 +242,9 @@ void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o) {
   o->numerics = (cpu_numerics)s->numerics;
   o->cache_dir = s->cache_dir[0] ? s->cache_dir : NULL;
   o->progress = progress_on && isatty(STDERR_FILENO) ? stderr : NULL;
+  const char *ct = getenv("TPUCC_CPU_COMPILE_THREADS");
+  int nct;
+  if (ct && threads_of(ct, &nct)) o->compile_threads = nct;
   const char *tile = getenv("TPUCC_CONV_TILE");
   int px, ov;
   if (tile && sscanf(tile, "%dx%d", &px, &ov) == 2) o->conv_tile[0] = px, o->conv_tile[1] = ov;

@@ -96,8 +96,10 @@ const char *drv_numerics_name(int numerics);
 
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h"
-/* Fills o (after cpu_options_init) for the spec s: threads, numerics and
- * the convolution tile TPUCC_CONV_TILE=PXxOV asks for, if any. */
+/* Fills o (after cpu_options_init) for the spec s: threads, numerics, the
+ * compile cache, the convolution tile TPUCC_CONV_TILE=PXxOV asks for, if
+ * any, and the compile threads TPUCC_CPU_COMPILE_THREADS=N asks for (else
+ * one per online CPU; they change no code). */
 void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o);
 #endif
 

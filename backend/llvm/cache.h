@@ -18,7 +18,7 @@
 #ifndef TPUCC_BACKEND_LLVM_CACHE_H
 #define TPUCC_BACKEND_LLVM_CACHE_H
 
-#include "backend/llvm/cpu.h"
+#include "backend/llvm/lower.h"
 
 #include <llvm-c/TargetMachine.h>
 #include <stdio.h>
@@ -50,6 +50,15 @@ bool llvm_cache_store(const char *dir, const uint8_t key[LLVM_CACHE_KEY_BYTES], 
 /* The entry's path for key in dir. */
 void llvm_cache_path(const char *dir, const uint8_t key[LLVM_CACHE_KEY_BYTES], char *out,
                      size_t outlen);
+
+/* split.c: optimises e->mod and generates its machine code as up to
+ * nparts objects made on as many threads (one when the module does not
+ * split; e->opt.dump_llvm: one), into objs[0..n). Returns n, or 0 after a
+ * failure (in e). e->mod is changed (and still owned by the caller).
+ * secs: the CPU seconds of optimisation and of code generation, summed
+ * over the parts, and the most CPU seconds one part took. */
+enum { LLVM_MAX_PARTS = 8 };
+int llvm_compile_parts(emitter *e, int nparts, LLVMMemoryBufferRef *objs, double secs[3]);
 
 /* A line on f (a terminal) while a compile runs for more than half a
  * second: the phase and the seconds so far, redrawn every 0.2 s and

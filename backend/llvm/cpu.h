@@ -76,6 +76,9 @@ typedef struct cpu_options {
                              a directory that cannot be written only costs the
                              store. Modules calling host functions (ffi) are
                              never cached. */
+  int32_t compile_threads; /* cpu_compile: threads optimising and generating
+                             code for independent kernels at once (1..8);
+                             0: one per online CPU */
   FILE *progress;         /* cpu_compile: when set (a terminal), a line on it
                              while a compile takes over half a second, erased
                              at the end; NULL: silent */
@@ -130,13 +133,20 @@ const char *cpu_cache_use_name(cpu_cache_use u);
 /* Facts about a compiled program. */
 typedef struct cpu_exe_info {
   double lower_seconds;   /* IR -> LLVM IR */
-  double opt_seconds;     /* LLVM pass pipeline */
-  double jit_seconds;     /* machine code generation and linking */
-  double link_seconds;    /* of which linking in the JIT */
+  double build_seconds;   /* optimisation and code generation of all parts,
+                             on their threads at once (wall time; 0 on a hit) */
+  double opt_seconds;     /* LLVM pass pipeline, CPU seconds summed over the parts */
+  double codegen_seconds; /* machine code generation, CPU seconds summed over the parts */
+  double part_max_seconds; /* the CPU seconds of the costliest part: build_seconds
+                             on an idle machine with a CPU per part */
+  double jit_seconds;     /* linking the objects in the JIT */
+  double link_seconds;    /* the same (jit_seconds) */
   double cache_seconds;   /* the cache: key (bitcode + SHA-256), lookup, store */
   int64_t scratch_bytes;
   int32_t kernels;        /* loop nests emitted */
   int32_t threads;
+  int32_t parts;          /* objects made (or loaded): kernels compiled in
+                             parts on compile_threads threads */
   cpu_cache_use cache;    /* what the compile cache did */
   char cache_note[320];   /* CPU_CACHE_NOT_STORED: why; CPU_CACHE_STORED after
                              a damaged entry: that; else empty */

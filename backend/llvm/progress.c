@@ -51,7 +51,7 @@ llvm_progress *llvm_progress_start(FILE *f, int32_t kernels) {
   if (!p) return NULL;
   p->f = f;
   p->kernels = kernels;
-  p->phase = "optimising";
+  p->phase = "optimising and generating code";
   clock_gettime(CLOCK_MONOTONIC, &p->t0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_condattr_t ca;

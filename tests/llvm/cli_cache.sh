@@ -11,6 +11,9 @@
 #  - a cache directory that cannot be written costs only the store;
 #  - two processes compiling the same module into an empty cache at once
 #    both succeed and leave exactly one whole entry and no temporary file;
+#  - kernels compiled in two parts on two threads print what one part
+#    prints (and the evaluator, under strict numerics), and an entry of two
+#    parts loads where one thread compiles;
 #  - where the directory comes from: --cache-dir, cache= in the spec,
 #    --no-cache, TPUCC_NO_CACHE, TPUCC_CACHE_DIR, XDG_CACHE_HOME, HOME;
 #  - --emit=llvm and --dump-dir write LLVM IR that llvm-as reads (when
@@ -156,6 +159,25 @@ expect "temporary files left" "$(find "$p" -name '*.tmp' | wc -l)" 0
   bad "run after the concurrent ones"
 grep -q '^  compile cache     hit$' "$tmp/pe3" || bad "no hit after two concurrent compiles"
 cmp -s "$tmp/p3" "$tmp/cnn_ref" || bad "cached cnn: other values"
+
+# 4b. kernels compiled in parts on threads (split.c): the same bytes as one
+# part, the evaluator's under strict numerics; an entry of two parts loads
+# where one thread compiles.
+sj() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$tmp/s.json"; }
+"$tpucc" run "$cnn" --target=interp --random-inputs > "$tmp/cnn_interp" || bad "cnn on interp"
+for ct in 1 2; do
+  TPUCC_CPU_COMPILE_THREADS=$ct "$tpucc" run "$cnn" --target=cpu --cpu-numerics=strict \
+    --random-inputs --cache-dir="$tmp/parts$ct" --stats-json="$tmp/s.json" > "$tmp/ct$ct" ||
+    bad "compile threads $ct"
+  expect "parts with $ct compile threads" "$(sj parts)" "$ct"
+  cmp -s "$tmp/ct$ct" "$tmp/cnn_interp" || bad "$ct compile threads: strict cpu differs from interp"
+done
+TPUCC_CPU_COMPILE_THREADS=1 "$tpucc" run "$cnn" --target=cpu --cpu-numerics=strict --random-inputs \
+  --cache-dir="$tmp/parts2" --stats-json="$tmp/s.json" > "$tmp/ct" || bad "two parts, loaded"
+expect "two-part entry, one compile thread: cache" \
+  "$(sed -n 's/.*"cache": "\([a-z ]*\)".*/\1/p' "$tmp/s.json")" "hit"
+expect "two-part entry: parts loaded" "$(sj parts)" 2
+cmp -s "$tmp/ct" "$tmp/cnn_interp" || bad "two-part entry: strict cpu differs from interp"
 
 # 5. where the cache is.
 expect "TPUCC_NO_CACHE=1" "$(TPUCC_NO_CACHE=1 run "$tmp/o")" "off"
