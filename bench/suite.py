@@ -26,9 +26,14 @@ markdown table (also written next to OUT.json as OUT.md). Groups:
             compile of the same graph, interleaved in this run, and whether
             the two .tpub files are the same bytes.
 
+  jit       each shipped sample run whole by `tpucc run` on the evaluator,
+            on the cpu target with an empty compile cache (cold) and with
+            a warm one (cached), interleaved, medians of
+            TPUCC_BENCH_JIT_RUNS (default 5), the cold compile's phases.
+
 A workload that cannot run prints "n/a (reason)", never a number it did
-not measure. TPUCC_BENCH_ONLY=a,b (emulator, tpu, issue5, cpu, compile)
-runs the named groups only. Only the standard library is needed here; numpy and torch
+not measure. TPUCC_BENCH_ONLY=a,b (emulator, tpu, issue5, cpu, compile,
+jit) runs the named groups only. Only the standard library is needed here; numpy and torch
 anchors run in a subprocess of a python3 that has them."""
 import json
 import math
@@ -439,13 +444,13 @@ def gen_graph(n, path):
         f.write("\n".join(lines) + "\n")
 
 
-def run_child(cmd, timeout):
-    """Runs cmd; returns (ok, stderr or reason, wall s, CPU s (user + sys),
-    peak RSS bytes) of that one child (os.wait4)."""
+def run_child(cmd, timeout, env=None):
+    """Runs cmd (in env, default ENV); returns (ok, stderr or reason, wall
+    s, CPU s (user + sys), peak RSS bytes) of that one child (os.wait4)."""
     with tempfile.TemporaryFile() as eout:
         t0 = time.perf_counter()
         try:
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=eout, env=ENV)
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=eout, env=env or ENV)
         except OSError as e:
             return False, str(e), 0, 0, 0
         deadline = t0 + timeout
@@ -585,6 +590,78 @@ def compile_time():
             ".tpub %.1f MB" % (wall, passes, cpu, rss / 1e6, size / 1e6))
 
 
+# ---- cpu target start-up: cold and cached JIT against the evaluator ---------------
+
+def jit():
+    """Each shipped sample (samples/*.tg) run whole by `tpucc run` (process
+    start, parse, -O2 passes, compile, run, print), interleaved: on the
+    evaluator, on the cpu target with an empty compile cache (cold: a fresh
+    directory per run; with one compile thread, and with the default, one
+    per CPU) and with a warm one (cached). Medians of wall time; the ratios
+    against the evaluator are issue 18's (cold <= 3, cached <= 1.5). The
+    cold run's --stats-json gives where its compile time went."""
+    print("cpu target start-up (cold and cached JIT vs the evaluator)", flush=True)
+    runs = int(os.environ.get("TPUCC_BENCH_JIT_RUNS", "5"))
+    samples = sorted(f for f in os.listdir(os.path.join(ROOT, "samples")) if f.endswith(".tg"))
+    for name in samples:
+        path = os.path.join(ROOT, "samples", name)
+        warm = os.path.join(TMP, "jit-warm-" + name)
+        base = [TPUCC, "run", path, "--random-inputs", "--output="]
+        ok, _, err = sh(base + ["--target=cpu", "--cache-dir=" + warm])  # fills the cache
+        if not ok:
+            na("jit", name, "seconds", err)
+            continue
+        t = {"interp": [], "cold1": [], "cold": [], "cached": []}
+        cpu_t = {"interp": [], "cold1": [], "cold": [], "cached": []}
+        env1 = dict(ENV, TPUCC_CPU_COMPILE_THREADS="1")
+        phases = []
+        failed = None
+        for i in range(runs):
+            cold_dir = os.path.join(TMP, "jit-cold-%s-%d" % (name, i))
+            js = os.path.join(TMP, "jit-%s-%d.json" % (name, i))
+            for kind, cmd, env in (
+                    ("interp", base + ["--target=interp"], None),
+                    ("cold1", base + ["--target=cpu", "--no-cache"], env1),
+                    ("cold", base + ["--target=cpu", "--cache-dir=" + cold_dir,
+                                     "--stats-json=" + js], None),
+                    ("cached", base + ["--target=cpu", "--cache-dir=" + warm], None)):
+                ok, err, wall, cpu_s, _ = run_child(cmd, 600, env)
+                if not ok:
+                    failed = err
+                    break
+                t[kind].append(wall)
+                cpu_t[kind].append(cpu_s)
+            if failed:
+                break
+            d = json.load(open(js))
+            phases.append((d["lower_seconds"], d["opt_seconds"], d["codegen_seconds"],
+                           d["link_seconds"], d["cache_seconds"], d["compile_seconds"],
+                           d["build_seconds"], d["part_max_seconds"], d["parts"]))
+            shutil.rmtree(cold_dir, ignore_errors=True)
+        if failed:
+            na("jit", name, "seconds", failed)
+            continue
+        med = lambda v: sorted(v)[len(v) // 2]
+        ti, tc, tw = med(t["interp"]), med(t["cold"]), med(t["cached"])
+        t1 = med(t["cold1"])
+        ph = [med([p[k] for p in phases]) for k in range(9)]
+        row("jit", name + " cold, 1 compile thread", "seconds (wall, median)", t1, ti,
+            "tpucc run --target=interp, same run", "s",
+            "median of %d; ratio = cpu / interp: %.2f; CPU time %.3f vs %.3f s"
+            % (runs, t1 / ti, med(cpu_t["cold1"]), med(cpu_t["interp"])))
+        row("jit", name + " cold", "seconds (wall, median)", tc, ti,
+            "tpucc run --target=interp, same run", "s",
+            "median of %d; ratio = cpu / interp: %.2f (goal <= 3); CPU time %.3f vs %.3f s; "
+            "compile %.3f s = lower %.3f + optimise and codegen %.3f in %d parts (CPU: optimise "
+            "%.3f, codegen %.3f, costliest part %.3f) + link %.3f + cache %.3f"
+            % (runs, tc / ti, med(cpu_t["cold"]), med(cpu_t["interp"]), ph[5], ph[0], ph[6],
+               ph[8], ph[1], ph[2], ph[7], ph[3], ph[4]))
+        row("jit", name + " cached", "seconds (wall, median)", tw, ti,
+            "tpucc run --target=interp, same run", "s",
+            "median of %d; ratio = cpu / interp: %.2f (goal <= 1.5); CPU time %.3f vs %.3f s"
+            % (runs, tw / ti, med(cpu_t["cached"]), med(cpu_t["interp"])))
+
+
 def table():
     out = ["| group | workload | metric | tpucc | anchor (same run) | ratio | anchor is | note |",
            "|---|---|---|---|---|---|---|---|"]
@@ -632,9 +709,9 @@ def main():
     isa = host_isa()
     t0 = time.time()
     print("machine: %s (%s), %d cpus, load %s" % (model, isa, ncpu, " ".join(load)), flush=True)
-    only = os.environ.get("TPUCC_BENCH_ONLY", "emulator,tpu,issue5,cpu,compile").split(",")
+    only = os.environ.get("TPUCC_BENCH_ONLY", "emulator,tpu,issue5,cpu,compile,jit").split(",")
     for name, fn in (("emulator", emulator), ("tpu", tpu), ("issue5", issue5), ("cpu", cpu),
-                     ("compile", compile_time)):
+                     ("compile", compile_time), ("jit", jit)):
         if name in only:
             fn()
     secs = time.time() - t0

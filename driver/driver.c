@@ -3,6 +3,7 @@
 #include "driver/driver.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "frontend/frontend.h"
 #include "passes/passes.h"
@@ -134,6 +135,35 @@ static bool threads_of(const char *s, int *out) {
   return true;
 }
 
+/* cache=VALUE: "off" (out empty) or a directory; false when empty or
+ * too long. */
+static bool cache_of(const char *v, size_t n, char *out, size_t outlen) {
+  if (!n || n >= outlen) return false;
+  if (n == 3 && !memcmp(v, "off", 3)) {
+    out[0] = 0;
+    return true;
+  }
+  memcpy(out, v, n);
+  out[n] = 0;
+  return true;
+}
+
+/* The cache directory a spec does not name (driver.h); "" when off. */
+static void default_cache(char *out, size_t outlen) {
+  const char *off = getenv("TPUCC_NO_CACHE"), *dir = getenv("TPUCC_CACHE_DIR");
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  out[0] = 0;
+  if (off && *off && strcmp(off, "0") != 0) return;
+  int n = dir && *dir                 ? snprintf(out, outlen, "%s", dir)
+          : xdg && xdg[0] == '/'      ? snprintf(out, outlen, "%s/tpucc", xdg)
+          : home && home[0] == '/'    ? snprintf(out, outlen, "%s/.cache/tpucc", home)
+                                      : 0;
+  if (n < 0 || (size_t)n >= outlen) out[0] = 0; /* too long for a path here: off */
+}
+
+static bool progress_on;
+void drv_set_progress(bool on) { progress_on = on; }
+
 bool drv_is_cpu_spec(const char *s) { return strncmp(s, "cpu", 3) == 0 && (!s[3] || s[3] == ','); }
 
 base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec *out, char *err,
@@ -143,7 +173,7 @@ base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec
     snprintf(err, errlen, "'%s' is not a cpu device spec", spec);
     return ST_INVALID_ARGUMENT;
   }
-  bool has_threads = false, has_numerics = false;
+  bool has_threads = false, has_numerics = false, has_cache = false;
   for (const char *p = spec + 3; *p == ',';) {
     const char *key = p + 1, *eq = strchr(key, '='), *end = strchr(key, ',');
     if (!end) end = key + strlen(key);
@@ -177,12 +207,21 @@ base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec
         return ST_INVALID_ARGUMENT;
       }
       out->replicas = (int)r;
+    } else if (kn == 5 && memcmp(key, "cache", 5) == 0) {
+      if (!cache_of(eq + 1, (size_t)(end - eq - 1), out->cache_dir, sizeof out->cache_dir)) {
+        snprintf(err, errlen, "cpu: cache=%.*s: expected a directory or off", (int)(end - eq - 1),
+                 eq + 1);
+        return ST_INVALID_ARGUMENT;
+      }
+      has_cache = true;
     } else {
-      snprintf(err, errlen, "cpu: unknown option '%.*s' (threads, numerics, replicas)", (int)kn, key);
+      snprintf(err, errlen, "cpu: unknown option '%.*s' (threads, numerics, replicas, cache)", (int)kn,
+               key);
       return ST_INVALID_ARGUMENT;
     }
     p = end;
   }
+  if (!has_cache) default_cache(out->cache_dir, sizeof out->cache_dir);
   const char *t = env_defaults && !has_threads ? getenv("TPUCC_CPU_THREADS") : NULL;
   const char *n = env_defaults && !has_numerics ? getenv("TPUCC_CPU_NUMERICS") : NULL;
   if (t && *t && !threads_of(t, &out->threads)) {
@@ -214,6 +253,11 @@ void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o) {
   o->threads = s->threads;
   o->numerics = (cpu_numerics)s->numerics;
   o->replicas = s->replicas;
+  o->cache_dir = s->cache_dir[0] ? s->cache_dir : NULL;
+  o->progress = progress_on && isatty(STDERR_FILENO) ? stderr : NULL;
+  const char *ct = getenv("TPUCC_CPU_COMPILE_THREADS");
+  int nct;
+  if (ct && threads_of(ct, &nct)) o->compile_threads = nct;
   const char *tile = getenv("TPUCC_CONV_TILE");
   int px, ov;
   if (tile && sscanf(tile, "%dx%d", &px, &ov) == 2) o->conv_tile[0] = px, o->conv_tile[1] = ov;

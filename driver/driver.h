@@ -6,13 +6,15 @@
  *
  *   interp                                  the reference evaluator
  *   v3 | v2 | v3-8 ...[,key=value...]       a TPU (runtime/isa/target.c)
- *   cpu[,threads=N][,numerics=native|strict|tpu]   the LLVM JIT
+ *   cpu[,threads=N][,numerics=native|strict|tpu][,cache=DIR|off]   the LLVM JIT
  *
  * Environment variables only supply documented defaults, read here:
  * TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS for the cpu options a spec
  * leaves out (when the caller asks for them: the tpucc command and
  * libtpucc, docs/cli.md), TPUCC_CONV_TILE for the cpu convolution tile
- * (docs/cpu-backend.md). Prefix drv_. Not installed. */
+ * (docs/cpu-backend.md), and for every cpu spec TPUCC_NO_CACHE,
+ * TPUCC_CACHE_DIR, XDG_CACHE_HOME and HOME for the compile cache a spec
+ * does not name. Prefix drv_. Not installed. */
 #ifndef TPUCC_DRIVER_H
 #define TPUCC_DRIVER_H
 
@@ -70,17 +72,23 @@ typedef struct drv_cpu_spec {
   int threads;        /* 1..1024 */
   int numerics;       /* 0 native, 1 strict, 2 tpu */
   int replicas;       /* 1..256: cores of a device, one replica (host thread) each */
-  char canonical[80]; /* "cpu,threads=2,numerics=native" (",replicas=N" when N > 1) */
+  char canonical[80]; /* "cpu,threads=2,numerics=native" (",replicas=N" when N > 1; no cache:
+                         it never changes what runs) */
+  char cache_dir[1024]; /* the JIT's compile cache; empty: off */
 } drv_cpu_spec;
 
 /* True when spec names the cpu ("cpu" or "cpu,..."). */
 bool drv_is_cpu_spec(const char *spec);
 
-/* Parses "cpu[,threads=N][,numerics=native|strict|tpu][,replicas=N]" (a
- * key given twice: the last wins; replicas default 1). The options left out are one thread per online
- * CPU and native numerics; with env_defaults, TPUCC_CPU_THREADS and
- * TPUCC_CPU_NUMERICS when set come first. ST_INVALID_ARGUMENT with a
- * one-line reason in err for a bad spec or variable. */
+/* Parses "cpu[,threads=N][,numerics=native|strict|tpu][,replicas=N][,cache=DIR|off]"
+ * (a key given twice: the last wins; replicas default 1). The options left
+ * out are one thread per online CPU and native numerics; with
+ * env_defaults, TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS when set come
+ * first. The compile cache: cache=off or TPUCC_NO_CACHE set (not empty,
+ * not "0") turns it off, cache=DIR names it (before TPUCC_NO_CACHE), else
+ * TPUCC_CACHE_DIR, else $XDG_CACHE_HOME/tpucc, else $HOME/.cache/tpucc
+ * (neither set: off). ST_INVALID_ARGUMENT with a one-line reason in err
+ * for a bad spec or variable. */
 base_status drv_cpu_spec_parse(const char *spec, bool env_defaults, drv_cpu_spec *out, char *err,
                                size_t errlen);
 
@@ -89,9 +97,15 @@ const char *drv_numerics_name(int numerics);
 
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h"
-/* Fills o (after cpu_options_init) for the spec s: threads, numerics and
- * the convolution tile TPUCC_CONV_TILE=PXxOV asks for, if any. */
+/* Fills o (after cpu_options_init) for the spec s: threads, numerics, the
+ * compile cache, the convolution tile TPUCC_CONV_TILE=PXxOV asks for, if
+ * any, and the compile threads TPUCC_CPU_COMPILE_THREADS=N asks for (else
+ * one per online CPU; they change no code). */
 void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o);
 #endif
+
+/* Whether cpu compiles draw a progress line on stderr (when it is a
+ * terminal): the tpucc command turns it on; libraries stay silent. */
+void drv_set_progress(bool on);
 
 #endif

@@ -20,6 +20,9 @@ void tool_help_compile(FILE *f) {
         "                       asm   the TPU program as assembler text\n"
         "                       obj   with --target=cpu (the default there): an\n"
         "                             object file for the host CPU (backend/llvm)\n"
+        "                       llvm  with --target=cpu: the optimised LLVM IR of\n"
+        "                             that object, as text (llvm-as reads it); the\n"
+        "                             entry is tpucc_entry unless --symbol is given\n"
         "  --target=SPEC      TPU target of tpub/asm (default v3; v2, overrides\n"
         "                     such as v3,mxu=64x64,vmem=8MiB)\n"
         "  --target=cpu       ahead of time for this CPU: -o FILE.o gets an object\n"
@@ -51,9 +54,10 @@ static const char *const CMD = "tpucc compile";
 /* --target=cpu: the object (and header) through backend/llvm's
  * cpu_compile_aot. sym: the entry's C name (NULL: from the stem of out). */
 static int emit_cpu(const ir_module *m, const char *out, const char *header, const char *sym,
-                    const char *numerics) {
+                    const char *numerics, bool llvm_ir) {
 #ifdef TPUCC_HAVE_LLVM
-  if (!out || !strcmp(out, "-")) {
+  if (llvm_ir && !sym) sym = "tpucc_entry"; /* the JIT's name; --symbol renames */
+  if (!llvm_ir && (!out || !strcmp(out, "-"))) {
     tool_error(CMD, "--target=cpu writes an object file: give -o FILE.o");
     return TOOL_EXIT_USAGE;
   }
@@ -90,14 +94,15 @@ static int emit_cpu(const ir_module *m, const char *out, const char *header, con
     }
   }
   o.entry_name = sym;
-  base_status st = cpu_compile_aot(m, &o, out, header, err, sizeof err);
+  if (llvm_ir) o.dump_llvm = out ? out : "-";
+  base_status st = cpu_compile_aot(m, &o, llvm_ir ? NULL : out, header, err, sizeof err);
   if (st != ST_OK) {
     tool_error(CMD, "%s", err);
     return st == ST_IO_ERROR ? TOOL_EXIT_FAIL : TOOL_EXIT_USAGE;
   }
   return TOOL_EXIT_OK;
 #else
-  (void)m, (void)out, (void)header, (void)sym, (void)numerics;
+  (void)m, (void)out, (void)header, (void)sym, (void)numerics, (void)llvm_ir;
   tool_error(CMD, "--target=cpu: built without the CPU backend (LLVM not found)");
   return TOOL_EXIT_USAGE;
 #endif
@@ -164,22 +169,23 @@ int tool_cmd_compile(int argc, char **argv) {
     tool_error(CMD, "--emit-header, --symbol and --cpu-numerics need --target=cpu");
     return TOOL_EXIT_USAGE;
   }
-  if (cpu && emit && strcmp(emit, "obj") != 0) {
-    tool_error(CMD, "--target=cpu emits an object file (--emit=obj), not '%s'", emit);
+  if (cpu && emit && strcmp(emit, "obj") != 0 && strcmp(emit, "llvm") != 0) {
+    tool_error(CMD, "--target=cpu emits an object file (--emit=obj) or LLVM IR (--emit=llvm), "
+               "not '%s'", emit);
     return TOOL_EXIT_USAGE;
   }
-  if (cpu) emit = "obj";
+  if (cpu && !emit) emit = "obj";
   if (!emit) {
     size_t ol = out ? strlen(out) : 0;
     emit = ol > 5 && !strcmp(out + ol - 5, ".tpub") ? "tpub" : "hlo";
   }
   if (strcmp(emit, "hlo") != 0 && strcmp(emit, "tpub") != 0 && strcmp(emit, "asm") != 0 &&
-      strcmp(emit, "obj") != 0) {
-    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo, tpub, asm, obj)", emit);
+      strcmp(emit, "obj") != 0 && strcmp(emit, "llvm") != 0) {
+    tool_error(CMD, "--emit: unknown kind '%s' (known: hlo, tpub, asm, obj, llvm)", emit);
     return TOOL_EXIT_USAGE;
   }
-  if (!strcmp(emit, "obj") && !cpu) {
-    tool_error(CMD, "--emit=obj needs --target=cpu");
+  if ((!strcmp(emit, "obj") || !strcmp(emit, "llvm")) && !cpu) {
+    tool_error(CMD, "--emit=%s needs --target=cpu", emit);
     return TOOL_EXIT_USAGE;
   }
   tpucc_session_t *s;
@@ -203,7 +209,7 @@ int tool_cmd_compile(int argc, char **argv) {
     tool_error(CMD, "%s: %s", file, tpucc_session_message(s));
     rc = TOOL_EXIT_FAIL;
   } else if (cpu) { /* an object file for this CPU */
-    rc = emit_cpu(tool_module_ir(m), out, header, sym, numerics);
+    rc = emit_cpu(tool_module_ir(m), out, header, sym, numerics, !strcmp(emit, "llvm"));
   } else if (strcmp(emit, "hlo") != 0) { /* a TPU program */
     char err[8192];
     base_status st = tool_tpu_emit(tool_module_ir(m), &tpo, emit, out, err, sizeof err);

@@ -4,6 +4,8 @@
 #include "tools/tools.h"
 #include "driver/driver.h" /* cpu specs */
 
+#include <regex.h>
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -92,6 +94,12 @@ void tool_help_run(FILE *f) {
         "                         (bit-exact with interp) or tpu (bf16 dot operands,\n"
         "                         f32 sums in the emulator's order: the v3 bits);\n"
         "                         default: TPUCC_CPU_NUMERICS, else native\n"
+        "  --cache-dir=DIR        cpu target: keep compiled code in DIR (default:\n"
+        "                         TPUCC_CACHE_DIR, else $XDG_CACHE_HOME/tpucc, else\n"
+        "                         ~/.cache/tpucc); a run of the same module, flags\n"
+        "                         and host loads it instead of compiling\n"
+        "  --no-cache             cpu target: neither read nor write the cache (also\n"
+        "                         TPUCC_NO_CACHE=1)\n"
         "  -h, --help             this text\n",
         f);
   tool_help_opt_flags(f);
@@ -132,6 +140,7 @@ typedef struct run_cfg {
   tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
   int64_t replicas;                        /* --replicas; 0: the default */
+  const char *cpu_cache;                  /* --cache-dir=DIR, or "off" for --no-cache */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -223,6 +232,20 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
         return false;
       }
       c->cpu_numerics = v;
+    } else if (!strcmp(name, "cache-dir")) {
+      VALUE();
+      if (!v[0] || strchr(v, ',') || !strcmp(v, "off")) {
+        tool_error(CMD, "--cache-dir: '%s' is not a directory name a cpu spec can carry (no commas)",
+                   v);
+        return false;
+      }
+      c->cpu_cache = v;
+    } else if (!strcmp(name, "no-cache")) {
+      if (v) {
+        tool_error(CMD, "--no-cache takes no value");
+        return false;
+      }
+      c->cpu_cache = "off";
     } else if (!strcmp(name, "random-inputs")) {
       if (v) {
         tool_error(CMD, "--random-inputs takes no value");
@@ -543,10 +566,11 @@ typedef struct run_state {
 static const char *cpu_spec(run_state *r, const char *flag, const char *t) {
   if (!t || !drv_is_cpu_spec(t)) return t;
   const run_cfg *c = &r->c;
-  const char *spec = arena_printf(r->a, "%s%s%s%s%s", t, c->cpu_threads ? ",threads=" : "",
+  const char *spec = arena_printf(r->a, "%s%s%s%s%s%s%s", t, c->cpu_threads ? ",threads=" : "",
                                   c->cpu_threads ? c->cpu_threads : "",
                                   c->cpu_numerics ? ",numerics=" : "",
-                                  c->cpu_numerics ? c->cpu_numerics : "");
+                                  c->cpu_numerics ? c->cpu_numerics : "",
+                                  c->cpu_cache ? ",cache=" : "", c->cpu_cache ? c->cpu_cache : "");
   drv_cpu_spec cs;
   char err[256];
   if (drv_cpu_spec_parse(spec, false, &cs, err, sizeof err) != ST_OK) {
@@ -592,6 +616,11 @@ static bool check_targets(run_state *r) {
   if (!t) t = tool_targets[0].name; /* built without the TPU backend: the default target */
   if (!tpu && tpu_only) {
     tool_error(CMD, "%s applies to TPU targets (v2, v3, ...), not '%s'", tpu_only, t);
+    return false;
+  }
+  if (c->cpu_cache && !drv_is_cpu_spec(t) && !(c->reference && drv_is_cpu_spec(c->reference))) {
+    tool_error(CMD, "%s applies to the cpu target, not '%s'",
+               strcmp(c->cpu_cache, "off") ? "--cache-dir" : "--no-cache", t);
     return false;
   }
   if (!tpu && stats && !drv_is_cpu_spec(t)) {
@@ -712,6 +741,31 @@ static ir_literal **arg_literals(run_state *r) {
   return la;
 }
 
+/* --dump-dir on the cpu: the LLVM IR goes to DIR/MODULE.NNNN.after_cpu_llvm.ll
+ * (NNNN following the passes' dumps) unless --dump-after does not match
+ * "cpu_llvm"; *path NULL when nothing is dumped. False after a usage error. */
+static bool cpu_dump_path(run_state *r, const char **path) {
+  run_cfg *c = &r->c;
+  *path = NULL;
+  if (!c->opt.dump_dir) return true;
+  if (c->opt.dump_after) {
+    regex_t re;
+    if (regcomp(&re, c->opt.dump_after, REG_EXTENDED | REG_NOSUB) != 0) {
+      tool_error(CMD, "--dump-after: '%s' is not a valid regular expression", c->opt.dump_after);
+      return false;
+    }
+    bool match = regexec(&re, "cpu_llvm", 0, NULL, 0) == 0;
+    regfree(&re);
+    if (!match) return true;
+  }
+  tool_tpu_opts steps = {0};
+  tool_tpu_opts_steps(&steps, &c->opt);
+  const ir_module *m = tool_module_ir(r->m);
+  *path = arena_printf(r->a, "%s/%s.%04d.after_cpu_llvm.ll", c->opt.dump_dir,
+                       m->name ? m->name : "module", steps.dump_seq);
+  return true;
+}
+
 /* Runs on the target into r->got; an exit code. A TPU target with a
  * report, a precision, --explain or overrides, and the cpu with
  * statistics, call their backend directly (tools.h); the others run
@@ -748,8 +802,10 @@ static int execute_on_target(run_state *r) {
       sb_free(&e);
       return TOOL_EXIT_FAIL;
     }
-  } else if ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target)) {
-    tool_cpu_opts cpo = {r->cpu_target, c->tpu.stats_json, c->tpu.stats};
+  } else if ((c->tpu.stats || c->tpu.stats_json || c->opt.dump_dir) && c->target &&
+             drv_is_cpu_spec(c->target)) {
+    tool_cpu_opts cpo = {r->cpu_target, c->tpu.stats_json, c->tpu.stats, NULL};
+    if (!cpu_dump_path(r, &cpo.dump_llvm)) return TOOL_EXIT_USAGE;
     char cerr[4096];
     if (tool_cpu_run(tool_module_ir(r->m), &cpo, arg_literals(r), r->np, r->a, &tr, cerr,
                      sizeof cerr) != ST_OK) {

@@ -1,6 +1,7 @@
 /* main.c: the `tpucc` command: subcommand dispatch, --help and --version.
  * Each subcommand lives in its own cmd_*.c with its help text. */
 #include "tools/tools.h"
+#include "driver/driver.h" /* drv_set_progress */
 
 static const struct {
   const char *name, *summary;
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
       cmds[i].help(stdout);
       return TOOL_EXIT_OK;
     }
+    drv_set_progress(true); /* long cpu compiles draw a line on a terminal */
     return cmds[i].run(argc - 2, argv + 2);
   }
   fprintf(stderr, "tpucc: error: unknown command '%s' (known: ", c);

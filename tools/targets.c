@@ -228,6 +228,7 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
   cpu_options co;
   cpu_options_init(&co);
   drv_cpu_options(&cs, &co);
+  co.dump_llvm = o->dump_llvm;
   cpu_exe *x = NULL;
   double t0 = seconds_now();
   base_status st = cpu_compile(m, &co, &x, err, errlen);
@@ -247,8 +248,14 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
     fprintf(stderr, "  time              %.6g s host (the run alone)\n", run);
     fprintf(stderr, "  FLOP/s            %.4g achieved (%llu flops)\n", achieved,
             (unsigned long long)flops);
-    fprintf(stderr, "  compile           %.3f s (lower %.3f, optimise %.3f, machine code %.3f)\n",
-            compile, info.lower_seconds, info.opt_seconds, info.jit_seconds);
+    fprintf(stderr, "  compile           %.3f s (lower %.3f, optimise + machine code %.3f on %d "
+            "thread%s, link %.3f, cache %.3f)\n", compile, info.lower_seconds, info.build_seconds,
+            (int)info.parts, info.parts == 1 ? "" : "s", info.link_seconds, info.cache_seconds);
+    fprintf(stderr, "  compile CPU       optimise %.3f s, machine code %.3f s (summed over %d "
+            "part%s; the costliest %.3f s)\n", info.opt_seconds, info.codegen_seconds,
+            (int)info.parts, info.parts == 1 ? "" : "s", info.part_max_seconds);
+    fprintf(stderr, "  compile cache     %s%s%s\n", cpu_cache_use_name(info.cache),
+            info.cache_note[0] ? ": " : "", info.cache_note);
     fprintf(stderr, "  threads           %d\n", (int)info.threads);
     fprintf(stderr, "  numerics          %s\n", drv_numerics_name(cs.numerics));
     fprintf(stderr, "  kernels           %d loop nests, %lld bytes of scratch\n",
@@ -264,9 +271,15 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
             "{\"target\": \"cpu\", \"seconds\": %.9g, \"flops\": %llu, "
             "\"achieved_flops\": %.6g, \"compile_seconds\": %.6f, \"host_seconds\": %.9g, "
             "\"threads\": %d, \"numerics\": \"%s\", \"kernels\": %d, "
-            "\"scratch_bytes\": %lld}\n",
+            "\"scratch_bytes\": %lld, \"lower_seconds\": %.6f, \"opt_seconds\": %.6f, "
+            "\"codegen_seconds\": %.6f, \"link_seconds\": %.6f, \"cache_seconds\": %.6f, "
+            "\"build_seconds\": %.6f, \"part_max_seconds\": %.6f, \"parts\": %d, "
+            "\"cache\": \"%s\"}\n",
             run, (unsigned long long)flops, achieved, compile, run, (int)info.threads,
-            drv_numerics_name(cs.numerics), (int)info.kernels, (long long)info.scratch_bytes);
+            drv_numerics_name(cs.numerics), (int)info.kernels, (long long)info.scratch_bytes,
+            info.lower_seconds, info.opt_seconds, info.codegen_seconds, info.link_seconds,
+            info.cache_seconds, info.build_seconds, info.part_max_seconds, (int)info.parts,
+            cpu_cache_use_name(info.cache));
     if (ferror(j) | fclose(j)) {
       snprintf(err, errlen, "--stats-json: error writing %s", o->stats_json);
       return ST_IO_ERROR;

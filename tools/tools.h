@@ -74,10 +74,11 @@ bool tool_tpu_target(const char *name);
  * with the options of spec ("cpu,threads=2,numerics=strict"; those left
  * out from TPUCC_CPU_THREADS / TPUCC_CPU_NUMERICS, driver.h); stats prints,
  * and stats_json writes, the figures that apply to a CPU run
- * (docs/cli.md). */
+ * (docs/cli.md); dump_llvm: a file for the LLVM IR (--dump-dir). */
 typedef struct tool_cpu_opts {
   const char *spec, *stats_json;
   bool stats;
+  const char *dump_llvm; /* when set: the optimised LLVM IR is written here */
 } tool_cpu_opts;
 base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen);

@@ -126,7 +126,7 @@ base_status cpu_compile_aot(const ir_module *m, const cpu_options *o, const char
   emitter e;
   bool ok = llvm_lower_module(&e, m, &opt, true, ctx, tm, err, errlen) && llvm_optimise(&e);
   base_status st = ok ? ST_OK : (e.st ? e.st : ST_INTERNAL);
-  if (ok) {
+  if (ok && obj_path) {
     char *msg = NULL;
     if (LLVMTargetMachineEmitToFile(tm, e.mod, (char *)obj_path, LLVMObjectFile, &msg)) {
       snprintf(err, errlen, "cannot write %s: %s", obj_path, msg ? msg : "");

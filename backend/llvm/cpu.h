@@ -45,6 +45,8 @@
 
 #include "ir/ir.h"
 
+#include <stdio.h>
+
 typedef void (*cpu_kernel_fn)(void *env, int64_t lo, int64_t hi);
 typedef void (*cpu_parfor_fn)(void *parctx, cpu_kernel_fn k, void *env, int64_t n);
 
@@ -63,7 +65,8 @@ typedef struct cpu_options {
   const char *cpu_name;   /* NULL: the host's (LLVMGetHostCPUName) */
   const char *cpu_features; /* NULL: the host's (LLVMGetHostCPUFeatures) */
   const char *entry_name; /* symbol of the entry function; NULL: "tpucc_entry" */
-  const char *dump_llvm;  /* when set: write the optimised LLVM IR here */
+  const char *dump_llvm;  /* when set: write the optimised LLVM IR here ("-":
+                             standard output) */
   ir_budget budget;       /* work and memory the module may ask for, checked
                              before lowering (ir.h); zero: the defaults */
   const ir_ffi_table *ffi; /* host functions for custom-calls (JIT only); NULL:
@@ -75,6 +78,21 @@ typedef struct cpu_options {
   int32_t replicas;       /* replicas the program runs as (0 or 1: one; JIT
                              only above 1); threads are shared among them,
                              max(1, threads / replicas) each */
+  const char *cache_dir;  /* cpu_compile: the compile cache's directory (made
+                             when missing; docs/cpu-backend.md, "Compile
+                             cache"); NULL: no cache. Entries are keyed by the
+                             lowered module, the target machine, the options
+                             above that change code, LLVM's version and this
+                             build; a damaged entry is a miss and is rewritten;
+                             a directory that cannot be written only costs the
+                             store. Modules calling host functions (ffi) are
+                             never cached. */
+  int32_t compile_threads; /* cpu_compile: threads optimising and generating
+                             code for independent kernels at once (1..8);
+                             0: one per online CPU */
+  FILE *progress;         /* cpu_compile: when set (a terminal), a line on it
+                             while a compile takes over half a second, erased
+                             at the end; NULL: silent */
 } cpu_options;
 
 void cpu_options_init(cpu_options *o);
@@ -139,14 +157,36 @@ base_status cpu_execute_replicas(cpu_exe *exe, int n, ir_literal *const *args, i
                                  ir_literal *const *res, char *err, size_t errlen);
 void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
 
+/* What the compile cache did for a program. */
+typedef enum cpu_cache_use {
+  CPU_CACHE_OFF,        /* no cache_dir, dump_llvm set, or the module calls host functions or collectives */
+  CPU_CACHE_HIT,        /* machine code loaded from the cache: no optimisation, no codegen */
+  CPU_CACHE_STORED,     /* compiled and stored */
+  CPU_CACHE_NOT_STORED, /* compiled; the store failed (cache_note says why) */
+} cpu_cache_use;
+/* "off", "hit", "stored", "not stored". */
+const char *cpu_cache_use_name(cpu_cache_use u);
+
 /* Facts about a compiled program. */
 typedef struct cpu_exe_info {
   double lower_seconds;   /* IR -> LLVM IR */
-  double opt_seconds;     /* LLVM pass pipeline */
-  double jit_seconds;     /* machine code generation and linking */
+  double build_seconds;   /* optimisation and code generation of all parts,
+                             on their threads at once (wall time; 0 on a hit) */
+  double opt_seconds;     /* LLVM pass pipeline, CPU seconds summed over the parts */
+  double codegen_seconds; /* machine code generation, CPU seconds summed over the parts */
+  double part_max_seconds; /* the CPU seconds of the costliest part: build_seconds
+                             on an idle machine with a CPU per part */
+  double jit_seconds;     /* linking the objects in the JIT */
+  double link_seconds;    /* the same (jit_seconds) */
+  double cache_seconds;   /* the cache: key (bitcode + SHA-256), lookup, store */
   int64_t scratch_bytes;
   int32_t kernels;        /* loop nests emitted */
   int32_t threads;
+  int32_t parts;          /* objects made (or loaded): kernels compiled in
+                             parts on compile_threads threads */
+  cpu_cache_use cache;    /* what the compile cache did */
+  char cache_note[320];   /* CPU_CACHE_NOT_STORED: why; CPU_CACHE_STORED after
+                             a damaged entry: that; else empty */
 } cpu_exe_info;
 void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
 
@@ -158,7 +198,8 @@ base_status cpu_run_once(const ir_module *m, const cpu_options *o, ir_literal *c
 /* Ahead of time: writes an object file defining the entry symbol
  * (o->entry_name, default "tpucc_entry") and, when header_path is set, a C
  * header declaring it with the shapes, types and scratch size. The object
- * calls only libm and libc (no BLAS, no threads: parfor may be NULL). */
+ * calls only libm and libc (no BLAS, no threads: parfor may be NULL).
+ * obj_path NULL: no object (o->dump_llvm then gets the optimised IR). */
 base_status cpu_compile_aot(const ir_module *m, const cpu_options *o,
                             const char *obj_path, const char *header_path,
                             char *err, size_t errlen);

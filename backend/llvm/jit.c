@@ -6,6 +6,7 @@
  * depend on how the executable was linked; anything else resolves through
  * the process's own symbol table. */
 #include "backend/llvm/lower.h"
+#include "backend/llvm/cache.h"
 
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -116,6 +117,139 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
   return NULL;
 }
 
+const char *cpu_cache_use_name(cpu_cache_use u) {
+  static const char *names[] = {"off", "hit", "stored", "not stored"};
+  return (unsigned)u < COUNTOF(names) ? names[u] : "?";
+}
+
+static void dispose_lowered(emitter *e, LLVMOrcThreadSafeContextRef tsc, LLVMTargetMachineRef tm) {
+  cpu_ffi_free(e->ffi_calls);
+  cpu_coll_free(e->colls);
+  llvm_emitter_free(e);
+  if (e->mod) LLVMDisposeModule(e->mod);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMDisposeTargetMachine(tm);
+}
+
+/* A cache payload: the number of objects (u32), their lengths (u64 each),
+ * their bytes. */
+static uint8_t *pack(LLVMMemoryBufferRef *objs, int n, size_t *len) {
+  size_t total = 4 + 8 * (size_t)n;
+  for (int i = 0; i < n; i++) total += LLVMGetBufferSize(objs[i]);
+  uint8_t *p = malloc(total), *q = p + 4 + 8 * (size_t)n;
+  if (!p) return NULL;
+  uint32_t n32 = (uint32_t)n;
+  memcpy(p, &n32, 4);
+  for (int i = 0; i < n; i++) {
+    uint64_t l = LLVMGetBufferSize(objs[i]);
+    memcpy(p + 4 + 8 * (size_t)i, &l, 8);
+    memcpy(q, LLVMGetBufferStart(objs[i]), (size_t)l);
+    q += l;
+  }
+  *len = total;
+  return p;
+}
+
+/* The objects of a payload; 0 when it is not one (a checksummed entry of
+ * another layout). */
+static int unpack(const uint8_t *p, size_t len, LLVMMemoryBufferRef *objs) {
+  uint32_t n;
+  if (len < 4) return 0;
+  memcpy(&n, p, 4);
+  if (n < 1 || n > LLVM_MAX_PARTS || len < 4 + 8 * (size_t)n) return 0;
+  size_t off = 4 + 8 * (size_t)n;
+  uint64_t l[LLVM_MAX_PARTS];
+  for (uint32_t i = 0; i < n; i++) {
+    memcpy(&l[i], p + 4 + 8 * (size_t)i, 8);
+    if (l[i] == 0 || l[i] > len - off) return 0;
+    off += (size_t)l[i];
+  }
+  if (off != len) return 0;
+  off = 4 + 8 * (size_t)n;
+  for (uint32_t i = 0; i < n; i++) {
+    objs[i] = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)p + off, (size_t)l[i], "tpucc-cached");
+    off += (size_t)l[i];
+  }
+  return (int)n;
+}
+
+/* The machine code of the lowered module e->mod as objects (objs, the
+ * count returned): from the cache (opt->cache_dir) when it holds the
+ * module, else optimised and generated in parts on compile_threads
+ * threads (split.c) and stored. Disposes e->mod. 0 after a failure (in e). */
+static int objects_of(emitter *e, const cpu_options *opt, llvm_progress *pg, cpu_exe_info *info,
+                      LLVMMemoryBufferRef *objs) {
+  double t0 = now();
+  uint8_t key[LLVM_CACHE_KEY_BYTES];
+  /* Host-function bindings and collective descriptors are addresses in
+   * this process baked into the code; a dump needs the optimised IR: none
+   * of them comes from the cache. */
+  bool cached = opt->cache_dir && !e->ffi_calls && !e->colls && !opt->dump_llvm;
+  info->cache = CPU_CACHE_OFF;
+  if (cached) {
+    llvm_cache_key(e->mod, opt, e->tm, key);
+    size_t len;
+    const char *why;
+    uint8_t *payload = llvm_cache_load(opt->cache_dir, key, &len, &why);
+    int n = payload ? unpack(payload, len, objs) : 0;
+    free(payload);
+    if (n) {
+      LLVMDisposeModule(e->mod);
+      e->mod = NULL;
+      info->cache = CPU_CACHE_HIT;
+      info->cache_seconds = now() - t0;
+      return n;
+    }
+    if (payload || strcmp(why, "no entry") != 0)
+      snprintf(info->cache_note, sizeof info->cache_note, "%s", payload ? "an entry of another layout (ignored; replaced)" : why);
+  }
+  double t1 = now();
+  int threads = opt->compile_threads > 0 ? opt->compile_threads : cpu_default_threads();
+  double secs[3] = {0, 0, 0};
+  int n = llvm_compile_parts(e, threads, objs, secs);
+  LLVMDisposeModule(e->mod);
+  e->mod = NULL;
+  double t2 = now();
+  size_t len = 0;
+  uint8_t *payload = n && cached ? pack(objs, n, &len) : NULL;
+  if (payload) {
+    char why[256];
+    if (llvm_cache_store(opt->cache_dir, key, payload, len, why, sizeof why)) {
+      info->cache = CPU_CACHE_STORED;
+    } else {
+      info->cache = CPU_CACHE_NOT_STORED;
+      snprintf(info->cache_note, sizeof info->cache_note, "%s", why);
+    }
+    free(payload);
+  }
+  info->build_seconds = t2 - t1;
+  info->opt_seconds = secs[0];
+  info->codegen_seconds = secs[1];
+  info->part_max_seconds = secs[2];
+  info->cache_seconds = (t1 - t0) + (now() - t2);
+  llvm_progress_phase(pg, "linking");
+  return n;
+}
+
+/* The LLJIT (taking tm) with the objects linked, and the entry's address. */
+static base_status link_objects(cpu_exe *x, LLVMTargetMachineRef tm, LLVMMemoryBufferRef *objs, int n,
+                                const char *entry_name, char *err, size_t errlen) {
+  LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMErrorRef er = LLVMOrcCreateLLJIT(&x->jit, jb);
+  if (!er) er = define_symbols(x->jit);
+  int i = 0;
+  /* The JIT owns each object once added, whatever the outcome. */
+  for (; !er && i < n; i++)
+    er = LLVMOrcLLJITAddObjectFile(x->jit, LLVMOrcLLJITGetMainJITDylib(x->jit), objs[i]);
+  for (; i < n; i++) LLVMDisposeMemoryBuffer(objs[i]);
+  if (er) return llvm_err(er, "LLJIT", err, errlen);
+  LLVMOrcExecutorAddress addr = 0;
+  if ((er = LLVMOrcLLJITLookup(x->jit, &addr, entry_name))) return llvm_err(er, "LLJIT lookup", err, errlen);
+  x->entry = (entry_fn)(uintptr_t)addr;
+  return ST_OK;
+}
+
 base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_exe,
                         char *err, size_t errlen) {
   *out_exe = NULL;
@@ -136,28 +270,22 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   emitter e;
   bool ok = llvm_lower_module(&e, m, &opt, false, ctx, tm, err, errlen);
   double t1 = now();
-  if (ok) ok = llvm_optimise(&e);
-  double t2 = now();
-  if (!ok) {
-    base_status st = e.st ? e.st : ST_INTERNAL;
-    cpu_ffi_free(e.ffi_calls);
-    cpu_coll_free(e.colls);
-    llvm_emitter_free(&e);
-    LLVMDisposeModule(e.mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    LLVMDisposeTargetMachine(tm);
+  cpu_exe *x = ok ? calloc(1, sizeof *x) : NULL;
+  if (!x) {
+    base_status st = !ok ? (e.st ? e.st : ST_INTERNAL) : ST_OUT_OF_MEMORY;
+    if (ok) snprintf(err, errlen, "out of memory");
+    dispose_lowered(&e, tsc, tm);
     return st;
   }
-  cpu_exe *x = calloc(1, sizeof *x);
-  if (!x) {
-    cpu_ffi_free(e.ffi_calls);
-    cpu_coll_free(e.colls);
-    llvm_emitter_free(&e);
-    LLVMDisposeModule(e.mod);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    LLVMDisposeTargetMachine(tm);
-    snprintf(err, errlen, "out of memory");
-    return ST_OUT_OF_MEMORY;
+  llvm_progress *pg = llvm_progress_start(opt.progress, e.nkernels);
+  LLVMMemoryBufferRef objs[LLVM_MAX_PARTS];
+  int nobj = objects_of(&e, &opt, pg, &x->info, objs);
+  if (!nobj) {
+    llvm_progress_end(pg);
+    base_status st = e.st ? e.st : ST_INTERNAL;
+    dispose_lowered(&e, tsc, tm);
+    free(x);
+    return st;
   }
   x->a = arena_create();
   x->scratch_bytes = e.scratch_bytes;
@@ -169,38 +297,15 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   x->params = arena_array(x->a, (size_t)ec->nparams + 1, sizeof(ir_shape));
   for (int p = 0; p < ec->nparams; p++) x->params[p] = ir_shape_clone(x->a, ec->insts.v[ec->params[p]].shape);
   x->result = ir_shape_clone(x->a, ec->insts.v[ec->root].shape);
-  const char *entry_name = opt.entry_name ? opt.entry_name : "tpucc_entry";
   x->ffi_calls = e.ffi_calls;
   x->colls = e.colls;
   llvm_emitter_free(&e);
-
-  /* The JIT takes ownership of tm (through its builder) and of the module. */
-  LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
-  LLVMErrorRef er = LLVMOrcCreateLLJIT(&x->jit, jb);
-  base_status st = ST_OK;
-  if (er) {
-    st = llvm_err(er, "LLJIT", err, errlen);
-    LLVMDisposeModule(e.mod);
-  } else if ((er = define_symbols(x->jit))) {
-    st = llvm_err(er, "LLJIT symbols", err, errlen);
-    LLVMDisposeModule(e.mod);
-  } else {
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(e.mod, tsc);
-    er = LLVMOrcLLJITAddLLVMIRModule(x->jit, LLVMOrcLLJITGetMainJITDylib(x->jit), tsm);
-    if (er) {
-      LLVMOrcDisposeThreadSafeModule(tsm);
-      st = llvm_err(er, "LLJIT add module", err, errlen);
-    }
-  }
   LLVMOrcDisposeThreadSafeContext(tsc);
-  if (st == ST_OK) {
-    LLVMOrcExecutorAddress addr = 0;
-    er = LLVMOrcLLJITLookup(x->jit, &addr, entry_name);
-    if (er) st = llvm_err(er, "LLJIT lookup", err, errlen);
-    else x->entry = (entry_fn)(uintptr_t)addr;
-  }
+  double t2 = now();
+  base_status st = link_objects(x, tm, objs, nobj, opt.entry_name ? opt.entry_name : "tpucc_entry",
+                                err, errlen);
   double t3 = now();
+  llvm_progress_end(pg);
   if (st == ST_OK) {
     size_t sb = (size_t)((x->scratch_bytes + 63) & ~(int64_t)63);
     int per = opt.threads / opt.replicas > 1 ? opt.threads / opt.replicas : 1;
@@ -226,8 +331,9 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   openblas_set_num_threads(opt.threads);
 #endif
   x->info.lower_seconds = t1 - t0;
-  x->info.opt_seconds = t2 - t1;
+  x->info.link_seconds = t3 - t2;
   x->info.jit_seconds = t3 - t2;
+  x->info.parts = nobj;
   x->info.scratch_bytes = x->scratch_bytes;
   x->info.threads = opt.threads;
   *out_exe = x;

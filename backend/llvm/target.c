@@ -73,7 +73,12 @@ bool llvm_optimise(emitter *e) {
     LLVMDisposeErrorMessage(m);
     return false;
   }
-  if (e->opt.dump_llvm) {
+  if (e->opt.dump_llvm && !strcmp(e->opt.dump_llvm, "-")) {
+    char *m = LLVMPrintModuleToString(e->mod);
+    bool ok = fputs(m, stdout) >= 0 && fflush(stdout) == 0;
+    LLVMDisposeMessage(m);
+    if (!ok) return llvm_fail(e, ST_IO_ERROR, "cannot write the LLVM IR to standard output");
+  } else if (e->opt.dump_llvm) {
     char *m = NULL;
     if (LLVMPrintModuleToFile(e->mod, e->opt.dump_llvm, &m)) {
       llvm_fail(e, ST_IO_ERROR, "cannot write %s: %s", e->opt.dump_llvm, m ? m : "");

@@ -9,6 +9,11 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -168,6 +173,79 @@ static void same_program_v3_and_cpu(void **state) {
     tpurt_program_destroy(p);
     tpurt_device_destroy(dev);
   }
+}
+
+/* The one *.tjo entry of a cache directory: its inode and size; the
+ * entry count in *n. */
+static void cache_entry(const char *dir, int *n, struct stat *st) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  *n = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l < 5 || strcmp(de->d_name + l - 4, ".tjo") != 0) continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    assert_int_equal(stat(path, st), 0);
+    ++*n;
+  }
+  closedir(d);
+}
+
+/* One load and two runs on a fresh device of spec; bits against want. */
+static void cached_load(const char *spec, const inputs *in, const float *want, const float *wants) {
+  tpurt_device_t *dev = device(spec);
+  tpurt_program_t *p = load_mlp(dev);
+  float r[NR], s[NS];
+  tpurt_stats_t st;
+  run_mlp(dev, p, in, r, s, &st);
+  assert_bits_equal(r, want, NR, spec);
+  assert_bits_equal(s, wants, NS, spec);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(dev);
+}
+
+/* libtpurt-cpu's devices take the compile cache in their spec (cache=DIR,
+ * cache=off): the first load stores one entry, the next device loads it
+ * (the entry is left as it was: same inode), a truncated entry is
+ * recompiled and replaced; every run gives the evaluator's bits. */
+static void cpu_compile_cache(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tpucc-rt-cache-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char spec[128];
+  snprintf(spec, sizeof spec, "cpu,threads=1,numerics=strict,cache=%s", dir);
+  inputs in;
+  make_inputs(&in, 11);
+  float want[NR], wants[NS];
+  reference(&in, false, want, wants);
+  int n;
+  struct stat a, b;
+  cached_load(spec, &in, want, wants);
+  cache_entry(dir, &n, &a);
+  assert_int_equal(n, 1);
+  cached_load(spec, &in, want, wants);
+  cache_entry(dir, &n, &b);
+  assert_int_equal(n, 1);
+  assert_true(a.st_ino == b.st_ino && a.st_size == b.st_size); /* a hit: not rewritten */
+  char path[512];
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (de->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+  closedir(d);
+  assert_int_equal(truncate(path, a.st_size / 2), 0);
+  cached_load(spec, &in, want, wants);
+  cache_entry(dir, &n, &b);
+  assert_int_equal(n, 1);
+  assert_true(b.st_size == a.st_size); /* replaced by a whole entry */
+  cached_load("cpu,threads=1,numerics=strict,cache=off", &in, want, wants);
+  cache_entry(dir, &n, &b);
+  assert_int_equal(n, 1);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 /* Both kinds describe the program alike. */
@@ -519,7 +597,7 @@ int main(void) {
       cmocka_unit_test(auto_device),             cmocka_unit_test(execute_errors),
       cmocka_unit_test(parse_errors), cmocka_unit_test(rank9_parameter_refused),            cmocka_unit_test(cpu_tuple_parameter),
       cmocka_unit_test(bitcast_root_of_computed_value),
-      cmocka_unit_test(tpu_text_fuses_for_the_device),
+      cmocka_unit_test(tpu_text_fuses_for_the_device), cmocka_unit_test(cpu_compile_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
