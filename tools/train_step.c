@@ -351,86 +351,6 @@ static bool grads_of(ir_module *m, ir_comp_id c, ir_id root, const ir_shape *rs,
   return true;
 }
 
-/* ---- convolution layouts ----------------------------------------------------- */
-
-static ir_id transpose_of(ir_module *m, ir_comp_id c, ir_id x, const int64_t *perm, int rank) {
-  ir_attrs a;
-  memset(&a, 0, sizeof a);
-  a.preferred_type = IR_TYPE_INVALID;
-  a.dimensions.n = rank;
-  a.dimensions.v = (int64_t *)perm;
-  src_loc loc = {0};
-  return ir_build(m, c, IR_OP_TRANSPOSE, &x, 1, &a, NULL, 0, loc);
-}
-
-/* A convolution whose input or output is not batch-major and
- * feature-minor (the kernel gradients value_and_grad writes, f01b_i01o ->
- * 01bf, contract over the batch) becomes transposes around the same
- * convolution in b01f_01io->b01f form, the form the cpu backend runs
- * fastest (about 90x faster for the kernel gradients of
- * samples/train/fashion_cnn.tg). Values are the same sums; only the
- * accumulation order may differ. */
-static void canon_conv(ir_module *m, ir_comp_id c, ir_id id) {
-  ir_inst *in = ir_inst_get(m, c, id);
-  ir_conv_dims d = in->a->conv;
-  int ns = d.nspatial, r = ns + 2;
-  if (d.in_batch == 0 && d.in_feature == r - 1 && d.out_batch == 0 && d.out_feature == r - 1) return;
-  int64_t pl[IR_MAX_RANK + 2], pk[IR_MAX_RANK + 2], po[IR_MAX_RANK + 2];
-  pl[0] = d.in_batch;
-  pl[r - 1] = d.in_feature;
-  pk[r - 2] = d.k_in;
-  pk[r - 1] = d.k_out;
-  po[d.out_batch] = 0;
-  po[d.out_feature] = r - 1;
-  for (int i = 0; i < ns; i++) {
-    pl[1 + i] = d.in_spatial[i];
-    pk[i] = d.k_spatial[i];
-    po[d.out_spatial[i]] = 1 + i;
-  }
-  ir_id lhs = in->ops[0], rhs = in->ops[1];
-  ir_attrs a = *in->a;
-  ir_id tl = transpose_of(m, c, lhs, pl, r), tk = transpose_of(m, c, rhs, pk, r);
-  a.conv.in_batch = a.conv.out_batch = 0;
-  a.conv.in_feature = a.conv.out_feature = (int8_t)(r - 1);
-  a.conv.k_in = (int8_t)(r - 2);
-  a.conv.k_out = (int8_t)(r - 1);
-  for (int i = 0; i < ns; i++) {
-    a.conv.in_spatial[i] = a.conv.out_spatial[i] = (int8_t)(1 + i);
-    a.conv.k_spatial[i] = (int8_t)i;
-  }
-  ir_id ops[2] = {tl, tk};
-  src_loc loc = ir_inst_get(m, c, id)->info->loc;
-  ir_id cv = ir_build(m, c, IR_OP_CONVOLUTION, ops, 2, &a, NULL, 0, loc);
-  ir_attrs t;
-  memset(&t, 0, sizeof t);
-  t.preferred_type = IR_TYPE_INVALID;
-  t.dimensions.n = r;
-  t.dimensions.v = po;
-  ir_inst *old = ir_inst_get(m, c, id);
-  ir_inst_proto p;
-  memset(&p, 0, sizeof p);
-  p.op = IR_OP_TRANSPOSE;
-  p.name = old->info->name;
-  p.shape = *old->shape;
-  p.nops = 1;
-  p.ops = &cv;
-  p.a = t;
-  p.loc = loc;
-  ir_inst_assign(m, old, &p);
-}
-
-static void canon_convs(ir_module *m, ir_comp_id c) {
-  int n = ir_comp_get(m, c)->insts.n;
-  bool any = false;
-  for (int i = 0; i < n; i++) {
-    const ir_inst *in = ir_inst_get(m, c, i);
-    if (in->dead || in->op != IR_OP_CONVOLUTION) continue;
-    canon_conv(m, c, i);
-    any = true;
-  }
-  if (any) BASE_ASSERT(ir_comp_topo_sort(m, c));
-}
-
 /* The scalar f32 add computation an all-reduce sums with. */
 static ir_comp_id add_comp(ir_module *m) {
   ir_comp_id c = ir_comp_add(m, ir_unique_name(m, "replica_sum"));
@@ -523,7 +443,6 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
     a.preferred_type = IR_TYPE_INVALID;
     src_loc loc = {0};
     ir_comp_get(m, c)->root = ir_build(m, c, IR_OP_TUPLE, res, 1 + nu - nwrt, &a, NULL, 0, loc);
-    canon_convs(m, c);
     step_header(m, nu - nwrt, replicas);
   }
   free(args);

@@ -1,5 +1,6 @@
-/* conv.c: direct 2-d convolution for channels-last f32 (NHWC input, HWIO
- * kernel, NHWC output) under native numerics: no packing at all.
+/* conv.c: direct 2-d convolution for channels-last f32 (NHWC input, NHWC
+ * output, the kernel in any layout: HWIO read in place, others packed)
+ * under native numerics.
  *
  * Register tile: PX consecutive output pixels of one row x OV vectors of VL
  * output channels, at most 28 accumulators on AVX-512 (12 with 16 vector
@@ -67,6 +68,7 @@ typedef struct dconv {
   int64_t sy, sx, pt, pl;
   int64_t N, H, W, C, KH, KW, O, Ho, Wo;
   int64_t nxt, nob, ow, tiles;
+  int64_t kst[4]; /* kernel strides (elements) of ky, kx, ci, o */
   LLVMTypeRef vt;
 } dconv;
 
@@ -75,6 +77,16 @@ typedef struct dconv {
 typedef struct dtile {
   LLVMValueRef bn, y, x0, ob, o0;
 } dtile;
+
+/* The strides of the kernel's (ky, kx, ci, o) in its row-major layout. */
+static void kernel_strides(const ir_shape *ks, const ir_conv_dims *cd, int64_t *kst) {
+  int64_t st[4], acc = 1;
+  for (int d = 3; d >= 0; d--) {
+    st[d] = acc;
+    acc *= ks->dims[d];
+  }
+  kst[0] = st[cd->k_spatial[0]], kst[1] = st[cd->k_spatial[1]], kst[2] = st[cd->k_in], kst[3] = st[cd->k_out];
+}
 
 /* Whether convolution id (with epilogue epi, or NULL) takes the direct
  * path; fills g when it does. Emits no code. */
@@ -91,7 +103,6 @@ static bool direct_plan(emitter *e, scope *s, ir_id id, const gemm_epi *epi, dco
     return false;
   /* NHWC, HWIO, NHWC */
   if (cd->in_batch != 0 || cd->in_spatial[0] != 1 || cd->in_spatial[1] != 2 || cd->in_feature != 3 ||
-      cd->k_spatial[0] != 0 || cd->k_spatial[1] != 1 || cd->k_in != 2 || cd->k_out != 3 ||
       cd->out_batch != 0 || cd->out_spatial[0] != 1 || cd->out_spatial[1] != 2 || cd->out_feature != 3)
     return false;
   g->sy = 1, g->sx = 1, g->pt = 0, g->pl = 0;
@@ -105,9 +116,14 @@ static bool direct_plan(emitter *e, scope *s, ir_id id, const gemm_epi *epi, dco
     g->pt = ir_window_of(a)->dims[0].pad_lo, g->pl = ir_window_of(a)->dims[1].pad_lo;
   }
   g->N = is->dims[0], g->H = is->dims[1], g->W = is->dims[2], g->C = is->dims[3];
-  g->KH = ks->dims[0], g->KW = ks->dims[1], g->O = ks->dims[3];
+  g->KH = ks->dims[cd->k_spatial[0]], g->KW = ks->dims[cd->k_spatial[1]], g->O = ks->dims[cd->k_out];
+  kernel_strides(ks, cd, g->kst);
   g->Ho = os->dims[1], g->Wo = os->dims[2];
   if (g->O % g->VL != 0 || g->C < 1 || g->KH < 1 || g->KW < 1 || g->N * g->Ho * g->Wo * g->O == 0) return false;
+  /* Rows of fewer than 4 pixels under a large window (a 3 x 3 output of
+   * an 11 x 11 x 128 window): each tile would stream the whole kernel for
+   * at most 3 x 4 products per weight vector; the implicit GEMM instead. */
+  if (g->Wo < 4 && g->KH * g->KW * g->C >= 1024) return false;
   pick_tile(&e->opt, g->Wo, g->O / g->VL, g->wide ? MAX_ACC : MAX_ACC_NARROW, g->wide ? 32 : 16, &g->PX, &g->OV);
   g->nxt = (g->Wo + g->PX - 1) / g->PX, g->nob = g->O / ((int64_t)g->OV * g->VL);
   g->tiles = g->N * g->Ho * g->nxt * g->nob;
@@ -116,11 +132,12 @@ static bool direct_plan(emitter *e, scope *s, ir_id id, const gemm_epi *epi, dco
     for (int i = 0; i < epi->n; i++)
       if (epi->ops[i].col && epi->ops[i].x->count != g->O) return false;
   g->ow = (int64_t)g->OV * g->VL;
-  g->packed = g->nob > 1;
+  g->packed = g->nob > 1 || !(g->kst[3] == 1 && g->kst[2] == g->O && g->kst[1] == g->C * g->O);
   return true;
 }
 
-/* With several output blocks, the weights are first packed per block,
+/* With several output blocks, or a kernel not in HWIO (the input
+ * gradient's HWOI), the weights are first packed per block,
  * Kp[ob][ky][kx][ci][OV * VL] (a small kernel per call: 147 KiB for 3 x 3
  * x 64 x 64), so a tile streams its block's weights contiguously instead
  * of OV * VL of every O floats: 1.5-2% on the 56 x 56 x 64 benchmark.
@@ -139,7 +156,12 @@ static cbuf *pack_weights(emitter *e, const dconv *g, cbuf *K) {
   LLVMValueRef blk = LLVMBuildUDiv(b, o, i64c(e, ow), "");
   LLVMValueRef dst = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, blk, i64c(e, KH * KW * C), ""), r, ""),
                                                   i64c(e, ow), ""), LLVMBuildURem(b, o, i64c(e, ow), ""), "");
-  LLVMValueRef v = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, K), LLVMBuildAdd(b, LLVMBuildMul(b, r, i64c(e, O), ""), o, "")), "");
+  LLVMValueRef src = LLVMBuildMul(b, o, i64c(e, g->kst[3]), "");
+  LLVMValueRef ci = LLVMBuildURem(b, r, i64c(e, C), ""), kyx = LLVMBuildUDiv(b, r, i64c(e, C), "");
+  src = LLVMBuildAdd(b, src, LLVMBuildMul(b, ci, i64c(e, g->kst[2]), ""), "");
+  src = LLVMBuildAdd(b, src, LLVMBuildMul(b, LLVMBuildURem(b, kyx, i64c(e, KW), ""), i64c(e, g->kst[1]), ""), "");
+  src = LLVMBuildAdd(b, src, LLVMBuildMul(b, LLVMBuildUDiv(b, kyx, i64c(e, KW), ""), i64c(e, g->kst[0]), ""), "");
+  LLVMValueRef v = LLVMBuildLoad2(b, e->t_f32, vptr(e, e->t_f32, llvm_buf_ptr(e, K), src), "");
   LLVMSetAlignment(v, 4);
   LLVMSetAlignment(LLVMBuildStore(b, v, vptr(e, e->t_f32, llvm_buf_ptr(e, Kp), dst)), 4);
   llvm_loop_end(e, &lo);

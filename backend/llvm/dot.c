@@ -325,6 +325,7 @@ bool llvm_emit_dot_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi) {
  * out[m, co] = sum_k patches[m, k] * kernel[k, co] with the GEMM kernel,
  * the patches gathered while packing. Anything else runs elementally. */
 bool llvm_emit_conv(emitter *e, scope *s, ir_id id) {
+  if (llvm_emit_conv_wgrad(e, s, id)) return e->st == ST_OK;
   const ir_inst *in = llvm_inst(s, id);
   const ir_attrs *a = in->a;
   const ir_conv_dims *cd = &a->conv;

@@ -293,6 +293,12 @@ static void pack_a(emitter *e, const geom *g, const gemm_conv *cv, cbuf *A, LLVM
   LLVMValueRef it = llvm_loop_begin(e, &lit, i64c(e, 0), nt);
   LLVMValueRef row0 = LLVMBuildMul(b, LLVMBuildAdd(b, t0, it, ""), i64c(e, MR), "");
   LLVMBasicBlockRef slow = NULL, packed = NULL;
+  if (cv && cv->wgrad) {
+    llvm_conv_wgrad_pack_a(e, cv, A, ap, row0, LLVMBuildMul(b, LLVMBuildMul(b, it, kc, ""), i64c(e, MR), ""), k0,
+                           kc, MR, M);
+    llvm_loop_end(e, &lit);
+    return;
+  }
   if (!cv) {
     /* A whole tile of a row-major A: per k, MR loads at constant offsets
      * and MR consecutive stores (no per-element bounds selects, which
@@ -467,6 +473,7 @@ static void plan_geom(emitter *e, const gemm_conv *cv, int64_t NB, int64_t M, in
    * thrash one L1 set while A is packed); 2048^3 2% faster with 12. */
   if (wide) g->MR = g->NV == 2 && (M + 11) / 12 * 12 * 100 <= M * 101 ? 12 : 8;
   else g->MR = g->NV == 2 ? 6 : 8;
+  if (cv && cv->mr == 8) g->MR = 8;
   g->NR = g->NV * g->VL;
   g->NB = NB, g->M = M, g->N = N, g->K = K;
   g->Mt = (M + g->MR - 1) / g->MR;

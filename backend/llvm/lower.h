@@ -316,8 +316,23 @@ typedef struct gemm_conv {
   int64_t osz[IR_MAX_RANK], isz[IR_MAX_RANK], ksz[IR_MAX_RANK];
   int64_t stride[IR_MAX_RANK], pad_lo[IR_MAX_RANK], rdil[IR_MAX_RANK];
   int64_t s_b, s_c, s_sp[IR_MAX_RANK]; /* input strides in elements */
+  /* conv_wgrad.c's kernel-gradient form (rows (out spatial..., batch),
+   * columns (feature, window...)): nf input features; inside when no
+   * window position reaches outside the input; mr, when not 0, the rows
+   * of a register tile (8, or the default). */
+  bool wgrad, inside;
+  int mr;
+  int64_t nf;
 } gemm_conv;
 void llvm_emit_gemm_conv(emitter *e, const gemm_conv *cv, cbuf *B, cbuf *C, int64_t M, int64_t N, int64_t K);
+/* conv_wgrad.c: a convolution contracting over the batch (f01b x i01o ->
+ * 01bf, the kernel gradient of a channels-last convolution) as the GEMM
+ * of gemm.c under NATIVE numerics; false (nothing emitted) otherwise. */
+bool llvm_emit_conv_wgrad(emitter *e, scope *s, ir_id id);
+/* Packs rows row0.. (MR of them, those >= M as zeros) and columns k0..k0 +
+ * kc of the kernel-gradient A into ap[dst0 + kk MR + r]. */
+void llvm_conv_wgrad_pack_a(emitter *e, const gemm_conv *cv, cbuf *A, LLVMValueRef ap, LLVMValueRef row0,
+                            LLVMValueRef dst0, LLVMValueRef k0, LLVMValueRef kc, int MR, int64_t M);
 /* An elementwise epilogue of a GEMM, applied in registers as each tile of
  * C leaves the kernel (after the last K block): out = op_n(... op_1(acc,
  * x_1) ..., x_n) in f32, x_i a per-column f32 vector (col: N elements, the
@@ -328,7 +343,7 @@ typedef struct gemm_epi_op {
   cbuf *x;
   bool col, swap;
 } gemm_epi_op;
-enum { GEMM_EPI_MAX = 8, GEMM_MAX_ACC = 32 };
+enum { GEMM_EPI_MAX = 8, GEMM_MAX_ACC = 32, GEMM_MAX_ROWS = 16 };
 typedef struct gemm_epi {
   int n;
   gemm_epi_op ops[GEMM_EPI_MAX];

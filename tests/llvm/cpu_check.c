@@ -134,6 +134,21 @@ ir_literal **tm_args(tmod *t, arena *a, uint64_t seed, bool specials) {
   return args;
 }
 
+ir_literal **tm_int_args(tmod *t, arena *a, uint64_t seed) {
+  ir_literal **args = tm_args(t, a, seed, false);
+  const ir_comp *c = ir_comp_get(t->m, t->m->entry);
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
+  for (int p = 0; p < c->nparams; p++) {
+    if (!ir_type_is_float(args[p]->shape.type)) continue;
+    int64_t n = ir_shape_count(&args[p]->shape);
+    for (int64_t i = 0; i < n; i++) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      ir_literal_set_f64(args[p], i, (double)(int64_t)(s % 7) - 3.0);
+    }
+  }
+  return args;
+}
+
 static bool leaf_agree(const ir_literal *a, const ir_literal *b, double tol, const char *what) {
   if (!ir_shape_equal(&a->shape, &b->shape)) {
     fprintf(stderr, "%s: shapes differ\n", what);

@@ -32,6 +32,10 @@ ir_ints tm_ints(arena *a, int n, const int64_t *v);
 void tm_fill(ir_literal *l, uint64_t seed, bool specials);
 /* Random arguments for every parameter of the entry. */
 ir_literal **tm_args(tmod *t, arena *a, uint64_t seed, bool specials);
+/* tm_args with every float element a small integer in [-3, 3]: products
+ * and partial sums of small dots and convolutions are then exact in f32,
+ * so any summation order and FMA give the evaluator's bits. */
+ir_literal **tm_int_args(tmod *t, arena *a, uint64_t seed);
 
 /* Compares a and b: equal shapes; elements bit-equal, or both NaN, or
  * (floats, when tol > 0) |a-b| <= tol * (1 + |a|). Prints the first

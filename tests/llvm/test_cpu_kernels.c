@@ -22,27 +22,11 @@
 
 #define D(...) ((const int64_t[]){__VA_ARGS__})
 
-/* Arguments of t with every float element a small integer. */
-static ir_literal **int_args(tmod *t, arena *a, uint64_t seed) {
-  ir_literal **args = tm_args(t, a, seed, false);
-  const ir_comp *c = ir_comp_get(t->m, t->m->entry);
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
-  for (int p = 0; p < c->nparams; p++) {
-    if (!ir_type_is_float(args[p]->shape.type)) continue;
-    int64_t n = ir_shape_count(&args[p]->shape);
-    for (int64_t i = 0; i < n; i++) {
-      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-      ir_literal_set_f64(args[p], i, (double)(int64_t)(s % 7) - 3.0);
-    }
-  }
-  return args;
-}
-
 /* Finishes t with root, checks it under numerics n on 1 and 2 threads. */
 static bool check(tmod *t, ir_id root, cpu_numerics n, const char *what) {
   tm_finish(t, root);
   arena *a = arena_create();
-  ir_literal **args = int_args(t, a, 99);
+  ir_literal **args = tm_int_args(t, a, 99);
   bool ok = tm_check(t, args, n, 1, 0, what) && tm_check(t, args, n, 2, 0, what);
   arena_destroy(a);
   ir_module_destroy(t->m);
