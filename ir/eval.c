@@ -481,7 +481,7 @@ base_status ev_prepare(ev_ctx *cx, const ir_module *m, const ir_eval_options *op
    * ev_work and ev_alloc still count what is actually done. */
   ir_budget bud = {cx->max_steps, cx->max_bytes, IR_BUDGET_MAX_DEPTH};
   base_status st = ir_budget_check(m, &bud, NULL, err, errlen);
-  if (st == ST_OK) st = ev_check_collectives(cx);
+  if (st == ST_OK) st = ev_check_shapes(cx, cx->opts.replica_count > 1);
   if (st != ST_OK) return st;
   cx->scratch = arena_create();
   return ST_OK;

@@ -21,6 +21,7 @@
 
 /* Re-checks in's operands and attributes by shape inference. */
 static base_status recheck(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops) {
+  if (cx->shapes_checked) return ST_OK; /* ev_check_shapes did, before the replicas started */
   ir_shape *s;
   base_status st = ev_alloc_array(cx, in, in->nops, (int64_t)sizeof *s, (void **)&s);
   if (st != ST_OK) return st;

@@ -47,6 +47,7 @@ typedef struct ev_ctx {
   struct coll_rdv *rdv; /* the replicas' rendezvous (ir_eval_replicated); NULL: one replica */
   uint64_t ncoll;     /* collectives this replica has run (their keys) */
   bool rdv_failed;    /* an exchange failed because another replica did */
+  bool shapes_checked; /* ev_check_shapes passed: the handlers need not re-infer */
   char *err;
   size_t errlen;
 } ev_ctx;
@@ -285,9 +286,13 @@ ev_handler ev_collective;
 ev_handler ev_coll_local;      /* eval_coll.c: replica-id, partition-id, the -done forms */
 /* eval_coll.c: every collective-family instruction of cx->m has the shape
  * its operands and attributes give (ir_infer_shape), so that the handlers
- * above index within bounds; run once before any replica starts (it
- * uses the module's arena). */
-base_status ev_check_collectives(ev_ctx *cx);
+ * above index within bounds; with shape_ops also the ops whose handlers
+ * re-infer their shapes (the indexing ops of eval_gather.c, whose
+ * inference may allocate in the module's arena), for which inference
+ * must succeed; then sets cx->shapes_checked. Runs before any replica
+ * starts: ir_infer_shape uses the module's arena, which replicas on
+ * threads must not touch. */
+base_status ev_check_shapes(ev_ctx *cx, bool shape_ops);
 ev_handler ev_dynamic_slice;   /* eval_gather.c */
 ev_handler ev_dynamic_update_slice; /* eval_gather.c */
 ev_handler ev_gather;          /* eval_gather.c */

@@ -303,6 +303,37 @@ static void replicas_that_diverge_fail_without_hanging(void **state) {
   run_free(&r);
 }
 
+/* Indexing ops in replicas (their shapes checked once, before the
+ * threads start): replica r slices element r of its input at replica-id
+ * and the group gathers the slices; a two-operand scatter (a tuple
+ * result) adds them back. */
+static void indexing_by_replica_id(void **state) {
+  (void)state;
+  double x[MAXR][MAXN] = {{1, 2, 3}, {10, 20, 30}, {100, 200, 300}};
+  static const char *const add2 =
+      "add2 {\n  a0 = f32[] parameter(0)\n  a1 = f32[] parameter(1)\n  b0 = f32[] parameter(2)\n"
+      "  b1 = f32[] parameter(3)\n  s0 = f32[] add(a0, b0)\n  s1 = f32[] add(a1, b1)\n"
+      "  ROOT t = (f32[], f32[]) tuple(s0, s1)\n}\n";
+  run r = eval_rep(module("m, replica_count=3", add2,
+                          "  p = f32[3] parameter(0)\n  i = u32[] replica-id()\n"
+                          "  j = s32[] convert(i)\n"
+                          "  d = f32[1] dynamic-slice(p, j), dynamic_slice_sizes={1}\n"
+                          "  g = f32[3] all-gather(d), replica_groups={}, dimensions={0}\n"
+                          "  k = s32[1] broadcast(j), dimensions={}\n"
+                          "  s = (f32[3], f32[3]) scatter(p, p, k, d, d), update_window_dims={}, "
+                          "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                          "index_vector_dim=1, to_apply=add2\n"
+                          "  s0 = f32[3] get-tuple-element(s), index=0\n"
+                          "  ROOT t = (f32[3], f32[3]) tuple(g, s0)\n"),
+                   3, "f32[3]", x);
+  assert_int_equal(r.st, ST_OK);
+  for (int i = 0; i < 3; i++) expect(r.v[i]->elems[0], VALS(1, 20, 300));
+  expect(r.v[0]->elems[1], VALS(2, 2, 3));
+  expect(r.v[1]->elems[1], VALS(10, 40, 30));
+  expect(r.v[2]->elems[1], VALS(100, 200, 600));
+  run_free(&r);
+}
+
 /* One replica: no threads; the collectives see only this replica. */
 static void one_replica_runs_alone(void **state) {
   (void)state;
@@ -335,6 +366,7 @@ int main(void) {
       cmocka_unit_test(start_done_pairs_are_their_synchronous_op),
       cmocka_unit_test(collectives_inside_while_and_call),
       cmocka_unit_test(replicas_that_diverge_fail_without_hanging),
+      cmocka_unit_test(indexing_by_replica_id),
       cmocka_unit_test(one_replica_runs_alone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
