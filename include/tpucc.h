@@ -255,12 +255,18 @@ typedef struct tpucc_execute_options {
                          options left out from TPUCC_CPU_THREADS and
                          TPUCC_CPU_NUMERICS when set); NULL: the default */
   int64_t max_bytes;  /* refuse to materialise more than this (0: 16 GiB) */
+  int32_t replicas;   /* replicas to run (docs/collectives.md); 0: the module's
+                         replica_count on a target that runs replicas, else 1 */
 } tpucc_execute_options_t;
 
 TPUCC_API void tpucc_execute_options_init(tpucc_execute_options_t *o);
 /* Runs the module's entry on inputs (one per parameter, in order; dtype and
  * dims must match the signature exactly; data is read, never written). On
- * success *out_result holds one tensor per result. A mismatched input
+ * success *out_result holds one tensor per result. With N = opts->replicas
+ * replicas, an input may instead have one extra leading dimension N
+ * (replica r gets its slice r), and with N > 1 every result has a leading
+ * dimension N (replica r's result at index r); a target that runs fewer
+ * replicas than asked fails with TPUCC_UNSUPPORTED. A mismatched input
  * fails with TPUCC_INVALID_ARGUMENT naming the parameter, expected and
  * given; an unknown target fails with TPUCC_NOT_FOUND listing the known. */
 TPUCC_API tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *opts,

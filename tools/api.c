@@ -431,6 +431,27 @@ static void collect_literals(arena *a, ir_literal *l, literal_vec *out) {
   VEC_PUSH(a, *out, l);
 }
 
+/* Runs nrep replicas on t (one: its plain run) with args split and the
+ * results stacked as tools/replicas.h says. */
+static base_status run_replicas(const tool_target *t, const ir_module *m,
+                                const tpucc_execute_options_t *opts, const ir_ffi_table *ffi,
+                                int nrep, const ir_shape *pshapes, ir_literal *const *args,
+                                int nargs, arena *a, ir_literal **out, char *err, size_t errlen) {
+  const char *spec = opts->target ? opts->target : t->name;
+  ir_literal ***per = tool_replica_split(pshapes, args, nargs, nrep, a);
+  if (nrep == 1) return t->run(m, spec, opts->max_bytes, ffi, per[0], nargs, a, out, err, errlen);
+  ir_literal **outs = arena_array(a, (size_t)nrep, sizeof *outs);
+  base_status st = t->run_replicas(m, spec, opts->max_bytes, ffi, nrep,
+                                   (ir_literal *const *const *)per, nargs, a, outs, err, errlen);
+  if (st != ST_OK) return st;
+  if (!(*out = tool_replica_stack(outs, nrep, a))) {
+    snprintf(err, errlen, "a result of rank %d cannot be stacked over %d replicas", IR_MAX_RANK,
+             nrep);
+    return ST_UNSUPPORTED;
+  }
+  return ST_OK;
+}
+
 tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *opts,
                              const tpucc_tensor_t *inputs, int32_t ninputs,
                              tpucc_result_t **out_result) {
@@ -453,6 +474,11 @@ tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *o
     return TPUCC_NOT_FOUND;
   }
   const char *entry = ir_comp_get(m->m, m->m->entry)->name;
+  int nrep = opts->replicas > 0 ? opts->replicas : t->run_replicas ? tool_replicas_default(m->m) : 1;
+  if (opts->replicas < 0)
+    return set_msg(s, ST_INVALID_ARGUMENT, "%d replicas: at least 1 runs", (int)opts->replicas);
+  if (nrep > 1 && !t->run_replicas)
+    return set_msg(s, ST_UNSUPPORTED, "target %s runs 1 replica, %d asked for", t->name, nrep);
   if (ninputs != m->nparams)
     return set_msg(s, ST_INVALID_ARGUMENT, "entry '%s' takes %d parameter%s, %d given", entry,
                    (int)m->nparams, m->nparams == 1 ? "" : "s", (int)ninputs);
@@ -466,6 +492,7 @@ tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *o
   }
   arena *a = arena_create();
   ir_literal **args = arena_array(a, (size_t)(ninputs ? ninputs : 1), sizeof *args);
+  ir_shape *pshapes = arena_array(a, (size_t)(ninputs ? ninputs : 1), sizeof *pshapes);
   strbuf x, y;
   sb_init(&x);
   sb_init(&y);
@@ -483,19 +510,24 @@ tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *o
     }
     ir_shape gs = ir_shape_array((ir_type)g->dtype, (int)g->rank, g->dims);
     int64_t n;
-    if (!ir_shape_equal(&gs, p->shape)) {
+    pshapes[i] = *p->shape;
+    bool stacked = !ir_shape_equal(&gs, p->shape);
+    if (!tool_replica_input_fits(&gs, p->shape, nrep)) {
       spec(&x, p->shape);
       if (ir_shape_elements(&gs, &n))
         spec(&y, &gs);
       else
         sb_puts(&y, "an invalid shape");
-      st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': expected %s, given %s", (int)i,
-                   p->info->name, sb_str(&x), sb_str(&y));
+      st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': expected %s%s, given %s", (int)i,
+                   p->info->name, sb_str(&x),
+                   nrep > 1 ? arena_printf(a, " (or %d stacked, one per replica)", nrep) : "",
+                   sb_str(&y));
       break;
     }
-    if (!g->data || g->nbytes != want.nbytes) {
+    size_t want_bytes = want.nbytes * (stacked ? (size_t)nrep : 1);
+    if (!g->data || g->nbytes != want_bytes) {
       st = set_msg(s, ST_INVALID_ARGUMENT, "parameter %d '%s': %zu data bytes, expected %zu",
-                   (int)i, p->info->name, g->data ? g->nbytes : 0, want.nbytes);
+                   (int)i, p->info->name, g->data ? g->nbytes : 0, want_bytes);
       break;
     }
     ir_literal *l = arena_alloc(a, sizeof *l);
@@ -513,8 +545,8 @@ tpucc_status_t tpucc_execute(tpucc_module_t *m, const tpucc_execute_options_t *o
   ir_literal *out = NULL;
   char err[512] = "";
   ir_ffi_table ffi = {s->ffi, s->nhosts};
-  base_status bs = t->run(m->m, opts->target ? opts->target : t->name, opts->max_bytes, &ffi, args,
-                          ninputs, a, &out, err, sizeof err);
+  base_status bs = run_replicas(t, m->m, opts, &ffi, nrep, pshapes, args, ninputs, a, &out, err,
+                                sizeof err);
   if (bs != ST_OK || !out) {
     arena_destroy(a);
     return set_msg(s, bs != ST_OK ? bs : ST_INTERNAL, "%s: %s", t->name,

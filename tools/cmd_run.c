@@ -80,7 +80,13 @@ void tool_help_run(FILE *f) {
         "                         (default 1000000000) with an error naming the\n"
         "                         limit and the cycle reached; exit status 1\n",
         f);
-  fputs("  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
+  fputs("  --replicas=N           run N replicas (docs/collectives.md; default: the\n"
+        "                         module's replica_count on targets that run replicas,\n"
+        "                         interp; else 1): an input of the parameter's shape\n"
+        "                         goes to every replica, one with an extra leading\n"
+        "                         dimension N gives replica r its slice r; with N > 1\n"
+        "                         every result is stacked the same way\n"
+        "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
         "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
         "                         (bit-exact with interp) or tpu (bf16 dot operands,\n"
@@ -125,6 +131,7 @@ typedef struct run_cfg {
   bool listed;          /* --list-passes printed the pipeline */
   tool_tpu_opts tpu; /* --stats, --stats-json, --precision, --memory-report */
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
+  int64_t replicas;                        /* --replicas; 0: the default */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -206,6 +213,9 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       int64_t t;
       if (!tool_parse_int(CMD, name, v, 1, 1024, &t)) return false;
       c->cpu_threads = v;
+    } else if (!strcmp(name, "replicas")) {
+      VALUE();
+      if (!tool_parse_int(CMD, name, v, 1, 4096, &c->replicas)) return false;
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
@@ -619,6 +629,14 @@ static int compile_module(run_state *r) {
   return TOOL_EXIT_OK;
 }
 
+/* The replicas of the run: --replicas, else the module's replica_count on
+ * a target that runs replicas, else 1. */
+static int replica_count(run_state *r) {
+  if (r->c.replicas) return (int)r->c.replicas;
+  const tool_target *t = tool_target_find(r->c.target ? r->c.target : tool_targets[0].name);
+  return t && t->run_replicas ? tool_replicas_default(tool_module_ir(r->m)) : 1;
+}
+
 /* Matches the inputs to the parameters, makes the random ones, and checks
  * the result flags against the signature before running; an exit code. */
 static int bind_inputs(run_state *r) {
@@ -633,6 +651,7 @@ static int bind_inputs(run_state *r) {
     return TOOL_EXIT_USAGE;
   }
   r->args = arena_array(a, (size_t)(np ? np : 1), sizeof *r->args);
+  int nrep = replica_count(r);
   ir_shape *pshapes = arena_array(a, (size_t)(np ? np : 1), sizeof *pshapes);
   const char **pnames = arena_array(a, (size_t)(np ? np : 1), sizeof(char *));
   ir_literal **made = arena_array(a, (size_t)(np ? np : 1), sizeof(ir_literal *));
@@ -649,13 +668,22 @@ static int bind_inputs(run_state *r) {
   bind_npz_by_name(r->ins, nins, pnames, np, a);
   for (int i = 0; i < nins; i++) {
     const ir_literal *g = r->ins[i].lit;
-    if (!ir_shape_equal(&g->shape, &pshapes[i])) {
-      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s, given %s",
+    if (!tool_replica_input_fits(&g->shape, &pshapes[i], nrep)) {
+      tool_error(CMD, "--input %d ('%s') for parameter %d '%s': expected %s%s, given %s",
                  r->ins[i].arg, shown(a, r->ins[i].text), i, pnames[i], spec_of(a, &pshapes[i]),
+                 nrep > 1 ? arena_printf(a, " (or %d of them stacked, one per replica)", nrep) : "",
                  spec_of(a, &g->shape));
       return TOOL_EXIT_USAGE;
     }
     tensor_view(g, &r->args[i]);
+  }
+  /* with N replicas, random inputs differ per replica: N stacked */
+  for (int i = nins; i < np && nrep > 1; i++) {
+    int64_t d[IR_MAX_RANK];
+    d[0] = nrep;
+    for (int k = 0; k < pshapes[i].rank && k + 1 < IR_MAX_RANK; k++) d[k + 1] = pshapes[i].dims[k];
+    if (pshapes[i].rank + 1 <= IR_MAX_RANK)
+      pshapes[i] = ir_shape_array(pshapes[i].type, pshapes[i].rank + 1, d);
   }
   char rerr[512];
   base_status rst = tool_random_inputs(a, pshapes, pnames, nins, np, &state, made, rerr, sizeof rerr);
@@ -691,6 +719,17 @@ static ir_literal **arg_literals(run_state *r) {
 static int execute_on_target(run_state *r) {
   run_cfg *c = &r->c;
   ir_literal *tr = NULL;
+  bool direct = (c->target && tool_tpu_target(c->target) &&
+                 (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
+                  c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain ||
+                  c->tpu.max_cycles || c->opt.dump_dir || c->opt.time_passes ||
+                  !tool_target_find(c->target))) ||
+                ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
+  if (direct && c->replicas > 1) {
+    tool_error(CMD, "%s: target %s runs 1 replica with these flags, %lld asked for", c->file,
+               c->target, (long long)c->replicas);
+    return TOOL_EXIT_FAIL;
+  }
   if (c->target && tool_tpu_target(c->target) &&
       (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
        c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain || c->tpu.max_cycles ||
@@ -721,6 +760,7 @@ static int execute_on_target(run_state *r) {
     tpucc_execute_options_t eo;
     tpucc_execute_options_init(&eo);
     eo.target = r->cpu_target;
+    eo.replicas = (int32_t)c->replicas;
     tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
     if (st != TPUCC_OK) {
       tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
@@ -768,6 +808,7 @@ static int finish_results(run_state *r) {
   tpucc_execute_options_t eo; /* the same inputs on the reference target */
   tpucc_execute_options_init(&eo);
   eo.target = r->cpu_reference;
+  eo.replicas = (int32_t)c->replicas;
   if (tpucc_execute(r->m, &eo, r->args, r->np, &r->ref) != TPUCC_OK) {
     tool_error(CMD, "%s: reference: %s", c->file, tpucc_session_message(r->s));
     return TOOL_EXIT_FAIL;

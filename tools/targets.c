@@ -28,6 +28,19 @@ static base_status run_interp(const ir_module *m, const char *spec, int64_t max_
   return ir_eval(m, &o, args, nargs, a, out, err, errlen);
 }
 
+/* interp, N replicas: each on a host thread (ir_eval_replicated). */
+static base_status run_interp_replicas(const ir_module *m, const char *spec, int64_t max_bytes,
+                                       const ir_ffi_table *ffi, int nrep,
+                                       ir_literal *const *const *args, int nargs, arena *a,
+                                       ir_literal **outs, char *err, size_t errlen) {
+  (void)spec;
+  ir_eval_options o;
+  ir_eval_options_init(&o);
+  if (max_bytes > 0) o.max_bytes = max_bytes;
+  o.ffi = ffi;
+  return ir_eval_replicated(m, &o, nrep, args, nargs, a, outs, err, errlen);
+}
+
 #ifdef TPUCC_HAVE_TPU
 static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_bytes,
                            const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a,
@@ -57,13 +70,14 @@ static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_byt
 #endif
 
 const tool_target tool_targets[] = {
-    {"interp", "the reference evaluator (ir/eval.c): exact and slow, the oracle", run_interp},
+    {"interp", "the reference evaluator (ir/eval.c): exact and slow, the oracle", run_interp,
+     run_interp_replicas},
 #ifdef TPUCC_HAVE_TPU
-    {"v3", "TPU v3 core on the emulator (backend/tpu): 2 MXUs 128x128, 940 MHz", run_tpu},
-    {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", run_tpu},
+    {"v3", "TPU v3 core on the emulator (backend/tpu): 2 MXUs 128x128, 940 MHz", run_tpu, NULL},
+    {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", run_tpu, NULL},
 #endif
 #ifdef TPUCC_HAVE_LLVM
-    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", run_cpu},
+    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", run_cpu, NULL},
 #endif
 };
 const int tool_ntargets = (int)COUNTOF(tool_targets);

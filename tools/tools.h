@@ -5,6 +5,7 @@
 #define TPUCC_TOOLS_H
 
 #include "ir/ir.h"
+#include "tools/replicas.h"
 #include "tpucc.h"
 
 /* ---- targets (targets.c) --------------------------------------------- */
@@ -23,6 +24,9 @@ typedef struct tool_target {
   const char *name;        /* --target=NAME */
   const char *description; /* one line for --help */
   tool_target_run_fn run;
+  /* N replicas (replicas.h); NULL: the target runs one. It refuses more
+   * replicas than its device has cores. */
+  tool_replicas_fn run_replicas;
 } tool_target;
 
 /* The table, in order; entry 0 is the default target. */
