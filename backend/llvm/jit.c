@@ -419,7 +419,8 @@ base_status cpu_execute_to(cpu_exe *x, ir_literal *const *args, int nargs, ir_li
     snprintf(err, errlen, "out of memory");
     return ST_OUT_OF_MEMORY;
   }
-  cpu_rep rep = {.id = 0, .n = 1};
+  const void *all[1];
+  cpu_rep rep = {.id = 0, .n = 1, .all = all};
   x->entry(in, in + x->ninputs, x->scratch[0], cpu_pool_parfor, x->pool[0], &rep);
   free(in);
   if (!rep.failed) return ST_OK;

@@ -258,12 +258,19 @@ struct cpu_rep {
 /* Records a failure in r (the first wins) and leaves r's rendezvous with
  * it. own: not a consequence of another replica's failure. */
 void cpu_rep_fail(cpu_rep *r, bool own, const char *fmt, ...) BASE_PRINTF(3, 4);
-/* Whether op exchanges data between replicas when the program runs more
- * than one (plan.c then calls llvm_emit_collective; with one replica the
- * reducing and gathering ones are the identity). */
-bool llvm_is_collective(ir_op op);
-/* Emits collective id of s (operands and result materialised) as a call
- * from the entry function; fails located when it cannot run. */
+/* The collectives, replica-id, partition-id and the -start/-done forms.
+ * llvm_coll_alias: op is planned by llvm_coll_plan and runs nothing (the
+ * -done forms, partition-id, replica-id of one replica). llvm_coll_call:
+ * op is a call llvm_emit_collective emits (every collective, replica-id of
+ * several replicas; all-reduce of one replica is plan.c's alias instead). */
+bool llvm_coll_alias(const emitter *e, ir_op op);
+bool llvm_coll_call(const emitter *e, ir_op op);
+/* Plans the buffers of id of s when they are not one scratch buffer per
+ * leaf (the alias ops; a -start form's (operands, result, context));
+ * false when id is not such an op. */
+bool llvm_coll_plan(emitter *e, scope *s, ir_id id);
+/* Emits collective id of s (operands and result planned) as a call from
+ * the entry function; fails located when it cannot run. */
 bool llvm_emit_collective(emitter *e, scope *s, ir_id id);
 /* The array leaves of in's operands, in order, into *out; their count. */
 int llvm_operand_leaves(emitter *e, scope *s, const ir_inst *in, cbuf ***out);

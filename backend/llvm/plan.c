@@ -263,9 +263,9 @@ static bool check_comp(emitter *e, ir_comp_id cid, int depth, bool kernels, bool
     if (depth >= 1 && (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in)))
       return llvm_fail(e, ST_UNSUPPORTED, "%s: %s inside a called computation", in->info->name,
                        ir_op_name(in->op));
-    if (e->opt.replicas > 1 && llvm_is_collective(in->op) && (fused || !kernels))
-      return llvm_fail(e, ST_UNSUPPORTED, "%s:%d:%d: the cpu target runs '%s' across replicas only outside "
-                       "fusions and per-element computations", in->info->loc.file ? in->info->loc.file : "?",
+    if ((llvm_coll_call(e, in->op) || llvm_coll_alias(e, in->op)) && (fused || !kernels))
+      return llvm_fail(e, ST_UNSUPPORTED, "%s:%d:%d: the cpu target runs '%s' only outside fusions and "
+                       "per-element computations", in->info->loc.file ? in->info->loc.file : "?",
                        (int)in->info->loc.line, (int)in->info->loc.col, ir_op_name(in->op));
     bool control = llvm_is_control(in->op);
     if (control && !kernels)
@@ -443,7 +443,8 @@ static bool is_alias(const emitter *e, const scope *s, const ir_inst *in) {
     return true;
   case IR_OP_RESHAPE: case IR_OP_COPY: case IR_OP_BITCAST:
     return in->shape->type == llvm_inst(s, in->ops[0])->shape->type;
-  case IR_OP_ALL_REDUCE: return e->opt.replicas <= 1; /* one replica: the identity */
+  case IR_OP_ALL_REDUCE: case IR_OP_ALL_REDUCE_START:
+    return e->opt.replicas <= 1; /* one replica: the identity */
   case IR_OP_CUSTOM_CALL: return ir_custom_call_kind(in, NULL) == IR_CC_IDENTITY;
   case IR_OP_OPT_BARRIER: case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_ASYNC_UPDATE:
   case IR_OP_COPY_START: case IR_OP_COPY_DONE: case IR_OP_AFTER_ALL:
@@ -486,7 +487,7 @@ static void plan_alias(emitter *e, scope *s, ir_id id) {
     for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][off + j];
     break;
   }
-  case IR_OP_ALL_REDUCE:
+  case IR_OP_ALL_REDUCE: case IR_OP_ALL_REDUCE_START:
     if (in->nops == 1) {
       for (int j = 0; j < nl; j++) l[j] = s->mat[in->ops[0]][j];
     } else {
@@ -524,7 +525,7 @@ static ir_id *plan_comp(emitter *e, scope *s, int *n) {
     const ir_inst *in = llvm_inst(s, id);
     if (s->mat[id]) continue;
     if (is_alias(e, s, in)) plan_alias(e, s, id);
-    else s->mat[id] = llvm_scratch_leaves(e, in->shape);
+    else if (!llvm_coll_plan(e, s, id)) s->mat[id] = llvm_scratch_leaves(e, in->shape);
   }
   return order;
 }
@@ -535,7 +536,7 @@ static bool emit_comp(emitter *e, scope *s, const ir_id *order, int n) {
   for (int i = 0; i < n && e->st == ST_OK; i++) {
     ir_id id = order[i];
     const ir_inst *in = llvm_inst(s, id);
-    if (is_alias(e, s, in)) continue;
+    if (is_alias(e, s, in) || llvm_coll_alias(e, in->op)) continue;
     if (in->op == IR_OP_FUSION) emit_fusion(e, s, id);
     else if (in->op == IR_OP_DOT) llvm_emit_dot(e, s, id);
     else if (in->op == IR_OP_CONVOLUTION) llvm_emit_conv(e, s, id);
@@ -543,7 +544,7 @@ static bool emit_comp(emitter *e, scope *s, const ir_id *order, int n) {
     else if (in->op == IR_OP_SORT || in->op == IR_OP_TOPK || ir_is_topk_custom_call(in))
       llvm_emit_sort(e, s, id);
     else if (in->op == IR_OP_CUSTOM_CALL) llvm_emit_custom_call(e, s, id);
-    else if (e->opt.replicas > 1 && llvm_is_collective(in->op)) llvm_emit_collective(e, s, id);
+    else if (llvm_coll_call(e, in->op)) llvm_emit_collective(e, s, id);
     else if (in->op == IR_OP_SCATTER) llvm_emit_scatter(e, s, id);
     else if (in->op == IR_OP_SELECT_AND_SCATTER) llvm_emit_select_and_scatter(e, s, id);
     else llvm_emit_kernel(e, s, id);
@@ -643,7 +644,7 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
   e->t_kernel = LLVMFunctionType(e->t_void, kp, 3, 0);
   LLVMTypeRef pp[4] = {e->t_ptr, LLVMPointerType(e->t_kernel, 0), e->t_ptr, e->t_i64};
   e->t_parfor = LLVMFunctionType(e->t_void, pp, 4, 0);
-  if (ir_check_runnable_ffi(m, "cpu", o->ffi, NULL, err, errlen)) {
+  if (ir_check_runnable_replicas(m, "cpu", o->ffi, o->replicas > 1 ? o->replicas : 1, NULL, err, errlen)) {
     e->st = ST_UNSUPPORTED;
     return false;
   }

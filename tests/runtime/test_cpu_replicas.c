@@ -2,7 +2,8 @@
  * host thread per replica, through the public API only: the core count,
  * per-replica buffers and one execution over all replicas; all-reduce with
  * a sum, a tuple and a non-commutative reduction whose digits show the
- * combining order of docs/runtime.md ("Replicas"), values derived by hand;
+ * combining order of docs/runtime.md ("Replicas"), groups in iota form,
+ * values derived by hand; a module asking for more replicas than cores;
  * a failing replica and replicas that reach different collectives end the
  * execution with an error naming the replica, not a hang. */
 #include <setjmp.h>
@@ -135,6 +136,42 @@ static void all_reduce_order(void **state) {
   }
   tpurt_program_destroy(p);
   tpurt_device_destroy(dev);
+}
+
+/* Two groups in iota form, {0,2} and {1,3}, and a module asking for more
+ * replicas than the device has cores. */
+static const char pairs_hlo[] =
+    "HloModule pairs, replica_count=4\n"
+    "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+    "ENTRY e {\n"
+    "  x = f32[2] parameter(0)\n"
+    "  ROOT r = f32[2] all-reduce(x), replica_groups=[2,2]<=[2,2]T(1,0), to_apply=add\n"
+    "}\n";
+
+static void all_reduce_groups(void **state) {
+  (void)state;
+  tpurt_device_t *dev = device("cpu,threads=2,replicas=4", NULL, 0);
+  tpurt_program_t *p = load(dev, pairs_hlo);
+  float x[4][2] = {{1, 10}, {2, 20}, {3, 30}, {4, 40}};
+  tpurt_buffer_t *res[4];
+  run(dev, p, 4, TPURT_F32, 2, x, sizeof x[0], res, 1);
+  const float want[4][2] = {{4, 40}, {6, 60}, {4, 40}, {6, 60}};
+  for (int r = 0; r < 4; r++) {
+    float y[2];
+    assert_int_equal(tpurt_buffer_read(res[r], y, sizeof y), TPURT_OK);
+    assert_memory_equal(y, want[r], sizeof y);
+    tpurt_buffer_destroy(res[r]);
+  }
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(dev);
+  tpurt_device_t *two = device("cpu,threads=1,replicas=2", NULL, 0);
+  tpurt_program_t *q = NULL;
+  assert_int_not_equal(tpurt_program_load(two, pairs_hlo, strlen(pairs_hlo), &q), TPURT_OK);
+  assert_null(q);
+  if (!strstr(tpurt_device_message(two), "<memory>:") ||
+      !strstr(tpurt_device_message(two), "module asks for 4 replicas"))
+    fail_msg("%s", tpurt_device_message(two));
+  tpurt_device_destroy(two);
 }
 
 static const char tuple_hlo[] =
@@ -271,6 +308,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(core_counts),     cmocka_unit_test(all_reduce_sums),
       cmocka_unit_test(all_reduce_order), cmocka_unit_test(all_reduce_tuple),
+      cmocka_unit_test(all_reduce_groups),
       cmocka_unit_test(failing_replica), cmocka_unit_test(mismatched_collectives),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
