@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# bench/train.sh [TPUCC]: one epoch of samples/train/fashion_mlp.tg on the cpu
-# target against PyTorch's same model, batch and optimizer
-# (bench/train_torch.py), on 1 and on 2 threads, side by side in one run
-# (docs/performance.md, "Training"). Prints a markdown table: images/s of
+# bench/train.sh [TPUCC] [mlp|cnn]: one epoch of samples/train/fashion_mlp.tg
+# (or fashion_cnn.tg) on the cpu target against PyTorch's same model, batch
+# and optimizer (bench/train_torch.py), on 1 and on 2 threads, side by side
+# in one run (docs/performance.md, "Training"). Prints a markdown table: images/s of
 # wall time, and of process CPU time (every thread: the figure a loaded
 # machine disturbs least). Needs Fashion-MNIST and /usr/bin/python3 with
 # torch (Debian's python3-torch).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 T="${1:-$root/build/tools/tpucc}"
+M="${2:-mlp}"
+case "$M" in mlp|cnn) ;; *) echo "usage: bench/train.sh [TPUCC] [mlp|cnn]" >&2; exit 2 ;; esac
 w="$(mktemp -d)"
 trap 'rm -rf "$w"' EXIT
 n=$((60000 / 128 * 128))
 echo "| threads | tpucc images/s | PyTorch images/s | tpucc images/CPU-s | PyTorch images/CPU-s | tpucc test acc. | PyTorch test acc. |"
 echo "|---|---|---|---|---|---|---|"
 for th in 1 2; do
-  "$T" train "$root/samples/train/fashion_mlp.tg" --epochs=1 --threads=$th --quiet \
+  "$T" train "$root/samples/train/fashion_$M.tg" --epochs=1 --batch=128 --threads=$th --quiet \
     --metrics-json="$w/m$th.json" > "$w/o$th" 2>&1 || { cat "$w/o$th"; exit 1; }
-  /usr/bin/python3 "$root/bench/train_torch.py" $th > "$w/t$th.json"
+  /usr/bin/python3 "$root/bench/train_torch.py" $th 1 "$M" > "$w/t$th.json"
   /usr/bin/python3 - "$w/m$th.json" "$w/t$th.json" $th $n <<'PY'
 import json, sys
 m, t, th, n = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read()), sys.argv[3], int(sys.argv[4])

@@ -12,7 +12,9 @@
  *   - a forward convolution with a 3 x 3 output (the implicit GEMM).
  * The data are small integers in [-3, 3], so every product and partial sum
  * is exact in f32: any order gives the evaluator's result exactly, and a
- * dropped, repeated or misplaced product shows as a mismatch. */
+ * dropped, repeated or misplaced product shows as a mismatch. Each case
+ * also runs compiled for AVX2 without AVX-512 (8-lane vectors, other tile
+ * shapes), which this host executes as well. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +70,14 @@ static bool conv_case(const char *lhs, const char *rhs, const char *out, const i
   arena *ar = arena_create();
   ir_literal **args = tm_int_args(&t, ar, 17);
   bool ok = tm_check(&t, args, CPU_NUMERICS_NATIVE, 1, 0, what) && tm_check(&t, args, CPU_NUMERICS_NATIVE, 2, 0, what);
+  /* AVX2 without AVX-512: 8-lane vectors, 6- and 8-row tiles */
+  cpu_options o;
+  cpu_options_init(&o);
+  o.threads = 2;
+  o.numerics = CPU_NUMERICS_NATIVE;
+  o.cpu_name = "haswell";
+  o.cpu_features = "+avx,+avx2,+fma,+sse4.2,+popcnt,+f16c,+bmi,+bmi2";
+  ok = ok && tm_check_opts(&t, args, &o, 0, what);
   arena_destroy(ar);
   ir_module_destroy(t.m);
   return ok;

@@ -18,6 +18,10 @@
 #              sums differs); a batch
 #              that does not split and a loss without GLOBAL_BATCH are
 #              clear errors
+#   adam_torch the MLP's first 60 Adam steps on the cpu target with strict
+#              numerics follow torch.optim.Adam's losses within 1e-5
+#              relative (bench/train_follow.py; needs /usr/bin/python3 with
+#              torch and numpy, else skips)
 # Cases needing Fashion-MNIST (/usr/share/datasets/fashion-mnist) skip
 # (exit 77) without it.
 set -u
@@ -35,6 +39,11 @@ expect_error() {
 json_num() { sed -n "s/^  \"$2\": \([0-9.e+-]*\),*$/\1/p" "$1"; }
 
 case $CASE in
+adam_torch)
+  need_data
+  /usr/bin/python3 -c "import numpy, torch" 2>/dev/null || { echo "SKIP: no /usr/bin/python3 with torch"; exit 77; }
+  /usr/bin/python3 "$SRC/bench/train_follow.py" "$T" 60 adam 1e-5 || fail "Adam does not follow torch.optim.Adam"
+  ;;
 short_run)
   need_data
   $T train "$MLP" --epochs=2 --steps-per-epoch=100 --test-examples=2000 --threads=2 \
