@@ -251,9 +251,11 @@ typedef struct tpucc_result tpucc_result_t;
 
 typedef struct tpucc_execute_options {
   const char *target; /* a name from the target list, "cpu" with options
-                         ("cpu,threads=2,numerics=strict": docs/cli.md; the
-                         options left out from TPUCC_CPU_THREADS and
-                         TPUCC_CPU_NUMERICS when set); NULL: the default */
+                         ("cpu,threads=2,numerics=strict,cache=DIR|off":
+                         docs/cli.md; the options left out from
+                         TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS when set,
+                         the compile cache's as docs/cpu-backend.md says);
+                         NULL: the default */
   int64_t max_bytes;  /* refuse to materialise more than this (0: 16 GiB) */
   int32_t replicas;   /* replicas to run (docs/collectives.md); 0: the module's
                          replica_count on a target that runs replicas, else 1 */

@@ -134,8 +134,9 @@ TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
  * One emulated TensorCore of the given target ("v2", "v3", "v3-8",
  * overrides such as "v3,mxu=64x64,vmem=8MiB"; docs/isa.md lists them), or
  * in libtpurt-cpu the host CPU: "cpu[,threads=N][,numerics=native|strict|
- * tpu][,replicas=N]" (libtpurt: TPURT_UNSUPPORTED; replicas=N makes a
- * device of N cores, one host thread each, sharing the threads). "auto" is the spec in the
+ * tpu][,replicas=N][,cache=DIR|off]" (libtpurt: TPURT_UNSUPPORTED;
+ * replicas=N makes a device of N cores, one host thread each, sharing the
+ * threads; cache: the JIT's compile cache, docs/runtime.md). "auto" is the spec in the
  * environment variable TPURT_TARGET when set, else "cpu" in libtpurt-cpu,
  * else "v3". The cpu device ignores cycle_limit, mxu_systolic and
  * trace_path. */

@@ -82,7 +82,8 @@ static bool emit_conditional(emitter *e, scope *s, ir_id id) {
     k = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, v, LLVMConstInt(e->t_i8, 0, 0), ""),
                       e->t_i32, "branch");
   } else {
-    k = LLVMBuildLoad2(e->b, e->t_i32, llvm_entry_buf(e, sel), "index");
+    LLVMValueRef p = LLVMBuildPointerCast(e->b, llvm_entry_buf(e, sel), LLVMPointerType(e->t_i32, 0), "");
+    k = LLVMBuildLoad2(e->b, e->t_i32, p, "index"); /* typed pointers (LLVM 14): an i32* */
   }
   LLVMBasicBlockRef join = block(e, "cond.join");
   LLVMBasicBlockRef *bb = arena_array(e->a, (size_t)nb, sizeof *bb);

@@ -221,6 +221,15 @@ if "$tpucc" compile "$mod" --target=cpu --emit=llvm -o "$tmp/m.ll"; then
 else
   bad "compile --emit=llvm"
 fi
+for f in "$src"/tests/modules/control/*.hlo; do # control flow: loads through entry buffers
+  for n in strict native; do
+    if "$tpucc" compile "$f" --target=cpu --cpu-numerics=$n --emit=llvm -o "$tmp/c.ll"; then
+      check_ir "$tmp/c.ll" "--emit=llvm $(basename "$f") $n"
+    else
+      bad "compile --emit=llvm $(basename "$f") $n"
+    fi
+  done
+done
 "$tpucc" compile "$mod" --target=cpu --emit=llvm > "$tmp/m2.ll" || bad "--emit=llvm to stdout"
 cmp -s "$tmp/m.ll" "$tmp/m2.ll" || bad "--emit=llvm: stdout and -o differ"
 "$tpucc" compile "$mod" --emit=llvm -o "$tmp/x.ll" > /dev/null 2>&1
