@@ -205,6 +205,9 @@ TPURT_API const char *tpurt_device_target(const tpurt_device_t *dev);
 TPURT_API tpurt_status_t tpurt_target_check(const char *target, char *err, size_t errlen);
 /* "tpu" (an emulated TensorCore) or "cpu" (the host, libtpurt-cpu). */
 TPURT_API const char *tpurt_device_platform(const tpurt_device_t *dev);
+/* The cores an execution can run on: 8 for "v3-8", 1 for "v3" (0 for
+ * NULL). tpurt_program_execute_replicas runs one replica on each. */
+TPURT_API int tpurt_device_cores(const tpurt_device_t *dev);
 
 /* ---- program ------------------------------------------------------------
  * A verified program and its signature. Owned by the caller; must be
@@ -349,6 +352,20 @@ TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buff
 TPURT_API tpurt_status_t tpurt_program_set_alias(tpurt_program_t *prog, size_t result, int param);
 /* The parameter result `result` replaces, or -1. */
 TPURT_API int tpurt_program_result_alias(const tpurt_program_t *prog, size_t result);
+/* Runs prog as nreplicas replicas, one per core of the device (nreplicas
+ * is 1 or tpurt_device_cores; a program that talks between cores,
+ * docs/isa.md "Many cores", needs them all): replica r's parameters are
+ * params[r * nparams ..], its results come back in out_results[r *
+ * nresults ..] and its statistics in out_stats[r] (out_stats NULL or
+ * nreplicas entries). Checks and failures as tpurt_program_execute; a
+ * fault names its core ("core 3: fault at pc ..."). Aliases are not
+ * honoured (every result is a new buffer). */
+TPURT_API tpurt_status_t tpurt_program_execute_replicas(tpurt_program_t *prog, int nreplicas,
+                                                        tpurt_buffer_t *const *params,
+                                                        size_t nparams,
+                                                        tpurt_buffer_t **out_results,
+                                                        size_t nresults, tpurt_stats_t *out_stats);
+
 /* tpurt_program_execute with the program's aliases honoured: an aliased
  * result is written into its parameter's buffer (results[r] is set to
  * NULL) and the other results are new buffers as usual. The device writes

@@ -192,6 +192,8 @@ const char *tpurt_device_platform(const tpurt_device_t *dev) {
   return dev ? dev->info.platform : "";
 }
 
+int tpurt_device_cores(const tpurt_device_t *dev) { return dev ? dev->info.ncores : 0; }
+
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);
 }
@@ -649,6 +651,56 @@ tpurt_status_t tpurt_program_execute(tpurt_program_t *p, tpurt_buffer_t *const *
                                      size_t nparams, tpurt_buffer_t **results, size_t nresults,
                                      tpurt_stats_t *out_stats) {
   return execute(p, params, nparams, results, nresults, out_stats, NULL, NULL, 0);
+}
+
+tpurt_status_t tpurt_program_execute_replicas(tpurt_program_t *p, int n,
+                                              tpurt_buffer_t *const *params, size_t nparams,
+                                              tpurt_buffer_t **results, size_t nresults,
+                                              tpurt_stats_t *out_stats) {
+  if (!p) return TPURT_INVALID_ARGUMENT;
+  tpurt_device_t *dev = p->dev;
+  if (n < 1 || (n != 1 && n != dev->info.ncores))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "%d replicas for a device of %d cores", n,
+                dev->info.ncores);
+  if ((nresults && !results) || (nparams && !params))
+    return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_program_execute_replicas: NULL array");
+  for (size_t i = 0; i < (size_t)n * nresults; i++) results[i] = NULL;
+  if (out_stats) memset(out_stats, 0, (size_t)n * sizeof *out_stats);
+  tpurt_status_t st = TPURT_OK;
+  for (int r = 0; r < n && st == TPURT_OK; r++)
+    st = check_args(p, params + (size_t)r * nparams, nparams, nresults);
+  if (st) return st;
+  uint32_t np = p->info.nparams, nr = p->info.nresults;
+  void **ptrs = rt_calloc(&dev->alloc, (size_t)n * (np + nr) + 1, sizeof(void *));
+  rt_replica *reps = rt_calloc(&dev->alloc, (size_t)n, sizeof *reps);
+  if (!ptrs || !reps) st = fail(dev, TPURT_OUT_OF_MEMORY, "out of memory");
+  for (int r = 0; r < n && st == TPURT_OK; r++) {
+    void **in = ptrs + (size_t)r * (np + nr), **outs = in + np;
+    for (uint32_t i = 0; i < np; i++) in[i] = params[(size_t)r * nparams + i]->data;
+    for (uint32_t i = 0; i < nr && st == TPURT_OK; i++) {
+      const tpub_tensor *t = &p->info.results[i];
+      tpurt_buffer_t **b = &results[(size_t)r * nresults + i];
+      st = make_buffer(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, b);
+      if (st == TPURT_OK) outs[i] = (*b)->data;
+    }
+    reps[r] = (rt_replica){in, outs, out_stats ? &out_stats[r] : NULL};
+    if (out_stats)
+      for (int u = 0; u < TPURT_MAX_UNITS; u++) out_stats[r].units[u].name = isa_unit_name(u);
+  }
+  double t0 = now_seconds();
+  if (st == TPURT_OK) st = dev->drv->ops->execute(p->p, reps, n, dev->msg, sizeof dev->msg);
+  rt_free(&dev->alloc, ptrs);
+  rt_free(&dev->alloc, reps);
+  if (st) {
+    for (size_t i = 0; i < (size_t)n * nresults; i++) {
+      tpurt_buffer_destroy(results[i]);
+      results[i] = NULL;
+    }
+    return st;
+  }
+  p->host_seconds = now_seconds() - t0;
+  p->executions++;
+  return TPURT_OK;
 }
 
 tpurt_status_t tpurt_program_execute_donated(tpurt_program_t *p, tpurt_buffer_t *const *params,
