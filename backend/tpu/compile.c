@@ -355,6 +355,13 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
   int nrep = rc < 1 ? 1 : rc > tg->ncores ? tg->ncores : (int)rc;
   if (ir_check_runnable_replicas(m, spec, NULL, nrep, d, NULL, 0) || tpu_check_types(m, d))
     return ST_UNSUPPORTED;
+  if (rc > 1 && rc < tg->ncores) { /* every core runs the program: each must be a replica */
+    diag_error(d, m->comps.v[m->entry].loc,
+               "tpu: module asks for %lld replicas (replica_count); target %s runs %d cores, "
+               "one replica each (override ncores=%lld)",
+               rc, spec, tg->ncores, rc);
+    return ST_UNSUPPORTED;
+  }
   return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
 }
 

@@ -275,6 +275,15 @@ check "explain: --all-reduce=ps selects the parameter server" \
   compile "$T/ar.hlo" --target=v3-8 --all-reduce=ps --emit=tpub -o "$T/ar.tpub"
 check "--all-reduce takes ring or ps" fails_with 2 "--all-reduce: 'tree' is not ring or ps" \
   "$TPUCC" compile "$T/ar.hlo" --target=v3-8 --all-reduce=tree --emit=tpub -o "$T/ar.tpub"
+check "a module for 8 replicas compiles for v3-8,ncores=4 only when it says 4" fails_with 2 \
+  'module asks for 8 replicas (replica_count); target v3-8,ncores=4 runs 4' \
+  "$TPUCC" compile "$T/ar.hlo" --target=v3-8,ncores=4 --emit=tpub -o "$T/ar.tpub"
+sed 's/replica_count=8/replica_count=4/' "$T/ar.hlo" >"$T/ar4.hlo"
+check "a module for 4 replicas does not compile for the 8 cores of v3-8" fails_with 2 \
+  'module asks for 4 replicas (replica_count); target v3-8 runs 8 cores, one replica each (override ncores=4)' \
+  "$TPUCC" compile "$T/ar4.hlo" --target=v3-8 --emit=tpub -o "$T/ar.tpub"
+check "a module for 4 replicas compiles for v3-8,ncores=4" \
+  "$TPUCC" compile "$T/ar4.hlo" --target=v3-8,ncores=4 --emit=tpub -o "$T/ar.tpub"
 check "a module for 8 replicas does not compile for one core" fails_with 2 \
   'module asks for 8 replicas (replica_count); target v3 runs 1' \
   "$TPUCC" compile "$T/ar.hlo" --target=v3 --emit=tpub -o "$T/ar.tpub"
