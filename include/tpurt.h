@@ -351,8 +351,10 @@ TPURT_API tpurt_status_t tpurt_program_execute(tpurt_program_t *prog, tpurt_buff
  * ncores entries, one per replica. When a replica fails, the others stop at
  * their next collective instead of waiting for it; the call then fails
  * with every result NULL and a message naming the replica ("replica 1:
- * ..."). tpurt_program_execute and its variants on a device of several
- * cores are TPURT_INVALID_ARGUMENT. */
+ * ..."). On a TPU device of several cores tpurt_program_execute and its
+ * variants run the program on core 0 alone (a program that talks between
+ * cores then ends with a deadlock fault naming the core); on a cpu device
+ * of several cores they are TPURT_INVALID_ARGUMENT. */
 TPURT_API tpurt_status_t tpurt_program_execute_replicas(tpurt_program_t *prog, size_t ncores,
                                                         tpurt_buffer_t *const *params,
                                                         size_t nparams,

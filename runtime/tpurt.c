@@ -194,6 +194,7 @@ const char *tpurt_device_platform(const tpurt_device_t *dev) {
   return dev ? dev->info.platform : "";
 }
 
+
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);
 }
@@ -628,7 +629,7 @@ static tpurt_status_t execute(tpurt_program_t *p, tpurt_buffer_t *const *params,
     results[i] = NULL;
   if (popts && !p->img)
     return fail(dev, TPURT_UNSUPPORTED, "per-op profiles need a TPU device; this program runs on the cpu");
-  if (dev->info.ncores != 1)
+  if (dev->info.ncores != 1 && !p->img)
     return fail(dev, TPURT_INVALID_ARGUMENT,
                 "the device has %d cores: run its programs with tpurt_program_execute_replicas",
                 dev->info.ncores);

@@ -37,6 +37,8 @@ void tool_help_compile(FILE *f) {
         "                     (docs/cpu-backend.md)\n"
         "  --precision=P      default|high|highest: bf16 passes of f32 dots (1, 3, 6)\n"
         "  --memory-report    print peak VMEM/HBM and the largest buffers\n"
+        "  --all-reduce=A     TPU, replica_count > 1: ring (default) or ps (parameter\n"
+        "                     server); --explain shows the choice\n"
         "  -o FILE            write to FILE instead of standard output (- is stdout)\n"
         "  --entry=NAME       .tg only: the graph to compile (default: the last)\n"
         "  --language=hlo|tg  override the choice by file extension\n"
@@ -133,6 +135,13 @@ int tool_cmd_compile(int argc, char **argv) {
       return TOOL_EXIT_OK;
     } else if (!strcmp(name, "memory-report")) {
       tpo.memory_report = true;
+    } else if (!strcmp(name, "all-reduce")) {
+      if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
+      if (strcmp(v, "ring") && strcmp(v, "ps")) {
+        fprintf(stderr, "tpucc compile: --all-reduce: '%s' is not ring or ps\n", v);
+        return TOOL_EXIT_USAGE;
+      }
+      tpo.all_reduce_ps = !strcmp(v, "ps");
     } else if (!strcmp(name, "emit-header") || !strcmp(name, "symbol") ||
                !strcmp(name, "cpu-numerics")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;

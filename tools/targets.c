@@ -115,6 +115,7 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
   if (o->target) to.target = o->target;
   to.memory_report = o->memory_report;
   to.explain = o->explain;
+  to.all_reduce_ps = o->all_reduce_ps;
   tpu_step_options so = step_options(o);
   to.steps = &so;
   if (!precision_of(o->precision, &to.precision)) {

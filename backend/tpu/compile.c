@@ -349,7 +349,19 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
     diag_error(d, (src_loc){0}, "tpu: module has no entry computation");
     return ST_INVALID_ARGUMENT;
   }
-  if (ir_check_runnable(m, spec, d, NULL, 0) || tpu_check_types(m, d)) return ST_UNSUPPORTED;
+  /* A module for N replicas runs one per core: as many as the target has,
+   * at most (ir_check_runnable_replicas says what is asked beyond). */
+  long long rc = ir_module_count_attr(m, "replica_count");
+  int nrep = rc < 1 ? 1 : rc > tg->ncores ? tg->ncores : (int)rc;
+  if (ir_check_runnable_replicas(m, spec, NULL, nrep, d, NULL, 0) || tpu_check_types(m, d))
+    return ST_UNSUPPORTED;
+  if (rc > 1 && rc < tg->ncores) { /* every core runs the program: each must be a replica */
+    diag_error(d, m->comps.v[m->entry].loc,
+               "tpu: module asks for %lld replicas (replica_count); target %s runs %d cores, "
+               "one replica each (override ncores=%lld)",
+               rc, spec, tg->ncores, rc);
+    return ST_UNSUPPORTED;
+  }
   return ir_budget_check(m, NULL, d, NULL, 0); /* work and memory: ir.h */
 }
 
@@ -389,6 +401,11 @@ static base_status step_lower(tpu_build *s) {
   s->x.c = s->m->entry;
   s->x.comp = entry;
   s->x.precision = s->o->precision;
+  long long nrep = ir_module_count_attr(s->m, "replica_count");
+  b->replicas = nrep > 1 ? (int)nrep : 1;
+  b->all_reduce_ps = s->o->all_reduce_ps;
+  /* The collectives' readiness words: a granule no other buffer ever had. */
+  if (b->replicas > 1) b->coll_flag = tb_hbm_alloc(b, 2 * TB_GRANULE);
   tval **params = bind_params(&s->x, s->a, &s->pt, &s->npt);
   place_constants(&s->x, s->a, &s->pool);
   if (!b->failed) {

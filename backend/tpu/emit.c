@@ -406,6 +406,20 @@ static uint32_t desc_addr(tb *b, const int64_t d[10]) {
   return b->dyn_desc;
 }
 
+uint32_t tb_smem_words(tb *b, const uint32_t *w, int n) {
+  /* Whole 10-word slots keep desc_addr's slot numbering. */
+  uint32_t need = (uint32_t)(n + 9) / 10 * 10;
+  if (b->failed) return 0;
+  if (n < 1 || n > 20 || b->smem_words + need > b->dyn_desc / 4) {
+    tb_error(b, ST_RESOURCE_EXHAUSTED, "SMEM is full (%u words of descriptors)", b->smem_words);
+    return 0;
+  }
+  memset(b->smem + b->smem_words, 0, need * sizeof *b->smem);
+  memcpy(b->smem + b->smem_words, w, (size_t)n * sizeof *w);
+  b->smem_words += need;
+  return (b->smem_words - need) * 4;
+}
+
 /* The byte range [*lo, *hi) a transfer touches on one side (strides at
  * desc[s..s+2]) from base; desc's counts are at least 1. */
 static void dma_box(const int64_t desc[10], int s, int64_t base, int64_t *lo, int64_t *hi) {

@@ -113,6 +113,8 @@ void lower_inst(lctx *x, ir_id i) {
     lower_reduce_window(x, i);
     break;
   case IR_OP_ALL_REDUCE:
+    if (!lower_all_reduce(x, i)) lower_tuple(x, i);
+    break;
   case IR_OP_TUPLE:
     lower_tuple(x, i);
     break;

@@ -41,6 +41,10 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
  * parameters in order; outputs its root (or the root tuple's elements). */
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 
+/* lower_coll.c: an all-reduce over more than one replica (false: not
+ * one; the single-replica identity is lower_tuple's). */
+bool lower_all_reduce(lctx *x, ir_id i);
+
 /* lower_control.c: call, while, conditional and map (false: not one). */
 bool lower_control(lctx *x, ir_id i);
 

@@ -66,11 +66,12 @@ static base_status status_of(tpurt_status_t s, base_status other) {
   }
 }
 
-base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint64_t cycle_limit,
-                                 const ir_module *m, ir_literal *const *args, int nargs, arena *a,
-                                 ir_literal **out, struct tpurt_stats *stats, double *host_seconds,
-                                 tpu_profile *prof, char *err, size_t errlen) {
-  base_status rc = ST_OK;
+/* A device for target (cycle_limit: its limit, 0 the default) with img
+ * loaded on it; ST_OK, or a status with err set. *dev and *prog are for
+ * the caller to destroy either way. */
+static base_status load_on_device(const tpub_image *img, const char *target, uint64_t cycle_limit,
+                                  tpurt_device_t **dev, tpurt_program_t **prog, char *err,
+                                  size_t errlen) {
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
   char why[512];
@@ -83,6 +84,31 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
   tpurt_device_options_init(&o);
   o.target = target;
   o.cycle_limit = cycle_limit;
+  base_status rc = ST_OK;
+  tpurt_status_t ts;
+  if ((ts = tpurt_device_create(&o, dev)) == TPURT_OUT_OF_MEMORY) {
+    snprintf(err, errlen, "tpu: out of memory creating the device");
+    rc = ST_OUT_OF_MEMORY;
+  } else if (ts != TPURT_OK) {
+    tpurt_target_check(target, why, sizeof why);
+    snprintf(err, errlen,
+             "tpu: a compiled program runs only on a TPU target (v2, v3, v2-8, v3-8, or one "
+             "with overrides such as v3,mxu=64x64), not '%s'%s%.300s",
+             target, why[0] ? ": " : "", why);
+    rc = ST_INVALID_ARGUMENT;
+  } else if ((ts = tpurt_program_load(*dev, bytes, nbytes, prog)) != TPURT_OK) {
+    snprintf(err, errlen, "tpu: program rejected: %s", tpurt_device_message(*dev));
+    rc = status_of(ts, ST_INTERNAL);
+  }
+  free(bytes);
+  return rc;
+}
+
+base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint64_t cycle_limit,
+                                 const ir_module *m, ir_literal *const *args, int nargs, arena *a,
+                                 ir_literal **out, struct tpurt_stats *stats, double *host_seconds,
+                                 tpu_profile *prof, char *err, size_t errlen) {
+  base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
   literal_vec flat_args = {0};
@@ -95,25 +121,8 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((ts = tpurt_device_create(&o, &dev)) == TPURT_OUT_OF_MEMORY) {
-    snprintf(err, errlen, "tpu: out of memory creating the device");
-    rc = ST_OUT_OF_MEMORY;
+  if ((rc = load_on_device(img, target, cycle_limit, &dev, &prog, err, errlen)) != ST_OK)
     goto done;
-  }
-  if (ts != TPURT_OK) {
-    tpurt_target_check(target, why, sizeof why);
-    snprintf(err, errlen,
-             "tpu: a compiled program runs only on a TPU target (v2, v3, v2-8, v3-8, or one "
-             "with overrides such as v3,mxu=64x64), not '%s'%s%.300s",
-             target, why[0] ? ": " : "", why);
-    rc = ST_INVALID_ARGUMENT;
-    goto done;
-  }
-  if ((ts = tpurt_program_load(dev, bytes, nbytes, &prog)) != TPURT_OK) {
-    snprintf(err, errlen, "tpu: program rejected: %s", tpurt_device_message(dev));
-    rc = status_of(ts, ST_INTERNAL);
-    goto done;
-  }
   if ((uint32_t)flat_args.n != img->nparams) {
     snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat_args.n,
              img->nparams);
@@ -211,7 +220,6 @@ done:
   free(res);
   tpurt_program_destroy(prog);
   tpurt_device_destroy(dev);
-  free(bytes);
   return rc;
 }
 
@@ -543,4 +551,79 @@ base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *
   tpub_free(img);
   if (st == ST_OK) *out = (ir_literal **)flat;
   return st;
+}
+
+base_status tpu_execute_replicas(const tpub_image *img, const char *target, const ir_module *m,
+                                 int nrep, ir_literal *const *const *args, int nargs, arena *a,
+                                 ir_literal **outs, char *err, size_t errlen) {
+  base_status rc = ST_OK;
+  tpurt_device_t *dev = NULL;
+  tpurt_program_t *prog = NULL;
+  uint32_t np = img->nparams, nr = img->nresults;
+  tpurt_buffer_t **in = calloc((size_t)nrep * np + 1, sizeof *in);
+  tpurt_buffer_t **res = calloc((size_t)nrep * nr + 1, sizeof *res);
+  tpurt_status_t ts;
+  if (!in || !res) {
+    snprintf(err, errlen, "tpu: out of memory");
+    rc = ST_OUT_OF_MEMORY;
+    goto done;
+  }
+  if ((rc = load_on_device(img, target, 0, &dev, &prog, err, errlen)) != ST_OK) goto done;
+  if (tpurt_device_core_count(dev) != nrep) {
+    snprintf(err, errlen, "tpu: %d replicas asked for; target %s runs %d cores", nrep, target,
+             tpurt_device_core_count(dev));
+    rc = ST_INVALID_ARGUMENT;
+    goto done;
+  }
+  for (int r = 0; r < nrep; r++) {
+    literal_vec flat = {0};
+    for (int i = 0; i < nargs; i++) literal_leaves(a, args[r][i], &flat);
+    if ((uint32_t)flat.n != np) {
+      snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat.n, np);
+      rc = ST_INVALID_ARGUMENT;
+      goto done;
+    }
+    for (int i = 0; i < flat.n; i++) {
+      const ir_literal *l = flat.v[i];
+      if ((ts = tpurt_buffer_create(dev, (tpurt_dtype_t)img->params[i].dtype, l->shape.rank,
+                                    l->shape.dims, l->data, l->nbytes,
+                                    &in[(size_t)r * np + (size_t)i])) != TPURT_OK) {
+        snprintf(err, errlen, "tpu: replica %d, parameter %d: %s", r, i, tpurt_device_message(dev));
+        rc = status_of(ts, ST_INVALID_ARGUMENT);
+        goto done;
+      }
+    }
+  }
+  if ((ts = tpurt_program_execute_replicas(prog, nrep, in, np, res, nr, NULL)) != TPURT_OK) {
+    snprintf(err, errlen, "tpu: execution %s: %s",
+             ts == TPURT_RESOURCE_EXHAUSTED ? "stopped at its cycle limit" : "failed",
+             tpurt_device_message(dev));
+    rc = status_of(ts, ST_RUNTIME_FAULT);
+    goto done;
+  }
+  const ir_shape *rs = m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
+  shape_vec ls = {0};
+  leaves(a, rs, &ls);
+  for (int r = 0; r < nrep && rc == ST_OK; r++) {
+    ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));
+    for (int k = 0; k < ls.n && rc == ST_OK; k++) {
+      flat[k] = ir_literal_try_create(a, &ls.v[k]);
+      if (!flat[k] || tpurt_buffer_read(res[(size_t)r * nr + (size_t)k], flat[k]->data,
+                                        flat[k]->nbytes) != TPURT_OK) {
+        snprintf(err, errlen, "tpu: replica %d, result %d: %s", r, k,
+                 flat[k] ? tpurt_device_message(dev) : "out of memory");
+        rc = flat[k] ? ST_INTERNAL : ST_OUT_OF_MEMORY;
+      }
+    }
+    int k = 0;
+    if (rc == ST_OK) outs[r] = rebuild(a, rs, flat, &k);
+  }
+done:
+  for (size_t k = 0; res && k < (size_t)nrep * nr; k++) tpurt_buffer_destroy(res[k]);
+  for (size_t i = 0; in && i < (size_t)nrep * np; i++) tpurt_buffer_destroy(in[i]);
+  free(in);
+  free(res);
+  tpurt_program_destroy(prog);
+  tpurt_device_destroy(dev);
+  return rc;
 }

@@ -111,6 +111,9 @@ typedef struct tb {
   uint64_t op_flops0, op_code0; /* FLOPs and code words when cur_op began */
   const ir_comp *attr_comp; /* instructions of this computation start ops */
   strbuf *explain;          /* NULL, or where tb_explain writes (--explain) */
+  int replicas;             /* replicas the program runs as, one per core */
+  uint64_t coll_flag;       /* two HBM granules: the collectives' readiness word, where it lands */
+  bool all_reduce_ps;       /* all-reduce by parameter server, not ring */
   tb_buf_vec *buflog;       /* NULL, or where tb_hbm_alloc/free log buffers */
 } tb;
 
@@ -203,6 +206,10 @@ static inline uint32_t tb_row_bytes(bool bf16) {
   return bf16 ? TGT_VROW_BYTES_BF16 : TGT_VROW_BYTES;
 }
 static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_GRANULE * TB_GRANULE; }
+
+/* n (<= 20) words placed in the SMEM image, 40-byte aligned; their byte
+ * address (0 after an error: SMEM full). */
+uint32_t tb_smem_words(tb *b, const uint32_t *w, int n);
 
 /* ---- kernels ------------------------------------------------------------ */
 

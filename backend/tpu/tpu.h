@@ -46,6 +46,9 @@ typedef struct tpu_options {
                               HIGHEST bf16x6 */
   bool memory_report;      /* fill tpu_compile_info.memory_report */
   bool explain;            /* fill tpu_compile_info.explain */
+  bool all_reduce_ps;      /* all-reduce over replicas by a parameter server
+                              (member 0 of each group folds and broadcasts)
+                              instead of the ring (docs/tpu-backend.md) */
   const tpu_step_options *steps; /* dumps and times of the steps, or NULL */
 } tpu_options;
 
@@ -101,6 +104,12 @@ base_status tpu_execute(const tpub_image *img, const char *target,
                         arena *a, ir_literal **out, struct tpurt_stats *stats,
                         double *host_seconds, char *err, size_t errlen);
 
+/* Runs a compiled image as nrep replicas, one per core of a device for
+ * target (which must have nrep cores: "v3-8" for 8): args[r] holds replica
+ * r's nargs literals, outs[r] gets its result (as tpu_execute with m). */
+base_status tpu_execute_replicas(const tpub_image *img, const char *target, const ir_module *m,
+                                 int nrep, ir_literal *const *const *args, int nargs, arena *a,
+                                 ir_literal **outs, char *err, size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

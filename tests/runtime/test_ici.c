@@ -26,6 +26,7 @@
 #include "isa.h"
 #include "runtime/device.h"
 #include "tpub.h"
+#include "tpurt.h"
 
 #define TARGET "v3-8,clock=1GHz,ici_bw=64GB/s,ici_latency=100"
 enum { NC = 8 };
@@ -384,6 +385,43 @@ static void driver_runs_every_core(void **state) {
   assert_int_equal(text[len - 2], ']');
 }
 
+/* ---- the public API: tpurt_program_execute_replicas ---- */
+
+static void public_api_runs_replicas(void **state) {
+  (void)state;
+  tpurt_device_options_t o;
+  tpurt_device_options_init(&o);
+  o.target = TARGET;
+  tpurt_device_t *d = NULL;
+  assert_int_equal(tpurt_device_create(&o, &d), TPURT_OK);
+  assert_int_equal(tpurt_device_core_count(d), NC);
+  tpurt_program_t *p = NULL;
+  assert_int_equal(tpurt_program_assemble(d, ring_src, strlen(ring_src), "ring.s", &p), TPURT_OK);
+  static float x[NC][1024], y[NC][1024];
+  tpurt_buffer_t *in[NC], *out[NC];
+  tpurt_stats_t st[NC];
+  int64_t dims[1] = {1024};
+  for (int c = 0; c < NC; c++) {
+    for (int i = 0; i < 1024; i++) x[c][i] = (float)(3 * c - i);
+    assert_int_equal(tpurt_buffer_create(d, TPURT_F32, 1, dims, x[c], sizeof x[c], &in[c]),
+                     TPURT_OK);
+  }
+  assert_int_equal(tpurt_program_execute_replicas(p, NC, in, 1, out, 1, st), TPURT_OK);
+  for (int c = 0; c < NC; c++) {
+    assert_int_equal(tpurt_buffer_read(out[c], y[c], sizeof y[c]), TPURT_OK);
+    assert_memory_equal(y[c], x[(c + NC - 1) % NC], sizeof y[c]);
+    assert_int_equal(st[c].cycles, c == 0 ? 273 : c == 4 ? 272 : 172);
+    assert_string_equal(st[c].units[ISA_UNIT_DMA0].name, "dma0");
+    tpurt_buffer_destroy(out[c]);
+  }
+  assert_int_equal(tpurt_program_execute_replicas(p, 3, in, 1, out, 1, NULL),
+                   TPURT_INVALID_ARGUMENT);
+  assert_string_equal(tpurt_device_message(d), "3 replicas for a device of 8 cores");
+  for (int c = 0; c < NC; c++) tpurt_buffer_destroy(in[c]);
+  tpurt_program_destroy(p);
+  tpurt_device_destroy(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(coreid_and_dmaput_encode_and_verify),
@@ -391,6 +429,7 @@ int main(void) {
       cmocka_unit_test(two_cores_share_a_link),
       cmocka_unit_test(faults),
       cmocka_unit_test(driver_runs_every_core),
+      cmocka_unit_test(public_api_runs_replicas),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,4 +255,36 @@ for t in v3 interp; do
     check "convert bf16 -> bf16 quiets a signalling NaN on $t at $lvl" sh -c "'$TPUCC' run '$T/snan.hlo' --target=$t $lvl --input=2xbf16=@'$T/snan.bin' | grep -qx '2xs32=-4128768 1065353216'"
   done
 done
+cat >"$T/ar.hlo" <<'H'
+HloModule ar, replica_count=8
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[1000] parameter(0)
+  ROOT r = f32[1000] all-reduce(x), replica_groups={}, to_apply=add
+}
+H
+check "explain: all-reduce over 8 cores as a ring by default" \
+  ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: ring reduce-scatter then all-gather, 4000 bytes, chunks of up to 500 bytes' \
+  compile "$T/ar.hlo" --target=v3-8 --emit=tpub -o "$T/ar.tpub"
+check "explain: --all-reduce=ps selects the parameter server" \
+  ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: parameter server' \
+  compile "$T/ar.hlo" --target=v3-8 --all-reduce=ps --emit=tpub -o "$T/ar.tpub"
+check "--all-reduce takes ring or ps" fails_with 2 "--all-reduce: 'tree' is not ring or ps" \
+  "$TPUCC" compile "$T/ar.hlo" --target=v3-8 --all-reduce=tree --emit=tpub -o "$T/ar.tpub"
+check "a module for 8 replicas compiles for v3-8,ncores=4 only when it says 4" fails_with 2 \
+  'module asks for 8 replicas (replica_count); target v3-8,ncores=4 runs 4' \
+  "$TPUCC" compile "$T/ar.hlo" --target=v3-8,ncores=4 --emit=tpub -o "$T/ar.tpub"
+sed 's/replica_count=8/replica_count=4/' "$T/ar.hlo" >"$T/ar4.hlo"
+check "a module for 4 replicas does not compile for the 8 cores of v3-8" fails_with 2 \
+  'module asks for 4 replicas (replica_count); target v3-8 runs 8 cores, one replica each (override ncores=4)' \
+  "$TPUCC" compile "$T/ar4.hlo" --target=v3-8 --emit=tpub -o "$T/ar.tpub"
+check "a module for 4 replicas compiles for v3-8,ncores=4" \
+  "$TPUCC" compile "$T/ar4.hlo" --target=v3-8,ncores=4 --emit=tpub -o "$T/ar.tpub"
+check "a module for 8 replicas does not compile for one core" fails_with 2 \
+  'module asks for 8 replicas (replica_count); target v3 runs 1' \
+  "$TPUCC" compile "$T/ar.hlo" --target=v3 --emit=tpub -o "$T/ar.tpub"
 exit $fail

@@ -1,0 +1,210 @@
+/* test_tpu_coll.c: all-reduce over the 8 replicas of a v3-8, one per
+ * core, lowered as a ring (reduce-scatter + all-gather) and as a parameter
+ * server, against the evaluator's replicated run (ir_eval_replicated) and
+ * an oracle that folds in base/coll.h's order (chunk c: members c+1, ...,
+ * c) written here from the contract, bit for bit. Operands mix
+ * magnitudes (1e8 and small values) so that another order changes the
+ * bits; the test checks that one does (the order of group members 0..n-1),
+ * so it could fail. Groups: all replicas; {0,2,4,6},{1,3,5,7} listed in a
+ * rotated order; element counts that do not divide into the group.
+ *
+ *   test_tpu_coll        exit 0 when every case passed (and main's
+ *                        measurement form) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/tpu/tpu.h"
+#include "base/coll.h"
+#include "emu.h"
+#include "ici.h"
+#include "tests/tpu/tpu_check.h"
+
+enum { NC = 8 };
+#define TARGET "v3-8"
+
+static int failures;
+
+#define CHECK(c, ...)                                                                              \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static float fmax_nan(float a, float b) { return a > b ? a : b; }
+
+/* Replica r's operand element i. */
+static float operand(int r, int64_t i) {
+  uint32_t h = (uint32_t)(r * 7919 + (int)i * 104729 + 17);
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  float small = (float)(h % 2000) / 64.0f - 15.0f;
+  return (h >> 20) % 3 == 0 ? small * 1e8f : small;
+}
+
+/* The group of replica r (room for NC), its size; position into *pos. */
+static int group(const int *groups, int ngroups, int gsize, int r, int *g, int *pos) {
+  if (!ngroups) {
+    for (int i = 0; i < NC; i++) g[i] = i;
+    *pos = r;
+    return NC;
+  }
+  for (int k = 0; k < ngroups; k++)
+    for (int j = 0; j < gsize; j++)
+      if (groups[k * gsize + j] == r) {
+        memcpy(g, groups + k * gsize, (size_t)gsize * sizeof *g);
+        *pos = j;
+        return gsize;
+      }
+  return 0;
+}
+
+/* Compiles text for TARGET, runs it on the 8 cores (replica r's parameter
+ * from operand(r, .)) and compares every replica's result with the
+ * oracle. `max`: the reduction is maximum, else sum. */
+static void run_case(const char *name, const char *text, int64_t count, const int *groups,
+                     int ngroups, int gsize, bool max, bool ps) {
+  ir_module *m = tc_parse(name, text);
+  diag *d = diag_create();
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = TARGET;
+  o.explain = true;
+  o.all_reduce_ps = ps;
+  tpub_image *img = NULL;
+  tpu_compile_info info;
+  memset(&info, 0, sizeof info);
+  base_status st = tpu_compile(m, &o, d, &img, &info);
+  CHECK(st == ST_OK, "%s: compile: %s", name, diag_text(d));
+  if (st != ST_OK) {
+    diag_destroy(d);
+    ir_module_destroy(m);
+    return;
+  }
+  CHECK(info.explain && strstr(info.explain, ps ? "parameter server" : "ring reduce-scatter"),
+        "%s: --explain does not name the algorithm: %s", name, info.explain ? info.explain : "");
+  tgt_target t;
+  tgt_parse(TARGET, &t, NULL, 0);
+  emu_machine *mc[NC];
+  uint8_t *hbm[NC];
+  emu_stats es[NC];
+  emu_fault ef[NC];
+  for (int r = 0; r < NC; r++) {
+    mc[r] = emu_create(&t, NULL);
+    hbm[r] = calloc(1, (size_t)img->hbm_bytes);
+    for (uint32_t i = 0; i < img->nconsts; i++)
+      memcpy(hbm[r] + img->consts[i].hbm_offset, img->consts[i].data, (size_t)img->consts[i].size);
+    float *x = (float *)(void *)(hbm[r] + img->params[0].hbm_offset);
+    for (int64_t i = 0; i < count; i++) x[i] = operand(r, i);
+  }
+  emu_ici *ici = emu_ici_create(&t, mc, NC, 2, NULL);
+  int who = 0;
+  int rc = emu_ici_run(ici, img, hbm, 100000000, es, ef, &who);
+  CHECK(rc == 0, "%s: core %d faulted at pc %u: %s", name, who, ef[who].pc, ef[who].reason);
+  /* The evaluator's replicated run (ir_eval_replicated) on the same inputs. */
+  arena *ea = arena_create();
+  ir_literal *eargs[NC][1], *const *eargv[NC], *eouts[NC];
+  const ir_comp *entry = &m->comps.v[m->entry];
+  for (int r = 0; r < NC; r++) {
+    eargs[r][0] = ir_literal_create(ea, entry->insts.v[entry->params[0]].shape);
+    for (int64_t i = 0; i < count; i++) ((float *)eargs[r][0]->data)[i] = operand(r, i);
+    eargv[r] = eargs[r];
+  }
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  char eerr[512];
+  base_status est = ir_eval_replicated(m, &eo, NC, eargv, 1, ea, eouts, eerr, sizeof eerr);
+  CHECK(est == ST_OK, "%s: evaluator: %s", name, eerr);
+  for (int r = 0; rc == 0 && est == ST_OK && r < NC; r++)
+    CHECK(!memcmp(eouts[r]->data, hbm[r] + img->results[0].hbm_offset, (size_t)count * 4),
+          "%s: replica %d differs from the evaluator", name, r);
+  /* The same through libtpurt's public API (tpu_execute_replicas ->
+   * tpurt_program_execute_replicas), on the ring programs. */
+  if (!ps && est == ST_OK) {
+    ir_literal *touts[NC];
+    char terr[512];
+    base_status tst = tpu_execute_replicas(img, TARGET, m, NC, eargv, 1, ea, touts, terr,
+                                           sizeof terr);
+    CHECK(tst == ST_OK, "%s: tpu_execute_replicas: %s", name, terr);
+    for (int r = 0; tst == ST_OK && r < NC; r++)
+      CHECK(!memcmp(touts[r]->data, eouts[r]->data, (size_t)count * 4),
+            "%s: replica %d through libtpurt differs from the evaluator", name, r);
+    tst = tpu_execute_replicas(img, "v3", m, NC, eargv, 1, ea, touts, terr, sizeof terr);
+    CHECK(tst == ST_INVALID_ARGUMENT && strstr(terr, "8 replicas asked for; target v3 runs 1 cores"),
+          "%s: 8 replicas on v3: %s", name, terr);
+  }
+  arena_destroy(ea);
+  int differs = 0;
+  for (int r = 0; rc == 0 && r < NC; r++) {
+    int g[NC], pos, n = group(groups, ngroups, gsize, r, g, &pos);
+    const float *y = (const float *)(const void *)(hbm[r] + img->results[0].hbm_offset);
+    int bad = 0;
+    for (int c = 0; c < n; c++) {
+      int64_t lo, hi;
+      coll_chunk(count, n, c, &lo, &hi);
+      for (int64_t i = lo; i < hi; i++) {
+        float acc = operand(g[coll_term(n, c, 0)], i), naive = operand(g[0], i);
+        for (int k = 1; k < n; k++) {
+          float v = operand(g[coll_term(n, c, k)], i), w = operand(g[k], i);
+          acc = max ? fmax_nan(acc, v) : acc + v;
+          naive = max ? fmax_nan(naive, w) : naive + w;
+        }
+        if (memcmp(&acc, &y[i], 4) && bad++ < 3)
+          CHECK(0, "%s: replica %d element %lld: got %a, want %a", name, r, (long long)i,
+                (double)y[i], (double)acc);
+        differs |= memcmp(&acc, &naive, 4) != 0;
+      }
+    }
+  }
+  CHECK(max || count < 100 || differs, "%s: the operands do not tell the fold orders apart", name);
+  if (rc == 0)
+    printf("%s: %s, %llu cycles on core 0\n%s", name, ps ? "parameter server" : "ring",
+           (unsigned long long)es[0].cycles, info.explain);
+  emu_ici_destroy(ici);
+  for (int r = 0; r < NC; r++) {
+    emu_destroy(mc[r]);
+    free(hbm[r]);
+  }
+  tpub_free(img);
+  tpu_info_free(&info);
+  diag_destroy(d);
+  ir_module_destroy(m);
+}
+
+static char *module(int64_t count, const char *groups, bool max) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf,
+           "HloModule ar, replica_count=8\n"
+           "red {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT s = f32[] %s(a, b)\n}\n"
+           "ENTRY e {\n  x = f32[%lld] parameter(0)\n"
+           "  ROOT r = f32[%lld] all-reduce(x), replica_groups=%s, to_apply=red\n}\n",
+           max ? "maximum" : "add", (long long)count, (long long)count, groups);
+  return buf;
+}
+
+/*   test_tpu_coll COUNT    only a sum over all 8 replicas of f32[COUNT],
+ *                          both schemes (a measurement) */
+int main(int argc, char **argv) {
+  static const int halves[] = {6, 0, 2, 4, 3, 5, 7, 1};
+  if (argc > 1) {
+    int64_t n = atoll(argv[1]);
+    for (int ps = 0; ps < 2 && n > 0; ps++) run_case("sum_all", module(n, "{}", false), n, NULL, 0, 0, false, ps);
+    return failures ? 1 : 0;
+  }
+  for (int ps = 0; ps < 2; ps++) {
+    run_case("sum_all_1000", module(1000, "{}", false), 1000, NULL, 0, 0, false, ps);
+    run_case("sum_all_5", module(5, "{}", false), 5, NULL, 0, 0, false, ps);
+    run_case("sum_halves_4099", module(4099, "{{6,0,2,4},{3,5,7,1}}", false), 4099, halves, 2, 4,
+             false, ps);
+    run_case("max_halves_300", module(300, "{{6,0,2,4},{3,5,7,1}}", true), 300, halves, 2, 4, true,
+             ps);
+  }
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  return failures ? 1 : 0;
+}
