@@ -416,7 +416,7 @@ static void public_api_runs_replicas(void **state) {
   }
   assert_int_equal(tpurt_program_execute_replicas(p, 3, in, 1, out, 1, NULL),
                    TPURT_INVALID_ARGUMENT);
-  assert_string_equal(tpurt_device_message(d), "3 replicas for a device of 8 cores");
+  assert_string_equal(tpurt_device_message(d), "the device has 8 cores, given 3 replicas");
   for (int c = 0; c < NC; c++) tpurt_buffer_destroy(in[c]);
   tpurt_program_destroy(p);
   tpurt_device_destroy(d);
