@@ -883,8 +883,13 @@ static int run_steps(run_state *r) {
   if (!parse_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
       !parse_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
     return TOOL_EXIT_USAGE;
-  if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub"))
+  if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub")) {
+    if (c->replicas > 1) {
+      tool_error(CMD, "%s: a .tpub runs 1 replica, %lld asked for", c->file, (long long)c->replicas);
+      return TOOL_EXIT_USAGE;
+    }
     return run_tpub(c, r->given_target, r->a, r->ins, r->nins, r->exps, r->nexps);
+  }
   int rc = compile_module(r);
   if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
   if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);

@@ -4,7 +4,8 @@
 # (8 16 24 32), stacked per-replica inputs, and the errors of a replicated
 # run (a count other than the module's, partitions, a group naming a
 # missing replica or leaving one out, a result shape for another count,
-# replicas that diverge, an input stacked for another count). Compares
+# replicas that diverge, an input stacked for another count, a .tpub,
+# which runs one replica). Compares
 # what each prints (stdout and stderr, then "rc=STATUS") with
 # DIR/expected.txt.
 set -u
@@ -29,6 +30,7 @@ got=$(
   run gather_n.hlo --input="2xf32=1 2" --replicas=2
   run gather_n.hlo --input="4x2xf32=1 2 3 4 5 6 7 8" --replicas=4
   run diverge.hlo --input="2xf32=1 2" --replicas=2
+  run program.tpub --replicas=2
 )
 if [ "$got" != "$(cat expected.txt)" ]; then
   echo "$got" | diff -u expected.txt -

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""coll_numpy.py TPUCC [CASES [SEED]]: every collective with random shapes,
+"""coll_numpy.py TPUCC [CASES [SEED]]: every collective (and the async
+start/done pairs of all-reduce, all-gather and collective-permute) with random shapes,
 replica counts, groups (empty, list and iota form) and reductions (add,
 maximum and the non-commutative a*2+b, which shows the order of the
 terms), run by `tpucc run --target=interp --replicas=N` on stacked
@@ -150,9 +151,14 @@ def make_case(rng):
     ps = shape_text(dt, dims)
     comp = ''
     ent = '  p = %s parameter(0)\n' % ps
+    start = bool(rng.integers(3) == 0)  # the async start/done pair instead
     if op == 'all-reduce':
         comp = reducer(kind, t)
-        ent += '  ROOT r = %s all-reduce(p), replica_groups=%s, to_apply=f\n' % (ps, gtext)
+        if start:
+            ent += ('  s = %s all-reduce-start(p), replica_groups=%s, to_apply=f\n'
+                    '  ROOT r = %s all-reduce-done(s)\n' % (ps, gtext, ps))
+        else:
+            ent += '  ROOT r = %s all-reduce(p), replica_groups=%s, to_apply=f\n' % (ps, gtext)
         exp = [np.stack([np_all_reduce(x, groups, kind, r) for r in range(N)])]
     elif op == 'reduce-scatter':
         comp = reducer(kind, t)
@@ -164,8 +170,13 @@ def make_case(rng):
     elif op == 'all-gather':
         rd = list(dims)
         rd[d] *= n
-        ent += ('  ROOT r = %s all-gather(p), replica_groups=%s, dimensions={%d}\n'
-                % (shape_text(dt, rd), gtext, d))
+        rs = shape_text(dt, rd)
+        if start:
+            ent += ('  s = (%s, %s) all-gather-start(p), replica_groups=%s, dimensions={%d}\n'
+                    '  ROOT r = %s all-gather-done(s)\n' % (ps, rs, gtext, d, rs))
+        else:
+            ent += '  ROOT r = %s all-gather(p), replica_groups=%s, dimensions={%d}\n' % (
+                rs, gtext, d)
         exp = [np.stack([np_all_gather(x, groups, d, r) for r in range(N)])]
     elif op == 'all-to-all':
         ent += '  ROOT r = %s all-to-all(p), replica_groups=%s, dimensions={%d}\n' % (ps, gtext, d)
@@ -190,7 +201,12 @@ def make_case(rng):
         src = rng.permutation(N)[:k].tolist()
         dst = rng.permutation(N)[:k].tolist()
         pairs = '{' + ','.join('{%d,%d}' % (s, q) for s, q in zip(src, dst)) + '}'
-        ent += '  ROOT r = %s collective-permute(p), source_target_pairs=%s\n' % (ps, pairs)
+        if start:
+            ent += ('  s = (%s, %s, u32[], u32[]) collective-permute-start(p), '
+                    'source_target_pairs=%s\n  ROOT r = %s collective-permute-done(s)\n'
+                    % (ps, ps, pairs, ps))
+        else:
+            ent += '  ROOT r = %s collective-permute(p), source_target_pairs=%s\n' % (ps, pairs)
         rows = [np.zeros(dims, dt) for _ in range(N)]
         for s, q in zip(src, dst):
             rows[q] = x[s]
