@@ -84,7 +84,8 @@ void tool_help_run(FILE *f) {
         f);
   fputs("  --replicas=N           run N replicas (docs/collectives.md; default: the\n"
         "                         module's replica_count on targets that run replicas,\n"
-        "                         interp; else 1): an input of the parameter's shape\n"
+        "                         interp and TPU boards and pods such as v3-8 (one\n"
+        "                         per core); else 1): an input of the parameter's shape\n"
         "                         goes to every replica, one with an extra leading\n"
         "                         dimension N gives replica r its slice r; with N > 1\n"
         "                         every result is stacked the same way\n"
@@ -659,11 +660,13 @@ static int compile_module(run_state *r) {
 }
 
 /* The replicas of the run: --replicas, else the module's replica_count on
- * a target that runs replicas, else 1. */
+ * a target that runs replicas (interp, the TPU boards and pods), else 1. */
 static int replica_count(run_state *r) {
   if (r->c.replicas) return (int)r->c.replicas;
-  const tool_target *t = tool_target_find(r->c.target ? r->c.target : tool_targets[0].name);
-  return t && t->run_replicas ? tool_replicas_default(tool_module_ir(r->m)) : 1;
+  const char *spec = r->c.target ? r->c.target : tool_targets[0].name;
+  const tool_target *t = tool_target_find(spec);
+  return (t && t->run_replicas) || tool_tpu_target(spec) ? tool_replicas_default(tool_module_ir(r->m))
+                                                         : 1;
 }
 
 /* Matches the inputs to the parameters, makes the random ones, and checks
@@ -766,6 +769,44 @@ static bool cpu_dump_path(run_state *r, const char **path) {
   return true;
 }
 
+/* N replicas on a TPU board or pod (one per core): the inputs split and
+ * the results stacked as for every target (tools/replicas.h); an exit
+ * code. */
+static int run_tpu_replicas(run_state *r, int nrep) {
+  run_cfg *c = &r->c;
+  const ir_module *m = tool_module_ir(r->m);
+  const ir_comp *e = &m->comps.v[m->entry];
+  ir_shape *ps = arena_array(r->a, (size_t)e->nparams + 1, sizeof *ps);
+  for (int k = 0; k < e->nparams; k++) ps[k] = *e->insts.v[e->params[k]].shape;
+  ir_literal **args = arg_literals(r);
+  for (int k = 0; k < r->np; k++)
+    if (!tool_replica_input_fits(&args[k]->shape, &ps[k], nrep)) {
+      tool_error(CMD, "%s: input %d fits neither parameter %d nor %d stacked replicas of it", c->file,
+                 k + 1, k, nrep);
+      return TOOL_EXIT_USAGE;
+    }
+  ir_literal ***per = tool_replica_split(ps, args, r->np, nrep, r->a);
+  ir_literal **outs = arena_array(r->a, (size_t)nrep, sizeof *outs);
+  tool_tpu_opts to = c->tpu;
+  to.target = c->target;
+  to.explain = c->opt.explain;
+  tool_tpu_opts_steps(&to, &c->opt);
+  char terr[8192];
+  if (tool_tpu_run_replicas(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs, terr,
+                            sizeof terr) != ST_OK) {
+    fprintf(stderr, "%s\n", terr);
+    return TOOL_EXIT_FAIL;
+  }
+  ir_literal *st = tool_replica_stack(outs, nrep, r->a);
+  if (!st) {
+    tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
+               nrep);
+    return TOOL_EXIT_FAIL;
+  }
+  push_leaves(r->a, st, &r->got);
+  return TOOL_EXIT_OK;
+}
+
 /* Runs on the target into r->got; an exit code. A TPU target with a
  * report, a precision, --explain or overrides, and the cpu with
  * statistics, call their backend directly (tools.h); the others run
@@ -779,9 +820,14 @@ static int execute_on_target(run_state *r) {
                   c->tpu.max_cycles || c->opt.dump_dir || c->opt.time_passes ||
                   !tool_target_find(c->target))) ||
                 ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
-  if (direct && c->replicas > 1) {
-    tool_error(CMD, "%s: target %s runs 1 replica with these flags, %lld asked for", c->file,
-               c->target, (long long)c->replicas);
+  int nrep = replica_count(r);
+  bool reports = c->tpu.stats || c->tpu.stats_json || c->tpu.report || c->tpu.trace ||
+                 c->tpu.roofline || c->tpu.memory_report || c->tpu.max_cycles;
+  if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
+    return run_tpu_replicas(r, nrep);
+  if (direct && nrep > 1) {
+    tool_error(CMD, "%s: target %s runs 1 replica with these flags, %d asked for", c->file,
+               c->target, nrep);
     return TOOL_EXIT_FAIL;
   }
   if (c->target && tool_tpu_target(c->target) &&

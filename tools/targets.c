@@ -159,6 +159,41 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
 #endif
 }
 
+base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, int nrep,
+                                  ir_literal *const *const *args, int nargs, arena *a,
+                                  ir_literal **outs, char *err, size_t errlen) {
+#ifdef TPUCC_HAVE_TPU
+  tpu_options to;
+  tpu_options_init(&to);
+  to.target = o->target ? o->target : "v3";
+  to.explain = o->explain;
+  to.all_reduce_ps = o->all_reduce_ps;
+  if (!precision_of(o->precision, &to.precision)) {
+    snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
+    return ST_INVALID_ARGUMENT;
+  }
+  tpu_step_options so = step_options(o);
+  to.steps = &so;
+  diag *d = diag_create();
+  tpub_image *img = NULL;
+  base_status st = tpu_compile(m, &to, d, &img, NULL);
+  if (st != ST_OK) {
+    snprintf(err, errlen, "%s", diag_text(d));
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n') err[--n] = 0;
+  } else {
+    st = tpu_execute_replicas(img, to.target, m, nrep, args, nargs, a, outs, err, errlen);
+  }
+  tpub_free(img);
+  diag_destroy(d);
+  return st;
+#else
+  (void)m, (void)o, (void)nrep, (void)args, (void)nargs, (void)a, (void)outs;
+  snprintf(err, errlen, "built without the TPU backend");
+  return ST_UNSUPPORTED;
+#endif
+}
+
 void tool_tpu_list_steps(FILE *f) {
 #ifdef TPUCC_HAVE_TPU
   fputs("then, compiling for a TPU target, the backend's steps:\n", f);

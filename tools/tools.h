@@ -58,6 +58,12 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
  * --stats-json / the memory report as asked. */
 base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal *const *args,
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
+/* tool_tpu_run for nrep replicas, one per core of o->target (a board or
+ * pod: "v3-8"): compiles m once and runs it with args[r] as replica r's
+ * arguments, outs[r] its result. The report flags do not apply. */
+base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, int nrep,
+                                  ir_literal *const *const *args, int nargs, arena *a,
+                                  ir_literal **outs, char *err, size_t errlen);
 /* .tpub programs: tool_tpu_file_params gives the parameter shapes of the
  * signature; tool_tpu_run_file runs the program (on target, or the one it
  * records) and returns its flat results. */
