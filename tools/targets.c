@@ -52,20 +52,59 @@ static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_byt
 #endif
 
 #ifdef TPUCC_HAVE_LLVM
-/* cpu: the spec's options, TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS
- * supplying those it leaves out (driver.h). */
-static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_bytes,
-                           const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a, ir_literal **out,
-                           char *err, size_t errlen) {
+/* cpu options for a run of nrep replicas from the spec, TPUCC_CPU_THREADS
+ * and TPUCC_CPU_NUMERICS supplying the options it leaves out (driver.h).
+ * A spec that names another replica count than the run's is an error. */
+static base_status cpu_opts(const char *spec, int64_t max_bytes, const ir_ffi_table *ffi, int nrep,
+                            cpu_options *o, char *err, size_t errlen) {
   drv_cpu_spec cs;
   base_status st = drv_cpu_spec_parse(spec, true, &cs, err, errlen);
   if (st != ST_OK) return st;
+  if (cs.replicas != 1 && cs.replicas != nrep) {
+    snprintf(err, errlen, "%s asks for %d replicas, the run has %d (--replicas)", spec, cs.replicas, nrep);
+    return ST_INVALID_ARGUMENT;
+  }
+  if (nrep > CPU_MAX_REPLICAS) {
+    snprintf(err, errlen, "%d replicas asked for; the cpu runs at most %d", nrep, CPU_MAX_REPLICAS);
+    return ST_UNSUPPORTED;
+  }
+  cpu_options_init(o);
+  drv_cpu_options(&cs, o);
+  o->replicas = nrep;
+  if (max_bytes > 0) o->budget.max_bytes = max_bytes;
+  o->ffi = ffi;
+  return ST_OK;
+}
+
+static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_bytes,
+                           const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a, ir_literal **out,
+                           char *err, size_t errlen) {
   cpu_options o;
-  cpu_options_init(&o);
-  drv_cpu_options(&cs, &o);
-  if (max_bytes > 0) o.budget.max_bytes = max_bytes;
-  o.ffi = ffi;
-  return cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
+  base_status st = cpu_opts(spec, max_bytes, ffi, 1, &o, err, errlen);
+  return st != ST_OK ? st : cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
+}
+
+/* cpu, N replicas: one host thread each (cpu_execute_replicas). */
+static base_status run_cpu_replicas(const ir_module *m, const char *spec, int64_t max_bytes,
+                                    const ir_ffi_table *ffi, int nrep, ir_literal *const *const *args,
+                                    int nargs, arena *a, ir_literal **outs, char *err, size_t errlen) {
+  cpu_options o;
+  base_status st = cpu_opts(spec, max_bytes, ffi, nrep, &o, err, errlen);
+  cpu_exe *x = NULL;
+  if (st == ST_OK) st = cpu_compile(m, &o, &x, err, errlen);
+  if (st != ST_OK) return st;
+  const ir_comp *ec = &m->comps.v[m->entry];
+  ir_literal **flat = arena_array(a, (size_t)nrep * (size_t)(nargs ? nargs : 1), sizeof *flat);
+  for (int r = 0; r < nrep && st == ST_OK; r++) {
+    for (int k = 0; k < nargs; k++) flat[r * nargs + k] = args[r][k];
+    if (!(outs[r] = ir_literal_try_create(a, ec->insts.v[ec->root].shape))) {
+      snprintf(err, errlen, "the host has no memory for the result");
+      st = ST_OUT_OF_MEMORY;
+    }
+  }
+  if (st == ST_OK) st = cpu_execute_replicas(x, nrep, flat, nargs, outs, err, errlen);
+  cpu_exe_destroy(x);
+  return st;
 }
 #endif
 
@@ -77,7 +116,8 @@ const tool_target tool_targets[] = {
     {"v2", "TPU v2 core on the emulator (backend/tpu): 1 MXU 128x128, 700 MHz", run_tpu, NULL},
 #endif
 #ifdef TPUCC_HAVE_LLVM
-    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", run_cpu, NULL},
+    {"cpu", "native code through LLVM (ORC JIT), vectorised and threaded", run_cpu,
+     run_cpu_replicas},
 #endif
 };
 const int tool_ntargets = (int)COUNTOF(tool_targets);

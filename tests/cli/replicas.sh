@@ -2,7 +2,7 @@
 # replicas.sh TPUCC DIR TARGET: runs every DIR/*.hlo on TARGET with input
 # 4xf32=1 2 3 4 from inside DIR and compares what it prints (stdout and
 # stderr, then "rc=STATUS") with DIR/TARGET.expected, with the default
-# replica count (the module's replica_count on interp, 1 elsewhere): a
+# replica count (the module's replica_count on interp and cpu, 1 elsewhere): a
 # module asking for more replicas than the target runs, or a collective
 # naming a replica the run does not have, is a located error
 # (ir_check_runnable_replicas).

@@ -1,6 +1,6 @@
 /* test_api_replicas.c: tpucc_execute_options_t.replicas through libtpucc's
- * public header, with hand-computed results: the default (the module's
- * replica_count on interp), an input given to every replica and one
+ * public header, with hand-computed results on interp and cpu: the default
+ * (the module's replica_count on targets that run replicas), an input given to every replica and one
  * stacked per replica, results stacked along a leading dimension (tuples
  * element by element), one replica unstacked, and the errors (an input
  * stacked for another count, a module written for more replicas, a
@@ -48,14 +48,14 @@ static tpucc_module_t *compile(tpucc_session_t *s) {
   return m;
 }
 
-static void replicas_split_and_stack(void **state) {
-  (void)state;
+/* The cases below on a target that runs replicas. */
+static void split_and_stack_on(const char *target) {
   tpucc_session_t *s = NULL;
   assert_int_equal(tpucc_session_create(NULL, &s), TPUCC_OK);
   tpucc_module_t *m = compile(s);
   tpucc_execute_options_t o;
   tpucc_execute_options_init(&o);
-  o.target = "interp";
+  o.target = target;
   /* the same input to every replica; replicas 0 (default: replica_count) */
   float same[2] = {1.5f, -2};
   tpucc_tensor_t in = f32s(1, (int64_t[]){2}, same);
@@ -93,11 +93,20 @@ static void replicas_split_and_stack(void **state) {
   in = f32s(1, (int64_t[]){2}, same);
   o.replicas = 2;
   assert_int_equal(tpucc_execute(m, &o, &in, 1, &r), TPUCC_UNSUPPORTED);
-  assert_non_null(strstr(tpucc_session_message(s),
-                         "sum4.hlo:7:7: module asks for 4 replicas (replica_count); target "
-                         "interp runs 2"));
+  char want[128];
+  snprintf(want, sizeof want,
+           "sum4.hlo:7:7: module asks for 4 replicas (replica_count); target %s runs 2", target);
+  assert_non_null(strstr(tpucc_session_message(s), want));
   tpucc_module_destroy(m);
   tpucc_session_destroy(s);
+}
+
+/* interp, and the cpu (one host thread per replica) when built. */
+static void replicas_split_and_stack(void **state) {
+  (void)state;
+  split_and_stack_on("interp");
+  for (int32_t i = 0; i < tpucc_target_count(); i++)
+    if (!strcmp(tpucc_target_name(i), "cpu")) split_and_stack_on("cpu");
 }
 
 /* A target that runs one replica refuses more, whatever the module. */
@@ -113,7 +122,7 @@ static void one_replica_targets_refuse_more(void **state) {
   o.replicas = 4;
   for (int32_t i = 0; i < tpucc_target_count(); i++) {
     const char *t = tpucc_target_name(i);
-    if (!strcmp(t, "interp")) continue;
+    if (!strcmp(t, "interp") || !strcmp(t, "cpu")) continue; /* they run replicas */
     o.target = t;
     tpucc_result_t *r = NULL;
     assert_int_equal(tpucc_execute(m, &o, &in, 1, &r), TPUCC_UNSUPPORTED);
