@@ -6,7 +6,7 @@
  *
  *   interp                                  the reference evaluator
  *   v3 | v2 | v3-8 ...[,key=value...]       a TPU (runtime/isa/target.c)
- *   cpu[,threads=N][,numerics=native|strict|tpu][,cache=DIR|off]   the LLVM JIT
+ *   cpu[,threads=N][,numerics=native|strict|tpu][,replicas=N][,cache=DIR|off]   the LLVM JIT
  *
  * Environment variables only supply documented defaults, read here:
  * TPUCC_CPU_THREADS and TPUCC_CPU_NUMERICS for the cpu options a spec

@@ -794,7 +794,7 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   char terr[8192];
   if (tool_tpu_run_replicas(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs, terr,
                             sizeof terr) != ST_OK) {
-    fprintf(stderr, "%s\n", terr);
+    tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
     return TOOL_EXIT_FAIL;
   }
   ir_literal *st = tool_replica_stack(outs, nrep, r->a);

@@ -21,9 +21,16 @@ static const struct {
 #undef OP
 };
 
+/* The ops whose values depend on the replicas of a run. */
+static bool replica_dependent(ir_op op) {
+  return (ir_is_collective(op) && op != IR_OP_ALL_REDUCE) || op == IR_OP_ALL_REDUCE_DONE ||
+         op == IR_OP_ALL_GATHER_DONE || op == IR_OP_COLLECTIVE_PERMUTE_DONE ||
+         op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID;
+}
+
 static bool covered(size_t i) {
   ir_op op = op_table[i].op;
-  return !(op_table[i].flags & OPF_DECLARED) && ir_coll_target_runs(op, "cpu");
+  return !(op_table[i].flags & OPF_DECLARED) && !replica_dependent(op);
 }
 
 int og_nops(void) {
