@@ -54,14 +54,14 @@ static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_byt
 #ifdef TPUCC_HAVE_LLVM
 /* cpu options for a run of nrep replicas from the spec, TPUCC_CPU_THREADS
  * and TPUCC_CPU_NUMERICS supplying the options it leaves out (driver.h).
- * A spec that names another replica count than the run's is an error. */
+ * A spec that names another replica count than the run's is an error. The
+ * options point into *cs (the cache directory): it must outlive them. */
 static base_status cpu_opts(const char *spec, int64_t max_bytes, const ir_ffi_table *ffi, int nrep,
-                            cpu_options *o, char *err, size_t errlen) {
-  drv_cpu_spec cs;
-  base_status st = drv_cpu_spec_parse(spec, true, &cs, err, errlen);
+                            drv_cpu_spec *cs, cpu_options *o, char *err, size_t errlen) {
+  base_status st = drv_cpu_spec_parse(spec, true, cs, err, errlen);
   if (st != ST_OK) return st;
-  if (cs.replicas != 1 && cs.replicas != nrep) {
-    snprintf(err, errlen, "%s asks for %d replicas, the run has %d (--replicas)", spec, cs.replicas, nrep);
+  if (cs->replicas != 1 && cs->replicas != nrep) {
+    snprintf(err, errlen, "%s asks for %d replicas, the run has %d (--replicas)", spec, cs->replicas, nrep);
     return ST_INVALID_ARGUMENT;
   }
   if (nrep > CPU_MAX_REPLICAS) {
@@ -69,7 +69,7 @@ static base_status cpu_opts(const char *spec, int64_t max_bytes, const ir_ffi_ta
     return ST_UNSUPPORTED;
   }
   cpu_options_init(o);
-  drv_cpu_options(&cs, o);
+  drv_cpu_options(cs, o);
   o->replicas = nrep;
   if (max_bytes > 0) o->budget.max_bytes = max_bytes;
   o->ffi = ffi;
@@ -80,7 +80,8 @@ static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_byt
                            const ir_ffi_table *ffi, ir_literal *const *args, int nargs, arena *a, ir_literal **out,
                            char *err, size_t errlen) {
   cpu_options o;
-  base_status st = cpu_opts(spec, max_bytes, ffi, 1, &o, err, errlen);
+  drv_cpu_spec cs;
+  base_status st = cpu_opts(spec, max_bytes, ffi, 1, &cs, &o, err, errlen);
   return st != ST_OK ? st : cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
 }
 
@@ -89,7 +90,8 @@ static base_status run_cpu_replicas(const ir_module *m, const char *spec, int64_
                                     const ir_ffi_table *ffi, int nrep, ir_literal *const *const *args,
                                     int nargs, arena *a, ir_literal **outs, char *err, size_t errlen) {
   cpu_options o;
-  base_status st = cpu_opts(spec, max_bytes, ffi, nrep, &o, err, errlen);
+  drv_cpu_spec cs;
+  base_status st = cpu_opts(spec, max_bytes, ffi, nrep, &cs, &o, err, errlen);
   cpu_exe *x = NULL;
   if (st == ST_OK) st = cpu_compile(m, &o, &x, err, errlen);
   if (st != ST_OK) return st;
