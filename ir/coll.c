@@ -22,6 +22,15 @@
 
 #include <stdlib.h>
 
+ir_op ir_coll_sync_op(ir_op op) {
+  switch (op) {
+  case IR_OP_ALL_REDUCE_START: return IR_OP_ALL_REDUCE;
+  case IR_OP_ALL_GATHER_START: return IR_OP_ALL_GATHER;
+  case IR_OP_COLLECTIVE_PERMUTE_START: return IR_OP_COLLECTIVE_PERMUTE;
+  default: return op;
+  }
+}
+
 bool ir_is_collective(ir_op op) {
   switch (op) {
   case IR_OP_ALL_REDUCE: case IR_OP_ALL_GATHER: case IR_OP_REDUCE_SCATTER: case IR_OP_ALL_TO_ALL:

@@ -256,18 +256,8 @@ static base_status assemble(ev_ctx *cx, const ir_inst *in, ir_literal *const *op
   return ev_new_tuple(cx, in, el, ne, out);
 }
 
-/* The synchronous op a collective computes. */
-static ir_op sync_op(ir_op op) {
-  switch (op) {
-  case IR_OP_ALL_REDUCE_START: return IR_OP_ALL_REDUCE;
-  case IR_OP_ALL_GATHER_START: return IR_OP_ALL_GATHER;
-  case IR_OP_COLLECTIVE_PERMUTE_START: return IR_OP_COLLECTIVE_PERMUTE;
-  default: return op;
-  }
-}
-
 base_status ev_collective(ev_ctx *cx, const ir_inst *in, ir_literal *const *ops, ir_literal **out) {
-  ir_op op = sync_op(in->op);
+  ir_op op = ir_coll_sync_op(in->op);
   if (in->nops < 1) return ev_fail(cx, in, ST_INVALID_ARGUMENT, "needs operands");
   for (int k = 0; k < in->nops; k++)
     if (ops[k]->shape.type == IR_TUPLE)

@@ -671,6 +671,9 @@ int ir_check_runnable_replicas(const ir_module *m, const char *target, const ir_
  * collective-broadcast and the -start forms: the ops that exchange values
  * between replicas (replica-id, partition-id and the -done forms do not). */
 bool ir_is_collective(ir_op op);
+/* The synchronous op a collective computes: a -start form's op
+ * (all-reduce-start -> all-reduce, ...), any other op itself. */
+ir_op ir_coll_sync_op(ir_op op);
 /* The group of replica `replica` (of nrep) for collective in: its
  * replica_groups, or all replicas 0..nrep-1 when it lists none
  * (collective-permute: always all). Writes the members in group order into

@@ -263,16 +263,6 @@ static bool fail_at(emitter *e, const ir_inst *in, const char *fmt, ...) {
                    (int)in->info->loc.line, (int)in->info->loc.col, msg);
 }
 
-/* The synchronous op a -start form computes. */
-static ir_op sync_op(ir_op op) {
-  switch (op) {
-  case IR_OP_ALL_REDUCE_START: return IR_OP_ALL_REDUCE;
-  case IR_OP_ALL_GATHER_START: return IR_OP_ALL_GATHER;
-  case IR_OP_COLLECTIVE_PERMUTE_START: return IR_OP_COLLECTIVE_PERMUTE;
-  default: return op;
-  }
-}
-
 /* The -start forms whose value is (operands, result, context...). */
 static bool is_pair_start(ir_op op) {
   return op == IR_OP_ALL_GATHER_START || op == IR_OP_COLLECTIVE_PERMUTE_START;
@@ -347,7 +337,7 @@ static bool resolve_groups(emitter *e, const ir_inst *in, cpu_coll *c) {
     c->p[r] = pos;
     c->src[r] = -1;
   }
-  if (sync_op(in->op) != IR_OP_COLLECTIVE_PERMUTE) return true;
+  if (ir_coll_sync_op(in->op) != IR_OP_COLLECTIVE_PERMUTE) return true;
   const ir_replica_groups *pairs = &in->a->source_target_pairs;
   for (int i = 0; i < pairs->ngroups; i++) {
     const ir_ints *pr = &pairs->groups[i];
@@ -418,7 +408,7 @@ static cpu_coll *new_coll(emitter *e, scope *s, const ir_inst *in, int nops, ir_
   memset(c, 0, sizeof *c);
   c->next = e->colls;
   e->colls = c;
-  c->op = sync_op(in->op);
+  c->op = ir_coll_sync_op(in->op);
   c->uid = (uint32_t)e->ncolls++;
   char where[512];
   snprintf(where, sizeof where, "%s:%d:%d: %s %%%s", in->info->loc.file ? in->info->loc.file : "?",
