@@ -106,6 +106,25 @@ ir_id gr_build(gr_ctx *g, ir_op op, const ir_id *ops, int nops, const ir_attrs *
   return ir_build(g->m, g->c, op, ops, nops, a, NULL, 0, g->loc);
 }
 
+ir_id gr_param(gr_ctx *g, const ir_shape *s, int k, const char *name) {
+  ir_inst_proto p;
+  memset(&p, 0, sizeof p);
+  p.op = IR_OP_PARAMETER;
+  p.shape = *s;
+  ir_shape_default_layout(&p.shape);
+  p.name = ir_unique_name(g->m, name);
+  p.loc = g->loc;
+  p.a = ir_attrs_none;
+  p.a.parameter_number = k;
+  return ir_inst_add(g->m, g->c, &p);
+}
+
+ir_id gr_gte(gr_ctx *g, ir_id t, int k) {
+  ir_attrs a = ir_attrs_none;
+  a.index = k;
+  return gr_build(g, IR_OP_GET_TUPLE_ELEMENT, &t, 1, &a);
+}
+
 ir_id gr_un(gr_ctx *g, ir_op op, ir_id x) { return gr_build(g, op, &x, 1, NULL); }
 
 ir_id gr_bin(gr_ctx *g, ir_op op, ir_id x, ir_id y) { return gr_build(g, op, (ir_id[]){x, y}, 2, NULL); }

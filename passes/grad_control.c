@@ -55,29 +55,10 @@ static ir_comp_id enter(gr_ctx *g, ir_comp_id c) {
   return old;
 }
 
-static ir_id param(gr_ctx *g, const ir_shape *s, int k, const char *name) {
-  ir_inst_proto p;
-  memset(&p, 0, sizeof p);
-  p.op = IR_OP_PARAMETER;
-  p.shape = *s;
-  ir_shape_default_layout(&p.shape);
-  p.name = ir_unique_name(g->m, name);
-  p.loc = g->loc;
-  p.a = ir_attrs_none;
-  p.a.parameter_number = k;
-  return ir_inst_add(g->m, g->c, &p);
-}
-
-static ir_id gte(gr_ctx *g, ir_id t, int k) {
-  ir_attrs a = ir_attrs_none;
-  a.index = k;
-  return gr_build(g, IR_OP_GET_TUPLE_ELEMENT, &t, 1, &a);
-}
-
 static ir_id tuple(gr_ctx *g, const ir_id *v, int n) { return gr_build(g, IR_OP_TUPLE, v, n, NULL); }
 
 /* Leaf k of value v (v itself for an array). */
-static ir_id leaf(gr_ctx *g, ir_id v, bool is_tuple, int k) { return is_tuple ? gte(g, v, k) : v; }
+static ir_id leaf(gr_ctx *g, ir_id v, bool is_tuple, int k) { return is_tuple ? gr_gte(g, v, k) : v; }
 
 /* The value with leaves v (a tuple, or v[0] for an array state). */
 static ir_id pack(gr_ctx *g, const ir_id *v, const leaves *l, bool is_tuple) {
@@ -107,7 +88,7 @@ static void apply_flat(gr_ctx *g, ir_comp_id callee, const ir_id *args, const le
                        bool ptuple, const leaves *rl, bool rtuple, ir_id *out) {
   ir_id arg = pack(g, args, pl, ptuple);
   ir_id r = ir_grad_inline(g->m, g->c, callee, &arg);
-  for (int k = 0; k < rl->n; k++) out[k] = rtuple ? gte(g, r, k) : r;
+  for (int k = 0; k < rl->n; k++) out[k] = rtuple ? gr_gte(g, r, k) : r;
 }
 
 /* The VJP of callee (parameter leaves pl, result leaves rl) through its
@@ -117,7 +98,7 @@ static ir_comp_id flat_vjp(gr_ctx *g, ir_comp_id callee, const leaves *pl, bool 
                            bool rtuple) {
   ir_comp_id f = new_comp(g, "flat"), back = enter(g, f);
   ir_id a[MAX_LEAVES], r[MAX_LEAVES];
-  for (int k = 0; k < pl->n; k++) a[k] = param(g, pl->s[k], k, "leaf");
+  for (int k = 0; k < pl->n; k++) a[k] = gr_param(g, pl->s[k], k, "leaf");
   apply_flat(g, callee, a, pl, ptuple, rl, rtuple, r);
   finish(g, f, tuple(g, r, rl->n));
   enter(g, back);
@@ -154,7 +135,7 @@ static void apply_vjp(gr_ctx *g, ir_comp_id vjp, const ir_id *st, const leaves *
   ir_id r = ir_grad_inline(g->m, g->c, vjp, args);
   int nf = 0;
   for (int k = 0; k < pl->n; k++) nf += ir_type_is_float(pl->s[k]->type);
-  for (int q = 0; q < nf; q++) grad[q] = gte(g, r, q);
+  for (int q = 0; q < nf; q++) grad[q] = gr_gte(g, r, q);
 }
 
 /* ---- while ------------------------------------------------------------ */
@@ -211,13 +192,13 @@ typedef struct loop {
  * shape ts); cond applied to them, or `t[at] < t[lim]` when lim >= 0. */
 static ir_comp_id cond_comp(gr_ctx *g, const loop *lp, const ir_shape *ts, int at, int lim) {
   ir_comp_id c = new_comp(g, "grad_cond"), back = enter(g, c);
-  ir_id t = param(g, ts, 0, "state");
+  ir_id t = gr_param(g, ts, 0, "state");
   ir_id root;
   if (lim >= 0) {
-    root = gr_cmp(g, IR_CMP_LT, gte(g, t, at), gte(g, t, lim));
+    root = gr_cmp(g, IR_CMP_LT, gr_gte(g, t, at), gr_gte(g, t, lim));
   } else {
     ir_id v[MAX_LEAVES];
-    for (int k = 0; k < lp->l.n; k++) v[k] = gte(g, t, k);
+    for (int k = 0; k < lp->l.n; k++) v[k] = gr_gte(g, t, k);
     ir_id arg = pack(g, v, &lp->l, lp->is_tuple);
     root = ir_grad_inline(g->m, c, lp->cond, &arg);
   }
@@ -248,9 +229,9 @@ typedef void (*extra_fn)(gr_ctx *g, const loop *lp, ir_id t, const ir_id *lv, ir
 
 static ir_comp_id step_comp(gr_ctx *g, const loop *lp, const ir_shape *ts, int at, extra_fn fn, void *cx) {
   ir_comp_id c = new_comp(g, "grad_body"), back = enter(g, c);
-  ir_id t = param(g, ts, 0, "state");
+  ir_id t = gr_param(g, ts, 0, "state");
   ir_id v[2 * MAX_LEAVES + 2], nv[2 * MAX_LEAVES + 2];
-  for (int k = 0; k < ts->ntuple; k++) v[k] = nv[k] = gte(g, t, k);
+  for (int k = 0; k < ts->ntuple; k++) v[k] = nv[k] = gr_gte(g, t, k);
   if (fn) fn(g, lp, t, v, nv, cx);
   apply_flat(g, lp->body, v, &lp->l, lp->is_tuple, &lp->l, lp->is_tuple, nv);
   nv[at] = gr_bin(g, IR_OP_ADD, v[at], s32(g, 1));
@@ -305,17 +286,17 @@ static void recompute_state(gr_ctx *g, const loop *lp, const ir_id *init, ir_id 
   ir_shape ts = tuple_shape(g, v, n + 2);
   ir_comp_id cond = cond_comp(g, lp, &ts, n, n + 1), body = step_comp(g, lp, &ts, n, NULL, NULL);
   ir_id w = run_while(g, cond, body, tuple(g, v, n + 2));
-  for (int k = 0; k < n; k++) st[k] = gte(g, w, k);
+  for (int k = 0; k < n; k++) st[k] = gr_gte(g, w, k);
 }
 
 /* The reverse loop's body; its state is (j, float cotangents, stacks or
  * initial leaves): it reads state j, applies the VJP and counts down. */
 static ir_comp_id reverse_body(gr_ctx *g, const loop *lp, const ir_shape *ts, bool saved) {
   ir_comp_id c = new_comp(g, "grad_reverse"), back = enter(g, c);
-  ir_id t = param(g, ts, 0, "state");
+  ir_id t = gr_param(g, ts, 0, "state");
   int n = lp->l.n, nf = lp->nf;
   ir_id v[2 * MAX_LEAVES + 2], st[MAX_LEAVES], gr[MAX_LEAVES];
-  for (int k = 0; k < ts->ntuple; k++) v[k] = gte(g, t, k);
+  for (int k = 0; k < ts->ntuple; k++) v[k] = gr_gte(g, t, k);
   if (saved)
     read_rows(g, lp, v + 1 + nf, v[0], st);
   else
@@ -330,8 +311,8 @@ static ir_comp_id reverse_body(gr_ctx *g, const loop *lp, const ir_shape *ts, bo
 
 static ir_comp_id nonnegative(gr_ctx *g, const ir_shape *ts) {
   ir_comp_id c = new_comp(g, "grad_reverse_cond"), back = enter(g, c);
-  ir_id t = param(g, ts, 0, "state");
-  finish(g, c, gr_cmp(g, IR_CMP_GE, gte(g, t, 0), s32(g, 0)));
+  ir_id t = gr_param(g, ts, 0, "state");
+  finish(g, c, gr_cmp(g, IR_CMP_GE, gr_gte(g, t, 0), s32(g, 0)));
   enter(g, back);
   return c;
 }
@@ -356,13 +337,13 @@ static ir_id forward_pass(gr_ctx *g, const loop *lp, const ir_id *init, int64_t 
     ir_shape ts = tuple_shape(g, v, 2 * n + 1);
     ir_comp_id cond = cond_comp(g, lp, &ts, 0, -1), body = step_comp(g, lp, &ts, 2 * n, record, NULL);
     ir_id w = run_while(g, cond, body, tuple(g, v, 2 * n + 1));
-    for (int k = 0; k < n; k++) stacks[k] = gte(g, w, n + k);
+    for (int k = 0; k < n; k++) stacks[k] = gr_gte(g, w, n + k);
     return s32(g, trips);
   }
   v[n] = s32(g, 0);
   ir_shape ts = tuple_shape(g, v, n + 1);
   ir_comp_id cond = cond_comp(g, lp, &ts, 0, -1), body = step_comp(g, lp, &ts, n, NULL, NULL);
-  return gte(g, run_while(g, cond, body, tuple(g, v, n + 1)), n);
+  return gr_gte(g, run_while(g, cond, body, tuple(g, v, n + 1)), n);
 }
 
 bool gr_while(gr_ctx *g, ir_id i, ir_id ct) {
@@ -396,7 +377,7 @@ bool gr_while(gr_ctx *g, ir_id i, ir_id ct) {
   ir_id r = run_while(g, rc, rb, tuple(g, v, 1 + nf + n));
   for (int k = 0, q = 0; k < n; k++) {
     if (!ir_type_is_float(lp.l.s[k]->type)) continue;
-    ir_id gk = gte(g, r, 1 + q++);
+    ir_id gk = gr_gte(g, r, 1 + q++);
     if (!lp.is_tuple) {
       gr_accum(g, init_id, gk);
     } else if (gr_wants(g, init_id)) {
@@ -447,10 +428,10 @@ bool gr_conditional(gr_ctx *g, ir_id i, ir_id ct) {
     ops[1 + b] = tuple(g, pair, 1 + nct);
     ir_shape ts = *gr_shape(g, ops[1 + b]);
     ir_comp_id c = new_comp(g, "grad_branch"), back = enter(g, c);
-    ir_id t = param(g, &ts, 0, "operand"), st[MAX_LEAVES], gq[MAX_LEAVES], outs[MAX_LEAVES], cq[MAX_LEAVES];
-    ir_id opv = gte(g, t, 0);
-    for (int k = 0; k < pl[b].n; k++) st[k] = ptuple[b] ? gte(g, opv, k) : opv;
-    for (int q = 0; q < nct; q++) cq[q] = gte(g, t, 1 + q);
+    ir_id t = gr_param(g, &ts, 0, "operand"), st[MAX_LEAVES], gq[MAX_LEAVES], outs[MAX_LEAVES], cq[MAX_LEAVES];
+    ir_id opv = gr_gte(g, t, 0);
+    for (int k = 0; k < pl[b].n; k++) st[k] = ptuple[b] ? gr_gte(g, opv, k) : opv;
+    for (int q = 0; q < nct; q++) cq[q] = gr_gte(g, t, 1 + q);
     apply_vjp(g, vjp[b], st, &pl[b], cq, &rl, gq);
     int o = 0;
     for (int bb = 0; bb < nb; bb++)
@@ -469,7 +450,7 @@ bool gr_conditional(gr_ctx *g, ir_id i, ir_id ct) {
     ir_id x = gr_inst(g, i)->ops[1 + b];
     for (int k = 0; k < pl[b].n; k++) {
       if (!ir_type_is_float(pl[b].s[k]->type)) continue;
-      ir_id gk = gte(g, r, o++);
+      ir_id gk = gr_gte(g, r, o++);
       if (!ptuple[b]) {
         gr_accum(g, x, gk);
       } else if (gr_wants(g, x)) {

@@ -84,6 +84,10 @@ void gr_accum(gr_ctx *g, ir_id x, ir_id v);
 
 /* ---- builders (shapes inferred; dies on an ill-typed request) ---------- */
 ir_id gr_build(gr_ctx *g, ir_op op, const ir_id *ops, int nops, const ir_attrs *a);
+/* Parameter k of shape s (default layout) named from name. */
+ir_id gr_param(gr_ctx *g, const ir_shape *s, int k, const char *name);
+/* Element k of tuple value t. */
+ir_id gr_gte(gr_ctx *g, ir_id t, int k);
 ir_id gr_un(gr_ctx *g, ir_op op, ir_id x);
 ir_id gr_bin(gr_ctx *g, ir_op op, ir_id x, ir_id y);
 ir_id gr_select(gr_ctx *g, ir_id p, ir_id x, ir_id y);

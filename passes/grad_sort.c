@@ -14,16 +14,10 @@
 
 enum { MAX_SORT_OPERANDS = 64 };
 
+/* Scalar parameter k of type t. */
 static ir_id param(gr_ctx *g, ir_type t, int k) {
-  ir_inst_proto p;
-  memset(&p, 0, sizeof p);
-  p.op = IR_OP_PARAMETER;
-  p.shape = ir_shape_scalar(t);
-  p.name = ir_unique_name(g->m, "p");
-  p.loc = g->loc;
-  p.a = ir_attrs_none;
-  p.a.parameter_number = k;
-  return ir_inst_add(g->m, g->c, &p);
+  ir_shape s = ir_shape_scalar(t);
+  return gr_param(g, &s, k, "p");
 }
 
 /* A comparator of 2n + 2 scalar parameters: cmp on the first 2n (their
@@ -76,12 +70,6 @@ static ir_id sort_like(gr_ctx *g, ir_id i, ir_id *ops, int n, ir_comp_id cmp, co
   return ir_inst_add(g->m, g->c, &p);
 }
 
-static ir_id gte(gr_ctx *g, ir_id t, int k) {
-  ir_attrs a = ir_attrs_none;
-  a.index = k;
-  return gr_build(g, IR_OP_GET_TUPLE_ELEMENT, &t, 1, &a);
-}
-
 bool gr_sort(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
   int n = in->nops;
@@ -104,7 +92,7 @@ bool gr_sort(gr_ctx *g, ir_id i, ir_id ct) {
   ops[n] = ir_build_shaped(g->m, g->c, IR_OP_IOTA, NULL, 0, &ia, NULL, 0, &is, g->loc);
   rs[n] = is;
   ir_id s = sort_like(g, i, ops, n + 1, extended(g, cmp, ts, n), rs);
-  ir_id perm = gte(g, s, n);
+  ir_id perm = gr_gte(g, s, n);
   bool is_tuple = gr_inst(g, i)->shape->type == IR_TUPLE;
   for (int k = 0; k < n; k++) {
     ir_id x = gr_inst(g, i)->ops[k];
@@ -113,7 +101,7 @@ bool gr_sort(gr_ctx *g, ir_id i, ir_id ct) {
     ir_id pair[2] = {perm, a};
     ir_shape ps[2] = {is, *gr_shape(g, a)};
     ir_id back = sort_like(g, i, pair, 2, by_index(g, gr_shape(g, a)->type), ps);
-    gr_accum(g, x, gte(g, back, 1));
+    gr_accum(g, x, gr_gte(g, back, 1));
   }
   return true;
 }
