@@ -95,6 +95,7 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
       /* TPU numerics: the vector unit's double functions (elem.c) */
       F(exp), F(expm1), F(log), F(log1p), F(cbrt), F(tanh), F(sin), F(cos), F(pow), F(atan2),
       F(memcpy), F(memset), F(memmove), F(cpu_ffi_invoke), F(cpu_coll_run),
+      F(cpu_while_over),
 #ifdef TPUCC_HAVE_OPENBLAS
       F(cblas_sgemm),
 #endif
