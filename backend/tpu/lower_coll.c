@@ -320,7 +320,7 @@ static void copy_exact(coll *k, int n, const rchunk *s, int rs, uint64_t base) {
     s3(b, OP_SADD, t, s->rem, tb_sreg(b, (uint32_t)r));
     si(b, OP_SSLTI, t, t, n); /* 1: the chunk has q elements */
     si(b, OP_SMULI, t, t, -(int64_t)k->es);
-    si(b, OP_SADDI, t, t, (q - 1) * k->es); /* bytes to its last element */
+    si(b, OP_SADDI, t, t, q * k->es); /* bytes to its last element, (size - 1) x es */
     s3(b, OP_SADD, a, rs, t);
     s3(b, OP_SADD, rd, rd, t);
     tb_sreg_give(b, t);
