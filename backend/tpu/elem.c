@@ -855,7 +855,27 @@ static bool eval_group(tb *b, const tk_elem *e, const tk_plan *pl, int gn, int *
   return true;
 }
 
-void tk_elementwise(tb *b, const tk_elem *e) {
+/* A DMA of chunk bytes at offset off of the buffer at addr, or (reg > 0)
+ * of the buffer whose address register reg holds at run time. */
+static void elem_dma(tb *b, bool load, uint64_t vaddr, uint64_t addr, int reg, uint64_t span,
+                     uint64_t off, const int64_t d[10]) {
+  if (reg <= 0) {
+    tb_dma(b, load, vaddr, addr + off, d);
+    return;
+  }
+  int t = reg;
+  if (off) {
+    t = tb_sreg_take(b);
+    tb_raw(b, OP_SADDI, t, reg, 0, 0, 0, (int32_t)off);
+  }
+  tb_dma_at(b, load, vaddr, t, addr + off, addr + off + span, d);
+  if (off) tb_sreg_give(b, t);
+}
+
+void tk_elementwise(tb *b, const tk_elem *e) { tk_elementwise_at(b, e, NULL, NULL, 0); }
+
+void tk_elementwise_at(tb *b, const tk_elem *e, const int *in_reg, const int *out_reg,
+                       uint64_t span) {
   if (b->failed || e->count <= 0) return;
   int nb = e->ninputs + e->noutputs;
   /* Chunk: a multiple of 1024 elements; 2 slots per buffer in half of VMEM. */
@@ -886,8 +906,8 @@ void tk_elementwise(tb *b, const tk_elem *e) {
       for (int i = 0; i < e->ninputs; i++) {
         int es = esize_of(e->in_type[i]);
         int64_t d[10] = {len * es, 1, 1, 1, 0, 0, 0, 0, 0, 0};
-        tb_dma(b, true, (uint64_t)i * 2 * slot + (uint64_t)(c1 & 1) * slot,
-               e->in_addr[i] + (uint64_t)(off * es), d);
+        elem_dma(b, true, (uint64_t)i * 2 * slot + (uint64_t)(c1 & 1) * slot, e->in_addr[i],
+                 in_reg ? in_reg[i] : 0, span, (uint64_t)(off * es), d);
       }
     }
     if (c < 0) continue;
@@ -925,8 +945,8 @@ void tk_elementwise(tb *b, const tk_elem *e) {
     for (int o = 0; o < e->noutputs; o++) {
       int es = esize_of(e->nodes[e->out_node[o]].type);
       int64_t d[10] = {len * es, 1, 1, 1, 0, 0, 0, 0, 0, 0};
-      tb_dma(b, false, (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot,
-             e->out_addr[o] + (uint64_t)(off * es), d);
+      elem_dma(b, false, (uint64_t)(e->ninputs + o) * 2 * slot + (uint64_t)(c & 1) * slot,
+               e->out_addr[o], out_reg ? out_reg[o] : 0, span, (uint64_t)(off * es), d);
     }
   }
 }

@@ -3,9 +3,15 @@
  * the ISA's dmaput and iwait, docs/isa.md).
  *
  * Every core runs the same program and learns which replica it is from
- * `coreid`; the lowering branches on it into code specialised for each
- * core (its group, its position p in it, its neighbours), so every address
- * is static. Buffers are allocated before the branches and so lie at the
+ * `coreid`. A ring over all replicas in order (the data-parallel case, on
+ * boards and pods) is one program for every core (ring_generic: positions,
+ * neighbours and chunk addresses computed on the scalar unit, each phase a
+ * run-time loop), so code and SMEM do not grow with the replica count.
+ * Otherwise (listed groups, the parameter server, fewer elements than
+ * replicas) the lowering branches on `coreid` into code specialised for
+ * each core (its group, its position p in it, its neighbours), so every
+ * address is static. Every put shares one SMEM descriptor whose bytes and
+ * destination the code writes before it. Buffers are allocated before the branches and so lie at the
  * same HBM addresses on every core: a core puts data straight into its
  * neighbour's buffers. Each chunk travels into a slot of its own, aligned
  * to the 512-byte granule of the emulator's ordering check.
@@ -73,6 +79,7 @@ typedef struct coll {
   uint64_t OUT;   /* the result */
   uint64_t slot;  /* bytes per slot: the largest chunk (ring) or the value (ps), aligned */
   uint64_t RECV, ACC, GATH; /* n slots each */
+  uint32_t desc;  /* SMEM byte address of the put descriptor */
 } coll;
 
 static uint64_t chunk_lo(const coll *k, int n, int c) {
@@ -87,17 +94,30 @@ static uint64_t chunk_n(const coll *k, int n, int c) {
   return (uint64_t)(hi - lo);
 }
 
-/* Puts bytes from HBM src into core dst's HBM at to, signalling its ICI
- * semaphore sem; the front end takes the sender's token at once. */
-static void put(tb *b, uint64_t src, int dst, uint64_t to, uint64_t bytes, int sem) {
-  if (!bytes || b->failed) return;
-  uint32_t w[ISA_PUT_DESC_WORDS] = {(uint32_t)bytes, 1, 1, 1, 0, 0, 0, 0, 0, 0, (uint32_t)dst};
-  uint32_t da = tb_smem_words(b, w, ISA_PUT_DESC_WORDS);
-  int rs = tb_sreg(b, (uint32_t)src);
-  int rt = tb_sreg(b, (uint32_t)to);
-  int rd = tb_sreg(b, da);
-  tb_raw(b, OP_DMAPUT, rs, rt, rd, TB_SEM_Q1, 0, sem & ISA_PUT_SEM_MASK);
+/* The put descriptor: one 11-word SMEM area per all-reduce whose bytes
+ * (word 0) and destination core (word 10) the code writes before a
+ * dmaput, so SMEM does not grow with the puts. */
+static void desc_set(coll *k, int rbytes, int rdst) {
+  tb_raw(k->b, OP_SST, rbytes, 0, 0, 0, 0, (int32_t)k->desc);
+  tb_raw(k->b, OP_SST, rdst, 0, 0, 0, 0, (int32_t)(k->desc + 40));
+}
+
+/* Puts from HBM at register rs into HBM at register rt of the core and
+ * bytes the descriptor holds, signalling its ICI semaphore sem; the front
+ * end takes the sender's token at once. */
+static void put_go(coll *k, int rs, int rt, int sem) {
+  tb *b = k->b;
+  tb_raw(b, OP_DMAPUT, rs, rt, tb_sreg(b, k->desc), TB_SEM_Q1, 0, sem & ISA_PUT_SEM_MASK);
   tb_raw(b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
+}
+
+/* Puts bytes from HBM src into core dst's HBM at to, signalling its ICI
+ * semaphore sem. */
+static void put(coll *k, uint64_t src, int dst, uint64_t to, uint64_t bytes, int sem) {
+  tb *b = k->b;
+  if (!bytes || b->failed) return;
+  desc_set(k, tb_sreg(b, (uint32_t)bytes), tb_sreg(b, (uint32_t)dst));
+  put_go(k, tb_sreg(b, (uint32_t)src), tb_sreg(b, (uint32_t)to), sem);
 }
 
 static void iwait(tb *b, int sem, int count) {
@@ -106,10 +126,11 @@ static void iwait(tb *b, int sem, int count) {
 
 /* This core is ready to receive from each of the n cores `from`; then
  * waits until the `nto` cores it sends to are ready. */
-static void ready(tb *b, const int *from, int n, int nto) {
+static void ready(coll *k, const int *from, int n, int nto) {
+  tb *b = k->b;
   tb_barrier(b);
   for (int q = 0; q < n; q++)
-    put(b, b->coll_flag, from[q], b->coll_flag + TB_GRANULE, 4, SEM_READY);
+    put(k, b->coll_flag, from[q], b->coll_flag + TB_GRANULE, 4, SEM_READY);
   iwait(b, SEM_READY, nto);
 }
 
@@ -135,12 +156,12 @@ static void ring(coll *k, const int *g, int n, int p) {
   int next = g[(p + 1) % n];
   uint64_t S = k->slot, es = (uint64_t)k->es;
   int prev = g[(p + n - 1) % n];
-  ready(b, &prev, 1, 1);
+  ready(k, &prev, 1, 1);
   for (int s = 0; s + 1 < n; s++) { /* reduce-scatter */
     int cs = ((p - 1 - s) % n + n) % n, cr = ((p - 2 - s) % n + n) % n;
     tb_barrier(b);
     uint64_t src = s == 0 ? k->X + chunk_lo(k, n, cs) * es : k->ACC + (uint64_t)cs * S;
-    put(b, src, next, k->RECV + (uint64_t)cs * S, chunk_n(k, n, cs) * es, s % SEM_STEPS);
+    put(k, src, next, k->RECV + (uint64_t)cs * S, chunk_n(k, n, cs) * es, s % SEM_STEPS);
     iwait(b, s % SEM_STEPS, chunk_n(k, n, cr) ? 1 : 0);
     fold(k, k->ACC + (uint64_t)cr * S, k->RECV + (uint64_t)cr * S, k->X + chunk_lo(k, n, cr) * es,
          chunk_n(k, n, cr));
@@ -149,7 +170,7 @@ static void ring(coll *k, const int *g, int n, int p) {
     int cs = ((p - s) % n + n) % n, cr = ((p - 1 - s) % n + n) % n;
     tb_barrier(b);
     uint64_t src = s == 0 ? k->ACC + (uint64_t)p * S : k->GATH + (uint64_t)cs * S;
-    put(b, src, next, k->GATH + (uint64_t)cs * S, chunk_n(k, n, cs) * es, (n - 1 + s) % SEM_STEPS);
+    put(k, src, next, k->GATH + (uint64_t)cs * S, chunk_n(k, n, cs) * es, (n - 1 + s) % SEM_STEPS);
     iwait(b, (n - 1 + s) % SEM_STEPS, chunk_n(k, n, cr) ? 1 : 0);
   }
   tb_barrier(b);
@@ -158,16 +179,268 @@ static void ring(coll *k, const int *g, int n, int p) {
          chunk_n(k, n, c));
 }
 
+/* ---- the core-generic ring -------------------------------------------
+ * One program for every core of a group of all n replicas in order: the
+ * core's position p is its `coreid`, its neighbours and the chunk of each
+ * step are computed on the scalar unit, and each phase is a run-time loop,
+ * so code and SMEM do not grow with n. Chunk c = [lo, lo + size) with
+ * lo = floor(c x count / n) and size q or q + 1 (q = count / n, r = count
+ * mod n): a chunk travels and folds as ceil(count / n) elements in its
+ * slot (a size-q chunk's extra element is the next chunk's first, or
+ * padding of the slot; it never reaches the result), and only the copy into
+ * the result uses the exact size. The fold order is the specialised ring's,
+ * base/coll.h's. */
+
+/* The registers of chunk c: its index, lo, and rem = c x count mod n. */
+typedef struct rchunk {
+  int c, lo, rem;
+} rchunk;
+
+static void s3(tb *b, isa_op op, int d, int a, int c) { tb_raw(b, op, d, a, c, 0, 0, 0); }
+static void si(tb *b, isa_op op, int d, int a, int64_t imm) { tb_raw(b, op, d, a, 0, 0, 0, (int32_t)imm); }
+
+/* d = base + reg x mult. */
+static void s_addr(tb *b, int d, int reg, uint64_t mult, uint64_t base) {
+  si(b, OP_SMULI, d, reg, (int64_t)mult);
+  s3(b, OP_SADD, d, d, tb_sreg(b, (uint32_t)base));
+}
+
+/* s = chunk p (register rp): lo = p x q + floor(p x r / n) by a binary
+ * long division (p x r < n^2 <= 2^24: no scalar divide in the ISA). */
+static void chunk_at(coll *k, int n, int rp, rchunk *s) {
+  tb *b = k->b;
+  int64_t q = k->count / n, r = k->count % n;
+  s3(b, OP_SADD, s->c, rp, 0);
+  si(b, OP_SLI, s->rem, 0, 0);
+  int quo = tb_sreg_take(b), x = tb_sreg_take(b), t = tb_sreg_take(b), lt = tb_sreg_take(b);
+  si(b, OP_SLI, quo, 0, 0);
+  si(b, OP_SMULI, x, rp, r);
+  int bits = 0;
+  while (((int64_t)(n - 1) * r) >> bits) bits++;
+  for (int i = bits - 1; i >= 0; i--) {
+    si(b, OP_SSHRI, t, x, i);
+    si(b, OP_SANDI, t, t, 1);
+    si(b, OP_SSHLI, s->rem, s->rem, 1);
+    s3(b, OP_SOR, s->rem, s->rem, t);
+    si(b, OP_SSLTI, lt, s->rem, n); /* lt: the bit is 0 */
+    si(b, OP_SADDI, s->rem, s->rem, -n);
+    si(b, OP_SMULI, t, lt, n);
+    s3(b, OP_SADD, s->rem, s->rem, t);
+    si(b, OP_SSHLI, quo, quo, 1);
+    si(b, OP_SADDI, quo, quo, 1);
+    s3(b, OP_SSUB, quo, quo, lt);
+  }
+  si(b, OP_SMULI, s->lo, rp, q);
+  s3(b, OP_SADD, s->lo, s->lo, quo);
+  tb_sreg_give(b, quo);
+  tb_sreg_give(b, x);
+  tb_sreg_give(b, t);
+  tb_sreg_give(b, lt);
+}
+
+/* s = chunk c - 1 mod n: lo -= q and rem -= r with a borrow; from chunk 0,
+ * chunk n - 1 (selected by multiplying with the flag c == 0). */
+static void chunk_prev(coll *k, int n, rchunk *s) {
+  tb *b = k->b;
+  int64_t q = k->count / n, r = k->count % n, llo, lhi;
+  coll_chunk(k->count, n, n - 1, &llo, &lhi);
+  uint32_t lrem = (uint32_t)(((int64_t)(n - 1) * r) % n);
+  int w = tb_sreg_take(b), t = tb_sreg_take(b), u = tb_sreg_take(b);
+  s3(b, OP_SSEQ, w, s->c, 0);
+  si(b, OP_SADDI, s->c, s->c, -1);
+  si(b, OP_SMULI, t, w, n);
+  s3(b, OP_SADD, s->c, s->c, t);
+  si(b, OP_SADDI, s->rem, s->rem, -r);
+  si(b, OP_SSLTI, u, s->rem, 0);
+  si(b, OP_SMULI, t, u, n);
+  s3(b, OP_SADD, s->rem, s->rem, t);
+  si(b, OP_SADDI, s->lo, s->lo, -q);
+  s3(b, OP_SSUB, s->lo, s->lo, u);
+  s3(b, OP_SSUB, t, tb_sreg(b, (uint32_t)llo), s->lo);
+  s3(b, OP_SMUL, t, t, w);
+  s3(b, OP_SADD, s->lo, s->lo, t);
+  s3(b, OP_SSUB, t, tb_sreg(b, lrem), s->rem);
+  s3(b, OP_SMUL, t, t, w);
+  s3(b, OP_SADD, s->rem, s->rem, t);
+  tb_sreg_give(b, w);
+  tb_sreg_give(b, t);
+  tb_sreg_give(b, u);
+}
+
+/* The elements of one slot: ceil(count / n). */
+static uint64_t slot_elems(const coll *k, int n) { return (uint64_t)((k->count + n - 1) / n); }
+
+/* The HBM span a run-time address of the ring may take past its base. */
+static uint64_t ring_span(const coll *k, int n) {
+  uint64_t a = k->slot * (uint64_t)(n - 1), c = (uint64_t)k->count * (uint64_t)k->es;
+  return a > c ? a : c;
+}
+
+/* ACC slot c = f(RECV slot c, X at chunk c), slot_elems elements. */
+static void fold_at(coll *k, int n, const rchunk *s) {
+  tb *b = k->b;
+  int in[2] = {tb_sreg_take(b), tb_sreg_take(b)}, out = tb_sreg_take(b);
+  s_addr(b, in[0], s->c, k->slot, k->RECV);
+  s_addr(b, in[1], s->lo, (uint64_t)k->es, k->X);
+  s_addr(b, out, s->c, k->slot, k->ACC);
+  uint64_t ia[2] = {k->RECV, k->X}, oa = k->ACC;
+  k->e.in_addr = ia;
+  k->e.out_addr = &oa;
+  k->e.count = (int64_t)slot_elems(k, n);
+  tk_elementwise_at(b, &k->e, in, &out, ring_span(k, n));
+  tb_sreg_give(b, in[0]);
+  tb_sreg_give(b, in[1]);
+  tb_sreg_give(b, out);
+}
+
+/* count elements from the slot at register rs (in [base, base + span])
+ * to OUT at register rd, by an elementwise identity. */
+static void copy_at(coll *k, int n, int rs, uint64_t base, int rd, int64_t count) {
+  tk_node nd;
+  memset(&nd, 0, sizeof nd);
+  nd.kind = TK_IN;
+  nd.type = k->e.in_type[0];
+  ir_type it = nd.type;
+  int root = 0;
+  uint64_t ia = base, oa = k->OUT;
+  tk_elem e = {1, &nd, 1, &ia, &it, 1, &root, &oa, count};
+  tk_elementwise_at(k->b, &e, &rs, &rd, ring_span(k, n));
+}
+
+/* OUT at chunk s = the slot at register rs: its first q elements, then
+ * its last element (q or q + 1: the same element again when q). */
+static void copy_exact(coll *k, int n, const rchunk *s, int rs, uint64_t base) {
+  tb *b = k->b;
+  int64_t q = k->count / n, r = k->count % n;
+  int rd = tb_sreg_take(b);
+  s_addr(b, rd, s->lo, (uint64_t)k->es, k->OUT);
+  copy_at(k, n, rs, base, rd, q);
+  if (r) {
+    int t = tb_sreg_take(b), a = tb_sreg_take(b);
+    s3(b, OP_SADD, t, s->rem, tb_sreg(b, (uint32_t)r));
+    si(b, OP_SSLTI, t, t, n); /* 1: the chunk has q elements */
+    si(b, OP_SMULI, t, t, -(int64_t)k->es);
+    si(b, OP_SADDI, t, t, q * k->es); /* bytes to its last element, (size - 1) x es */
+    s3(b, OP_SADD, a, rs, t);
+    s3(b, OP_SADD, rd, rd, t);
+    tb_sreg_give(b, t);
+    copy_at(k, n, a, base, rd, 1);
+    tb_sreg_give(b, a);
+  }
+  tb_sreg_give(b, rd);
+}
+
+enum { SEM_RS = 0, SEM_AG = 1 };
+
+/* A reduce-scatter step: the previous chunk arrives and is folded. With
+ * forward, the folded chunk goes on to the next core. */
+static void rs_step(coll *k, int n, rchunk *s, bool forward) {
+  tb *b = k->b;
+  chunk_prev(k, n, s);
+  iwait(b, SEM_RS, 1);
+  fold_at(k, n, s);
+  tb_barrier(b);
+  if (!forward) return;
+  int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
+  s_addr(b, ra, s->c, k->slot, k->ACC);
+  s_addr(b, rb, s->c, k->slot, k->RECV);
+  put_go(k, ra, rb, SEM_RS);
+  tb_sreg_give(b, ra);
+  tb_sreg_give(b, rb);
+}
+
+/* An all-gather step: the previous chunk arrives in its GATH slot, goes
+ * on to the next core (forward) and into OUT. */
+static void ag_step(coll *k, int n, rchunk *s, bool forward) {
+  tb *b = k->b;
+  chunk_prev(k, n, s);
+  iwait(b, SEM_AG, 1);
+  int ra = tb_sreg_take(b);
+  s_addr(b, ra, s->c, k->slot, k->GATH);
+  if (forward) put_go(k, ra, ra, SEM_AG);
+  copy_exact(k, n, s, ra, k->GATH);
+  tb_sreg_give(b, ra);
+  tb_barrier(b);
+}
+
+/* Runs step n - 2 times in a run-time loop (a body between barriers). */
+static void ring_loop(coll *k, int n, rchunk *s, void (*step)(coll *, int, rchunk *, bool)) {
+  tb *b = k->b;
+  if (n <= 2) return;
+  int cnt = tb_sreg_take(b);
+  si(b, OP_SLI, cnt, 0, n - 2);
+  tb_barrier(b);
+  uint64_t top = tb_label(b);
+  step(k, n, s, true);
+  tb_barrier(b);
+  si(b, OP_SADDI, cnt, cnt, -1);
+  tb_branch(b, OP_BNE, cnt, 0, top);
+  tb_sreg_give(b, cnt);
+}
+
+/* The ring all-reduce of every core, over all n replicas in order. */
+static void ring_generic(coll *k, int n) {
+  tb *b = k->b;
+  uint64_t cb = slot_elems(k, n) * (uint64_t)k->es;
+  tb_barrier(b);
+  rchunk s = {tb_sreg_take(b), tb_sreg_take(b), tb_sreg_take(b)};
+  int p = tb_sreg_take(b), t = tb_sreg_take(b);
+  tb_raw(b, OP_COREID, p, 0, 0, 0, 0, 0);
+  /* Ready for the previous core, (p + n - 1) mod n ... */
+  s3(b, OP_SSEQ, t, p, 0);
+  si(b, OP_SMULI, t, t, n);
+  s3(b, OP_SADD, t, t, p);
+  si(b, OP_SADDI, t, t, -1);
+  desc_set(k, tb_sreg(b, 4), t);
+  put_go(k, tb_sreg(b, (uint32_t)b->coll_flag), tb_sreg(b, (uint32_t)(b->coll_flag + TB_GRANULE)),
+         SEM_READY);
+  /* ... then every put goes to the next, (p + 1) mod n, once it is ready. */
+  s3(b, OP_SSEQ, t, p, tb_sreg(b, (uint32_t)(n - 1)));
+  si(b, OP_SMULI, t, t, -n);
+  s3(b, OP_SADD, t, t, p);
+  si(b, OP_SADDI, t, t, 1);
+  desc_set(k, tb_sreg(b, (uint32_t)cb), t);
+  iwait(b, SEM_READY, 1);
+  tb_sreg_give(b, t);
+  chunk_at(k, n, p, &s);
+  tb_sreg_give(b, p);
+  /* Reduce-scatter: chunk p - 1 of X starts the ring at the next core. */
+  chunk_prev(k, n, &s);
+  int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
+  s_addr(b, ra, s.lo, (uint64_t)k->es, k->X);
+  s_addr(b, rb, s.c, k->slot, k->RECV);
+  put_go(k, ra, rb, SEM_RS);
+  tb_sreg_give(b, ra);
+  tb_sreg_give(b, rb);
+  ring_loop(k, n, &s, rs_step);
+  rs_step(k, n, &s, false); /* chunk p, complete in ACC */
+  /* All-gather: chunk p to the next core and into OUT, then the others. */
+  ra = tb_sreg_take(b);
+  rb = tb_sreg_take(b);
+  s_addr(b, ra, s.c, k->slot, k->ACC);
+  s_addr(b, rb, s.c, k->slot, k->GATH);
+  put_go(k, ra, rb, SEM_AG);
+  copy_exact(k, n, &s, ra, k->ACC);
+  tb_sreg_give(b, ra);
+  tb_sreg_give(b, rb);
+  tb_barrier(b);
+  ring_loop(k, n, &s, ag_step);
+  ag_step(k, n, &s, false);
+  tb_sreg_give(b, s.c);
+  tb_sreg_give(b, s.lo);
+  tb_sreg_give(b, s.rem);
+}
+
 /* Parameter-server all-reduce: member 0 gathers, folds, and sends back. */
 static void server(coll *k, const int *g, int n, int p) {
   tb *b = k->b;
   uint64_t S = k->slot, es = (uint64_t)k->es, bytes = (uint64_t)k->count * es;
   if (p != 0)
-    ready(b, g, 1, 1);
+    ready(k, g, 1, 1);
   else
-    ready(b, g + 1, n - 1, n - 1);
+    ready(k, g + 1, n - 1, n - 1);
   if (p != 0) {
-    put(b, k->X, g[0], k->RECV + (uint64_t)p * S, bytes, 0);
+    put(k, k->X, g[0], k->RECV + (uint64_t)p * S, bytes, 0);
     iwait(b, 1, bytes ? 1 : 0); /* the result, straight into OUT */
     return;
   }
@@ -189,7 +462,22 @@ static void server(coll *k, const int *g, int n, int p) {
     }
   }
   tb_barrier(b);
-  for (int q = 1; q < n; q++) put(b, k->OUT, g[q], k->OUT, bytes, 1);
+  for (int q = 1; q < n; q++) put(k, k->OUT, g[q], k->OUT, bytes, 1);
+}
+
+static void specialised(coll *k, const ir_inst *in, int nrep, int *g);
+
+/* Whether the core-generic ring applies: one group of every replica in
+ * order, and at least one element per chunk. */
+static bool generic(const ir_inst *in, int nrep, int64_t count) {
+  const ir_replica_groups *rg = &in->a->replica_groups;
+  if (count < nrep || rg->ngroups > 1) return false;
+  if (rg->ngroups == 1) {
+    if (rg->groups[0].n != nrep) return false;
+    for (int j = 0; j < nrep; j++)
+      if (rg->groups[0].v[j] != j) return false;
+  }
+  return true;
 }
 
 /* An all-reduce over more than one replica; false when in is not one
@@ -238,14 +526,32 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   k.RECV = tb_hbm_alloc(b, area);
   k.ACC = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
   k.GATH = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
+  bool gen = !b->all_reduce_ps && generic(in, nrep, k.count);
   tb_explain(b, "all-reduce over %d replicas in groups of up to %d: %s, %llu bytes, chunks of up "
-             "to %llu bytes (fold order of base/coll.h)",
+             "to %llu bytes (fold order of base/coll.h); %s",
              nrep, maxn,
              b->all_reduce_ps ? "parameter server (member 0 of each group folds and broadcasts)"
                               : "ring reduce-scatter then all-gather",
              (unsigned long long)value,
-             (unsigned long long)(b->all_reduce_ps ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es));
-  /* coreid -> the code of each core. */
+             (unsigned long long)(b->all_reduce_ps ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es),
+             gen ? "one program for every core (run-time loops)" : "code specialised per core");
+  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
+  k.desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+  if (gen) {
+    ring_generic(&k, nrep);
+  } else {
+    specialised(&k, in, nrep, g);
+  }
+  tb_hbm_free(b, k.RECV, area);
+  tb_hbm_free(b, k.ACC, b->all_reduce_ps ? value : area);
+  tb_hbm_free(b, k.GATH, b->all_reduce_ps ? value : area);
+  x->val[i] = out;
+  return true;
+}
+
+/* Code specialised for each core: coreid branches to it. */
+static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
+  tb *b = k->b;
   tb_barrier(b);
   int rc = tb_sreg_take(b);
   tb_raw(b, OP_COREID, rc, 0, 0, 0, 0, 0);
@@ -259,20 +565,15 @@ bool lower_all_reduce(lctx *x, ir_id i) {
     int pos, n = group_of(in, nrep, r, g, &pos);
     if (n == 1) {
       tb_barrier(b);
-      copy(&k, k.OUT, k.X, (uint64_t)k.count);
+      copy(k, k->OUT, k->X, (uint64_t)k->count);
     } else if (b->all_reduce_ps) {
-      server(&k, g, n, pos);
+      server(k, g, n, pos);
     } else {
-      ring(&k, g, n, pos);
+      ring(k, g, n, pos);
     }
     tb_barrier(b);
     join[r] = tb_branch(b, OP_JMP, 0, 0, 0);
   }
   uint64_t end = tb_label(b);
   for (int r = 0; r < nrep; r++) tb_patch(b, join[r], end);
-  tb_hbm_free(b, k.RECV, area);
-  tb_hbm_free(b, k.ACC, b->all_reduce_ps ? value : area);
-  tb_hbm_free(b, k.GATH, b->all_reduce_ps ? value : area);
-  x->val[i] = out;
-  return true;
 }

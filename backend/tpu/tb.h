@@ -251,6 +251,12 @@ typedef struct tk_elem {
 /* Checks that every node is supported (errors name the op); true if so. */
 bool tk_elem_supported(tb *b, const tk_node *n, const char **why);
 void tk_elementwise(tb *b, const tk_elem *e);
+/* tk_elementwise with run-time addresses: in_reg and out_reg (each may be
+ * NULL) give per input and output 0 (the address is static), or a scalar
+ * register whose value at run time is the buffer's HBM address, known to
+ * lie in [in_addr[i], in_addr[i] + span] (out_addr likewise). */
+void tk_elementwise_at(tb *b, const tk_elem *e, const int *in_reg, const int *out_reg,
+                       uint64_t span);
 /* Evaluates e once on 8x128 tiles whose inputs are in registers in_regs;
  * *used is the register pool (bit r = vr in use) before and after; the
  * outputs' registers go to out_regs. false after an error. */

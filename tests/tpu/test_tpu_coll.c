@@ -1,12 +1,15 @@
-/* test_tpu_coll.c: all-reduce over the 8 replicas of a v3-8, one per
- * core, lowered as a ring (reduce-scatter + all-gather) and as a parameter
- * server, against the evaluator's replicated run (ir_eval_replicated) and
+/* test_tpu_coll.c: all-reduce over the 8 replicas of a v3-8 and the 32 of
+ * a v3-32 pod, one per core, lowered as a ring (reduce-scatter +
+ * all-gather; over all replicas in order, one program for every core) and
+ * as a parameter server, against the evaluator's replicated run (ir_eval_replicated) and
  * an oracle that folds in base/coll.h's order (chunk c: members c+1, ...,
  * c) written here from the contract, bit for bit. Operands mix
  * magnitudes (1e8 and small values) so that another order changes the
  * bits; the test checks that one does (the order of group members 0..n-1),
  * so it could fail. Groups: all replicas; {0,2,4,6},{1,3,5,7} listed in a
- * rotated order; element counts that do not divide into the group.
+ * rotated order; element counts that do not divide into the group. The
+ * ring's program for 32 replicas is hardly larger than for 8 (code and
+ * SMEM do not grow with the replica count).
  *
  *   test_tpu_coll        exit 0 when every case passed (and main's
  *                        measurement form) */
@@ -20,8 +23,10 @@
 #include "ici.h"
 #include "tests/tpu/tpu_check.h"
 
-enum { NC = 8 };
-#define TARGET "v3-8"
+enum { NC = 32 }; /* the most replicas of a case */
+static int nc = 8;  /* replicas (and cores) of the target */
+static const char *target = "v3-8";
+static uint32_t last_code, last_smem; /* words of the last case's program */
 
 static int failures;
 
@@ -50,9 +55,9 @@ static float operand(int r, int64_t i) {
 /* The group of replica r (room for NC), its size; position into *pos. */
 static int group(const int *groups, int ngroups, int gsize, int r, int *g, int *pos) {
   if (!ngroups) {
-    for (int i = 0; i < NC; i++) g[i] = i;
+    for (int i = 0; i < nc; i++) g[i] = i;
     *pos = r;
-    return NC;
+    return nc;
   }
   for (int k = 0; k < ngroups; k++)
     for (int j = 0; j < gsize; j++)
@@ -64,7 +69,7 @@ static int group(const int *groups, int ngroups, int gsize, int r, int *g, int *
   return 0;
 }
 
-/* Compiles text for TARGET, runs it on the 8 cores (replica r's parameter
+/* Compiles text for target, runs it on its nc cores (replica r's parameter
  * from operand(r, .)) and compares every replica's result with the
  * oracle. `max`: the reduction is maximum, else sum. */
 static void run_case(const char *name, const char *text, int64_t count, const int *groups,
@@ -73,7 +78,7 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   diag *d = diag_create();
   tpu_options o;
   tpu_options_init(&o);
-  o.target = TARGET;
+  o.target = target;
   o.explain = true;
   o.all_reduce_ps = ps;
   tpub_image *img = NULL;
@@ -89,12 +94,14 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   CHECK(info.explain && strstr(info.explain, ps ? "parameter server" : "ring reduce-scatter"),
         "%s: --explain does not name the algorithm: %s", name, info.explain ? info.explain : "");
   tgt_target t;
-  tgt_parse(TARGET, &t, NULL, 0);
+  last_code = img->ncode;
+  last_smem = img->nsmem;
+  tgt_parse(target, &t, NULL, 0);
   emu_machine *mc[NC];
   uint8_t *hbm[NC];
   emu_stats es[NC];
   emu_fault ef[NC];
-  for (int r = 0; r < NC; r++) {
+  for (int r = 0; r < nc; r++) {
     mc[r] = emu_create(&t, NULL);
     hbm[r] = calloc(1, (size_t)img->hbm_bytes);
     for (uint32_t i = 0; i < img->nconsts; i++)
@@ -102,7 +109,7 @@ static void run_case(const char *name, const char *text, int64_t count, const in
     float *x = (float *)(void *)(hbm[r] + img->params[0].hbm_offset);
     for (int64_t i = 0; i < count; i++) x[i] = operand(r, i);
   }
-  emu_ici *ici = emu_ici_create(&t, mc, NC, 2, NULL);
+  emu_ici *ici = emu_ici_create(&t, mc, nc, 2, NULL);
   int who = 0;
   int rc = emu_ici_run(ici, img, hbm, 100000000, es, ef, &who);
   CHECK(rc == 0, "%s: core %d faulted at pc %u: %s", name, who, ef[who].pc, ef[who].reason);
@@ -110,7 +117,7 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   arena *ea = arena_create();
   ir_literal *eargs[NC][1], *const *eargv[NC], *eouts[NC];
   const ir_comp *entry = &m->comps.v[m->entry];
-  for (int r = 0; r < NC; r++) {
+  for (int r = 0; r < nc; r++) {
     eargs[r][0] = ir_literal_create(ea, entry->insts.v[entry->params[0]].shape);
     for (int64_t i = 0; i < count; i++) ((float *)eargs[r][0]->data)[i] = operand(r, i);
     eargv[r] = eargs[r];
@@ -118,9 +125,9 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   ir_eval_options eo;
   ir_eval_options_init(&eo);
   char eerr[512];
-  base_status est = ir_eval_replicated(m, &eo, NC, eargv, 1, ea, eouts, eerr, sizeof eerr);
+  base_status est = ir_eval_replicated(m, &eo, nc, eargv, 1, ea, eouts, eerr, sizeof eerr);
   CHECK(est == ST_OK, "%s: evaluator: %s", name, eerr);
-  for (int r = 0; rc == 0 && est == ST_OK && r < NC; r++)
+  for (int r = 0; rc == 0 && est == ST_OK && r < nc; r++)
     CHECK(!memcmp(eouts[r]->data, hbm[r] + img->results[0].hbm_offset, (size_t)count * 4),
           "%s: replica %d differs from the evaluator", name, r);
   /* The same through libtpurt's public API (tpu_execute_replicas ->
@@ -128,19 +135,21 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   if (!ps && est == ST_OK) {
     ir_literal *touts[NC];
     char terr[512];
-    base_status tst = tpu_execute_replicas(img, TARGET, m, NC, eargv, 1, ea, touts, terr,
+    base_status tst = tpu_execute_replicas(img, target, m, nc, eargv, 1, ea, touts, terr,
                                            sizeof terr);
     CHECK(tst == ST_OK, "%s: tpu_execute_replicas: %s", name, terr);
-    for (int r = 0; tst == ST_OK && r < NC; r++)
+    for (int r = 0; tst == ST_OK && r < nc; r++)
       CHECK(!memcmp(touts[r]->data, eouts[r]->data, (size_t)count * 4),
             "%s: replica %d through libtpurt differs from the evaluator", name, r);
-    tst = tpu_execute_replicas(img, "v3", m, NC, eargv, 1, ea, touts, terr, sizeof terr);
-    CHECK(tst == ST_INVALID_ARGUMENT && strstr(terr, "8 replicas asked for; target v3 runs 1 cores"),
-          "%s: 8 replicas on v3: %s", name, terr);
+    tst = tpu_execute_replicas(img, "v3", m, nc, eargv, 1, ea, touts, terr, sizeof terr);
+    char want[64];
+    snprintf(want, sizeof want, "%d replicas asked for; target v3 runs 1 cores", nc);
+    CHECK(tst == ST_INVALID_ARGUMENT && strstr(terr, want), "%s: %d replicas on v3: %s", name, nc,
+          terr);
   }
   arena_destroy(ea);
   int differs = 0;
-  for (int r = 0; rc == 0 && r < NC; r++) {
+  for (int r = 0; rc == 0 && r < nc; r++) {
     int g[NC], pos, n = group(groups, ngroups, gsize, r, g, &pos);
     const float *y = (const float *)(const void *)(hbm[r] + img->results[0].hbm_offset);
     int bad = 0;
@@ -166,7 +175,7 @@ static void run_case(const char *name, const char *text, int64_t count, const in
     printf("%s: %s, %llu cycles on core 0\n%s", name, ps ? "parameter server" : "ring",
            (unsigned long long)es[0].cycles, info.explain);
   emu_ici_destroy(ici);
-  for (int r = 0; r < NC; r++) {
+  for (int r = 0; r < nc; r++) {
     emu_destroy(mc[r]);
     free(hbm[r]);
   }
@@ -179,12 +188,12 @@ static void run_case(const char *name, const char *text, int64_t count, const in
 static char *module(int64_t count, const char *groups, bool max) {
   static char buf[1024];
   snprintf(buf, sizeof buf,
-           "HloModule ar, replica_count=8\n"
+           "HloModule ar, replica_count=%d\n"
            "red {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
            "  ROOT s = f32[] %s(a, b)\n}\n"
            "ENTRY e {\n  x = f32[%lld] parameter(0)\n"
            "  ROOT r = f32[%lld] all-reduce(x), replica_groups=%s, to_apply=red\n}\n",
-           max ? "maximum" : "add", (long long)count, (long long)count, groups);
+           nc, max ? "maximum" : "add", (long long)count, (long long)count, groups);
   return buf;
 }
 
@@ -205,6 +214,31 @@ int main(int argc, char **argv) {
     run_case("max_halves_300", module(300, "{{6,0,2,4},{3,5,7,1}}", true), 300, halves, 2, 4, true,
              ps);
   }
+  /* One program for every core: chunks of ceil(count / n) elements, the
+   * last element of a short chunk copied again (counts 4099 and 1001 do
+   * not divide by 8 or 32). */
+  run_case("sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false, false);
+  uint32_t code8 = last_code, smem8 = last_smem;
+  run_case("max_all_1001", module(1001, "{}", true), 1001, NULL, 0, 0, true, false);
+  nc = 32;
+  target = "v3-32";
+  run_case("pod_sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false, false);
+  CHECK(last_code <= code8 + code8 / 10 && last_smem <= smem8 + 40,
+        "the ring's program grows with the replicas: %u code and %u SMEM words for 8, %u and %u "
+        "for 32", code8, smem8, last_code, last_smem);
+  static int iota[32], halves32[32];
+  char listed[256] = "{{", *w = listed + 2;
+  for (int r = 0; r < 32; r++) {
+    iota[r] = r;
+    halves32[r] = (r + 16) % 32; /* {16..31}, {0..15} */
+    w += sprintf(w, r ? ",%d" : "%d", r);
+  }
+  strcpy(w, "}}");
+  run_case("pod_sum_listed_1000", module(1000, listed, false), 1000, iota, 1, 32, false, false);
+  run_case("pod_sum_halves_777", module(777, "{{16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31},"
+                                               "{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}}", false),
+           777, halves32, 2, 16, false, false);
+  run_case("pod_sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false, true);
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures ? 1 : 0;
 }
