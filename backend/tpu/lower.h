@@ -44,6 +44,9 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 /* lower_coll.c: an all-reduce over more than one replica (false: not
  * one; the single-replica identity is lower_tuple's). */
 bool lower_all_reduce(lctx *x, ir_id i);
+/* lower_coll_move.c: collective-permute, all-to-all, collective-broadcast
+ * over the program's replicas (one per core), replica-id, partition-id. */
+void lower_coll_move(lctx *x, ir_id i);
 
 /* lower_control.c: call, while, conditional and map (false: not one). */
 bool lower_control(lctx *x, ir_id i);
