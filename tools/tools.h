@@ -147,6 +147,7 @@ typedef struct tool_opt_options {
   bool time_passes;       /* per-pass times to stderr */
   bool explain;           /* pass decisions to stderr */
   bool verify_each;       /* ir_verify after every pass (else once at the end) */
+  int64_t all_reduce_combine; /* --all-reduce-combine: bytes, < 0 off, 0 the target's */
   const char *target;     /* the TPU target spec the module is compiled for: passes
                              size their decisions (VMEM) by it; NULL or a non-TPU
                              target: v3's figures */
