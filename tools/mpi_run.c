@@ -119,7 +119,7 @@ static base_status share_results(int nrep, int first, int nl, ir_literal *const 
   return st;
 }
 
-/* tool_cpu_replicas over the world: this rank runs its N / R replicas. */
+/* cpu_replicas_hook over the world: this rank runs its N / R replicas. */
 static base_status spread_cpu(cpu_exe *x, int nrep, ir_literal *const *flat, int nargs,
                               ir_literal *const *outs, char *err, size_t errlen) {
   rt_mpi_replicas *xr;
@@ -132,7 +132,7 @@ static base_status spread_cpu(cpu_exe *x, int nrep, ir_literal *const *flat, int
   return share_results(nrep, first, nl, outs, err, errlen);
 }
 
-void tool_mpi_spread(bool on) { tool_cpu_replicas = on && world ? spread_cpu : NULL; }
+void tool_mpi_spread(bool on) { cpu_replicas_hook = on && world ? spread_cpu : NULL; }
 #else
 void tool_mpi_spread(bool on) { (void)on; }
 #endif
@@ -140,7 +140,9 @@ void tool_mpi_spread(bool on) { (void)on; }
 void tool_mpi_end(void) {
   rt_mpi_close(world);
   world = NULL;
-  tool_cpu_replicas = NULL;
+#ifdef TPUCC_HAVE_LLVM
+  cpu_replicas_hook = NULL;
+#endif
 }
 
 #else /* built without MPI */

@@ -17,9 +17,10 @@ bool tool_mpi_begin(const char *cmd, int argc, char **argv);
  * mpirun). */
 int tool_mpi_rank(void);
 int tool_mpi_size(void);
-/* While on, the cpu target's replicated runs split their N replicas over
- * the ranks, N / R on each (tool_cpu_replicas), every rank getting every
- * replica's results; the rank's threads run its own replicas. */
+/* While on, the cpu target's replicated runs (tpucc_execute, libtpurt's
+ * cpu devices) split their N replicas over the ranks, N / R on each
+ * (cpu_replicas_hook), every rank getting every replica's results; the
+ * rank's threads run its own replicas. */
 void tool_mpi_spread(bool on);
 /* Waits for every rank (bounded) and finalises MPI; nothing when
  * tool_mpi_begin opened nothing. */

@@ -51,8 +51,6 @@ static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_byt
 }
 #endif
 
-tool_cpu_replicas_fn tool_cpu_replicas;
-
 #ifdef TPUCC_HAVE_LLVM
 /* cpu options for a run of nrep replicas from the spec, TPUCC_CPU_THREADS
  * and TPUCC_CPU_NUMERICS supplying the options it leaves out (driver.h).
@@ -87,8 +85,7 @@ static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_byt
   return st != ST_OK ? st : cpu_run_once(m, &o, args, nargs, a, out, err, errlen);
 }
 
-/* cpu, N replicas: one host thread each (cpu_execute_replicas), or split
- * over processes by tool_cpu_replicas. */
+/* cpu, N replicas: one host thread each (cpu_execute_replicas). */
 static base_status run_cpu_replicas(const ir_module *m, const char *spec, int64_t max_bytes,
                                     const ir_ffi_table *ffi, int nrep, ir_literal *const *const *args,
                                     int nargs, arena *a, ir_literal **outs, char *err, size_t errlen) {
@@ -107,9 +104,7 @@ static base_status run_cpu_replicas(const ir_module *m, const char *spec, int64_
       st = ST_OUT_OF_MEMORY;
     }
   }
-  if (st == ST_OK)
-    st = tool_cpu_replicas ? tool_cpu_replicas(x, nrep, flat, nargs, outs, err, errlen)
-                           : cpu_execute_replicas(x, nrep, flat, nargs, outs, err, errlen);
+  if (st == ST_OK) st = cpu_execute_replicas(x, nrep, flat, nargs, outs, err, errlen);
   cpu_exe_destroy(x);
   return st;
 }

@@ -35,17 +35,6 @@ extern const int tool_ntargets;
 /* Finds the row of a target spec ("v3", "cpu,threads=2"), or NULL. */
 const tool_target *tool_target_find(const char *spec);
 
-/* When set, the cpu target's runs of N > 1 replicas call it instead of
- * running every replica on a thread of this process: the tpucc command
- * under mpirun sets it (mpi_run.c) to split the replicas over the ranks.
- * x is compiled for nrep replicas; flat holds every replica's arguments
- * (nargs each) and outs every replica's result literal, all of which it
- * fills, bit for bit as cpu_execute_replicas would. */
-typedef struct cpu_exe cpu_exe;
-typedef base_status (*tool_cpu_replicas_fn)(cpu_exe *x, int nrep, ir_literal *const *flat, int nargs,
-                                            ir_literal *const *outs, char *err, size_t errlen);
-extern tool_cpu_replicas_fn tool_cpu_replicas;
-
 /* The TPU backend's CLI hooks (targets.c; ST_UNSUPPORTED when tpucc was
  * built without backend/tpu). target: a spec ("v3,mxu=64x64"); precision:
  * "default", "high" or "highest" (NULL: default). */

@@ -461,12 +461,15 @@ static base_status replicas_status(replica_run *rr, int n, char *err, size_t err
   return ST_INTERNAL;
 }
 
+cpu_replicas_fn cpu_replicas_hook;
+
 base_status cpu_execute_replicas(cpu_exe *x, int n, ir_literal *const *args, int nargs,
                                  ir_literal *const *res, char *err, size_t errlen) {
   if (n < 1 || n != x->replicas) {
     snprintf(err, errlen, "%d replicas given to a program compiled for %d", n, (int)x->replicas);
     return ST_INVALID_ARGUMENT;
   }
+  if (cpu_replicas_hook) return cpu_replicas_hook(x, n, args, nargs, res, err, errlen);
   coll_rdv *rdv = coll_rdv_create(n);
   if (!rdv) {
     snprintf(err, errlen, "out of memory");
