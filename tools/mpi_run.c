@@ -137,6 +137,8 @@ void tool_mpi_spread(bool on) { cpu_replicas_hook = on && world ? spread_cpu : N
 void tool_mpi_spread(bool on) { (void)on; }
 #endif
 
+const char *tool_mpi_build_note(void) { return "this tpucc has MPI."; }
+
 void tool_mpi_end(void) {
   rt_mpi_close(world);
   world = NULL;
@@ -147,14 +149,16 @@ void tool_mpi_end(void) {
 
 #else /* built without MPI */
 
+const char *tool_mpi_build_note(void) {
+  return "this tpucc was built without MPI: install libopenmpi-dev and\n"
+         "openmpi-bin (setup.sh does) and configure with meson -Dmpi=enabled.";
+}
+
 bool tool_mpi_begin(const char *cmd, int argc, char **argv) {
   (void)argc;
   (void)argv;
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return true;
-  fprintf(stderr,
-          "tpucc %s: started by mpirun, but this tpucc was built without MPI: install "
-          "libopenmpi-dev and openmpi-bin (setup.sh does) and configure with -Dmpi=enabled\n",
-          cmd);
+  fprintf(stderr, "tpucc %s: started by mpirun, but %s\n", cmd, tool_mpi_build_note());
   return false;
 }
 int tool_mpi_rank(void) { return 0; }

@@ -22,6 +22,9 @@ int tool_mpi_size(void);
  * (cpu_replicas_hook), every rank getting every replica's results; the
  * rank's threads run its own replicas. */
 void tool_mpi_spread(bool on);
+/* One sentence for --help: whether this tpucc has MPI, and if not, how to
+ * get it. */
+const char *tool_mpi_build_note(void);
 /* Waits for every rank (bounded) and finalises MPI; nothing when
  * tool_mpi_begin opened nothing. */
 void tool_mpi_end(void);
