@@ -3,6 +3,7 @@
  * expected tensors. The help text below is the reference for its flags. */
 #include "tools/tools.h"
 #include "driver/driver.h" /* cpu specs */
+#include "tools/mpi_run.h"
 
 #include <regex.h>
 
@@ -88,7 +89,9 @@ void tool_help_run(FILE *f) {
         "                         per core); else 1): an input of the parameter's shape\n"
         "                         goes to every replica, one with an extra leading\n"
         "                         dimension N gives replica r its slice r; with N > 1\n"
-        "                         every result is stacked the same way\n"
+        "                         every result is stacked the same way; under\n"
+        "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
+        "                         each rank (N a multiple of R) and rank 0 prints\n"
         "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
         "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
@@ -807,6 +810,44 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   return TOOL_EXIT_OK;
 }
 
+/* Runs through tpucc_execute (replicas: 0 for the module's default) into
+ * r->got; an exit code. */
+static int execute_api(run_state *r, int32_t replicas) {
+  tpucc_execute_options_t eo;
+  tpucc_execute_options_init(&eo);
+  eo.target = r->cpu_target;
+  eo.replicas = replicas;
+  tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
+  if (st != TPUCC_OK) {
+    tool_error(CMD, "%s: %s", r->c.file, tpucc_session_message(r->s));
+    return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
+  }
+  for (int k = 0; k < tpucc_result_count(r->res); k++)
+    VEC_PUSH(r->a, r->got, literal_of(r->a, tpucc_result_tensor(r->res, k)));
+  return TOOL_EXIT_OK;
+}
+
+/* Under mpirun with R > 1 ranks: the cpu target's N replicas split over
+ * the ranks (tool_mpi_spread), N / R on each; an exit code. */
+static int execute_spread(run_state *r) {
+  run_cfg *c = &r->c;
+  int nrep = replica_count(r), R = tool_mpi_size();
+  if (!c->target || !drv_is_cpu_spec(c->target) || c->tpu.stats || c->tpu.stats_json || c->opt.dump_dir) {
+    tool_error(CMD, "%s: under mpirun, tpucc run splits the replicas of --target=cpu over the ranks "
+               "(without --stats, --stats-json, --dump-dir); target %s", c->file, c->target ? c->target : "interp");
+    return TOOL_EXIT_USAGE;
+  }
+  if (nrep % R) {
+    tool_error(CMD, "%s: %d replica%s do not split evenly over %d MPI ranks: give --replicas=N with N a "
+               "multiple of %d", c->file, nrep, nrep == 1 ? "" : "s", R, R);
+    return TOOL_EXIT_USAGE;
+  }
+  tool_mpi_spread(true);
+  int rc = execute_api(r, nrep);
+  tool_mpi_spread(false);
+  return rc;
+}
+
 /* Runs on the target into r->got; an exit code. A TPU target with a
  * report, a precision, --explain or overrides, and the cpu with
  * statistics, call their backend directly (tools.h); the others run
@@ -814,6 +855,7 @@ static int run_tpu_replicas(run_state *r, int nrep) {
 static int execute_on_target(run_state *r) {
   run_cfg *c = &r->c;
   ir_literal *tr = NULL;
+  if (tool_mpi_size() > 1) return execute_spread(r);
   bool direct = (c->target && tool_tpu_target(c->target) &&
                  (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
                   c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain ||
@@ -859,18 +901,7 @@ static int execute_on_target(run_state *r) {
       return TOOL_EXIT_FAIL;
     }
   } else {
-    tpucc_execute_options_t eo;
-    tpucc_execute_options_init(&eo);
-    eo.target = r->cpu_target;
-    eo.replicas = (int32_t)c->replicas;
-    tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
-    if (st != TPUCC_OK) {
-      tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
-      return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
-    }
-    for (int k = 0; k < tpucc_result_count(r->res); k++)
-      VEC_PUSH(r->a, r->got, literal_of(r->a, tpucc_result_tensor(r->res, k)));
-    return TOOL_EXIT_OK;
+    return execute_api(r, (int32_t)c->replicas);
   }
   push_leaves(r->a, tr, &r->got);
   return TOOL_EXIT_OK;
@@ -882,6 +913,7 @@ static int finish_results(run_state *r) {
   run_cfg *c = &r->c;
   arena *a = r->a;
   int rc = TOOL_EXIT_OK;
+  if (tool_mpi_rank() != 0) return rc; /* rank 0 speaks for the run */
   strbuf out;
   sb_init(&out);
   for (int k = 0; k < r->got.n; k++) {
@@ -958,8 +990,11 @@ int tool_cmd_run(int argc, char **argv) {
   } else if (help) {
     if (!r.c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
+  } else if (!tool_mpi_begin("run", argc, argv)) {
+    rc = TOOL_EXIT_FAIL;
   } else {
     rc = run_steps(&r);
+    tool_mpi_end();
   }
   tpucc_result_destroy(r.ref);
   tpucc_result_destroy(r.res);

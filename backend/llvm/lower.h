@@ -248,8 +248,12 @@ void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
  * to the entry, read and written by the helpers the generated code calls
  * on the replica's own thread. */
 struct cpu_rep {
-  coll_rdv *rdv;        /* NULL: one replica */
+  coll_comm *comm;      /* NULL: one replica */
   int32_t id, n;        /* this replica, of n */
+  uint8_t *pack;        /* comm spans processes: this replica's leaves as
+                           bytes for an exchange (grown by coll.c, freed by
+                           the runner) */
+  size_t packcap;
   uint64_t seq;         /* collectives run so far */
   const void **all;     /* n slots for exchanges */
   bool failed;          /* msg says why */

@@ -85,6 +85,18 @@ static int all_to_all_bytes(rt_mpi *p, const void *mine, void *rbase, size_t cou
   return wait_all(p, p->req, n, peer, key, msg, msglen);
 }
 
+int rt_mpi_grow(unsigned char **buf, size_t *cap, size_t need, char *msg, size_t msglen) {
+  if (need <= *cap) return 0;
+  unsigned char *nb = realloc(*buf, need);
+  if (!nb) {
+    snprintf(msg, msglen, "out of memory for a collective of %zu bytes", need);
+    return -1;
+  }
+  *buf = nb;
+  *cap = need;
+  return 0;
+}
+
 static int mpi_exchange(coll_comm *c, int m, uint64_t key, const void *mine, size_t bytes,
                         const void **all, char *msg, size_t msglen) {
   rt_mpi *p = (rt_mpi *)c;
@@ -112,16 +124,7 @@ static int mpi_exchange(coll_comm *c, int m, uint64_t key, const void *mine, siz
       return -1;
     }
   }
-  size_t need = bytes * (size_t)p->size;
-  if (need > p->rcap) {
-    unsigned char *nb = realloc(p->rbuf, need);
-    if (!nb) {
-      snprintf(msg, msglen, "out of memory for a collective of %zu bytes", need);
-      return -1;
-    }
-    p->rbuf = nb;
-    p->rcap = need;
-  }
+  if (rt_mpi_grow(&p->rbuf, &p->rcap, bytes * (size_t)p->size, msg, msglen)) return -1;
   if (bytes && all_to_all_bytes(p, mine, p->rbuf, bytes, tag, key, msg, msglen)) return -1;
   for (int r = 0; r < p->size; r++) all[r] = r == p->rank ? mine : p->rbuf + (size_t)r * bytes;
   return 0;

@@ -34,6 +34,9 @@ int rt_mpi_rank(const rt_mpi *p);
 int rt_mpi_size(const rt_mpi *p);
 /* The world as a communicator: member m is rank m; first = rank, local 1. */
 coll_comm *rt_mpi_comm(rt_mpi *p);
+/* Grows *buf (capacity *cap) to hold need bytes: 0, or -1 with one line
+ * in msg when memory runs out. */
+int rt_mpi_grow(unsigned char **buf, size_t *cap, size_t need, char *msg, size_t msglen);
 /* Prints "tpucc: rank R: msg" to stderr and ends every rank (MPI_Abort). */
 void rt_mpi_abort(rt_mpi *p, const char *msg);
 /* Waits for every rank (bounded by the timeout, else aborts naming the
