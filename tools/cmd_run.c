@@ -2,6 +2,7 @@
  * a target, print or write the results, and optionally check them against
  * expected tensors. The help text below is the reference for its flags. */
 #include "tools/tools.h"
+#include "tools/run_mpi_tpu.h"
 #include "driver/driver.h" /* cpu specs */
 #include "tools/mpi_run.h"
 
@@ -92,6 +93,11 @@ void tool_help_run(FILE *f) {
         "                         every result is stacked the same way; under\n"
         "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
         "                         each rank (N a multiple of R) and rank 0 prints\n"
+        "                         the results (docs/distributed.md)\n"
+        "  --all-reduce=ring|ps   TPU boards and pods: lower all-reduces as a ring\n"
+        "                         (default) or a parameter server. Under `mpirun -np R`\n"
+        "                         (tpucc built with MPI: libopenmpi-dev) the cores\n"
+        "                         split across the R ranks (docs/distributed.md)\n"
         "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
         "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
@@ -229,6 +235,13 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     } else if (!strcmp(name, "replicas")) {
       VALUE();
       if (!tool_parse_int(CMD, name, v, 1, 4096, &c->replicas)) return false;
+    } else if (!strcmp(name, "all-reduce")) {
+      VALUE();
+      if (strcmp(v, "ring") && strcmp(v, "ps")) {
+        tool_error(CMD, "--all-reduce: '%s' is not ring or ps", v);
+        return false;
+      }
+      c->tpu.all_reduce_ps = !strcmp(v, "ps");
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
@@ -563,6 +576,7 @@ typedef struct run_state {
   tpucc_tensor_t *args; /* one per parameter */
   lit_vec got;        /* the results' array leaves */
   tpucc_result_t *res, *ref;
+  int rank; /* MPI rank of a run across processes: only rank 0 reports */
 } run_state;
 
 /* t with the cpu flags appended when t is a cpu spec (the later key wins),
@@ -795,11 +809,12 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
   char terr[8192];
-  if (tool_tpu_run_replicas(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs, terr,
-                            sizeof terr) != ST_OK) {
-    tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
+  if (tool_tpu_run_replicas_mpi(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs,
+                                &r->rank, terr, sizeof terr) != ST_OK) {
+    if (r->rank == 0) tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
     return TOOL_EXIT_FAIL;
   }
+  if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
   ir_literal *st = tool_replica_stack(outs, nrep, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
@@ -855,7 +870,9 @@ static int execute_spread(run_state *r) {
 static int execute_on_target(run_state *r) {
   run_cfg *c = &r->c;
   ir_literal *tr = NULL;
-  if (tool_mpi_size() > 1) return execute_spread(r);
+  /* under mpirun: the cpu's replicas split over the ranks here; a board's
+   * or pod's cores split in run_tpu_replicas (tools/run_mpi_tpu.c) */
+  if (tool_mpi_size() > 1 && !(c->target && tool_tpu_target(c->target))) return execute_spread(r);
   bool direct = (c->target && tool_tpu_target(c->target) &&
                  (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
                   c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain ||
@@ -971,7 +988,7 @@ static int run_steps(run_state *r) {
   int rc = compile_module(r);
   if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
   if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
-  if (rc == TOOL_EXIT_OK) rc = finish_results(r);
+  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
   return rc;
 }
 

@@ -50,6 +50,9 @@ typedef struct tool_tpu_opts {
   const char *dump_dir, *dump_after;
   int dump_seq;
   bool time_steps;
+  /* tool_tpu_run_replicas: the cores shared with other processes
+   * (include/tpurt.h), or NULL */
+  const struct tpurt_peers *peers;
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/coll.h"
+#include "tpurt.h"
 
 typedef struct rt_mpi rt_mpi;
 
@@ -43,5 +44,19 @@ void rt_mpi_abort(rt_mpi *p, const char *msg);
  * ranks that did not arrive), then finalises MPI if rt_mpi_open
  * initialised it. Accepts NULL. */
 void rt_mpi_close(rt_mpi *p);
+
+/* Every rank sends send[r] (len[r] bytes) to each other rank r and gets
+ * rank r's message into recv[r], rlen[r] (valid until the next call;
+ * recv[rank] untouched). 0, or -1 with one line in msg naming the ranks
+ * that did not answer within the timeout. */
+int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
+                      size_t *rlen, char *msg, size_t msglen);
+/* out[i] = the least of every rank's mine[i] (k values); failures as
+ * rt_mpi_exchange_v. */
+int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
+                   size_t msglen);
+/* The world as the peers of an emulated pod shared across the ranks
+ * (include/tpurt.h): rank r of size runs its share of the cores. */
+void rt_mpi_peers(rt_mpi *p, tpurt_peers_t *out);
 
 #endif
