@@ -277,15 +277,24 @@ static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t ms
   return hbm_image(p, r, msg, msglen);
 }
 
-/* The status and message of a fault. */
-static tpurt_status_t fault_status(const emu_fault *ef, char *msg, size_t msglen) {
-  char text[160] = "";
+/* The status and message of a fault. When img attributes code to the
+ * module's instructions (its OPS section), the message starts with the
+ * faulting instruction's "file:line:col: name (kind): ". */
+static tpurt_status_t fault_status(const tpub_image *img, const emu_fault *ef, char *msg,
+                                   size_t msglen) {
+  char text[160] = "", where[400] = "";
   isa_inst in;
   if (!isa_decode(ef->word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
+  if (img && img->nops && ef->pc < img->ncode) {
+    const tpub_op *o = &img->ops[img->op_of_pc[ef->pc]];
+    if (o->file && o->file[0] && o->line)
+      snprintf(where, sizeof where, "%s:%u:%u: %s (%s): ", o->file, o->line, o->col, o->name,
+               o->kind);
+  }
   tpurt_status_t st = ef->kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
                       : ef->kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
                                                    : TPURT_RUNTIME_FAULT;
-  return fail(msg, msglen, st, "fault at pc %u (%s) at cycle %llu: %s", ef->pc, text,
+  return fail(msg, msglen, st, "%sfault at pc %u (%s) at cycle %llu: %s", where, ef->pc, text,
               (unsigned long long)ef->cycle, ef->reason);
 }
 
@@ -297,7 +306,7 @@ static tpurt_status_t finish_run(rt_program *p, uint8_t *hbm, int rc, const emu_
   if (r->stats) emu_stats_export(es, &p->dev->target, r->stats);
   if (rc) {
     rt_free(&p->dev->alloc, hbm);
-    return fault_status(ef, msg, msglen);
+    return fault_status(img, ef, msg, msglen);
   }
   for (uint32_t i = 0; i < img->nresults; i++)
     memcpy(r->results[i], hbm + img->results[i].hbm_offset, (size_t)img->results[i].bytes);
@@ -660,7 +669,7 @@ static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_
   if (st == TPURT_OK && s->rc) {
     int mine = s->who >= s->lo && s->who < s->hi;
     if (me == 0 || mine) {
-      fault_status(&wf, msg, msglen);
+      fault_status(img, &wf, msg, msglen);
       char inner[400];
       snprintf(inner, sizeof inner, "%s", msg);
       st = wf.kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED

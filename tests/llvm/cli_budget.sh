@@ -76,6 +76,16 @@ rc=$?
 [ $rc -eq 1 ] && grep -qF "forever.hlo:12:8: spin (while): stopped after 268108175 trips: over the limit of 1.1e+12 steps of work" "$tmp/err" ||
   bad "a loop that never ends on cpu: exit $rc, $(head -c 300 "$tmp/err")"
 
+# On the TPU the same loop meets the cycle limit; the fault names the
+# module instruction whose code was running (the image's op table).
+if echo " $targets " | grep -q " v3 "; then
+  timeout 60 "$tpucc" run "$tmp/forever.hlo" --target=v3 --random-inputs --max-cycles=100000 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 1 ] && grep -qF "forever.hlo:12:8: spin (while): fault at pc " "$tmp/err" &&
+    grep -qF "cycle limit of 100000 reached" "$tmp/err" ||
+    bad "a loop that never ends on v3: exit $rc, $(head -c 300 "$tmp/err")"
+fi
+
 # An allocation the host refuses (a 4 GiB result under a 3 GB address-space
 # limit) is an error with exit 1. Skipped where the limit stops the process
 # itself (sanitizer builds reserve terabytes of shadow memory).

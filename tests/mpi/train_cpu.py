@@ -16,6 +16,7 @@ Every run must end within 90 s. Needs Fashion-MNIST (skips, exit 77,
 without it)."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,7 +116,10 @@ def main():
     if not os.access(os.path.join(FM, "train-images-idx3-ubyte.gz"), os.R_OK):
         print("SKIP: no", FM)
         return 77
-    os.makedirs(work, exist_ok=True)
+    # a fresh directory: a checkpoint left by an earlier run would look
+    # like this run's training under way
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
     base = [tpucc, "train", model, "--batch=32", "--test-examples=256", "--threads=1", "--quiet",
             "--optimizer=sgd", "--lr=0.01"]
