@@ -80,6 +80,12 @@ typedef struct coll {
   uint64_t slot;  /* bytes per slot: the largest chunk (ring) or the value (ps), aligned */
   uint64_t RECV, ACC, GATH; /* n slots each */
   uint32_t desc;  /* SMEM byte address of the put descriptor */
+  /* The core-generic ring: a slot travels as np pieces of pe elements
+   * (granule multiples; the last one shorter), put asynchronously on DMA
+   * queue `queue`, at most one of them not yet read (busy). */
+  int64_t pe;
+  int np, queue;
+  bool busy;
 } coll;
 
 static uint64_t chunk_lo(const coll *k, int n, int c) {
@@ -276,21 +282,54 @@ static uint64_t ring_span(const coll *k, int n) {
   return a > c ? a : c;
 }
 
-/* ACC slot c = f(RECV slot c, X at chunk c), slot_elems elements. */
-static void fold_at(coll *k, int n, const rchunk *s) {
+/* Piece j of a slot: its first element and its elements. */
+static int64_t piece_lo(const coll *k, int j) { return (int64_t)j * k->pe; }
+static int64_t piece_n(const coll *k, int n, int j) {
+  int64_t left = (int64_t)slot_elems(k, n) - piece_lo(k, j);
+  return left < k->pe ? left : k->pe;
+}
+
+/* Piece j of ACC slot c = f(piece j of RECV slot c, X at chunk c). */
+static void fold_at(coll *k, int n, const rchunk *s, int j) {
   tb *b = k->b;
   int in[2] = {tb_sreg_take(b), tb_sreg_take(b)}, out = tb_sreg_take(b);
-  s_addr(b, in[0], s->c, k->slot, k->RECV);
-  s_addr(b, in[1], s->lo, (uint64_t)k->es, k->X);
-  s_addr(b, out, s->c, k->slot, k->ACC);
-  uint64_t ia[2] = {k->RECV, k->X}, oa = k->ACC;
+  uint64_t off = (uint64_t)(piece_lo(k, j) * k->es);
+  s_addr(b, in[0], s->c, k->slot, k->RECV + off);
+  s_addr(b, in[1], s->lo, (uint64_t)k->es, k->X + off);
+  s_addr(b, out, s->c, k->slot, k->ACC + off);
+  uint64_t ia[2] = {k->RECV + off, k->X + off}, oa = k->ACC + off;
   k->e.in_addr = ia;
   k->e.out_addr = &oa;
-  k->e.count = (int64_t)slot_elems(k, n);
+  k->e.count = piece_n(k, n, j);
   tk_elementwise_at(b, &k->e, in, &out, ring_span(k, n));
   tb_sreg_give(b, in[0]);
   tb_sreg_give(b, in[1]);
   tb_sreg_give(b, out);
+}
+
+/* The last asynchronous put has read its source. */
+static void put_drain(coll *k) {
+  if (k->busy) tb_raw(k->b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
+  k->busy = false;
+}
+
+/* Puts piece j from HBM at register rs + its offset to the next core's HBM
+ * at register rt + its offset, signalling its ICI semaphore sem + j; it
+ * proceeds while the code goes on (the previous one has been read first:
+ * one queue, one token outstanding). */
+static void put_piece(coll *k, int n, int rs, int rt, int j, int sem) {
+  tb *b = k->b;
+  int32_t off = (int32_t)(piece_lo(k, j) * k->es);
+  int a = tb_sreg_take(b), c = tb_sreg_take(b);
+  si(b, OP_SADDI, a, rs, off);
+  si(b, OP_SADDI, c, rt, off);
+  put_drain(k);
+  tb_raw(b, OP_SST, tb_sreg(b, (uint32_t)(piece_n(k, n, j) * k->es)), 0, 0, 0, 0, (int32_t)k->desc);
+  tb_raw(b, OP_DMAPUT, a, c, tb_sreg(b, k->desc), TB_SEM_Q1, k->queue, (sem + j) & ISA_PUT_SEM_MASK);
+  k->busy = true;
+  if (k->queue == 0) put_drain(k);
+  tb_sreg_give(b, a);
+  tb_sreg_give(b, c);
 }
 
 /* count elements from the slot at register rs (in [base, base + span])
@@ -330,34 +369,42 @@ static void copy_exact(coll *k, int n, const rchunk *s, int rs, uint64_t base) {
   tb_sreg_give(b, rd);
 }
 
-enum { SEM_RS = 0, SEM_AG = 1 };
+/* ICI semaphores of the pieces: reduce-scatter SEM_RS + j, all-gather
+ * SEM_AG + j. */
+enum { MAX_PIECES = 8, SEM_RS = 0, SEM_AG = MAX_PIECES };
 
-/* A reduce-scatter step: the previous chunk arrives and is folded. With
- * forward, the folded chunk goes on to the next core. */
+/* A reduce-scatter step: the previous chunk arrives piece by piece, each
+ * folded as it comes and (forward) put on to the next core while the next
+ * piece folds. */
 static void rs_step(coll *k, int n, rchunk *s, bool forward) {
   tb *b = k->b;
   chunk_prev(k, n, s);
-  iwait(b, SEM_RS, 1);
-  fold_at(k, n, s);
-  tb_barrier(b);
-  if (!forward) return;
-  int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
-  s_addr(b, ra, s->c, k->slot, k->ACC);
-  s_addr(b, rb, s->c, k->slot, k->RECV);
-  put_go(k, ra, rb, SEM_RS);
-  tb_sreg_give(b, ra);
-  tb_sreg_give(b, rb);
+  for (int j = 0; j < k->np; j++) {
+    iwait(b, SEM_RS + j, 1);
+    fold_at(k, n, s, j);
+    tb_barrier(b);
+    if (!forward) continue;
+    int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
+    s_addr(b, ra, s->c, k->slot, k->ACC);
+    s_addr(b, rb, s->c, k->slot, k->RECV);
+    put_piece(k, n, ra, rb, j, SEM_RS);
+    tb_sreg_give(b, ra);
+    tb_sreg_give(b, rb);
+  }
 }
 
-/* An all-gather step: the previous chunk arrives in its GATH slot, goes
- * on to the next core (forward) and into OUT. */
+/* An all-gather step: the previous chunk arrives in its GATH slot piece by
+ * piece, each put on to the next core (forward) as it comes; then the
+ * chunk goes into OUT. */
 static void ag_step(coll *k, int n, rchunk *s, bool forward) {
   tb *b = k->b;
   chunk_prev(k, n, s);
-  iwait(b, SEM_AG, 1);
   int ra = tb_sreg_take(b);
   s_addr(b, ra, s->c, k->slot, k->GATH);
-  if (forward) put_go(k, ra, ra, SEM_AG);
+  for (int j = 0; j < k->np; j++) {
+    iwait(b, SEM_AG + j, 1);
+    if (forward) put_piece(k, n, ra, ra, j, SEM_AG);
+  }
   copy_exact(k, n, s, ra, k->GATH);
   tb_sreg_give(b, ra);
   tb_barrier(b);
@@ -378,10 +425,23 @@ static void ring_loop(coll *k, int n, rchunk *s, void (*step)(coll *, int, rchun
   tb_sreg_give(b, cnt);
 }
 
+/* The pieces of a slot: up to MAX_PIECES of at least 64 KiB, whole
+ * granules. */
+static void ring_pieces(coll *k, int n) {
+  int64_t se = (int64_t)slot_elems(k, n), g = TB_GRANULE / k->es;
+  int64_t p = (se * k->es + 65535) / 65536;
+  if (p > MAX_PIECES) p = MAX_PIECES;
+  if (p < 1) p = 1;
+  k->pe = ((se + p - 1) / p + g - 1) / g * g;
+  k->np = (int)((se + k->pe - 1) / k->pe);
+  k->queue = k->b->t.dma_queues > 1 ? 1 : 0;
+  k->busy = false;
+}
+
 /* The ring all-reduce of every core, over all n replicas in order. */
 static void ring_generic(coll *k, int n) {
   tb *b = k->b;
-  uint64_t cb = slot_elems(k, n) * (uint64_t)k->es;
+  ring_pieces(k, n);
   tb_barrier(b);
   rchunk s = {tb_sreg_take(b), tb_sreg_take(b), tb_sreg_take(b)};
   int p = tb_sreg_take(b), t = tb_sreg_take(b);
@@ -399,7 +459,7 @@ static void ring_generic(coll *k, int n) {
   si(b, OP_SMULI, t, t, -n);
   s3(b, OP_SADD, t, t, p);
   si(b, OP_SADDI, t, t, 1);
-  desc_set(k, tb_sreg(b, (uint32_t)cb), t);
+  desc_set(k, tb_sreg(b, 4), t);
   iwait(b, SEM_READY, 1);
   tb_sreg_give(b, t);
   chunk_at(k, n, p, &s);
@@ -409,7 +469,7 @@ static void ring_generic(coll *k, int n) {
   int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
   s_addr(b, ra, s.lo, (uint64_t)k->es, k->X);
   s_addr(b, rb, s.c, k->slot, k->RECV);
-  put_go(k, ra, rb, SEM_RS);
+  for (int j = 0; j < k->np; j++) put_piece(k, n, ra, rb, j, SEM_RS);
   tb_sreg_give(b, ra);
   tb_sreg_give(b, rb);
   ring_loop(k, n, &s, rs_step);
@@ -419,13 +479,15 @@ static void ring_generic(coll *k, int n) {
   rb = tb_sreg_take(b);
   s_addr(b, ra, s.c, k->slot, k->ACC);
   s_addr(b, rb, s.c, k->slot, k->GATH);
-  put_go(k, ra, rb, SEM_AG);
+  for (int j = 0; j < k->np; j++) put_piece(k, n, ra, rb, j, SEM_AG);
   copy_exact(k, n, &s, ra, k->ACC);
   tb_sreg_give(b, ra);
   tb_sreg_give(b, rb);
   tb_barrier(b);
   ring_loop(k, n, &s, ag_step);
   ag_step(k, n, &s, false);
+  put_drain(k);
+  tb_barrier(b);
   tb_sreg_give(b, s.c);
   tb_sreg_give(b, s.lo);
   tb_sreg_give(b, s.rem);
