@@ -115,6 +115,10 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_ALL_REDUCE:
     if (!lower_all_reduce(x, i)) lower_tuple(x, i);
     break;
+  case IR_OP_REDUCE_SCATTER:
+  case IR_OP_ALL_GATHER:
+    lower_coll_halves(x, i);
+    break;
   case IR_OP_TUPLE:
     lower_tuple(x, i);
     break;

@@ -44,6 +44,8 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 /* lower_coll.c: an all-reduce over more than one replica (false: not
  * one; the single-replica identity is lower_tuple's). */
 bool lower_all_reduce(lctx *x, ir_id i);
+/* lower_coll.c: a reduce-scatter or all-gather (false: neither). */
+bool lower_coll_halves(lctx *x, ir_id i);
 
 /* lower_control.c: call, while, conditional and map (false: not one). */
 bool lower_control(lctx *x, ir_id i);

@@ -82,6 +82,7 @@ static int group_of(const ir_inst *in, int nrep, int r, int *g, int *pos) {
 typedef struct coll {
   tb *b;
   tk_elem e;      /* the reduction: inputs (acc, x), one output */
+  ir_type ty;     /* the element type */
   int es;         /* bytes per element */
   int64_t count;  /* elements */
   uint64_t X;     /* the operand */
@@ -348,7 +349,7 @@ static void copy_at(coll *k, int n, int rs, uint64_t base, int rd, int64_t count
   tk_node nd;
   memset(&nd, 0, sizeof nd);
   nd.kind = TK_IN;
-  nd.type = k->e.in_type[0];
+  nd.type = k->ty;
   ir_type it = nd.type;
   int root = 0;
   uint64_t ia = base, oa = k->OUT;
@@ -444,12 +445,15 @@ static void ring_pieces(coll *k, int n) {
   k->busy = false;
 }
 
-/* The ring all-reduce of every core, over all n replicas in order. */
-static void ring_generic(coll *k, int n) {
+/* The start of every one-program ring: this core ready for the previous,
+ * the descriptor aimed at the next once that one is ready, s = chunk p. */
+static void ring_start(coll *k, int n, rchunk *s) {
   tb *b = k->b;
   ring_pieces(k, n);
   tb_barrier(b);
-  rchunk s = {tb_sreg_take(b), tb_sreg_take(b), tb_sreg_take(b)};
+  s->c = tb_sreg_take(b);
+  s->lo = tb_sreg_take(b);
+  s->rem = tb_sreg_take(b);
   int p = tb_sreg_take(b), t = tb_sreg_take(b);
   tb_raw(b, OP_COREID, p, 0, 0, 0, 0, 0);
   /* Ready for the previous core, (p + n - 1) mod n ... */
@@ -468,35 +472,57 @@ static void ring_generic(coll *k, int n) {
   desc_set(k, tb_sreg(b, 4), t);
   iwait(b, SEM_READY, 1);
   tb_sreg_give(b, t);
-  chunk_at(k, n, p, &s);
+  chunk_at(k, n, p, s);
   tb_sreg_give(b, p);
-  /* Reduce-scatter: chunk p - 1 of X starts the ring at the next core. */
-  chunk_prev(k, n, &s);
+}
+
+/* Reduce-scatter: chunk p - 1 of X starts the ring at the next core;
+ * after n - 1 steps chunk p is complete in ACC slot p (s = chunk p). */
+static void ring_rs(coll *k, int n, rchunk *s) {
+  tb *b = k->b;
+  chunk_prev(k, n, s);
   int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
-  s_addr(b, ra, s.lo, (uint64_t)k->es, k->X);
-  s_addr(b, rb, s.c, k->slot, k->RECV);
+  s_addr(b, ra, s->lo, (uint64_t)k->es, k->X);
+  s_addr(b, rb, s->c, k->slot, k->RECV);
   for (int j = 0; j < k->np; j++) put_piece(k, n, ra, rb, j, SEM_RS);
   tb_sreg_give(b, ra);
   tb_sreg_give(b, rb);
-  ring_loop(k, n, &s, rs_step);
-  rs_step(k, n, &s, false); /* chunk p, complete in ACC */
-  /* All-gather: chunk p to the next core and into OUT, then the others. */
-  ra = tb_sreg_take(b);
-  rb = tb_sreg_take(b);
-  s_addr(b, ra, s.c, k->slot, k->ACC);
-  s_addr(b, rb, s.c, k->slot, k->GATH);
+  ring_loop(k, n, s, rs_step);
+  rs_step(k, n, s, false);
+}
+
+/* All-gather: chunk p (at base + c x mult: ACC slot p, or X) to the next
+ * core and into OUT, then the others as they come round. */
+static void ring_ag(coll *k, int n, rchunk *s, uint64_t base, uint64_t mult) {
+  tb *b = k->b;
+  int ra = tb_sreg_take(b), rb = tb_sreg_take(b);
+  s_addr(b, ra, s->c, mult, base);
+  s_addr(b, rb, s->c, k->slot, k->GATH);
   for (int j = 0; j < k->np; j++) put_piece(k, n, ra, rb, j, SEM_AG);
-  copy_exact(k, n, &s, ra, k->ACC);
+  copy_exact(k, n, s, ra, base);
   tb_sreg_give(b, ra);
   tb_sreg_give(b, rb);
   tb_barrier(b);
-  ring_loop(k, n, &s, ag_step);
-  ag_step(k, n, &s, false);
+  ring_loop(k, n, s, ag_step);
+  ag_step(k, n, s, false);
+}
+
+static void ring_end(coll *k, rchunk *s) {
+  tb *b = k->b;
   put_drain(k);
   tb_barrier(b);
-  tb_sreg_give(b, s.c);
-  tb_sreg_give(b, s.lo);
-  tb_sreg_give(b, s.rem);
+  tb_sreg_give(b, s->c);
+  tb_sreg_give(b, s->lo);
+  tb_sreg_give(b, s->rem);
+}
+
+/* The ring all-reduce of every core, over all n replicas in order. */
+static void ring_generic(coll *k, int n) {
+  rchunk s;
+  ring_start(k, n, &s);
+  ring_rs(k, n, &s);
+  ring_ag(k, n, &s, k->ACC, k->slot);
+  ring_end(k, &s);
 }
 
 /* Parameter-server all-reduce: member 0 gathers, folds, and sends back. */
@@ -571,6 +597,7 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   const tval *v = x->val[in->ops[0]];
   tval *out = tv_new(b, in->shape->type, in->shape->rank, in->shape->dims);
   k.es = tv_esize(out->type);
+  k.ty = in->shape->type;
   k.count = out->count;
   k.X = tv_addr(v);
   k.OUT = tv_addr(out);
@@ -644,4 +671,99 @@ static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
   }
   uint64_t end = tb_label(b);
   for (int r = 0; r < nrep; r++) tb_patch(b, join[r], end);
+}
+
+/* ---- reduce-scatter and all-gather -------------------------------------
+ * The two halves of the one-program ring, over every replica in order,
+ * along a dimension with only size-1 dimensions before it (member c's
+ * slice is then the flattened value's chunk c, coll_chunk's, and folds in
+ * base/coll.h's order). Other groups and dimensions are located errors. */
+
+/* The value of the collective over all n members: count elements, one
+ * operand; false (after an error) when the ring does not apply. */
+static bool halves_apply(lctx *x, const ir_inst *in, const ir_shape *whole, int nrep) {
+  tb *b = x->b;
+  const char *op = ir_op_name(in->op);
+  if (in->nops != 1 || in->shape->type == IR_TUPLE) {
+    tb_error(b, ST_UNSUPPORTED, "a %s of %d operands over %d replicas (the TPU backend "
+             "gathers or scatters one array)", op, in->nops, nrep);
+    return false;
+  }
+  int64_t d = in->a->dimensions.n == 1 ? in->a->dimensions.v[0] : -1, before = 1;
+  for (int64_t j = 0; j < d && j < whole->rank; j++) before *= whole->dims[j];
+  if (d < 0 || before != 1 || !generic(in, nrep, ir_shape_count(whole))) {
+    tb_error(b, ST_UNSUPPORTED, "the TPU backend runs it over every replica in order, along a "
+             "dimension with only size-1 dimensions before it, with at least one element per "
+             "replica");
+    return false;
+  }
+  return true;
+}
+
+/* Shared set-up: the coll of a collective whose whole value (all n
+ * slices) has `count` elements; operand X, result OUT. */
+static void halves_init(lctx *x, const ir_inst *in, coll *k, tval *out, int64_t count, int n) {
+  tb *b = x->b;
+  memset(k, 0, sizeof *k);
+  k->b = b;
+  k->es = tv_esize(out->type);
+  k->ty = in->shape->type;
+  k->count = count;
+  k->X = tv_addr(x->val[in->ops[0]]);
+  k->OUT = tv_addr(out);
+  k->slot = tb_align(slot_elems(k, n) * (uint64_t)k->es);
+  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
+  k->desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+}
+
+/* A reduce-scatter or all-gather over more than one replica; false when
+ * in is neither (one replica: the identity, a copy). */
+bool lower_coll_halves(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  tb *b = x->b;
+  int n = b->replicas;
+  bool rs = in->op == IR_OP_REDUCE_SCATTER;
+  if (!rs && in->op != IR_OP_ALL_GATHER) return false;
+  const ir_shape *whole = rs ? x->comp->insts.v[in->ops[0]].shape : in->shape;
+  if (!halves_apply(x, in, whole, n)) return true;
+  tval *out = tv_new(b, in->shape->type, in->shape->rank, in->shape->dims);
+  coll k;
+  halves_init(x, in, &k, out, ir_shape_count(whole), n);
+  if (rs && !lower_scalar_comp(x, in->calls[0], &k.e)) return true;
+  if (rs && (k.e.ninputs != 2 || k.e.noutputs != 1)) {
+    tb_error(b, ST_UNSUPPORTED, "reduce-scatter's to_apply must take two scalars and return one");
+    return true;
+  }
+  if (n < 2) {
+    tb_barrier(b);
+    copy(&k, k.OUT, k.X, (uint64_t)out->count);
+    x->val[i] = out;
+    return true;
+  }
+  uint64_t area = k.slot * (uint64_t)n;
+  k.RECV = tb_hbm_alloc(b, area);
+  k.ACC = tb_hbm_alloc(b, area);
+  k.GATH = tb_hbm_alloc(b, area);
+  tb_explain(b, "%s over %d replicas: ring %s, %llu-byte slices, one program for every core",
+             ir_op_name(in->op), n, rs ? "reduce-scatter (fold order of base/coll.h)" : "all-gather",
+             (unsigned long long)(slot_elems(&k, n) * (uint64_t)k.es));
+  rchunk s;
+  ring_start(&k, n, &s);
+  if (rs) {
+    ring_rs(&k, n, &s);
+    int ra = tb_sreg_take(b), rd = tb_sreg_take(b);
+    s_addr(b, ra, s.c, k.slot, k.ACC);
+    s_addr(b, rd, s.c, 0, k.OUT);
+    copy_at(&k, n, ra, k.ACC, rd, out->count);
+    tb_sreg_give(b, ra);
+    tb_sreg_give(b, rd);
+  } else {
+    ring_ag(&k, n, &s, k.X, 0);
+  }
+  ring_end(&k, &s);
+  tb_hbm_free(b, k.RECV, area);
+  tb_hbm_free(b, k.ACC, area);
+  tb_hbm_free(b, k.GATH, area);
+  x->val[i] = out;
+  return true;
 }
