@@ -705,9 +705,9 @@ bool ir_coll_check(const ir_module *m, const ir_inst *in, char *msg, size_t n);
 bool ir_coll_check_replicas(const ir_module *m, const ir_comp *cp, const ir_inst *in, int nrep,
                             char *msg, size_t n);
 /* Whether target ("interp", "cpu", a TPU spec) runs op, for the ops of
- * this section: interp and cpu all of them; the others all-reduce,
- * collective-permute, all-to-all, collective-broadcast, replica-id and
- * partition-id. */
+ * this section: interp and cpu all of them; the others (TPU boards and
+ * pods) all-reduce, reduce-scatter, all-gather, collective-permute,
+ * all-to-all, collective-broadcast, replica-id and partition-id. */
 bool ir_coll_target_runs(ir_op op, const char *target);
 
 /* ---- sort, top-k and random numbers (ir/sortrng.c, ir/prng.c) -------- */

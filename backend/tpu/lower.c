@@ -125,6 +125,10 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_PARTITION_ID:
     lower_coll_move(x, i);
     break;
+  case IR_OP_REDUCE_SCATTER:
+  case IR_OP_ALL_GATHER:
+    lower_coll_halves(x, i);
+    break;
   case IR_OP_TUPLE:
     lower_tuple(x, i);
     break;
@@ -152,12 +156,12 @@ void lower_inst(lctx *x, ir_id i) {
   default:
     if (ir_op_flags(in->op) & OPF_RUNS) {
       lower_small(x, i);
-      break;
+    break;
     }
     if (lower_is_elem(in)) {
       lower_elementwise(x, i);
       consume_ops = false;
-      break;
+    break;
     }
     if (lower_control(x, i)) break;
     tb_error(b, ST_UNSUPPORTED, "op '%s' is not supported by the TPU backend", ir_op_name(in->op));
@@ -217,7 +221,7 @@ static void cut_programs(lctx *x) {
       }
       len[i] = l + 1;
       nin[i] = n;
-      break;
+    break;
     }
     if (x->deferred[i] && len[i] >= MAX_CHAIN) x->deferred[i] = false;
   }

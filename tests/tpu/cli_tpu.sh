@@ -287,4 +287,10 @@ check "a module for 4 replicas compiles for v3-8,ncores=4" \
 check "a module for 8 replicas does not compile for one core" fails_with 2 \
   'module asks for 8 replicas (replica_count); target v3 runs 1' \
   "$TPUCC" compile "$T/ar.hlo" --target=v3 --emit=tpub -o "$T/ar.tpub"
+sed -e 's/x = f32\[1000\]/x = f32[16]/' \
+  -e 's/ROOT r = .*/ROOT r = f32[4] reduce-scatter(x), replica_groups={{0,2,4,6},{1,3,5,7}}, dimensions={0}, to_apply=add/' \
+  "$T/ar.hlo" >"$T/rs.hlo"
+check "a reduce-scatter over listed halves is a located error on v3-8" fails_with 2 \
+  'rs.hlo:9:8: error: tpu: reduce-scatter: the TPU backend runs it over every replica in order' \
+  "$TPUCC" compile "$T/rs.hlo" --target=v3-8 --emit=tpub -o "$T/rs.tpub"
 exit $fail

@@ -60,6 +60,26 @@ static int group(const int *groups, int ngroups, int gsize, int r, int *g, int *
   return 0;
 }
 
+/* The evaluator's replicated run (ir_eval_replicated) of m, replica r's
+ * parameter holding operand(r, .): eargs and eargv filled, results in
+ * eouts. */
+static base_status eval_replicas(const char *name, const ir_module *m, arena *ea, int64_t count,
+                                 ir_literal *eargs[][1], ir_literal *const **eargv,
+                                 ir_literal **eouts) {
+  const ir_comp *entry = &m->comps.v[m->entry];
+  for (int r = 0; r < nc; r++) {
+    eargs[r][0] = ir_literal_create(ea, entry->insts.v[entry->params[0]].shape);
+    for (int64_t i = 0; i < count; i++) ((float *)eargs[r][0]->data)[i] = operand(r, i);
+    eargv[r] = eargs[r];
+  }
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  char eerr[512];
+  base_status est = ir_eval_replicated(m, &eo, nc, eargv, 1, ea, eouts, eerr, sizeof eerr);
+  CHECK(est == ST_OK, "%s: evaluator: %s", name, eerr);
+  return est;
+}
+
 /* Compiles text for target, runs it on its nc cores (replica r's parameter
  * from operand(r, .)) and compares every replica's result with the
  * oracle. `max`: the reduction is maximum, else sum. */
@@ -107,17 +127,7 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   /* The evaluator's replicated run (ir_eval_replicated) on the same inputs. */
   arena *ea = arena_create();
   ir_literal *eargs[NC][1], *const *eargv[NC], *eouts[NC];
-  const ir_comp *entry = &m->comps.v[m->entry];
-  for (int r = 0; r < nc; r++) {
-    eargs[r][0] = ir_literal_create(ea, entry->insts.v[entry->params[0]].shape);
-    for (int64_t i = 0; i < count; i++) ((float *)eargs[r][0]->data)[i] = operand(r, i);
-    eargv[r] = eargs[r];
-  }
-  ir_eval_options eo;
-  ir_eval_options_init(&eo);
-  char eerr[512];
-  base_status est = ir_eval_replicated(m, &eo, nc, eargv, 1, ea, eouts, eerr, sizeof eerr);
-  CHECK(est == ST_OK, "%s: evaluator: %s", name, eerr);
+  base_status est = eval_replicas(name, m, ea, count, eargs, eargv, eouts);
   for (int r = 0; rc == 0 && est == ST_OK && r < nc; r++)
     CHECK(!memcmp(eouts[r]->data, hbm[r] + img->results[0].hbm_offset, (size_t)count * 4),
           "%s: replica %d differs from the evaluator", name, r);
@@ -176,6 +186,53 @@ static void run_case(const char *name, const char *text, int64_t count, const in
   ir_module_destroy(m);
 }
 
+/* A reduce-scatter or all-gather (text) of f32[in_count] per replica into
+ * f32[out_count], on target's nc cores, against the evaluator's replicated
+ * run bit for bit (its fold order is base/coll.h's: tests/eval). */
+static void run_half(const char *name, const char *text, int64_t in_count, int64_t out_count) {
+  ir_module *m = tc_parse(name, text);
+  diag *d = diag_create();
+  tpu_options o;
+  tpu_options_init(&o);
+  o.target = target;
+  tpub_image *img = NULL;
+  base_status st = tpu_compile(m, &o, d, &img, NULL);
+  CHECK(st == ST_OK, "%s: compile: %s", name, diag_text(d));
+  arena *ea = arena_create();
+  ir_literal *eargs[NC][1], *const *eargv[NC], *eouts[NC], *touts[NC];
+  base_status est = eval_replicas(name, m, ea, in_count, eargs, eargv, eouts);
+  char err[512];
+  if (st == ST_OK && est == ST_OK) {
+    base_status tst = tpu_execute_replicas(img, target, m, nc, eargv, 1, ea, touts, err, sizeof err);
+    CHECK(tst == ST_OK, "%s: tpu_execute_replicas: %s", name, err);
+    for (int r = 0; tst == ST_OK && r < nc; r++)
+      CHECK(!memcmp(touts[r]->data, eouts[r]->data, (size_t)out_count * 4),
+            "%s: replica %d differs from the evaluator", name, r);
+  }
+  arena_destroy(ea);
+  tpub_free(img);
+  diag_destroy(d);
+  ir_module_destroy(m);
+}
+
+/* reduce-scatter (rs) or all-gather of f32[rows, cols] along dimension
+ * dim; rows or cols is the per-replica (all-gather) or whole
+ * (reduce-scatter) extent. */
+static char *half_module(bool rs, int rows, int cols, int dim, const char *groups) {
+  static char buf[1024];
+  int orows = dim == 0 ? (rs ? rows / nc : rows * nc) : rows;
+  int ocols = dim == 1 ? (rs ? cols / nc : cols * nc) : cols;
+  snprintf(buf, sizeof buf,
+           "HloModule h, replica_count=%d\n"
+           "red {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT s = f32[] add(a, b)\n}\n"
+           "ENTRY e {\n  x = f32[%d,%d] parameter(0)\n"
+           "  ROOT r = f32[%d,%d] %s(x), replica_groups=%s, dimensions={%d}%s\n}\n",
+           nc, rows, cols, orows, ocols, rs ? "reduce-scatter" : "all-gather", groups, dim,
+           rs ? ", to_apply=red" : "");
+  return buf;
+}
+
 static char *module(int64_t count, const char *groups, bool max) {
   static char buf[1024];
   snprintf(buf, sizeof buf,
@@ -230,6 +287,13 @@ int main(int argc, char **argv) {
                                                "{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}}", false),
            777, halves32, 2, 16, false, false);
   run_case("pod_sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false, true);
+  /* The ring's halves: slices of 125 x 3 and 1 x 7 elements per member. */
+  run_half("pod_reduce_scatter", half_module(true, 32 * 125, 3, 0, "{}"), 32 * 125 * 3, 125 * 3);
+  run_half("pod_all_gather", half_module(false, 1, 7, 1, listed), 7, 32 * 7);
+  nc = 8;
+  target = "v3-8";
+  run_half("reduce_scatter", half_module(true, 1, 8 * 9001, 1, "{}"), 8 * 9001, 9001);
+  run_half("all_gather", half_module(false, 333, 2, 0, "{}"), 666, 8 * 666);
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures ? 1 : 0;
 }
