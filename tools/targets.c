@@ -210,6 +210,7 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
   to.target = o->target ? o->target : "v3";
   to.explain = o->explain;
   to.all_reduce_ps = o->all_reduce_ps;
+  to.replicas = nrep;
   if (!precision_of(o->precision, &to.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
     return ST_INVALID_ARGUMENT;
