@@ -470,7 +470,11 @@ base_status cpu_execute_replicas(cpu_exe *x, int n, ir_literal *const *args, int
   for (int r = 0; r < n; r++) {
     base_status st = check_args(x, args + (size_t)r * (size_t)nargs, nargs, err, errlen);
     if (st == ST_OK) st = check_res(x, res[r], err, errlen);
-    if (st != ST_OK) return st;
+    if (st != ST_OK) {
+      size_t k = strlen(err);
+      if (k < errlen) snprintf(err + k, errlen - k, " (replica %d of %d)", r, n);
+      return st;
+    }
   }
   replica_run *rr = calloc((size_t)n, sizeof *rr);
   coll_rdv *rdv = coll_rdv_create(n);

@@ -477,6 +477,65 @@ static void fixed_cases(void) {
     check(pod_cases[i], &pod, 32, 2, 7 + i, "v3-32", 2);
 }
 
+/* A run of mismatched_shapes failed with a message naming replica 1 and
+ * both shapes. */
+static void refused(const char *target, base_status st, const char *err) {
+  if (st == ST_OK || !strstr(err, "replica 1") || !strstr(err, "f32[3]") || !strstr(err, "f32[4]"))
+    fail(target, "mismatched shapes", 0, st == ST_OK ? "ran" : err, "");
+}
+
+/* Per-replica arguments of different shapes (possible through the C
+ * entry points, which take one argument list per replica): every target
+ * refuses the run with an error naming the replica and the parameter,
+ * before any replica runs. */
+static void mismatched_shapes(void) {
+  static const char src[] = "HloModule mm\nENTRY e {\n  x = f32[4] parameter(0)\n"
+                            "  ROOT p = f32[4] collective-permute(x), source_target_pairs={{0,1},{1,0}}\n}\n";
+  ir_module *m = parse(src);
+  arena *a = arena_create();
+  int64_t four = 4, three = 3;
+  ir_shape s4 = ir_shape_array(IR_F32, 1, &four), s3 = ir_shape_array(IR_F32, 1, &three);
+  ir_literal *args[2] = {ir_literal_create(a, &s4), ir_literal_create(a, &s3)};
+  ir_literal *const row0[1] = {args[0]}, *const row1[1] = {args[1]};
+  ir_literal *const *per[2] = {row0, row1};
+  ir_literal *outs[2] = {NULL, NULL};
+  char err[512] = "";
+  ir_eval_options eo;
+  ir_eval_options_init(&eo);
+  base_status st = ir_eval_replicated(m, &eo, 2, per, 1, a, outs, err, sizeof err);
+  refused("interp", st, err);
+#ifdef HAVE_LLVM
+  cpu_options o;
+  cpu_options_init(&o);
+  o.replicas = 2;
+  cpu_exe *x = NULL;
+  if (cpu_compile(m, &o, &x, err, sizeof err) == ST_OK) {
+    ir_literal *res[2] = {ir_literal_create(a, &s4), ir_literal_create(a, &s4)};
+    st = cpu_execute_replicas(x, 2, args, 1, res, err, sizeof err);
+    refused("cpu", st, err);
+  } else {
+    fail("cpu", "mismatched shapes", 0, err, src);
+  }
+  cpu_exe_destroy(x);
+#endif
+  tpu_options to;
+  tpu_options_init(&to);
+  to.target = "v3-8,ncores=2";
+  to.replicas = 2;
+  diag *d = diag_create();
+  tpub_image *img = NULL;
+  if (tpu_compile(m, &to, d, &img, NULL) == ST_OK) {
+    st = tpu_execute_replicas(img, to.target, m, 2, per, 1, a, outs, err, sizeof err);
+    refused(to.target, st, err);
+  } else {
+    fail(to.target, "mismatched shapes", 0, diag_text(d), src);
+  }
+  tpub_free(img);
+  diag_destroy(d);
+  arena_destroy(a);
+  ir_module_destroy(m);
+}
+
 int main(int argc, char **argv) {
   int trials = argc > 1 ? atoi(argv[1]) : 10;
   uint64_t seed0 = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
@@ -491,6 +550,7 @@ int main(int argc, char **argv) {
       check(t.s, &gens[k], nrep, np, seed, NULL, (int)(seed % 2) * 2);
     }
   fixed_cases();
+  mismatched_shapes();
   printf("diff_coll_targets: %d random cases of %d generators, %d fixed: cpu ran %d, the TPU "
          "ran %d and refused %d as its rows expect; %d failure%s\n",
          cases, NGENS, NGENS + (int)(sizeof pod_cases / sizeof *pod_cases), ran_cpu, ran_tpu,
