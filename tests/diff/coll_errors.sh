@@ -19,14 +19,14 @@ trap 'rm -rf "$T"' EXIT
 # expect TARGET RC WHERE WORDS ARGS...: `tpucc run ARGS --target=TARGET`
 # exits RC and prints WHERE (a location) and WORDS
 expect() {
-  t=$1 want=$2 where=$3 words=$4
+  et=$1 want=$2 where=$3 words=$4
   shift 4
-  "$tpucc" run --target="$t" "$@" >"$T/out" 2>&1
+  "$tpucc" run --target="$et" "$@" >"$T/out" 2>&1
   rc=$?
   if [ $rc -eq "$want" ] && grep -qF -e "$where" "$T/out" && grep -qF -e "$words" "$T/out"; then
-    echo "PASS $t: $words"
+    echo "PASS $et: $words"
   else
-    echo "FAIL $t: $* (rc=$rc; want $want, $where ... $words):"
+    echo "FAIL $et: $* (rc=$rc; want $want, $where ... $words):"
     cat "$T/out"
     fail=1
   fi
