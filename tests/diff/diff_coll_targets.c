@@ -10,7 +10,8 @@
  * the TPU's module through the -O2 pipeline on odd trials. No dots, so
  * every result is exact and the order of base/coll.h decides every bit.
  * Values are small (floats on a 1/16 grid) so that no product of eight
- * overflows. Then fixed cases of every move on the v2-8 board and on a
+ * overflows. Dimensions are 1..5, the last one up to 300 in a quarter of
+ * the modules. Then fixed cases of every move on the v2-8 board and on a
  * v3-32 pod (32 replicas).
  *
  * A generator whose op the TPU does not run yet (ir_coll_target_runs) is
@@ -246,6 +247,7 @@ static int random_module(text *t, uint64_t *r, int nrep, int k) {
   gctx c = {t, r, nrep, nrep, NULL, 1 + (int)draw(r, 3), 0, {1, 1, 1}, ""};
   c.ty = types[draw(r, gn->reduces ? 3 : 5)];
   for (int i = 0; i < c.rank; i++) c.dims[i] = 1 + draw(r, 5);
+  if (!draw(r, 4)) c.dims[c.rank - 1] = 1 + draw(r, 300); /* several tiles and granules */
   c.d = (int)draw(r, (uint32_t)c.rank);
   for (int i = 0; i < 3; i++) { /* a divisor of nrep */
     int g = 1 + (int)draw(r, (uint32_t)nrep);
