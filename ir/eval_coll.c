@@ -30,8 +30,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-enum { EV_MAX_REPLICAS = 4096 };
-
 /* The key of this replica's next collective: the instruction (the same
  * object in every replica, the module being shared) and the count. */
 static uint64_t coll_key(const ir_inst *in, uint64_t count) {
@@ -401,10 +399,10 @@ base_status ir_eval_replicated(const ir_module *m, const ir_eval_options *opts, 
     o.replica_id = 0;
     return ir_eval(m, &o, args[0], nargs, out_arena, &outs[0], err, errlen);
   }
-  if (nrep < 1 || nrep > EV_MAX_REPLICAS || !args || !outs) {
+  if (nrep < 1 || nrep > IR_EVAL_MAX_REPLICAS || !args || !outs) {
     if (err && errlen)
       snprintf(err, errlen, "%d replicas: between 1 and %d run, with arguments and results", nrep,
-               EV_MAX_REPLICAS);
+               IR_EVAL_MAX_REPLICAS);
     return ST_INVALID_ARGUMENT;
   }
   replica *reps = calloc((size_t)nrep, sizeof *reps);

@@ -822,7 +822,10 @@ base_status ir_eval(const ir_module *m, const ir_eval_options *opts,
                     ir_literal *const *args, int nargs, arena *out_arena,
                     ir_literal **out, char *err, size_t errlen);
 
-/* Evaluates nrep replicas of m's entry computation, each on its own host
+/* The most replicas ir_eval_replicated runs. */
+enum { IR_EVAL_MAX_REPLICAS = 4096 };
+/* Evaluates nrep (1..IR_EVAL_MAX_REPLICAS) replicas of m's entry
+ * computation, each on its own host
  * thread (one replica: ir_eval, no thread), meeting at every collective
  * (ir/eval_coll.c, docs/collectives.md). args[r] holds replica r's nargs
  * arguments; on success outs[r] (nrep of them) is replica r's result in

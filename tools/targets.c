@@ -28,12 +28,25 @@ static base_status run_interp(const ir_module *m, const char *spec, int64_t max_
   return ir_eval(m, &o, args, nargs, a, out, err, errlen);
 }
 
+/* A run of nrep replicas, more than the `most` target runs: the located
+ * message of ir_check_runnable_replicas when the module's replica_count
+ * asks for them, else a plain one. */
+static base_status too_many_replicas(const ir_module *m, const char *target, int nrep, int most,
+                                     char *err, size_t errlen) {
+  if (ir_module_count_attr(m, "replica_count") != nrep ||
+      !ir_check_runnable_replicas(m, target, NULL, most, NULL, err, errlen))
+    snprintf(err, errlen, "%d replicas asked for; target %s runs at most %d", nrep, target, most);
+  return ST_UNSUPPORTED;
+}
+
 /* interp, N replicas: each on a host thread (ir_eval_replicated). */
 static base_status run_interp_replicas(const ir_module *m, const char *spec, int64_t max_bytes,
                                        const ir_ffi_table *ffi, int nrep,
                                        ir_literal *const *const *args, int nargs, arena *a,
                                        ir_literal **outs, char *err, size_t errlen) {
   (void)spec;
+  if (nrep > IR_EVAL_MAX_REPLICAS)
+    return too_many_replicas(m, "interp", nrep, IR_EVAL_MAX_REPLICAS, err, errlen);
   ir_eval_options o;
   ir_eval_options_init(&o);
   if (max_bytes > 0) o.max_bytes = max_bytes;
@@ -52,7 +65,7 @@ static base_status run_tpu(const ir_module *m, const char *spec, int64_t max_byt
 #endif
 
 #ifdef TPUCC_HAVE_LLVM
-/* cpu options for a run of nrep replicas from the spec, TPUCC_CPU_THREADS
+/* cpu options for a run of nrep (at most CPU_MAX_REPLICAS) replicas from the spec, TPUCC_CPU_THREADS
  * and TPUCC_CPU_NUMERICS supplying the options it leaves out (driver.h).
  * A spec that names another replica count than the run's is an error. The
  * options point into *cs (the cache directory): it must outlive them. */
@@ -63,10 +76,6 @@ static base_status cpu_opts(const char *spec, int64_t max_bytes, const ir_ffi_ta
   if (cs->replicas != 1 && cs->replicas != nrep) {
     snprintf(err, errlen, "%s asks for %d replicas, the run has %d (--replicas)", spec, cs->replicas, nrep);
     return ST_INVALID_ARGUMENT;
-  }
-  if (nrep > CPU_MAX_REPLICAS) {
-    snprintf(err, errlen, "%d replicas asked for; the cpu runs at most %d", nrep, CPU_MAX_REPLICAS);
-    return ST_UNSUPPORTED;
   }
   cpu_options_init(o);
   drv_cpu_options(cs, o);
@@ -89,6 +98,7 @@ static base_status run_cpu(const ir_module *m, const char *spec, int64_t max_byt
 static base_status run_cpu_replicas(const ir_module *m, const char *spec, int64_t max_bytes,
                                     const ir_ffi_table *ffi, int nrep, ir_literal *const *const *args,
                                     int nargs, arena *a, ir_literal **outs, char *err, size_t errlen) {
+  if (nrep > CPU_MAX_REPLICAS) return too_many_replicas(m, "cpu", nrep, CPU_MAX_REPLICAS, err, errlen);
   cpu_options o;
   drv_cpu_spec cs;
   base_status st = cpu_opts(spec, max_bytes, ffi, nrep, &cs, &o, err, errlen);
@@ -210,6 +220,7 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
   to.target = o->target ? o->target : "v3";
   to.explain = o->explain;
   to.all_reduce_ps = o->all_reduce_ps;
+  to.replicas = nrep;
   if (!precision_of(o->precision, &to.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);
     return ST_INVALID_ARGUMENT;

@@ -492,7 +492,11 @@ base_status cpu_execute_comm(cpu_exe *x, coll_comm *comm, ir_literal *const *arg
   for (int j = 0; j < nl; j++) {
     base_status st = check_args(x, args + (size_t)j * (size_t)nargs, nargs, err, errlen);
     if (st == ST_OK) st = check_res(x, res[j], err, errlen);
-    if (st != ST_OK) return st;
+    if (st != ST_OK) {
+      size_t k = strlen(err);
+      if (k < errlen) snprintf(err + k, errlen - k, " (replica %d of %d)", first + j, n);
+      return st;
+    }
   }
   replica_run *rr = calloc((size_t)nl, sizeof *rr);
   const void **all = calloc((size_t)nl * (size_t)n, sizeof *all);

@@ -339,7 +339,8 @@ static void fill_info(tpu_compile_info *info, const tb *b, arena *a, double seco
 
 /* The checks before a build: the target spec parses into *tg, the module
  * has an entry, runs on the target and fits the budgets. */
-static base_status compile_checks(const ir_module *m, const char *spec, tgt_target *tg, diag *d) {
+static base_status compile_checks(const ir_module *m, const char *spec, int replicas, tgt_target *tg,
+                                  diag *d) {
   char err[256];
   if (tgt_parse(spec, tg, err, sizeof err)) {
     diag_error(d, (src_loc){0}, "tpu: target '%s': %s", spec, err);
@@ -351,7 +352,7 @@ static base_status compile_checks(const ir_module *m, const char *spec, tgt_targ
   }
   /* A module for N replicas runs one per core: as many as the target has,
    * at most (ir_check_runnable_replicas says what is asked beyond). */
-  long long rc = ir_module_count_attr(m, "replica_count");
+  long long rc = replicas > 0 ? replicas : ir_module_count_attr(m, "replica_count");
   int nrep = rc < 1 ? 1 : rc > tg->ncores ? tg->ncores : (int)rc;
   if (ir_check_runnable_replicas(m, spec, NULL, nrep, d, NULL, 0) || tpu_check_types(m, d))
     return ST_UNSUPPORTED;
@@ -401,7 +402,7 @@ static base_status step_lower(tpu_build *s) {
   s->x.c = s->m->entry;
   s->x.comp = entry;
   s->x.precision = s->o->precision;
-  long long nrep = ir_module_count_attr(s->m, "replica_count");
+  long long nrep = s->o->replicas > 0 ? s->o->replicas : ir_module_count_attr(s->m, "replica_count");
   b->replicas = nrep > 1 ? (int)nrep : 1;
   b->all_reduce_ps = s->o->all_reduce_ps;
   /* The collectives' readiness words: a granule no other buffer ever had. */
@@ -461,7 +462,7 @@ base_status tpu_compile(const ir_module *m, const tpu_options *o, diag *d, tpub_
   s.o = o;
   s.d = d;
   s.spec = o->target ? o->target : "v3";
-  base_status st = compile_checks(m, s.spec, &s.tg, d);
+  base_status st = compile_checks(m, s.spec, o->replicas, &s.tg, d);
   if (st != ST_OK) return st;
   s.a = arena_create();
   tb_init(&s.b, s.a, &s.tg, d);

@@ -50,6 +50,8 @@ typedef struct tpu_options {
                               (member 0 of each group folds and broadcasts)
                               instead of the ring (docs/tpu-backend.md) */
   const tpu_step_options *steps; /* dumps and times of the steps, or NULL */
+  int replicas;            /* replicas the program runs as, one per core; 0:
+                              the module's replica_count (1 when absent) */
 } tpu_options;
 
 void tpu_options_init(tpu_options *o);
