@@ -185,8 +185,23 @@ bool train_engine_read(train_engine *e, int k, void *data, char *err, size_t err
     memcpy(data, e->lit[k]->data, (size_t)e->state_bytes[k]);
     return true;
   }
-  return tpurt_buffer_read(e->buf[k], data, (size_t)e->state_bytes[k]) == TPURT_OK ||
-         rt_fail(e, "reading back state", err, errlen);
+  if (tpurt_buffer_read(e->buf[k], data, (size_t)e->state_bytes[k]) != TPURT_OK)
+    return rt_fail(e, "reading back state", err, errlen);
+  /* Every replica holds the same state: the step's all-reduce keeps it so. */
+  void *other = e->nrep > 1 ? malloc((size_t)e->state_bytes[k] + 1) : NULL;
+  bool ok = true;
+  for (int r = 1; r < e->nrep && ok; r++) {
+    if (!other) base_out_of_memory(0);
+    if (tpurt_buffer_read(rbuf(e, r)[k], other, (size_t)e->state_bytes[k]) != TPURT_OK)
+      ok = rt_fail(e, "reading back state", err, errlen);
+    else if (memcmp(other, data, (size_t)e->state_bytes[k]) != 0) {
+      snprintf(err, errlen, "state tensor %d of replica %d differs from replica 0's: the replicas "
+               "no longer hold the same weights", k, r);
+      ok = false;
+    }
+  }
+  free(other);
+  return ok;
 }
 
 bool train_engine_write(train_engine *e, int k, const void *data, char *err, size_t errlen) {
