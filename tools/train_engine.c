@@ -26,6 +26,7 @@ struct train_engine {
   tpurt_program_t *step, *eval;
   int nrep;             /* replicas: the device's cores */
   tpurt_buffer_t **buf; /* per replica r at r * (nstate + 3): nstate, then x, labels, eval x */
+  double mxu_macs, mxu_peak; /* TPU: the steps' MACs and peak MACs so far, every core */
   /* interp */
   ir_module *step_m, *eval_m;
   arena *keep;
@@ -274,6 +275,8 @@ static bool step_replicas(train_engine *e, tpurt_buffer_t **res, int nr, double 
       b[k] = rr[1 + k];
     }
     if (st[r].seconds > *device_seconds) *device_seconds = st[r].seconds;
+    e->mxu_macs += (double)st[r].mxu_macs;
+    e->mxu_peak += (double)st[r].mxu_peak_macs;
   }
   free(st);
   return s == TPURT_OK || rt_fail(e, "reading the loss", err, errlen);
@@ -308,10 +311,17 @@ bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double
     }
     *loss = l;
     *device_seconds = ok ? st.seconds : 0;
+    e->mxu_macs += ok ? (double)st.mxu_macs : 0;
+    e->mxu_peak += ok ? (double)st.mxu_peak_macs : 0;
   }
   free(res);
-  if (!tpu) *device_seconds = 0;
+  if (!tpu) *device_seconds = e->mxu_macs = e->mxu_peak = 0;
   return ok;
+}
+
+void train_engine_mxu(const train_engine *e, double *macs, double *peak) {
+  *macs = e->mxu_macs;
+  *peak = e->mxu_peak;
 }
 
 /* The logits of the global batch x on R replicas, each its slice. */
