@@ -54,17 +54,28 @@ typedef struct comb {
   arena *s;         /* scratch, per computation */
   int64_t limit;    /* bytes */
   long long nrep;   /* the written replica_count, 0 when none */
-  const char **made; /* names of the all-reduces this pass built */
-  int nmade, cap;
+  const char **done; /* names of the all-reduces settled: built by this
+                        pass, or found with nothing to combine with */
+  int ndone, cap;
   int combined, operands, became; /* counts for the summary */
 } comb;
 
 static const ir_inst *at(comb *k, ir_id i) { return ir_inst_get(k->m, k->c, i); }
 
-static bool made_here(const comb *k, const char *name) {
-  for (int i = 0; i < k->nmade; i++)
-    if (k->made[i] == name) return true;
+static bool settled(const comb *k, const char *name) {
+  for (int i = 0; i < k->ndone; i++)
+    if (k->done[i] == name) return true;
   return false;
+}
+
+static void settle(comb *k, const char *name) {
+  if (k->ndone == k->cap) {
+    k->cap = k->cap ? 2 * k->cap : 8;
+    const char **v = arena_array(k->m->arena, (size_t)k->cap, sizeof *v);
+    if (k->ndone) memcpy(v, k->done, (size_t)k->ndone * sizeof *v);
+    k->done = v;
+  }
+  k->done[k->ndone++] = name;
 }
 
 /* The module's written replica_count, 0 when its header has none. */
@@ -126,7 +137,7 @@ static int candidates(comb *k, const uint8_t *live, cand *out) {
   int nc = 0;
   for (ir_id i = 0; i < cp->insts.n; i++) {
     const ir_inst *in = &cp->insts.v[i];
-    if (in->dead || !live[i] || in->op != IR_OP_ALL_REDUCE || made_here(k, in->info->name))
+    if (in->dead || !live[i] || in->op != IR_OP_ALL_REDUCE || settled(k, in->info->name))
       continue;
     const char *why = NULL;
     int n = group_size(k, in);
@@ -172,7 +183,9 @@ static uint64_t *ancestors(comb *k, const int *idx, int w) {
 }
 
 /* The first group worth rewriting (two or more all-reduces, or one with
- * several operands) into grp; its size, 0 when there is none. */
+ * several operands) into grp; its size, 0 when there is none. The lone
+ * all-reduces before it are settled: nothing left can join them (what
+ * could have is in the group or settled). */
 static int first_group(comb *k, const cand *cs, int nc, int *grp) {
   const ir_comp *cp = ir_comp_get(k->m, k->c);
   int *idx = arena_array(k->s, (size_t)cp->insts.n, sizeof(int));
@@ -201,6 +214,7 @@ static int first_group(comb *k, const cand *cs, int nc, int *grp) {
       bytes += cs[l].bytes;
     }
     if (g > 1 || first->nops > 1) return g;
+    settle(k, first->info->name);
   }
   return 0;
 }
@@ -295,13 +309,7 @@ static void rewrite(comb *k, const cand *cs, const int *grp, int g) {
     a.channel_id = first->a->channel_id;
     ir_comp_id f = first->calls[0];
     ar = ir_build(k->m, k->c, IR_OP_ALL_REDUCE, &x, 1, &a, &f, 1, (src_loc){0});
-    if (k->nmade == k->cap) {
-      k->cap = k->cap ? 2 * k->cap : 8;
-      const char **v = arena_array(k->m->arena, (size_t)k->cap, sizeof *v);
-      if (k->nmade) memcpy(v, k->made, (size_t)k->nmade * sizeof *v);
-      k->made = v;
-    }
-    k->made[k->nmade++] = at(k, ar)->info->name;
+    settle(k, at(k, ar)->info->name);
   }
   /* Back: operand p's chunk c sits at c Q + (chunk c of the operands before p). */
   ir_id *back = arena_array(k->s, (size_t)np, sizeof(ir_id));
