@@ -12,7 +12,8 @@ with SGD, and checks:
 
 1. eight and cpu agree bit for bit after two steps: both
    fold the all-reduce in base/coll.h's order and compute the TPU's
-   numerics (bf16 MXU operands, f32 accumulation).
+   numerics (bf16 MXU operands, f32 accumulation); for the MLP so does
+   --target=v2-8 --replicas=8.
 2. eight against one after one step, element by element, within the bound
    that the documented summation order gives. Each gradient element is a
    sum of N terms that are the same in both runs (per-example products of
@@ -199,6 +200,12 @@ def main():
         assert np.array_equal(eight[k].view(np.uint32), cpu[k].view(np.uint32)), \
             "%s after 2 steps: v3-8 and 8 cpu replicas differ" % k
     print("v3-8 and 8 cpu thread replicas: every tensor bit for bit after 2 steps")
+    if kind == "mlp":  # the v2 board: the same numerics and order (the MLP only, for time)
+        v2 = train("v2", "v2-8", 2, 8)
+        for k in w0:
+            assert np.array_equal(eight[k].view(np.uint32), v2[k].view(np.uint32)), \
+                "%s after 2 steps: v3-8 and v2-8 differ" % k
+        print("v2-8 and v3-8: every tensor bit for bit after 2 steps")
     one, eight = train("one", "v3", 1, 1), train("eight", "v3-8", 1, 8)
     x = (px.astype(np.float32) / np.float32(255)).astype(np.float32)
     terms = (mlp_terms if kind == "mlp" else cnn_terms)(w0, x, yl)
