@@ -58,6 +58,7 @@ typedef struct comb {
                         pass, or found with nothing to combine with */
   int ndone, cap;
   int combined, operands, became; /* counts for the summary */
+  src_loc loc;                    /* of what is built: the group's first all-reduce */
 } comb;
 
 static const ir_inst *at(comb *k, ir_id i) { return ir_inst_get(k->m, k->c, i); }
@@ -222,12 +223,12 @@ static int first_group(comb *k, const cand *cs, int nc, int *grp) {
 /* ---- building ------------------------------------------------------------ */
 
 static ir_id build(comb *k, ir_op op, const ir_id *ops, int nops, const ir_attrs *a) {
-  return ir_build(k->m, k->c, op, ops, nops, a, NULL, 0, (src_loc){0});
+  return ir_build(k->m, k->c, op, ops, nops, a, NULL, 0, k->loc);
 }
 
 static ir_id reshape(comb *k, ir_id x, const ir_shape *s) {
   if (ir_shape_equal(at(k, x)->shape, s)) return x;
-  return ir_build_shaped(k->m, k->c, IR_OP_RESHAPE, &x, 1, NULL, NULL, 0, s, (src_loc){0});
+  return ir_build_shaped(k->m, k->c, IR_OP_RESHAPE, &x, 1, NULL, NULL, 0, s, k->loc);
 }
 
 /* x[lo, hi) of a one-dimensional x. */
@@ -249,9 +250,10 @@ static ir_id zeros(comb *k, const ir_shape *s) {
   p.shape = ir_shape_scalar(s->type);
   p.a = ir_attrs_none;
   p.a.literal = ir_literal_create(k->m->arena, &p.shape);
+  p.loc = k->loc;
   ir_id z = ir_inst_add(k->m, k->c, &p);
   ir_attrs a = ir_attrs_none;
-  return ir_build_shaped(k->m, k->c, IR_OP_BROADCAST, &z, 1, &a, NULL, 0, s, (src_loc){0});
+  return ir_build_shaped(k->m, k->c, IR_OP_BROADCAST, &z, 1, &a, NULL, 0, s, k->loc);
 }
 
 /* One dimensional concatenation of parts[0..n) (n >= 1). */
@@ -267,6 +269,7 @@ static ir_id concat1(comb *k, const ir_id *parts, int n) {
 static void rewrite(comb *k, const cand *cs, const int *grp, int g) {
   const ir_inst *first = at(k, cs[grp[0]].id);
   int n = cs[grp[0]].n, np = 0;
+  k->loc = first->info->loc;
   for (int j = 0; j < g; j++) np += at(k, cs[grp[j]].id)->nops;
   ir_id *flat = arena_array(k->s, (size_t)np, sizeof(ir_id));
   int64_t *cnt = arena_array(k->s, (size_t)np, sizeof(int64_t));
@@ -308,7 +311,7 @@ static void rewrite(comb *k, const cand *cs, const int *grp, int g) {
     a.use_global_device_ids = first->a->use_global_device_ids;
     a.channel_id = first->a->channel_id;
     ir_comp_id f = first->calls[0];
-    ar = ir_build(k->m, k->c, IR_OP_ALL_REDUCE, &x, 1, &a, &f, 1, (src_loc){0});
+    ar = ir_build(k->m, k->c, IR_OP_ALL_REDUCE, &x, 1, &a, &f, 1, k->loc);
     settle(k, at(k, ar)->info->name);
   }
   /* Back: operand p's chunk c sits at c Q + (chunk c of the operands before p). */
