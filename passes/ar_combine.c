@@ -54,17 +54,29 @@ typedef struct comb {
   arena *s;         /* scratch, per computation */
   int64_t limit;    /* bytes */
   long long nrep;   /* the written replica_count, 0 when none */
-  const char **made; /* names of the all-reduces this pass built */
-  int nmade, cap;
+  const char **done; /* names of the all-reduces settled: built by this
+                        pass, or found with nothing to combine with */
+  int ndone, cap;
   int combined, operands, became; /* counts for the summary */
+  src_loc loc;                    /* of what is built: the group's first all-reduce */
 } comb;
 
 static const ir_inst *at(comb *k, ir_id i) { return ir_inst_get(k->m, k->c, i); }
 
-static bool made_here(const comb *k, const char *name) {
-  for (int i = 0; i < k->nmade; i++)
-    if (k->made[i] == name) return true;
+static bool settled(const comb *k, const char *name) {
+  for (int i = 0; i < k->ndone; i++)
+    if (k->done[i] == name) return true;
   return false;
+}
+
+static void settle(comb *k, const char *name) {
+  if (k->ndone == k->cap) {
+    k->cap = k->cap ? 2 * k->cap : 8;
+    const char **v = arena_array(k->m->arena, (size_t)k->cap, sizeof *v);
+    if (k->ndone) memcpy(v, k->done, (size_t)k->ndone * sizeof *v);
+    k->done = v;
+  }
+  k->done[k->ndone++] = name;
 }
 
 /* The module's written replica_count, 0 when its header has none. */
@@ -126,7 +138,7 @@ static int candidates(comb *k, const uint8_t *live, cand *out) {
   int nc = 0;
   for (ir_id i = 0; i < cp->insts.n; i++) {
     const ir_inst *in = &cp->insts.v[i];
-    if (in->dead || !live[i] || in->op != IR_OP_ALL_REDUCE || made_here(k, in->info->name))
+    if (in->dead || !live[i] || in->op != IR_OP_ALL_REDUCE || settled(k, in->info->name))
       continue;
     const char *why = NULL;
     int n = group_size(k, in);
@@ -172,7 +184,9 @@ static uint64_t *ancestors(comb *k, const int *idx, int w) {
 }
 
 /* The first group worth rewriting (two or more all-reduces, or one with
- * several operands) into grp; its size, 0 when there is none. */
+ * several operands) into grp; its size, 0 when there is none. The lone
+ * all-reduces before it are settled: nothing left can join them (what
+ * could have is in the group or settled). */
 static int first_group(comb *k, const cand *cs, int nc, int *grp) {
   const ir_comp *cp = ir_comp_get(k->m, k->c);
   int *idx = arena_array(k->s, (size_t)cp->insts.n, sizeof(int));
@@ -201,6 +215,7 @@ static int first_group(comb *k, const cand *cs, int nc, int *grp) {
       bytes += cs[l].bytes;
     }
     if (g > 1 || first->nops > 1) return g;
+    settle(k, first->info->name);
   }
   return 0;
 }
@@ -208,12 +223,12 @@ static int first_group(comb *k, const cand *cs, int nc, int *grp) {
 /* ---- building ------------------------------------------------------------ */
 
 static ir_id build(comb *k, ir_op op, const ir_id *ops, int nops, const ir_attrs *a) {
-  return ir_build(k->m, k->c, op, ops, nops, a, NULL, 0, (src_loc){0});
+  return ir_build(k->m, k->c, op, ops, nops, a, NULL, 0, k->loc);
 }
 
 static ir_id reshape(comb *k, ir_id x, const ir_shape *s) {
   if (ir_shape_equal(at(k, x)->shape, s)) return x;
-  return ir_build_shaped(k->m, k->c, IR_OP_RESHAPE, &x, 1, NULL, NULL, 0, s, (src_loc){0});
+  return ir_build_shaped(k->m, k->c, IR_OP_RESHAPE, &x, 1, NULL, NULL, 0, s, k->loc);
 }
 
 /* x[lo, hi) of a one-dimensional x. */
@@ -235,9 +250,10 @@ static ir_id zeros(comb *k, const ir_shape *s) {
   p.shape = ir_shape_scalar(s->type);
   p.a = ir_attrs_none;
   p.a.literal = ir_literal_create(k->m->arena, &p.shape);
+  p.loc = k->loc;
   ir_id z = ir_inst_add(k->m, k->c, &p);
   ir_attrs a = ir_attrs_none;
-  return ir_build_shaped(k->m, k->c, IR_OP_BROADCAST, &z, 1, &a, NULL, 0, s, (src_loc){0});
+  return ir_build_shaped(k->m, k->c, IR_OP_BROADCAST, &z, 1, &a, NULL, 0, s, k->loc);
 }
 
 /* One dimensional concatenation of parts[0..n) (n >= 1). */
@@ -253,6 +269,7 @@ static ir_id concat1(comb *k, const ir_id *parts, int n) {
 static void rewrite(comb *k, const cand *cs, const int *grp, int g) {
   const ir_inst *first = at(k, cs[grp[0]].id);
   int n = cs[grp[0]].n, np = 0;
+  k->loc = first->info->loc;
   for (int j = 0; j < g; j++) np += at(k, cs[grp[j]].id)->nops;
   ir_id *flat = arena_array(k->s, (size_t)np, sizeof(ir_id));
   int64_t *cnt = arena_array(k->s, (size_t)np, sizeof(int64_t));
@@ -294,14 +311,8 @@ static void rewrite(comb *k, const cand *cs, const int *grp, int g) {
     a.use_global_device_ids = first->a->use_global_device_ids;
     a.channel_id = first->a->channel_id;
     ir_comp_id f = first->calls[0];
-    ar = ir_build(k->m, k->c, IR_OP_ALL_REDUCE, &x, 1, &a, &f, 1, (src_loc){0});
-    if (k->nmade == k->cap) {
-      k->cap = k->cap ? 2 * k->cap : 8;
-      const char **v = arena_array(k->m->arena, (size_t)k->cap, sizeof *v);
-      if (k->nmade) memcpy(v, k->made, (size_t)k->nmade * sizeof *v);
-      k->made = v;
-    }
-    k->made[k->nmade++] = at(k, ar)->info->name;
+    ar = ir_build(k->m, k->c, IR_OP_ALL_REDUCE, &x, 1, &a, &f, 1, k->loc);
+    settle(k, at(k, ar)->info->name);
   }
   /* Back: operand p's chunk c sits at c Q + (chunk c of the operands before p). */
   ir_id *back = arena_array(k->s, (size_t)np, sizeof(ir_id));

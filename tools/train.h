@@ -145,6 +145,10 @@ bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double
                        double *device_seconds, char *err, size_t errlen);
 /* The logits of a full batch under the current weights. */
 bool train_engine_logits(train_engine *e, const float *x, float *logits, char *err, size_t errlen);
+/* The MXU multiply-adds of the steps so far and the most the cores could
+ * have done in their cycles, summed over the cores (TPU devices; 0
+ * elsewhere): their ratio is the steps' MXU utilisation. */
+void train_engine_mxu(const train_engine *e, double *macs, double *peak);
 /* Executions of the step program so far (the runtime's metric; 0 on interp). */
 double train_engine_executions(const train_engine *e);
 
@@ -185,6 +189,7 @@ int train_run(const train_options *o);
 typedef struct train_epoch {
   double train_loss, test_loss, test_accuracy, macro_f1;
   double seconds, images_per_second, device_seconds; /* device: modelled (TPU), else 0 */
+  double mxu_utilization; /* TPU: the steps' MXU MACs over the cores' peak, else 0 */
   double cpu_seconds; /* process CPU time of the epoch's steps (every thread) */
 } train_epoch;
 

@@ -26,6 +26,7 @@ struct train_engine {
   tpurt_program_t *step, *eval;
   int nrep;             /* replicas: the device's cores */
   tpurt_buffer_t **buf; /* per replica r at r * (nstate + 3): nstate, then x, labels, eval x */
+  double mxu_macs, mxu_peak; /* TPU: the steps' MACs and peak MACs so far, every core */
   /* interp */
   ir_module *step_m, *eval_m;
   arena *keep;
@@ -185,8 +186,23 @@ bool train_engine_read(train_engine *e, int k, void *data, char *err, size_t err
     memcpy(data, e->lit[k]->data, (size_t)e->state_bytes[k]);
     return true;
   }
-  return tpurt_buffer_read(e->buf[k], data, (size_t)e->state_bytes[k]) == TPURT_OK ||
-         rt_fail(e, "reading back state", err, errlen);
+  if (tpurt_buffer_read(e->buf[k], data, (size_t)e->state_bytes[k]) != TPURT_OK)
+    return rt_fail(e, "reading back state", err, errlen);
+  /* Every replica holds the same state: the step's all-reduce keeps it so. */
+  void *other = e->nrep > 1 ? malloc((size_t)e->state_bytes[k] + 1) : NULL;
+  bool ok = true;
+  for (int r = 1; r < e->nrep && ok; r++) {
+    if (!other) base_out_of_memory(0);
+    if (tpurt_buffer_read(rbuf(e, r)[k], other, (size_t)e->state_bytes[k]) != TPURT_OK)
+      ok = rt_fail(e, "reading back state", err, errlen);
+    else if (memcmp(other, data, (size_t)e->state_bytes[k]) != 0) {
+      snprintf(err, errlen, "state tensor %d of replica %d differs from replica 0's: the replicas "
+               "no longer hold the same weights", k, r);
+      ok = false;
+    }
+  }
+  free(other);
+  return ok;
 }
 
 bool train_engine_write(train_engine *e, int k, const void *data, char *err, size_t errlen) {
@@ -259,6 +275,8 @@ static bool step_replicas(train_engine *e, tpurt_buffer_t **res, int nr, double 
       b[k] = rr[1 + k];
     }
     if (st[r].seconds > *device_seconds) *device_seconds = st[r].seconds;
+    e->mxu_macs += (double)st[r].mxu_macs;
+    e->mxu_peak += (double)st[r].mxu_peak_macs;
   }
   free(st);
   return s == TPURT_OK || rt_fail(e, "reading the loss", err, errlen);
@@ -293,10 +311,17 @@ bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double
     }
     *loss = l;
     *device_seconds = ok ? st.seconds : 0;
+    e->mxu_macs += ok ? (double)st.mxu_macs : 0;
+    e->mxu_peak += ok ? (double)st.mxu_peak_macs : 0;
   }
   free(res);
-  if (!tpu) *device_seconds = 0;
+  if (!tpu) *device_seconds = e->mxu_macs = e->mxu_peak = 0;
   return ok;
+}
+
+void train_engine_mxu(const train_engine *e, double *macs, double *peak) {
+  *macs = e->mxu_macs;
+  *peak = e->mxu_peak;
 }
 
 /* The logits of the global batch x on R replicas, each its slice. */

@@ -100,10 +100,11 @@ bool train_write_metrics(const char *path, const train_options *o, const train_e
     sb_printf(&b,
               "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, \"test_loss\": %.6f, "
               "\"test_accuracy\": %.6f, \"macro_f1\": %.6f, \"seconds\": %.3f, "
-              "\"images_per_second\": %.1f, \"device_seconds\": %.6f, \"cpu_seconds\": %.3f}",
+              "\"images_per_second\": %.1f, \"device_seconds\": %.6f, \"cpu_seconds\": %.3f, "
+              "\"mxu_utilization\": %.4f}",
               i ? "," : "", i + 1, ep[i].train_loss, ep[i].test_loss, ep[i].test_accuracy,
               ep[i].macro_f1, ep[i].seconds, ep[i].images_per_second, ep[i].device_seconds,
-              ep[i].cpu_seconds);
+              ep[i].cpu_seconds, ep[i].mxu_utilization);
   sb_puts(&b, "\n  ]\n}\n");
   free(f1);
   bool ok = ir_file_write(path, b.s, b.len, err, errlen) == ST_OK;

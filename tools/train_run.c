@@ -266,7 +266,8 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   }
   long steps = (long)tpurt_loader_batches_per_epoch(ld);
   if (o->steps_per_epoch && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
-  double t0 = now(), c0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID), sum = 0, dev = 0;
+  double t0 = now(), c0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID), sum = 0, dev = 0, m0, p0, m1, p1;
+  train_engine_mxu(x->e, &m0, &p0);
   tpurt_batch_t b;
   int rc = 0;
   long s = 0;
@@ -304,6 +305,8 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   ep->train_loss = s ? sum / (double)s : 0;
   ep->images_per_second = ep->seconds > 0 ? (double)s * (double)x->tm->global_batch / ep->seconds : 0;
   ep->device_seconds = dev;
+  train_engine_mxu(x->e, &m1, &p1);
+  ep->mxu_utilization = p1 > p0 ? (m1 - m0) / (p1 - p0) : 0;
   return rc;
 }
 

@@ -20,6 +20,11 @@
 #              cancel; its moments within 1e-5); a batch
 #              that does not split and a loss without GLOBAL_BATCH are
 #              clear errors
+#   board_mlp, board_cnn  the sample on v3-8 as 8 replicas of 8 against one
+#              core (v3) with the global batch of 64 and against 8 cpu thread
+#              replicas (numerics=tpu): bit for bit with the cpu, within the
+#              bound the summation order gives against one core
+#              (replicas_board.py derives it); synthetic data, needs numpy
 #   adam_torch the MLP's first 60 Adam steps on the cpu target with strict
 #              numerics follow torch.optim.Adam's losses within 1e-5
 #              relative (bench/train_follow.py; needs /usr/bin/python3 with
@@ -177,6 +182,14 @@ bad_data)
   printf 'PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$W/empty.npz"
   $T train "$MLP" --data="$W/empty.npz" > "$W/o" 2>&1
   expect_error "$W/o" $? 1 "empty.npz"
+  ;;
+board_mlp | board_cnn)
+  PY=python3
+  [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+  $PY -c "import numpy" 2>/dev/null || { echo "SKIP: no numpy"; exit 77; }
+  m=${CASE#board_}
+  $PY "$SRC/tests/train/replicas_board.py" "$T" "$SRC/samples/train/fashion_$m.tg" $m "$W" ||
+    fail "data-parallel training on v3-8 ($m)"
   ;;
 *) fail "unknown case $CASE" ;;
 esac
