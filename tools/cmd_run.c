@@ -1054,6 +1054,10 @@ static int run_steps(run_state *r) {
       tool_error(CMD, "%s: a .tpub runs 1 replica, %lld asked for", c->file, (long long)c->replicas);
       return TOOL_EXIT_USAGE;
     }
+    if (tool_mpi_size() > 1) {
+      tool_error(CMD, "%s: a .tpub runs in one process, not across %d MPI ranks", c->file, tool_mpi_size());
+      return TOOL_EXIT_USAGE;
+    }
     return run_tpub(c, r->given_target, r->a, r->ins, r->nins, r->exps, r->nexps);
   }
   int rc = compile_module(r);
