@@ -330,6 +330,94 @@ static bool parse_tensors(arena *a, const char *flag, const char **texts, int n,
   return true;
 }
 
+/* Under mpirun: rank 0's parsed tensors as bytes (ok flag, count, then
+ * per tensor its flag number, type, rank, dims, data size, data and
+ * entry name; the flag's text is the same argument on every rank). */
+static void pack_given(strbuf *b, bool ok, const given *v, int n) {
+  sb_putc(b, ok ? 1 : 0);
+  int32_t cnt = ok ? n : 0;
+  sb_putn(b, (const char *)&cnt, sizeof cnt);
+  for (int i = 0; i < cnt; i++) {
+    const ir_literal *l = v[i].lit;
+    int32_t head[3] = {v[i].arg, (int32_t)l->shape.type, l->shape.rank};
+    uint64_t nb = l->nbytes;
+    int32_t nl = v[i].name ? (int32_t)strlen(v[i].name) : -1;
+    sb_putn(b, (const char *)head, sizeof head);
+    sb_putn(b, (const char *)l->shape.dims, sizeof(int64_t) * (size_t)l->shape.rank);
+    sb_putn(b, (const char *)&nb, sizeof nb);
+    sb_putn(b, l->data, l->nbytes);
+    sb_putn(b, (const char *)&nl, sizeof nl);
+    if (nl > 0) sb_putn(b, v[i].name, (size_t)nl);
+  }
+}
+
+/* Takes n bytes at *at of [*at, end) into dst; false past the end. */
+static bool take(const unsigned char **at, const unsigned char *end, void *dst, size_t n) {
+  if ((size_t)(end - *at) < n) return false;
+  memcpy(dst, *at, n);
+  *at += n;
+  return true;
+}
+
+/* pack_given's bytes back into tensors; false when rank 0 failed (it
+ * printed why) or the bytes are malformed. */
+static bool unpack_given(arena *a, const char **texts, int ntexts, const unsigned char *at,
+                         const unsigned char *end, given **out, int *out_n) {
+  uint8_t ok = 0;
+  int32_t cnt = 0;
+  if (!take(&at, end, &ok, 1) || !ok || !take(&at, end, &cnt, sizeof cnt) || cnt < 0) return false;
+  given *v = arena_array(a, (size_t)cnt + 1, sizeof *v);
+  for (int i = 0; i < cnt; i++) {
+    int32_t head[3], nl;
+    int64_t dims[IR_MAX_RANK];
+    uint64_t nb;
+    if (!take(&at, end, head, sizeof head) || head[0] < 1 || head[0] > ntexts || head[2] < 0 ||
+        head[2] > IR_MAX_RANK || !take(&at, end, dims, sizeof(int64_t) * (size_t)head[2]) ||
+        !take(&at, end, &nb, sizeof nb))
+      return false;
+    ir_shape sh = ir_shape_array((ir_type)head[1], head[2], dims);
+    ir_literal *l = ir_literal_try_create(a, &sh);
+    if (!l || l->nbytes != nb || !take(&at, end, l->data, (size_t)nb) || !take(&at, end, &nl, sizeof nl))
+      return false;
+    char *name = NULL;
+    if (nl >= 0) {
+      name = arena_alloc(a, (size_t)nl + 1);
+      if (!take(&at, end, name, (size_t)nl)) return false;
+      name[nl] = 0;
+    }
+    v[i] = (given){l, head[0], texts[head[0] - 1], name};
+  }
+  *out = v;
+  *out_n = cnt;
+  return true;
+}
+
+/* parse_tensors; under mpirun with several ranks rank 0 alone reads them
+ * (its files) and sends them to the others. */
+static bool read_tensors(arena *a, const char *flag, const char **texts, int n, given **out,
+                         int *out_n) {
+  if (tool_mpi_size() == 1) return parse_tensors(a, flag, texts, n, out, out_n);
+  bool ok = true;
+  strbuf b;
+  sb_init(&b);
+  if (tool_mpi_rank() == 0) {
+    ok = parse_tensors(a, flag, texts, n, out, out_n);
+    pack_given(&b, ok, *out, ok ? *out_n : 0);
+  }
+  void *buf = b.s;
+  size_t len = b.len;
+  char err[512];
+  if (!tool_mpi_bcast(&buf, &len, err, sizeof err)) {
+    tool_error(CMD, "%s: rank %d: %s", flag, tool_mpi_rank(), err);
+    ok = false;
+  } else if (tool_mpi_rank() != 0) {
+    ok = unpack_given(a, texts, n, buf, (const unsigned char *)buf + len, out, out_n);
+    free(buf);
+  }
+  sb_free(&b);
+  return ok;
+}
+
 static void tensor_view(const ir_literal *l, tpucc_tensor_t *t) {
   memset(t, 0, sizeof *t);
   t->dtype = (tpucc_dtype_t)l->shape.type;
@@ -975,12 +1063,16 @@ static int finish_results(run_state *r) {
 static int run_steps(run_state *r) {
   run_cfg *c = &r->c;
   if (!check_targets(r)) return TOOL_EXIT_USAGE;
-  if (!parse_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
-      !parse_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+  if (!read_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+      !read_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
     return TOOL_EXIT_USAGE;
   if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub")) {
     if (c->replicas > 1) {
       tool_error(CMD, "%s: a .tpub runs 1 replica, %lld asked for", c->file, (long long)c->replicas);
+      return TOOL_EXIT_USAGE;
+    }
+    if (tool_mpi_size() > 1) {
+      tool_error(CMD, "%s: a .tpub runs in one process, not across %d MPI ranks", c->file, tool_mpi_size());
       return TOOL_EXIT_USAGE;
     }
     return run_tpub(c, r->given_target, r->a, r->ins, r->nins, r->exps, r->nexps);
@@ -1007,7 +1099,7 @@ int tool_cmd_run(int argc, char **argv) {
   } else if (help) {
     if (!r.c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
-  } else if (!tool_mpi_begin("run", argc, argv)) {
+  } else if (!tool_mpi_begin("run", argc, argv, (const char *const[]){r.c.file}, 1)) {
     rc = TOOL_EXIT_FAIL;
   } else {
     rc = run_steps(&r);

@@ -204,7 +204,8 @@ static int file_defaults(train_options *o, char *text, const char *path) {
  * alone prints and writes the checkpoints, logs and reports. */
 static int train_ranks(train_options *o, int argc, char **argv) {
   const char *cmd = "tpucc train";
-  if (!tool_mpi_begin("train", argc, argv)) return TOOL_EXIT_FAIL;
+  if (!tool_mpi_begin("train", argc, argv, (const char *const[]){o->model, o->resume}, 2))
+    return TOOL_EXIT_FAIL;
   int R = tool_mpi_size(), rc = TOOL_EXIT_USAGE;
   if (R > 1 && o->replicas == 1) o->replicas = R;
   if (R > 1 && !drv_is_cpu_spec(o->target)) {

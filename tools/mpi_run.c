@@ -9,8 +9,6 @@
 #include "tools/tools.h"
 
 #ifdef TPUCC_HAVE_MPI
-#include <sys/stat.h>
-
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h"
 #endif
@@ -24,28 +22,14 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-/* The file an argument names: "PATH", "@PATH", "--flag=PATH" or
- * "--flag=@PATH"; NULL when none is a regular file. */
-static const char *named_file(const char *arg) {
-  const char *cands[2] = {arg, strchr(arg, '=') ? strchr(arg, '=') + 1 : NULL};
-  for (int i = 0; i < 2; i++) {
-    const char *c = cands[i];
-    if (!c) continue;
-    if (c[0] == '@') c++;
-    struct stat sb;
-    if (c[0] && stat(c, &sb) == 0 && S_ISREG(sb.st_mode)) return c;
-  }
-  return NULL;
-}
-
 /* The work this rank was started with: its arguments and the contents of
- * the files they name. */
-static uint64_t fingerprint(const char *cmd, int argc, char **argv) {
+ * the files it reads itself. */
+static uint64_t fingerprint(const char *cmd, int argc, char **argv, const char *const *files, int nfiles) {
   uint64_t h = fnv(0xcbf29ce484222325ull, cmd, strlen(cmd) + 1);
-  for (int i = 0; i < argc; i++) {
-    h = fnv(h, argv[i], strlen(argv[i]) + 1);
-    const char *f = named_file(argv[i]);
-    FILE *fp = f ? fopen(f, "rb") : NULL;
+  for (int i = 0; i < argc; i++) h = fnv(h, argv[i], strlen(argv[i]) + 1);
+  for (int i = 0; i < nfiles; i++) {
+    FILE *fp = files[i] ? fopen(files[i], "rb") : NULL;
+    h = fnv(h, fp ? "+" : "-", 1);
     if (!fp) continue;
     unsigned char buf[65536];
     size_t n;
@@ -55,12 +39,12 @@ static uint64_t fingerprint(const char *cmd, int argc, char **argv) {
   return h;
 }
 
-bool tool_mpi_begin(const char *cmd, int argc, char **argv) {
+bool tool_mpi_begin(const char *cmd, int argc, char **argv, const char *const *files, int nfiles) {
   if (!rt_mpi_launched() || world) return true;
   const char *t = getenv("TPUCC_MPI_TIMEOUT");
   double timeout = t && atof(t) > 0 ? atof(t) : 60;
   char err[768];
-  if (rt_mpi_open(fingerprint(cmd, argc, argv), timeout, &world, err, sizeof err)) {
+  if (rt_mpi_open(fingerprint(cmd, argc, argv, files, nfiles), timeout, &world, err, sizeof err)) {
     const char *r = getenv("OMPI_COMM_WORLD_RANK");
     fprintf(stderr, "tpucc %s: rank %s: %s\n", cmd, r ? r : "?", err);
     return false;
@@ -69,6 +53,40 @@ bool tool_mpi_begin(const char *cmd, int argc, char **argv) {
 }
 
 int tool_mpi_rank(void) { return world ? rt_mpi_rank(world) : 0; }
+
+/* One exchange of the world under a key no collective of a program uses
+ * (the top bit set). */
+static bool world_exchange(const void *mine, size_t bytes, const void **all, char *err, size_t errlen) {
+  static uint64_t round;
+  coll_comm *w = rt_mpi_comm(world);
+  char msg[512];
+  if (!w->ops->exchange(w, rt_mpi_rank(world), 1ull << 63 | round++, mine, bytes, all, msg, sizeof msg))
+    return true;
+  snprintf(err, errlen, "%s", msg);
+  return false;
+}
+
+bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
+  if (!world) return true;
+  const void **all = calloc((size_t)rt_mpi_size(world), sizeof *all);
+  uint64_t n = rt_mpi_rank(world) == 0 ? (uint64_t)*len : 0;
+  bool ok = all && world_exchange(&n, sizeof n, all, err, errlen);
+  if (ok) memcpy(&n, all[0], sizeof n);
+  /* every rank gives rank 0's size; only rank 0's bytes are read */
+  unsigned char *mine = rt_mpi_rank(world) == 0 ? NULL : calloc((size_t)n + 1, 1);
+  ok = ok && (rt_mpi_rank(world) == 0 || mine) &&
+       world_exchange(rt_mpi_rank(world) == 0 ? *buf : mine, (size_t)n, all, err, errlen);
+  if (ok && rt_mpi_rank(world) != 0) {
+    if (n) memcpy(mine, all[0], (size_t)n);
+    *buf = mine;
+    *len = (size_t)n;
+    mine = NULL;
+  }
+  if (!all) snprintf(err, errlen, "out of memory");
+  free(mine);
+  free(all);
+  return ok;
+}
 int tool_mpi_size(void) { return world ? rt_mpi_size(world) : 1; }
 
 #ifdef TPUCC_HAVE_LLVM
@@ -103,14 +121,7 @@ static base_status share_results(int nrep, int first, int nl, ir_literal *const 
   base_status st = mine && all ? ST_OK : ST_OUT_OF_MEMORY;
   if (st != ST_OK) snprintf(err, errlen, "out of memory");
   for (int j = 0; j < nl && st == ST_OK; j++) literal_copy(outs[first + j], mine + (size_t)j * rb, true);
-  coll_comm *w = rt_mpi_comm(world);
-  static uint64_t round;
-  char msg[512];
-  if (st == ST_OK &&
-      w->ops->exchange(w, rt_mpi_rank(world), 1ull << 63 | round++, mine, rb * (size_t)nl, all, msg, sizeof msg)) {
-    snprintf(err, errlen, "sharing the results: %s", msg);
-    st = ST_INTERNAL;
-  }
+  if (st == ST_OK && !world_exchange(mine, rb * (size_t)nl, all, err, errlen)) st = ST_INTERNAL;
   for (int i = 0; i < nrep && st == ST_OK; i++)
     if (i < first || i >= first + nl)
       literal_copy(outs[i], (unsigned char *)all[i / nl] + (size_t)(i % nl) * rb, false);
@@ -154,15 +165,24 @@ const char *tool_mpi_build_note(void) {
          "openmpi-bin (setup.sh does) and configure with meson -Dmpi=enabled.";
 }
 
-bool tool_mpi_begin(const char *cmd, int argc, char **argv) {
+bool tool_mpi_begin(const char *cmd, int argc, char **argv, const char *const *files, int nfiles) {
   (void)argc;
   (void)argv;
+  (void)files;
+  (void)nfiles;
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return true;
   fprintf(stderr, "tpucc %s: started by mpirun, but %s\n", cmd, tool_mpi_build_note());
   return false;
 }
 int tool_mpi_rank(void) { return 0; }
 int tool_mpi_size(void) { return 1; }
+bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
+  (void)buf;
+  (void)len;
+  (void)err;
+  (void)errlen;
+  return true;
+}
 void tool_mpi_spread(bool on) { (void)on; }
 void tool_mpi_end(void) {}
 

@@ -4,15 +4,21 @@
 #define TPUCC_TOOLS_MPI_RUN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* At the start of `tpucc run` and `tpucc train`, with the command's
- * arguments. Not under mpirun: nothing, true. Under mpirun: opens the MPI
- * world, checking that every rank was started with the same arguments
- * and the same contents of the files they name (a rank that differs is
+ * arguments and the files every rank reads itself (the program, a
+ * checkpoint to resume). Not under mpirun: nothing, true. Under mpirun:
+ * opens the MPI world, checking that every rank was started with the same
+ * arguments and the same contents of those files (a rank that differs is
  * named), with every wait bounded by TPUCC_MPI_TIMEOUT seconds (default
  * 60); false after printing the error (also when tpucc was built without
  * MPI). */
-bool tool_mpi_begin(const char *cmd, int argc, char **argv);
+bool tool_mpi_begin(const char *cmd, int argc, char **argv, const char *const *files, int nfiles);
+/* Rank 0's bytes to every rank: on rank 0 *buf and *len are its own and
+ * stay; on the others they become a malloc'd copy of rank 0's (the
+ * caller frees it). False with one line in err (a rank did not answer). */
+bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen);
 /* This process's rank and the number of ranks (0 and 1 when not under
  * mpirun). */
 int tool_mpi_rank(void);

@@ -11,11 +11,15 @@ CASE:
   uneven          4 replicas over 3 ranks: a usage error naming both counts
   other           rank 1 started with another flag: the run ends naming it
   interp          --target=interp under 2 ranks: a usage error
+  rank0-inputs    the inputs as .npy files that only rank 0's working
+                  directory holds: rank 0 reads them and sends them, the
+                  output is the one-process run's
 
 Every run must end within 60 s. The inputs are large values of both signs,
 so a sum folded in another order than base/coll.h's differs."""
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +30,43 @@ def inputs():
     p = " ".join(str(rnd.choice([1e8, -1e8, 1.0]) + rnd.randint(0, 99)) for _ in range(48))
     q = " ".join(str((i * 37) % 101 - 50) for i in range(48))
     return ["--input=4x12xf32=" + p, "--input=4x3x4xs32=" + q]
+
+
+def npy(path, dtype, shape, values):
+    """Writes a little-endian .npy file (format 1.0) without numpy."""
+    import struct
+    hdr = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, "".join(f"{d}, " for d in shape))
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    code = {"f4": "f", "i4": "i"}[dtype]
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+        f.write(struct.pack("<%d%s" % (len(values), code), *values))
+
+
+def rank0_inputs(mpi, tpucc, module, flags):
+    """Case rank0-inputs."""
+    import tempfile
+    root = tempfile.mkdtemp(prefix="tpucc_mpi_")
+    a, b = os.path.join(root, "a"), os.path.join(root, "b")
+    os.makedirs(a)
+    os.makedirs(b)
+    p_text, q_text = (i.split("=", 2)[2].split() for i in inputs())
+    npy(os.path.join(a, "p.npy"), "f4", (4, 12), [float(v) for v in p_text])
+    npy(os.path.join(a, "q.npy"), "i4", (4, 3, 4), [int(v) for v in q_text])
+    cmd = [os.path.abspath(tpucc), "run", os.path.abspath(module)] + flags + ["--input=@p.npy", "--input=@q.npy"]
+    os.chdir(a)
+    try:
+        one = run(cmd)
+        many = run(mpi + ["-np", "1", "-wdir", a] + cmd + [":", "-np", "1", "-wdir", b] + cmd)
+    finally:
+        os.chdir("/")
+        shutil.rmtree(root)
+    if one.returncode or many.returncode or not one.stdout:
+        fail("a run failed")
+    if many.stdout != one.stdout:
+        fail("outputs differ")
+    return 0
 
 
 def run(cmd):
@@ -55,6 +96,8 @@ def main():
     flags = ["--target=cpu", "--replicas=4", "--no-cache", "--cpu-numerics=strict",
              "--reference=interp", "--atol=0", "--rtol=0"] + inputs()
     cmd = [tpucc, "run", module] + flags
+    if case == "rank0-inputs":
+        return rank0_inputs(mpi, tpucc, module, flags[:-2])
     if case.startswith("same-"):
         one = run(cmd)
         if one.returncode != 0 or not one.stdout:

@@ -83,6 +83,8 @@ def fault(mpi, base, work, sig):
     """Starts a long run, signals rank 1 once rank 0 wrote its first
     checkpoint (training is under way), and returns the finished run."""
     ck = os.path.join(work, "c.npz")
+    if os.path.exists(ck):
+        os.remove(ck)  # of an earlier run
     cmd = mpi + ["-np", "2"] + base + ["--steps-per-epoch=10", "--epochs=100000", "--checkpoint=" + ck]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     t0 = time.monotonic()
@@ -106,6 +108,9 @@ def fault(mpi, base, work, sig):
                 os.kill(victim, signal.SIGKILL)
             except OSError:
                 pass
+        if p.poll() is None:  # a failed check: end the run (mpirun ends its ranks)
+            p.terminate()
+            p.wait(timeout=30)
     print(" ".join(cmd), f"-> exit {p.returncode} in {time.monotonic() - t0:.1f} s")
     sys.stderr.write(err[-3000:])
     return p.returncode, err
