@@ -51,8 +51,10 @@ typedef struct tool_tpu_opts {
   int dump_seq;
   bool time_steps;
   /* tool_tpu_run_replicas: the cores shared with other processes
-   * (include/tpurt.h), or NULL */
+   * (include/tpurt.h), or NULL; and NULL or nrep entries for each core's
+   * statistics */
   const struct tpurt_peers *peers;
+  struct tpurt_stats *replica_stats;
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,

@@ -557,15 +557,15 @@ base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *
 base_status tpu_execute_replicas(const tpub_image *img, const char *target, const ir_module *m,
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen) {
-  return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, err,
+  return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, NULL, err,
                                      errlen);
 }
 
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
-                                        ir_literal **outs, const tpurt_peers_t *peers, char *err,
-                                        size_t errlen) {
+                                        ir_literal **outs, const tpurt_peers_t *peers,
+                                        tpurt_stats_t *stats, char *err, size_t errlen) {
   base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
@@ -604,7 +604,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
       }
     }
   }
-  if ((ts = tpurt_program_execute_replicas(prog, nrep, in, np, res, nr, NULL)) != TPURT_OK) {
+  if ((ts = tpurt_program_execute_replicas(prog, nrep, in, np, res, nr, stats)) != TPURT_OK) {
     snprintf(err, errlen, "tpu: execution %s: %s",
              ts == TPURT_RESOURCE_EXHAUSTED ? "stopped at its cycle limit" : "failed",
              tpurt_device_message(dev));

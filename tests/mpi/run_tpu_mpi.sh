@@ -1,7 +1,8 @@
 #!/bin/sh
 # run_tpu_mpi.sh TPUCC MPIRUN: `mpirun -np R tpucc run` on a TPU board and
 # pod, the cores split across R ranks: the results written by rank 0 are
-# the one-process run's, byte for byte (all-reduce as a ring and as a
+# the one-process run's, byte for byte, and so are the --stats lines of
+# every core (cycles, instructions, HBM bytes) (all-reduce as a ring and as a
 # parameter server on a v3-8, as a parameter server on a v3-32 pod, with
 # 2 and 4 ranks); rank counts that do not divide the cores and ranks
 # started with other flags are clear errors. Exit 0 when every check
@@ -23,12 +24,13 @@ for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32"; do
   set -- $c
   t=$1 alg=$2 f=$3
   "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs --output=@"$T/one.npy" \
-    >"$T/out1" 2>"$T/err" || { bad "$t $alg in one process"; continue; }
+    --stats >"$T/out1" 2>"$T/stats1" || { bad "$t $alg in one process"; continue; }
+  grep -q "^  31 " "$T/stats1" || [ $t = v3-8 ] || bad "$t: no stats line for core 31"
   for np in 2 4; do
     rm -f "$T/mpi.npy"
     if mr -np $np "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs \
-      --output=@"$T/mpi.npy" >"$T/out" 2>"$T/err" && cmp -s "$T/one.npy" "$T/mpi.npy" &&
-      cmp -s "$T/out1" "$T/out"; then
+      --output=@"$T/mpi.npy" --stats >"$T/out" 2>"$T/err" && cmp -s "$T/one.npy" "$T/mpi.npy" &&
+      cmp -s "$T/out1" "$T/out" && cmp -s "$T/stats1" "$T/err"; then
       ok "$t all-reduce ($alg) across $np ranks as in one process"
     else bad "$t $alg across $np ranks"; fi
   done
