@@ -77,7 +77,8 @@ void tool_help_run(FILE *f) {
         "  --report=FILE.csv      TPU targets: one row per HLO op or fusion (cycles,\n"
         "                         stalls, MACs, HBM bytes, roofline); --report=- a table\n"
         "  --trace=FILE.json      TPU targets: Chrome trace (Perfetto), spans named\n"
-        "                         after ops, HBM bandwidth counter\n"
+        "                         after ops, HBM bandwidth counter; TPU replicas:\n"
+        "                         every core's instructions, a process row per core\n"
         "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
         "                         (docs/profiling.md)\n"
         "  --max-cycles=N         TPU targets: stop the emulated run after N cycles\n"
@@ -851,9 +852,10 @@ static int execute_on_target(run_state *r) {
                   !tool_target_find(c->target))) ||
                 ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
   int nrep = replica_count(r);
-  /* --stats alone: the replicas print a line per core */
-  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.trace || c->tpu.roofline ||
-                 c->tpu.memory_report || c->tpu.max_cycles;
+  /* --stats and --trace: the replicas print a line per core and trace
+   * every core's instructions */
+  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||
+                 c->tpu.max_cycles;
   if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
     return run_tpu_replicas(r, nrep);
   if (direct && nrep > 1) {

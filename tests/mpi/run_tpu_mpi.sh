@@ -2,7 +2,8 @@
 # run_tpu_mpi.sh TPUCC MPIRUN: `mpirun -np R tpucc run` on a TPU board and
 # pod, the cores split across R ranks: the results written by rank 0 are
 # the one-process run's, byte for byte, and so are the --stats lines of
-# every core (cycles, instructions, HBM bytes) (all-reduce as a ring and as a
+# every core (cycles, instructions, HBM bytes) and the events of --trace
+# (all-reduce as a ring and as a
 # parameter server on a v3-8, as a parameter server on a v3-32 pod, with
 # 2 and 4 ranks); rank counts that do not divide the cores and ranks
 # started with other flags are clear errors. Exit 0 when every check
@@ -42,6 +43,20 @@ if mr -np 2 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$
   cmp -s "$T/one" "$T/out" && grep -qx '8x4xf32=\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]' "$T/out"; then
   ok "printed once, by rank 0"
 else bad "printed results across 2 ranks"; cat "$T/out"; fi
+# --trace: one file from rank 0 with every core's events, the same events
+# as in one process (which writes them as the threads run them; the ranks
+# core by core), compared as sorted lines without the separating commas
+events() { sed 's/,$//' "$1" | LC_ALL=C sort; }
+"$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t1.json" >/dev/null 2>"$T/err" ||
+  bad "--trace, one process"
+for np in 2 4; do
+  if mr -np $np "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t.json" \
+    >/dev/null 2>"$T/err" && [ "$(events "$T/t1.json" | wc -l)" -gt 800 ] &&
+    events "$T/t1.json" >"$T/e1" && events "$T/t.json" >"$T/e" && cmp -s "$T/e1" "$T/e" &&
+    grep -q '"pid":8,' "$T/t.json"; then
+    ok "--trace across $np ranks: the one-process trace's events, every core's"
+  else bad "--trace across $np ranks"; fi
+done
 if mr -np 3 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$T/out" 2>"$T/err"; then
   bad "8 cores across 3 ranks ran"
 elif grep -q "8 cores do not split evenly across 3 ranks" "$T/err"; then ok "3 ranks for 8 cores refused"
