@@ -68,7 +68,8 @@ void tool_help_run(FILE *f) {
         f);
   fputs("  --stats                TPU targets: print cycles, time, MXU utilisation,\n"
         "                         FLOP/s, HBM bytes, roofline bound and precision;\n"
-        "                         cpu: run time, FLOP/s, compile time, threads\n"
+        "                         cpu: run time, FLOP/s, compile time, threads;\n"
+        "                         TPU replicas: a line per core (cycles, ...)\n"
         "  --stats-json=FILE      TPU targets and cpu: the same as JSON (docs/cli.md)\n"
         "  --precision=P          TPU targets: default|high|highest bf16 passes of\n"
         "                         f32 dots and convolutions (1, 3 or 6); modules\n"
@@ -77,7 +78,8 @@ void tool_help_run(FILE *f) {
         "  --report=FILE.csv      TPU targets: one row per HLO op or fusion (cycles,\n"
         "                         stalls, MACs, HBM bytes, roofline); --report=- a table\n"
         "  --trace=FILE.json      TPU targets: Chrome trace (Perfetto), spans named\n"
-        "                         after ops, HBM bandwidth counter\n"
+        "                         after ops, HBM bandwidth counter; TPU replicas:\n"
+        "                         every core's instructions, a process row per core\n"
         "  --roofline=FILE.svg    TPU targets: every op on the target's roofline\n"
         "                         (docs/profiling.md)\n"
         "  --max-cycles=N         TPU targets: stop the emulated run after N cycles\n"
@@ -874,6 +876,18 @@ static bool cpu_dump_path(run_state *r, const char **path) {
   return true;
 }
 
+/* --stats of TPU replicas: a line per core. */
+static void replica_stats_print(const char *target, const tpurt_stats_t *s, int n, FILE *f) {
+  fprintf(f, "stats (target %s, %d cores):\n", target, n);
+  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s\n", "core", "cycles", "seconds", "instructions",
+          "HBM read", "HBM written", "MXU busy cyc");
+  for (int c = 0; c < n; c++)
+    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu\n", c,
+            (unsigned long long)s[c].cycles, s[c].seconds, (unsigned long long)s[c].instructions,
+            (unsigned long long)s[c].hbm_read_bytes, (unsigned long long)s[c].hbm_write_bytes,
+            (unsigned long long)s[c].mxu_busy_cycles);
+}
+
 /* N replicas on a TPU board or pod (one per core): the inputs split and
  * the results stacked as for every target (tools/replicas.h); an exit
  * code. */
@@ -896,6 +910,8 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   to.target = c->target;
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
+  tpurt_stats_t *rs = c->tpu.stats ? arena_array(r->a, (size_t)nrep, sizeof *rs) : NULL;
+  to.replica_stats = rs;
   char terr[8192];
   if (tool_tpu_run_replicas_mpi(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs,
                                 &r->rank, terr, sizeof terr) != ST_OK) {
@@ -903,6 +919,7 @@ static int run_tpu_replicas(run_state *r, int nrep) {
     return TOOL_EXIT_FAIL;
   }
   if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
+  if (rs) replica_stats_print(c->target, rs, nrep, stderr);
   ir_literal *st = tool_replica_stack(outs, nrep, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
@@ -968,8 +985,10 @@ static int execute_on_target(run_state *r) {
                   !tool_target_find(c->target))) ||
                 ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
   int nrep = replica_count(r);
-  bool reports = c->tpu.stats || c->tpu.stats_json || c->tpu.report || c->tpu.trace ||
-                 c->tpu.roofline || c->tpu.memory_report || c->tpu.max_cycles;
+  /* --stats and --trace: the replicas print a line per core and trace
+   * every core's instructions */
+  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||
+                 c->tpu.max_cycles;
   if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
     return run_tpu_replicas(r, nrep);
   if (direct && nrep > 1) {

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #ifdef TPUCC_HAVE_MPI
+#include <mpi.h>
+
 #include "runtime/mpi/mpi_comm.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -63,7 +65,14 @@ base_status tool_tpu_run_replicas_mpi(const ir_module *m, const tool_tpu_opts *o
     rt_mpi_peers(p, &peers);
     tool_tpu_opts so = *o;
     so.peers = &peers;
+    double t0 = MPI_Wtime();
     base_status st = tool_tpu_run_replicas(m, &so, nrep, args, nargs, a, outs, err, errlen);
+    if (getenv("TPUCC_MPI_TIMES")) { /* bench/emu_mpi.sh */
+      uint64_t calls = 0;
+      double in = rt_mpi_peer_seconds(p, &calls), all = MPI_Wtime() - t0;
+      fprintf(stderr, "tpucc: rank %d: compile and run %.3f s, %.3f s (%.0f%%) in %llu MPI exchanges\n",
+              *rank, all, in, all > 0 ? 100 * in / all : 0, (unsigned long long)calls);
+    }
     /* the peers failed (a rank silent or gone): end every rank, naming it */
     if (st == ST_IO_ERROR) rt_mpi_abort(p, err);
     rt_mpi_close(p);

@@ -51,8 +51,10 @@ typedef struct tool_tpu_opts {
   int dump_seq;
   bool time_steps;
   /* tool_tpu_run_replicas: the cores shared with other processes
-   * (include/tpurt.h), or NULL */
+   * (include/tpurt.h), or NULL; and NULL or nrep entries for each core's
+   * statistics */
   const struct tpurt_peers *peers;
+  struct tpurt_stats *replica_stats;
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
@@ -63,7 +65,9 @@ base_status tool_tpu_run(const ir_module *m, const tool_tpu_opts *o, ir_literal 
                          int nargs, arena *a, ir_literal **out, char *err, size_t errlen);
 /* tool_tpu_run for nrep replicas, one per core of o->target (a board or
  * pod: "v3-8"): compiles m once and runs it with args[r] as replica r's
- * arguments, outs[r] its result. The report flags do not apply. */
+ * arguments, outs[r] its result. Of the report flags only o->trace
+ * applies: a Chrome trace of every core's instructions, one process row
+ * per core. */
 base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, int nrep,
                                   ir_literal *const *const *args, int nargs, arena *a,
                                   ir_literal **outs, char *err, size_t errlen);

@@ -115,13 +115,17 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
 /* tpu_execute_replicas with the cores shared across processes (peers
  * NULL: all in this one; include/tpurt.h): every rank passes arguments of
  * the right shapes, rank 0's values are the ones used, and only rank 0's
- * outs hold the results (the other ranks' are zeros). */
+ * outs hold the results (the other ranks' are zeros). stats: NULL, or
+ * nrep entries for every core's statistics (rank 0's complete); trace:
+ * NULL, or the path of a Chrome trace of every core's instructions (one
+ * process row per core; written by rank 0). */
 struct tpurt_peers;
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const struct tpurt_peers *peers,
-                                        char *err, size_t errlen);
+                                        struct tpurt_stats *stats, const char *trace, char *err,
+                                        size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

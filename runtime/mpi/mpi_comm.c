@@ -26,6 +26,8 @@ struct rt_mpi {
   unsigned char **vbuf; /* rt_mpi_exchange_v: per rank, the message received */
   size_t *vcap;
   char *vgot;
+  double peer_seconds; /* in rt_mpi_exchange_v and rt_mpi_min_u64 */
+  uint64_t peer_calls;
 };
 
 bool rt_mpi_launched(void) {
@@ -273,7 +275,7 @@ static int take_message(rt_mpi *p, int r, int tag, const void **recv, size_t *rl
   return 1;
 }
 
-int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
+static int exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
                       size_t *rlen, char *msg, size_t msglen) {
   if (!p->vbuf) {
     p->vbuf = calloc((size_t)p->size, sizeof *p->vbuf);
@@ -320,7 +322,16 @@ int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, con
   return -1;
 }
 
-int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
+int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
+                      size_t *rlen, char *msg, size_t msglen) {
+  double t0 = MPI_Wtime();
+  int rc = exchange_v(p, send, len, recv, rlen, msg, msglen);
+  p->peer_seconds += MPI_Wtime() - t0;
+  p->peer_calls++;
+  return rc;
+}
+
+static int min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
                    size_t msglen) {
   size_t bytes = (size_t)k * sizeof *mine, need = bytes * (size_t)p->size;
   if (need > p->rcap) {
@@ -344,6 +355,20 @@ int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *
     }
   }
   return 0;
+}
+
+int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
+                   size_t msglen) {
+  double t0 = MPI_Wtime();
+  int rc = min_u64(p, mine, out, k, msg, msglen);
+  p->peer_seconds += MPI_Wtime() - t0;
+  p->peer_calls++;
+  return rc;
+}
+
+double rt_mpi_peer_seconds(const rt_mpi *p, uint64_t *calls) {
+  if (calls) *calls = p->peer_calls;
+  return p->peer_seconds;
 }
 
 static int peers_min(void *user, const uint64_t *mine, uint64_t *out, int k, char *msg,

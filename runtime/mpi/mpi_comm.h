@@ -58,5 +58,9 @@ int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *
 /* The world as the peers of an emulated pod shared across the ranks
  * (include/tpurt.h): rank r of size runs its share of the cores. */
 void rt_mpi_peers(rt_mpi *p, tpurt_peers_t *out);
+/* Wall seconds spent in rt_mpi_exchange_v and rt_mpi_min_u64 so far
+ * (waiting for the other ranks included), and in *calls (may be NULL)
+ * how many calls. */
+double rt_mpi_peer_seconds(const rt_mpi *p, uint64_t *calls);
 
 #endif

@@ -54,19 +54,6 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-/* Core 5 waits for an ICI signal that no core sends. */
-static const char *deadlock_src = ".target " TARGET "\n"
-                                  ".hbm 8192\n"
-                                  ".param x f32[1024] @0\n"
-                                  ".result y f32[1024] @4096\n"
-                                  "  coreid s1, 0\n"
-                                  "  sli s2, 5\n"
-                                  "  blt s1, s2, done\n"
-                                  "  blt s2, s1, done\n"
-                                  "  iwait sem1, 1\n"
-                                  "done:\n"
-                                  "  halt\n";
-
 /* One execution's outcome on rank 0 (results of every core). */
 typedef struct outcome {
   tpurt_status_t st;
@@ -226,7 +213,7 @@ int main(int argc, char **argv) {
   int n = 8, count = 1024;
   void *tpub = NULL;
   size_t tpub_len = 0;
-  const char *src = !strcmp(mode, "deadlock") ? deadlock_src : ring_src;
+  const char *src = !strcmp(mode, "deadlock") ? ICI_DEADLOCK_SRC : ring_src;
   char trace[64] = "", trace1[64] = "";
   if (!strncmp(mode, "ar", 2)) {
     n = !strcmp(mode, "ar32ps") ? 32 : 8;

@@ -1,7 +1,9 @@
 #!/bin/sh
 # run_tpu_mpi.sh TPUCC MPIRUN: `mpirun -np R tpucc run` on a TPU board and
 # pod, the cores split across R ranks: the results written by rank 0 are
-# the one-process run's, byte for byte (all-reduce as a ring and as a
+# the one-process run's, byte for byte, and so are the --stats lines of
+# every core (cycles, instructions, HBM bytes) and the events of --trace
+# (all-reduce as a ring and as a
 # parameter server on a v3-8, as a parameter server on a v3-32 pod, with
 # 2 and 4 ranks); rank counts that do not divide the cores and ranks
 # started with other flags are clear errors. Exit 0 when every check
@@ -23,12 +25,13 @@ for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32"; do
   set -- $c
   t=$1 alg=$2 f=$3
   "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs --output=@"$T/one.npy" \
-    >"$T/out1" 2>"$T/err" || { bad "$t $alg in one process"; continue; }
+    --stats >"$T/out1" 2>"$T/stats1" || { bad "$t $alg in one process"; continue; }
+  grep -q "^  31 " "$T/stats1" || [ $t = v3-8 ] || bad "$t: no stats line for core 31"
   for np in 2 4; do
     rm -f "$T/mpi.npy"
     if mr -np $np "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs \
-      --output=@"$T/mpi.npy" >"$T/out" 2>"$T/err" && cmp -s "$T/one.npy" "$T/mpi.npy" &&
-      cmp -s "$T/out1" "$T/out"; then
+      --output=@"$T/mpi.npy" --stats >"$T/out" 2>"$T/err" && cmp -s "$T/one.npy" "$T/mpi.npy" &&
+      cmp -s "$T/out1" "$T/out" && cmp -s "$T/stats1" "$T/err"; then
       ok "$t all-reduce ($alg) across $np ranks as in one process"
     else bad "$t $alg across $np ranks"; fi
   done
@@ -40,6 +43,20 @@ if mr -np 2 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$
   cmp -s "$T/one" "$T/out" && grep -qx '8x4xf32=\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]' "$T/out"; then
   ok "printed once, by rank 0"
 else bad "printed results across 2 ranks"; cat "$T/out"; fi
+# --trace: one file from rank 0 with every core's events, the same events
+# as in one process (which writes them as the threads run them; the ranks
+# core by core), compared as sorted lines without the separating commas
+events() { sed 's/,$//' "$1" | LC_ALL=C sort; }
+"$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t1.json" >/dev/null 2>"$T/err" ||
+  bad "--trace, one process"
+for np in 2 4; do
+  if mr -np $np "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t.json" \
+    >/dev/null 2>"$T/err" && [ "$(events "$T/t1.json" | wc -l)" -gt 800 ] &&
+    events "$T/t1.json" >"$T/e1" && events "$T/t.json" >"$T/e" && cmp -s "$T/e1" "$T/e" &&
+    grep -q '"pid":8,' "$T/t.json"; then
+    ok "--trace across $np ranks: the one-process trace's events, every core's"
+  else bad "--trace across $np ranks"; fi
+done
 if mr -np 3 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$T/out" 2>"$T/err"; then
   bad "8 cores across 3 ranks ran"
 elif grep -q "8 cores do not split evenly across 3 ranks" "$T/err"; then ok "3 ranks for 8 cores refused"

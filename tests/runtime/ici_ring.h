@@ -3,7 +3,8 @@
  * values and cycles tests/runtime/test_ici.c derives by hand: core c
  * sends its x (4096 bytes) to core c + 1 (mod 8) and waits for its
  * predecessor's; cores 0 and 4 end at 273 and 272 cycles, the others at
- * 172. Shared with tests/mpi/emu_mpi_prog.c. */
+ * 172. Shared with tests/runtime/test_ici_peers.c and
+ * tests/mpi/emu_mpi_prog.c. */
 #ifndef TPUCC_TESTS_ICI_RING_H
 #define TPUCC_TESTS_ICI_RING_H
 
@@ -24,5 +25,20 @@ static const char *ring_src = ".target " TARGET "\n"
                               "  wait scalar, sem0, 1\n"
                               "  iwait sem1, 1\n"
                               "  halt\n";
+
+/* Core 5 waits for an ICI signal that no core sends: a deadlock across
+ * cores, reported on core 5 (a macro: not every includer uses it). */
+#define ICI_DEADLOCK_SRC                                                                           \
+  ".target " TARGET "\n"                                                                          \
+  ".hbm 8192\n"                                                                                   \
+  ".param x f32[1024] @0\n"                                                                       \
+  ".result y f32[1024] @4096\n"                                                                   \
+  "  coreid s1, 0\n"                                                                              \
+  "  sli s2, 5\n"                                                                                 \
+  "  blt s1, s2, done\n"                                                                          \
+  "  blt s2, s1, done\n"                                                                          \
+  "  iwait sem1, 1\n"                                                                             \
+  "done:\n"                                                                                       \
+  "  halt\n"
 
 #endif
