@@ -209,6 +209,27 @@ static void gen_ids(gctx *c) {
       f32s, f32s, f32s, f32s);
 }
 
+/* Whether the TPU runs the reduce-scatter or all-gather at the root of m
+ * over nrep replicas: the documented subset of docs/tpu-backend.md
+ * ("Reduce-scatter and all-gather"): every replica in order, along a
+ * dimension with only size-1 dimensions before it, at least one element
+ * per replica of the whole value. Outside it the row expects the TPU's
+ * located refusal. */
+static bool tpu_runs_halves(const ir_module *m, int nrep) {
+  const ir_comp *e = &m->comps.v[m->entry];
+  const ir_inst *in = &e->insts.v[e->root];
+  if (nrep < 2) return true;
+  const ir_shape *whole =
+      in->op == IR_OP_REDUCE_SCATTER ? e->insts.v[in->ops[0]].shape : in->shape;
+  int64_t d = in->a->dimensions.v[0], before = 1;
+  for (int64_t j = 0; j < d; j++) before *= whole->dims[j];
+  const ir_replica_groups *rg = &in->a->replica_groups;
+  bool in_order = rg->ngroups == 0 || (rg->ngroups == 1 && rg->groups[0].n == nrep);
+  for (int j = 0; in_order && rg->ngroups == 1 && j < nrep; j++)
+    in_order = rg->groups[0].v[j] == j;
+  return before == 1 && in_order && ir_shape_count(whole) >= nrep;
+}
+
 typedef struct coll_gen {
   const char *name;
   ir_op op;                 /* asked of ir_coll_target_runs */
@@ -218,21 +239,23 @@ typedef struct coll_gen {
   bool reshard;             /* dimension d must divide into the group */
   const char *tpu_refusal;  /* NULL, or the TPU's refusal while its lowering lacks this form */
   int min_group;            /* groups of fewer members are not drawn (nrep > 1) */
+  bool (*tpu_runs)(const ir_module *m, int nrep); /* NULL, or the subset the TPU runs */
 } coll_gen;
 
 /* The table: a row per form. The all-reduce rows draw no groups of one
  * member among several replicas: the TPU's all-reduce (lower_coll.c)
  * divides by zero on them, in its --explain line. */
 static const coll_gen gens[] = {
-    {"all-reduce", IR_OP_ALL_REDUCE, gen_all_reduce, 1, true, false, NULL, 2},
-    {"all-reduce (tuple)", IR_OP_ALL_REDUCE, gen_all_reduce_tuple, 2, true, false, "reduces one array", 2},
-    {"reduce-scatter", IR_OP_REDUCE_SCATTER, gen_reduce_scatter, 1, true, true, NULL, 1},
-    {"all-gather", IR_OP_ALL_GATHER, gen_all_gather, 1, false, false, NULL, 1},
-    {"all-to-all", IR_OP_ALL_TO_ALL, gen_all_to_all, 1, false, true, NULL, 1},
-    {"all-to-all (tuple)", IR_OP_ALL_TO_ALL, gen_all_to_all_tuple, 0, false, false, NULL, 1},
-    {"collective-permute", IR_OP_COLLECTIVE_PERMUTE, gen_permute, 2, false, false, NULL, 1},
-    {"collective-broadcast", IR_OP_COLLECTIVE_BROADCAST, gen_broadcast, 2, false, false, NULL, 1},
-    {"replica-id", IR_OP_REPLICA_ID, gen_ids, 1, false, false, NULL, 1},
+    {"all-reduce", IR_OP_ALL_REDUCE, gen_all_reduce, 1, true, false, NULL, 2, NULL},
+    {"all-reduce (tuple)", IR_OP_ALL_REDUCE, gen_all_reduce_tuple, 2, true, false, "reduces one array", 2, NULL},
+    {"reduce-scatter", IR_OP_REDUCE_SCATTER, gen_reduce_scatter, 1, true, true, NULL, 1,
+     tpu_runs_halves},
+    {"all-gather", IR_OP_ALL_GATHER, gen_all_gather, 1, false, false, NULL, 1, tpu_runs_halves},
+    {"all-to-all", IR_OP_ALL_TO_ALL, gen_all_to_all, 1, false, true, NULL, 1, NULL},
+    {"all-to-all (tuple)", IR_OP_ALL_TO_ALL, gen_all_to_all_tuple, 0, false, false, NULL, 1, NULL},
+    {"collective-permute", IR_OP_COLLECTIVE_PERMUTE, gen_permute, 2, false, false, NULL, 1, NULL},
+    {"collective-broadcast", IR_OP_COLLECTIVE_BROADCAST, gen_broadcast, 2, false, false, NULL, 1, NULL},
+    {"replica-id", IR_OP_REPLICA_ID, gen_ids, 1, false, false, NULL, 1, NULL},
 };
 enum { NGENS = sizeof gens / sizeof gens[0] };
 
@@ -447,7 +470,9 @@ static void check(const char *src, const coll_gen *gn, int nrep, int np, uint64_
       target = board;
     }
     const char *refusal = !ir_coll_target_runs(gn->op, target) ? "is not supported by the"
-                                                                : gn->tpu_refusal;
+                          : gn->tpu_runs && !gn->tpu_runs(m, nrep)
+                              ? "runs it over every replica in order"
+                              : gn->tpu_refusal;
     run_tpu(&u, target, opt, refusal, gn->name, seed, src);
   }
   arena_destroy(u.a);
@@ -474,7 +499,7 @@ static void fixed_cases(void) {
     int np = random_module(&t, &r, 8, k);
     check(t.s, &gens[k], 8, np, 1000u + (uint64_t)k, "v2-8", 0);
   }
-  static const coll_gen pod = {"v3-32 pod", IR_OP_ALL_TO_ALL, NULL, 2, false, false, NULL, 1};
+  static const coll_gen pod = {"v3-32 pod", IR_OP_ALL_TO_ALL, NULL, 2, false, false, NULL, 1, NULL};
   for (size_t i = 0; i < sizeof pod_cases / sizeof *pod_cases; i++)
     check(pod_cases[i], &pod, 32, 2, 7 + i, "v3-32", 2);
 }
