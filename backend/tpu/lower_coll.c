@@ -615,8 +615,8 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   }
   uint64_t value = (uint64_t)k.count * (uint64_t)k.es;
   /* The largest chunk is the last of the smallest group (of two or more). */
-  k.slot = tb_align(b->all_reduce_ps || minn < 2 ? value
-                                                 : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es);
+  uint64_t chunk = b->all_reduce_ps || minn < 2 ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es;
+  k.slot = tb_align(chunk);
   uint64_t area = k.slot * (uint64_t)maxn;
   k.RECV = tb_hbm_alloc(b, area);
   k.ACC = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
@@ -628,7 +628,7 @@ bool lower_all_reduce(lctx *x, ir_id i) {
              b->all_reduce_ps ? "parameter server (member 0 of each group folds and broadcasts)"
                               : "ring reduce-scatter then all-gather",
              (unsigned long long)value,
-             (unsigned long long)(b->all_reduce_ps ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es),
+             (unsigned long long)chunk,
              gen ? "one program for every core (run-time loops)" : "code specialised per core");
   static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
   k.desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);

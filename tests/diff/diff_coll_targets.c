@@ -242,12 +242,10 @@ typedef struct coll_gen {
   bool (*tpu_runs)(const ir_module *m, int nrep); /* NULL, or the subset the TPU runs */
 } coll_gen;
 
-/* The table: a row per form. The all-reduce rows draw no groups of one
- * member among several replicas: the TPU's all-reduce (lower_coll.c)
- * divides by zero on them, in its --explain line. */
+/* The table: a row per form. */
 static const coll_gen gens[] = {
-    {"all-reduce", IR_OP_ALL_REDUCE, gen_all_reduce, 1, true, false, NULL, 2, NULL},
-    {"all-reduce (tuple)", IR_OP_ALL_REDUCE, gen_all_reduce_tuple, 2, true, false, "reduces one array", 2, NULL},
+    {"all-reduce", IR_OP_ALL_REDUCE, gen_all_reduce, 1, true, false, NULL, 1, NULL},
+    {"all-reduce (tuple)", IR_OP_ALL_REDUCE, gen_all_reduce_tuple, 2, true, false, "reduces one array", 1, NULL},
     {"reduce-scatter", IR_OP_REDUCE_SCATTER, gen_reduce_scatter, 1, true, true, NULL, 1,
      tpu_runs_halves},
     {"all-gather", IR_OP_ALL_GATHER, gen_all_gather, 1, false, false, NULL, 1, tpu_runs_halves},
