@@ -3,12 +3,15 @@
 # and builds tpucc into ./build. Idempotent: a second run only rebuilds.
 #   bash setup.sh            # default build
 #   BUILD=build-asan MESON_ARGS="-Db_sanitize=address,undefined" bash setup.sh
+#   ORACLES=1 bash setup.sh  # also python3-torch, the oracle of the autograd
+#                            # and optimizer tests (they skip without it)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS="meson ninja-build flex bison pkg-config gcc libcmocka-dev llvm-dev
       libopenblas-dev zlib1g-dev python3-numpy dataset-fashion-mnist
       libopenmpi-dev openmpi-bin"
+if [ "${ORACLES:-}" = 1 ]; then PKGS="$PKGS python3-torch"; fi
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -70,14 +70,16 @@ base_status drv_parse(const char *name, const char *text, size_t len, tpucc_lang
 
 base_status drv_optimize(ir_module *m, const drv_opt *o, const char *target, diag *d) {
   pass_ctx ctx = {d, o->opt_level, o->verify_each, o->explain, NULL};
+  pass_target pt;
+  memset(&pt, 0, sizeof pt);
 #ifdef HAVE_TPU
   tgt_target tt;
-  pass_target pt;
   tpu_pass_target_for(target && !drv_is_cpu_spec(target) ? target : NULL, &tt, &pt);
-  ctx.target = &pt;
 #else
   (void)target;
 #endif
+  if (o->all_reduce_combine) pt.all_reduce_combine_bytes = o->all_reduce_combine > 0 ? o->all_reduce_combine : 0;
+  ctx.target = &pt;
   pass_run_options ro = {o->dump_dir, o->dump_after, o->time_passes, stderr};
   return pass_run(m, &ctx, o->passes, &ro);
 }

@@ -47,6 +47,8 @@ typedef struct drv_opt {
   const char *dump_dir;   /* HLO after each pass into DIR, or NULL */
   const char *dump_after; /* regex over pass names for the dumps, or NULL */
   bool time_passes;       /* per-pass times to stderr */
+  int64_t all_reduce_combine; /* the all-reduce combiner's limit in bytes: 0 the
+                                 target's (TPU: on, else off), < 0 off */
 } drv_opt;
 
 /* Runs the passes on m for target (a spec: a TPU spec sizes the passes'

@@ -167,6 +167,27 @@ typedef struct tpurt_custom_call {
   void *user_data; /* must outlive the device */
 } tpurt_custom_call_t;
 
+/* Processes sharing one emulated pod (docs/distributed.md): of an n-core
+ * device, rank `rank` of `nranks` runs the cores [rank n/nranks,
+ * (rank+1) n/nranks) (nranks must divide n); rank 0 gives every core's
+ * parameters and gets every core's results, statistics and trace. Between
+ * rounds of the emulation the ranks agree through two calls, made by
+ * every rank in the same order, each returning 0, or -1 with one line in
+ * msg (a rank that did not answer in time named):
+ *   min:      out[i] = the least of every rank's mine[i] (k values);
+ *   exchange: sends send[r] (len[r] bytes) to every other rank r and
+ *             receives rank r's message to this one into recv[r], rlen[r]
+ *             (recv[rank] untouched; valid until the next call).
+ * tpumpi builds one over MPI (runtime/mpi/mpi_comm.h). The user's state
+ * must outlive the device; a device is used by one thread at a time. */
+typedef struct tpurt_peers {
+  int nranks, rank;
+  void *user;
+  int (*min)(void *user, const uint64_t *mine, uint64_t *out, int k, char *msg, size_t msglen);
+  int (*exchange)(void *user, const void *const *send, const size_t *len, const void **recv,
+                  size_t *rlen, char *msg, size_t msglen);
+} tpurt_peers_t;
+
 typedef struct tpurt_device_options {
   const char *target;                 /* default "v3"; copied */
   const tpurt_allocator_t *allocator; /* NULL: malloc/free; copied */
@@ -190,6 +211,9 @@ typedef struct tpurt_device_options {
    * target. */
   const tpurt_custom_call_t *custom_calls;
   size_t ncustom_calls;
+  /* Emulated TPU devices of many cores: NULL runs every core in this
+   * process; else this process's share with the other ranks (copied). */
+  const tpurt_peers_t *peers;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);

@@ -230,6 +230,21 @@ static bool holds_new_bytes(ir_op op) {
   return op != IR_OP_PARAMETER && op != IR_OP_TUPLE && op != IR_OP_GET_TUPLE_ELEMENT;
 }
 
+double ir_while_trip_work(const ir_module *m, const ir_inst *w) {
+  double total = IR_WHILE_TRIP_STEPS;
+  if (!m || !w || w->op != IR_OP_WHILE || !w->calls) return total;
+  bctx b = {m, 0, 0, IR_BUDGET_MAX_DEPTH, 0, 0, NULL, NULL, NULL, 0};
+  b.memo = malloc((size_t)m->comps.n * sizeof *b.memo + 1);
+  if (!b.memo) return total;
+  for (int i = 0; i < m->comps.n; i++) b.memo[i] = -1;
+  for (int k = 0; k < w->ncalls; k++) {
+    double cw;
+    if (comp_work(&b, w, w->calls[k], 1, &cw) == ST_OK) total += cw;
+  }
+  free(b.memo);
+  return total;
+}
+
 void ir_budget_init(ir_budget *b) {
   b->max_work = IR_BUDGET_WORK;
   b->max_bytes = IR_BUDGET_BYTES;

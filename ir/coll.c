@@ -45,8 +45,10 @@ bool ir_coll_target_runs(ir_op op, const char *target) {
   bool coll = ir_is_collective(op) || op == IR_OP_ALL_REDUCE_DONE || op == IR_OP_ALL_GATHER_DONE ||
               op == IR_OP_COLLECTIVE_PERMUTE_DONE || op == IR_OP_REPLICA_ID ||
               op == IR_OP_PARTITION_ID;
-  return !coll || op == IR_OP_ALL_REDUCE || op == IR_OP_REDUCE_SCATTER || op == IR_OP_ALL_GATHER ||
-         strcmp(target, "interp") == 0 || strcmp(target, "cpu") == 0;
+  bool tpu = op == IR_OP_ALL_REDUCE || op == IR_OP_REDUCE_SCATTER || op == IR_OP_ALL_GATHER ||
+             op == IR_OP_COLLECTIVE_PERMUTE || op == IR_OP_ALL_TO_ALL ||
+             op == IR_OP_COLLECTIVE_BROADCAST || op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID;
+  return !coll || tpu || strcmp(target, "interp") == 0 || strcmp(target, "cpu") == 0;
 }
 
 int ir_coll_group(const ir_inst *in, int nrep, int replica, int64_t *g, int *pos) {

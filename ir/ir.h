@@ -564,6 +564,12 @@ enum { IR_WHILE_COND = 0, IR_WHILE_BODY = 1 };
  * state, so that the default limit stops a loop that never ends after
  * about 16 million trips (seconds), on every target that counts. */
 #define IR_WHILE_TRIP_STEPS 4096.0
+/* The steps of work one trip of while w costs as ir_budget counts it:
+ * IR_WHILE_TRIP_STEPS plus one call of its condition and of its body (a
+ * loop inside them counted by its first trip). Targets that cannot count
+ * work as they run (the cpu) stop a loop whose trips have used up the
+ * budget with this figure per trip. At least IR_WHILE_TRIP_STEPS. */
+double ir_while_trip_work(const ir_module *m, const ir_inst *w);
 /* The branch a conditional of nbranches runs for selector value v: a pred
  * picks 0 when true, 1 when false; an s32 picks v, and any v out of range
  * the last branch (XLA's definition). */
@@ -700,7 +706,8 @@ bool ir_coll_check_replicas(const ir_module *m, const ir_comp *cp, const ir_inst
                             char *msg, size_t n);
 /* Whether target ("interp", "cpu", a TPU spec) runs op, for the ops of
  * this section: interp and cpu all of them; the others (TPU boards and
- * pods) all-reduce, reduce-scatter and all-gather. */
+ * pods) all-reduce, reduce-scatter, all-gather, collective-permute,
+ * all-to-all, collective-broadcast, replica-id and partition-id. */
 bool ir_coll_target_runs(ir_op op, const char *target);
 
 /* ---- sort, top-k and random numbers (ir/sortrng.c, ir/prng.c) -------- */

@@ -41,7 +41,16 @@ struct pass_target {
    * reason. Default (NULL hook): it does, with no plan to tell. */
   const char *(*attention_refusal)(const pass_target *t, int64_t rows, int64_t sk, arena *a,
                                    const char **out_plan);
+  /* The all-reduce combiner's limit on the bytes of one combined
+   * all-reduce; 0 (the default): the combiner is off. A TPU target sets
+   * PASS_AR_COMBINE_DEFAULT (its lowering reduces one array per
+   * all-reduce); drv_opt.all_reduce_combine overrides it. */
+  int64_t all_reduce_combine_bytes;
 };
+
+/* The all-reduce combiner's limit on a TPU target: XLA's default combine
+ * threshold, 30 MiB. */
+#define PASS_AR_COMBINE_DEFAULT ((int64_t)30 << 20)
 
 typedef struct pass_ctx {
   diag *d;            /* user-facing diagnostics (located errors) */
@@ -95,6 +104,7 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx);    /* fusion.c */
 bool pass_mof(ir_module *m, pass_ctx *ctx);       /* mof.c */
 bool pass_layout(ir_module *m, pass_ctx *ctx);    /* layout.c */
 bool pass_transpose_fold(ir_module *m, pass_ctx *ctx); /* transpose_fold.c */
+bool pass_ar_combine(ir_module *m, pass_ctx *ctx);     /* ar_combine.c */
 /* Not in the pipeline: drv_parse runs it on every parsed module. */
 bool pass_expand(ir_module *m, pass_ctx *ctx); /* expand.c: batch norm, rng */
 

@@ -21,6 +21,8 @@ const pass_info pass_pipeline[] = {
     {"transpose-folding", pass_transpose_fold, 1,
      "a dot reads a transposed operand directly when the MXU can (no copy)"},
     {"dce", pass_dce, 1, "removes instructions and computations nothing uses"},
+    {"all-reduce-combiner", pass_ar_combine, 1,
+     "independent all-reduces of one kind -> one of a flat array, fold order kept (TPU)"},
     {"fusion", pass_fusion, 2, "loop, input (reduce) and output (dot/conv epilogue) fusion"},
     {"multi-output-fusion", pass_mof, 2, "merges sibling and producer-consumer fusions"},
     {"dce", pass_dce, 2, "removes instructions and computations nothing uses"},

@@ -79,6 +79,7 @@ typedef struct rt_device_config {
   const char *trace_path;    /* emulated devices: Chrome trace per execution, or NULL */
   const tpurt_custom_call_t *custom_calls; /* host functions (tpurt_device_options_t) */
   size_t ncustom_calls;
+  const tpurt_peers_t *peers; /* emulated pods split across processes, or NULL */
 } rt_device_config;
 
 typedef struct rt_driver {

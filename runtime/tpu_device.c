@@ -27,6 +27,7 @@ struct rt_device {
   char *trace_path; /* NULL: no trace */
   emu_machine *emu; /* created at the first execution */
   emu_machine **cores; /* all cores (cores[0] == emu), at the first execution on all */
+  tpurt_peers_t peers; /* nranks 0: this process runs every core */
 };
 
 struct rt_program {
@@ -63,6 +64,7 @@ static tpurt_status_t tpu_create(const char *spec, const rt_device_config *c, rt
   d->target = t;
   d->cycle_limit = c->cycle_limit;
   d->mxu_systolic = c->mxu_systolic;
+  if (c->peers && c->peers->nranks > 1) d->peers = *c->peers;
   if (c->trace_path) {
     size_t n = strlen(c->trace_path);
     d->trace_path = rt_alloc(&d->alloc, n + 1);
@@ -275,6 +277,18 @@ static uint8_t *prepare(rt_program *p, const rt_replica *r, char *msg, size_t ms
   return hbm_image(p, r, msg, msglen);
 }
 
+/* The status and message of a fault. */
+static tpurt_status_t fault_status(const emu_fault *ef, char *msg, size_t msglen) {
+  char text[160] = "";
+  isa_inst in;
+  if (!isa_decode(ef->word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
+  tpurt_status_t st = ef->kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
+                      : ef->kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
+                                                   : TPURT_RUNTIME_FAULT;
+  return fail(msg, msglen, st, "fault at pc %u (%s) at cycle %llu: %s", ef->pc, text,
+              (unsigned long long)ef->cycle, ef->reason);
+}
+
 /* Results and status of a run; frees hbm. */
 static tpurt_status_t finish_run(rt_program *p, uint8_t *hbm, int rc, const emu_stats *es,
                                  const emu_fault *ef, const rt_replica *r, char *msg,
@@ -283,14 +297,7 @@ static tpurt_status_t finish_run(rt_program *p, uint8_t *hbm, int rc, const emu_
   if (r->stats) emu_stats_export(es, &p->dev->target, r->stats);
   if (rc) {
     rt_free(&p->dev->alloc, hbm);
-    char text[160] = "";
-    isa_inst in;
-    if (!isa_decode(ef->word, &in, NULL, 0)) isa_format(&in, text, sizeof text);
-    tpurt_status_t st = ef->kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
-                        : ef->kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
-                                                     : TPURT_RUNTIME_FAULT;
-    return fail(msg, msglen, st, "fault at pc %u (%s) at cycle %llu: %s", ef->pc, text,
-                (unsigned long long)ef->cycle, ef->reason);
+    return fault_status(ef, msg, msglen);
   }
   for (uint32_t i = 0; i < img->nresults; i++)
     memcpy(r->results[i], hbm + img->results[i].hbm_offset, (size_t)img->results[i].bytes);
@@ -372,9 +379,11 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
   for (int c = 0; tf && c < n; c++) emu_set_trace(mc[c], NULL, NULL);
   if (tf && (st = trace_close(tf, d->trace_path, msg, msglen)) == TPURT_OK) tf = NULL;
   emu_ici_destroy(x);
+  /* every core's statistics, also those after the faulting core */
+  tpurt_status_t ran = st;
   for (int c = 0; c < n; c++) {
-    if (st != TPURT_OK || (rc && c != who)) {
-      if (st == TPURT_OK && r[c].stats) emu_stats_export(&es[c], &d->target, r[c].stats);
+    if (ran != TPURT_OK || (rc && c != who)) {
+      if (ran == TPURT_OK && r[c].stats) emu_stats_export(&es[c], &d->target, r[c].stats);
       rt_free(&d->alloc, hbm[c]);
       continue;
     }
@@ -391,12 +400,335 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
   return st;
 }
 
+/* ---- cores shared across processes (tpurt_peers_t) -------------------------
+ * Rank k runs its share of the cores (emu_ici_share). Rank 0 sends each
+ * rank its cores' parameters; the ranks run together (emu_ici_run with
+ * the peers); each rank sends rank 0 its cores' statistics, fault
+ * records, results and trace events, and rank 0 writes the trace with
+ * every core's events, core by core. */
+
+/* A growing message to one rank; oom once memory ran out. */
+typedef struct peer_msg {
+  uint8_t *b;
+  size_t n, cap;
+  int oom;
+} peer_msg;
+
+static void msg_put(rt_device *d, peer_msg *m, const void *p, size_t n) {
+  if (m->oom || !n) return;
+  if (m->n + n > m->cap) {
+    size_t nc = m->cap ? 2 * m->cap : 4096;
+    while (nc < m->n + n)
+      nc *= 2;
+    uint8_t *b = rt_alloc(&d->alloc, nc);
+    if (!b) {
+      m->oom = 1;
+      return;
+    }
+    if (m->n) memcpy(b, m->b, m->n);
+    rt_free(&d->alloc, m->b);
+    m->b = b;
+    m->cap = nc;
+  }
+  memcpy(m->b + m->n, p, n);
+  m->n += n;
+}
+
+/* One exchange of the peers: out[k] goes to rank k (out NULL: nothing
+ * sent); rank k's message into recv[k], rlen[k]. */
+static tpurt_status_t peers_exchange(rt_device *d, const peer_msg *out, const void **recv,
+                                     size_t *rlen, char *msg, size_t msglen) {
+  const tpurt_peers_t *pr = &d->peers;
+  int R = pr->nranks;
+  const void **send = rt_calloc(&d->alloc, (size_t)R, sizeof *send);
+  size_t *len = rt_calloc(&d->alloc, (size_t)R, sizeof *len);
+  tpurt_status_t st = TPURT_OK;
+  char why[256] = "";
+  if (!send || !len) {
+    st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  } else {
+    for (int k = 0; out && k < R; k++) {
+      send[k] = out[k].b;
+      len[k] = out[k].n;
+      if (out[k].oom) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for a message");
+    }
+    /* every rank takes part, also one that ran out of memory */
+    if (pr->exchange(pr->user, send, len, recv, rlen, why, sizeof why))
+      st = fail(msg, msglen, TPURT_IO_ERROR, "rank %d: %s", pr->rank, why);
+  }
+  rt_free(&d->alloc, (void *)send);
+  rt_free(&d->alloc, len);
+  return st;
+}
+
+/* This rank's replicas of cores [lo, hi) (lr[c - lo]): rank 0's own, the
+ * others with parameters rank 0 sent (in *block, freed by the caller). */
+static tpurt_status_t scatter_params(rt_program *p, const rt_replica *r, int n, rt_replica *lr,
+                                     void **pp, uint8_t **block, char *msg, size_t msglen) {
+  rt_device *d = p->dev;
+  const tpub_image *img = p->img;
+  int R = d->peers.nranks, me = d->peers.rank, lo, hi;
+  emu_ici_share(n, R, me, &lo, &hi);
+  peer_msg *out = NULL;
+  tpurt_status_t st = TPURT_OK;
+  if (me == 0 && !(out = rt_calloc(&d->alloc, (size_t)R, sizeof *out)))
+    return fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  for (int k = 1; out && k < R; k++) {
+    int a, b;
+    emu_ici_share(n, R, k, &a, &b);
+    for (int c = a; c < b; c++)
+      for (uint32_t i = 0; i < img->nparams; i++)
+        msg_put(d, &out[k], r[c].params[i], (size_t)img->params[i].bytes);
+  }
+  const void **recv = rt_calloc(&d->alloc, (size_t)R, sizeof *recv);
+  size_t *rlen = rt_calloc(&d->alloc, (size_t)R, sizeof *rlen);
+  if (!recv || !rlen) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (st == TPURT_OK) st = peers_exchange(d, out, recv, rlen, msg, msglen);
+  size_t need = 0;
+  for (uint32_t i = 0; i < img->nparams; i++) need += (size_t)img->params[i].bytes;
+  need *= (size_t)(hi - lo);
+  if (st == TPURT_OK && me != 0 && rlen[0] != need)
+    st = fail(msg, msglen, TPURT_INTERNAL, "rank 0 sent %zu bytes of parameters, %zu expected",
+              rlen[0], need);
+  if (st == TPURT_OK && me != 0 && need && !(*block = rt_alloc(&d->alloc, need)))
+    st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for the parameters");
+  if (st == TPURT_OK && me != 0 && need) memcpy(*block, recv[0], need);
+  size_t at = 0;
+  for (int c = lo; st == TPURT_OK && c < hi; c++) {
+    lr[c - lo] = r[c];
+    if (me == 0) continue;
+    void **q = pp + (size_t)(c - lo) * img->nparams;
+    for (uint32_t i = 0; i < img->nparams; i++) {
+      q[i] = *block + at;
+      at += (size_t)img->params[i].bytes;
+    }
+    lr[c - lo].params = q;
+  }
+  for (int k = 0; out && k < R; k++) rt_free(&d->alloc, out[k].b);
+  rt_free(&d->alloc, out);
+  rt_free(&d->alloc, (void *)recv);
+  rt_free(&d->alloc, rlen);
+  return st;
+}
+
+/* The state of one shared run on this rank (arrays indexed by core). */
+typedef struct shared_run {
+  int n, lo, hi, rc, who;
+  emu_machine **mc;
+  uint8_t **hbm;
+  emu_stats *es;
+  emu_fault *ef;
+  trace_core *tc;
+  char **tbuf; /* per core: its trace events (open_memstream) */
+  size_t *tlen;
+} shared_run;
+
+/* What rank k sends rank 0 about each of its cores: statistics, fault
+ * record, results (when the run succeeded), trace bytes. */
+static void gather_message(rt_program *p, shared_run *s, peer_msg *m) {
+  rt_device *d = p->dev;
+  const tpub_image *img = p->img;
+  for (int c = s->lo; c < s->hi; c++) {
+    tpurt_stats_t ts;
+    memset(&ts, 0, sizeof ts);
+    emu_stats_export(&s->es[c], &d->target, &ts);
+    msg_put(d, m, &ts, sizeof ts);
+    msg_put(d, m, &s->ef[c], sizeof s->ef[c]);
+    for (uint32_t i = 0; !s->rc && i < img->nresults; i++)
+      msg_put(d, m, s->hbm[c] + img->results[i].hbm_offset, (size_t)img->results[i].bytes);
+    uint64_t tl = s->tbuf ? s->tlen[c] : 0;
+    msg_put(d, m, &tl, sizeof tl);
+    msg_put(d, m, s->tbuf ? s->tbuf[c] : NULL, (size_t)tl);
+  }
+}
+
+/* Rank 0: reads rank k's message into r (statistics, results), the fault
+ * record of core who, and the trace events into s. */
+static tpurt_status_t gather_read(rt_program *p, shared_run *s, const rt_replica *r, int k,
+                                  const uint8_t *b, size_t len, emu_fault *wf, char *msg,
+                                  size_t msglen) {
+  rt_device *d = p->dev;
+  const tpub_image *img = p->img;
+  int a, e;
+  size_t at = 0;
+  emu_ici_share(s->n, d->peers.nranks, k, &a, &e);
+  for (int c = a; c < e; c++) {
+    size_t need = sizeof(tpurt_stats_t) + sizeof(emu_fault);
+    for (uint32_t i = 0; !s->rc && i < img->nresults; i++) need += (size_t)img->results[i].bytes;
+    if (len - at < need + sizeof(uint64_t)) break;
+    if (r[c].stats) {
+      memcpy(r[c].stats, b + at, sizeof(tpurt_stats_t));
+      for (int u = 0; u < TPURT_MAX_UNITS; u++) r[c].stats->units[u].name = isa_unit_name(u);
+    }
+    at += sizeof(tpurt_stats_t);
+    if (c == s->who) memcpy(wf, b + at, sizeof *wf);
+    at += sizeof(emu_fault);
+    for (uint32_t i = 0; !s->rc && i < img->nresults; i++) {
+      memcpy(r[c].results[i], b + at, (size_t)img->results[i].bytes);
+      at += (size_t)img->results[i].bytes;
+    }
+    uint64_t tl;
+    memcpy(&tl, b + at, sizeof tl);
+    at += sizeof tl;
+    if (tl > len - at) break;
+    if (s->tbuf && tl && (s->tbuf[c] = rt_alloc(&d->alloc, (size_t)tl))) {
+      memcpy(s->tbuf[c], b + at, (size_t)tl);
+      s->tlen[c] = (size_t)tl;
+    }
+    at += (size_t)tl;
+    if (c == e - 1 && at == len) return TPURT_OK;
+  }
+  return fail(msg, msglen, TPURT_INTERNAL, "rank %d sent a malformed result message", k);
+}
+
+/* Rank 0: the trace of every core, core by core. */
+static tpurt_status_t shared_trace(rt_device *d, const shared_run *s, char *msg, size_t msglen) {
+  FILE *f = trace_open(d->trace_path);
+  if (!f) return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
+  for (int c = 0; c < s->n; c++)
+    if (s->tbuf[c]) fwrite(s->tbuf[c], 1, s->tlen[c], f);
+  return trace_close(f, d->trace_path, msg, msglen);
+}
+
+/* Runs this rank's cores with the peers into s (s->rc, s->who as
+ * emu_ici_run; -2 sets msg). */
+static tpurt_status_t shared_emulate(rt_program *p, const rt_replica *lr, shared_run *s,
+                                     pthread_mutex_t *mu, char *msg, size_t msglen) {
+  rt_device *d = p->dev;
+  tpurt_status_t st = TPURT_OK;
+  for (int c = s->lo; c < s->hi && st == TPURT_OK; c++)
+    if (!(s->mc[c] = core_machine(d, c, msg, msglen)) ||
+        !(s->hbm[c] = hbm_image(p, &lr[c - s->lo], msg, msglen)))
+      st = TPURT_OUT_OF_MEMORY;
+  emu_ici *x = NULL;
+  if (st == TPURT_OK && !(x = emu_ici_create_shared(&d->target, s->mc, s->n,
+                                                    host_threads(s->hi - s->lo), &d->alloc,
+                                                    &d->peers)))
+    st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  for (int c = s->lo; st == TPURT_OK && s->tbuf && c < s->hi; c++) {
+    FILE *f = open_memstream(&s->tbuf[c], &s->tlen[c]);
+    if (!f) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for the trace");
+    s->tc[c] = (trace_core){f, mu, c};
+    if (f) emu_set_trace(s->mc[c], trace_event_core, &s->tc[c]);
+  }
+  /* a rank that failed here does not take part: the others' waits for it
+   * end at the peers' timeout, naming it */
+  s->rc = -2;
+  if (st == TPURT_OK) s->rc = emu_ici_run(x, p->img, s->hbm, d->cycle_limit, s->es, s->ef, &s->who);
+  if (st == TPURT_OK && s->rc == -2)
+    st = fail(msg, msglen, TPURT_IO_ERROR, "%s", emu_ici_peer_error(x));
+  for (int c = s->lo; s->tbuf && c < s->hi; c++) {
+    if (s->mc[c]) emu_set_trace(s->mc[c], NULL, NULL);
+    if (!s->tc[c].f) continue;
+    fclose(s->tc[c].f);
+    /* from malloc: copied to the device's allocator for one way of freeing */
+    char *t = s->tlen[c] ? rt_alloc(&d->alloc, s->tlen[c]) : NULL;
+    if (t) memcpy(t, s->tbuf[c], s->tlen[c]);
+    free(s->tbuf[c]);
+    s->tbuf[c] = t;
+    if (!t) s->tlen[c] = 0;
+  }
+  emu_ici_destroy(x);
+  return st;
+}
+
+/* Rank 0's results, statistics and status from every rank's message. */
+static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_run *s,
+                                     char *msg, size_t msglen) {
+  rt_device *d = p->dev;
+  const tpub_image *img = p->img;
+  int R = d->peers.nranks, me = d->peers.rank;
+  peer_msg *out = rt_calloc(&d->alloc, (size_t)R, sizeof *out);
+  const void **recv = rt_calloc(&d->alloc, (size_t)R, sizeof *recv);
+  size_t *rlen = rt_calloc(&d->alloc, (size_t)R, sizeof *rlen);
+  tpurt_status_t st = TPURT_OK;
+  emu_fault wf = {0};
+  if (!out || !recv || !rlen) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (st == TPURT_OK && me != 0) gather_message(p, s, &out[0]);
+  if (st == TPURT_OK) st = peers_exchange(d, out, recv, rlen, msg, msglen);
+  for (int k = 1; st == TPURT_OK && me == 0 && k < R; k++)
+    st = gather_read(p, s, r, k, recv[k], rlen[k], &wf, msg, msglen);
+  for (int c = s->lo; st == TPURT_OK && c < s->hi; c++) {
+    if (s->who == c) wf = s->ef[c];
+    if (me != 0) continue;
+    if (r[c].stats) emu_stats_export(&s->es[c], &d->target, r[c].stats);
+    for (uint32_t i = 0; !s->rc && i < img->nresults; i++)
+      memcpy(r[c].results[i], s->hbm[c] + img->results[i].hbm_offset,
+             (size_t)img->results[i].bytes);
+  }
+  if (st == TPURT_OK && me == 0 && s->tbuf) st = shared_trace(d, s, msg, msglen);
+  if (st == TPURT_OK && s->rc) {
+    int mine = s->who >= s->lo && s->who < s->hi;
+    if (me == 0 || mine) {
+      fault_status(&wf, msg, msglen);
+      char inner[400];
+      snprintf(inner, sizeof inner, "%s", msg);
+      st = wf.kind == EMU_FAULT_CYCLES ? TPURT_RESOURCE_EXHAUSTED
+           : wf.kind == EMU_FAULT_OOM  ? TPURT_OUT_OF_MEMORY
+                                       : TPURT_RUNTIME_FAULT;
+      snprintf(msg, msglen, "core %d: %s", s->who, inner);
+    } else {
+      st = fail(msg, msglen, TPURT_RUNTIME_FAULT, "core %d faulted (rank 0 reports it)", s->who);
+    }
+  }
+  for (int k = 0; out && k < R; k++) rt_free(&d->alloc, out[k].b);
+  rt_free(&d->alloc, out);
+  rt_free(&d->alloc, (void *)recv);
+  rt_free(&d->alloc, rlen);
+  return st;
+}
+
+/* n cores, one replica each, this rank running its share. */
+static tpurt_status_t execute_shared(rt_program *p, const rt_replica *r, int n, char *msg,
+                                     size_t msglen) {
+  rt_device *d = p->dev;
+  shared_run s = {n, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  if (emu_ici_share(n, d->peers.nranks, d->peers.rank, &s.lo, &s.hi))
+    return fail(msg, msglen, TPURT_INVALID_ARGUMENT,
+                "%d cores do not split evenly across %d ranks: run a number of ranks that "
+                "divides %d",
+                n, d->peers.nranks, n);
+  int local = s.hi - s.lo;
+  size_t per = sizeof(emu_machine *) + sizeof(uint8_t *) + sizeof(emu_stats) + sizeof(emu_fault) +
+               sizeof(trace_core) + sizeof(char *) + sizeof(size_t);
+  uint8_t *mem = rt_calloc(&d->alloc, (size_t)n, per);
+  rt_replica *lr = rt_calloc(&d->alloc, (size_t)local, sizeof *lr);
+  void **pp = rt_calloc(&d->alloc, (size_t)local * p->img->nparams + 1, sizeof *pp);
+  uint8_t *block = NULL;
+  tpurt_status_t st = TPURT_OK;
+  if (!mem || !lr || !pp) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (mem) {
+    s.es = (emu_stats *)(void *)mem;
+    s.ef = (emu_fault *)(void *)(s.es + n);
+    s.tc = (trace_core *)(void *)(s.ef + n);
+    s.mc = (emu_machine **)(void *)(s.tc + n);
+    s.hbm = (uint8_t **)(void *)(s.mc + n);
+    s.tlen = (size_t *)(void *)(s.hbm + n);
+    if (d->trace_path) s.tbuf = (char **)(void *)(s.tlen + n);
+  }
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  if (st == TPURT_OK) st = scatter_params(p, r, n, lr, pp, &block, msg, msglen);
+  if (st == TPURT_OK) st = shared_emulate(p, lr, &s, &mu, msg, msglen);
+  if (st == TPURT_OK) st = shared_collect(p, r, &s, msg, msglen);
+  for (int c = 0; mem && c < n; c++) {
+    rt_free(&d->alloc, s.hbm[c]);
+    if (s.tbuf) rt_free(&d->alloc, s.tbuf[c]);
+  }
+  pthread_mutex_destroy(&mu);
+  rt_free(&d->alloc, block);
+  rt_free(&d->alloc, pp);
+  rt_free(&d->alloc, lr);
+  rt_free(&d->alloc, mem);
+  return st;
+}
+
 static tpurt_status_t tpu_execute(rt_program *p, const rt_replica *r, int n, char *msg,
                                   size_t msglen) {
   rt_device *d = p->dev;
   if (n != 1 && n != d->target.ncores)
     return fail(msg, msglen, TPURT_INVALID_ARGUMENT, "%d replicas for %d cores", n,
                 d->target.ncores);
+  if (d->peers.nranks > 1 && n > 1) return execute_shared(p, r, n, msg, msglen);
   if (n > 1 || uses_ici(p->img)) return execute_many(p, r, n, msg, msglen);
   uint8_t *hbm = prepare(p, r, msg, msglen);
   if (!hbm) return TPURT_OUT_OF_MEMORY;

@@ -604,7 +604,7 @@ tpucc_status_t tool_module_optimize(tpucc_module_t *tm, const tool_opt_options *
   strbuf explain;
   sb_init(&explain);
   drv_opt dro = {o->opt_level, o->passes,    o->verify_each, o->explain ? &explain : NULL,
-                 o->dump_dir,  o->dump_after, o->time_passes};
+                 o->dump_dir,  o->dump_after, o->time_passes, o->all_reduce_combine};
   int before = diag_error_count(s->last);
   base_status st = drv_optimize(tm->m, &dro, o->target, s->last);
   if (explain.len) fwrite(explain.s, 1, explain.len, stderr);

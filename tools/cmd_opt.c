@@ -5,6 +5,8 @@
  * --time-passes, --explain, --list-passes). */
 #include "tools/tools.h"
 
+#include <stdlib.h>
+
 #include "passes/passes.h"
 
 void tool_opt_options_init(tool_opt_options *o) {
@@ -29,7 +31,10 @@ void tool_help_opt_flags(FILE *f) {
         "                     compile and run verify once, after the last pass)\n"
         "  --explain          print the passes' decisions (fusions made and refused,\n"
         "                     rewrites) to standard error; run and compile on a TPU\n"
-        "                     target add the lowering's tiling decisions (tiling: ...)\n",
+        "                     target add the lowering's tiling decisions (tiling: ...)\n"
+        "  --all-reduce-combine=BYTES|off  combine independent all-reduces into one of\n"
+        "                     at most BYTES (pass all-reduce-combiner; default: 31457280\n"
+        "                     on TPU targets, off elsewhere)\n",
         f);
 }
 
@@ -81,6 +86,17 @@ int tool_opt_parse(tool_args *ar, const char *name, const char *v, tool_opt_opti
       list_passes(stdout);
       return 2;
     }
+    return 1;
+  }
+  if (!strcmp(name, "all-reduce-combine")) {
+    if (!(v = tool_args_value(ar, name, v))) return -1;
+    char *e = NULL;
+    long long b = strcmp(v, "off") == 0 ? -1 : strtoll(v, &e, 10);
+    if (e && (v[0] < '0' || v[0] > '9' || *e || b <= 0)) {
+      tool_error(ar->cmd, "--all-reduce-combine: expected a number of bytes or off, not '%s'", v);
+      return -1;
+    }
+    o->all_reduce_combine = b;
     return 1;
   }
   if (!strcmp(name, "passes") || !strcmp(name, "dump-dir") || !strcmp(name, "dump-after")) {

@@ -2,7 +2,9 @@
  * a target, print or write the results, and optionally check them against
  * expected tensors. The help text below is the reference for its flags. */
 #include "tools/tools.h"
+#include "tools/run_mpi_tpu.h"
 #include "driver/driver.h" /* cpu specs */
+#include "tools/mpi_run.h"
 
 #include <regex.h>
 
@@ -88,7 +90,14 @@ void tool_help_run(FILE *f) {
         "                         per core); else 1): an input of the parameter's shape\n"
         "                         goes to every replica, one with an extra leading\n"
         "                         dimension N gives replica r its slice r; with N > 1\n"
-        "                         every result is stacked the same way\n"
+        "                         every result is stacked the same way; under\n"
+        "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
+        "                         each rank (N a multiple of R) and rank 0 prints\n"
+        "                         the results (docs/distributed.md)\n"
+        "  --all-reduce=ring|ps   TPU boards and pods: lower all-reduces as a ring\n"
+        "                         (default) or a parameter server. Under `mpirun -np R`\n"
+        "                         (tpucc built with MPI: libopenmpi-dev) the cores\n"
+        "                         split across the R ranks (docs/distributed.md)\n"
         "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
         "                         environment's TPUCC_CPU_THREADS, else one per CPU)\n"
         "  --cpu-numerics=MODE    cpu target: native (default; FMA, fastest), strict\n"
@@ -226,6 +235,13 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     } else if (!strcmp(name, "replicas")) {
       VALUE();
       if (!tool_parse_int(CMD, name, v, 1, 4096, &c->replicas)) return false;
+    } else if (!strcmp(name, "all-reduce")) {
+      VALUE();
+      if (strcmp(v, "ring") && strcmp(v, "ps")) {
+        tool_error(CMD, "--all-reduce: '%s' is not ring or ps", v);
+        return false;
+      }
+      c->tpu.all_reduce_ps = !strcmp(v, "ps");
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {
@@ -560,6 +576,7 @@ typedef struct run_state {
   tpucc_tensor_t *args; /* one per parameter */
   lit_vec got;        /* the results' array leaves */
   tpucc_result_t *res, *ref;
+  int rank; /* MPI rank of a run across processes: only rank 0 reports */
 } run_state;
 
 /* t with the cpu flags appended when t is a cpu spec (the later key wins),
@@ -792,11 +809,12 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
   char terr[8192];
-  if (tool_tpu_run_replicas(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs, terr,
-                            sizeof terr) != ST_OK) {
-    tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
+  if (tool_tpu_run_replicas_mpi(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs,
+                                &r->rank, terr, sizeof terr) != ST_OK) {
+    if (r->rank == 0) tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
     return TOOL_EXIT_FAIL;
   }
+  if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
   ir_literal *st = tool_replica_stack(outs, nrep, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
@@ -807,6 +825,44 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   return TOOL_EXIT_OK;
 }
 
+/* Runs through tpucc_execute (replicas: 0 for the module's default) into
+ * r->got; an exit code. */
+static int execute_api(run_state *r, int32_t replicas) {
+  tpucc_execute_options_t eo;
+  tpucc_execute_options_init(&eo);
+  eo.target = r->cpu_target;
+  eo.replicas = replicas;
+  tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
+  if (st != TPUCC_OK) {
+    tool_error(CMD, "%s: %s", r->c.file, tpucc_session_message(r->s));
+    return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
+  }
+  for (int k = 0; k < tpucc_result_count(r->res); k++)
+    VEC_PUSH(r->a, r->got, literal_of(r->a, tpucc_result_tensor(r->res, k)));
+  return TOOL_EXIT_OK;
+}
+
+/* Under mpirun with R > 1 ranks: the cpu target's N replicas split over
+ * the ranks (tool_mpi_spread), N / R on each; an exit code. */
+static int execute_spread(run_state *r) {
+  run_cfg *c = &r->c;
+  int nrep = replica_count(r), R = tool_mpi_size();
+  if (!c->target || !drv_is_cpu_spec(c->target) || c->tpu.stats || c->tpu.stats_json || c->opt.dump_dir) {
+    tool_error(CMD, "%s: under mpirun, tpucc run splits the replicas of --target=cpu over the ranks "
+               "(without --stats, --stats-json, --dump-dir); target %s", c->file, c->target ? c->target : "interp");
+    return TOOL_EXIT_USAGE;
+  }
+  if (nrep % R) {
+    tool_error(CMD, "%s: %d replica%s do not split evenly over %d MPI ranks: give --replicas=N with N a "
+               "multiple of %d", c->file, nrep, nrep == 1 ? "" : "s", R, R);
+    return TOOL_EXIT_USAGE;
+  }
+  tool_mpi_spread(true);
+  int rc = execute_api(r, nrep);
+  tool_mpi_spread(false);
+  return rc;
+}
+
 /* Runs on the target into r->got; an exit code. A TPU target with a
  * report, a precision, --explain or overrides, and the cpu with
  * statistics, call their backend directly (tools.h); the others run
@@ -814,6 +870,9 @@ static int run_tpu_replicas(run_state *r, int nrep) {
 static int execute_on_target(run_state *r) {
   run_cfg *c = &r->c;
   ir_literal *tr = NULL;
+  /* under mpirun: the cpu's replicas split over the ranks here; a board's
+   * or pod's cores split in run_tpu_replicas (tools/run_mpi_tpu.c) */
+  if (tool_mpi_size() > 1 && !(c->target && tool_tpu_target(c->target))) return execute_spread(r);
   bool direct = (c->target && tool_tpu_target(c->target) &&
                  (c->tpu.stats || c->tpu.stats_json || c->tpu.precision || c->tpu.memory_report ||
                   c->tpu.report || c->tpu.trace || c->tpu.roofline || c->opt.explain ||
@@ -859,18 +918,7 @@ static int execute_on_target(run_state *r) {
       return TOOL_EXIT_FAIL;
     }
   } else {
-    tpucc_execute_options_t eo;
-    tpucc_execute_options_init(&eo);
-    eo.target = r->cpu_target;
-    eo.replicas = (int32_t)c->replicas;
-    tpucc_status_t st = tpucc_execute(r->m, &eo, r->args, r->np, &r->res);
-    if (st != TPUCC_OK) {
-      tool_error(CMD, "%s: %s", c->file, tpucc_session_message(r->s));
-      return st == TPUCC_INVALID_ARGUMENT ? TOOL_EXIT_USAGE : TOOL_EXIT_FAIL;
-    }
-    for (int k = 0; k < tpucc_result_count(r->res); k++)
-      VEC_PUSH(r->a, r->got, literal_of(r->a, tpucc_result_tensor(r->res, k)));
-    return TOOL_EXIT_OK;
+    return execute_api(r, (int32_t)c->replicas);
   }
   push_leaves(r->a, tr, &r->got);
   return TOOL_EXIT_OK;
@@ -882,6 +930,7 @@ static int finish_results(run_state *r) {
   run_cfg *c = &r->c;
   arena *a = r->a;
   int rc = TOOL_EXIT_OK;
+  if (tool_mpi_rank() != 0) return rc; /* rank 0 speaks for the run */
   strbuf out;
   sb_init(&out);
   for (int k = 0; k < r->got.n; k++) {
@@ -939,7 +988,7 @@ static int run_steps(run_state *r) {
   int rc = compile_module(r);
   if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
   if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
-  if (rc == TOOL_EXIT_OK) rc = finish_results(r);
+  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
   return rc;
 }
 
@@ -958,8 +1007,11 @@ int tool_cmd_run(int argc, char **argv) {
   } else if (help) {
     if (!r.c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
+  } else if (!tool_mpi_begin("run", argc, argv)) {
+    rc = TOOL_EXIT_FAIL;
   } else {
     rc = run_steps(&r);
+    tool_mpi_end();
   }
   tpucc_result_destroy(r.ref);
   tpucc_result_destroy(r.res);

@@ -3,6 +3,8 @@
  * train_run.c; the conventions of a model file are docs/training.md. */
 #include "tools/tools.h"
 #include "tools/train.h"
+#include "tools/mpi_run.h"
+#include "driver/driver.h" /* cpu specs */
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -46,7 +48,10 @@ void tool_help_train(FILE *f) {
         "  --replicas=N           data-parallel replicas (default 1): each takes\n"
         "                         1/N of the global batch, gradients are summed by\n"
         "                         all-reduce; cpu (N host threads) or a TPU board or\n"
-        "                         pod of N cores (--target=v3-8 --replicas=8)\n"
+        "                         pod of N cores (--target=v3-8 --replicas=8); under\n"
+        "                         mpirun -np R: --target=cpu, default N = R (one\n"
+        "                         replica per rank), N / R on each rank, rank 0\n"
+        "                         prints and writes every file\n"
         "  --precision=P          f32 (default) or bf16: the model's COMPUTE type;\n"
         "                         weights and optimizer state stay f32\n"
         "  --checkpoint=FILE.npz  weights, optimizer state and counters after each\n"
@@ -193,6 +198,38 @@ static int file_defaults(train_options *o, char *text, const char *path) {
   return 0;
 }
 
+/* train_run, under mpirun across the ranks (docs/distributed.md, "MPI"):
+ * the cpu's N replicas (default, or 1: one per rank) split N / R per rank,
+ * every rank stepping the same global batches in the same order; rank 0
+ * alone prints and writes the checkpoints, logs and reports. */
+static int train_ranks(train_options *o, int argc, char **argv) {
+  const char *cmd = "tpucc train";
+  if (!tool_mpi_begin("train", argc, argv)) return TOOL_EXIT_FAIL;
+  int R = tool_mpi_size(), rc = TOOL_EXIT_USAGE;
+  if (R > 1 && o->replicas == 1) o->replicas = R;
+  if (R > 1 && !drv_is_cpu_spec(o->target)) {
+    tool_error(cmd, "under mpirun, tpucc train splits the replicas of --target=cpu over the ranks; "
+               "target %s", o->target);
+  } else if (o->replicas % R) {
+    tool_error(cmd, "--replicas=%d do not split evenly over %d MPI ranks: give a multiple of %d",
+               o->replicas, R, R);
+  } else {
+    if (tool_mpi_rank() != 0) {
+      o->checkpoint = o->loss_log = o->metrics_json = o->plot = o->emit_step = NULL;
+      if (!freopen("/dev/null", "w", stdout)) {
+        tool_error(cmd, "rank %d: cannot silence its output", tool_mpi_rank());
+        tool_mpi_end();
+        return TOOL_EXIT_FAIL;
+      }
+    }
+    tool_mpi_spread(true);
+    rc = train_run(o);
+    tool_mpi_spread(false);
+  }
+  tool_mpi_end();
+  return rc;
+}
+
 int tool_cmd_train(int argc, char **argv) {
   const char *cmd = "tpucc train";
   tool_args ar = {argc, 0, argv, cmd, false};
@@ -250,7 +287,7 @@ int tool_cmd_train(int argc, char **argv) {
     if (r == 0) tool_error(cmd, "unknown option --%s (tpucc train --help)", fn[i]);
     if (r <= 0) goto done;
   }
-  rc = train_run(&o);
+  rc = train_ranks(&o, argc, argv);
 done:
   free(text);
   free(fn);

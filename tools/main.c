@@ -2,6 +2,7 @@
  * Each subcommand lives in its own cmd_*.c with its help text. */
 #include "tools/tools.h"
 #include "driver/driver.h" /* drv_set_progress */
+#include "tools/mpi_run.h"
 
 static const struct {
   const char *name, *summary;
@@ -32,6 +33,11 @@ static void usage(FILE *f) {
         "  -h, --help     this text\n"
         "  --version      print the version\n"
         "\n"
+        "under mpirun, run and train split the cpu target's replicas over the\n"
+        "ranks (docs/distributed.md): ",
+        f);
+  fputs(tool_mpi_build_note(), f);
+  fputs("\n\n"
         "exit status: 0 success; 1 a mismatch or an error while running;\n"
         "2 a usage or compile error.\n",
         f);

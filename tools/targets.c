@@ -224,7 +224,8 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
     size_t n = strlen(err);
     while (n && err[n - 1] == '\n') err[--n] = 0;
   } else {
-    st = tpu_execute_replicas(img, to.target, m, nrep, args, nargs, a, outs, err, errlen);
+    st = tpu_execute_replicas_shared(img, to.target, m, nrep, args, nargs, a, outs, o->peers, err,
+                                     errlen);
   }
   tpub_free(img);
   diag_destroy(d);

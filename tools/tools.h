@@ -50,6 +50,9 @@ typedef struct tool_tpu_opts {
   const char *dump_dir, *dump_after;
   int dump_seq;
   bool time_steps;
+  /* tool_tpu_run_replicas: the cores shared with other processes
+   * (include/tpurt.h), or NULL */
+  const struct tpurt_peers *peers;
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
@@ -147,6 +150,7 @@ typedef struct tool_opt_options {
   bool time_passes;       /* per-pass times to stderr */
   bool explain;           /* pass decisions to stderr */
   bool verify_each;       /* ir_verify after every pass (else once at the end) */
+  int64_t all_reduce_combine; /* --all-reduce-combine: bytes, < 0 off, 0 the target's */
   const char *target;     /* the TPU target spec the module is compiled for: passes
                              size their decisions (VMEM) by it; NULL or a non-TPU
                              target: v3's figures */

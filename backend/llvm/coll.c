@@ -18,10 +18,16 @@
  * strict numerics). A nonzero rc (the replica failed; rep says why and the
  * replica has left the rendezvous) returns from the entry at once.
  *
- * The replicas meet through one coll_rdv of N members (base/coll.h): every
- * replica runs every collective, exchanging under a key made of the
- * collective's number in the program and how many collectives the replica
- * has run, so replicas that reach different collectives fail, naming both.
+ * The replicas meet through a communicator of N members (coll_comm,
+ * base/coll.h): a coll_rdv when all run on threads of this process
+ * (cpu_execute_replicas), or one spanning processes (cpu_execute_comm with
+ * runtime/mpi/mpi_replicas.h), whose exchanges then carry each replica's
+ * leaves packed as bytes (meet, at the offsets off[]) instead of pointers.
+ * The folds read the same values in the same order either way, so the
+ * results are bit for bit those of one process. Every replica runs every
+ * collective, exchanging under a key made of the collective's number in
+ * the program and how many collectives the replica has run, so replicas
+ * that reach different collectives fail, naming both.
  *
  * What each computes, for a replica at position p of its group g[0..n-1]
  * (ir/eval_coll.c's semantics):
@@ -65,6 +71,7 @@ struct cpu_coll {
   /* per operand leaf: elements, bytes per element, and the sizes around
    * dimensions[0] (all-gather, reduce-scatter, all-to-all) */
   int64_t *count, *outer, *dim, *inner;
+  int64_t *off; /* per leaf: its offset in a packed exchange; off[nleaves]: the size */
   int32_t *esize;
   /* per replica r: its group's size, its position, its group in order
    * (g + r * nrep), and the replica that sends to it (collective-permute;
@@ -93,34 +100,69 @@ void cpu_rep_fail(cpu_rep *r, bool own, const char *fmt, ...) {
   va_end(ap);
   r->failed = true;
   r->own = own;
-  if (r->rdv) coll_rdv_leave(r->rdv, r->id, r->msg);
+  if (r->comm) r->comm->ops->leave(r->comm, r->id, r->msg);
 }
 
 /* ---- run time ------------------------------------------------------------- */
 
-/* Exchange (phase 0, 2) or release (phase 1, 3) of collective c; false
- * after recording the failure. With one replica (no rendezvous) the
- * exchange is the replica's own pointer. */
-static bool meet(cpu_rep *r, const cpu_coll *c, int phase, const void *mine) {
-  if (!r->rdv) {
+static size_t bytes_of(const cpu_coll *c, int l) { return (size_t)c->count[l] * (size_t)c->esize[l]; }
+
+/* Whether r's members include other processes: exchanges then carry the
+ * leaves' bytes (packed in leaf order at c->off) instead of pointers. */
+static bool packs(const cpu_rep *r) { return r->comm->local < r->comm->n; }
+
+/* mine's leaves (leaf pointers) packed into r->pack; NULL when memory runs
+ * out (recorded). */
+static const void *pack_leaves(cpu_rep *r, const cpu_coll *c, void *const *mine) {
+  size_t total = (size_t)c->off[c->nleaves];
+  if (total > r->packcap) {
+    uint8_t *nb = realloc(r->pack, total);
+    if (!nb) {
+      cpu_rep_fail(r, true, "%s: no memory to pack %zu bytes for the other processes", c->where, total);
+      return NULL;
+    }
+    r->pack = nb;
+    r->packcap = total;
+  }
+  for (int l = 0; l < c->nleaves; l++) memcpy(r->pack + c->off[l], mine[l], bytes_of(c, l));
+  return r->pack;
+}
+
+/* Exchange (phase 0, 2) or release (phase 1, 3) of collective c; mine is
+ * the array of this replica's leaf pointers. false after recording the
+ * failure. With one replica (no communicator) the exchange is the
+ * replica's own pointers. */
+static bool meet(cpu_rep *r, const cpu_coll *c, int phase, void *const *mine) {
+  if (!r->comm) {
     if (phase % 2 == 0) r->all[0] = mine;
     return true;
   }
   char msg[512];
   uint64_t key = (uint64_t)c->uid << 40 | (r->seq & ((1ull << 38) - 1)) << 2 | (uint64_t)(phase / 2);
-  int rc = phase % 2 == 0 ? coll_rdv_exchange(r->rdv, r->id, key, mine, r->all, msg, sizeof msg)
-                          : coll_rdv_release(r->rdv, r->id, msg, sizeof msg);
+  coll_comm *cm = r->comm;
+  int rc;
+  if (phase % 2 == 0) {
+    const void *dep = mine;
+    size_t bytes = (size_t)c->nleaves * sizeof(void *);
+    if (packs(r)) {
+      if (!(dep = pack_leaves(r, c, mine))) return false;
+      bytes = (size_t)c->off[c->nleaves];
+    }
+    rc = cm->ops->exchange(cm, r->id, key, dep, bytes, r->all, msg, sizeof msg);
+  } else {
+    rc = cm->ops->release(cm, r->id, msg, sizeof msg);
+  }
   if (rc == 0) return true;
   cpu_rep_fail(r, false, "%s: %s", c->where, msg);
   return false;
 }
 
-/* Leaf l of replica `replica`'s exchanged pointer array. */
-static const uint8_t *leaf_of(const cpu_rep *r, int replica, int leaf) {
+/* Leaf l of replica `replica`'s exchange. */
+static const uint8_t *leaf_of(const cpu_rep *r, const cpu_coll *c, int replica, int leaf) {
+  if (r->comm && packs(r)) return (const uint8_t *)r->all[replica] + c->off[leaf];
   return ((void *const *)r->all[replica])[leaf];
 }
 
-static size_t bytes_of(const cpu_coll *c, int l) { return (size_t)c->count[l] * (size_t)c->esize[l]; }
 
 /* acc[0..m) = fold over the group of x[i] + off (elements m, offset off in
  * bytes), in the order chunk `chunk` takes (base/coll.h). */
@@ -128,8 +170,8 @@ static void fold_chunk(const cpu_rep *r, const cpu_coll *c, int l, int chunk, cp
                        uint8_t *acc, size_t off, int64_t m) {
   int n = c->n[r->id];
   const int32_t *g = c->g + (size_t)r->id * (size_t)c->nrep;
-  memcpy(acc, leaf_of(r, g[coll_term(n, chunk, 0)], l) + off, (size_t)m * (size_t)c->esize[l]);
-  for (int k = 1; k < n; k++) fold(acc, leaf_of(r, g[coll_term(n, chunk, k)], l) + off, 0, m);
+  memcpy(acc, leaf_of(r, c, g[coll_term(n, chunk, 0)], l) + off, (size_t)m * (size_t)c->esize[l]);
+  for (int k = 1; k < n; k++) fold(acc, leaf_of(r, c, g[coll_term(n, chunk, k)], l) + off, 0, m);
 }
 
 /* all-reduce: this replica folds its chunk of every leaf, then gathers the
@@ -152,7 +194,7 @@ static int all_reduce(cpu_rep *r, const cpu_coll *c, void *const *ops, void *con
       coll_chunk(c->count[l], n, q, &lo, &hi);
       size_t off = (size_t)lo * (size_t)c->esize[l];
       if (q != p && hi > lo)
-        memcpy((uint8_t *)res[l] + off, leaf_of(r, g[q], l) + off, (size_t)(hi - lo) * (size_t)c->esize[l]);
+        memcpy((uint8_t *)res[l] + off, leaf_of(r, c, g[q], l) + off, (size_t)(hi - lo) * (size_t)c->esize[l]);
     }
   return meet(r, c, 3, NULL) ? 0 : 1;
 }
@@ -176,26 +218,26 @@ static void one_pass(const cpu_rep *r, const cpu_coll *c, void *const *res, cons
     case IR_OP_ALL_GATHER: { /* the members' operands in group order along the dimension */
       size_t blk = D * in * es;
       for (int64_t o = 0; o < c->outer[l]; o++)
-        for (int j = 0; j < n; j++) memcpy(dst + ((size_t)o * (size_t)n + (size_t)j) * blk, leaf_of(r, g[j], l) + (size_t)o * blk, blk);
+        for (int j = 0; j < n; j++) memcpy(dst + ((size_t)o * (size_t)n + (size_t)j) * blk, leaf_of(r, c, g[j], l) + (size_t)o * blk, blk);
       break;
     }
     case IR_OP_ALL_TO_ALL: /* block j along the dimension: block p of member j's operand */
       if (c->tuple) {
-        memcpy(dst, leaf_of(r, g[l], p), bytes_of(c, l));
+        memcpy(dst, leaf_of(r, c, g[l], p), bytes_of(c, l));
       } else {
         size_t blk = D / (size_t)n * in * es;
         for (int64_t o = 0; o < c->outer[l]; o++)
           for (int j = 0; j < n; j++)
             memcpy(dst + ((size_t)o * (size_t)n + (size_t)j) * blk,
-                   leaf_of(r, g[j], l) + ((size_t)o * (size_t)n + (size_t)p) * blk, blk);
+                   leaf_of(r, c, g[j], l) + ((size_t)o * (size_t)n + (size_t)p) * blk, blk);
       }
       break;
     case IR_OP_COLLECTIVE_PERMUTE: /* the source's operand, or zeros */
-      if (c->src[r->id] >= 0) memcpy(dst, leaf_of(r, c->src[r->id], l), bytes_of(c, l));
+      if (c->src[r->id] >= 0) memcpy(dst, leaf_of(r, c, c->src[r->id], l), bytes_of(c, l));
       else memset(dst, 0, bytes_of(c, l));
       break;
     default: /* collective-broadcast: member 0's operand */
-      memcpy(dst, leaf_of(r, g[0], l), bytes_of(c, l));
+      memcpy(dst, leaf_of(r, c, g[0], l), bytes_of(c, l));
       break;
     }
   }
@@ -415,11 +457,13 @@ static cpu_coll *new_coll(emitter *e, scope *s, const ir_inst *in, int nops, ir_
            (int)in->info->loc.line, (int)in->info->loc.col, ir_op_name(in->op), in->info->name);
   c->where = dup_str(where);
   c->nleaves = nops;
-  c->count = base_xmalloc((sizeof(int64_t) * 4 + sizeof(int32_t)) * (size_t)(nops + 1));
+  c->count = base_xmalloc((sizeof(int64_t) * 5 + sizeof(int32_t)) * (size_t)(nops + 1));
   c->outer = c->count + nops + 1;
   c->dim = c->outer + nops + 1;
   c->inner = c->dim + nops + 1;
-  c->esize = (int32_t *)(c->inner + nops + 1);
+  c->off = c->inner + nops + 1;
+  c->esize = (int32_t *)(c->off + nops + 1);
+  c->off[0] = 0;
   int64_t d = in->a->dimensions.n > 0 ? in->a->dimensions.v[0] : -1;
   c->tuple = c->op == IR_OP_ALL_TO_ALL && d < 0;
   for (int o = 0, l = 0; o < in->nops; o++) {
@@ -429,6 +473,7 @@ static cpu_coll *new_coll(emitter *e, scope *s, const ir_inst *in, int nops, ir_
       types[l] = ls->type;
       c->count[l] = ir_shape_count(ls);
       c->esize[l] = (int32_t)ir_type_size(ls->type);
+      c->off[l + 1] = c->off[l] + (int64_t)bytes_of(c, l);
       c->outer[l] = c->inner[l] = 1;
       c->dim[l] = d >= 0 && d < ls->rank ? ls->dims[d] : 1;
       for (int i = 0; i < ls->rank; i++) {

@@ -133,8 +133,65 @@ static void keep_live(emitter *e, int32_t l0, int32_t l1) {
   }
 }
 
+/* Trips beyond the budget (JIT only: an AOT entry has no way to report).
+ * The work a run may use (cpu_options.budget, ir_budget's default) is
+ * shared by every loop of the entry: each trip adds ir_while_trip_work, and
+ * the trip that would pass the limit fails the replica with the loop's
+ * location and trip count, as the evaluator stops such a loop. */
+int cpu_while_over(const char *where, int64_t trips, double limit, cpu_rep *rep) {
+  cpu_rep_fail(rep, true,
+               "%s: stopped after %lld trips: over the limit of %.3g steps of work (does the "
+               "condition ever become false?)",
+               where, (long long)trips, limit);
+  return 1;
+}
+
+/* An i64 or double in the entry's allocas, zeroed there. */
+static LLVMValueRef entry_counter(emitter *e, LLVMTypeRef t) {
+  LLVMValueRef a = llvm_alloca(e, t);
+  LLVMBuilderRef tb = LLVMCreateBuilderInContext(e->ctx);
+  LLVMPositionBuilderAtEnd(tb, e->alloca_bb);
+  LLVMBuildStore(tb, LLVMConstNull(t), a);
+  LLVMDisposeBuilder(tb);
+  return a;
+}
+
+/* At the top of a trip: counts it against the budget; the trip that would
+ * pass it calls cpu_while_over and returns from the entry. */
+static void count_trip(emitter *e, const ir_inst *in, LLVMValueRef trips) {
+  if (!e->while_work) e->while_work = entry_counter(e, e->t_f64);
+  double limit = e->opt.budget.max_work > 0 ? e->opt.budget.max_work : IR_BUDGET_WORK;
+  double per = ir_while_trip_work(e->m, in);
+  LLVMBuilderRef b = e->b;
+  LLVMPositionBuilderAtEnd(b, e->entry_bb_cur);
+  LLVMValueRef t = LLVMBuildAdd(b, LLVMBuildLoad2(b, e->t_i64, trips, ""), llvm_i64(e, 1), "trips");
+  LLVMBuildStore(b, t, trips);
+  LLVMValueRef w = LLVMBuildFAdd(b, LLVMBuildLoad2(b, e->t_f64, e->while_work, ""),
+                                 LLVMConstReal(e->t_f64, per), "work");
+  LLVMBuildStore(b, w, e->while_work);
+  LLVMBasicBlockRef over = block(e, "while.over"), go = block(e, "while.trip");
+  LLVMBuildCondBr(b, LLVMBuildFCmp(b, LLVMRealOGT, w, LLVMConstReal(e->t_f64, limit), ""), over,
+                  go);
+  LLVMPositionBuilderAtEnd(b, over);
+  char where[512];
+  const src_loc *l = &in->info->loc;
+  snprintf(where, sizeof where, "%s:%d:%d: %s (while)", l->file ? l->file : "?", (int)l->line,
+           (int)l->col, in->info->name ? in->info->name : "?");
+  LLVMTypeRef ps[4] = {e->t_ptr, e->t_i64, e->t_f64, e->t_ptr};
+  LLVMTypeRef ft = LLVMFunctionType(e->t_i32, ps, 4, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, "cpu_while_over");
+  if (!fn) fn = LLVMAddFunction(e->mod, "cpu_while_over", ft);
+  LLVMValueRef args[4] = {LLVMBuildGlobalStringPtr(b, where, "where"),
+                          LLVMBuildSub(b, t, llvm_i64(e, 1), ""), LLVMConstReal(e->t_f64, limit),
+                          e->entry_rep};
+  LLVMBuildCall2(b, ft, fn, args, 4, "");
+  LLVMBuildRetVoid(b);
+  enter(e, go);
+}
+
 static bool emit_while(emitter *e, scope *s, ir_id id) {
   const ir_inst *in = llvm_inst(s, id);
+  LLVMValueRef trips = e->aot ? NULL : entry_counter(e, e->t_i64);
   cbuf **state = s->mat[id];
   copy_leaves(e, in->shape, state, s->mat[in->ops[0]]);
   for (int l = 0; l < llvm_leaf_count(in->shape); l++)
@@ -142,6 +199,7 @@ static bool emit_while(emitter *e, scope *s, ir_id id) {
   int32_t l0 = e->nkernels;
   LLVMBasicBlockRef head = block(e, "while.cond"), body = block(e, "while.body"),
                     done = block(e, "while.exit");
+  if (trips) LLVMBuildStore(e->b, llvm_i64(e, 0), trips); /* this run of the loop */
   LLVMBuildBr(e->b, head);
   enter(e, head);
   cbuf **p = lower_callee(e, in->calls[IR_WHILE_COND], &state, 1);
@@ -151,6 +209,10 @@ static bool emit_while(emitter *e, scope *s, ir_id id) {
   LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntNE, go, LLVMConstInt(e->t_i8, 0, 0), ""), body,
                   done);
   enter(e, body);
+  if (trips) {
+    LLVMPositionBuilderAtEnd(e->b, e->entry_bb_cur);
+    count_trip(e, in, trips);
+  }
   cbuf **next = lower_callee(e, in->calls[IR_WHILE_BODY], &state, 1);
   if (!next) return false;
   copy_state(e, in->shape, state, next);

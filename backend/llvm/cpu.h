@@ -43,6 +43,7 @@
 #ifndef TPUCC_BACKEND_LLVM_CPU_H
 #define TPUCC_BACKEND_LLVM_CPU_H
 
+#include "base/coll.h"
 #include "ir/ir.h"
 
 #include <stdio.h>
@@ -155,6 +156,22 @@ base_status cpu_execute_to(cpu_exe *exe, ir_literal *const *args, int nargs,
  * ..."), else that of the lowest replica that failed. */
 base_status cpu_execute_replicas(cpu_exe *exe, int n, ir_literal *const *args, int nargs,
                                  ir_literal *const *res, char *err, size_t errlen);
+/* When set, cpu_execute_replicas hands every run to it (after checking
+ * n): the tpucc command under mpirun sets it to split the replicas over
+ * the ranks (tools/mpi_run.c), which it does through cpu_execute_comm,
+ * filling every replica's result. */
+typedef base_status (*cpu_replicas_fn)(cpu_exe *exe, int n, ir_literal *const *args, int nargs,
+                                       ir_literal *const *res, char *err, size_t errlen);
+extern cpu_replicas_fn cpu_replicas_hook;
+/* The same for the replicas comm->first .. comm->first + comm->local - 1 of
+ * comm->n (= cpu_options.replicas), which this process runs on as many
+ * host threads; the others run elsewhere and meet through comm
+ * (base/coll.h; an MPI communicator when they are other processes, and
+ * then each exchange carries the operands' bytes). args and res hold the
+ * local replicas only (args[j * nargs ..], res[j] for replica first + j).
+ * Folding order and results are those of cpu_execute_replicas. */
+base_status cpu_execute_comm(cpu_exe *exe, coll_comm *comm, ir_literal *const *args,
+                             int nargs, ir_literal *const *res, char *err, size_t errlen);
 void cpu_exe_destroy(cpu_exe *exe); /* accepts NULL */
 
 /* What the compile cache did for a program. */

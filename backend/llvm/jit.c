@@ -95,6 +95,7 @@ static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
       /* TPU numerics: the vector unit's double functions (elem.c) */
       F(exp), F(expm1), F(log), F(log1p), F(cbrt), F(tanh), F(sin), F(cos), F(pow), F(atan2),
       F(memcpy), F(memset), F(memmove), F(cpu_ffi_invoke), F(cpu_coll_run),
+      F(cpu_while_over),
 #ifdef TPUCC_HAVE_OPENBLAS
       F(cblas_sgemm),
 #endif
@@ -442,7 +443,7 @@ static void *run_replica(void *arg) {
   cpu_exe *x = rr->x;
   int r = rr->rep.id;
   x->entry(rr->ptrs, rr->ptrs + x->ninputs, x->scratch[r], cpu_pool_parfor, x->pool[r], &rr->rep);
-  if (!rr->rep.failed) coll_rdv_leave(rr->rep.rdv, r, NULL); /* finished */
+  if (!rr->rep.failed) rr->rep.comm->ops->leave(rr->rep.comm, r, NULL); /* finished */
   return NULL;
 }
 
@@ -457,9 +458,11 @@ static base_status replicas_status(replica_run *rr, int n, char *err, size_t err
   for (int r = 0; r < n && pick < 0; r++)
     if (rr[r].rep.failed) pick = r;
   if (pick < 0) return ST_OK;
-  snprintf(err, errlen, "replica %d: %s", pick, rr[pick].rep.msg);
+  snprintf(err, errlen, "replica %d: %s", (int)rr[pick].rep.id, rr[pick].rep.msg);
   return ST_INTERNAL;
 }
+
+cpu_replicas_fn cpu_replicas_hook;
 
 base_status cpu_execute_replicas(cpu_exe *x, int n, ir_literal *const *args, int nargs,
                                  ir_literal *const *res, char *err, size_t errlen) {
@@ -467,38 +470,58 @@ base_status cpu_execute_replicas(cpu_exe *x, int n, ir_literal *const *args, int
     snprintf(err, errlen, "%d replicas given to a program compiled for %d", n, (int)x->replicas);
     return ST_INVALID_ARGUMENT;
   }
-  for (int r = 0; r < n; r++) {
-    base_status st = check_args(x, args + (size_t)r * (size_t)nargs, nargs, err, errlen);
-    if (st == ST_OK) st = check_res(x, res[r], err, errlen);
+  if (cpu_replicas_hook) return cpu_replicas_hook(x, n, args, nargs, res, err, errlen);
+  coll_rdv *rdv = coll_rdv_create(n);
+  if (!rdv) {
+    snprintf(err, errlen, "out of memory");
+    return ST_OUT_OF_MEMORY;
+  }
+  base_status st = cpu_execute_comm(x, coll_rdv_comm(rdv), args, nargs, res, err, errlen);
+  coll_rdv_destroy(rdv);
+  return st;
+}
+
+base_status cpu_execute_comm(cpu_exe *x, coll_comm *comm, ir_literal *const *args, int nargs,
+                             ir_literal *const *res, char *err, size_t errlen) {
+  int n = comm->n, first = comm->first, nl = comm->local;
+  if (n != x->replicas || first < 0 || nl < 1 || first + nl > n) {
+    snprintf(err, errlen, "replicas %d..%d of %d given to a program compiled for %d", first,
+             first + nl - 1, n, (int)x->replicas);
+    return ST_INVALID_ARGUMENT;
+  }
+  for (int j = 0; j < nl; j++) {
+    base_status st = check_args(x, args + (size_t)j * (size_t)nargs, nargs, err, errlen);
+    if (st == ST_OK) st = check_res(x, res[j], err, errlen);
     if (st != ST_OK) return st;
   }
-  replica_run *rr = calloc((size_t)n, sizeof *rr);
-  coll_rdv *rdv = coll_rdv_create(n);
-  const void **all = calloc((size_t)n * (size_t)n, sizeof *all);
-  base_status st = rr && rdv && all ? ST_OK : ST_OUT_OF_MEMORY;
-  for (int r = 0; r < n && st == ST_OK; r++) {
-    rr[r].x = x;
-    rr[r].rep = (cpu_rep){.rdv = rdv, .id = r, .n = n, .all = all + (size_t)r * (size_t)n};
-    rr[r].ptrs = leaf_ptrs(x, args + (size_t)r * (size_t)nargs, nargs, res[r]);
-    if (!rr[r].ptrs) st = ST_OUT_OF_MEMORY;
+  replica_run *rr = calloc((size_t)nl, sizeof *rr);
+  const void **all = calloc((size_t)nl * (size_t)n, sizeof *all);
+  base_status st = rr && all ? ST_OK : ST_OUT_OF_MEMORY;
+  for (int j = 0; j < nl && st == ST_OK; j++) {
+    rr[j].x = x;
+    rr[j].rep = (cpu_rep){.comm = comm, .id = first + j, .n = n, .all = all + (size_t)j * (size_t)n};
+    rr[j].ptrs = leaf_ptrs(x, args + (size_t)j * (size_t)nargs, nargs, res[j]);
+    if (!rr[j].ptrs) st = ST_OUT_OF_MEMORY;
   }
-  /* replica 0 runs on the calling thread */
-  for (int r = 1; r < n && st == ST_OK; r++) {
-    if (pthread_create(&rr[r].tid, NULL, run_replica, &rr[r]) != 0) {
-      cpu_rep_fail(&rr[r].rep, true, "cannot start a thread for replica %d", r);
+  /* the first local replica runs on the calling thread */
+  for (int j = 1; j < nl && st == ST_OK; j++) {
+    if (pthread_create(&rr[j].tid, NULL, run_replica, &rr[j]) != 0) {
+      cpu_rep_fail(&rr[j].rep, true, "cannot start a thread for replica %d", first + j);
       continue;
     }
-    rr[r].started = true;
+    rr[j].started = true;
   }
   if (st == ST_OK) run_replica(&rr[0]);
-  for (int r = 1; r < n && st == ST_OK; r++)
-    if (rr[r].started) pthread_join(rr[r].tid, NULL);
-  if (st == ST_OK) st = replicas_status(rr, n, err, errlen);
+  for (int j = 1; j < nl && st == ST_OK; j++)
+    if (rr[j].started) pthread_join(rr[j].tid, NULL);
+  if (st == ST_OK) st = replicas_status(rr, nl, err, errlen);
   else snprintf(err, errlen, "out of memory");
-  for (int r = 0; rr && r < n; r++) free(rr[r].ptrs);
+  for (int j = 0; rr && j < nl; j++) {
+    free(rr[j].ptrs);
+    free(rr[j].rep.pack);
+  }
   free(rr);
   free(all);
-  coll_rdv_destroy(rdv);
   return st;
 }
 

@@ -110,6 +110,7 @@ typedef struct emitter {
                                executable takes them over */
   cpu_coll *colls;          /* collectives (coll.c); the executable takes them over */
   int32_t ncolls;
+  LLVMValueRef while_work;  /* double in the entry: work the loops' trips used (control.c) */
   /* Errors. */
   base_status st;
   char *err;
@@ -247,8 +248,12 @@ void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work);
  * to the entry, read and written by the helpers the generated code calls
  * on the replica's own thread. */
 struct cpu_rep {
-  coll_rdv *rdv;        /* NULL: one replica */
+  coll_comm *comm;      /* NULL: one replica */
   int32_t id, n;        /* this replica, of n */
+  uint8_t *pack;        /* comm spans processes: this replica's leaves as
+                           bytes for an exchange (grown by coll.c, freed by
+                           the runner) */
+  size_t packcap;
   uint64_t seq;         /* collectives run so far */
   const void **all;     /* n slots for exchanges */
   bool failed;          /* msg says why */
@@ -258,6 +263,10 @@ struct cpu_rep {
 /* Records a failure in r (the first wins) and leaves r's rendezvous with
  * it. own: not a consequence of another replica's failure. */
 void cpu_rep_fail(cpu_rep *r, bool own, const char *fmt, ...) BASE_PRINTF(3, 4);
+/* Called by a while loop's trip that would pass the work limit: fails rep
+ * with "WHERE: stopped after TRIPS trips: over the limit of LIMIT steps of
+ * work ..." and returns nonzero (control.c). */
+int cpu_while_over(const char *where, int64_t trips, double limit, cpu_rep *rep);
 /* The collectives, replica-id, partition-id and the -start/-done forms.
  * llvm_coll_alias: op is planned by llvm_coll_plan and runs nothing (the
  * -done forms, partition-id, replica-id of one replica). llvm_coll_call:

@@ -23,11 +23,12 @@ void tpu_pass_target(const tgt_target *t, pass_target *out) {
   out->self = t;
   out->row_reduce_refusal = row_reduce_refusal;
   out->attention_refusal = attention_refusal;
+  out->all_reduce_combine_bytes = PASS_AR_COMBINE_DEFAULT;
 }
 
 void tpu_pass_target_for(const char *spec, tgt_target *t, pass_target *out) {
   bool tpu = spec && tgt_parse(spec, t, NULL, 0) == 0;
   if (!tpu) tgt_preset("v3", t);
   tpu_pass_target(t, out);
-  if (!tpu) out->tpu = NULL;
+  if (!tpu) out->tpu = NULL, out->all_reduce_combine_bytes = 0;
 }

@@ -45,7 +45,10 @@ void lower_inst(lctx *x, ir_id i) {
   b->opname = ir_op_name(in->op);
   if (x->comp == b->attr_comp) tb_set_op(b, in->info->name,
                                          ir_op_name(in->op), in->info->loc);
-  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN &&
+  /* the u32 of an id is held as an s32 word (types.c admits it) */
+  bool id = in->shape->type == IR_U32 && in->shape->rank == 0 &&
+            (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID || in->op == IR_OP_PARAMETER);
+  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN && !id &&
       tk_itype(in->shape->type) == IR_TYPE_INVALID) {
     tb_error(b, ST_UNSUPPORTED, "element type %s is not supported",
              ir_type_name(in->shape->type));
@@ -118,6 +121,13 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_REDUCE_SCATTER:
   case IR_OP_ALL_GATHER:
     lower_coll_halves(x, i);
+    break;
+  case IR_OP_COLLECTIVE_PERMUTE:
+  case IR_OP_ALL_TO_ALL:
+  case IR_OP_COLLECTIVE_BROADCAST:
+  case IR_OP_REPLICA_ID:
+  case IR_OP_PARTITION_ID:
+    lower_coll_move(x, i);
     break;
   case IR_OP_TUPLE:
     lower_tuple(x, i);

@@ -46,6 +46,9 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
 bool lower_all_reduce(lctx *x, ir_id i);
 /* lower_coll.c: a reduce-scatter or all-gather (false: neither). */
 bool lower_coll_halves(lctx *x, ir_id i);
+/* lower_coll_move.c: collective-permute, all-to-all, collective-broadcast
+ * over the program's replicas (one per core), replica-id, partition-id. */
+void lower_coll_move(lctx *x, ir_id i);
 
 /* lower_control.c: call, while, conditional and map (false: not one). */
 bool lower_control(lctx *x, ir_id i);

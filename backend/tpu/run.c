@@ -70,8 +70,8 @@ static base_status status_of(tpurt_status_t s, base_status other) {
  * loaded on it; ST_OK, or a status with err set. *dev and *prog are for
  * the caller to destroy either way. */
 static base_status load_on_device(const tpub_image *img, const char *target, uint64_t cycle_limit,
-                                  tpurt_device_t **dev, tpurt_program_t **prog, char *err,
-                                  size_t errlen) {
+                                  const tpurt_peers_t *peers, tpurt_device_t **dev,
+                                  tpurt_program_t **prog, char *err, size_t errlen) {
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
   char why[512];
@@ -84,6 +84,7 @@ static base_status load_on_device(const tpub_image *img, const char *target, uin
   tpurt_device_options_init(&o);
   o.target = target;
   o.cycle_limit = cycle_limit;
+  o.peers = peers;
   base_status rc = ST_OK;
   tpurt_status_t ts;
   if ((ts = tpurt_device_create(&o, dev)) == TPURT_OUT_OF_MEMORY) {
@@ -121,7 +122,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, cycle_limit, &dev, &prog, err, errlen)) != ST_OK)
+  if ((rc = load_on_device(img, target, cycle_limit, NULL, &dev, &prog, err, errlen)) != ST_OK)
     goto done;
   if ((uint32_t)flat_args.n != img->nparams) {
     snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat_args.n,
@@ -556,6 +557,15 @@ base_status tpu_run_file(const char *path, const tpu_run_report *r, ir_literal *
 base_status tpu_execute_replicas(const tpub_image *img, const char *target, const ir_module *m,
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen) {
+  return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, err,
+                                     errlen);
+}
+
+base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
+                                        const ir_module *m, int nrep,
+                                        ir_literal *const *const *args, int nargs, arena *a,
+                                        ir_literal **outs, const tpurt_peers_t *peers, char *err,
+                                        size_t errlen) {
   base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
@@ -568,7 +578,7 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, 0, &dev, &prog, err, errlen)) != ST_OK) goto done;
+  if ((rc = load_on_device(img, target, 0, peers, &dev, &prog, err, errlen)) != ST_OK) goto done;
   if (tpurt_device_core_count(dev) != nrep) {
     snprintf(err, errlen, "tpu: %d replicas asked for; target %s runs %d cores", nrep, target,
              tpurt_device_core_count(dev));

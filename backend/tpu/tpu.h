@@ -110,6 +110,16 @@ base_status tpu_execute(const tpub_image *img, const char *target,
 base_status tpu_execute_replicas(const tpub_image *img, const char *target, const ir_module *m,
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen);
+/* tpu_execute_replicas with the cores shared across processes (peers
+ * NULL: all in this one; include/tpurt.h): every rank passes arguments of
+ * the right shapes, rank 0's values are the ones used, and only rank 0's
+ * outs hold the results (the other ranks' are zeros). */
+struct tpurt_peers;
+base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
+                                        const ir_module *m, int nrep,
+                                        ir_literal *const *const *args, int nargs, arena *a,
+                                        ir_literal **outs, const struct tpurt_peers *peers,
+                                        char *err, size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

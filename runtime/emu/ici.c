@@ -145,7 +145,15 @@ struct emu_ici {
   tgt_target t;
   rt_allocator alloc;
   int n; /* cores */
+  int lo, hi; /* this process runs cores [lo, hi) (all of them without peers) */
   emu_machine **m;
+  tpurt_peers_t peers; /* nranks 0: no peers */
+  char peer_err[256];
+  /* per rank: the round message to it (buffer, capacity, what to send)
+   * and the one from it */
+  uint8_t **pbuf;
+  size_t *pcap, *plen, *prlen;
+  const void **psend, **precv;
   int nlinks, per_chip;
   emu_link *links;
   int *state; /* per core: EMU_STEP_* of its last step */
@@ -245,11 +253,14 @@ static void links_prune(emu_ici *x, emu_time before) {
 
 /* ---- delivering ------------------------------------------------------- */
 
-static int put_order(const void *a, const void *b) {
-  const emu_put *p = *(const emu_put *const *)a, *q = *(const emu_put *const *)b;
+static int put_cmp(const emu_put *p, const emu_put *q) {
   if (p->issue != q->issue) return p->issue < q->issue ? -1 : 1;
   if (p->src != q->src) return p->src < q->src ? -1 : 1;
   return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+static int put_order(const void *a, const void *b) {
+  return put_cmp(*(const emu_put *const *)a, *(const emu_put *const *)b);
 }
 
 /* Routes one transfer, writes its data into the destination and signals
@@ -260,8 +271,11 @@ static int deliver(emu_ici *x, const emu_put *p, int *who) {
   int hops = emu_ici_route(&x->t, p->src, p->dst, route, EMU_ICI_MAX_HOPS);
   emu_time s = link_slot(x, route, hops, p->start, p->occ);
   emu_time arrive = s + p->occ + (emu_time)(hops ? hops : 1) * (emu_time)x->t.ici_latency;
-  emu_machine *d = x->m[p->dst];
-  *who = p->dst;
+  int local = p->dst >= x->lo && p->dst < x->hi;
+  /* another rank's core: that rank writes it; host memory faults land on
+   * this rank's first core */
+  emu_machine *d = x->m[local ? p->dst : x->lo];
+  *who = local ? p->dst : x->lo;
   for (int h = 0; h < hops; h++) {
     emu_link *l = &x->links[route[h]];
     if (link_reserve(x, l, s, s + p->occ)) return emu_fail(d, EMU_FAULT_OOM, "out of memory (host)");
@@ -269,6 +283,7 @@ static int deliver(emu_ici *x, const emu_put *p, int *who) {
     l->st.bytes += p->bytes;
     l->st.busy_cycles += p->occ;
   }
+  if (!local) return 0;
   uint8_t *mem = p->dst_vmem ? d->vmem : d->hbm;
   const uint8_t *r = p->data;
   for (uint32_t i3 = 0; i3 < p->n[2]; i3++)
@@ -326,7 +341,7 @@ static emu_time lower_bound(emu_ici *x, int c) {
 static void run_cores(emu_ici *x) {
   for (;;) {
     pthread_mutex_lock(&x->mu);
-    int c = x->next < x->n ? x->next++ : -1;
+    int c = x->next < x->hi ? x->next++ : -1;
     pthread_mutex_unlock(&x->mu);
     if (c < 0) return;
     if (x->state[c] != EMU_STEP_HALT) x->state[c] = emu_advance(x->m[c], x->bound);
@@ -354,7 +369,7 @@ static void *worker(void *arg) {
 /* One round on every host thread (the caller's included). */
 static void round_parallel(emu_ici *x) {
   pthread_mutex_lock(&x->mu);
-  x->next = 0;
+  x->next = x->lo;
   x->active = x->nthreads;
   x->gen++;
   pthread_cond_broadcast(&x->go);
@@ -367,24 +382,47 @@ static void round_parallel(emu_ici *x) {
   pthread_mutex_unlock(&x->mu);
 }
 
-emu_ici *emu_ici_create(const tgt_target *t, emu_machine **cores, int n, int threads,
-                        const rt_allocator *a) {
+int emu_ici_share(int n, int nranks, int rank, int *lo, int *hi) {
+  if (nranks < 1 || n % nranks) return -1;
+  *lo = rank * (n / nranks);
+  *hi = *lo + n / nranks;
+  return 0;
+}
+
+emu_ici *emu_ici_create_shared(const tgt_target *t, emu_machine **cores, int n, int threads,
+                               const rt_allocator *a, const tpurt_peers_t *peers) {
+  int lo = 0, hi = n;
+  if (peers && (peers->nranks > EMU_ICI_MAX_RANKS || peers->rank < 0 ||
+                peers->rank >= peers->nranks ||
+                emu_ici_share(n, peers->nranks, peers->rank, &lo, &hi)))
+    return NULL;
   emu_ici *x = rt_calloc(a, 1, sizeof *x);
   if (!x) return NULL;
   x->t = *t;
   if (a) x->alloc = *a;
   x->n = n;
+  x->lo = lo;
+  x->hi = hi;
+  if (peers) x->peers = *peers;
   x->m = cores;
   x->per_chip = TGT_ICI_LINKS + t->cores_per_chip;
   x->nlinks = t->chips * x->per_chip;
   x->links = rt_calloc(a, (size_t)x->nlinks, sizeof *x->links);
   x->state = rt_calloc(a, (size_t)n, sizeof *x->state);
-  x->nthreads = threads < 1 ? 1 : threads > n ? n : threads;
-  if (!x->links || !x->state) {
+  x->nthreads = threads < 1 ? 1 : threads > hi - lo ? hi - lo : threads;
+  if (peers) {
+    size_t R = (size_t)peers->nranks;
+    x->pbuf = rt_calloc(a, R, sizeof *x->pbuf);
+    x->pcap = rt_calloc(a, 3 * R, sizeof *x->pcap);
+    x->psend = rt_calloc(a, 2 * R, sizeof *x->psend);
+    if (x->pcap) x->plen = x->pcap + R, x->prlen = x->pcap + 2 * R;
+    if (x->psend) x->precv = x->psend + R;
+  }
+  if (!x->links || !x->state || (peers && (!x->pbuf || !x->pcap || !x->psend))) {
     emu_ici_destroy(x);
     return NULL;
   }
-  for (int c = 0; c < n; c++) {
+  for (int c = lo; c < hi; c++) {
     cores[c]->ici = x;
     cores[c]->core = c;
     cores[c]->ncores = n;
@@ -392,79 +430,294 @@ emu_ici *emu_ici_create(const tgt_target *t, emu_machine **cores, int n, int thr
   return x;
 }
 
+emu_ici *emu_ici_create(const tgt_target *t, emu_machine **cores, int n, int threads,
+                        const rt_allocator *a) {
+  return emu_ici_create_shared(t, cores, n, threads, a, NULL);
+}
+
 void emu_ici_destroy(emu_ici *x) {
   if (!x) return;
   rt_allocator a = x->alloc;
   for (int k = 0; x->links && k < x->nlinks; k++) rt_free(&a, x->links[k].iv);
-  for (int c = 0; x->state && c < x->n; c++) {
+  for (int c = x->lo; x->state && c < x->hi; c++) {
     x->m[c]->ici = NULL;
     x->m[c]->core = 0;
     x->m[c]->ncores = 1;
   }
+  for (int r = 0; x->pbuf && r < x->peers.nranks; r++) rt_free(&a, x->pbuf[r]);
+  rt_free(&a, x->pbuf);
+  rt_free(&a, x->pcap);
+  rt_free(&a, (void *)x->psend);
   rt_free(&a, x->links);
   rt_free(&a, x->state);
   rt_free(&a, x);
 }
 
 int emu_ici_nlinks(const emu_ici *x) { return x->nlinks; }
+const char *emu_ici_peer_error(const emu_ici *x) { return x->peer_err; }
 const emu_ici_link_stats *emu_ici_link(const emu_ici *x, int link) { return &x->links[link].st; }
 
-/* A deadlock: every running core waits for signals no core can send. */
+/* The lowest of this process's cores blocked on an `iwait`, or -1. */
+static int first_blocked(const emu_ici *x) {
+  for (int c = x->lo; c < x->hi; c++)
+    if (x->state[c] == EMU_STEP_BLOCKED) return c;
+  return -1;
+}
+
+/* A deadlock: every running core waits for signals no core can send; the
+ * fault goes to core c, the lowest blocked one. */
+static void deadlock_fault(emu_ici *x, int c) {
+  emu_machine *m = x->m[c];
+  m->pc = m->fe_pc;
+  m->word = m->img->code[m->fe_pc];
+  m->now = m->fe_t;
+  uint32_t have = m->isem[m->fe_blocked_sem].n;
+  emu_fail(m, EMU_FAULT_SEMAPHORE,
+           "iwait for %u on semaphore %d can never complete: %u signals are pending "
+           "and no core can send more (deadlock across cores)",
+           m->fe_blocked_n, m->fe_blocked_sem, have);
+}
+
 static int deadlock(emu_ici *x) {
-  for (int c = 0; c < x->n; c++) {
-    emu_machine *m = x->m[c];
-    if (x->state[c] != EMU_STEP_BLOCKED) continue;
-    m->pc = m->fe_pc;
-    m->word = m->img->code[m->fe_pc];
-    m->now = m->fe_t;
-    uint32_t have = m->isem[m->fe_blocked_sem].n;
-    emu_fail(m, EMU_FAULT_SEMAPHORE,
-             "iwait for %u on semaphore %d can never complete: %u signals are pending "
-             "and no core can send more (deadlock across cores)",
-             m->fe_blocked_n, m->fe_blocked_sem, have);
-    return c;
+  int c = first_blocked(x);
+  if (c < 0) return 0;
+  deadlock_fault(x, c);
+  return c;
+}
+
+/* This process's cores: the least lower bound, *live when one runs. */
+static emu_time local_bound(emu_ici *x, int *live) {
+  emu_time lo = UINT64_MAX;
+  *live = 0;
+  for (int c = x->lo; c < x->hi; c++) {
+    *live |= x->state[c] != EMU_STEP_HALT;
+    emu_time b = lower_bound(x, c);
+    if (b < lo) lo = b;
   }
-  return 0;
+  return lo;
+}
+
+/* Runs this process's cores up to the round's bound from the least lower
+ * bound lo; returns the first that faulted, or -1. */
+static int run_round(emu_ici *x, emu_time lo) {
+  links_prune(x, lo);
+  emu_time L = (emu_time)x->t.ici_latency;
+  x->bound = lo > UINT64_MAX - L ? UINT64_MAX : lo + L;
+  if (x->nthreads > 1) {
+    round_parallel(x);
+  } else {
+    x->next = x->lo;
+    run_cores(x);
+  }
+  for (int c = x->lo; c < x->hi; c++)
+    if (x->state[c] == EMU_STEP_FAULT) return c;
+  return -1;
 }
 
 /* The rounds of one run; every core has begun. Returns -1 (fault on core
  * *who) or 0. */
 static int rounds(emu_ici *x, int *who) {
   for (;;) {
-    emu_time lo = UINT64_MAX;
-    int live = 0;
-    for (int c = 0; c < x->n; c++) {
-      live |= x->state[c] != EMU_STEP_HALT;
-      emu_time b = lower_bound(x, c);
-      if (b < lo) lo = b;
-    }
+    int live;
+    emu_time lo = local_bound(x, &live);
     if (!live) return 0;
     if (lo == UINT64_MAX) {
       *who = deadlock(x);
       return -1;
     }
-    links_prune(x, lo);
-    emu_time L = (emu_time)x->t.ici_latency;
-    x->bound = lo > UINT64_MAX - L ? UINT64_MAX : lo + L;
-    if (x->nthreads > 1) {
-      round_parallel(x);
-    } else {
-      x->next = 0;
-      run_cores(x);
-    }
-    for (int c = 0; c < x->n; c++)
-      if (x->state[c] == EMU_STEP_FAULT) {
-        *who = c;
-        return -1;
-      }
+    if ((*who = run_round(x, lo)) >= 0) return -1;
     if (route_all(x, who)) return -1;
+  }
+}
+
+/* ---- cores shared across ranks ---------------------------------------- */
+
+static int peer_fail(emu_ici *x, const char *msg) {
+  snprintf(x->peer_err, sizeof x->peer_err, "%s", msg);
+  return -2;
+}
+
+/* The rank that runs core c. */
+static int rank_of(const emu_ici *x, int c) { return c / (x->hi - x->lo); }
+
+/* Grows the send buffer of rank r to hold n bytes; -1 out of memory. */
+static int peer_room(emu_ici *x, int r, size_t n) {
+  if (n <= x->pcap[r]) return 0;
+  size_t nc = x->pcap[r] ? x->pcap[r] : 256;
+  while (nc < n)
+    nc *= 2;
+  uint8_t *b = rt_alloc(&x->alloc, nc);
+  if (!b) return -1;
+  rt_free(&x->alloc, x->pbuf[r]);
+  x->pbuf[r] = b;
+  x->pcap[r] = nc;
+  return 0;
+}
+
+/* Every other rank's message: a header {fault core or UINT64_MAX, count},
+ * count transfer descriptors (this rank's cores' outboxes in core and
+ * issue order, data NULL), then the data of those whose destination is
+ * the receiver's, in the same order. -1 out of memory. */
+static int peer_messages(emu_ici *x, int fault, uint64_t *count) {
+  int R = x->peers.nranks;
+  size_t bytes[EMU_ICI_MAX_RANKS] = {0};
+  *count = 0;
+  for (int c = x->lo; c < x->hi; c++)
+    for (uint32_t i = 0; i < x->m[c]->nout; i++) {
+      (*count)++;
+      bytes[rank_of(x, x->m[c]->out[i].dst)] += x->m[c]->out[i].bytes;
+    }
+  uint64_t head[2] = {fault < 0 ? UINT64_MAX : (uint64_t)fault, *count};
+  size_t dlen = sizeof head + *count * sizeof(emu_put);
+  for (int r = 0; r < R; r++) {
+    x->plen[r] = 0;
+    x->psend[r] = NULL;
+    if (r == x->peers.rank) continue;
+    if (peer_room(x, r, dlen + bytes[r])) return -1;
+    uint8_t *w = x->pbuf[r];
+    memcpy(w, head, sizeof head);
+    w += sizeof head;
+    for (int c = x->lo; c < x->hi; c++)
+      for (uint32_t i = 0; i < x->m[c]->nout; i++, w += sizeof(emu_put)) {
+        emu_put p = x->m[c]->out[i];
+        p.data = NULL;
+        memcpy(w, &p, sizeof p);
+      }
+    for (int c = x->lo; c < x->hi; c++)
+      for (uint32_t i = 0; i < x->m[c]->nout; i++) {
+        const emu_put *p = &x->m[c]->out[i];
+        if (rank_of(x, p->dst) != r) continue;
+        memcpy(w, p->data, (size_t)p->bytes);
+        w += p->bytes;
+      }
+    x->psend[r] = x->pbuf[r];
+    x->plen[r] = dlen + bytes[r];
+  }
+  return 0;
+}
+
+/* Every rank's transfers of the round, in one array (data: this rank's
+ * own, or the bytes received for this rank's cores, else NULL); the
+ * least fault core any rank reported into *fault (-1: none). NULL after
+ * setting msg. */
+static emu_put *peer_gather(emu_ici *x, uint64_t mine, size_t *total, int *fault, char *msg,
+                            size_t msglen) {
+  int R = x->peers.nranks, me = x->peers.rank;
+  uint64_t n = mine;
+  for (int r = 0; r < R; r++) {
+    if (r == me) continue;
+    uint64_t head[2];
+    if (x->prlen[r] < sizeof head) goto bad;
+    memcpy(head, x->precv[r], sizeof head);
+    if (head[1] > (x->prlen[r] - sizeof head) / sizeof(emu_put)) goto bad;
+    if (head[0] != UINT64_MAX && (*fault < 0 || head[0] < (uint64_t)*fault)) *fault = (int)head[0];
+    n += head[1];
+  }
+  emu_put *all = rt_alloc(&x->alloc, (size_t)(n ? n : 1) * sizeof *all);
+  if (!all) {
+    snprintf(msg, msglen, "out of memory (host) routing transfers");
+    return NULL;
+  }
+  size_t k = 0;
+  for (int c = x->lo; c < x->hi; c++)
+    for (uint32_t i = 0; i < x->m[c]->nout; i++) all[k++] = x->m[c]->out[i];
+  for (int r = 0; r < R; r++) {
+    if (r == me) continue;
+    const uint8_t *b = x->precv[r];
+    uint64_t head[2];
+    memcpy(head, b, sizeof head);
+    size_t at = sizeof head + (size_t)head[1] * sizeof(emu_put);
+    for (uint64_t i = 0; i < head[1]; i++, k++) {
+      memcpy(&all[k], b + sizeof head + i * sizeof(emu_put), sizeof(emu_put));
+      all[k].data = NULL;
+      if (all[k].dst < x->lo || all[k].dst >= x->hi) continue;
+      if (all[k].bytes > x->prlen[r] - at) {
+        rt_free(&x->alloc, all);
+        goto bad;
+      }
+      all[k].data = (uint8_t *)(uintptr_t)(b + at);
+      at += all[k].bytes;
+    }
+  }
+  *total = (size_t)n;
+  return all;
+bad:
+  snprintf(msg, msglen, "a malformed round message from another rank");
+  return NULL;
+}
+
+static int put_value_order(const void *a, const void *b) { return put_cmp(a, b); }
+
+/* route_all across ranks: every rank routes every transfer over its copy
+ * of the links; this rank writes and signals its own cores. 0; -1 with
+ * *who when a core faulted in this round's run (on any rank: every rank
+ * agrees); 1 with *who when this rank's delivery faulted it; -2 when the
+ * peers failed. */
+static int route_shared(emu_ici *x, int fault, int *who) {
+  char msg[256];
+  uint64_t mine = 0;
+  if (peer_messages(x, fault, &mine)) return peer_fail(x, "out of memory (host) for a round message");
+  if (x->peers.exchange(x->peers.user, x->psend, x->plen, x->precv, x->prlen, msg, sizeof msg))
+    return peer_fail(x, msg);
+  size_t n = 0;
+  emu_put *all = peer_gather(x, mine, &n, &fault, msg, sizeof msg);
+  int rc = 0;
+  if (!all) {
+    rc = peer_fail(x, msg);
+  } else if (fault >= 0) {
+    *who = fault;
+    rc = -1;
+  } else {
+    qsort(all, n, sizeof *all, put_value_order);
+    for (size_t i = 0; i < n && !rc; i++) rc = deliver(x, &all[i], who);
+    rc = -rc;
+  }
+  rt_free(&x->alloc, all);
+  for (int c = x->lo; c < x->hi; c++) {
+    emu_machine *m = x->m[c];
+    for (uint32_t i = 0; i < m->nout; i++) rt_free(&m->alloc, m->out[i].data);
+    m->nout = 0;
+  }
+  return rc;
+}
+
+enum { VOTE_FAULT, VOTE_BOUND, VOTE_IDLE, VOTE_BLOCKED, VOTES };
+
+/* rounds() across ranks: before each round the ranks agree on the least
+ * fault core (a fault reported by any ends the run), the least lower
+ * bound, whether any core runs and the least blocked core (for a
+ * deadlock); after it they exchange transfers (route_shared). fault: a
+ * core of this rank that faulted beginning, or -1. */
+static int rounds_shared(emu_ici *x, int fault, int *who) {
+  char msg[256];
+  for (;;) {
+    int live, b = first_blocked(x);
+    uint64_t v[VOTES], g[VOTES];
+    v[VOTE_FAULT] = fault < 0 ? UINT64_MAX : (uint64_t)fault;
+    v[VOTE_BOUND] = local_bound(x, &live);
+    v[VOTE_IDLE] = !live;
+    v[VOTE_BLOCKED] = b < 0 ? UINT64_MAX : (uint64_t)b;
+    if (x->peers.min(x->peers.user, v, g, VOTES, msg, sizeof msg)) return peer_fail(x, msg);
+    if (g[VOTE_FAULT] != UINT64_MAX) {
+      *who = (int)g[VOTE_FAULT];
+      return -1;
+    }
+    if (g[VOTE_IDLE]) return 0;
+    if (g[VOTE_BOUND] == UINT64_MAX) {
+      *who = (int)g[VOTE_BLOCKED];
+      if (*who >= x->lo && *who < x->hi) deadlock_fault(x, *who);
+      return -1;
+    }
+    int rc = route_shared(x, run_round(x, g[VOTE_BOUND]), who);
+    if (rc < 0) return rc;
+    fault = rc ? *who : -1; /* a delivery fault here: the next vote ends the run */
   }
 }
 
 int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t cycle_limit,
                 emu_stats *st, emu_fault *f, int *fault_core) {
-  int begun = 0, rc = 0, who = 0;
-  for (; begun < x->n; begun++) {
+  int begun = x->lo, rc = 0, who = 0;
+  for (; begun < x->hi; begun++) {
     x->state[begun] = EMU_STEP_YIELD;
     if (emu_begin(x->m[begun], img, hbm[begun], cycle_limit, &st[begun], &f[begun])) {
       who = begun;
@@ -476,7 +729,7 @@ int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t
   int nth = 0, want = x->nthreads;
   x->gen = 0;
   x->stop = 0;
-  x->next = 0;
+  x->next = x->lo;
   pthread_mutex_init(&x->mu, NULL);
   pthread_cond_init(&x->go, NULL);
   pthread_cond_init(&x->done, NULL);
@@ -485,7 +738,10 @@ int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t
     nth++;
   }
   x->nthreads = nth + 1; /* fewer when the host refused a thread */
-  if (!rc) rc = rounds(x, &who);
+  if (x->peers.nranks)
+    rc = rounds_shared(x, rc ? who : -1, &who);
+  else if (!rc)
+    rc = rounds(x, &who);
   x->nthreads = want;
   if (nth) {
     pthread_mutex_lock(&x->mu);
@@ -497,7 +753,7 @@ int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t
   pthread_mutex_destroy(&x->mu);
   pthread_cond_destroy(&x->go);
   pthread_cond_destroy(&x->done);
-  for (int c = 0; c < begun; c++) {
+  for (int c = x->lo; c < begun; c++) {
     /* A core stopped mid-run (another faulted) counts up to where it is. */
     if (x->state[c] != EMU_STEP_HALT && st[c].cycles < x->m[c]->fe_t) st[c].cycles = x->m[c]->fe_t;
     emu_end(x->m[c]);

@@ -5,10 +5,12 @@
 #define TPUCC_EMU_ICI_H
 
 #include "emu.h"
+#include "tpurt.h"
 
 enum {
   EMU_ICI_MAX_HOPS = 4100,  /* a route crosses at most columns/2 + rows/2 links */
-  EMU_ICI_MAX_THREADS = 256 /* host threads of one run */
+  EMU_ICI_MAX_THREADS = 256, /* host threads of one run */
+  EMU_ICI_MAX_RANKS = 1024   /* processes one machine is shared across */
 };
 
 /* Per link of the torus (and each on-chip link), over a run. */
@@ -25,17 +27,33 @@ typedef struct emu_ici_link_stats {
 emu_ici *emu_ici_create(const tgt_target *t, emu_machine **cores, int n, int threads,
                         const rt_allocator *a);
 void emu_ici_destroy(emu_ici *x);
+/* Rank `rank` of `nranks`'s share of an n-core machine: cores [*lo, *hi).
+ * -1 when nranks does not divide n. */
+int emu_ici_share(int n, int nranks, int rank, int *lo, int *hi);
+/* emu_ici_create for this process's share of an n-core machine whose
+ * other cores run on the other ranks of peers (include/tpurt.h, copied):
+ * cores[c] for c in the share (emu_ici_share), the others unused. Every
+ * rank routes every transfer in the one-process order over its own copy
+ * of the links, so link statistics, values and cycles are the
+ * one-process run's. NULL when memory runs out or the ranks do not
+ * divide the cores. */
+emu_ici *emu_ici_create_shared(const tgt_target *t, emu_machine **cores, int n, int threads,
+                               const rt_allocator *a, const tpurt_peers_t *peers);
 
 /* Runs a verified program on every core: core c with HBM hbm[c] (the
  * program's size, constants and parameters in place), statistics st[c]
  * and fault record f[c]. 0 when every core halted; -1 when a core faulted
  * (*fault_core says which; f[that] describes it), and the others stop
- * where they are. Link statistics accumulate over runs. */
+ * where they are. Link statistics accumulate over runs. Shared across
+ * ranks: only this rank's cores' entries are used, every rank gets the
+ * same result and *fault_core (f[that] on its rank), and -2 means the
+ * peers failed (emu_ici_peer_error says how). */
 int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t cycle_limit,
                 emu_stats *st, emu_fault *f, int *fault_core);
 
 /* The links: chip k owns 4 + cores_per_chip ids from k x that: column+,
  * column-, row+, row-, then the on-chip link out of each of its cores. */
+const char *emu_ici_peer_error(const emu_ici *x);
 int emu_ici_nlinks(const emu_ici *x);
 const emu_ici_link_stats *emu_ici_link(const emu_ici *x, int link);
 void emu_ici_link_name(const tgt_target *t, int link, char *buf, size_t n);

@@ -23,6 +23,9 @@ struct rt_mpi {
   size_t rcap;
   MPI_Request *req;     /* 2 per rank */
   uint64_t *heads;      /* 2 per rank: key, bytes */
+  unsigned char **vbuf; /* rt_mpi_exchange_v: per rank, the message received */
+  size_t *vcap;
+  char *vgot;
 };
 
 bool rt_mpi_launched(void) {
@@ -85,6 +88,18 @@ static int all_to_all_bytes(rt_mpi *p, const void *mine, void *rbase, size_t cou
   return wait_all(p, p->req, n, peer, key, msg, msglen);
 }
 
+int rt_mpi_grow(unsigned char **buf, size_t *cap, size_t need, char *msg, size_t msglen) {
+  if (need <= *cap) return 0;
+  unsigned char *nb = realloc(*buf, need);
+  if (!nb) {
+    snprintf(msg, msglen, "out of memory for a collective of %zu bytes", need);
+    return -1;
+  }
+  *buf = nb;
+  *cap = need;
+  return 0;
+}
+
 static int mpi_exchange(coll_comm *c, int m, uint64_t key, const void *mine, size_t bytes,
                         const void **all, char *msg, size_t msglen) {
   rt_mpi *p = (rt_mpi *)c;
@@ -112,16 +127,7 @@ static int mpi_exchange(coll_comm *c, int m, uint64_t key, const void *mine, siz
       return -1;
     }
   }
-  size_t need = bytes * (size_t)p->size;
-  if (need > p->rcap) {
-    unsigned char *nb = realloc(p->rbuf, need);
-    if (!nb) {
-      snprintf(msg, msglen, "out of memory for a collective of %zu bytes", need);
-      return -1;
-    }
-    p->rbuf = nb;
-    p->rcap = need;
-  }
+  if (rt_mpi_grow(&p->rbuf, &p->rcap, bytes * (size_t)p->size, msg, msglen)) return -1;
   if (bytes && all_to_all_bytes(p, mine, p->rbuf, bytes, tag, key, msg, msglen)) return -1;
   for (int r = 0; r < p->size; r++) all[r] = r == p->rank ? mine : p->rbuf + (size_t)r * bytes;
   return 0;
@@ -136,6 +142,10 @@ static void mpi_leave(coll_comm *c, int m, const char *why) {
 static const coll_comm_ops mpi_ops = {mpi_exchange, mpi_release, mpi_leave};
 
 static void free_mpi(rt_mpi *p) {
+  for (int r = 0; p->vbuf && r < p->size; r++) free(p->vbuf[r]);
+  free(p->vbuf);
+  free(p->vcap);
+  free(p->vgot);
   free(p->rbuf);
   free(p->req);
   free(p->heads);
@@ -238,4 +248,114 @@ void rt_mpi_close(rt_mpi *p) {
   MPI_Comm_free(&p->world);
   if (p->inited_here) MPI_Finalize();
   free_mpi(p);
+}
+
+/* ---- variable-size exchange and minimum (emulated pods, tpurt_peers_t) ---- */
+
+/* Receives rank r's message of this exchange when it has come: 1, 0 when
+ * not yet, -1 out of memory. */
+static int take_message(rt_mpi *p, int r, int tag, const void **recv, size_t *rlen) {
+  int flag = 0, count = 0;
+  MPI_Status status;
+  MPI_Iprobe(r, tag, p->world, &flag, &status);
+  if (!flag) return 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  if ((size_t)count > p->vcap[r]) {
+    unsigned char *b = realloc(p->vbuf[r], (size_t)count);
+    if (!b) return -1;
+    p->vbuf[r] = b;
+    p->vcap[r] = (size_t)count;
+  }
+  MPI_Recv(p->vbuf[r], count, MPI_BYTE, r, tag, p->world, MPI_STATUS_IGNORE);
+  recv[r] = p->vbuf[r];
+  rlen[r] = (size_t)count;
+  p->vgot[r] = 1;
+  return 1;
+}
+
+int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
+                      size_t *rlen, char *msg, size_t msglen) {
+  if (!p->vbuf) {
+    p->vbuf = calloc((size_t)p->size, sizeof *p->vbuf);
+    p->vcap = calloc((size_t)p->size, sizeof *p->vcap);
+    p->vgot = calloc((size_t)p->size, 1);
+    if (!p->vbuf || !p->vcap || !p->vgot) {
+      snprintf(msg, msglen, "out of memory");
+      return -1;
+    }
+  }
+  int tag = 1 + (int)(p->seq++ % 30000u), n = 0;
+  static const unsigned char none = 0;
+  for (int r = 0; r < p->size; r++) {
+    p->vgot[r] = r == p->rank;
+    if (r == p->rank) continue;
+    if (len[r] > INT_MAX) {
+      snprintf(msg, msglen, "a message of %zu bytes is more than MPI sends at once", len[r]);
+      return -1;
+    }
+    MPI_Isend(len[r] ? send[r] : &none, (int)len[r], MPI_BYTE, r, tag, p->world, &p->req[n++]);
+  }
+  double t0 = MPI_Wtime();
+  for (;;) {
+    int waiting = 0, moved = 0;
+    for (int r = 0; r < p->size; r++) {
+      if (p->vgot[r]) continue;
+      int got = take_message(p, r, tag, recv, rlen);
+      if (got < 0) {
+        snprintf(msg, msglen, "out of memory for a message from rank %d", r);
+        return -1;
+      }
+      moved |= got;
+      waiting += !got;
+    }
+    int sent = 0;
+    MPI_Testall(n, p->req, &sent, MPI_STATUSES_IGNORE);
+    if (!waiting && sent) return 0;
+    if (MPI_Wtime() - t0 > p->timeout) break;
+    if (!moved) sleep_briefly();
+  }
+  int l = snprintf(msg, msglen, "no answer within %.0f s from rank", p->timeout);
+  for (int r = 0; r < p->size && l > 0 && (size_t)l < msglen; r++)
+    if (!p->vgot[r]) l += snprintf(msg + l, msglen - (size_t)l, " %d", r);
+  return -1;
+}
+
+int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
+                   size_t msglen) {
+  size_t bytes = (size_t)k * sizeof *mine, need = bytes * (size_t)p->size;
+  if (need > p->rcap) {
+    unsigned char *nb = realloc(p->rbuf, need);
+    if (!nb) {
+      snprintf(msg, msglen, "out of memory");
+      return -1;
+    }
+    p->rbuf = nb;
+    p->rcap = need;
+  }
+  int tag = 1 + (int)(p->seq++ % 30000u);
+  if (all_to_all_bytes(p, mine, p->rbuf, bytes, tag, 0x6d696eull, msg, msglen)) return -1;
+  memcpy(p->rbuf + (size_t)p->rank * bytes, mine, bytes);
+  for (int i = 0; i < k; i++) {
+    out[i] = mine[i];
+    for (int r = 0; r < p->size; r++) {
+      uint64_t v;
+      memcpy(&v, p->rbuf + (size_t)r * bytes + (size_t)i * sizeof v, sizeof v);
+      if (v < out[i]) out[i] = v;
+    }
+  }
+  return 0;
+}
+
+static int peers_min(void *user, const uint64_t *mine, uint64_t *out, int k, char *msg,
+                     size_t msglen) {
+  return rt_mpi_min_u64(user, mine, out, k, msg, msglen);
+}
+
+static int peers_exchange(void *user, const void *const *send, const size_t *len,
+                          const void **recv, size_t *rlen, char *msg, size_t msglen) {
+  return rt_mpi_exchange_v(user, send, len, recv, rlen, msg, msglen);
+}
+
+void rt_mpi_peers(rt_mpi *p, tpurt_peers_t *out) {
+  *out = (tpurt_peers_t){p->size, p->rank, p, peers_min, peers_exchange};
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/coll.h"
+#include "tpurt.h"
 
 typedef struct rt_mpi rt_mpi;
 
@@ -34,11 +35,28 @@ int rt_mpi_rank(const rt_mpi *p);
 int rt_mpi_size(const rt_mpi *p);
 /* The world as a communicator: member m is rank m; first = rank, local 1. */
 coll_comm *rt_mpi_comm(rt_mpi *p);
+/* Grows *buf (capacity *cap) to hold need bytes: 0, or -1 with one line
+ * in msg when memory runs out. */
+int rt_mpi_grow(unsigned char **buf, size_t *cap, size_t need, char *msg, size_t msglen);
 /* Prints "tpucc: rank R: msg" to stderr and ends every rank (MPI_Abort). */
 void rt_mpi_abort(rt_mpi *p, const char *msg);
 /* Waits for every rank (bounded by the timeout, else aborts naming the
  * ranks that did not arrive), then finalises MPI if rt_mpi_open
  * initialised it. Accepts NULL. */
 void rt_mpi_close(rt_mpi *p);
+
+/* Every rank sends send[r] (len[r] bytes) to each other rank r and gets
+ * rank r's message into recv[r], rlen[r] (valid until the next call;
+ * recv[rank] untouched). 0, or -1 with one line in msg naming the ranks
+ * that did not answer within the timeout. */
+int rt_mpi_exchange_v(rt_mpi *p, const void *const *send, const size_t *len, const void **recv,
+                      size_t *rlen, char *msg, size_t msglen);
+/* out[i] = the least of every rank's mine[i] (k values); failures as
+ * rt_mpi_exchange_v. */
+int rt_mpi_min_u64(rt_mpi *p, const uint64_t *mine, uint64_t *out, int k, char *msg,
+                   size_t msglen);
+/* The world as the peers of an emulated pod shared across the ranks
+ * (include/tpurt.h): rank r of size runs its share of the cores. */
+void rt_mpi_peers(rt_mpi *p, tpurt_peers_t *out);
 
 #endif

@@ -66,6 +66,16 @@ refused bcast_big 4:8 "b (broadcast): " # interp: over its 2^36 steps; cpu, v3: 
 refused pad_big 5:8 "p (pad): "
 refused apply_big 20:8 "needs 2.2e+12 steps of work"
 
+# A loop whose condition never turns false: the cpu counts each trip's
+# work (ir_while_trip_work: 4096 + negate's 4 + the constant's 1 = 4101
+# steps) against the 2^40 budget and stops after floor(2^40 / 4101) trips,
+# naming the while. The evaluator's own limit is covered by eval_control.
+printf 'HloModule forever\nbody {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\ncond {\n  p = f32[4] parameter(0)\n  ROOT t = pred[] constant(true)\n}\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT spin = f32[4] while(x), condition=cond, body=body\n}\n' >"$tmp/forever.hlo"
+timeout 60 "$tpucc" run "$tmp/forever.hlo" --target=cpu --random-inputs >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -qF "forever.hlo:12:8: spin (while): stopped after 268108175 trips: over the limit of 1.1e+12 steps of work" "$tmp/err" ||
+  bad "a loop that never ends on cpu: exit $rc, $(head -c 300 "$tmp/err")"
+
 # An allocation the host refuses (a 4 GiB result under a 3 GB address-space
 # limit) is an error with exit 1. Skipped where the limit stops the process
 # itself (sanitizer builds reserve terabytes of shadow memory).

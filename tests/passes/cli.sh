@@ -23,9 +23,9 @@ grep -q "fusion *-O2" <<<"$("$TPUCC" opt --list-passes)" || fail "fusion is not 
 ls "$W/d" >"$W/list"
 head -n 1 "$W/list" | grep -qx "fusion_reduce.0000.after_input.hlo" || fail "first dump: $(head -n 1 "$W/list")"
 grep -qx "fusion_reduce.0005.after_transpose-folding.hlo" "$W/list" || fail "no 0005.after_transpose-folding dump: $(cat "$W/list")"
-grep -qx "fusion_reduce.0007.after_fusion.hlo" "$W/list" || fail "no 0007.after_fusion dump: $(cat "$W/list")"
-[ "$(wc -l <"$W/list")" -eq 11 ] || fail "expected 11 dumps (input + 10 passes), got $(wc -l <"$W/list")"
-grep -q "kind=kInput" "$W/d/fusion_reduce.0007.after_fusion.hlo" || fail "fusion dump has no kInput fusion"
+grep -qx "fusion_reduce.0008.after_fusion.hlo" "$W/list" || fail "no 0008.after_fusion dump: $(cat "$W/list")"
+[ "$(wc -l <"$W/list")" -eq 12 ] || fail "expected 12 dumps (input + 11 passes), got $(wc -l <"$W/list")"
+grep -q "kind=kInput" "$W/d/fusion_reduce.0008.after_fusion.hlo" || fail "fusion dump has no kInput fusion"
 grep -q "fusion(" "$W/d/fusion_reduce.0006.after_dce.hlo" && fail "dump before fusion already fused"
 # every dump reads back and runs
 for f in "$W"/d/*.hlo; do
@@ -35,7 +35,7 @@ done
 # --dump-after=REGEX filters by pass name.
 "$TPUCC" opt "$G/fusion_reduce.hlo" --dump-dir="$W/e" --dump-after='^(fusion|layout)$' >/dev/null ||
   fail "dump-after run failed"
-[ "$(ls "$W/e" | tr '\n' ' ')" = "fusion_reduce.0007.after_fusion.hlo fusion_reduce.0010.after_layout.hlo " ] ||
+[ "$(ls "$W/e" | tr '\n' ' ')" = "fusion_reduce.0008.after_fusion.hlo fusion_reduce.0011.after_layout.hlo " ] ||
   fail "dump-after gave: $(ls "$W/e" | tr '\n' ' ')"
 "$TPUCC" opt "$G/fusion_reduce.hlo" --dump-dir="$W/f" --dump-after='(' >/dev/null 2>"$W/err"
 [ $? -eq 1 ] || fail "bad regex: wrong exit status"
@@ -159,13 +159,13 @@ EOF
     fail "steps: compile with dumps"
   cmp -s "$W/steps.tpub" "$W/steps_d.tpub" || fail "dumps changed the program"
   ls "$W/sd" >"$W/slist"
-  [ "$(grep -c . "$W/slist")" -eq 14 ] || fail "expected 14 dumps (input, 10 passes, 3 steps): $(cat "$W/slist")"
-  for s in 0011.after_tpu-lower 0012.after_tpu-buffers 0013.after_tpu-emit; do
+  [ "$(grep -c . "$W/slist")" -eq 15 ] || fail "expected 15 dumps (input, 11 passes, 3 steps): $(cat "$W/slist")"
+  for s in 0012.after_tpu-lower 0013.after_tpu-buffers 0014.after_tpu-emit; do
     grep -qx "steps.$s.txt" "$W/slist" || fail "no dump steps.$s.txt: $(cat "$W/slist")"
   done
-  L=$W/sd/steps.0011.after_tpu-lower.txt
-  B=$W/sd/steps.0012.after_tpu-buffers.txt
-  E=$W/sd/steps.0013.after_tpu-emit.txt
+  L=$W/sd/steps.0012.after_tpu-lower.txt
+  B=$W/sd/steps.0013.after_tpu-buffers.txt
+  E=$W/sd/steps.0014.after_tpu-emit.txt
   # tpu-lower: the op with its code and FLOPs, then the matmul's tile plan
   grep -Eq '^d \(dot\): code \[0, [0-9]+\), 1024 flops, .*steps.hlo:6$' "$L" || fail "tpu-lower: no op line: $(cat "$L")"
   grep -q '^  plan: matmul 1x\[8,16\]x\[16,4\]: 1 row block(s) of 8 ' "$L" || fail "tpu-lower: no tile plan: $(cat "$L")"

@@ -72,7 +72,7 @@ static char *fusion_explain(const char *name, const pass_target *t) {
 static void rows_asks_the_target(void **state) {
   (void)state;
   stub s = {0, 0, true};
-  pass_target t = {NULL, &s, stub_rows, stub_attention};
+  pass_target t = {NULL, &s, stub_rows, stub_attention, 0};
   char *e = fusion_explain("fusion_rows.hlo", &t);
   assert_true(s.row_calls > 0);
   assert_non_null(strstr(e, "fusion: ts: not fused: stub refuses add of 5000 into 3\n"));
@@ -119,7 +119,7 @@ static void rows_tpu_answers_from_its_planners(void **state) {
 static void attention_asks_the_target(void **state) {
   (void)state;
   stub s = {0, 0, false};
-  pass_target t = {NULL, &s, NULL, stub_attention};
+  pass_target t = {NULL, &s, NULL, stub_attention, 0};
   char *e = fusion_explain("fusion_attention.hlo", &t);
   assert_int_equal(s.attn_calls, 2);
   assert_non_null(strstr(e, "keys fused (kCustom): stub plan\n"));

@@ -157,23 +157,7 @@ static void coreid_and_dmaput_encode_and_verify(void **state) {
  * 7 + 64 + 200 = 271. No two transfers share a link. The wait for sem1
  * issues at T = 71 (72 on core 7) and moves T to the arrival; halt follows
  * and the run ends one cycle after it: arrival + 2. */
-static const char *ring_src = ".target " TARGET "\n"
-                              ".hbm 8192\n"
-                              ".param x f32[1024] @0\n"
-                              ".result y f32[1024] @4096\n"
-                              ".smem 0 4096, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0\n"
-                              "  coreid s1, 0\n"
-                              "  coreid s2, 1\n"
-                              "  saddi s3, s1, 1\n"
-                              "  blt s3, s2, ok\n"
-                              "  sli s3, 0\n"
-                              "ok:\n"
-                              "  sst s3, s0, 40\n"
-                              "  sli s4, 4096\n"
-                              "  dmaput dma0, s0, s4, s0, sem0, 1\n"
-                              "  wait scalar, sem0, 1\n"
-                              "  iwait sem1, 1\n"
-                              "  halt\n";
+#include "tests/runtime/ici_ring.h"
 
 static void ring_pass_on_v3_8(void **state) {
   (void)state;
@@ -321,7 +305,7 @@ static void faults(void **state) {
 static void driver_runs_every_core(void **state) {
   (void)state;
   rt_allocator a = {0};
-  rt_device_config cfg = {&a, 1000000, 0, NULL, NULL, 0};
+  rt_device_config cfg = {&a, 1000000, 0, NULL, NULL, 0, NULL};
   rt_device *d = NULL;
   rt_device_info info;
   char msg[1024];

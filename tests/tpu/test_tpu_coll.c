@@ -21,6 +21,7 @@
 #include "base/coll.h"
 #include "emu.h"
 #include "ici.h"
+#include "tests/tpu/coll_operand.h"
 #include "tests/tpu/tpu_check.h"
 
 enum { NC = 32 }; /* the most replicas of a case */
@@ -41,16 +42,6 @@ static int failures;
   } while (0)
 
 static float fmax_nan(float a, float b) { return a > b ? a : b; }
-
-/* Replica r's operand element i. */
-static float operand(int r, int64_t i) {
-  uint32_t h = (uint32_t)(r * 7919 + (int)i * 104729 + 17);
-  h ^= h >> 13;
-  h *= 0x5bd1e995u;
-  h ^= h >> 15;
-  float small = (float)(h % 2000) / 64.0f - 15.0f;
-  return (h >> 20) % 3 == 0 ? small * 1e8f : small;
-}
 
 /* The group of replica r (room for NC), its size; position into *pos. */
 static int group(const int *groups, int ngroups, int gsize, int r, int *g, int *pos) {
