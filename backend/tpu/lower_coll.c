@@ -1,5 +1,6 @@
-/* lower_coll.c: all-reduce across replicas, one replica per core of a
- * board or pod, over the interconnect (docs/tpu-backend.md, "Collectives";
+/* lower_coll.c: all-reduce, and reduce-scatter and all-gather (the
+ * ring's halves), across replicas, one replica per core of a board or
+ * pod, over the interconnect (docs/tpu-backend.md, "Collectives";
  * the ISA's dmaput and iwait, docs/isa.md).
  *
  * Every core runs the same program and learns which replica it is from
@@ -11,9 +12,9 @@
  * replicas) the lowering branches on `coreid` into code specialised for
  * each core (its group, its position p in it, its neighbours), so every
  * address is static. Every put shares one SMEM descriptor whose bytes and
- * destination the code writes before it. Buffers are allocated before the branches and so lie at the
- * same HBM addresses on every core: a core puts data straight into its
- * neighbour's buffers. Each chunk travels into a slot of its own, aligned
+ * destination the code writes before it. Buffers are allocated before the
+ * branches and loops and so lie at the same HBM addresses on every core:
+ * a core puts data straight into its neighbour's buffers. Each chunk travels into a slot of its own, aligned
  * to the 512-byte granule of the emulator's ordering check.
  *
  * The combining order is base/coll.h's: chunk c (coll_chunk over the
@@ -34,8 +35,9 @@
  * waits for that signal (ICI semaphore SEM_READY) from the cores it sends
  * to; so the buffers a core receives into are no longer in use by it.
  *
- * Per step: a barrier (every unit drained, the builder's DMA tokens
- * taken); dmaput on DMA queue 0 whose sender semaphore is TB_SEM_Q1, taken
+ * Per step of the specialised code (the one-program ring's steps are
+ * rs_step and ag_step): a barrier (every unit drained, the builder's DMA
+ * tokens taken); dmaput on DMA queue 0 whose sender semaphore is TB_SEM_Q1, taken
  * at once by the front end (nothing else is pending on it after a
  * barrier); iwait on the step's ICI semaphore for the incoming chunk
  * (arrivals are counted apart from the core's own signals, so they never
@@ -48,10 +50,10 @@
  * readiness handshake SEM_READY. */
 enum { SEM_STEPS = 31, SEM_READY = 31 };
 
-/* ICI semaphores of the pieces: reduce-scatter SEM_RS + j mod PIECE_SEMS,
- * all-gather SEM_AG + j mod PIECE_SEMS (pieces from one core arrive in the
- * order they were put: one queue, one route). */
-/* Two pieces measured best (bench/emu_allreduce on v3-8: 0.96 of the ring
+/* ICI semaphores of the one-program ring's pieces: reduce-scatter
+ * SEM_RS + j mod PIECE_SEMS, all-gather SEM_AG + j mod PIECE_SEMS (pieces
+ * from one core arrive in the order they were put: one queue, one
+ * route). Two pieces measured best (bench/emu_allreduce on v3-8: 0.96 of the ring
  * bound at 64 MiB against 0.85 with 8 and 0.77 with 1): each piece pays a
  * barrier and a fold's start, and two already keep the link busy while
  * the other folds. */
