@@ -693,7 +693,8 @@ static bool halves_apply(lctx *x, const ir_inst *in, const ir_shape *whole, int 
   }
   int64_t d = in->a->dimensions.n == 1 ? in->a->dimensions.v[0] : -1, before = 1;
   for (int64_t j = 0; j < d && j < whole->rank; j++) before *= whole->dims[j];
-  if (d < 0 || before != 1 || !generic(in, nrep, ir_shape_count(whole))) {
+  /* one replica: the value is copied, whatever the dimension */
+  if (nrep >= 2 && (d < 0 || before != 1 || !generic(in, nrep, ir_shape_count(whole)))) {
     tb_error(b, ST_UNSUPPORTED, "the TPU backend runs it over every replica in order, along a "
              "dimension with only size-1 dimensions before it, with at least one element per "
              "replica");

@@ -500,6 +500,16 @@ static void fixed_cases(void) {
   static const coll_gen pod = {"v3-32 pod", IR_OP_ALL_TO_ALL, NULL, 2, false, false, NULL, 1, NULL};
   for (size_t i = 0; i < sizeof pod_cases / sizeof *pod_cases; i++)
     check(pod_cases[i], &pod, 32, 2, 7 + i, "v3-32", 2);
+  /* One replica: the TPU copies an all-gather along any dimension, and
+   * one whose group lists a single member among several. */
+  check("HloModule one\nENTRY e {\n  p0 = f32[5,4] parameter(0)\n"
+        "  ROOT c = f32[5,4] all-gather(p0), replica_groups={{0}}, dimensions={1}\n}\n",
+        &gens[3], 1, 1, 11, "v3-8,ncores=1", 0);
+  check("HloModule solo, replica_count=5\nadd {\n  a = f32[] parameter(0)\n"
+        "  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+        "  p0 = f32[4] parameter(0)\n"
+        "  ROOT r = f32[4] all-reduce(p0), replica_groups=[5,1]<=[5], to_apply=add\n}\n",
+        &gens[0], 5, 1, 12, "v3-8,ncores=5", 0);
 }
 
 /* A run of mismatched_shapes failed with a message naming replica 1 and
