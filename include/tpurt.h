@@ -342,7 +342,12 @@ typedef struct tpurt_unit_stats {
   X(hbm_write_bytes, COUNTED)                                                                      \
   X(hbm_busy_cycles, COUNTED) /* cycles HBM was transferring */                                    \
   X(dma_transfers, COUNTED)                                                                        \
-  X(mxu_array_cycles, COUNTED) /* mxu_systolic only: PE-model cycles stepped */
+  X(mxu_array_cycles, COUNTED) /* mxu_systolic only: PE-model cycles stepped */               \
+  X(ici_puts, COUNTED)         /* many cores: dmaput transfers this core sent */               \
+  X(ici_sent_bytes, COUNTED)   /* bytes it sent over ICI */                                     \
+  X(ici_received_bytes, COUNTED) /* bytes other cores put into it */                           \
+  X(ici_send_cycles, COUNTED)  /* cycles its DMA queues spent reading dmaput sources */         \
+  X(ici_wait_cycles, COUNTED)  /* cycles its front end waited on signals from ICI */
 
 typedef struct tpurt_stats {
   uint64_t cycles; /* from start until every unit drained */

@@ -879,13 +879,16 @@ static bool cpu_dump_path(run_state *r, const char **path) {
 /* --stats of TPU replicas: a line per core. */
 static void replica_stats_print(const char *target, const tpurt_stats_t *s, int n, FILE *f) {
   fprintf(f, "stats (target %s, %d cores):\n", target, n);
-  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s\n", "core", "cycles", "seconds", "instructions",
-          "HBM read", "HBM written", "MXU busy cyc");
+  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s\n", "core", "cycles",
+          "seconds", "instructions", "HBM read", "HBM written", "MXU busy cyc", "ICI sent",
+          "ICI received", "ICI send cyc", "ICI wait cyc");
   for (int c = 0; c < n; c++)
-    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu\n", c,
+    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu\n", c,
             (unsigned long long)s[c].cycles, s[c].seconds, (unsigned long long)s[c].instructions,
             (unsigned long long)s[c].hbm_read_bytes, (unsigned long long)s[c].hbm_write_bytes,
-            (unsigned long long)s[c].mxu_busy_cycles);
+            (unsigned long long)s[c].mxu_busy_cycles, (unsigned long long)s[c].ici_sent_bytes,
+            (unsigned long long)s[c].ici_received_bytes, (unsigned long long)s[c].ici_send_cycles,
+            (unsigned long long)s[c].ici_wait_cycles);
 }
 
 /* N replicas on a TPU board or pod (one per core): the inputs split and

@@ -34,7 +34,8 @@ typedef struct emu_unit_stats {
 #define EMU_RUN_FIELD_DERIVED(field)
 #define EMU_RUN_FIELD_(field, kind) EMU_RUN_FIELD_##kind(field)
 /* A core's interconnect counters of its last run (docs/isa.md, "Counters"),
- * kept in the machine (emu_machine.ist), not part of tpurt_stats_t. */
+ * kept in the machine (emu_machine.ist) while it runs; emu_ici_run copies
+ * them into the run's statistics (the ici_* counters of tpurt_stats_t). */
 typedef struct emu_ici_stats {
   uint64_t puts;           /* dmaput transfers this core sent */
   uint64_t sent_bytes;     /* bytes it sent */

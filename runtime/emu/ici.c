@@ -756,6 +756,12 @@ int emu_ici_run(emu_ici *x, const tpub_image *img, uint8_t *const *hbm, uint64_t
   for (int c = x->lo; c < begun; c++) {
     /* A core stopped mid-run (another faulted) counts up to where it is. */
     if (x->state[c] != EMU_STEP_HALT && st[c].cycles < x->m[c]->fe_t) st[c].cycles = x->m[c]->fe_t;
+    const emu_ici_stats *is = &x->m[c]->ist; /* the core's interconnect counters, in its stats */
+    st[c].ici_puts = is->puts;
+    st[c].ici_sent_bytes = is->sent_bytes;
+    st[c].ici_received_bytes = is->received_bytes;
+    st[c].ici_send_cycles = is->send_cycles;
+    st[c].ici_wait_cycles = is->wait_cycles;
     emu_end(x->m[c]);
   }
   *fault_core = who;

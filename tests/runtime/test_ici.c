@@ -176,6 +176,12 @@ static void ring_pass_on_v3_8(void **state) {
     assert_int_equal(r.ist[c].send_cycles, 64);
     /* waiting on the arrival from T = 71 (72 on core 7) */
     assert_int_equal(r.ist[c].wait_cycles, cycles[c] - 2 - (c == 7 ? 72 : 71));
+    /* the same counters reach the run's statistics (tpurt_stats_t's ici_*) */
+    assert_int_equal(r.st[c].ici_puts, 1);
+    assert_int_equal(r.st[c].ici_sent_bytes, 4096);
+    assert_int_equal(r.st[c].ici_received_bytes, 4096);
+    assert_int_equal(r.st[c].ici_send_cycles, 64);
+    assert_int_equal(r.st[c].ici_wait_cycles, cycles[c] - 2 - (c == 7 ? 72 : 71));
     assert_int_equal(r.st[c].units[ISA_UNIT_SCALAR].stall_dma, c == 7 ? 71 - 8 : 70 - 7);
   }
   /* 1 -> 2 crosses chip 0 x+; 3 -> 4 chip 1 x+ then chip 0 y+; 7 -> 0
