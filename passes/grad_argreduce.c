@@ -109,14 +109,20 @@ bool gr_reduce_select(gr_ctx *g, ir_id i, ir_id ct) {
   if (n > MAX_REDUCE_OPERANDS)
     return gr_fail(g, "a gradient through a reduce of more than %d operands is not supported",
                    MAX_REDUCE_OPERANDS);
-  const ir_comp *rc = &g->m->comps.v[in->calls[0]];
+  /* in is not read after instructions are added (they may move it) */
+  ir_id src[2 * MAX_REDUCE_OPERANDS];
+  memcpy(src, in->ops, sizeof src[0] * (size_t)(2 * n));
+  const ir_shape *ys = in->shape;
+  const ir_attrs *ra = in->a;
+  ir_comp_id reducer = in->calls[0];
+  const ir_comp *rc = &g->m->comps.v[reducer];
   ir_id adj[MAX_REDUCE_OPERANDS];
   ir_type ts[MAX_REDUCE_OPERANDS];
   for (int k = 0; k < n; k++) {
-    ts[k] = gr_shape(g, in->ops[k])->type;
+    ts[k] = gr_shape(g, src[k])->type;
     adj[k] = n == 1 ? ct : g->adjt[i] ? g->adjt[i][k] : IR_NONE;
     if (adj[k] == IR_NONE || !ir_type_is_float(ts[k]) ||
-        !(gr_wants(g, in->ops[k]) || gr_wants(g, in->ops[n + k])))
+        !(gr_wants(g, src[k]) || gr_wants(g, src[n + k])))
       continue;
     ir_id r = result_of(rc, k, n);
     bool swap;
@@ -131,13 +137,13 @@ bool gr_reduce_select(gr_ctx *g, ir_id i, ir_id ct) {
     which[m++] = k;
   }
   if (m == 0) return true;
-  const ir_shape *xs = gr_shape(g, in->ops[0]);
+  const ir_shape *xs = gr_shape(g, src[0]);
   int64_t dims[IR_MAX_RANK], kept[IR_MAX_RANK];
   int nd = 0, nk = 0;
   for (int d = 0; d < xs->rank; d++) {
     bool red = false;
-    for (int k = 0; k < in->a->dimensions.n; k++)
-      red = red || in->a->dimensions.v[k] == d;
+    for (int k = 0; k < ra->dimensions.n; k++)
+      red = red || ra->dimensions.v[k] == d;
     if (red)
       dims[nd++] = d;
     else
@@ -147,9 +153,9 @@ bool gr_reduce_select(gr_ctx *g, ir_id i, ir_id ct) {
   ir_shape rs[2 * MAX_REDUCE_OPERANDS];
   ir_id lin = positions(g, xs, dims, nd), none = gr_splat(g, &(ir_shape){.type = IR_S32}, -1);
   for (int k = 0; k < n; k++) {
-    ops[k] = gr_fwd(g, in->ops[k]);
-    ops[n + m + k] = gr_fwd(g, in->ops[n + k]);
-    rs[k] = n == 1 ? *in->shape : in->shape->tuple[k];
+    ops[k] = gr_fwd(g, src[k]);
+    ops[n + m + k] = gr_fwd(g, src[n + k]);
+    rs[k] = n == 1 ? *ys : ys->tuple[k];
   }
   for (int j = 0; j < m; j++) {
     ops[n + j] = lin;
@@ -160,13 +166,13 @@ bool gr_reduce_select(gr_ctx *g, ir_id i, ir_id ct) {
   ir_shape tup = {.type = IR_TUPLE,
                   .ntuple = n + m,
                   .tuple = arena_dup(g->m->arena, rs, sizeof rs[0] * (size_t)(n + m))};
-  ir_comp_id ext = tracked(g, in->calls[0], ts, n, which, m);
+  ir_comp_id ext = tracked(g, reducer, ts, n, which, m);
   ir_id red =
-      ir_build_shaped(g->m, g->c, IR_OP_REDUCE, ops, 2 * (n + m), in->a, &ext, 1, &tup, g->loc);
+      ir_build_shaped(g->m, g->c, IR_OP_REDUCE, ops, 2 * (n + m), ra, &ext, 1, &tup, g->loc);
   for (int j = 0; j < m; j++) {
     int k = which[j];
     ir_id pos = gr_gte(g, red, n + j), a = adj[k];
-    ir_id x = in->ops[k], init = in->ops[n + k];
+    ir_id x = src[k], init = src[n + k];
     if (gr_wants(g, x)) {
       ir_id hit = gr_cmp(g, IR_CMP_EQ, lin, gr_broadcast(g, pos, xs, kept));
       ir_id ab = gr_broadcast(g, a, xs, kept);
