@@ -50,7 +50,8 @@ base_status ev_reducer_init(ev_ctx *cx, const ir_inst *in, ir_comp_id c, int n,
       (st = ev_alloc_array(cx, in, n, (int64_t)sizeof *r->es, (void **)&r->es)) != ST_OK ||
       (st = ev_alloc_array(cx, in, 2 * (int64_t)n, (int64_t)sizeof *r->args, (void **)&r->args)) !=
           ST_OK ||
-      (st = ev_alloc_array(cx, in, n, 4, (void **)&r->tmp)) != ST_OK)
+      /* staging: one scalar per result, up to 16 bytes (c128) each */
+      (st = ev_alloc_array(cx, in, n, 16, (void **)&r->tmp)) != ST_OK)
     return st;
   for (int k = 0; k < n; k++) {
     r->types[k] = types[k];

@@ -396,6 +396,10 @@ static bool backward(gr_ctx *g) {
     if (in->op == IR_OP_PARAMETER) continue;
     g->cur = i;
     g->loc = in->info->loc;
+    if (ir_is_topk_custom_call(in)) { /* the one custom call with a rule */
+      if (!gr_topk(g, i, g->adj[i])) return false;
+      continue;
+    }
     switch (pass_grad_kind_of(in->op)) {
     case PASS_GRAD_ZERO:
       continue;

@@ -38,6 +38,12 @@ bool gr_elementwise(gr_ctx *g, ir_id i, ir_id ct);  /* grad_rules.c */
 bool gr_dot(gr_ctx *g, ir_id i, ir_id ct);          /* grad_dot.c */
 bool gr_convolution(gr_ctx *g, ir_id i, ir_id ct);  /* grad_conv.c */
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct);       /* grad_reduce.c */
+/* A reduce (any number of operands) whose reducer selects: each
+ * floating-point result asked for is select(p, a_k, b_k) of its inputs
+ * (grad_argreduce.c); gr_reducer_selects tells whether all n results of
+ * reducer c are. */
+bool gr_reduce_select(gr_ctx *g, ir_id i, ir_id ct);
+bool gr_reducer_selects(const ir_module *m, ir_comp_id c, int n);
 bool gr_dynamic_slice(gr_ctx *g, ir_id i, ir_id ct);        /* grad_index.c */
 bool gr_dynamic_update_slice(gr_ctx *g, ir_id i, ir_id ct); /* grad_index.c */
 bool gr_gather(gr_ctx *g, ir_id i, ir_id ct);               /* grad_index.c */
@@ -45,6 +51,8 @@ bool gr_reduce_window(gr_ctx *g, ir_id i, ir_id ct); /* grad_reduce.c */
 bool gr_while(gr_ctx *g, ir_id i, ir_id ct);       /* grad_control.c */
 bool gr_conditional(gr_ctx *g, ir_id i, ir_id ct); /* grad_control.c */
 bool gr_sort(gr_ctx *g, ir_id i, ir_id ct);        /* grad_sort.c */
+/* topk, and the TopK custom-call (dispatched by grad.c) */
+bool gr_topk(gr_ctx *g, ir_id i, ir_id ct);        /* grad_topk.c */
 
 /* The one binary op (add, maximum, minimum, multiply) a reducer
  * computation applies to its two parameters, or IR_OP__COUNT when it is

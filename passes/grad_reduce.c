@@ -9,7 +9,9 @@
  * padding, strides as interior padding) and summed over the same window
  * with stride 1, as XLA and jax transpose it; reduce-window maximum and
  * minimum (pooling): as select-and-scatter would, see window_choice; base
- * dilation is refused. Other reducers (multiply, variadic reduces) are located errors. */
+ * dilation is refused. A reducer that selects one of its inputs (variadic,
+ * argmax-style) is grad_argreduce.c's; other reducers (multiply) are
+ * located errors. */
 #include "passes/grad_internal.h"
 
 ir_op gr_reducer_op(const ir_module *m, ir_comp_id c) {
@@ -31,8 +33,10 @@ ir_op gr_reducer_op(const ir_module *m, ir_comp_id c) {
 
 bool gr_reduce(gr_ctx *g, ir_id i, ir_id ct) {
   const ir_inst *in = gr_inst(g, i);
-  if (in->nops != 2) return gr_fail(g, "a gradient through a variadic reduce is not supported");
+  if (in->nops != 2) return gr_reduce_select(g, i, ct);
   ir_op op = gr_reducer_op(g->m, in->calls[0]);
+  if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM && gr_reducer_selects(g->m, in->calls[0], 1))
+    return gr_reduce_select(g, i, ct);
   if (op != IR_OP_ADD && op != IR_OP_MAXIMUM && op != IR_OP_MINIMUM)
     return gr_fail(g, "a gradient through a reduce whose computation is not add, maximum or minimum "
                       "is not supported");

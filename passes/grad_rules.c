@@ -404,7 +404,7 @@ static const row rows[IR_OP__COUNT] = {
     RULE(ALL_REDUCE, rule_same_op),
     RULE(TUPLE, rule_tuple), RULE(GET_TUPLE_ELEMENT, rule_gte), NONE(FUSION, INLINED),
     NONE(CALL, INLINED), RULE(WHILE, gr_while), RULE(CONDITIONAL, gr_conditional), NONE(MAP, LATER),
-    RULE(SORT, gr_sort), NONE(SCAN, LATER), NONE(TOPK, LATER), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
+    RULE(SORT, gr_sort), NONE(SCAN, LATER), RULE(TOPK, gr_topk), RULE(GATHER, gr_gather), RULE(SCATTER, gr_scatter),
     RULE(SELECT_AND_SCATTER, gr_select_and_scatter), RULE(DYNAMIC_SLICE, gr_dynamic_slice), RULE(DYNAMIC_UPDATE_SLICE, gr_dynamic_update_slice),
     NONE(DYNAMIC_RESHAPE, LATER), NONE(BITCAST, "reinterpreting bytes is not differentiable"),
     RULE(REDUCE_PRECISION, rule_same_op), NONE(STOCHASTIC_CONVERT, "random rounding has no gradient"),

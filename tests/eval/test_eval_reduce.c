@@ -198,29 +198,37 @@ static void reduce_fast_path_keeps_operand_order_and_nan_payloads(void **state) 
     }
 }
 
-/* (acc_v, acc_i, x_v, x_i) -> (max value, index of its first occurrence) */
-static ir_comp_id argmax_comp(tb *t) {
+/* n operands (value, companions..., index; types ty): (acc_0..acc_{n-1},
+ * x_0..x_{n-1}) -> every operand of the maximum value's first occurrence
+ * (the lowest index among equal values). */
+static ir_comp_id argmax_comp_n(tb *t, const ir_type *ty, int n) {
   ir_comp_id saved = t->c;
   t->c = ir_comp_add(t->m, "argmax");
-  ir_id av = tb_param(t, 0, SCALAR(IR_F32)), ai = tb_param(t, 1, SCALAR(IR_S32));
-  ir_id xv = tb_param(t, 2, SCALAR(IR_F32)), xi = tb_param(t, 3, SCALAR(IR_S32));
+  ir_id a[4], x[4], out[4];
+  for (int k = 0; k < n; k++) a[k] = tb_param(t, k, SCALAR(ty[k]));
+  for (int k = 0; k < n; k++) x[k] = tb_param(t, n + k, SCALAR(ty[k]));
   ir_attrs gt = attrs(), eq = attrs(), lt = attrs();
   gt.cmp_dir = IR_CMP_GT;
   eq.cmp_dir = IR_CMP_EQ;
   lt.cmp_dir = IR_CMP_LT;
-  ir_id g = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &gt, xv, av);
-  ir_id e = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &eq, xv, av);
-  ir_id l = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &lt, xi, ai);
+  ir_id g = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &gt, x[0], a[0]);
+  ir_id e = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &eq, x[0], a[0]);
+  ir_id l = OP2(t, IR_OP_COMPARE, SCALAR(IR_PRED), &lt, x[n - 1], a[n - 1]);
   ir_id el = OP2(t, IR_OP_AND, SCALAR(IR_PRED), NULL, e, l);
   ir_id take = OP2(t, IR_OP_OR, SCALAR(IR_PRED), NULL, g, el);
-  ir_id v = OP3(t, IR_OP_SELECT, SCALAR(IR_F32), NULL, take, xv, av);
-  ir_id i = OP3(t, IR_OP_SELECT, SCALAR(IR_S32), NULL, take, xi, ai);
-  ir_shape ts = tuple_shape(t, 2, (ir_shape[]){SCALAR(IR_F32), SCALAR(IR_S32)});
-  ir_comp_get(t->m, t->c)->root = OP2(t, IR_OP_TUPLE, ts, NULL, v, i);
+  ir_shape es[4];
+  for (int k = 0; k < n; k++) {
+    out[k] = OP3(t, IR_OP_SELECT, SCALAR(ty[k]), NULL, take, x[k], a[k]);
+    es[k] = SCALAR(ty[k]);
+  }
+  ir_comp_get(t->m, t->c)->root = tb_op(t, IR_OP_TUPLE, tuple_shape(t, n, es), NULL, n, out, 0, NULL);
   ir_comp_id c = t->c;
   t->c = saved;
   return c;
 }
+
+/* (acc_v, acc_i, x_v, x_i) -> (max value, index of its first occurrence) */
+static ir_comp_id argmax_comp(tb *t) { return argmax_comp_n(t, (ir_type[]){IR_F32, IR_S32}, 2); }
 
 static void reduce_variadic_argmax_keeps_first_maximum(void **state) {
   (void)state;
@@ -241,6 +249,32 @@ static void reduce_variadic_argmax_keeps_first_maximum(void **state) {
   assert_int_equal(out->shape.type, IR_TUPLE);
   expect_f(out->elems[0], VALS(7, -1));
   expect_i(out->elems[1], IVALS(1, 0));
+  tb_free(&t);
+}
+
+/* Scalars wider than 4 bytes in a three-operand fold: (f64 value, f64
+ * companion, s32 index); every result is the first maximum's. */
+static void reduce_variadic_f64_operands(void **state) {
+  (void)state;
+  tb t;
+  tb_init(&t);
+  ir_comp_id f = argmax_comp_n(&t, (ir_type[]){IR_F64, IR_F64, IR_S32}, 3);
+  ir_id x = tb_param(&t, 0, SH(IR_F64, 2, 4)), y = tb_param(&t, 1, SH(IR_F64, 2, 4));
+  ir_attrs io = attrs();
+  io.index = 1;
+  ir_id idx = tb_op(&t, IR_OP_IOTA, SH(IR_S32, 2, 4), &io, 0, NULL, 0, NULL);
+  ir_id iv = tb_scalar(&t, IR_F64, -INFINITY), iy = tb_scalar(&t, IR_F64, 0), ii = tb_scalar(&t, IR_S32, -1);
+  ir_attrs a = attrs();
+  a.dimensions = INTS(1);
+  ir_shape ts = tuple_shape(&t, 3, (ir_shape[]){SH(IR_F64, 2), SH(IR_F64, 2), SH(IR_S32, 2)});
+  ir_id r = tb_op(&t, IR_OP_REDUCE, ts, &a, 6, (ir_id[]){x, y, idx, iv, iy, ii}, 1, &f);
+  ir_literal *args[2] = {tb_lit(&t, SH(IR_F64, 2, 4), VALS(3, 7, 7, 1, -1, -5, -1, -2)),
+                         tb_lit(&t, SH(IR_F64, 2, 4), VALS(10, 11, 12, 13, 14, 15, 16, 17))};
+  ir_literal *out = tb_run(&t, r, args, 2);
+  assert_int_equal(out->shape.type, IR_TUPLE);
+  expect_f(out->elems[0], VALS(7, -1));
+  expect_f(out->elems[1], VALS(11, 14));
+  expect_i(out->elems[2], IVALS(1, 0));
   tb_free(&t);
 }
 
@@ -397,6 +431,7 @@ int main(void) {
       cmocka_unit_test(reduce_bf16_rounds_each_step_fast_and_slow_agree),
       cmocka_unit_test(reduce_fast_path_keeps_operand_order_and_nan_payloads),
       cmocka_unit_test(reduce_variadic_argmax_keeps_first_maximum),
+      cmocka_unit_test(reduce_variadic_f64_operands),
       cmocka_unit_test(reduce_window_padding_and_stride),
       cmocka_unit_test(reduce_window_base_and_window_dilation),
       cmocka_unit_test(reduce_window_2d_max_pool),

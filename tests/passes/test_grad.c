@@ -428,6 +428,15 @@ static void located_errors(void **state) {
                NULL, ST_UNSUPPORTED,
                "g.hlo:10:8: error: 'y' (reduce): a gradient through a reduce whose computation is not add, maximum or "
                "minimum is not supported");
+  expect_error("HloModule e\nsm {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = f32[] parameter(2)\n"
+               "  d = f32[] parameter(3)\n  s = f32[] add(a, c)\n  m = f32[] maximum(b, d)\n"
+               "  ROOT t = (f32[], f32[]) tuple(s, m)\n}\nENTRY e {\n  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+               "  r = (f32[], f32[]) reduce(x, x, z, z), dimensions={0}, to_apply=sm\n"
+               "  ROOT y = f32[] get-tuple-element(r), index=0\n}\n",
+               NULL, ST_UNSUPPORTED,
+               "g.hlo:14:3: error: 'r' (reduce): a gradient through result 0 of a reduce needs its reducer 'sm' to "
+               "give it as a select between its two inputs 0 and 2 (argmax-style); it computes something else, so no "
+               "single element it came from is defined");
   /* no gradient asked through it: an inactive custom call is fine */
   ir_module *m = parse("HloModule e\nENTRY e {\n  x = f32[4] parameter(0)\n  k = f32[4] custom-call(), "
                        "custom_call_target=\"foo\"\n  ROOT y = f32[4] multiply(x, k)\n}\n");
