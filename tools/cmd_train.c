@@ -49,8 +49,8 @@ void tool_help_train(FILE *f) {
         "                         1/N of the global batch, gradients are summed by\n"
         "                         all-reduce; cpu (N host threads) or a TPU board or\n"
         "                         pod of N cores (--target=v3-8 --replicas=8); under\n"
-        "                         mpirun -np R: --target=cpu, default N = R (one\n"
-        "                         replica per rank), N / R on each rank, rank 0\n"
+        "                         mpirun -np R: N / R replicas or cores on each\n"
+        "                         rank (cpu: default N = R, one per rank), rank 0\n"
         "                         prints and writes every file\n"
         "  --precision=P          f32 (default) or bf16: the model's COMPUTE type;\n"
         "                         weights and optimizer state stay f32\n"
@@ -199,18 +199,23 @@ static int file_defaults(train_options *o, char *text, const char *path) {
 }
 
 /* train_run, under mpirun across the ranks (docs/distributed.md, "MPI"):
- * the cpu's N replicas (default, or 1: one per rank) split N / R per rank,
- * every rank stepping the same global batches in the same order; rank 0
- * alone prints and writes the checkpoints, logs and reports. */
+ * the cpu's N replicas (default, or 1: one per rank), or the N cores of a
+ * TPU board or pod (--replicas=N), split N / R per rank, every rank
+ * stepping the same global batches in the same order; rank 0 alone prints
+ * and writes the checkpoints, logs and reports. */
 static int train_ranks(train_options *o, int argc, char **argv) {
   const char *cmd = "tpucc train";
   if (!tool_mpi_begin("train", argc, argv, (const char *const[]){o->model, o->resume}, 2))
     return TOOL_EXIT_FAIL;
   int R = tool_mpi_size(), rc = TOOL_EXIT_USAGE;
-  if (R > 1 && o->replicas == 1) o->replicas = R;
-  if (R > 1 && !drv_is_cpu_spec(o->target)) {
-    tool_error(cmd, "under mpirun, tpucc train splits the replicas of --target=cpu over the ranks; "
-               "target %s", o->target);
+  bool cpu = drv_is_cpu_spec(o->target);
+  if (R > 1 && cpu && o->replicas == 1) o->replicas = R;
+  if (R > 1 && strcmp(o->target, "interp") == 0) {
+    tool_error(cmd, "under mpirun, tpucc train splits the replicas of --target=cpu or the cores of a "
+               "TPU board or pod (--target=v3-8 --replicas=8) over the ranks; target interp");
+  } else if (R > 1 && !cpu && o->replicas == 1) {
+    tool_error(cmd, "under mpirun, --target=%s splits the cores of a TPU board or pod over the "
+               "ranks: give one with --replicas=<its cores> (--target=v3-8 --replicas=8)", o->target);
   } else if (o->replicas % R) {
     tool_error(cmd, "--replicas=%d do not split evenly over %d MPI ranks: give a multiple of %d",
                o->replicas, R, R);
@@ -224,7 +229,9 @@ static int train_ranks(train_options *o, int argc, char **argv) {
       }
     }
     tool_mpi_spread(true);
+    double t0 = tool_mpi_wtime();
     rc = train_run(o);
+    tool_mpi_times("compile and train", t0);
     tool_mpi_spread(false);
   }
   tool_mpi_end();

@@ -12,9 +12,13 @@
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h"
 #endif
+#include <mpi.h>
+
 #include "runtime/mpi/mpi_replicas.h"
 
 static rt_mpi *world;
+static tpurt_peers_t world_peers;
+static bool spreading;
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
@@ -143,16 +147,36 @@ static base_status spread_cpu(cpu_exe *x, int nrep, ir_literal *const *flat, int
   return share_results(nrep, first, nl, outs, err, errlen);
 }
 
-void tool_mpi_spread(bool on) { cpu_replicas_hook = on && world ? spread_cpu : NULL; }
+void tool_mpi_spread(bool on) {
+  cpu_replicas_hook = on && world ? spread_cpu : NULL;
+  spreading = on;
+}
 #else
-void tool_mpi_spread(bool on) { (void)on; }
+void tool_mpi_spread(bool on) { spreading = on; }
 #endif
+
+double tool_mpi_wtime(void) { return MPI_Wtime(); }
+
+void tool_mpi_times(const char *what, double t0) {
+  if (!world || !getenv("TPUCC_MPI_TIMES")) return;
+  uint64_t calls = 0;
+  double in = rt_mpi_peer_seconds(world, &calls), all = MPI_Wtime() - t0;
+  fprintf(stderr, "tpucc: rank %d: %s %.3f s, %.3f s (%.0f%%) in %llu MPI exchanges\n",
+          rt_mpi_rank(world), what, all, in, all > 0 ? 100 * in / all : 0, (unsigned long long)calls);
+}
+
+const tpurt_peers_t *tool_mpi_tpu_peers(void) {
+  if (!spreading || !world || rt_mpi_size(world) < 2) return NULL;
+  rt_mpi_peers(world, &world_peers);
+  return &world_peers;
+}
 
 const char *tool_mpi_build_note(void) { return "this tpucc has MPI."; }
 
 void tool_mpi_end(void) {
   rt_mpi_close(world);
   world = NULL;
+  spreading = false;
 #ifdef TPUCC_HAVE_LLVM
   cpu_replicas_hook = NULL;
 #endif
@@ -184,6 +208,12 @@ bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
   return true;
 }
 void tool_mpi_spread(bool on) { (void)on; }
+const struct tpurt_peers *tool_mpi_tpu_peers(void) { return NULL; }
+double tool_mpi_wtime(void) { return 0; }
+void tool_mpi_times(const char *what, double t0) {
+  (void)what;
+  (void)t0;
+}
 void tool_mpi_end(void) {}
 
 #endif

@@ -28,6 +28,18 @@ int tool_mpi_size(void);
  * (cpu_replicas_hook), every rank getting every replica's results; the
  * rank's threads run its own replicas. */
 void tool_mpi_spread(bool on);
+/* While spreading (tool_mpi_spread) over R > 1 ranks: this rank's share
+ * of an emulated TPU device's cores, over the world tool_mpi_begin
+ * opened (tpurt_device_options_t.peers; rank 0 gets every core's
+ * results). Else NULL. Valid until tool_mpi_end. */
+const struct tpurt_peers *tool_mpi_tpu_peers(void);
+/* With TPUCC_MPI_TIMES set, under mpirun: prints to stderr "tpucc: rank
+ * R: WHAT W s, P s (S%) in N MPI exchanges", W the wall seconds since
+ * t0 (MPI_Wtime), P those spent in the emulated cores' exchanges with the
+ * other ranks (tpurt_peers_t, waiting included), N their count. */
+void tool_mpi_times(const char *what, double t0);
+/* MPI_Wtime(), or 0 without MPI. */
+double tool_mpi_wtime(void);
 /* One sentence for --help: whether this tpucc has MPI, and if not, how to
  * get it. */
 const char *tool_mpi_build_note(void);

@@ -8,13 +8,21 @@
  * a TPU board of R cores); each holds its own copy of the state, which the
  * step's all-reduce keeps identical. A step's global batch is split into R
  * consecutive slices, replica r taking slice r; evaluation splits its batch
- * the same way and puts the logits back in order. */
+ * the same way and puts the logits back in order.
+ *
+ * Under mpirun with a TPU board or pod (tool_mpi_tpu_peers), each rank
+ * emulates its block of the cores; rank 0 holds every replica's state and
+ * results, gives the others their cores' parameters at every execution,
+ * and sends them each step's loss, so that every rank takes the same
+ * path. The other ranks' copies of the state are not kept: only rank 0
+ * reads it back. */
 #include "tools/train.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "driver/driver.h"
+#include "tools/mpi_run.h"
 #include "tpurt.h"
 
 struct train_engine {
@@ -27,6 +35,7 @@ struct train_engine {
   int nrep;             /* replicas: the device's cores */
   tpurt_buffer_t **buf; /* per replica r at r * (nstate + 3): nstate, then x, labels, eval x */
   double mxu_macs, mxu_peak; /* TPU: the steps' MACs and peak MACs so far, every core */
+  bool shared;               /* the cores split across MPI ranks */
   /* interp */
   ir_module *step_m, *eval_m;
   arena *keep;
@@ -74,6 +83,8 @@ static bool open_runtime(train_engine *e, const ir_module *step, const char *tar
   char spec[256];
   device_spec(target, threads, tm->replicas, spec, sizeof spec);
   o.target = spec;
+  o.peers = drv_is_cpu_spec(target) ? NULL : tool_mpi_tpu_peers();
+  e->shared = o.peers != NULL;
   if (tpurt_device_create(&o, &e->dev) != TPURT_OK) {
     char why[400];
     tpurt_target_check(spec, why, sizeof why);
@@ -282,6 +293,19 @@ static bool step_replicas(train_engine *e, tpurt_buffer_t **res, int nr, double 
   return s == TPURT_OK || rt_fail(e, "reading the loss", err, errlen);
 }
 
+/* Rank 0's loss to every rank of a shared pod. */
+static bool share_loss(double *loss, char *err, size_t errlen) {
+  void *p = loss;
+  size_t n = sizeof *loss;
+  if (!tool_mpi_bcast(&p, &n, err, errlen)) return false;
+  if (p == loss) return true;
+  bool ok = n == sizeof *loss;
+  if (ok) memcpy(loss, p, sizeof *loss);
+  else snprintf(err, errlen, "rank 0 sent a loss of %zu bytes", n);
+  free(p);
+  return ok;
+}
+
 bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double *loss,
                        double *device_seconds, char *err, size_t errlen) {
   *device_seconds = 0;
@@ -316,6 +340,7 @@ bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double
   }
   free(res);
   if (!tpu) *device_seconds = e->mxu_macs = e->mxu_peak = 0;
+  if (ok && e->shared) ok = share_loss(loss, err, errlen);
   return ok;
 }
 

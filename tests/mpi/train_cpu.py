@@ -1,9 +1,19 @@
 #!/usr/bin/env python3
-"""train_cpu.py: `tpucc train --target=cpu` under mpirun.
+"""train_cpu.py: `tpucc train --target=cpu`, and on a v3-8 board, under
+mpirun.
 
   train_cpu.py MPIRUN TPUCC MODEL WORKDIR CASE
 
 CASE:
+  tpu-same   2 SGD steps of the MLP on 64 random images (8 per core) on
+             --target=v3-8 --replicas=8, each step followed by an
+             evaluation: one process, 2 ranks emulating 4 cores each and 4
+             ranks of 2 write byte-identical checkpoints and the same report
+             lines (rank 0 alone prints); every rank emulated its cores
+             with the others' (TPUCC_MPI_TIMES: the same number of
+             exchanges between the cores on each rank, more than none)
+  tpu-cores  --target=v3-8 without --replicas under 2 ranks: refused,
+             asking for the board's cores
   same    24 SGD steps of 2 x 32 examples: 2 ranks (one replica each) and 2
           thread-replicas in one process write byte-identical checkpoints,
           and rank 0 alone prints (the same report lines)
@@ -13,8 +23,8 @@ CASE:
           different speeds), naming rank 1
   other   rank 1 started with another --seed: the run ends naming it
 
-Every run must end within 90 s. Needs Fashion-MNIST (skips, exit 77,
-without it)."""
+Every run must end within 90 s. The cpu cases need Fashion-MNIST, the
+tpu ones numpy (each skips, exit 77, without it)."""
 import os
 import re
 import shutil
@@ -31,6 +41,8 @@ def env():
     asan = e.get("ASAN_OPTIONS", "")
     e["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "detect_leaks=0"  # run_mpi.py says why
     e["TPUCC_MPI_TIMEOUT"] = "20" if sys.argv[5] == "silent" else "60"
+    if sys.argv[5].startswith("tpu-"):
+        e["TPUCC_MPI_TIMES"] = "1"
     return e
 
 
@@ -117,8 +129,60 @@ def fault(mpi, base, work, sig):
     return p.returncode, err
 
 
+def tpu_case(mpi, tpucc, model, work, case):
+    """The tpu-* cases (module docstring)."""
+    try:
+        import numpy as np
+    except ImportError:
+        print("SKIP: no numpy")
+        return 77
+    B = 64
+    r = np.random.default_rng(5)
+    px, yl = r.integers(0, 256, size=(B, 28, 28), dtype=np.uint8), r.integers(0, 10, size=B)
+    data = os.path.join(work, "data.npz")
+    np.savez(data, x_train=px, y_train=yl, x_test=px, y_test=yl)
+    base = [tpucc, "train", model, "--data=" + data, "--target=v3-8", "--batch=%d" % B,
+            "--epochs=2", "--test-examples=%d" % B, "--optimizer=sgd", "--lr=0.05",
+            "--schedule=constant", "--quiet"]
+    if case == "tpu-cores":
+        p = run(mpi + ["-np", "2"] + base)
+        if p.returncode != 2 or "--replicas=<its cores>" not in p.stderr:
+            fail("expected exit 2 asking for --replicas=<its cores>")
+        return 0
+    a = os.path.join(work, "one.npz")
+    one = run(base + ["--replicas=8", "--checkpoint=" + a])
+    if one.returncode:
+        fail("the one-process run failed")
+    w = np.load(a)  # trained weights: after 2 epochs of 1 step
+    if int(w["epoch"]) != 2 or float(w["step"]) != 2.0:
+        fail("the checkpoint is not after 2 epochs of 1 step")
+    with open(a, "rb") as f:
+        want = f.read()
+    for n in (2, 4):
+        b = os.path.join(work, "ranks%d.npz" % n)
+        many = run(mpi + ["-np", str(n)] + base + ["--replicas=8", "--checkpoint=" + b])
+        if many.returncode:
+            fail("the run on %d ranks failed" % n)
+        with open(b, "rb") as f:
+            if f.read() != want:
+                fail("the checkpoints of %d ranks and one process differ" % n)
+        calls = dict(re.findall(r"rank (\d+): compile and train .* in (\d+) MPI exchanges",
+                                many.stderr))
+        if sorted(calls) != [str(k) for k in range(n)] or len(set(calls.values())) != 1 or \
+                calls["0"] == "0":
+            fail("the %d ranks did not share the cores (exchanges per rank: %r)" % (n, calls))
+        if report(one.stdout) != report(many.stdout) or not one.stdout:
+            fail("the reports differ (or a rank other than 0 printed)")
+    return 0
+
+
 def main():
     mpirun, tpucc, model, work, case = sys.argv[1:6]
+    if case.startswith("tpu-"):
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
+        return tpu_case(mpi, tpucc, model, work, case)
     if not os.access(os.path.join(FM, "train-images-idx3-ubyte.gz"), os.R_OK):
         print("SKIP: no", FM)
         return 77
