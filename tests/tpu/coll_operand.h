@@ -9,7 +9,7 @@
 
 /* Replica r's operand element i. */
 static float operand(int r, int64_t i) {
-  uint32_t h = (uint32_t)(r * 7919 + (int)i * 104729 + 17);
+  uint32_t h = (uint32_t)r * 7919u + (uint32_t)i * 104729u + 17u; /* wraps, mod 2^32 */
   h ^= h >> 13;
   h *= 0x5bd1e995u;
   h ^= h >> 15;
