@@ -4,8 +4,8 @@
 # the one-process run's, byte for byte, and so are the --stats lines of
 # every core (cycles, instructions, HBM bytes) and the events of --trace
 # (all-reduce as a ring and as a
-# parameter server on a v3-8, as a parameter server on a v3-32 pod, with
-# 2 and 4 ranks); rank counts that do not divide the cores and ranks
+# parameter server on a v3-8 and on a v3-32 pod, and every collective the
+# TPU lowers on a v3-8 (tpu/colls8.hlo), with 2 and 4 ranks); rank counts that do not divide the cores and ranks
 # started with other flags are clear errors. Exit 0 when every check
 # passes; every mpirun is bounded by `timeout`.
 set -u
@@ -21,7 +21,8 @@ module() { # module N COUNT: an all-reduce over the N replicas of f32[COUNT]
 }
 module 8 1000 >"$T/ar8.hlo"
 module 32 1000 >"$T/ar32.hlo"
-for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32"; do
+cp "$(dirname "$0")/tpu/colls8.hlo" "$T/colls8.hlo"
+for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32" "v3-32 ring ar32" "v3-8 ring colls8"; do
   set -- $c
   t=$1 alg=$2 f=$3
   "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs --output=@"$T/one.npy" \
@@ -32,7 +33,7 @@ for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32"; do
     if mr -np $np "$TPUCC" run "$T/$f.hlo" --target=$t --all-reduce=$alg --random-inputs \
       --output=@"$T/mpi.npy" --stats >"$T/out" 2>"$T/err" && cmp -s "$T/one.npy" "$T/mpi.npy" &&
       cmp -s "$T/out1" "$T/out" && cmp -s "$T/stats1" "$T/err"; then
-      ok "$t all-reduce ($alg) across $np ranks as in one process"
+      ok "$t $f ($alg) across $np ranks as in one process"
     else bad "$t $alg across $np ranks"; fi
   done
 done
