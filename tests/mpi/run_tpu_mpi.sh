@@ -37,6 +37,10 @@ for c in "v3-8 ring ar8" "v3-8 ps ar8" "v3-32 ps ar32" "v3-32 ring ar32" "v3-8 r
     else bad "$t $alg across $np ranks"; fi
   done
 done
+# colls8's values are the evaluator's, bit for bit
+"$TPUCC" run "$T/colls8.hlo" --target=v3-8 --random-inputs >"$T/c8tpu" 2>"$T/err" &&
+  "$TPUCC" run "$T/colls8.hlo" --target=interp --random-inputs >"$T/c8int" 2>"$T/err" &&
+  cmp -s "$T/c8tpu" "$T/c8int" && ok "colls8 on v3-8 as on interp" || bad "colls8 on v3-8 against interp"
 # printed results come once, from rank 0
 sed 's/1000/4/g' "$T/ar8.hlo" >"$T/ar8s.hlo"
 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$T/one" 2>"$T/err" || bad "printed, one process"
