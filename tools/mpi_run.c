@@ -8,6 +8,12 @@
 
 #include "tools/tools.h"
 
+uint64_t tool_mpi_hash(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
 #ifdef TPUCC_HAVE_MPI
 #ifdef TPUCC_HAVE_LLVM
 #include "backend/llvm/cpu.h"
@@ -20,24 +26,18 @@ static rt_mpi *world;
 static tpurt_peers_t world_peers;
 static bool spreading;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 /* The work this rank was started with: its arguments and the contents of
  * the files it reads itself. */
 static uint64_t fingerprint(const char *cmd, int argc, char **argv, const char *const *files, int nfiles) {
-  uint64_t h = fnv(0xcbf29ce484222325ull, cmd, strlen(cmd) + 1);
-  for (int i = 0; i < argc; i++) h = fnv(h, argv[i], strlen(argv[i]) + 1);
+  uint64_t h = tool_mpi_hash(0xcbf29ce484222325ull, cmd, strlen(cmd) + 1);
+  for (int i = 0; i < argc; i++) h = tool_mpi_hash(h, argv[i], strlen(argv[i]) + 1);
   for (int i = 0; i < nfiles; i++) {
     FILE *fp = files[i] ? fopen(files[i], "rb") : NULL;
-    h = fnv(h, fp ? "+" : "-", 1);
+    h = tool_mpi_hash(h, fp ? "+" : "-", 1);
     if (!fp) continue;
     unsigned char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, fp)) > 0) h = fnv(h, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0) h = tool_mpi_hash(h, buf, n);
     fclose(fp);
   }
   return h;

@@ -5,6 +5,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* FNV-1a of n bytes at p, continuing from h (start: 0xcbf29ce484222325):
+ * the fingerprints the ranks compare. */
+uint64_t tool_mpi_hash(uint64_t h, const void *p, size_t n);
 
 /* At the start of `tpucc run` and `tpucc train`, with the command's
  * arguments and the files every rank reads itself (the program, a

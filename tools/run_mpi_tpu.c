@@ -7,6 +7,7 @@
  * Without MPI, or when not started by mpirun, the run is the one-process
  * one. */
 #include "tools/run_mpi_tpu.h"
+#include "tools/mpi_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,9 @@
 
 #include "runtime/mpi/mpi_comm.h"
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
+static uint64_t fnv_str(uint64_t h, const char *s) {
+  return tool_mpi_hash(h, s ? s : "", s ? strlen(s) + 1 : 1);
 }
-
-static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
 /* What every rank must agree on: the module as printed, the target, the
  * replica count and the flags that change the program. */
@@ -31,12 +28,12 @@ static uint64_t fingerprint(const ir_module *m, const tool_tpu_opts *o, int nrep
   strbuf b;
   sb_init(&b);
   ir_print_module(&b, m);
-  uint64_t h = fnv(0xcbf29ce484222325ull, sb_str(&b), b.len);
+  uint64_t h = tool_mpi_hash(0xcbf29ce484222325ull, sb_str(&b), b.len);
   sb_free(&b);
   h = fnv_str(h, o->target);
   h = fnv_str(h, o->precision);
-  h = fnv(h, &o->all_reduce_ps, sizeof o->all_reduce_ps);
-  return fnv(h, &nrep, sizeof nrep);
+  h = tool_mpi_hash(h, &o->all_reduce_ps, sizeof o->all_reduce_ps);
+  return tool_mpi_hash(h, &nrep, sizeof nrep);
 }
 
 /* The bound on every wait for another rank: TPUCC_MPI_TIMEOUT seconds,
