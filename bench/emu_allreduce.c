@@ -3,7 +3,7 @@
  * (runtime/emu/ici.c), against the ring bound (docs/performance.md,
  * "All-reduce").
  *
- *   bench/emu_allreduce TARGET BYTES [ring|ps] [THREADS] [-v]
+ *   bench/emu_allreduce TARGET BYTES [ring|ps|direct|auto] [THREADS] [-v]
  *
  * BYTES is rounded down to whole f32 elements. Replica r's element i is
  * (r + 1) * (i % 7 + 1), a small integer, so the sum is exact in f32 in any
@@ -34,7 +34,7 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static tpub_image *compile(const char *target, int n, int64_t count, bool ps) {
+static tpub_image *compile(const char *target, int n, int64_t count, tpu_all_reduce alg) {
   char text[1024];
   snprintf(text, sizeof text,
            "HloModule ar, replica_count=%d\n"
@@ -50,7 +50,7 @@ static tpub_image *compile(const char *target, int n, int64_t count, bool ps) {
     tpu_options o;
     tpu_options_init(&o);
     o.target = target;
-    o.all_reduce_ps = ps;
+    o.all_reduce = alg;
     if (tpu_compile(m, &o, d, &img, NULL) != ST_OK) img = NULL;
   }
   if (!img) fprintf(stderr, "emu_allreduce: %s", diag_text(d));
@@ -100,12 +100,16 @@ static int check(uint8_t *const *hbm, const tpub_image *img, int n, int64_t coun
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: emu_allreduce TARGET BYTES [ring|ps] [THREADS] [-v]\n");
+    fprintf(stderr, "usage: emu_allreduce TARGET BYTES [ring|ps|direct|auto] [THREADS] [-v]\n");
     return 2;
   }
   const char *target = argv[1];
   int64_t count = atoll(argv[2]) / 4;
-  bool ps = argc > 3 && !strcmp(argv[3], "ps");
+  int alg = argc > 3 ? tpu_all_reduce_parse(argv[3]) : TPU_AR_RING;
+  if (alg < 0) {
+    fprintf(stderr, "emu_allreduce: '%s' is not ring, ps, direct or auto\n", argv[3]);
+    return 2;
+  }
   int threads = argc > 4 ? atoi(argv[4]) : 1;
   bool v = argc > 5 && !strcmp(argv[5], "-v");
   tgt_target t;
@@ -115,7 +119,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int n = t.ncores;
-  tpub_image *img = compile(target, n, count, ps);
+  tpub_image *img = compile(target, n, count, (tpu_all_reduce)alg);
   if (!img) return 1;
   emu_machine **mc = calloc((size_t)n, sizeof *mc);
   uint8_t **hbm = calloc((size_t)n, sizeof *hbm);
@@ -156,7 +160,7 @@ int main(int argc, char **argv) {
     double us = (double)cycles / clock * 1e6, moved = 2.0 * (n - 1) / n * bytes;
     double bound = (moved / (double)t.ici_bw + 2.0 * (n - 1) * t.ici_latency / clock) * 1e6;
     printf("%s\t%d\t%.0f\t%s\t%d\t%llu\t%.1f\t%.2f\t%.1f\t%.3f\t%.3f\t%.2f\n", target, n, bytes,
-           ps ? "ps" : "ring", threads, (unsigned long long)cycles, us, moved / us * 1e-3, bound,
+           tpu_all_reduce_name((tpu_all_reduce)alg), threads, (unsigned long long)cycles, us, moved / us * 1e-3, bound,
            bound / us, (double)busiest / (double)cycles, host);
     if (v) verbose(&t, ici, mc, es, n, cycles);
   }

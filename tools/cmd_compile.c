@@ -3,6 +3,7 @@
  * TPU programs (.tpub), TPU assembly or a CPU object file and header. */
 #include "tools/tools.h"
 #include "driver/driver.h" /* --target=cpu: the spec; with LLVM, cpu_compile_aot */
+#include "backend/tpu/tpu.h" /* --all-reduce names */
 
 #include <ctype.h>
 
@@ -37,8 +38,9 @@ void tool_help_compile(FILE *f) {
         "                     (docs/cpu-backend.md)\n"
         "  --precision=P      default|high|highest: bf16 passes of f32 dots (1, 3, 6)\n"
         "  --memory-report    print peak VMEM/HBM and the largest buffers\n"
-        "  --all-reduce=A     TPU, replica_count > 1: ring (default) or ps (parameter\n"
-        "                     server); --explain shows the choice\n"
+        "  --all-reduce=A     TPU, replica_count > 1: auto (default: the cost model picks\n"
+        "                     ring or direct), ring, direct or ps (parameter server);\n"
+        "                     --explain shows the choice\n"
         "  -o FILE            write to FILE instead of standard output (- is stdout)\n"
         "  --entry=NAME       .tg only: the graph to compile (default: the last)\n"
         "  --language=hlo|tg  override the choice by file extension\n"
@@ -137,11 +139,12 @@ int tool_cmd_compile(int argc, char **argv) {
       tpo.memory_report = true;
     } else if (!strcmp(name, "all-reduce")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;
-      if (strcmp(v, "ring") && strcmp(v, "ps")) {
-        fprintf(stderr, "tpucc compile: --all-reduce: '%s' is not ring or ps\n", v);
+      int a = tpu_all_reduce_parse(v);
+      if (a < 0) {
+        fprintf(stderr, "tpucc compile: --all-reduce: '%s' is not auto, ring, direct or ps\n", v);
         return TOOL_EXIT_USAGE;
       }
-      tpo.all_reduce_ps = !strcmp(v, "ps");
+      tpo.all_reduce = a;
     } else if (!strcmp(name, "emit-header") || !strcmp(name, "symbol") ||
                !strcmp(name, "cpu-numerics")) {
       if (!(v = tool_args_value(&ar, name, v))) return TOOL_EXIT_USAGE;

@@ -5,6 +5,7 @@
 #include "tools/run_mpi_tpu.h"
 #include "driver/driver.h" /* cpu specs */
 #include "tools/mpi_run.h"
+#include "backend/tpu/tpu.h" /* --all-reduce names */
 
 #include <regex.h>
 
@@ -96,8 +97,10 @@ void tool_help_run(FILE *f) {
         "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
         "                         each rank (N a multiple of R) and rank 0 prints\n"
         "                         the results (docs/distributed.md)\n"
-        "  --all-reduce=ring|ps   TPU boards and pods: lower all-reduces as a ring\n"
-        "                         (default) or a parameter server. Under `mpirun -np R`\n"
+        "  --all-reduce=A         TPU boards and pods: lower all-reduces by the cost\n"
+        "                         model's choice (auto, the default), as a ring, by\n"
+        "                         direct exchange or a parameter server (ps).\n"
+        "                         Under `mpirun -np R`\n"
         "                         (tpucc built with MPI: libopenmpi-dev) the cores\n"
         "                         split across the R ranks (docs/distributed.md)\n"
         "  --threads=N            cpu target: worker threads, 1..1024 (default: the\n"
@@ -239,11 +242,10 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
       if (!tool_parse_int(CMD, name, v, 1, 4096, &c->replicas)) return false;
     } else if (!strcmp(name, "all-reduce")) {
       VALUE();
-      if (strcmp(v, "ring") && strcmp(v, "ps")) {
-        tool_error(CMD, "--all-reduce: '%s' is not ring or ps", v);
+      if ((c->tpu.all_reduce = tpu_all_reduce_parse(v)) < 0) {
+        tool_error(CMD, "--all-reduce: '%s' is not auto, ring, direct or ps", v);
         return false;
       }
-      c->tpu.all_reduce_ps = !strcmp(v, "ps");
     } else if (!strcmp(name, "cpu-numerics")) {
       VALUE();
       if (strcmp(v, "native") != 0 && strcmp(v, "strict") != 0 && strcmp(v, "tpu") != 0) {

@@ -32,7 +32,7 @@ static uint64_t fingerprint(const ir_module *m, const tool_tpu_opts *o, int nrep
   sb_free(&b);
   h = fnv_str(h, o->target);
   h = fnv_str(h, o->precision);
-  h = tool_mpi_hash(h, &o->all_reduce_ps, sizeof o->all_reduce_ps);
+  h = tool_mpi_hash(h, &o->all_reduce, sizeof o->all_reduce);
   return tool_mpi_hash(h, &nrep, sizeof nrep);
 }
 

@@ -167,7 +167,7 @@ base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char
   if (o->target) to.target = o->target;
   to.memory_report = o->memory_report;
   to.explain = o->explain;
-  to.all_reduce_ps = o->all_reduce_ps;
+  to.all_reduce = (tpu_all_reduce)o->all_reduce;
   tpu_step_options so = step_options(o);
   to.steps = &so;
   if (!precision_of(o->precision, &to.precision)) {
@@ -219,7 +219,7 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
   tpu_options_init(&to);
   to.target = o->target ? o->target : "v3";
   to.explain = o->explain;
-  to.all_reduce_ps = o->all_reduce_ps;
+  to.all_reduce = (tpu_all_reduce)o->all_reduce;
   to.replicas = nrep;
   if (!precision_of(o->precision, &to.precision)) {
     snprintf(err, errlen, "--precision: '%s' is not default, high or highest", o->precision);

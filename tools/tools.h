@@ -42,7 +42,7 @@ typedef struct tool_tpu_opts {
   const char *target, *precision, *stats_json;
   bool stats, memory_report;
   bool explain; /* the lowering's tiling decisions, after the passes' */
-  bool all_reduce_ps; /* --all-reduce=ps: parameter server, not ring */
+  int all_reduce; /* --all-reduce: tpu_all_reduce (0: the cost model chooses) */
   const char *report, *trace, *roofline; /* per-op reports (tools/report.h) */
   uint64_t max_cycles; /* --max-cycles: the emulator's cycle limit (0: 10^9) */
   /* The backend's steps (tpu-lower, ...): --dump-dir / --dump-after dumps,

@@ -404,7 +404,7 @@ static base_status step_lower(tpu_build *s) {
   s->x.precision = s->o->precision;
   long long nrep = s->o->replicas > 0 ? s->o->replicas : ir_module_count_attr(s->m, "replica_count");
   b->replicas = nrep > 1 ? (int)nrep : 1;
-  b->all_reduce_ps = s->o->all_reduce_ps;
+  b->all_reduce = s->o->all_reduce;
   /* The collectives' readiness words: a granule no other buffer ever had. */
   if (b->replicas > 1) b->coll_flag = tb_hbm_alloc(b, 2 * TB_GRANULE);
   tval **params = bind_params(&s->x, s->a, &s->pt, &s->npt);

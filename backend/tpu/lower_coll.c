@@ -43,21 +43,7 @@
  * (arrivals are counted apart from the core's own signals, so they never
  * meet the builder's tokens); then the fold, an elementwise program of the
  * reduction computation. */
-#include "backend/tpu/lower.h"
-#include "base/coll.h"
-
-/* ICI semaphores: step s of a collective uses s % SEM_STEPS, the
- * readiness handshake SEM_READY. */
-enum { SEM_STEPS = 31, SEM_READY = 31 };
-
-/* ICI semaphores of the one-program ring's pieces: reduce-scatter
- * SEM_RS + j mod PIECE_SEMS, all-gather SEM_AG + j mod PIECE_SEMS (pieces
- * from one core arrive in the order they were put: one queue, one
- * route). Two pieces measured best (bench/emu_allreduce on v3-8: 0.96 of the ring
- * bound at 64 MiB against 0.85 with 8 and 0.77 with 1): each piece pays a
- * barrier and a fold's start, and two already keep the link busy while
- * the other folds. */
-enum { MAX_PIECES = 2, PIECE_SEMS = 8, SEM_RS = 0, SEM_AG = PIECE_SEMS };
+#include "backend/tpu/lower_coll.h"
 
 static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
 
@@ -81,24 +67,6 @@ static int group_of(const ir_inst *in, int nrep, int r, int *g, int *pos) {
   return 0;
 }
 
-typedef struct coll {
-  tb *b;
-  tk_elem e;      /* the reduction: inputs (acc, x), one output */
-  ir_type ty;     /* the element type */
-  int es;         /* bytes per element */
-  int64_t count;  /* elements */
-  uint64_t X;     /* the operand */
-  uint64_t OUT;   /* the result */
-  uint64_t slot;  /* bytes per slot: the largest chunk (ring) or the value (ps), aligned */
-  uint64_t RECV, ACC, GATH; /* n slots each */
-  uint32_t desc;  /* SMEM byte address of the put descriptor */
-  /* The core-generic ring: a slot travels as np pieces of pe elements
-   * (granule multiples; the last one shorter), put asynchronously on DMA
-   * queue `queue`, at most one of them not yet read (busy). */
-  int64_t pe;
-  int np, queue;
-  bool busy;
-} coll;
 
 static uint64_t chunk_lo(const coll *k, int n, int c) {
   int64_t lo, hi;
@@ -115,7 +83,7 @@ static uint64_t chunk_n(const coll *k, int n, int c) {
 /* The put descriptor: one 11-word SMEM area per all-reduce whose bytes
  * (word 0) and destination core (word 10) the code writes before a
  * dmaput, so SMEM does not grow with the puts. */
-static void desc_set(coll *k, int rbytes, int rdst) {
+void desc_set(coll *k, int rbytes, int rdst) {
   tb_raw(k->b, OP_SST, rbytes, 0, 0, 0, 0, (int32_t)k->desc);
   tb_raw(k->b, OP_SST, rdst, 0, 0, 0, 0, (int32_t)(k->desc + 40));
 }
@@ -123,7 +91,7 @@ static void desc_set(coll *k, int rbytes, int rdst) {
 /* Puts from HBM at register rs into HBM at register rt of the core and
  * bytes the descriptor holds, signalling its ICI semaphore sem; the front
  * end takes the sender's token at once. */
-static void put_go(coll *k, int rs, int rt, int sem) {
+void put_go(coll *k, int rs, int rt, int sem) {
   tb *b = k->b;
   tb_raw(b, OP_DMAPUT, rs, rt, tb_sreg(b, k->desc), TB_SEM_Q1, 0, sem & ISA_PUT_SEM_MASK);
   tb_raw(b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
@@ -138,7 +106,7 @@ static void put(coll *k, uint64_t src, int dst, uint64_t to, uint64_t bytes, int
   put_go(k, tb_sreg(b, (uint32_t)src), tb_sreg(b, (uint32_t)to), sem);
 }
 
-static void iwait(tb *b, int sem, int count) {
+void iwait(tb *b, int sem, int count) {
   if (count > 0) tb_raw(b, OP_IWAIT, sem, 0, 0, 0, 0, count);
 }
 
@@ -209,23 +177,17 @@ static void ring(coll *k, const int *g, int n, int p) {
  * the result uses the exact size. The fold order is the specialised ring's,
  * base/coll.h's. */
 
-/* The registers of chunk c: its index, lo, and rem = c x count mod n. */
-typedef struct rchunk {
-  int c, lo, rem;
-} rchunk;
 
-static void s3(tb *b, isa_op op, int d, int a, int c) { tb_raw(b, op, d, a, c, 0, 0, 0); }
-static void si(tb *b, isa_op op, int d, int a, int64_t imm) { tb_raw(b, op, d, a, 0, 0, 0, (int32_t)imm); }
 
 /* d = base + reg x mult. */
-static void s_addr(tb *b, int d, int reg, uint64_t mult, uint64_t base) {
+void s_addr(tb *b, int d, int reg, uint64_t mult, uint64_t base) {
   si(b, OP_SMULI, d, reg, (int64_t)mult);
   s3(b, OP_SADD, d, d, tb_sreg(b, (uint32_t)base));
 }
 
 /* s = chunk p (register rp): lo = p x q + floor(p x r / n) by a binary
  * long division (p x r < n^2 <= 2^24: no scalar divide in the ISA). */
-static void chunk_at(coll *k, int n, int rp, rchunk *s) {
+void chunk_at(coll *k, int n, int rp, rchunk *s) {
   tb *b = k->b;
   int64_t q = k->count / n, r = k->count % n;
   s3(b, OP_SADD, s->c, rp, 0);
@@ -258,7 +220,7 @@ static void chunk_at(coll *k, int n, int rp, rchunk *s) {
 
 /* s = chunk c - 1 mod n: lo -= q and rem -= r with a borrow; from chunk 0,
  * chunk n - 1 (selected by multiplying with the flag c == 0). */
-static void chunk_prev(coll *k, int n, rchunk *s) {
+void chunk_prev(coll *k, int n, rchunk *s) {
   tb *b = k->b;
   int64_t q = k->count / n, r = k->count % n, llo, lhi;
   coll_chunk(k->count, n, n - 1, &llo, &lhi);
@@ -286,10 +248,10 @@ static void chunk_prev(coll *k, int n, rchunk *s) {
 }
 
 /* The elements of one slot: ceil(count / n). */
-static uint64_t slot_elems(const coll *k, int n) { return (uint64_t)((k->count + n - 1) / n); }
+uint64_t slot_elems(const coll *k, int n) { return (uint64_t)((k->count + n - 1) / n); }
 
 /* The HBM span a run-time address of the ring may take past its base. */
-static uint64_t ring_span(const coll *k, int n) {
+uint64_t ring_span(const coll *k, int n) {
   uint64_t a = k->slot * (uint64_t)(n - 1), c = (uint64_t)k->count * (uint64_t)k->es;
   return a > c ? a : c;
 }
@@ -320,7 +282,7 @@ static void fold_at(coll *k, int n, const rchunk *s, int j) {
 }
 
 /* The last asynchronous put has read its source. */
-static void put_drain(coll *k) {
+void put_drain(coll *k) {
   if (k->busy) tb_raw(k->b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
   k->busy = false;
 }
@@ -361,7 +323,7 @@ static void copy_at(coll *k, int n, int rs, uint64_t base, int rd, int64_t count
 
 /* OUT at chunk s = the slot at register rs: its first q elements, then
  * its last element (q or q + 1: the same element again when q). */
-static void copy_exact(coll *k, int n, const rchunk *s, int rs, uint64_t base) {
+void copy_exact(coll *k, int n, const rchunk *s, int rs, uint64_t base) {
   tb *b = k->b;
   int64_t q = k->count / n, r = k->count % n;
   int rd = tb_sreg_take(b);
@@ -565,7 +527,7 @@ static void specialised(coll *k, const ir_inst *in, int nrep, int *g);
 
 /* Whether the core-generic ring applies: one group of every replica in
  * order, and at least one element per chunk. */
-static bool generic(const ir_inst *in, int nrep, int64_t count) {
+bool generic(const ir_inst *in, int nrep, int64_t count) {
   const ir_replica_groups *rg = &in->a->replica_groups;
   if (count < nrep || rg->ngroups > 1) return false;
   if (rg->ngroups == 1) {
@@ -616,32 +578,52 @@ bool lower_all_reduce(lctx *x, ir_id i) {
     if (n >= 2 && (minn == 0 || n < minn)) minn = n;
   }
   uint64_t value = (uint64_t)k.count * (uint64_t)k.es;
+  bool gen = generic(in, nrep, k.count);
+  tpu_all_reduce alg = b->all_reduce;
+  if (alg == TPU_AR_DIRECT && !gen) {
+    tb_error(b, ST_UNSUPPORTED, "all-reduce by direct exchange runs over one group of every "
+             "replica in order with at least one element per replica (--all-reduce=ring or ps "
+             "run this one)");
+    return true;
+  }
+  double est[2] = {0, 0};
+  if (alg == TPU_AR_AUTO) alg = gen ? tpu_all_reduce_choose(&b->t, nrep, value, est) : TPU_AR_RING;
+  char why[96] = "";
+  if (est[0] > 0)
+    snprintf(why, sizeof why, " (the cost model's choice: ring %.0f, direct %.0f cycles)", est[0],
+             est[1]);
+  bool ps = alg == TPU_AR_PS;
   /* The largest chunk is the last of the smallest group (of two or more). */
-  uint64_t chunk = b->all_reduce_ps || minn < 2 ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es;
+  uint64_t chunk = ps || minn < 2 ? value : chunk_n(&k, minn, minn - 1) * (uint64_t)k.es;
   k.slot = tb_align(chunk);
-  uint64_t area = k.slot * (uint64_t)maxn;
+  uint64_t area = k.slot * (uint64_t)maxn, side = ps ? value : alg == TPU_AR_DIRECT ? 0 : area;
   k.RECV = tb_hbm_alloc(b, area);
-  k.ACC = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
-  k.GATH = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
-  bool gen = !b->all_reduce_ps && generic(in, nrep, k.count);
-  tb_explain(b, "all-reduce over %d replicas in groups of up to %d: %s, %llu bytes, chunks of up "
-             "to %llu bytes (fold order of base/coll.h); %s",
-             nrep, maxn,
-             b->all_reduce_ps ? "parameter server (member 0 of each group folds and broadcasts)"
-                              : "ring reduce-scatter then all-gather",
-             (unsigned long long)value,
-             (unsigned long long)chunk,
-             gen ? "one program for every core (run-time loops)" : "code specialised per core");
+  if (side) {
+    k.ACC = tb_hbm_alloc(b, side);
+    k.GATH = tb_hbm_alloc(b, side);
+  }
+  static const char *const how[] = {
+      [TPU_AR_RING] = "ring reduce-scatter then all-gather",
+      [TPU_AR_PS] = "parameter server (member 0 of each group folds and broadcasts)",
+      [TPU_AR_DIRECT] = "direct exchange (each chunk straight to its owner and back)"};
+  tb_explain(b, "all-reduce over %d replicas in groups of up to %d: %s%s, %llu bytes, chunks of "
+             "up to %llu bytes (fold order of base/coll.h); %s",
+             nrep, maxn, how[alg], why,
+             (unsigned long long)value, (unsigned long long)chunk,
+             gen && !ps ? "one program for every core (run-time loops)" : "code specialised per core");
   static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
   k.desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
-  if (gen) {
+  if (alg == TPU_AR_DIRECT)
+    direct_all_reduce(&k, nrep);
+  else if (gen && !ps)
     ring_generic(&k, nrep);
-  } else {
+  else
     specialised(&k, in, nrep, g);
-  }
   tb_hbm_free(b, k.RECV, area);
-  tb_hbm_free(b, k.ACC, b->all_reduce_ps ? value : area);
-  tb_hbm_free(b, k.GATH, b->all_reduce_ps ? value : area);
+  if (side) {
+    tb_hbm_free(b, k.ACC, side);
+    tb_hbm_free(b, k.GATH, side);
+  }
   x->val[i] = out;
   return true;
 }
@@ -663,7 +645,7 @@ static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
     if (n == 1) {
       tb_barrier(b);
       copy(k, k->OUT, k->X, (uint64_t)k->count);
-    } else if (b->all_reduce_ps) {
+    } else if (b->all_reduce == TPU_AR_PS) {
       server(k, g, n, pos);
     } else {
       ring(k, g, n, pos);

@@ -113,7 +113,7 @@ typedef struct tb {
   strbuf *explain;          /* NULL, or where tb_explain writes (--explain) */
   int replicas;             /* replicas the program runs as, one per core */
   uint64_t coll_flag;       /* two HBM granules: the collectives' readiness word, where it lands */
-  bool all_reduce_ps;       /* all-reduce by parameter server, not ring */
+  tpu_all_reduce all_reduce; /* how all-reduces are lowered */
   tb_buf_vec *buflog;       /* NULL, or where tb_hbm_alloc/free log buffers */
 } tb;
 

@@ -39,6 +39,23 @@ typedef struct tpu_step_options {
  * (when doc is non-NULL); NULL past the last step. */
 const char *tpu_step_info(int k, const char **doc);
 
+/* The all-reduce algorithm: AUTO (0) lets the compiler choose between
+ * ring and direct from its cost model (tpu_all_reduce_choose); the
+ * parameter server only when asked for. */
+typedef enum tpu_all_reduce {
+  TPU_AR_AUTO,
+  TPU_AR_RING,   /* ring reduce-scatter then all-gather */
+  TPU_AR_PS,     /* member 0 of each group folds and broadcasts */
+  TPU_AR_DIRECT, /* every core puts each chunk straight to its owner and back */
+} tpu_all_reduce;
+/* The name of a, and the algorithm named s (-1 when none is). */
+const char *tpu_all_reduce_name(tpu_all_reduce a);
+int tpu_all_reduce_parse(const char *s);
+/* The algorithm the cost model picks for an all-reduce of bytes over all
+ * n cores of target t, one group in order: ring or direct; est gets the
+ * modelled cycles of each (coll_choose.c says how). */
+tpu_all_reduce tpu_all_reduce_choose(const tgt_target *t, int n, uint64_t bytes, double est[2]);
+
 typedef struct tpu_options {
   const char *target;      /* target spec ("v3", "v2,mxu=64x64"); NULL: v3 */
   ir_precision precision;  /* floor for every dot/convolution's precision:
@@ -46,9 +63,8 @@ typedef struct tpu_options {
                               HIGHEST bf16x6 */
   bool memory_report;      /* fill tpu_compile_info.memory_report */
   bool explain;            /* fill tpu_compile_info.explain */
-  bool all_reduce_ps;      /* all-reduce over replicas by a parameter server
-                              (member 0 of each group folds and broadcasts)
-                              instead of the ring (docs/tpu-backend.md) */
+  tpu_all_reduce all_reduce; /* how all-reduces over replicas are lowered
+                              (docs/tpu-backend.md, "Collectives") */
   const tpu_step_options *steps; /* dumps and times of the steps, or NULL */
   int replicas;            /* replicas the program runs as, one per core; 0:
                               the module's replica_count (1 when absent) */

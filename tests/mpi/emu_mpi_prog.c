@@ -147,7 +147,7 @@ static void *compile_ar(int nrep, const char *target, int ps, size_t *len) {
   tpu_options o;
   tpu_options_init(&o);
   o.target = target;
-  o.all_reduce_ps = ps;
+  o.all_reduce = ps ? TPU_AR_PS : TPU_AR_RING;
   tpub_image *img = NULL;
   uint8_t *bytes = NULL;
   char why[256];
