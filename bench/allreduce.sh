@@ -2,7 +2,7 @@
 # bench/allreduce.sh [BUILD] [MAX_BOARD_BYTES] [MAX_POD_BYTES]: all-reduce of
 # f32 over every core of a v3-8 board and of a v3-128 pod on the emulated
 # interconnect (bench/emu_allreduce: compiled by the TPU backend, every
-# result checked), ring against parameter server, against the ring bound
+# result checked), ring, direct exchange and parameter server, against the ring bound
 # 2(N-1)/N x bytes / ici_bw + 2(N-1) x ici_latency; then host seconds of
 # one emulated run on 1 and 2 host threads (docs/performance.md,
 # "All-reduce"). Run by hand, never by the suite. Sizes go up to
@@ -26,11 +26,13 @@ row() { # target bytes algorithm threads
 for s in 4096 65536 1048576 4194304 16777216 67108864 268435456; do
   [ "$s" -le "$MB" ] || continue
   row v3-8 "$s" ring 2
+  row v3-8 "$s" direct 2
   row v3-8 "$s" ps 2
 done
 for s in 4096 65536 1048576 4194304 16777216; do
   [ "$s" -le "$MP" ] || continue
   row v3-128 "$s" ring 2
+  row v3-128 "$s" direct 2
   [ "$s" -le 1048576 ] && row v3-128 "$s" ps 2
 done
 echo

@@ -581,9 +581,8 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   bool gen = generic(in, nrep, k.count);
   tpu_all_reduce alg = b->all_reduce;
   if (alg == TPU_AR_DIRECT && !gen) {
-    tb_error(b, ST_UNSUPPORTED, "all-reduce by direct exchange runs over one group of every "
-             "replica in order with at least one element per replica (--all-reduce=ring or ps "
-             "run this one)");
+    tb_error(b, ST_UNSUPPORTED, "direct exchange runs over one group of every replica in order, "
+             "with at least one element per replica (--all-reduce=ring or ps runs this one)");
     return true;
   }
   double est[2] = {0, 0};

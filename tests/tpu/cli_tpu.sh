@@ -267,13 +267,20 @@ ENTRY e {
   ROOT r = f32[1000] all-reduce(x), replica_groups={}, to_apply=add
 }
 H
-check "explain: all-reduce over 8 cores as a ring by default" \
-  ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: ring reduce-scatter then all-gather, 4000 bytes, chunks of up to 500 bytes' \
+check "explain: all-reduce of 4000 bytes over 8 cores: the cost model picks the direct exchange" \
+  ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: direct exchange (each chunk straight to its owner and back) (the cost model.s choice: ring [0-9]*, direct [0-9]* cycles), 4000 bytes, chunks of up to 500 bytes' \
   compile "$T/ar.hlo" --target=v3-8 --emit=tpub -o "$T/ar.tpub"
+check "explain: --all-reduce=ring forces the ring" \
+  ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: ring reduce-scatter then all-gather, 4000 bytes, chunks of up to 500 bytes' \
+  compile "$T/ar.hlo" --target=v3-8 --all-reduce=ring --emit=tpub -o "$T/ar.tpub"
 check "explain: --all-reduce=ps selects the parameter server" \
   ex "$T/ar.hlo" '^tiling: r: all-reduce over 8 replicas in groups of up to 8: parameter server' \
   compile "$T/ar.hlo" --target=v3-8 --all-reduce=ps --emit=tpub -o "$T/ar.tpub"
-check "--all-reduce takes ring or ps" fails_with 2 "--all-reduce: 'tree' is not ring or ps" \
+sed 's/replica_groups={}/replica_groups={{0,2,4,6},{1,3,5,7}}/' "$T/ar.hlo" >"$T/ar_groups.hlo"
+check "--all-reduce=direct refuses listed groups, located" fails_with 2 \
+  "ar_groups.hlo:9:8: error: tpu: all-reduce: direct exchange runs over one group of every replica in order" \
+  "$TPUCC" compile "$T/ar_groups.hlo" --target=v3-8 --all-reduce=direct --emit=tpub -o "$T/ar.tpub"
+check "--all-reduce takes auto, ring, direct or ps" fails_with 2 "--all-reduce: 'tree' is not auto, ring, direct or ps" \
   "$TPUCC" compile "$T/ar.hlo" --target=v3-8 --all-reduce=tree --emit=tpub -o "$T/ar.tpub"
 check "a module for 8 replicas compiles for v3-8,ncores=4 only when it says 4" fails_with 2 \
   'module asks for 8 replicas (replica_count); target v3-8,ncores=4 runs 4' \
