@@ -350,6 +350,7 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
     fprintf(stderr, "  numerics          %s\n", drv_numerics_name(cs.numerics));
     fprintf(stderr, "  kernels           %d loop nests, %lld bytes of scratch\n",
             (int)info.kernels, (long long)info.scratch_bytes);
+    fprintf(stderr, "  host ISA          %s\n", info.isa);
   }
   if (o->stats_json) {
     FILE *j = fopen(o->stats_json, "w");
@@ -364,12 +365,12 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
             "\"scratch_bytes\": %lld, \"lower_seconds\": %.6f, \"opt_seconds\": %.6f, "
             "\"codegen_seconds\": %.6f, \"link_seconds\": %.6f, \"cache_seconds\": %.6f, "
             "\"build_seconds\": %.6f, \"part_max_seconds\": %.6f, \"parts\": %d, "
-            "\"cache\": \"%s\"}\n",
+            "\"cache\": \"%s\", \"host_isa\": \"%s\"}\n",
             run, (unsigned long long)flops, achieved, compile, run, (int)info.threads,
             drv_numerics_name(cs.numerics), (int)info.kernels, (long long)info.scratch_bytes,
             info.lower_seconds, info.opt_seconds, info.codegen_seconds, info.link_seconds,
             info.cache_seconds, info.build_seconds, info.part_max_seconds, (int)info.parts,
-            cpu_cache_use_name(info.cache));
+            cpu_cache_use_name(info.cache), info.isa);
     if (ferror(j) | fclose(j)) {
       snprintf(err, errlen, "--stats-json: error writing %s", o->stats_json);
       return ST_IO_ERROR;

@@ -204,6 +204,9 @@ typedef struct cpu_exe_info {
   cpu_cache_use cache;    /* what the compile cache did */
   char cache_note[320];   /* CPU_CACHE_NOT_STORED: why; CPU_CACHE_STORED after
                              a damaged entry: that; else empty */
+  char isa[160];          /* the CPU compiled for and the vector width and
+                             register tiles its GEMM and convolution kernels
+                             chose (chosen when compiling, for that CPU) */
 } cpu_exe_info;
 void cpu_exe_get_info(const cpu_exe *exe, cpu_exe_info *out);
 

@@ -67,13 +67,27 @@ void llvm_fma_splat(emitter *e, LLVMTypeRef vt, int VL, LLVMValueRef x, const LL
   }
 }
 
-bool llvm_gemm_wide(const emitter *e) {
-  const char *f = e->opt.cpu_features;
+static bool features_wide(const char *features) {
   char *host = NULL;
-  if (!f) f = host = LLVMGetHostCPUFeatures();
+  const char *f = features ? features : (host = LLVMGetHostCPUFeatures());
   bool wide = strstr(f, "+avx512f") != NULL;
   if (host) LLVMDisposeMessage(host);
   return wide;
+}
+
+bool llvm_gemm_wide(const emitter *e) { return features_wide(e->opt.cpu_features); }
+
+void llvm_kernel_isa(const char *cpu_name, const char *features, char *buf, size_t n) {
+  char *host = cpu_name ? NULL : LLVMGetHostCPUName();
+  char *hostf = features ? NULL : LLVMGetHostCPUFeatures();
+  const char *f = features ? features : hostf;
+  bool wide = strstr(f, "+avx512f") != NULL, avx2 = strstr(f, "+avx2") && strstr(f, "+fma");
+  snprintf(buf, n, "%s: f32 GEMM and convolution micro-kernels on %d-lane vectors (%s; %s register "
+           "tiles)", cpu_name ? cpu_name : host, wide ? 16 : 8,
+           wide ? "avx512f" : avx2 ? "avx2 and fma" : "no avx2: LLVM splits them",
+           wide ? "12x32, 8x32 and 8x16" : "6x16 and 8x8");
+  if (host) LLVMDisposeMessage(host);
+  if (hostf) LLVMDisposeMessage(hostf);
 }
 
 /* Bp[b][kb][jt][kk][NR] = B[b][k][jt*NR + jj], zero beyond N. Rows: b, k. */

@@ -337,6 +337,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   x->info.parts = nobj;
   x->info.scratch_bytes = x->scratch_bytes;
   x->info.threads = opt.threads;
+  llvm_kernel_isa(opt.cpu_name, opt.cpu_features, x->info.isa, sizeof x->info.isa);
   *out_exe = x;
   return ST_OK;
 }

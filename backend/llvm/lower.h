@@ -384,6 +384,9 @@ int llvm_gemm_epi_bufs(const gemm_epi *epi, cbuf **bufs, int nbufs);
 bool llvm_emit_conv_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
+/* What the GEMM and convolution kernels compiled for the CPU cpu_name
+ * with features (NULL: the host's) use, one line into buf (--stats). */
+void llvm_kernel_isa(const char *cpu_name, const char *features, char *buf, size_t n);
 /* acc[v] (allocas of vector type vt, VL lanes) += splat(x) * w[v] for
  * v < n, each a fused multiply-add. */
 void llvm_fma_splat(emitter *e, LLVMTypeRef vt, int VL, LLVMValueRef x, const LLVMValueRef *w, int n,

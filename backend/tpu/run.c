@@ -9,6 +9,7 @@
 
 #include "asm.h"
 #include "tpurt.h"
+#include "mxu.h" /* the emulator's host kernels */
 
 static double now_s(void) {
   struct timespec t;
@@ -333,6 +334,8 @@ static void figures_print(const run_figures *g, FILE *f) {
   else
     fprintf(f, "  emulation         %.3f s host (%.3g cycles/s)\n", g->host,
             g->host > 0 ? (double)s->cycles / g->host : 0);
+  fprintf(f, "  host MXU kernel   %s (the emulator's fast path on this host; every kernel gives the "
+          "same bits and cycles)\n", emu_mxu_impl_name(emu_mxu_impl_selected(0)));
   fprintf(f, "  %-8s", "unit");
 #define HEAD(field, label)                                                                         \
   if (*label) fprintf(f, " %10s", label);
@@ -381,9 +384,10 @@ static base_status figures_json(const run_figures *g, const char *path, char *er
   fprintf(j,
           "{\"target\": \"%s\", \"cycles\": %llu, \"seconds\": %.9g, \"peak_flops\": %.6g, "
           "\"mxu_busy_fraction\": %.6f, \"mxu_useful_fraction\": %.6f, \"hbm_bytes\": %llu, "
-          "\"host_seconds\": %.6f",
+          "\"host_seconds\": %.6f, \"mxu_host_kernel\": \"%s\"",
           g->target, (unsigned long long)s->cycles, s->seconds, g->peak_flops, g->busy_frac,
-          g->useful, (unsigned long long)g->hbm, g->host);
+          g->useful, (unsigned long long)g->hbm, g->host,
+          emu_mxu_impl_name(emu_mxu_impl_selected(0)));
 #define KEY(field, kind) fprintf(j, ", \"" #field "\": %llu", (unsigned long long)s->field);
   TPURT_RUN_COUNTERS(KEY)
 #undef KEY

@@ -232,6 +232,11 @@ echo "$st" | grep -q "^  threads *7$" || bad "--stats ignores TPUCC_CPU_THREADS=
 st="$(run --target=cpu,threads=3,numerics=strict --stats 2>&1 >/dev/null)" || bad "--stats with a spec"
 echo "$st" | grep -q "^  threads *3$" && echo "$st" | grep -q "^  numerics *strict$" ||
   bad "--stats does not report the spec's options: $st"
+# the kernels' vector width follows the host CPU the program is compiled for
+lanes=8
+grep -qw avx512f /proc/cpuinfo && lanes=16
+echo "$st" | grep -q "^  host ISA          .*: f32 GEMM and convolution micro-kernels on $lanes-lane vectors" ||
+  bad "--stats does not name the kernels' ISA ($lanes lanes on this host): $st"
 
 [ $fail -eq 0 ] && echo "cli_cpu: all checks passed"
 exit $fail

@@ -257,12 +257,48 @@ static void conv_epilogues(void **state) {
   assert_true(conv_epilogue_case(true, 13, 8, 32));
 }
 
+/* The kernels' ISA that --stats names (cpu_exe_info.isa): the CPU and
+ * features a program is compiled for decide the vector width and tiles. */
+static void kernel_isa_named(void **state) {
+  (void)state;
+  static const struct {
+    const char *cpu, *features, *want;
+  } c[] = {
+      {"haswell", "+avx,+avx2,+fma,+sse4.2", "haswell: f32 GEMM and convolution micro-kernels on 8-lane "
+                                             "vectors (avx2 and fma; 6x16 and 8x8 register tiles)"},
+      {"skylake-avx512", "+avx,+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl",
+       "skylake-avx512: f32 GEMM and convolution micro-kernels on 16-lane vectors (avx512f; 12x32, "
+       "8x32 and 8x16 register tiles)"},
+      {"x86-64", "+sse2", "x86-64: f32 GEMM and convolution micro-kernels on 8-lane vectors (no avx2: "
+                          "LLVM splits them; 6x16 and 8x8 register tiles)"},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    tmod t = tm_new("isa");
+    ir_id l = tm_param(&t, 0, IR_F32, 2, D(8, 64)), r = tm_param(&t, 1, IR_F32, 2, D(64, 32));
+    ir_attrs a = dot_attrs(&t, 0);
+    tm_finish(&t, tm_op(&t, IR_OP_DOT, (ir_id[]){l, r}, 2, &a));
+    cpu_options o;
+    cpu_options_init(&o);
+    o.cpu_name = c[i].cpu;
+    o.cpu_features = c[i].features;
+    cpu_exe *x = NULL;
+    char err[256];
+    assert_int_equal(cpu_compile(t.m, &o, &x, err, sizeof err), ST_OK);
+    cpu_exe_info info;
+    cpu_exe_get_info(x, &info);
+    assert_string_equal(info.isa, c[i].want);
+    cpu_exe_destroy(x);
+    ir_module_destroy(t.m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gemm_edges),
       cmocka_unit_test(gemm_epilogues),
       cmocka_unit_test(conv_tiles),
       cmocka_unit_test(conv_epilogues),
+      cmocka_unit_test(kernel_isa_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

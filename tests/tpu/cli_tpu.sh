@@ -41,8 +41,14 @@ check "assembly assembles" "$TPUCC" asm "$T/mm.s" -o "$T/mm2.tpub"
 check "stats" sh -c "'$TPUCC' run '$T/mm.hlo' --random-inputs --stats --output= 2>'$T/stats'"
 check "stats name the precision" grep -q "bf16 (1 pass" "$T/stats"
 check "stats show MXU utilisation" grep -q "MXU useful" "$T/stats"
+# the emulator's MXU fast path for this host's CPU (/proc/cpuinfo's flags)
+if grep -qw avx512f /proc/cpuinfo; then kern=avx512
+elif grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then kern=avx2
+else kern=portable; fi
+[ "$(uname -m)" = x86_64 ] || kern=portable
+check "stats name the host's MXU kernel ($kern)" grep -q "^  host MXU kernel   $kern (" "$T/stats"
 check "stats json" "$TPUCC" run "$T/mm.hlo" --random-inputs --stats-json="$T/s.json" --output=
-for k in cycles seconds flops mxu_busy_fraction mxu_useful_fraction hbm_bytes compile_seconds host_seconds; do
+for k in cycles seconds flops mxu_busy_fraction mxu_useful_fraction hbm_bytes compile_seconds host_seconds mxu_host_kernel; do
   check "stats json key $k" grep -q "\"$k\": " "$T/s.json"
 done
 check "highest precision close to the evaluator" "$TPUCC" run "$T/mm.hlo" --random-inputs \
