@@ -328,7 +328,8 @@ static void plan_row_broadcasts(lctx *x, const uses *u) {
   }
 }
 
-/* A fusion computation whose f32 elementwise root reaches a dot through
+/* A fusion computation whose f32 or bf16 elementwise root (the mixed-
+ * precision cast(relu(dot + b), bf16)) reaches a dot through
  * deferred elementwise ops (a kOutput fusion) lowers that dot with the
  * root's program as its epilogue (lower_elementwise): x->epi_dot, and the
  * ops that join the root's program for it. */
@@ -336,8 +337,8 @@ static void plan_epilogue(lctx *x, const uses *u) {
   const ir_comp *comp = x->comp;
   int n = comp->insts.n;
   const ir_inst *rt = comp->root >= 0 ? &comp->insts.v[comp->root] : NULL;
-  if (!x->params || !rt || !lower_is_elem(rt) || rt->shape->type != IR_F32 ||
-      x->deferred[comp->root])
+  if (!x->params || !rt || !lower_is_elem(rt) ||
+      (rt->shape->type != IR_F32 && rt->shape->type != IR_BF16) || x->deferred[comp->root])
     return;
   int64_t rc = 1;
   for (int k = 0; k < rt->shape->rank; k++)

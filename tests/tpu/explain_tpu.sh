@@ -3,7 +3,8 @@
 # pattern failed, at the fusion pass and at the kernel, and the one a row
 # kernel failed (DIR holds the modules: attention.hlo is softmax(Q K^T) V
 # on f32[2,16,32], rows_ok.hlo x - rowsum(x) on f32[64,256]; the others
-# change one thing). Exit 0 when every check passes.
+# change one thing; dot_bf16_epilogue.hlo is a bf16 layer whose biased,
+# rectified f32 dot is cast to bf16). Exit 0 when every check passes.
 set -u
 TPUCC=$1 D=$2
 T=$(mktemp -d)
@@ -24,6 +25,15 @@ says attention_highest.hlo \
 says attention_exp_escapes.hlo "fusion: o: attention not fused: the exp has users outside the softmax"
 says rows_ok.hlo "row kernel: 64 rows of 256 elements"
 says rows_param_init.hlo "row kernel not used for %fusion: %s.1: a reduce that is not an f32 row reduction of a full value over the row space from a constant"
+# the mixed-precision layer cast(relu(dot + b), bf16): the convert joins the
+# matmul's epilogue (one bf16 store), and its bits are the evaluator's
+says dot_bf16_epilogue.hlo "the epilogue runs on the result tiles in VMEM before their one store"
+if "$TPUCC" run "$D/dot_bf16_epilogue.hlo" --target=v3 --random-inputs --reference=interp --atol=0 \
+  --rtol=0 --output= >"$T/out" 2>&1; then
+  echo "PASS dot_bf16_epilogue.hlo: the evaluator's bits"
+else
+  echo "FAIL dot_bf16_epilogue.hlo against interp"; cat "$T/out"; fail=1
+fi
 # the refused patterns still run (op by op)
 for m in attention_highest attention_exp_escapes rows_param_init; do
   if "$TPUCC" run "$D/$m.hlo" --target=v3 --random-inputs >"$T/out" 2>&1; then
