@@ -19,7 +19,8 @@ what the TPU may refuse; diff_coll_targets.c, emit_case). Then PART:
        evaluator's output, or the located refusal the case's row allows;
        under mpirun -np R the one-process stdout and --stats lines byte
        for byte when R divides N (the same refusal for a refused case),
-       else "N cores do not split evenly across R ranks"
+       else "N cores do not split evenly across R ranks"; the cases of a
+       reduction over an even number of replicas also with --all-reduce=ps
   pod  the fixed cases (the v2-8 board: a case of every generator; the
        v3-32 pod: every move collective; 1 and 5 cores of a v3-8), and
        tests/mpi/tpu/moves32.hlo on the v3-32 pod: the same checks as tpu
@@ -33,6 +34,7 @@ import time
 
 FAILS = []
 NGENS = 9  # the rows of diff_coll_targets.c's table of generators
+REDUCING = ("all-reduce", "all-reduce (tuple)", "reduce-scatter")
 
 
 def env():
@@ -174,6 +176,9 @@ def main():
             cpu_case(c, name, gen, nrep, inputs)
         elif part == "tpu" and i < nrandom:
             tpu_case(c, label, target, nrep, [name + ".hlo"] + inputs, [name + ".hlo"] + inputs, expect)
+            if gen in REDUCING and nrep % 2 == 0:  # the parameter-server lowering too
+                tpu_case(c, label + " --all-reduce=ps", target, nrep,
+                         [name + ".hlo", "--all-reduce=ps"] + inputs, [name + ".hlo"] + inputs, expect)
         elif part == "pod" and i >= nrandom:
             tpu_case(c, label, target, nrep, [name + ".hlo"] + inputs, [name + ".hlo"] + inputs, expect)
         else:
