@@ -23,7 +23,8 @@ what the TPU may refuse; diff_coll_targets.c, emit_case). Then PART:
        reduction over an even number of replicas also with --all-reduce=ps
   pod  the fixed cases (the v2-8 board: a case of every generator; the
        v3-32 pod: every move collective; 1 and 5 cores of a v3-8), and
-       tests/mpi/tpu/moves32.hlo on the v3-32 pod: the same checks as tpu
+       tests/mpi/tpu/moves32.hlo on the v3-32 pod: the same checks as tpu,
+       and its --trace across 2 and 4 ranks has the one-process events
 
 Exit 0 when every check passes. Every run is bounded (60 s)."""
 import os
@@ -153,6 +154,27 @@ def tpu_case(c, label, target, nrep, args, ref_args, expect):
                   what + ": stdout and --stats lines as in one process", many)
 
 
+def pod_trace(c, work, args):
+    """--trace of args on the v3-32 pod: rank 0's file across 2 and 4 ranks
+    holds the one-process file's events (compared as sorted lines without
+    their separating commas: one process writes them as its threads run),
+    every one of the 32 cores'."""
+    def events(path):
+        with open(path, "rb") as f:
+            return sorted(l.rstrip(b"\n").rstrip(b",") for l in f)
+    flags = args + ["--target=v3-32", "--replicas=32", "--output="]
+    one = c.run(flags + ["--trace=" + os.path.join(work, "t1.json")])
+    if not check(one.rc == 0, "moves32 --trace in one process", one):
+        return
+    want = events(os.path.join(work, "t1.json"))
+    check(len(want) > 1000 and any(b'"pid":32,' in l for l in want), "moves32: a trace of 32 cores", one)
+    for R in (2, 4):
+        path = os.path.join(work, "t%d.json" % R)
+        many = c.run(flags + ["--trace=" + path], R)
+        check(many.rc == 0 and events(path) == want,
+              "moves32 --trace across %d ranks: the one-process events" % R, many)
+
+
 def main():
     mpirun, tpucc, gen_exe, work, part = sys.argv[1:6]
     trials, seed = (sys.argv[6:8] + ["1", "1"][len(sys.argv[6:8]):])
@@ -188,6 +210,7 @@ def main():
         mod = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tpu", "moves32.hlo")
         rnd = [mod, "--random-inputs", "--seed=3"]
         tpu_case(c, "moves32.hlo on v3-32", "v3-32", 32, rnd, rnd, None)
+        pod_trace(c, work, rnd)
     if part in ("cpu", "tpu") and len(gens) < NGENS:
         check(False, "every generator ran (ran: %s)" % sorted(gens))
     print("mpi_cov %s: %d generators, %.1f s, %d failure(s)" % (part, len(gens), time.monotonic() - t0,
