@@ -990,6 +990,15 @@ static int execute_on_target(run_state *r) {
                   !tool_target_find(c->target))) ||
                 ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
   int nrep = replica_count(r);
+  /* one core has nothing to split across ranks (each would run it whole
+   * and print its --stats); rank 0 says so */
+  if (tool_mpi_size() > 1 && nrep == 1) {
+    if (tool_mpi_rank() == 0)
+      tool_error(CMD, "%s: target %s: one replica runs in one process, not across %d MPI ranks (a board "
+                 "or pod splits its cores across ranks with --replicas=N, N its cores)",
+                 c->file, c->target, tool_mpi_size());
+    return TOOL_EXIT_USAGE;
+  }
   /* --stats and --trace: the replicas print a line per core and trace
    * every core's instructions */
   bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||

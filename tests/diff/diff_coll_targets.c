@@ -20,7 +20,9 @@
  * TPU that runs either must agree with the evaluator like any other row,
  * so rows need no change when the lowering grows.
  *
- *   diff_coll_targets [TRIALS [SEED]]   TRIALS per generator (default 10) */
+ *   diff_coll_targets [TRIALS [SEED]] [--emit=DIR]
+ *                                   TRIALS per generator (default 10);
+ *                                   --emit also writes every case to DIR */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@
 
 static int failures;
 static int ran_cpu, ran_tpu, refused_tpu; /* what the summary line reports */
+static const char *emit_dir;               /* --emit=DIR, else NULL */
 
 /* A draw in [0, n) from the splitmix64 stream *r. */
 static uint32_t draw(uint64_t *r, uint32_t n) { return (uint32_t)(tc_splitmix(r) % n); }
@@ -430,6 +433,55 @@ static void run_tpu(const run *u, const char *target, int opt, const char *refus
   ir_module_destroy(om);
 }
 
+/* --emit=DIR: each case the evaluator ran is also written to DIR for
+ * `tpucc run` (tests/mpi/mpi_cov.py reads them), without changing what is
+ * checked: cNNN.hlo (src), cNNN_pP.bin per parameter (raw, as the --input
+ * form SPEC=@FILE reads: the inputs of every replica, stacked along a
+ * leading dimension nrep when nrep > 1) and a line of DIR/cases.tsv:
+ *   cNNN TAB GENERATOR TAB NREP TAB TPU-TARGET TAB EXPECT TAB INPUTS
+ * EXPECT is "-" when the TPU runs the case, else the text of the located
+ * refusal the TPU may give instead (a TPU that runs it must still give
+ * the evaluator's results); INPUTS is one --input=SPEC=@cNNN_pP.bin per
+ * parameter, separated by spaces. */
+static void emit_case(const char *src, const char *gen, int nrep, int np, ir_literal *const **per,
+                      const char *target, const char *refusal) {
+  static int emitted;
+  char path[4096], err[512];
+  arena *a = arena_create();
+  strbuf line;
+  sb_init(&line);
+  sb_printf(&line, "c%03d\t%s\t%d\t%s\t%s\t", emitted, gen, nrep, target, refusal ? refusal : "-");
+  snprintf(path, sizeof path, "%s/c%03d.hlo", emit_dir, emitted);
+  base_status st = ir_file_write(path, src, strlen(src), err, sizeof err);
+  for (int p = 0; st == ST_OK && p < np; p++) {
+    const ir_shape *s = &per[0][p]->shape;
+    int64_t dims[IR_MAX_RANK + 1] = {nrep};
+    memcpy(dims + 1, s->dims, (size_t)s->rank * sizeof *dims);
+    ir_shape ss = nrep > 1 ? ir_shape_array(s->type, s->rank + 1, dims) : *s;
+    ir_literal *l = ir_literal_create(a, &ss);
+    for (int r = 0; r < nrep; r++)
+      memcpy((char *)l->data + (size_t)r * per[r][p]->nbytes, per[r][p]->data, per[r][p]->nbytes);
+    snprintf(path, sizeof path, "%s/c%03d_p%d.bin", emit_dir, emitted, p);
+    st = ir_tensor_write_file(path, l, err, sizeof err);
+    sb_printf(&line, "%s--input=", p ? " " : "");
+    ir_tensor_print_spec(&line, &ss);
+    sb_printf(&line, "=@c%03d_p%d.bin", emitted, p);
+  }
+  sb_putc(&line, '\n');
+  snprintf(path, sizeof path, "%s/cases.tsv", emit_dir);
+  FILE *f = st == ST_OK ? fopen(path, emitted ? "a" : "w") : NULL;
+  if (st == ST_OK && (!f || fputs(line.s, f) < 0))
+    st = base_fail(err, sizeof err, ST_IO_ERROR, "%s: cannot write", path);
+  if (f && fclose(f)) st = base_fail(err, sizeof err, ST_IO_ERROR, "%s: cannot write", path);
+  sb_free(&line);
+  arena_destroy(a);
+  if (st != ST_OK) {
+    fprintf(stderr, "diff_coll_targets: --emit: %s\n", err);
+    exit(2);
+  }
+  emitted++;
+}
+
 /* src on the evaluator, then the cpu (when built) and the TPU target
  * (NULL: the v3-8 board with nrep cores), all bit for bit. */
 static void check(const char *src, const coll_gen *gn, int nrep, int np, uint64_t seed,
@@ -471,6 +523,7 @@ static void check(const char *src, const coll_gen *gn, int nrep, int np, uint64_
                           : gn->tpu_runs && !gn->tpu_runs(m, nrep)
                               ? "runs it over every replica in order"
                               : gn->tpu_refusal;
+    if (emit_dir) emit_case(src, gn->name, nrep, np, per, target, refusal);
     run_tpu(&u, target, opt, refusal, gn->name, seed, src);
   }
   arena_destroy(u.a);
@@ -572,8 +625,13 @@ static void mismatched_shapes(void) {
 }
 
 int main(int argc, char **argv) {
-  int trials = argc > 1 ? atoi(argv[1]) : 10;
-  uint64_t seed0 = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+  const char *pos[2] = {NULL, NULL};
+  for (int i = 1, n = 0; i < argc; i++) {
+    if (!strncmp(argv[i], "--emit=", 7)) emit_dir = argv[i] + 7;
+    else if (n < 2) pos[n++] = argv[i];
+  }
+  int trials = pos[0] ? atoi(pos[0]) : 10;
+  uint64_t seed0 = pos[1] ? strtoull(pos[1], NULL, 10) : 1;
   int cases = 0;
   for (int i = 0; i < trials; i++)
     for (int k = 0; k < NGENS; k++, cases++) {

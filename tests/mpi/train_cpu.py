@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""train_cpu.py: `tpucc train --target=cpu`, and on a v3-8 board, under
-mpirun.
+"""train_cpu.py: `tpucc train --target=cpu`, and on a v3-8 board and a v3-32
+pod, under mpirun.
 
   train_cpu.py MPIRUN TPUCC MODEL WORKDIR CASE
 
@@ -12,6 +12,8 @@ CASE:
              lines (rank 0 alone prints); every rank emulated its cores
              with the others' (TPUCC_MPI_TIMES: the same number of
              exchanges between the cores on each rank, more than none)
+  tpu-pod    the same on the 32 cores of a v3-32 pod (2 images per core;
+             2 ranks of 16 cores and 4 of 8)
   tpu-cores  --target=v3-8 without --replicas under 2 ranks: refused,
              asking for the board's cores
   same    24 SGD steps of 2 x 32 examples: 2 ranks (one replica each) and 2
@@ -141,7 +143,8 @@ def tpu_case(mpi, tpucc, model, work, case):
     px, yl = r.integers(0, 256, size=(B, 28, 28), dtype=np.uint8), r.integers(0, 10, size=B)
     data = os.path.join(work, "data.npz")
     np.savez(data, x_train=px, y_train=yl, x_test=px, y_test=yl)
-    base = [tpucc, "train", model, "--data=" + data, "--target=v3-8", "--batch=%d" % B,
+    target, cores = ("v3-32", 32) if case == "tpu-pod" else ("v3-8", 8)
+    base = [tpucc, "train", model, "--data=" + data, "--target=" + target, "--batch=%d" % B,
             "--epochs=2", "--test-examples=%d" % B, "--optimizer=sgd", "--lr=0.05",
             "--schedule=constant", "--quiet"]
     if case == "tpu-cores":
@@ -150,7 +153,7 @@ def tpu_case(mpi, tpucc, model, work, case):
             fail("expected exit 2 asking for --replicas=<its cores>")
         return 0
     a = os.path.join(work, "one.npz")
-    one = run(base + ["--replicas=8", "--checkpoint=" + a])
+    one = run(base + ["--replicas=%d" % cores, "--checkpoint=" + a])
     if one.returncode:
         fail("the one-process run failed")
     w = np.load(a)  # trained weights: after 2 epochs of 1 step
@@ -160,7 +163,7 @@ def tpu_case(mpi, tpucc, model, work, case):
         want = f.read()
     for n in (2, 4):
         b = os.path.join(work, "ranks%d.npz" % n)
-        many = run(mpi + ["-np", str(n)] + base + ["--replicas=8", "--checkpoint=" + b])
+        many = run(mpi + ["-np", str(n)] + base + ["--replicas=%d" % cores, "--checkpoint=" + b])
         if many.returncode:
             fail("the run on %d ranks failed" % n)
         with open(b, "rb") as f:
