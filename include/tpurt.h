@@ -526,6 +526,37 @@ TPURT_API void tpurt_stats_breakdown(const tpurt_stats_t *s, int mxus, tpurt_bre
 TPURT_API tpurt_status_t tpurt_program_disassemble(tpurt_program_t *prog, char **out_text);
 TPURT_API void tpurt_free(tpurt_device_t *dev, void *ptr);
 
+/* ---- the interconnect ---------------------------------------------------
+ * An emulated TPU device of several cores ("v3-8", the pods) joins its
+ * chips by ICI links on a 2-D torus (docs/isa.md, "Many cores"): chip k
+ * has four torus links out of it (x+, x-, y+, y-, towards its neighbour
+ * in that direction) and one on-chip link out of each of its cores, link
+ * ids k x (4 + cores per chip) onwards in that order. A transfer holds
+ * every link of its route for the same busy cycles. The counters are those
+ * of the device's last execution (zero before one, and after an execution
+ * that used no interconnect: one core alone); a device whose cores are
+ * shared with other processes (tpurt_device_options_t.peers) has every
+ * link's counters on every rank, equal to the one-process run's. */
+typedef struct tpurt_link_stats {
+  char name[48];         /* "chip0(0,0) x+", "chip1 core2 on-chip" */
+  const char *direction; /* "x+", "x-", "y+", "y-" or "on-chip"; static */
+  int chip;              /* the chip it leaves */
+  int to_chip;           /* the chip it reaches (chip itself: on-chip) */
+  int core;              /* on-chip: the core it leaves; -1 for a torus link */
+  uint64_t transfers;    /* transfers that crossed it */
+  uint64_t bytes;        /* their bytes */
+  uint64_t busy_cycles;  /* cycles it carried data; utilisation is busy_cycles
+                            over the execution's cycles (its slowest core's) */
+} tpurt_link_stats_t;
+
+/* The links of dev: chips x (4 + cores per chip) on a TPU device of
+ * several cores; 0 for a single core, for cpu devices and for NULL. */
+TPURT_API size_t tpurt_device_link_count(const tpurt_device_t *dev);
+/* Link `link`'s figures of the last execution into *out;
+ * TPURT_INVALID_ARGUMENT (out zeroed) when link >= the link count. */
+TPURT_API tpurt_status_t tpurt_device_link_stats(tpurt_device_t *dev, size_t link,
+                                                 tpurt_link_stats_t *out_stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -117,6 +117,11 @@ tpub_image *rt_tpu_program_image(rt_program *p);
 /* Assembles TPU assembly into a program of d. */
 tpurt_status_t rt_tpu_assemble(rt_device *d, const char *text, size_t len, const char *name,
                                rt_program **out, rt_program_info *info, char *msg, size_t msglen);
+/* The links of d's interconnect (0 on a single-core target) and link
+ * k's counters of the last execution (tpurt_device_link_stats; k < the
+ * count). */
+int rt_tpu_link_count(const rt_device *d);
+void rt_tpu_link_stats(const rt_device *d, int link, tpurt_link_stats_t *out);
 /* One execution profiled per op into ops (tpurt_program_execute_profile). */
 tpurt_status_t rt_tpu_execute_profile(rt_program *p, const rt_replica *r,
                                       const tpurt_profile_options_t *o, tpurt_op_stats_t *ops,

@@ -28,6 +28,10 @@ struct rt_device {
   emu_machine *emu; /* created at the first execution */
   emu_machine **cores; /* all cores (cores[0] == emu), at the first execution on all */
   tpurt_peers_t peers; /* nranks 0: this process runs every core */
+  /* the interconnect's link counters of the last execution (zero after
+   * one that ran no interconnect); nlinks 0 on a single-core target */
+  emu_ici_link_stats *links;
+  int nlinks;
 };
 
 struct rt_program {
@@ -74,6 +78,15 @@ static tpurt_status_t tpu_create(const char *spec, const rt_device_config *c, rt
     }
     memcpy(d->trace_path, c->trace_path, n + 1);
   }
+  if (t.ncores > 1) {
+    d->nlinks = t.chips * (TGT_ICI_LINKS + t.cores_per_chip);
+    d->links = rt_calloc(&d->alloc, (size_t)d->nlinks, sizeof *d->links);
+    if (!d->links) {
+      rt_free(&d->alloc, d->trace_path);
+      rt_free(&d->alloc, d);
+      return TPURT_OUT_OF_MEMORY;
+    }
+  }
   info->platform = "tpu";
   tgt_format(&t, info->target, sizeof info->target);
   info->ncores = t.ncores;
@@ -88,6 +101,7 @@ static void tpu_destroy(rt_device *d) {
   rt_free(&a, d->cores);
   emu_destroy(d->emu);
   rt_free(&a, d->trace_path);
+  rt_free(&a, d->links);
   rt_free(&a, d);
 }
 
@@ -216,18 +230,69 @@ static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64
   t->n++;
 }
 
-static FILE *trace_open(const char *path) {
+/* A trace file with its metadata: one process row ("tpucc core"), or
+ * with ncores > 1 one per core (pid c + 1, "core c"), a thread per unit. */
+static FILE *trace_open(const char *path, int ncores) {
   FILE *f = fopen(path, "w");
   if (!f) return NULL;
-  fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-        "\"args\":{\"name\":\"tpucc core\"}}",
-        f);
-  for (int u = 0; u < TPURT_MAX_UNITS; u++)
-    fprintf(f,
-            ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
-            "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-            u, isa_unit_name(u));
+  for (int c = 0; c < ncores; c++) {
+    char name[32] = "tpucc core";
+    if (ncores > 1) snprintf(name, sizeof name, "core %d", c);
+    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
+            c ? ",\n" : "[", c + 1, name);
+    for (int u = 0; u < TPURT_MAX_UNITS; u++)
+      fprintf(f,
+              ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+              "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+              c + 1, u, isa_unit_name(u));
+  }
   return f;
+}
+
+/* The interconnect's rows of a trace of n cores: process n + 1, "ICI
+ * links", a thread per link that carried data (tid: the link id, named by
+ * emu_ici_link_name), and one span per transfer on each link it crossed,
+ * from its start for the cycles it held the link. */
+static void trace_links(FILE *f, const tgt_target *t, int n, const emu_ici_event *ev,
+                        size_t nev, const emu_ici_link_stats *links, int nlinks) {
+  fprintf(f, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+             "\"args\":{\"name\":\"ICI links\"}}", n + 1);
+  for (int k = 0; k < nlinks; k++) {
+    if (!links[k].transfers) continue;
+    char name[64];
+    emu_ici_link_name(t, k, name, sizeof name);
+    fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+               "\"args\":{\"name\":\"%s\"}}", n + 1, k, name);
+  }
+  for (size_t i = 0; i < nev; i++)
+    fprintf(f,
+            ",\n{\"name\":\"core %d -> core %d\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+            "\"ts\":%llu,\"dur\":%llu,\"args\":{\"bytes\":%llu}}",
+            ev[i].src, ev[i].dst, n + 1, ev[i].link, (unsigned long long)ev[i].start,
+            (unsigned long long)ev[i].occ, (unsigned long long)ev[i].bytes);
+}
+
+/* Keeps the link counters of a run of x (NULL: one without the
+ * interconnect) as the device's last. */
+static void keep_links(rt_device *d, const emu_ici *x) {
+  for (int k = 0; k < d->nlinks; k++) {
+    if (x && k < emu_ici_nlinks(x)) d->links[k] = *emu_ici_link(x, k);
+    else memset(&d->links[k], 0, sizeof d->links[k]);
+  }
+}
+
+int rt_tpu_link_count(const rt_device *d) { return d->nlinks; }
+
+void rt_tpu_link_stats(const rt_device *d, int link, tpurt_link_stats_t *out) {
+  static const char *const dirs[] = {"x+", "x-", "y+", "y-"};
+  memset(out, 0, sizeof *out);
+  emu_ici_link_name(&d->target, link, out->name, sizeof out->name);
+  emu_ici_link_ends(&d->target, link, &out->chip, &out->to_chip, &out->core);
+  int k = link % (TGT_ICI_LINKS + d->target.cores_per_chip);
+  out->direction = k < TGT_ICI_LINKS ? dirs[k] : "on-chip";
+  out->transfers = d->links[link].transfers;
+  out->bytes = d->links[link].bytes;
+  out->busy_cycles = d->links[link].busy_cycles;
 }
 
 /* Core c's machine (created at its first run); NULL after setting msg. */
@@ -377,8 +442,9 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
     st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
   FILE *tf = NULL;
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path)))
+  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path, n)))
     st = fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
+  if (tf) emu_ici_log_links(x);
   for (int c = 0; tf && c < n; c++) {
     tc[c] = (trace_core){tf, &mu, c};
     emu_set_trace(mc[c], trace_event_core, &tc[c]);
@@ -386,6 +452,13 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
   int who = 0, rc = 0;
   if (st == TPURT_OK) rc = emu_ici_run(x, p->img, hbm, d->cycle_limit, es, ef, &who);
   for (int c = 0; tf && c < n; c++) emu_set_trace(mc[c], NULL, NULL);
+  if (x) keep_links(d, x);
+  if (tf) {
+    size_t nev = 0;
+    emu_ici_event *ev = emu_ici_take_events(x, &nev);
+    trace_links(tf, &d->target, n, ev, nev, d->links, d->nlinks);
+    rt_free(&d->alloc, ev);
+  }
   if (tf && (st = trace_close(tf, d->trace_path, msg, msglen)) == TPURT_OK) tf = NULL;
   emu_ici_destroy(x);
   /* every core's statistics, also those after the faulting core */
@@ -530,6 +603,8 @@ typedef struct shared_run {
   trace_core *tc;
   char **tbuf; /* per core: its trace events (open_memstream) */
   size_t *tlen;
+  emu_ici_event *lev; /* with a trace: the link events (every rank routes all) */
+  size_t nlev;
 } shared_run;
 
 /* What rank k sends rank 0 about each of its cores: statistics, fault
@@ -592,10 +667,11 @@ static tpurt_status_t gather_read(rt_program *p, shared_run *s, const rt_replica
 
 /* Rank 0: the trace of every core, core by core. */
 static tpurt_status_t shared_trace(rt_device *d, const shared_run *s, char *msg, size_t msglen) {
-  FILE *f = trace_open(d->trace_path);
+  FILE *f = trace_open(d->trace_path, s->n);
   if (!f) return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
   for (int c = 0; c < s->n; c++)
     if (s->tbuf[c]) fwrite(s->tbuf[c], 1, s->tlen[c], f);
+  trace_links(f, &d->target, s->n, s->lev, s->nlev, d->links, d->nlinks);
   return trace_close(f, d->trace_path, msg, msglen);
 }
 
@@ -614,6 +690,7 @@ static tpurt_status_t shared_emulate(rt_program *p, const rt_replica *lr, shared
                                                     host_threads(s->hi - s->lo), &d->alloc,
                                                     &d->peers)))
     st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
+  if (st == TPURT_OK && s->tbuf) emu_ici_log_links(x);
   for (int c = s->lo; st == TPURT_OK && s->tbuf && c < s->hi; c++) {
     FILE *f = open_memstream(&s->tbuf[c], &s->tlen[c]);
     if (!f) st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for the trace");
@@ -637,6 +714,8 @@ static tpurt_status_t shared_emulate(rt_program *p, const rt_replica *lr, shared
     s->tbuf[c] = t;
     if (!t) s->tlen[c] = 0;
   }
+  if (x) keep_links(d, x);
+  if (x && s->tbuf) s->lev = emu_ici_take_events(x, &s->nlev);
   emu_ici_destroy(x);
   return st;
 }
@@ -691,7 +770,7 @@ static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_
 static tpurt_status_t execute_shared(rt_program *p, const rt_replica *r, int n, char *msg,
                                      size_t msglen) {
   rt_device *d = p->dev;
-  shared_run s = {n, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  shared_run s = {n, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
   if (emu_ici_share(n, d->peers.nranks, d->peers.rank, &s.lo, &s.hi))
     return fail(msg, msglen, TPURT_INVALID_ARGUMENT,
                 "%d cores do not split evenly across %d ranks: run a number of ranks that "
@@ -724,6 +803,7 @@ static tpurt_status_t execute_shared(rt_program *p, const rt_replica *r, int n, 
     if (s.tbuf) rt_free(&d->alloc, s.tbuf[c]);
   }
   pthread_mutex_destroy(&mu);
+  rt_free(&d->alloc, s.lev);
   rt_free(&d->alloc, block);
   rt_free(&d->alloc, pp);
   rt_free(&d->alloc, lr);
@@ -739,13 +819,14 @@ static tpurt_status_t tpu_execute(rt_program *p, const rt_replica *r, int n, cha
                 d->target.ncores);
   if (d->peers.nranks > 1 && n > 1) return execute_shared(p, r, n, msg, msglen);
   if (n > 1 || uses_ici(p->img)) return execute_many(p, r, n, msg, msglen);
+  keep_links(d, NULL);
   uint8_t *hbm = prepare(p, r, msg, msglen);
   if (!hbm) return TPURT_OUT_OF_MEMORY;
   emu_stats es;
   emu_fault ef;
   trace_out tr = {NULL, 0};
   if (d->trace_path) {
-    tr.f = trace_open(d->trace_path);
+    tr.f = trace_open(d->trace_path, 1);
     if (!tr.f) {
       rt_free(&d->alloc, hbm);
       return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
@@ -772,6 +853,7 @@ tpurt_status_t rt_tpu_execute_profile(rt_program *p, const rt_replica *r,
   const tpub_image *img = p->img;
   uint8_t *hbm = prepare(p, r, msg, msglen);
   if (!hbm) return TPURT_OUT_OF_MEMORY;
+  keep_links(d, NULL);
   const char *tp = o->trace_path ? o->trace_path : d->trace_path;
   FILE *tf = NULL;
   if (tp && !(tf = fopen(tp, "w"))) {

@@ -194,6 +194,22 @@ const char *tpurt_device_platform(const tpurt_device_t *dev) {
   return dev ? dev->info.platform : "";
 }
 
+size_t tpurt_device_link_count(const tpurt_device_t *dev) {
+  return dev && dev->drv == &rt_tpu_driver ? (size_t)rt_tpu_link_count(dev->d) : 0;
+}
+
+tpurt_status_t tpurt_device_link_stats(tpurt_device_t *dev, size_t link,
+                                       tpurt_link_stats_t *out_stats) {
+  if (!out_stats) return fail(dev, TPURT_INVALID_ARGUMENT, "tpurt_device_link_stats: NULL out");
+  memset(out_stats, 0, sizeof *out_stats);
+  out_stats->direction = "";
+  size_t n = tpurt_device_link_count(dev);
+  if (link >= n)
+    return fail(dev, TPURT_INVALID_ARGUMENT, "link %zu of a device with %zu links", link, n);
+  rt_tpu_link_stats(dev->d, (int)link, out_stats);
+  return TPURT_OK;
+}
+
 
 void tpurt_free(tpurt_device_t *dev, void *ptr) {
   if (dev) rt_free(&dev->alloc, ptr);

@@ -6,6 +6,7 @@
 #include "driver/driver.h" /* cpu specs */
 #include "tools/mpi_run.h"
 #include "backend/tpu/tpu.h" /* --all-reduce names */
+#include "tools/report.h" /* the per-core and per-link figures of replicas */
 
 #include <regex.h>
 
@@ -878,19 +879,36 @@ static bool cpu_dump_path(run_state *r, const char **path) {
   return true;
 }
 
-/* --stats of TPU replicas: a line per core. */
-static void replica_stats_print(const char *target, const tpurt_stats_t *s, int n, FILE *f) {
-  fprintf(f, "stats (target %s, %d cores):\n", target, n);
-  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s\n", "core", "cycles",
-          "seconds", "instructions", "HBM read", "HBM written", "MXU busy cyc", "ICI sent",
-          "ICI received", "ICI send cyc", "ICI wait cyc");
-  for (int c = 0; c < n; c++)
-    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu\n", c,
-            (unsigned long long)s[c].cycles, s[c].seconds, (unsigned long long)s[c].instructions,
-            (unsigned long long)s[c].hbm_read_bytes, (unsigned long long)s[c].hbm_write_bytes,
-            (unsigned long long)s[c].mxu_busy_cycles, (unsigned long long)s[c].ici_sent_bytes,
-            (unsigned long long)s[c].ici_received_bytes, (unsigned long long)s[c].ici_send_cycles,
-            (unsigned long long)s[c].ici_wait_cycles);
+/* Writes stream f (stdout for "-") with w; false after an error naming
+ * flag and path. */
+static bool write_ici(const char *flag, const char *path, const tool_ici_run *ir,
+                      int (*w)(const tool_ici_run *, FILE *)) {
+  FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
+  int bad = !f || w(ir, f);
+  if (f == stdout) fflush(f);
+  else if (f && fclose(f)) bad = 1;
+  if (bad) tool_error(CMD, "%s: cannot write %s", flag, path);
+  return !bad;
+}
+
+/* --stats, --stats-json and --report of TPU replicas (tools/report.h):
+ * per core, per link, the all-reduce against its bound. */
+static bool replica_reports(run_state *r, const tpurt_stats_t *rs, const tool_links *links,
+                            int nrep) {
+  const run_cfg *c = &r->c;
+  tool_ici_run ir;
+  if (!tool_ici_init(&ir, c->target, nrep, rs, links->v, links->n,
+                     tool_ici_allreduce_bytes(tool_module_ir(r->m), nrep))) {
+    tool_error(CMD, "%s: no figures for target %s", c->file, c->target);
+    return false;
+  }
+  if (c->tpu.stats) tool_ici_stats_text(&ir, stderr);
+  bool ok = !c->tpu.stats_json || write_ici("--stats-json", c->tpu.stats_json, &ir,
+                                            tool_ici_stats_json);
+  if (ok && c->tpu.report)
+    ok = write_ici("--report", c->tpu.report, &ir,
+                   strcmp(c->tpu.report, "-") ? tool_ici_report_csv : tool_ici_report_table);
+  return ok;
 }
 
 /* N replicas on a TPU board or pod (one per core): the inputs split and
@@ -915,8 +933,11 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   to.target = c->target;
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
-  tpurt_stats_t *rs = c->tpu.stats ? arena_array(r->a, (size_t)nrep, sizeof *rs) : NULL;
+  bool figures = c->tpu.stats || c->tpu.stats_json || c->tpu.report;
+  tpurt_stats_t *rs = figures ? arena_array(r->a, (size_t)nrep, sizeof *rs) : NULL;
+  tool_links links = {NULL, 0};
   to.replica_stats = rs;
+  to.links = figures ? &links : NULL;
   char terr[8192];
   if (tool_tpu_run_replicas_mpi(m, &to, nrep, (ir_literal *const *const *)per, r->np, r->a, outs,
                                 &r->rank, terr, sizeof terr) != ST_OK) {
@@ -924,7 +945,7 @@ static int run_tpu_replicas(run_state *r, int nrep) {
     return TOOL_EXIT_FAIL;
   }
   if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
-  if (rs) replica_stats_print(c->target, rs, nrep, stderr);
+  if (figures && !replica_reports(r, rs, &links, nrep)) return TOOL_EXIT_FAIL;
   ir_literal *st = tool_replica_stack(outs, nrep, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
@@ -999,10 +1020,9 @@ static int execute_on_target(run_state *r) {
                  c->file, c->target, tool_mpi_size());
     return TOOL_EXIT_USAGE;
   }
-  /* --stats and --trace: the replicas print a line per core and trace
-   * every core's instructions */
-  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||
-                 c->tpu.max_cycles;
+  /* --stats, --stats-json, --report and --trace: the replicas give their
+   * per-core and per-link figures and trace every core and link */
+  bool reports = c->tpu.roofline || c->tpu.memory_report || c->tpu.max_cycles;
   if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
     return run_tpu_replicas(r, nrep);
   if (direct && nrep > 1) {

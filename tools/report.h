@@ -6,8 +6,10 @@
 #ifndef TPUCC_TOOLS_REPORT_H
 #define TPUCC_TOOLS_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "ir/ir.h"
 #include "tpurt.h"
 
 /* The target figures a report needs. */
@@ -59,6 +61,52 @@ typedef struct tool_report_opts {
   const char *trace;    /* Chrome trace JSON path */
   const char *roofline; /* SVG path */
 } tool_report_opts;
+
+/* ---- many cores (report_ici.c) ------------------------------------------
+ * A module run as one replica per core of a board or pod. Definitions
+ * (docs/cli.md, "TPU statistics and reports"): the run's cycles are its
+ * slowest core's; a core's compute cycles are its cycles less
+ * ici_wait_cycles (its front end not blocked on ICI signals; the sends,
+ * ici_send_cycles, run on DMA queues beside it); a link's utilisation is
+ * busy_cycles / the run's cycles. */
+typedef struct tool_ici_run {
+  const char *target;
+  double clock_hz, ici_bw, ici_latency; /* Hz, bytes/s per link, cycles per hop */
+  int ncores;
+  const tpurt_stats_t *cores; /* ncores */
+  const tpurt_link_stats_t *links;
+  size_t nlinks;
+  int64_t allreduce_bytes; /* the module's one all-reduce over every core, or -1 */
+} tool_ici_run;
+
+/* An all-reduce against the ring bound
+ *   bound = 2(N-1)/N x bytes / ici_bw + 2(N-1) x ici_latency / clock. */
+typedef struct tool_ici_allreduce {
+  int64_t bytes;
+  double seconds;        /* the run's cycles / clock */
+  double bus_bandwidth;  /* 2(N-1)/N x bytes / seconds, bytes/s */
+  double bound_seconds, bound_fraction; /* bound, bound / seconds */
+} tool_ici_allreduce_t;
+
+/* Fills r; false when target is not a TPU spec (or no TPU backend). */
+bool tool_ici_init(tool_ici_run *r, const char *target, int ncores, const tpurt_stats_t *cores,
+                   const tpurt_link_stats_t *links, size_t nlinks, int64_t allreduce_bytes);
+/* The bytes of m's all-reduce when m has exactly one (of any form) and it
+ * groups all ncores replicas in one group of an array; else -1. */
+int64_t tool_ici_allreduce_bytes(const ir_module *m, int ncores);
+uint64_t tool_ici_cycles(const tool_ici_run *r);
+uint64_t tool_ici_compute_cycles(const tpurt_stats_t *s);
+double tool_ici_utilisation(const tool_ici_run *r, const tpurt_link_stats_t *l);
+/* False (out zeroed) without an all-reduce over every core. */
+bool tool_ici_allreduce(const tool_ici_run *r, tool_ici_allreduce_t *out);
+/* Writers; 0, or -1 when the stream reports an error. Links: those that
+ * carried data. stats_text: --stats (a line per core, per link, and the
+ * all-reduce's); stats_json: --stats-json; report_table / report_csv:
+ * --report=- and --report=FILE.csv. */
+int tool_ici_stats_text(const tool_ici_run *r, FILE *f);
+int tool_ici_stats_json(const tool_ici_run *r, FILE *f);
+int tool_ici_report_table(const tool_ici_run *r, FILE *f);
+int tool_ici_report_csv(const tool_ici_run *r, FILE *f);
 
 #ifdef TPUCC_HAVE_TPU
 #include "backend/tpu/tpu.h"

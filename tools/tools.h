@@ -55,7 +55,14 @@ typedef struct tool_tpu_opts {
    * statistics */
   const struct tpurt_peers *peers;
   struct tpurt_stats *replica_stats;
+  struct tool_links *links; /* NULL, or the run's per-link figures */
 } tool_tpu_opts;
+/* The ICI links of a replicated run (include/tpurt.h, tpurt_link_stats_t;
+ * in the run's arena). */
+typedef struct tool_links {
+  struct tpurt_link_stats *v;
+  size_t n;
+} tool_links;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,
                           const char *out, char *err, size_t errlen);

@@ -564,14 +564,15 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen) {
   return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, NULL, NULL,
-                                     err, errlen);
+                                     NULL, NULL, err, errlen);
 }
 
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const tpurt_peers_t *peers,
-                                        tpurt_stats_t *stats, const char *trace, char *err,
+                                        tpurt_stats_t *stats, const char *trace,
+                                        tpurt_link_stats_t **links, size_t *nlinks, char *err,
                                         size_t errlen) {
   base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
@@ -617,6 +618,11 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
              tpurt_device_message(dev));
     rc = status_of(ts, ST_RUNTIME_FAULT);
     goto done;
+  }
+  if (links) { /* every rank's device has every link's figures */
+    *nlinks = tpurt_device_link_count(dev);
+    *links = arena_array(a, *nlinks + 1, sizeof **links);
+    for (size_t k = 0; k < *nlinks; k++) tpurt_device_link_stats(dev, k, &(*links)[k]);
   }
   const ir_shape *rs = m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
   shape_vec ls = {0};

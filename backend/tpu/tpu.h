@@ -134,14 +134,18 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
  * outs hold the results (the other ranks' are zeros). stats: NULL, or
  * nrep entries for every core's statistics (rank 0's complete); trace:
  * NULL, or the path of a Chrome trace of every core's instructions (one
- * process row per core; written by rank 0). */
+ * process row per core and one for the ICI links; written by rank 0);
+ * links: NULL, or on success *links gets the device's per-link figures of
+ * the run (tpurt_device_link_stats; allocated in a, *nlinks of them). */
 struct tpurt_peers;
+struct tpurt_link_stats;
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const struct tpurt_peers *peers,
-                                        struct tpurt_stats *stats, const char *trace, char *err,
-                                        size_t errlen);
+                                        struct tpurt_stats *stats, const char *trace,
+                                        struct tpurt_link_stats **links, size_t *nlinks,
+                                        char *err, size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

@@ -156,6 +156,9 @@ struct emu_ici {
   const void **psend, **precv;
   int nlinks, per_chip;
   emu_link *links;
+  int log;            /* record link events (emu_ici_log_links) */
+  emu_ici_event *ev;  /* recorded so far */
+  size_t nev, capev;
   int *state; /* per core: EMU_STEP_* of its last step */
   emu_time bound;
   /* the host threads of a run */
@@ -204,6 +207,21 @@ void emu_ici_link_name(const tgt_target *t, int link, char *buf, size_t n) {
     snprintf(buf, n, "chip%d core%d on-chip", chip, chip * t->cores_per_chip + k - TGT_ICI_LINKS);
 }
 
+void emu_ici_link_ends(const tgt_target *t, int link, int *chip, int *to_chip, int *core) {
+  int per = TGT_ICI_LINKS + t->cores_per_chip, k = link % per, X = t->topo_x, Y = t->topo_y;
+  *chip = link / per;
+  *to_chip = *chip;
+  *core = -1;
+  if (k >= TGT_ICI_LINKS) {
+    *core = *chip * t->cores_per_chip + k - TGT_ICI_LINKS;
+    return;
+  }
+  int x = *chip % X, y = *chip / X;
+  if (k == DIR_XP || k == DIR_XM) x = ((x + (k == DIR_XP ? 1 : -1)) % X + X) % X;
+  else y = ((y + (k == DIR_YP ? 1 : -1)) % Y + Y) % Y;
+  *to_chip = y * X + x;
+}
+
 /* The first t >= s at which every link of the route is free for occ. */
 static emu_time link_slot(const emu_ici *x, const int *route, int hops, emu_time s,
                           emu_time occ) {
@@ -220,6 +238,35 @@ static emu_time link_slot(const emu_ici *x, const int *route, int hops, emu_time
     }
   }
   return s;
+}
+
+/* Records one transfer's occupancy of one link; -1 out of memory. */
+static int log_event(emu_ici *x, const emu_put *p, const int *route, int h, emu_time s) {
+  if (x->nev == x->capev) {
+    size_t nc = x->capev ? 2 * x->capev : 64;
+    emu_ici_event *e = rt_alloc(&x->alloc, nc * sizeof *e);
+    if (!e) return -1;
+    if (x->nev) memcpy(e, x->ev, x->nev * sizeof *e);
+    rt_free(&x->alloc, x->ev);
+    x->ev = e;
+    x->capev = nc;
+  }
+  x->ev[x->nev++] = (emu_ici_event){s, p->occ, p->bytes, route[h], p->src, p->dst, h};
+  return 0;
+}
+
+void emu_ici_log_links(emu_ici *x) { x->log = 1; }
+
+emu_ici_event *emu_ici_take_events(emu_ici *x, size_t *n) {
+  emu_ici_event *e = x->ev;
+  *n = x->nev;
+  x->ev = NULL;
+  x->nev = x->capev = 0;
+  if (!*n) {
+    rt_free(&x->alloc, e);
+    return NULL;
+  }
+  return e;
 }
 
 static int link_reserve(emu_ici *x, emu_link *l, emu_time s, emu_time e) {
@@ -278,7 +325,8 @@ static int deliver(emu_ici *x, const emu_put *p, int *who) {
   *who = local ? p->dst : x->lo;
   for (int h = 0; h < hops; h++) {
     emu_link *l = &x->links[route[h]];
-    if (link_reserve(x, l, s, s + p->occ)) return emu_fail(d, EMU_FAULT_OOM, "out of memory (host)");
+    if (link_reserve(x, l, s, s + p->occ) || (x->log && log_event(x, p, route, h, s)))
+      return emu_fail(d, EMU_FAULT_OOM, "out of memory (host)");
     l->st.transfers++;
     l->st.bytes += p->bytes;
     l->st.busy_cycles += p->occ;
@@ -439,6 +487,7 @@ void emu_ici_destroy(emu_ici *x) {
   if (!x) return;
   rt_allocator a = x->alloc;
   for (int k = 0; x->links && k < x->nlinks; k++) rt_free(&a, x->links[k].iv);
+  rt_free(&a, x->ev);
   for (int c = x->lo; x->state && c < x->hi; c++) {
     x->m[c]->ici = NULL;
     x->m[c]->core = 0;

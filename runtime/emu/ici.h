@@ -20,6 +20,15 @@ typedef struct emu_ici_link_stats {
   uint64_t busy_cycles; /* cycles it carried data */
 } emu_ici_link_stats;
 
+/* One transfer on one link (emu_ici_log_links): the link is busy with it
+ * during [start, start + occ). A transfer of h hops gives h of these, all
+ * with the same start (the route is held end to end). */
+typedef struct emu_ici_event {
+  uint64_t start, occ, bytes;
+  int link, src, dst; /* link id, sending and receiving core */
+  int hop;            /* the link's place on the route, 0 first */
+} emu_ici_event;
+
 /* Joins n cores (created for target t, n <= t->ncores is the caller's
  * business) into one machine; they get ids 0..n-1. threads: host threads
  * a run uses (clamped to 1..n). NULL when memory runs out. destroy gives
@@ -57,6 +66,18 @@ const char *emu_ici_peer_error(const emu_ici *x);
 int emu_ici_nlinks(const emu_ici *x);
 const emu_ici_link_stats *emu_ici_link(const emu_ici *x, int link);
 void emu_ici_link_name(const tgt_target *t, int link, char *buf, size_t n);
+/* Link `link`'s ends: the chip it leaves, the chip it reaches (the same
+ * for an on-chip link) and, for an on-chip link, the core it leaves (-1
+ * for a torus link). */
+void emu_ici_link_ends(const tgt_target *t, int link, int *chip, int *to_chip, int *core);
+/* From now on every delivered transfer also records one event per link it
+ * crosses, in delivery order (the same order on every rank of a shared
+ * run). emu_ici_take_events hands them over: an array of *n events from
+ * the allocator x was created with (the caller frees it), NULL when there
+ * are none; recording starts afresh. A run whose recording ran out of
+ * memory faults like any host allocation failure. */
+void emu_ici_log_links(emu_ici *x);
+emu_ici_event *emu_ici_take_events(emu_ici *x, size_t *n);
 /* The links a transfer from core src to core dst crosses, in order (at
  * most max); 0 for src == dst (a loopback of one hop's latency). */
 int emu_ici_route(const tgt_target *t, int src, int dst, int *links, int max);

@@ -2,7 +2,8 @@
 # run_tpu_mpi.sh TPUCC MPIRUN: `mpirun -np R tpucc run` on a TPU board and
 # pod, the cores split across R ranks: the results written by rank 0 are
 # the one-process run's, byte for byte, and so are the --stats lines of
-# every core (cycles, instructions, HBM bytes) and the events of --trace
+# every core (cycles, instructions, HBM bytes) and ICI link, and the
+# events of --trace (every core's and link's)
 # (all-reduce as a ring and as a
 # parameter server on a v3-8 and on a v3-32 pod, and every collective the
 # TPU lowers on a v3-8 (tpu/colls8.hlo), with 2 and 4 ranks); rank counts that do not divide the cores and ranks
@@ -53,9 +54,10 @@ if mr -np 2 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$
   cmp -s "$T/one" "$T/out" && grep -qx '8x4xf32=\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]\[8 16 24 32\]' "$T/out"; then
   ok "printed once, by rank 0"
 else bad "printed results across 2 ranks"; cat "$T/out"; fi
-# --trace: one file from rank 0 with every core's events, the same events
-# as in one process (which writes them as the threads run them; the ranks
-# core by core), compared as sorted lines without the separating commas
+# --trace: one file from rank 0 with every core's events and the ICI
+# links' (pid 9, a span per transfer and link), the same events as in one
+# process (which writes them as the threads run them; the ranks core by
+# core), compared as sorted lines without the separating commas
 events() { sed 's/,$//' "$1" | LC_ALL=C sort; }
 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t1.json" >/dev/null 2>"$T/err" ||
   bad "--trace, one process"
@@ -63,8 +65,9 @@ for np in 2 4; do
   if mr -np $np "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" --trace="$T/t.json" \
     >/dev/null 2>"$T/err" && [ "$(events "$T/t1.json" | wc -l)" -gt 800 ] &&
     events "$T/t1.json" >"$T/e1" && events "$T/t.json" >"$T/e" && cmp -s "$T/e1" "$T/e" &&
-    grep -q '"pid":8,' "$T/t.json"; then
-    ok "--trace across $np ranks: the one-process trace's events, every core's"
+    grep -q '"pid":8,' "$T/t.json" && grep -q '"name":"ICI links"' "$T/t.json" &&
+    [ "$(grep -c '"ph":"X","pid":9,' "$T/t.json")" -gt 8 ]; then
+    ok "--trace across $np ranks: the one-process trace's events, every core's and link's"
   else bad "--trace across $np ranks"; fi
 done
 if mr -np 3 "$TPUCC" run "$T/ar8s.hlo" --target=v3-8 --input="4xf32=1 2 3 4" >"$T/out" 2>"$T/err"; then

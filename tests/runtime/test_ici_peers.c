@@ -94,6 +94,8 @@ typedef struct run {
   emu_fault f[NC];
   emu_ici_stats ist[NC];
   emu_ici_link_stats links[MAXR][NLINKS];
+  emu_ici_event ev[MAXR][16]; /* the first link events (emu_ici_log_links) */
+  size_t nev[MAXR];
   int rc[MAXR], who[MAXR];
   char err[MAXR][256];
 } run;
@@ -119,7 +121,11 @@ static void *run_share(void *arg) {
     }
   }
   emu_ici *x = emu_ici_create_shared(&u->t, u->m, NC, 2, NULL, j->rank ? &j->peers : NULL);
+  if (x) emu_ici_log_links(x);
   u->rc[r] = x ? emu_ici_run(x, u->img, u->hbm, 1000000, u->st, u->f, &u->who[r]) : -3;
+  emu_ici_event *ev = x ? emu_ici_take_events(x, &u->nev[r]) : NULL;
+  if (ev) memcpy(u->ev[r], ev, (u->nev[r] < 16 ? u->nev[r] : 16) * sizeof *ev);
+  free(ev);
   if (x && u->rc[r] == -2) snprintf(u->err[r], sizeof u->err[r], "%s", emu_ici_peer_error(x));
   for (int k = 0; x && k < emu_ici_nlinks(x) && k < NLINKS; k++) u->links[r][k] = *emu_ici_link(x, k);
   emu_ici_destroy(x);
@@ -176,8 +182,12 @@ static void ring_on_ranks(void **state) {
     run_program(ring_src, nr, 0, &shared);
     for (int r = 0; r < nr; r++) {
       assert_int_equal(shared.rc[r], 0);
-      /* every rank's copy of the links is the one-process run's */
+      /* every rank's copy of the links is the one-process run's, and so
+       * are the link events every rank records (one per transfer and
+       * link: the ring crosses ten links, test_ici_links.c) */
       assert_memory_equal(shared.links[r], alone.links[0], sizeof alone.links[0]);
+      assert_int_equal(shared.nev[r], 10);
+      assert_memory_equal(shared.ev[r], alone.ev[0], sizeof alone.ev[0]);
     }
     for (int c = 0; c < NC; c++) {
       assert_memory_equal(&shared.st[c], &alone.st[c], sizeof alone.st[c]);
