@@ -178,14 +178,19 @@ typedef struct tpurt_custom_call {
  *   exchange: sends send[r] (len[r] bytes) to every other rank r and
  *             receives rank r's message to this one into recv[r], rlen[r]
  *             (recv[rank] untouched; valid until the next call).
- * tpumpi builds one over MPI (runtime/mpi/mpi_comm.h). The user's state
- * must outlive the device; a device is used by one thread at a time. */
+ * libtpurt-mpi builds one over an MPI communicator (tpurt_mpi.h). The
+ * user's state must outlive the device, unless release is set: then
+ * tpurt_device_destroy calls release(user) once, after the device's last
+ * use of the peers, and the state may die there (a tpurt_device_create
+ * that fails does not call it). A device is used by one thread at a
+ * time. */
 typedef struct tpurt_peers {
   int nranks, rank;
   void *user;
   int (*min)(void *user, const uint64_t *mine, uint64_t *out, int k, char *msg, size_t msglen);
   int (*exchange)(void *user, const void *const *send, const size_t *len, const void **recv,
                   size_t *rlen, char *msg, size_t msglen);
+  void (*release)(void *user); /* NULL: the caller frees the state after the device */
 } tpurt_peers_t;
 
 typedef struct tpurt_device_options {
