@@ -41,7 +41,10 @@
  * After such a failure the ranks are out of step: destroy the device; the
  * usual next step is MPI_Abort. Ranks whose options differ (target,
  * cycle_limit, mxu_systolic, whether a trace is written) are refused at
- * creation, naming the first rank that differs from rank 0.
+ * creation, naming the first rank that differs from rank 0; ranks that
+ * loaded different programs (code, constants or signature) fail their
+ * execution on every rank with TPURT_FAILED_PRECONDITION, "rank 1 loaded
+ * another program than rank 0".
  *
  * Threads and ownership as libtpurt (tpurt.h): the device is
  * thread-compatible; the library keeps no global state. */

@@ -18,6 +18,9 @@
  *                             the duplication was not joined
  *   tpurt_mpi_prog thread     MPI_Init (MPI_THREAD_SINGLE): refused, naming
  *                             MPI_Init_thread
+ *   tpurt_mpi_prog otherprog  rank 1 loads another program of the same
+ *                             signature (ICI_DEADLOCK_SRC): every rank's
+ *                             execution fails naming rank 1
  *
  * Prints "rank R: ok" when every check of the mode holds. */
 #include <stdio.h>
@@ -62,7 +65,7 @@ static int noinit(void) {
 
 /* Creates the device of target on the world and runs the ring on every
  * core; 0, or 1 after printing "rank R: message". */
-static int ring(const char *target, double timeout, int silent_rank) {
+static int ring(const char *target, double timeout, int silent_rank, int other_rank) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   tpurt_device_options_t o;
@@ -83,7 +86,8 @@ static int ring(const char *target, double timeout, int silent_rank) {
   tpurt_program_t *p = NULL;
   int n = tpurt_device_core_count(d);
   tpurt_buffer_t *in[8] = {0}, *out[8] = {0};
-  st = tpurt_program_assemble(d, ring_src, strlen(ring_src), "ring.s", &p);
+  const char *src = rank == other_rank ? ICI_DEADLOCK_SRC : ring_src;
+  st = tpurt_program_assemble(d, src, strlen(src), "ring.s", &p);
   static float x[1024];
   for (int c = 0; c < n && c < 8 && st == TPURT_OK; c++) {
     int64_t dims[1] = {1024};
@@ -118,18 +122,20 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (!strcmp(mode, "target") && argc > 2) {
-    rc = ring(argv[2], 10, -1);
+    rc = ring(argv[2], 10, -1, -1);
   } else if (!strcmp(mode, "single")) {
-    rc = ring("v3", 10, -1);
+    rc = ring("v3", 10, -1, -1);
   } else if (!strcmp(mode, "silent")) {
-    rc = ring("v3-8", 3, 1);
+    rc = ring("v3-8", 3, 1, -1);
   } else if (!strcmp(mode, "absent")) {
     if (rank == 1) sleep(9);
-    rc = ring("v3-8", 3, -1);
+    rc = ring("v3-8", 3, -1, -1);
   } else if (!strcmp(mode, "thread")) {
-    rc = ring("v3-8", 3, -1);
+    rc = ring("v3-8", 3, -1, -1);
+  } else if (!strcmp(mode, "otherprog")) {
+    rc = ring("v3-8", 10, -1, 1);
   } else {
-    fprintf(stderr, "usage: tpurt_mpi_prog noinit|target T|single|silent|absent|thread\n");
+    fprintf(stderr, "usage: tpurt_mpi_prog noinit|target T|single|silent|absent|thread|otherprog\n");
   }
   if (rc) {
     fflush(stderr);
