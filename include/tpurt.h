@@ -170,7 +170,9 @@ typedef struct tpurt_custom_call {
 /* Processes sharing one emulated pod (docs/distributed.md): of an n-core
  * device, rank `rank` of `nranks` runs the cores [rank n/nranks,
  * (rank+1) n/nranks) (nranks must divide n); rank 0 gives every core's
- * parameters and gets every core's results, statistics and trace. Between
+ * parameters and gets every core's results, statistics and trace. Every
+ * rank must run the same program: an execution whose ranks loaded
+ * different ones fails on each with TPURT_FAILED_PRECONDITION. Between
  * rounds of the emulation the ranks agree through two calls, made by
  * every rank in the same order, each returning 0, or -1 with one line in
  * msg (a rank that did not answer in time named):
@@ -178,14 +180,19 @@ typedef struct tpurt_custom_call {
  *   exchange: sends send[r] (len[r] bytes) to every other rank r and
  *             receives rank r's message to this one into recv[r], rlen[r]
  *             (recv[rank] untouched; valid until the next call).
- * tpumpi builds one over MPI (runtime/mpi/mpi_comm.h). The user's state
- * must outlive the device; a device is used by one thread at a time. */
+ * libtpurt-mpi builds one over an MPI communicator (tpurt_mpi.h). The
+ * user's state must outlive the device, unless release is set: then
+ * tpurt_device_destroy calls release(user) once, after the device's last
+ * use of the peers, and the state may die there (a tpurt_device_create
+ * that fails does not call it). A device is used by one thread at a
+ * time. */
 typedef struct tpurt_peers {
   int nranks, rank;
   void *user;
   int (*min)(void *user, const uint64_t *mine, uint64_t *out, int k, char *msg, size_t msglen);
   int (*exchange)(void *user, const void *const *send, const size_t *len, const void **recv,
                   size_t *rlen, char *msg, size_t msglen);
+  void (*release)(void *user); /* NULL: the caller frees the state after the device */
 } tpurt_peers_t;
 
 typedef struct tpurt_device_options {

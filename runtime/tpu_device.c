@@ -543,8 +543,54 @@ static tpurt_status_t peers_exchange(rt_device *d, const peer_msg *out, const vo
   return st;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* A hash of what a program computes: its code, SMEM, constants and
+ * signature (not its names or op table). */
+static uint64_t program_hash(const tpub_image *img) {
+  uint64_t h = fnv(0xcbf29ce484222325ull, img->code, (size_t)img->ncode * sizeof *img->code);
+  h = fnv(h, img->smem, (size_t)img->nsmem * sizeof *img->smem);
+  h = fnv(h, &img->hbm_bytes, sizeof img->hbm_bytes);
+  for (uint32_t i = 0; i < img->nconsts; i++) {
+    const tpub_const *k = &img->consts[i];
+    h = fnv(h, &k->hbm_offset, sizeof k->hbm_offset);
+    h = fnv(h, k->data, (size_t)k->size);
+  }
+  for (uint32_t i = 0; i < img->nparams + img->nresults; i++) {
+    const tpub_tensor *t = i < img->nparams ? &img->params[i] : &img->results[i - img->nparams];
+    h = fnv(h, &t->dtype, sizeof t->dtype);
+    h = fnv(h, t->dims, (size_t)t->rank * sizeof *t->dims);
+    h = fnv(h, &t->hbm_offset, sizeof t->hbm_offset);
+  }
+  return h;
+}
+
+/* Every rank's program hash (the first 8 bytes of its message) against
+ * rank 0's, the same check and message on every rank. */
+static tpurt_status_t same_program(rt_device *d, uint64_t mine, const void **recv, char *msg,
+                                   size_t msglen) {
+  int R = d->peers.nranks, me = d->peers.rank;
+  uint64_t h0 = mine;
+  if (me != 0) memcpy(&h0, recv[0], sizeof h0);
+  for (int k = 1; k < R; k++) {
+    uint64_t hk = mine;
+    if (k != me) memcpy(&hk, recv[k], sizeof hk);
+    if (hk != h0)
+      return fail(msg, msglen, TPURT_FAILED_PRECONDITION,
+                  "rank %d loaded another program than rank 0: load the same program on every "
+                  "rank",
+                  k);
+  }
+  return TPURT_OK;
+}
+
 /* This rank's replicas of cores [lo, hi) (lr[c - lo]): rank 0's own, the
- * others with parameters rank 0 sent (in *block, freed by the caller). */
+ * others with parameters rank 0 sent (in *block, freed by the caller).
+ * Every rank's message starts with its program's hash (same_program). */
 static tpurt_status_t scatter_params(rt_program *p, const rt_replica *r, int n, rt_replica *lr,
                                      void **pp, uint8_t **block, char *msg, size_t msglen) {
   rt_device *d = p->dev;
@@ -553,9 +599,12 @@ static tpurt_status_t scatter_params(rt_program *p, const rt_replica *r, int n, 
   emu_ici_share(n, R, me, &lo, &hi);
   peer_msg *out = NULL;
   tpurt_status_t st = TPURT_OK;
-  if (me == 0 && !(out = rt_calloc(&d->alloc, (size_t)R, sizeof *out)))
+  uint64_t mine = program_hash(img);
+  if (!(out = rt_calloc(&d->alloc, (size_t)R, sizeof *out)))
     return fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
-  for (int k = 1; out && k < R; k++) {
+  for (int k = 0; k < R; k++) {
+    if (k != me) msg_put(d, &out[k], &mine, sizeof mine);
+    if (me != 0 || k == 0) continue;
     int a, b;
     emu_ici_share(n, R, k, &a, &b);
     for (int c = a; c < b; c++)
@@ -569,12 +618,17 @@ static tpurt_status_t scatter_params(rt_program *p, const rt_replica *r, int n, 
   size_t need = 0;
   for (uint32_t i = 0; i < img->nparams; i++) need += (size_t)img->params[i].bytes;
   need *= (size_t)(hi - lo);
-  if (st == TPURT_OK && me != 0 && rlen[0] != need)
+  for (int k = 0; st == TPURT_OK && k < R; k++)
+    if (k != me && rlen[k] < sizeof mine)
+      st = fail(msg, msglen, TPURT_INTERNAL, "rank %d sent a malformed parameter message", k);
+  if (st == TPURT_OK) st = same_program(d, mine, recv, msg, msglen);
+  if (st == TPURT_OK && me != 0 && rlen[0] != sizeof mine + need)
     st = fail(msg, msglen, TPURT_INTERNAL, "rank 0 sent %zu bytes of parameters, %zu expected",
-              rlen[0], need);
+              rlen[0] - sizeof mine, need);
   if (st == TPURT_OK && me != 0 && need && !(*block = rt_alloc(&d->alloc, need)))
     st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory for the parameters");
-  if (st == TPURT_OK && me != 0 && need) memcpy(*block, recv[0], need);
+  if (st == TPURT_OK && me != 0 && need)
+    memcpy(*block, (const uint8_t *)recv[0] + sizeof mine, need);
   size_t at = 0;
   for (int c = lo; st == TPURT_OK && c < hi; c++) {
     lr[c - lo] = r[c];

@@ -28,6 +28,7 @@ struct tpurt_device {
   const rt_driver *drv;
   rt_device *d;
   rt_device_info info;
+  tpurt_peers_t peers; /* its release, called by tpurt_device_destroy */
   char msg[MSG_BYTES];
 };
 
@@ -173,6 +174,7 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
     rt_free(&a, d);
     return st;
   }
+  if (opts->peers) d->peers = *opts->peers;
   *out_device = d;
   return TPURT_OK;
 }
@@ -180,8 +182,10 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
 void tpurt_device_destroy(tpurt_device_t *dev) {
   if (!dev) return;
   rt_allocator a = dev->alloc;
+  tpurt_peers_t peers = dev->peers;
   dev->drv->ops->destroy(dev->d);
   rt_free(&a, dev);
+  if (peers.release) peers.release(peers.user);
 }
 
 const char *tpurt_device_message(const tpurt_device_t *dev) { return dev ? dev->msg : "no device"; }

@@ -154,8 +154,10 @@ static void free_mpi(rt_mpi *p) {
   free(p);
 }
 
-/* The fingerprint check of rt_mpi_open: every rank's against rank 0's. */
-static int check_fingerprints(rt_mpi *p, uint64_t fingerprint, char *err, size_t errlen) {
+/* The fingerprint check of rt_mpi_open: every rank's against rank 0's;
+ * hint ends the message naming a rank that differs. */
+static int check_fingerprints(rt_mpi *p, uint64_t fingerprint, const char *hint, char *err,
+                              size_t errlen) {
   const void *all[1024];
   if (p->size > 1024) {
     snprintf(err, errlen, "more than 1024 ranks");
@@ -170,14 +172,86 @@ static int check_fingerprints(rt_mpi *p, uint64_t fingerprint, char *err, size_t
     uint64_t fr;
     memcpy(&fr, all[r], sizeof fr);
     if (fr != f0) {
-      snprintf(err, errlen,
-               "rank %d runs other work than rank 0 (fingerprint %016" PRIx64 " against %016" PRIx64
-               "): start every rank with the same program, target and flags",
-               r, fr, f0);
-      return -1;
+      snprintf(err, errlen, "rank %d runs other work than rank 0 (fingerprint %016" PRIx64
+               " against %016" PRIx64 "): %s", r, fr, f0, hint);
+      return -2;
     }
   }
   return 0;
+}
+
+/* MPI_Comm_dup bounded by the timeout: the duplication waits for every
+ * rank of comm, and MPI does not say which one is missing. A duplication
+ * that timed out stays pending. */
+static int dup_bounded(MPI_Comm comm, double timeout, MPI_Comm *out, char *err, size_t errlen) {
+  MPI_Request rq;
+  if (MPI_Comm_idup(comm, out, &rq) != MPI_SUCCESS) {
+    snprintf(err, errlen, "MPI_Comm_idup failed");
+    return -1;
+  }
+  double t0 = MPI_Wtime();
+  for (;;) {
+    int flag = 0;
+    if (MPI_Test(&rq, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+      snprintf(err, errlen, "duplicating the communicator failed");
+      return -1;
+    }
+    if (flag) return 0;
+    if (MPI_Wtime() - t0 > timeout) break;
+    sleep_briefly();
+  }
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  snprintf(err, errlen,
+           "no answer within %.0f s while duplicating the communicator (rank %d of %d here): "
+           "a rank of it did not join, silent or gone",
+           timeout, rank, size);
+  return -1;
+}
+
+/* Frees the requests a failed exchange left pending (cancelled first, so
+ * that no message lands in freed memory; a send that cannot be cancelled
+ * is left to MPI). */
+static void drop_pending(rt_mpi *p) {
+  for (int i = 0; p->req && i < 2 * p->size; i++) {
+    if (p->req[i] == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&p->req[i]);
+    int flag = 0;
+    for (int k = 0; k < 1000 && !flag; k++) {
+      MPI_Test(&p->req[i], &flag, MPI_STATUS_IGNORE);
+      if (!flag) sleep_briefly();
+    }
+    if (!flag) MPI_Request_free(&p->req[i]);
+  }
+}
+
+/* Duplicates comm into p and checks the fingerprints (the thread level is
+ * the caller's check). 0; -1 (communication) or -2 (fingerprints) with
+ * one line in err; p is then freed. */
+static int attach(rt_mpi *p, MPI_Comm comm, uint64_t fingerprint, double timeout_seconds,
+                  const char *hint, char *err, size_t errlen) {
+  p->timeout = timeout_seconds > 0 ? timeout_seconds : 60;
+  if (dup_bounded(comm, p->timeout, &p->world, err, errlen)) {
+    free(p);
+    return -1;
+  }
+  MPI_Comm_set_errhandler(p->world, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(p->world, &p->rank);
+  MPI_Comm_size(p->world, &p->size);
+  p->comm = (coll_comm){&mpi_ops, p->size, p->rank, 1};
+  p->req = malloc(2 * (size_t)p->size * sizeof *p->req);
+  p->heads = calloc(2 * (size_t)p->size, sizeof *p->heads);
+  int rc = 0;
+  if (!p->req || !p->heads) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  } else {
+    for (int i = 0; i < 2 * p->size; i++) p->req[i] = MPI_REQUEST_NULL;
+    rc = check_fingerprints(p, fingerprint, hint, err, errlen);
+  }
+  if (rc) rt_mpi_release(p);
+  return rc;
 }
 
 int rt_mpi_open(uint64_t fingerprint, double timeout_seconds, rt_mpi **out, char *err,
@@ -196,37 +270,45 @@ int rt_mpi_open(uint64_t fingerprint, double timeout_seconds, rt_mpi **out, char
       free(p);
       return -1;
     }
-    p->inited_here = true;
   } else {
     MPI_Query_thread(&provided);
   }
-  MPI_Comm_dup(MPI_COMM_WORLD, &p->world);
-  MPI_Comm_set_errhandler(p->world, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(p->world, &p->rank);
-  MPI_Comm_size(p->world, &p->size);
-  p->timeout = timeout_seconds > 0 ? timeout_seconds : 60;
-  p->comm = (coll_comm){&mpi_ops, p->size, p->rank, 1};
-  p->req = calloc(2 * (size_t)p->size, sizeof *p->req);
-  p->heads = calloc(2 * (size_t)p->size, sizeof *p->heads);
-  int rc = 0;
-  if (!p->req || !p->heads) {
-    snprintf(err, errlen, "out of memory");
-    rc = -1;
-  } else if (provided < MPI_THREAD_SERIALIZED) {
+  int rc = -1;
+  if (provided < MPI_THREAD_SERIALIZED) {
     snprintf(err, errlen, "this MPI gives thread level %d; tpucc needs MPI_THREAD_SERIALIZED",
              provided);
-    rc = -1;
+    free(p);
   } else {
-    rc = check_fingerprints(p, fingerprint, err, errlen);
+    rc = attach(p, MPI_COMM_WORLD, fingerprint, timeout_seconds,
+                "start every rank with the same program, target and flags", err, errlen);
   }
   if (rc) {
-    MPI_Comm_free(&p->world);
-    if (p->inited_here) MPI_Finalize();
-    free_mpi(p);
+    if (!inited) MPI_Finalize();
     return -1;
   }
+  p->inited_here = !inited;
   *out = p;
   return 0;
+}
+
+int rt_mpi_open_comm(MPI_Comm comm, uint64_t fingerprint, double timeout_seconds,
+                     const char *hint, rt_mpi **out, char *err, size_t errlen) {
+  *out = NULL;
+  rt_mpi *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int rc = attach(p, comm, fingerprint, timeout_seconds, hint, err, errlen);
+  if (!rc) *out = p;
+  return rc;
+}
+
+void rt_mpi_release(rt_mpi *p) {
+  if (!p) return;
+  drop_pending(p);
+  if (p->world != MPI_COMM_NULL) MPI_Comm_free(&p->world);
+  free_mpi(p);
 }
 
 int rt_mpi_rank(const rt_mpi *p) { return p->rank; }
@@ -382,5 +464,5 @@ static int peers_exchange(void *user, const void *const *send, const size_t *len
 }
 
 void rt_mpi_peers(rt_mpi *p, tpurt_peers_t *out) {
-  *out = (tpurt_peers_t){p->size, p->rank, p, peers_min, peers_exchange};
+  *out = (tpurt_peers_t){p->size, p->rank, p, peers_min, peers_exchange, NULL};
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "base/coll.h"
 #include "tpurt.h"
 
@@ -31,6 +33,19 @@ bool rt_mpi_launched(void);
  * fingerprint check happens here. timeout_seconds > 0 bounds every wait. */
 int rt_mpi_open(uint64_t fingerprint, double timeout_seconds, rt_mpi **out, char *err,
                 size_t errlen);
+/* rt_mpi_open over a communicator the caller owns (libtpurt-mpi): MPI
+ * must be initialised and is never finalised here. comm is duplicated
+ * (every message goes over the duplicate), the duplication itself bounded
+ * by the timeout; rank 0 of comm is rank 0. A rank whose fingerprint
+ * differs is named, the message ending with hint. 0 and *out; -1 with
+ * one line in err when a rank did not answer or MPI failed, -2 when the
+ * fingerprints differ. Free *out with rt_mpi_release. */
+int rt_mpi_open_comm(MPI_Comm comm, uint64_t fingerprint, double timeout_seconds,
+                     const char *hint, rt_mpi **out, char *err, size_t errlen);
+/* Frees p and its duplicate communicator without waiting for the other
+ * ranks; requests a failed exchange left pending are cancelled first.
+ * Accepts NULL. */
+void rt_mpi_release(rt_mpi *p);
 int rt_mpi_rank(const rt_mpi *p);
 int rt_mpi_size(const rt_mpi *p);
 /* The world as a communicator: member m is rank m; first = rank, local 1. */

@@ -18,10 +18,15 @@ import sys
 import time
 
 
-def main():
-    mpirun, np_, expect, prog = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-    cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
-           "-np", str(np_)] + prog
+def command(mpirun, np_, prog, extra=()):
+    """The mpirun command line for np_ ranks of prog (a list)."""
+    return [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+            *extra, "-np", str(np_)] + prog
+
+
+def run(cmd):
+    """Runs cmd with leak checking off, bounded by 60 s: (CompletedProcess
+    or None when it did not end, seconds taken)."""
     t0 = time.monotonic()
     try:
         env = dict(os.environ)
@@ -29,9 +34,17 @@ def main():
         env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "detect_leaks=0"
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     except subprocess.TimeoutExpired:
+        return None, time.monotonic() - t0
+    return p, time.monotonic() - t0
+
+
+def main():
+    mpirun, np_, expect, prog = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+    cmd = command(mpirun, np_, prog)
+    p, took = run(cmd)
+    if p is None:
         print("FAIL: the run did not end within 60 s:", " ".join(cmd))
         return 1
-    took = time.monotonic() - t0
     print(" ".join(cmd), f"-> exit {p.returncode} in {took:.1f} s")
     print(p.stdout[-2000:])
     print(p.stderr[-2000:], file=sys.stderr)
@@ -50,4 +63,5 @@ def main():
     return 0
 
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -158,7 +158,7 @@ static void run_program(const char *src, int nranks, int fail, run *u) {
   pthread_barrier_init(&h.b, NULL, (unsigned)nranks);
   for (int r = 0; r < nranks; r++) {
     rk[r] = (rank){&h, r, {0}};
-    jobs[r] = (job){u, &rk[r], {nranks, r, &rk[r], hub_min, hub_exchange}};
+    jobs[r] = (job){u, &rk[r], {nranks, r, &rk[r], hub_min, hub_exchange, NULL}};
     assert_int_equal(pthread_create(&th[r], NULL, run_share, &jobs[r]), 0);
   }
   for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
