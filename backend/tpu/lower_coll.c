@@ -27,13 +27,13 @@
  * of its group, which folds each chunk in the same order and sends the
  * result back to each member. Both give the evaluator's bits.
  *
- * Nothing is put into a core before it says it is ready: at the start
- * each core, its units drained, puts a word (from the first of two
- * granules allocated before anything else, b->coll_flag, never freed nor
- * otherwise touched) into the second granule of every core that will
- * send to it, and each sender
- * waits for that signal (ICI semaphore SEM_READY) from the cores it sends
- * to; so the buffers a core receives into are no longer in use by it.
+ * Nothing is put into a core before it is inside this collective, its
+ * units drained (coll_sync.h): the one-program ring starts with its
+ * readiness handshake (core p puts its readiness word into core p - 1,
+ * signalling COLL_SEM_READY, and waits for p + 1's), the specialised code
+ * with the barrier of all cores (coll_barrier); so the buffers a core
+ * receives into are no longer in use by it, and no signal of another
+ * collective is taken for one of this one.
  *
  * Per step of the specialised code (the one-program ring's steps are
  * rs_step and ag_step): a barrier (every unit drained, the builder's DMA
@@ -43,12 +43,12 @@
  * (arrivals are counted apart from the core's own signals, so they never
  * meet the builder's tokens); then the fold, an elementwise program of the
  * reduction computation. */
+#include "backend/tpu/coll_sync.h"
 #include "backend/tpu/lower.h"
 #include "base/coll.h"
 
-/* ICI semaphores: step s of a collective uses s % SEM_STEPS, the
- * readiness handshake SEM_READY. */
-enum { SEM_STEPS = 31, SEM_READY = 31 };
+/* ICI semaphores: step s of the specialised code uses s % SEM_STEPS. */
+enum { SEM_STEPS = COLL_SEM_DATA };
 
 /* ICI semaphores of the one-program ring's pieces: reduce-scatter
  * SEM_RS + j mod PIECE_SEMS, all-gather SEM_AG + j mod PIECE_SEMS (pieces
@@ -91,7 +91,7 @@ typedef struct coll {
   uint64_t OUT;   /* the result */
   uint64_t slot;  /* bytes per slot: the largest chunk (ring) or the value (ps), aligned */
   uint64_t RECV, ACC, GATH; /* n slots each */
-  uint32_t desc;  /* SMEM byte address of the put descriptor */
+  uint32_t desc;  /* SMEM byte address of the put descriptor (b->coll_desc) */
   /* The core-generic ring: a slot travels as np pieces of pe elements
    * (granule multiples; the last one shorter), put asynchronously on DMA
    * queue `queue`, at most one of them not yet read (busy). */
@@ -112,13 +112,10 @@ static uint64_t chunk_n(const coll *k, int n, int c) {
   return (uint64_t)(hi - lo);
 }
 
-/* The put descriptor: one 11-word SMEM area per all-reduce whose bytes
- * (word 0) and destination core (word 10) the code writes before a
- * dmaput, so SMEM does not grow with the puts. */
-static void desc_set(coll *k, int rbytes, int rdst) {
-  tb_raw(k->b, OP_SST, rbytes, 0, 0, 0, 0, (int32_t)k->desc);
-  tb_raw(k->b, OP_SST, rdst, 0, 0, 0, 0, (int32_t)(k->desc + 40));
-}
+/* The put descriptor: the program's one (coll_setup) whose bytes (word
+ * 0) and destination core (word 10) the code writes before a dmaput, so
+ * SMEM does not grow with the puts. */
+static void desc_set(coll *k, int rbytes, int rdst) { coll_desc_set(k->b, rbytes, rdst); }
 
 /* Puts from HBM at register rs into HBM at register rt of the core and
  * bytes the descriptor holds, signalling its ICI semaphore sem; the front
@@ -142,16 +139,6 @@ static void iwait(tb *b, int sem, int count) {
   if (count > 0) tb_raw(b, OP_IWAIT, sem, 0, 0, 0, 0, count);
 }
 
-/* This core is ready to receive from each of the n cores `from`; then
- * waits until the `nto` cores it sends to are ready. */
-static void ready(coll *k, const int *from, int n, int nto) {
-  tb *b = k->b;
-  tb_barrier(b);
-  for (int q = 0; q < n; q++)
-    put(k, b->coll_flag, from[q], b->coll_flag + TB_GRANULE, 4, SEM_READY);
-  iwait(b, SEM_READY, nto);
-}
-
 /* out[0..n) = f(acc[0..n), x[0..n)), element counts n. */
 static void fold(coll *k, uint64_t out, uint64_t acc, uint64_t xs, uint64_t n) {
   if (!n) return;
@@ -173,8 +160,6 @@ static void ring(coll *k, const int *g, int n, int p) {
   tb *b = k->b;
   int next = g[(p + 1) % n];
   uint64_t S = k->slot, es = (uint64_t)k->es;
-  int prev = g[(p + n - 1) % n];
-  ready(k, &prev, 1, 1);
   for (int s = 0; s + 1 < n; s++) { /* reduce-scatter */
     int cs = ((p - 1 - s) % n + n) % n, cr = ((p - 2 - s) % n + n) % n;
     tb_barrier(b);
@@ -465,14 +450,14 @@ static void ring_start(coll *k, int n, rchunk *s) {
   si(b, OP_SADDI, t, t, -1);
   desc_set(k, tb_sreg(b, 4), t);
   put_go(k, tb_sreg(b, (uint32_t)b->coll_flag), tb_sreg(b, (uint32_t)(b->coll_flag + TB_GRANULE)),
-         SEM_READY);
+         COLL_SEM_READY);
   /* ... then every put goes to the next, (p + 1) mod n, once it is ready. */
   s3(b, OP_SSEQ, t, p, tb_sreg(b, (uint32_t)(n - 1)));
   si(b, OP_SMULI, t, t, -n);
   s3(b, OP_SADD, t, t, p);
   si(b, OP_SADDI, t, t, 1);
   desc_set(k, tb_sreg(b, 4), t);
-  iwait(b, SEM_READY, 1);
+  iwait(b, COLL_SEM_READY, 1);
   tb_sreg_give(b, t);
   chunk_at(k, n, p, s);
   tb_sreg_give(b, p);
@@ -531,10 +516,6 @@ static void ring_generic(coll *k, int n) {
 static void server(coll *k, const int *g, int n, int p) {
   tb *b = k->b;
   uint64_t S = k->slot, es = (uint64_t)k->es, bytes = (uint64_t)k->count * es;
-  if (p != 0)
-    ready(k, g, 1, 1);
-  else
-    ready(k, g + 1, n - 1, n - 1);
   if (p != 0) {
     put(k, k->X, g[0], k->RECV + (uint64_t)p * S, bytes, 0);
     iwait(b, 1, bytes ? 1 : 0); /* the result, straight into OUT */
@@ -632,8 +613,7 @@ bool lower_all_reduce(lctx *x, ir_id i) {
              (unsigned long long)value,
              (unsigned long long)chunk,
              gen ? "one program for every core (run-time loops)" : "code specialised per core");
-  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
-  k.desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+  k.desc = b->coll_desc;
   if (gen) {
     ring_generic(&k, nrep);
   } else {
@@ -646,10 +626,11 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   return true;
 }
 
-/* Code specialised for each core: coreid branches to it. */
+/* Code specialised for each core, after the barrier of all cores:
+ * coreid branches to it. */
 static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
   tb *b = k->b;
-  tb_barrier(b);
+  coll_barrier(b);
   int rc = tb_sreg_take(b);
   tb_raw(b, OP_COREID, rc, 0, 0, 0, 0, 0);
   uint64_t *to = arena_array(b->a, (size_t)nrep, sizeof(uint64_t));
@@ -715,8 +696,7 @@ static void halves_init(lctx *x, const ir_inst *in, coll *k, tval *out, int64_t 
   k->X = tv_addr(x->val[in->ops[0]]);
   k->OUT = tv_addr(out);
   k->slot = tb_align(slot_elems(k, n) * (uint64_t)k->es);
-  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
-  k->desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+  k->desc = b->coll_desc;
 }
 
 /* A reduce-scatter or all-gather over more than one replica; false when

@@ -113,6 +113,8 @@ typedef struct tb {
   strbuf *explain;          /* NULL, or where tb_explain writes (--explain) */
   int replicas;             /* replicas the program runs as, one per core */
   uint64_t coll_flag;       /* two HBM granules: the collectives' readiness word, where it lands */
+  uint32_t coll_desc;       /* SMEM byte address of the collectives' put descriptor (coll_sync.h) */
+  uint32_t smem_static;     /* SMEM words below it are rewritten at run time: never interned */
   bool all_reduce_ps;       /* all-reduce by parameter server, not ring */
   tb_buf_vec *buflog;       /* NULL, or where tb_hbm_alloc/free log buffers */
 } tb;
