@@ -557,13 +557,13 @@ static bool generic(const ir_inst *in, int nrep, int64_t count) {
   return true;
 }
 
-/* An all-reduce over more than one replica; false when in is not one
- * (the single-replica identity is lower_tuple's). */
+/* An all-reduce (or all-reduce-start) over more than one replica; false
+ * when in is not one (the single-replica identity is the caller's). */
 bool lower_all_reduce(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tb *b = x->b;
   int nrep = b->replicas;
-  if (in->op != IR_OP_ALL_REDUCE || nrep < 2) return false;
+  if ((in->op != IR_OP_ALL_REDUCE && in->op != IR_OP_ALL_REDUCE_START) || nrep < 2) return false;
   if (in->nops != 1 || in->shape->type == IR_TUPLE) {
     tb_error(b, ST_UNSUPPORTED, "an all-reduce of %d operands over %d replicas (the TPU backend "
              "reduces one array)", in->nops, nrep);
@@ -667,7 +667,7 @@ static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
 static bool halves_apply(lctx *x, const ir_inst *in, const ir_shape *whole, int nrep) {
   tb *b = x->b;
   const char *op = ir_op_name(in->op);
-  if (in->nops != 1 || in->shape->type == IR_TUPLE) {
+  if (in->nops != 1 || whole->type == IR_TUPLE) {
     tb_error(b, ST_UNSUPPORTED, "a %s of %d operands over %d replicas (the TPU backend "
              "gathers or scatters one array)", op, in->nops, nrep);
     return false;
@@ -691,7 +691,7 @@ static void halves_init(lctx *x, const ir_inst *in, coll *k, tval *out, int64_t 
   memset(k, 0, sizeof *k);
   k->b = b;
   k->es = tv_esize(out->type);
-  k->ty = in->shape->type;
+  k->ty = out->type;
   k->count = count;
   k->X = tv_addr(x->val[in->ops[0]]);
   k->OUT = tv_addr(out);
@@ -699,29 +699,27 @@ static void halves_init(lctx *x, const ir_inst *in, coll *k, tval *out, int64_t 
   k->desc = b->coll_desc;
 }
 
-/* A reduce-scatter or all-gather over more than one replica; false when
- * in is neither (one replica: the identity, a copy). */
-bool lower_coll_halves(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
+/* The value of the reduce-scatter or all-gather in (an all-gather-start:
+ * its all-gather) of result shape `shape`, or NULL after an error. One
+ * replica: the identity, a copy. */
+tval *coll_halves_value(lctx *x, const ir_inst *in, const ir_shape *shape) {
   tb *b = x->b;
   int n = b->replicas;
   bool rs = in->op == IR_OP_REDUCE_SCATTER;
-  if (!rs && in->op != IR_OP_ALL_GATHER) return false;
-  const ir_shape *whole = rs ? x->comp->insts.v[in->ops[0]].shape : in->shape;
-  if (!halves_apply(x, in, whole, n)) return true;
-  tval *out = tv_new(b, in->shape->type, in->shape->rank, in->shape->dims);
+  const ir_shape *whole = rs ? x->comp->insts.v[in->ops[0]].shape : shape;
+  if (!halves_apply(x, in, whole, n)) return NULL;
+  tval *out = tv_new(b, shape->type, shape->rank, shape->dims);
   coll k;
   halves_init(x, in, &k, out, ir_shape_count(whole), n);
-  if (rs && !lower_scalar_comp(x, in->calls[0], &k.e)) return true;
+  if (rs && !lower_scalar_comp(x, in->calls[0], &k.e)) return NULL;
   if (rs && (k.e.ninputs != 2 || k.e.noutputs != 1)) {
     tb_error(b, ST_UNSUPPORTED, "reduce-scatter's to_apply must take two scalars and return one");
-    return true;
+    return NULL;
   }
   if (n < 2) {
     tb_barrier(b);
     copy(&k, k.OUT, k.X, (uint64_t)out->count);
-    x->val[i] = out;
-    return true;
+    return out;
   }
   uint64_t area = k.slot * (uint64_t)n;
   k.RECV = tb_hbm_alloc(b, area);
@@ -747,6 +745,14 @@ bool lower_coll_halves(lctx *x, ir_id i) {
   tb_hbm_free(b, k.RECV, area);
   tb_hbm_free(b, k.ACC, area);
   tb_hbm_free(b, k.GATH, area);
-  x->val[i] = out;
+  return out;
+}
+
+/* A reduce-scatter or all-gather; false when in is neither. */
+bool lower_coll_halves(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (in->op != IR_OP_REDUCE_SCATTER && in->op != IR_OP_ALL_GATHER) return false;
+  tval *v = coll_halves_value(x, in, in->shape);
+  if (v) x->val[i] = v;
   return true;
 }

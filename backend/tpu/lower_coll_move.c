@@ -48,6 +48,7 @@ typedef VEC(mput) mput_vec;
 typedef struct mv {
   lctx *x;
   const ir_inst *in;
+  const ir_shape *shape; /* the result's (a start op's: its collective's) */
   int nrep;
   int nvals;       /* operands */
   uint64_t *X;     /* operand addresses */
@@ -71,7 +72,7 @@ static bool plan(mv *k, int r, mput_vec *v) {
   const ir_inst *in = k->in;
   v->n = 0;
   int p = 0, n = ir_coll_group(in, k->nrep, r, k->g, &p);
-  switch (in->op) {
+  switch (ir_coll_sync_op(in->op)) {
   case IR_OP_COLLECTIVE_PERMUTE: {
     const ir_replica_groups *pr = &in->a->source_target_pairs;
     bool received = false;
@@ -93,7 +94,7 @@ static bool plan(mv *k, int r, mput_vec *v) {
       for (int j = 0; j < n && j < k->nvals; j++)
         add(k, v, (int)k->g[j], j, k->X[j], k->OUT[p], k->bytes[j], 1, 0);
     } else {
-      const ir_shape *s = in->shape;
+      const ir_shape *s = k->shape;
       int64_t d = in->a->dimensions.v[0], outer = 1, inner = 1;
       for (int i = 0; i < s->rank; i++) {
         if (i < d) outer *= s->dims[i];
@@ -212,7 +213,7 @@ static void lower_ids(lctx *x, ir_id i) {
 /* The result of in: one array per operand (a tuple when several). */
 static tval *results(mv *k) {
   tb *b = k->x->b;
-  const ir_shape *s = k->in->shape;
+  const ir_shape *s = k->shape;
   if (s->type != IR_TUPLE) {
     tval *o = tv_new(b, s->type, s->rank, s->dims);
     k->OUT[0] = tv_addr(o);
@@ -229,14 +230,11 @@ static tval *results(mv *k) {
   return t;
 }
 
-void lower_coll_move(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
+/* The value of the move in (a collective-permute-start: its permute) of
+ * result shape `shape`, or NULL after an error. */
+tval *coll_move_value(lctx *x, const ir_inst *in, const ir_shape *shape) {
   tb *b = x->b;
-  if (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID) {
-    lower_ids(x, i);
-    return;
-  }
-  mv k = {x, in, b->replicas, in->nops, NULL, NULL, NULL, NULL, NULL};
+  mv k = {x, in, shape, b->replicas, in->nops, NULL, NULL, NULL, NULL, NULL};
   size_t nv = (size_t)(in->nops ? in->nops : 1);
   k.X = arena_array(b->a, nv, sizeof(uint64_t));
   k.OUT = arena_array(b->a, nv, sizeof(uint64_t));
@@ -247,7 +245,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     const tval *v = x->val[in->ops[j]];
     if (v->tuple) {
       tb_error(b, ST_UNSUPPORTED, "%s of a tuple operand", ir_op_name(in->op));
-      return;
+      return NULL;
     }
     k.es[j] = tv_esize(v->type);
     k.X[j] = tv_addr(v);
@@ -255,7 +253,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     if (k.bytes[j] > (UINT64_C(1) << 30)) {
       tb_error(b, ST_UNSUPPORTED, "%s of %llu bytes per operand (a transfer moves at most 1 GiB)",
                ir_op_name(in->op), (unsigned long long)k.bytes[j]);
-      return;
+      return NULL;
     }
   }
   for (int r = 0; r < k.nrep; r++) {
@@ -263,7 +261,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     if (!ir_coll_group(in, k.nrep, r, k.g, &p)) {
       tb_error(b, ST_INVALID_ARGUMENT, "%s: replica_groups do not list replica %d of %d",
                ir_op_name(in->op), r, k.nrep);
-      return;
+      return NULL;
     }
   }
   tval *out = results(&k);
@@ -271,5 +269,15 @@ void lower_coll_move(lctx *x, ir_id i) {
              "two-phase barrier of all cores; a core's own part copied locally",
              ir_op_name(in->op), k.nrep, k.nrep == 1 ? "" : "s");
   per_core(&k);
-  x->val[i] = out;
+  return out;
+}
+
+void lower_coll_move(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID) {
+    lower_ids(x, i);
+    return;
+  }
+  tval *v = coll_move_value(x, in, in->shape);
+  if (v) x->val[i] = v;
 }

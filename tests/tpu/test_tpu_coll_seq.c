@@ -7,7 +7,8 @@
  * (listed groups, then every replica, then listed again), the
  * one-program ring next to code specialised per core, reduce-scatter and
  * all-gather, the moves (collective-permute, all-to-all,
- * collective-broadcast), each on the ring and with the parameter server,
+ * collective-broadcast), the -start/-done forms, each on the ring and with
+ * the parameter server,
  * with and without a data dependence between consecutive collectives.
  * Cores are put out of step on purpose: before a collective, a while loop
  * whose trip count is a per-replica input (one replica may loop hundreds
@@ -42,6 +43,8 @@ typedef enum kind {
   K_PERMUTE,   /* collective-permute over the pairs (the group text) */
   K_A2A,       /* all-to-all over listed groups, dimensions={0} */
   K_BCAST,     /* collective-broadcast over listed groups */
+  K_AR_START,  /* all-reduce-start and -done over listed groups */
+  K_CP_START,  /* collective-permute-start and -done over the pairs */
   NKINDS
 } kind;
 
@@ -84,6 +87,15 @@ static void collective(strbuf *t, const plan *p, int k, const char *in) {
     break;
   case K_BCAST:
     sb_printf(t, "  r%d = f32[%d] collective-broadcast(%s), replica_groups=%s\n", k, c, in, p->groups[k]);
+    break;
+  case K_AR_START:
+    sb_printf(t, "  q%d = f32[%d] all-reduce-start(%s), replica_groups=%s, to_apply=sum\n"
+                 "  r%d = f32[%d] all-reduce-done(q%d)\n", k, c, in, p->groups[k], k, c, k);
+    break;
+  case K_CP_START:
+    sb_printf(t, "  q%d = (f32[%d], f32[%d], u32[], u32[]) collective-permute-start(%s), "
+                 "source_target_pairs=%s\n  r%d = f32[%d] collective-permute-done(q%d)\n",
+              k, c, c, in, p->groups[k], k, c, k);
     break;
   default:
     break;
@@ -269,7 +281,7 @@ static void random_plan(plan *p, uint64_t seed, char gbuf[][160]) {
     p->dep[k] = draw(&r, 3) != 0;
     int g = 1 << (1 + draw(&r, 3)); /* 2, 4 or 8, at most n */
     while (g > p->n || (kd == K_A2A && p->c % g)) g /= 2;
-    if (kd == K_PERMUTE) rand_pairs(&r, p->n, gbuf[k], 160);
+    if (kd == K_PERMUTE || kd == K_CP_START) rand_pairs(&r, p->n, gbuf[k], 160);
     else rand_groups(&r, p->n, g, gbuf[k], 160);
     p->groups[k] = gbuf[k];
     if (draw(&r, 2)) slow = (int)draw(&r, (uint32_t)p->n);
