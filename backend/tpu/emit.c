@@ -417,7 +417,17 @@ uint32_t tb_smem_words(tb *b, const uint32_t *w, int n) {
   if (n >= 1 && n <= 20) memcpy(want, w, (size_t)n * sizeof *w);
   for (uint32_t s = b->smem_static; n >= 1 && n <= 20 && s + need <= b->smem_words; s += 10)
     if (!memcmp(b->smem + s, want, need * sizeof *want)) return s * 4;
-  if (n < 1 || n > 20 || b->smem_words + need > b->dyn_desc / 4) {
+  if (n < 1 || n > 20) {
+    tb_error(b, ST_INTERNAL, "tb_smem_words of %d words", n);
+    return 0;
+  }
+  return tb_smem_array(b, w, (uint32_t)n);
+}
+
+uint32_t tb_smem_array(tb *b, const uint32_t *w, uint32_t n) {
+  uint32_t need = (n + 9) / 10 * 10;
+  if (b->failed) return 0;
+  if (n < 1 || b->smem_words + need > b->dyn_desc / 4) {
     tb_error(b, ST_RESOURCE_EXHAUSTED, "SMEM is full (%u words of descriptors)", b->smem_words);
     return 0;
   }

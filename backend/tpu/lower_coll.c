@@ -7,11 +7,13 @@
  * `coreid`. A ring over all replicas in order (the data-parallel case, on
  * boards and pods) is one program for every core (ring_generic: positions,
  * neighbours and chunk addresses computed on the scalar unit, each phase a
- * run-time loop), so code and SMEM do not grow with the replica count.
- * Otherwise (listed groups, the parameter server, fewer elements than
- * replicas) the lowering branches on `coreid` into code specialised for
- * each core (its group, its position p in it, its neighbours), so every
- * address is static. Every put shares one SMEM descriptor whose bytes and
+ * run-time loop), so code and SMEM do not grow with the replica count;
+ * so is a ring over listed groups of one size, whose position and next
+ * member each core reads from an SMEM table (group_table). Otherwise
+ * (unequal groups, the parameter server, fewer elements than members)
+ * the lowering branches on `coreid` into code specialised for each core
+ * (its group, its position p in it, its neighbours), so every address is
+ * static. Every put shares one SMEM descriptor whose bytes and
  * destination the code writes before it. Buffers are allocated before the
  * branches and loops and so lie at the same HBM addresses on every core:
  * a core puts data straight into its neighbour's buffers. Each chunk travels into a slot of its own, aligned
@@ -49,6 +51,11 @@
 
 /* ICI semaphores: step s of the specialised code uses s % SEM_STEPS. */
 enum { SEM_STEPS = COLL_SEM_DATA };
+
+/* ring_start's table argument of a ring over every replica in order; the
+ * most SMEM words a group table may take. */
+#define NO_TABLE UINT32_MAX
+enum { MAX_TABLE_WORDS = 512 };
 
 /* ICI semaphores of the one-program ring's pieces: reduce-scatter
  * SEM_RS + j mod PIECE_SEMS, all-gather SEM_AG + j mod PIECE_SEMS (pieces
@@ -432,17 +439,31 @@ static void ring_pieces(coll *k, int n) {
   k->busy = false;
 }
 
-/* The start of every one-program ring: this core ready for the previous,
- * the descriptor aimed at the next once that one is ready, s = chunk p. */
-static void ring_start(coll *k, int n, rchunk *s) {
+/* The start of every one-program ring, s = chunk p (p the core's
+ * position in its group). Over every replica in order (table NO_TABLE):
+ * this core ready for the previous, the descriptor aimed at the next once
+ * that one is ready. Over listed groups of n: the barrier of all cores,
+ * then p and the next member from the SMEM table (group_table). */
+static void ring_start(coll *k, int n, rchunk *s, uint32_t table) {
   tb *b = k->b;
   ring_pieces(k, n);
+  if (table != NO_TABLE) coll_barrier(b);
   tb_barrier(b);
   s->c = tb_sreg_take(b);
   s->lo = tb_sreg_take(b);
   s->rem = tb_sreg_take(b);
   int p = tb_sreg_take(b), t = tb_sreg_take(b);
   tb_raw(b, OP_COREID, p, 0, 0, 0, 0, 0);
+  if (table != NO_TABLE) {
+    si(b, OP_SSHLI, t, p, 3);
+    si(b, OP_SLD, p, t, (int32_t)table);
+    si(b, OP_SLD, t, t, (int32_t)table + 4);
+    desc_set(k, tb_sreg(b, 4), t);
+    tb_sreg_give(b, t);
+    chunk_at(k, n, p, s);
+    tb_sreg_give(b, p);
+    return;
+  }
   /* Ready for the previous core, (p + n - 1) mod n ... */
   s3(b, OP_SSEQ, t, p, 0);
   si(b, OP_SMULI, t, t, n);
@@ -503,10 +524,11 @@ static void ring_end(coll *k, rchunk *s) {
   tb_sreg_give(b, s->rem);
 }
 
-/* The ring all-reduce of every core, over all n replicas in order. */
-static void ring_generic(coll *k, int n) {
+/* The ring all-reduce of every core over groups of n (all replicas in
+ * order, or listed groups through table). */
+static void ring_generic(coll *k, int n, uint32_t table) {
   rchunk s;
-  ring_start(k, n, &s);
+  ring_start(k, n, &s, table);
   ring_rs(k, n, &s);
   ring_ag(k, n, &s, k->ACC, k->slot);
   ring_end(k, &s);
@@ -543,6 +565,25 @@ static void server(coll *k, const int *g, int n, int p) {
 }
 
 static void specialised(coll *k, const ir_inst *in, int nrep, int *g);
+
+/* The SMEM table of a one-program ring over listed groups of n >= 2
+ * members each: per core r, two words, its position in its group and the
+ * group's next member. NO_TABLE when the groups differ in size, the value
+ * has fewer than n elements, or the table would take more than
+ * MAX_TABLE_WORDS (then the code is specialised per core). */
+static uint32_t group_table(coll *k, const ir_inst *in, int nrep, int *g, int *n) {
+  tb *b = k->b;
+  int pos;
+  *n = group_of(in, nrep, 0, g, &pos);
+  if (*n < 2 || k->count < *n || 2 * nrep > MAX_TABLE_WORDS) return NO_TABLE;
+  uint32_t *w = arena_array(b->a, (size_t)(2 * nrep), sizeof *w);
+  for (int r = 0; r < nrep; r++) {
+    if (group_of(in, nrep, r, g, &pos) != *n) return NO_TABLE;
+    w[2 * r] = (uint32_t)pos;
+    w[2 * r + 1] = (uint32_t)g[(pos + 1) % *n];
+  }
+  return tb_smem_array(b, w, (uint32_t)(2 * nrep));
+}
 
 /* Whether the core-generic ring applies: one group of every replica in
  * order, and at least one element per chunk. */
@@ -605,6 +646,8 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   k.ACC = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
   k.GATH = tb_hbm_alloc(b, b->all_reduce_ps ? value : area);
   bool gen = !b->all_reduce_ps && generic(in, nrep, k.count);
+  int gn = nrep;
+  uint32_t table = gen || b->all_reduce_ps ? NO_TABLE : group_table(&k, in, nrep, g, &gn);
   tb_explain(b, "all-reduce over %d replicas in groups of up to %d: %s, %llu bytes, chunks of up "
              "to %llu bytes (fold order of base/coll.h); %s",
              nrep, maxn,
@@ -612,10 +655,13 @@ bool lower_all_reduce(lctx *x, ir_id i) {
                               : "ring reduce-scatter then all-gather",
              (unsigned long long)value,
              (unsigned long long)chunk,
-             gen ? "one program for every core (run-time loops)" : "code specialised per core");
+             gen ? "one program for every core (run-time loops)"
+             : table != NO_TABLE ? "one program for every core (run-time loops, the groups in an "
+                                   "SMEM table)"
+                                 : "code specialised per core");
   k.desc = b->coll_desc;
-  if (gen) {
-    ring_generic(&k, nrep);
+  if (gen || table != NO_TABLE) {
+    ring_generic(&k, gn, table);
   } else {
     specialised(&k, in, nrep, g);
   }
@@ -729,7 +775,7 @@ tval *coll_halves_value(lctx *x, const ir_inst *in, const ir_shape *shape) {
              ir_op_name(in->op), n, rs ? "reduce-scatter (fold order of base/coll.h)" : "all-gather",
              (unsigned long long)(slot_elems(&k, n) * (uint64_t)k.es));
   rchunk s;
-  ring_start(&k, n, &s);
+  ring_start(&k, n, &s, NO_TABLE);
   if (rs) {
     ring_rs(&k, n, &s);
     int ra = tb_sreg_take(b), rd = tb_sreg_take(b);

@@ -212,6 +212,9 @@ static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_G
 /* n (<= 20) words placed in the SMEM image, 40-byte aligned; their byte
  * address (0 after an error: SMEM full). */
 uint32_t tb_smem_words(tb *b, const uint32_t *w, int n);
+/* n words (a table read at run time) at a new SMEM byte address, in
+ * whole 10-word slots; 0 after an error (SMEM full). */
+uint32_t tb_smem_array(tb *b, const uint32_t *w, uint32_t n);
 
 /* ---- kernels ------------------------------------------------------------ */
 
