@@ -47,7 +47,10 @@ bool ir_coll_target_runs(ir_op op, const char *target) {
               op == IR_OP_PARTITION_ID;
   bool tpu = op == IR_OP_ALL_REDUCE || op == IR_OP_REDUCE_SCATTER || op == IR_OP_ALL_GATHER ||
              op == IR_OP_COLLECTIVE_PERMUTE || op == IR_OP_ALL_TO_ALL ||
-             op == IR_OP_COLLECTIVE_BROADCAST || op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID;
+             op == IR_OP_COLLECTIVE_BROADCAST || op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID ||
+             op == IR_OP_ALL_REDUCE_START || op == IR_OP_ALL_REDUCE_DONE ||
+             op == IR_OP_ALL_GATHER_START || op == IR_OP_ALL_GATHER_DONE ||
+             op == IR_OP_COLLECTIVE_PERMUTE_START || op == IR_OP_COLLECTIVE_PERMUTE_DONE;
   return !coll || tpu || strcmp(target, "interp") == 0 || strcmp(target, "cpu") == 0;
 }
 

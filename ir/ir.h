@@ -707,7 +707,8 @@ bool ir_coll_check_replicas(const ir_module *m, const ir_comp *cp, const ir_inst
 /* Whether target ("interp", "cpu", a TPU spec) runs op, for the ops of
  * this section: interp and cpu all of them; the others (TPU boards and
  * pods) all-reduce, reduce-scatter, all-gather, collective-permute,
- * all-to-all, collective-broadcast, replica-id and partition-id. */
+ * all-to-all, collective-broadcast, replica-id, partition-id, and the
+ * -start/-done forms of all-reduce, all-gather and collective-permute. */
 bool ir_coll_target_runs(ir_op op, const char *target);
 
 /* ---- sort, top-k and random numbers (ir/sortrng.c, ir/prng.c) -------- */

@@ -8,6 +8,7 @@
  * after the last use), results last-allocated. Every region is aligned to
  * 512 bytes so that no two buffers share a race-checker granule. */
 #include "backend/tpu/steps.h"
+#include "backend/tpu/coll_sync.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -405,8 +406,9 @@ static base_status step_lower(tpu_build *s) {
   long long nrep = s->o->replicas > 0 ? s->o->replicas : ir_module_count_attr(s->m, "replica_count");
   b->replicas = nrep > 1 ? (int)nrep : 1;
   b->all_reduce = s->o->all_reduce;
-  /* The collectives' readiness words: a granule no other buffer ever had. */
-  if (b->replicas > 1) b->coll_flag = tb_hbm_alloc(b, 2 * TB_GRANULE);
+  /* The collectives' readiness words (a granule no other buffer ever had)
+   * and their put descriptor. */
+  coll_setup(b);
   tval **params = bind_params(&s->x, s->a, &s->pt, &s->npt);
   place_constants(&s->x, s->a, &s->pool);
   if (!b->failed) {

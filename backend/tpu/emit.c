@@ -410,13 +410,24 @@ uint32_t tb_smem_words(tb *b, const uint32_t *w, int n) {
   /* Whole 10-word slots keep desc_addr's slot numbering. */
   uint32_t need = (uint32_t)(n + 9) / 10 * 10;
   if (b->failed) return 0;
-  /* Interned: static SMEM is read-only at run time, so any slot-aligned
-   * run of words equal to these (zero-padded to whole slots) serves. */
+  /* Interned: SMEM from smem_static on is read-only at run time, so any
+   * slot-aligned run of words there equal to these (zero-padded to whole
+   * slots) serves. */
   uint32_t want[20] = {0};
   if (n >= 1 && n <= 20) memcpy(want, w, (size_t)n * sizeof *w);
-  for (uint32_t s = 0; n >= 1 && n <= 20 && s + need <= b->smem_words; s += 10)
+  for (uint32_t s = b->smem_static; n >= 1 && n <= 20 && s + need <= b->smem_words; s += 10)
     if (!memcmp(b->smem + s, want, need * sizeof *want)) return s * 4;
-  if (n < 1 || n > 20 || b->smem_words + need > b->dyn_desc / 4) {
+  if (n < 1 || n > 20) {
+    tb_error(b, ST_INTERNAL, "tb_smem_words of %d words", n);
+    return 0;
+  }
+  return tb_smem_array(b, w, (uint32_t)n);
+}
+
+uint32_t tb_smem_array(tb *b, const uint32_t *w, uint32_t n) {
+  uint32_t need = (n + 9) / 10 * 10;
+  if (b->failed) return 0;
+  if (n < 1 || b->smem_words + need > b->dyn_desc / 4) {
     tb_error(b, ST_RESOURCE_EXHAUSTED, "SMEM is full (%u words of descriptors)", b->smem_words);
     return 0;
   }

@@ -129,6 +129,10 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_ALL_GATHER:
     lower_coll_halves(x, i);
     break;
+  case IR_OP_ALL_REDUCE_START: case IR_OP_ALL_REDUCE_DONE: case IR_OP_ALL_GATHER_START:
+  case IR_OP_ALL_GATHER_DONE: case IR_OP_COLLECTIVE_PERMUTE_START: case IR_OP_COLLECTIVE_PERMUTE_DONE:
+    lower_coll_async(x, i);
+    break;
   case IR_OP_TUPLE:
     lower_tuple(x, i);
     break;

@@ -49,6 +49,14 @@ bool lower_all_reduce(lctx *x, ir_id i);
 void lower_coll_move(lctx *x, ir_id i);
 /* lower_coll.c: a reduce-scatter or all-gather (false: neither). */
 bool lower_coll_halves(lctx *x, ir_id i);
+/* The values of the collectives in of result shape `shape` (a start op's:
+ * its collective's), NULL after an error: reduce-scatter or all-gather
+ * (lower_coll.c), collective-permute, all-to-all or collective-broadcast
+ * (lower_coll_move.c). */
+tval *coll_halves_value(lctx *x, const ir_inst *in, const ir_shape *shape);
+tval *coll_move_value(lctx *x, const ir_inst *in, const ir_shape *shape);
+/* lower_coll_async.c: the -start/-done forms, run synchronously. */
+void lower_coll_async(lctx *x, ir_id i);
 
 /* lower_control.c: call, while, conditional and map (false: not one). */
 bool lower_control(lctx *x, ir_id i);
@@ -68,6 +76,9 @@ bool lower_bitcast(lctx *x, ir_id i);
 
 /* lower_small.c: the OPF_RUNS ops of ops.def (ir/small.c). */
 void lower_small(lctx *x, ir_id i);
+/* lower_small.c: a zero of the integer scalar shape s (a start tuple's
+ * context; u32 held as s32), or NULL after an error. */
+tval *lower_zero_scalar(tb *b, const ir_shape *s);
 /* The constant an OPF_RUNS instruction in of c lowers to (get-dimension-
  * size's s32), for the constant pool; else NULL. */
 ir_literal *lower_small_constant(arena *a, const ir_comp *c, const ir_inst *in);

@@ -7,11 +7,13 @@
  * `coreid`. A ring over all replicas in order (the data-parallel case, on
  * boards and pods) is one program for every core (ring_generic: positions,
  * neighbours and chunk addresses computed on the scalar unit, each phase a
- * run-time loop), so code and SMEM do not grow with the replica count.
- * Otherwise (listed groups, the parameter server, fewer elements than
- * replicas) the lowering branches on `coreid` into code specialised for
- * each core (its group, its position p in it, its neighbours), so every
- * address is static. Every put shares one SMEM descriptor whose bytes and
+ * run-time loop), so code and SMEM do not grow with the replica count;
+ * so is a ring over listed groups of one size, whose position and next
+ * member each core reads from an SMEM table (group_table). Otherwise
+ * (unequal groups, the parameter server, fewer elements than members)
+ * the lowering branches on `coreid` into code specialised for each core
+ * (its group, its position p in it, its neighbours), so every address is
+ * static. Every put shares one SMEM descriptor whose bytes and
  * destination the code writes before it. Buffers are allocated before the
  * branches and loops and so lie at the same HBM addresses on every core:
  * a core puts data straight into its neighbour's buffers. Each chunk travels into a slot of its own, aligned
@@ -23,17 +25,17 @@
  * sending chunk (p-1-s) mod n to the next member, which folds its own
  * elements into it (so chunk c starts at member c+1 and ends at member c),
  * then an all-gather of the finished chunks in n-1 steps. Parameter server
- * (tpu_options.all_reduce_ps): every member sends its operand to member 0
+ * (tpu_options.all_reduce = TPU_AR_PS): every member sends its operand to member 0
  * of its group, which folds each chunk in the same order and sends the
  * result back to each member. Both give the evaluator's bits.
  *
- * Nothing is put into a core before it says it is ready: at the start
- * each core, its units drained, puts a word (from the first of two
- * granules allocated before anything else, b->coll_flag, never freed nor
- * otherwise touched) into the second granule of every core that will
- * send to it, and each sender
- * waits for that signal (ICI semaphore SEM_READY) from the cores it sends
- * to; so the buffers a core receives into are no longer in use by it.
+ * Nothing is put into a core before it is inside this collective, its
+ * units drained (coll_sync.h): the one-program ring starts with its
+ * readiness handshake (core p puts its readiness word into core p - 1,
+ * signalling COLL_SEM_READY, and waits for p + 1's), the specialised code
+ * with the barrier of all cores (coll_barrier); so the buffers a core
+ * receives into are no longer in use by it, and no signal of another
+ * collective is taken for one of this one.
  *
  * Per step of the specialised code (the one-program ring's steps are
  * rs_step and ag_step): a barrier (every unit drained, the builder's DMA
@@ -80,13 +82,10 @@ static uint64_t chunk_n(const coll *k, int n, int c) {
   return (uint64_t)(hi - lo);
 }
 
-/* The put descriptor: one 11-word SMEM area per all-reduce whose bytes
- * (word 0) and destination core (word 10) the code writes before a
- * dmaput, so SMEM does not grow with the puts. */
-void desc_set(coll *k, int rbytes, int rdst) {
-  tb_raw(k->b, OP_SST, rbytes, 0, 0, 0, 0, (int32_t)k->desc);
-  tb_raw(k->b, OP_SST, rdst, 0, 0, 0, 0, (int32_t)(k->desc + 40));
-}
+/* The put descriptor: the program's one (coll_setup) whose bytes (word
+ * 0) and destination core (word 10) the code writes before a dmaput, so
+ * SMEM does not grow with the puts. */
+void desc_set(coll *k, int rbytes, int rdst) { coll_desc_set(k->b, rbytes, rdst); }
 
 /* Puts from HBM at register rs into HBM at register rt of the core and
  * bytes the descriptor holds, signalling its ICI semaphore sem; the front
@@ -110,16 +109,6 @@ void iwait(tb *b, int sem, int count) {
   if (count > 0) tb_raw(b, OP_IWAIT, sem, 0, 0, 0, 0, count);
 }
 
-/* This core is ready to receive from each of the n cores `from`; then
- * waits until the `nto` cores it sends to are ready. */
-static void ready(coll *k, const int *from, int n, int nto) {
-  tb *b = k->b;
-  tb_barrier(b);
-  for (int q = 0; q < n; q++)
-    put(k, b->coll_flag, from[q], b->coll_flag + TB_GRANULE, 4, SEM_READY);
-  iwait(b, SEM_READY, nto);
-}
-
 /* out[0..n) = f(acc[0..n), x[0..n)), element counts n. */
 static void fold(coll *k, uint64_t out, uint64_t acc, uint64_t xs, uint64_t n) {
   if (!n) return;
@@ -141,8 +130,6 @@ static void ring(coll *k, const int *g, int n, int p) {
   tb *b = k->b;
   int next = g[(p + 1) % n];
   uint64_t S = k->slot, es = (uint64_t)k->es;
-  int prev = g[(p + n - 1) % n];
-  ready(k, &prev, 1, 1);
   for (int s = 0; s + 1 < n; s++) { /* reduce-scatter */
     int cs = ((p - 1 - s) % n + n) % n, cr = ((p - 2 - s) % n + n) % n;
     tb_barrier(b);
@@ -409,17 +396,31 @@ static void ring_pieces(coll *k, int n) {
   k->busy = false;
 }
 
-/* The start of every one-program ring: this core ready for the previous,
- * the descriptor aimed at the next once that one is ready, s = chunk p. */
-static void ring_start(coll *k, int n, rchunk *s) {
+/* The start of every one-program ring, s = chunk p (p the core's
+ * position in its group). Over every replica in order (table NO_TABLE):
+ * this core ready for the previous, the descriptor aimed at the next once
+ * that one is ready. Over listed groups of n: the barrier of all cores,
+ * then p and the next member from the SMEM table (group_table). */
+static void ring_start(coll *k, int n, rchunk *s, uint32_t table) {
   tb *b = k->b;
   ring_pieces(k, n);
+  if (table != NO_TABLE) coll_barrier(b);
   tb_barrier(b);
   s->c = tb_sreg_take(b);
   s->lo = tb_sreg_take(b);
   s->rem = tb_sreg_take(b);
   int p = tb_sreg_take(b), t = tb_sreg_take(b);
   tb_raw(b, OP_COREID, p, 0, 0, 0, 0, 0);
+  if (table != NO_TABLE) {
+    si(b, OP_SSHLI, t, p, 3);
+    si(b, OP_SLD, p, t, (int32_t)table);
+    si(b, OP_SLD, t, t, (int32_t)table + 4);
+    desc_set(k, tb_sreg(b, 4), t);
+    tb_sreg_give(b, t);
+    chunk_at(k, n, p, s);
+    tb_sreg_give(b, p);
+    return;
+  }
   /* Ready for the previous core, (p + n - 1) mod n ... */
   s3(b, OP_SSEQ, t, p, 0);
   si(b, OP_SMULI, t, t, n);
@@ -427,14 +428,14 @@ static void ring_start(coll *k, int n, rchunk *s) {
   si(b, OP_SADDI, t, t, -1);
   desc_set(k, tb_sreg(b, 4), t);
   put_go(k, tb_sreg(b, (uint32_t)b->coll_flag), tb_sreg(b, (uint32_t)(b->coll_flag + TB_GRANULE)),
-         SEM_READY);
+         COLL_SEM_READY);
   /* ... then every put goes to the next, (p + 1) mod n, once it is ready. */
   s3(b, OP_SSEQ, t, p, tb_sreg(b, (uint32_t)(n - 1)));
   si(b, OP_SMULI, t, t, -n);
   s3(b, OP_SADD, t, t, p);
   si(b, OP_SADDI, t, t, 1);
   desc_set(k, tb_sreg(b, 4), t);
-  iwait(b, SEM_READY, 1);
+  iwait(b, COLL_SEM_READY, 1);
   tb_sreg_give(b, t);
   chunk_at(k, n, p, s);
   tb_sreg_give(b, p);
@@ -480,10 +481,11 @@ static void ring_end(coll *k, rchunk *s) {
   tb_sreg_give(b, s->rem);
 }
 
-/* The ring all-reduce of every core, over all n replicas in order. */
-static void ring_generic(coll *k, int n) {
+/* The ring all-reduce of every core over groups of n (all replicas in
+ * order, or listed groups through table). */
+static void ring_generic(coll *k, int n, uint32_t table) {
   rchunk s;
-  ring_start(k, n, &s);
+  ring_start(k, n, &s, table);
   ring_rs(k, n, &s);
   ring_ag(k, n, &s, k->ACC, k->slot);
   ring_end(k, &s);
@@ -493,10 +495,6 @@ static void ring_generic(coll *k, int n) {
 static void server(coll *k, const int *g, int n, int p) {
   tb *b = k->b;
   uint64_t S = k->slot, es = (uint64_t)k->es, bytes = (uint64_t)k->count * es;
-  if (p != 0)
-    ready(k, g, 1, 1);
-  else
-    ready(k, g + 1, n - 1, n - 1);
   if (p != 0) {
     put(k, k->X, g[0], k->RECV + (uint64_t)p * S, bytes, 0);
     iwait(b, 1, bytes ? 1 : 0); /* the result, straight into OUT */
@@ -525,6 +523,25 @@ static void server(coll *k, const int *g, int n, int p) {
 
 static void specialised(coll *k, const ir_inst *in, int nrep, int *g);
 
+/* The SMEM table of a one-program ring over listed groups of n >= 2
+ * members each: per core r, two words, its position in its group and the
+ * group's next member. NO_TABLE when the groups differ in size, the value
+ * has fewer than n elements, or the table would take more than
+ * MAX_TABLE_WORDS (then the code is specialised per core). */
+static uint32_t group_table(coll *k, const ir_inst *in, int nrep, int *g, int *n) {
+  tb *b = k->b;
+  int pos;
+  *n = group_of(in, nrep, 0, g, &pos);
+  if (*n < 2 || k->count < *n || 2 * nrep > MAX_TABLE_WORDS) return NO_TABLE;
+  uint32_t *w = arena_array(b->a, (size_t)(2 * nrep), sizeof *w);
+  for (int r = 0; r < nrep; r++) {
+    if (group_of(in, nrep, r, g, &pos) != *n) return NO_TABLE;
+    w[2 * r] = (uint32_t)pos;
+    w[2 * r + 1] = (uint32_t)g[(pos + 1) % *n];
+  }
+  return tb_smem_array(b, w, (uint32_t)(2 * nrep));
+}
+
 /* Whether the core-generic ring applies: one group of every replica in
  * order, and at least one element per chunk. */
 bool generic(const ir_inst *in, int nrep, int64_t count) {
@@ -538,13 +555,13 @@ bool generic(const ir_inst *in, int nrep, int64_t count) {
   return true;
 }
 
-/* An all-reduce over more than one replica; false when in is not one
- * (the single-replica identity is lower_tuple's). */
+/* An all-reduce (or all-reduce-start) over more than one replica; false
+ * when in is not one (the single-replica identity is the caller's). */
 bool lower_all_reduce(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
   tb *b = x->b;
   int nrep = b->replicas;
-  if (in->op != IR_OP_ALL_REDUCE || nrep < 2) return false;
+  if ((in->op != IR_OP_ALL_REDUCE && in->op != IR_OP_ALL_REDUCE_START) || nrep < 2) return false;
   if (in->nops != 1 || in->shape->type == IR_TUPLE) {
     tb_error(b, ST_UNSUPPORTED, "an all-reduce of %d operands over %d replicas (the TPU backend "
              "reduces one array)", in->nops, nrep);
@@ -601,6 +618,8 @@ bool lower_all_reduce(lctx *x, ir_id i) {
     k.ACC = tb_hbm_alloc(b, side);
     k.GATH = tb_hbm_alloc(b, side);
   }
+  int gn = nrep;
+  uint32_t table = gen || ps || alg == TPU_AR_DIRECT ? NO_TABLE : group_table(&k, in, nrep, g, &gn);
   static const char *const how[] = {
       [TPU_AR_RING] = "ring reduce-scatter then all-gather",
       [TPU_AR_PS] = "parameter server (member 0 of each group folds and broadcasts)",
@@ -609,13 +628,17 @@ bool lower_all_reduce(lctx *x, ir_id i) {
              "up to %llu bytes (fold order of base/coll.h); %s",
              nrep, maxn, how[alg], why,
              (unsigned long long)value, (unsigned long long)chunk,
-             gen && !ps ? "one program for every core (run-time loops)" : "code specialised per core");
-  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
-  k.desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+             gen && !ps ? "one program for every core (run-time loops)"
+             : table != NO_TABLE ? "one program for every core (run-time loops, the groups in an "
+                                   "SMEM table)"
+                                 : "code specialised per core");
+  k.desc = b->coll_desc;
   if (alg == TPU_AR_DIRECT)
     direct_all_reduce(&k, nrep);
   else if (gen && !ps)
-    ring_generic(&k, nrep);
+    ring_generic(&k, nrep, NO_TABLE);
+  else if (table != NO_TABLE)
+    ring_generic(&k, gn, table);
   else
     specialised(&k, in, nrep, g);
   tb_hbm_free(b, k.RECV, area);
@@ -627,10 +650,11 @@ bool lower_all_reduce(lctx *x, ir_id i) {
   return true;
 }
 
-/* Code specialised for each core: coreid branches to it. */
+/* Code specialised for each core, after the barrier of all cores:
+ * coreid branches to it. */
 static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
   tb *b = k->b;
-  tb_barrier(b);
+  coll_barrier(b);
   int rc = tb_sreg_take(b);
   tb_raw(b, OP_COREID, rc, 0, 0, 0, 0, 0);
   uint64_t *to = arena_array(b->a, (size_t)nrep, sizeof(uint64_t));
@@ -667,7 +691,7 @@ static void specialised(coll *k, const ir_inst *in, int nrep, int *g) {
 static bool halves_apply(lctx *x, const ir_inst *in, const ir_shape *whole, int nrep) {
   tb *b = x->b;
   const char *op = ir_op_name(in->op);
-  if (in->nops != 1 || in->shape->type == IR_TUPLE) {
+  if (in->nops != 1 || whole->type == IR_TUPLE) {
     tb_error(b, ST_UNSUPPORTED, "a %s of %d operands over %d replicas (the TPU backend "
              "gathers or scatters one array)", op, in->nops, nrep);
     return false;
@@ -691,38 +715,35 @@ static void halves_init(lctx *x, const ir_inst *in, coll *k, tval *out, int64_t 
   memset(k, 0, sizeof *k);
   k->b = b;
   k->es = tv_esize(out->type);
-  k->ty = in->shape->type;
+  k->ty = out->type;
   k->count = count;
   k->X = tv_addr(x->val[in->ops[0]]);
   k->OUT = tv_addr(out);
   k->slot = tb_align(slot_elems(k, n) * (uint64_t)k->es);
-  static const uint32_t desc[ISA_PUT_DESC_WORDS] = {0, 1, 1, 1};
-  k->desc = tb_smem_words(b, desc, ISA_PUT_DESC_WORDS);
+  k->desc = b->coll_desc;
 }
 
-/* A reduce-scatter or all-gather over more than one replica; false when
- * in is neither (one replica: the identity, a copy). */
-bool lower_coll_halves(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
+/* The value of the reduce-scatter or all-gather in (an all-gather-start:
+ * its all-gather) of result shape `shape`, or NULL after an error. One
+ * replica: the identity, a copy. */
+tval *coll_halves_value(lctx *x, const ir_inst *in, const ir_shape *shape) {
   tb *b = x->b;
   int n = b->replicas;
   bool rs = in->op == IR_OP_REDUCE_SCATTER;
-  if (!rs && in->op != IR_OP_ALL_GATHER) return false;
-  const ir_shape *whole = rs ? x->comp->insts.v[in->ops[0]].shape : in->shape;
-  if (!halves_apply(x, in, whole, n)) return true;
-  tval *out = tv_new(b, in->shape->type, in->shape->rank, in->shape->dims);
+  const ir_shape *whole = rs ? x->comp->insts.v[in->ops[0]].shape : shape;
+  if (!halves_apply(x, in, whole, n)) return NULL;
+  tval *out = tv_new(b, shape->type, shape->rank, shape->dims);
   coll k;
   halves_init(x, in, &k, out, ir_shape_count(whole), n);
-  if (rs && !lower_scalar_comp(x, in->calls[0], &k.e)) return true;
+  if (rs && !lower_scalar_comp(x, in->calls[0], &k.e)) return NULL;
   if (rs && (k.e.ninputs != 2 || k.e.noutputs != 1)) {
     tb_error(b, ST_UNSUPPORTED, "reduce-scatter's to_apply must take two scalars and return one");
-    return true;
+    return NULL;
   }
   if (n < 2) {
     tb_barrier(b);
     copy(&k, k.OUT, k.X, (uint64_t)out->count);
-    x->val[i] = out;
-    return true;
+    return out;
   }
   uint64_t area = k.slot * (uint64_t)n;
   k.RECV = tb_hbm_alloc(b, area);
@@ -732,7 +753,7 @@ bool lower_coll_halves(lctx *x, ir_id i) {
              ir_op_name(in->op), n, rs ? "reduce-scatter (fold order of base/coll.h)" : "all-gather",
              (unsigned long long)(slot_elems(&k, n) * (uint64_t)k.es));
   rchunk s;
-  ring_start(&k, n, &s);
+  ring_start(&k, n, &s, NO_TABLE);
   if (rs) {
     ring_rs(&k, n, &s);
     int ra = tb_sreg_take(b), rd = tb_sreg_take(b);
@@ -748,6 +769,14 @@ bool lower_coll_halves(lctx *x, ir_id i) {
   tb_hbm_free(b, k.RECV, area);
   tb_hbm_free(b, k.ACC, area);
   tb_hbm_free(b, k.GATH, area);
-  x->val[i] = out;
+  return out;
+}
+
+/* A reduce-scatter or all-gather; false when in is neither. */
+bool lower_coll_halves(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (in->op != IR_OP_REDUCE_SCATTER && in->op != IR_OP_ALL_GATHER) return false;
+  tval *v = coll_halves_value(x, in, in->shape);
+  if (v) x->val[i] = v;
   return true;
 }

@@ -5,12 +5,17 @@
 #ifndef TPUCC_BACKEND_TPU_LOWER_COLL_H
 #define TPUCC_BACKEND_TPU_LOWER_COLL_H
 
+#include "backend/tpu/coll_sync.h"
 #include "backend/tpu/lower.h"
 #include "base/coll.h"
 
-/* ICI semaphores: step s of a collective uses s % SEM_STEPS, the
- * readiness handshake SEM_READY. */
-enum { SEM_STEPS = 31, SEM_READY = 31 };
+/* ICI semaphores: step s of the specialised code uses s % SEM_STEPS. */
+enum { SEM_STEPS = COLL_SEM_DATA };
+
+/* ring_start's table argument of a ring over every replica in order; the
+ * most SMEM words a group table may take. */
+#define NO_TABLE UINT32_MAX
+enum { MAX_TABLE_WORDS = 512 };
 
 /* ICI semaphores of the one-program ring's pieces: reduce-scatter
  * SEM_RS + j mod PIECE_SEMS, all-gather SEM_AG + j mod PIECE_SEMS (pieces
@@ -31,7 +36,7 @@ typedef struct coll {
   uint64_t OUT;   /* the result */
   uint64_t slot;  /* bytes per slot: the largest chunk (ring) or the value (ps), aligned */
   uint64_t RECV, ACC, GATH; /* n slots each */
-  uint32_t desc;  /* SMEM byte address of the put descriptor */
+  uint32_t desc;  /* SMEM byte address of the put descriptor (b->coll_desc) */
   /* The core-generic ring: a slot travels as np pieces of pe elements
    * (granule multiples; the last one shorter), put asynchronously on DMA
    * queue `queue`, at most one of them not yet read (busy). */

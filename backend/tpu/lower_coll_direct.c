@@ -16,7 +16,7 @@
  * the choice for small values on many cores (tpu_all_reduce_choose).
  *
  * Before anything is put into a core it says it is ready: it puts the
- * readiness word into every other core (SEM_READY) and waits for theirs.
+ * readiness word into every other core (COLL_SEM_READY) and waits for theirs.
  * Puts of a phase go one after another on DMA queue k->queue, each issued
  * once the previous one has read its source; arrivals count on one ICI
  * semaphore per phase. Slots carry ceil(count / n) elements (a chunk one
@@ -93,7 +93,7 @@ static void ready_body(coll *k, int n, void *arg) {
   int d = *(int *)arg;
   dec_mod(b, d, n);
   put_async(k, tb_sreg(b, (uint32_t)b->coll_flag), tb_sreg(b, (uint32_t)(b->coll_flag + TB_GRANULE)),
-            d, SEM_READY);
+            d, COLL_SEM_READY);
 }
 
 /* Reduce-scatter: chunk d of the operand into d's slot t (register *rt,
@@ -248,7 +248,7 @@ void direct_all_reduce(coll *k, int n) {
   tb_raw(b, OP_SST, tb_sreg(b, 4), 0, 0, 0, 0, (int32_t)k->desc);
   s3(b, OP_SADD, d, p, 0);
   each_other(k, n, ready_body, &d);
-  iwait(b, SEM_READY, n - 1);
+  iwait(b, COLL_SEM_READY, n - 1);
   /* reduce-scatter: slot t = 1, 2, ... of cores p - 1, p - 2, ... */
   tb_sreg_give(b, d);
   chunk_at(k, n, p, &s);

@@ -20,21 +20,18 @@
  * before the branches, so they lie at the same HBM address on every core
  * and a core puts data straight into another's result. A core's own part
  * is a local copy once everything it receives has arrived (they may share
- * a granule). Before anything moves, every core takes part in a
- * barrier of all the program's cores in two phases (each core puts a word
- * into every other core, signalling ICI semaphore SEM_ARRIVE, and waits
- * for the others' words; then the same on SEM_LEAVE): once a core has
- * passed it, every core has reached this collective with its units
- * drained, so nothing a core still reads or writes is overwritten. With
- * two phases no core can signal the next barrier's first phase before
- * every core has finished this one's first phase, so the signals of two
- * barriers never mix, whatever the program does between them (loops
- * included). The data then lands on SEM_DATA; each core waits for as many
+ * a granule). Before anything moves, every core takes part in the
+ * barrier of all the program's cores (coll_barrier, before the branch):
+ * once a core has passed it, every core has reached this collective with
+ * its units drained, so nothing a core still reads or writes is
+ * overwritten, and no signal of another collective is taken for one of
+ * this one. The data then lands on SEM_DATA; each core waits for as many
  * transfers as it receives. */
+#include "backend/tpu/coll_sync.h"
 #include "backend/tpu/lower.h"
 
-/* ICI semaphores: the data, and the barrier's two phases. */
-enum { SEM_DATA = 0, SEM_ARRIVE = 29, SEM_LEAVE = 30 };
+/* ICI semaphore of the data. */
+enum { SEM_DATA = 0 };
 
 static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
 
@@ -51,6 +48,7 @@ typedef VEC(mput) mput_vec;
 typedef struct mv {
   lctx *x;
   const ir_inst *in;
+  const ir_shape *shape; /* the result's (a start op's: its collective's) */
   int nrep;
   int nvals;       /* operands */
   uint64_t *X;     /* operand addresses */
@@ -74,7 +72,7 @@ static bool plan(mv *k, int r, mput_vec *v) {
   const ir_inst *in = k->in;
   v->n = 0;
   int p = 0, n = ir_coll_group(in, k->nrep, r, k->g, &p);
-  switch (in->op) {
+  switch (ir_coll_sync_op(in->op)) {
   case IR_OP_COLLECTIVE_PERMUTE: {
     const ir_replica_groups *pr = &in->a->source_target_pairs;
     bool received = false;
@@ -96,7 +94,7 @@ static bool plan(mv *k, int r, mput_vec *v) {
       for (int j = 0; j < n && j < k->nvals; j++)
         add(k, v, (int)k->g[j], j, k->X[j], k->OUT[p], k->bytes[j], 1, 0);
     } else {
-      const ir_shape *s = in->shape;
+      const ir_shape *s = k->shape;
       int64_t d = in->a->dimensions.v[0], outer = 1, inner = 1;
       for (int i = 0; i < s->rank; i++) {
         if (i < d) outer *= s->dims[i];
@@ -114,10 +112,11 @@ static bool plan(mv *k, int r, mput_vec *v) {
 }
 
 /* The SMEM byte address of the dmaput descriptor w: an equal one already
- * in the image (descriptors sit at 10-word slots and SMEM below the
- * dynamic slot never changes at run time), else a new one. */
+ * in the image (descriptors sit at 10-word slots and SMEM from
+ * smem_static up to the dynamic slot never changes at run time), else a
+ * new one. */
 static uint32_t put_desc(tb *b, const uint32_t *w) {
-  for (uint32_t at = 0; at + ISA_PUT_DESC_WORDS <= b->smem_words; at += 10)
+  for (uint32_t at = b->smem_static; at + ISA_PUT_DESC_WORDS <= b->smem_words; at += 10)
     if (!memcmp(b->smem + at, w, ISA_PUT_DESC_WORDS * sizeof *w)) return at * 4;
   return tb_smem_words(b, w, ISA_PUT_DESC_WORDS);
 }
@@ -137,24 +136,7 @@ static void xput(tb *b, const mput *p) {
   tb_raw(b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
 }
 
-/* The two-phase barrier of all nrep cores, from core r. */
-static void barrier_all(tb *b, int nrep, int r) {
-  tb_barrier(b);
-  for (int ph = 0; ph < 2; ph++) {
-    int sem = ph ? SEM_LEAVE : SEM_ARRIVE;
-    for (int q = 0; q < nrep; q++) {
-      if (q == r || b->failed) continue;
-      uint32_t w[ISA_PUT_DESC_WORDS] = {4, 1, 1, 1, 0, 0, 0, 0, 0, 0, (uint32_t)q};
-      uint32_t da = put_desc(b, w);
-      tb_raw(b, OP_DMAPUT, tb_sreg(b, (uint32_t)b->coll_flag),
-             tb_sreg(b, (uint32_t)(b->coll_flag + TB_GRANULE)), tb_sreg(b, da), TB_SEM_Q1, 0, sem);
-      tb_raw(b, OP_WAIT, TB_SEM_Q1, 0, 0, 0, ISA_UNIT_SCALAR, 1);
-    }
-    tb_raw(b, OP_IWAIT, sem, 0, 0, 0, 0, nrep - 1);
-  }
-}
-
-/* Core r's code: the barrier, its transfers (its own part copied
+/* Core r's code (after the barrier): its transfers (its own part copied
  * locally), the wait for what it receives, zeros where nothing comes. */
 static void emit_core(mv *k, int r, mput_vec *v) {
   tb *b = k->x->b;
@@ -165,7 +147,6 @@ static void emit_core(mv *k, int r, mput_vec *v) {
     for (int i = 0; i < v->n; i++) incoming += v->v[i].to == r;
   }
   bool received = plan(k, r, v);
-  if (k->nrep > 1) barrier_all(b, k->nrep, r);
   tb_barrier(b);
   for (int i = 0; i < v->n; i++)
     if (v->v[i].to != r) xput(b, &v->v[i]);
@@ -182,8 +163,8 @@ static void emit_core(mv *k, int r, mput_vec *v) {
   tb_barrier(b);
 }
 
-/* Runs emit_core for every core behind a branch on coreid (one core:
- * straight). */
+/* The barrier of all cores, then emit_core for every core behind a
+ * branch on coreid (one core: straight). */
 static void per_core(mv *k) {
   tb *b = k->x->b;
   mput_vec v = {0};
@@ -191,7 +172,7 @@ static void per_core(mv *k) {
     emit_core(k, 0, &v);
     return;
   }
-  tb_barrier(b);
+  coll_barrier(b);
   int rc = tb_sreg_take(b);
   tb_raw(b, OP_COREID, rc, 0, 0, 0, 0, 0);
   uint64_t *to = arena_array(b->a, (size_t)k->nrep, sizeof(uint64_t));
@@ -232,7 +213,7 @@ static void lower_ids(lctx *x, ir_id i) {
 /* The result of in: one array per operand (a tuple when several). */
 static tval *results(mv *k) {
   tb *b = k->x->b;
-  const ir_shape *s = k->in->shape;
+  const ir_shape *s = k->shape;
   if (s->type != IR_TUPLE) {
     tval *o = tv_new(b, s->type, s->rank, s->dims);
     k->OUT[0] = tv_addr(o);
@@ -249,14 +230,11 @@ static tval *results(mv *k) {
   return t;
 }
 
-void lower_coll_move(lctx *x, ir_id i) {
-  const ir_inst *in = inst_of(x, i);
+/* The value of the move in (a collective-permute-start: its permute) of
+ * result shape `shape`, or NULL after an error. */
+tval *coll_move_value(lctx *x, const ir_inst *in, const ir_shape *shape) {
   tb *b = x->b;
-  if (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID) {
-    lower_ids(x, i);
-    return;
-  }
-  mv k = {x, in, b->replicas, in->nops, NULL, NULL, NULL, NULL, NULL};
+  mv k = {x, in, shape, b->replicas, in->nops, NULL, NULL, NULL, NULL, NULL};
   size_t nv = (size_t)(in->nops ? in->nops : 1);
   k.X = arena_array(b->a, nv, sizeof(uint64_t));
   k.OUT = arena_array(b->a, nv, sizeof(uint64_t));
@@ -267,7 +245,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     const tval *v = x->val[in->ops[j]];
     if (v->tuple) {
       tb_error(b, ST_UNSUPPORTED, "%s of a tuple operand", ir_op_name(in->op));
-      return;
+      return NULL;
     }
     k.es[j] = tv_esize(v->type);
     k.X[j] = tv_addr(v);
@@ -275,7 +253,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     if (k.bytes[j] > (UINT64_C(1) << 30)) {
       tb_error(b, ST_UNSUPPORTED, "%s of %llu bytes per operand (a transfer moves at most 1 GiB)",
                ir_op_name(in->op), (unsigned long long)k.bytes[j]);
-      return;
+      return NULL;
     }
   }
   for (int r = 0; r < k.nrep; r++) {
@@ -283,7 +261,7 @@ void lower_coll_move(lctx *x, ir_id i) {
     if (!ir_coll_group(in, k.nrep, r, k.g, &p)) {
       tb_error(b, ST_INVALID_ARGUMENT, "%s: replica_groups do not list replica %d of %d",
                ir_op_name(in->op), r, k.nrep);
-      return;
+      return NULL;
     }
   }
   tval *out = results(&k);
@@ -291,5 +269,15 @@ void lower_coll_move(lctx *x, ir_id i) {
              "two-phase barrier of all cores; a core's own part copied locally",
              ir_op_name(in->op), k.nrep, k.nrep == 1 ? "" : "s");
   per_core(&k);
-  x->val[i] = out;
+  return out;
+}
+
+void lower_coll_move(lctx *x, ir_id i) {
+  const ir_inst *in = inst_of(x, i);
+  if (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID) {
+    lower_ids(x, i);
+    return;
+  }
+  tval *v = coll_move_value(x, in, in->shape);
+  if (v) x->val[i] = v;
 }

@@ -18,7 +18,7 @@ ir_literal *lower_small_constant(arena *a, const ir_comp *c, const ir_inst *in) 
 
 /* A zero scalar as a value (context elements of a start tuple are 32-bit
  * integer scalars, held as s32 words: the pool's s32 zero). */
-static tval *zero_value(tb *b, const ir_shape *s) {
+tval *lower_zero_scalar(tb *b, const ir_shape *s) {
   ir_shape z = *s;
   if (z.type == IR_U32) z.type = IR_S32;
   if (tk_itype(z.type) == IR_TYPE_INVALID || z.rank != 0) {
@@ -117,7 +117,7 @@ void lower_small(lctx *x, ir_id i) {
     t->n = in->shape->ntuple;
     t->elems = arena_array(b->a, (size_t)t->n, sizeof(tval *));
     for (int k = 0; k < t->n && !b->failed; k++)
-      t->elems[k] = k < 2 ? tv_ref(b, ov) : zero_value(b, &in->shape->tuple[k]);
+      t->elems[k] = k < 2 ? tv_ref(b, ov) : lower_zero_scalar(b, &in->shape->tuple[k]);
     x->val[i] = t;
     return;
   }

@@ -114,6 +114,8 @@ typedef struct tb {
   int replicas;             /* replicas the program runs as, one per core */
   uint64_t coll_flag;       /* two HBM granules: the collectives' readiness word, where it lands */
   tpu_all_reduce all_reduce; /* how all-reduces are lowered */
+  uint32_t coll_desc;       /* SMEM byte address of the collectives' put descriptor (coll_sync.h) */
+  uint32_t smem_static;     /* SMEM words below it are rewritten at run time: never interned */
   tb_buf_vec *buflog;       /* NULL, or where tb_hbm_alloc/free log buffers */
 } tb;
 
@@ -210,6 +212,9 @@ static inline uint64_t tb_align(uint64_t x) { return (x + TB_GRANULE - 1) / TB_G
 /* n (<= 20) words placed in the SMEM image, 40-byte aligned; their byte
  * address (0 after an error: SMEM full). */
 uint32_t tb_smem_words(tb *b, const uint32_t *w, int n);
+/* n words (a table read at run time) at a new SMEM byte address, in
+ * whole 10-word slots; 0 after an error (SMEM full). */
+uint32_t tb_smem_array(tb *b, const uint32_t *w, uint32_t n);
 
 /* ---- kernels ------------------------------------------------------------ */
 

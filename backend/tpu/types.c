@@ -8,7 +8,9 @@
  * (f16 too; the lowering refuses it at its first use). One exception: the
  * u32 of replica-id and partition-id (ids below 2^31, held as s32 words)
  * runs where it is only converted or passed on (tuple, fusion operand,
- * a fusion computation's parameter that every caller binds to an id). */
+ * a fusion computation's parameter that every caller binds to an id), as
+ * do the zero u32 contexts of copy-start and collective-permute-start
+ * (their tuples, and tuples of them). */
 #include "backend/tpu/steps.h"
 
 /* The first element type of s (tuples depth first) the TPU does not run,
@@ -27,6 +29,15 @@ static ir_type refused(const ir_shape *s, int depth) {
 }
 
 static bool id_op(ir_op op) { return op == IR_OP_REPLICA_ID || op == IR_OP_PARTITION_ID; }
+
+/* The part of in's value whose types matter: the context elements (u32)
+ * of copy-start and collective-permute-start (whose element 1 has element
+ * 0's shape) are held as s32 words, so their element 0; else all of it. */
+static const ir_shape *payload(const ir_inst *in) {
+  bool start = (in->op == IR_OP_COPY_START || in->op == IR_OP_COLLECTIVE_PERMUTE_START) &&
+               in->shape->type == IR_TUPLE && in->shape->ntuple >= 2;
+  return start ? &in->shape->tuple[0] : in->shape;
+}
 
 /* Whether instruction i of computation c is an id: replica-id,
  * partition-id, or a parameter of a fusion computation that every fusion
@@ -47,7 +58,8 @@ static bool is_id(const ir_module *m, ir_comp_id c, ir_id i, int depth) {
   return callers > 0;
 }
 
-/* Whether the u32 of in is an id's that the TPU runs (above). */
+/* Whether the u32 of in is an id's that the TPU runs (above), or a tuple
+ * of such ids and start tuples. */
 static bool id_value_ok(const ir_module *m, ir_comp_id c, ir_id i) {
   const ir_comp *cp = &m->comps.v[c];
   const ir_inst *in = &cp->insts.v[i];
@@ -55,7 +67,7 @@ static bool id_value_ok(const ir_module *m, ir_comp_id c, ir_id i) {
     if (in->op != IR_OP_TUPLE) return false;
     for (int k = 0; k < in->nops; k++) {
       const ir_shape *e = cp->insts.v[in->ops[k]].shape;
-      if (e->type == IR_TUPLE ? refused(e, 0) != IR_TYPE_INVALID
+      if (e->type == IR_TUPLE ? refused(payload(&cp->insts.v[in->ops[k]]), 0) != IR_TYPE_INVALID
                               : e->type == IR_U32 && !is_id(m, c, in->ops[k], 0))
         return false;
     }
@@ -83,9 +95,7 @@ int tpu_check_types(const ir_module *m, diag *d) {
     for (int i = 0; i < cp->insts.n; i++) {
       const ir_inst *in = &cp->insts.v[i];
       if (in->dead) continue;
-      /* copy-start's context elements (u32) are held as s32 words */
-      bool start = in->op == IR_OP_COPY_START && in->shape->type == IR_TUPLE && in->shape->ntuple >= 2;
-      ir_type t = refused(start ? &in->shape->tuple[0] : in->shape, 0);
+      ir_type t = refused(payload(in), 0);
       if (t == IR_TYPE_INVALID) continue;
       const char *name = in->info->name ? in->info->name : "?";
       if (t == IR_U32 && id_value_ok(m, c, i)) {

@@ -175,11 +175,10 @@ static void gen_all_to_all_tuple(gctx *c) {
   put(c->t, "\n");
 }
 
-/* A random partial permutation, self pairs included, of one or two
- * operands. */
-static void gen_permute(gctx *c) {
-  int n = 1 + (int)draw(c->r, 2), perm[8];
-  root_of(c, n, false, "collective-permute");
+/* source_target_pairs of a random partial permutation, self pairs
+ * included. */
+static void pairs(gctx *c) {
+  int perm[8];
   put(c->t, "source_target_pairs={");
   for (int i = 0; i < c->nrep; i++) perm[i] = i;
   for (int i = c->nrep - 1; i > 0; i--) {
@@ -189,13 +188,50 @@ static void gen_permute(gctx *c) {
   int written = 0;
   for (int i = 0; i < c->nrep; i++)
     if (draw(c->r, 4)) put(c->t, "%s{%d,%d}", written++ ? "," : "", i, perm[i]);
-  put(c->t, "}\n");
+  put(c->t, "}");
+}
+
+/* A random partial permutation of one or two operands. */
+static void gen_permute(gctx *c) {
+  root_of(c, 1 + (int)draw(c->r, 2), false, "collective-permute");
+  pairs(c);
+  put(c->t, "\n");
 }
 
 static void gen_broadcast(gctx *c) {
   root_of(c, 1 + (int)draw(c->r, 2), false, "collective-broadcast");
   groups(c);
   put(c->t, "\n");
+}
+
+/* The -start/-done forms: the done at the root, or (one time in two) the
+ * done and the whole start tuple. */
+static void gen_all_reduce_start(gctx *c) {
+  put(c->t, "  s = %s all-reduce-start(x0), ", c->shape);
+  groups(c);
+  put(c->t, ", to_apply=f\n  ROOT c = %s all-reduce-done(s)\n", c->shape);
+}
+
+static void gen_all_gather_start(gctx *c) {
+  char rs[64];
+  shape_of(c, c->d, c->g, 1, rs, sizeof rs);
+  put(c->t, "  s = (%s, %s) all-gather-start(x0), ", c->shape, rs);
+  groups(c);
+  put(c->t, ", dimensions={%d}\n", c->d);
+  if (draw(c->r, 2))
+    put(c->t, "  d = %s all-gather-done(s)\n  ROOT c = (%s, (%s, %s)) tuple(d, s)\n", rs, rs,
+        c->shape, rs);
+  else put(c->t, "  ROOT c = %s all-gather-done(s)\n", rs);
+}
+
+static void gen_permute_start(gctx *c) {
+  put(c->t, "  s = (%s, %s, u32[], u32[]) collective-permute-start(x0), ", c->shape, c->shape);
+  pairs(c);
+  put(c->t, "\n");
+  if (draw(c->r, 2))
+    put(c->t, "  d = %s collective-permute-done(s)\n"
+              "  ROOT c = (%s, (%s, %s, u32[], u32[])) tuple(d, s)\n", c->shape, c->shape, c->shape, c->shape);
+  else put(c->t, "  ROOT c = %s collective-permute-done(s)\n", c->shape);
 }
 
 /* replica-id and partition-id as results, converted, and added to x0. */
@@ -212,8 +248,8 @@ static void gen_ids(gctx *c) {
       f32s, f32s, f32s, f32s);
 }
 
-/* Whether the TPU runs the reduce-scatter or all-gather at the root of m
- * over nrep replicas: the documented subset of docs/tpu-backend.md
+/* Whether the TPU runs the reduce-scatter or all-gather (-start) at the
+ * root of m (or under it, a start under its done) over nrep replicas: the documented subset of docs/tpu-backend.md
  * ("Reduce-scatter and all-gather"): every replica in order, along a
  * dimension with only size-1 dimensions before it, at least one element
  * per replica of the whole value. Outside it the row expects the TPU's
@@ -222,8 +258,12 @@ static bool tpu_runs_halves(const ir_module *m, int nrep) {
   const ir_comp *e = &m->comps.v[m->entry];
   const ir_inst *in = &e->insts.v[e->root];
   if (nrep < 2) return true;
-  const ir_shape *whole =
-      in->op == IR_OP_REDUCE_SCATTER ? e->insts.v[in->ops[0]].shape : in->shape;
+  while (in->op != IR_OP_REDUCE_SCATTER && in->op != IR_OP_ALL_GATHER &&
+         in->op != IR_OP_ALL_GATHER_START)
+    in = &e->insts.v[in->ops[0]]; /* the start under its done (and a tuple) */
+  const ir_shape *whole = in->op == IR_OP_REDUCE_SCATTER ? e->insts.v[in->ops[0]].shape
+                          : in->op == IR_OP_ALL_GATHER_START ? &in->shape->tuple[1]
+                                                             : in->shape;
   int64_t d = in->a->dimensions.v[0], before = 1;
   for (int64_t j = 0; j < d; j++) before *= whole->dims[j];
   const ir_replica_groups *rg = &in->a->replica_groups;
@@ -257,6 +297,12 @@ static const coll_gen gens[] = {
     {"collective-permute", IR_OP_COLLECTIVE_PERMUTE, gen_permute, 2, false, false, NULL, 1, NULL},
     {"collective-broadcast", IR_OP_COLLECTIVE_BROADCAST, gen_broadcast, 2, false, false, NULL, 1, NULL},
     {"replica-id", IR_OP_REPLICA_ID, gen_ids, 1, false, false, NULL, 1, NULL},
+    {"all-reduce-start/-done", IR_OP_ALL_REDUCE_START, gen_all_reduce_start, 1, true, false, NULL, 1,
+     NULL},
+    {"all-gather-start/-done", IR_OP_ALL_GATHER_START, gen_all_gather_start, 1, false, false, NULL,
+     1, tpu_runs_halves},
+    {"collective-permute-start/-done", IR_OP_COLLECTIVE_PERMUTE_START, gen_permute_start, 1, false,
+     false, NULL, 1, NULL},
 };
 enum { NGENS = sizeof gens / sizeof gens[0] };
 

@@ -303,10 +303,15 @@ int main(int argc, char **argv) {
     w += sprintf(w, r ? ",%d" : "%d", r);
   }
   strcpy(w, "}}");
+  uint32_t code32 = last_code;
   run_case("pod_sum_listed_1000", module(1000, listed, false), 1000, iota, 1, 32, false, TPU_AR_RING);
   run_case("pod_sum_halves_777", module(777, "{{16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31},"
                                                "{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}}", false),
            777, halves32, 2, 16, false, TPU_AR_RING);
+  /* Listed groups of one size are one program too (the groups in an SMEM
+   * table), not code per core. */
+  CHECK(last_code <= code32 + code32 / 10, "the ring over listed groups grows with the replicas: %u "
+        "code words for 32 replicas in two groups, %u in one", last_code, code32);
   run_case("pod_sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false, TPU_AR_PS);
   run_case("pod_direct_sum_all_4099", module(4099, "{}", false), 4099, NULL, 0, 0, false,
            TPU_AR_DIRECT);
