@@ -170,7 +170,10 @@ typedef struct tpurt_custom_call {
 /* Processes sharing one emulated pod (docs/distributed.md): of an n-core
  * device, rank `rank` of `nranks` runs the cores [rank n/nranks,
  * (rank+1) n/nranks) (nranks must divide n); rank 0 gives every core's
- * parameters and gets every core's results, statistics and trace. Between
+ * parameters (the other ranks pass buffers of the parameters' shapes,
+ * whose values are not read: one buffer may serve every replica) and
+ * gets every core's results, statistics and trace; each other rank gets
+ * its own cores' results and statistics (the others' stay zero). Between
  * rounds of the emulation the ranks agree through two calls, made by
  * every rank in the same order, each returning 0, or -1 with one line in
  * msg (a rank that did not answer in time named):

@@ -216,17 +216,23 @@ static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64
   t->n++;
 }
 
-static FILE *trace_open(const char *path) {
+/* A trace file whose header names the process row of each of n cores
+ * (pid c + 1: "tpucc core" for one core, else "core c") and their units'
+ * rows. */
+static FILE *trace_open(const char *path, int n) {
   FILE *f = fopen(path, "w");
   if (!f) return NULL;
-  fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-        "\"args\":{\"name\":\"tpucc core\"}}",
-        f);
-  for (int u = 0; u < TPURT_MAX_UNITS; u++)
-    fprintf(f,
-            ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
-            "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-            u, isa_unit_name(u));
+  for (int c = 0; c < n; c++) {
+    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"",
+            c ? ",\n" : "[", c + 1);
+    if (n == 1) fputs("tpucc core\"}}", f);
+    else fprintf(f, "core %d\"}}", c);
+    for (int u = 0; u < TPURT_MAX_UNITS; u++)
+      fprintf(f,
+              ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+              "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+              c + 1, u, isa_unit_name(u));
+  }
   return f;
 }
 
@@ -377,7 +383,7 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
     st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
   FILE *tf = NULL;
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path)))
+  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path, n)))
     st = fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
   for (int c = 0; tf && c < n; c++) {
     tc[c] = (trace_core){tf, &mu, c};
@@ -592,7 +598,7 @@ static tpurt_status_t gather_read(rt_program *p, shared_run *s, const rt_replica
 
 /* Rank 0: the trace of every core, core by core. */
 static tpurt_status_t shared_trace(rt_device *d, const shared_run *s, char *msg, size_t msglen) {
-  FILE *f = trace_open(d->trace_path);
+  FILE *f = trace_open(d->trace_path, s->n);
   if (!f) return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
   for (int c = 0; c < s->n; c++)
     if (s->tbuf[c]) fwrite(s->tbuf[c], 1, s->tlen[c], f);
@@ -641,7 +647,8 @@ static tpurt_status_t shared_emulate(rt_program *p, const rt_replica *lr, shared
   return st;
 }
 
-/* Rank 0's results, statistics and status from every rank's message. */
+/* Rank 0's results, statistics and status from every rank's message;
+ * every rank's own cores' results and statistics from its own run. */
 static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_run *s,
                                      char *msg, size_t msglen) {
   rt_device *d = p->dev;
@@ -659,7 +666,6 @@ static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_
     st = gather_read(p, s, r, k, recv[k], rlen[k], &wf, msg, msglen);
   for (int c = s->lo; st == TPURT_OK && c < s->hi; c++) {
     if (s->who == c) wf = s->ef[c];
-    if (me != 0) continue;
     if (r[c].stats) emu_stats_export(&s->es[c], &d->target, r[c].stats);
     for (uint32_t i = 0; !s->rc && i < img->nresults; i++)
       memcpy(r[c].results[i], s->hbm[c] + img->results[i].hbm_offset,
@@ -745,7 +751,7 @@ static tpurt_status_t tpu_execute(rt_program *p, const rt_replica *r, int n, cha
   emu_fault ef;
   trace_out tr = {NULL, 0};
   if (d->trace_path) {
-    tr.f = trace_open(d->trace_path);
+    tr.f = trace_open(d->trace_path, 1);
     if (!tr.f) {
       rt_free(&d->alloc, hbm);
       return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);

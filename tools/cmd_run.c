@@ -900,14 +900,16 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   const ir_comp *e = &m->comps.v[m->entry];
   ir_shape *ps = arena_array(r->a, (size_t)e->nparams + 1, sizeof *ps);
   for (int k = 0; k < e->nparams; k++) ps[k] = *e->insts.v[e->params[k]].shape;
-  ir_literal **args = arg_literals(r);
-  for (int k = 0; k < r->np; k++)
+  /* under mpirun the ranks other than 0 give no values (run_pod_steps) */
+  bool lead = tool_mpi_rank() == 0;
+  ir_literal **args = lead ? arg_literals(r) : NULL;
+  for (int k = 0; lead && k < r->np; k++)
     if (!tool_replica_input_fits(&args[k]->shape, &ps[k], nrep)) {
       tool_error(CMD, "%s: input %d fits neither parameter %d nor %d stacked replicas of it", c->file,
                  k + 1, k, nrep);
       return TOOL_EXIT_USAGE;
     }
-  ir_literal ***per = tool_replica_split(ps, args, r->np, nrep, r->a);
+  ir_literal ***per = lead ? tool_replica_split(ps, args, r->np, nrep, r->a) : NULL;
   ir_literal **outs = arena_array(r->a, (size_t)nrep, sizeof *outs);
   tool_tpu_opts to = c->tpu;
   to.target = c->target;
@@ -931,6 +933,16 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   }
   push_leaves(r->a, st, &r->got);
   return TOOL_EXIT_OK;
+}
+
+/* Whether nrep replicas run on a TPU board or pod, one per core
+ * (run_tpu_replicas): --stats and --trace give a line per core and every
+ * core's instructions; the other reports are one core's. */
+static bool tpu_replicated(const run_state *r, int nrep) {
+  const run_cfg *c = &r->c;
+  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||
+                 c->tpu.max_cycles;
+  return c->target && tool_tpu_target(c->target) && nrep > 1 && !reports;
 }
 
 /* Runs through tpucc_execute (replicas: 0 for the module's default) into
@@ -988,12 +1000,7 @@ static int execute_on_target(run_state *r) {
                   !tool_target_find(c->target))) ||
                 ((c->tpu.stats || c->tpu.stats_json) && c->target && drv_is_cpu_spec(c->target));
   int nrep = replica_count(r);
-  /* --stats and --trace: the replicas print a line per core and trace
-   * every core's instructions */
-  bool reports = c->tpu.stats_json || c->tpu.report || c->tpu.roofline || c->tpu.memory_report ||
-                 c->tpu.max_cycles;
-  if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
-    return run_tpu_replicas(r, nrep);
+  if (tpu_replicated(r, nrep)) return run_tpu_replicas(r, nrep);
   if (direct && nrep > 1) {
     tool_error(CMD, "%s: target %s runs 1 replica with these flags, %d asked for", c->file,
                c->target, nrep);
@@ -1081,14 +1088,54 @@ static int finish_results(run_state *r) {
   return rc;
 }
 
+/* run_steps under mpirun on a TPU target: every rank compiles the module.
+ * When the replicas split the cores across the ranks (tpu_replicated),
+ * rank 0 alone reads the inputs, binds them and tells the others whether
+ * the run goes on (they then exit with its code, silently): their cores'
+ * parameters come from rank 0 (include/tpurt.h, tpurt_peers_t). Else
+ * every rank runs the whole module with rank 0's inputs, as in one
+ * process. An exit code. */
+static int run_pod_steps(run_state *r) {
+  run_cfg *c = &r->c;
+  int rc = compile_module(r);
+  if (rc != TOOL_EXIT_OK) return rc;
+  int nrep = replica_count(r);
+  if (!tpu_replicated(r, nrep)) {
+    if (!read_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+        !read_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+      return TOOL_EXIT_USAGE;
+    rc = bind_inputs(r);
+    if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
+    if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+    return rc;
+  }
+  if (tool_mpi_rank() == 0) {
+    if (!parse_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+        !parse_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+      rc = TOOL_EXIT_USAGE;
+    if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
+  }
+  char err[512];
+  if (!tool_mpi_agree(&rc, err, sizeof err)) {
+    tool_error(CMD, "%s: rank %d: %s", c->file, tool_mpi_rank(), err);
+    return TOOL_EXIT_FAIL;
+  }
+  if (rc == TOOL_EXIT_OK) rc = run_tpu_replicas(r, nrep);
+  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+  return rc;
+}
+
 /* The steps of a run after the command line: an exit code. */
 static int run_steps(run_state *r) {
   run_cfg *c = &r->c;
   if (!check_targets(r)) return TOOL_EXIT_USAGE;
+  bool tpub = strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub");
+  if (!tpub && tool_mpi_size() > 1 && c->target && tool_tpu_target(c->target))
+    return run_pod_steps(r);
   if (!read_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
       !read_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
     return TOOL_EXIT_USAGE;
-  if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub")) {
+  if (tpub) {
     if (c->replicas > 1) {
       tool_error(CMD, "%s: a .tpub runs 1 replica, %lld asked for", c->file, (long long)c->replicas);
       return TOOL_EXIT_USAGE;
@@ -1116,17 +1163,19 @@ int tool_cmd_run(int argc, char **argv) {
   tool_opt_options_init(&r.c.opt);
   bool help = false;
   int rc = TOOL_EXIT_USAGE;
+  tool_mpi_hush(true); /* under mpirun, rank 0 alone prints usage errors and help */
   if (!parse_cmdline(argc, argv, &r.c, r.a, &help)) {
     rc = TOOL_EXIT_USAGE;
   } else if (help) {
     if (!r.c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
-  } else if (!tool_mpi_begin("run", argc, argv, (const char *const[]){r.c.file}, 1)) {
+  } else if (tool_mpi_hush(false), !tool_mpi_begin("run", argc, argv, (const char *const[]){r.c.file}, 1)) {
     rc = TOOL_EXIT_FAIL;
   } else {
     rc = run_steps(&r);
     tool_mpi_end();
   }
+  tool_mpi_hush(false);
   tpucc_result_destroy(r.ref);
   tpucc_result_destroy(r.res);
   tpucc_module_destroy(r.m);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "tools/tools.h"
 
@@ -12,6 +14,37 @@ uint64_t tool_mpi_hash(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
   return h;
+}
+
+/* The rank an MPI launcher gave this process, -1 when none did. */
+static int launch_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v);
+  }
+  return -1;
+}
+
+void tool_mpi_hush(bool on) {
+  static int saved[2] = {-1, -1};
+  fflush(stdout);
+  fflush(stderr);
+  if (on && saved[0] < 0 && launch_rank() > 0) {
+    int null = open("/dev/null", O_WRONLY);
+    for (int k = 0; null >= 0 && k < 2; k++) {
+      saved[k] = dup(k + 1);
+      if (saved[k] >= 0) dup2(null, k + 1);
+    }
+    if (null >= 0) close(null);
+  } else if (!on) {
+    for (int k = 0; k < 2; k++) {
+      if (saved[k] < 0) continue;
+      dup2(saved[k], k + 1);
+      close(saved[k]);
+      saved[k] = -1;
+    }
+  }
 }
 
 #ifdef TPUCC_HAVE_MPI
@@ -92,6 +125,18 @@ bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
   return ok;
 }
 int tool_mpi_size(void) { return world ? rt_mpi_size(world) : 1; }
+
+bool tool_mpi_agree(int *code, char *err, size_t errlen) {
+  if (!world) return true;
+  int32_t c = *code;
+  const void **all = calloc((size_t)rt_mpi_size(world), sizeof *all);
+  bool ok = all && world_exchange(&c, sizeof c, all, err, errlen);
+  if (ok) memcpy(&c, all[0], sizeof c);
+  if (!all) snprintf(err, errlen, "out of memory");
+  free(all);
+  *code = c;
+  return ok;
+}
 
 #ifdef TPUCC_HAVE_LLVM
 /* The bytes of l's leaves. */
@@ -195,11 +240,18 @@ bool tool_mpi_begin(const char *cmd, int argc, char **argv, const char *const *f
   (void)files;
   (void)nfiles;
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return true;
+  if (launch_rank() > 0) return false; /* rank 0 says it */
   fprintf(stderr, "tpucc %s: started by mpirun, but %s\n", cmd, tool_mpi_build_note());
   return false;
 }
 int tool_mpi_rank(void) { return 0; }
 int tool_mpi_size(void) { return 1; }
+bool tool_mpi_agree(int *code, char *err, size_t errlen) {
+  (void)code;
+  (void)err;
+  (void)errlen;
+  return true;
+}
 bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
   (void)buf;
   (void)len;

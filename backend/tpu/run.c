@@ -573,6 +573,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
   uint32_t np = img->nparams, nr = img->nresults;
+  bool follower = peers && peers->nranks > 1 && peers->rank != 0;
   tpurt_buffer_t **in = calloc((size_t)nrep * np + 1, sizeof *in);
   tpurt_buffer_t **res = calloc((size_t)nrep * nr + 1, sizeof *res);
   tpurt_status_t ts;
@@ -588,7 +589,20 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
     rc = ST_INVALID_ARGUMENT;
     goto done;
   }
-  for (int r = 0; r < nrep; r++) {
+  /* a rank other than 0 of a shared pod: its parameters' values are not
+   * read, one zeroed buffer of each parameter's shape serves every
+   * replica */
+  for (uint32_t i = 0; follower && i < np; i++) {
+    const tpub_tensor *t = &img->params[i];
+    if ((ts = tpurt_buffer_create(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, NULL, 0,
+                                  &in[i])) != TPURT_OK) {
+      snprintf(err, errlen, "tpu: parameter %u: %s", i, tpurt_device_message(dev));
+      rc = status_of(ts, ST_OUT_OF_MEMORY);
+      goto done;
+    }
+    for (int r = 1; r < nrep; r++) in[(size_t)r * np + i] = in[i];
+  }
+  for (int r = 0; r < nrep && !follower; r++) {
     literal_vec flat = {0};
     for (int i = 0; i < nargs; i++) literal_leaves(a, args[r][i], &flat);
     if ((uint32_t)flat.n != np) {
@@ -617,7 +631,11 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
   const ir_shape *rs = m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
   shape_vec ls = {0};
   leaves(a, rs, &ls);
-  for (int r = 0; r < nrep && rc == ST_OK; r++) {
+  /* the replicas whose results this rank holds: every one on rank 0 */
+  int lo = follower ? peers->rank * (nrep / peers->nranks) : 0;
+  int hi = follower ? lo + nrep / peers->nranks : nrep;
+  for (int r = 0; r < nrep; r++) outs[r] = NULL;
+  for (int r = lo; r < hi && rc == ST_OK; r++) {
     ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));
     for (int k = 0; k < ls.n && rc == ST_OK; k++) {
       flat[k] = ir_literal_try_create(a, &ls.v[k]);
@@ -633,7 +651,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
   }
 done:
   for (size_t k = 0; res && k < (size_t)nrep * nr; k++) tpurt_buffer_destroy(res[k]);
-  for (size_t i = 0; in && i < (size_t)nrep * np; i++) tpurt_buffer_destroy(in[i]);
+  for (size_t i = 0; in && i < (follower ? np : (size_t)nrep * np); i++) tpurt_buffer_destroy(in[i]);
   free(in);
   free(res);
   tpurt_program_destroy(prog);

@@ -113,10 +113,12 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen);
 /* tpu_execute_replicas with the cores shared across processes (peers
- * NULL: all in this one; include/tpurt.h): every rank passes arguments of
- * the right shapes, rank 0's values are the ones used, and only rank 0's
- * outs hold the results (the other ranks' are zeros). stats: NULL, or
- * nrep entries for every core's statistics (rank 0's complete); trace:
+ * NULL: all in this one; include/tpurt.h): rank 0 passes every replica's
+ * arguments and gets every replica's result; the other ranks' args are
+ * not read (may be NULL) and their outs hold their own cores' results
+ * (n / R from rank x n / R), the others NULL. stats: NULL, or nrep
+ * entries for every core's statistics (rank 0's complete, the other
+ * ranks' their own cores'); trace:
  * NULL, or the path of a Chrome trace of every core's instructions (one
  * process row per core; written by rank 0). */
 struct tpurt_peers;

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""mpi_rank0_run.py: under mpirun, rank 0 reads the inputs and writes the
+outputs (docs/distributed.md, "Who reads and writes").
+
+  mpi_rank0_run.py MPIRUN TPUCC CASE
+
+CASE:
+  pod-inputs    `tpucc run --target=v3-8 --random-inputs` over 2 ranks, a
+                module with a parameter of 8 MiB per replica (64 MiB for
+                the 8): the output is the one-process run's, and rank 1,
+                which neither makes the inputs nor holds parameter values
+                (its cores' come from rank 0), peaks at least 32 MiB below
+                rank 0 in resident memory (a rank holding every replica's
+                inputs peaks as high as rank 0 or higher)
+  usage-once    a usage error of `tpucc run` and of `tpucc train` under 2
+                ranks: printed once, and the run ends with exit status 2
+  trace-header  --trace of 8 cores (one process, and 2 ranks): the header
+                names the process row of every core, "core 0" ... "core 7"
+
+Every run must end within 60 s."""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, env_extra=None):
+    env = dict(os.environ)
+    asan = env.get("ASAN_OPTIONS", "")
+    env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "detect_leaks=0"  # run_mpi.py says why
+    env["TPUCC_MPI_TIMEOUT"] = "30"
+    env.update(env_extra or {})
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        fail("did not end within 60 s: " + " ".join(cmd))
+    print(" ".join(cmd)[:300], f"-> exit {p.returncode} in {time.monotonic() - t0:.1f} s")
+    sys.stderr.write(p.stderr.decode(errors="replace")[-3000:])
+    return p
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+BIG = """HloModule big, replica_count=8
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  big = f32[2097152] parameter(0)
+  s = f32[4] parameter(1)
+  h = f32[4] slice(big), slice={[0:4]}
+  t = f32[4] add(h, s)
+  ROOT r = f32[4] all-reduce(t), replica_groups={}, to_apply=sum
+}
+"""
+
+
+def rank_rss(mpi, tmp, cmd):
+    """Runs cmd on 2 ranks, each under this script's `rss` mode: the
+    completed process and every rank's peak resident KiB."""
+    p = run(mpi + ["-np", "2", sys.executable, os.path.abspath(__file__), "rss", tmp] + cmd)
+    rss = []
+    for r in range(2):
+        try:
+            with open(os.path.join(tmp, f"rss.{r}")) as f:
+                rss.append(int(f.read()))
+        except OSError:
+            fail(f"rank {r} reported no memory figure")
+    return p, rss
+
+
+def pod_inputs(mpi, tpucc, tmp):
+    mod = os.path.join(tmp, "big.hlo")
+    with open(mod, "w") as f:
+        f.write(BIG)
+    cmd = [tpucc, "run", mod, "--target=v3-8", "--random-inputs"]
+    one = run(cmd)
+    if one.returncode or not one.stdout.startswith(b"8x4xf32="):
+        fail("the one-process run failed")
+    many, (r0, r1) = rank_rss(mpi, tmp, cmd)
+    if many.returncode:
+        fail("the run on 2 ranks failed")
+    if many.stdout != one.stdout:
+        fail("outputs differ")
+    print(f"peak resident memory: rank 0 {r0} KiB, rank 1 {r1} KiB")
+    if r0 - r1 < 32 * 1024:
+        fail("rank 1 holds the inputs: it peaks less than 32 MiB below rank 0")
+
+
+def usage_once(mpi, tpucc, tmp):
+    mod = os.path.join(tmp, "big.hlo")
+    with open(mod, "w") as f:
+        f.write(BIG)
+    for cmd, want in (([tpucc, "run", mod, "--no-such-flag"], b"no-such-flag"),
+                      ([tpucc, "train", "--no-such-flag"], b"no-such-flag")):
+        p = run(mpi + ["-np", "2"] + cmd)
+        lines = [l for l in p.stderr.splitlines() if b"error:" in l]
+        if p.returncode != 2:
+            fail(f"exit status {p.returncode}, expected 2")
+        if len(lines) != 1 or want not in lines[0]:
+            fail(f"{len(lines)} error lines, expected 1 naming {want!r}: {lines!r}")
+
+
+def header_names(path):
+    import json
+    with open(path) as f:
+        ev = json.load(f)
+    return sorted((e["pid"], e["args"]["name"]) for e in ev if e.get("name") == "process_name")
+
+
+def trace_header(mpi, tpucc, tmp):
+    mod = os.path.join(tmp, "big.hlo")
+    with open(mod, "w") as f:
+        f.write(BIG.replace("2097152", "16"))
+    want = [(c + 1, f"core {c}") for c in range(8)]
+    for pre, name in (([], "one.json"), (mpi + ["-np", "2"], "two.json")):
+        path = os.path.join(tmp, name)
+        p = run(pre + [tpucc, "run", mod, "--target=v3-8", "--random-inputs", "--trace=" + path])
+        if p.returncode:
+            fail("the traced run failed")
+        got = header_names(path)
+        if got != want:
+            fail(f"{name}: process rows named {got!r}")
+
+
+def rss_mode(tmp, cmd):
+    """One rank: runs cmd, passes its output on, and writes its peak
+    resident KiB to tmp/rss.RANK."""
+    p = subprocess.run(cmd)
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMIX_RANK", "0"))
+    with open(os.path.join(tmp, "rss." + rank), "w") as f:
+        f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+    return p.returncode
+
+
+def main():
+    if sys.argv[1] == "rss":
+        return rss_mode(sys.argv[2], sys.argv[3:])
+    mpirun, tpucc, case = sys.argv[1:4]
+    mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
+    tpucc = os.path.abspath(tpucc)
+    cases = {"pod-inputs": pod_inputs, "usage-once": usage_once, "trace-header": trace_header}
+    if case not in cases:
+        fail("unknown case " + case)
+    with tempfile.TemporaryDirectory(prefix="tpucc_rank0_") as tmp:
+        cases[case](mpi, tpucc, tmp)
+    print("PASS", case)
+    return 0
+
+
+sys.exit(main())
