@@ -977,9 +977,9 @@ static int execute_spread(run_state *r) {
                "multiple of %d", c->file, nrep, nrep == 1 ? "" : "s", R, R);
     return TOOL_EXIT_USAGE;
   }
-  tool_mpi_spread(true);
+  tool_mpi_spread_gather(true); /* rank 0 alone reports */
   int rc = execute_api(r, nrep);
-  tool_mpi_spread(false);
+  tool_mpi_spread_gather(false);
   return rc;
 }
 

@@ -58,6 +58,7 @@ void tool_mpi_hush(bool on) {
 static rt_mpi *world;
 static tpurt_peers_t world_peers;
 static bool spreading;
+static bool gathering; /* tool_mpi_spread_gather */
 
 /* The work this rank was started with: its arguments and the contents of
  * the files it reads itself. */
@@ -160,22 +161,38 @@ static size_t literal_copy(ir_literal *l, unsigned char *buf, bool to_bytes) {
   return n;
 }
 
-/* Every rank gets every replica's result: each sends its own replicas'
- * results, back to back. */
-static base_status share_results(int nrep, int first, int nl, ir_literal *const *outs, char *err,
-                                 size_t errlen) {
-  size_t rb = literal_bytes(outs[0]);
-  unsigned char *mine = malloc(rb * (size_t)nl + 1);
-  const void **all = calloc((size_t)rt_mpi_size(world), sizeof *all);
-  base_status st = mine && all ? ST_OK : ST_OUT_OF_MEMORY;
+/* Every rank (gather: rank 0 alone) gets every replica's result: each
+ * rank sends its own replicas' results, back to back, to every rank
+ * (gather: to rank 0). */
+static base_status share_results(int nrep, int first, int nl, ir_literal *const *outs, bool gather,
+                                 char *err, size_t errlen) {
+  int R = rt_mpi_size(world), me = rt_mpi_rank(world);
+  size_t rb = literal_bytes(outs[0]), mb = rb * (size_t)nl;
+  unsigned char *mine = malloc(mb + 1);
+  const void **all = calloc((size_t)R, sizeof *all), **send = calloc((size_t)R, sizeof *send);
+  size_t *len = calloc((size_t)R, sizeof *len), *rlen = calloc((size_t)R, sizeof *rlen);
+  base_status st = mine && all && send && len && rlen ? ST_OK : ST_OUT_OF_MEMORY;
   if (st != ST_OK) snprintf(err, errlen, "out of memory");
   for (int j = 0; j < nl && st == ST_OK; j++) literal_copy(outs[first + j], mine + (size_t)j * rb, true);
-  if (st == ST_OK && !world_exchange(mine, rb * (size_t)nl, all, err, errlen)) st = ST_INTERNAL;
-  for (int i = 0; i < nrep && st == ST_OK; i++)
+  if (st == ST_OK && !gather && !world_exchange(mine, mb, all, err, errlen)) st = ST_INTERNAL;
+  if (st == ST_OK && gather) {
+    send[0] = mine;
+    len[0] = me ? mb : 0;
+    if (rt_mpi_exchange_v(world, send, len, all, rlen, err, errlen)) st = ST_INTERNAL;
+    for (int k = 1; st == ST_OK && me == 0 && k < R; k++)
+      if (rlen[k] != mb) {
+        snprintf(err, errlen, "rank %d sent %zu bytes of results, %zu expected", k, rlen[k], mb);
+        st = ST_INTERNAL;
+      }
+  }
+  for (int i = 0; i < nrep && st == ST_OK && (!gather || me == 0); i++)
     if (i < first || i >= first + nl)
       literal_copy(outs[i], (unsigned char *)all[i / nl] + (size_t)(i % nl) * rb, false);
   free(mine);
   free(all);
+  free((void *)send);
+  free(len);
+  free(rlen);
   return st;
 }
 
@@ -189,16 +206,25 @@ static base_status spread_cpu(cpu_exe *x, int nrep, ir_literal *const *flat, int
   base_status st = cpu_execute_comm(x, c, flat + (size_t)first * (size_t)nargs, nargs, outs + first, err, errlen);
   rt_mpi_replicas_destroy(xr);
   if (st != ST_OK) return st;
-  return share_results(nrep, first, nl, outs, err, errlen);
+  return share_results(nrep, first, nl, outs, gathering, err, errlen);
 }
 
 void tool_mpi_spread(bool on) {
   cpu_replicas_hook = on && world ? spread_cpu : NULL;
   spreading = on;
+  gathering = false;
 }
 #else
-void tool_mpi_spread(bool on) { spreading = on; }
+void tool_mpi_spread(bool on) {
+  spreading = on;
+  gathering = false;
+}
 #endif
+
+void tool_mpi_spread_gather(bool on) {
+  tool_mpi_spread(on);
+  gathering = on;
+}
 
 double tool_mpi_wtime(void) { return MPI_Wtime(); }
 
@@ -260,6 +286,7 @@ bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
   return true;
 }
 void tool_mpi_spread(bool on) { (void)on; }
+void tool_mpi_spread_gather(bool on) { (void)on; }
 const struct tpurt_peers *tool_mpi_tpu_peers(void) { return NULL; }
 double tool_mpi_wtime(void) { return 0; }
 void tool_mpi_times(const char *what, double t0) {

@@ -44,6 +44,10 @@ int tool_mpi_size(void);
  * (cpu_replicas_hook), every rank getting every replica's results; the
  * rank's threads run its own replicas. */
 void tool_mpi_spread(bool on);
+/* tool_mpi_spread, with the results going to rank 0 alone: rank 0 gets
+ * every replica's, each other rank its own replicas' (the others' results
+ * stay as the caller made them). */
+void tool_mpi_spread_gather(bool on);
 /* While spreading (tool_mpi_spread) over R > 1 ranks: this rank's share
  * of an emulated TPU device's cores, over the world tool_mpi_begin
  * opened (tpurt_device_options_t.peers; rank 0 gets every core's

@@ -14,6 +14,11 @@ CASE:
                 inputs peaks as high as rank 0 or higher)
   usage-once    a usage error of `tpucc run` and of `tpucc train` under 2
                 ranks: printed once, and the run ends with exit status 2
+  cpu-gather    `tpucc run --target=cpu` of 4 replicas over 2 ranks with
+                results of 4 MiB each: the output file is the one-process
+                run's; rank 1 sends rank 0 its replicas' results (8 MiB)
+                and gets none back (under 1 MiB from rank 0, as OpenMPI's
+                pml monitoring counts the bytes)
   trace-header  --trace of 8 cores (one process, and 2 ranks): the header
                 names the process row of every core, "core 0" ... "core 7"
 
@@ -95,6 +100,55 @@ def pod_inputs(mpi, tpucc, tmp):
         fail("rank 1 holds the inputs: it peaks less than 32 MiB below rank 0")
 
 
+WIDE = """HloModule wide, replica_count=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  r = f32[4] all-reduce(p), replica_groups={}, to_apply=sum
+  ROOT w = f32[262144,4] broadcast(r), dimensions={1}
+}
+"""
+
+
+def sent_bytes(stderr):
+    """{(from, to): bytes} of the point-to-point messages, as OpenMPI's
+    pml monitoring component prints them at the end of the run."""
+    got = {}
+    for line in stderr.decode(errors="replace").splitlines():
+        f = line.split("\t")
+        if len(f) >= 4 and f[0] == "E" and f[3].endswith(" bytes"):
+            got[(int(f[1]), int(f[2]))] = int(f[3].split()[0])
+    return got
+
+
+def cpu_gather(mpi, tpucc, tmp):
+    mod = os.path.join(tmp, "wide.hlo")
+    with open(mod, "w") as f:
+        f.write(WIDE)
+    cmd = [tpucc, "run", mod, "--target=cpu", "--no-cache",
+           "--input=4x4xf32=1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16"]
+    one = run(cmd + ["--output=@" + os.path.join(tmp, "one.npy")])
+    monitor = ["--mca", "pml_monitoring_enable", "1", "--mca", "pml_monitoring_enable_output", "2"]
+    many = run(mpi + monitor + ["-np", "2"] + cmd + ["--output=@" + os.path.join(tmp, "two.npy")])
+    if one.returncode or many.returncode:
+        fail("a run failed")
+    with open(os.path.join(tmp, "one.npy"), "rb") as a, open(os.path.join(tmp, "two.npy"), "rb") as b:
+        if a.read() != b.read():
+            fail("outputs differ")
+    sent = sent_bytes(many.stderr)
+    print("bytes sent between the ranks:", sent)
+    if (1, 0) not in sent or (0, 1) not in sent:
+        fail("no message counts (OpenMPI's pml monitoring component)")
+    if sent[(1, 0)] < 8 << 20:
+        fail("rank 1 did not send rank 0 its replicas' 8 MiB of results")
+    if sent[(0, 1)] >= 1 << 20:
+        fail("rank 0 sent rank 1 its replicas' results")
+
+
 def usage_once(mpi, tpucc, tmp):
     mod = os.path.join(tmp, "big.hlo")
     with open(mod, "w") as f:
@@ -147,7 +201,7 @@ def main():
     mpirun, tpucc, case = sys.argv[1:4]
     mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
     tpucc = os.path.abspath(tpucc)
-    cases = {"pod-inputs": pod_inputs, "usage-once": usage_once, "trace-header": trace_header}
+    cases = {"pod-inputs": pod_inputs, "cpu-gather": cpu_gather, "usage-once": usage_once, "trace-header": trace_header}
     if case not in cases:
         fail("unknown case " + case)
     with tempfile.TemporaryDirectory(prefix="tpucc_rank0_") as tmp:
