@@ -2,7 +2,7 @@
 """mpi_rank0_run.py: under mpirun, rank 0 reads the inputs and writes the
 outputs (docs/distributed.md, "Who reads and writes").
 
-  mpi_rank0_run.py MPIRUN TPUCC CASE
+  mpi_rank0_run.py MPIRUN TPUCC CASE [MODEL]
 
 CASE:
   pod-inputs    `tpucc run --target=v3-8 --random-inputs` over 2 ranks, a
@@ -19,11 +19,17 @@ CASE:
                 run's; rank 1 sends rank 0 its replicas' results (8 MiB)
                 and gets none back (under 1 MiB from rank 0, as OpenMPI's
                 pml monitoring counts the bytes)
+  train-data    `tpucc train --target=v3-8 --replicas=8` over 2 ranks, the
+                data set in rank 0's working directory alone: rank 1
+                reads none (its cores get rank 0's batches), and the
+                checkpoint and report lines are the one-process run's
+                (MODEL: the MLP sample, an extra argument)
   trace-header  --trace of 8 cores (one process, and 2 ranks): the header
                 names the process row of every core, "core 0" ... "core 7"
 
 Every run must end within 60 s."""
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -149,6 +155,51 @@ def cpu_gather(mpi, tpucc, tmp):
         fail("rank 0 sent rank 1 its replicas' results")
 
 
+def npy_bytes(descr, shape, data):
+    """A .npy file (format 1.0) of raw little-endian data."""
+    import struct
+    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join(f"{d}, " for d in shape))
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + data
+
+
+def train_data(mpi, tpucc, tmp, model):
+    import random
+    import struct
+    import zipfile
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    os.makedirs(a)
+    os.makedirs(b)
+    rnd = random.Random(7)
+    n = 128
+    px = bytes(rnd.randrange(256) for _ in range(n * 28 * 28))
+    yl = struct.pack("<%dq" % n, *(rnd.randrange(10) for _ in range(n)))
+    with zipfile.ZipFile(os.path.join(a, "data.npz"), "w") as z:
+        for part in ("train", "test"):
+            z.writestr(f"x_{part}.npy", npy_bytes("|u1", (n, 28, 28), px))
+            z.writestr(f"y_{part}.npy", npy_bytes("<i8", (n,), yl))
+    cmd = [tpucc, "train", model, "--data=data.npz", "--target=v3-8", "--replicas=8", "--batch=64",
+           "--epochs=1", "--test-examples=64", "--optimizer=sgd", "--lr=0.05", "--schedule=constant",
+           "--quiet"]
+    one_ck, two_ck = os.path.join(tmp, "one.npz"), os.path.join(tmp, "two.npz")
+    os.chdir(a)
+    one = run(cmd + ["--checkpoint=" + one_ck])
+    two = run(mpi + ["-np", "1", "-wdir", a] + cmd + ["--checkpoint=" + two_ck] +
+              [":", "-np", "1", "-wdir", b] + cmd + ["--checkpoint=" + two_ck])
+    os.chdir("/")
+    if one.returncode or two.returncode:
+        fail("a run failed")
+    with open(one_ck, "rb") as f0, open(two_ck, "rb") as f1:
+        if f0.read() != f1.read():
+            fail("the checkpoints differ")
+
+    def report(out):
+        return [re.sub(rb"[0-9.]+ (images/s|s)\b", b"T", l) for l in out.splitlines()]
+    if report(one.stdout) != report(two.stdout) or not one.stdout:
+        fail("the report lines differ")
+
+
 def usage_once(mpi, tpucc, tmp):
     mod = os.path.join(tmp, "big.hlo")
     with open(mod, "w") as f:
@@ -199,13 +250,17 @@ def main():
     if sys.argv[1] == "rss":
         return rss_mode(sys.argv[2], sys.argv[3:])
     mpirun, tpucc, case = sys.argv[1:4]
+    model = sys.argv[4] if len(sys.argv) > 4 else None
     mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
     tpucc = os.path.abspath(tpucc)
-    cases = {"pod-inputs": pod_inputs, "cpu-gather": cpu_gather, "usage-once": usage_once, "trace-header": trace_header}
+    cases = {"pod-inputs": pod_inputs, "cpu-gather": cpu_gather, "train-data": train_data, "usage-once": usage_once, "trace-header": trace_header}
     if case not in cases:
         fail("unknown case " + case)
     with tempfile.TemporaryDirectory(prefix="tpucc_rank0_") as tmp:
-        cases[case](mpi, tpucc, tmp)
+        if case == "train-data":
+            train_data(mpi, tpucc, tmp, os.path.abspath(model))
+        else:
+            cases[case](mpi, tpucc, tmp)
     print("PASS", case)
     return 0
 
