@@ -217,6 +217,11 @@ typedef struct tpurt_device_options {
   /* Emulated TPU devices of many cores: NULL runs every core in this
    * process; else this process's share with the other ranks (copied). */
   const tpurt_peers_t *peers;
+  /* With peers and trace_path: 0, rank 0 writes every core's events to its
+   * trace_path (every rank gives one, to send its cores' events); nonzero,
+   * each rank writes its own cores' events to its own trace_path, the
+   * header naming those cores. */
+  int trace_per_rank;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);

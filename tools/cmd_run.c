@@ -5,6 +5,7 @@
 #include "tools/run_mpi_tpu.h"
 #include "driver/driver.h" /* cpu specs */
 #include "tools/mpi_run.h"
+#include "tools/rank_outputs.h"
 
 #include <regex.h>
 
@@ -96,6 +97,12 @@ void tool_help_run(FILE *f) {
         "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
         "                         each rank (N a multiple of R) and rank 0 prints\n"
         "                         the results (docs/distributed.md)\n"
+        "  --rank-outputs         under mpirun: each rank prints or writes its own\n"
+        "                         replicas' results (files get .rankK before the\n"
+        "                         extension, printed lines and --stats lines a\n"
+        "                         \"rank K: \" prefix; a board's or pod's --trace,\n"
+        "                         its own cores'); without it rank 0 writes every\n"
+        "                         replica's (one trace holding every core)\n"
         "  --all-reduce=ring|ps   TPU boards and pods: lower all-reduces as a ring\n"
         "                         (default) or a parameter server. Under `mpirun -np R`\n"
         "                         (tpucc built with MPI: libopenmpi-dev) the cores\n"
@@ -153,6 +160,7 @@ typedef struct run_cfg {
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
   int64_t replicas;                        /* --replicas; 0: the default */
   const char *cpu_cache;                  /* --cache-dir=DIR, or "off" for --no-cache */
+  bool rank_outputs; /* --rank-outputs: each MPI rank writes its own replicas' */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -265,12 +273,12 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
         return false;
       }
       c->cpu_cache = "off";
-    } else if (!strcmp(name, "random-inputs")) {
+    } else if (!strcmp(name, "random-inputs") || !strcmp(name, "rank-outputs")) {
       if (v) {
-        tool_error(CMD, "--random-inputs takes no value");
+        tool_error(CMD, "--%s takes no value", name);
         return false;
       }
-      c->random = true;
+      *(!strcmp(name, "rank-outputs") ? &c->rank_outputs : &c->random) = true;
     } else if (!strcmp(name, "seed")) {
       VALUE();
       int64_t s;
@@ -291,6 +299,11 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
   }
   if (!c->file) {
     tool_error(CMD, "no FILE given (see tpucc run --help)");
+    return false;
+  }
+  if (c->rank_outputs && (c->nexpected || c->reference)) {
+    tool_error(CMD, "--rank-outputs: each rank writes its own replicas' results, which %s checks "
+               "all together: give one or the other", c->reference ? "--reference" : "--expected-output");
     return false;
   }
   for (int i = 0; i < c->noutputs; i++) {
@@ -876,19 +889,26 @@ static bool cpu_dump_path(run_state *r, const char **path) {
   return true;
 }
 
-/* --stats of TPU replicas: a line per core. */
-static void replica_stats_print(const char *target, const tpurt_stats_t *s, int n, FILE *f) {
-  fprintf(f, "stats (target %s, %d cores):\n", target, n);
-  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s\n", "core", "cycles",
+/* --stats of TPU replicas: a line per core of cores lo .. hi - 1 of n,
+ * each line after prefix. */
+static void replica_stats_print(const char *target, const tpurt_stats_t *s, int lo, int hi, int n,
+                                const char *prefix, FILE *f) {
+  fprintf(f, "%sstats (target %s, %d cores):\n", prefix, target, n);
+  fprintf(f, "%s  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s\n", prefix, "core", "cycles",
           "seconds", "instructions", "HBM read", "HBM written", "MXU busy cyc", "ICI sent",
           "ICI received", "ICI send cyc", "ICI wait cyc");
-  for (int c = 0; c < n; c++)
-    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu\n", c,
+  for (int c = lo; c < hi; c++)
+    fprintf(f, "%s  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu\n", prefix, c,
             (unsigned long long)s[c].cycles, s[c].seconds, (unsigned long long)s[c].instructions,
             (unsigned long long)s[c].hbm_read_bytes, (unsigned long long)s[c].hbm_write_bytes,
             (unsigned long long)s[c].mxu_busy_cycles, (unsigned long long)s[c].ici_sent_bytes,
             (unsigned long long)s[c].ici_received_bytes, (unsigned long long)s[c].ici_send_cycles,
             (unsigned long long)s[c].ici_wait_cycles);
+}
+
+/* "rank K: " with --rank-outputs, else "". */
+static const char *rank_prefix(run_state *r) {
+  return r->c.rank_outputs ? arena_printf(r->a, "rank %d: ", tool_mpi_rank()) : "";
 }
 
 /* N replicas on a TPU board or pod (one per core): the inputs split and
@@ -915,6 +935,8 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   to.target = c->target;
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
+  if (c->rank_outputs && to.trace) to.trace = tool_rank_path(r->a, to.trace, tool_mpi_rank());
+  to.trace_per_rank = c->rank_outputs;
   tpurt_stats_t *rs = c->tpu.stats ? arena_array(r->a, (size_t)nrep, sizeof *rs) : NULL;
   to.replica_stats = rs;
   char terr[8192];
@@ -923,9 +945,12 @@ static int run_tpu_replicas(run_state *r, int nrep) {
     if (r->rank == 0) tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
     return TOOL_EXIT_FAIL;
   }
-  if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
-  if (rs) replica_stats_print(c->target, rs, nrep, stderr);
-  ir_literal *st = tool_replica_stack(outs, nrep, r->a);
+  if (r->rank > 0 && !c->rank_outputs) return TOOL_EXIT_OK; /* rank 0 reports */
+  int first = 0, nl = nrep; /* the replicas this rank reports */
+  if (c->rank_outputs) tool_mpi_share(nrep, &first, &nl);
+  if (rs)
+    replica_stats_print(c->target, rs, first, first + nl, nrep, rank_prefix(r), stderr);
+  ir_literal *st = tool_replica_stack(outs + first, nl, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
                nrep);
@@ -977,9 +1002,15 @@ static int execute_spread(run_state *r) {
                "multiple of %d", c->file, nrep, nrep == 1 ? "" : "s", R, R);
     return TOOL_EXIT_USAGE;
   }
-  tool_mpi_spread_gather(true); /* rank 0 alone reports */
+  /* rank 0 alone reports, or each rank its own replicas */
+  if (c->rank_outputs) tool_mpi_spread_own(true);
+  else tool_mpi_spread_gather(true);
   int rc = execute_api(r, nrep);
-  tool_mpi_spread_gather(false);
+  tool_mpi_spread(false);
+  int first, nl;
+  tool_mpi_share(nrep, &first, &nl);
+  for (int k = 0; rc == TOOL_EXIT_OK && c->rank_outputs && nrep > 1 && k < r->got.n; k++)
+    r->got.v[k] = tool_rank_rows(r->a, r->got.v[k], first, nl);
   return rc;
 }
 
@@ -1047,14 +1078,16 @@ static int finish_results(run_state *r) {
   run_cfg *c = &r->c;
   arena *a = r->a;
   int rc = TOOL_EXIT_OK;
-  if (tool_mpi_rank() != 0) return rc; /* rank 0 speaks for the run */
+  if (tool_mpi_rank() != 0 && !c->rank_outputs) return rc; /* rank 0 speaks for the run */
   strbuf out;
   sb_init(&out);
   for (int k = 0; k < r->got.n; k++) {
     ir_literal *l = r->got.v[k];
     const char *o = k < c->noutputs ? c->outputs[k] : "-";
+    if (o[0] == '@' && c->rank_outputs) o = arena_printf(a, "@%s", tool_rank_path(a, o + 1, tool_mpi_rank()));
     if (!strcmp(o, "-")) {
       out.len = 0;
+      sb_printf(&out, "%s", rank_prefix(r));
       ir_tensor_print(&out, l, c->print_max);
       sb_putc(&out, '\n');
       fwrite(out.s, 1, out.len, stdout);
@@ -1106,7 +1139,7 @@ static int run_pod_steps(run_state *r) {
       return TOOL_EXIT_USAGE;
     rc = bind_inputs(r);
     if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
-    if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+    if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
     return rc;
   }
   if (tool_mpi_rank() == 0) {
@@ -1121,7 +1154,7 @@ static int run_pod_steps(run_state *r) {
     return TOOL_EXIT_FAIL;
   }
   if (rc == TOOL_EXIT_OK) rc = run_tpu_replicas(r, nrep);
-  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+  if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
   return rc;
 }
 
@@ -1149,7 +1182,7 @@ static int run_steps(run_state *r) {
   int rc = compile_module(r);
   if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
   if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
-  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+  if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
   return rc;
 }
 

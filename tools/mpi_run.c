@@ -16,6 +16,12 @@ uint64_t tool_mpi_hash(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+void tool_mpi_share(int n, int *first, int *count) {
+  int R = tool_mpi_size();
+  *count = n % R ? n : n / R;
+  *first = n % R ? 0 : tool_mpi_rank() * *count;
+}
+
 /* The rank an MPI launcher gave this process, -1 when none did. */
 static int launch_rank(void) {
   static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
@@ -58,7 +64,9 @@ void tool_mpi_hush(bool on) {
 static rt_mpi *world;
 static tpurt_peers_t world_peers;
 static bool spreading;
-static bool gathering; /* tool_mpi_spread_gather */
+/* Where the cpu replicas' results go: every rank (tool_mpi_spread),
+ * rank 0 (tool_mpi_spread_gather), nowhere (tool_mpi_spread_own). */
+static enum { TO_EVERY, TO_RANK0, TO_NONE } results_to;
 
 /* The work this rank was started with: its arguments and the contents of
  * the files it reads itself. */
@@ -166,6 +174,7 @@ static size_t literal_copy(ir_literal *l, unsigned char *buf, bool to_bytes) {
  * (gather: to rank 0). */
 static base_status share_results(int nrep, int first, int nl, ir_literal *const *outs, bool gather,
                                  char *err, size_t errlen) {
+  if (results_to == TO_NONE) return ST_OK;
   int R = rt_mpi_size(world), me = rt_mpi_rank(world);
   size_t rb = literal_bytes(outs[0]), mb = rb * (size_t)nl;
   unsigned char *mine = malloc(mb + 1);
@@ -206,24 +215,29 @@ static base_status spread_cpu(cpu_exe *x, int nrep, ir_literal *const *flat, int
   base_status st = cpu_execute_comm(x, c, flat + (size_t)first * (size_t)nargs, nargs, outs + first, err, errlen);
   rt_mpi_replicas_destroy(xr);
   if (st != ST_OK) return st;
-  return share_results(nrep, first, nl, outs, gathering, err, errlen);
+  return share_results(nrep, first, nl, outs, results_to == TO_RANK0, err, errlen);
 }
 
 void tool_mpi_spread(bool on) {
   cpu_replicas_hook = on && world ? spread_cpu : NULL;
   spreading = on;
-  gathering = false;
+  results_to = TO_EVERY;
 }
 #else
 void tool_mpi_spread(bool on) {
   spreading = on;
-  gathering = false;
+  results_to = TO_EVERY;
 }
 #endif
 
 void tool_mpi_spread_gather(bool on) {
   tool_mpi_spread(on);
-  gathering = on;
+  results_to = on ? TO_RANK0 : TO_EVERY;
+}
+
+void tool_mpi_spread_own(bool on) {
+  tool_mpi_spread(on);
+  results_to = on ? TO_NONE : TO_EVERY;
 }
 
 double tool_mpi_wtime(void) { return MPI_Wtime(); }
@@ -287,6 +301,7 @@ bool tool_mpi_bcast(void **buf, size_t *len, char *err, size_t errlen) {
 }
 void tool_mpi_spread(bool on) { (void)on; }
 void tool_mpi_spread_gather(bool on) { (void)on; }
+void tool_mpi_spread_own(bool on) { (void)on; }
 const struct tpurt_peers *tool_mpi_tpu_peers(void) { return NULL; }
 double tool_mpi_wtime(void) { return 0; }
 void tool_mpi_times(const char *what, double t0) {

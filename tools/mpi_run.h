@@ -48,6 +48,12 @@ void tool_mpi_spread(bool on);
  * every replica's, each other rank its own replicas' (the others' results
  * stay as the caller made them). */
 void tool_mpi_spread_gather(bool on);
+/* tool_mpi_spread, each rank keeping its own replicas' results (rank k's
+ * replicas: tool_mpi_share). */
+void tool_mpi_spread_own(bool on);
+/* This rank's replicas of n split over the R ranks: *first and *count
+ * (n / R from rank x n / R; all n when R does not divide n). */
+void tool_mpi_share(int n, int *first, int *count);
 /* While spreading (tool_mpi_spread) over R > 1 ranks: this rank's share
  * of an emulated TPU device's cores, over the world tool_mpi_begin
  * opened (tpurt_device_options_t.peers; rank 0 gets every core's

@@ -236,7 +236,7 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
     while (n && err[n - 1] == '\n') err[--n] = 0;
   } else {
     st = tpu_execute_replicas_shared(img, to.target, m, nrep, args, nargs, a, outs, o->peers,
-                                     o->replica_stats, o->trace, err, errlen);
+                                     o->replica_stats, o->trace, o->trace_per_rank, err, errlen);
   }
   tpub_free(img);
   diag_destroy(d);

@@ -55,6 +55,7 @@ typedef struct tool_tpu_opts {
    * statistics */
   const struct tpurt_peers *peers;
   struct tpurt_stats *replica_stats;
+  bool trace_per_rank; /* with peers: each rank traces its own cores (tpurt.h) */
 } tool_tpu_opts;
 /* Writes the compiled program (emit "tpub" or "asm") to out. */
 base_status tool_tpu_emit(const ir_module *m, const tool_tpu_opts *o, const char *emit,

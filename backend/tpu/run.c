@@ -71,7 +71,7 @@ static base_status status_of(tpurt_status_t s, base_status other) {
  * the caller to destroy either way. */
 static base_status load_on_device(const tpub_image *img, const char *target, uint64_t cycle_limit,
                                   const tpurt_peers_t *peers, const char *trace,
-                                  tpurt_device_t **dev, tpurt_program_t **prog, char *err,
+                                  int trace_per_rank, tpurt_device_t **dev, tpurt_program_t **prog, char *err,
                                   size_t errlen) {
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
@@ -87,6 +87,7 @@ static base_status load_on_device(const tpub_image *img, const char *target, uin
   o.cycle_limit = cycle_limit;
   o.peers = peers;
   o.trace_path = trace;
+  o.trace_per_rank = trace_per_rank;
   base_status rc = ST_OK;
   tpurt_status_t ts;
   if ((ts = tpurt_device_create(&o, dev)) == TPURT_OUT_OF_MEMORY) {
@@ -124,7 +125,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, cycle_limit, NULL, NULL, &dev, &prog, err, errlen)) != ST_OK)
+  if ((rc = load_on_device(img, target, cycle_limit, NULL, NULL, 0, &dev, &prog, err, errlen)) != ST_OK)
     goto done;
   if ((uint32_t)flat_args.n != img->nparams) {
     snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat_args.n,
@@ -560,15 +561,15 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen) {
   return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, NULL, NULL,
-                                     err, errlen);
+                                     0, err, errlen);
 }
 
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const tpurt_peers_t *peers,
-                                        tpurt_stats_t *stats, const char *trace, char *err,
-                                        size_t errlen) {
+                                        tpurt_stats_t *stats, const char *trace,
+                                        int trace_per_rank, char *err, size_t errlen) {
   base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
@@ -582,7 +583,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, 0, peers, trace, &dev, &prog, err, errlen)) != ST_OK) goto done;
+  if ((rc = load_on_device(img, target, 0, peers, trace, trace_per_rank, &dev, &prog, err, errlen)) != ST_OK) goto done;
   if (tpurt_device_core_count(dev) != nrep) {
     snprintf(err, errlen, "tpu: %d replicas asked for; target %s runs %d cores", nrep, target,
              tpurt_device_core_count(dev));

@@ -120,14 +120,15 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
  * entries for every core's statistics (rank 0's complete, the other
  * ranks' their own cores'); trace:
  * NULL, or the path of a Chrome trace of every core's instructions (one
- * process row per core; written by rank 0). */
+ * process row per core; written by rank 0, or with trace_per_rank by each
+ * rank, of its own cores: tpurt_device_options_t.trace_per_rank). */
 struct tpurt_peers;
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
                                         const ir_module *m, int nrep,
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const struct tpurt_peers *peers,
-                                        struct tpurt_stats *stats, const char *trace, char *err,
-                                        size_t errlen);
+                                        struct tpurt_stats *stats, const char *trace,
+                                        int trace_per_rank, char *err, size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

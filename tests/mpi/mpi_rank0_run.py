@@ -24,6 +24,13 @@ CASE:
                 reads none (its cores get rank 0's batches), and the
                 checkpoint and report lines are the one-process run's
                 (MODEL: the MLP sample, an extra argument)
+  rank-outputs-cpu, rank-outputs-tpu
+                --rank-outputs over 2 ranks (4 cpu replicas; 8 on a v3-8):
+                out.rankK.npy holds rank K's half of the one-process
+                results, printed lines come one per rank with "rank K: ";
+                on the v3-8 each rank's --stats lines are its cores' lines
+                of the one-process run and trace.rankK.json holds its
+                cores' events of the one-process trace
   trace-header  --trace of 8 cores (one process, and 2 ranks): the header
                 names the process row of every core, "core 0" ... "core 7"
 
@@ -200,6 +207,82 @@ def train_data(mpi, tpucc, tmp, model):
         fail("the report lines differ")
 
 
+PER = """HloModule per, replica_count=%d
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[3] parameter(0)
+  r = f32[3] all-reduce(p), replica_groups={}, to_apply=sum
+  ROOT y = f32[3] multiply(r, p)
+}
+"""
+
+
+def npy_data(path):
+    """The shape and the data bytes of a .npy file."""
+    import ast
+    import struct
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack("<H", b[8:10])[0]
+    return ast.literal_eval(b[10:10 + n].decode())["shape"], b[10 + n:]
+
+
+def rank_outputs(mpi, tpucc, tmp, target, n):
+    """Case rank-outputs-*: n replicas on target, one process against 2
+    ranks with --rank-outputs."""
+    mod = os.path.join(tmp, "per.hlo")
+    with open(mod, "w") as f:
+        f.write(PER % n)
+    vals = " ".join(str(i % 7 + 1) for i in range(3 * n))
+    tpu = target != "cpu"
+    flags = ["--stats", "--trace=%s"] if tpu else ["--no-cache"]
+    cmd = [tpucc, "run", mod, "--target=" + target, f"--input={n}x3xf32={vals}"]
+    one = run(cmd + [f.replace("%s", os.path.join(tmp, "one.json")) for f in flags] +
+              ["--output=@" + os.path.join(tmp, "one.npy")])
+    two = run(mpi + ["-np", "2"] + cmd + [f.replace("%s", os.path.join(tmp, "two.json")) for f in flags] +
+              ["--rank-outputs", "--output=@" + os.path.join(tmp, "two.npy")])
+    printed = run(mpi + ["-np", "2"] + cmd + ["--rank-outputs"] + (["--no-cache"] if not tpu else []))
+    if one.returncode or two.returncode or printed.returncode:
+        fail("a run failed")
+    shape, data = npy_data(os.path.join(tmp, "one.npy"))
+    half = len(data) // 2
+    for k in range(2):
+        sk, dk = npy_data(os.path.join(tmp, f"two.rank{k}.npy"))
+        if sk != (n // 2,) + shape[1:] or dk != data[k * half:(k + 1) * half]:
+            fail(f"two.rank{k}.npy is not rank {k}'s half of the one-process results")
+    # printed: each rank its own replicas, prefixed
+    lines = sorted(printed.stdout.decode().splitlines())
+    if [l.split(":", 1)[0] for l in lines] != ["rank 0", "rank 1"]:
+        fail(f"printed lines {lines!r}")
+    if not tpu:
+        return
+    # --stats: each rank's lines are the one-process lines of its cores
+    base = [l for l in one.stderr.decode().splitlines() if l.startswith("  ") and l.split()[0].isdigit()]
+    if len(base) != n:
+        fail(f"{len(base)} stats lines in one process, {n} cores")
+    for k in range(2):
+        mine = [l[len(f"rank {k}: "):] for l in two.stderr.decode().splitlines()
+                if l.startswith(f"rank {k}:   ") and l.split()[2].isdigit()]
+        if mine != base[k * n // 2:(k + 1) * n // 2]:
+            fail(f"rank {k}'s stats lines differ from its cores' in one process")
+    # --trace: each rank's file holds its own cores' events, the one-process ones
+    import json
+    with open(os.path.join(tmp, "one.json")) as f:
+        ev1 = json.load(f)
+    for k in range(2):
+        with open(os.path.join(tmp, f"two.rank{k}.json")) as f:
+            evk = json.load(f)
+        own = range(k * n // 2 + 1, (k + 1) * n // 2 + 1)
+        want = sorted(json.dumps(e, sort_keys=True) for e in ev1 if e["pid"] in own)
+        got = sorted(json.dumps(e, sort_keys=True) for e in evk)
+        if got != want or len(got) < 100:
+            fail(f"two.rank{k}.json is not its cores' part of the one-process trace")
+
+
 def usage_once(mpi, tpucc, tmp):
     mod = os.path.join(tmp, "big.hlo")
     with open(mod, "w") as f:
@@ -253,11 +336,15 @@ def main():
     model = sys.argv[4] if len(sys.argv) > 4 else None
     mpi = [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
     tpucc = os.path.abspath(tpucc)
-    cases = {"pod-inputs": pod_inputs, "cpu-gather": cpu_gather, "train-data": train_data, "usage-once": usage_once, "trace-header": trace_header}
+    cases = {"pod-inputs": pod_inputs, "cpu-gather": cpu_gather, "train-data": train_data,
+             "rank-outputs-cpu": None, "rank-outputs-tpu": None, "usage-once": usage_once, "trace-header": trace_header}
     if case not in cases:
         fail("unknown case " + case)
     with tempfile.TemporaryDirectory(prefix="tpucc_rank0_") as tmp:
-        if case == "train-data":
+        if case.startswith("rank-outputs-"):
+            rank_outputs(mpi, tpucc, tmp, {"cpu": "cpu", "tpu": "v3-8"}[case[13:]],
+                         4 if case.endswith("cpu") else 8)
+        elif case == "train-data":
             train_data(mpi, tpucc, tmp, os.path.abspath(model))
         else:
             cases[case](mpi, tpucc, tmp)
