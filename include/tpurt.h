@@ -170,7 +170,10 @@ typedef struct tpurt_custom_call {
 /* Processes sharing one emulated pod (docs/distributed.md): of an n-core
  * device, rank `rank` of `nranks` runs the cores [rank n/nranks,
  * (rank+1) n/nranks) (nranks must divide n); rank 0 gives every core's
- * parameters and gets every core's results, statistics and trace. Every
+ * parameters (the other ranks pass buffers of the parameters' shapes,
+ * whose values are not read: one buffer may serve every replica) and
+ * gets every core's results, statistics and trace; each other rank gets
+ * its own cores' results and statistics (the others' stay zero). Every
  * rank must run the same program: an execution whose ranks loaded
  * different ones fails on each with TPURT_FAILED_PRECONDITION. Between
  * rounds of the emulation the ranks agree through two calls, made by
@@ -221,6 +224,12 @@ typedef struct tpurt_device_options {
   /* Emulated TPU devices of many cores: NULL runs every core in this
    * process; else this process's share with the other ranks (copied). */
   const tpurt_peers_t *peers;
+  /* With peers and trace_path: 0, rank 0 writes every core's events to its
+   * trace_path (every rank gives one, to send its cores' events); nonzero,
+   * each rank writes its own cores' events to its own trace_path, the
+   * header naming those cores (the ICI links' row is only in rank 0's
+   * trace of every core). */
+  int trace_per_rank;
 } tpurt_device_options_t;
 
 TPURT_API void tpurt_device_options_init(tpurt_device_options_t *opts);

@@ -80,6 +80,7 @@ typedef struct rt_device_config {
   const tpurt_custom_call_t *custom_calls; /* host functions (tpurt_device_options_t) */
   size_t ncustom_calls;
   const tpurt_peers_t *peers; /* emulated pods split across processes, or NULL */
+  int trace_per_rank;         /* tpurt_device_options_t.trace_per_rank */
 } rt_device_config;
 
 typedef struct rt_driver {

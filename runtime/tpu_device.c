@@ -32,6 +32,7 @@ struct rt_device {
    * one that ran no interconnect); nlinks 0 on a single-core target */
   emu_ici_link_stats *links;
   int nlinks;
+  int trace_per_rank;  /* with peers: each rank traces its own cores */
 };
 
 struct rt_program {
@@ -69,6 +70,7 @@ static tpurt_status_t tpu_create(const char *spec, const rt_device_config *c, rt
   d->cycle_limit = c->cycle_limit;
   d->mxu_systolic = c->mxu_systolic;
   if (c->peers && c->peers->nranks > 1) d->peers = *c->peers;
+  d->trace_per_rank = c->trace_per_rank;
   if (c->trace_path) {
     size_t n = strlen(c->trace_path);
     d->trace_path = rt_alloc(&d->alloc, n + 1);
@@ -230,16 +232,17 @@ static void trace_event(void *user, int unit, uint32_t pc, uint64_t word, uint64
   t->n++;
 }
 
-/* A trace file with its metadata: one process row ("tpucc core"), or
- * with ncores > 1 one per core (pid c + 1, "core c"), a thread per unit. */
-static FILE *trace_open(const char *path, int ncores) {
+/* A trace file whose header names the process row of cores lo .. hi - 1
+ * of n (pid c + 1: "tpucc core" for a single core, else "core c") and
+ * their units' rows. */
+static FILE *trace_open(const char *path, int lo, int hi, int n) {
   FILE *f = fopen(path, "w");
   if (!f) return NULL;
-  for (int c = 0; c < ncores; c++) {
-    char name[32] = "tpucc core";
-    if (ncores > 1) snprintf(name, sizeof name, "core %d", c);
-    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
-            c ? ",\n" : "[", c + 1, name);
+  for (int c = lo; c < hi; c++) {
+    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"",
+            c > lo ? ",\n" : "[", c + 1);
+    if (n == 1) fputs("tpucc core\"}}", f);
+    else fprintf(f, "core %d\"}}", c);
     for (int u = 0; u < TPURT_MAX_UNITS; u++)
       fprintf(f,
               ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
@@ -442,7 +445,7 @@ static tpurt_status_t execute_many(rt_program *p, const rt_replica *r, int n, ch
     st = fail(msg, msglen, TPURT_OUT_OF_MEMORY, "out of memory");
   FILE *tf = NULL;
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path, n)))
+  if (st == TPURT_OK && d->trace_path && !(tf = trace_open(d->trace_path, 0, n, n)))
     st = fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
   if (tf) emu_ici_log_links(x);
   for (int c = 0; tf && c < n; c++) {
@@ -674,7 +677,7 @@ static void gather_message(rt_program *p, shared_run *s, peer_msg *m) {
     msg_put(d, m, &s->ef[c], sizeof s->ef[c]);
     for (uint32_t i = 0; !s->rc && i < img->nresults; i++)
       msg_put(d, m, s->hbm[c] + img->results[i].hbm_offset, (size_t)img->results[i].bytes);
-    uint64_t tl = s->tbuf ? s->tlen[c] : 0;
+    uint64_t tl = s->tbuf && !d->trace_per_rank ? s->tlen[c] : 0;
     msg_put(d, m, &tl, sizeof tl);
     msg_put(d, m, s->tbuf ? s->tbuf[c] : NULL, (size_t)tl);
   }
@@ -719,13 +722,16 @@ static tpurt_status_t gather_read(rt_program *p, shared_run *s, const rt_replica
   return fail(msg, msglen, TPURT_INTERNAL, "rank %d sent a malformed result message", k);
 }
 
-/* Rank 0: the trace of every core, core by core. */
+/* Rank 0: the trace of every core, core by core, and of the links
+ * (trace_per_rank: each rank, of its own cores, without the links). */
 static tpurt_status_t shared_trace(rt_device *d, const shared_run *s, char *msg, size_t msglen) {
-  FILE *f = trace_open(d->trace_path, s->n);
+  int own = d->trace_per_rank;
+  FILE *f = trace_open(d->trace_path, own ? s->lo : 0, own ? s->hi : s->n, s->n);
   if (!f) return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);
   for (int c = 0; c < s->n; c++)
     if (s->tbuf[c]) fwrite(s->tbuf[c], 1, s->tlen[c], f);
-  trace_links(f, &d->target, s->n, s->lev, s->nlev, d->links, d->nlinks);
+  /* the links belong to the whole run: in rank 0's trace of every core */
+  if (!own) trace_links(f, &d->target, s->n, s->lev, s->nlev, d->links, d->nlinks);
   return trace_close(f, d->trace_path, msg, msglen);
 }
 
@@ -774,7 +780,8 @@ static tpurt_status_t shared_emulate(rt_program *p, const rt_replica *lr, shared
   return st;
 }
 
-/* Rank 0's results, statistics and status from every rank's message. */
+/* Rank 0's results, statistics and status from every rank's message;
+ * every rank's own cores' results and statistics from its own run. */
 static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_run *s,
                                      char *msg, size_t msglen) {
   rt_device *d = p->dev;
@@ -792,13 +799,12 @@ static tpurt_status_t shared_collect(rt_program *p, const rt_replica *r, shared_
     st = gather_read(p, s, r, k, recv[k], rlen[k], &wf, msg, msglen);
   for (int c = s->lo; st == TPURT_OK && c < s->hi; c++) {
     if (s->who == c) wf = s->ef[c];
-    if (me != 0) continue;
     if (r[c].stats) emu_stats_export(&s->es[c], &d->target, r[c].stats);
     for (uint32_t i = 0; !s->rc && i < img->nresults; i++)
       memcpy(r[c].results[i], s->hbm[c] + img->results[i].hbm_offset,
              (size_t)img->results[i].bytes);
   }
-  if (st == TPURT_OK && me == 0 && s->tbuf) st = shared_trace(d, s, msg, msglen);
+  if (st == TPURT_OK && (me == 0 || d->trace_per_rank) && s->tbuf) st = shared_trace(d, s, msg, msglen);
   if (st == TPURT_OK && s->rc) {
     int mine = s->who >= s->lo && s->who < s->hi;
     if (me == 0 || mine) {
@@ -880,7 +886,7 @@ static tpurt_status_t tpu_execute(rt_program *p, const rt_replica *r, int n, cha
   emu_fault ef;
   trace_out tr = {NULL, 0};
   if (d->trace_path) {
-    tr.f = trace_open(d->trace_path, 1);
+    tr.f = trace_open(d->trace_path, 0, 1, 1);
     if (!tr.f) {
       rt_free(&d->alloc, hbm);
       return fail(msg, msglen, TPURT_IO_ERROR, "%s: cannot create the trace", d->trace_path);

@@ -168,7 +168,7 @@ tpurt_status_t tpurt_device_create(const tpurt_device_options_t *opts,
   d->drv = drv;
   rt_device_config c = {&d->alloc, opts->cycle_limit ? opts->cycle_limit : DEFAULT_CYCLE_LIMIT,
                         opts->mxu_systolic, opts->trace_path, opts->custom_calls,
-                        opts->ncustom_calls, opts->peers};
+                        opts->ncustom_calls, opts->peers, opts->trace_per_rank};
   tpurt_status_t st = drv->create(spec, &c, &d->d, &d->info, d->msg, sizeof d->msg);
   if (st) {
     rt_free(&a, d);

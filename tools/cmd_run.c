@@ -7,6 +7,7 @@
 #include "tools/mpi_run.h"
 #include "backend/tpu/tpu.h" /* --all-reduce names */
 #include "tools/report.h" /* the per-core and per-link figures of replicas */
+#include "tools/rank_outputs.h"
 
 #include <regex.h>
 
@@ -98,6 +99,12 @@ void tool_help_run(FILE *f) {
         "                         mpirun -np R, --target=cpu runs N / R replicas on\n"
         "                         each rank (N a multiple of R) and rank 0 prints\n"
         "                         the results (docs/distributed.md)\n"
+        "  --rank-outputs         under mpirun: each rank prints or writes its own\n"
+        "                         replicas' results (files get .rankK before the\n"
+        "                         extension, printed lines and --stats lines a\n"
+        "                         \"rank K: \" prefix; a board's or pod's --trace,\n"
+        "                         its own cores'); without it rank 0 writes every\n"
+        "                         replica's (one trace holding every core)\n"
         "  --all-reduce=A         TPU boards and pods: lower all-reduces by the cost\n"
         "                         model's choice (auto, the default), as a ring, by\n"
         "                         direct exchange or a parameter server (ps).\n"
@@ -157,6 +164,7 @@ typedef struct run_cfg {
   const char *cpu_threads, *cpu_numerics; /* --threads, --cpu-numerics (checked) */
   int64_t replicas;                        /* --replicas; 0: the default */
   const char *cpu_cache;                  /* --cache-dir=DIR, or "off" for --no-cache */
+  bool rank_outputs; /* --rank-outputs: each MPI rank writes its own replicas' */
 } run_cfg;
 
 static const char *const CMD = "tpucc run";
@@ -268,12 +276,12 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
         return false;
       }
       c->cpu_cache = "off";
-    } else if (!strcmp(name, "random-inputs")) {
+    } else if (!strcmp(name, "random-inputs") || !strcmp(name, "rank-outputs")) {
       if (v) {
-        tool_error(CMD, "--random-inputs takes no value");
+        tool_error(CMD, "--%s takes no value", name);
         return false;
       }
-      c->random = true;
+      *(!strcmp(name, "rank-outputs") ? &c->rank_outputs : &c->random) = true;
     } else if (!strcmp(name, "seed")) {
       VALUE();
       int64_t s;
@@ -294,6 +302,16 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
   }
   if (!c->file) {
     tool_error(CMD, "no FILE given (see tpucc run --help)");
+    return false;
+  }
+  if (c->rank_outputs && (c->tpu.stats_json || c->tpu.report)) {
+    tool_error(CMD, "--rank-outputs: %s describes the whole run, which rank 0 writes without "
+               "--rank-outputs: give one or the other", c->tpu.stats_json ? "--stats-json" : "--report");
+    return false;
+  }
+  if (c->rank_outputs && (c->nexpected || c->reference)) {
+    tool_error(CMD, "--rank-outputs: each rank writes its own replicas' results, which %s checks "
+               "all together: give one or the other", c->reference ? "--reference" : "--expected-output");
     return false;
   }
   for (int i = 0; i < c->noutputs; i++) {
@@ -911,6 +929,22 @@ static bool replica_reports(run_state *r, const tpurt_stats_t *rs, const tool_li
   return ok;
 }
 
+/* --stats of TPU replicas under --rank-outputs: this rank's cores lo ..
+ * hi - 1 of n, each line after prefix (the one-process lines of those
+ * cores). */
+static void replica_stats_print(const char *target, const tpurt_stats_t *s, int lo, int hi, int n,
+                                const char *prefix, FILE *f) {
+  tool_ici_run ir;
+  if (!tool_ici_init(&ir, target, n, s, NULL, 0, -1)) return;
+  fprintf(f, "%sstats (target %s, %d cores):\n", prefix, target, n);
+  tool_ici_core_lines(&ir, lo, hi, prefix, f);
+}
+
+/* "rank K: " with --rank-outputs, else "". */
+static const char *rank_prefix(run_state *r) {
+  return r->c.rank_outputs ? arena_printf(r->a, "rank %d: ", tool_mpi_rank()) : "";
+}
+
 /* N replicas on a TPU board or pod (one per core): the inputs split and
  * the results stacked as for every target (tools/replicas.h); an exit
  * code. */
@@ -920,19 +954,23 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   const ir_comp *e = &m->comps.v[m->entry];
   ir_shape *ps = arena_array(r->a, (size_t)e->nparams + 1, sizeof *ps);
   for (int k = 0; k < e->nparams; k++) ps[k] = *e->insts.v[e->params[k]].shape;
-  ir_literal **args = arg_literals(r);
-  for (int k = 0; k < r->np; k++)
+  /* under mpirun the ranks other than 0 give no values (run_pod_steps) */
+  bool lead = tool_mpi_rank() == 0;
+  ir_literal **args = lead ? arg_literals(r) : NULL;
+  for (int k = 0; lead && k < r->np; k++)
     if (!tool_replica_input_fits(&args[k]->shape, &ps[k], nrep)) {
       tool_error(CMD, "%s: input %d fits neither parameter %d nor %d stacked replicas of it", c->file,
                  k + 1, k, nrep);
       return TOOL_EXIT_USAGE;
     }
-  ir_literal ***per = tool_replica_split(ps, args, r->np, nrep, r->a);
+  ir_literal ***per = lead ? tool_replica_split(ps, args, r->np, nrep, r->a) : NULL;
   ir_literal **outs = arena_array(r->a, (size_t)nrep, sizeof *outs);
   tool_tpu_opts to = c->tpu;
   to.target = c->target;
   to.explain = c->opt.explain;
   tool_tpu_opts_steps(&to, &c->opt);
+  if (c->rank_outputs && to.trace) to.trace = tool_rank_path(r->a, to.trace, tool_mpi_rank());
+  to.trace_per_rank = c->rank_outputs;
   bool figures = c->tpu.stats || c->tpu.stats_json || c->tpu.report;
   tpurt_stats_t *rs = figures ? arena_array(r->a, (size_t)nrep, sizeof *rs) : NULL;
   tool_links links = {NULL, 0};
@@ -944,9 +982,14 @@ static int run_tpu_replicas(run_state *r, int nrep) {
     if (r->rank == 0) tool_error(CMD, "%s: %s: %s", c->file, c->target, terr);
     return TOOL_EXIT_FAIL;
   }
-  if (r->rank > 0) return TOOL_EXIT_OK; /* rank 0 reports */
-  if (figures && !replica_reports(r, rs, &links, nrep)) return TOOL_EXIT_FAIL;
-  ir_literal *st = tool_replica_stack(outs, nrep, r->a);
+  if (r->rank > 0 && !c->rank_outputs) return TOOL_EXIT_OK; /* rank 0 reports */
+  int first = 0, nl = nrep; /* the replicas this rank reports */
+  if (c->rank_outputs) tool_mpi_share(nrep, &first, &nl);
+  if (c->rank_outputs && c->tpu.stats)
+    replica_stats_print(c->target, rs, first, first + nl, nrep, rank_prefix(r), stderr);
+  else if (!c->rank_outputs && figures && !replica_reports(r, rs, &links, nrep))
+    return TOOL_EXIT_FAIL;
+  ir_literal *st = tool_replica_stack(outs + first, nl, r->a);
   if (!st) {
     tool_error(CMD, "%s: a result of rank %d cannot be stacked over %d replicas", c->file, IR_MAX_RANK,
                nrep);
@@ -954,6 +997,17 @@ static int run_tpu_replicas(run_state *r, int nrep) {
   }
   push_leaves(r->a, st, &r->got);
   return TOOL_EXIT_OK;
+}
+
+/* Whether nrep replicas run on a TPU board or pod, one per core
+ * (run_tpu_replicas): --stats and --trace give a line per core and every
+ * core's instructions; the other reports are one core's. */
+static bool tpu_replicated(const run_state *r, int nrep) {
+  const run_cfg *c = &r->c;
+  /* --stats, --stats-json, --report and --trace: the replicas give their
+   * per-core and per-link figures and trace every core and link */
+  bool reports = c->tpu.roofline || c->tpu.memory_report || c->tpu.max_cycles;
+  return c->target && tool_tpu_target(c->target) && nrep > 1 && !reports;
 }
 
 /* Runs through tpucc_execute (replicas: 0 for the module's default) into
@@ -988,9 +1042,15 @@ static int execute_spread(run_state *r) {
                "multiple of %d", c->file, nrep, nrep == 1 ? "" : "s", R, R);
     return TOOL_EXIT_USAGE;
   }
-  tool_mpi_spread(true);
+  /* rank 0 alone reports, or each rank its own replicas */
+  if (c->rank_outputs) tool_mpi_spread_own(true);
+  else tool_mpi_spread_gather(true);
   int rc = execute_api(r, nrep);
   tool_mpi_spread(false);
+  int first, nl;
+  tool_mpi_share(nrep, &first, &nl);
+  for (int k = 0; rc == TOOL_EXIT_OK && c->rank_outputs && nrep > 1 && k < r->got.n; k++)
+    r->got.v[k] = tool_rank_rows(r->a, r->got.v[k], first, nl);
   return rc;
 }
 
@@ -1020,11 +1080,7 @@ static int execute_on_target(run_state *r) {
                  c->file, c->target, tool_mpi_size());
     return TOOL_EXIT_USAGE;
   }
-  /* --stats, --stats-json, --report and --trace: the replicas give their
-   * per-core and per-link figures and trace every core and link */
-  bool reports = c->tpu.roofline || c->tpu.memory_report || c->tpu.max_cycles;
-  if (c->target && tool_tpu_target(c->target) && nrep > 1 && !reports)
-    return run_tpu_replicas(r, nrep);
+  if (tpu_replicated(r, nrep)) return run_tpu_replicas(r, nrep);
   if (direct && nrep > 1) {
     tool_error(CMD, "%s: target %s runs 1 replica with these flags, %d asked for", c->file,
                c->target, nrep);
@@ -1071,14 +1127,16 @@ static int finish_results(run_state *r) {
   run_cfg *c = &r->c;
   arena *a = r->a;
   int rc = TOOL_EXIT_OK;
-  if (tool_mpi_rank() != 0) return rc; /* rank 0 speaks for the run */
+  if (tool_mpi_rank() != 0 && !c->rank_outputs) return rc; /* rank 0 speaks for the run */
   strbuf out;
   sb_init(&out);
   for (int k = 0; k < r->got.n; k++) {
     ir_literal *l = r->got.v[k];
     const char *o = k < c->noutputs ? c->outputs[k] : "-";
+    if (o[0] == '@' && c->rank_outputs) o = arena_printf(a, "@%s", tool_rank_path(a, o + 1, tool_mpi_rank()));
     if (!strcmp(o, "-")) {
       out.len = 0;
+      sb_printf(&out, "%s", rank_prefix(r));
       ir_tensor_print(&out, l, c->print_max);
       sb_putc(&out, '\n');
       fwrite(out.s, 1, out.len, stdout);
@@ -1112,14 +1170,54 @@ static int finish_results(run_state *r) {
   return rc;
 }
 
+/* run_steps under mpirun on a TPU target: every rank compiles the module.
+ * When the replicas split the cores across the ranks (tpu_replicated),
+ * rank 0 alone reads the inputs, binds them and tells the others whether
+ * the run goes on (they then exit with its code, silently): their cores'
+ * parameters come from rank 0 (include/tpurt.h, tpurt_peers_t). Else
+ * every rank runs the whole module with rank 0's inputs, as in one
+ * process. An exit code. */
+static int run_pod_steps(run_state *r) {
+  run_cfg *c = &r->c;
+  int rc = compile_module(r);
+  if (rc != TOOL_EXIT_OK) return rc;
+  int nrep = replica_count(r);
+  if (!tpu_replicated(r, nrep)) {
+    if (!read_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+        !read_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+      return TOOL_EXIT_USAGE;
+    rc = bind_inputs(r);
+    if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
+    if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
+    return rc;
+  }
+  if (tool_mpi_rank() == 0) {
+    if (!parse_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
+        !parse_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
+      rc = TOOL_EXIT_USAGE;
+    if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
+  }
+  char err[512];
+  if (!tool_mpi_agree(&rc, err, sizeof err)) {
+    tool_error(CMD, "%s: rank %d: %s", c->file, tool_mpi_rank(), err);
+    return TOOL_EXIT_FAIL;
+  }
+  if (rc == TOOL_EXIT_OK) rc = run_tpu_replicas(r, nrep);
+  if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
+  return rc;
+}
+
 /* The steps of a run after the command line: an exit code. */
 static int run_steps(run_state *r) {
   run_cfg *c = &r->c;
   if (!check_targets(r)) return TOOL_EXIT_USAGE;
+  bool tpub = strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub");
+  if (!tpub && tool_mpi_size() > 1 && c->target && tool_tpu_target(c->target))
+    return run_pod_steps(r);
   if (!read_tensors(r->a, "--input", c->inputs, c->ninputs, &r->ins, &r->nins) ||
       !read_tensors(r->a, "--expected-output", c->expected, c->nexpected, &r->exps, &r->nexps))
     return TOOL_EXIT_USAGE;
-  if (strlen(c->file) > 5 && !strcmp(c->file + strlen(c->file) - 5, ".tpub")) {
+  if (tpub) {
     if (c->replicas > 1) {
       tool_error(CMD, "%s: a .tpub runs 1 replica, %lld asked for", c->file, (long long)c->replicas);
       return TOOL_EXIT_USAGE;
@@ -1133,7 +1231,7 @@ static int run_steps(run_state *r) {
   int rc = compile_module(r);
   if (rc == TOOL_EXIT_OK) rc = bind_inputs(r);
   if (rc == TOOL_EXIT_OK) rc = execute_on_target(r);
-  if (rc == TOOL_EXIT_OK && r->rank == 0) rc = finish_results(r);
+  if (rc == TOOL_EXIT_OK && (r->rank == 0 || c->rank_outputs)) rc = finish_results(r);
   return rc;
 }
 
@@ -1147,17 +1245,19 @@ int tool_cmd_run(int argc, char **argv) {
   tool_opt_options_init(&r.c.opt);
   bool help = false;
   int rc = TOOL_EXIT_USAGE;
+  tool_mpi_hush(true); /* under mpirun, rank 0 alone prints usage errors and help */
   if (!parse_cmdline(argc, argv, &r.c, r.a, &help)) {
     rc = TOOL_EXIT_USAGE;
   } else if (help) {
     if (!r.c.listed) tool_help_run(stdout);
     rc = TOOL_EXIT_OK;
-  } else if (!tool_mpi_begin("run", argc, argv, (const char *const[]){r.c.file}, 1)) {
+  } else if (tool_mpi_hush(false), !tool_mpi_begin("run", argc, argv, (const char *const[]){r.c.file}, 1)) {
     rc = TOOL_EXIT_FAIL;
   } else {
     rc = run_steps(&r);
     tool_mpi_end();
   }
+  tool_mpi_hush(false);
   tpucc_result_destroy(r.ref);
   tpucc_result_destroy(r.res);
   tpucc_module_destroy(r.m);

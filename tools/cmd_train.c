@@ -205,9 +205,11 @@ static int file_defaults(train_options *o, char *text, const char *path) {
  * and writes the checkpoints, logs and reports. */
 static int train_ranks(train_options *o, int argc, char **argv) {
   const char *cmd = "tpucc train";
+  tool_mpi_hush(false);
   if (!tool_mpi_begin("train", argc, argv, (const char *const[]){o->model, o->resume}, 2))
     return TOOL_EXIT_FAIL;
   int R = tool_mpi_size(), rc = TOOL_EXIT_USAGE;
+  tool_mpi_hush(true); /* the usage errors below: every rank finds them, rank 0 prints */
   bool cpu = drv_is_cpu_spec(o->target);
   if (R > 1 && cpu && o->replicas == 1) o->replicas = R;
   if (R > 1 && strcmp(o->target, "interp") == 0) {
@@ -220,6 +222,7 @@ static int train_ranks(train_options *o, int argc, char **argv) {
     tool_error(cmd, "--replicas=%d do not split evenly over %d MPI ranks: give a multiple of %d",
                o->replicas, R, R);
   } else {
+    tool_mpi_hush(false);
     if (tool_mpi_rank() != 0) {
       o->checkpoint = o->loss_log = o->metrics_json = o->plot = o->emit_step = NULL;
       if (!freopen("/dev/null", "w", stdout)) {
@@ -234,6 +237,7 @@ static int train_ranks(train_options *o, int argc, char **argv) {
     tool_mpi_times("compile and train", t0);
     tool_mpi_spread(false);
   }
+  tool_mpi_hush(false);
   tool_mpi_end();
   return rc;
 }
@@ -249,6 +253,7 @@ int tool_cmd_train(int argc, char **argv) {
   if (!fn || !fv) base_out_of_memory(0);
   int nf = 0, rc = TOOL_EXIT_USAGE;
   char *text = NULL, err[512];
+  tool_mpi_hush(true); /* under mpirun, rank 0 alone prints usage errors and help */
   while (tool_args_next(&ar, &name, &value)) {
     if (!name) {
       if (o.model) {
@@ -297,6 +302,7 @@ int tool_cmd_train(int argc, char **argv) {
   }
   rc = train_ranks(&o, argc, argv);
 done:
+  tool_mpi_hush(false);
   free(text);
   free(fn);
   free(fv);

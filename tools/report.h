@@ -104,6 +104,9 @@ bool tool_ici_allreduce(const tool_ici_run *r, tool_ici_allreduce_t *out);
  * all-reduce's); stats_json: --stats-json; report_table / report_csv:
  * --report=- and --report=FILE.csv. */
 int tool_ici_stats_text(const tool_ici_run *r, FILE *f);
+/* The --stats header line and the lines of cores lo .. hi - 1, each after
+ * prefix (stats_text's; --rank-outputs prints a rank's own). */
+void tool_ici_core_lines(const tool_ici_run *r, int lo, int hi, const char *prefix, FILE *f);
 int tool_ici_stats_json(const tool_ici_run *r, FILE *f);
 int tool_ici_report_table(const tool_ici_run *r, FILE *f);
 int tool_ici_report_csv(const tool_ici_run *r, FILE *f);

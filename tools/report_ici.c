@@ -96,20 +96,24 @@ static void links_text(const tool_ici_run *r, FILE *f) {
           ar.bound_fraction);
 }
 
-int tool_ici_stats_text(const tool_ici_run *r, FILE *f) {
+void tool_ici_core_lines(const tool_ici_run *r, int lo, int hi, const char *prefix, FILE *f) {
   const tpurt_stats_t *s = r->cores;
-  fprintf(f, "stats (target %s, %d cores):\n", r->target, r->ncores);
-  fprintf(f, "  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s %12s\n", "core", "cycles",
-          "seconds", "instructions", "HBM read", "HBM written", "MXU busy cyc", "ICI sent",
+  fprintf(f, "%s  %-5s %12s %12s %12s %14s %14s %12s %12s %12s %12s %12s %12s\n", prefix, "core",
+          "cycles", "seconds", "instructions", "HBM read", "HBM written", "MXU busy cyc", "ICI sent",
           "ICI received", "ICI send cyc", "ICI wait cyc", "compute cyc");
-  for (int c = 0; c < r->ncores; c++)
-    fprintf(f, "  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu %12llu\n",
-            c, (unsigned long long)s[c].cycles, s[c].seconds,
+  for (int c = lo; c < hi; c++)
+    fprintf(f, "%s  %-5d %12llu %12.6g %12llu %14llu %14llu %12llu %12llu %12llu %12llu %12llu %12llu\n",
+            prefix, c, (unsigned long long)s[c].cycles, s[c].seconds,
             (unsigned long long)s[c].instructions, (unsigned long long)s[c].hbm_read_bytes,
             (unsigned long long)s[c].hbm_write_bytes, (unsigned long long)s[c].mxu_busy_cycles,
             (unsigned long long)s[c].ici_sent_bytes, (unsigned long long)s[c].ici_received_bytes,
             (unsigned long long)s[c].ici_send_cycles, (unsigned long long)s[c].ici_wait_cycles,
             (unsigned long long)tool_ici_compute_cycles(&s[c]));
+}
+
+int tool_ici_stats_text(const tool_ici_run *r, FILE *f) {
+  fprintf(f, "stats (target %s, %d cores):\n", r->target, r->ncores);
+  tool_ici_core_lines(r, 0, r->ncores, "", f);
   links_text(r, f);
   return ferror(f) ? -1 : 0;
 }

@@ -237,7 +237,8 @@ base_status tool_tpu_run_replicas(const ir_module *m, const tool_tpu_opts *o, in
   } else {
     st = tpu_execute_replicas_shared(img, to.target, m, nrep, args, nargs, a, outs, o->peers,
                                      o->replica_stats, o->trace, o->links ? &o->links->v : NULL,
-                                     o->links ? &o->links->n : NULL, err, errlen);
+                                     o->links ? &o->links->n : NULL, o->trace_per_rank, err,
+                                     errlen);
   }
   tpub_free(img);
   diag_destroy(d);

@@ -56,6 +56,7 @@ typedef struct tool_tpu_opts {
   const struct tpurt_peers *peers;
   struct tpurt_stats *replica_stats;
   struct tool_links *links; /* NULL, or the run's per-link figures */
+  bool trace_per_rank; /* with peers: each rank traces its own cores (tpurt.h) */
 } tool_tpu_opts;
 /* The ICI links of a replicated run (include/tpurt.h, tpurt_link_stats_t;
  * in the run's arena). */

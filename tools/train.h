@@ -140,7 +140,10 @@ bool train_engine_read(train_engine *e, int k, void *data, char *err, size_t err
 bool train_engine_write(train_engine *e, int k, const void *data, char *err, size_t errlen);
 /* One step on a full batch (x: batch x example_elems floats): updates the
  * state in place and gives the batch's loss and, on TPU devices, the
- * modelled seconds of the step. */
+ * modelled seconds of the step. On a rank other than 0 of a pod shared
+ * across MPI ranks, x and y are not read (may be NULL) and the loss is
+ * rank 0's; train_engine_logits there runs the evaluation on its cores
+ * without reading x or writing logits (both may be NULL). */
 bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double *loss,
                        double *device_seconds, char *err, size_t errlen);
 /* The logits of a full batch under the current weights. */

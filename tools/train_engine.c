@@ -15,7 +15,9 @@
  * results, gives the others their cores' parameters at every execution,
  * and sends them each step's loss, so that every rank takes the same
  * path. The other ranks' copies of the state are not kept: only rank 0
- * reads it back. */
+ * reads it back. They give no batches (x and y may be NULL there) and
+ * read no logits (logits may be NULL): their cores get rank 0's
+ * values, and rank 0 gets the cores' results. */
 #include "tools/train.h"
 
 #include <stdlib.h>
@@ -36,6 +38,7 @@ struct train_engine {
   tpurt_buffer_t **buf; /* per replica r at r * (nstate + 3): nstate, then x, labels, eval x */
   double mxu_macs, mxu_peak; /* TPU: the steps' MACs and peak MACs so far, every core */
   bool shared;               /* the cores split across MPI ranks */
+  bool follower;             /* shared, on a rank other than 0: gives no values, reads no results */
   /* interp */
   ir_module *step_m, *eval_m;
   arena *keep;
@@ -85,6 +88,7 @@ static bool open_runtime(train_engine *e, const ir_module *step, const char *tar
   o.target = spec;
   o.peers = drv_is_cpu_spec(target) ? NULL : tool_mpi_tpu_peers();
   e->shared = o.peers != NULL;
+  e->follower = e->shared && tool_mpi_rank() != 0;
   if (tpurt_device_create(&o, &e->dev) != TPURT_OK) {
     char why[400];
     tpurt_target_check(spec, why, sizeof why);
@@ -276,7 +280,8 @@ static bool step_replicas(train_engine *e, tpurt_buffer_t **res, int nr, double 
     return rt_fail(e, "training step", err, errlen);
   }
   float l = 0;
-  s = tpurt_buffer_read(res[0], &l, sizeof l);
+  /* a follower's replica 0 is rank 0's core: the loss comes from rank 0 */
+  if (!e->follower) s = tpurt_buffer_read(res[0], &l, sizeof l);
   *loss = l;
   for (int r = 0; r < e->nrep; r++) {
     tpurt_buffer_t **b = rbuf(e, r), **rr = res + (size_t)r * (size_t)nr;
@@ -310,7 +315,7 @@ bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double
                        double *device_seconds, char *err, size_t errlen) {
   *device_seconds = 0;
   if (e->lit) return interp_step(e, x, y, loss, err, errlen);
-  if (!write_slices(e, x, y, x_slot(e), y_slot(e), err, errlen)) return false;
+  if (!e->follower && !write_slices(e, x, y, x_slot(e), y_slot(e), err, errlen)) return false;
   int nr = e->nstate + 1;
   if (nr > 4096) {
     snprintf(err, errlen, "too many state tensors (%d)", nr);
@@ -363,7 +368,7 @@ static bool logits_replicas(train_engine *e, float *logits, char *err, size_t er
             rt_fail(e, "evaluation", err, errlen);
   size_t lb = (size_t)tm->batch * (size_t)tm->classes * sizeof(float);
   for (int r = 0; r < e->nrep; r++) {
-    if (ok && tpurt_buffer_read(out[r], (char *)logits + (size_t)r * lb, lb) != TPURT_OK)
+    if (ok && !e->follower && tpurt_buffer_read(out[r], (char *)logits + (size_t)r * lb, lb) != TPURT_OK)
       ok = rt_fail(e, "reading logits", err, errlen);
     tpurt_buffer_destroy(out[r]);
   }
@@ -394,7 +399,7 @@ bool train_engine_logits(train_engine *e, const float *x, float *logits, char *e
     snprintf(err, errlen, "graph logits has more than 256 parameters");
     return false;
   }
-  if (!write_slices(e, x, NULL, nbuf(e) - 1, 0, err, errlen)) return false;
+  if (!e->follower && !write_slices(e, x, NULL, nbuf(e) - 1, 0, err, errlen)) return false;
   if (e->nrep > 1) return logits_replicas(e, logits, err, errlen);
   tpurt_buffer_t *xbuf = e->buf[e->nstate + 2], *args[256], *out = NULL;
   for (int k = 0; k < tm->eval_n; k++)

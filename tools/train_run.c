@@ -3,6 +3,8 @@
  * evaluation after each, checkpoints, and the final report. */
 #include "tools/tools.h"
 #include "tools/train.h"
+#include "driver/driver.h"
+#include "tools/mpi_run.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -196,11 +198,29 @@ typedef struct run_ctx {
   double last_finite;
   bool tty;
   FILE *loss_log; /* --loss-log, or NULL */
+  /* under mpirun with a TPU board or pod, a rank other than 0: it opens no
+   * data set (rank 0's batches reach its cores, train_engine_step), only
+   * the sets' sizes come from rank 0 */
+  bool follower;
+  size_t ntrain, ntest; /* the data sets' examples */
 } run_ctx;
 
-/* Evaluates the test set: mean loss, and the confusion matrix into c. */
+/* A follower's part of evaluate: the evaluation on its cores, as many
+ * batches as rank 0 evaluates, without data or results. */
+static bool evaluate_follower(run_ctx *x, char *err, size_t errlen) {
+  size_t n = x->ntest, gb = (size_t)x->tm->global_batch;
+  if (x->o->test_examples > 0 && (size_t)x->o->test_examples < n) n = (size_t)x->o->test_examples;
+  bool ok = true;
+  for (size_t i = 0; ok && i < (n + gb - 1) / gb; i++) ok = train_engine_logits(x->e, NULL, NULL, err, errlen);
+  return ok;
+}
+
+/* Evaluates the test set: mean loss, and the confusion matrix into c
+ * (a follower: nothing but its cores' part, evaluate_follower). */
 static bool evaluate(run_ctx *x, double *test_loss, train_confusion *c, char *err, size_t errlen) {
   const train_model *tm = x->tm;
+  *test_loss = 0;
+  if (x->follower) return evaluate_follower(x, err, errlen);
   tpurt_loader_options_t lo;
   tpurt_loader_options_init(&lo);
   lo.batch = (size_t)tm->global_batch;
@@ -259,21 +279,24 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   lo.drop_remainder = 1;
   lo.seed = o->seed ^ mix((uint64_t)epoch);
   lo.prefetch = 4;
-  tpurt_loader_t *ld;
-  if (tpurt_loader_create(x->train, &lo, &ld) != TPURT_DATA_OK) {
+  tpurt_loader_t *ld = NULL;
+  if (!x->follower && tpurt_loader_create(x->train, &lo, &ld) != TPURT_DATA_OK) {
     tool_error("tpucc train", "training set: %s", tpurt_dataset_message(x->train));
     return TOOL_EXIT_FAIL;
   }
-  long steps = (long)tpurt_loader_batches_per_epoch(ld);
+  /* a follower steps as often as rank 0's loader gives whole batches */
+  long steps = x->follower ? (long)(x->ntrain / (size_t)x->tm->global_batch)
+                           : (long)tpurt_loader_batches_per_epoch(ld);
   if (o->steps_per_epoch && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
   double t0 = now(), c0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID), sum = 0, dev = 0, m0, p0, m1, p1;
   train_engine_mxu(x->e, &m0, &p0);
   tpurt_batch_t b;
   int rc = 0;
   long s = 0;
-  for (; s < steps && tpurt_loader_next(ld, &b) == TPURT_DATA_OK; s++) {
+  for (; s < steps && (x->follower || tpurt_loader_next(ld, &b) == TPURT_DATA_OK); s++) {
     double loss, ds;
-    if (!train_engine_step(x->e, b.images, b.labels, &loss, &ds, err, sizeof err)) {
+    if (!train_engine_step(x->e, x->follower ? NULL : b.images, x->follower ? NULL : b.labels, &loss,
+                           &ds, err, sizeof err)) {
       tool_error("tpucc train", "step %ld: %s", x->global_step + 1, err);
       rc = TOOL_EXIT_FAIL;
       break;
@@ -298,7 +321,7 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
     dev += ds;
     if ((s & 15) == 15) progress(x, epoch, s + 1, steps, t0, sum / (double)(s + 1));
   }
-  tpurt_loader_destroy(ld);
+  if (ld) tpurt_loader_destroy(ld);
   if (x->tty) fputs("\r\033[K", stderr);
   ep->seconds = now() - t0;
   ep->cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
@@ -318,6 +341,30 @@ static void print_epoch(const run_ctx *x, int epoch, const train_epoch *ep) {
   if (ep->device_seconds > 0) printf("  device %.4f s (modelled)", ep->device_seconds);
   putchar('\n');
   fflush(stdout);
+}
+
+/* Under mpirun with a TPU board or pod (pod): rank 0's exit code so far
+ * and its data sets' sizes to every rank; elsewhere the sets' sizes. False
+ * when the run stops (rank 0 printed why, or a rank did not answer: this
+ * rank prints it). */
+static bool share_sets(run_ctx *x, bool pod, int code) {
+  uint64_t m[3] = {(uint64_t)code, x->train ? tpurt_dataset_count(x->train) : 0,
+                   x->test ? tpurt_dataset_count(x->test) : 0};
+  char err[512];
+  void *p = m;
+  size_t n = sizeof m;
+  if (pod && !tool_mpi_bcast(&p, &n, err, sizeof err)) {
+    tool_error("tpucc train", "rank %d: %s", tool_mpi_rank(), err);
+    return false;
+  }
+  if (p != m) {
+    if (n == sizeof m) memcpy(m, p, sizeof m);
+    else m[0] = TOOL_EXIT_FAIL;
+    free(p);
+  }
+  x->ntrain = (size_t)m[1];
+  x->ntest = (size_t)m[2];
+  return m[0] == TOOL_EXIT_OK && code == TOOL_EXIT_OK;
 }
 
 /* Checks the data sets against the model. */
@@ -403,13 +450,15 @@ int train_run(const train_options *o) {
   int rc = TOOL_EXIT_FAIL, first = 0;
   double compile_seconds = 0;
   train_options oo = *o; /* with the cosine schedule's length filled in */
-  if (!open_set(o->data, false, &x.train, err, sizeof err) ||
-      !open_set(o->data, true, &x.test, err, sizeof err)) {
-    tool_error(cmd, "%s", err);
-    goto done;
-  }
+  /* under mpirun with a TPU board or pod, rank 0 alone reads the data */
+  bool pod = tool_mpi_size() > 1 && !drv_is_cpu_spec(o->target);
+  x.follower = pod && tool_mpi_rank() != 0;
+  bool sets = x.follower || (open_set(o->data, false, &x.train, err, sizeof err) &&
+                             open_set(o->data, true, &x.test, err, sizeof err));
+  if (!sets) tool_error(cmd, "%s", err);
+  if (!share_sets(&x, pod, sets ? TOOL_EXIT_OK : TOOL_EXIT_FAIL)) goto done;
   if (oo.h.total_steps <= 0) {
-    long per = (long)(tpurt_dataset_count(x.train) / (size_t)o->batch);
+    long per = (long)(x.ntrain / (size_t)o->batch);
     if (o->steps_per_epoch && o->steps_per_epoch < per) per = o->steps_per_epoch;
     oo.h.total_steps = (double)per * o->epochs;
   }
@@ -430,8 +479,12 @@ int train_run(const train_options *o) {
   x.xpad = calloc((size_t)(tm.global_batch * tm.example_elems) + 1, sizeof(float));
   x.logits = calloc((size_t)tm.global_batch * (size_t)tm.classes + 1, sizeof(float));
   if (!x.xpad || !x.logits) base_out_of_memory(0);
-  if (!check_data(&x, err, sizeof err)) {
-    tool_error(cmd, "%s", err);
+  int checked = x.follower || check_data(&x, err, sizeof err) ? TOOL_EXIT_OK : TOOL_EXIT_FAIL;
+  if (checked != TOOL_EXIT_OK) tool_error(cmd, "%s", err);
+  if (pod && !tool_mpi_agree(&checked, err, sizeof err)) {
+    tool_error(cmd, "rank %d: %s", tool_mpi_rank(), err);
+  } else if (checked != TOOL_EXIT_OK) {
+    /* rank 0 said why */
   } else if (!train_engine_open(&tm, o->target, o->threads, &x.e, &compile_seconds, err,
                                 sizeof err)) {
     tool_error(cmd, "%s", err);

@@ -72,7 +72,7 @@ static base_status status_of(tpurt_status_t s, base_status other) {
  * the caller to destroy either way. */
 static base_status load_on_device(const tpub_image *img, const char *target, uint64_t cycle_limit,
                                   const tpurt_peers_t *peers, const char *trace,
-                                  tpurt_device_t **dev, tpurt_program_t **prog, char *err,
+                                  int trace_per_rank, tpurt_device_t **dev, tpurt_program_t **prog, char *err,
                                   size_t errlen) {
   uint8_t *bytes = NULL;
   size_t nbytes = 0;
@@ -88,6 +88,7 @@ static base_status load_on_device(const tpub_image *img, const char *target, uin
   o.cycle_limit = cycle_limit;
   o.peers = peers;
   o.trace_path = trace;
+  o.trace_per_rank = trace_per_rank;
   base_status rc = ST_OK;
   tpurt_status_t ts;
   if ((ts = tpurt_device_create(&o, dev)) == TPURT_OUT_OF_MEMORY) {
@@ -125,7 +126,7 @@ base_status tpu_execute_profiled(const tpub_image *img, const char *target, uint
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, cycle_limit, NULL, NULL, &dev, &prog, err, errlen)) != ST_OK)
+  if ((rc = load_on_device(img, target, cycle_limit, NULL, NULL, 0, &dev, &prog, err, errlen)) != ST_OK)
     goto done;
   if ((uint32_t)flat_args.n != img->nparams) {
     snprintf(err, errlen, "tpu: %d arguments (array leaves) for %u parameters", flat_args.n,
@@ -564,7 +565,7 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen) {
   return tpu_execute_replicas_shared(img, target, m, nrep, args, nargs, a, outs, NULL, NULL, NULL,
-                                     NULL, NULL, err, errlen);
+                                     NULL, NULL, 0, err, errlen);
 }
 
 base_status tpu_execute_replicas_shared(const tpub_image *img, const char *target,
@@ -572,12 +573,13 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
                                         ir_literal *const *const *args, int nargs, arena *a,
                                         ir_literal **outs, const tpurt_peers_t *peers,
                                         tpurt_stats_t *stats, const char *trace,
-                                        tpurt_link_stats_t **links, size_t *nlinks, char *err,
-                                        size_t errlen) {
+                                        tpurt_link_stats_t **links, size_t *nlinks,
+                                        int trace_per_rank, char *err, size_t errlen) {
   base_status rc = ST_OK;
   tpurt_device_t *dev = NULL;
   tpurt_program_t *prog = NULL;
   uint32_t np = img->nparams, nr = img->nresults;
+  bool follower = peers && peers->nranks > 1 && peers->rank != 0;
   tpurt_buffer_t **in = calloc((size_t)nrep * np + 1, sizeof *in);
   tpurt_buffer_t **res = calloc((size_t)nrep * nr + 1, sizeof *res);
   tpurt_status_t ts;
@@ -586,14 +588,27 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
     rc = ST_OUT_OF_MEMORY;
     goto done;
   }
-  if ((rc = load_on_device(img, target, 0, peers, trace, &dev, &prog, err, errlen)) != ST_OK) goto done;
+  if ((rc = load_on_device(img, target, 0, peers, trace, trace_per_rank, &dev, &prog, err, errlen)) != ST_OK) goto done;
   if (tpurt_device_core_count(dev) != nrep) {
     snprintf(err, errlen, "tpu: %d replicas asked for; target %s runs %d cores", nrep, target,
              tpurt_device_core_count(dev));
     rc = ST_INVALID_ARGUMENT;
     goto done;
   }
-  for (int r = 0; r < nrep; r++) {
+  /* a rank other than 0 of a shared pod: its parameters' values are not
+   * read, one zeroed buffer of each parameter's shape serves every
+   * replica */
+  for (uint32_t i = 0; follower && i < np; i++) {
+    const tpub_tensor *t = &img->params[i];
+    if ((ts = tpurt_buffer_create(dev, (tpurt_dtype_t)t->dtype, t->rank, t->dims, NULL, 0,
+                                  &in[i])) != TPURT_OK) {
+      snprintf(err, errlen, "tpu: parameter %u: %s", i, tpurt_device_message(dev));
+      rc = status_of(ts, ST_OUT_OF_MEMORY);
+      goto done;
+    }
+    for (int r = 1; r < nrep; r++) in[(size_t)r * np + i] = in[i];
+  }
+  for (int r = 0; r < nrep && !follower; r++) {
     literal_vec flat = {0};
     for (int i = 0; i < nargs; i++) literal_leaves(a, args[r][i], &flat);
     if ((uint32_t)flat.n != np) {
@@ -627,7 +642,11 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
   const ir_shape *rs = m->comps.v[m->entry].insts.v[m->comps.v[m->entry].root].shape;
   shape_vec ls = {0};
   leaves(a, rs, &ls);
-  for (int r = 0; r < nrep && rc == ST_OK; r++) {
+  /* the replicas whose results this rank holds: every one on rank 0 */
+  int lo = follower ? peers->rank * (nrep / peers->nranks) : 0;
+  int hi = follower ? lo + nrep / peers->nranks : nrep;
+  for (int r = 0; r < nrep; r++) outs[r] = NULL;
+  for (int r = lo; r < hi && rc == ST_OK; r++) {
     ir_literal **flat = arena_array(a, (size_t)ls.n + 1, sizeof(ir_literal *));
     for (int k = 0; k < ls.n && rc == ST_OK; k++) {
       flat[k] = ir_literal_try_create(a, &ls.v[k]);
@@ -643,7 +662,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
   }
 done:
   for (size_t k = 0; res && k < (size_t)nrep * nr; k++) tpurt_buffer_destroy(res[k]);
-  for (size_t i = 0; in && i < (size_t)nrep * np; i++) tpurt_buffer_destroy(in[i]);
+  for (size_t i = 0; in && i < (follower ? np : (size_t)nrep * np); i++) tpurt_buffer_destroy(in[i]);
   free(in);
   free(res);
   tpurt_program_destroy(prog);

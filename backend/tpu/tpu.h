@@ -129,12 +129,16 @@ base_status tpu_execute_replicas(const tpub_image *img, const char *target, cons
                                  int nrep, ir_literal *const *const *args, int nargs, arena *a,
                                  ir_literal **outs, char *err, size_t errlen);
 /* tpu_execute_replicas with the cores shared across processes (peers
- * NULL: all in this one; include/tpurt.h): every rank passes arguments of
- * the right shapes, rank 0's values are the ones used, and only rank 0's
- * outs hold the results (the other ranks' are zeros). stats: NULL, or
- * nrep entries for every core's statistics (rank 0's complete); trace:
+ * NULL: all in this one; include/tpurt.h): rank 0 passes every replica's
+ * arguments and gets every replica's result; the other ranks' args are
+ * not read (may be NULL) and their outs hold their own cores' results
+ * (n / R from rank x n / R), the others NULL. stats: NULL, or nrep
+ * entries for every core's statistics (rank 0's complete, the other
+ * ranks' their own cores'); trace:
  * NULL, or the path of a Chrome trace of every core's instructions (one
- * process row per core and one for the ICI links; written by rank 0);
+ * process row per core and one for the ICI links; written by rank 0, or
+ * with trace_per_rank by each rank, of its own cores:
+ * tpurt_device_options_t.trace_per_rank);
  * links: NULL, or on success *links gets the device's per-link figures of
  * the run (tpurt_device_link_stats; allocated in a, *nlinks of them). */
 struct tpurt_peers;
@@ -145,7 +149,7 @@ base_status tpu_execute_replicas_shared(const tpub_image *img, const char *targe
                                         ir_literal **outs, const struct tpurt_peers *peers,
                                         struct tpurt_stats *stats, const char *trace,
                                         struct tpurt_link_stats **links, size_t *nlinks,
-                                        char *err, size_t errlen);
+                                        int trace_per_rank, char *err, size_t errlen);
 /* Profiling for tpu_execute_profiled: the run goes through
  * tpurt_program_execute_profile with `options`, and on success the op
  * table and per-op counters come back in info/ops (nops entries, malloc'd:

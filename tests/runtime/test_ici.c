@@ -311,7 +311,7 @@ static void faults(void **state) {
 static void driver_runs_every_core(void **state) {
   (void)state;
   rt_allocator a = {0};
-  rt_device_config cfg = {&a, 1000000, 0, NULL, NULL, 0, NULL};
+  rt_device_config cfg = {&a, 1000000, 0, NULL, NULL, 0, NULL, 0};
   rt_device *d = NULL;
   rt_device_info info;
   char msg[1024];

@@ -286,6 +286,9 @@ sed 's/replica_groups={}/replica_groups={{0,2,4,6},{1,3,5,7}}/' "$T/ar.hlo" >"$T
 check "--all-reduce=direct refuses listed groups, located" fails_with 2 \
   "ar_groups.hlo:9:8: error: tpu: all-reduce: direct exchange runs over one group of every replica in order" \
   "$TPUCC" compile "$T/ar_groups.hlo" --target=v3-8 --all-reduce=direct --emit=tpub -o "$T/ar.tpub"
+check "--rank-outputs refuses --stats-json (the whole run's)" fails_with 2 \
+  "--rank-outputs: --stats-json describes the whole run" \
+  "$TPUCC" run "$T/ar.hlo" --target=v3-8 --random-inputs --rank-outputs --stats-json="$T/r.json"
 check "--all-reduce takes auto, ring, direct or ps" fails_with 2 "--all-reduce: 'tree' is not auto, ring, direct or ps" \
   "$TPUCC" compile "$T/ar.hlo" --target=v3-8 --all-reduce=tree --emit=tpub -o "$T/ar.tpub"
 check "a module for 8 replicas compiles for v3-8,ncores=4 only when it says 4" fails_with 2 \
