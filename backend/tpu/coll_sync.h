@@ -6,14 +6,18 @@
  * core's own signals: docs/isa.md, section 8, rule 9):
  *   0 .. COLL_SEM_DATA - 1   the data of a collective, waited for inside it
  *   COLL_SEM_ARRIVE, _LEAVE  the two phases of coll_barrier
- *   COLL_SEM_READY           the one-program ring's readiness words
+ *   COLL_SEM_READY           the readiness words of the one-program ring and
+ *                            of the direct exchange
  * The contract: a collective's data only lands on a core that is inside
  * that collective. Every collective but the one-program ring starts with
  * coll_barrier (all cores have reached it, their units drained); the
  * one-program ring (every replica in order, one pattern: core p tells
- * p - 1 it is ready and waits for p + 1) starts with its readiness
- * handshake, which no other collective signals, so the k-th readiness
- * word a core takes from p + 1 is p + 1's word of the k-th ring. */
+ * p - 1 it is ready and waits for p + 1) and the direct exchange (every
+ * core tells every other and waits for N - 1) start with their readiness
+ * handshakes on COLL_SEM_READY, which no other collective signals. No
+ * core finishes either before every core has passed its readiness wait
+ * (each needs data that every core sends only after its wait), so the
+ * words a core takes while it waits are all of the collective it is in. */
 #ifndef TPUCC_BACKEND_TPU_COLL_SYNC_H
 #define TPUCC_BACKEND_TPU_COLL_SYNC_H
 
