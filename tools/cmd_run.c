@@ -174,6 +174,22 @@ static const char *shown(arena *a, const char *s) {
   return strlen(s) <= 60 ? s : arena_printf(a, "%.57s...", s);
 }
 
+/* --rank-outputs refuses the flags that describe or check the whole run
+ * at once; false after the error. */
+static bool rank_outputs_apply(const run_cfg *c) {
+  if (c->rank_outputs && (c->tpu.stats_json || c->tpu.report)) {
+    tool_error(CMD, "--rank-outputs: %s describes the whole run, which rank 0 writes without "
+               "--rank-outputs: give one or the other", c->tpu.stats_json ? "--stats-json" : "--report");
+    return false;
+  }
+  if (c->rank_outputs && (c->nexpected || c->reference)) {
+    tool_error(CMD, "--rank-outputs: each rank writes its own replicas' results, which %s checks "
+               "all together: give one or the other", c->reference ? "--reference" : "--expected-output");
+    return false;
+  }
+  return true;
+}
+
 static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *help) {
   tool_args ar = {argc, 0, argv, CMD, false};
   c->inputs = arena_array(a, (size_t)argc + 1, sizeof(char *));
@@ -304,16 +320,7 @@ static bool parse_cmdline(int argc, char **argv, run_cfg *c, arena *a, bool *hel
     tool_error(CMD, "no FILE given (see tpucc run --help)");
     return false;
   }
-  if (c->rank_outputs && (c->tpu.stats_json || c->tpu.report)) {
-    tool_error(CMD, "--rank-outputs: %s describes the whole run, which rank 0 writes without "
-               "--rank-outputs: give one or the other", c->tpu.stats_json ? "--stats-json" : "--report");
-    return false;
-  }
-  if (c->rank_outputs && (c->nexpected || c->reference)) {
-    tool_error(CMD, "--rank-outputs: each rank writes its own replicas' results, which %s checks "
-               "all together: give one or the other", c->reference ? "--reference" : "--expected-output");
-    return false;
-  }
+  if (!rank_outputs_apply(c)) return false;
   for (int i = 0; i < c->noutputs; i++) {
     const char *o = c->outputs[i];
     if (strcmp(o, "-") != 0 && o[0] != 0 && (o[0] != '@' || o[1] == 0)) {
