@@ -142,6 +142,11 @@ void lower_inst(lctx *x, ir_id i) {
   case IR_OP_FUSION:
     lower_fusion(x, i);
     break;
+  case IR_OP_CONVERT:
+    if (lower_prologue(x, i)) break;
+    lower_elementwise(x, i);
+    consume_ops = false;
+    break;
   case IR_OP_SELECT_AND_SCATTER:
     lower_select_and_scatter(x, i);
     break;
@@ -403,6 +408,7 @@ static tval *lower_comp_body(tb *b, const ir_module *m, ir_comp_id c, tval **par
   count_uses(&x, &u);
   plan_deferral(&x, &u);
   plan_epilogue(&x, &u);
+  lower_plan_prologues(&x, u.uoff, u.ulist);
   for (int i = 0; i < n && !b->failed; i++) {
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || x.deferred[i] || i == x.epi_dot || (x.row_bcast && x.row_bcast[i])) continue;

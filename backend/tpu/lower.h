@@ -23,6 +23,9 @@ struct lctx {
                          elementwise program as its epilogue, or IR_NONE */
   bool *row_bcast;    /* broadcasts of an [N] vector read as rows there */
   bool root_bf16;     /* an f32 elementwise root is stored as bf16 */
+  const char **prologue; /* per convert read by dots (NULL: none or not
+                            planned): lower_prologue_fused, or why it is
+                            materialised (lower_prologue.c) */
 };
 
 /* Lowers one instruction; its value goes to x->val[i]. */
@@ -94,7 +97,24 @@ const ir_literal *lower_splat(lctx *x, ir_id i);
  * the operand edges it read go to x->pending. */
 void lower_elementwise(lctx *x, ir_id i);
 
+/* lower_prologue.c: converts between f32 and bf16 read only by one-pass
+ * dots, not materialised (the dots read the operand's buffer and round it
+ * as the MXU does). lower_plan_prologues decides for every convert of x's
+ * computation that a dot reads (uses of i: ulist[uoff[i] .. uoff[i+1])),
+ * after deferral; lower_prologue lowers convert i when it was fused (its
+ * value an alias of its operand's buffer, of the operand's type) and
+ * returns true; false (after explaining why, when a dot reads it) when it
+ * is materialised as usual. */
+extern const char lower_prologue_fused[];
+void lower_plan_prologues(lctx *x, const int32_t *uoff, const int32_t *ulist);
+bool lower_prologue(lctx *x, ir_id i);
+
 /* lower_ops.c */
+/* The MXU passes of float dot or convolution in of computation c, from
+ * its operands' IR types (not their buffers'): 1 when both are bf16 or
+ * the precision (its operand_precision and the options') is DEFAULT, 3
+ * at HIGH, 6 at HIGHEST. */
+int lower_mxu_passes(const lctx *x, const ir_comp *c, const ir_inst *in);
 void lower_dot(lctx *x, ir_id i);
 /* A dot of the entry whose result only feeds one-pass dots (the fused
  * attention's Q, K, V: lower_bf16_store) stores it rounded to bf16 from

@@ -29,7 +29,8 @@ static tval *scalar_const(lctx *x, ir_type t, double v) {
 }
 
 
-static int passes_of(lctx *x, const ir_inst *in, ir_type lt, ir_type rt) {
+int lower_mxu_passes(const lctx *x, const ir_comp *c, const ir_inst *in) {
+  ir_type lt = c->insts.v[in->ops[0]].shape->type, rt = c->insts.v[in->ops[1]].shape->type;
   ir_precision p = x->precision;
   if (in->a->precision[0] > p) p = in->a->precision[0];
   if (in->a->precision[1] > p) p = in->a->precision[1];
@@ -252,7 +253,7 @@ bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
   const ir_attrs *at = in->a;
   if (in->shape->type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
-      passes_of(x, in, l->type, r->type) != 1) {
+      lower_mxu_passes(x, x->comp, in) != 1) {
     tb_explain(x->b, "epilogue not applied in the matmul: the dot is not one bf16 pass of float "
                      "operands into f32");
     return false;
@@ -343,7 +344,7 @@ void lower_dot(lctx *x, ir_id i) {
              ir_type_name(r->type), ir_type_name(rt));
     return;
   }
-  int P = passes_of(x, in, l->type, r->type);
+  int P = lower_mxu_passes(x, x->comp, in);
   int np = P == 6 ? 3 : P == 3 ? 2 : 1;
   if (P > x->b->max_passes) x->b->max_passes = P;
   tval *la[3], *ra[3];
@@ -568,7 +569,7 @@ static bool conv_geom_of(lctx *x, const ir_inst *in, const tval *v, const tval *
     g->O *= g->Od[k];
     g->Wn *= g->Wd[k];
   }
-  g->P = g->fl ? passes_of(x, in, v->type, kv->type) : 1;
+  g->P = g->fl ? lower_mxu_passes(x, x->comp, in) : 1;
   g->np = g->P == 6 ? 3 : g->P == 3 ? 2 : 1;
   g->et = g->fl ? IR_BF16 : rt;
   g->es = tv_esize(g->et);

@@ -4,7 +4,8 @@
 # kernel failed (DIR holds the modules: attention.hlo is softmax(Q K^T) V
 # on f32[2,16,32], rows_ok.hlo x - rowsum(x) on f32[64,256]; the others
 # change one thing; dot_bf16_epilogue.hlo is a bf16 layer whose biased,
-# rectified f32 dot is cast to bf16). Exit 0 when every check passes.
+# rectified f32 dot is cast to bf16; prologue_*.hlo feed dots through
+# converts). Exit 0 when every check passes.
 set -u
 TPUCC=$1 D=$2
 T=$(mktemp -d)
@@ -34,6 +35,24 @@ if "$TPUCC" run "$D/dot_bf16_epilogue.hlo" --target=v3 --random-inputs --referen
 else
   echo "FAIL dot_bf16_epilogue.hlo against interp"; cat "$T/out"; fail=1
 fi
+# MXU prologues: a convert between f32 and bf16 read only by one-pass dots
+# is not materialised (the lhs, the rhs, both under a bias/relu/cast
+# epilogue, bf16 -> f32); refusals name the condition (another user, a
+# dot of six passes, a convolution, a type the MXU does not take). Their bits against the
+# evaluator in TPU numerics: tpu_fuse_convert.
+FUSED="fused as the MXU prologue of its dots: not materialised, the matmul reads the"
+says prologue_lhs.hlo "cx: convert f32 -> bf16 $FUSED f32 buffer and rounds its tiles to bf16 in VMEM"
+says prologue_lhs.hlo "A f32, converted to bf16 in VMEM; B stored [K,N]"
+says prologue_rhs.hlo "cw: convert f32 -> bf16 $FUSED f32 buffer"
+says prologue_rhs.hlo "A bf16; B stored [K,N], f32 converted to bf16 in VMEM"
+says prologue_both.hlo "cx: convert f32 -> bf16 $FUSED f32 buffer"
+says prologue_both.hlo "cw: convert f32 -> bf16 $FUSED f32 buffer"
+says prologue_both.hlo "A f32, converted to bf16 in VMEM; B stored [K,N], f32 converted to bf16 in VMEM; the epilogue runs on the result tiles in VMEM before their one store"
+says prologue_upcast.hlo "cw: convert bf16 -> f32 $FUSED bf16 buffer as it lies (bf16 -> f32 -> bf16 is exact)"
+says prologue_shared.hlo "cx: convert not fused as an MXU prologue: 'n' (negate) also uses it, so it is materialised"
+says prologue_highest.hlo "cx: convert not fused as an MXU prologue: dot 'd' takes 6 bf16 passes (precision above DEFAULT): they split the converted value, not its operand, into bf16 parts"
+says prologue_conv.hlo "cx: convert not fused as an MXU prologue: convolution 'c' gathers its patches from a bf16 buffer by DMA (it converts nothing in VMEM)"
+says prologue_s32.hlo "cx: convert not fused as an MXU prologue: a convert from f32 to s32: the MXU rounds f32 tiles to bf16 and reads bf16 as it lies, it takes no other type"
 # the refused patterns still run (op by op)
 for m in attention_highest attention_exp_escapes rows_param_init; do
   if "$TPUCC" run "$D/$m.hlo" --target=v3 --random-inputs >"$T/out" 2>&1; then
