@@ -5,7 +5,10 @@
 # from a commit before the fusion; left out: only TPUCC's column):
 # - bench/mlp_master.tg: the MLP 784-1024-1024-10 at batch 256 with f32
 #   inputs and master weights cast to bf16 for each matmul (prologues);
-# - samples/cnn.tg: convolutions with bias, ReLU (epilogues).
+# - bench/conv_bias_relu.hlo: a 3x3 convolution 64 -> 64 on 8x56x56 bf16
+#   with bias, ReLU and the cast to bf16 (a convolution epilogue);
+# - samples/cnn.tg: the CNN sample (two convolutions with bias and ReLU,
+#   of 8 and 16 output features: the first keeps its separate pass).
 # Emulated cycles are deterministic: the host does not enter them. Run by
 # hand (docs/performance.md, "Mixed precision" and "Convolution epilogues").
 set -euo pipefail
@@ -21,7 +24,7 @@ cycles() {
 echo "# host: $(lscpu | sed -n 's/^Model name: *//p'); the figures are emulated v3 cycles"
 echo "| model | fused (this tree) | base |"
 echo "|---|---|---|"
-for m in bench/mlp_master.tg bench/mlp_bf16.tg samples/cnn.tg; do
+for m in bench/mlp_master.tg bench/mlp_bf16.tg bench/conv_bias_relu.hlo samples/cnn.tg; do
   after=$(cycles "$T" "$root/$m")
   before=-
   [ -z "$B" ] || before=$(cycles "$B" "$root/$m")

@@ -314,14 +314,24 @@ static void plan_deferral(lctx *x, const uses *u) {
   cut_programs(x);
 }
 
-/* Broadcasts of an f32 vector over the dot x->epi_dot's N dims (a bias)
+/* The trailing dims of contraction dt's result that are its matmul's N
+ * (a row of the result tiles): a dot's rhs free dims; a convolution's
+ * output feature when it is the last dim, else none (0). */
+static int epi_row_dims(const lctx *x, const ir_inst *dt) {
+  if (dt->op == IR_OP_CONVOLUTION)
+    return dt->a->conv.out_feature == dt->shape->rank - 1 ? 1 : 0;
+  return x->comp->insts.v[dt->ops[1]].shape->rank - dt->a->rhs_batch.n -
+         dt->a->rhs_contracting.n;
+}
+
+/* Broadcasts of an f32 vector over the N dims of x->epi_dot (a bias)
  * used only inside the root's program: the epilogue reads the vector as
  * a row (x->row_bcast). */
 static void plan_row_broadcasts(lctx *x, const uses *u) {
   const ir_comp *comp = x->comp;
   int n = comp->insts.n;
   const ir_inst *dt = &comp->insts.v[x->epi_dot];
-  int nN = comp->insts.v[dt->ops[1]].shape->rank - dt->a->rhs_batch.n - dt->a->rhs_contracting.n;
+  int nN = epi_row_dims(x, dt);
   x->row_bcast = arena_array(x->b->a, (size_t)n + 1, sizeof(bool));
   for (int i = 0; i < n; i++) {
     const ir_inst *in = &comp->insts.v[i];
@@ -337,11 +347,18 @@ static void plan_row_broadcasts(lctx *x, const uses *u) {
   }
 }
 
+static bool epi_candidate(const lctx *x, ir_id i) {
+  const ir_inst *in = &x->comp->insts.v[i];
+  return !in->dead && (in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && x->rem[i] == 1 &&
+         in->shape->type == IR_F32;
+}
+
 /* A fusion computation whose f32 or bf16 elementwise root (the mixed-
- * precision cast(relu(dot + b), bf16)) reaches a dot through
- * deferred elementwise ops (a kOutput fusion) lowers that dot with the
- * root's program as its epilogue (lower_elementwise): x->epi_dot, and the
- * ops that join the root's program for it. */
+ * precision cast(relu(dot + b), bf16), a convolution's bias and ReLU)
+ * reaches a dot or convolution through deferred elementwise ops (a
+ * kOutput fusion) lowers it with the root's program as its epilogue
+ * (lower_elementwise): x->epi_dot, and the ops that join the root's
+ * program for it. */
 static void plan_epilogue(lctx *x, const uses *u) {
   const ir_comp *comp = x->comp;
   int n = comp->insts.n;
@@ -358,10 +375,7 @@ static void plan_epilogue(lctx *x, const uses *u) {
    * (e.g. GELU of a biased dot) is one program. Reverse order: users
    * are decided first. */
   bool has_dot = false;
-  for (int i = 0; i < n; i++) {
-    const ir_inst *in = &comp->insts.v[i];
-    has_dot |= !in->dead && in->op == IR_OP_DOT && x->rem[i] == 1 && in->shape->type == IR_F32;
-  }
+  for (int i = 0; i < n; i++) has_dot |= epi_candidate(x, i);
   for (int i = n - 1; i >= 0 && has_dot; i--) {
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || !lower_is_elem(in) || i == comp->root || x->deferred[i] || x->rem[i] < 1 ||
@@ -375,7 +389,7 @@ static void plan_epilogue(lctx *x, const uses *u) {
   cut_programs(x);
   for (int i = 0; i < n && x->epi_dot == IR_NONE; i++) {
     const ir_inst *in = &comp->insts.v[i];
-    if (in->dead || in->op != IR_OP_DOT || x->rem[i] != 1 || in->shape->type != IR_F32) continue;
+    if (!epi_candidate(x, i)) continue;
     int64_t dc = 1;
     for (int k = 0; k < in->shape->rank; k++)
       dc *= in->shape->dims[k];

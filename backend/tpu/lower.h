@@ -19,8 +19,9 @@ struct lctx {
   tval **params;    /* bound parameters (fusion computations) */
   ir_precision precision;
   VEC(ir_id) pending; /* operand edges to consume after the current kernel */
-  ir_id epi_dot;      /* kOutput fusion: the dot lowered with the root's
-                         elementwise program as its epilogue, or IR_NONE */
+  ir_id epi_dot;      /* kOutput fusion: the dot or convolution lowered
+                         with the root's elementwise program as its
+                         epilogue, or IR_NONE */
   bool *row_bcast;    /* broadcasts of an [N] vector read as rows there */
   bool root_bf16;     /* an f32 elementwise root is stored as bf16 */
   const char **prologue; /* per convert read by dots (NULL: none or not
@@ -130,6 +131,14 @@ bool lower_pointwise_conv(lctx *x, ir_id i);
  * apply (the caller lowers the dot and e separately). */
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row);
+/* Convolution i with the elementwise program e applied to its result
+ * tiles in VMEM (lower_dot_epilogue's contract; e's input conv_in is the
+ * convolution): one pass of float operands into f32, one group, the
+ * output laid out [batch, spatial..., feature] (the matmul's C as it
+ * lies), the gathered patches' resident plan; false, emitting nothing,
+ * otherwise (after explaining why). */
+bool lower_conv_epilogue(lctx *x, ir_id i, const tk_elem *e, int conv_in, uint64_t out,
+                         const bool *row);
 /* Whether instruction i of the entry computation may be stored as bf16:
  * f32, not the root, and every use a dot with one bf16 pass (DEFAULT
  * precision here and in the options), directly or as a parameter of a

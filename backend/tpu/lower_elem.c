@@ -4,9 +4,9 @@
  * an elementwise instruction of the same element count, is deferred (not
  * materialised, lower_comp decides): its consumer's program computes it
  * in registers. Broadcasts of scalar constants become immediates. In a
- * kOutput fusion the root's program is the epilogue of the dot it reads
- * (lower_dot_epilogue), with [N] vectors broadcast over rows read as
- * rows. */
+ * kOutput fusion the root's program is the epilogue of the dot or
+ * convolution it reads (lower_dot_epilogue, lower_conv_epilogue), with [N]
+ * vectors broadcast over rows read as rows. */
 #include "backend/tpu/lower.h"
 
 static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
@@ -181,21 +181,25 @@ void lower_elementwise(lctx *x, ir_id i) {
     row[d.row_in.v[k]] = true;
   bool done = false;
   if (d.epi_in1) {
-    /* kOutput fusion: the program is the dot's epilogue when the matmul
-     * plan allows, else the dot is lowered now and the program runs after. */
+    /* kOutput fusion: the program is the dot's (convolution's) epilogue
+     * when the matmul plan allows, else the dot is lowered now and the
+     * program runs after. */
     int di = d.epi_in1 - 1;
     ir_id dot = x->epi_dot;
     const ir_inst *din = inst_of(x, dot);
     e.in_type[di] = IR_F32;
-    done = lower_dot_epilogue(x, dot, &e, di, oa, row);
+    bool conv = din->op == IR_OP_CONVOLUTION;
+    done = conv ? lower_conv_epilogue(x, dot, &e, di, oa, row)
+                : lower_dot_epilogue(x, dot, &e, di, oa, row);
     if (!done) {
-      tb_explain(x->b, "the dot is lowered alone and the epilogue runs as a separate pass over "
-                       "its f32 result");
+      tb_explain(x->b, "the %s is lowered alone and the epilogue runs as a separate pass over "
+                       "its f32 result", conv ? "convolution" : "dot");
       int np = x->pending.n;
       ir_id *saved = arena_array(x->b->a, (size_t)np + 1, sizeof(ir_id));
       for (int k = 0; k < np; k++)
         saved[k] = x->pending.v[k];
-      lower_dot(x, dot);
+      if (!conv) lower_dot(x, dot);
+      else if (!lower_pointwise_conv(x, dot)) lower_conv(x, dot);
       x->pending.n = 0;
       for (int k = 0; k < np; k++)
         VEC_PUSH(x->b->a, x->pending, saved[k]);

@@ -247,34 +247,37 @@ static void explain_operands(lctx *x, const dot_plan *d, const char *what, bool 
                  : "");
 }
 
+/* Why the elementwise program e (input dot_in: the contraction's f32
+ * result of `count` elements) cannot run on a matmul's result tiles
+ * (tk_epilogue's contract), or NULL; `what` names the contraction. */
+static const char *epilogue_refusal(lctx *x, const ir_inst *in, const tk_elem *e, int dot_in,
+                                    int64_t count, const char *what) {
+  const ir_comp *c = x->comp;
+  if (in->shape->type != IR_F32 || !ir_type_is_float(c->insts.v[in->ops[0]].shape->type) ||
+      !ir_type_is_float(c->insts.v[in->ops[1]].shape->type) ||
+      lower_mxu_passes(x, c, in) != 1)
+    return arena_printf(x->b->a, "the %s is not one bf16 pass of float operands into f32", what);
+  for (int k = 0; k < e->ninputs; k++)
+    if (k != dot_in && e->in_type[k] != IR_F32)
+      return arena_printf(x->b->a, "input %d is %s, not f32", k, ir_type_name(e->in_type[k]));
+  ir_type ot = e->noutputs == 1 ? e->nodes[e->out_node[0]].type : IR_TYPE_INVALID;
+  if (ot != IR_F32 && ot != IR_BF16) return "its result is not one f32 or bf16 value";
+  if (e->count != count)
+    return arena_printf(x->b->a, "it is not elementwise over the %s's result", what);
+  return NULL;
+}
+
 bool lower_dot_epilogue(lctx *x, ir_id i, const tk_elem *e, int dot_in, uint64_t out,
                         const bool *row) {
   const ir_inst *in = inst_of(x, i);
   tval *l = x->val[in->ops[0]], *r = x->val[in->ops[1]];
   const ir_attrs *at = in->a;
-  if (in->shape->type != IR_F32 || !ir_type_is_float(l->type) || !ir_type_is_float(r->type) ||
-      lower_mxu_passes(x, x->comp, in) != 1) {
-    tb_explain(x->b, "epilogue not applied in the matmul: the dot is not one bf16 pass of float "
-                     "operands into f32");
-    return false;
-  }
-  for (int k = 0; k < e->ninputs; k++)
-    if (k != dot_in && e->in_type[k] != IR_F32) {
-      tb_explain(x->b, "epilogue not applied in the matmul: input %d is %s, not f32", k,
-                 ir_type_name(e->in_type[k]));
-      return false;
-    }
-  ir_type ot = e->noutputs == 1 ? e->nodes[e->out_node[0]].type : IR_TYPE_INVALID;
-  if (ot != IR_F32 && ot != IR_BF16) {
-    tb_explain(x->b, "epilogue not applied in the matmul: its result is not one f32 or bf16 value");
-    return false;
-  }
   dot_plan d;
   dot_plan_of(at, l, r, &d);
   int64_t Bn = d.Bn, M = d.M, N = d.N, K = d.K;
-  if (e->count != Bn * M * N) {
-    tb_explain(x->b, "epilogue not applied in the matmul: it is not elementwise over the dot's "
-                     "result");
+  const char *why = epilogue_refusal(x, in, e, dot_in, Bn * M * N, "dot");
+  if (why) {
+    tb_explain(x->b, "epilogue not applied in the matmul: %s", why);
     return false;
   }
   bool lat = d.at && tk_matmul_at_ok(x->b);
@@ -641,12 +644,13 @@ static tval *conv_weights(lctx *x, const ir_inst *in, const conv_geom *g, tval *
 }
 
 /* Float convolutions stream their patches straight from the padded input
- * ip into the matmul's VMEM panels (conv_view): the f32 result [G, Mrows,
- * Coutg], or NULL (nothing emitted) when that plan does not fit. */
-static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip,
-                              const tval *Bm) {
+ * ip into the matmul's VMEM panels (conv_view): the result [G, Mrows,
+ * Coutg] at c (f32, or with ep the epilogue's output), true; false
+ * (nothing emitted) when that plan does not fit. */
+static bool conv_view_run(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip,
+                          const tval *Bm, const tk_epilogue *ep, uint64_t c) {
   const ir_conv_dims *cd = &in->a->conv;
-  int64_t ps[IR_MAX_RANK], cdm[3] = {g->G, g->Mrows, g->Coutg};
+  int64_t ps[IR_MAX_RANK];
   tv_strides(ip[0], ps);
   conv_view cv;
   memset(&cv, 0, sizeof cv);
@@ -670,16 +674,22 @@ static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tv
     cv.wd[k] = ir_window_of(in->a)->dims[k].rhs_dilate;
     cv.ps_sp[k] = ps[cd->in_spatial[k]];
   }
-  tval *C = tv_new(x->b, IR_F32, 3, cdm);
   tk_mm mm = {.G = g->G,
               .M = g->Mrows,
               .N = g->Coutg,
               .K = g->Kt,
               .B = tv_addr(Bm),
               .B_g = (uint64_t)(g->Kt * g->Coutg * 2),
-              .C = tv_addr(C),
+              .C = c,
               .C_g = (uint64_t)(g->Mrows * g->Coutg * 4)};
-  if (tk_matmul_view(x->b, &mm, &cv.av)) return C;
+  return tk_matmul_view_epi(x->b, &mm, &cv.av, ep);
+}
+
+static tval *conv_view_matmul(lctx *x, const ir_inst *in, const conv_geom *g, tval **ip,
+                              const tval *Bm) {
+  int64_t cdm[3] = {g->G, g->Mrows, g->Coutg};
+  tval *C = tv_new(x->b, IR_F32, 3, cdm);
+  if (conv_view_run(x, in, g, ip, Bm, NULL, tv_addr(C))) return C;
   tv_release(x->b, C);
   return NULL;
 }
@@ -779,6 +789,69 @@ static void conv_scatter(lctx *x, ir_id i, const conv_geom *g, tval *C) {
   tk_copy(x->b, tv_addr(out), dss, tv_addr(C), ss, r, dims, tv_esize(rt));
   tv_release(x->b, C);
   x->val[i] = out;
+}
+
+/* Why convolution in (geometry g) cannot apply an epilogue of nx inputs
+ * besides its result to its matmul's tiles, beyond epilogue_refusal: its
+ * matmul's C must be the output as it lies, and the gathered view must
+ * find its resident plan. NULL when it can. */
+enum { EPI_MIN_COLS = 16 };
+static const char *conv_epilogue_refusal(lctx *x, const ir_inst *in, const conv_geom *g, int nx) {
+  const ir_conv_dims *cd = &in->a->conv;
+  int r = in->shape->rank;
+  if (g->G != 1) return "feature or batch groups (one matmul per group)";
+  if (g->Coutg < EPI_MIN_COLS)
+    return arena_printf(x->b->a,
+                        "%lld output features fill %lld of each result tile's 128 lanes (fewer "
+                        "than %d): a separate pass over the flat result runs on fewer tiles",
+                        (long long)g->Coutg, (long long)g->Coutg, EPI_MIN_COLS);
+  if (g->ns < 1) return "no spatial dimensions";
+  bool lay = cd->out_batch == 0 && cd->out_feature == r - 1;
+  for (int k = 0; k < g->ns; k++) lay &= cd->out_spatial[k] == k + 1;
+  if (!lay)
+    return "its output layout is not [batch, spatial..., feature] (the matmul's rows are "
+           "scattered into it by a copy)";
+  tk_mm mm = {.G = 1, .M = g->Mrows, .N = g->Coutg, .K = g->Kt};
+  if (!tk_matmul_view_fits(x->b, &mm, nx))
+    return arena_printf(x->b->a,
+                        "no resident plan for the gathered patches with the epilogue's %d "
+                        "input(s) (K = %lld does not fit VMEM whole)",
+                        nx, (long long)g->Kt);
+  return NULL;
+}
+
+bool lower_conv_epilogue(lctx *x, ir_id i, const tk_elem *e, int conv_in, uint64_t out,
+                         const bool *row) {
+  const ir_inst *in = inst_of(x, i);
+  tval *v = x->val[in->ops[0]], *kv = x->val[in->ops[1]];
+  const char *why = epilogue_refusal(x, in, e, conv_in, ir_shape_count(in->shape), "convolution");
+  conv_geom g;
+  if (!why && !conv_geom_of(x, in, v, kv, &g)) return false;
+  if (!why) why = conv_epilogue_refusal(x, in, &g, e->ninputs - 1);
+  if (why) {
+    tb_explain(x->b, "epilogue not applied in the convolution's matmul: %s", why);
+    return false;
+  }
+  if (g.P > x->b->max_passes) x->b->max_passes = g.P;
+  tval *ip[3], *kp[3];
+  conv_operands(x, in, &g, v, kv, ip, kp);
+  tval *Bm = conv_weights(x, in, &g, kp);
+  tb_explain(x->b,
+             "convolution with epilogue as 1 matmul [%lld, %lld] x [%lld, %lld] (K = %lld window "
+             "positions x %lld features): patches gathered into VMEM by DMA, the epilogue "
+             "applied to the result tiles before their one store",
+             (long long)g.Mrows, (long long)g.Kt, (long long)g.Kt, (long long)g.Coutg,
+             (long long)g.Wn, (long long)g.Cg);
+  tk_epilogue ep = {e, conv_in, row, TK_NO_ONCE};
+  bool ok = conv_view_run(x, in, &g, ip, Bm, &ep, out);
+  for (int p = 0; p < g.np; p++) {
+    tv_release(x->b, ip[p]);
+    tv_release(x->b, kp[p]);
+  }
+  tv_release(x->b, Bm);
+  if (!ok) base_die("convolution epilogue: the plan tk_matmul_view_fits accepted did not fit");
+  x->b->flops += (uint64_t)(2 * g.Mrows * g.Coutg * g.Kw);
+  return ok;
 }
 
 void lower_conv(lctx *x, ir_id i) {

@@ -199,10 +199,15 @@ bool tk_matmul_epi(tb *b, const tk_mm *mm, const tk_epilogue *ep) {
 }
 
 bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av) {
+  return tk_matmul_view_epi(b, mm, av, NULL);
+}
+
+bool tk_matmul_view_epi(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {
   tk_mm m = *mm;
   m.A = m.A_g = 0;
   m.a32 = m.b32 = m.bt = m.at = false;
-  return mm_core(b, &m, av, NULL);
+  if (ep) m.C_g = (uint64_t)(mm->M * mm->N * (ep->e->nodes[ep->e->out_node[0]].type == IR_BF16 ? 2 : 4));
+  return mm_core(b, &m, av, ep);
 }
 
 /* What the resident plan's result stores need: the epilogue (optional)
@@ -667,6 +672,13 @@ static void mm_resident(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epi
     }
   if (pend.total) finish_upto(&fc, &pend, pend.total);
   if (q1) tb_dma_q1_drain(b);
+}
+
+bool tk_matmul_view_fits(const tb *b, const tk_mm *mm, int nx) {
+  mm_plan pl;
+  mm_plan_make(b, mm, nx, TK_NO_ONCE, &pl);
+  return mm->K > 0 && b->t.mxu_cols % 128 == 0 && nx < 8 && pl.Kc == pl.Kp &&
+         pl.vtotal <= b->t.vmem_bytes;
 }
 
 static bool mm_core(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep) {

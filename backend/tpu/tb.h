@@ -363,6 +363,13 @@ struct tk_aview {
  * used; B bf16 [K, N]); false (nothing emitted) when the plan would need
  * K chunking: the caller then materialises A. */
 bool tk_matmul_view(tb *b, const tk_mm *mm, const tk_aview *av);
+/* tk_matmul_view with the epilogue ep (tk_matmul_epi's contract, its
+ * output at mm->C as [G, M, N]; ep->b_once unused): false, emitting
+ * nothing, when the plan does not fit. */
+bool tk_matmul_view_epi(tb *b, const tk_mm *mm, const tk_aview *av, const tk_epilogue *ep);
+/* Whether tk_matmul_view_epi of mm (bf16 operands) with an epilogue of
+ * nx inputs besides the product finds its resident plan (whole K in VMEM). */
+bool tk_matmul_view_fits(const tb *b, const tk_mm *mm, int nx);
 
 /* Fold: out[o] = f(...f(f(init, x[0][o]), x[1][o])..., x[R-1][o]) for
  * o < O, for nv variadic values: inputs xs[v] are [R, O] row-major of

@@ -53,6 +53,15 @@ says prologue_shared.hlo "cx: convert not fused as an MXU prologue: 'n' (negate)
 says prologue_highest.hlo "cx: convert not fused as an MXU prologue: dot 'd' takes 6 bf16 passes (precision above DEFAULT): they split the converted value, not its operand, into bf16 parts"
 says prologue_conv.hlo "cx: convert not fused as an MXU prologue: convolution 'c' gathers its patches from a bf16 buffer by DMA (it converts nothing in VMEM)"
 says prologue_s32.hlo "cx: convert not fused as an MXU prologue: a convert from f32 to s32: the MXU rounds f32 tiles to bf16 and reads bf16 as it lies, it takes no other type"
+# convolution epilogues: bias, ReLU and the cast to bf16 on the result
+# tiles of a strided, padded convolution; refused for an output that is
+# not [batch, spatial..., feature] and for 8 output features (bits:
+# tpu_fuse_convert)
+says conv_epilogue.hlo "convolution with epilogue as 1 matmul [288, 72] x [72, 24] (K = 9 window positions x 8 features): patches gathered into VMEM by DMA, the epilogue applied to the result tiles before their one store"
+says conv_epilogue.hlo "A gathered into VMEM by DMA (no patch matrix); B stored [K,N]; the epilogue runs on the result tiles in VMEM before their one store"
+says conv_epilogue_nchw.hlo "epilogue not applied in the convolution's matmul: its output layout is not [batch, spatial..., feature] (the matmul's rows are scattered into it by a copy)"
+says conv_epilogue_nchw.hlo "the convolution is lowered alone and the epilogue runs as a separate pass over its f32 result"
+says conv_epilogue_narrow.hlo "epilogue not applied in the convolution's matmul: 8 output features fill 8 of each result tile's 128 lanes (fewer than 16): a separate pass over the flat result runs on fewer tiles"
 # the refused patterns still run (op by op)
 for m in attention_highest attention_exp_escapes rows_param_init; do
   if "$TPUCC" run "$D/$m.hlo" --target=v3 --random-inputs >"$T/out" 2>&1; then
