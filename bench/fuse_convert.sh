@@ -6,7 +6,8 @@
 # - bench/mlp_master.tg: the MLP 784-1024-1024-10 at batch 256 with f32
 #   inputs and master weights cast to bf16 for each matmul (prologues);
 # - bench/conv_bias_relu.hlo: a 3x3 convolution 64 -> 64 on 8x56x56 bf16
-#   with bias, ReLU and the cast to bf16 (a convolution epilogue);
+#   with bias, ReLU and the cast to bf16 (a convolution epilogue), and
+#   bench/conv1x1_bias_relu.hlo the same after a 1x1 convolution 64 -> 256;
 # - samples/cnn.tg: the CNN sample (two convolutions with bias and ReLU,
 #   of 8 and 16 output features: the first keeps its separate pass).
 # Emulated cycles are deterministic: the host does not enter them. Run by
@@ -24,7 +25,8 @@ cycles() {
 echo "# host: $(lscpu | sed -n 's/^Model name: *//p'); the figures are emulated v3 cycles"
 echo "| model | fused (this tree) | base |"
 echo "|---|---|---|"
-for m in bench/mlp_master.tg bench/mlp_bf16.tg bench/conv_bias_relu.hlo samples/cnn.tg; do
+for m in bench/mlp_master.tg bench/mlp_bf16.tg bench/conv_bias_relu.hlo bench/conv1x1_bias_relu.hlo \
+  samples/cnn.tg; do
   after=$(cycles "$T" "$root/$m")
   before=-
   [ -z "$B" ] || before=$(cycles "$B" "$root/$m")

@@ -95,7 +95,7 @@ enum { MAX_F32_READERS = 2 };
 /* The decision for convert i (uses: ulist[uoff[i] .. uoff[i + 1])):
  * lower_prologue_fused, a reason it is materialised, or NULL when no dot
  * reads it (nothing to say). */
-static const char *decide(const lctx *x, const int32_t *uoff, const int32_t *ulist, ir_id i) {
+static const char *decide(lctx *x, const int32_t *uoff, const int32_t *ulist, ir_id i) {
   const ir_comp *c = x->comp;
   const ir_inst *in = &c->insts.v[i];
   arena *a = x->b->a;
@@ -110,7 +110,7 @@ static const char *decide(const lctx *x, const int32_t *uoff, const int32_t *uli
                         "bf16 as it lies, it takes no other type",
                         ir_type_name(st), ir_type_name(dt));
   if (i == c->root) return "it is the computation's result";
-  if (x->deferred[in->ops[0]] || lower_splat((lctx *)x, in->ops[0]))
+  if (x->deferred[in->ops[0]] || lower_splat(x, in->ops[0]))
     return "its operand is computed in the convert's own elementwise program (no buffer to "
            "read)";
   int dots = 0;

@@ -38,8 +38,8 @@ fi
 # MXU prologues: a convert between f32 and bf16 read only by one-pass dots
 # is not materialised (the lhs, the rhs, both under a bias/relu/cast
 # epilogue, bf16 -> f32); refusals name the condition (another user, a
-# dot of six passes, a convolution, a type the MXU does not take). Their bits against the
-# evaluator in TPU numerics: tpu_fuse_convert.
+# dot of six passes, a convolution, three dots, a type the MXU does not
+# take). Their bits against the evaluator in TPU numerics: tpu_fuse_convert.
 FUSED="fused as the MXU prologue of its dots: not materialised, the matmul reads the"
 says prologue_lhs.hlo "cx: convert f32 -> bf16 $FUSED f32 buffer and rounds its tiles to bf16 in VMEM"
 says prologue_lhs.hlo "A f32, converted to bf16 in VMEM; B stored [K,N]"
@@ -52,6 +52,7 @@ says prologue_upcast.hlo "cw: convert bf16 -> f32 $FUSED bf16 buffer as it lies 
 says prologue_shared.hlo "cx: convert not fused as an MXU prologue: 'n' (negate) also uses it, so it is materialised"
 says prologue_highest.hlo "cx: convert not fused as an MXU prologue: dot 'd' takes 6 bf16 passes (precision above DEFAULT): they split the converted value, not its operand, into bf16 parts"
 says prologue_conv.hlo "cx: convert not fused as an MXU prologue: convolution 'c' gathers its patches from a bf16 buffer by DMA (it converts nothing in VMEM)"
+says prologue_three.hlo "cw: convert not fused as an MXU prologue: 3 dots read it: one conversion through HBM (6 bytes per element, then 2 per dot) costs less than 3 f32 reads (4 bytes each)"
 says prologue_s32.hlo "cx: convert not fused as an MXU prologue: a convert from f32 to s32: the MXU rounds f32 tiles to bf16 and reads bf16 as it lies, it takes no other type"
 # convolution epilogues: bias, ReLU and the cast to bf16 on the result
 # tiles of a strided, padded convolution; refused for an output that is
