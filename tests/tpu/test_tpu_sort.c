@@ -11,7 +11,7 @@
  * TOTALORDER, the integer-key comparator older jax emitted, two keys,
  * LE (not irreflexive). Shapes: 1-D, 2-D and 3-D along every dimension,
  * lengths not multiples of 8 or 128, one row through several VMEM blocks
- * on a small-VMEM target. Each case runs on v3, v2 and a small override.
+ * on a small-VMEM target, a sort inside a while loop. Each case runs on v3, v2 and a small override.
  * Then: unsupported comparators, rows too long for VMEM and f64 operands
  * are located compile errors naming the reason. */
 #include <stdlib.h>
@@ -201,6 +201,45 @@ static const scase cases[] = {
      "  a = f32[4,1] sort(x), dimensions={1}, to_apply=cmp\n"
      "  b = f32[3,2] sort(y), dimensions={1}, to_apply=cmp\n  ROOT t = (f32[4,1], f32[3,2]) tuple(a, b)\n}\n",
      P_SPECIAL, NULL},
+    {"sort_in_while_body_7x5",
+     /* run-time loops of the merge inside a while's trip */
+     "HloModule w\n"
+     "cmp {\n"
+     "  a = f32[] parameter(0)\n"
+     "  b = f32[] parameter(1)\n"
+     "  c = s32[] parameter(2)\n"
+     "  d = s32[] parameter(3)\n"
+     "  ROOT gt = pred[] compare(a, b), direction=GT\n"
+     "}\n"
+     "cond {\n"
+     "  p = (s32[], f32[7,5], s32[7,5]) parameter(0)\n"
+     "  i = s32[] get-tuple-element(p), index=0\n"
+     "  n = s32[] constant(3)\n"
+     "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+     "}\n"
+     "body {\n"
+     "  p = (s32[], f32[7,5], s32[7,5]) parameter(0)\n"
+     "  i = s32[] get-tuple-element(p), index=0\n"
+     "  x = f32[7,5] get-tuple-element(p), index=1\n"
+     "  v = s32[7,5] get-tuple-element(p), index=2\n"
+     "  one = s32[] constant(1)\n"
+     "  i1 = s32[] add(i, one)\n"
+     "  s = (f32[7,5], s32[7,5]) sort(x, v), dimensions={0}, to_apply=cmp\n"
+     "  sx = f32[7,5] get-tuple-element(s), index=0\n"
+     "  sv = s32[7,5] get-tuple-element(s), index=1\n"
+     "  h = f32[] constant(0.5)\n"
+     "  hb = f32[7,5] broadcast(h), dimensions={}\n"
+     "  y = f32[7,5] subtract(hb, sx)\n"
+     "  ROOT t = (s32[], f32[7,5], s32[7,5]) tuple(i1, y, sv)\n"
+     "}\n"
+     "ENTRY e {\n"
+     "  x = f32[7,5] parameter(0)\n"
+     "  v = s32[7,5] iota(), iota_dimension=0\n"
+     "  z = s32[] constant(0)\n"
+     "  t = (s32[], f32[7,5], s32[7,5]) tuple(z, x, v)\n"
+     "  ROOT w = (s32[], f32[7,5], s32[7,5]) while(t), condition=cond, body=body\n"
+     "}\n",
+     P_WIDE, NULL},
     {"topk_largest_ties_special_3x9_k1",
      "HloModule m\nENTRY e {\n  x = f32[3,9] parameter(0)\n"
      "  ROOT t = (f32[3,1], s32[3,1]) topk(x), k=1, largest=true\n}\n",
