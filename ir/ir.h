@@ -736,8 +736,8 @@ bool ir_rng_dist_of(const ir_inst *in, ir_rng_dist *out);
 bool ir_check_sortrng(const ir_module *m, const ir_comp *cp, const ir_inst *in, char *msg,
                       size_t n);
 /* Whether target ("interp", "cpu", a TPU spec) runs the OPF_DECLARED
- * instruction in: sort, topk, rng, rng-bit-generator and the TopK
- * custom-call on interp; sort, topk and the TopK custom-call on cpu. */
+ * instruction in: rng and rng-bit-generator on interp; sort, topk and
+ * the TopK custom-call on every target (interp, cpu, the TPU). */
 bool ir_declared_runs(const ir_inst *in, const char *target);
 
 /* Random123's ThreeFry-2x32 (20 rounds) and Philox-4x32 (10 rounds) of a

@@ -84,16 +84,15 @@ bool ir_rng_dist_of(const ir_inst *in, ir_rng_dist *out) {
 
 bool ir_declared_runs(const ir_inst *in, const char *target) {
   bool interp = target && strcmp(target, "interp") == 0;
-  bool cpu = target && strcmp(target, "cpu") == 0;
   switch (in->op) {
   case IR_OP_SORT:
   case IR_OP_TOPK:
-    return interp || cpu;
+    return true; /* every target: interp, cpu, the TPU (backend/tpu/lower_sort.c) */
   case IR_OP_RNG:
   case IR_OP_RNG_BIT_GENERATOR:
     return interp;
   default:
-    return (interp || cpu) && ir_is_topk_custom_call(in);
+    return ir_is_topk_custom_call(in);
   }
 }
 

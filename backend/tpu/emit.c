@@ -356,6 +356,8 @@ static void access(tb *b, int v, uint64_t lo, uint64_t hi, bool write) {
   V->n++;
 }
 
+void tb_touch(tb *b, int unit, uint64_t lo, uint64_t hi) { access(b, unit, lo, hi, true); }
+
 /* ---- unit instructions ---------------------------------------------------- */
 
 void tb_vld(tb *b, int vd, uint64_t vaddr, uint32_t row_stride, bool bf16) {

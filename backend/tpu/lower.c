@@ -77,7 +77,11 @@ void lower_inst(lctx *x, ir_id i) {
     x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank,
                          in->shape->dims);
     break;
-  case IR_OP_CUSTOM_CALL: /* ir_check_runnable admits the identity targets only */
+  case IR_OP_CUSTOM_CALL: /* ir_check_runnable admits the identity targets and TopK only */
+    if (ir_is_topk_custom_call(in)) {
+      lower_topk(x, i);
+      break;
+    }
     if (ir_custom_call_kind(in, NULL) != IR_CC_IDENTITY) {
       tb_error(b, ST_UNSUPPORTED, "custom-call has no implementation on the TPU");
       return;
@@ -161,6 +165,12 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   case IR_OP_SCATTER:
     lower_scatter(x, i);
+    break;
+  case IR_OP_SORT:
+    lower_sort(x, i);
+    break;
+  case IR_OP_TOPK:
+    lower_topk(x, i);
     break;
   default:
     if (ir_op_flags(in->op) & OPF_RUNS) {

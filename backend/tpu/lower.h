@@ -44,6 +44,8 @@ tval *lower_comp_ex(tb *b, const ir_module *m, ir_comp_id c, tval **params, ir_p
 /* Elementwise program of a scalar computation (reducers): inputs are its
  * parameters in order; outputs its root (or the root tuple's elements). */
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out);
+/* The same, its errors naming the computation's role ("comparator"). */
+bool lower_scalar_comp_as(lctx *x, ir_comp_id c, tk_elem *out, const char *role);
 
 /* lower_coll.c: an all-reduce over more than one replica (false: not
  * one; the single-replica identity is lower_tuple's). */
@@ -71,6 +73,9 @@ void lower_slice(lctx *x, ir_id i);
 void lower_reverse(lctx *x, ir_id i);
 void lower_concatenate(lctx *x, ir_id i);
 void lower_iota(lctx *x, ir_id i);
+/* A new value of type t and dims whose elements are their index along
+ * dim d (iota's), or NULL after an error. */
+tval *lower_iota_value(tb *b, ir_type t, int rank, const int64_t *dims, int d);
 /* A tuple, or an all-reduce (one replica: its operands). */
 void lower_tuple(lctx *x, ir_id i);
 /* A bitcast-convert as an alias of its operand's buffer, true; false when
@@ -160,6 +165,10 @@ void lower_dynamic_slice(lctx *x, ir_id i);
 void lower_dynamic_update_slice(lctx *x, ir_id i);
 void lower_gather(lctx *x, ir_id i);
 void lower_scatter(lctx *x, ir_id i);
+/* lower_sort.c: sort, and topk or the TopK custom-call (the evaluator's
+ * merge sort per row, on the scalar and vector units). */
+void lower_sort(lctx *x, ir_id i);
+void lower_topk(lctx *x, ir_id i);
 /* rows.c: row kernels (reductions over the trailing dims with their
  * elementwise producers and consumers, row blocks in VMEM). Whether reduce
  * red of an operand of shape os takes the row kernel (f32 add, maximum or

@@ -109,17 +109,22 @@ void lower_tuple(lctx *x, ir_id i) {
 
 void lower_iota(lctx *x, ir_id i) {
   const ir_inst *in = inst_of(x, i);
-  tb *b = x->b;
-  int d = (int) in->a->index;
-  int64_t L = in->shape->dims[d];
+  x->val[i] = lower_iota_value(x->b, in->shape->type, in->shape->rank, in->shape->dims,
+                               (int)in->a->index);
+}
+
+tval *lower_iota_value(tb *b, ir_type t, int rank, const int64_t *dims, int d) {
+  int64_t L = dims[d];
   int64_t one = L;
-  tval *line = tv_new(x->b, in->shape->type, 1, &one);
+  tval *line = tv_new(b, t, 1, &one);
   /* Values base + r*128 + l, tile by tile, converted to the type. */
-  ir_type t = in->shape->type;
   bool h = tv_esize(t) == 2;
   int64_t E = TGT_VREG_ELEMS, tiles = (L + E - 1) / E;
   uint64_t vbuf = 0;
-  if (!tb_vmem_fits(b, (uint64_t)(tiles + 1) * TGT_VREG_BYTES, "iota")) return;
+  if (!tb_vmem_fits(b, (uint64_t)(tiles + 1) * TGT_VREG_BYTES, "iota")) {
+    tv_release(b, line);
+    return NULL;
+  }
   uint64_t chunk = 1024; /* tiles per DMA */
   for (int64_t t0 = 0; t0 < tiles; t0 += (int64_t)chunk) {
     int64_t tn = tiles - t0 < (int64_t)chunk ? tiles - t0 : (int64_t)chunk;
@@ -141,11 +146,11 @@ void lower_iota(lctx *x, ir_id i) {
     int64_t dd[10] = {elems * (h ? 2 : 4), 1, 1, 1, 0, 0, 0, 0, 0, 0};
     tb_dma(b, false, vbuf, tv_addr(line) + (uint64_t)(t0 * E * (h ? 2 : 4)), dd);
   }
-  tval *out = tv_new(b, in->shape->type, in->shape->rank, in->shape->dims);
+  tval *out = tv_new(b, t, rank, dims);
   int64_t ds[IR_MAX_RANK], ss[IR_MAX_RANK] = {0};
   tv_strides(out, ds);
   ss[d] = 1;
   tk_copy(b, tv_addr(out), ds, tv_addr(line), ss, out->rank, out->dims, tv_esize(t));
-  tv_release(x->b, line);
-  x->val[i] = out;
+  tv_release(b, line);
+  return out;
 }

@@ -8,6 +8,10 @@
 /* ---- scalar computations as elementwise programs ----------------------------- */
 
 bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
+  return lower_scalar_comp_as(x, c, out, "reducer");
+}
+
+bool lower_scalar_comp_as(lctx *x, ir_comp_id c, tk_elem *out, const char *role) {
   const ir_comp *comp = &x->m->comps.v[c];
   int n = comp->insts.n;
   int *node = arena_array(x->b->a, (size_t)n + 1, sizeof(int));
@@ -29,7 +33,8 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
     } else if (in->op == IR_OP_CONSTANT) {
       nd.kind = TK_CONST;
       nd.bits = lit_bits(in->a->literal, 0);
-    } else if ((ir_op_flags(in->op) & OPF_ELEMWISE) || in->op == IR_OP_CONVERT) {
+    } else if ((ir_op_flags(in->op) & OPF_ELEMWISE) || in->op == IR_OP_CONVERT ||
+               in->op == IR_OP_BITCAST_CONVERT) {
       nd.kind = TK_OP;
       nd.op = in->op;
       nd.cmp_dir = in->a->cmp_dir;
@@ -42,7 +47,7 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
       const char *why;
       if (!tk_elem_supported(x->b, &nd, &why)) {
         x->b->loc = in->info->loc;
-        tb_error(x->b, ST_UNSUPPORTED, "reducer op %s: %s", ir_op_name(in->op), why);
+        tb_error(x->b, ST_UNSUPPORTED, "%s op %s: %s", role, ir_op_name(in->op), why);
         return false;
       }
     } else {
@@ -68,8 +73,8 @@ bool lower_scalar_comp(lctx *x, ir_comp_id c, tk_elem *out) {
   out->nodes = nodes.v;
   return true;
 bad:
-  tb_error(x->b, ST_UNSUPPORTED,
-           "reducer computation '%s' is not a scalar elementwise computation", comp->name);
+  tb_error(x->b, ST_UNSUPPORTED, "%s computation '%s' is not a scalar elementwise computation",
+           role, comp->name);
   return false;
 }
 

@@ -146,6 +146,11 @@ void tb_raw(tb *b, isa_op op, int a, int b_, int c, int d, int x, int32_t imm);
 void tb_vld(tb *b, int vd, uint64_t vaddr, uint32_t row_stride, bool bf16);
 void tb_vst(tb *b, int vs, uint64_t vaddr, uint32_t row_stride, bool bf16, int mask);
 void tb_valu(tb *b, isa_op op, int d, int a, int c);  /* VVV/VV/VI forms */
+/* Records that instructions of unit `unit` emitted next with tb_raw (run-
+ * time addresses, loops) read and write VMEM [lo, hi): the builder makes
+ * the unit wait for other units' conflicting accesses now, and later
+ * accesses of other units wait for these. */
+void tb_touch(tb *b, int unit, uint64_t lo, uint64_t hi);
 /* DMA on queue 0: load = HBM -> VMEM. desc: run, n1..n3, hbm strides,
  * vmem strides (bytes). */
 void tb_dma(tb *b, bool load, uint64_t vaddr, uint64_t haddr, const int64_t desc[10]);
