@@ -15,7 +15,8 @@
  *    sign and is-finite are compares (NaN passes through sign unchanged).
  *  - Converts: float -> s32 truncates and saturates (NaN -> 0), -> s8 then
  *    clamps to [-128, 127]; s32/s8/pred -> bf16 rounds twice (to f32, then
- *    to bf16), as vcvtif + vrndbf do. Other converts and integer ops are
+ *    to bf16), as vcvtif + vrndbf do (u32 -> bf16 rounds once, as the
+ *    default: its vector sequence rounds once too). Other converts and integer ops are
  *    the evaluator's default (the vector unit computes them identically).
  *  - Float dot and convolution run as the MXU does (runtime/emu/mxu.h):
  *    each operand is split into bf16 parts (one part at DEFAULT, or when
@@ -126,7 +127,7 @@ bool ev_tpu_convert(ir_type from, const void *a, ir_type to, void *out) {
     ev_store_i(to, out, v);
     return true;
   }
-  if (!ff && to == IR_BF16) {
+  if (!ff && to == IR_BF16 && from != IR_U32) {
     float f = vmath_cvtif((uint32_t)(int32_t)ev_load_i(from, a));
     ev_store_f(IR_BF16, out, f);
     return true;

@@ -9,8 +9,10 @@
  *
  * Value representation in registers: f32 lanes for f32 and bf16 (bf16
  * results are rounded with vrndbf after every op, as the evaluator rounds
- * once per op), s32 lanes for s32, s8 (kept sign-extended: wrapped after
- * every op that can overflow) and pred (0 or 1).
+ * once per op), s32 lanes for s32, u32 (the same bits; compare, max/min,
+ * clamp, divide/remainder, sign and converts take the unsigned sequences
+ * below), s8 (kept sign-extended: wrapped after every op that can
+ * overflow) and pred (0 or 1).
  *
  * sine, cosine, expm1, log1p, cbrt, power, atan2 and float remainder are
  * one vector instruction each (vsin .. vremf, kernels of base/vmath.c).
@@ -23,6 +25,7 @@ ir_type tk_itype(ir_type t) {
   case IR_F32: return IR_F32;
   case IR_BF16: return IR_BF16;
   case IR_S32:
+  case IR_U32:
   case IR_S8:
   case IR_PRED: return IR_S32;
   default: return IR_TYPE_INVALID;
@@ -200,10 +203,12 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     xx = tx;
     yy = ty;
     f = false;
-  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && (at == IR_S32 || at == IR_S8)) {
-    /* unsigned order as signed: s32 flips the sign bit, s8 keeps the low byte */
-    int k = cimm(p, at == IR_S32 ? 0x80000000u : 0xffu);
-    isa_op op = at == IR_S32 ? OP_VXOR : OP_VAND;
+  } else if (!f && (n->cmp_type == IR_CMPT_UNSIGNED || at == IR_U32) &&
+             (at == IR_S32 || at == IR_U32 || at == IR_S8)) {
+    /* unsigned order as signed: 32-bit words flip the sign bit, s8 keeps the low byte */
+    bool w32 = at != IR_S8;
+    int k = cimm(p, w32 ? 0x80000000u : 0xffu);
+    isa_op op = w32 ? OP_VXOR : OP_VAND;
     tx = ralloc(p);
     ty = ralloc(p);
     V3(op, tx, x, k);
@@ -234,12 +239,145 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
   mask_to01(b, p, d, m);
 }
 
+/* Restoring division of the unsigned words ua / ub, 32 steps: quotient
+ * into q, remainder into r (k, u, w scratch). ub = 0 leaves q all ones
+ * and r = ua; the callers select their own results for it. */
+static void restoring_div(tb *b, rp *p, int ua, int ub, int q, int r, int k, int u, int w) {
+  tb_valu(b, OP_VIMM, q, 0, 0);
+  tb_valu(b, OP_VIMM, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VXOR, w, ub, k); /* ub with the sign flipped, for unsigned compares */
+  for (int i = 31; i >= 0; i--) {
+    tb_valu(b, OP_VIMM, k, 1, 0);
+    V3(OP_VSHL, r, r, k);
+    tb_valu(b, OP_VIMM, u, i, 0);
+    V3(OP_VSHR, u, ua, u);
+    V3(OP_VAND, u, u, k);
+    V3(OP_VOR, r, r, u);
+    tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+    V3(OP_VXOR, u, r, k);
+    tb_raw(b, OP_VCMPLTI, M1, u, w, 0, 0, 0); /* r < ub (unsigned) */
+    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
+    V3(OP_VSUBI, u, r, ub);
+    tb_raw(b, OP_VSEL, r, M1, u, r, 0, 0);
+    tb_valu(b, OP_VIMM, k, (int32_t)(1u << i), 0);
+    V3(OP_VOR, u, q, k);
+    tb_raw(b, OP_VSEL, q, M1, u, q, 0, 0);
+  }
+}
+
+/* u32 bits x -> f32, rounded once to nearest even: below 2^31 as s32;
+ * else (x >> 1) | (x & 1) (the dropped bit kept as a sticky bit below the
+ * rounding position, so the rounding is the same) converted and doubled
+ * exactly. d may be x. */
+static void u32_to_f32(tb *b, rp *p, int d, int x) {
+  int one = cimm(p, 1), zr = cimm(p, 0), h = ralloc(p), s = ralloc(p);
+  V3(OP_VSHR, h, x, one);
+  V3(OP_VAND, s, x, one);
+  V3(OP_VOR, h, h, s);
+  V3(OP_VCVTIF, h, h, 0);
+  V3(OP_VADDF, h, h, h);
+  tb_raw(b, OP_VCMPLTI, M1, x, zr, 0, 0, 0); /* x >= 2^31 */
+  V3(OP_VCVTIF, s, x, 0);
+  tb_raw(b, OP_VSEL, d, M1, h, s, 0, 0);
+  rfree(p, one);
+  rfree(p, zr);
+  rfree(p, h);
+  rfree(p, s);
+}
+
+/* u32 bits x -> f32 holding the value to be rounded once to bf16 (by the
+ * caller's vrndbf), as the evaluator's single rounding: below 2^24 x
+ * itself (exact); else (x >> 8) | (x & 0xff != 0), exact in f32 and
+ * scaled by 2^8, whose dropped bits lie below bf16's rounding bit and
+ * keep its sticky bit. d may be x. */
+static void u32_to_bf16(tb *b, rp *p, int d, int x) {
+  int c = ralloc(p), s = ralloc(p), t = ralloc(p);
+  tb_valu(b, OP_VIMM, s, 8, 0);
+  V3(OP_VSHR, c, x, s);
+  tb_valu(b, OP_VIMM, s, 0xff, 0);
+  V3(OP_VAND, s, x, s);
+  tb_valu(b, OP_VIMM, t, 0, 0);
+  tb_raw(b, OP_VCMPEQI, M1, s, t, 0, 0, 0);
+  tb_valu(b, OP_VIMM, s, 1, 0);
+  tb_raw(b, OP_VSEL, s, M1, t, s, 0, 0); /* the sticky bit */
+  V3(OP_VOR, c, c, s);
+  V3(OP_VCVTIF, c, c, 0);
+  tb_valu(b, OP_VIMM, s, 0x43800000, 0); /* 256.0f */
+  V3(OP_VMULF, c, c, s);
+  tb_valu(b, OP_VIMM, s, (int32_t)0x80000000u, 0);
+  V3(OP_VXOR, t, x, s);
+  tb_valu(b, OP_VIMM, s, (int32_t)0x80ffffffu, 0);
+  tb_raw(b, OP_VCMPLTI, M1, s, t, 0, 0, 0); /* 2^24 - 1 < x, unsigned */
+  V3(OP_VCVTIF, t, x, 0);
+  tb_raw(b, OP_VSEL, d, M1, c, t, 0, 0);
+  rfree(p, c);
+  rfree(p, s);
+  rfree(p, t);
+}
+
+/* f32 x -> u32 as the evaluator: truncate, NaN and x <= 0 give 0, x >=
+ * 2^32 gives UINT32_MAX. Below 2^31 vcvtfi clamped at 0; else x - 2^31
+ * (exact: x is a multiple of 256 there) converted (saturating) with the
+ * top bit set. d may be x. */
+static void f32_to_u32(tb *b, rp *p, int d, int x) {
+  int k = cimm(p, 0x4F000000u), zr = cimm(p, 0), sg = cimm(p, 0x80000000u), lo = ralloc(p),
+      hi = ralloc(p);
+  V3(OP_VCVTFI, lo, x, 0);
+  V3(OP_VMAXI, lo, lo, zr);
+  V3(OP_VSUBF, hi, x, k);
+  V3(OP_VCVTFI, hi, hi, 0);
+  V3(OP_VXOR, hi, hi, sg);
+  tb_raw(b, OP_VCMPLEF, M1, k, x, 0, 0, 0); /* 2^31 <= x, false for NaN */
+  tb_raw(b, OP_VSEL, d, M1, hi, lo, 0, 0);
+  rfree(p, k);
+  rfree(p, zr);
+  rfree(p, sg);
+  rfree(p, lo);
+  rfree(p, hi);
+}
+
+/* Unsigned max (or min) of 32-bit words: signed max of the words with the
+ * sign bit flipped, flipped back. d may be x or y. */
+static void umaxmin(tb *b, rp *p, bool max, int d, int x, int y) {
+  int k = cimm(p, 0x80000000u), tx = ralloc(p), ty = ralloc(p);
+  V3(OP_VXOR, tx, x, k);
+  V3(OP_VXOR, ty, y, k);
+  V3(max ? OP_VMAXI : OP_VMINI, tx, tx, ty);
+  V3(OP_VXOR, d, tx, k);
+  rfree(p, k);
+  rfree(p, tx);
+  rfree(p, ty);
+}
+
+/* u32 divide/remainder: 32-step restoring division; x / 0 = UINT32_MAX,
+ * x % 0 = x, as the evaluator. */
+static void uint_divrem(tb *b, rp *p, bool rem, int d, int x, int y) {
+  int q = ralloc(p), r = ralloc(p), k = ralloc(p), u = ralloc(p), w = ralloc(p);
+  restoring_div(b, p, x, y, q, r, k, u, w);
+  tb_valu(b, OP_VIMM, k, 0, 0);
+  tb_raw(b, OP_VCMPEQI, M1, y, k, 0, 0, 0);
+  if (rem) {
+    tb_raw(b, OP_VSEL, d, M1, x, r, 0, 0);
+  } else {
+    tb_valu(b, OP_VIMM, k, -1, 0);
+    tb_raw(b, OP_VSEL, d, M1, k, q, 0, 0);
+  }
+  rfree(p, q);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, u);
+  rfree(p, w);
+}
+
 static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
   if (is_f(from) && is_f(to)) {
     if (to == IR_BF16) V3(OP_VRNDBF, d, x, 0); /* bf16 -> bf16 too: quiets a signalling NaN */
     else V3(OP_VMOV, d, x, 0);
   } else if (is_f(from)) {
-    if (to == IR_PRED) {
+    if (to == IR_U32) {
+      f32_to_u32(b, p, d, x);
+    } else if (to == IR_PRED) {
       int z = imm(p, 0);
       tb_raw(b, OP_VCMPNEF, M1, x, z, 0, 0, 0);
       rfree(p, z);
@@ -255,7 +393,9 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
       }
     }
   } else if (is_f(to)) {
-    V3(OP_VCVTIF, d, x, 0);
+    if (from == IR_U32 && to == IR_BF16) u32_to_bf16(b, p, d, x);
+    else if (from == IR_U32) u32_to_f32(b, p, d, x);
+    else V3(OP_VCVTIF, d, x, 0);
     if (to == IR_BF16) V3(OP_VRNDBF, d, d, 0);
   } else if (to == IR_PRED && from != IR_PRED) {
     int z = imm(p, 0);
@@ -265,7 +405,7 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
     mask_to01(b, p, d, M1);
   } else {
     V3(OP_VMOV, d, x, 0);
-    if (to == IR_S8 && from == IR_S32) wrap8(b, p, d);
+    if (to == IR_S8 && (from == IR_S32 || from == IR_U32)) wrap8(b, p, d);
   }
 }
 
@@ -381,27 +521,7 @@ static void int_divrem(tb *b, rp *p, bool rem, ir_type t, int d, int x, int y) {
   V3(OP_VSRA, u, y, k);
   V3(OP_VXOR, ub, y, u);
   V3(OP_VSUBI, ub, ub, u);
-  tb_valu(b, OP_VIMM, q, 0, 0);
-  tb_valu(b, OP_VIMM, r, 0, 0);
-  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
-  V3(OP_VXOR, w, ub, k); /* ub with the sign flipped, for unsigned compares */
-  for (int i = 31; i >= 0; i--) {
-    tb_valu(b, OP_VIMM, k, 1, 0);
-    V3(OP_VSHL, r, r, k);
-    tb_valu(b, OP_VIMM, u, i, 0);
-    V3(OP_VSHR, u, ua, u);
-    V3(OP_VAND, u, u, k);
-    V3(OP_VOR, r, r, u);
-    tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
-    V3(OP_VXOR, u, r, k);
-    tb_raw(b, OP_VCMPLTI, M1, u, w, 0, 0, 0); /* r < ub (unsigned) */
-    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
-    V3(OP_VSUBI, u, r, ub);
-    tb_raw(b, OP_VSEL, r, M1, u, r, 0, 0);
-    tb_valu(b, OP_VIMM, k, (int32_t)(1u << i), 0);
-    V3(OP_VOR, u, q, k);
-    tb_raw(b, OP_VSEL, q, M1, u, q, 0, 0);
-  }
+  restoring_div(b, p, ua, ub, q, r, k, u, w);
   tb_valu(b, OP_VIMM, k, 31, 0);
   if (rem) { /* sign of x */
     V3(OP_VSRA, u, x, k);
@@ -439,6 +559,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   switch (n->op) {
   case IR_OP_ABS:
     if (f) V3(OP_VABSF, d, x, 0);
+    else if (t == IR_U32) V3(OP_VMOV, d, x, 0);
     else {
       int zr = cimm(p, 0), ng = ralloc(p);
       V3(OP_VSUBI, ng, zr, x);
@@ -476,6 +597,14 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     rounding(b, p, n->op, d, x);
     break;
   case IR_OP_SIGN: {
+    if (t == IR_U32) { /* 0 or 1 */
+      int zr = cimm(p, 0);
+      tb_raw(b, OP_VCMPEQI, M1, x, zr, 0, 0, 0);
+      tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
+      rfree(p, zr);
+      mask_to01(b, p, d, M1);
+      break;
+    }
     int zr = cimm(p, 0), one = cimm(p, f ? 0x3F800000u : 1u),
         mone = cimm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
     isa_op lt = f ? OP_VCMPLTF : OP_VCMPLTI;
@@ -520,15 +649,23 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_DIVIDE:
     if (f) V3(OP_VDIVF, d, x, y);
     else if (t == IR_PRED) pred_divrem(b, p, false, d, x, y);
+    else if (t == IR_U32) uint_divrem(b, p, false, d, x, y);
     else int_divrem(b, p, false, t, d, x, y);
     break;
   case IR_OP_REMAINDER:
     if (f) V3(OP_VREMF, d, x, y);
     else if (t == IR_PRED) pred_divrem(b, p, true, d, x, y);
+    else if (t == IR_U32) uint_divrem(b, p, true, d, x, y);
     else int_divrem(b, p, true, t, d, x, y);
     break;
-  case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;
-  case IR_OP_MINIMUM: V3(f ? OP_VMINF : OP_VMINI, d, x, y); break;
+  case IR_OP_MAXIMUM:
+    if (t == IR_U32) umaxmin(b, p, true, d, x, y);
+    else V3(f ? OP_VMAXF : OP_VMAXI, d, x, y);
+    break;
+  case IR_OP_MINIMUM:
+    if (t == IR_U32) umaxmin(b, p, false, d, x, y);
+    else V3(f ? OP_VMINF : OP_VMINI, d, x, y);
+    break;
   case IR_OP_AND: V3(OP_VAND, d, x, y); break;
   case IR_OP_OR: V3(OP_VOR, d, x, y); break;
   case IR_OP_XOR: V3(OP_VXOR, d, x, y); break;
@@ -543,6 +680,13 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   }
   case IR_OP_CLAMP:
+    if (t == IR_U32) { /* min(max(x, lo), hi) unsigned; d may alias z */
+      int m = ralloc(p);
+      umaxmin(b, p, true, m, y, x);
+      umaxmin(b, p, false, d, m, z);
+      rfree(p, m);
+      break;
+    }
     V3(f ? OP_VMAXF : OP_VMAXI, d, y, x);
     V3(f ? OP_VMINF : OP_VMINI, d, d, z);
     break;

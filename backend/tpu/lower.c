@@ -45,10 +45,7 @@ void lower_inst(lctx *x, ir_id i) {
   b->opname = ir_op_name(in->op);
   if (x->comp == b->attr_comp) tb_set_op(b, in->info->name,
                                          ir_op_name(in->op), in->info->loc);
-  /* the u32 of an id is held as an s32 word (types.c admits it) */
-  bool id = in->shape->type == IR_U32 && in->shape->rank == 0 &&
-            (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID || in->op == IR_OP_PARAMETER);
-  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN && !id &&
+  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN &&
       tk_itype(in->shape->type) == IR_TYPE_INVALID) {
     tb_error(b, ST_UNSUPPORTED, "element type %s is not supported",
              ir_type_name(in->shape->type));
