@@ -3,8 +3,8 @@
  * programs (backend/tpu on runtime/emu) can be compared bit for bit.
  * docs/numerics.md is the reference; in short:
  *
- *  - Elementwise float ops (f32, and bf16 computed in f32 and rounded to
- *    nearest even after every op) follow the vector-unit sequences that
+ *  - Elementwise float ops (f32, and bf16 and f16 computed in f32 and
+ *    rounded to nearest even after every op) follow the vector-unit sequences that
  *    backend/tpu/elem.c emits, built from the kernels of base/vmath.c that
  *    the emulator's vector unit runs: arithmetic results are NaN-
  *    canonicalised (0x7FC00000), remainder is the exact fmod, exp/log/tanh/logistic/rsqrt (and sin,
@@ -102,7 +102,7 @@ static bool float_op(ir_op op, const uint32_t *x, uint32_t *r) {
 }
 
 bool ev_tpu_elem(ir_op op, ir_type t, int nops, const void *const *ops, void *out) {
-  if (t != IR_F32 && t != IR_BF16) return false;
+  if (t != IR_F32 && t != IR_BF16 && t != IR_F16) return false;
   uint32_t x[3] = {0, 0, 0}, r;
   for (int k = 0; k < nops && k < 3; k++) x[k] = bits_of(ev_load_f(t, ops[k]));
   if (op == IR_OP_IS_FINITE) {

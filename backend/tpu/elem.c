@@ -7,17 +7,22 @@
  * leave registers), stores the outputs to VMEM and DMAs them back. The
  * last tile of a chunk computes on stale lanes that are never stored.
  *
- * Value representation in registers: f32 lanes for f32 and bf16 (bf16
- * results are rounded with vrndbf after every op, as the evaluator rounds
- * once per op), s32 lanes for s32, u32 (the same bits; compare, max/min,
+ * Value representation in registers: f32 lanes for f32, bf16 and f16
+ * (bf16 results are rounded with vrndbf after every op, f16 results by
+ * the integer sequence round_f16, as the evaluator rounds once per op), s32 lanes for s32, u32 (the same bits; compare, max/min,
  * clamp, divide/remainder, sign and converts take the unsigned sequences
  * below), s8 (kept sign-extended: wrapped after every op that can
  * overflow) and pred (0 or 1).
  *
  * sine, cosine, expm1, log1p, cbrt, power, atan2 and float remainder are
  * one vector instruction each (vsin .. vremf, kernels of base/vmath.c).
- * Element types without a vector-unit representation (f16) are rejected
- * by tk_elem_supported, which lower.c turns into a located error. */
+ * Element types without a vector-unit representation are rejected by
+ * tk_elem_supported, which lower.c turns into a located error.
+ *
+ * f16 crosses HBM at the program's edges only: a bitcast-convert node
+ * between s32 and f16 (which the verifier never admits, the widths
+ * differ) means the f16 bits in the low half of a word to the value
+ * (f16_from_bits), or back (f16_to_bits). */
 #include "backend/tpu/tb.h"
 
 ir_type tk_itype(ir_type t) {
@@ -28,11 +33,12 @@ ir_type tk_itype(ir_type t) {
   case IR_U32:
   case IR_S8:
   case IR_PRED: return IR_S32;
+  case IR_F16: return IR_F32;
   default: return IR_TYPE_INVALID;
   }
 }
 
-static bool is_f(ir_type t) { return t == IR_F32 || t == IR_BF16; }
+static bool is_f(ir_type t) { return t == IR_F32 || t == IR_BF16 || t == IR_F16; }
 
 bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
   (void)b;
@@ -370,9 +376,126 @@ static void uint_divrem(tb *b, rp *p, bool rem, int d, int x, int y) {
   rfree(p, w);
 }
 
+/* ---- f16 in f32 lanes ---------------------------------------------------- */
+
+/* d = the f32 value x rounded to f16 (nearest even) as ir_f32_to_f16
+ * does, held as f32: NaN quieted with its top 10 payload bits and sign,
+ * |x| >= 65520 to infinity, below 2^-14 to a multiple of 2^-24 (by
+ * (|x| + 0.5) - 0.5: the ulp of [0.5, 1) is 2^-24), else the mantissa
+ * rounded to 10 bits on the integer bits (a carry moves the exponent).
+ * d may be x. */
+static void round_f16(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fffffff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHR, r, a, k);
+  tb_valu(b, OP_VIMM, k, 1, 0);
+  V3(OP_VAND, r, r, k);
+  tb_valu(b, OP_VIMM, k, 0xfff, 0);
+  V3(OP_VADDI, r, r, k);
+  V3(OP_VADDI, r, a, r);
+  tb_valu(b, OP_VIMM, k, (int32_t)0xffffe000u, 0);
+  V3(OP_VAND, r, r, k); /* the normal rounding */
+  tb_valu(b, OP_VIMM, k, 0x3f000000, 0); /* 0.5f */
+  V3(OP_VADDF, s, a, k);
+  V3(OP_VSUBF, s, s, k); /* the subnormal rounding */
+  tb_valu(b, OP_VIMM, k, 0x38800000, 0); /* 2^-14 */
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x477fefff, 0); /* below 65520 */
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_valu(b, OP_VIMM, s, 0x7f800000, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_raw(b, OP_VCMPLTI, M1, s, a, 0, 0, 0); /* NaN */
+  tb_valu(b, OP_VIMM, k, (int32_t)0xffffe000u, 0);
+  V3(OP_VAND, s, a, k);
+  tb_valu(b, OP_VIMM, k, 0x00400000, 0);
+  V3(OP_VOR, s, s, k);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VAND, s, x, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
+/* d = the f32 value of the f16 bits in the low half of x (the upper half
+ * zero), as ir_f16_to_f32: subnormals m * 2^-24, infinities and NaNs
+ * (payload kept) with an all-ones exponent, else rebiased. d may be x. */
+static void f16_from_bits(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHL, r, a, k);
+  tb_valu(b, OP_VIMM, k, 0x38000000, 0);
+  V3(OP_VADDI, s, r, k); /* normal: exponent 15 -> 127 */
+  tb_valu(b, OP_VIMM, k, 0x7f800000, 0);
+  V3(OP_VOR, r, r, k);   /* infinity, NaN */
+  tb_valu(b, OP_VIMM, k, 0x7bff, 0);
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, r, s, 0, 0);
+  V3(OP_VCVTIF, s, a, 0);
+  tb_valu(b, OP_VIMM, k, 0x33800000, 0); /* 2^-24 */
+  V3(OP_VMULF, s, s, k);                 /* subnormal (exact) */
+  tb_valu(b, OP_VIMM, k, 0x0400, 0);
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x8000, 0);
+  V3(OP_VAND, s, x, k);
+  tb_valu(b, OP_VIMM, k, 16, 0);
+  V3(OP_VSHL, s, s, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
+/* d = the f16 bits (zero-extended) of x, an f32 holding an f16 value
+ * (round_f16's results): normals rebiased, subnormals |x| * 2^24
+ * converted, infinities and NaNs their top 10 mantissa bits under an
+ * all-ones exponent. d may be x. */
+static void f16_to_bits(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fffffff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 0x38000000, 0);
+  V3(OP_VSUBI, r, a, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHR, r, r, k); /* normal */
+  V3(OP_VSHR, s, a, k);
+  tb_valu(b, OP_VIMM, k, 0x3ff, 0);
+  V3(OP_VAND, s, s, k);
+  tb_valu(b, OP_VIMM, k, 0x7c00, 0);
+  V3(OP_VOR, s, s, k); /* infinity, NaN */
+  tb_valu(b, OP_VIMM, k, 0x7f7fffff, 0);
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x4b800000, 0); /* 2^24 */
+  V3(OP_VMULF, s, a, k);
+  V3(OP_VCVTFI, s, s, 0); /* subnormal (exact) */
+  tb_valu(b, OP_VIMM, k, 0x38800000, 0);
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 16, 0);
+  V3(OP_VSHR, s, x, k);
+  tb_valu(b, OP_VIMM, k, 0x8000, 0);
+  V3(OP_VAND, s, s, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
 static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
   if (is_f(from) && is_f(to)) {
     if (to == IR_BF16) V3(OP_VRNDBF, d, x, 0); /* bf16 -> bf16 too: quiets a signalling NaN */
+    else if (to == IR_F16) round_f16(b, p, d, x);
     else V3(OP_VMOV, d, x, 0);
   } else if (is_f(from)) {
     if (to == IR_U32) {
@@ -396,7 +519,9 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
     if (from == IR_U32 && to == IR_BF16) u32_to_bf16(b, p, d, x);
     else if (from == IR_U32) u32_to_f32(b, p, d, x);
     else V3(OP_VCVTIF, d, x, 0);
+    /* f16: f32 rounds only beyond 2^24, where f16 is infinite either way */
     if (to == IR_BF16) V3(OP_VRNDBF, d, d, 0);
+    else if (to == IR_F16) round_f16(b, p, d, d);
   } else if (to == IR_PRED && from != IR_PRED) {
     int z = imm(p, 0);
     tb_raw(b, OP_VCMPEQI, M1, x, z, 0, 0, 0);
@@ -551,6 +676,26 @@ static void int_divrem(tb *b, rp *p, bool rem, ir_type t, int d, int x, int y) {
   rfree(p, w);
 }
 
+/* bitcast-convert (same width) from type from to t: f16 <-> bf16 moves
+ * the bits between an f16 value and the top half of a bf16 lane; f16 <->
+ * s32 (never admitted by the verifier; the program edges use it) between
+ * the value and f16 bits in a word's low half; anything else is a move. */
+static void bitcast(tb *b, rp *p, ir_type from, ir_type t, int d, int x) {
+  int k = cimm(p, 16);
+  if (t == IR_F16 && from == IR_BF16) {
+    V3(OP_VSHR, d, x, k);
+    f16_from_bits(b, p, d, d);
+  } else if (t == IR_F16 && from != IR_F16) {
+    f16_from_bits(b, p, d, x);
+  } else if (t != IR_F16 && from == IR_F16) {
+    f16_to_bits(b, p, d, x);
+    if (t == IR_BF16) V3(OP_VSHL, d, d, k);
+  } else {
+    V3(OP_VMOV, d, x, 0);
+  }
+  rfree(p, k);
+}
+
 /* Emits one op node into d from operand registers. */
 static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d, const int *a) {
   ir_type t = n->type;
@@ -598,11 +743,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   case IR_OP_SIGN: {
     if (t == IR_U32) { /* 0 or 1 */
-      int zr = cimm(p, 0);
-      tb_raw(b, OP_VCMPEQI, M1, x, zr, 0, 0, 0);
-      tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
-      rfree(p, zr);
-      mask_to01(b, p, d, M1);
+      convert(b, p, IR_U32, IR_PRED, d, x);
       break;
     }
     int zr = cimm(p, 0), one = cimm(p, f ? 0x3F800000u : 1u),
@@ -691,11 +832,13 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     V3(f ? OP_VMINF : OP_VMINI, d, d, z);
     break;
   case IR_OP_CONVERT: convert(b, p, atypes[0], t, d, x); return;
-  case IR_OP_BITCAST_CONVERT:
+  case IR_OP_BITCAST_CONVERT: bitcast(b, p, atypes[0], t, d, x); return;
   case IR_OP_COPY: V3(OP_VMOV, d, x, 0); return;
   default: base_die("elem: unsupported op %s reached codegen", ir_op_name(n->op));
   }
   if (t == IR_BF16 && n->op != IR_OP_COMPARE) V3(OP_VRNDBF, d, d, 0);
+  /* f16: rounded as the evaluator rounds each result; select moves bits */
+  if (t == IR_F16 && n->op != IR_OP_SELECT) round_f16(b, p, d, d);
 }
 
 /* ---- DAG evaluation --------------------------------------------------------- */

@@ -1,12 +1,12 @@
 /* types.c: the element types the TPU targets run. The vector unit holds
- * 32-bit words: pred, s8, s32, u32, bf16 and f32 run natively (pred and
- * s8 widened to s32 words at the entry, u32 with unsigned sequences where
- * its ops differ from s32's, docs/tpu-backend.md). Before any lowering,
- * every instruction whose value holds another type gets one located error
- * naming the type, the instruction and its op: f64 has no unit to compute
- * it ("f64 is not supported on the TPU: ..."); the other integer widths
- * (s16, s64, u8, u16, u64) run on interp and cpu (f16 too; the lowering
- * refuses it at its first use). */
+ * 32-bit words: pred, s8, s32, u32, f16, bf16 and f32 run natively (pred
+ * and s8 widened to s32 words at the entry, f16 to f32 words holding its
+ * values, u32 with unsigned sequences where its ops differ from s32's,
+ * docs/tpu-backend.md). Before any lowering, every instruction whose
+ * value holds another type gets one located error naming the type, the
+ * instruction and its op: f64 has no unit to compute it ("f64 is not
+ * supported on the TPU: ..."); the other integer widths (s16, s64, u8,
+ * u16, u64) run on interp and cpu. */
 #include "backend/tpu/steps.h"
 
 /* The first element type of s (tuples depth first) the TPU does not run,
@@ -19,8 +19,7 @@ static ir_type refused(const ir_shape *s, int depth) {
     }
     return IR_TYPE_INVALID;
   }
-  if (s->type == IR_TOKEN || s->type == IR_F16 || tk_itype(s->type) != IR_TYPE_INVALID)
-    return IR_TYPE_INVALID; /* f16: refused where it is lowered, as before */
+  if (s->type == IR_TOKEN || tk_itype(s->type) != IR_TYPE_INVALID) return IR_TYPE_INVALID;
   return s->type;
 }
 

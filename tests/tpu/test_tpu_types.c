@@ -255,11 +255,165 @@ static void u32_reduce_dot_index(void **state) {
   ir_module_destroy(m);
 }
 
+/* f16 operands: every 16-bit pattern class (zeros, subnormals, normals,
+ * the largest finite 65504, infinities, quiet and signalling NaNs of both
+ * signs) first, then random bit patterns; rot < 0: random finite values
+ * below 2 in magnitude only (bit 14 clear), subnormals included. */
+static ir_literal *f16_array(arena *a, int64_t n, uint64_t seed, int rot) {
+  static const uint16_t edges[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff,
+                                   0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x3c00, 0xbc00, 0x3555,
+                                   0x0200, 0x5bff, 0x7bfe, 0x0003};
+  ir_shape s = ir_shape_array(IR_F16, 1, &n);
+  ir_literal *l = ir_literal_create(a, &s);
+  uint16_t *v = l->data;
+  int ne = (int)COUNTOF(edges);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t r = next(&seed);
+    if (rot < 0) v[i] = (uint16_t)(r & 0xbfff);
+    else v[i] = i < ne ? edges[(i + rot) % ne] : (uint16_t)r;
+  }
+  return l;
+}
+
+/* f32 values whose rounding to f16 hits every rule: ties to even in the
+ * normal and subnormal ranges, the overflow threshold 65520 and its
+ * neighbours, below 2^-25, NaN payloads; then random magnitudes 2^-30 ..
+ * 2^17. */
+static ir_literal *f32_for_f16(arena *a, int64_t n, uint64_t seed) {
+  static const uint32_t edges[] = {0x477fefffu, 0x477ff000u, 0x477fe000u, 0x3f801000u, 0x3f803000u,
+                                   0x33000000u, 0x33000001u, 0x32ffffffu, 0x33c00000u, 0x387fe000u,
+                                   0x387ff000u, 0x38800000u, 0x7fa00001u, 0xffc12345u, 0x7f800000u,
+                                   0x80000000u, 0x3f7ff000u, 0xc77ff000u};
+  ir_shape s = ir_shape_array(IR_F32, 1, &n);
+  ir_literal *l = ir_literal_create(a, &s);
+  uint32_t *v = l->data;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t r = next(&seed);
+    if (i < (int64_t)COUNTOF(edges)) {
+      v[i] = edges[i];
+    } else {
+      float f = ldexpf((float)(r >> 40) / 16777216.0f, (int)(r % 48) - 30);
+      memcpy(&v[i], &f, 4);
+      v[i] |= (uint32_t)(r >> 63) << 31;
+    }
+  }
+  return l;
+}
+
+/* f16 computed in f32 and rounded once per op, as the evaluator. */
+static void f16_elementwise(void **state) {
+  (void)state;
+  ir_module *m = parse(
+      "HloModule f16ew\nENTRY e {\n"
+      " x = f16[" N "] parameter(0)\n y = f16[" N "] parameter(1)\n"
+      " ad = f16[" N "] add(x, y)\n sb = f16[" N "] subtract(x, y)\n mu = f16[" N "] multiply(x, y)\n"
+      " dv = f16[" N "] divide(x, y)\n ab = f16[" N "] abs(x)\n sq = f16[" N "] sqrt(ab)\n"
+      " ng = f16[" N "] negate(y)\n mx = f16[" N "] maximum(x, y)\n mn = f16[" N "] minimum(x, y)\n"
+      " lt = pred[" N "] compare(x, y), direction=LT\n to = pred[" N "] compare(x, y), direction=LT, type=TOTALORDER\n"
+      " se = f16[" N "] select(lt, x, y)\n fl = f16[" N "] floor(x)\n rn = f16[" N "] round-nearest-even(y)\n"
+      " sg = f16[" N "] sign(x)\n fi = pred[" N "] is-finite(x)\n"
+      " ex = f16[" N "] exponential(y)\n lg = f16[" N "] log(ab)\n th = f16[" N "] tanh(x)\n"
+      " rm = f16[" N "] remainder(x, y)\n cl = f16[" N "] clamp(y, x, ab)\n"
+      " ROOT r = (f16[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "],"
+      " f16[" N "], f16[" N "], pred[" N "], pred[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "],"
+      " pred[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "], f16[" N "])"
+      " tuple(ad, sb, mu, dv, ab, sq, ng, mx, mn, lt, to, se, fl, rn, sg, fi, ex, lg, th, rm, cl)\n}\n");
+  arena *a = arena_create();
+  for (int rot = 0; rot < 3; rot++) {
+    ir_literal *args[2] = {f16_array(a, 1100, 31 + (uint64_t)rot, rot),
+                           f16_array(a, 1100, 71 + (uint64_t)rot, rot * 7 + 1)};
+    ir_literal *ref = check(m, args, 2, a);
+    if (rot == 0) { /* hand-derived: x[i] = edges[i], y[i] = edges[i + 1] */
+      const uint16_t *x = args[0]->data, *y = args[1]->data;
+      assert_int_equal(x[6], 0x7bff);
+      assert_int_equal(y[6], 0xfbff);
+      assert_int_equal(((const uint16_t *)leaf(ref, 0)->data)[6], 0x0000); /* 65504 + -65504 */
+      assert_int_equal(((const uint16_t *)leaf(ref, 1)->data)[7], 0xfc00); /* -65504 - inf */
+      assert_int_equal(((const uint16_t *)leaf(ref, 2)->data)[2], 0x8000); /* 2^-24 * -2^-24 */
+      assert_int_equal(((const uint16_t *)leaf(ref, 3)->data)[0], 0x7e00); /* 0 / -0: canonical NaN */
+      assert_int_equal(y[4], 0x0400); /* (1023 * 2^-24) / 2^-14 = 1 - 2^-10 */
+      assert_int_equal(((const uint16_t *)leaf(ref, 3)->data)[4], 0x3bfe);
+    }
+  }
+  arena_destroy(a);
+  ir_module_destroy(m);
+}
+
+/* f16 to and from f32, bf16, s32, u32, s8 and pred; data movement;
+ * bitcast-convert between f16 and bf16 (bits kept, signalling NaNs too). */
+static void f16_converts_moves(void **state) {
+  (void)state;
+  ir_module *m = parse(
+      "HloModule f16cv\nENTRY e {\n"
+      " f = f32[" N "] parameter(0)\n h = f16[" N "] parameter(1)\n u = u32[" N "] parameter(2)\n"
+      " fh = f16[" N "] convert(f)\n hf = f32[" N "] convert(h)\n hb = bf16[" N "] convert(h)\n"
+      " bh = f16[" N "] convert(hb)\n hs = s32[" N "] convert(h)\n sh = f16[" N "] convert(hs)\n"
+      " uh = f16[" N "] convert(u)\n hu = u32[" N "] convert(h)\n h8 = s8[" N "] convert(h)\n"
+      " hp = pred[" N "] convert(h)\n ph = f16[" N "] convert(hp)\n"
+      " h2 = f16[100,11] reshape(h)\n tr = f16[11,100] transpose(h2), dimensions={1,0}\n"
+      " sl = f16[5,30] slice(tr), slice={[2:7], [10:70:2]}\n z = f16[] constant(-0.0001)\n"
+      " pd = f16[9,33] pad(sl, z), padding=2_2x1_2\n cc = f16[2200] concatenate(fh, h), dimensions={0}\n"
+      " c = f16[3] constant({65504, 6e-08, -inf})\n"
+      " hc = bf16[" N "] bitcast-convert(h)\n ch = f16[" N "] bitcast-convert(hc)\n"
+      " ng = f16[" N "] negate(ch)\n nc = bf16[" N "] bitcast-convert(ng)\n"
+      " ROOT r = (f16[" N "], f32[" N "], bf16[" N "], f16[" N "], s32[" N "], f16[" N "], f16[" N "],"
+      " u32[" N "], s8[" N "], pred[" N "], f16[" N "], f16[9,33], f16[2200], f16[3], bf16[" N "],"
+      " f16[" N "], bf16[" N "])"
+      " tuple(fh, hf, hb, bh, hs, sh, uh, hu, h8, hp, ph, pd, cc, c, hc, ch, nc)\n}\n");
+  arena *a = arena_create();
+  ir_literal *args[3] = {f32_for_f16(a, 1100, 3), f16_array(a, 1100, 4, 0),
+                         u32_array(a, 1100, 5, 0, false)};
+  ir_literal *ref = check(m, args, 3, a);
+  const uint16_t *fh = leaf(ref, 0)->data;
+  assert_int_equal(fh[0], 0x7bff); /* 65519.99... -> 65504 */
+  assert_int_equal(fh[1], 0x7c00); /* 65520 -> inf */
+  assert_int_equal(fh[3], 0x3c00); /* 1 + 2^-11 (a tie) -> 1 */
+  assert_int_equal(fh[4], 0x3c02); /* 1 + 3 * 2^-11 (a tie) -> 1 + 2^-9 */
+  assert_int_equal(fh[5], 0x0000); /* 2^-25 (a tie) -> 0 */
+  assert_int_equal(fh[6], 0x0001); /* just above 2^-25 -> 2^-24 */
+  assert_int_equal(fh[12], 0x7f00); /* a signalling NaN: quieted with its payload */
+  assert_int_equal(fh[13], 0xfe09); /* a negative NaN keeps its sign */
+  arena_destroy(a);
+  ir_module_destroy(m);
+}
+
+/* f16 dots go to the MXU as the evaluator's TPU numerics say (each
+ * operand read as f32 and rounded to bf16, f32 accumulation, one rounding
+ * to f16); reductions and reduce-windows fold f16 adds rounded per step. */
+static void f16_dot_reduce(void **state) {
+  (void)state;
+  ir_module *m = parse(
+      "HloModule f16dot\n"
+      "add { a = f16[] parameter(0)\n b = f16[] parameter(1)\n ROOT s = f16[] add(a, b) }\n"
+      "ENTRY e {\n x = f16[" N "] parameter(0)\n y = f16[" N "] parameter(1)\n"
+      " a = f16[20,55] reshape(x)\n b = f16[55,20] reshape(y)\n"
+      " d = f16[20,20] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      " df = f32[20,20] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      " z = f16[] constant(0)\n r = f16[20] reduce(a, z), dimensions={1}, to_apply=add\n"
+      " w = f16[20,20] reduce-window(d, z), window={size=2x3 pad=1_0x1_1}, to_apply=add\n"
+      " ROOT t = (f16[20,20], f32[20,20], f16[20], f16[20,20]) tuple(d, df, r, w)\n}\n");
+  arena *a = arena_create();
+  for (int rot = -1; rot < 1; rot++) { /* finite values, then every class */
+    ir_literal *args[2] = {f16_array(a, 1100, 42 + (uint64_t)rot, rot),
+                           f16_array(a, 1100, 44 + (uint64_t)rot, rot < 0 ? rot : 5)};
+    ir_literal *ref = check(m, args, 2, a);
+    if (rot < 0) { /* finite inputs give finite sums */
+      const uint16_t *d = leaf(ref, 0)->data;
+      for (int k = 0; k < 400; k++) assert_true((d[k] & 0x7c00) != 0x7c00);
+    }
+  }
+  arena_destroy(a);
+  ir_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(u32_elementwise),
       cmocka_unit_test(u32_converts),
       cmocka_unit_test(u32_reduce_dot_index),
+      cmocka_unit_test(f16_elementwise),
+      cmocka_unit_test(f16_converts_moves),
+      cmocka_unit_test(f16_dot_reduce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
