@@ -231,7 +231,7 @@ static void place_constants(lctx *x, arena *a, tv_pool *pool) {
     }
   b->opname = "constant";
   b->loc = x->comp->loc;
-  static const ir_type zt[] = {IR_F32, IR_BF16, IR_F16, IR_S32, IR_U32, IR_S8, IR_PRED};
+  static const ir_type zt[] = {IR_F32, IR_BF16, IR_S32, IR_S8, IR_PRED};
   for (size_t k = 0; k < COUNTOF(zt); k++) {
     ir_shape zs = ir_shape_scalar(zt[k]);
     tv_const(x->b, ir_literal_create(a, &zs));
