@@ -117,7 +117,9 @@ typedef enum tpucc_dtype {
 TPUCC_API const char *tpucc_dtype_name(tpucc_dtype_t t);
 TPUCC_API int tpucc_dtype_size(tpucc_dtype_t t);
 
-#define TPUCC_MAX_RANK 8
+/* The most dimensions a tensor crossing the API has: the IR's own limit
+ * (docs/language.md, "Limits"). */
+#define TPUCC_MAX_RANK 12
 
 /* A tensor: a description plus, when data is non-NULL, its elements.
  * Signature queries fill dtype/rank/dims/name and leave data NULL. */

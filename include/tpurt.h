@@ -128,7 +128,9 @@ typedef enum tpurt_dtype {
 TPURT_API size_t tpurt_dtype_size(tpurt_dtype_t d);
 TPURT_API const char *tpurt_dtype_name(tpurt_dtype_t d);
 
-#define TPURT_MAX_RANK 8
+/* The most dimensions of a buffer, a signature entry or a host tensor (the
+ * .tpub format's limit, TPUB_MAX_RANK). */
+#define TPURT_MAX_RANK 12
 
 /* ---- device -------------------------------------------------------------
  * One emulated TensorCore of the given target ("v2", "v3", "v3-8",

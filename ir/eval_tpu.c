@@ -3,8 +3,8 @@
  * programs (backend/tpu on runtime/emu) can be compared bit for bit.
  * docs/numerics.md is the reference; in short:
  *
- *  - Elementwise float ops (f32, and bf16 computed in f32 and rounded to
- *    nearest even after every op) follow the vector-unit sequences that
+ *  - Elementwise float ops (f32, and bf16 and f16 computed in f32 and
+ *    rounded to nearest even after every op) follow the vector-unit sequences that
  *    backend/tpu/elem.c emits, built from the kernels of base/vmath.c that
  *    the emulator's vector unit runs: arithmetic results are NaN-
  *    canonicalised (0x7FC00000), remainder is the exact fmod, exp/log/tanh/logistic/rsqrt (and sin,
@@ -15,7 +15,8 @@
  *    sign and is-finite are compares (NaN passes through sign unchanged).
  *  - Converts: float -> s32 truncates and saturates (NaN -> 0), -> s8 then
  *    clamps to [-128, 127]; s32/s8/pred -> bf16 rounds twice (to f32, then
- *    to bf16), as vcvtif + vrndbf do. Other converts and integer ops are
+ *    to bf16), as vcvtif + vrndbf do (u32 -> bf16 rounds once, as the
+ *    default: its vector sequence rounds once too). Other converts and integer ops are
  *    the evaluator's default (the vector unit computes them identically).
  *  - Float dot and convolution run as the MXU does (runtime/emu/mxu.h):
  *    each operand is split into bf16 parts (one part at DEFAULT, or when
@@ -101,7 +102,7 @@ static bool float_op(ir_op op, const uint32_t *x, uint32_t *r) {
 }
 
 bool ev_tpu_elem(ir_op op, ir_type t, int nops, const void *const *ops, void *out) {
-  if (t != IR_F32 && t != IR_BF16) return false;
+  if (t != IR_F32 && t != IR_BF16 && t != IR_F16) return false;
   uint32_t x[3] = {0, 0, 0}, r;
   for (int k = 0; k < nops && k < 3; k++) x[k] = bits_of(ev_load_f(t, ops[k]));
   if (op == IR_OP_IS_FINITE) {
@@ -126,7 +127,7 @@ bool ev_tpu_convert(ir_type from, const void *a, ir_type to, void *out) {
     ev_store_i(to, out, v);
     return true;
   }
-  if (!ff && to == IR_BF16) {
+  if (!ff && to == IR_BF16 && from != IR_U32) {
     float f = vmath_cvtif((uint32_t)(int32_t)ev_load_i(from, a));
     ev_store_f(IR_BF16, out, f);
     return true;

@@ -20,8 +20,8 @@
  * transcendentals are the double libm functions rounded once,
  * maximum/minimum return the canonical NaN and prefer +0 / -0 between
  * zeros, floor/ceil/round-* pass a NaN through with its bits, and
- * s32 -> bf16 rounds twice (to f32, then to bf16). f16 keeps the default
- * semantics there, as the evaluator does. */
+ * s32 -> bf16 rounds twice (to f32, then to bf16). f16 ops compute in
+ * f32 the same way and round once to f16, as the evaluator does. */
 #include "backend/llvm/lower.h"
 
 #include <math.h>
@@ -227,13 +227,13 @@ static LLVMValueRef libm_f64(emitter *e, const char *dname, LLVMValueRef *args, 
   return LLVMBuildCall2(e->b, ft, fn, w, (unsigned)nargs, "");
 }
 
-/* Whether ops on type t follow the vector unit (TPU numerics, f32/bf16). */
+/* Whether ops on type t follow the vector unit (TPU numerics, f32/bf16/f16). */
 static bool vec_unit(emitter *e, ir_type t) {
-  return e->opt.numerics == CPU_NUMERICS_TPU && (t == IR_F32 || t == IR_BF16);
+  return e->opt.numerics == CPU_NUMERICS_TPU && (t == IR_F32 || t == IR_BF16 || t == IR_F16);
 }
 
 /* Whether ops on type t must give the evaluator's default bits, NaNs
- * included: STRICT, and TPU numerics outside the vector unit (f16). */
+ * included: STRICT, and TPU numerics outside the vector unit (f64). */
 static bool evaluator_bits(emitter *e, ir_type t) {
   return e->opt.numerics == CPU_NUMERICS_STRICT || (e->opt.numerics == CPU_NUMERICS_TPU && !vec_unit(e, t));
 }

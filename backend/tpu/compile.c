@@ -64,6 +64,20 @@ static int shape_leaf_count(const ir_shape *s) {
   return n;
 }
 
+/* One elementwise program from the n 32-bit words at in (of type from)
+ * to the words at out (may be in): a node of op and type to (elem.c: a
+ * bitcast-convert between s32 and f16 converts f16 bits). */
+static void word_program(tb *b, uint64_t in, uint64_t out, ir_type from, ir_type to, ir_op op,
+                         int64_t n) {
+  tk_node nodes[2] = {{TK_IN, from, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                      {TK_OP, to, 0, 0, op, 0, 0, 1, {0, 0, 0}}};
+  int root = 1;
+  uint64_t ia = in, oa = out;
+  ir_type it = from;
+  tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, n};
+  tk_elementwise(b, &e);
+}
+
 /* The value of an entry parameter (or of one array leaf of a tuple
  * parameter) of shape s: leaf *leaf of the signature pt, named name (a
  * tuple's leaves name.0, name.1, ... by their index path). NULL on error
@@ -110,21 +124,17 @@ static tval *param_value(lctx *x, const ir_shape *s, const char *name, tpub_tens
   v->buf->addr = pt[p].hbm_offset;
   v->buf->bytes = bytes;
   v->buf->refs = 1;
-  if (ir_type_size(s->type) == 1) {
-    /* pred / s8: bytes -> zero-extended s32 words, s8 then sign-extended. */
+  int es = ir_type_size(s->type);
+  if (es < tv_esize(s->type)) {
+    /* pred / s8 / f16: elements -> zero-extended 32-bit words; s8 then
+     * sign-extended, f16 bits turned into the f32 value. */
     tval *w = tv_new(x->b, s->type, s->rank, s->dims);
     tk_fill(bp, tv_addr(w), n, 4, 0);
-    int64_t one = n, ds = 4, ss = 1;
-    tk_copy(bp, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, 1);
-    if (s->type == IR_S8) {
-      tk_node nodes[2] = {{TK_IN, IR_S32, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
-                          {TK_OP, IR_S8, 0, 0, IR_OP_CONVERT, 0, 0, 1, {0, 0, 0}}};
-      int root = 1;
-      uint64_t ia = tv_addr(w);
-      ir_type it = IR_S32;
-      tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &ia, n};
-      tk_elementwise(bp, &e);
-    }
+    int64_t one = n, ds = 4 / es, ss = 1;
+    tk_copy(bp, tv_addr(w), &ds, v->buf->addr, &ss, 1, &one, es);
+    if (s->type == IR_S8 || s->type == IR_F16)
+      word_program(bp, tv_addr(w), tv_addr(w), IR_S32, s->type,
+                   s->type == IR_S8 ? IR_OP_CONVERT : IR_OP_BITCAST_CONVERT, n);
     v = w;
   }
   return v;
@@ -268,8 +278,14 @@ static void place_results(tb *b, arena *a, const ir_comp *entry, tval *root, tpu
       continue;
     }
     rt[k].hbm_offset = tb_hbm_alloc(b, rt[k].bytes);
-    int64_t one = n, ds = 1, ss = xs == 1 ? 4 : 1;
-    tk_copy(b, rt[k].hbm_offset, &ds, tv_addr(v), &ss, 1, &one, xs);
+    uint64_t src = tv_addr(v);
+    if (s->type == IR_F16 && n > 0) { /* f16 values -> f16 bits in the words' low halves */
+      tval *w = tv_new(b, IR_S32, s->rank, s->dims);
+      word_program(b, src, tv_addr(w), IR_F16, IR_S32, IR_OP_BITCAST_CONVERT, n);
+      src = tv_addr(w);
+    }
+    int64_t one = n, ds = 1, ss = tv_esize(s->type) / xs;
+    tk_copy(b, rt[k].hbm_offset, &ds, src, &ss, 1, &one, xs);
   }
   *out_rt = rt;
   *out_n = rs.n;

@@ -7,15 +7,22 @@
  * leave registers), stores the outputs to VMEM and DMAs them back. The
  * last tile of a chunk computes on stale lanes that are never stored.
  *
- * Value representation in registers: f32 lanes for f32 and bf16 (bf16
- * results are rounded with vrndbf after every op, as the evaluator rounds
- * once per op), s32 lanes for s32, s8 (kept sign-extended: wrapped after
- * every op that can overflow) and pred (0 or 1).
+ * Value representation in registers: f32 lanes for f32, bf16 and f16
+ * (bf16 results are rounded with vrndbf after every op, f16 results by
+ * the integer sequence round_f16, as the evaluator rounds once per op), s32 lanes for s32, u32 (the same bits; compare, max/min,
+ * clamp, divide/remainder, sign and converts take the unsigned sequences
+ * below), s8 (kept sign-extended: wrapped after every op that can
+ * overflow) and pred (0 or 1).
  *
  * sine, cosine, expm1, log1p, cbrt, power, atan2 and float remainder are
  * one vector instruction each (vsin .. vremf, kernels of base/vmath.c).
- * Element types without a vector-unit representation (f16) are rejected
- * by tk_elem_supported, which lower.c turns into a located error. */
+ * Element types without a vector-unit representation are rejected by
+ * tk_elem_supported, which lower.c turns into a located error.
+ *
+ * f16 crosses HBM at the program's edges only: a bitcast-convert node
+ * between s32 and f16 (which the verifier never admits, the widths
+ * differ) means the f16 bits in the low half of a word to the value
+ * (f16_from_bits), or back (f16_to_bits). */
 #include "backend/tpu/tb.h"
 
 ir_type tk_itype(ir_type t) {
@@ -23,13 +30,15 @@ ir_type tk_itype(ir_type t) {
   case IR_F32: return IR_F32;
   case IR_BF16: return IR_BF16;
   case IR_S32:
+  case IR_U32:
   case IR_S8:
   case IR_PRED: return IR_S32;
+  case IR_F16: return IR_F32;
   default: return IR_TYPE_INVALID;
   }
 }
 
-static bool is_f(ir_type t) { return t == IR_F32 || t == IR_BF16; }
+static bool is_f(ir_type t) { return t == IR_F32 || t == IR_BF16 || t == IR_F16; }
 
 bool tk_elem_supported(tb *b, const tk_node *n, const char **why) {
   (void)b;
@@ -200,10 +209,12 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
     xx = tx;
     yy = ty;
     f = false;
-  } else if (!f && n->cmp_type == IR_CMPT_UNSIGNED && (at == IR_S32 || at == IR_S8)) {
-    /* unsigned order as signed: s32 flips the sign bit, s8 keeps the low byte */
-    int k = cimm(p, at == IR_S32 ? 0x80000000u : 0xffu);
-    isa_op op = at == IR_S32 ? OP_VXOR : OP_VAND;
+  } else if (!f && (n->cmp_type == IR_CMPT_UNSIGNED || at == IR_U32) &&
+             (at == IR_S32 || at == IR_U32 || at == IR_S8)) {
+    /* unsigned order as signed: 32-bit words flip the sign bit, s8 keeps the low byte */
+    bool w32 = at != IR_S8;
+    int k = cimm(p, w32 ? 0x80000000u : 0xffu);
+    isa_op op = w32 ? OP_VXOR : OP_VAND;
     tx = ralloc(p);
     ty = ralloc(p);
     V3(op, tx, x, k);
@@ -234,12 +245,262 @@ static void compare(tb *b, rp *p, const tk_node *n, ir_type at, int d, int x, in
   mask_to01(b, p, d, m);
 }
 
+/* Restoring division of the unsigned words ua / ub, 32 steps: quotient
+ * into q, remainder into r (k, u, w scratch). ub = 0 leaves q all ones
+ * and r = ua; the callers select their own results for it. */
+static void restoring_div(tb *b, rp *p, int ua, int ub, int q, int r, int k, int u, int w) {
+  tb_valu(b, OP_VIMM, q, 0, 0);
+  tb_valu(b, OP_VIMM, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VXOR, w, ub, k); /* ub with the sign flipped, for unsigned compares */
+  for (int i = 31; i >= 0; i--) {
+    tb_valu(b, OP_VIMM, k, 1, 0);
+    V3(OP_VSHL, r, r, k);
+    tb_valu(b, OP_VIMM, u, i, 0);
+    V3(OP_VSHR, u, ua, u);
+    V3(OP_VAND, u, u, k);
+    V3(OP_VOR, r, r, u);
+    tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+    V3(OP_VXOR, u, r, k);
+    tb_raw(b, OP_VCMPLTI, M1, u, w, 0, 0, 0); /* r < ub (unsigned) */
+    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
+    V3(OP_VSUBI, u, r, ub);
+    tb_raw(b, OP_VSEL, r, M1, u, r, 0, 0);
+    tb_valu(b, OP_VIMM, k, (int32_t)(1u << i), 0);
+    V3(OP_VOR, u, q, k);
+    tb_raw(b, OP_VSEL, q, M1, u, q, 0, 0);
+  }
+}
+
+/* u32 bits x -> f32, rounded once to nearest even: below 2^31 as s32;
+ * else (x >> 1) | (x & 1) (the dropped bit kept as a sticky bit below the
+ * rounding position, so the rounding is the same) converted and doubled
+ * exactly. d may be x. */
+static void u32_to_f32(tb *b, rp *p, int d, int x) {
+  int one = cimm(p, 1), zr = cimm(p, 0), h = ralloc(p), s = ralloc(p);
+  V3(OP_VSHR, h, x, one);
+  V3(OP_VAND, s, x, one);
+  V3(OP_VOR, h, h, s);
+  V3(OP_VCVTIF, h, h, 0);
+  V3(OP_VADDF, h, h, h);
+  tb_raw(b, OP_VCMPLTI, M1, x, zr, 0, 0, 0); /* x >= 2^31 */
+  V3(OP_VCVTIF, s, x, 0);
+  tb_raw(b, OP_VSEL, d, M1, h, s, 0, 0);
+  rfree(p, one);
+  rfree(p, zr);
+  rfree(p, h);
+  rfree(p, s);
+}
+
+/* u32 bits x -> f32 holding the value to be rounded once to bf16 (by the
+ * caller's vrndbf), as the evaluator's single rounding: below 2^24 x
+ * itself (exact); else (x >> 8) | (x & 0xff != 0), exact in f32 and
+ * scaled by 2^8, whose dropped bits lie below bf16's rounding bit and
+ * keep its sticky bit. d may be x. */
+static void u32_to_bf16(tb *b, rp *p, int d, int x) {
+  int c = ralloc(p), s = ralloc(p), t = ralloc(p);
+  tb_valu(b, OP_VIMM, s, 8, 0);
+  V3(OP_VSHR, c, x, s);
+  tb_valu(b, OP_VIMM, s, 0xff, 0);
+  V3(OP_VAND, s, x, s);
+  tb_valu(b, OP_VIMM, t, 0, 0);
+  tb_raw(b, OP_VCMPEQI, M1, s, t, 0, 0, 0);
+  tb_valu(b, OP_VIMM, s, 1, 0);
+  tb_raw(b, OP_VSEL, s, M1, t, s, 0, 0); /* the sticky bit */
+  V3(OP_VOR, c, c, s);
+  V3(OP_VCVTIF, c, c, 0);
+  tb_valu(b, OP_VIMM, s, 0x43800000, 0); /* 256.0f */
+  V3(OP_VMULF, c, c, s);
+  tb_valu(b, OP_VIMM, s, (int32_t)0x80000000u, 0);
+  V3(OP_VXOR, t, x, s);
+  tb_valu(b, OP_VIMM, s, (int32_t)0x80ffffffu, 0);
+  tb_raw(b, OP_VCMPLTI, M1, s, t, 0, 0, 0); /* 2^24 - 1 < x, unsigned */
+  V3(OP_VCVTIF, t, x, 0);
+  tb_raw(b, OP_VSEL, d, M1, c, t, 0, 0);
+  rfree(p, c);
+  rfree(p, s);
+  rfree(p, t);
+}
+
+/* f32 x -> u32 as the evaluator: truncate, NaN and x <= 0 give 0, x >=
+ * 2^32 gives UINT32_MAX. Below 2^31 vcvtfi clamped at 0; else x - 2^31
+ * (exact: x is a multiple of 256 there) converted (saturating) with the
+ * top bit set. d may be x. */
+static void f32_to_u32(tb *b, rp *p, int d, int x) {
+  int k = cimm(p, 0x4F000000u), zr = cimm(p, 0), sg = cimm(p, 0x80000000u), lo = ralloc(p),
+      hi = ralloc(p);
+  V3(OP_VCVTFI, lo, x, 0);
+  V3(OP_VMAXI, lo, lo, zr);
+  V3(OP_VSUBF, hi, x, k);
+  V3(OP_VCVTFI, hi, hi, 0);
+  V3(OP_VXOR, hi, hi, sg);
+  tb_raw(b, OP_VCMPLEF, M1, k, x, 0, 0, 0); /* 2^31 <= x, false for NaN */
+  tb_raw(b, OP_VSEL, d, M1, hi, lo, 0, 0);
+  rfree(p, k);
+  rfree(p, zr);
+  rfree(p, sg);
+  rfree(p, lo);
+  rfree(p, hi);
+}
+
+/* Unsigned max (or min) of 32-bit words: signed max of the words with the
+ * sign bit flipped, flipped back. d may be x or y. */
+static void umaxmin(tb *b, rp *p, bool max, int d, int x, int y) {
+  int k = cimm(p, 0x80000000u), tx = ralloc(p), ty = ralloc(p);
+  V3(OP_VXOR, tx, x, k);
+  V3(OP_VXOR, ty, y, k);
+  V3(max ? OP_VMAXI : OP_VMINI, tx, tx, ty);
+  V3(OP_VXOR, d, tx, k);
+  rfree(p, k);
+  rfree(p, tx);
+  rfree(p, ty);
+}
+
+/* u32 divide/remainder: 32-step restoring division; x / 0 = UINT32_MAX,
+ * x % 0 = x, as the evaluator. */
+static void uint_divrem(tb *b, rp *p, bool rem, int d, int x, int y) {
+  int q = ralloc(p), r = ralloc(p), k = ralloc(p), u = ralloc(p), w = ralloc(p);
+  restoring_div(b, p, x, y, q, r, k, u, w);
+  tb_valu(b, OP_VIMM, k, 0, 0);
+  tb_raw(b, OP_VCMPEQI, M1, y, k, 0, 0, 0);
+  if (rem) {
+    tb_raw(b, OP_VSEL, d, M1, x, r, 0, 0);
+  } else {
+    tb_valu(b, OP_VIMM, k, -1, 0);
+    tb_raw(b, OP_VSEL, d, M1, k, q, 0, 0);
+  }
+  rfree(p, q);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, u);
+  rfree(p, w);
+}
+
+/* ---- f16 in f32 lanes ---------------------------------------------------- */
+
+/* d = the f32 value x rounded to f16 (nearest even) as ir_f32_to_f16
+ * does, held as f32: NaN quieted with its top 10 payload bits and sign,
+ * |x| >= 65520 to infinity, below 2^-14 to a multiple of 2^-24 (by
+ * (|x| + 0.5) - 0.5: the ulp of [0.5, 1) is 2^-24), else the mantissa
+ * rounded to 10 bits on the integer bits (a carry moves the exponent).
+ * d may be x. */
+static void round_f16(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fffffff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHR, r, a, k);
+  tb_valu(b, OP_VIMM, k, 1, 0);
+  V3(OP_VAND, r, r, k);
+  tb_valu(b, OP_VIMM, k, 0xfff, 0);
+  V3(OP_VADDI, r, r, k);
+  V3(OP_VADDI, r, a, r);
+  tb_valu(b, OP_VIMM, k, (int32_t)0xffffe000u, 0);
+  V3(OP_VAND, r, r, k); /* the normal rounding */
+  tb_valu(b, OP_VIMM, k, 0x3f000000, 0); /* 0.5f */
+  V3(OP_VADDF, s, a, k);
+  V3(OP_VSUBF, s, s, k); /* the subnormal rounding */
+  tb_valu(b, OP_VIMM, k, 0x38800000, 0); /* 2^-14 */
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x477fefff, 0); /* below 65520 */
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_valu(b, OP_VIMM, s, 0x7f800000, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_raw(b, OP_VCMPLTI, M1, s, a, 0, 0, 0); /* NaN */
+  tb_valu(b, OP_VIMM, k, (int32_t)0xffffe000u, 0);
+  V3(OP_VAND, s, a, k);
+  tb_valu(b, OP_VIMM, k, 0x00400000, 0);
+  V3(OP_VOR, s, s, k);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
+  V3(OP_VAND, s, x, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
+/* d = the f32 value of the f16 bits in the low half of x (the upper half
+ * zero), as ir_f16_to_f32: subnormals m * 2^-24, infinities and NaNs
+ * (payload kept) with an all-ones exponent, else rebiased. d may be x. */
+static void f16_from_bits(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHL, r, a, k);
+  tb_valu(b, OP_VIMM, k, 0x38000000, 0);
+  V3(OP_VADDI, s, r, k); /* normal: exponent 15 -> 127 */
+  tb_valu(b, OP_VIMM, k, 0x7f800000, 0);
+  V3(OP_VOR, r, r, k);   /* infinity, NaN */
+  tb_valu(b, OP_VIMM, k, 0x7bff, 0);
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, r, s, 0, 0);
+  V3(OP_VCVTIF, s, a, 0);
+  tb_valu(b, OP_VIMM, k, 0x33800000, 0); /* 2^-24 */
+  V3(OP_VMULF, s, s, k);                 /* subnormal (exact) */
+  tb_valu(b, OP_VIMM, k, 0x0400, 0);
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x8000, 0);
+  V3(OP_VAND, s, x, k);
+  tb_valu(b, OP_VIMM, k, 16, 0);
+  V3(OP_VSHL, s, s, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
+/* d = the f16 bits (zero-extended) of x, an f32 holding an f16 value
+ * (round_f16's results): normals rebiased, subnormals |x| * 2^24
+ * converted, infinities and NaNs their top 10 mantissa bits under an
+ * all-ones exponent. d may be x. */
+static void f16_to_bits(tb *b, rp *p, int d, int x) {
+  int a = ralloc(p), r = ralloc(p), k = ralloc(p), s = ralloc(p);
+  tb_valu(b, OP_VIMM, k, 0x7fffffff, 0);
+  V3(OP_VAND, a, x, k);
+  tb_valu(b, OP_VIMM, k, 0x38000000, 0);
+  V3(OP_VSUBI, r, a, k);
+  tb_valu(b, OP_VIMM, k, 13, 0);
+  V3(OP_VSHR, r, r, k); /* normal */
+  V3(OP_VSHR, s, a, k);
+  tb_valu(b, OP_VIMM, k, 0x3ff, 0);
+  V3(OP_VAND, s, s, k);
+  tb_valu(b, OP_VIMM, k, 0x7c00, 0);
+  V3(OP_VOR, s, s, k); /* infinity, NaN */
+  tb_valu(b, OP_VIMM, k, 0x7f7fffff, 0);
+  tb_raw(b, OP_VCMPLTI, M1, k, a, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 0x4b800000, 0); /* 2^24 */
+  V3(OP_VMULF, s, a, k);
+  V3(OP_VCVTFI, s, s, 0); /* subnormal (exact) */
+  tb_valu(b, OP_VIMM, k, 0x38800000, 0);
+  tb_raw(b, OP_VCMPLTI, M1, a, k, 0, 0, 0);
+  tb_raw(b, OP_VSEL, r, M1, s, r, 0, 0);
+  tb_valu(b, OP_VIMM, k, 16, 0);
+  V3(OP_VSHR, s, x, k);
+  tb_valu(b, OP_VIMM, k, 0x8000, 0);
+  V3(OP_VAND, s, s, k);
+  V3(OP_VOR, d, r, s);
+  rfree(p, a);
+  rfree(p, r);
+  rfree(p, k);
+  rfree(p, s);
+}
+
 static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
   if (is_f(from) && is_f(to)) {
     if (to == IR_BF16) V3(OP_VRNDBF, d, x, 0); /* bf16 -> bf16 too: quiets a signalling NaN */
+    else if (to == IR_F16) round_f16(b, p, d, x);
     else V3(OP_VMOV, d, x, 0);
   } else if (is_f(from)) {
-    if (to == IR_PRED) {
+    if (to == IR_U32) {
+      f32_to_u32(b, p, d, x);
+    } else if (to == IR_PRED) {
       int z = imm(p, 0);
       tb_raw(b, OP_VCMPNEF, M1, x, z, 0, 0, 0);
       rfree(p, z);
@@ -255,8 +516,12 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
       }
     }
   } else if (is_f(to)) {
-    V3(OP_VCVTIF, d, x, 0);
+    if (from == IR_U32 && to == IR_BF16) u32_to_bf16(b, p, d, x);
+    else if (from == IR_U32) u32_to_f32(b, p, d, x);
+    else V3(OP_VCVTIF, d, x, 0);
+    /* f16: f32 rounds only beyond 2^24, where f16 is infinite either way */
     if (to == IR_BF16) V3(OP_VRNDBF, d, d, 0);
+    else if (to == IR_F16) round_f16(b, p, d, d);
   } else if (to == IR_PRED && from != IR_PRED) {
     int z = imm(p, 0);
     tb_raw(b, OP_VCMPEQI, M1, x, z, 0, 0, 0);
@@ -265,7 +530,7 @@ static void convert(tb *b, rp *p, ir_type from, ir_type to, int d, int x) {
     mask_to01(b, p, d, M1);
   } else {
     V3(OP_VMOV, d, x, 0);
-    if (to == IR_S8 && from == IR_S32) wrap8(b, p, d);
+    if (to == IR_S8 && (from == IR_S32 || from == IR_U32)) wrap8(b, p, d);
   }
 }
 
@@ -381,27 +646,7 @@ static void int_divrem(tb *b, rp *p, bool rem, ir_type t, int d, int x, int y) {
   V3(OP_VSRA, u, y, k);
   V3(OP_VXOR, ub, y, u);
   V3(OP_VSUBI, ub, ub, u);
-  tb_valu(b, OP_VIMM, q, 0, 0);
-  tb_valu(b, OP_VIMM, r, 0, 0);
-  tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
-  V3(OP_VXOR, w, ub, k); /* ub with the sign flipped, for unsigned compares */
-  for (int i = 31; i >= 0; i--) {
-    tb_valu(b, OP_VIMM, k, 1, 0);
-    V3(OP_VSHL, r, r, k);
-    tb_valu(b, OP_VIMM, u, i, 0);
-    V3(OP_VSHR, u, ua, u);
-    V3(OP_VAND, u, u, k);
-    V3(OP_VOR, r, r, u);
-    tb_valu(b, OP_VIMM, k, (int32_t)0x80000000u, 0);
-    V3(OP_VXOR, u, r, k);
-    tb_raw(b, OP_VCMPLTI, M1, u, w, 0, 0, 0); /* r < ub (unsigned) */
-    tb_raw(b, OP_MNOT, M1, M1, 0, 0, 0, 0);
-    V3(OP_VSUBI, u, r, ub);
-    tb_raw(b, OP_VSEL, r, M1, u, r, 0, 0);
-    tb_valu(b, OP_VIMM, k, (int32_t)(1u << i), 0);
-    V3(OP_VOR, u, q, k);
-    tb_raw(b, OP_VSEL, q, M1, u, q, 0, 0);
-  }
+  restoring_div(b, p, ua, ub, q, r, k, u, w);
   tb_valu(b, OP_VIMM, k, 31, 0);
   if (rem) { /* sign of x */
     V3(OP_VSRA, u, x, k);
@@ -431,6 +676,26 @@ static void int_divrem(tb *b, rp *p, bool rem, ir_type t, int d, int x, int y) {
   rfree(p, w);
 }
 
+/* bitcast-convert (same width) from type from to t: f16 <-> bf16 moves
+ * the bits between an f16 value and the top half of a bf16 lane; f16 <->
+ * s32 (never admitted by the verifier; the program edges use it) between
+ * the value and f16 bits in a word's low half; anything else is a move. */
+static void bitcast(tb *b, rp *p, ir_type from, ir_type t, int d, int x) {
+  int k = cimm(p, 16);
+  if (t == IR_F16 && from == IR_BF16) {
+    V3(OP_VSHR, d, x, k);
+    f16_from_bits(b, p, d, d);
+  } else if (t == IR_F16 && from != IR_F16) {
+    f16_from_bits(b, p, d, x);
+  } else if (t != IR_F16 && from == IR_F16) {
+    f16_to_bits(b, p, d, x);
+    if (t == IR_BF16) V3(OP_VSHL, d, d, k);
+  } else {
+    V3(OP_VMOV, d, x, 0);
+  }
+  rfree(p, k);
+}
+
 /* Emits one op node into d from operand registers. */
 static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d, const int *a) {
   ir_type t = n->type;
@@ -439,6 +704,7 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   switch (n->op) {
   case IR_OP_ABS:
     if (f) V3(OP_VABSF, d, x, 0);
+    else if (t == IR_U32) V3(OP_VMOV, d, x, 0);
     else {
       int zr = cimm(p, 0), ng = ralloc(p);
       V3(OP_VSUBI, ng, zr, x);
@@ -476,6 +742,10 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     rounding(b, p, n->op, d, x);
     break;
   case IR_OP_SIGN: {
+    if (t == IR_U32) { /* 0 or 1 */
+      convert(b, p, IR_U32, IR_PRED, d, x);
+      break;
+    }
     int zr = cimm(p, 0), one = cimm(p, f ? 0x3F800000u : 1u),
         mone = cimm(p, f ? 0xBF800000u : 0xFFFFFFFFu);
     isa_op lt = f ? OP_VCMPLTF : OP_VCMPLTI;
@@ -520,15 +790,23 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
   case IR_OP_DIVIDE:
     if (f) V3(OP_VDIVF, d, x, y);
     else if (t == IR_PRED) pred_divrem(b, p, false, d, x, y);
+    else if (t == IR_U32) uint_divrem(b, p, false, d, x, y);
     else int_divrem(b, p, false, t, d, x, y);
     break;
   case IR_OP_REMAINDER:
     if (f) V3(OP_VREMF, d, x, y);
     else if (t == IR_PRED) pred_divrem(b, p, true, d, x, y);
+    else if (t == IR_U32) uint_divrem(b, p, true, d, x, y);
     else int_divrem(b, p, true, t, d, x, y);
     break;
-  case IR_OP_MAXIMUM: V3(f ? OP_VMAXF : OP_VMAXI, d, x, y); break;
-  case IR_OP_MINIMUM: V3(f ? OP_VMINF : OP_VMINI, d, x, y); break;
+  case IR_OP_MAXIMUM:
+    if (t == IR_U32) umaxmin(b, p, true, d, x, y);
+    else V3(f ? OP_VMAXF : OP_VMAXI, d, x, y);
+    break;
+  case IR_OP_MINIMUM:
+    if (t == IR_U32) umaxmin(b, p, false, d, x, y);
+    else V3(f ? OP_VMINF : OP_VMINI, d, x, y);
+    break;
   case IR_OP_AND: V3(OP_VAND, d, x, y); break;
   case IR_OP_OR: V3(OP_VOR, d, x, y); break;
   case IR_OP_XOR: V3(OP_VXOR, d, x, y); break;
@@ -543,15 +821,24 @@ static void op_node(tb *b, rp *p, const tk_node *n, const ir_type *atypes, int d
     break;
   }
   case IR_OP_CLAMP:
+    if (t == IR_U32) { /* min(max(x, lo), hi) unsigned; d may alias z */
+      int m = ralloc(p);
+      umaxmin(b, p, true, m, y, x);
+      umaxmin(b, p, false, d, m, z);
+      rfree(p, m);
+      break;
+    }
     V3(f ? OP_VMAXF : OP_VMAXI, d, y, x);
     V3(f ? OP_VMINF : OP_VMINI, d, d, z);
     break;
   case IR_OP_CONVERT: convert(b, p, atypes[0], t, d, x); return;
-  case IR_OP_BITCAST_CONVERT:
+  case IR_OP_BITCAST_CONVERT: bitcast(b, p, atypes[0], t, d, x); return;
   case IR_OP_COPY: V3(OP_VMOV, d, x, 0); return;
   default: base_die("elem: unsupported op %s reached codegen", ir_op_name(n->op));
   }
   if (t == IR_BF16 && n->op != IR_OP_COMPARE) V3(OP_VRNDBF, d, d, 0);
+  /* f16: rounded as the evaluator rounds each result; select moves bits */
+  if (t == IR_F16 && n->op != IR_OP_SELECT) round_f16(b, p, d, d);
 }
 
 /* ---- DAG evaluation --------------------------------------------------------- */

@@ -45,10 +45,7 @@ void lower_inst(lctx *x, ir_id i) {
   b->opname = ir_op_name(in->op);
   if (x->comp == b->attr_comp) tb_set_op(b, in->info->name,
                                          ir_op_name(in->op), in->info->loc);
-  /* the u32 of an id is held as an s32 word (types.c admits it) */
-  bool id = in->shape->type == IR_U32 && in->shape->rank == 0 &&
-            (in->op == IR_OP_REPLICA_ID || in->op == IR_OP_PARTITION_ID || in->op == IR_OP_PARAMETER);
-  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN && !id &&
+  if (in->shape->type != IR_TUPLE && in->shape->type != IR_TOKEN &&
       tk_itype(in->shape->type) == IR_TYPE_INVALID) {
     tb_error(b, ST_UNSUPPORTED, "element type %s is not supported",
              ir_type_name(in->shape->type));
@@ -293,13 +290,23 @@ static void count_uses(lctx *x, uses *u) {
   x->rem[comp->root]++;
 }
 
+/* Whether j is a bitcast-convert from f16 to bf16: its operand must be
+ * in a buffer, as lower_bitcast keeps every bit pattern only from there. */
+static bool f16_bits_user(const ir_comp *comp, ir_id j) {
+  const ir_inst *us = &comp->insts.v[j];
+  return us->op == IR_OP_BITCAST_CONVERT && us->shape->type == IR_BF16 &&
+         comp->insts.v[us->ops[0]].shape->type == IR_F16;
+}
+
 /* Whether every use of instruction i is elementwise and in the root's
  * program (the root, or deferred). */
 static bool used_in_root_program(const lctx *x, const uses *u, ir_id i) {
   const ir_comp *comp = x->comp;
   for (int q = u->uoff[i]; q < u->uoff[i + 1]; q++) {
     ir_id j = u->ulist[q];
-    if (!lower_is_elem(&comp->insts.v[j]) || !(j == comp->root || x->deferred[j])) return false;
+    if (!lower_is_elem(&comp->insts.v[j]) || !(j == comp->root || x->deferred[j]) ||
+        f16_bits_user(comp, j))
+      return false;
   }
   return true;
 }
@@ -313,7 +320,8 @@ static void plan_deferral(lctx *x, const uses *u) {
     const ir_inst *in = &comp->insts.v[i];
     if (in->dead || !lower_is_elem(in) || x->rem[i] != 1 || i == comp->root) continue;
     const ir_inst *us = &comp->insts.v[u->users[i]];
-    if (!lower_is_elem(us) || us->shape->type == IR_TUPLE) continue;
+    if (!lower_is_elem(us) || us->shape->type == IR_TUPLE || f16_bits_user(comp, u->users[i]))
+      continue;
     int64_t a = 1, bb = 1;
     for (int k = 0; k < in->shape->rank; k++)
       a *= in->shape->dims[k];

@@ -103,7 +103,9 @@ static int dag_inst(lctx *x, dag *d, ir_id i) {
      * the register representation, except that a pred result from s8 is
      * "byte nonzero", which is convert's rule. */
     ir_type ot = inst_of(x, in->ops[0])->shape->type;
-    n.op = in->shape->type == IR_PRED && ot != IR_PRED ? IR_OP_CONVERT : IR_OP_COPY;
+    n.op = in->shape->type == IR_PRED && ot != IR_PRED ? IR_OP_CONVERT
+           : (in->shape->type == IR_F16) != (ot == IR_F16) ? IR_OP_BITCAST_CONVERT /* elem.c */
+                                                           : IR_OP_COPY;
   }
   const char *why;
   if (!tk_elem_supported(x->b, &n, &why)) {

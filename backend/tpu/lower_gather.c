@@ -251,12 +251,14 @@ typedef struct ixreader {
 } ixreader;
 
 /* Scalar register reg = element e (a 32-bit word) of index value v.
- * Indices are pred, s8 or s32, all held as s32 words; another type is a
- * located error (register 0 is read instead). */
+ * Indices are pred, s8, s32 or u32, all held as 32-bit words; a u32 index
+ * of 2^31 or more reads as INT32_MAX, so that the signed clamps and range
+ * checks after it see an index above every bound, as the unsigned value
+ * is. Another type is a located error (register 0 is read instead). */
 static void ix_read(ixreader *rd, const tval *v, int64_t e, int reg) {
   tb *b = rd->b;
-  if (v->type != IR_S32 && v->type != IR_S8 && v->type != IR_PRED) {
-    tb_error(b, ST_UNSUPPORTED, "start indices of type %s (the TPU reads pred, s8 and s32 indices)",
+  if (v->type != IR_S32 && v->type != IR_U32 && v->type != IR_S8 && v->type != IR_PRED) {
+    tb_error(b, ST_UNSUPPORTED, "start indices of type %s (the TPU reads pred, s8, s32 and u32 indices)",
              ir_type_name(v->type));
     tb_raw(b, OP_SADD, reg, 0, 0, 0, 0, 0);
     return;
@@ -270,6 +272,15 @@ static void ix_read(ixreader *rd, const tval *v, int64_t e, int reg) {
     rd->v = v, rd->t = t;
   }
   tb_raw(b, OP_VTOS, reg, 0, 0, 0, 0, (int32_t)(e % IX_WORDS));
+  if (v->type == IR_U32) { /* m = reg < 0 ? -1 : 0; reg = (reg | m) ^ (m << 31) */
+    int m = tb_sreg_take(b);
+    tb_raw(b, OP_SSLTI, m, reg, 0, 0, 0, 0);
+    tb_raw(b, OP_SMULI, m, m, 0, 0, 0, -1);
+    tb_raw(b, OP_SOR, reg, reg, m, 0, 0, 0);
+    tb_raw(b, OP_SSHLI, m, m, 0, 0, 0, 31);
+    tb_raw(b, OP_SXOR, reg, reg, m, 0, 0, 0);
+    tb_sreg_give(b, m);
+  }
 }
 
 /* Bytes of each of the two VMEM staging slots after the index tile. */

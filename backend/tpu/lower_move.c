@@ -37,10 +37,30 @@ bool lower_bitcast(lctx *x, ir_id i) {
   /* An operand without a buffer (computed in registers by this, its
    * elementwise user: deferred, a splat, a fused dot or row vector) has
    * nothing to alias: the bitcast is the copy node ending its program.
-   * A pred result from another type is normalised to 0/1 there too. */
-  if (!ov || (in->shape->type == IR_PRED && ot != IR_PRED)) {
+   * A pred result from another type is normalised to 0/1 there too, and
+   * bits between f16 (held as f32 values) and bf16 are moved there. */
+  if (!ov || (in->shape->type == IR_PRED && ot != IR_PRED) ||
+      (in->shape->type == IR_F16 && ot != IR_F16)) {
     lower_elementwise(x, i);
     return false;
+  }
+  if (in->shape->type == IR_BF16 && ot == IR_F16) {
+    /* f16 bits into 32-bit words, their low halves DMA'd into the bf16
+     * buffer: every pattern kept (a vector store of bf16 would quiet the
+     * signalling NaNs among them) */
+    tval *w = tv_new(x->b, IR_S32, in->shape->rank, in->shape->dims), *out = result_of(x, in);
+    tk_node nodes[2] = {{TK_IN, IR_F16, 0, 0, 0, 0, 0, 0, {0, 0, 0}},
+                        {TK_OP, IR_S32, 0, 0, IR_OP_BITCAST_CONVERT, 0, 0, 1, {0, 0, 0}}};
+    int root = 1;
+    uint64_t ia = tv_addr(ov), oa = tv_addr(w);
+    ir_type it = IR_F16;
+    tk_elem e = {2, nodes, 1, &ia, &it, 1, &root, &oa, ov->count};
+    tk_elementwise(x->b, &e);
+    int64_t n = ov->count, ds = 1, ss = 2;
+    tk_copy(x->b, tv_addr(out), &ds, oa, &ss, 1, &n, 2);
+    tv_release(x->b, w);
+    x->val[i] = out;
+    return true;
   }
   x->val[i] = tv_alias(x->b, ov, in->shape->type, in->shape->rank,
                        in->shape->dims);

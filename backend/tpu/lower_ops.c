@@ -21,11 +21,15 @@
 static const ir_inst *inst_of(lctx *x, ir_id i) { return &x->comp->insts.v[i]; }
 
 
+/* A scalar constant v of type t from the pool; u32 and f16 take the word
+ * of their held type (s32, f32: the pool's zeros), aliased as t. */
 static tval *scalar_const(lctx *x, ir_type t, double v) {
-  ir_shape s = ir_shape_scalar(t);
+  ir_type held = t == IR_U32 ? IR_S32 : t == IR_F16 ? IR_F32 : t;
+  ir_shape s = ir_shape_scalar(held);
   ir_literal *l = ir_literal_create(x->b->a, &s);
   ir_literal_set_f64(l, 0, v);
-  return tv_const(x->b, l);
+  tval *c = tv_const(x->b, l);
+  return held == t ? c : tv_alias(x->b, c, t, 0, NULL);
 }
 
 

@@ -62,7 +62,8 @@
 #include "tpurt.h" /* the element type list */
 
 #define TPUB_FORMAT_VERSION 1
-#define TPUB_MAX_RANK 8
+#define TPUB_MAX_RANK 12 /* a signature entry stores its rank and that many dims: up to
+                            12 reads in format 1 (older runtimes refuse above 8) */
 #define TPUB_MAX_NAME 63
 #define TPUB_MAX_CODE (1u << 24)
 #define TPUB_MAX_TENSORS 4096

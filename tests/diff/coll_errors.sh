@@ -6,9 +6,9 @@
 # source, and an input stacked for another replica count. Each fails
 # before running with a located message (the module's FILE:LINE:COL; the
 # input's number for the input) holding the expected words, and the same
-# exit status on every target. On the TPU targets also what they cannot
-# run yet (u32 arithmetic on replica-id), which the others run, and a
-# -start/-done pair, which every target runs with interp's values
+# exit status on every target. On the TPU targets also u32 arithmetic on
+# replica-id and a -start/-done pair, which every target runs with
+# interp's values
 # (docs/cli.md: 2 for a malformed module or input, 1 for a module the run
 # cannot run). Exit 0 when all do.
 set -u
@@ -44,16 +44,16 @@ for t in "$@"; do
   expect "$t" 2 "--input 1" "expected 4xf32 (or 4 of them stacked, one per replica), given 3x4xf32" \
     "$dir/missing.hlo" --replicas=4 --input="3x4xf32=1 2 3 4 1 2 3 4 1 2 3 4"
   case $t in
-  v*) # what the TPU cannot run yet: located, before running
-    expect "$t,ncores=2" 1 "id_arith.hlo:6:8:" "uses the u32 of 'rid' (replica-id)" \
-      "$dir/id_arith.hlo" --input="4xf32=1 2 3 4"
-    "$tpucc" run --target=interp "$dir/permute_start.hlo" --input="4xf32=1 2 3 4" >"$T/want" 2>&1
-    if "$tpucc" run --target="$t,ncores=2" "$dir/permute_start.hlo" --input="4xf32=1 2 3 4" \
-        >"$T/out" 2>&1 && cmp -s "$T/want" "$T/out"; then
-      echo "PASS $t runs permute_start as interp does"
-    else
-      echo "FAIL $t: permute_start:"; cat "$T/out"; fail=1
-    fi ;;
+  v*) # on two cores, as interp
+    for f in id_arith permute_start; do
+      "$tpucc" run --target=interp "$dir/$f.hlo" --input="4xf32=1 2 3 4" >"$T/want" 2>&1
+      if "$tpucc" run --target="$t,ncores=2" "$dir/$f.hlo" --input="4xf32=1 2 3 4" \
+          >"$T/out" 2>&1 && cmp -s "$T/want" "$T/out"; then
+        echo "PASS $t runs $f as interp does"
+      else
+        echo "FAIL $t: $f:"; cat "$T/out"; fail=1
+      fi
+    done ;;
   *) # the same modules run elsewhere
     for f in id_arith permute_start; do
       if "$tpucc" run --target="$t" "$dir/$f.hlo" --input="4xf32=1 2 3 4" >"$T/out" 2>&1; then

@@ -5,8 +5,8 @@
  *
  *  - elementwise: every float op of ops.def (unary, binary over all pairs,
  *    clamp over triples, compare in every direction and comparison type,
- *    select, is-finite) on f32, bf16 and f16 (f16 keeps the default
- *    semantics on both sides), and the converts between f32, bf16, f16,
+ *    select, is-finite) on f32, bf16 and f16 (computed in f32 and
+ *    rounded to f16 per op), and the converts between f32, bf16, f16,
  *    s32, s8 and pred, on a fixed set of special values: +-0, +-inf, quiet
  *    and signalling NaNs with payloads of both signs, f32 and bf16
  *    subnormals, bf16 rounding ties, values at the 2^23 / 2^24 / 2^31
@@ -21,8 +21,9 @@
  *    two tree levels, sequential), f32 and bf16, max, min, multiply.
  * Float arguments are random full-precision values with about one in
  * eight replaced by a special (inf, -0, NaN payloads, subnormals, ties,
- * huge values whose products overflow). Every module without f16 also runs
- * on the emulator (v3) against the same oracle, and every module under
+ * huge values whose products overflow). Every elementwise and convert
+ * module, and every reduction and contraction so marked, also runs on the
+ * emulator (v3) against the same oracle, and every module under
  * CPU_NUMERICS_STRICT against the default evaluator (NaN payloads aside),
  * which must be unchanged.
  *
@@ -198,7 +199,7 @@ static ir_literal *vec(arena *a, ir_type t, int64_t n) {
   return ir_literal_create(a, &s);
 }
 
-/* with emu, every module also runs on the emulator (f32 and bf16) */
+/* with emu, every module also runs on the emulator (f32, bf16 and f16) */
 static void elementwise(ir_type t, bool emu) {
   const char *tn = ir_type_name(t);
   int64_t n = NSPEC, n2 = n * n, n3 = 20 * 20 * 20;
@@ -317,7 +318,7 @@ static void converts(void) {
       snprintf(name, sizeof name, "convert %s -> %s", fn, tn);
       snprintf(hlo, sizeof hlo, "HloModule cv\nENTRY e {\n x = %s[%lld] parameter(0)\n ROOT r = %s[%lld] convert(x)\n}\n",
                fn, (long long)n, tn, (long long)n);
-      check(name, hlo, &x, 1, ts[f] != IR_F16 && ts[t] != IR_F16); /* no f16 on the TPU */
+      check(name, hlo, &x, 1, true);
     }
   arena_destroy(a);
 }
@@ -533,7 +534,7 @@ int main(int argc, char **argv) {
   rng = seed * 0x9E3779B97F4A7C15ull + 1;
   elementwise(IR_F32, true);
   elementwise(IR_BF16, true);
-  elementwise(IR_F16, false);
+  elementwise(IR_F16, true);
   int ew = nchecks;
   converts();
   int cv = nchecks;

@@ -46,13 +46,6 @@
 
 /* ---- what a module holds ------------------------------------------------- */
 
-static bool shape_has(const ir_shape *s, ir_type t) {
-  if (s->type != IR_TUPLE) return s->type == t;
-  for (int i = 0; i < s->ntuple; i++)
-    if (shape_has(&s->tuple[i], t)) return true;
-  return false;
-}
-
 /* Whether an instruction of any computation of m satisfies want. */
 static bool any_inst(const ir_module *m, bool (*want)(const ir_comp *, const ir_inst *)) {
   for (int c = 0; c < m->comps.n; c++) {
@@ -63,11 +56,6 @@ static bool any_inst(const ir_module *m, bool (*want)(const ir_comp *, const ir_
   return false;
 }
 
-static bool is_f16(const ir_comp *c, const ir_inst *in) {
-  (void)c;
-  return shape_has(in->shape, IR_F16) ||
-         ((in->op == IR_OP_DOT || in->op == IR_OP_CONVOLUTION) && in->a->preferred_type == IR_F16);
-}
 static bool is_int_power(const ir_comp *c, const ir_inst *in) {
   (void)c;
   return in->op == IR_OP_POWER && !ir_type_is_float(in->shape->type);
@@ -79,10 +67,6 @@ static bool is_trig_hyp(const ir_comp *c, const ir_inst *in) {
 static bool has_trig_hyp(const ir_module *m, const og_case *k) {
   (void)k;
   return any_inst(m, is_trig_hyp);
-}
-static bool has_f16(const ir_module *m, const og_case *k) {
-  (void)k;
-  return any_inst(m, is_f16);
 }
 static bool has_int_power(const ir_module *m, const og_case *k) {
   (void)k;
@@ -109,7 +93,6 @@ typedef struct refusal {
 } refusal;
 
 static const refusal refusals[] = {
-    {T_V3, has_f16, "f16", "v3: f16 is not lowered (docs/tpu-backend.md)", NULL},
     {T_V3, has_int_power, "power", "v3: integer power is not lowered (docs/tpu-backend.md)",
      NULL},
     {T_V3, has_trig_hyp, "no vector-unit sequence",
@@ -200,9 +183,8 @@ static bool run_target(const cfg *cf, const ir_module *m, const og_case *k, tgt 
     fprintf(stderr, "%s on %s: execution failed: %s\n", what, tgt_name[t], err);
     return false;
   }
-  /* NaN payloads aside: strict (docs/cpu-backend.md), and f16 under TPU
-     numerics, which keeps the default semantics (docs/numerics.md s. 5) */
-  bool nan_any = t == T_CPU_STRICT || (t == T_CPU_TPU && has_f16(m, k));
+  /* NaN payloads aside: strict (docs/cpu-backend.md) */
+  bool nan_any = t == T_CPU_STRICT;
   if (diff_same(ref, got, nan_any, why, sizeof why)) return true;
   if (known_bug(cf, m, k, t, n)) return true;
   fprintf(stderr, "%s on %s: %s\n", what, tgt_name[t], why);

@@ -421,7 +421,7 @@ static const char *const targets[] = {"v3", "v2", "v3,mxu=64x64,vmem=8MiB", "v2,
                                       "v2,vmem=4MiB"};
 
 /* An op without a vector-unit sequence (integer power) and an element
- * type without a vector-unit representation (f16) are located errors
+ * type without a vector-unit representation (f64) are located errors
  * naming the op / the type. */
 static int check_unsupported(void) {
   static const struct {
@@ -429,8 +429,8 @@ static int check_unsupported(void) {
   } u[] = {
       {"HloModule m\nENTRY e {\n %x = s32[4] parameter(0)\n ROOT %s = s32[4] power(%x, %x)\n}\n",
        "unsupported.hlo:4:", "error: tpu: power"},
-      {"HloModule m\nENTRY e {\n %x = f16[4] parameter(0)\n ROOT %s = f16[4] sine(%x)\n}\n",
-       "unsupported.hlo:3:", "f16"},
+      {"HloModule m\nENTRY e {\n %x = f64[4] parameter(0)\n ROOT %s = f64[4] sine(%x)\n}\n",
+       "unsupported.hlo:3:", "f64 is not supported on the TPU"},
   };
   int fails = 0;
   for (size_t k = 0; k < COUNTOF(u); k++) {
