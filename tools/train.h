@@ -160,8 +160,9 @@ void train_model_free(train_model *tm);
  * state k is trainable k (k < nw), then the optimizer state, then the step
  * counter (f32[]), as the step program's parameters. Zeros until written. */
 typedef struct train_engine train_engine;
-/* Opens the target (threads > 0: --threads for the cpu) and compiles both
- * programs; *out is set even on failure (close it). */
+/* Opens the target (threads > 0: --threads for the cpu) and compiles the
+ * step program (tm->k > 1: the loop program instead) and graph logits;
+ * *out is set even on failure (close it). */
 bool train_engine_open(const train_model *tm, const char *target, int threads, train_engine **out,
                        double *compile_seconds, char *err, size_t errlen);
 void train_engine_close(train_engine *e); /* accepts NULL */
@@ -193,7 +194,8 @@ bool train_engine_logits(train_engine *e, const float *x, float *logits, char *e
  * have done in their cycles, summed over the cores (TPU devices; 0
  * elsewhere): their ratio is the steps' MXU utilisation. */
 void train_engine_mxu(const train_engine *e, double *macs, double *peak);
-/* Executions of the step program so far (the runtime's metric; 0 on interp). */
+/* Executions of the step and loop programs so far (the runtime's metric;
+ * a call of k steps counts once; 0 on interp). */
 double train_engine_executions(const train_engine *e);
 
 /* ---- the run (train_run.c) ------------------------------------------------- */

@@ -487,9 +487,10 @@ bool train_engine_logits(train_engine *e, const float *x, float *logits, char *e
 }
 
 double train_engine_executions(const train_engine *e) {
-  double v = 0;
+  double v = 0, w = 0;
   if (e->step) tpurt_program_metric(e->step, "executions", &v);
-  return v;
+  if (e->loop) tpurt_program_metric(e->loop, "executions", &w);
+  return v + w;
 }
 
 void train_engine_close(train_engine *e) {
