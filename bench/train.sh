@@ -5,12 +5,14 @@
 # in one run (docs/performance.md, "Training"). Prints a markdown table: images/s of
 # wall time, and of process CPU time (every thread: the figure a loaded
 # machine disturbs least). Needs Fashion-MNIST and /usr/bin/python3 with
-# torch (Debian's python3-torch).
+# torch (Debian's python3-torch). `bench/train.sh [TPUCC] ksteps` runs
+# bench/train_ksteps.sh instead: --steps-per-execution=K against K = 1.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 T="${1:-$root/build/tools/tpucc}"
 M="${2:-mlp}"
-case "$M" in mlp|cnn) ;; *) echo "usage: bench/train.sh [TPUCC] [mlp|cnn]" >&2; exit 2 ;; esac
+case "$M" in mlp|cnn) ;; ksteps) exec "$root/bench/train_ksteps.sh" "$T" ;;
+  *) echo "usage: bench/train.sh [TPUCC] [mlp|cnn|ksteps]" >&2; exit 2 ;; esac
 w="$(mktemp -d)"
 trap 'rm -rf "$w"' EXIT
 n=$((60000 / 128 * 128))

@@ -1,4 +1,6 @@
-/* fusion.c: XLA-style instruction fusion of the entry computation.
+/* fusion.c: XLA-style instruction fusion of the computations that run as
+ * control flow: the entry, and the bodies, conditions, branches and
+ * callees of its whiles, conditionals and calls, transitively.
  * require: a verified module, operands before users (simplify, cse and dce
  * before it give better groups).  provide: groups of instructions replaced
  * by `fusion` instructions calling new fused computations (is_fusion set,
@@ -629,12 +631,12 @@ static void attn_find(fctx *f) {
   }
 }
 
-bool pass_fusion(ir_module *m, pass_ctx *ctx) {
-  if (m->entry == IR_NONE) return false;
+/* Fuses computation c. */
+static bool fuse_comp(ir_module *m, pass_ctx *ctx, ir_comp_id c) {
   fctx f;
   memset(&f, 0, sizeof f);
   f.m = m;
-  f.c = m->entry;
+  f.c = c;
   f.ctx = ctx;
   f.n = ir_comp_get(m, f.c)->insts.n;
   if (f.n == 0) return false;
@@ -660,5 +662,14 @@ bool pass_fusion(ir_module *m, pass_ctx *ctx) {
     changed = true;
   }
   if (changed) pr_sweep(m, f.c);
+  return changed;
+}
+
+bool pass_fusion(ir_module *m, pass_ctx *ctx) {
+  if (m->entry == IR_NONE) return false;
+  ir_comp_id *cs = arena_array(m->arena, (size_t)m->comps.n + 1, sizeof *cs);
+  int n = pr_control_comps(m, cs);
+  bool changed = false;
+  for (int k = 0; k < n; k++) changed |= fuse_comp(m, ctx, cs[k]);
   return changed;
 }

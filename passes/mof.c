@@ -1,4 +1,6 @@
-/* mof.c: multi-output fusion of the entry computation.
+/* mof.c: multi-output fusion of the computations that run as control
+ * flow (the entry, and the bodies, conditions, branches and callees of
+ * its whiles, conditionals and calls: pr_control_comps).
  * require: the fusion pass's output (fusion instructions of kind kLoop or
  * kInput with array-shaped roots), operands before users.  provide: pairs
  * of such fusions merged into one fusion whose fused computation has a
@@ -300,14 +302,14 @@ static bool try_merge(mctx *x, ir_id b, const int32_t *ustart, const int32_t *uc
   return false;
 }
 
-bool pass_mof(ir_module *m, pass_ctx *ctx) {
-  if (m->entry == IR_NONE) return false;
-  int n0 = ir_comp_get(m, m->entry)->insts.n;
+/* Merges the fusions of computation c. */
+static bool mof_comp(ir_module *m, pass_ctx *ctx, ir_comp_id c) {
+  int n0 = ir_comp_get(m, c)->insts.n;
   if (n0 == 0) return false;
   mctx x;
   memset(&x, 0, sizeof x);
   x.m = m;
-  x.c = m->entry;
+  x.c = c;
   x.ctx = ctx;
   x.cap = 3 * n0 + 16; /* each merge adds 3 instructions; at most n0/2 merges */
   x.done = arena_alloc(m->arena, (size_t)x.cap);
@@ -342,5 +344,14 @@ bool pass_mof(ir_module *m, pass_ctx *ctx) {
     changed |= try_merge(&x, b, ustart, fill, users, uses, n0);
   }
   if (changed) pr_sweep(m, x.c);
+  return changed;
+}
+
+bool pass_mof(ir_module *m, pass_ctx *ctx) {
+  if (m->entry == IR_NONE) return false;
+  ir_comp_id *cs = arena_array(m->arena, (size_t)m->comps.n + 1, sizeof *cs);
+  int n = pr_control_comps(m, cs);
+  bool changed = false;
+  for (int k = 0; k < n; k++) changed |= mof_comp(m, ctx, cs[k]);
   return changed;
 }

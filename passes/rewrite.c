@@ -105,3 +105,22 @@ bool pr_is_cheap(const ir_comp *cp, ir_id id) {
     return false;
   }
 }
+
+int pr_control_comps(const ir_module *m, ir_comp_id *out) {
+  int n = 0;
+  out[n++] = m->entry;
+  for (int k = 0; k < n; k++) {
+    const ir_comp *c = &m->comps.v[out[k]];
+    for (int i = 0; i < c->insts.n; i++) {
+      const ir_inst *in = &c->insts.v[i];
+      if (in->dead || (in->op != IR_OP_WHILE && in->op != IR_OP_CONDITIONAL && in->op != IR_OP_CALL))
+        continue;
+      for (int j = 0; j < in->ncalls; j++) {
+        bool seen = false;
+        for (int s = 0; s < n && !seen; s++) seen = out[s] == in->calls[j];
+        if (!seen) out[n++] = in->calls[j];
+      }
+    }
+  }
+  return n;
+}

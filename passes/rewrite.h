@@ -16,6 +16,14 @@ void pr_mark_live(arena *a, const ir_comp *cp, uint8_t *live);
  * true when something was removed. Dies on a cycle (a pass bug). */
 bool pr_sweep(ir_module *m, ir_comp_id c);
 
+/* The computations that run as the program's control flow, into out
+ * (room for m->comps.n): the entry and, transitively, the bodies and
+ * conditions of its whiles, the branches of its conditionals and the
+ * callees of its calls (not the computations an instruction applies per
+ * element: reducers, comparators, map's and all-reduce's to_apply).
+ * Returns how many. */
+int pr_control_comps(const ir_module *m, ir_comp_id *out);
+
 /* A replacement map for one computation: map[i] is what instruction i now
  * stands for (itself when unchanged). pr_find follows chains. Ids at or
  * past n (instructions added after the map was made) map to themselves. */

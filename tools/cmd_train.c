@@ -52,6 +52,10 @@ void tool_help_train(FILE *f) {
         "                         mpirun -np R: N / R replicas or cores on each\n"
         "                         rank (cpu: default N = R, one per rank), rank 0\n"
         "                         prints and writes every file\n"
+        "  --steps-per-execution=K  K training steps per device call (default 1):\n"
+        "                         one program runs them as a while loop on K\n"
+        "                         stacked batches (1..1024; an epoch's last group of\n"
+        "                         fewer than K steps runs step by step)\n"
         "  --precision=P          f32 (default) or bf16: the model's COMPUTE type;\n"
         "                         weights and optimizer state stay f32\n"
         "  --checkpoint=FILE.npz  weights, optimizer state and counters after each\n"
@@ -62,7 +66,8 @@ void tool_help_train(FILE *f) {
         "  --plot=FILE.svg        loss and accuracy per epoch\n"
         "  --quiet                no per-class F1 and confusion matrix at the end\n"
         "  --emit-step=FILE.hlo   also write the step program (loss, gradients, update,\n"
-        "                         donated state) as HLO\n"
+        "                         donated state) as HLO; with K > 1 steps per\n"
+        "                         execution, the program of K steps\n"
         "  --loss-log=FILE        every step's loss, one per line (%.9g)\n"
         "\n"
         "exit status: 0 trained; 1 a run-time error (bad data, NaN loss); 2 usage\n"
@@ -78,6 +83,7 @@ void train_options_init(train_options *o) {
   o->epochs = 1;
   o->batch = 32;
   o->replicas = 1;
+  o->steps_per_execution = 1;
   train_hparams_init(&o->h);
 }
 
@@ -160,6 +166,9 @@ int train_option_set(train_options *o, const char *cmd, const char *name, const 
   } else if (strcmp(name, "threads") == 0) {
     if (!tool_parse_int(cmd, name, v, 1, 1024, &n)) return -1;
     o->threads = (int)n;
+  } else if (strcmp(name, "steps-per-execution") == 0) {
+    if (!tool_parse_int(cmd, name, v, 1, TRAIN_MAX_STEPS_PER_EXECUTION, &n)) return -1;
+    o->steps_per_execution = (int)n;
   } else if (strcmp(name, "replicas") == 0) {
     if (!tool_parse_int(cmd, name, v, 1, 4096, &n)) return -1;
     o->replicas = (int)n;

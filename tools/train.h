@@ -82,6 +82,34 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
                                const ir_module *upd, int replicas, ir_module **out, char *err,
                                size_t errlen);
 
+/* Builders the step and the loop share: parameter k of computation c
+ * (shape s), get-tuple-element k of t, the shape of parameter k of m's
+ * entry. */
+ir_id train_param(ir_module *m, ir_comp_id c, int k, const ir_shape *s, const char *name);
+ir_id train_gte(ir_module *m, ir_comp_id c, ir_id t, int k);
+const ir_shape *train_entry_param_shape(const ir_module *m, int k);
+
+/* Copies the live instructions of src's entry into dst's computation dc,
+ * parameter i becoming args[i], and the computations they call (named
+ * prefix.NAME); the copy of the root. */
+ir_id train_splice_entry(ir_module *dst, ir_comp_id dc, const ir_module *src, const char *prefix,
+                         const ir_id *args);
+
+/* Steps per execution (train_loop.c): K trips of the step module (the
+ * form train_step_compose writes) as one program,
+ *
+ *   steps(w0.., s0.., step: f32[], xs, ys) -> (losses: f32[K], w0'.., s0'.., step')
+ *
+ * xs and ys the step's data parameters with a leading dimension K (K
+ * batches stacked). A while loop carries (i, w.., s.., step, xs, ys,
+ * losses); its body takes batch i by dynamic-slice, runs the step's
+ * computation as it is, and writes the step's loss into losses[i] by
+ * dynamic-update-slice. The step's header (donations, replica count)
+ * holds unchanged. *out is a new module; ST_INVALID_ARGUMENT with a
+ * message when step has another form or k < 1. */
+base_status train_loop_compose(const ir_module *step, int k, ir_module **out, char *err,
+                               size_t errlen);
+
 /* Replaces the template words of a model file in place: BATCH (each
  * replica's batch, right-aligned in its 5 columns), GLOBAL_BATCH (the
  * global batch, right-aligned in 12) and COMPUTE (the compute type, "f32"
@@ -111,14 +139,17 @@ typedef struct train_model {
   int classes;
   int eval_n, *eval_src; /* per logits parameter: trainable index, or -1 for x */
   char *step_text, *eval_text; /* HLO of the step and of graph logits */
+  int k;                /* steps per execution (1: the step alone) */
+  char *loop_text;      /* k > 1: HLO of k steps in one program (train_loop_compose) */
   bool model_error;     /* the failure was the model's (exit 2), not the run's */
 } train_model;
 
 /* Reads, templates, parses and checks the model, and writes its programs,
  * for a global batch split into replicas equal per-replica batches
- * (replicas > 1 needs a loss that divides by GLOBAL_BATCH). False with a
- * message (located diagnostics for the model's errors). */
-bool train_model_load(train_model *tm, const char *path, long batch, int replicas,
+ * (replicas > 1 needs a loss that divides by GLOBAL_BATCH) and k steps per
+ * execution (k > 1: loop_text too). False with a message (located
+ * diagnostics for the model's errors). */
+bool train_model_load(train_model *tm, const char *path, long batch, int replicas, int k,
                       const char *compute, const train_hparams *h, char *err, size_t errlen);
 void train_model_free(train_model *tm);
 
@@ -129,8 +160,9 @@ void train_model_free(train_model *tm);
  * state k is trainable k (k < nw), then the optimizer state, then the step
  * counter (f32[]), as the step program's parameters. Zeros until written. */
 typedef struct train_engine train_engine;
-/* Opens the target (threads > 0: --threads for the cpu) and compiles both
- * programs; *out is set even on failure (close it). */
+/* Opens the target (threads > 0: --threads for the cpu) and compiles the
+ * step program (tm->k > 1: the loop program instead) and graph logits;
+ * *out is set even on failure (close it). */
 bool train_engine_open(const train_model *tm, const char *target, int threads, train_engine **out,
                        double *compile_seconds, char *err, size_t errlen);
 void train_engine_close(train_engine *e); /* accepts NULL */
@@ -146,16 +178,29 @@ bool train_engine_write(train_engine *e, int k, const void *data, char *err, siz
  * without reading x or writing logits (both may be NULL). */
 bool train_engine_step(train_engine *e, const float *x, const int32_t *y, double *loss,
                        double *device_seconds, char *err, size_t errlen);
+/* tm->k steps in one execution of the loop program (k = 1: one step):
+ * x and y hold k full batches one after the other, losses gets each
+ * step's loss in order, device_seconds the modelled seconds of the call.
+ * With k > 1, train_engine_step still runs single steps (a group shorter
+ * than k): the step program is compiled the first time it is needed. */
+bool train_engine_steps(train_engine *e, const float *x, const int32_t *y, double *losses,
+                        double *device_seconds, char *err, size_t errlen);
+/* Compiles the step program now if it is not (k > 1: for a group shorter
+ * than k), adding its compile time to *compile_seconds. */
+bool train_engine_load_step(train_engine *e, double *compile_seconds, char *err, size_t errlen);
 /* The logits of a full batch under the current weights. */
 bool train_engine_logits(train_engine *e, const float *x, float *logits, char *err, size_t errlen);
 /* The MXU multiply-adds of the steps so far and the most the cores could
  * have done in their cycles, summed over the cores (TPU devices; 0
  * elsewhere): their ratio is the steps' MXU utilisation. */
 void train_engine_mxu(const train_engine *e, double *macs, double *peak);
-/* Executions of the step program so far (the runtime's metric; 0 on interp). */
+/* Executions of the step and loop programs so far (the runtime's metric;
+ * a call of k steps counts once; 0 on interp). */
 double train_engine_executions(const train_engine *e);
 
 /* ---- the run (train_run.c) ------------------------------------------------- */
+
+enum { TRAIN_MAX_STEPS_PER_EXECUTION = 1024 };
 
 /* What `tpucc train` was asked (cmd_train.c fills it from the model's
  * `// train:` line, then the flags). */
@@ -171,6 +216,7 @@ typedef struct train_options {
   const char *loss_log;    /* each step's loss, one per line, or NULL */
   int epochs, threads;     /* threads 0: the target's default */
   int replicas;            /* data-parallel replicas (1: none) */
+  int steps_per_execution; /* steps per device call, 1..TRAIN_MAX_STEPS_PER_EXECUTION */
   long batch;              /* global batch */
   long steps_per_epoch;    /* 0: every full batch of the training set */
   long test_examples;      /* 0: the whole test set */

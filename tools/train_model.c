@@ -167,9 +167,18 @@ static char *print_text(const ir_module *m) {
   return b.s;
 }
 
+/* tm->loop_text: tm->k steps of step in one program (train_loop.c). */
+static bool loop_text(train_model *tm, const ir_module *step, char *err, size_t errlen) {
+  ir_module *loop = NULL;
+  if (train_loop_compose(step, tm->k, &loop, err, errlen) != ST_OK) return false;
+  tm->loop_text = print_text(loop);
+  ir_module_destroy(loop);
+  return true;
+}
+
 /* The step module's HLO text from the loss's value and gradient and the
  * update graph; NULL with a message in err. */
-static char *step_text(const train_model *tm, const train_hparams *h, char *err, size_t errlen) {
+static char *step_text(train_model *tm, const train_hparams *h, char *err, size_t errlen) {
   ir_grad_options go;
   ir_grad_options_init(&go);
   go.wrt = tm->wrt;
@@ -188,6 +197,10 @@ static char *step_text(const train_model *tm, const train_hparams *h, char *err,
   } else if (train_step_compose(vg, tm->wrt, tm->nw, upd, tm->replicas, &step, err, errlen) ==
              ST_OK) {
     text = print_text(step); /* before vg and upd go: step may share their constants */
+    if (tm->k > 1 && !loop_text(tm, step, err, errlen)) {
+      free(text);
+      text = NULL;
+    }
   }
   diag_destroy(d);
   free(ut);
@@ -208,10 +221,11 @@ static bool has_word(const char *text, size_t len, const char *w) {
   return false;
 }
 
-bool train_model_load(train_model *tm, const char *path, long batch, int replicas,
+bool train_model_load(train_model *tm, const char *path, long batch, int replicas, int k,
                       const char *compute, const train_hparams *h, char *err, size_t errlen) {
   memset(tm, 0, sizeof *tm);
   tm->replicas = replicas;
+  tm->k = k > 1 ? k : 1;
   if (replicas < 1 || batch % replicas) {
     snprintf(err, errlen, "--batch=%ld does not split into %d replicas of equal batches", batch,
              replicas);
@@ -279,6 +293,7 @@ void train_model_free(train_model *tm) {
   free(tm->names);
   free(tm->shapes);
   free(tm->step_text);
+  free(tm->loop_text);
   free(tm->eval_text);
   ir_module_destroy(tm->loss);
   ir_module_destroy(tm->logits);

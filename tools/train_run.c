@@ -193,6 +193,8 @@ typedef struct run_ctx {
   tpurt_dataset_t *train, *test;
   float *xpad;    /* one padded batch for evaluation */
   float *logits;  /* batch x classes */
+  float *group_x;   /* --steps-per-execution=k > 1: k batches stacked */
+  int32_t *group_y;
   long step;      /* steps done in this run, for messages */
   long global_step; /* steps done since the start (checkpoint included) */
   double last_finite;
@@ -268,6 +270,80 @@ static void progress(run_ctx *x, int epoch, long s, long steps, double t0, doubl
   fflush(stderr);
 }
 
+/* The bookkeeping after step s (0-based, of the epoch) gave loss: the
+ * NaN stop, --loss-log, the sum for the epoch's mean, the progress line.
+ * Returns 0, or a tool exit status after printing the error. */
+static int account_step(run_ctx *x, int epoch, long s, long steps, double t0, double loss,
+                        double *sum) {
+  x->global_step++;
+  if (!isfinite(loss)) {
+    if (x->tty) fputc('\n', stderr);
+    char last[128] = "no earlier step";
+    if (x->global_step > 1)
+      snprintf(last, sizeof last, "the last finite loss was %.6g at step %ld", x->last_finite,
+               x->global_step - 1);
+    tool_error("tpucc train",
+               "the loss is %s at step %ld (epoch %d, batch %ld); %s: lower --lr or clip with "
+               "--clip-norm",
+               isnan(loss) ? "NaN" : "infinite", x->global_step, epoch + 1, s + 1, last);
+    return TOOL_EXIT_FAIL;
+  }
+  x->last_finite = loss;
+  if (x->loss_log) fprintf(x->loss_log, "%.9g\n", loss);
+  *sum += loss;
+  if ((s & 15) == 15) progress(x, epoch, s + 1, steps, t0, *sum / (double)(s + 1));
+  return 0;
+}
+
+/* Up to k batches of the loader stacked into x->group_x, x->group_y; the
+ * number taken (fewer at the end of the data). */
+static int take_group(run_ctx *x, tpurt_loader_t *ld, int k) {
+  size_t gx = (size_t)(x->tm->global_batch * x->tm->example_elems), gy = (size_t)x->tm->global_batch;
+  tpurt_batch_t b;
+  int n = 0;
+  for (; n < k && tpurt_loader_next(ld, &b) == TPURT_DATA_OK; n++) {
+    memcpy(x->group_x + (size_t)n * gx, b.images, sizeof(float) * gx);
+    memcpy(x->group_y + (size_t)n * gy, b.labels, sizeof(int32_t) * gy);
+  }
+  return n;
+}
+
+/* The steps of an epoch in groups of k = --steps-per-execution (k > 1):
+ * each full group in one execution of the loop program, a shorter last
+ * group (the epoch's steps not a multiple of k) in single steps. */
+static int grouped_steps(run_ctx *x, tpurt_loader_t *ld, int epoch, long steps, double t0,
+                         double *sum, double *dev, long *done) {
+  int k = x->tm->k, rc = 0;
+  size_t gx = (size_t)(x->tm->global_batch * x->tm->example_elems), gy = (size_t)x->tm->global_batch;
+  double losses[TRAIN_MAX_STEPS_PER_EXECUTION];
+  char err[2048];
+  long s = 0;
+  while (s < steps && rc == 0) {
+    int want = steps - s >= k ? k : (int)(steps - s), n = take_group(x, ld, want);
+    if (n == 0) break;
+    double ds = 0;
+    bool ok = true;
+    if (n == k) {
+      ok = train_engine_steps(x->e, x->group_x, x->group_y, losses, &ds, err, sizeof err);
+      *dev += ds;
+    }
+    for (int j = 0; ok && n < k && j < n; j++) {
+      ok = train_engine_step(x->e, x->group_x + (size_t)j * gx, x->group_y + (size_t)j * gy,
+                             &losses[j], &ds, err, sizeof err);
+      *dev += ds;
+    }
+    if (!ok) {
+      tool_error("tpucc train", "steps %ld-%ld: %s", x->global_step + 1, x->global_step + n, err);
+      return TOOL_EXIT_FAIL;
+    }
+    for (int j = 0; j < n && rc == 0; j++) rc = account_step(x, epoch, s + j, steps, t0, losses[j], sum);
+    s += n;
+    if (n < want) break;
+  }
+  *done = s;
+  return rc;
+}
+
 /* One epoch of steps; ep gets the train loss and timings. Returns 0, or a
  * tool exit status after printing the error. */
 static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
@@ -293,7 +369,8 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
   tpurt_batch_t b;
   int rc = 0;
   long s = 0;
-  for (; s < steps && (x->follower || tpurt_loader_next(ld, &b) == TPURT_DATA_OK); s++) {
+  if (x->tm->k > 1) rc = grouped_steps(x, ld, epoch, steps, t0, &sum, &dev, &s);
+  for (; x->tm->k == 1 && s < steps && (x->follower || tpurt_loader_next(ld, &b) == TPURT_DATA_OK); s++) {
     double loss, ds;
     if (!train_engine_step(x->e, x->follower ? NULL : b.images, x->follower ? NULL : b.labels, &loss,
                            &ds, err, sizeof err)) {
@@ -301,25 +378,9 @@ static int train_epoch_run(run_ctx *x, int epoch, train_epoch *ep) {
       rc = TOOL_EXIT_FAIL;
       break;
     }
-    x->global_step++;
-    if (!isfinite(loss)) {
-      if (x->tty) fputc('\n', stderr);
-      char last[128] = "no earlier step";
-      if (x->global_step > 1)
-        snprintf(last, sizeof last, "the last finite loss was %.6g at step %ld", x->last_finite,
-                 x->global_step - 1);
-      tool_error("tpucc train",
-                 "the loss is %s at step %ld (epoch %d, batch %ld); %s: lower --lr or clip with "
-                 "--clip-norm",
-                 isnan(loss) ? "NaN" : "infinite", x->global_step, epoch + 1, s + 1, last);
-      rc = TOOL_EXIT_FAIL;
-      break;
-    }
-    x->last_finite = loss;
-    if (x->loss_log) fprintf(x->loss_log, "%.9g\n", loss);
-    sum += loss;
     dev += ds;
-    if ((s & 15) == 15) progress(x, epoch, s + 1, steps, t0, sum / (double)(s + 1));
+    rc = account_step(x, epoch, s, steps, t0, loss, &sum);
+    if (rc) break;
   }
   if (ld) tpurt_loader_destroy(ld);
   if (x->tty) fputs("\r\033[K", stderr);
@@ -365,6 +426,12 @@ static bool share_sets(run_ctx *x, bool pod, int code) {
   x->ntrain = (size_t)m[1];
   x->ntest = (size_t)m[2];
   return m[0] == TOOL_EXIT_OK && code == TOOL_EXIT_OK;
+}
+
+/* The steps of an epoch: every full batch, or --steps-per-epoch. */
+static long steps_per_epoch(const run_ctx *x) {
+  long per = (long)(x->ntrain / (size_t)x->tm->global_batch);
+  return x->o->steps_per_epoch && x->o->steps_per_epoch < per ? x->o->steps_per_epoch : per;
 }
 
 /* Checks the data sets against the model. */
@@ -462,8 +529,14 @@ int train_run(const train_options *o) {
     if (o->steps_per_epoch && o->steps_per_epoch < per) per = o->steps_per_epoch;
     oo.h.total_steps = (double)per * o->epochs;
   }
-  if (!train_model_load(&tm, o->model, o->batch, o->replicas, strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32",
-                        &oo.h, err, sizeof err)) {
+  if (o->steps_per_execution > 1 && tool_mpi_size() > 1) {
+    tool_error(cmd, "--steps-per-execution=%d: under mpirun each call runs one step (give 1, the "
+               "default)", o->steps_per_execution);
+    rc = TOOL_EXIT_USAGE;
+    goto done;
+  }
+  if (!train_model_load(&tm, o->model, o->batch, o->replicas, o->steps_per_execution,
+                        strcmp(o->precision, "bf16") == 0 ? "bf16" : "f32", &oo.h, err, sizeof err)) {
     if (tm.model_error)
       fprintf(stderr, "%s\n", err);
     else
@@ -471,14 +544,19 @@ int train_run(const train_options *o) {
     rc = TOOL_EXIT_USAGE;
     goto done;
   }
-  if (o->emit_step &&
-      ir_file_write(o->emit_step, tm.step_text, strlen(tm.step_text), err, sizeof err) != ST_OK) {
+  const char *emit = tm.k > 1 ? tm.loop_text : tm.step_text;
+  if (o->emit_step && ir_file_write(o->emit_step, emit, strlen(emit), err, sizeof err) != ST_OK) {
     tool_error(cmd, "--emit-step: %s", err);
     goto done;
   }
   x.xpad = calloc((size_t)(tm.global_batch * tm.example_elems) + 1, sizeof(float));
   x.logits = calloc((size_t)tm.global_batch * (size_t)tm.classes + 1, sizeof(float));
   if (!x.xpad || !x.logits) base_out_of_memory(0);
+  if (tm.k > 1) {
+    x.group_x = malloc(sizeof(float) * (size_t)(tm.k * tm.global_batch * tm.example_elems));
+    x.group_y = malloc(sizeof(int32_t) * (size_t)(tm.k * tm.global_batch));
+    if (!x.group_x || !x.group_y) base_out_of_memory(0);
+  }
   int checked = x.follower || check_data(&x, err, sizeof err) ? TOOL_EXIT_OK : TOOL_EXIT_FAIL;
   if (checked != TOOL_EXIT_OK) tool_error(cmd, "%s", err);
   if (pod && !tool_mpi_agree(&checked, err, sizeof err)) {
@@ -487,6 +565,9 @@ int train_run(const train_options *o) {
     /* rank 0 said why */
   } else if (!train_engine_open(&tm, o->target, o->threads, &x.e, &compile_seconds, err,
                                 sizeof err)) {
+    tool_error(cmd, "%s", err);
+  } else if (tm.k > 1 && steps_per_epoch(&x) % tm.k &&
+             !train_engine_load_step(x.e, &compile_seconds, err, sizeof err)) {
     tool_error(cmd, "%s", err);
   } else if (o->resume ? !load_checkpoint(x.e, &tm, o, &first, err, sizeof err)
                        : !init_state(x.e, &tm, o->seed, err, sizeof err)) {
@@ -514,6 +595,8 @@ done:
   tpurt_dataset_destroy(x.test);
   free(x.xpad);
   free(x.logits);
+  free(x.group_x);
+  free(x.group_y);
   train_model_free(&tm);
   return rc;
 }

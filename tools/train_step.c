@@ -298,8 +298,7 @@ static ir_comp_id copy_comp(splice_ctx *x, ir_comp_id sc) {
   return dc;
 }
 
-/* Splices src's entry into dst's computation dc on args; the root. */
-static ir_id splice_entry(ir_module *dst, ir_comp_id dc, const ir_module *src, const char *prefix,
+ir_id train_splice_entry(ir_module *dst, ir_comp_id dc, const ir_module *src, const char *prefix,
                           const ir_id *args) {
   splice_ctx x = {dst, src, prefix, malloc(sizeof(ir_comp_id) * ((size_t)src->comps.n + 1))};
   if (!x.memo) base_out_of_memory(0);
@@ -309,7 +308,7 @@ static ir_id splice_entry(ir_module *dst, ir_comp_id dc, const ir_module *src, c
   return r;
 }
 
-static ir_id add_param(ir_module *m, ir_comp_id c, int k, const ir_shape *s, const char *name) {
+ir_id train_param(ir_module *m, ir_comp_id c, int k, const ir_shape *s, const char *name) {
   ir_inst_proto p;
   memset(&p, 0, sizeof p);
   p.op = IR_OP_PARAMETER;
@@ -320,7 +319,7 @@ static ir_id add_param(ir_module *m, ir_comp_id c, int k, const ir_shape *s, con
   return ir_inst_add(m, c, &p);
 }
 
-static ir_id gte(ir_module *m, ir_comp_id c, ir_id t, int k) {
+ir_id train_gte(ir_module *m, ir_comp_id c, ir_id t, int k) {
   ir_attrs a;
   memset(&a, 0, sizeof a);
   a.index = k;
@@ -329,7 +328,7 @@ static ir_id gte(ir_module *m, ir_comp_id c, ir_id t, int k) {
   return ir_build(m, c, IR_OP_GET_TUPLE_ELEMENT, &t, 1, &a, NULL, 0, loc);
 }
 
-static const ir_shape *entry_param_shape(const ir_module *m, int k) {
+const ir_shape *train_entry_param_shape(const ir_module *m, int k) {
   const ir_comp *e = &m->comps.v[m->entry];
   return e->insts.v[e->params[k]].shape;
 }
@@ -341,13 +340,13 @@ static bool grads_of(ir_module *m, ir_comp_id c, ir_id root, const ir_shape *rs,
                      ir_id *g) {
   if (rs->type != IR_TUPLE || rs->ntuple < 2) return false;
   if (rs->ntuple == 1 + nwrt && (nwrt != 1 || rs->tuple[1].type != IR_TUPLE)) {
-    for (int i = 0; i < nwrt; i++) g[i] = gte(m, c, root, 1 + i);
+    for (int i = 0; i < nwrt; i++) g[i] = train_gte(m, c, root, 1 + i);
     return true;
   }
   const ir_shape *gs = &rs->tuple[1];
   if (rs->ntuple != 2 || gs->type != IR_TUPLE || gs->ntuple != nwrt) return false;
-  ir_id t = gte(m, c, root, 1);
-  for (int i = 0; i < nwrt; i++) g[i] = gte(m, c, t, i);
+  ir_id t = train_gte(m, c, root, 1);
+  for (int i = 0; i < nwrt; i++) g[i] = train_gte(m, c, t, i);
   return true;
 }
 
@@ -355,8 +354,8 @@ static bool grads_of(ir_module *m, ir_comp_id c, ir_id root, const ir_shape *rs,
 static ir_comp_id add_comp(ir_module *m) {
   ir_comp_id c = ir_comp_add(m, ir_unique_name(m, "replica_sum"));
   ir_shape f = ir_shape_scalar(IR_F32);
-  ir_id x = add_param(m, c, 0, &f, "x");
-  ir_id y = add_param(m, c, 1, &f, "y");
+  ir_id x = train_param(m, c, 0, &f, "x");
+  ir_id y = train_param(m, c, 1, &f, "y");
   src_loc loc = {0};
   ir_comp_get(m, c)->root = ir_build(m, c, IR_OP_ADD, (ir_id[]){x, y}, 2, NULL, NULL, 0, loc);
   ir_comp_finish(m, c);
@@ -411,18 +410,18 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
   if (!args || !g || !res) base_out_of_memory(0);
   int k = 0;
   for (int i = 0; i < nwrt; i++) /* trainables */
-    args[wrt[i]] = add_param(m, c, k++, entry_param_shape(vg, wrt[i]), "w");
+    args[wrt[i]] = train_param(m, c, k++, train_entry_param_shape(vg, wrt[i]), "w");
   ir_id *uargs = args + np;
   for (int j = 0; j < nstate; j++)
-    uargs[2 * nwrt + j] = add_param(m, c, k++, entry_param_shape(upd, 2 * nwrt + j), "state");
-  uargs[nu - 1] = add_param(m, c, k++, entry_param_shape(upd, nu - 1), "step");
+    uargs[2 * nwrt + j] = train_param(m, c, k++, train_entry_param_shape(upd, 2 * nwrt + j), "state");
+  uargs[nu - 1] = train_param(m, c, k++, train_entry_param_shape(upd, nu - 1), "step");
   for (int j = 0; j < np; j++) { /* data, in the loss's order */
     bool t = false;
     for (int i = 0; i < nwrt; i++) t |= wrt[i] == j;
-    if (!t) args[j] = add_param(m, c, k++, entry_param_shape(vg, j), "data");
+    if (!t) args[j] = train_param(m, c, k++, train_entry_param_shape(vg, j), "data");
   }
   ir_comp_finish(m, c);
-  ir_id vr = splice_entry(m, c, vg, "grad", args);
+  ir_id vr = train_splice_entry(m, c, vg, "grad", args);
   base_status st = ST_OK;
   if (!grads_of(m, c, vr, ir_comp_get(m, c)->insts.v[vr].shape, nwrt, g)) {
     snprintf(err, errlen, "the gradient module's entry does not return (loss, %d gradients)", nwrt);
@@ -434,10 +433,10 @@ base_status train_step_compose(const ir_module *vg, const int *wrt, int nwrt,
     uargs[nwrt + i] = sum != IR_NONE ? replica_sum(m, c, sum, g[i]) : g[i];
   }
   if (st == ST_OK) {
-    ir_id ur = splice_entry(m, c, upd, "update", uargs);
-    res[0] = gte(m, c, vr, 0);
+    ir_id ur = train_splice_entry(m, c, upd, "update", uargs);
+    res[0] = train_gte(m, c, vr, 0);
     if (sum != IR_NONE) res[0] = replica_sum(m, c, sum, res[0]);
-    for (int i = 0; i < nu - nwrt; i++) res[1 + i] = gte(m, c, ur, i);
+    for (int i = 0; i < nu - nwrt; i++) res[1 + i] = train_gte(m, c, ur, i);
     ir_attrs a;
     memset(&a, 0, sizeof a);
     a.preferred_type = IR_TYPE_INVALID;
