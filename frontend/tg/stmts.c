@@ -527,16 +527,22 @@ static void lower_if(lctx *L, const tg_stmt *st) {
   L->cur_op = saved_op;
 }
 
-/* A branch of an if expression as one tensor of computation c of f;
- * a number literal takes type t (IR_TYPE_INVALID: its default). */
-static ir_id branch_value(lctx *L, tg_frame *f, int c, tv v, ir_type t, const tg_node *n) {
+/* A branch of an if expression as one tensor of computation c of f. A
+ * number literal takes the type of `like` (the other branch, when it is
+ * a tensor), and a scalar one its shape too; with like NULL it takes
+ * type t (IR_TYPE_INVALID: its default). */
+static ir_id branch_value(lctx *L, tg_frame *f, int c, tv v, const ir_shape *like, ir_type t,
+                          const tg_node *n) {
   if (v.k == TV_MULTI) {
     lerr(L, n->loc, "a call returning %d values as a branch of 'if'", v.nmulti);
     return IR_NONE;
   }
   L->comp = f->c[c].comp;
+  bool scalar = v.k == TV_LIT && v.rank == 0;
+  if (v.k == TV_LIT && like) t = like->type;
   if (v.k == TV_LIT && t != IR_TYPE_INVALID) v = tv_to_type(L, v, t, n->loc);
   ir_id id = tv_id(L, v, n->loc);
+  if (scalar && like) id = lbroadcast_to(L, id, like->rank, like->dims, n->loc);
   L->comp = f->outer;
   return id;
 }
@@ -552,14 +558,16 @@ tv fe_tg_if_expr(lctx *L, const tg_node *n) {
     x[c] = lower_expr(L, part[c]);
     frame_leave(L, f);
   }
-  /* a literal takes the other branch's type; two take one default */
-  ir_type t[2] = {IR_TYPE_INVALID, IR_TYPE_INVALID};
+  /* a literal follows a tensor in the other branch; two literals take
+   * one default type (f32 when either is not integral) */
+  ir_type t = IR_TYPE_INVALID;
   if (x[0].k == TV_LIT && x[1].k == TV_LIT && !x[0].is_bool && !x[1].is_bool && x[0].all_int != x[1].all_int)
-    t[0] = t[1] = IR_F32;
+    t = IR_F32;
+  const ir_shape *like[2] = {NULL, NULL};
   for (int c = 0; c < 2; c++)
-    if (x[c].k == TV_LIT && x[1 - c].k == TV_TENSOR) t[c] = shape_in(L, f->c[1 - c].comp, x[1 - c].id)->type;
+    if (x[1 - c].k == TV_TENSOR) like[c] = shape_in(L, f->c[1 - c].comp, x[1 - c].id);
   ir_id v[2];
-  for (int c = 0; c < 2; c++) v[c] = branch_value(L, f, c, x[c], t[c], part[c]);
+  for (int c = 0; c < 2; c++) v[c] = branch_value(L, f, c, x[c], like[c], t, part[c]);
   if (L->errors != errors0 || p == IR_NONE || v[0] == IR_NONE || v[1] == IR_NONE) return tv_err();
   const ir_shape *s0 = shape_in(L, f->c[0].comp, v[0]), *s1 = shape_in(L, f->c[1].comp, v[1]);
   if (!ir_shape_equal(s0, s1)) {

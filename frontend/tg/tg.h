@@ -2,7 +2,8 @@
  *
  * Pipeline: lex.l (flex, reentrant) -> parse.y (bison, pure, locations)
  * builds the syntax tree defined here in the parse arena (ast.c); lower.c
- * checks and lowers graphs (inlining calls), values.c expressions, and
+ * checks and lowers graphs (inlining calls), stmts.c statements (var,
+ * while, for, if and the blocks they lower to), values.c expressions, and
  * the builtin table (builtins.def) dispatches to ops_core.c and ops_nn.c;
  * lower.h is their shared interface. fe_tg.c is the entry point
  * (fe_parse_tg in frontend.h). Nothing here is thread-safe; distinct parses
