@@ -327,8 +327,7 @@ static ir_id frame_operand(lctx *L, tg_frame *f, src_loc loc) {
 }
 
 /* The variables f's blocks assign: their slots, in slot order. */
-static int frame_results(lctx *L, const tg_frame *f, int *out) {
-  (void)L;
+static int frame_results(const tg_frame *f, int *out) {
   int n = 0;
   for (int k = 0; k < f->slots.n; k++)
     if (f->slots.v[k].assigned && f->slots.v[k].name) out[n++] = k;
@@ -355,7 +354,7 @@ static void frame_assign(lctx *L, tg_frame *f, ir_id w, const int *out, int n, b
  * variables are poisoned) or when it assigns nothing (reported). */
 static int frame_outputs(lctx *L, tg_frame *f, int errors0, bool whole, src_loc loc, int **out) {
   *out = arena_array(L->m->arena, (size_t)(f->slots.n ? f->slots.n : 1), sizeof(int));
-  int n = frame_results(L, f, *out);
+  int n = frame_results(f, *out);
   if (L->errors != errors0) {
     frame_assign(L, f, IR_NONE, *out, n, whole, loc);
     return -1;
@@ -431,8 +430,8 @@ static void lower_while(lctx *L, const tg_stmt *st) {
 /* A bound of a for range: an s32 scalar (a literal becomes one, in the
  * computation being built). */
 static ir_id range_bound(lctx *L, tv v, const tg_node *n, const char *which) {
-  if (v.k == TV_LIT) v = tv_to_type(L, v, IR_S32, n->loc);
   int errors0 = L->errors;
+  if (v.k == TV_LIT) v = tv_to_type(L, v, IR_S32, n->loc);
   ir_id id = tv_id(L, v, n->loc);
   if (id == IR_NONE) {
     if (L->errors == errors0) L->errors++; /* a poisoned value: reported before */

@@ -110,11 +110,11 @@ static void check(const char *path, int ci, const char *where, const tcase *c, c
         failures++;
         break;
       }
-      if (ref && memcmp(t->data, tpucc_result_tensor(ref, k)->data, t->nbytes) != 0) {
-        printf("FAIL %s case %d on %s: result %d differs from interp's\n", path, ci, where, k);
-        failures++;
-        break;
-      }
+    }
+    const tpucc_tensor_t *rt = ref ? tpucc_result_tensor(ref, k) : NULL;
+    if (rt && (rt->nbytes != t->nbytes || memcmp(t->data, rt->data, t->nbytes) != 0)) {
+      printf("FAIL %s case %d on %s: result %d differs from interp's\n", path, ci, where, k);
+      failures++;
     }
   }
 }
