@@ -94,6 +94,15 @@ void fe_tg_print_node(strbuf *b, const tg_node *n) {
     print_list(b, &n->args);
     sb_putc(b, ']');
     break;
+  case TG_IF:
+    sb_puts(b, "(if ");
+    fe_tg_print_node(b, n->a);
+    sb_puts(b, " then ");
+    fe_tg_print_node(b, n->b);
+    sb_puts(b, " else ");
+    fe_tg_print_node(b, n->c);
+    sb_putc(b, ')');
+    break;
   case TG_SLICE:
     fe_tg_print_node(b, n->a);
     sb_putc(b, ':');

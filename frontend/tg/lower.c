@@ -72,7 +72,7 @@ const char *lshape_str(lctx *L, const ir_shape *s) {
 
 void lnote_origin(lctx *L, const tg_node *n) {
   if (!n || n->kind != TG_NAME || L->quiet) return;
-  int32_t i = strmap_get(L->env, n->name, strlen(n->name));
+  int32_t i = fe_tg_visible(L, n->name, true);
   if (i < 0) return;
   binding *b = &L->binds.v[i];
   if (b->v.k != TV_TENSOR) return;
@@ -225,16 +225,30 @@ ir_comp_id lreducer(lctx *L, int kind, ir_type t, src_loc loc) {
 
 /* ---- graphs ----------------------------------------------------------- */
 
-static bool type_shape(const tg_node *t, ir_shape *out) {
+bool fe_tg_type_shape(const tg_node *t, ir_shape *out) {
   *out = ir_shape_array(t->type, t->rank < 0 ? 0 : t->rank, t->dims);
   int64_t n;
   return ir_shape_elements(out, &n);
 }
 
-static void bind(lctx *L, const char *name, src_loc loc, tv v) {
-  binding b = {name, loc, v, false, false};
+int fe_tg_bind(lctx *L, const char *name, src_loc loc, tv v) {
+  binding b;
+  memset(&b, 0, sizeof b);
+  b.name = name;
+  b.loc = loc;
+  b.v = v;
+  b.slot = -1;
   VEC_PUSH(L->m->arena, L->binds, b);
-  strmap_put(L->env, name, strlen(name), L->binds.n - 1);
+  strmap_put(L->scope->env, name, strlen(name), L->binds.n - 1);
+  return L->binds.n - 1;
+}
+
+/* A new innermost block for the graph body being lowered into L->comp. */
+static tg_scope *graph_scope(lctx *L) {
+  tg_scope *s = arena_alloc(L->m->arena, sizeof *s);
+  s->env = strmap_create(L->m->arena);
+  s->comp = L->comp;
+  return s;
 }
 
 static void check_graph(tg_glob *G, int gi, int depth);
@@ -242,12 +256,12 @@ static void check_graph(tg_glob *G, int gi, int depth);
 /* Lowers the statements of g with its parameters bound to args; returns
  * the result (TV_MULTI for several) or TV_ERR. */
 static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
-  strmap *saved_env = L->env;
+  tg_scope *saved_scope = L->scope;
   int saved_n = L->binds.n;
-  L->env = strmap_create(L->m->arena);
+  L->scope = graph_scope(L);
   for (int i = 0; i < g->params.n; i++) {
-    bind(L, g->params.v[i].name, g->params.v[i].loc, args[i]);
-    L->binds.v[L->binds.n - 1].is_param = true;
+    int b = fe_tg_bind(L, g->params.v[i].name, g->params.v[i].loc, args[i]);
+    L->binds.v[b].is_param = true;
   }
   int errors0 = L->errors;
   tv result = tv_err();
@@ -259,31 +273,9 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
       failed = true;
       break;
     }
-    int before = ir_comp_get(L->m, L->comp)->insts.n;
-    if (!st->is_return) {
+    if (st->kind != TS_RETURN) {
       L->cur_op = NULL;
-      tv v = lower_expr(L, st->values.v[0]);
-      if (st->nnames == 1) {
-        if (v.k == TV_MULTI) {
-          lerr(L, st->name_locs[0], "the call returns %d values; bind them with 'let a, b = ...'", v.nmulti);
-          v = tv_err();
-        }
-        if (v.k == TV_TENSOR && v.id >= before) {
-          ir_inst *in = ir_inst_get(L->m, L->comp, v.id);
-          if (in->op != IR_OP_PARAMETER) in->info->name = ir_unique_name(L->m, st->names[0]);
-        }
-        bind(L, st->names[0], st->name_locs[0], v);
-      } else {
-        if (v.k == TV_MULTI && v.nmulti != st->nnames) {
-          lerr(L, st->name_locs[0], "%d names bound to a call that returns %d values", st->nnames, v.nmulti);
-          v = tv_err();
-        } else if (v.k != TV_MULTI && v.k != TV_ERR) {
-          lerr(L, st->name_locs[0], "%d names bound to a single value", st->nnames);
-          v = tv_err();
-        }
-        for (int i = 0; i < st->nnames; i++)
-          bind(L, st->names[i], st->name_locs[i], v.k == TV_MULTI ? tv_tensor(v.multi[i]) : tv_err());
-      }
+      fe_tg_stmt(L, st);
       continue;
     }
     returned = true;
@@ -301,7 +293,7 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
       L->cur_op = NULL;
       tv v = lower_expr(L, e);
       ir_shape want;
-      bool have_want = g->has_results && type_shape(g->results.v[i], &want);
+      bool have_want = g->has_results && fe_tg_type_shape(g->results.v[i], &want);
       if (v.k == TV_LIT && have_want) v = tv_to_type(L, v, want.type, e->loc);
       if (v.k == TV_MULTI) {
         lerr(L, e->loc, "a call returning %d values cannot be returned as one value", v.nmulti);
@@ -333,10 +325,10 @@ static tv lower_body(lctx *L, const tg_graph *g, const tv *args) {
   if (!L->quiet && !L->g->final && L->errors == errors0)
     for (int i = saved_n; i < L->binds.n; i++) {
       const binding *b = &L->binds.v[i];
-      if (!b->used && !b->is_param && b->name[0] != '_')
+      if (!b->used && !b->is_param && !b->is_counter && !b->frame && b->name[0] != '_')
         diag_report(L->p->d, DIAG_WARNING, b->loc, "'%s' is never used", b->name);
     }
-  L->env = saved_env;
+  L->scope = saved_scope;
   L->binds.n = saved_n;
   if (!returned || failed) return tv_err();
   return result;
@@ -351,7 +343,7 @@ bool fe_tg_graph_args(lctx *L, const tg_graph *g, const tg_node *const *an, tv *
   for (int i = 0; i < g->params.n; i++) {
     const tg_param *pp = &g->params.v[i];
     ir_shape want;
-    type_shape(pp->type, &want);
+    fe_tg_type_shape(pp->type, &want);
     tv v = lower_expr(L, an[i]);
     if (v.k == TV_LIT) v = tv_to_type(L, v, want.type, an[i]->loc);
     if (v.k == TV_MULTI) {
@@ -479,7 +471,7 @@ ir_comp_id fe_tg_graph_comp(lctx *L, const tg_node *where, int gi, const ir_shap
   }
   for (int i = 0; i < n; i++) {
     ir_shape want;
-    if (type_shape(g->params.v[i].type, &want) && !ir_shape_equal(&want, &st[i])) {
+    if (fe_tg_type_shape(g->params.v[i].type, &want) && !ir_shape_equal(&want, &st[i])) {
       lerr(L, where->loc, "parameter '%s' of '%s' is %s but is given %s", g->params.v[i].name,
            g->name, lshape_str(L, &want), lshape_str(L, &st[i]));
       lnote(L, g->params.v[i].loc, "parameter declared here");
@@ -540,7 +532,7 @@ static void ctx_init(lctx *L, tg_glob *G, ir_module *m, const tg_graph *g) {
   L->path = arena_strdup(m->arena, g->name);
   L->comp = ir_comp_add(m, ir_unique_name(m, g->name));
   ir_comp_get(m, L->comp)->loc = (src_loc){L->file, g->loc.line, g->loc.col};
-  L->env = strmap_create(m->arena);
+  L->scope = graph_scope(L);
 }
 
 /* Lowers g as the entry computation of m; returns false on errors. depth
@@ -553,7 +545,7 @@ static bool lower_graph(tg_glob *G, const tg_graph *g, ir_module *m, lctx *L, in
   tv *args = arena_array(m->arena, (size_t)(g->params.n ? g->params.n : 1), sizeof(tv));
   for (int i = 0; i < g->params.n; i++) {
     ir_shape s;
-    type_shape(g->params.v[i].type, &s);
+    fe_tg_type_shape(g->params.v[i].type, &s);
     args[i] = tv_tensor(lparam(L, i, &s, g->params.v[i].name, g->params.v[i].loc));
     if (args[i].id == IR_NONE) return false;
   }
@@ -617,14 +609,14 @@ static bool check_decls(tg_glob *G) {
         ok = false;
       }
       strmap_put(seen, pp->name, strlen(pp->name), k);
-      if (!type_shape(pp->type, &s)) {
+      if (!fe_tg_type_shape(pp->type, &s)) {
         diag_error(p->d, pp->type->loc, "parameter '%s': shape is too large (more than 2^40 elements)", pp->name);
         ok = false;
       }
     }
     for (int k = 0; k < g->results.n; k++) {
       ir_shape s;
-      if (!type_shape(g->results.v[k], &s)) {
+      if (!fe_tg_type_shape(g->results.v[k], &s)) {
         diag_error(p->d, g->results.v[k]->loc, "result shape is too large (more than 2^40 elements)");
         ok = false;
       }

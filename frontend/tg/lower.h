@@ -29,13 +29,32 @@ typedef struct tv {
 } tv;
 
 typedef struct tg_glob tg_glob;
+typedef struct tg_frame tg_frame;
 
 typedef struct binding {
   const char *name;
-  src_loc loc;       /* where it was bound */
+  src_loc loc;       /* where it was bound (a capture: where the original was) */
   tv v;
   bool used, is_param;
+  bool is_var;       /* declared by var: assignments may replace v */
+  bool is_counter;   /* a for loop's variable */
+  tg_frame *frame;   /* a capture: the outer value as slot `slot` of frame */
+  int slot;
 } binding;
+
+/* A block of statements: the names bound in it, the enclosing block, and
+ * the computation its values live in. The top block of a computation
+ * made for a loop or a branch has a frame: a name found only above it is
+ * captured (stmts.c). Each graph body starts with a block of its own
+ * (up NULL): an inlined graph sees only its parameters. */
+typedef struct tg_scope tg_scope;
+struct tg_scope {
+  strmap *env;       /* name -> index into lctx.binds */
+  tg_scope *up;
+  tg_frame *frame;
+  int fc;            /* with frame: which of its computations */
+  ir_comp_id comp;
+};
 
 typedef struct lctx {
   tg_parser *p;
@@ -48,7 +67,7 @@ typedef struct lctx {
   const char *path;        /* metadata op_name prefix: "mlp" or "mlp/block" */
   const char *cur_op;      /* builtin being lowered, for metadata */
   int depth;               /* expression nesting */
-  strmap *env;             /* name -> index into binds */
+  tg_scope *scope;         /* innermost block */
   VEC(binding) binds;
   ir_comp_id reducers[8][IR_TYPE_INVALID]; /* scalar to_apply computations, +1 */
 } lctx;
@@ -155,6 +174,23 @@ struct tg_builtin {
 const tg_builtin *fe_tg_builtin(const char *name);
 /* The builtin name closest to name (for "did you mean"), or NULL. */
 const char *fe_tg_builtin_suggest(const char *name);
+
+/* ---- names and statements (lower.c, stmts.c) ---------------------------- */
+enum { TG_MAX_DEPTH = 200 }; /* expressions and blocks nested in each other */
+/* Binds name in the innermost block; returns the binding's index. */
+int fe_tg_bind(lctx *L, const char *name, src_loc loc, tv v);
+/* The binding name denotes in the innermost block, or -1; a tensor bound
+ * outside the computation being built is captured into it (stmts.c). */
+int fe_tg_lookup(lctx *L, const char *name);
+/* The same without capturing: whether name is visible at all, for
+ * messages; -1 past a computation's top block when stop is set. */
+int fe_tg_visible(lctx *L, const char *name, bool stop);
+/* The shape a TG_TYPE node spells; false when it is too large. */
+bool fe_tg_type_shape(const tg_node *t, ir_shape *out);
+/* Lowers one statement other than return (stmts.c). */
+void fe_tg_stmt(lctx *L, const tg_stmt *st);
+/* if P then X else Y (stmts.c). */
+tv fe_tg_if_expr(lctx *L, const tg_node *n);
 
 /* ---- graphs as values (lower.c) ---------------------------------------- */
 const tg_graph *fe_tg_graph(lctx *L, int gi);

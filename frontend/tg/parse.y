@@ -6,18 +6,32 @@
  *   results  := type | "(" type ("," type)* ")"
  *   type     := TYPE | TYPE "[" [INT ("," INT)*] "]"
  *   stmt     := "let" IDENT ("," IDENT)* "=" expr ";"
+ *             | "var" IDENT [":" type] "=" expr ";"
+ *             | IDENT ("=" | "+=" | "-=" | "*=" | "/=") expr ";"
  *             | "return" expr ("," expr)* ";"
+ *             | "while" expr block
+ *             | "for" IDENT "in" expr ".." expr ["step" expr] block
+ *             | ifstmt
+ *             | ("break" | "continue") ";"          (an error: not supported)
+ *   ifstmt   := "if" expr block ["else" (block | ifstmt)]
+ *   block    := "{" stmt* "}"
  *   expr     := expr binop expr | "-" expr | "!" expr | postfix | type
+ *             | "if" expr "then" expr "else" expr
  *   postfix  := atom | postfix "[" index ("," index)* "]"
  *   index    := expr | [expr] ":" [expr] [":" [expr]]
  *   atom     := NUMBER | "true" | "false" | STRING | IDENT
  *             | IDENT "(" [arg ("," arg)*] ")" | "(" expr ")"
  *             | "[" [expr ("," expr)*] "]"
- *   arg      := expr | IDENT "=" expr
- * Precedence, loosest first: || ; && ; == != < <= > >= (non-associative);
- * + - ; * / % @ ; unary - ! ; ** (right-associative).
+ *   arg      := expr | (IDENT | "if" | "then" | "else" | "while") "=" expr
+ * Precedence, loosest first: if-then-else (its else part extends as far
+ * as it can); || ; && ; == != < <= > >= (non-associative); + - ;
+ * * / % @ ; unary - ! ; ** (right-associative). "in" and "step" are
+ * identifiers that the for statement expects in those places; the other
+ * words are reserved. An expression never continues with "{", so a
+ * condition ends where its block begins.
  *
- * Recovery: a bad statement is skipped up to its ';' (or the graph's '}'),
+ * Recovery: a bad statement is skipped up to its ';' or past the block
+ * that follows (a loop or branch with a bad header), or the graph's '}';
  * a bad graph header up to the next '}', so one run reports several
  * syntax errors. The tree lives in the parser's arena. */
 %define api.pure full
@@ -44,12 +58,53 @@ static src_loc mkloc(tg_parser *p, TG_YYLTYPE l) {
 }
 #define LOC(l) mkloc(p, (l))
 
-static tg_stmt mkstmt(bool ret, src_loc loc) {
+static tg_stmt mkstmt(tg_stmt_kind kind, src_loc loc) {
   tg_stmt s;
   memset(&s, 0, sizeof s);
-  s.is_return = ret;
+  s.kind = kind;
   s.loc = loc;
   return s;
+}
+
+/* A statement naming one variable (var, assignment, for). */
+static tg_stmt mkstmt1(tg_parser *p, tg_stmt_kind kind, src_loc loc, const char *name, src_loc nloc) {
+  tg_stmt s = mkstmt(kind, loc);
+  s.nnames = 1;
+  s.names = arena_array(p->a, 1, sizeof(char *));
+  s.name_locs = arena_array(p->a, 1, sizeof(src_loc));
+  s.names[0] = name;
+  s.name_locs[0] = nloc;
+  return s;
+}
+
+static tg_stmts *mkblock(tg_parser *p, tg_stmts b) {
+  tg_stmts *r = arena_alloc(p->a, sizeof *r);
+  *r = b;
+  return r;
+}
+
+/* A contextual word ("in", "step") where the grammar has an identifier. */
+static void expect_word(tg_parser *p, const char *got, src_loc at, const char *want, const char *where) {
+  if (strcmp(got, want) == 0) return;
+  diag_error(p->d, at, "expected '%s' %s, got '%s'", want, where, got);
+  p->syntax_errors++;
+}
+
+/* Appends keyword argument name=v, reporting a repeated name. */
+static void push_kw(tg_parser *p, tg_args *a, const char *name, src_loc at, tg_node *v) {
+  for (int i = 0; i < a->kw.n; i++)
+    if (strcmp(a->kw.v[i].name, name) == 0) {
+      diag_error(p->d, at, "keyword argument '%s' given twice", name);
+      p->syntax_errors++;
+    }
+  fe_tg_push_kw(p, &a->kw, name, at, v);
+}
+
+/* break and continue: a loop ends only when its condition is false. */
+static void no_jump(tg_parser *p, src_loc at, const char *what) {
+  diag_error(p->d, at, "'%s' is not supported: a loop runs until its condition is false "
+             "(put the exit test into the condition)", what);
+  p->syntax_errors++;
 }
 
 static tg_node *mktype(tg_parser *p, src_loc loc, int type) {
@@ -92,10 +147,13 @@ static void set_dims(tg_parser *p, tg_node *n, const tg_nodes *dims) {
   tg_params params;
   tg_stmt stmt;
   tg_stmts stmts;
+  tg_stmts *block;
   tg_graph *graph;
 }
 
-%token GRAPH "'graph'" LET "'let'" RETURN "'return'"
+%token GRAPH "'graph'" LET "'let'" RETURN "'return'" VAR "'var'" WHILE "'while'" FOR "'for'"
+%token IF "'if'" THEN "'then'" ELSE "'else'" BREAK "'break'" CONTINUE "'continue'"
+%token DOTDOT "'..'" ADDEQ "'+='" SUBEQ "'-='" MULEQ "'*='" DIVEQ "'/='"
 %token <node> NUMBER "number" BOOLEAN "boolean"
 %token <str> IDENT "identifier" STRING "string"
 %token <type> TYPE "element type"
@@ -107,9 +165,14 @@ static void set_dims(tg_parser *p, tg_node *n, const tg_nodes *dims) {
 %type <node> type expr postfix atom index opt_expr
 %type <nodes> results dims type_list expr_list list_items index_list names
 %type <args> args arg_list
-%type <stmt> stmt
+%type <stmt> stmt ifstmt
 %type <stmts> stmts
+%type <block> block
+%type <node> opt_vartype
+%type <str> kwword
+%type <type> assignop
 
+%precedence ELSE
 %left OROR
 %left ANDAND
 %nonassoc EQ NE '<' LE '>' GE
@@ -181,11 +244,12 @@ stmts:
     %empty               { memset(&$$, 0, sizeof $$); }
   | stmts stmt           { $$ = $1; VEC_PUSH(p->a, $$, $2); }
   | stmts error ';'      { $$ = $1; yyerrok; }
+  | stmts error block    { $$ = $1; yyerrok; }
   ;
 
 stmt:
     LET names '=' expr ';' {
-      $$ = mkstmt(false, LOC(@1));
+      $$ = mkstmt(TS_LET, LOC(@1));
       $$.nnames = $2.n;
       $$.names = arena_array(p->a, (size_t)$2.n, sizeof(char *));
       $$.name_locs = arena_array(p->a, (size_t)$2.n, sizeof(src_loc));
@@ -195,18 +259,72 @@ stmt:
       }
       fe_tg_push(p, &$$.values, $4);
     }
+  | VAR IDENT opt_vartype '=' expr ';' {
+      $$ = mkstmt1(p, TS_VAR, LOC(@1), $2, LOC(@2));
+      $$.type = $3;
+      fe_tg_push(p, &$$.values, $5);
+    }
   | IDENT '=' expr ';' {
-      diag_error(p->d, LOC(@1), "a binding needs 'let': write 'let %s = ...'", $1);
-      p->syntax_errors++;
-      $$ = mkstmt(false, LOC(@1));
-      $$.nnames = 1;
-      $$.names = arena_array(p->a, 1, sizeof(char *));
-      $$.name_locs = arena_array(p->a, 1, sizeof(src_loc));
-      $$.names[0] = $1;
-      $$.name_locs[0] = LOC(@1);
+      $$ = mkstmt1(p, TS_ASSIGN, LOC(@1), $1, LOC(@1));
       fe_tg_push(p, &$$.values, $3);
     }
-  | RETURN expr_list ';' { $$ = mkstmt(true, LOC(@1)); $$.values = $2; }
+  | IDENT assignop expr ';' {
+      $$ = mkstmt1(p, TS_ASSIGN, LOC(@1), $1, LOC(@1));
+      tg_node *x = fe_tg_node(p, TG_NAME, LOC(@1));
+      x->name = $1;
+      fe_tg_push(p, &$$.values, fe_tg_binary(p, $2, LOC(@2), x, $3));
+    }
+  | RETURN expr_list ';' { $$ = mkstmt(TS_RETURN, LOC(@1)); $$.values = $2; }
+  | WHILE expr block     { $$ = mkstmt(TS_WHILE, LOC(@1)); $$.cond = $2; $$.body = $3; }
+  | FOR IDENT IDENT expr DOTDOT expr block {
+      expect_word(p, $3, LOC(@3), "in", "after the loop variable");
+      $$ = mkstmt1(p, TS_FOR, LOC(@1), $2, LOC(@2));
+      $$.cond = $4;
+      $$.limit = $6;
+      $$.body = $7;
+    }
+  | FOR IDENT IDENT expr DOTDOT expr IDENT expr block {
+      expect_word(p, $3, LOC(@3), "in", "after the loop variable");
+      expect_word(p, $7, LOC(@7), "step", "or '{' after the range");
+      $$ = mkstmt1(p, TS_FOR, LOC(@1), $2, LOC(@2));
+      $$.cond = $4;
+      $$.limit = $6;
+      $$.step = $8;
+      $$.body = $9;
+    }
+  | ifstmt
+  | BREAK ';'            { no_jump(p, LOC(@1), "break"); $$ = mkstmt(TS_LET, LOC(@1)); }
+  | CONTINUE ';'         { no_jump(p, LOC(@1), "continue"); $$ = mkstmt(TS_LET, LOC(@1)); }
+  ;
+
+ifstmt:
+    IF expr block             { $$ = mkstmt(TS_IF, LOC(@1)); $$.cond = $2; $$.body = $3; }
+  | IF expr block ELSE block  { $$ = mkstmt(TS_IF, LOC(@1)); $$.cond = $2; $$.body = $3; $$.orelse = $5; }
+  | IF expr block ELSE ifstmt {
+      $$ = mkstmt(TS_IF, LOC(@1));
+      $$.cond = $2;
+      $$.body = $3;
+      tg_stmts e;
+      memset(&e, 0, sizeof e);
+      VEC_PUSH(p->a, e, $5);
+      $$.orelse = mkblock(p, e);
+    }
+  ;
+
+block:
+    '{' stmts '}'        { $$ = mkblock(p, $2); }
+  ;
+
+opt_vartype:
+    %empty               { $$ = NULL; }
+  | ':' type             { $$ = $2; }
+  ;
+
+assignop:
+    ADDEQ                { $$ = TG_ADD; }
+  | SUBEQ                { $$ = TG_SUB; }
+  | MULEQ                { $$ = TG_MUL; }
+  | DIVEQ                { $$ = TG_DIV; }
   ;
 
 names:
@@ -243,6 +361,9 @@ expr:
   | expr POW expr        { $$ = fe_tg_binary(p, TG_POW, LOC(@2), $1, $3); }
   | '-' expr %prec UNARY { $$ = fe_tg_node(p, TG_UNARY, LOC(@1)); $$->op = '-'; $$->a = $2; }
   | '!' expr %prec UNARY { $$ = fe_tg_node(p, TG_UNARY, LOC(@1)); $$->op = '!'; $$->a = $2; }
+  | IF expr THEN expr ELSE expr {
+      $$ = fe_tg_node(p, TG_IF, LOC(@1)); $$->a = $2; $$->b = $4; $$->c = $6;
+    }
   ;
 
 postfix:
@@ -298,6 +419,7 @@ args:
 arg_list:
     expr                 { memset(&$$, 0, sizeof $$); fe_tg_push(p, &$$.pos, $1); }
   | IDENT '=' expr       { memset(&$$, 0, sizeof $$); fe_tg_push_kw(p, &$$.kw, $1, LOC(@1), $3); }
+  | kwword '=' expr      { memset(&$$, 0, sizeof $$); fe_tg_push_kw(p, &$$.kw, $1, LOC(@1), $3); }
   | arg_list ',' expr    {
       $$ = $1;
       if ($$.kw.n) {
@@ -306,15 +428,17 @@ arg_list:
       }
       fe_tg_push(p, &$$.pos, $3);
     }
-  | arg_list ',' IDENT '=' expr {
-      $$ = $1;
-      for (int i = 0; i < $$.kw.n; i++)
-        if (strcmp($$.kw.v[i].name, $3) == 0) {
-          diag_error(p->d, LOC(@3), "keyword argument '%s' given twice", $3);
-          p->syntax_errors++;
-        }
-      fe_tg_push_kw(p, &$$.kw, $3, LOC(@3), $5);
-    }
+  | arg_list ',' IDENT '=' expr  { $$ = $1; push_kw(p, &$$, $3, LOC(@3), $5); }
+  | arg_list ',' kwword '=' expr { $$ = $1; push_kw(p, &$$, $3, LOC(@3), $5); }
+  ;
+
+/* Reserved words that name keyword arguments (loop's while=, branch's
+ * if=, then=, else=). */
+kwword:
+    IF       { $$ = "if"; }
+  | THEN     { $$ = "then"; }
+  | ELSE     { $$ = "else"; }
+  | WHILE    { $$ = "while"; }
   ;
 
 %%
@@ -332,6 +456,20 @@ static const char *token_name(yysymbol_kind_t k) {
   }
 }
 
+/* Whether token k can begin a statement (or end a block). */
+static bool starts_stmt(yysymbol_kind_t k) {
+  return k == YYSYMBOL_LET || k == YYSYMBOL_VAR || k == YYSYMBOL_RETURN || k == YYSYMBOL_IDENT ||
+         k == YYSYMBOL_WHILE || k == YYSYMBOL_FOR || k == YYSYMBOL_IF || k == YYSYMBOL_BREAK ||
+         k == YYSYMBOL_CONTINUE || strcmp(yysymbol_name(k), "'}'") == 0;
+}
+
+/* Whether the expected tokens are those that begin a statement. */
+static bool expects_stmt(const yysymbol_kind_t *exp, int n) {
+  for (int i = 0; i < n; i++)
+    if (exp[i] == YYSYMBOL_VAR) return true;
+  return false;
+}
+
 /* "unexpected X, expected A, B or C"; a statement that runs into the next
  * one is reported as a missing ';' just after its last token. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, tg_parser *p) {
@@ -346,7 +484,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, tg_pars
   for (int i = 0; i < n; i++)
     if (strcmp(yysymbol_name(exp[i]), "';'") == 0) semi = true;
   if (semi && p->prev_line > 0 && p->prev_line < loc.line &&
-      (tok == YYSYMBOL_LET || tok == YYSYMBOL_RETURN || tok == YYSYMBOL_IDENT || strcmp(yysymbol_name(tok), "'}'") == 0)) {
+      starts_stmt(tok)) {
     src_loc at = {p->file, p->prev_line, p->prev_col};
     diag_error(p->d, at, "expected ';' at the end of the statement");
     return 0;
@@ -358,6 +496,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, tg_pars
     sb_puts(&b, ", expected ");
     for (int i = 0; i < n; i++)
       sb_printf(&b, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", token_name(exp[i]));
+  } else if (n > 4 && expects_stmt(exp, n)) {
+    sb_puts(&b, ", expected a statement or '}'");
   } else if (n > 4) {
     /* many operators could continue an expression: name the closer */
     for (int i = 0; i < n; i++) {

@@ -2,7 +2,8 @@
  *
  * Pipeline: lex.l (flex, reentrant) -> parse.y (bison, pure, locations)
  * builds the syntax tree defined here in the parse arena (ast.c); lower.c
- * checks and lowers graphs (inlining calls), values.c expressions, and
+ * checks and lowers graphs (inlining calls), stmts.c statements (var,
+ * while, for, if and the blocks they lower to), values.c expressions, and
  * the builtin table (builtins.def) dispatches to ops_core.c and ops_nn.c;
  * lower.h is their shared interface. fe_tg.c is the entry point
  * (fe_parse_tg in frontend.h). Nothing here is thread-safe; distinct parses
@@ -26,6 +27,7 @@ typedef enum tg_kind {
   TG_CALL,   /* name(args, kw=...): name, args, kws */
   TG_INDEX,  /* a[items]: a, args (each TG_SLICE or an expression) */
   TG_SLICE,  /* lo:hi:step inside an index; parts may be NULL */
+  TG_IF,     /* if a then b else c: the branch expression */
 } tg_kind;
 
 typedef enum tg_binop {
@@ -74,13 +76,30 @@ typedef struct tg_param {
   tg_node *type; /* a TG_TYPE node */
 } tg_param;
 
+/* Statements (docs/language.md, "Statements" and "Loops and branches"). */
+typedef enum tg_stmt_kind {
+  TS_LET,    /* let a, b = values[0]; */
+  TS_VAR,    /* var a [: type] = values[0]; */
+  TS_ASSIGN, /* a = values[0]; (a += e is a = a + e) */
+  TS_RETURN, /* return values...; */
+  TS_WHILE,  /* while cond { body } */
+  TS_FOR,    /* for names[0] in cond..limit [step step] { body } */
+  TS_IF,     /* if cond { body } [else { orelse }] */
+} tg_stmt_kind;
+
+typedef struct tg_stmts tg_stmts;
+
 typedef struct tg_stmt {
-  bool is_return;
-  src_loc loc;
-  int nnames;           /* let: names bound (>= 1) */
+  tg_stmt_kind kind;
+  src_loc loc;          /* the leading keyword (the name of an assignment) */
+  int nnames;           /* let: names bound (>= 1); var, assign, for: 1 */
   const char **names;
   src_loc *name_locs;
-  tg_nodes values;      /* let: one expression; return: the results */
+  tg_nodes values;      /* let, var, assign: one expression; return: the results */
+  tg_node *type;        /* var: the declared type (a TG_TYPE), or NULL */
+  tg_node *cond;        /* while, if: the condition; for: the first value */
+  tg_node *limit, *step; /* for: the bound (excluded) and the step (NULL: 1) */
+  tg_stmts *body, *orelse; /* while, for, if: the blocks (orelse may be NULL) */
 } tg_stmt;
 
 typedef struct tg_params {
@@ -88,10 +107,10 @@ typedef struct tg_params {
   int n, cap;
 } tg_params;
 
-typedef struct tg_stmts {
+struct tg_stmts {
   tg_stmt *v;
   int n, cap;
-} tg_stmts;
+};
 
 typedef struct tg_graph {
   const char *name;

@@ -12,8 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-enum { MAX_DEPTH = 200 };
-
 /* ---- values ----------------------------------------------------------- */
 
 tv tv_err(void) {
@@ -694,7 +692,7 @@ static const char *suggest_name(lctx *L, const char *name) {
   for (int i = 0; i < L->binds.n; i++) {
     int d = edit_distance(name, L->binds.v[i].name);
     if (d >= (int)strlen(name) || d >= (int)strlen(L->binds.v[i].name)) continue;
-    if (d < bd && strmap_get(L->env, L->binds.v[i].name, strlen(L->binds.v[i].name)) == i) {
+    if (d < bd && fe_tg_visible(L, L->binds.v[i].name, false) == i) {
       bd = d;
       best = L->binds.v[i].name;
     }
@@ -714,8 +712,8 @@ static tv lower_call(lctx *L, const tg_node *n) {
 }
 
 tv lower_expr(lctx *L, const tg_node *n) {
-  if (L->depth >= MAX_DEPTH) {
-    llimit(L, n->loc, "expression nested too deeply (more than %d levels, counting inlined graphs)", MAX_DEPTH);
+  if (L->depth >= TG_MAX_DEPTH) {
+    llimit(L, n->loc, "expression nested too deeply (more than %d levels, counting inlined graphs)", TG_MAX_DEPTH);
     return tv_err();
   }
   L->depth++;
@@ -725,7 +723,7 @@ tv lower_expr(lctx *L, const tg_node *n) {
   case TG_NUM: r = tv_lit_scalar(L, n->num, n->is_int, false); break;
   case TG_BOOL: r = tv_lit_scalar(L, (double)n->ival, false, true); break;
   case TG_NAME: {
-    int32_t i = strmap_get(L->env, n->name, strlen(n->name));
+    int32_t i = fe_tg_lookup(L, n->name);
     if (i >= 0) {
       L->binds.v[i].used = true;
       r = L->binds.v[i].v;
@@ -805,6 +803,7 @@ tv lower_expr(lctx *L, const tg_node *n) {
   }
   case TG_CALL: r = lower_call(L, n); break;
   case TG_INDEX: r = lower_index(L, n); break;
+  case TG_IF: r = fe_tg_if_expr(L, n); break;
   }
   L->cur_op = saved_op;
   L->depth--;

@@ -53,6 +53,7 @@ static const char *const tokens[] = {
     "==", "&&", "||", "!", "-", "/*", "*/", "//", "\"", "f32", "s32[2,3]", "pred", "bf16[4]", "1e999",
     "99999999999999999999", "0", "-1", "x", "matmul(", "conv2d(", "softmax(", "reduce_sum(", "axes=",
     "[1:2, ::2]", "inf", "nan", "true", "\n", "\t", "\xff", "\0",
+    "var ", "while ", "for ", " in ", "..", " step ", "if ", " then ", " else ", "+=", "break;",
 };
 
 static void run(const char *buf, size_t n) { LLVMFuzzerTestOneInput((const uint8_t *)buf, n); }

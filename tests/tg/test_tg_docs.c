@@ -15,20 +15,6 @@
 
 #include "tests/tg/tg_util.h"
 
-static int nvals(const char *s, double *out, int max) {
-  int n = 0;
-  char *end;
-  while (*s && n < max) {
-    while (*s == ' ' || *s == ',' || *s == '\t') s++;
-    if (!*s || *s == '\n') break;
-    out[n] = strtod(s, &end);
-    if (end == s) break;
-    n++;
-    s = end;
-  }
-  return n;
-}
-
 static const char *after(const char *line, const char *tag) {
   const char *p = strstr(line, tag);
   return p ? p + strlen(tag) : NULL;
@@ -102,7 +88,7 @@ static int run_block(const char *where, const char *src, size_t len, bool want_e
       bad = 1;
       break;
     }
-    int n = nvals(s, v, MAXV);
+    int n = tgu_values(s, v, MAXV);
     if (n != 1 && n != ir_shape_count(&args[ni]->shape)) {
       printf("%s: input %d has %d values for %lld elements\n", where, ni + 1, n,
              (long long)ir_shape_count(&args[ni]->shape));
@@ -130,7 +116,7 @@ static int run_block(const char *where, const char *src, size_t len, bool want_e
       break;
     }
     ne++;
-    bad |= check_result(where, r, v, nvals(s, v, MAXV));
+    bad |= check_result(where, r, v, tgu_values(s, v, MAXV));
   }
   free(v);
   arena_destroy(a);

@@ -44,6 +44,22 @@ static inline ir_literal **tgu_random_args(ir_module *m, arena *a, uint64_t seed
   return args;
 }
 
+/* The numbers of a line of values ("1 2.5, nan -inf") into out (at most
+ * max, up to the end of the line); their count. */
+static inline int tgu_values(const char *s, double *out, int max) {
+  int n = 0;
+  char *end;
+  while (*s && n < max) {
+    while (*s == ' ' || *s == ',' || *s == '\t') s++;
+    if (!*s || *s == '\n') break;
+    out[n] = strtod(s, &end);
+    if (end == s) break;
+    n++;
+    s = end;
+  }
+  return n;
+}
+
 /* Reads a whole file into a malloc'ed buffer (NUL-terminated). */
 static inline char *tgu_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
