@@ -70,7 +70,7 @@ enum {
 typedef enum emu_mxu_impl {
   EMU_MXU_IMPL_AUTO,
   EMU_MXU_IMPL_PORTABLE, /* plain C, fmaf */
-  EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 register tiles */
+  EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 and 4x16 register tiles */
   EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 and 8x32 register tiles */
   EMU_MXU_IMPL__COUNT
 } emu_mxu_impl;
