@@ -7,6 +7,12 @@
 #   avx2-haswell     the AVX2 comparison: the emulator's avx2 kernel against
 #                    OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell), as an
 #                    AVX2-only host would run both
+#   avx512-cooperlake
+#                    the AVX-512 comparison: the emulator's avx512 kernel
+#                    against OpenBLAS's AVX-512 kernels (OPENBLAS_CORETYPE=
+#                    Cooperlake), for hosts whose OpenBLAS does not detect its
+#                    CPU (0.3.21 falls back to SSE3 Prescott on Sapphire Rapids
+#                    guests: the openblas core line says which one ran)
 #   portable, avx2, avx512
 #                    that emulator kernel against OpenBLAS's own choice
 #   bash bench/run.sh build 2048 9 avx2-haswell
@@ -26,8 +32,9 @@ fi
 export OPENBLAS_NUM_THREADS=1
 case "$mode" in
   avx2-haswell) export OPENBLAS_CORETYPE=Haswell; kernel=avx2 ;;
+  avx512-cooperlake) export OPENBLAS_CORETYPE=Cooperlake; kernel=avx512 ;;
   auto|portable|avx2|avx512) unset OPENBLAS_CORETYPE; kernel="$mode" ;;
-  *) echo "run.sh: unknown mode '$mode' (auto, avx2-haswell, portable, avx2, avx512)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown mode '$mode' (auto, avx2-haswell, avx512-cooperlake, portable, avx2, avx512)" >&2; exit 2 ;;
 esac
 cpu_field() { sed -n "s/^$1[[:space:]]*: *//p" /proc/cpuinfo | head -1; }
 isa=$(cpu_field flags | tr ' ' '\n' | grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512.*|avx_vnni|amx.*)$' |

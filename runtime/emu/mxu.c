@@ -255,27 +255,29 @@ size_t emu_mxu_packed_w_bytes(int k, int n) {
 
 void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, float *packed) {
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
-  int panels = (n + PANEL - 1) / PANEL;
+  /* the AVX2 kernel reads 16-column panels: one is a contiguous stream */
+  int width = emu_mxu_impl_selected(flags) == EMU_MXU_IMPL_AVX2 ? EMU_MXU_PANEL_AVX2 : PANEL;
+  int panels = (n + width - 1) / width;
   cvt_fn *cvt = pick_cvt(flags);
   for (int p = 0; p < panels; p++) {
-    int j0 = p * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
-    float *dst = packed + (size_t)p * (size_t)k * PANEL;
+    int j0 = p * width, nr = n - j0 < width ? n - j0 : width;
+    float *dst = packed + (size_t)p * (size_t)k * (size_t)width;
     if (flags & EMU_MXU_W_TRANSPOSED) {
       /* w[kk][j] = w[j * ld_w + kk]: walk each source row once. */
       for (int kk = 0; kk < k; kk++)
-        for (int c = nr; c < PANEL; c++)
-          dst[(size_t)kk * PANEL + c] = 0.0f;
+        for (int c = nr; c < width; c++)
+          dst[(size_t)kk * (size_t)width + c] = 0.0f;
       for (int c = 0; c < nr; c++) {
         const uint16_t *src = w + (size_t)(j0 + c) * (size_t)ld_w;
         for (int kk = 0; kk < k; kk++)
-          dst[(size_t)kk * PANEL + c] = in_f32(src[kk], keep);
+          dst[(size_t)kk * (size_t)width + c] = in_f32(src[kk], keep);
       }
     } else {
       for (int kk = 0; kk < k; kk++) {
         const uint16_t *src = w + (size_t)kk * (size_t)ld_w + j0;
-        float *d = dst + (size_t)kk * PANEL;
+        float *d = dst + (size_t)kk * (size_t)width;
         cvt(src, d, nr, keep);
-        for (int c = nr; c < PANEL; c++)
+        for (int c = nr; c < width; c++)
           d[c] = 0.0f;
       }
     }

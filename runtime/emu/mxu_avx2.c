@@ -10,9 +10,10 @@
  *   - k in blocks of KC2; within one, lhs in blocks of MC2 rows, converted
  *     from bf16 and packed into row tiles of 6 (or 4) rows stored k-major,
  *     a[kk][i], so one tile is one sequential stream (the block sits in L2);
- *   - the weights are the caller's packed 32-column panels; each panel is
- *     walked as two 16-column halves, and one half (KC2 x 16 floats, 16 KiB)
- *     stays in L1 while every row tile of the block streams past it;
+ *   - the weights come packed in 16-column panels (emu_mxu_pack_w, already
+ *     converted to f32); the KC2 x 16 floats (16 KiB) of one panel are a
+ *     contiguous block that stays in L1 while every row tile of the lhs
+ *     block streams past it;
  *   - a micro-kernel holds a 6 x 16 (or 4 x 16) block of acc in 12 (8) ymm
  *     registers: per k two weight vectors, one broadcast per row, two FMAs
  *     per row; it loads the block from acc, runs kc FMAs per element in
@@ -29,11 +30,11 @@
 #include <string.h>
 
 enum {
-  KC2 = 256, /* k per block: one 16-column half panel is 16 KiB of L1 */
-  MC2 = 192, /* lhs rows per block: MC2 x KC2 floats, 192 KiB (L2) */
-  HALF = 16, /* columns per micro-tile */
-  MR6 = 6,   /* rows of the main micro-tile */
-  MR4 = 4,   /* rows of the short one (pushes of 8 rows are 4 + 4) */
+  KC2 = 256,                 /* k per block: one 16-column half panel is 16 KiB of L1 */
+  MC2 = 192,                 /* lhs rows per block: MC2 x KC2 floats, 192 KiB (L2) */
+  HALF = EMU_MXU_PANEL_AVX2, /* columns per packed panel and per micro-tile */
+  MR6 = 6,                   /* rows of the main micro-tile */
+  MR4 = 4,                   /* rows of the short one (pushes of 8 rows are 4 + 4) */
   TILES = MC2 / MR4,
 };
 
@@ -62,7 +63,7 @@ AVX2 void emu_mxu_avx2_cvt(const uint16_t *src, float *dst, int count, int keep)
 }
 
 /* Micro-kernels. Contract: for i < R, j < 16,
- *   c[i*ldc + j] = canon(fma chain over kk < kc of a[kk*R + i] * b[kk*32 + j]
+ *   c[i*ldc + j] = canon(fma chain over kk < kc of a[kk*R + i] * b[kk*16 + j]
  *                        starting from c[i*ldc + j]);
  * next is the acc block the caller runs on next (prefetched, never read). */
 #define LD(i)                                                                                      \
@@ -90,7 +91,7 @@ AVX2 void emu_mxu_avx2_cvt(const uint16_t *src, float *dst, int count, int keep)
       __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                 \
       ROWS(FM)                                                                                     \
       a += R;                                                                                      \
-      b += EMU_MXU_PANEL;                                                                          \
+      b += HALF;                                                                                   \
     }                                                                                              \
     const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)EMU_MXU_CANONICAL_NAN_BITS));   \
     ROWS(ST)                                                                                       \
@@ -148,12 +149,17 @@ AVX2 static void pack_lhs(const uint16_t *lhs, size_t lds, int kc, int keep, con
   }
 }
 
-/* One half-panel column of row tiles: acc[ic..][j0, j0 + nr) for the block,
- * b the half panel's first row (stride EMU_MXU_PANEL). */
-AVX2 static void run_column(int kc, const float *apack, const plan *p, const float *b, float *c,
-                            size_t ldc, int nr, float *edge) {
+/* One panel column of row tiles: acc[ic..][j0, j0 + nr) for the block, b
+ * the panel's row pc (stride HALF). bnext (or NULL) is the next column's
+ * panel: its kc lines of 64 bytes are prefetched into L2 a few per tile, so
+ * the next column starts from L2 rather than L3. */
+AVX2 static void run_column(int kc, const float *apack, const plan *p, const float *b,
+                            const float *bnext, float *c, size_t ldc, int nr, float *edge) {
   const float *c0 = c;
+  int per_tile = (kc + p->count - 1) / p->count, line = 0;
   for (int t = 0; t < p->count; t++) {
+    for (int l = 0; bnext && l < per_tile && line < kc; l++, line++)
+      _mm_prefetch((const char *)(bnext + (size_t)line * HALF), _MM_HINT_T1);
     int rr = p->rows[t], live = p->live[t];
     ukr_fn *ukr = rr == MR6 ? ukr6 : ukr4;
     const float *next = t + 1 < p->count ? c + (size_t)rr * ldc : c0 + HALF;
@@ -175,7 +181,7 @@ AVX2 void emu_mxu_avx2_matmul_packed(const uint16_t *lhs, const float *packed, f
                                      int k, int n, size_t lds, size_t ldc, int keep,
                                      float *scratch) {
   float *edge = scratch + (size_t)(MC2 + MR6) * KC2;
-  int panels = (n + EMU_MXU_PANEL - 1) / EMU_MXU_PANEL;
+  int panels = (n + HALF - 1) / HALF;
   plan p;
   for (int pc = 0; pc < k; pc += KC2) {
     int kc = k - pc < KC2 ? k - pc : KC2;
@@ -183,13 +189,12 @@ AVX2 void emu_mxu_avx2_matmul_packed(const uint16_t *lhs, const float *packed, f
       int mc = m - ic < MC2 ? m - ic : MC2;
       plan_tiles(mc, &p);
       pack_lhs(lhs + (size_t)ic * lds + (size_t)pc, lds, kc, keep, &p, scratch);
-      for (int jp = 0; jp < panels; jp++)
-        for (int j0 = jp * EMU_MXU_PANEL; j0 < n && j0 < (jp + 1) * EMU_MXU_PANEL; j0 += HALF) {
-          const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * EMU_MXU_PANEL +
-                           (size_t)(j0 - jp * EMU_MXU_PANEL);
-          int nr = n - j0 < HALF ? n - j0 : HALF;
-          run_column(kc, scratch, &p, b, acc + (size_t)ic * ldc + (size_t)j0, ldc, nr, edge);
-        }
+      for (int jp = 0; jp < panels; jp++) {
+        const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * HALF;
+        int j0 = jp * HALF, nr = n - j0 < HALF ? n - j0 : HALF;
+        const float *bnext = jp + 1 < panels ? b + (size_t)k * HALF : NULL;
+        run_column(kc, scratch, &p, b, bnext, acc + (size_t)ic * ldc + (size_t)j0, ldc, nr, edge);
+      }
     }
   }
 }

@@ -9,8 +9,11 @@
 #include <string.h>
 
 /* Columns per packed weight panel: packed f32 w[kk][32p + c] sits at
- * packed[(p * k + kk) * EMU_MXU_PANEL + c] (emu_mxu_pack_w). */
+ * packed[(p * k + kk) * EMU_MXU_PANEL + c] (emu_mxu_pack_w); for the AVX2
+ * kernel, w[kk][16p + c] at packed[(p * k + kk) * EMU_MXU_PANEL_AVX2 + c]
+ * (the same size or less: n rounded up to 16 instead of 32). */
 #define EMU_MXU_PANEL 32
+#define EMU_MXU_PANEL_AVX2 16
 
 /* What every NaN output is stored as (mxu.h, point 5). */
 #define EMU_MXU_CANONICAL_NAN_BITS 0x7FC00000u
