@@ -30,15 +30,15 @@
 #include <string.h>
 
 enum {
-  KC2 = 256,                 /* k per block: one 16-column half panel is 16 KiB of L1 */
-  MC2 = 192,                 /* lhs rows per block: MC2 x KC2 floats, 192 KiB (L2) */
-  HALF = EMU_MXU_PANEL_AVX2, /* columns per packed panel and per micro-tile */
-  MR6 = 6,                   /* rows of the main micro-tile */
-  MR4 = 4,                   /* rows of the short one (pushes of 8 rows are 4 + 4) */
+  KC2 = 256,               /* k per block: a panel's block is 256 x 16 floats, 16 KiB (L1) */
+  MC2 = 192,               /* lhs rows per block: MC2 x KC2 floats, 192 KiB (L2) */
+  NR = EMU_MXU_PANEL_AVX2, /* columns per packed panel and per micro-tile */
+  MR6 = 6,                 /* rows of the main micro-tile */
+  MR4 = 4,                 /* rows of the short one (pushes of 8 rows are 4 + 4) */
   TILES = MC2 / MR4,
 };
 
-_Static_assert((MC2 + MR6) * KC2 + MR6 * HALF <= EMU_MXU_AVX2_SCRATCH_FLOATS, "scratch size");
+_Static_assert((MC2 + MR6) * KC2 + MR6 * NR <= EMU_MXU_AVX2_SCRATCH_FLOATS, "scratch size");
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
@@ -81,7 +81,7 @@ AVX2 void emu_mxu_avx2_cvt(const uint16_t *src, float *dst, int count, int keep)
   ST1(c + i * ldc + 8, c##i##1);
 #define PF(i)                                                                                      \
   _mm_prefetch((const char *)(next + i * ldc), _MM_HINT_T0);                                       \
-  _mm_prefetch((const char *)(next + i * ldc + HALF - 1), _MM_HINT_T0);
+  _mm_prefetch((const char *)(next + i * ldc + NR - 1), _MM_HINT_T0);
 #define KERNEL(name, R, ROWS)                                                                      \
   AVX2 static void name(int kc, const float *a, const float *b, float *c, size_t ldc,              \
                         const float *next) {                                                       \
@@ -91,7 +91,7 @@ AVX2 void emu_mxu_avx2_cvt(const uint16_t *src, float *dst, int count, int keep)
       __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                 \
       ROWS(FM)                                                                                     \
       a += R;                                                                                      \
-      b += HALF;                                                                                   \
+      b += NR;                                                                                     \
     }                                                                                              \
     const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)EMU_MXU_CANONICAL_NAN_BITS));   \
     ROWS(ST)                                                                                       \
@@ -150,7 +150,7 @@ AVX2 static void pack_lhs(const uint16_t *lhs, size_t lds, int kc, int keep, con
 }
 
 /* One panel column of row tiles: acc[ic..][j0, j0 + nr) for the block, b
- * the panel's row pc (stride HALF). bnext (or NULL) is the next column's
+ * the panel's row pc (stride NR). bnext (or NULL) is the next column's
  * panel: its kc lines of 64 bytes are prefetched into L2 a few per tile, so
  * the next column starts from L2 rather than L3. */
 AVX2 static void run_column(int kc, const float *apack, const plan *p, const float *b,
@@ -159,18 +159,18 @@ AVX2 static void run_column(int kc, const float *apack, const plan *p, const flo
   int per_tile = (kc + p->count - 1) / p->count, line = 0;
   for (int t = 0; t < p->count; t++) {
     for (int l = 0; bnext && l < per_tile && line < kc; l++, line++)
-      _mm_prefetch((const char *)(bnext + (size_t)line * HALF), _MM_HINT_T1);
+      _mm_prefetch((const char *)(bnext + (size_t)line * NR), _MM_HINT_T1);
     int rr = p->rows[t], live = p->live[t];
     ukr_fn *ukr = rr == MR6 ? ukr6 : ukr4;
-    const float *next = t + 1 < p->count ? c + (size_t)rr * ldc : c0 + HALF;
-    if (live == rr && nr == HALF) {
+    const float *next = t + 1 < p->count ? c + (size_t)rr * ldc : c0 + NR;
+    if (live == rr && nr == NR) {
       ukr(kc, apack, b, c, ldc, next);
     } else {
       /* Edge tile on a copy; lanes and rows past the edge are discarded. */
-      memset(edge, 0, (size_t)rr * HALF * sizeof(float));
-      emu_mxu_tile_copy(edge, HALF, c, ldc, live, nr);
-      ukr(kc, apack, b, edge, HALF, edge);
-      emu_mxu_tile_copy(c, ldc, edge, HALF, live, nr);
+      memset(edge, 0, (size_t)rr * NR * sizeof(float));
+      emu_mxu_tile_copy(edge, NR, c, ldc, live, nr);
+      ukr(kc, apack, b, edge, NR, edge);
+      emu_mxu_tile_copy(c, ldc, edge, NR, live, nr);
     }
     apack += (size_t)kc * (size_t)rr;
     c += (size_t)rr * ldc;
@@ -181,7 +181,7 @@ AVX2 void emu_mxu_avx2_matmul_packed(const uint16_t *lhs, const float *packed, f
                                      int k, int n, size_t lds, size_t ldc, int keep,
                                      float *scratch) {
   float *edge = scratch + (size_t)(MC2 + MR6) * KC2;
-  int panels = (n + HALF - 1) / HALF;
+  int panels = (n + NR - 1) / NR;
   plan p;
   for (int pc = 0; pc < k; pc += KC2) {
     int kc = k - pc < KC2 ? k - pc : KC2;
@@ -190,9 +190,9 @@ AVX2 void emu_mxu_avx2_matmul_packed(const uint16_t *lhs, const float *packed, f
       plan_tiles(mc, &p);
       pack_lhs(lhs + (size_t)ic * lds + (size_t)pc, lds, kc, keep, &p, scratch);
       for (int jp = 0; jp < panels; jp++) {
-        const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * HALF;
-        int j0 = jp * HALF, nr = n - j0 < HALF ? n - j0 : HALF;
-        const float *bnext = jp + 1 < panels ? b + (size_t)k * HALF : NULL;
+        const float *b = packed + ((size_t)jp * (size_t)k + (size_t)pc) * NR;
+        int j0 = jp * NR, nr = n - j0 < NR ? n - j0 : NR;
+        const float *bnext = jp + 1 < panels ? b + (size_t)k * NR : NULL;
         run_column(kc, scratch, &p, b, bnext, acc + (size_t)ic * ldc + (size_t)j0, ldc, nr, edge);
       }
     }

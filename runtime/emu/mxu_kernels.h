@@ -33,8 +33,9 @@ static inline void emu_mxu_tile_copy(float *dst, size_t ldd, const float *src, s
  * elements; needs AVX2. */
 void emu_mxu_avx2_cvt(const uint16_t *src, float *dst, int count, int keep);
 /* acc[m][n] += lhs[m][k] x W for W packed by emu_mxu_pack_w for this k and
- * n (m, k, n >= 1), with the AVX2 + FMA kernels; scratch is 64-byte aligned
- * and holds scratch_floats floats (at least EMU_MXU_AVX2_SCRATCH_FLOATS). */
+ * n with the AVX2 flags (16-column panels; m, k, n >= 1), with the AVX2 +
+ * FMA kernels; scratch is 64-byte aligned and holds at least
+ * EMU_MXU_AVX2_SCRATCH_FLOATS floats. */
 #define EMU_MXU_AVX2_SCRATCH_FLOATS ((192 + 6) * 256 + 6 * 16)
 void emu_mxu_avx2_matmul_packed(const uint16_t *lhs, const float *packed, float *acc, int m, int k,
                                 int n, size_t lds, size_t ldc, int keep, float *scratch);
