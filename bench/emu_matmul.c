@@ -7,9 +7,11 @@
  * the contract of runtime/emu/mxu.h (emu_mxu_matmul_bf16_ex, including its
  * weight packing and conversion), OpenBLAS computes C += A x B in f32 on the
  * same values (cblas_sgemm, row major, beta = 1). The runs alternate, and the
- * median of each is reported as MAC/s; ratio = MXU / sgemm. For a fair
- * single-thread comparison run with OPENBLAS_NUM_THREADS=1 and
- * OPENBLAS_CORETYPE unset (bench/run.sh does). Before timing, a sample of
+ * median of each is reported as MAC/s; ratio = MXU / sgemm (wall time),
+ * and the same from each call's thread CPU time (steadier on a loaded
+ * machine). For a fair single-thread comparison run with
+ * OPENBLAS_NUM_THREADS=1 and OPENBLAS_CORETYPE chosen to match the kernel
+ * (bench/run.sh's modes do). Before timing, a sample of
  * output elements is checked against the scalar contract, so a fast wrong
  * kernel cannot report a number. A last line times the emulator's shape of
  * work: 8-row pushes against one packed 128x128 weight tile. */
@@ -26,11 +28,16 @@
 char *openblas_get_corename(void);
 #endif
 
-static double now(void) {
+static double clock_s(clockid_t id) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(id, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time of this thread: on a shared, loaded machine it leaves out the
+ * time the process waited for a CPU (not the cache misses others cause). */
+static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) {
@@ -67,7 +74,9 @@ int main(int argc, char **argv) {
   float *acc = malloc(nn * sizeof *acc), *c = malloc(nn * sizeof *c);
   double *t_mxu = malloc((size_t)runs * sizeof(double));
   double *t_blas = malloc((size_t)runs * sizeof(double));
-  if (!lhs || !w || !a || !b || !acc || !c || !t_mxu || !t_blas) {
+  double *c_mxu = malloc((size_t)runs * sizeof(double));
+  double *c_blas = malloc((size_t)runs * sizeof(double));
+  if (!lhs || !w || !a || !b || !acc || !c || !t_mxu || !t_blas || !c_mxu || !c_blas) {
     fprintf(stderr, "emu_matmul: out of memory\n");
     return 1;
   }
@@ -97,13 +106,13 @@ int main(int argc, char **argv) {
 
   for (int r = 0; r < runs; r++) {
     memset(acc, 0, nn * sizeof *acc);
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     emu_mxu_matmul_bf16_ex(lhs, w, acc, n, n, n, n, n, n, flags);
-    t_mxu[r] = now() - t0;
+    t_mxu[r] = now() - t0, c_mxu[r] = cpu_now() - c0;
     memset(c, 0, nn * sizeof *c);
-    t0 = now();
+    t0 = now(), c0 = cpu_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 1.0f, c, n);
-    t_blas[r] = now() - t0;
+    t_blas[r] = now() - t0, c_blas[r] = cpu_now() - c0;
   }
   double macs = (double)n * (double)n * (double)n;
   double mxu = macs / median(t_mxu, runs), blas = macs / median(t_blas, runs);
@@ -119,6 +128,9 @@ int main(int argc, char **argv) {
   printf("mxu    %8.2f GMAC/s  (%.4f s)\n", mxu * 1e-9, macs / mxu);
   printf("sgemm  %8.2f GMAC/s  (%.4f s)\n", blas * 1e-9, macs / blas);
   printf("ratio  %8.3f\n", mxu / blas);
+  double cmxu = macs / median(c_mxu, runs), cblas = macs / median(c_blas, runs);
+  printf("cpu-time  mxu %.2f, sgemm %.2f GMAC/s, ratio %.3f (medians of thread CPU time)\n",
+         cmxu * 1e-9, cblas * 1e-9, cmxu / cblas);
 
   /* The emulator's shape: one packed 128x128 weight tile, 8-row pushes. */
   float *packed = malloc(emu_mxu_packed_w_bytes(128, 128));
@@ -127,20 +139,21 @@ int main(int argc, char **argv) {
     emu_mxu_pack_w(w, 128, 128, n, flags, packed);
     int pushes = 20000, rows_avail = n / 8;
     for (int r = 0; r < runs; r++) {
-      double t0 = now();
+      double t0 = now(), c0 = cpu_now();
       for (int q = 0; q < pushes; q++) {
         size_t row = (size_t)(q % rows_avail) * 8;
         emu_mxu_matmul_packed(lhs + row * n, packed, acc + row * n, 8, 128, 128, n, n, flags,
                               scratch);
       }
-      t_mxu[r] = now() - t0;
+      t_mxu[r] = now() - t0, c_mxu[r] = cpu_now() - c0;
     }
-    double t = median(t_mxu, runs);
-    printf("push   %8.2f GMAC/s  (8x128 lhs x packed 128x128 tile: %.0f ns per push)\n",
-           (double)pushes * 8 * 128 * 128 / t * 1e-9, t / pushes * 1e9);
+    double t = median(t_mxu, runs), tc = median(c_mxu, runs), push_macs = pushes * 8.0 * 128 * 128;
+    printf("push   %8.2f GMAC/s  (8x128 lhs x packed 128x128 tile: %.0f ns per push; cpu time "
+           "%.2f GMAC/s)\n",
+           push_macs / t * 1e-9, t / pushes * 1e9, push_macs / tc * 1e-9);
   }
   free(packed), free(scratch);
   free(lhs), free(w), free(a), free(b), free(acc), free(c);
-  free(t_mxu), free(t_blas);
+  free(t_mxu), free(t_blas), free(c_mxu), free(c_blas);
   return 0;
 }

@@ -21,18 +21,20 @@
  * together, never the order within one output. Padded rows and columns of
  * the packed blocks (zeros) feed only outputs that are never stored.
  * NaN canonicalisation at every store is idempotent (NaN stays NaN through
- * any later fma), so storing between k blocks does not change results. */
+ * any later fma), so storing between k blocks does not change results.
+ * The AVX2 kernel has its own driver on the same packed weights
+ * (mxu_avx2.c); the portable and AVX-512 kernels run through the one here. */
 #include "runtime/emu/mxu.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#include "runtime/emu/mxu_kernels.h"
+
+#define MXU_X86 EMU_MXU_X86
+#if MXU_X86
 #include <immintrin.h>
-#define MXU_X86 1
-#else
-#define MXU_X86 0
 #endif
 
 enum {
@@ -43,8 +45,9 @@ enum {
   MR_MAX = 16, /* largest micro-tile height of any kernel */
   A_PAD = 16,  /* floats of padding per packed lhs row */
 };
+_Static_assert(PANEL == EMU_MXU_PANEL, "one packed layout");
 
-#define CANONICAL_NAN_BITS 0x7FC00000u
+#define CANONICAL_NAN_BITS EMU_MXU_CANONICAL_NAN_BITS
 
 /* ---- conversions -------------------------------------------------------- */
 
@@ -126,23 +129,7 @@ static void ukr_portable(int kc, const float *a, size_t lda, const float *b, flo
 }
 
 #if MXU_X86
-enum { MR_AVX2 = 6, MR_AVX512 = 12 };
-
-__attribute__((target("avx2"))) static void cvt_avx2(const uint16_t *src, float *dst, int count,
-                                                     int keep) {
-  const __m256i expo = _mm256_set1_epi32(0x7F800000), sign = _mm256_set1_epi32((int)0x80000000u);
-  int i = 0;
-  for (; i + 8 <= count; i += 8) {
-    __m256i x =
-        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i))), 16);
-    if (!keep) {
-      __m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(x, expo), _mm256_setzero_si256());
-      x = _mm256_blendv_epi8(x, _mm256_and_si256(x, sign), z);
-    }
-    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(x));
-  }
-  cvt_portable(src + i, dst + i, count - i, keep);
-}
+enum { MR_AVX512 = 12 };
 
 __attribute__((target("avx512f"))) static void cvt_avx512(const uint16_t *src, float *dst,
                                                           int count, int keep) {
@@ -158,52 +145,6 @@ __attribute__((target("avx512f"))) static void cvt_avx512(const uint16_t *src, f
     _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(x));
   }
   cvt_portable(src + i, dst + i, count - i, keep);
-}
-
-/* AVX2: a 6 x 16 half tile in 12 ymm accumulators, called for both halves
- * of the 32-column panel. */
-__attribute__((target("avx2,fma"))) static void
-ukr_avx2_half(int kc, const float *a, size_t lda, const float *b, float *c, size_t ldc) {
-  __m256 c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
-  __m256 c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
-  __m256 c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
-  __m256 c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-  __m256 c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-  __m256 c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
-  for (int kk = 0; kk < kc; kk++) {
-    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 x;
-    x = _mm256_broadcast_ss(a + 0 * lda);
-    c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1 * lda);
-    c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2 * lda);
-    c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3 * lda);
-    c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4 * lda);
-    c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5 * lda);
-    c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
-    a++;
-    b += PANEL;
-  }
-  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)CANONICAL_NAN_BITS));
-#define ST(p, v)                                                                                   \
-  _mm256_storeu_ps((p), _mm256_blendv_ps((v), qnan, _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
-  ST(c + 0 * ldc, c00), ST(c + 0 * ldc + 8, c01);
-  ST(c + 1 * ldc, c10), ST(c + 1 * ldc + 8, c11);
-  ST(c + 2 * ldc, c20), ST(c + 2 * ldc + 8, c21);
-  ST(c + 3 * ldc, c30), ST(c + 3 * ldc + 8, c31);
-  ST(c + 4 * ldc, c40), ST(c + 4 * ldc + 8, c41);
-  ST(c + 5 * ldc, c50), ST(c + 5 * ldc + 8, c51);
-#undef ST
-}
-
-__attribute__((target("avx2,fma"))) static void ukr_avx2(int kc, const float *a, size_t lda,
-                                                         const float *b, float *c, size_t ldc) {
-  ukr_avx2_half(kc, a, lda, b, c, ldc);
-  ukr_avx2_half(kc, a, lda, b + 16, c + 16, ldc);
 }
 
 /* AVX-512: a 12 x 32 tile in 24 zmm accumulators (and an 8 x 32 one for
@@ -296,7 +237,8 @@ static kernel pick(unsigned flags) {
 #if MXU_X86
   if (want == EMU_MXU_IMPL_AVX512)
     return (kernel){MR_AVX512, ukr_avx512, 8, ukr_avx512_8, cvt_avx512};
-  if (want == EMU_MXU_IMPL_AVX2) return (kernel){MR_AVX2, ukr_avx2, MR_AVX2, ukr_avx2, cvt_avx2};
+  if (want == EMU_MXU_IMPL_AVX2) /* its own driver: ukr unused */
+    return (kernel){MR_PORTABLE, ukr_portable, MR_PORTABLE, ukr_portable, emu_mxu_avx2_cvt};
 #endif
   return (kernel){MR_PORTABLE, ukr_portable, MR_PORTABLE, ukr_portable, cvt_portable};
 }
@@ -313,27 +255,29 @@ size_t emu_mxu_packed_w_bytes(int k, int n) {
 
 void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, float *packed) {
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
-  int panels = (n + PANEL - 1) / PANEL;
+  /* the AVX2 kernel reads 16-column panels: one is a contiguous stream */
+  int width = emu_mxu_impl_selected(flags) == EMU_MXU_IMPL_AVX2 ? EMU_MXU_PANEL_AVX2 : PANEL;
+  int panels = (n + width - 1) / width;
   cvt_fn *cvt = pick_cvt(flags);
   for (int p = 0; p < panels; p++) {
-    int j0 = p * PANEL, nr = n - j0 < PANEL ? n - j0 : PANEL;
-    float *dst = packed + (size_t)p * (size_t)k * PANEL;
+    int j0 = p * width, nr = n - j0 < width ? n - j0 : width;
+    float *dst = packed + (size_t)p * (size_t)k * (size_t)width;
     if (flags & EMU_MXU_W_TRANSPOSED) {
       /* w[kk][j] = w[j * ld_w + kk]: walk each source row once. */
       for (int kk = 0; kk < k; kk++)
-        for (int c = nr; c < PANEL; c++)
-          dst[(size_t)kk * PANEL + c] = 0.0f;
+        for (int c = nr; c < width; c++)
+          dst[(size_t)kk * (size_t)width + c] = 0.0f;
       for (int c = 0; c < nr; c++) {
         const uint16_t *src = w + (size_t)(j0 + c) * (size_t)ld_w;
         for (int kk = 0; kk < k; kk++)
-          dst[(size_t)kk * PANEL + c] = in_f32(src[kk], keep);
+          dst[(size_t)kk * (size_t)width + c] = in_f32(src[kk], keep);
       }
     } else {
       for (int kk = 0; kk < k; kk++) {
         const uint16_t *src = w + (size_t)kk * (size_t)ld_w + j0;
-        float *d = dst + (size_t)kk * PANEL;
+        float *d = dst + (size_t)kk * (size_t)width;
         cvt(src, d, nr, keep);
-        for (int c = nr; c < PANEL; c++)
+        for (int c = nr; c < width; c++)
           d[c] = 0.0f;
       }
     }
@@ -341,6 +285,12 @@ void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, f
 }
 
 /* ---- drivers ---------------------------------------------------------- */
+
+#if MXU_X86
+_Static_assert((size_t)(MC + MR_MAX) * (KC + A_PAD) + (size_t)MR_MAX * PANEL >=
+                   EMU_MXU_AVX2_SCRATCH_FLOATS,
+               "emu_mxu_scratch_bytes covers the AVX2 driver");
+#endif
 
 size_t emu_mxu_scratch_bytes(void) {
   return ((size_t)(MC + MR_MAX) * (KC + A_PAD) + (size_t)MR_MAX * PANEL) * sizeof(float) + 64;
@@ -362,21 +312,26 @@ static void run_tile(const kernel *kr, int kc, const float *a, size_t lda, const
   int rows = mr <= kr->mr_short ? kr->mr_short : kr->mr;
   ukr_fn *ukr = mr <= kr->mr_short ? kr->ukr_short : kr->ukr;
   memset(tile, 0, (size_t)rows * PANEL * sizeof(float));
-  for (int i = 0; i < mr; i++)
-    memcpy(tile + (size_t)i * PANEL, c + (size_t)i * ldc, (size_t)nr * sizeof(float));
+  emu_mxu_tile_copy(tile, PANEL, c, ldc, mr, nr);
   ukr(kc, a, lda, b, tile, PANEL);
-  for (int i = 0; i < mr; i++)
-    memcpy(c + (size_t)i * ldc, tile + (size_t)i * PANEL, (size_t)nr * sizeof(float));
+  emu_mxu_tile_copy(c, ldc, tile, PANEL, mr, nr);
 }
 
 void emu_mxu_matmul_packed(const uint16_t *lhs, const float *packed, float *acc, int m, int k,
                            int n, int lds_lhs, int ld_acc, unsigned flags, void *scratch) {
   if (m <= 0 || k <= 0 || n <= 0) return;
   assert(lds_lhs >= k && ld_acc >= n && lhs && packed && acc && scratch);
-  kernel kr = pick(flags);
   int keep = (flags & EMU_MXU_KEEP_SUBNORMALS) != 0;
   uintptr_t p = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
   float *abuf = (float *)p;
+#if MXU_X86
+  if (emu_mxu_impl_selected(flags) == EMU_MXU_IMPL_AVX2) {
+    emu_mxu_avx2_matmul_packed(lhs, packed, acc, m, k, n, (size_t)lds_lhs, (size_t)ld_acc, keep,
+                               abuf);
+    return;
+  }
+#endif
+  kernel kr = pick(flags);
   float *tile = abuf + (size_t)(MC + MR_MAX) * (KC + A_PAD); /* edge tile */
   int panels = (n + PANEL - 1) / PANEL;
   size_t ldc = (size_t)ld_acc;

@@ -70,7 +70,7 @@ enum {
 typedef enum emu_mxu_impl {
   EMU_MXU_IMPL_AUTO,
   EMU_MXU_IMPL_PORTABLE, /* plain C, fmaf */
-  EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 register tiles */
+  EMU_MXU_IMPL_AVX2,     /* x86-64 AVX2 + FMA, 6x16 and 4x16 register tiles */
   EMU_MXU_IMPL_AVX512,   /* x86-64 AVX-512F, 12x32 and 8x32 register tiles */
   EMU_MXU_IMPL__COUNT
 } emu_mxu_impl;
@@ -101,7 +101,10 @@ void emu_mxu_matmul_bf16_ex(const uint16_t *lhs, const uint16_t *w, float *acc, 
  *
  * Packed layout (for reference; treat it as opaque): ceil(n/32) panels of 32
  * columns, panel p holding f32 w[kk][32p + c] at [p][kk][c], columns past n
- * zero. emu_mxu_packed_w_bytes gives the size; 64-byte alignment is best. */
+ * zero; when the flags select the AVX2 kernel, ceil(n/16) panels of 16
+ * columns instead. So pack and multiply with the same EMU_MXU_IMPL choice
+ * (the emulator passes AUTO to both). emu_mxu_packed_w_bytes gives the size
+ * (enough for either layout); 64-byte alignment is best. */
 size_t emu_mxu_packed_w_bytes(int k, int n);
 void emu_mxu_pack_w(const uint16_t *w, int k, int n, int ld_w, unsigned flags, float *packed);
 /* Bytes of scratch that emu_mxu_matmul_packed needs (a constant, ~233 KiB). */

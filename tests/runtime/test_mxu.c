@@ -342,6 +342,40 @@ static void fast_block_edges(void **state) {
   free_problem(&q);
 }
 
+/* Every kernel this host runs (check_problem loops over them) on the odd
+ * shapes its register tiles and blocks split differently: m = 1..14 covers
+ * every row count modulo the 6- and 4-row tiles (8 = 4 + 4, 14 = 6 + 4 + 4,
+ * 5 and 11 a padded tile), n covers a lone column, 16-column halves of a
+ * 32-column panel and ragged halves, k crosses the 256 block of the AVX2
+ * kernel; the input mixes put NaN, inf, signed zeros, subnormals and
+ * rounding ties at every tile edge. Then m past the AVX2 lhs block (192). */
+static void kernel_tilings(void **state) {
+  (void)state;
+  rng = 0x2468ACE013579BDFull;
+  static const int ns[] = {1, 15, 16, 17, 33, 48}, ks[] = {1, 5, 256, 257};
+  coverage cv = {0, 0, 0, 0};
+  long ties0 = ref_ties;
+  int round = 0;
+  for (int m = 1; m <= 14; m++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++, round++) {
+        unsigned flags = round % 4 == 3 ? EMU_MXU_KEEP_SUBNORMALS : 0;
+        /* long dot products in the dense or sparse mixes overflow to all
+         * inf/NaN; the ties mix keeps them mostly finite */
+        int mix = ks[ki] > 5 ? MIX_TIES : round % MIX__COUNT;
+        problem p = make_problem(m, ks[ki], ns[ni], flags, mix);
+        check_problem(&p, 0, 0, &cv);
+        free_problem(&p);
+      }
+  assert_true(cv.nan > 0);
+  assert_true(cv.inf > 0);
+  assert_true(cv.negzero > 0);
+  assert_true(ref_ties - ties0 > 0);
+  problem q = make_problem(200, 300, 40, 0, MIX_TIES);
+  check_problem(&q, 0, 0, NULL);
+  free_problem(&q);
+}
+
 /* The emulator's path: weights packed once, lhs pushed 8 rows at a time.
  * want: the expected accumulator after the whole product. */
 static void check_pushes(const problem *p, const float *want) {
@@ -556,7 +590,7 @@ int main(void) {
       cmocka_unit_test(systolic_4x4),         cmocka_unit_test(systolic_8x8),
       cmocka_unit_test(systolic_16x16),       cmocka_unit_test(systolic_128x128),
       cmocka_unit_test(systolic_rectangular), cmocka_unit_test(fast_block_edges),
-      cmocka_unit_test(packed_pushes),
+      cmocka_unit_test(packed_pushes),        cmocka_unit_test(kernel_tilings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
