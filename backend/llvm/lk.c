@@ -49,8 +49,10 @@ const lk_variant *cpu_lk_find(const char *name) {
 void cpu_lk_plan(const lk_variant *v, int64_t M, int64_t N, int64_t K, lk_geom *g) {
   g->VL = v->VL;
   g->NV = N <= g->VL ? 1 : 2;
-  if (g->VL == 16) g->MR = g->NV == 2 && (M + 11) / 12 * 12 * 100 <= M * 101 ? 12 : 8;
-  else g->MR = g->NV == 2 ? 6 : 8;
+  if (g->VL == 16)
+    g->MR = g->NV == 2 && (M + 11) / 12 * 12 * 100 <= M * 101 ? 12 : 8;
+  else
+    g->MR = g->NV == 2 ? 6 : 8;
   g->NR = g->NV * g->VL;
   g->M = M, g->N = N, g->K = K;
   g->Mt = (M + g->MR - 1) / g->MR;

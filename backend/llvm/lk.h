@@ -49,17 +49,28 @@ typedef struct lk_gemm {
   lk_epi epi[LK_EPI_MAX];
 } lk_gemm;
 
-enum { LK_SLOT_A, LK_SLOT_B, LK_SLOT_BP, LK_SLOT_C, LK_SLOT_NB, LK_SLOT_M, LK_SLOT_N, LK_SLOT_K,
-       LK_SLOT_NEPI, LK_SLOT_EPI, LK_SLOTS = LK_SLOT_EPI + 3 * LK_EPI_MAX };
+enum {
+  LK_SLOT_A,
+  LK_SLOT_B,
+  LK_SLOT_BP,
+  LK_SLOT_C,
+  LK_SLOT_NB,
+  LK_SLOT_M,
+  LK_SLOT_N,
+  LK_SLOT_K,
+  LK_SLOT_NEPI,
+  LK_SLOT_EPI,
+  LK_SLOTS = LK_SLOT_EPI + 3 * LK_EPI_MAX
+};
 
 typedef void (*lk_row_fn)(void *args, int64_t lo, int64_t hi);
 
 /* A compiled variant. */
 typedef struct lk_variant {
-  const char *name;   /* "avx512", "avx2", "portable" */
+  const char *name;      /* "avx512", "avx2", "portable" */
   const char *tiles_doc; /* its register tiles, for --stats */
-  int VL;             /* floats per vector */
-  bool (*runs)(void); /* whether this CPU runs it */
+  int VL;                /* floats per vector */
+  bool (*runs)(void);    /* whether this CPU runs it */
   lk_row_fn packb, tiles;
 } lk_variant;
 

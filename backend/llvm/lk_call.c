@@ -10,13 +10,21 @@
 #include "backend/llvm/lk.h"
 #include "backend/llvm/lower.h"
 
+#include <stddef.h>
+
 /* The size rule: GEMMs of fewer multiply-adds than this (all batches) call
  * the library; larger ones get the kernel emitted for their sizes, whose
  * 0.2-0.4 s of optimisation and code generation is small beside their run
  * time over a few runs (and paid once with the compile cache), and which
  * ran the MLP benchmark's 256 x 1024 x 1024 layers about 20% faster than
- * the library on an AVX-512 host (docs/cpu-backend.md, "Dots"). */
+ * the library on an AVX-512 host (docs/cpu-backend.md, "Precompiled GEMM
+ * kernels"). */
 #define LK_MAX_MACS 16777216.0 /* 2^24 */
+
+_Static_assert(sizeof(void *) == 8 && sizeof(lk_epi) == 24 &&
+                   offsetof(lk_gemm, NB) == LK_SLOT_NB * 8 &&
+                   offsetof(lk_gemm, epi) == LK_SLOT_EPI * 8 && sizeof(lk_gemm) == LK_SLOTS * 8,
+               "lk_gemm is the array of 8-byte slots the JIT'd code fills");
 
 static LLVMValueRef slot(emitter *e, LLVMValueRef arr, int i, LLVMTypeRef t) {
   LLVMValueRef ix = llvm_i64(e, i);
@@ -25,7 +33,8 @@ static LLVMValueRef slot(emitter *e, LLVMValueRef arr, int i, LLVMTypeRef t) {
 }
 
 static void put_ptr(emitter *e, LLVMValueRef arr, int i, const cbuf *cb) {
-  LLVMValueRef p = cb ? LLVMBuildPointerCast(e->b, llvm_buf_ptr(e, cb), e->t_ptr, "") : LLVMConstNull(e->t_ptr);
+  LLVMValueRef p =
+      cb ? LLVMBuildPointerCast(e->b, llvm_buf_ptr(e, cb), e->t_ptr, "") : LLVMConstNull(e->t_ptr);
   LLVMBuildStore(e->b, p, slot(e, arr, i, e->t_ptr));
 }
 
@@ -35,26 +44,34 @@ static void put_int(emitter *e, LLVMValueRef arr, int i, int64_t v) {
 
 static int64_t epi_code(ir_op op) {
   switch (op) {
-  case IR_OP_ADD: return LK_ADD;
-  case IR_OP_SUBTRACT: return LK_SUB;
-  case IR_OP_MULTIPLY: return LK_MUL;
-  case IR_OP_DIVIDE: return LK_DIV;
-  case IR_OP_MAXIMUM: return LK_MAX;
-  case IR_OP_MINIMUM: return LK_MIN;
-  default: return 0;
+  case IR_OP_ADD:
+    return LK_ADD;
+  case IR_OP_SUBTRACT:
+    return LK_SUB;
+  case IR_OP_MULTIPLY:
+    return LK_MUL;
+  case IR_OP_DIVIDE:
+    return LK_DIV;
+  case IR_OP_MAXIMUM:
+    return LK_MAX;
+  case IR_OP_MINIMUM:
+    return LK_MIN;
+  default:
+    return 0;
   }
 }
 
 /* One kernel whose body calls fn(args, lo, hi) with args the lk_gemm of
  * A, B, Bp, C and epi, over n rows of `work` operations in all. */
-static void call_kernel(emitter *e, const char *fn, const char *what, cbuf *A, cbuf *B, cbuf *Bp, cbuf *C,
-                        int64_t NB, int64_t M, int64_t N, int64_t K, const gemm_epi *epi, int64_t n,
-                        double work) {
+static void call_kernel(emitter *e, const char *fn, const char *what, cbuf *A, cbuf *B, cbuf *Bp,
+                        cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K, const gemm_epi *epi,
+                        int64_t n, double work) {
   cbuf *bufs[4 + GEMM_EPI_MAX], *all[4] = {A, B, Bp, C};
   int nb = 0;
   for (int i = 0; i < 4; i++) {
     bool skip = !all[i] || all[i]->kind == CB_CONST; /* constants: read through their globals */
-    for (int j = 0; j < nb && !skip; j++) skip = bufs[j] == all[i];
+    for (int j = 0; j < nb && !skip; j++)
+      skip = bufs[j] == all[i];
     if (!skip) bufs[nb++] = all[i];
   }
   nb = llvm_gemm_epi_bufs(epi, bufs, nb);
@@ -75,7 +92,8 @@ static void call_kernel(emitter *e, const char *fn, const char *what, cbuf *A, c
   for (int i = 0; i < nepi; i++) {
     const gemm_epi_op *o = &epi->ops[i];
     put_int(e, arr, LK_SLOT_EPI + 3 * i, epi_code(o->op));
-    put_int(e, arr, LK_SLOT_EPI + 3 * i + 1, (o->col ? LK_EPI_COL : 0) | (o->swap ? LK_EPI_SWAP : 0));
+    put_int(e, arr, LK_SLOT_EPI + 3 * i + 1,
+            (o->col ? LK_EPI_COL : 0) | (o->swap ? LK_EPI_SWAP : 0));
     put_ptr(e, arr, LK_SLOT_EPI + 3 * i + 2, o->x);
   }
   LLVMValueRef f = LLVMGetNamedFunction(e->mod, fn);
@@ -86,10 +104,11 @@ static void call_kernel(emitter *e, const char *fn, const char *what, cbuf *A, c
   llvm_kernel_end(e, &k, n, work);
 }
 
-bool llvm_emit_lk_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K,
-                       const gemm_epi *epi) {
+bool llvm_emit_lk_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N,
+                       int64_t K, const gemm_epi *epi) {
   const lk_variant *v = e->lk;
-  if (!v || M <= 0 || N <= 0 || K <= 0 || (double)NB * (double)M * (double)N * (double)K >= LK_MAX_MACS)
+  if (!v || M <= 0 || N <= 0 || K <= 0 ||
+      (double)NB * (double)M * (double)N * (double)K >= LK_MAX_MACS)
     return false;
   for (int i = 0; epi && i < epi->n; i++)
     if (!epi_code(epi->ops[i].op)) return false;

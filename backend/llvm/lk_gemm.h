@@ -19,13 +19,20 @@ enum { TPB = 16, JC = 8, KC_MAX = 384, MR_MAX = 12 };
 
 static vec v_epi(int64_t op, vec x, vec y) {
   switch (op) {
-  case LK_ADD: return v_add(x, y);
-  case LK_SUB: return v_sub(x, y);
-  case LK_MUL: return v_mul(x, y);
-  case LK_DIV: return v_div(x, y);
-  case LK_MAX: return v_maxmin(x, y, true);
-  case LK_MIN: return v_maxmin(x, y, false);
-  default: return x;
+  case LK_ADD:
+    return v_add(x, y);
+  case LK_SUB:
+    return v_sub(x, y);
+  case LK_MUL:
+    return v_mul(x, y);
+  case LK_DIV:
+    return v_div(x, y);
+  case LK_MAX:
+    return v_maxmin(x, y, true);
+  case LK_MIN:
+    return v_maxmin(x, y, false);
+  default:
+    return x;
   }
 }
 
@@ -52,25 +59,28 @@ static vec epilogue(const lk_gemm *g, vec acc, int64_t col0, int valid) {
 /* One MR x (NV * LK_VL) tile: acc = (first ? 0 : C) + Ap * Bp over kc, then
  * stored to the rows x cols of it inside C, through the epilogue when last. */
 static inline __attribute__((always_inline)) void tile(int MR, int NV, int64_t kc, const float *ap,
-                                                        const float *bp, float *c, int64_t ldc, int rows,
-                                                        int cols, bool first, bool last, const lk_gemm *g,
-                                                        int64_t col0) {
+                                                       const float *bp, float *c, int64_t ldc,
+                                                       int rows, int cols, bool first, bool last,
+                                                       const lk_gemm *g, int64_t col0) {
   const int NR = NV * LK_VL;
   vec acc[MR_MAX * 2];
   bool full = rows == MR && cols == NR;
 #pragma GCC unroll 24
-  for (int i = 0; i < MR * NV; i++) acc[i] = v_zero();
+  for (int i = 0; i < MR * NV; i++)
+    acc[i] = v_zero();
   if (!first) {
     if (full) {
 #pragma GCC unroll 12
       for (int r = 0; r < MR; r++)
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) acc[r * NV + v] = v_load(c + r * ldc + v * LK_VL);
+        for (int v = 0; v < NV; v++)
+          acc[r * NV + v] = v_load(c + r * ldc + v * LK_VL);
     } else {
       for (int r = 0; r < rows; r++) {
         float t[2 * LK_VL] = {0};
         memcpy(t, c + r * ldc, (size_t)cols * sizeof(float));
-        for (int v = 0; v < NV; v++) acc[r * NV + v] = v_load(t + v * LK_VL);
+        for (int v = 0; v < NV; v++)
+          acc[r * NV + v] = v_load(t + v * LK_VL);
       }
     }
   }
@@ -95,30 +105,32 @@ static inline __attribute__((always_inline)) void tile(int MR, int NV, int64_t k
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; v++) v_store(c + r * ldc + v * LK_VL, acc[r * NV + v]);
+      for (int v = 0; v < NV; v++)
+        v_store(c + r * ldc + v * LK_VL, acc[r * NV + v]);
   } else {
     for (int r = 0; r < rows; r++) {
       float t[2 * LK_VL];
-      for (int v = 0; v < NV; v++) v_store(t + v * LK_VL, acc[r * NV + v]);
+      for (int v = 0; v < NV; v++)
+        v_store(t + v * LK_VL, acc[r * NV + v]);
       memcpy(c + r * ldc, t, (size_t)cols * sizeof(float));
     }
   }
 }
 
-typedef void (*tile_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int rows, int cols,
-                        bool first, bool last, const lk_gemm *g, int64_t col0);
+typedef void (*tile_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
+                        int rows, int cols, bool first, bool last, const lk_gemm *g, int64_t col0);
 
-#define LK_TILE_FN(MR, NV)                                                                              \
-  static void LK_SYM(tile_##MR##x##NV)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, \
-                                       int rows, int cols, bool first, bool last, const lk_gemm *g,       \
-                                       int64_t col0) {                                                    \
-    tile(MR, NV, kc, ap, bp, c, ldc, rows, cols, first, last, g, col0);                                   \
+#define LK_TILE_FN(MR, NV)                                                                         \
+  static void LK_SYM(tile_##MR##x##NV)(int64_t kc, const float *ap, const float *bp, float *c,     \
+                                       int64_t ldc, int rows, int cols, bool first, bool last,     \
+                                       const lk_gemm *g, int64_t col0) {                           \
+    tile(MR, NV, kc, ap, bp, c, ldc, rows, cols, first, last, g, col0);                            \
   }
 LK_TILES(LK_TILE_FN)
 #undef LK_TILE_FN
 
 static tile_fn tile_for(int MR, int NV) {
-#define LK_TILE_CASE(MR_, NV_) \
+#define LK_TILE_CASE(MR_, NV_)                                                                     \
   if (MR == MR_ && NV == NV_) return LK_SYM(tile_##MR_##x##NV_);
   LK_TILES(LK_TILE_CASE)
 #undef LK_TILE_CASE
@@ -140,15 +152,16 @@ static void LK_SYM(packb)(void *args, int64_t lo, int64_t hi) {
       int64_t j0 = jt * NR, n = N - j0 < NR ? N - j0 : NR;
       float *dj = d + jt * kc * NR;
       memcpy(dj, s + j0, (size_t)n * sizeof(float));
-      for (int64_t jj = n; jj < NR; jj++) dj[jj] = 0;
+      for (int64_t jj = n; jj < NR; jj++)
+        dj[jj] = 0;
     }
   }
 }
 
 /* Ap[(it * kc + kk) * MR + r] = A[row][k0 + kk], row = (t0 + it) * MR + r,
  * zero for rows at or beyond M. */
-static void pack_a(const lk_geom *geo, const float *A, float *ap, int64_t t0, int64_t nt, int64_t k0,
-                   int64_t kc) {
+static void pack_a(const lk_geom *geo, const float *A, float *ap, int64_t t0, int64_t nt,
+                   int64_t k0, int64_t kc) {
   int MR = geo->MR;
   for (int64_t it = 0; it < nt; it++) {
     int64_t row0 = (t0 + it) * MR;
@@ -156,11 +169,13 @@ static void pack_a(const lk_geom *geo, const float *A, float *ap, int64_t t0, in
     for (int r = 0; r < MR; r++) {
       int64_t row = row0 + r;
       if (row >= geo->M) {
-        for (int64_t kk = 0; kk < kc; kk++) d[kk * MR + r] = 0;
+        for (int64_t kk = 0; kk < kc; kk++)
+          d[kk * MR + r] = 0;
         continue;
       }
       const float *s = A + row * geo->K + k0;
-      for (int64_t kk = 0; kk < kc; kk++) d[kk * MR + r] = s[kk];
+      for (int64_t kk = 0; kk < kc; kk++)
+        d[kk * MR + r] = s[kk];
     }
   }
 }
@@ -189,8 +204,8 @@ static void LK_SYM(tiles)(void *args, int64_t lo, int64_t hi) {
           for (int64_t jt = j0; jt < j0 + JC && jt < Nt; jt++) {
             const float *bp = g->Bp + bi * K * Nt * NR + k0 * Nt * NR + jt * kc * NR;
             int cols = (int)(N - jt * NR < NR ? N - jt * NR : NR);
-            fn(kc, ap + it * kc * MR, bp, crow + jt * NR, N, rows, cols, kb == 0, kb == geo.nkb - 1, g,
-               jt * NR);
+            fn(kc, ap + it * kc * MR, bp, crow + jt * NR, N, rows, cols, kb == 0, kb == geo.nkb - 1,
+               g, jt * NR);
           }
         }
     }
@@ -198,4 +213,5 @@ static void LK_SYM(tiles)(void *args, int64_t lo, int64_t hi) {
   }
 }
 
-const lk_variant LK_SYM(cpu_lk) = {LK_NAME, LK_TILES_DOC, LK_VL, LK_RUNS, LK_SYM(packb), LK_SYM(tiles)};
+const lk_variant LK_SYM(cpu_lk) = {LK_NAME, LK_TILES_DOC,  LK_VL,
+                                   LK_RUNS, LK_SYM(packb), LK_SYM(tiles)};

@@ -19,27 +19,31 @@ bool cpu_lk_runs_portable(void);
 static inline vec v_zero(void) { return (vec){{0}}; }
 static inline vec v_load(const float *p) {
   vec v;
-  for (int i = 0; i < 8; i++) v.f[i] = p[i];
+  for (int i = 0; i < 8; i++)
+    v.f[i] = p[i];
   return v;
 }
 static inline void v_store(float *p, vec v) {
-  for (int i = 0; i < 8; i++) p[i] = v.f[i];
+  for (int i = 0; i < 8; i++)
+    p[i] = v.f[i];
 }
 static inline vec v_bcast(float x) {
   vec v;
-  for (int i = 0; i < 8; i++) v.f[i] = x;
+  for (int i = 0; i < 8; i++)
+    v.f[i] = x;
   return v;
 }
 static inline vec v_fma(vec a, vec b, vec c) {
-  for (int i = 0; i < 8; i++) c.f[i] = fmaf(a.f[i], b.f[i], c.f[i]);
+  for (int i = 0; i < 8; i++)
+    c.f[i] = fmaf(a.f[i], b.f[i], c.f[i]);
   return c;
 }
-#define LK_LANES(expr)          \
-  vec r;                        \
-  for (int i = 0; i < 8; i++) { \
-    float x = a.f[i], y = b.f[i]; \
-    r.f[i] = (expr);            \
-  }                             \
+#define LK_LANES(expr)                                                                             \
+  vec r;                                                                                           \
+  for (int i = 0; i < 8; i++) {                                                                    \
+    float x = a.f[i], y = b.f[i];                                                                  \
+    r.f[i] = (expr);                                                                               \
+  }                                                                                                \
   return r;
 static inline vec v_add(vec a, vec b) { LK_LANES(x + y) }
 static inline vec v_sub(vec a, vec b) { LK_LANES(x - y) }

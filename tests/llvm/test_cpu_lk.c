@@ -8,17 +8,17 @@
  * is fmaf over k ascending from +0, then the epilogue operations with
  * elem.c's f32 semantics (max/min: first NaN, first operand on ties).
  *
- * lk_against_evaluator: dots compiled with the variant forced (cpu_options.lib_kernels) against ir_eval, bit for
- * bit: under strict numerics on random data (where dots keep the row
- * kernel whatever the variant), under native numerics on small integers
- * (every product and partial sum exact, so the library's FMAs give the
- * evaluator's values), on 1 and 2 threads. The epilogues through the
- * compiler are cpu_kernels' gemm_epilogues (on the variant cpuid picks).
- * An unknown variant is an error, not a crash. */
+ * lk_against_evaluator: dots compiled with the variant forced (cpu_options.lib_kernels) against
+ * ir_eval, bit for bit: under strict numerics on random data (where dots keep the row kernel
+ * whatever the variant), under native numerics on small integers (every product and partial sum
+ * exact, so the library's FMAs give the evaluator's values), on 1 and 2 threads. The epilogues
+ * through the compiler are cpu_kernels' gemm_epilogues (on the variant cpuid picks). An unknown
+ * variant is an error, not a crash. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+
 #include <cmocka.h>
 
 #include "backend/llvm/lk.h"
@@ -42,10 +42,14 @@ static float rnd(void) {
 static float oracle_op(int64_t op, float x, float y) {
   float r;
   switch (op) {
-  case LK_ADD: return x + y;
-  case LK_SUB: return x - y;
-  case LK_MUL: return x * y;
-  case LK_DIV: return x / y;
+  case LK_ADD:
+    return x + y;
+  case LK_SUB:
+    return x - y;
+  case LK_MUL:
+    return x * y;
+  case LK_DIV:
+    return x / y;
   default:
     r = (op == LK_MAX ? x < y : y < x) ? y : x;
     if (isnan(y)) r = y;
@@ -54,18 +58,23 @@ static float oracle_op(int64_t op, float x, float y) {
 }
 
 /* One GEMM on v against the oracle; false (with a message) on a mismatch. */
-static bool run_one(const lk_variant *v, int64_t NB, int64_t M, int64_t N, int64_t K, const lk_epi *epi,
-                    int nepi) {
+static bool run_one(const lk_variant *v, int64_t NB, int64_t M, int64_t N, int64_t K,
+                    const lk_epi *epi, int nepi) {
   lk_geom g;
   cpu_lk_plan(v, M, N, K, &g);
-  float *A = malloc(sizeof(float) * (size_t)(NB * M * K)), *B = malloc(sizeof(float) * (size_t)(NB * K * N));
+  float *A = malloc(sizeof(float) * (size_t)(NB * M * K)),
+        *B = malloc(sizeof(float) * (size_t)(NB * K * N));
   float *C = malloc(sizeof(float) * (size_t)(NB * M * N));
   float *Bp = malloc(sizeof(float) * (size_t)(NB * K * g.Nt * g.NR));
-  for (int64_t i = 0; i < NB * M * K; i++) A[i] = rnd();
-  for (int64_t i = 0; i < NB * K * N; i++) B[i] = rnd();
-  for (int64_t i = 0; i < NB * M * N; i++) C[i] = NAN; /* every element must be written */
+  for (int64_t i = 0; i < NB * M * K; i++)
+    A[i] = rnd();
+  for (int64_t i = 0; i < NB * K * N; i++)
+    B[i] = rnd();
+  for (int64_t i = 0; i < NB * M * N; i++)
+    C[i] = NAN; /* every element must be written */
   lk_gemm a = {A, B, Bp, C, NB, M, N, K, nepi, {{0}}};
-  for (int i = 0; i < nepi; i++) a.epi[i] = epi[i];
+  for (int i = 0; i < nepi; i++)
+    a.epi[i] = epi[i];
   /* rows in two calls, as parfor would split them */
   v->packb(&a, 0, NB * K / 2);
   v->packb(&a, NB * K / 2, NB * K);
@@ -76,16 +85,18 @@ static bool run_one(const lk_variant *v, int64_t NB, int64_t M, int64_t N, int64
     for (int64_t i = 0; i < M && ok; i++)
       for (int64_t j = 0; j < N && ok; j++) {
         float acc = 0.0f;
-        for (int64_t k = 0; k < K; k++) acc = fmaf(A[(b * M + i) * K + k], B[(b * K + k) * N + j], acc);
+        for (int64_t k = 0; k < K; k++)
+          acc = fmaf(A[(b * M + i) * K + k], B[(b * K + k) * N + j], acc);
         for (int e = 0; e < nepi; e++) {
           float x = epi[e].flags & LK_EPI_COL ? epi[e].x[j] : epi[e].x[0];
-          acc = epi[e].flags & LK_EPI_SWAP ? oracle_op(epi[e].op, x, acc) : oracle_op(epi[e].op, acc, x);
+          acc = epi[e].flags & LK_EPI_SWAP ? oracle_op(epi[e].op, x, acc)
+                                           : oracle_op(epi[e].op, acc, x);
         }
         float got = C[(b * M + i) * N + j];
         if (memcmp(&acc, &got, sizeof acc) != 0) {
-          print_error("%s %lldx%lldx%lldx%lld: C[%lld][%lld][%lld] = %a, want %a\n", v->name, (long long)NB,
-                      (long long)M, (long long)N, (long long)K, (long long)b, (long long)i, (long long)j,
-                      (double)got, (double)acc);
+          print_error("%s %lldx%lldx%lldx%lld: C[%lld][%lld][%lld] = %a, want %a\n", v->name,
+                      (long long)NB, (long long)M, (long long)N, (long long)K, (long long)b,
+                      (long long)i, (long long)j, (double)got, (double)acc);
           ok = false;
         }
       }
@@ -97,11 +108,12 @@ static void lk_contract(void **state) {
   (void)state;
   static const int64_t shapes[][4] = {
       /* NB, M, N, K */
-      {1, 1, 1, 1},     {1, 7, 13, 5},   {1, 130, 129, 257}, {2, 3, 17, 400}, {3, 25, 33, 1},
+      {1, 1, 1, 1},     {1, 7, 13, 5},   {1, 130, 129, 257}, {2, 3, 17, 400},  {3, 25, 33, 1},
       {1, 12, 32, 769}, {1, 256, 10, 9}, {2, 9, 16, 3},      {1, 5, 40, 1100},
   };
   float bias[129], scale = 0.5f, zero = 0.0f;
-  for (int i = 0; i < 129; i++) bias[i] = rnd();
+  for (int i = 0; i < 129; i++)
+    bias[i] = rnd();
   const lk_epi epis[][3] = {
       {{LK_ADD, LK_EPI_COL, bias}, {LK_MAX, 0, &zero}},
       {{LK_SUB, LK_EPI_COL | LK_EPI_SWAP, bias}, {LK_MIN, LK_EPI_SWAP, &zero}, {LK_MUL, 0, &scale}},
@@ -116,7 +128,8 @@ static void lk_contract(void **state) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
       const int64_t *sh = shapes[s];
       assert_true(run_one(v, sh[0], sh[1], sh[2], sh[3], NULL, 0));
-      if (sh[2] <= 129) assert_true(run_one(v, sh[0], sh[1], sh[2], sh[3], epis[s % 3], nepis[s % 3]));
+      if (sh[2] <= 129)
+        assert_true(run_one(v, sh[0], sh[1], sh[2], sh[3], epis[s % 3], nepis[s % 3]));
     }
   }
   assert_true(variants >= 1); /* the portable one runs everywhere */
@@ -137,8 +150,8 @@ static ir_attrs dot_attrs(tmod *t, int nbatch) {
 }
 
 /* dot(l, r) as a module, checked with variant vname. */
-static bool check_dot(const char *vname, int64_t nb, int64_t M, int64_t K, int64_t N, cpu_numerics num,
-                      int threads) {
+static bool check_dot(const char *vname, int64_t nb, int64_t M, int64_t K, int64_t N,
+                      cpu_numerics num, int threads) {
   tmod t = tm_new("lk");
   ir_id l = nb ? tm_param(&t, 0, IR_F32, 3, D(nb, M, K)) : tm_param(&t, 0, IR_F32, 2, D(M, K));
   ir_id r = nb ? tm_param(&t, 1, IR_F32, 3, D(nb, K, N)) : tm_param(&t, 1, IR_F32, 2, D(K, N));
@@ -146,7 +159,8 @@ static bool check_dot(const char *vname, int64_t nb, int64_t M, int64_t K, int64
   ir_id root = tm_op(&t, IR_OP_DOT, (ir_id[]){l, r}, 2, &a);
   tm_finish(&t, root);
   arena *ar = arena_create();
-  ir_literal **args = num == CPU_NUMERICS_STRICT ? tm_args(&t, ar, 7, false) : tm_int_args(&t, ar, 7);
+  ir_literal **args =
+      num == CPU_NUMERICS_STRICT ? tm_args(&t, ar, 7, false) : tm_int_args(&t, ar, 7);
   cpu_options o;
   cpu_options_init(&o);
   o.numerics = num;
@@ -154,8 +168,8 @@ static bool check_dot(const char *vname, int64_t nb, int64_t M, int64_t K, int64
   o.lib_kernels = vname;
   char what[128];
   snprintf(what, sizeof what, "%s %s nb=%lld %lldx%lldx%lld t=%d", vname,
-           num == CPU_NUMERICS_STRICT ? "strict" : "native", (long long)nb, (long long)M, (long long)K,
-           (long long)N, threads);
+           num == CPU_NUMERICS_STRICT ? "strict" : "native", (long long)nb, (long long)M,
+           (long long)K, (long long)N, threads);
   bool ok = tm_check_opts(&t, args, &o, 0, what);
   arena_destroy(ar);
   ir_module_destroy(t.m);
