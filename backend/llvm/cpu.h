@@ -208,6 +208,8 @@ typedef struct cpu_exe_info {
   int64_t scratch_bytes;
   int32_t kernels;        /* loop nests emitted */
   int32_t threads;
+  int32_t opt_level;      /* the level the code was compiled at: opt_level, or
+                             lower by the level rule (fixed_level) */
   int32_t parts;          /* objects made (or loaded): kernels compiled in
                              parts on compile_threads threads */
   cpu_cache_use cache;    /* what the compile cache did */

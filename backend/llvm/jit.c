@@ -375,6 +375,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   x->info.link_seconds = t3 - t2;
   x->info.jit_seconds = t3 - t2;
   x->info.parts = nobj;
+  x->info.opt_level = opt.opt_level;
   x->info.scratch_bytes = x->scratch_bytes;
   x->info.threads = opt.threads;
   llvm_kernel_isa(opt.cpu_name, opt.cpu_features, x->info.isa, sizeof x->info.isa);

@@ -13,7 +13,10 @@
  * whatever the variant), under native numerics on small integers (every product and partial sum
  * exact, so the library's FMAs give the evaluator's values), on 1 and 2 threads. The epilogues
  * through the compiler are cpu_kernels' gemm_epilogues (on the variant cpuid picks). An unknown
- * variant is an error, not a crash. */
+ * variant is an error, not a crash.
+ *
+ * level_rule: the optimisation level a JIT compile picks from the work
+ * of its emitted kernels (docs/cpu-backend.md, "Compile levels"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -209,10 +212,36 @@ static void lk_against_evaluator(void **state) {
   ir_module_destroy(t.m);
 }
 
+/* The level rule: a module with little emitted work compiles at O0, one
+ * with 2^23 elementwise operations at O3, and fixed_level keeps O3. */
+static void level_rule(void **state) {
+  (void)state;
+  static const int64_t rows[] = {4, 4096};
+  static const int want[] = {0, 3};
+  for (int i = 0; i < 4; i++) {
+    tmod t = tm_new("level");
+    ir_id x = tm_param(&t, 0, IR_F32, 2, D(rows[i % 2], 2048));
+    ir_id y = tm_param(&t, 1, IR_F32, 2, D(rows[i % 2], 2048));
+    tm_finish(&t, tm_op(&t, IR_OP_ADD, (ir_id[]){x, y}, 2, NULL));
+    cpu_options o;
+    cpu_options_init(&o);
+    o.fixed_level = i >= 2;
+    cpu_exe *e = NULL;
+    char err[256];
+    assert_int_equal(cpu_compile(t.m, &o, &e, err, sizeof err), ST_OK);
+    cpu_exe_info info;
+    cpu_exe_get_info(e, &info);
+    assert_int_equal(info.opt_level, i >= 2 ? 3 : want[i]);
+    cpu_exe_destroy(e);
+    ir_module_destroy(t.m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(lk_contract),
       cmocka_unit_test(lk_against_evaluator),
+      cmocka_unit_test(level_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
