@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
 
   cpu_options o;
   cpu_options_init(&o);
+  o.lib_kernels = getenv("TPUCC_CPU_KERNELS"); /* NULL: the best for this CPU */
   o.threads = threads;
   cpu_exe *exe = NULL;
   char err[512];

@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
 
   cpu_options o;
   cpu_options_init(&o);
+  o.lib_kernels = getenv("TPUCC_CPU_KERNELS"); /* NULL: the best for this CPU */
   o.threads = threads;
   o.use_blas = false;
   cpu_exe *x = NULL;

@@ -260,6 +260,7 @@ void drv_cpu_options(const drv_cpu_spec *s, cpu_options *o) {
   const char *ct = getenv("TPUCC_CPU_COMPILE_THREADS");
   int nct;
   if (ct && threads_of(ct, &nct)) o->compile_threads = nct;
+  o->lib_kernels = getenv("TPUCC_CPU_KERNELS"); /* avx512, avx2, portable or off; unset: cpuid's choice */
   const char *tile = getenv("TPUCC_CONV_TILE");
   int px, ov;
   if (tile && sscanf(tile, "%dx%d", &px, &ov) == 2) o->conv_tile[0] = px, o->conv_tile[1] = ov;

@@ -367,12 +367,12 @@ base_status tool_cpu_run(const ir_module *m, const tool_cpu_opts *o, ir_literal 
             "\"scratch_bytes\": %lld, \"lower_seconds\": %.6f, \"opt_seconds\": %.6f, "
             "\"codegen_seconds\": %.6f, \"link_seconds\": %.6f, \"cache_seconds\": %.6f, "
             "\"build_seconds\": %.6f, \"part_max_seconds\": %.6f, \"parts\": %d, "
-            "\"cache\": \"%s\", \"host_isa\": \"%s\"}\n",
+            "\"opt_level\": %d, \"cache\": \"%s\", \"host_isa\": \"%s\"}\n",
             run, (unsigned long long)flops, achieved, compile, run, (int)info.threads,
             drv_numerics_name(cs.numerics), (int)info.kernels, (long long)info.scratch_bytes,
             info.lower_seconds, info.opt_seconds, info.codegen_seconds, info.link_seconds,
             info.cache_seconds, info.build_seconds, info.part_max_seconds, (int)info.parts,
-            cpu_cache_use_name(info.cache), info.isa);
+            (int)info.opt_level, cpu_cache_use_name(info.cache), info.isa);
     if (ferror(j) | fclose(j)) {
       snprintf(err, errlen, "--stats-json: error writing %s", o->stats_json);
       return ST_IO_ERROR;

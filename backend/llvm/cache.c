@@ -94,6 +94,7 @@ void llvm_cache_key(LLVMModuleRef mod, const cpu_options *o, LLVMTargetMachineRe
   put_int(&s, "blas", o->use_blas);
   put_int(&s, "conv tile", (int64_t)o->conv_tile[0] << 32 | (uint32_t)o->conv_tile[1]);
   put_str(&s, "entry", o->entry_name ? o->entry_name : "tpucc_entry");
+  put_str(&s, "library kernels", o->lib_kernels ? o->lib_kernels : "off");
   LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
   put_int(&s, "bitcode bytes", (int64_t)LLVMGetBufferSize(bc));
   llvm_sha256_update(&s, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));

@@ -61,6 +61,10 @@ typedef struct cpu_options {
   int32_t threads;        /* worker threads; 0 = one per online CPU */
   cpu_numerics numerics;
   int32_t opt_level;      /* 0..3; default 3 ("default<O3>") */
+  bool fixed_level;        /* JIT: opt_level for every module; default false:
+                             a module whose emitted kernels do little work
+                             compiles at a lower level (docs/cpu-backend.md,
+                             "Compile levels") */
   bool use_blas;          /* large f32 dots through cblas_sgemm (JIT, NATIVE, built with
                              OpenBLAS); default false: the emitted kernel */
   const char *cpu_name;   /* NULL: the host's (LLVMGetHostCPUName) */
@@ -91,6 +95,11 @@ typedef struct cpu_options {
   int32_t compile_threads; /* cpu_compile: threads optimising and generating
                              code for independent kernels at once (1..8);
                              0: one per online CPU */
+  const char *lib_kernels; /* JIT: the precompiled GEMM variant dots call
+                             ("avx512", "avx2", "portable"; lk.h), "off":
+                             GEMMs emitted per module; NULL: the best this
+                             CPU runs, or "off" when cpu_name or cpu_features
+                             is set. AOT objects always carry emitted ones. */
   FILE *progress;         /* cpu_compile: when set (a terminal), a line on it
                              while a compile takes over half a second, erased
                              at the end; NULL: silent */
@@ -199,12 +208,14 @@ typedef struct cpu_exe_info {
   int64_t scratch_bytes;
   int32_t kernels;        /* loop nests emitted */
   int32_t threads;
+  int32_t opt_level;      /* the level the code was compiled at: opt_level, or
+                             lower by the level rule (fixed_level) */
   int32_t parts;          /* objects made (or loaded): kernels compiled in
                              parts on compile_threads threads */
   cpu_cache_use cache;    /* what the compile cache did */
   char cache_note[320];   /* CPU_CACHE_NOT_STORED: why; CPU_CACHE_STORED after
                              a damaged entry: that; else empty */
-  char isa[160];          /* the CPU compiled for and the vector width and
+  char isa[256];          /* the CPU compiled for and the vector width and
                              register tiles its GEMM and convolution kernels
                              chose (chosen when compiling, for that CPU) */
 } cpu_exe_info;

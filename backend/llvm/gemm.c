@@ -500,6 +500,7 @@ static void plan_geom(emitter *e, const gemm_conv *cv, int64_t NB, int64_t M, in
 
 static void gemm(emitter *e, const gemm_conv *cv, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N,
                  int64_t K, const gemm_epi *epi) {
+  if (!cv && llvm_emit_lk_gemm(e, A, B, C, NB, M, N, K, epi)) return;
   geom g;
   plan_geom(e, cv, NB, M, N, K, &g);
   ir_shape bs = ir_shape_array(IR_F32, 1, &(int64_t){NB * K * g.Nt * g.NR});

@@ -6,6 +6,7 @@
  * depend on how the executable was linked; anything else resolves through
  * the process's own symbol table. */
 #include "backend/llvm/lower.h"
+#include "backend/llvm/lk.h"
 #include "backend/llvm/cache.h"
 
 #include <llvm-c/Error.h>
@@ -83,6 +84,21 @@ typedef LLVMOrcCSymbolMapPair symbol_pair;
 #else
 typedef LLVMJITCSymbolMapPair symbol_pair;
 #endif
+
+/* The library GEMM's two entry points (lk_call.c) as v's functions. */
+static LLVMErrorRef define_lk_symbols(LLVMOrcLLJITRef jit, const lk_variant *v) {
+  if (!v) return NULL;
+  symbol_pair pairs[2];
+  const char *names[2] = {"tpucc_lk_gemm_packb", "tpucc_lk_gemm_tiles"};
+  lk_row_fn fns[2] = {v->packb, v->tiles};
+  for (int i = 0; i < 2; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, names[i]);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)fns[i];
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  return LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(jit), LLVMOrcAbsoluteSymbols(pairs, 2));
+}
 
 static LLVMErrorRef define_symbols(LLVMOrcLLJITRef jit) {
   static const struct {
@@ -234,11 +250,12 @@ static int objects_of(emitter *e, const cpu_options *opt, llvm_progress *pg, cpu
 
 /* The LLJIT (taking tm) with the objects linked, and the entry's address. */
 static base_status link_objects(cpu_exe *x, LLVMTargetMachineRef tm, LLVMMemoryBufferRef *objs, int n,
-                                const char *entry_name, char *err, size_t errlen) {
+                                const char *entry_name, const lk_variant *lk, char *err, size_t errlen) {
   LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
   LLVMErrorRef er = LLVMOrcCreateLLJIT(&x->jit, jb);
   if (!er) er = define_symbols(x->jit);
+  if (!er) er = define_lk_symbols(x->jit, lk);
   int i = 0;
   /* The JIT owns each object once added, whatever the outcome. */
   for (; !er && i < n; i++)
@@ -263,6 +280,19 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
     snprintf(err, errlen, "%d replicas: the cpu runs at most %d", (int)opt.replicas, CPU_MAX_REPLICAS);
     return ST_INVALID_ARGUMENT;
   }
+  /* Code for a CPU named by the caller (cpu_name, cpu_features) keeps its
+   * emitted kernels unless a variant is named too: the variant is chosen
+   * by this CPU's cpuid, not by those features. */
+  if (!opt.lib_kernels && (opt.cpu_name || opt.cpu_features)) opt.lib_kernels = "off";
+  const lk_variant *lk = NULL;
+  if (!opt.lib_kernels || strcmp(opt.lib_kernels, "off")) {
+    if (!(lk = cpu_lk_find(opt.lib_kernels))) {
+      snprintf(err, errlen, "library kernels '%s': not a variant this CPU runs (avx512, avx2, portable, off)",
+               opt.lib_kernels);
+      return ST_INVALID_ARGUMENT;
+    }
+    opt.lib_kernels = lk->name; /* in the cache key */
+  }
   double t0 = now();
   LLVMTargetMachineRef tm = llvm_host_tm(&opt, true, err, errlen); /* PIC: JIT memory may lie above 4 GiB */
   if (!tm) return ST_INTERNAL;
@@ -270,6 +300,14 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
   emitter e;
   bool ok = llvm_lower_module(&e, m, &opt, false, ctx, tm, err, errlen);
+  /* The level rule (docs/cpu-backend.md, "Compile levels"): little work in
+   * emitted code, a cheaper pipeline and code generator. */
+  LLVMTargetMachineRef tm_small = NULL;
+  int lvl = ok && !opt.fixed_level ? llvm_level_for_work(e.work - e.lib_work) : 3;
+  if (lvl < opt.opt_level) {
+    opt.opt_level = e.opt.opt_level = lvl; /* in the cache key */
+    if ((tm_small = llvm_host_tm(&opt, true, err, errlen))) e.tm = tm_small;
+  }
   double t1 = now();
   cpu_exe *x = ok ? calloc(1, sizeof *x) : NULL;
   if (!x) {
@@ -281,6 +319,8 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   llvm_progress *pg = llvm_progress_start(opt.progress, e.nkernels);
   LLVMMemoryBufferRef objs[LLVM_MAX_PARTS];
   int nobj = objects_of(&e, &opt, pg, &x->info, objs);
+  if (tm_small) LLVMDisposeTargetMachine(tm_small);
+  e.tm = tm;
   if (!nobj) {
     llvm_progress_end(pg);
     base_status st = e.st ? e.st : ST_INTERNAL;
@@ -303,7 +343,7 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   llvm_emitter_free(&e);
   LLVMOrcDisposeThreadSafeContext(tsc);
   double t2 = now();
-  base_status st = link_objects(x, tm, objs, nobj, opt.entry_name ? opt.entry_name : "tpucc_entry",
+  base_status st = link_objects(x, tm, objs, nobj, opt.entry_name ? opt.entry_name : "tpucc_entry", lk,
                                 err, errlen);
   double t3 = now();
   llvm_progress_end(pg);
@@ -335,9 +375,14 @@ base_status cpu_compile(const ir_module *m, const cpu_options *o, cpu_exe **out_
   x->info.link_seconds = t3 - t2;
   x->info.jit_seconds = t3 - t2;
   x->info.parts = nobj;
+  x->info.opt_level = opt.opt_level;
   x->info.scratch_bytes = x->scratch_bytes;
   x->info.threads = opt.threads;
   llvm_kernel_isa(opt.cpu_name, opt.cpu_features, x->info.isa, sizeof x->info.isa);
+  size_t il = strlen(x->info.isa);
+  if (lk)
+    snprintf(x->info.isa + il, sizeof x->info.isa - il,
+             "; dots under 2^24 multiply-adds on the precompiled %s GEMM (%s)", lk->name, lk->tiles_doc);
   *out_exe = x;
   return ST_OK;
 }

@@ -114,6 +114,7 @@ static LLVMValueRef env_ptr(emitter *e, LLVMValueRef env, const cbuf *cb) {
 
 void llvm_kernel_end(emitter *e, kfn *k, int64_t n, double work) {
   LLVMBuilderRef b = e->b;
+  e->work += work;
   LLVMBuildRetVoid(b);
   /* allocas -> start */
   LLVMBasicBlockRef start = LLVMGetNextBasicBlock(e->alloca_bb);

@@ -78,6 +78,7 @@ typedef struct emitter {
   const ir_module *m;
   cpu_options opt;
   bool aot;
+  const struct lk_variant *lk; /* JIT: the library GEMM variant dots call (lk.h); NULL: emitted kernels */
   arena *a;                 /* plan data; dies with the compilation */
   LLVMContextRef ctx;
   LLVMModuleRef mod;
@@ -105,6 +106,8 @@ typedef struct emitter {
   int64_t scratch_bytes;
   int32_t ninputs, noutputs;
   int32_t nkernels;
+  double work, lib_work;    /* estimated operations of the kernels emitted, and of those
+                               only calling precompiled code (lk_call.c) */
   scope *entry_scope;
   cpu_ffi_call *ffi_calls;  /* host-function bindings (custom_call.c); the
                                executable takes them over */
@@ -382,6 +385,15 @@ int llvm_gemm_epi_bufs(const gemm_epi *epi, cbuf **bufs, int nbufs);
  * the output feature) into s->mat[id]; false (nothing emitted, no error)
  * when the convolution is not of the direct kernel's form. */
 bool llvm_emit_conv_epi(emitter *e, scope *s, ir_id id, const gemm_epi *epi);
+/* lk_call.c: the GEMM (with its epilogue) as calls of the library kernels
+ * (lk.h) when e->lk is set and the size rule picks them; false (nothing
+ * emitted) otherwise. */
+bool llvm_emit_lk_gemm(emitter *e, cbuf *A, cbuf *B, cbuf *C, int64_t NB, int64_t M, int64_t N, int64_t K,
+                       const gemm_epi *epi);
+/* target.c: the level rule of JIT compiles: the optimisation level (0 or
+ * 3) for emitted kernels estimated at `work` operations per run in all
+ * (docs/cpu-backend.md, "Compile levels"). */
+int llvm_level_for_work(double work);
 /* Whether the target has 512-bit vectors (AVX-512F). */
 bool llvm_gemm_wide(const emitter *e);
 /* What the GEMM and convolution kernels compiled for the CPU cpu_name

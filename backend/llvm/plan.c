@@ -16,6 +16,8 @@
  * (with its operands) so it runs on the matrix kernels, not elementally. */
 #include "backend/llvm/lower.h"
 
+#include "backend/llvm/lk.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,6 +619,7 @@ bool llvm_lower_module(emitter *e, const ir_module *m, const cpu_options *o,
   e->m = m;
   e->opt = *o;
   e->aot = aot;
+  e->lk = aot || (o->lib_kernels && !strcmp(o->lib_kernels, "off")) ? NULL : cpu_lk_find(o->lib_kernels);
   e->a = arena_create();
   e->ctx = ctx;
   e->tm = tm;

@@ -49,6 +49,13 @@ LLVMTargetMachineRef llvm_host_tm(const cpu_options *o, bool pic, char *err, siz
   return tm;
 }
 
+/* Below 2^22 estimated operations a run of O0 code (no SROA: every loop
+ * variable in memory) costs a few milliseconds more than O3's, less than
+ * the 0.1-0.4 s that O1-O3's passes and code generator take on the
+ * shipped samples; from there on O3, whose compile is then small beside
+ * the runs it speeds up. */
+int llvm_level_for_work(double work) { return work < 4194304.0 ? 0 : 3; }
+
 bool llvm_optimise(emitter *e) {
   char *msg = NULL;
   if (LLVMVerifyModule(e->mod, LLVMReturnStatusAction, &msg)) {
