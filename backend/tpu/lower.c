@@ -71,19 +71,20 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   case IR_OP_RESHAPE:
   case IR_OP_COPY:
-    x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank,
-                         in->shape->dims);
+    x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank, in->shape->dims);
     break;
   case IR_OP_CUSTOM_CALL: /* ir_check_runnable admits the identity targets and TopK only */
-    if (ir_is_topk_custom_call(in)) {
-      lower_topk(x, i);
+    if (!ir_is_topk_custom_call(in)) {
+      if (ir_custom_call_kind(in, NULL) != IR_CC_IDENTITY) {
+        tb_error(b, ST_UNSUPPORTED, "custom-call has no implementation on the TPU");
+        return;
+      }
+      x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank, in->shape->dims);
       break;
     }
-    if (ir_custom_call_kind(in, NULL) != IR_CC_IDENTITY) {
-      tb_error(b, ST_UNSUPPORTED, "custom-call has no implementation on the TPU");
-      return;
-    }
-    x->val[i] = tv_alias(b, ov, in->shape->type, in->shape->rank, in->shape->dims);
+    /* fall through - the TopK custom-call is the topk op */
+  case IR_OP_TOPK:
+    lower_topk(x, i);
     break;
   case IR_OP_BITCAST_CONVERT:
     consume_ops = lower_bitcast(x, i);
@@ -165,9 +166,6 @@ void lower_inst(lctx *x, ir_id i) {
     break;
   case IR_OP_SORT:
     lower_sort(x, i);
-    break;
-  case IR_OP_TOPK:
-    lower_topk(x, i);
     break;
   default:
     if (ir_op_flags(in->op) & OPF_RUNS) {
